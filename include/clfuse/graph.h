@@ -1,0 +1,190 @@
+/* Graph builder.
+ *
+ * A clf_graph records tensor operations; nothing is computed when a builder
+ * function is called. Values are named by clf_tensor handles, small value
+ * types that stay valid as long as their graph.
+ *
+ * Validation is eager and errors are sticky: a bad call (shapes that do not
+ * broadcast, an axis out of range, a dtype the op does not take, a NULL, a
+ * handle from another graph) returns CLF_TENSOR_INVALID, records a message
+ * naming the call and the argument, and puts the graph into an error state.
+ * Later builder calls on that graph do nothing and return CLF_TENSOR_INVALID;
+ * clf_graph_status() returns the first error and clf_compile() refuses the
+ * graph with it. Nothing aborts the caller.
+ *
+ * Semantics follow the ONNX operators of the same names (numpy broadcasting,
+ * Reshape's 0 and -1, Slice's clamping and negative steps, Squeeze, Unsqueeze,
+ * Expand, Where, Clip, Cast). NaN propagates as in numpy: maximum(NaN, 0) and
+ * relu(NaN) are NaN.
+ *
+ * Ownership: the graph owns every node; clf_graph_destroy() frees them all.
+ * Thread-safety: a graph may be used by one thread at a time; different
+ * graphs are independent.
+ */
+#ifndef CLFUSE_GRAPH_H
+#define CLFUSE_GRAPH_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "export.h"
+#include "status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define CLF_MAX_RANK 8
+
+/* Element types. f32 is stored as float, i32 as int32_t, bool as one byte
+ * holding 0 or 1. */
+typedef enum clf_dtype {
+    CLF_F32 = 0,
+    CLF_I32 = 1,
+    CLF_BOOL = 2,
+    CLF_DTYPE_COUNT
+} clf_dtype;
+
+/* "f32", "i32", "bool"; NULL for an unknown value. */
+CLF_API const char *clf_dtype_name(clf_dtype dt);
+/* Bytes per element; 0 for an unknown value. */
+CLF_API size_t clf_dtype_size(clf_dtype dt);
+
+/* Opaque graph handle. */
+typedef struct clf_graph clf_graph;
+
+/* A value in a graph: the graph's serial number and the node's index.
+ * The zero value (CLF_TENSOR_INVALID) names nothing. */
+typedef struct clf_tensor {
+    uint32_t graph;
+    uint32_t node;
+} clf_tensor;
+
+#define CLF_TENSOR_INVALID ((clf_tensor){0, 0})
+
+/* True when t names a node (of some graph); says nothing of errors. */
+static inline bool clf_tensor_valid(clf_tensor t) { return t.graph != 0; }
+
+/* Returns NULL only when out of memory. */
+CLF_API clf_graph *clf_graph_create(void);
+/* Frees the graph and sets *g to NULL; accepts NULL and a pointer to NULL. */
+CLF_API void clf_graph_destroy(clf_graph **g);
+
+/* CLF_OK, or the first error recorded; *message (if message is not NULL)
+ * points to the graph's message, valid until the graph is destroyed; it is
+ * "" when there is no error. */
+CLF_API clf_status clf_graph_status(const clf_graph *g, const char **message);
+
+/* Number of nodes recorded (inputs, constants and ops). */
+CLF_API size_t clf_graph_node_count(const clf_graph *g);
+
+/* Shape and dtype of a value. rank receives the rank, shape (CLF_MAX_RANK
+ * entries) the extents; either may be NULL. */
+CLF_API clf_status clf_tensor_shape(const clf_graph *g, clf_tensor t, int *rank, int64_t *shape);
+CLF_API clf_status clf_tensor_dtype(const clf_graph *g, clf_tensor t, clf_dtype *dtype);
+
+/* ---- Leaves ---------------------------------------------------------- */
+
+/* A named graph input of the given dtype and shape (rank 0..CLF_MAX_RANK,
+ * every extent >= 0). Names are unique among inputs and outputs. */
+CLF_API clf_tensor clf_input(clf_graph *g, const char *name, clf_dtype dtype, int rank,
+                             const int64_t *shape);
+/* A rank-0 constant; value is converted to dtype (bool: value != 0). */
+CLF_API clf_tensor clf_scalar(clf_graph *g, clf_dtype dtype, double value);
+/* A tensor constant; data (C order, dtype elements) is copied. */
+CLF_API clf_tensor clf_constant(clf_graph *g, clf_dtype dtype, int rank, const int64_t *shape,
+                                const void *data);
+
+/* Binds a graph input or output, by name, to host memory holding its
+ * elements in C order (clf_run_host, clf_reference_run). Zero-size tensors
+ * may be bound to NULL. */
+typedef struct clf_host_binding {
+    const char *name;
+    void *data;
+} clf_host_binding;
+
+/* Marks t as a graph output under a name unique among inputs and outputs. */
+CLF_API clf_status clf_graph_output(clf_graph *g, const char *name, clf_tensor t);
+
+/* ---- Pointwise ------------------------------------------------------- */
+
+/* X(enum suffix, builder name). f32 only, except: neg, abs and sign take f32
+ * and i32; logical_not takes bool. */
+#define CLF_UNARY_OP_LIST(X)                                                                       \
+    X(NEG, neg) X(ABS, abs) X(EXP, exp) X(LOG, log) X(SQRT, sqrt) X(RSQRT, rsqrt)                  \
+    X(RECIPROCAL, reciprocal) X(SIN, sin) X(COS, cos) X(TANH, tanh) X(SIGMOID, sigmoid)            \
+    X(RELU, relu) X(GELU, gelu) X(SILU, silu) X(ERF, erf) X(FLOOR, floor) X(CEIL, ceil)            \
+    X(SIGN, sign) X(NOT, logical_not)
+
+typedef enum clf_unary_op {
+#define CLF_UNARY_ENUM_(E, n) CLF_UNARY_##E,
+    CLF_UNARY_OP_LIST(CLF_UNARY_ENUM_)
+#undef CLF_UNARY_ENUM_
+    CLF_UNARY_COUNT
+} clf_unary_op;
+
+/* X(enum suffix, builder name). Both operands have the same dtype and
+ * broadcast as numpy does. add, sub, mul, div, maximum, minimum take f32
+ * and i32 (i32 wraps on overflow; i32 division truncates toward zero and
+ * x/0 is 0); pow takes f32; eq, ne, lt, le, gt, ge take f32 and i32 (eq and
+ * ne also bool) and give bool; and, or take bool. */
+#define CLF_BINARY_OP_LIST(X)                                                                      \
+    X(ADD, add) X(SUB, sub) X(MUL, mul) X(DIV, div) X(POW, pow) X(MAXIMUM, maximum)                \
+    X(MINIMUM, minimum) X(EQ, eq) X(NE, ne) X(LT, lt) X(LE, le) X(GT, gt) X(GE, ge) X(AND, logical_and)    \
+    X(OR, logical_or)
+
+typedef enum clf_binary_op {
+#define CLF_BINARY_ENUM_(E, n) CLF_BINARY_##E,
+    CLF_BINARY_OP_LIST(CLF_BINARY_ENUM_)
+#undef CLF_BINARY_ENUM_
+    CLF_BINARY_COUNT
+} clf_binary_op;
+
+CLF_API clf_tensor clf_unary(clf_graph *g, clf_unary_op op, clf_tensor x);
+CLF_API clf_tensor clf_binary(clf_graph *g, clf_binary_op op, clf_tensor a, clf_tensor b);
+
+/* One builder per unary and binary op: clf_neg(g, x), clf_add(g, a, b), ... */
+#define CLF_UNARY_DECL_(E, n) CLF_API clf_tensor clf_##n(clf_graph *g, clf_tensor x);
+CLF_UNARY_OP_LIST(CLF_UNARY_DECL_)
+#undef CLF_UNARY_DECL_
+#define CLF_BINARY_DECL_(E, n) CLF_API clf_tensor clf_##n(clf_graph *g, clf_tensor a, clf_tensor b);
+CLF_BINARY_OP_LIST(CLF_BINARY_DECL_)
+#undef CLF_BINARY_DECL_
+
+/* cond ? a : b, elementwise; cond is bool, a and b share a dtype; all three
+ * broadcast together. */
+CLF_API clf_tensor clf_where(clf_graph *g, clf_tensor cond, clf_tensor a, clf_tensor b);
+/* min(max(x, lo), hi) for f32 or i32 x; pass -INFINITY / INFINITY for no
+ * bound (i32: the bounds are rounded and clamped to the int32 range). NaN
+ * in x stays NaN. lo > hi gives hi everywhere, as ONNX Clip does. */
+CLF_API clf_tensor clf_clip(clf_graph *g, clf_tensor x, double lo, double hi);
+/* Converts x to dtype: f32 -> i32 truncates toward zero and saturates (NaN
+ * becomes 0); to bool is x != 0; from bool gives 0 or 1. */
+CLF_API clf_tensor clf_cast(clf_graph *g, clf_tensor x, clf_dtype dtype);
+
+/* ---- Movement (index arithmetic, never a copy inside a fused kernel) -- */
+
+/* ONNX Reshape (allowzero = 0): an extent of 0 copies the input's extent at
+ * that position and one extent may be -1 (inferred). */
+CLF_API clf_tensor clf_reshape(clf_graph *g, clf_tensor x, int rank, const int64_t *shape);
+/* ONNX Transpose: output axis i is input axis perm[i]; perm == NULL (with
+ * nperm 0) reverses the axes. */
+CLF_API clf_tensor clf_transpose(clf_graph *g, clf_tensor x, int nperm, const int *perm);
+/* ONNX Expand: x broadcast against shape (bidirectionally). */
+CLF_API clf_tensor clf_expand(clf_graph *g, clf_tensor x, int rank, const int64_t *shape);
+/* ONNX Slice: for each listed axis, starts/ends are clamped as ONNX says and
+ * negative values count from the end; axes NULL means 0..n-1, steps NULL
+ * means 1; a step may be negative but not 0. */
+CLF_API clf_tensor clf_slice(clf_graph *g, clf_tensor x, int n, const int64_t *starts,
+                             const int64_t *ends, const int *axes, const int64_t *steps);
+/* ONNX Squeeze: removes the listed size-1 axes (naxes 0: every size-1 axis). */
+CLF_API clf_tensor clf_squeeze(clf_graph *g, clf_tensor x, int naxes, const int *axes);
+/* ONNX Unsqueeze: inserts size-1 axes at the listed output positions. */
+CLF_API clf_tensor clf_unsqueeze(clf_graph *g, clf_tensor x, int naxes, const int *axes);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,186 @@
+/* Runtime: OpenCL devices, compiling a graph into an executable, running it.
+ *
+ * Ownership: a clf_context owns its OpenCL context and queue unless it
+ * adopted the caller's (clf_context_from_cl), in which case it retains them
+ * and releases its references when destroyed. A clf_executable owns its
+ * kernels and device buffers and holds a reference to its context: destroy
+ * every executable before its context.
+ *
+ * Thread-safety: a context and the executables compiled from it may be used
+ * by one thread at a time (OpenCL kernel arguments are not thread-safe).
+ * Different contexts are independent.
+ */
+#ifndef CLFUSE_RUNTIME_H
+#define CLFUSE_RUNTIME_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifndef CL_TARGET_OPENCL_VERSION
+#define CL_TARGET_OPENCL_VERSION 120
+#endif
+#include <CL/cl.h>
+
+#include "export.h"
+#include "graph.h"
+#include "status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- Devices --------------------------------------------------------- */
+
+/* One OpenCL device as libclfuse sees it. index is the position in the
+ * list, counted across platforms, and is what CLFUSE_DEVICE=<n> selects. */
+typedef struct clf_device_desc {
+    char platform_name[128];
+    char device_name[128];
+    char device_version[128];
+    uint64_t global_mem_bytes;
+    uint64_t max_alloc_bytes;
+    uint32_t index;
+    uint32_t compute_units;
+    bool is_gpu;
+    bool is_cpu;
+} clf_device_desc;
+
+/* Fills up to cap entries of out (out may be NULL when cap is 0) and sets
+ * *count to the number of devices present. CLF_ERR_NOT_FOUND when there is
+ * no OpenCL platform. */
+CLF_API clf_status clf_devices_list(clf_device_desc *out, size_t cap, size_t *count);
+
+/* ---- Context --------------------------------------------------------- */
+
+typedef struct clf_context clf_context;
+
+/* Zero means default for every field. */
+typedef struct clf_context_params {
+    /* Which device: NULL for $CLFUSE_DEVICE, else the first GPU, else the
+     * first device. Accepts an index ("1"), "gpu", "cpu", or a substring of
+     * the device or platform name (case-insensitive). */
+    const char *device;
+    /* Create the queue with CL_QUEUE_PROFILING_ENABLE (also switched on by
+     * CLFUSE_LOGS=perf). */
+    bool profiling;
+} clf_context_params;
+
+#define clf_context_params(...) (&(const clf_context_params){__VA_ARGS__})
+
+/* Creates a context on the chosen device; *out is NULL on failure and the
+ * reason is in the status (and printed nowhere). */
+CLF_API clf_status clf_context_create(const clf_context_params *params, clf_context **out);
+/* Adopts the caller's OpenCL objects (retained, not copied). queue must
+ * belong to context and device. */
+CLF_API clf_status clf_context_from_cl(cl_context context, cl_device_id device,
+                                       cl_command_queue queue, clf_context **out);
+/* Releases the context and sets *ctx to NULL; accepts NULL. */
+CLF_API void clf_context_destroy(clf_context **ctx);
+/* The detail of the last failure on this context or its executables ("" if
+ * none); valid until the next call on the context. */
+CLF_API const char *clf_context_last_error(const clf_context *ctx);
+/* The context's device, queue and OpenCL context (not retained for the
+ * caller). */
+CLF_API clf_status clf_context_device(const clf_context *ctx, clf_device_desc *out);
+CLF_API cl_command_queue clf_context_queue(const clf_context *ctx);
+CLF_API cl_context clf_context_cl(const clf_context *ctx);
+
+/* ---- Compiling --------------------------------------------------------- */
+
+typedef struct clf_executable clf_executable;
+
+/* Zero means default for every field. */
+typedef struct clf_compile_params {
+    /* One kernel per op, for comparison and debugging. */
+    bool disable_fusion;
+} clf_compile_params;
+
+#define clf_compile_params(...) (&(const clf_compile_params){__VA_ARGS__})
+
+/* Plans, generates and builds the graph for the context's device. The
+ * graph may be destroyed afterwards. A graph in an error state gives
+ * CLF_ERR_GRAPH with its message; a build failure gives CLF_ERR_BUILD with
+ * the build log in clf_context_last_error(). */
+CLF_API clf_status clf_compile(clf_context *ctx, const clf_graph *g, const clf_compile_params *params,
+                               clf_executable **out);
+/* Frees kernels and buffers and sets *exe to NULL; accepts NULL. */
+CLF_API void clf_executable_destroy(clf_executable **exe);
+
+/* What the plan does, with fusion as compiled and with fusion off. Reads and
+ * writes count tensors moved by a kernel (a tensor read by a kernel counts
+ * once however its elements are indexed); bytes are those tensors' sizes. */
+typedef struct clf_plan_stats {
+    uint64_t kernels;
+    uint64_t launches;        /* kernels with work to do (zero-size ones are skipped) */
+    uint64_t tensor_reads;
+    uint64_t tensor_writes;
+    uint64_t bytes_read;
+    uint64_t bytes_written;
+    uint64_t unfused_kernels;
+    uint64_t unfused_launches;
+    uint64_t unfused_tensor_reads;
+    uint64_t unfused_tensor_writes;
+    uint64_t unfused_bytes_read;
+    uint64_t unfused_bytes_written;
+} clf_plan_stats;
+
+CLF_API clf_status clf_executable_stats(const clf_executable *exe, clf_plan_stats *out);
+
+/* Kernels of the executable in launch order: its name, the ops it fused
+ * (space separated) and its OpenCL C source. Strings live as long as exe. */
+CLF_API size_t clf_executable_kernel_count(const clf_executable *exe);
+CLF_API const char *clf_executable_kernel_name(const clf_executable *exe, size_t i);
+CLF_API const char *clf_executable_kernel_ops(const clf_executable *exe, size_t i);
+CLF_API const char *clf_executable_kernel_source(const clf_executable *exe, size_t i);
+
+/* ---- Running ----------------------------------------------------------- */
+
+/* Binds a graph input or output by name to a device buffer (clf_run); see
+ * clf_host_binding in graph.h for host memory (clf_run_host). A buffer must hold at least the tensor's bytes;
+ * zero-size tensors may be bound to NULL. */
+typedef struct clf_buffer_binding {
+    const char *name;
+    cl_mem buffer;
+} clf_buffer_binding;
+
+/* Copies inputs in, runs, copies outputs out; returns when the outputs are
+ * written. Every input and output must be bound exactly once. */
+CLF_API clf_status clf_run_host(clf_executable *exe, size_t ninputs, const clf_host_binding *inputs,
+                                size_t noutputs, const clf_host_binding *outputs);
+/* Enqueues the kernels on the context's queue after the wait list and
+ * returns without waiting; *done (if not NULL) receives an event that
+ * completes when every output is written (release it with clReleaseEvent).
+ * Outputs may not alias inputs. */
+CLF_API clf_status clf_run(clf_executable *exe, size_t ninputs, const clf_buffer_binding *inputs,
+                           size_t noutputs, const clf_buffer_binding *outputs, cl_uint nwait,
+                           const cl_event *wait, cl_event *done);
+
+/* With a profiling context: device time of each kernel of the last run, in
+ * launch order (start to end, ns), and the span from the first kernel's
+ * start to the last one's end. Waits for the last run. CLF_ERR_UNSUPPORTED
+ * without profiling or before any run. */
+typedef struct clf_run_profile {
+    uint64_t span_ns;
+    uint64_t kernel_ns_total;
+    size_t kernels;
+} clf_run_profile;
+
+CLF_API clf_status clf_executable_last_profile(clf_executable *exe, clf_run_profile *out,
+                                               uint64_t *kernel_ns, size_t cap);
+
+/* ---- Introspection ------------------------------------------------------ */
+
+CLF_API size_t clf_executable_input_count(const clf_executable *exe);
+CLF_API size_t clf_executable_output_count(const clf_executable *exe);
+/* Name, dtype and shape of input/output i; CLF_ERR_NOT_FOUND out of range. */
+CLF_API clf_status clf_executable_input(const clf_executable *exe, size_t i, const char **name,
+                                        clf_dtype *dtype, int *rank, int64_t *shape);
+CLF_API clf_status clf_executable_output(const clf_executable *exe, size_t i, const char **name,
+                                         clf_dtype *dtype, int *rank, int64_t *shape);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,107 @@
+/* The graph IR as the rest of the library sees it: nodes in an array owned
+ * by the graph, referred to by index. The public builder (graph.c) is the
+ * only writer; the reference interpreter, planner and codegen read it. */
+#ifndef CLFUSE_GRAPH_INTERNAL_H
+#define CLFUSE_GRAPH_INTERNAL_H
+
+#include <assert.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "clfuse/graph.h"
+
+/* Node kinds. X(enum suffix, name used in kernel names and logs, class).
+ * Classes: LEAF (no computation), POINTWISE, MOVEMENT (pure index
+ * arithmetic). Unary and binary nodes are named by their sub-op instead. */
+#define CLF__NODE_KIND_LIST(X)                                                                     \
+    X(INPUT, "input", LEAF)                                                                        \
+    X(CONSTANT, "constant", LEAF)                                                                  \
+    X(UNARY, "unary", POINTWISE)                                                                   \
+    X(BINARY, "binary", POINTWISE)                                                                 \
+    X(WHERE, "where", POINTWISE)                                                                   \
+    X(CLIP, "clip", POINTWISE)                                                                     \
+    X(CAST, "cast", POINTWISE)                                                                     \
+    X(RESHAPE, "reshape", MOVEMENT)                                                                \
+    X(TRANSPOSE, "transpose", MOVEMENT)                                                            \
+    X(EXPAND, "expand", MOVEMENT)                                                                  \
+    X(SLICE, "slice", MOVEMENT)                                                                    \
+    X(SQUEEZE, "squeeze", MOVEMENT)                                                                \
+    X(UNSQUEEZE, "unsqueeze", MOVEMENT)
+
+typedef enum clf__node_kind {
+#define CLF__KIND_ENUM_(E, n, c) CLF__NODE_##E,
+    CLF__NODE_KIND_LIST(CLF__KIND_ENUM_)
+#undef CLF__KIND_ENUM_
+    CLF__NODE_KIND_COUNT
+} clf__node_kind;
+
+static_assert(CLF__NODE_KIND_COUNT == 13, "update the tables indexed by node kind");
+static_assert(CLF_UNARY_COUNT == 19, "update the tables indexed by unary op");
+static_assert(CLF_BINARY_COUNT == 15, "update the tables indexed by binary op");
+
+typedef enum clf__node_class {
+    CLF__CLASS_LEAF,
+    CLF__CLASS_POINTWISE,
+    CLF__CLASS_MOVEMENT,
+} clf__node_class;
+
+/* One recorded value. Movement attributes are normalised by the builder so
+ * that consumers never re-derive ONNX rules:
+ *  - RESHAPE, SQUEEZE, UNSQUEEZE: only the output shape matters (a reshape
+ *    of the C-order element sequence);
+ *  - TRANSPOSE: output axis i is input axis perm[i];
+ *  - EXPAND: numpy broadcast of the input to the output shape (input aligned
+ *    to the right, extents 1 repeated);
+ *  - SLICE: input index on axis a = start[a] + i * step[a] for output index
+ *    i on axis a (axes not sliced have start 0, step 1);
+ *  - CLIP: lo and hi as given (±inf for none), applied in the input dtype;
+ *  - CONSTANT: data holds numel elements of dtype in C order, owned by the
+ *    graph; rank-0 constants made by clf_scalar also keep scalar = value.
+ * Inputs of pointwise nodes broadcast numpy-style to the node's shape. */
+typedef struct clf__node {
+    clf__node_kind kind;
+    int op; /* clf_unary_op for UNARY, clf_binary_op for BINARY, else 0 */
+    clf_dtype dtype;
+    int rank;
+    int64_t shape[CLF_MAX_RANK];
+    int ninputs;
+    uint32_t inputs[3];
+    int perm[CLF_MAX_RANK];
+    int64_t start[CLF_MAX_RANK];
+    int64_t step[CLF_MAX_RANK];
+    double lo, hi;
+    double scalar;
+    void *data;       /* CONSTANT only */
+    const char *name; /* INPUT only; owned by the graph */
+} clf__node;
+
+typedef struct clf__graph_output {
+    char *name;
+    uint32_t node;
+} clf__graph_output;
+
+struct clf_graph {
+    uint32_t serial; /* non-zero, unique per process; tags clf_tensor handles */
+    clf__node *nodes;
+    size_t nnodes, cap_nodes;
+    uint32_t *inputs; /* node ids of INPUT nodes, in declaration order */
+    size_t ninputs, cap_inputs;
+    clf__graph_output *outputs;
+    size_t noutputs, cap_outputs;
+    clf_status status;
+    char message[512];
+};
+
+static inline const clf__node *clf__graph_node(const clf_graph *g, uint32_t id)
+{
+    assert(id < g->nnodes);
+    return &g->nodes[id];
+}
+
+/* Number of elements of a node (shapes are overflow-checked when built). */
+int64_t clf__node_numel(const clf__node *n);
+/* Short op name used in kernel names and logs: "add", "relu", "transpose". */
+const char *clf__node_op_name(const clf__node *n);
+clf__node_class clf__node_class_of(const clf__node *n);
+
+#endif

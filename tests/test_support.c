@@ -1,0 +1,118 @@
+#include "test_support.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static uint64_t rng_state = 0x9E3779B97F4A7C15ull;
+
+void clf_test_setup_env(void)
+{
+    static int done;
+    if (done)
+        return;
+    done = 1;
+    char tmpl[] = "/tmp/clfuse-test-XXXXXX";
+    const char *dir = mkdtemp(tmpl);
+    if (dir) {
+        char path[512];
+        if (!getenv("POCL_CACHE_DIR")) {
+            snprintf(path, sizeof path, "%s/pocl", dir);
+            setenv("POCL_CACHE_DIR", path, 1);
+        }
+        snprintf(path, sizeof path, "%s/clfuse", dir);
+        setenv("CLFUSE_CACHE_DIR", path, 1);
+    }
+    const char *seed = getenv("CLFUSE_TEST_SEED");
+    if (seed)
+        rng_state = strtoull(seed, NULL, 0) | 1;
+}
+
+int clf_test_run_suite(Suite *s)
+{
+    clf_test_setup_env();
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed == 0 ? 0 : 1;
+}
+
+uint64_t clf_test_rand(void)
+{
+    uint64_t x = rng_state;
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    rng_state = x;
+    return x;
+}
+
+float clf_test_uniform(float lo, float hi)
+{
+    double u = (double)(clf_test_rand() >> 11) / 9007199254740992.0;
+    return (float)(lo + (hi - lo) * u);
+}
+
+void clf_test_fill_f32(float *p, size_t n, float lo, float hi)
+{
+    for (size_t i = 0; i < n; i++)
+        p[i] = clf_test_uniform(lo, hi);
+}
+
+void clf_test_fill_i32(int32_t *p, size_t n, int32_t lo, int32_t hi)
+{
+    uint64_t span = (uint64_t)((int64_t)hi - (int64_t)lo) + 1;
+    for (size_t i = 0; i < n; i++)
+        p[i] = (int32_t)((int64_t)lo + (int64_t)(clf_test_rand() % span));
+}
+
+void clf_test_fill_bool(uint8_t *p, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        p[i] = (uint8_t)(clf_test_rand() & 1);
+}
+
+int clf_test_close(clf_dtype dt, const void *got, const void *want, size_t n, double rtol,
+                   double atol, char *msg, size_t cap)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (dt == CLF_F32) {
+            double g = ((const float *)got)[i], w = ((const float *)want)[i];
+            int ok;
+            if (isnan(w))
+                ok = isnan(g);
+            else if (isinf(w))
+                ok = g == w;
+            else
+                ok = !isnan(g) && fabs(g - w) <= atol + rtol * fabs(w);
+            if (!ok) {
+                snprintf(msg, cap, "element %zu: got %.9g, want %.9g", i, g, w);
+                return 0;
+            }
+        } else if (dt == CLF_I32) {
+            int32_t g = ((const int32_t *)got)[i], w = ((const int32_t *)want)[i];
+            if (g != w) {
+                snprintf(msg, cap, "element %zu: got %d, want %d", i, (int)g, (int)w);
+                return 0;
+            }
+        } else {
+            uint8_t g = ((const uint8_t *)got)[i], w = ((const uint8_t *)want)[i];
+            if (g != w) {
+                snprintf(msg, cap, "element %zu: got %u, want %u", i, g, w);
+                return 0;
+            }
+        }
+    }
+    return 1;
+}
+
+clf_context *clf_test_context(void)
+{
+    clf_context *ctx = NULL;
+    clf_status st = clf_context_create(NULL, &ctx);
+    ck_assert_msg(st == CLF_OK, "clf_context_create: %s", clf_status_name(st));
+    return ctx;
+}

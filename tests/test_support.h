@@ -1,0 +1,38 @@
+/* Shared test helpers: isolated cache directories, random data, float
+ * comparison against the reference, and a per-test OpenCL context. */
+#ifndef CLFUSE_TEST_SUPPORT_H
+#define CLFUSE_TEST_SUPPORT_H
+
+#include <check.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "clfuse/clfuse.h"
+
+/* Points POCL_CACHE_DIR and CLFUSE_CACHE_DIR at a fresh temporary folder
+ * (once per process) and seeds the random generator. Call from main(). */
+void clf_test_setup_env(void);
+
+/* Runs a suite with Check's default fork mode and returns the number of
+ * failures (use as main's exit status). */
+int clf_test_run_suite(Suite *s);
+
+/* Deterministic xorshift random numbers. */
+uint64_t clf_test_rand(void);
+float clf_test_uniform(float lo, float hi);
+/* Fills n f32 values uniformly in [lo, hi). */
+void clf_test_fill_f32(float *p, size_t n, float lo, float hi);
+void clf_test_fill_i32(int32_t *p, size_t n, int32_t lo, int32_t hi);
+void clf_test_fill_bool(uint8_t *p, size_t n);
+
+/* Compares n elements of dtype: floats within atol + rtol*|want| (NaN must
+ * match NaN, infinities must match exactly), others exactly. On mismatch
+ * writes the first bad index and both values into msg and returns 0. */
+int clf_test_close(clf_dtype dt, const void *got, const void *want, size_t n, double rtol,
+                   double atol, char *msg, size_t cap);
+
+/* A context on the default device, created inside the (forked) test. Fails
+ * the test with the reason when none can be made. */
+clf_context *clf_test_context(void);
+
+#endif
