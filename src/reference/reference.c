@@ -1,0 +1,785 @@
+/* The reference interpreter: the oracle every numeric test compares kernels
+ * against. It walks the graph's nodes in order (builders only reference
+ * earlier nodes, so the node array is a topological order), evaluates every
+ * node that some output needs into a host array with plain loops, and copies
+ * the outputs' values to the caller's memory. It shares no code with the
+ * planner or codegen on purpose: a bug shared by both would hide.
+ *
+ * SEMANTICS (the kernels implement exactly these)
+ *
+ * Storage: f32 is float, i32 is int32_t, bool is one byte. A bool read from
+ * memory is true when its byte is non-zero; a bool produced by an op is 0 or
+ * 1 (a cast from bool to bool, like every same-dtype cast, copies bytes).
+ *
+ * Arithmetic: an f32 op computes in double from its float operands and
+ * rounds its result to float, so each op is correctly rounded (or within a
+ * few ulp for the transcendental ones); results are never kept in double
+ * from one op to the next. i32 ops wrap around modulo 2^32.
+ *
+ * Unary, f32:
+ *   neg -x         abs fabs(x)      exp, log, sqrt, sin, cos, tanh, erf,
+ *   floor, ceil as in C             rsqrt 1/sqrt(x)    reciprocal 1/x
+ *   sigmoid 1/(1+exp(-x))           relu  x < 0 ? 0 : x  (relu(NaN) = NaN,
+ *                                         relu(-0.0) = -0.0)
+ *   gelu 0.5*x*(1+erf(x/sqrt(2)))   silu  x*sigmoid(x)
+ *   sign x > 0 ? 1 : x < 0 ? -1 : x  (±0 and NaN are returned unchanged)
+ *   (gelu(-inf) and silu(-inf) are -inf*0 = NaN by these formulas.)
+ * Unary, i32: neg wraps (neg INT32_MIN = INT32_MIN), abs wraps the same way
+ *   (abs INT32_MIN = INT32_MIN), sign gives -1, 0 or 1.
+ * Unary, bool: logical_not gives x == 0.
+ *
+ * Binary (operands share a dtype and broadcast numpy-style):
+ *   add, sub, mul: f32 IEEE; i32 wrapping.
+ *   div: f32 IEEE (x/0 = ±inf, 0/0 = NaN); i32 truncates toward zero,
+ *        x/0 = 0 and INT32_MIN/-1 = INT32_MIN.
+ *   pow: f32, C pow().
+ *   maximum(a, b) = (a > b || isnan(a)) ? a : b
+ *   minimum(a, b) = (a < b || isnan(a)) ? a : b
+ *        so a NaN on either side propagates (the same formulas for i32).
+ *   eq ne lt le gt ge: bool result, compared as C compares (any comparison
+ *        with NaN is false except ne); bool operands compare as truth values.
+ *   logical_and, logical_or: bool.
+ *
+ * where(cond, a, b) = cond != 0 ? a : b (all three broadcast together).
+ * clip(x, lo, hi):
+ *   f32: lo and hi are rounded to float, then minimum(maximum(x, lo), hi)
+ *        with the formulas above (NaN x stays NaN; lo > hi gives hi).
+ *   i32: lo and hi are rounded toward zero and clamped to the int32 range
+ *        (-INFINITY means INT32_MIN, INFINITY INT32_MAX), then
+ *        min(max(x, lo), hi). (The builder refuses NaN bounds; were one to
+ *        arrive here it would mean no bound.)
+ * cast:
+ *   f32 -> i32 truncates toward zero and saturates to [INT32_MIN, INT32_MAX];
+ *        NaN -> 0.
+ *   any -> bool is x != 0 (NaN -> 1).
+ *   bool -> f32 / i32 gives 0 or 1.
+ *   i32 -> f32 rounds to nearest (the plain C conversion).
+ *   same dtype: a copy.
+ *
+ * Movement ops, as graph_internal.h normalises them:
+ *   reshape, squeeze, unsqueeze: the same C-order element sequence under the
+ *     node's shape;
+ *   transpose: output axis i is input axis perm[i];
+ *   expand: numpy broadcast of the input to the node's shape;
+ *   slice: the input index on axis a is start[a] + i * step[a].
+ *
+ * Every node's elements are visited in C order with a multi-index; the
+ * offset of each operand is recomputed from the index and the operand's
+ * per-axis strides, which costs O(numel * rank) per node.
+ *
+ * Bindings: each graph input and output is bound exactly once, by name.
+ * Outputs are written only after every node has been evaluated, and inputs
+ * are copied first, so an output may share memory with an input. Nothing is
+ * written to an output on failure.
+ */
+#include "clfuse/reference.h"
+
+#include <limits.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "graph/graph_internal.h"
+
+/* Where one operand's elements lie for each multi-index of the node being
+ * evaluated: offset = base + sum(idx[a] * stride[a]), in elements. */
+typedef struct view {
+    int64_t base;
+    int64_t stride[CLF_MAX_RANK];
+} view;
+
+/* Writes a formatted message to the caller's buffer, if there is one. */
+static void set_message(char *message, size_t cap, const char *fmt, ...)
+{
+    if (!message || cap == 0)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(message, cap, fmt, ap);
+    va_end(ap);
+}
+
+static size_t elem_size(clf_dtype dt)
+{
+    switch (dt) {
+    case CLF_F32:
+        return sizeof(float);
+    case CLF_I32:
+        return sizeof(int32_t);
+    case CLF_BOOL:
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+/* Element count of a node, or -1 when the shape is malformed or its byte
+ * size does not fit in size_t (the builder should have refused both). */
+static int64_t node_numel(const clf__node *n)
+{
+    if (n->rank < 0 || n->rank > CLF_MAX_RANK)
+        return -1;
+    size_t esize = elem_size(n->dtype);
+    if (esize == 0)
+        return -1;
+    int64_t numel = 1;
+    for (int a = 0; a < n->rank; a++) {
+        int64_t e = n->shape[a];
+        if (e < 0)
+            return -1;
+        if (e != 0 && numel > INT64_MAX / e)
+            return -1;
+        numel *= e;
+    }
+    if ((uint64_t)numel > SIZE_MAX / esize)
+        return -1;
+    return numel;
+}
+
+/* C-order strides, in elements, of a shape. */
+static void c_strides(int rank, const int64_t *shape, int64_t *strides)
+{
+    int64_t s = 1;
+    for (int a = rank - 1; a >= 0; a--) {
+        strides[a] = s;
+        s *= shape[a] > 0 ? shape[a] : 1;
+    }
+}
+
+/* The view of an operand broadcast numpy-style (right-aligned, extent 1
+ * repeated) to the node's shape. False when the shapes do not broadcast. */
+static bool broadcast_view(const clf__node *in, const clf__node *out, view *v)
+{
+    int64_t in_strides[CLF_MAX_RANK];
+    if (in->rank > out->rank)
+        return false;
+    c_strides(in->rank, in->shape, in_strides);
+    int lead = out->rank - in->rank;
+    v->base = 0;
+    for (int a = 0; a < out->rank; a++) {
+        if (a < lead) {
+            v->stride[a] = 0;
+            continue;
+        }
+        int64_t e = in->shape[a - lead];
+        if (e == out->shape[a])
+            v->stride[a] = e == 1 ? 0 : in_strides[a - lead];
+        else if (e == 1)
+            v->stride[a] = 0;
+        else
+            return false;
+    }
+    return true;
+}
+
+/* The view of a transpose's input: output axis i walks input axis perm[i].
+ * False when perm is not a permutation matching the shapes. */
+static bool transpose_view(const clf__node *in, const clf__node *out, view *v)
+{
+    int64_t in_strides[CLF_MAX_RANK];
+    bool seen[CLF_MAX_RANK] = {false};
+    if (in->rank != out->rank)
+        return false;
+    c_strides(in->rank, in->shape, in_strides);
+    v->base = 0;
+    for (int i = 0; i < out->rank; i++) {
+        int p = out->perm[i];
+        if (p < 0 || p >= in->rank || seen[p] || in->shape[p] != out->shape[i])
+            return false;
+        seen[p] = true;
+        v->stride[i] = in_strides[p];
+    }
+    return true;
+}
+
+/* The view of a slice's input: index start[a] + i * step[a] on axis a.
+ * False when some selected index would fall outside the input. */
+static bool slice_view(const clf__node *in, const clf__node *out, view *v)
+{
+    int64_t in_strides[CLF_MAX_RANK];
+    if (in->rank != out->rank)
+        return false;
+    c_strides(in->rank, in->shape, in_strides);
+    v->base = 0;
+    for (int a = 0; a < out->rank; a++) {
+        if (out->shape[a] > 0) {
+            int64_t first = out->step[a] == 0 ? -1 : out->start[a];
+            /* The last index, computed in double so that a corrupt step
+             * cannot overflow; exact for any index that fits in memory. */
+            double last = (double)out->start[a] + (double)(out->shape[a] - 1) * (double)out->step[a];
+            if (first < 0 || first >= in->shape[a] || last < 0 || last >= (double)in->shape[a])
+                return false;
+        }
+        v->base += out->start[a] * in_strides[a];
+        v->stride[a] = out->step[a] * in_strides[a];
+    }
+    return true;
+}
+
+static int64_t view_offset(const view *v, int rank, const int64_t *idx)
+{
+    int64_t off = v->base;
+    for (int a = 0; a < rank; a++)
+        off += idx[a] * v->stride[a];
+    return off;
+}
+
+/* Advances a C-order multi-index by one element. */
+static void next_index(int rank, const int64_t *shape, int64_t *idx)
+{
+    for (int a = rank - 1; a >= 0; a--) {
+        if (++idx[a] < shape[a])
+            return;
+        idx[a] = 0;
+    }
+}
+
+/* Converts a wrapped 32-bit pattern to int32_t without relying on the
+ * implementation-defined unsigned-to-signed conversion. */
+static int32_t wrap_i32(uint32_t u)
+{
+    return u <= (uint32_t)INT32_MAX ? (int32_t)u : -(int32_t)(~u) - 1;
+}
+
+static double maximum_f64(double a, double b) { return (a > b || isnan(a)) ? a : b; }
+static double minimum_f64(double a, double b) { return (a < b || isnan(a)) ? a : b; }
+
+/* One f32 unary op, computed in double and rounded to float. */
+static float unary_f32(clf_unary_op op, float xf)
+{
+    double x = xf, r;
+    switch (op) {
+    case CLF_UNARY_NEG: r = -x; break;
+    case CLF_UNARY_ABS: r = fabs(x); break;
+    case CLF_UNARY_EXP: r = exp(x); break;
+    case CLF_UNARY_LOG: r = log(x); break;
+    case CLF_UNARY_SQRT: r = sqrt(x); break;
+    case CLF_UNARY_RSQRT: r = 1.0 / sqrt(x); break;
+    case CLF_UNARY_RECIPROCAL: r = 1.0 / x; break;
+    case CLF_UNARY_SIN: r = sin(x); break;
+    case CLF_UNARY_COS: r = cos(x); break;
+    case CLF_UNARY_TANH: r = tanh(x); break;
+    case CLF_UNARY_SIGMOID: r = 1.0 / (1.0 + exp(-x)); break;
+    case CLF_UNARY_RELU: r = x < 0 ? 0.0 : x; break;
+    case CLF_UNARY_GELU: r = 0.5 * x * (1.0 + erf(x / sqrt(2.0))); break;
+    case CLF_UNARY_SILU: r = x * (1.0 / (1.0 + exp(-x))); break;
+    case CLF_UNARY_ERF: r = erf(x); break;
+    case CLF_UNARY_FLOOR: r = floor(x); break;
+    case CLF_UNARY_CEIL: r = ceil(x); break;
+    case CLF_UNARY_SIGN: r = x > 0 ? 1.0 : x < 0 ? -1.0 : x; break;
+    default: r = NAN; break; /* refused by check_node */
+    }
+    return (float)r;
+}
+
+static int32_t unary_i32(clf_unary_op op, int32_t x)
+{
+    uint32_t neg = 0u - (uint32_t)x;
+    switch (op) {
+    case CLF_UNARY_NEG: return wrap_i32(neg);
+    case CLF_UNARY_ABS: return x < 0 ? wrap_i32(neg) : x;
+    case CLF_UNARY_SIGN: return x > 0 ? 1 : x < 0 ? -1 : 0;
+    default: return 0; /* refused by check_node */
+    }
+}
+
+static float binary_f32(clf_binary_op op, float af, float bf)
+{
+    double a = af, b = bf, r;
+    switch (op) {
+    case CLF_BINARY_ADD: r = a + b; break;
+    case CLF_BINARY_SUB: r = a - b; break;
+    case CLF_BINARY_MUL: r = a * b; break;
+    case CLF_BINARY_DIV: r = a / b; break;
+    case CLF_BINARY_POW: r = pow(a, b); break;
+    case CLF_BINARY_MAXIMUM: r = maximum_f64(a, b); break;
+    case CLF_BINARY_MINIMUM: r = minimum_f64(a, b); break;
+    default: r = NAN; break; /* refused by check_node */
+    }
+    return (float)r;
+}
+
+static int32_t binary_i32(clf_binary_op op, int32_t a, int32_t b)
+{
+    switch (op) {
+    case CLF_BINARY_ADD: return wrap_i32((uint32_t)a + (uint32_t)b);
+    case CLF_BINARY_SUB: return wrap_i32((uint32_t)a - (uint32_t)b);
+    case CLF_BINARY_MUL: return wrap_i32((uint32_t)a * (uint32_t)b);
+    case CLF_BINARY_DIV:
+        if (b == 0)
+            return 0;
+        if (a == INT32_MIN && b == -1)
+            return INT32_MIN;
+        return a / b;
+    case CLF_BINARY_MAXIMUM: return a > b ? a : b;
+    case CLF_BINARY_MINIMUM: return a < b ? a : b;
+    default: return 0; /* refused by check_node */
+    }
+}
+
+/* Comparisons and logical ops; every operand value (f32, i32 or a bool's
+ * truth value) is exact in double, and NaN compares as C compares. */
+static uint8_t binary_bool(clf_binary_op op, double a, double b)
+{
+    switch (op) {
+    case CLF_BINARY_EQ: return a == b;
+    case CLF_BINARY_NE: return a != b;
+    case CLF_BINARY_LT: return a < b;
+    case CLF_BINARY_LE: return a <= b;
+    case CLF_BINARY_GT: return a > b;
+    case CLF_BINARY_GE: return a >= b;
+    case CLF_BINARY_AND: return a != 0 && b != 0;
+    case CLF_BINARY_OR: return a != 0 || b != 0;
+    default: return 0; /* refused by check_node */
+    }
+}
+
+static bool is_comparison(clf_binary_op op)
+{
+    return op == CLF_BINARY_EQ || op == CLF_BINARY_NE || op == CLF_BINARY_LT ||
+           op == CLF_BINARY_LE || op == CLF_BINARY_GT || op == CLF_BINARY_GE;
+}
+
+/* One element of any dtype as a double (bool: its truth value). */
+static double load_f64(clf_dtype dt, const void *p, int64_t off)
+{
+    switch (dt) {
+    case CLF_F32: return ((const float *)p)[off];
+    case CLF_I32: return ((const int32_t *)p)[off];
+    default: return ((const uint8_t *)p)[off] != 0;
+    }
+}
+
+/* f32 -> i32 conversion: truncation toward zero, saturating, NaN -> 0. */
+static int32_t f64_to_i32_sat(double x)
+{
+    if (isnan(x))
+        return 0;
+    double t = trunc(x);
+    if (t >= 2147483647.0)
+        return INT32_MAX;
+    if (t <= -2147483648.0)
+        return INT32_MIN;
+    return (int32_t)t;
+}
+
+/* A clip bound for i32: rounded toward zero, clamped to the int32 range; a
+ * NaN bound is no bound. */
+static int32_t clip_bound_i32(double v, int32_t none)
+{
+    return isnan(v) ? none : f64_to_i32_sat(v);
+}
+
+/* Checks, before evaluation, that a node is one this interpreter knows how
+ * to evaluate: its inputs are earlier nodes, its dtypes are ones the op
+ * takes, and its movement attributes fit its input. The builder guarantees
+ * all of this; a failure here is a builder bug, reported rather than read
+ * out of bounds. Fills the operand views on success. */
+static bool check_node(const clf_graph *g, uint32_t id, view *views)
+{
+    const clf__node *n = &g->nodes[id];
+    const clf__node *in[3] = {NULL, NULL, NULL};
+    static const int arity[CLF__NODE_KIND_COUNT] = {
+        [CLF__NODE_INPUT] = 0,     [CLF__NODE_CONSTANT] = 0, [CLF__NODE_UNARY] = 1,
+        [CLF__NODE_BINARY] = 2,    [CLF__NODE_WHERE] = 3,    [CLF__NODE_CLIP] = 1,
+        [CLF__NODE_CAST] = 1,      [CLF__NODE_RESHAPE] = 1,  [CLF__NODE_TRANSPOSE] = 1,
+        [CLF__NODE_EXPAND] = 1,    [CLF__NODE_SLICE] = 1,    [CLF__NODE_SQUEEZE] = 1,
+        [CLF__NODE_UNSQUEEZE] = 1,
+    };
+
+    if ((unsigned)n->kind >= CLF__NODE_KIND_COUNT || n->ninputs != arity[n->kind])
+        return false;
+    if (node_numel(n) < 0)
+        return false;
+    for (int k = 0; k < n->ninputs; k++) {
+        if (n->inputs[k] >= id)
+            return false;
+        in[k] = &g->nodes[n->inputs[k]];
+    }
+
+    switch (n->kind) {
+    case CLF__NODE_INPUT:
+        return n->name != NULL;
+    case CLF__NODE_CONSTANT:
+        return n->data != NULL || node_numel(n) == 0;
+    case CLF__NODE_UNARY:
+        if (n->dtype != in[0]->dtype || n->op < 0 || n->op >= CLF_UNARY_COUNT)
+            return false;
+        if (n->dtype == CLF_BOOL && n->op != CLF_UNARY_NOT)
+            return false;
+        if (n->dtype == CLF_I32 && n->op != CLF_UNARY_NEG && n->op != CLF_UNARY_ABS &&
+            n->op != CLF_UNARY_SIGN)
+            return false;
+        if (n->dtype == CLF_F32 && n->op == CLF_UNARY_NOT)
+            return false;
+        return broadcast_view(in[0], n, &views[0]);
+    case CLF__NODE_BINARY: {
+        clf_dtype dt = in[0]->dtype;
+        clf_binary_op op = (clf_binary_op)n->op;
+        if (n->op < 0 || n->op >= CLF_BINARY_COUNT || in[1]->dtype != dt)
+            return false;
+        if (is_comparison(op) || op == CLF_BINARY_AND || op == CLF_BINARY_OR) {
+            if (n->dtype != CLF_BOOL)
+                return false;
+            if ((op == CLF_BINARY_AND || op == CLF_BINARY_OR) && dt != CLF_BOOL)
+                return false;
+        } else if (n->dtype != dt || dt == CLF_BOOL || (op == CLF_BINARY_POW && dt != CLF_F32)) {
+            return false;
+        }
+        return broadcast_view(in[0], n, &views[0]) && broadcast_view(in[1], n, &views[1]);
+    }
+    case CLF__NODE_WHERE:
+        if (in[0]->dtype != CLF_BOOL || in[1]->dtype != n->dtype || in[2]->dtype != n->dtype)
+            return false;
+        return broadcast_view(in[0], n, &views[0]) && broadcast_view(in[1], n, &views[1]) &&
+               broadcast_view(in[2], n, &views[2]);
+    case CLF__NODE_CLIP:
+        if (n->dtype != in[0]->dtype || n->dtype == CLF_BOOL)
+            return false;
+        return broadcast_view(in[0], n, &views[0]);
+    case CLF__NODE_CAST:
+        return broadcast_view(in[0], n, &views[0]);
+    case CLF__NODE_RESHAPE:
+    case CLF__NODE_SQUEEZE:
+    case CLF__NODE_UNSQUEEZE:
+        return n->dtype == in[0]->dtype && node_numel(in[0]) == node_numel(n);
+    case CLF__NODE_TRANSPOSE:
+        return n->dtype == in[0]->dtype && transpose_view(in[0], n, &views[0]);
+    case CLF__NODE_EXPAND:
+        return n->dtype == in[0]->dtype && broadcast_view(in[0], n, &views[0]);
+    case CLF__NODE_SLICE:
+        return n->dtype == in[0]->dtype && slice_view(in[0], n, &views[0]);
+    default:
+        return false;
+    }
+}
+
+/* Evaluates one checked node into out (numel elements of its dtype), reading
+ * its operands from vals through their views. */
+static void eval_node(const clf_graph *g, const clf__node *n, const view *views,
+                      void *const *vals, void *out)
+{
+    int64_t numel = node_numel(n);
+    int64_t idx[CLF_MAX_RANK] = {0};
+    const void *a = n->ninputs > 0 ? vals[n->inputs[0]] : NULL;
+    const void *b = n->ninputs > 1 ? vals[n->inputs[1]] : NULL;
+    const void *c = n->ninputs > 2 ? vals[n->inputs[2]] : NULL;
+    clf_dtype adt = n->ninputs > 0 ? g->nodes[n->inputs[0]].dtype : n->dtype;
+    size_t esize = elem_size(n->dtype);
+
+    if (numel == 0)
+        return;
+
+    switch (n->kind) {
+    case CLF__NODE_RESHAPE:
+    case CLF__NODE_SQUEEZE:
+    case CLF__NODE_UNSQUEEZE:
+        memcpy(out, a, (size_t)numel * esize);
+        return;
+    case CLF__NODE_INPUT:
+    case CLF__NODE_CONSTANT:
+        return; /* handled by the caller */
+    default:
+        break;
+    }
+
+    for (int64_t e = 0; e < numel; e++, next_index(n->rank, n->shape, idx)) {
+        int64_t oa = n->ninputs > 0 ? view_offset(&views[0], n->rank, idx) : 0;
+        switch (n->kind) {
+        case CLF__NODE_UNARY:
+            if (n->dtype == CLF_F32)
+                ((float *)out)[e] = unary_f32((clf_unary_op)n->op, ((const float *)a)[oa]);
+            else if (n->dtype == CLF_I32)
+                ((int32_t *)out)[e] = unary_i32((clf_unary_op)n->op, ((const int32_t *)a)[oa]);
+            else
+                ((uint8_t *)out)[e] = ((const uint8_t *)a)[oa] == 0;
+            break;
+        case CLF__NODE_BINARY: {
+            int64_t ob = view_offset(&views[1], n->rank, idx);
+            clf_binary_op op = (clf_binary_op)n->op;
+            if (n->dtype == CLF_BOOL)
+                ((uint8_t *)out)[e] = binary_bool(op, load_f64(adt, a, oa), load_f64(adt, b, ob));
+            else if (n->dtype == CLF_F32)
+                ((float *)out)[e] = binary_f32(op, ((const float *)a)[oa], ((const float *)b)[ob]);
+            else
+                ((int32_t *)out)[e] =
+                    binary_i32(op, ((const int32_t *)a)[oa], ((const int32_t *)b)[ob]);
+            break;
+        }
+        case CLF__NODE_WHERE: {
+            int64_t ob = view_offset(&views[1], n->rank, idx);
+            int64_t oc = view_offset(&views[2], n->rank, idx);
+            bool cond = ((const uint8_t *)a)[oa] != 0;
+            const char *src = cond ? (const char *)b + (size_t)ob * esize
+                                   : (const char *)c + (size_t)oc * esize;
+            memcpy((char *)out + (size_t)e * esize, src, esize);
+            break;
+        }
+        case CLF__NODE_CLIP:
+            if (n->dtype == CLF_F32) {
+                double x = ((const float *)a)[oa];
+                double lo = (float)n->lo, hi = (float)n->hi;
+                ((float *)out)[e] = (float)minimum_f64(maximum_f64(x, lo), hi);
+            } else {
+                int32_t x = ((const int32_t *)a)[oa];
+                int32_t lo = clip_bound_i32(n->lo, INT32_MIN);
+                int32_t hi = clip_bound_i32(n->hi, INT32_MAX);
+                x = x > lo ? x : lo;
+                ((int32_t *)out)[e] = x < hi ? x : hi;
+            }
+            break;
+        case CLF__NODE_CAST:
+            if (n->dtype == adt) {
+                memcpy((char *)out + (size_t)e * esize, (const char *)a + (size_t)oa * esize,
+                       esize);
+            } else if (n->dtype == CLF_BOOL) {
+                ((uint8_t *)out)[e] = load_f64(adt, a, oa) != 0;
+            } else if (n->dtype == CLF_I32) {
+                /* from f32 (saturating) or bool (0/1; exact either way) */
+                ((int32_t *)out)[e] = f64_to_i32_sat(load_f64(adt, a, oa));
+            } else if (adt == CLF_I32) {
+                ((float *)out)[e] = (float)((const int32_t *)a)[oa];
+            } else {
+                ((float *)out)[e] = (float)load_f64(adt, a, oa);
+            }
+            break;
+        case CLF__NODE_TRANSPOSE:
+        case CLF__NODE_EXPAND:
+        case CLF__NODE_SLICE:
+            memcpy((char *)out + (size_t)e * esize, (const char *)a + (size_t)oa * esize, esize);
+            break;
+        default:
+            break;
+        }
+    }
+}
+
+/* Index in g->inputs of the input named name, or -1. */
+static long find_input(const clf_graph *g, const char *name)
+{
+    for (size_t i = 0; i < g->ninputs; i++) {
+        const char *nn = g->nodes[g->inputs[i]].name;
+        if (nn && strcmp(nn, name) == 0)
+            return (long)i;
+    }
+    return -1;
+}
+
+/* Index in g->outputs of the output named name, or -1. */
+static long find_output(const clf_graph *g, const char *name)
+{
+    for (size_t i = 0; i < g->noutputs; i++) {
+        if (g->outputs[i].name && strcmp(g->outputs[i].name, name) == 0)
+            return (long)i;
+    }
+    return -1;
+}
+
+/* Matches one list of bindings (inputs or outputs) against the graph's
+ * inputs or outputs: every binding names one of them, none twice, and none
+ * is left out; data may be NULL only for zero-size tensors. slot[i]
+ * receives the binding bound to the graph's i-th input or output. */
+static clf_status match_bindings(const clf_graph *g, bool outputs, size_t nb,
+                                 const clf_host_binding *b, const clf_host_binding **slot,
+                                 char *message, size_t cap)
+{
+    const char *what = outputs ? "output" : "input";
+    size_t count = outputs ? g->noutputs : g->ninputs;
+
+    if (nb > 0 && !b) {
+        set_message(message, cap, "clf_reference_run: %zu %s bindings but the array is NULL", nb,
+                    what);
+        return CLF_ERR_INVALID_ARGUMENT;
+    }
+    for (size_t i = 0; i < nb; i++) {
+        const char *name = b[i].name;
+        if (!name) {
+            set_message(message, cap, "clf_reference_run: %s binding %zu has a NULL name", what, i);
+            return CLF_ERR_INVALID_ARGUMENT;
+        }
+        long k = outputs ? find_output(g, name) : find_input(g, name);
+        if (k < 0) {
+            bool other = outputs ? find_input(g, name) >= 0 : find_output(g, name) >= 0;
+            set_message(message, cap, "clf_reference_run: %s binding %zu: no graph %s named \"%s\"%s",
+                        what, i, what, name,
+                        other ? (outputs ? " (it is an input)" : " (it is an output)") : "");
+            return CLF_ERR_NOT_FOUND;
+        }
+        if (slot[k]) {
+            set_message(message, cap, "clf_reference_run: %s \"%s\" is bound more than once", what,
+                        name);
+            return CLF_ERR_INVALID_ARGUMENT;
+        }
+        uint32_t node = outputs ? g->outputs[k].node : g->inputs[k];
+        if (node >= g->nnodes) {
+            set_message(message, cap, "clf_reference_run: %s \"%s\" names no node", what, name);
+            return CLF_ERR_INTERNAL;
+        }
+        if (!b[i].data && node_numel(&g->nodes[node]) != 0) {
+            set_message(message, cap,
+                        "clf_reference_run: %s \"%s\" is bound to NULL but has elements", what,
+                        name);
+            return CLF_ERR_INVALID_ARGUMENT;
+        }
+        slot[k] = &b[i];
+    }
+    for (size_t k = 0; k < count; k++) {
+        if (!slot[k]) {
+            const char *name = outputs ? g->outputs[k].name : g->nodes[g->inputs[k]].name;
+            set_message(message, cap, "clf_reference_run: %s \"%s\" is not bound", what,
+                        name ? name : "?");
+            return CLF_ERR_INVALID_ARGUMENT;
+        }
+    }
+    return CLF_OK;
+}
+
+/* Validates the graph and the bindings, marks the nodes the outputs need,
+ * evaluates them in node order (freeing each value after its last use) and
+ * copies the outputs' values to the caller's memory. */
+clf_status clf_reference_run(const clf_graph *g, size_t ninputs, const clf_host_binding *inputs,
+                             size_t noutputs, const clf_host_binding *outputs, char *message,
+                             size_t cap)
+{
+    clf_status st = CLF_OK;
+    const clf_host_binding **in_slot = NULL, **out_slot = NULL;
+    bool *needed = NULL;
+    size_t *last_use = NULL;
+    void **vals = NULL;
+    size_t nn;
+
+    if (message && cap > 0)
+        message[0] = '\0';
+    if (!g) {
+        set_message(message, cap, "clf_reference_run: graph is NULL");
+        return CLF_ERR_INVALID_ARGUMENT;
+    }
+    if (g->status != CLF_OK) {
+        set_message(message, cap, "%s", g->message);
+        return CLF_ERR_GRAPH;
+    }
+    nn = g->nnodes;
+
+    in_slot = calloc(g->ninputs + 1, sizeof *in_slot);
+    out_slot = calloc(g->noutputs + 1, sizeof *out_slot);
+    needed = calloc(nn + 1, sizeof *needed);
+    last_use = calloc(nn + 1, sizeof *last_use);
+    vals = calloc(nn + 1, sizeof *vals);
+    if (!in_slot || !out_slot || !needed || !last_use || !vals) {
+        set_message(message, cap, "clf_reference_run: out of memory");
+        st = CLF_ERR_OUT_OF_MEMORY;
+        goto cleanup;
+    }
+
+    for (size_t i = 0; i < g->ninputs; i++) {
+        if (g->inputs[i] >= nn || g->nodes[g->inputs[i]].kind != CLF__NODE_INPUT) {
+            set_message(message, cap, "clf_reference_run: graph input %zu names no input node", i);
+            st = CLF_ERR_INTERNAL;
+            goto cleanup;
+        }
+    }
+    st = match_bindings(g, false, ninputs, inputs, in_slot, message, cap);
+    if (st != CLF_OK)
+        goto cleanup;
+    st = match_bindings(g, true, noutputs, outputs, out_slot, message, cap);
+    if (st != CLF_OK)
+        goto cleanup;
+
+    /* Mark what the outputs need, walking backwards: consumers come after
+     * their operands. An output's value lives to the end (last_use = nn). */
+    for (size_t k = 0; k < g->noutputs; k++) {
+        needed[g->outputs[k].node] = true;
+        last_use[g->outputs[k].node] = nn;
+    }
+    for (size_t id = nn; id-- > 0;) {
+        const clf__node *n = &g->nodes[id];
+        if (!needed[id])
+            continue;
+        for (int k = 0; k < n->ninputs && k < 3; k++) {
+            uint32_t src = n->inputs[k];
+            if (src >= id) {
+                set_message(message, cap,
+                            "clf_reference_run: node %zu (%s) reads node %u, which is not earlier",
+                            id, clf__node_op_name(n), (unsigned)src);
+                st = CLF_ERR_INTERNAL;
+                goto cleanup;
+            }
+            needed[src] = true;
+            if (last_use[src] < id)
+                last_use[src] = id;
+        }
+    }
+
+    for (size_t id = 0; id < nn; id++) {
+        const clf__node *n = &g->nodes[id];
+        view views[3];
+        if (!needed[id])
+            continue;
+        if (!check_node(g, (uint32_t)id, views)) {
+            set_message(message, cap,
+                        "clf_reference_run: node %zu (%s) is malformed (a builder bug)", id,
+                        clf__node_op_name(n));
+            st = CLF_ERR_INTERNAL;
+            goto cleanup;
+        }
+        size_t bytes = (size_t)node_numel(n) * elem_size(n->dtype);
+        if (bytes > 0) {
+            vals[id] = malloc(bytes);
+            if (!vals[id]) {
+                set_message(message, cap,
+                            "clf_reference_run: out of memory for node %zu (%s, %zu bytes)", id,
+                            clf__node_op_name(n), bytes);
+                st = CLF_ERR_OUT_OF_MEMORY;
+                goto cleanup;
+            }
+        }
+        if (n->kind == CLF__NODE_INPUT) {
+            long k = find_input(g, n->name);
+            if (k < 0) {
+                set_message(message, cap, "clf_reference_run: input node %zu is not a graph input",
+                            id);
+                st = CLF_ERR_INTERNAL;
+                goto cleanup;
+            }
+            /* Copied, so that outputs may share memory with inputs. */
+            if (bytes > 0)
+                memcpy(vals[id], in_slot[k]->data, bytes);
+        } else if (n->kind == CLF__NODE_CONSTANT) {
+            if (bytes > 0)
+                memcpy(vals[id], n->data, bytes);
+        } else {
+            eval_node(g, n, views, vals, vals[id]);
+        }
+        /* Free operands whose last consumer this node is. */
+        for (int k = 0; k < n->ninputs; k++) {
+            uint32_t src = n->inputs[k];
+            if (last_use[src] == id) {
+                free(vals[src]);
+                vals[src] = NULL;
+            }
+        }
+    }
+
+    for (size_t k = 0; k < g->noutputs; k++) {
+        const clf__node *n = &g->nodes[g->outputs[k].node];
+        size_t bytes = (size_t)node_numel(n) * elem_size(n->dtype);
+        if (bytes > 0)
+            memcpy(out_slot[k]->data, vals[g->outputs[k].node], bytes);
+    }
+
+cleanup:
+    if (vals) {
+        for (size_t id = 0; id < nn; id++)
+            free(vals[id]);
+    }
+    free(vals);
+    free(last_use);
+    free(needed);
+    free(out_slot);
+    free(in_slot);
+    return st;
+}

@@ -1,0 +1,1084 @@
+/* Check suite "reference": the host interpreter against hand-computed
+ * values, op by op, plus broadcasting, movement ops, rank 0, zero-size
+ * tensors, NaN/Inf, i32 wrap-around and the binding and error rules. */
+#include <check.h>
+#include <float.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "clfuse/clfuse.h"
+#include "test_support.h"
+
+/* Under AddressSanitizer, let the deliberately impossible allocation of
+ * error_out_of_memory return NULL instead of stopping the process. */
+#if defined(__SANITIZE_ADDRESS__)
+const char *__asan_default_options(void);
+const char *__asan_default_options(void) { return "allocator_may_return_null=1"; }
+#endif
+
+#define NELEMS(a) (sizeof(a) / sizeof((a)[0]))
+
+/* ---- helpers ---------------------------------------------------------- */
+
+/* Runs g with one input "x" and one output "y", failing the test on error. */
+static void run_xy(clf_graph *g, const void *x, void *y)
+{
+    char msg[256];
+    clf_host_binding in[] = {{"x", (void *)x}};
+    clf_host_binding out[] = {{"y", y}};
+    clf_status st = clf_reference_run(g, 1, in, 1, out, msg, sizeof msg);
+    ck_assert_msg(st == CLF_OK, "clf_reference_run: %s: %s", clf_status_name(st), msg);
+}
+
+/* Runs g with inputs "a", "b" and output "y". */
+static void run_aby(clf_graph *g, const void *a, const void *b, void *y)
+{
+    char msg[256];
+    clf_host_binding in[] = {{"a", (void *)a}, {"b", (void *)b}};
+    clf_host_binding out[] = {{"y", y}};
+    clf_status st = clf_reference_run(g, 2, in, 1, out, msg, sizeof msg);
+    ck_assert_msg(st == CLF_OK, "clf_reference_run: %s: %s", clf_status_name(st), msg);
+}
+
+static void expect_graph_ok(clf_graph *g)
+{
+    const char *m = NULL;
+    clf_status st = clf_graph_status(g, &m);
+    ck_assert_msg(st == CLF_OK, "graph: %s: %s", clf_status_name(st), m ? m : "");
+}
+
+/* Float comparison that also insists on the sign of zeros. */
+static void expect_f32(const float *got, const float *want, size_t n, double rtol, const char *what)
+{
+    char msg[256];
+    ck_assert_msg(clf_test_close(CLF_F32, got, want, n, rtol, 0.0, msg, sizeof msg), "%s: %s", what,
+                  msg);
+    for (size_t i = 0; i < n; i++) {
+        if (want[i] == 0.0f)
+            ck_assert_msg(signbit(got[i]) == signbit(want[i]), "%s: element %zu: sign of zero",
+                          what, i);
+    }
+}
+
+static void expect_i32(const int32_t *got, const int32_t *want, size_t n, const char *what)
+{
+    char msg[256];
+    ck_assert_msg(clf_test_close(CLF_I32, got, want, n, 0, 0, msg, sizeof msg), "%s: %s", what,
+                  msg);
+}
+
+static void expect_bool(const uint8_t *got, const uint8_t *want, size_t n, const char *what)
+{
+    char msg[256];
+    ck_assert_msg(clf_test_close(CLF_BOOL, got, want, n, 0, 0, msg, sizeof msg), "%s: %s", what,
+                  msg);
+}
+
+/* ---- unary ------------------------------------------------------------ */
+
+typedef struct unary_case_f32 {
+    clf_unary_op op;
+    size_t n;
+    float x[8];
+    float want[8];
+} unary_case_f32;
+
+static const unary_case_f32 unary_f32_cases[] = {
+    {CLF_UNARY_NEG, 4, {1, -0.0f, INFINITY, NAN}, {-1, 0.0f, -INFINITY, NAN}},
+    {CLF_UNARY_ABS, 4, {-3, -0.0f, -INFINITY, NAN}, {3, 0.0f, INFINITY, NAN}},
+    {CLF_UNARY_EXP, 6, {0, 1, -1, 2, -INFINITY, 100}, {1, 2.7182818f, 0.36787944f, 7.3890561f, 0, INFINITY}},
+    {CLF_UNARY_LOG, 6, {1, 2.7182818f, 0.5f, 0, -1, INFINITY}, {0, 1, -0.69314718f, -INFINITY, NAN, INFINITY}},
+    {CLF_UNARY_SQRT, 5, {4, 2, 0, -1, -0.0f}, {2, 1.4142135f, 0, NAN, -0.0f}},
+    {CLF_UNARY_RSQRT, 4, {4, 0.25f, 0, INFINITY}, {0.5f, 2, INFINITY, 0}},
+    {CLF_UNARY_RECIPROCAL, 4, {2, -4, 0, -0.0f}, {0.5f, -0.25f, INFINITY, -INFINITY}},
+    {CLF_UNARY_SIN, 3, {0, 1, -0.5f}, {0, 0.84147098f, -0.47942554f}},
+    {CLF_UNARY_COS, 3, {0, 1, 3.14159265f}, {1, 0.54030231f, -1}},
+    {CLF_UNARY_TANH, 5, {0, 1, -1, 20, -INFINITY}, {0, 0.76159416f, -0.76159416f, 1, -1}},
+    {CLF_UNARY_SIGMOID, 6, {0, 1, -1, INFINITY, -INFINITY, NAN}, {0.5f, 0.73105858f, 0.26894142f, 1, 0, NAN}},
+    {CLF_UNARY_RELU, 6, {-1, 2, -0.0f, NAN, -INFINITY, INFINITY}, {0, 2, -0.0f, NAN, 0, INFINITY}},
+    {CLF_UNARY_GELU, 5, {0, 1, -1, 2, INFINITY}, {0, 0.84134475f, -0.15865525f, 1.9544997f, INFINITY}},
+    {CLF_UNARY_SILU, 5, {0, 1, -1, 2, INFINITY}, {0, 0.73105858f, -0.26894142f, 1.7615942f, INFINITY}},
+    {CLF_UNARY_ERF, 5, {0, 0.5f, -1, INFINITY, -INFINITY}, {0, 0.52049988f, -0.84270079f, 1, -1}},
+    {CLF_UNARY_FLOOR, 5, {1.5f, -1.5f, -0.0f, 2, -0.5f}, {1, -2, -0.0f, 2, -1}},
+    {CLF_UNARY_CEIL, 5, {1.5f, -1.5f, -0.5f, 2, 0.25f}, {2, -1, -0.0f, 2, 1}},
+    {CLF_UNARY_SIGN, 7, {3, -2, 0, -0.0f, NAN, INFINITY, -1e-30f}, {1, -1, 0, -0.0f, NAN, 1, -1}},
+};
+
+START_TEST(unary_f32_ops)
+{
+    for (size_t c = 0; c < NELEMS(unary_f32_cases); c++) {
+        const unary_case_f32 *k = &unary_f32_cases[c];
+        clf_graph *g = clf_graph_create();
+        int64_t shape[1] = {(int64_t)k->n};
+        clf_tensor x = clf_input(g, "x", CLF_F32, 1, shape);
+        clf_graph_output(g, "y", clf_unary(g, k->op, x));
+        expect_graph_ok(g);
+        float y[8];
+        run_xy(g, k->x, y);
+        char what[64];
+        snprintf(what, sizeof what, "unary op %d", (int)k->op);
+        expect_f32(y, k->want, k->n, 2e-7, what);
+        clf_graph_destroy(&g);
+    }
+}
+END_TEST
+
+START_TEST(unary_f32_named_builders)
+{
+    /* The per-op builders record the same node as clf_unary. */
+    clf_graph *g = clf_graph_create();
+    int64_t shape[1] = {3};
+    clf_tensor x = clf_input(g, "x", CLF_F32, 1, shape);
+    clf_graph_output(g, "y", clf_relu(g, clf_neg(g, x)));
+    expect_graph_ok(g);
+    float xv[3] = {1, -2, 0}, y[3], want[3] = {0, 2, -0.0f};
+    run_xy(g, xv, y);
+    expect_f32(y, want, 3, 0, "relu(neg(x))");
+    clf_graph_destroy(&g);
+}
+END_TEST
+
+START_TEST(unary_i32_ops)
+{
+    static const struct {
+        clf_unary_op op;
+        int32_t x[5];
+        int32_t want[5];
+    } cases[] = {
+        {CLF_UNARY_NEG, {5, -7, 0, INT32_MIN, INT32_MAX}, {-5, 7, 0, INT32_MIN, -INT32_MAX}},
+        {CLF_UNARY_ABS, {-5, 3, 0, INT32_MIN, INT32_MAX}, {5, 3, 0, INT32_MIN, INT32_MAX}},
+        {CLF_UNARY_SIGN, {-9, 0, 12, INT32_MIN, INT32_MAX}, {-1, 0, 1, -1, 1}},
+    };
+    for (size_t c = 0; c < NELEMS(cases); c++) {
+        clf_graph *g = clf_graph_create();
+        int64_t shape[1] = {5};
+        clf_tensor x = clf_input(g, "x", CLF_I32, 1, shape);
+        clf_graph_output(g, "y", clf_unary(g, cases[c].op, x));
+        expect_graph_ok(g);
+        int32_t y[5];
+        run_xy(g, cases[c].x, y);
+        expect_i32(y, cases[c].want, 5, "i32 unary");
+        clf_graph_destroy(&g);
+    }
+}
+END_TEST
+
+START_TEST(unary_bool_not)
+{
+    clf_graph *g = clf_graph_create();
+    int64_t shape[1] = {4};
+    clf_tensor x = clf_input(g, "x", CLF_BOOL, 1, shape);
+    clf_graph_output(g, "y", clf_logical_not(g, x));
+    expect_graph_ok(g);
+    uint8_t xv[4] = {0, 1, 1, 0}, y[4], want[4] = {1, 0, 0, 1};
+    run_xy(g, xv, y);
+    expect_bool(y, want, 4, "not");
+    clf_graph_destroy(&g);
+}
+END_TEST
+
+/* ---- binary ----------------------------------------------------------- */
+
+typedef struct binary_case_f32 {
+    clf_binary_op op;
+    size_t n;
+    float a[6], b[6], want[6];
+} binary_case_f32;
+
+static const binary_case_f32 binary_f32_cases[] = {
+    {CLF_BINARY_ADD, 4, {1, 16777216, INFINITY, -0.0f}, {2, 1, -INFINITY, -0.0f}, {3, 16777216, NAN, -0.0f}},
+    {CLF_BINARY_SUB, 3, {5, 0, INFINITY}, {7, 0, INFINITY}, {-2, 0, NAN}},
+    {CLF_BINARY_MUL, 4, {3, -0.0f, INFINITY, 1e30f}, {-2, 5, 0, 1e30f}, {-6, -0.0f, NAN, INFINITY}},
+    {CLF_BINARY_DIV, 5, {1, -1, 0, 1, 7}, {0, 0, 0, 3, -2}, {INFINITY, -INFINITY, NAN, 0.33333334f, -3.5f}},
+    {CLF_BINARY_POW, 5, {2, 4, -8, 0, 2}, {10, 0.5f, 0.33333334f, 0, -1}, {1024, 2, NAN, 1, 0.5f}},
+    {CLF_BINARY_MAXIMUM, 5, {1, 3, NAN, 1, -INFINITY}, {2, 2, 1, NAN, -5}, {2, 3, NAN, NAN, -5}},
+    {CLF_BINARY_MINIMUM, 5, {1, 3, NAN, 1, INFINITY}, {2, 2, 1, NAN, 5}, {1, 2, NAN, NAN, 5}},
+};
+
+START_TEST(binary_f32_ops)
+{
+    for (size_t c = 0; c < NELEMS(binary_f32_cases); c++) {
+        const binary_case_f32 *k = &binary_f32_cases[c];
+        clf_graph *g = clf_graph_create();
+        int64_t shape[1] = {(int64_t)k->n};
+        clf_tensor a = clf_input(g, "a", CLF_F32, 1, shape);
+        clf_tensor b = clf_input(g, "b", CLF_F32, 1, shape);
+        clf_graph_output(g, "y", clf_binary(g, k->op, a, b));
+        expect_graph_ok(g);
+        float y[6];
+        run_aby(g, k->a, k->b, y);
+        char what[64];
+        snprintf(what, sizeof what, "binary op %d", (int)k->op);
+        expect_f32(y, k->want, k->n, 2e-7, what);
+        clf_graph_destroy(&g);
+    }
+}
+END_TEST
+
+START_TEST(binary_i32_wrap_and_division)
+{
+    static const struct {
+        clf_binary_op op;
+        int32_t a[6], b[6], want[6];
+    } cases[] = {
+        {CLF_BINARY_ADD, {INT32_MAX, INT32_MIN, 1, -1, 0, 100}, {1, -1, 2, -2, 0, -100},
+         {INT32_MIN, INT32_MAX, 3, -3, 0, 0}},
+        {CLF_BINARY_SUB, {INT32_MIN, INT32_MAX, 0, 5, -5, 0}, {1, -1, INT32_MIN, 7, -7, 0},
+         {INT32_MAX, INT32_MIN, INT32_MIN, -2, 2, 0}},
+        {CLF_BINARY_MUL, {65536, 46341, -3, INT32_MIN, 7, 0}, {65536, 46341, 4, -1, -6, 9},
+         {0, -2147479015, -12, INT32_MIN, -42, 0}},
+        {CLF_BINARY_DIV, {7, -7, 7, 5, INT32_MIN, -7}, {2, 2, -2, 0, -1, 0},
+         {3, -3, -3, 0, INT32_MIN, 0}},
+        {CLF_BINARY_MAXIMUM, {1, -5, INT32_MIN, 3, 0, 9}, {2, -6, INT32_MAX, 3, -1, 8},
+         {2, -5, INT32_MAX, 3, 0, 9}},
+        {CLF_BINARY_MINIMUM, {1, -5, INT32_MIN, 3, 0, 9}, {2, -6, INT32_MAX, 3, -1, 8},
+         {1, -6, INT32_MIN, 3, -1, 8}},
+    };
+    for (size_t c = 0; c < NELEMS(cases); c++) {
+        clf_graph *g = clf_graph_create();
+        int64_t shape[1] = {6};
+        clf_tensor a = clf_input(g, "a", CLF_I32, 1, shape);
+        clf_tensor b = clf_input(g, "b", CLF_I32, 1, shape);
+        clf_graph_output(g, "y", clf_binary(g, cases[c].op, a, b));
+        expect_graph_ok(g);
+        int32_t y[6];
+        run_aby(g, cases[c].a, cases[c].b, y);
+        char what[64];
+        snprintf(what, sizeof what, "i32 binary op %d", (int)cases[c].op);
+        expect_i32(y, cases[c].want, 6, what);
+        clf_graph_destroy(&g);
+    }
+}
+END_TEST
+
+START_TEST(comparisons_f32_nan)
+{
+    static const float a[5] = {1, 2, NAN, NAN, -0.0f};
+    static const float b[5] = {2, 2, 1, NAN, 0.0f};
+    static const struct {
+        clf_binary_op op;
+        uint8_t want[5];
+    } cases[] = {
+        {CLF_BINARY_EQ, {0, 1, 0, 0, 1}}, {CLF_BINARY_NE, {1, 0, 1, 1, 0}},
+        {CLF_BINARY_LT, {1, 0, 0, 0, 0}}, {CLF_BINARY_LE, {1, 1, 0, 0, 1}},
+        {CLF_BINARY_GT, {0, 0, 0, 0, 0}}, {CLF_BINARY_GE, {0, 1, 0, 0, 1}},
+    };
+    for (size_t c = 0; c < NELEMS(cases); c++) {
+        clf_graph *g = clf_graph_create();
+        int64_t shape[1] = {5};
+        clf_tensor ta = clf_input(g, "a", CLF_F32, 1, shape);
+        clf_tensor tb = clf_input(g, "b", CLF_F32, 1, shape);
+        clf_graph_output(g, "y", clf_binary(g, cases[c].op, ta, tb));
+        expect_graph_ok(g);
+        clf_dtype dt;
+        clf_tensor_dtype(g, clf_binary(g, cases[c].op, ta, tb), &dt);
+        ck_assert_int_eq(dt, CLF_BOOL);
+        uint8_t y[5];
+        run_aby(g, a, b, y);
+        expect_bool(y, cases[c].want, 5, "f32 comparison");
+        clf_graph_destroy(&g);
+    }
+}
+END_TEST
+
+START_TEST(comparisons_i32_and_bool)
+{
+    static const int32_t a[4] = {INT32_MIN, 3, -1, INT32_MAX};
+    static const int32_t b[4] = {INT32_MAX, 3, 0, INT32_MIN};
+    static const struct {
+        clf_binary_op op;
+        uint8_t want[4];
+    } cases[] = {
+        {CLF_BINARY_EQ, {0, 1, 0, 0}}, {CLF_BINARY_NE, {1, 0, 1, 1}},
+        {CLF_BINARY_LT, {1, 0, 1, 0}}, {CLF_BINARY_LE, {1, 1, 1, 0}},
+        {CLF_BINARY_GT, {0, 0, 0, 1}}, {CLF_BINARY_GE, {0, 1, 0, 1}},
+    };
+    for (size_t c = 0; c < NELEMS(cases); c++) {
+        clf_graph *g = clf_graph_create();
+        int64_t shape[1] = {4};
+        clf_tensor ta = clf_input(g, "a", CLF_I32, 1, shape);
+        clf_tensor tb = clf_input(g, "b", CLF_I32, 1, shape);
+        clf_graph_output(g, "y", clf_binary(g, cases[c].op, ta, tb));
+        expect_graph_ok(g);
+        uint8_t y[4];
+        run_aby(g, a, b, y);
+        expect_bool(y, cases[c].want, 4, "i32 comparison");
+        clf_graph_destroy(&g);
+    }
+
+    static const uint8_t p[4] = {0, 0, 1, 1}, q[4] = {0, 1, 0, 1};
+    static const struct {
+        clf_binary_op op;
+        uint8_t want[4];
+    } bcases[] = {
+        {CLF_BINARY_AND, {0, 0, 0, 1}},
+        {CLF_BINARY_OR, {0, 1, 1, 1}},
+        {CLF_BINARY_EQ, {1, 0, 0, 1}},
+        {CLF_BINARY_NE, {0, 1, 1, 0}},
+    };
+    for (size_t c = 0; c < NELEMS(bcases); c++) {
+        clf_graph *g = clf_graph_create();
+        int64_t shape[1] = {4};
+        clf_tensor ta = clf_input(g, "a", CLF_BOOL, 1, shape);
+        clf_tensor tb = clf_input(g, "b", CLF_BOOL, 1, shape);
+        clf_graph_output(g, "y", clf_binary(g, bcases[c].op, ta, tb));
+        expect_graph_ok(g);
+        uint8_t y[4];
+        run_aby(g, p, q, y);
+        expect_bool(y, bcases[c].want, 4, "bool binary");
+        clf_graph_destroy(&g);
+    }
+}
+END_TEST
+
+/* ---- broadcasting ----------------------------------------------------- */
+
+START_TEST(broadcast_row_and_column)
+{
+    /* [2,3] + [3]: the row repeats. */
+    clf_graph *g = clf_graph_create();
+    int64_t sa[2] = {2, 3}, sb[1] = {3};
+    clf_tensor a = clf_input(g, "a", CLF_F32, 2, sa);
+    clf_tensor b = clf_input(g, "b", CLF_F32, 1, sb);
+    clf_graph_output(g, "y", clf_add(g, a, b));
+    expect_graph_ok(g);
+    float av[6] = {1, 2, 3, 4, 5, 6}, bv[3] = {10, 20, 30}, y[6];
+    float want[6] = {11, 22, 33, 14, 25, 36};
+    run_aby(g, av, bv, y);
+    expect_f32(y, want, 6, 0, "[2,3] + [3]");
+    clf_graph_destroy(&g);
+
+    /* [2,1] * [1,3] -> [2,3]: an outer product. */
+    g = clf_graph_create();
+    int64_t sc[2] = {2, 1}, sd[2] = {1, 3};
+    a = clf_input(g, "a", CLF_F32, 2, sc);
+    b = clf_input(g, "b", CLF_F32, 2, sd);
+    clf_tensor p = clf_mul(g, a, b);
+    clf_graph_output(g, "y", p);
+    expect_graph_ok(g);
+    int rank;
+    int64_t shape[CLF_MAX_RANK];
+    clf_tensor_shape(g, p, &rank, shape);
+    ck_assert_int_eq(rank, 2);
+    ck_assert(shape[0] == 2 && shape[1] == 3);
+    float cv[2] = {2, 3}, dv[3] = {1, 10, 100};
+    float want2[6] = {2, 20, 200, 3, 30, 300};
+    run_aby(g, cv, dv, y);
+    expect_f32(y, want2, 6, 0, "[2,1] * [1,3]");
+    clf_graph_destroy(&g);
+}
+END_TEST
+
+START_TEST(broadcast_rank0_and_rank3)
+{
+    /* A rank-0 input against [2,2], and [2,1,2] against [3,1] -> [2,3,2]. */
+    clf_graph *g = clf_graph_create();
+    int64_t sb[2] = {2, 2};
+    clf_tensor a = clf_input(g, "a", CLF_I32, 0, NULL);
+    clf_tensor b = clf_input(g, "b", CLF_I32, 2, sb);
+    clf_graph_output(g, "y", clf_sub(g, a, b));
+    expect_graph_ok(g);
+    int32_t av = 10, bv[4] = {1, 2, 3, 4}, y[4], want[4] = {9, 8, 7, 6};
+    run_aby(g, &av, bv, y);
+    expect_i32(y, want, 4, "scalar - [2,2]");
+    clf_graph_destroy(&g);
+
+    g = clf_graph_create();
+    int64_t s1[3] = {2, 1, 2}, s2[2] = {3, 1};
+    a = clf_input(g, "a", CLF_I32, 3, s1);
+    b = clf_input(g, "b", CLF_I32, 2, s2);
+    clf_graph_output(g, "y", clf_add(g, a, b));
+    expect_graph_ok(g);
+    int32_t a3[4] = {1, 2, 3, 4}, b3[3] = {100, 200, 300}, y3[12];
+    int32_t want3[12] = {101, 102, 201, 202, 301, 302, 103, 104, 203, 204, 303, 304};
+    run_aby(g, a3, b3, y3);
+    expect_i32(y3, want3, 12, "[2,1,2] + [3,1]");
+    clf_graph_destroy(&g);
+}
+END_TEST
+
+/* ---- where, clip, cast ------------------------------------------------ */
+
+START_TEST(where_broadcast)
+{
+    /* cond [2,1], a [3], b scalar constant -> [2,3]. */
+    clf_graph *g = clf_graph_create();
+    int64_t sc[2] = {2, 1}, sa[1] = {3};
+    clf_tensor c = clf_input(g, "x", CLF_BOOL, 2, sc);
+    clf_tensor a = clf_input(g, "a", CLF_F32, 1, sa);
+    clf_tensor b = clf_scalar(g, CLF_F32, -1.5);
+    clf_graph_output(g, "y", clf_where(g, c, a, b));
+    expect_graph_ok(g);
+    uint8_t cv[2] = {1, 0};
+    float av[3] = {1, NAN, 3}, y[6];
+    float want[6] = {1, NAN, 3, -1.5f, -1.5f, -1.5f};
+    clf_host_binding in[] = {{"a", av}, {"x", cv}};
+    clf_host_binding out[] = {{"y", y}};
+    char msg[256];
+    ck_assert_int_eq(clf_reference_run(g, 2, in, 1, out, msg, sizeof msg), CLF_OK);
+    expect_f32(y, want, 6, 0, "where");
+    clf_graph_destroy(&g);
+}
+END_TEST
+
+START_TEST(clip_f32)
+{
+    static const struct {
+        double lo, hi;
+        float want[6];
+    } cases[] = {
+        {-1, 1, {-1, -0.5f, 0, 1, NAN, 1}},
+        {-INFINITY, 0.25, {-3, -0.5f, 0, 0.25f, NAN, 0.25f}},
+        {0, INFINITY, {0, 0, 0, 2, NAN, INFINITY}},
+        {2, 1, {1, 1, 1, 1, NAN, 1}}, /* lo > hi gives hi */
+    };
+    static const float x[6] = {-3, -0.5f, 0, 2, NAN, INFINITY};
+    for (size_t c = 0; c < NELEMS(cases); c++) {
+        clf_graph *g = clf_graph_create();
+        int64_t shape[1] = {6};
+        clf_tensor t = clf_input(g, "x", CLF_F32, 1, shape);
+        clf_graph_output(g, "y", clf_clip(g, t, cases[c].lo, cases[c].hi));
+        expect_graph_ok(g);
+        float y[6];
+        run_xy(g, x, y);
+        expect_f32(y, cases[c].want, 6, 0, "clip f32");
+        clf_graph_destroy(&g);
+    }
+}
+END_TEST
+
+START_TEST(clip_i32)
+{
+    static const struct {
+        double lo, hi;
+        int32_t want[5];
+    } cases[] = {
+        {-INFINITY, 2.7, {INT32_MIN, -3, 0, 2, 2}},   /* 2.7 -> 2 */
+        {-2.7, INFINITY, {-2, -2, 0, 3, INT32_MAX}},  /* -2.7 -> -2 */
+        {-1e20, 1e20, {INT32_MIN, -3, 0, 3, INT32_MAX}},
+        {1, 0, {0, 0, 0, 0, 0}},
+    };
+    static const int32_t x[5] = {INT32_MIN, -3, 0, 3, INT32_MAX};
+    for (size_t c = 0; c < NELEMS(cases); c++) {
+        clf_graph *g = clf_graph_create();
+        int64_t shape[1] = {5};
+        clf_tensor t = clf_input(g, "x", CLF_I32, 1, shape);
+        clf_graph_output(g, "y", clf_clip(g, t, cases[c].lo, cases[c].hi));
+        expect_graph_ok(g);
+        int32_t y[5];
+        run_xy(g, x, y);
+        char what[64];
+        snprintf(what, sizeof what, "clip i32 case %zu", c);
+        expect_i32(y, cases[c].want, 5, what);
+        clf_graph_destroy(&g);
+    }
+}
+END_TEST
+
+START_TEST(cast_rules)
+{
+    int64_t shape[1] = {8};
+    static const float xf[8] = {1.9f, -1.9f, NAN, 3e9f, -3e9f, INFINITY, -0.0f, 2147483520.0f};
+
+    /* f32 -> i32: truncate, saturate, NaN -> 0. */
+    clf_graph *g = clf_graph_create();
+    clf_tensor x = clf_input(g, "x", CLF_F32, 1, shape);
+    clf_graph_output(g, "y", clf_cast(g, x, CLF_I32));
+    expect_graph_ok(g);
+    int32_t yi[8];
+    int32_t want_i[8] = {1, -1, 0, INT32_MAX, INT32_MIN, INT32_MAX, 0, 2147483520};
+    run_xy(g, xf, yi);
+    expect_i32(yi, want_i, 8, "f32 -> i32");
+    clf_graph_destroy(&g);
+
+    /* f32 -> bool: x != 0, NaN -> 1. */
+    g = clf_graph_create();
+    x = clf_input(g, "x", CLF_F32, 1, shape);
+    clf_graph_output(g, "y", clf_cast(g, x, CLF_BOOL));
+    expect_graph_ok(g);
+    uint8_t yb[8], want_b[8] = {1, 1, 1, 1, 1, 1, 0, 1};
+    run_xy(g, xf, yb);
+    expect_bool(yb, want_b, 8, "f32 -> bool");
+    clf_graph_destroy(&g);
+
+    /* i32 -> f32 (round to nearest) and i32 -> bool. */
+    static const int32_t xi[8] = {0, -5, 16777217, INT32_MAX, INT32_MIN, 1, -1, 123};
+    g = clf_graph_create();
+    x = clf_input(g, "x", CLF_I32, 1, shape);
+    clf_graph_output(g, "y", clf_cast(g, x, CLF_F32));
+    clf_graph_output(g, "z", clf_cast(g, x, CLF_BOOL));
+    expect_graph_ok(g);
+    float yf[8];
+    float want_f[8] = {0, -5, 16777216.0f, 2147483648.0f, -2147483648.0f, 1, -1, 123};
+    uint8_t want_zb[8] = {0, 1, 1, 1, 1, 1, 1, 1};
+    {
+        clf_host_binding in[] = {{"x", (void *)xi}};
+        clf_host_binding out[] = {{"z", yb}, {"y", yf}};
+        ck_assert_int_eq(clf_reference_run(g, 1, in, 2, out, NULL, 0), CLF_OK);
+    }
+    expect_f32(yf, want_f, 8, 0, "i32 -> f32");
+    expect_bool(yb, want_zb, 8, "i32 -> bool");
+    clf_graph_destroy(&g);
+
+    /* bool -> f32, bool -> i32, and same-dtype casts copy. */
+    static const uint8_t xb[8] = {0, 1, 1, 0, 0, 1, 0, 1};
+    g = clf_graph_create();
+    x = clf_input(g, "x", CLF_BOOL, 1, shape);
+    clf_graph_output(g, "f", clf_cast(g, x, CLF_F32));
+    clf_graph_output(g, "i", clf_cast(g, x, CLF_I32));
+    clf_graph_output(g, "b", clf_cast(g, x, CLF_BOOL));
+    expect_graph_ok(g);
+    float bf[8];
+    int32_t bi[8];
+    uint8_t bb[8];
+    {
+        clf_host_binding in[] = {{"x", (void *)xb}};
+        clf_host_binding out[] = {{"f", bf}, {"i", bi}, {"b", bb}};
+        ck_assert_int_eq(clf_reference_run(g, 1, in, 3, out, NULL, 0), CLF_OK);
+    }
+    float want_bf[8] = {0, 1, 1, 0, 0, 1, 0, 1};
+    int32_t want_bi[8] = {0, 1, 1, 0, 0, 1, 0, 1};
+    expect_f32(bf, want_bf, 8, 0, "bool -> f32");
+    expect_i32(bi, want_bi, 8, "bool -> i32");
+    expect_bool(bb, xb, 8, "bool -> bool");
+    clf_graph_destroy(&g);
+
+    /* f32 -> f32 keeps NaN, -0.0 and infinities. */
+    g = clf_graph_create();
+    x = clf_input(g, "x", CLF_F32, 1, shape);
+    clf_graph_output(g, "y", clf_cast(g, x, CLF_F32));
+    expect_graph_ok(g);
+    float ff[8];
+    run_xy(g, xf, ff);
+    expect_f32(ff, xf, 8, 0, "f32 -> f32");
+    clf_graph_destroy(&g);
+}
+END_TEST
+
+/* ---- movement --------------------------------------------------------- */
+
+START_TEST(transpose_2d_and_3d)
+{
+    clf_graph *g = clf_graph_create();
+    int64_t s[2] = {2, 3};
+    clf_tensor x = clf_input(g, "x", CLF_I32, 2, s);
+    clf_graph_output(g, "y", clf_transpose(g, x, 0, NULL)); /* reverse: [3,2] */
+    expect_graph_ok(g);
+    int32_t xv[6] = {0, 1, 2, 3, 4, 5}, y[6], want[6] = {0, 3, 1, 4, 2, 5};
+    run_xy(g, xv, y);
+    expect_i32(y, want, 6, "transpose 2d");
+    clf_graph_destroy(&g);
+
+    /* [2,3,4] with perm {1,2,0} -> [3,4,2]; out[i][j][k] = in[k][i][j]. */
+    g = clf_graph_create();
+    int64_t s3[3] = {2, 3, 4};
+    x = clf_input(g, "x", CLF_I32, 3, s3);
+    int perm[3] = {1, 2, 0};
+    clf_tensor t = clf_transpose(g, x, 3, perm);
+    clf_graph_output(g, "y", t);
+    expect_graph_ok(g);
+    int rank;
+    int64_t shape[CLF_MAX_RANK];
+    clf_tensor_shape(g, t, &rank, shape);
+    ck_assert(rank == 3 && shape[0] == 3 && shape[1] == 4 && shape[2] == 2);
+    int32_t in3[24], out3[24], want3[24];
+    for (int i = 0; i < 24; i++)
+        in3[i] = i;
+    for (int i = 0; i < 3; i++)
+        for (int j = 0; j < 4; j++)
+            for (int k = 0; k < 2; k++)
+                want3[(i * 4 + j) * 2 + k] = in3[(k * 3 + i) * 4 + j];
+    run_xy(g, in3, out3);
+    expect_i32(out3, want3, 24, "transpose 3d");
+    clf_graph_destroy(&g);
+}
+END_TEST
+
+START_TEST(reshape_infer_and_zero)
+{
+    /* [2,3,4] -> reshape {0, -1} = [2,12] -> reshape {4, -1} = [4,6];
+     * the element sequence is unchanged. */
+    clf_graph *g = clf_graph_create();
+    int64_t s[3] = {2, 3, 4};
+    clf_tensor x = clf_input(g, "x", CLF_F32, 3, s);
+    int64_t r1[2] = {0, -1}, r2[2] = {4, -1};
+    clf_tensor a = clf_reshape(g, x, 2, r1);
+    clf_tensor b = clf_reshape(g, a, 2, r2);
+    clf_graph_output(g, "y", b);
+    expect_graph_ok(g);
+    int rank;
+    int64_t shape[CLF_MAX_RANK];
+    clf_tensor_shape(g, a, &rank, shape);
+    ck_assert(rank == 2 && shape[0] == 2 && shape[1] == 12);
+    clf_tensor_shape(g, b, &rank, shape);
+    ck_assert(rank == 2 && shape[0] == 4 && shape[1] == 6);
+    float xv[24], y[24];
+    for (int i = 0; i < 24; i++)
+        xv[i] = (float)i * 0.5f;
+    run_xy(g, xv, y);
+    expect_f32(y, xv, 24, 0, "reshape");
+    clf_graph_destroy(&g);
+}
+END_TEST
+
+START_TEST(expand_numpy)
+{
+    /* [3,1] expanded to [2,3,4]: out[i][j][k] = in[j]. */
+    clf_graph *g = clf_graph_create();
+    int64_t s[2] = {3, 1}, to[3] = {2, 3, 4};
+    clf_tensor x = clf_input(g, "x", CLF_I32, 2, s);
+    clf_graph_output(g, "y", clf_expand(g, x, 3, to));
+    expect_graph_ok(g);
+    int32_t xv[3] = {7, 8, 9}, y[24], want[24];
+    for (int i = 0; i < 2; i++)
+        for (int j = 0; j < 3; j++)
+            for (int k = 0; k < 4; k++)
+                want[(i * 3 + j) * 4 + k] = xv[j];
+    run_xy(g, xv, y);
+    expect_i32(y, want, 24, "expand");
+    clf_graph_destroy(&g);
+
+    /* Bidirectional: [1,3] expanded with shape {2,1} gives [2,3]. */
+    g = clf_graph_create();
+    int64_t s2[2] = {1, 3}, to2[2] = {2, 1};
+    x = clf_input(g, "x", CLF_I32, 2, s2);
+    clf_graph_output(g, "y", clf_expand(g, x, 2, to2));
+    expect_graph_ok(g);
+    int32_t want2[6] = {7, 8, 9, 7, 8, 9};
+    run_xy(g, xv, y);
+    expect_i32(y, want2, 6, "expand bidirectional");
+    clf_graph_destroy(&g);
+}
+END_TEST
+
+START_TEST(slice_steps)
+{
+    /* x = [0..9]; x[8:1:-3] = {8, 5, 2}; x[-3:] = {7, 8, 9}. */
+    clf_graph *g = clf_graph_create();
+    int64_t s[1] = {10};
+    clf_tensor x = clf_input(g, "x", CLF_I32, 1, s);
+    int64_t st1[1] = {8}, en1[1] = {1}, sp1[1] = {-3};
+    int64_t st2[1] = {-3}, en2[1] = {INT64_MAX};
+    clf_graph_output(g, "y", clf_slice(g, x, 1, st1, en1, NULL, sp1));
+    clf_graph_output(g, "z", clf_slice(g, x, 1, st2, en2, NULL, NULL));
+    expect_graph_ok(g);
+    int32_t xv[10] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9}, y[3], z[3];
+    clf_host_binding in[] = {{"x", xv}};
+    clf_host_binding out[] = {{"y", y}, {"z", z}};
+    char msg[256];
+    ck_assert_int_eq(clf_reference_run(g, 1, in, 2, out, msg, sizeof msg), CLF_OK);
+    int32_t wy[3] = {8, 5, 2}, wz[3] = {7, 8, 9};
+    expect_i32(y, wy, 3, "slice negative step");
+    expect_i32(z, wz, 3, "slice from end");
+    clf_graph_destroy(&g);
+
+    /* 2-D, axis 1 reversed entirely and axis 0 from 1: x[1:, ::-1] of a
+     * [3,4] tensor. */
+    g = clf_graph_create();
+    int64_t s2[2] = {3, 4};
+    x = clf_input(g, "x", CLF_I32, 2, s2);
+    int64_t starts[2] = {1, -1}, ends[2] = {INT64_MAX, INT64_MIN}, steps[2] = {1, -1};
+    int axes[2] = {0, 1};
+    clf_graph_output(g, "y", clf_slice(g, x, 2, starts, ends, axes, steps));
+    expect_graph_ok(g);
+    int32_t x2[12], y2[8];
+    for (int i = 0; i < 12; i++)
+        x2[i] = i;
+    int32_t w2[8] = {7, 6, 5, 4, 11, 10, 9, 8};
+    run_xy(g, x2, y2);
+    expect_i32(y2, w2, 8, "slice 2d reversed");
+    clf_graph_destroy(&g);
+}
+END_TEST
+
+START_TEST(squeeze_unsqueeze)
+{
+    clf_graph *g = clf_graph_create();
+    int64_t s[4] = {1, 3, 1, 2};
+    clf_tensor x = clf_input(g, "x", CLF_F32, 4, s);
+    int ax[1] = {2};
+    clf_tensor a = clf_squeeze(g, x, 1, ax);  /* [1,3,2] */
+    clf_tensor b = clf_squeeze(g, x, 0, NULL); /* [3,2] */
+    int uax[2] = {0, 3};
+    clf_tensor c = clf_unsqueeze(g, b, 2, uax); /* [1,3,2,1] */
+    clf_graph_output(g, "a", a);
+    clf_graph_output(g, "y", c);
+    expect_graph_ok(g);
+    int rank;
+    int64_t shape[CLF_MAX_RANK];
+    clf_tensor_shape(g, a, &rank, shape);
+    ck_assert(rank == 3 && shape[0] == 1 && shape[1] == 3 && shape[2] == 2);
+    clf_tensor_shape(g, c, &rank, shape);
+    ck_assert(rank == 4 && shape[0] == 1 && shape[1] == 3 && shape[2] == 2 && shape[3] == 1);
+    float xv[6] = {1, 2, 3, 4, 5, 6}, ya[6], yc[6];
+    clf_host_binding in[] = {{"x", xv}};
+    clf_host_binding out[] = {{"a", ya}, {"y", yc}};
+    ck_assert_int_eq(clf_reference_run(g, 1, in, 2, out, NULL, 0), CLF_OK);
+    expect_f32(ya, xv, 6, 0, "squeeze");
+    expect_f32(yc, xv, 6, 0, "unsqueeze");
+    clf_graph_destroy(&g);
+}
+END_TEST
+
+START_TEST(movement_chained)
+{
+    /* x [2,3] -> transpose [3,2] -> slice rows reversed [3,2] -> reshape [6]
+     * -> + [6] constant. x = {{0,1,2},{3,4,5}}; xT = {{0,3},{1,4},{2,5}};
+     * reversed rows = {{2,5},{1,4},{0,3}}. */
+    clf_graph *g = clf_graph_create();
+    int64_t s[2] = {2, 3};
+    clf_tensor x = clf_input(g, "x", CLF_F32, 2, s);
+    clf_tensor t = clf_transpose(g, x, 0, NULL);
+    int64_t st[1] = {-1}, en[1] = {INT64_MIN}, sp[1] = {-1};
+    int ax[1] = {0};
+    clf_tensor sl = clf_slice(g, t, 1, st, en, ax, sp);
+    int64_t flat[1] = {-1};
+    clf_tensor r = clf_reshape(g, sl, 1, flat);
+    float cv[6] = {100, 200, 300, 400, 500, 600};
+    int64_t cs[1] = {6};
+    clf_tensor c = clf_constant(g, CLF_F32, 1, cs, cv);
+    clf_graph_output(g, "y", clf_add(g, r, c));
+    expect_graph_ok(g);
+    float xv[6] = {0, 1, 2, 3, 4, 5}, y[6];
+    float want[6] = {102, 205, 301, 404, 500, 603};
+    run_xy(g, xv, y);
+    expect_f32(y, want, 6, 0, "chained movement");
+    clf_graph_destroy(&g);
+
+    /* unsqueeze + expand + transpose feeding a binary op with broadcasting:
+     * v [3] -> [3,1] -> expand [3,2] -> transpose [2,3] = {{1,10,100},
+     * {1,10,100}}, times v [3] broadcast over the rows. */
+    g = clf_graph_create();
+    int64_t sv[1] = {3};
+    clf_tensor v = clf_input(g, "x", CLF_F32, 1, sv);
+    int uax[1] = {1};
+    int64_t to[2] = {3, 2};
+    clf_tensor e = clf_transpose(g, clf_expand(g, clf_unsqueeze(g, v, 1, uax), 2, to), 0, NULL);
+    clf_graph_output(g, "y", clf_mul(g, e, v));
+    expect_graph_ok(g);
+    float vv[3] = {1, 10, 100};
+    float want2[6] = {1, 100, 10000, 1, 100, 10000};
+    run_xy(g, vv, y);
+    expect_f32(y, want2, 6, 0, "expand/transpose chain");
+    clf_graph_destroy(&g);
+}
+END_TEST
+
+/* ---- rank 0, zero size, constants, outputs ---------------------------- */
+
+START_TEST(rank0)
+{
+    clf_graph *g = clf_graph_create();
+    clf_tensor x = clf_input(g, "x", CLF_F32, 0, NULL);
+    clf_tensor two = clf_scalar(g, CLF_F32, 2.0);
+    clf_graph_output(g, "y", clf_mul(g, clf_neg(g, x), two));
+    expect_graph_ok(g);
+    float xv = 1.25f, y = 0;
+    run_xy(g, &xv, &y);
+    ck_assert(y == -2.5f);
+    clf_graph_destroy(&g);
+
+    /* A rank-0 value reshaped to [1,1] and expanded to [2,2]. */
+    g = clf_graph_create();
+    x = clf_input(g, "x", CLF_I32, 0, NULL);
+    int64_t one[2] = {1, 1}, to[2] = {2, 2};
+    clf_graph_output(g, "y", clf_expand(g, clf_reshape(g, x, 2, one), 2, to));
+    expect_graph_ok(g);
+    int32_t xi = -4, yi[4], want[4] = {-4, -4, -4, -4};
+    run_xy(g, &xi, yi);
+    expect_i32(yi, want, 4, "rank0 expand");
+    clf_graph_destroy(&g);
+}
+END_TEST
+
+START_TEST(zero_size)
+{
+    /* [0,3] + [3] -> [0,3]; NULL data is allowed for both. */
+    clf_graph *g = clf_graph_create();
+    int64_t sa[2] = {0, 3}, sb[1] = {3};
+    clf_tensor a = clf_input(g, "a", CLF_F32, 2, sa);
+    clf_tensor b = clf_input(g, "b", CLF_F32, 1, sb);
+    clf_tensor s = clf_add(g, a, b);
+    int perm[2] = {1, 0};
+    clf_graph_output(g, "y", s);
+    clf_graph_output(g, "t", clf_transpose(g, s, 2, perm));
+    expect_graph_ok(g);
+    float bv[3] = {1, 2, 3};
+    clf_host_binding in[] = {{"a", NULL}, {"b", bv}};
+    clf_host_binding out[] = {{"y", NULL}, {"t", NULL}};
+    char msg[256];
+    clf_status st = clf_reference_run(g, 2, in, 2, out, msg, sizeof msg);
+    ck_assert_msg(st == CLF_OK, "%s", msg);
+    clf_graph_destroy(&g);
+
+    /* A zero-size slice of a non-empty tensor. */
+    g = clf_graph_create();
+    int64_t sx[1] = {4};
+    clf_tensor x = clf_input(g, "x", CLF_I32, 1, sx);
+    int64_t st1[1] = {2}, en1[1] = {2};
+    clf_graph_output(g, "y", clf_slice(g, x, 1, st1, en1, NULL, NULL));
+    expect_graph_ok(g);
+    int32_t xv[4] = {1, 2, 3, 4};
+    clf_host_binding in2[] = {{"x", xv}};
+    clf_host_binding out2[] = {{"y", NULL}};
+    ck_assert_int_eq(clf_reference_run(g, 1, in2, 1, out2, NULL, 0), CLF_OK);
+    clf_graph_destroy(&g);
+}
+END_TEST
+
+START_TEST(outputs_shared_and_aliased)
+{
+    /* One node under two names, an input as an output, and an output
+     * written over its own input's memory. */
+    clf_graph *g = clf_graph_create();
+    int64_t s[1] = {3};
+    clf_tensor x = clf_input(g, "x", CLF_F32, 1, s);
+    clf_tensor n = clf_neg(g, x);
+    clf_graph_output(g, "y", n);
+    clf_graph_output(g, "y2", n);
+    clf_graph_output(g, "same", x);
+    /* An unused branch is not evaluated but must not disturb anything. */
+    (void)clf_log(g, clf_exp(g, x));
+    expect_graph_ok(g);
+    float xv[3] = {1, 2, 3}, y2[3], same[3];
+    clf_host_binding in[] = {{"x", xv}};
+    clf_host_binding out[] = {{"same", same}, {"y", xv}, {"y2", y2}};
+    ck_assert_int_eq(clf_reference_run(g, 1, in, 3, out, NULL, 0), CLF_OK);
+    float want[3] = {-1, -2, -3}, orig[3] = {1, 2, 3};
+    expect_f32(xv, want, 3, 0, "aliased output");
+    expect_f32(y2, want, 3, 0, "second name");
+    expect_f32(same, orig, 3, 0, "input as output");
+    clf_graph_destroy(&g);
+}
+END_TEST
+
+START_TEST(constants)
+{
+    clf_graph *g = clf_graph_create();
+    int64_t s[2] = {2, 2};
+    int32_t cv[4] = {1, 2, 3, 4};
+    clf_tensor c = clf_constant(g, CLF_I32, 2, s, cv);
+    cv[0] = 99; /* the graph copied the data */
+    clf_tensor k = clf_scalar(g, CLF_I32, 3.9); /* converted: 3 */
+    clf_graph_output(g, "y", clf_mul(g, c, k));
+    expect_graph_ok(g);
+    int32_t y[4], want[4] = {3, 6, 9, 12};
+    clf_host_binding out[] = {{"y", y}};
+    ck_assert_int_eq(clf_reference_run(g, 0, NULL, 1, out, NULL, 0), CLF_OK);
+    expect_i32(y, want, 4, "constants");
+    clf_graph_destroy(&g);
+}
+END_TEST
+
+START_TEST(large_transpose)
+{
+    /* 10^6 elements through transpose + add: a check that the interpreter
+     * is linear in the element count. */
+    enum { N = 1000 };
+    clf_graph *g = clf_graph_create();
+    int64_t s[2] = {N, N};
+    clf_tensor x = clf_input(g, "x", CLF_F32, 2, s);
+    clf_graph_output(g, "y", clf_add(g, clf_transpose(g, x, 0, NULL), x));
+    expect_graph_ok(g);
+    float *xv = malloc(sizeof(float) * N * N), *y = malloc(sizeof(float) * N * N);
+    ck_assert(xv && y);
+    for (int i = 0; i < N * N; i++)
+        xv[i] = (float)i;
+    run_xy(g, xv, y);
+    for (int i = 0; i < N; i += 37)
+        for (int j = 0; j < N; j += 41)
+            ck_assert(y[i * N + j] == (float)(j * N + i) + (float)(i * N + j));
+    free(xv);
+    free(y);
+    clf_graph_destroy(&g);
+}
+END_TEST
+
+/* ---- errors ----------------------------------------------------------- */
+
+/* A graph with inputs "a" [2], "b" [2] and output "y" = a + b. */
+static clf_graph *two_input_graph(void)
+{
+    clf_graph *g = clf_graph_create();
+    int64_t s[1] = {2};
+    clf_tensor a = clf_input(g, "a", CLF_F32, 1, s);
+    clf_tensor b = clf_input(g, "b", CLF_F32, 1, s);
+    clf_graph_output(g, "y", clf_add(g, a, b));
+    expect_graph_ok(g);
+    return g;
+}
+
+START_TEST(error_bindings)
+{
+    clf_graph *g = two_input_graph();
+    float a[2] = {1, 2}, b[2] = {3, 4}, y[2] = {-7, -7};
+    char msg[256];
+    clf_status st;
+
+    /* missing input */
+    clf_host_binding in1[] = {{"a", a}};
+    clf_host_binding out[] = {{"y", y}};
+    st = clf_reference_run(g, 1, in1, 1, out, msg, sizeof msg);
+    ck_assert_int_eq(st, CLF_ERR_INVALID_ARGUMENT);
+    ck_assert_msg(strstr(msg, "\"b\"") != NULL, "message: %s", msg);
+
+    /* missing output */
+    clf_host_binding in2[] = {{"a", a}, {"b", b}};
+    st = clf_reference_run(g, 2, in2, 0, NULL, msg, sizeof msg);
+    ck_assert_int_eq(st, CLF_ERR_INVALID_ARGUMENT);
+    ck_assert_msg(strstr(msg, "\"y\"") != NULL, "message: %s", msg);
+
+    /* duplicate input */
+    clf_host_binding in3[] = {{"a", a}, {"b", b}, {"a", b}};
+    st = clf_reference_run(g, 3, in3, 1, out, msg, sizeof msg);
+    ck_assert_int_eq(st, CLF_ERR_INVALID_ARGUMENT);
+    ck_assert_msg(strstr(msg, "\"a\"") != NULL, "message: %s", msg);
+
+    /* duplicate output */
+    clf_host_binding out2[] = {{"y", y}, {"y", y}};
+    st = clf_reference_run(g, 2, in2, 2, out2, msg, sizeof msg);
+    ck_assert_int_eq(st, CLF_ERR_INVALID_ARGUMENT);
+    ck_assert_msg(strstr(msg, "\"y\"") != NULL, "message: %s", msg);
+
+    /* unknown names */
+    clf_host_binding in4[] = {{"a", a}, {"b", b}, {"c", b}};
+    st = clf_reference_run(g, 3, in4, 1, out, msg, sizeof msg);
+    ck_assert_int_eq(st, CLF_ERR_NOT_FOUND);
+    ck_assert_msg(strstr(msg, "\"c\"") != NULL, "message: %s", msg);
+    clf_host_binding out3[] = {{"y", y}, {"zz", y}};
+    st = clf_reference_run(g, 2, in2, 2, out3, msg, sizeof msg);
+    ck_assert_int_eq(st, CLF_ERR_NOT_FOUND);
+    ck_assert_msg(strstr(msg, "\"zz\"") != NULL, "message: %s", msg);
+
+    /* an input bound as an output, and an output as an input */
+    clf_host_binding out4[] = {{"a", y}};
+    st = clf_reference_run(g, 2, in2, 1, out4, msg, sizeof msg);
+    ck_assert_int_eq(st, CLF_ERR_NOT_FOUND);
+    clf_host_binding in5[] = {{"a", a}, {"y", b}};
+    st = clf_reference_run(g, 2, in5, 1, out, msg, sizeof msg);
+    ck_assert_int_eq(st, CLF_ERR_NOT_FOUND);
+
+    /* NULL name, NULL data, NULL arrays */
+    clf_host_binding in6[] = {{"a", a}, {NULL, b}};
+    st = clf_reference_run(g, 2, in6, 1, out, msg, sizeof msg);
+    ck_assert_int_eq(st, CLF_ERR_INVALID_ARGUMENT);
+    clf_host_binding in7[] = {{"a", a}, {"b", NULL}};
+    st = clf_reference_run(g, 2, in7, 1, out, msg, sizeof msg);
+    ck_assert_int_eq(st, CLF_ERR_INVALID_ARGUMENT);
+    ck_assert_msg(strstr(msg, "\"b\"") != NULL, "message: %s", msg);
+    clf_host_binding out5[] = {{"y", NULL}};
+    st = clf_reference_run(g, 2, in2, 1, out5, msg, sizeof msg);
+    ck_assert_int_eq(st, CLF_ERR_INVALID_ARGUMENT);
+    st = clf_reference_run(g, 2, NULL, 1, out, msg, sizeof msg);
+    ck_assert_int_eq(st, CLF_ERR_INVALID_ARGUMENT);
+
+    /* Nothing was written by any failed run; a tiny message buffer is
+     * truncated, not overrun; a NULL message buffer is fine. */
+    ck_assert(y[0] == -7 && y[1] == -7);
+    char tiny[4] = {'x', 'x', 'x', 'x'};
+    st = clf_reference_run(g, 1, in1, 1, out, tiny, 3);
+    ck_assert_int_eq(st, CLF_ERR_INVALID_ARGUMENT);
+    ck_assert(tiny[2] == '\0' && tiny[3] == 'x');
+    ck_assert_int_eq(clf_reference_run(g, 1, in1, 1, out, NULL, 0), CLF_ERR_INVALID_ARGUMENT);
+
+    /* and the happy path still works */
+    ck_assert_int_eq(clf_reference_run(g, 2, in2, 1, out, msg, sizeof msg), CLF_OK);
+    ck_assert_str_eq(msg, "");
+    ck_assert(y[0] == 4 && y[1] == 6);
+    clf_graph_destroy(&g);
+}
+END_TEST
+
+START_TEST(error_graph_state)
+{
+    clf_graph *g = clf_graph_create();
+    int64_t s2[1] = {2}, s3[1] = {3};
+    clf_tensor a = clf_input(g, "a", CLF_F32, 1, s2);
+    clf_tensor b = clf_input(g, "b", CLF_F32, 1, s3);
+    clf_tensor bad = clf_add(g, a, b); /* [2] + [3] does not broadcast */
+    ck_assert(!clf_tensor_valid(bad));
+    const char *gmsg = NULL;
+    ck_assert_int_ne(clf_graph_status(g, &gmsg), CLF_OK);
+    char msg[512];
+    float av[2] = {0}, bv[3] = {0};
+    clf_host_binding in[] = {{"a", av}, {"b", bv}};
+    clf_status st = clf_reference_run(g, 2, in, 0, NULL, msg, sizeof msg);
+    ck_assert_int_eq(st, CLF_ERR_GRAPH);
+    ck_assert_str_eq(msg, gmsg);
+    clf_graph_destroy(&g);
+
+    ck_assert_int_eq(clf_reference_run(NULL, 0, NULL, 0, NULL, msg, sizeof msg),
+                     CLF_ERR_INVALID_ARGUMENT);
+    ck_assert(strlen(msg) > 0);
+}
+END_TEST
+
+START_TEST(error_out_of_memory)
+{
+    /* A one-element input expanded to 2^40 elements: the 4 TiB allocation
+     * fails cleanly and the output (never written) may be a small buffer. */
+    clf_graph *g = clf_graph_create();
+    int64_t one[1] = {1}, huge[2] = {INT64_C(1) << 20, INT64_C(1) << 20};
+    clf_tensor x = clf_input(g, "x", CLF_F32, 1, one);
+    clf_graph_output(g, "y", clf_expand(g, x, 2, huge));
+    expect_graph_ok(g);
+    float xv = 1, y = 0;
+    char msg[256];
+    clf_host_binding in[] = {{"x", &xv}};
+    clf_host_binding out[] = {{"y", &y}};
+    ck_assert_int_eq(clf_reference_run(g, 1, in, 1, out, msg, sizeof msg), CLF_ERR_OUT_OF_MEMORY);
+    ck_assert(strlen(msg) > 0);
+    ck_assert(y == 0);
+    clf_graph_destroy(&g);
+}
+END_TEST
+
+static Suite *reference_suite(void)
+{
+    Suite *s = suite_create("reference");
+    TCase *tc = tcase_create("ops");
+    tcase_add_test(tc, unary_f32_ops);
+    tcase_add_test(tc, unary_f32_named_builders);
+    tcase_add_test(tc, unary_i32_ops);
+    tcase_add_test(tc, unary_bool_not);
+    tcase_add_test(tc, binary_f32_ops);
+    tcase_add_test(tc, binary_i32_wrap_and_division);
+    tcase_add_test(tc, comparisons_f32_nan);
+    tcase_add_test(tc, comparisons_i32_and_bool);
+    tcase_add_test(tc, where_broadcast);
+    tcase_add_test(tc, clip_f32);
+    tcase_add_test(tc, clip_i32);
+    tcase_add_test(tc, cast_rules);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("shapes");
+    tcase_add_test(tc, broadcast_row_and_column);
+    tcase_add_test(tc, broadcast_rank0_and_rank3);
+    tcase_add_test(tc, transpose_2d_and_3d);
+    tcase_add_test(tc, reshape_infer_and_zero);
+    tcase_add_test(tc, expand_numpy);
+    tcase_add_test(tc, slice_steps);
+    tcase_add_test(tc, squeeze_unsqueeze);
+    tcase_add_test(tc, movement_chained);
+    tcase_add_test(tc, rank0);
+    tcase_add_test(tc, zero_size);
+    tcase_add_test(tc, outputs_shared_and_aliased);
+    tcase_add_test(tc, constants);
+    tcase_add_test(tc, large_transpose);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("errors");
+    tcase_add_test(tc, error_bindings);
+    tcase_add_test(tc, error_graph_state);
+    tcase_add_test(tc, error_out_of_memory);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    return clf_test_run_suite(reference_suite());
+}
