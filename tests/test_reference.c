@@ -675,6 +675,21 @@ START_TEST(slice_steps)
     expect_i32(z, wz, 3, "slice from end");
     clf_graph_destroy(&g);
 
+    /* Out-of-range starts and ends clamp: x[-100:100:4] = {0, 4, 8} and
+     * x[100:-100:-4] = {9, 5, 1}. */
+    g = clf_graph_create();
+    x = clf_input(g, "x", CLF_I32, 1, s);
+    int64_t st3[1] = {-100}, en3[1] = {100}, sp3[1] = {4};
+    int64_t st4[1] = {100}, en4[1] = {-100}, sp4[1] = {-4};
+    clf_graph_output(g, "y", clf_slice(g, x, 1, st3, en3, NULL, sp3));
+    clf_graph_output(g, "z", clf_slice(g, x, 1, st4, en4, NULL, sp4));
+    expect_graph_ok(g);
+    ck_assert_int_eq(clf_reference_run(g, 1, in, 2, out, msg, sizeof msg), CLF_OK);
+    int32_t wy3[3] = {0, 4, 8}, wz3[3] = {9, 5, 1};
+    expect_i32(y, wy3, 3, "slice clamped");
+    expect_i32(z, wz3, 3, "slice clamped, negative step");
+    clf_graph_destroy(&g);
+
     /* 2-D, axis 1 reversed entirely and axis 0 from 1: x[1:, ::-1] of a
      * [3,4] tensor. */
     g = clf_graph_create();
