@@ -64,12 +64,16 @@ typedef struct clf_context_params {
     /* Create the queue with CL_QUEUE_PROFILING_ENABLE (also switched on by
      * CLFUSE_LOGS=perf). */
     bool profiling;
+    /* Where the reason for a failure of clf_context_create is written (a
+     * NUL-terminated message of at most message_cap bytes); may be NULL. */
+    char *message;
+    size_t message_cap;
 } clf_context_params;
 
 #define clf_context_params(...) (&(const clf_context_params){__VA_ARGS__})
 
 /* Creates a context on the chosen device; *out is NULL on failure and the
- * reason is in the status (and printed nowhere). */
+ * reason goes to params->message when given. */
 CLF_API clf_status clf_context_create(const clf_context_params *params, clf_context **out);
 /* Adopts the caller's OpenCL objects (retained, not copied). queue must
  * belong to context and device. */

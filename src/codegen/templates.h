@@ -1,0 +1,10 @@
+/* Kernel templates from kernels_templates/, embedded at build time by
+ * tools/embed_templates.py. */
+#ifndef CLFUSE_TEMPLATES_H
+#define CLFUSE_TEMPLATES_H
+
+extern const char clf__template_pointwise[];
+/* Changes whenever any template changes: part of every cache key. */
+extern const char clf__templates_hash[];
+
+#endif

@@ -1,0 +1,517 @@
+/* Fusion planner, first version: vertical fusion of pointwise and movement
+ * ops, several outputs of one shape from one kernel.
+ *
+ * Every value that must live in memory is "materialised": graph outputs,
+ * and with fusion off every pointwise op; with fusion on a chain deeper than
+ * max_fused_depth is cut by a buffer so that kernels stay a sane size.
+ * Everything else is inlined into each kernel that needs it, movement ops
+ * as index arithmetic. Materialised values of one shape share a kernel when
+ * that is legal (see clf__fusion_legal). */
+#include "planner/planner.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "util/log.h"
+
+#define DEFAULT_MAX_FUSED_DEPTH 64
+
+typedef struct u32vec {
+    uint32_t *v;
+    uint32_t n, cap;
+} u32vec;
+
+static bool vec_push(u32vec *a, uint32_t x)
+{
+    if (a->n == a->cap) {
+        uint32_t cap = a->cap ? a->cap * 2 : 8;
+        uint32_t *p = realloc(a->v, cap * sizeof *p);
+        if (!p)
+            return false;
+        a->v = p;
+        a->cap = cap;
+    }
+    a->v[a->n++] = x;
+    return true;
+}
+
+static bool vec_has(const u32vec *a, uint32_t x)
+{
+    for (uint32_t i = 0; i < a->n; i++)
+        if (a->v[i] == x)
+            return true;
+    return false;
+}
+
+static int cmp_u32(const void *a, const void *b)
+{
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return (x > y) - (x < y);
+}
+
+typedef struct region {
+    int rank;
+    int64_t shape[CLF_MAX_RANK];
+    u32vec members; /* materialised nodes stored by this region */
+    u32vec deps;    /* regions it reads from */
+} region;
+
+bool clf__plan_is_literal(const clf__node *n)
+{
+    return n->kind == CLF__NODE_CONSTANT && clf__node_numel(n) == 1;
+}
+
+static bool is_computed(const clf__node *n) { return clf__node_class_of(n) != CLF__CLASS_LEAF; }
+
+bool clf__fusion_legal(uint32_t r, const uint32_t *m_deps, uint32_t nm_deps, uint32_t nregions,
+                       const uint32_t *const *region_deps, const uint32_t *region_ndeps)
+{
+    /* Merging m into r is illegal when m depends on r through some other
+     * region s (m -> s -> ... -> r): the merged kernel would have to run
+     * both before and after s. Search from m's dependencies other than r. */
+    bool ok = true;
+    uint8_t *seen = calloc(nregions ? nregions : 1, 1);
+    uint32_t *stack = malloc((nregions ? nregions : 1) * sizeof *stack);
+    if (!seen || !stack) {
+        ok = false; /* refusing a merge is always safe */
+        goto done;
+    }
+    uint32_t top = 0;
+    for (uint32_t i = 0; i < nm_deps; i++)
+        if (m_deps[i] != r && !seen[m_deps[i]]) {
+            seen[m_deps[i]] = 1;
+            stack[top++] = m_deps[i];
+        }
+    while (top && ok) {
+        uint32_t s = stack[--top];
+        for (uint32_t i = 0; i < region_ndeps[s]; i++) {
+            uint32_t d = region_deps[s][i];
+            if (d == r) {
+                ok = false;
+                break;
+            }
+            if (!seen[d]) {
+                seen[d] = 1;
+                stack[top++] = d;
+            }
+        }
+    }
+done:
+    free(seen);
+    free(stack);
+    return ok;
+}
+
+static bool same_shape(int ra, const int64_t *a, int rb, const int64_t *b)
+{
+    if (ra != rb)
+        return false;
+    for (int i = 0; i < ra; i++)
+        if (a[i] != b[i])
+            return false;
+    return true;
+}
+
+/* Materialised nodes that node m reads, found by walking its inputs through
+ * inlined nodes. stamp/mark implement a visited set without clearing. */
+static bool collect_deps(const clf_graph *g, const bool *mat, uint32_t m, uint32_t *stamp,
+                         uint32_t mark, u32vec *stack, u32vec *out)
+{
+    stack->n = 0;
+    const clf__node *mn = clf__graph_node(g, m);
+    for (int i = 0; i < mn->ninputs; i++)
+        if (!vec_push(stack, mn->inputs[i]))
+            return false;
+    while (stack->n) {
+        uint32_t id = stack->v[--stack->n];
+        if (stamp[id] == mark)
+            continue;
+        stamp[id] = mark;
+        const clf__node *n = clf__graph_node(g, id);
+        if (!is_computed(n))
+            continue;
+        if (mat[id]) {
+            if (!vec_push(out, id))
+                return false;
+            continue;
+        }
+        for (int i = 0; i < n->ninputs; i++)
+            if (!vec_push(stack, n->inputs[i]))
+                return false;
+    }
+    return true;
+}
+
+void clf__plan_free(clf__plan *p)
+{
+    if (!p)
+        return;
+    for (uint32_t k = 0; k < p->nkernels; k++) {
+        free(p->kernels[k].stores);
+        free(p->kernels[k].reads);
+        free(p->kernels[k].ops);
+    }
+    free(p->kernels);
+    free(p->buffers);
+    free(p->src_buffer);
+    free(p->producer);
+    memset(p, 0, sizeof *p);
+}
+
+static const char *shape_str(char *buf, size_t cap, int rank, const int64_t *shape)
+{
+    size_t off = 0;
+    off += (size_t)snprintf(buf + off, cap - off, "[");
+    for (int i = 0; i < rank && off < cap; i++)
+        off += (size_t)snprintf(buf + off, cap - off, i ? ",%lld" : "%lld", (long long)shape[i]);
+    if (off < cap)
+        snprintf(buf + off, cap - off, "]");
+    return buf;
+}
+
+/* Orders regions so that every region comes after those it reads from
+ * (depth-first post-order, ties by creation order). */
+static bool order_regions(region *rs, uint32_t nr, uint32_t *order)
+{
+    uint8_t *state = calloc(nr ? nr : 1, 1);
+    uint32_t *stack = malloc((nr ? nr : 1) * sizeof *stack);
+    uint32_t *iter = calloc(nr ? nr : 1, sizeof *iter);
+    bool ok = state && stack && iter;
+    uint32_t pos = 0;
+    for (uint32_t root = 0; ok && root < nr; root++) {
+        if (state[root])
+            continue;
+        uint32_t top = 0;
+        stack[top++] = root;
+        state[root] = 1;
+        while (top) {
+            uint32_t r = stack[top - 1];
+            if (iter[r] < rs[r].deps.n) {
+                uint32_t d = rs[r].deps.v[iter[r]++];
+                if (state[d] == 0) {
+                    state[d] = 1;
+                    stack[top++] = d;
+                } else if (state[d] == 1) {
+                    ok = false; /* a cycle: the legality check failed us */
+                    break;
+                }
+            } else {
+                state[r] = 2;
+                order[pos++] = r;
+                top--;
+            }
+        }
+    }
+    free(state);
+    free(stack);
+    free(iter);
+    return ok;
+}
+
+clf_status clf__plan_build(const clf_graph *g, const clf__plan_options *opt, clf__plan *out,
+                           char *err, size_t errlen)
+{
+    clf_status st = CLF_ERR_OUT_OF_MEMORY;
+    uint32_t n = (uint32_t)g->nnodes;
+    int maxd = opt && opt->max_fused_depth > 0 ? opt->max_fused_depth : DEFAULT_MAX_FUSED_DEPTH;
+    bool fuse = !(opt && opt->disable_fusion);
+    bool *needed = calloc(n ? n : 1, sizeof *needed);
+    bool *mat = calloc(n ? n : 1, sizeof *mat);
+    bool *is_out = calloc(n ? n : 1, sizeof *is_out);
+    int *depth = calloc(n ? n : 1, sizeof *depth);
+    int32_t *region_of = malloc((n ? n : 1) * sizeof *region_of);
+    uint32_t *stamp = calloc(n ? n : 1, sizeof *stamp);
+    region *rs = NULL;
+    uint32_t nr = 0, cap_r = 0;
+    u32vec stack = {0}, mdeps = {0}, mregions = {0};
+    uint32_t *order = NULL;
+    const uint32_t **rdeps = NULL;
+    uint32_t *rndeps = NULL;
+    char sbuf[128];
+
+    memset(out, 0, sizeof *out);
+    out->nnodes = n;
+    out->src_buffer = malloc((n ? n : 1) * sizeof *out->src_buffer);
+    out->producer = malloc((n ? n : 1) * sizeof *out->producer);
+    if (!needed || !mat || !is_out || !depth || !region_of || !stamp || !out->src_buffer ||
+        !out->producer)
+        goto fail;
+    for (uint32_t i = 0; i < n; i++) {
+        region_of[i] = -1;
+        out->src_buffer[i] = -1;
+        out->producer[i] = -1;
+    }
+
+    /* What the outputs need. */
+    for (size_t o = 0; o < g->noutputs; o++) {
+        needed[g->outputs[o].node] = true;
+        is_out[g->outputs[o].node] = true;
+    }
+    for (uint32_t i = n; i-- > 0;) {
+        if (!needed[i])
+            continue;
+        const clf__node *nd = clf__graph_node(g, i);
+        for (int k = 0; k < nd->ninputs; k++)
+            needed[nd->inputs[k]] = true;
+    }
+
+    /* What is materialised. */
+    for (uint32_t i = 0; i < n; i++) {
+        if (!needed[i])
+            continue;
+        const clf__node *nd = clf__graph_node(g, i);
+        if (!is_computed(nd)) {
+            mat[i] = is_out[i]; /* a leaf output still needs a copy kernel */
+            continue;
+        }
+        if (is_out[i] || (!fuse && clf__node_class_of(nd) == CLF__CLASS_POINTWISE)) {
+            mat[i] = true;
+            continue;
+        }
+        int d = 1;
+        for (int k = 0; k < nd->ninputs; k++) {
+            uint32_t in = nd->inputs[k];
+            if (is_computed(clf__graph_node(g, in)) && !mat[in] && depth[in] + 1 > d)
+                d = depth[in] + 1;
+        }
+        if (d > maxd) {
+            mat[i] = true;
+            clf__log(CLF__LOG_FUSION, "node %u (%s): cut into a buffer: fused chain depth %d > %d",
+                     i, clf__node_op_name(nd), d, maxd);
+            d = 0;
+        }
+        depth[i] = d;
+    }
+
+    /* Regions, in topological order of their first member. */
+    uint32_t mark = 0;
+    for (uint32_t m = 0; m < n; m++) {
+        if (!mat[m])
+            continue;
+        const clf__node *mn = clf__graph_node(g, m);
+        mdeps.n = 0;
+        mregions.n = 0;
+        ++mark;
+        if (!collect_deps(g, mat, m, stamp, mark, &stack, &mdeps))
+            goto fail;
+        for (uint32_t i = 0; i < mdeps.n; i++) {
+            uint32_t r = (uint32_t)region_of[mdeps.v[i]];
+            if (!vec_has(&mregions, r) && !vec_push(&mregions, r))
+                goto fail;
+        }
+        int32_t chosen = -1;
+        if (fuse) {
+            free(rdeps);
+            free(rndeps);
+            rdeps = malloc((nr ? nr : 1) * sizeof *rdeps);
+            rndeps = malloc((nr ? nr : 1) * sizeof *rndeps);
+            if (!rdeps || !rndeps)
+                goto fail;
+            for (uint32_t r = 0; r < nr; r++) {
+                rdeps[r] = rs[r].deps.v;
+                rndeps[r] = rs[r].deps.n;
+            }
+            /* Prefer the most recent region: it is most likely to share
+             * the values m reads. */
+            for (uint32_t r = nr; r-- > 0;) {
+                if (!same_shape(rs[r].rank, rs[r].shape, mn->rank, mn->shape))
+                    continue;
+                if (clf__fusion_legal(r, mregions.v, mregions.n, nr, rdeps, rndeps)) {
+                    chosen = (int32_t)r;
+                    clf__log(CLF__LOG_FUSION, "node %u (%s %s): fused into kernel region %u", m,
+                             clf__node_op_name(mn), shape_str(sbuf, sizeof sbuf, mn->rank, mn->shape),
+                             r);
+                    break;
+                }
+                clf__log(CLF__LOG_FUSION,
+                         "node %u (%s): not fused into region %u: it reads that region through "
+                         "another kernel (a cycle)",
+                         m, clf__node_op_name(mn), r);
+            }
+        }
+        if (chosen < 0) {
+            if (nr == cap_r) {
+                uint32_t cap = cap_r ? cap_r * 2 : 8;
+                region *p = realloc(rs, cap * sizeof *p);
+                if (!p)
+                    goto fail;
+                rs = p;
+                cap_r = cap;
+            }
+            memset(&rs[nr], 0, sizeof rs[nr]);
+            rs[nr].rank = mn->rank;
+            memcpy(rs[nr].shape, mn->shape, sizeof mn->shape);
+            chosen = (int32_t)nr++;
+            clf__log(CLF__LOG_FUSION, "node %u (%s %s): starts kernel region %d%s", m,
+                     clf__node_op_name(mn), shape_str(sbuf, sizeof sbuf, mn->rank, mn->shape),
+                     chosen, fuse ? "" : " (fusion disabled)");
+        }
+        region *R = &rs[chosen];
+        if (!vec_push(&R->members, m))
+            goto fail;
+        for (uint32_t i = 0; i < mregions.n; i++)
+            if (mregions.v[i] != (uint32_t)chosen && !vec_has(&R->deps, mregions.v[i]) &&
+                !vec_push(&R->deps, mregions.v[i]))
+                goto fail;
+        region_of[m] = chosen;
+    }
+
+    order = malloc((nr ? nr : 1) * sizeof *order);
+    if (!order)
+        goto fail;
+    if (!order_regions(rs, nr, order)) {
+        snprintf(err, errlen, "planner: kernel regions form a cycle");
+        st = CLF_ERR_INTERNAL;
+        goto fail;
+    }
+
+    /* Buffers: every input, every output, then constants and intermediates
+     * as kernels need them. */
+    uint32_t cap_b = (uint32_t)(g->ninputs + g->noutputs) + n + 1;
+    out->buffers = calloc(cap_b, sizeof *out->buffers);
+    out->kernels = calloc(nr ? nr : 1, sizeof *out->kernels);
+    if (!out->buffers || !out->kernels)
+        goto fail;
+    for (size_t i = 0; i < g->ninputs; i++) {
+        const clf__node *nd = clf__graph_node(g, g->inputs[i]);
+        out->buffers[out->nbuffers] = (clf__plan_buffer){
+            CLF__BUF_INPUT, g->inputs[i], (uint32_t)i,
+            (uint64_t)clf__node_numel(nd) * clf_dtype_size(nd->dtype)};
+        out->src_buffer[g->inputs[i]] = (int32_t)out->nbuffers++;
+    }
+    for (size_t o = 0; o < g->noutputs; o++) {
+        uint32_t id = g->outputs[o].node;
+        const clf__node *nd = clf__graph_node(g, id);
+        out->buffers[out->nbuffers] = (clf__plan_buffer){
+            CLF__BUF_OUTPUT, id, (uint32_t)o, (uint64_t)clf__node_numel(nd) * clf_dtype_size(nd->dtype)};
+        if (out->src_buffer[id] < 0)
+            out->src_buffer[id] = (int32_t)out->nbuffers;
+        out->nbuffers++;
+    }
+    uint32_t nconst = 0, ninter = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        const clf__node *nd = clf__graph_node(g, i);
+        if (!needed[i] || out->src_buffer[i] >= 0)
+            continue;
+        uint64_t bytes = (uint64_t)clf__node_numel(nd) * clf_dtype_size(nd->dtype);
+        if (nd->kind == CLF__NODE_CONSTANT && !clf__plan_is_literal(nd)) {
+            out->buffers[out->nbuffers] = (clf__plan_buffer){CLF__BUF_CONSTANT, i, nconst++, bytes};
+            out->src_buffer[i] = (int32_t)out->nbuffers++;
+        } else if (mat[i] && is_computed(nd)) {
+            out->buffers[out->nbuffers] = (clf__plan_buffer){CLF__BUF_INTERMEDIATE, i, ninter++, bytes};
+            out->src_buffer[i] = (int32_t)out->nbuffers++;
+        }
+    }
+
+    /* Kernels: stores, reads and the ops each evaluates. */
+    out->nkernels = nr;
+    for (uint32_t k = 0; k < nr; k++) {
+        region *R = &rs[order[k]];
+        clf__plan_kernel *K = &out->kernels[k];
+        u32vec reads = {0}, ops = {0};
+        K->rank = R->rank;
+        memcpy(K->shape, R->shape, sizeof K->shape);
+        K->numel = 1;
+        for (int d = 0; d < R->rank; d++)
+            K->numel *= R->shape[d];
+        uint32_t cap_s = R->members.n + (uint32_t)g->noutputs;
+        K->stores = malloc(cap_s * sizeof *K->stores);
+        if (!K->stores)
+            goto fail;
+        for (uint32_t j = 0; j < R->members.n; j++) {
+            uint32_t m = R->members.v[j];
+            out->producer[m] = (int32_t)k;
+            bool stored = false;
+            for (uint32_t b = 0; b < out->nbuffers; b++) {
+                const clf__plan_buffer *B = &out->buffers[b];
+                if (B->node == m && (B->kind == CLF__BUF_OUTPUT || B->kind == CLF__BUF_INTERMEDIATE)) {
+                    K->stores[K->nstores++] = (clf__plan_store){m, b};
+                    stored = true;
+                }
+            }
+            assert(stored);
+            (void)stored;
+        }
+        /* Walk from the members through what this kernel computes. */
+        ++mark;
+        stack.n = 0;
+        for (uint32_t j = 0; j < R->members.n; j++)
+            if (!vec_push(&stack, R->members.v[j]))
+                goto kfail;
+        while (stack.n) {
+            uint32_t id = stack.v[--stack.n];
+            if (stamp[id] == mark)
+                continue;
+            stamp[id] = mark;
+            const clf__node *nd = clf__graph_node(g, id);
+            bool here = region_of[id] == (int32_t)order[k];
+            if (!is_computed(nd) || (mat[id] && !here)) {
+                if (out->src_buffer[id] >= 0 && !vec_push(&reads, (uint32_t)out->src_buffer[id]))
+                    goto kfail;
+                continue;
+            }
+            if (!vec_push(&ops, id))
+                goto kfail;
+            for (int i = 0; i < nd->ninputs; i++)
+                if (!vec_push(&stack, nd->inputs[i]))
+                    goto kfail;
+        }
+        qsort(reads.v, reads.n, sizeof *reads.v, cmp_u32);
+        qsort(ops.v, ops.n, sizeof *ops.v, cmp_u32);
+        K->reads = reads.v;
+        K->nreads = reads.n;
+        K->ops = ops.v;
+        K->nops = ops.n;
+        continue;
+    kfail:
+        free(reads.v);
+        free(ops.v);
+        goto fail;
+    }
+
+    /* Statistics. */
+    for (uint32_t k = 0; k < out->nkernels; k++) {
+        const clf__plan_kernel *K = &out->kernels[k];
+        out->stats.kernels++;
+        if (K->numel == 0)
+            continue;
+        out->stats.launches++;
+        out->stats.tensor_reads += K->nreads;
+        out->stats.tensor_writes += K->nstores;
+        for (uint32_t i = 0; i < K->nreads; i++)
+            out->stats.bytes_read += out->buffers[K->reads[i]].bytes;
+        for (uint32_t i = 0; i < K->nstores; i++)
+            out->stats.bytes_written += out->buffers[K->stores[i].buffer].bytes;
+    }
+    clf__log(CLF__LOG_SCHEDULE, "plan: %u kernels, %llu launches, %llu tensor reads, %llu writes",
+             out->nkernels, (unsigned long long)out->stats.launches,
+             (unsigned long long)out->stats.tensor_reads,
+             (unsigned long long)out->stats.tensor_writes);
+    st = CLF_OK;
+    goto done;
+
+fail:
+    if (st == CLF_ERR_OUT_OF_MEMORY)
+        snprintf(err, errlen, "planner: out of memory");
+    clf__plan_free(out);
+done:
+    for (uint32_t r = 0; r < nr; r++) {
+        free(rs[r].members.v);
+        free(rs[r].deps.v);
+    }
+    free(rs);
+    free(needed);
+    free(mat);
+    free(is_out);
+    free(depth);
+    free(region_of);
+    free(stamp);
+    free(stack.v);
+    free(mdeps.v);
+    free(mregions.v);
+    free(order);
+    free(rdeps);
+    free(rndeps);
+    return st;
+}

@@ -1,0 +1,84 @@
+/* The fusion planner: decides which nodes are computed in which kernel and
+ * which values cross kernel boundaries through buffers. Pure: it reads the
+ * graph and writes a clf__plan; it knows nothing of OpenCL. */
+#ifndef CLFUSE_PLANNER_H
+#define CLFUSE_PLANNER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "graph/graph_internal.h"
+
+typedef enum clf__buffer_kind {
+    CLF__BUF_INPUT,        /* a graph input; index = position in g->inputs */
+    CLF__BUF_OUTPUT,       /* a graph output; index = position in g->outputs */
+    CLF__BUF_CONSTANT,     /* a tensor constant uploaded at compile time */
+    CLF__BUF_INTERMEDIATE, /* a value that crosses a kernel boundary */
+} clf__buffer_kind;
+
+typedef struct clf__plan_buffer {
+    clf__buffer_kind kind;
+    uint32_t node;  /* the node whose value the buffer holds */
+    uint32_t index; /* see clf__buffer_kind */
+    uint64_t bytes;
+} clf__plan_buffer;
+
+/* One value a kernel writes: node's value into buffer. */
+typedef struct clf__plan_store {
+    uint32_t node;
+    uint32_t buffer;
+} clf__plan_store;
+
+typedef struct clf__plan_kernel {
+    int rank; /* the iteration space: the shape every store shares */
+    int64_t shape[CLF_MAX_RANK];
+    int64_t numel;
+    clf__plan_store *stores;
+    uint32_t nstores;
+    uint32_t *reads; /* buffers loaded, ascending, each once */
+    uint32_t nreads;
+    uint32_t *ops; /* computed nodes evaluated here, ascending */
+    uint32_t nops;
+} clf__plan_kernel;
+
+typedef struct clf__plan_stats {
+    uint64_t kernels, launches, tensor_reads, tensor_writes, bytes_read, bytes_written;
+} clf__plan_stats;
+
+/* A node is read from src_buffer[node] by any kernel that does not compute
+ * it itself; -1 for nodes that are never materialised (inlined everywhere)
+ * and for scalar constants, which become literals. */
+typedef struct clf__plan {
+    clf__plan_buffer *buffers;
+    uint32_t nbuffers;
+    clf__plan_kernel *kernels; /* in execution order */
+    uint32_t nkernels;
+    int32_t *src_buffer; /* per node */
+    int32_t *producer;   /* per node: the kernel that computes it into a buffer, or -1 */
+    uint32_t nnodes;
+    clf__plan_stats stats;
+} clf__plan;
+
+typedef struct clf__plan_options {
+    bool disable_fusion; /* every pointwise op its own kernel; movement ops stay views */
+    int max_fused_depth; /* 0: default; a chain deeper than this is cut by a buffer */
+} clf__plan_options;
+
+/* Plans g (which must have status CLF_OK). On failure returns an error
+ * status with a message in err. */
+clf_status clf__plan_build(const clf_graph *g, const clf__plan_options *opt, clf__plan *out,
+                           char *err, size_t errlen);
+void clf__plan_free(clf__plan *plan);
+
+/* True when a node is a scalar constant that codegen writes as a literal. */
+bool clf__plan_is_literal(const clf__node *n);
+
+/* Whether a materialised node m may join kernel region r of plan-in-progress
+ * `deps` (region-level dependency lists): the rule, in words, is that the
+ * merged kernel must not depend on itself through another kernel. Exposed for
+ * tests. nregions regions; dep_start/dep_list form a CSR adjacency of region
+ * -> regions it reads from; m_deps are the regions node m reads from. */
+bool clf__fusion_legal(uint32_t r, const uint32_t *m_deps, uint32_t nm_deps, uint32_t nregions,
+                       const uint32_t *const *region_deps, const uint32_t *region_ndeps);
+
+#endif

@@ -1,0 +1,194 @@
+/* Contexts: a device, its OpenCL context and queue, the last error, and
+ * the in-memory program cache. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime/runtime_internal.h"
+#include "util/log.h"
+
+const char *clf__cl_error_name(cl_int err)
+{
+    switch (err) {
+#define E(x) case x: return #x;
+    E(CL_SUCCESS) E(CL_DEVICE_NOT_FOUND) E(CL_DEVICE_NOT_AVAILABLE) E(CL_COMPILER_NOT_AVAILABLE)
+    E(CL_MEM_OBJECT_ALLOCATION_FAILURE) E(CL_OUT_OF_RESOURCES) E(CL_OUT_OF_HOST_MEMORY)
+    E(CL_PROFILING_INFO_NOT_AVAILABLE) E(CL_MEM_COPY_OVERLAP) E(CL_BUILD_PROGRAM_FAILURE)
+    E(CL_MAP_FAILURE) E(CL_MISALIGNED_SUB_BUFFER_OFFSET) E(CL_COMPILE_PROGRAM_FAILURE)
+    E(CL_LINKER_NOT_AVAILABLE) E(CL_LINK_PROGRAM_FAILURE) E(CL_INVALID_VALUE)
+    E(CL_INVALID_DEVICE_TYPE) E(CL_INVALID_PLATFORM) E(CL_INVALID_DEVICE) E(CL_INVALID_CONTEXT)
+    E(CL_INVALID_QUEUE_PROPERTIES) E(CL_INVALID_COMMAND_QUEUE) E(CL_INVALID_HOST_PTR)
+    E(CL_INVALID_MEM_OBJECT) E(CL_INVALID_BINARY) E(CL_INVALID_BUILD_OPTIONS) E(CL_INVALID_PROGRAM)
+    E(CL_INVALID_PROGRAM_EXECUTABLE) E(CL_INVALID_KERNEL_NAME) E(CL_INVALID_KERNEL_DEFINITION)
+    E(CL_INVALID_KERNEL) E(CL_INVALID_ARG_INDEX) E(CL_INVALID_ARG_VALUE) E(CL_INVALID_ARG_SIZE)
+    E(CL_INVALID_KERNEL_ARGS) E(CL_INVALID_WORK_DIMENSION) E(CL_INVALID_WORK_GROUP_SIZE)
+    E(CL_INVALID_WORK_ITEM_SIZE) E(CL_INVALID_GLOBAL_OFFSET) E(CL_INVALID_EVENT_WAIT_LIST)
+    E(CL_INVALID_EVENT) E(CL_INVALID_OPERATION) E(CL_INVALID_BUFFER_SIZE) E(CL_INVALID_GLOBAL_WORK_SIZE)
+#undef E
+    default: return "CL_UNKNOWN_ERROR";
+    }
+}
+
+clf_status clf__ctx_fail(clf_context *ctx, clf_status status, const char *fmt, ...)
+{
+    if (!ctx)
+        return status;
+    clf__sb_clear(&ctx->error);
+    ctx->error.failed = false;
+    va_list ap;
+    va_start(ap, fmt);
+    char small[1024];
+    int n = vsnprintf(small, sizeof small, fmt, ap);
+    va_end(ap);
+    if (n >= (int)sizeof small) {
+        char *big = malloc((size_t)n + 1);
+        if (big) {
+            va_start(ap, fmt);
+            vsnprintf(big, (size_t)n + 1, fmt, ap);
+            va_end(ap);
+            clf__sb_puts(&ctx->error, big);
+            free(big);
+            return status;
+        }
+    }
+    clf__sb_puts(&ctx->error, small);
+    return status;
+}
+
+void clf__ctx_clear_error(clf_context *ctx) { clf__sb_clear(&ctx->error); }
+
+static void write_msg(const clf_context_params *p, const char *msg)
+{
+    if (p && p->message && p->message_cap) {
+        snprintf(p->message, p->message_cap, "%s", msg);
+    }
+}
+
+/* Finishes a context around a chosen device: limits, profiling. */
+static void fill_device_facts(clf_context *c)
+{
+    size_t wg = 0;
+    if (clGetDeviceInfo(c->device, CL_DEVICE_MAX_WORK_GROUP_SIZE, sizeof wg, &wg, NULL) != CL_SUCCESS)
+        wg = 64;
+    c->max_local = wg;
+}
+
+CLF_API clf_status clf_context_create(const clf_context_params *params, clf_context **out)
+{
+    char msg[512] = "";
+    if (!out) {
+        write_msg(params, "clf_context_create: out is NULL");
+        return CLF_ERR_INVALID_ARGUMENT;
+    }
+    *out = NULL;
+    clf_context *c = calloc(1, sizeof *c);
+    if (!c) {
+        write_msg(params, "clf_context_create: out of memory");
+        return CLF_ERR_OUT_OF_MEMORY;
+    }
+    const char *sel = params && params->device ? params->device : getenv("CLFUSE_DEVICE");
+    uint32_t index = 0;
+    clf_status st = clf__device_select(sel, &c->platform, &c->device, &index, msg, sizeof msg);
+    if (st != CLF_OK)
+        goto fail;
+    clf__device_describe(c->platform, c->device, index, &c->desc);
+    cl_int err;
+    cl_context_properties props[] = {CL_CONTEXT_PLATFORM, (cl_context_properties)c->platform, 0};
+    c->cl = clCreateContext(props, 1, &c->device, NULL, NULL, &err);
+    if (!c->cl) {
+        snprintf(msg, sizeof msg, "clCreateContext on %s: %s", c->desc.device_name, clf__cl_error_name(err));
+        st = CLF_ERR_OPENCL;
+        goto fail;
+    }
+    c->profiling = (params && params->profiling) || clf__log_enabled(CLF__LOG_PERF);
+#if defined(__GNUC__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+#endif
+    /* clCreateCommandQueue is the OpenCL 1.2 call; every 2.x/3.0 driver keeps it. */
+    c->queue = clCreateCommandQueue(c->cl, c->device, c->profiling ? CL_QUEUE_PROFILING_ENABLE : 0, &err);
+#if defined(__GNUC__)
+#pragma GCC diagnostic pop
+#endif
+    if (!c->queue) {
+        snprintf(msg, sizeof msg, "clCreateCommandQueue on %s: %s", c->desc.device_name, clf__cl_error_name(err));
+        st = CLF_ERR_OPENCL;
+        goto fail;
+    }
+    fill_device_facts(c);
+    clf__log(CLF__LOG_SCHEDULE, "context on device %u: %s (%s)", index, c->desc.device_name,
+             c->desc.platform_name);
+    *out = c;
+    return CLF_OK;
+fail:
+    write_msg(params, msg);
+    clf_context_destroy(&c);
+    return st;
+}
+
+CLF_API clf_status clf_context_from_cl(cl_context context, cl_device_id device,
+                                       cl_command_queue queue, clf_context **out)
+{
+    if (!out)
+        return CLF_ERR_INVALID_ARGUMENT;
+    *out = NULL;
+    if (!context || !device || !queue)
+        return CLF_ERR_INVALID_ARGUMENT;
+    cl_context qctx = NULL;
+    cl_device_id qdev = NULL;
+    if (clGetCommandQueueInfo(queue, CL_QUEUE_CONTEXT, sizeof qctx, &qctx, NULL) != CL_SUCCESS ||
+        clGetCommandQueueInfo(queue, CL_QUEUE_DEVICE, sizeof qdev, &qdev, NULL) != CL_SUCCESS ||
+        qctx != context || qdev != device)
+        return CLF_ERR_INVALID_ARGUMENT;
+    clf_context *c = calloc(1, sizeof *c);
+    if (!c)
+        return CLF_ERR_OUT_OF_MEMORY;
+    cl_platform_id plat = NULL;
+    clGetDeviceInfo(device, CL_DEVICE_PLATFORM, sizeof plat, &plat, NULL);
+    c->platform = plat;
+    c->device = device;
+    c->cl = context;
+    c->queue = queue;
+    clRetainContext(context);
+    clRetainCommandQueue(queue);
+    cl_command_queue_properties qp = 0;
+    clGetCommandQueueInfo(queue, CL_QUEUE_PROPERTIES, sizeof qp, &qp, NULL);
+    c->profiling = (qp & CL_QUEUE_PROFILING_ENABLE) != 0;
+    clf__device_describe(plat, device, 0, &c->desc);
+    fill_device_facts(c);
+    *out = c;
+    return CLF_OK;
+}
+
+CLF_API void clf_context_destroy(clf_context **ctx)
+{
+    if (!ctx || !*ctx)
+        return;
+    clf_context *c = *ctx;
+    clf__program_cache_clear(c);
+    if (c->queue)
+        clReleaseCommandQueue(c->queue);
+    if (c->cl)
+        clReleaseContext(c->cl);
+    clf__sb_free(&c->error);
+    free(c);
+    *ctx = NULL;
+}
+
+CLF_API const char *clf_context_last_error(const clf_context *ctx)
+{
+    return ctx ? clf__sb_str(&ctx->error) : "clf_context_last_error: ctx is NULL";
+}
+
+CLF_API clf_status clf_context_device(const clf_context *ctx, clf_device_desc *out)
+{
+    if (!ctx || !out)
+        return CLF_ERR_INVALID_ARGUMENT;
+    *out = ctx->desc;
+    return CLF_OK;
+}
+
+CLF_API cl_command_queue clf_context_queue(const clf_context *ctx) { return ctx ? ctx->queue : NULL; }
+
+CLF_API cl_context clf_context_cl(const clf_context *ctx) { return ctx ? ctx->cl : NULL; }

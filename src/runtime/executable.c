@@ -1,0 +1,284 @@
+/* Compiling a graph: plan (fused and, for the statistics, unfused), generate
+ * each kernel, build it, and allocate the buffers the executable owns. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "codegen/codegen.h"
+#include "runtime/runtime_internal.h"
+#include "util/log.h"
+
+static char *dup(const char *s)
+{
+    size_t n = strlen(s) + 1;
+    char *p = malloc(n);
+    if (p)
+        memcpy(p, s, n);
+    return p;
+}
+
+static void stats_from(const clf__plan_stats *fused, const clf__plan_stats *unfused, clf_plan_stats *out)
+{
+    *out = (clf_plan_stats){
+        .kernels = fused->kernels,
+        .launches = fused->launches,
+        .tensor_reads = fused->tensor_reads,
+        .tensor_writes = fused->tensor_writes,
+        .bytes_read = fused->bytes_read,
+        .bytes_written = fused->bytes_written,
+        .unfused_kernels = unfused->kernels,
+        .unfused_launches = unfused->launches,
+        .unfused_tensor_reads = unfused->tensor_reads,
+        .unfused_tensor_writes = unfused->tensor_writes,
+        .unfused_bytes_read = unfused->bytes_read,
+        .unfused_bytes_written = unfused->bytes_written,
+    };
+}
+
+static clf_status copy_io(clf__io *io, const clf__node *n, const char *name, uint32_t buffer)
+{
+    io->name = dup(name);
+    if (!io->name)
+        return CLF_ERR_OUT_OF_MEMORY;
+    io->dtype = n->dtype;
+    io->rank = n->rank;
+    memcpy(io->shape, n->shape, sizeof n->shape);
+    io->bytes = (uint64_t)clf__node_numel(n) * clf_dtype_size(n->dtype);
+    io->buffer = buffer;
+    return CLF_OK;
+}
+
+CLF_API clf_status clf_compile(clf_context *ctx, const clf_graph *g, const clf_compile_params *params,
+                               clf_executable **out)
+{
+    if (!out)
+        return clf__ctx_fail(ctx, CLF_ERR_INVALID_ARGUMENT, "clf_compile: out is NULL");
+    *out = NULL;
+    if (!ctx)
+        return CLF_ERR_INVALID_ARGUMENT;
+    clf__ctx_clear_error(ctx);
+    if (!g)
+        return clf__ctx_fail(ctx, CLF_ERR_INVALID_ARGUMENT, "clf_compile: graph is NULL");
+    const char *gmsg = "";
+    if (clf_graph_status(g, &gmsg) != CLF_OK)
+        return clf__ctx_fail(ctx, CLF_ERR_GRAPH, "clf_compile: the graph is in an error state: %s", gmsg);
+    if (g->noutputs == 0)
+        return clf__ctx_fail(ctx, CLF_ERR_INVALID_ARGUMENT, "clf_compile: the graph has no outputs");
+
+    char err[256] = "";
+    clf__plan plan = {0}, unfused = {0};
+    clf_status st;
+    clf_executable *e = calloc(1, sizeof *e);
+    if (!e)
+        return clf__ctx_fail(ctx, CLF_ERR_OUT_OF_MEMORY, "clf_compile: out of memory");
+    e->ctx = ctx;
+
+    clf__plan_options popt = {.disable_fusion = params && params->disable_fusion};
+    st = clf__plan_build(g, &popt, &plan, err, sizeof err);
+    if (st != CLF_OK)
+        goto fail_msg;
+    clf__plan_options uopt = {.disable_fusion = true};
+    st = clf__plan_build(g, &uopt, &unfused, err, sizeof err);
+    if (st != CLF_OK)
+        goto fail_msg;
+    stats_from(&plan.stats, &unfused.stats, &e->stats);
+
+    /* Inputs, outputs and the buffer table. */
+    st = CLF_ERR_OUT_OF_MEMORY;
+    snprintf(err, sizeof err, "clf_compile: out of memory");
+    e->ninputs = g->ninputs;
+    e->noutputs = g->noutputs;
+    e->inputs = calloc(g->ninputs ? g->ninputs : 1, sizeof *e->inputs);
+    e->outputs = calloc(g->noutputs, sizeof *e->outputs);
+    e->nbuffers = plan.nbuffers;
+    e->buffers = malloc((plan.nbuffers ? plan.nbuffers : 1) * sizeof *e->buffers);
+    e->owned = calloc(plan.nbuffers ? plan.nbuffers : 1, sizeof *e->owned);
+    e->host_staging = calloc(plan.nbuffers ? plan.nbuffers : 1, sizeof *e->host_staging);
+    e->kernels = calloc(plan.nkernels ? plan.nkernels : 1, sizeof *e->kernels);
+    e->events = calloc(plan.nkernels ? plan.nkernels : 1, sizeof *e->events);
+    if (!e->inputs || !e->outputs || !e->buffers || !e->owned || !e->host_staging || !e->kernels || !e->events)
+        goto fail_msg;
+    memcpy(e->buffers, plan.buffers, plan.nbuffers * sizeof *plan.buffers);
+    for (uint32_t b = 0; b < plan.nbuffers; b++) {
+        const clf__plan_buffer *B = &plan.buffers[b];
+        const clf__node *n = clf__graph_node(g, B->node);
+        if (B->kind == CLF__BUF_INPUT) {
+            if (copy_io(&e->inputs[B->index], n, n->name, b) != CLF_OK)
+                goto fail_msg;
+        } else if (B->kind == CLF__BUF_OUTPUT) {
+            if (copy_io(&e->outputs[B->index], n, g->outputs[B->index].name, b) != CLF_OK)
+                goto fail_msg;
+        } else if (B->bytes > 0) {
+            cl_int cerr;
+            if (B->bytes > ctx->desc.max_alloc_bytes && ctx->desc.max_alloc_bytes) {
+                st = clf__ctx_fail(ctx, CLF_ERR_UNSUPPORTED,
+                                   "clf_compile: a %s of %llu bytes exceeds the device's "
+                                   "CL_DEVICE_MAX_MEM_ALLOC_SIZE (%llu)",
+                                   B->kind == CLF__BUF_CONSTANT ? "constant" : "intermediate",
+                                   (unsigned long long)B->bytes,
+                                   (unsigned long long)ctx->desc.max_alloc_bytes);
+                goto fail;
+            }
+            if (B->kind == CLF__BUF_CONSTANT)
+                e->owned[b] = clCreateBuffer(ctx->cl, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR,
+                                             (size_t)B->bytes, n->data, &cerr);
+            else
+                e->owned[b] = clCreateBuffer(ctx->cl, CL_MEM_READ_WRITE, (size_t)B->bytes, NULL, &cerr);
+            if (!e->owned[b]) {
+                st = clf__ctx_fail(ctx, cerr == CL_OUT_OF_HOST_MEMORY ? CLF_ERR_OUT_OF_MEMORY : CLF_ERR_OPENCL,
+                                   "clf_compile: clCreateBuffer(%llu bytes): %s",
+                                   (unsigned long long)B->bytes, clf__cl_error_name(cerr));
+                goto fail;
+            }
+        }
+    }
+
+    /* Kernels. */
+    clf__codegen_target target = {.cpu = ctx->desc.is_cpu && !ctx->desc.is_gpu,
+                                  .max_local = ctx->max_local};
+    for (uint32_t k = 0; k < plan.nkernels; k++) {
+        clf__kernel_code code;
+        st = clf__codegen_kernel(g, &plan, k, &target, &code, err, sizeof err);
+        if (st != CLF_OK)
+            goto fail_msg;
+        clf__exe_kernel *K = &e->kernels[e->nkernels++];
+        K->name = code.name;
+        K->ops = code.ops;
+        K->source = code.source;
+        K->params = code.params;
+        K->nparams = code.nparams;
+        K->wide_index = code.wide_index;
+        K->numel = (uint64_t)plan.kernels[k].numel;
+        K->global = code.global;
+        K->local = code.local;
+        if (clf__log_enabled(CLF__LOG_OUTPUT_CODE))
+            fprintf(stderr, "[clfuse:output_code] kernel %s (ops: %s), global %zu, local %zu\n%s\n",
+                    K->name, K->ops, K->global, K->local, K->source);
+        cl_program prog;
+        st = clf__program_get(ctx, K->source, "", &prog);
+        if (st != CLF_OK) {
+            if (st == CLF_ERR_BUILD) {
+                /* Keep the log, name the kernel. */
+                char *log = dup(clf_context_last_error(ctx));
+                clf__ctx_fail(ctx, st, "clf_compile: kernel %s failed to build: %s", K->name,
+                              log ? log : "");
+                free(log);
+            }
+            goto fail;
+        }
+        cl_int cerr;
+        K->kernel = clCreateKernel(prog, K->name, &cerr);
+        clReleaseProgram(prog);
+        if (!K->kernel) {
+            st = clf__ctx_fail(ctx, CLF_ERR_OPENCL, "clf_compile: clCreateKernel(%s): %s", K->name,
+                               clf__cl_error_name(cerr));
+            goto fail;
+        }
+    }
+    clf__plan_free(&plan);
+    clf__plan_free(&unfused);
+    *out = e;
+    return CLF_OK;
+
+fail_msg:
+    clf__ctx_fail(ctx, st, "%s", err);
+fail:
+    clf__plan_free(&plan);
+    clf__plan_free(&unfused);
+    clf_executable_destroy(&e);
+    return st;
+}
+
+CLF_API void clf_executable_destroy(clf_executable **pe)
+{
+    if (!pe || !*pe)
+        return;
+    clf_executable *e = *pe;
+    for (size_t k = 0; k < e->nkernels; k++) {
+        clf__exe_kernel *K = &e->kernels[k];
+        if (K->kernel)
+            clReleaseKernel(K->kernel);
+        if (e->events && e->events[k])
+            clReleaseEvent(e->events[k]);
+        free(K->name);
+        free(K->ops);
+        free(K->source);
+        free(K->params);
+    }
+    for (uint32_t b = 0; b < e->nbuffers; b++) {
+        if (e->owned && e->owned[b])
+            clReleaseMemObject(e->owned[b]);
+        if (e->host_staging && e->host_staging[b])
+            clReleaseMemObject(e->host_staging[b]);
+    }
+    for (size_t i = 0; e->inputs && i < e->ninputs; i++)
+        free(e->inputs[i].name);
+    for (size_t i = 0; e->outputs && i < e->noutputs; i++)
+        free(e->outputs[i].name);
+    free(e->inputs);
+    free(e->outputs);
+    free(e->buffers);
+    free(e->owned);
+    free(e->host_staging);
+    free(e->kernels);
+    free(e->events);
+    free(e);
+    *pe = NULL;
+}
+
+CLF_API clf_status clf_executable_stats(const clf_executable *exe, clf_plan_stats *out)
+{
+    if (!exe || !out)
+        return CLF_ERR_INVALID_ARGUMENT;
+    *out = exe->stats;
+    return CLF_OK;
+}
+
+CLF_API size_t clf_executable_kernel_count(const clf_executable *exe) { return exe ? exe->nkernels : 0; }
+
+CLF_API const char *clf_executable_kernel_name(const clf_executable *exe, size_t i)
+{
+    return exe && i < exe->nkernels ? exe->kernels[i].name : NULL;
+}
+
+CLF_API const char *clf_executable_kernel_ops(const clf_executable *exe, size_t i)
+{
+    return exe && i < exe->nkernels ? exe->kernels[i].ops : NULL;
+}
+
+CLF_API const char *clf_executable_kernel_source(const clf_executable *exe, size_t i)
+{
+    return exe && i < exe->nkernels ? exe->kernels[i].source : NULL;
+}
+
+CLF_API size_t clf_executable_input_count(const clf_executable *exe) { return exe ? exe->ninputs : 0; }
+
+CLF_API size_t clf_executable_output_count(const clf_executable *exe) { return exe ? exe->noutputs : 0; }
+
+static clf_status io_info(const clf__io *io, size_t n, size_t i, const char **name, clf_dtype *dtype,
+                          int *rank, int64_t *shape)
+{
+    if (!io || i >= n)
+        return CLF_ERR_NOT_FOUND;
+    if (name)
+        *name = io[i].name;
+    if (dtype)
+        *dtype = io[i].dtype;
+    if (rank)
+        *rank = io[i].rank;
+    if (shape)
+        memcpy(shape, io[i].shape, (size_t)io[i].rank * sizeof *shape);
+    return CLF_OK;
+}
+
+CLF_API clf_status clf_executable_input(const clf_executable *exe, size_t i, const char **name,
+                                        clf_dtype *dtype, int *rank, int64_t *shape)
+{
+    return exe ? io_info(exe->inputs, exe->ninputs, i, name, dtype, rank, shape) : CLF_ERR_INVALID_ARGUMENT;
+}
+
+CLF_API clf_status clf_executable_output(const clf_executable *exe, size_t i, const char **name,
+                                         clf_dtype *dtype, int *rank, int64_t *shape)
+{
+    return exe ? io_info(exe->outputs, exe->noutputs, i, name, dtype, rank, shape) : CLF_ERR_INVALID_ARGUMENT;
+}

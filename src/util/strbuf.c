@@ -1,0 +1,87 @@
+#include "util/strbuf.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void clf__sb_free(clf__strbuf *sb)
+{
+    free(sb->data);
+    *sb = (clf__strbuf){0};
+}
+
+void clf__sb_clear(clf__strbuf *sb)
+{
+    sb->len = 0;
+    if (sb->data)
+        sb->data[0] = '\0';
+}
+
+static bool reserve(clf__strbuf *sb, size_t extra)
+{
+    if (sb->failed)
+        return false;
+    if (sb->len + extra + 1 <= sb->cap)
+        return true;
+    size_t cap = sb->cap ? sb->cap : 256;
+    while (cap < sb->len + extra + 1) {
+        if (cap > ((size_t)-1) / 2) {
+            sb->failed = true;
+            return false;
+        }
+        cap *= 2;
+    }
+    char *p = realloc(sb->data, cap);
+    if (!p) {
+        sb->failed = true;
+        return false;
+    }
+    sb->data = p;
+    sb->cap = cap;
+    return true;
+}
+
+void clf__sb_putn(clf__strbuf *sb, const char *s, size_t n)
+{
+    if (!reserve(sb, n))
+        return;
+    memcpy(sb->data + sb->len, s, n);
+    sb->len += n;
+    sb->data[sb->len] = '\0';
+}
+
+void clf__sb_puts(clf__strbuf *sb, const char *s) { clf__sb_putn(sb, s, strlen(s)); }
+
+void clf__sb_printf(clf__strbuf *sb, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    if (n < 0) {
+        sb->failed = true;
+        return;
+    }
+    if (!reserve(sb, (size_t)n))
+        return;
+    va_start(ap, fmt);
+    vsnprintf(sb->data + sb->len, (size_t)n + 1, fmt, ap);
+    va_end(ap);
+    sb->len += (size_t)n;
+}
+
+bool clf__sb_ok(const clf__strbuf *sb) { return !sb->failed; }
+
+const char *clf__sb_str(const clf__strbuf *sb) { return sb->data ? sb->data : ""; }
+
+char *clf__sb_take(clf__strbuf *sb)
+{
+    char *p = NULL;
+    if (!sb->failed) {
+        p = sb->data ? sb->data : calloc(1, 1);
+        sb->data = NULL;
+    }
+    clf__sb_free(sb);
+    return p;
+}

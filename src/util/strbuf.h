@@ -1,0 +1,29 @@
+/* A growing NUL-terminated string. Allocation failure is sticky: later
+ * appends do nothing and clf__sb_ok() reports it, so callers check once. */
+#ifndef CLFUSE_STRBUF_H
+#define CLFUSE_STRBUF_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+typedef struct clf__strbuf {
+    char *data;
+    size_t len, cap;
+    bool failed;
+} clf__strbuf;
+
+void clf__sb_free(clf__strbuf *sb);
+void clf__sb_puts(clf__strbuf *sb, const char *s);
+void clf__sb_putn(clf__strbuf *sb, const char *s, size_t n);
+#if defined(__GNUC__)
+__attribute__((format(printf, 2, 3)))
+#endif
+void clf__sb_printf(clf__strbuf *sb, const char *fmt, ...);
+bool clf__sb_ok(const clf__strbuf *sb);
+/* The contents ("" when empty); valid until the next append. */
+const char *clf__sb_str(const clf__strbuf *sb);
+/* Hands the heap string to the caller (NULL after a failure) and resets sb. */
+char *clf__sb_take(clf__strbuf *sb);
+void clf__sb_clear(clf__strbuf *sb);
+
+#endif
