@@ -115,69 +115,69 @@ static double constant_value(const clf__node *n)
     }
 }
 
-/* printf format of a unary op's expression over %1$s, by dtype. */
+/* printf format of a unary op's expression over $1, by dtype. */
 static const char *unary_format(clf_unary_op op, clf_dtype dt)
 {
     if (dt == CLF_I32) {
         switch (op) {
-        case CLF_UNARY_NEG: return "as_int(0u - as_uint(%1$s))";
-        case CLF_UNARY_ABS: return "(%1$s < 0 ? as_int(0u - as_uint(%1$s)) : %1$s)";
-        case CLF_UNARY_SIGN: return "((%1$s > 0) - (%1$s < 0))";
+        case CLF_UNARY_NEG: return "as_int(0u - as_uint($1))";
+        case CLF_UNARY_ABS: return "($1 < 0 ? as_int(0u - as_uint($1)) : $1)";
+        case CLF_UNARY_SIGN: return "(($1 > 0) - ($1 < 0))";
         default: return NULL;
         }
     }
     if (dt == CLF_BOOL)
-        return op == CLF_UNARY_NOT ? "(uchar)(!%1$s)" : NULL;
+        return op == CLF_UNARY_NOT ? "(uchar)(!$1)" : NULL;
     switch (op) {
-    case CLF_UNARY_NEG: return "(-%1$s)";
-    case CLF_UNARY_ABS: return "fabs(%1$s)";
-    case CLF_UNARY_EXP: return "exp(%1$s)";
-    case CLF_UNARY_LOG: return "log(%1$s)";
-    case CLF_UNARY_SQRT: return "sqrt(%1$s)";
-    case CLF_UNARY_RSQRT: return "rsqrt(%1$s)";
-    case CLF_UNARY_RECIPROCAL: return "(1.0f / %1$s)";
-    case CLF_UNARY_SIN: return "sin(%1$s)";
-    case CLF_UNARY_COS: return "cos(%1$s)";
-    case CLF_UNARY_TANH: return "tanh(%1$s)";
-    case CLF_UNARY_SIGMOID: return "(1.0f / (1.0f + exp(-%1$s)))";
-    case CLF_UNARY_RELU: return "(%1$s < 0.0f ? 0.0f : %1$s)";
-    case CLF_UNARY_GELU: return "(0.5f * %1$s * (1.0f + erf(%1$s * 0x1.6a09e6p-1f)))";
-    case CLF_UNARY_SILU: return "(%1$s / (1.0f + exp(-%1$s)))";
-    case CLF_UNARY_ERF: return "erf(%1$s)";
-    case CLF_UNARY_FLOOR: return "floor(%1$s)";
-    case CLF_UNARY_CEIL: return "ceil(%1$s)";
-    case CLF_UNARY_SIGN: return "(%1$s > 0.0f ? 1.0f : (%1$s < 0.0f ? -1.0f : %1$s))";
+    case CLF_UNARY_NEG: return "(-$1)";
+    case CLF_UNARY_ABS: return "fabs($1)";
+    case CLF_UNARY_EXP: return "exp($1)";
+    case CLF_UNARY_LOG: return "log($1)";
+    case CLF_UNARY_SQRT: return "sqrt($1)";
+    case CLF_UNARY_RSQRT: return "rsqrt($1)";
+    case CLF_UNARY_RECIPROCAL: return "(1.0f / $1)";
+    case CLF_UNARY_SIN: return "sin($1)";
+    case CLF_UNARY_COS: return "cos($1)";
+    case CLF_UNARY_TANH: return "tanh($1)";
+    case CLF_UNARY_SIGMOID: return "(1.0f / (1.0f + exp(-$1)))";
+    case CLF_UNARY_RELU: return "($1 < 0.0f ? 0.0f : $1)";
+    case CLF_UNARY_GELU: return "(0.5f * $1 * (1.0f + erf($1 * 0x1.6a09e6p-1f)))";
+    case CLF_UNARY_SILU: return "($1 / (1.0f + exp(-$1)))";
+    case CLF_UNARY_ERF: return "erf($1)";
+    case CLF_UNARY_FLOOR: return "floor($1)";
+    case CLF_UNARY_CEIL: return "ceil($1)";
+    case CLF_UNARY_SIGN: return "($1 > 0.0f ? 1.0f : ($1 < 0.0f ? -1.0f : $1))";
     default: return NULL;
     }
 }
 
-/* printf format of a binary op over %1$s and %2$s, by operand dtype. */
+/* printf format of a binary op over $1 and $2, by operand dtype. */
 static const char *binary_format(clf_binary_op op, clf_dtype dt)
 {
     switch (op) {
     case CLF_BINARY_ADD:
-        return dt == CLF_I32 ? "as_int(as_uint(%1$s) + as_uint(%2$s))" : "(%1$s + %2$s)";
+        return dt == CLF_I32 ? "as_int(as_uint($1) + as_uint($2))" : "($1 + $2)";
     case CLF_BINARY_SUB:
-        return dt == CLF_I32 ? "as_int(as_uint(%1$s) - as_uint(%2$s))" : "(%1$s - %2$s)";
+        return dt == CLF_I32 ? "as_int(as_uint($1) - as_uint($2))" : "($1 - $2)";
     case CLF_BINARY_MUL:
-        return dt == CLF_I32 ? "as_int(as_uint(%1$s) * as_uint(%2$s))" : "(%1$s * %2$s)";
+        return dt == CLF_I32 ? "as_int(as_uint($1) * as_uint($2))" : "($1 * $2)";
     case CLF_BINARY_DIV:
-        return dt == CLF_I32 ? "(%2$s == 0 ? 0 : (%2$s == -1 ? as_int(0u - as_uint(%1$s)) : "
-                               "%1$s / %2$s))"
-                             : "(%1$s / %2$s)";
-    case CLF_BINARY_POW: return "pow(%1$s, %2$s)";
+        return dt == CLF_I32 ? "($2 == 0 ? 0 : ($2 == -1 ? as_int(0u - as_uint($1)) : "
+                               "$1 / $2))"
+                             : "($1 / $2)";
+    case CLF_BINARY_POW: return "pow($1, $2)";
     case CLF_BINARY_MAXIMUM:
-        return dt == CLF_I32 ? "max(%1$s, %2$s)" : "((%1$s > %2$s || isnan(%1$s)) ? %1$s : %2$s)";
+        return dt == CLF_I32 ? "max($1, $2)" : "(($1 > $2 || isnan($1)) ? $1 : $2)";
     case CLF_BINARY_MINIMUM:
-        return dt == CLF_I32 ? "min(%1$s, %2$s)" : "((%1$s < %2$s || isnan(%1$s)) ? %1$s : %2$s)";
-    case CLF_BINARY_EQ: return "(uchar)(%1$s == %2$s)";
-    case CLF_BINARY_NE: return "(uchar)(%1$s != %2$s)";
-    case CLF_BINARY_LT: return "(uchar)(%1$s < %2$s)";
-    case CLF_BINARY_LE: return "(uchar)(%1$s <= %2$s)";
-    case CLF_BINARY_GT: return "(uchar)(%1$s > %2$s)";
-    case CLF_BINARY_GE: return "(uchar)(%1$s >= %2$s)";
-    case CLF_BINARY_AND: return "(uchar)(%1$s && %2$s)";
-    case CLF_BINARY_OR: return "(uchar)(%1$s || %2$s)";
+        return dt == CLF_I32 ? "min($1, $2)" : "(($1 < $2 || isnan($1)) ? $1 : $2)";
+    case CLF_BINARY_EQ: return "(uchar)($1 == $2)";
+    case CLF_BINARY_NE: return "(uchar)($1 != $2)";
+    case CLF_BINARY_LT: return "(uchar)($1 < $2)";
+    case CLF_BINARY_LE: return "(uchar)($1 <= $2)";
+    case CLF_BINARY_GT: return "(uchar)($1 > $2)";
+    case CLF_BINARY_GE: return "(uchar)($1 >= $2)";
+    case CLF_BINARY_AND: return "(uchar)($1 && $2)";
+    case CLF_BINARY_OR: return "(uchar)($1 || $2)";
     default: return NULL;
     }
 }
@@ -185,12 +185,12 @@ static const char *binary_format(clf_binary_op op, clf_dtype dt)
 static const char *cast_format(clf_dtype from, clf_dtype to)
 {
     if (from == to)
-        return "%1$s";
+        return "$1";
     if (to == CLF_BOOL)
-        return from == CLF_F32 ? "(uchar)(%1$s != 0.0f)" : "(uchar)(%1$s != 0)";
+        return from == CLF_F32 ? "(uchar)($1 != 0.0f)" : "(uchar)($1 != 0)";
     if (to == CLF_I32)
-        return from == CLF_F32 ? "convert_int_sat_rtz(%1$s)" : "(int)%1$s";
-    return "(float)%1$s";
+        return from == CLF_F32 ? "convert_int_sat_rtz($1)" : "(int)$1";
+    return "(float)$1";
 }
 
 /* The i32 bound of clip: rounded toward zero and clamped to int32. */
@@ -206,6 +206,19 @@ static int32_t clip_bound_i32(double v)
 }
 
 static const char *value_of(gen *G, uint32_t id, const clf__view *v);
+
+/* Appends fmt with $1, $2, $3 replaced by args[0..2]. */
+static void subst(clf__strbuf *sb, const char *fmt, const char *const *args)
+{
+    for (const char *p = fmt; *p; p++) {
+        if (p[0] == '$' && p[1] >= '1' && p[1] <= '3') {
+            clf__sb_puts(sb, args[p[1] - '1']);
+            p++;
+        } else {
+            clf__sb_putn(sb, p, 1);
+        }
+    }
+}
 
 /* A load slot for buffer at index, reused when the same element is loaded
  * twice; returns its parameter name in clf_compute. */
@@ -249,25 +262,25 @@ static const char *compute(gen *G, const clf__node *n, const char *const *args, 
         const char *f = unary_format((clf_unary_op)n->op, in0->dtype);
         if (!f) {
             G->failed = true;
-            f = "%1$s";
+            f = "$1";
         }
-        clf__sb_printf(b, f, args[0]);
+        subst(b, f, args);
         break;
     }
     case CLF__NODE_BINARY: {
         const char *f = binary_format((clf_binary_op)n->op, in0->dtype);
         if (!f) {
             G->failed = true;
-            f = "%1$s";
+            f = "$1";
         }
-        clf__sb_printf(b, f, args[0], args[1]);
+        subst(b, f, args);
         break;
     }
     case CLF__NODE_WHERE:
         clf__sb_printf(b, "(%s ? %s : %s)", args[0], args[1], args[2]);
         break;
     case CLF__NODE_CAST:
-        clf__sb_printf(b, cast_format(in0->dtype, n->dtype), args[0]);
+        subst(b, cast_format(in0->dtype, n->dtype), args);
         break;
     case CLF__NODE_CLIP: {
         /* x below lo becomes lo, then above hi becomes hi; NaN compares
@@ -286,13 +299,13 @@ static const char *compute(gen *G, const clf__node *n, const char *const *args, 
             literal(&lo, CLF_F32, n->lo);
             literal(&hi, CLF_F32, n->hi);
         }
+        const char *cargs[3] = {args[0], clf__sb_str(&lo), clf__sb_str(&hi)};
         if (has_lo && has_hi)
-            clf__sb_printf(b, "((%1$s < %2$s ? %2$s : %1$s) > %3$s ? %3$s : (%1$s < %2$s ? %2$s : %1$s))",
-                           args[0], clf__sb_str(&lo), clf__sb_str(&hi));
+            subst(b, "(($1 < $2 ? $2 : $1) > $3 ? $3 : ($1 < $2 ? $2 : $1))", cargs);
         else if (has_lo)
-            clf__sb_printf(b, "(%1$s < %2$s ? %2$s : %1$s)", args[0], clf__sb_str(&lo));
+            subst(b, "($1 < $2 ? $2 : $1)", cargs);
         else if (has_hi)
-            clf__sb_printf(b, "(%1$s > %2$s ? %2$s : %1$s)", args[0], clf__sb_str(&hi));
+            subst(b, "($1 > $3 ? $3 : $1)", cargs);
         else
             clf__sb_puts(b, args[0]);
         if (!clf__sb_ok(&lo) || !clf__sb_ok(&hi))
@@ -418,7 +431,7 @@ clf_status clf__codegen_kernel(const clf_graph *g, const clf__plan *plan, uint32
 {
     const clf__plan_kernel *K = &plan->kernels[k];
     gen G = {.g = g, .plan = plan, .k = k};
-    clf__strbuf src = {0}, point = {0}, vecb = {0}, ops = {0};
+    clf__strbuf src = {0}, ops = {0};
     clf_status st = CLF_ERR_OUT_OF_MEMORY;
     memset(out, 0, sizeof *out);
     clf__ixgen_init(&G.ix, &G.idx_code, (uint64_t)K->numel);
@@ -570,8 +583,6 @@ clf_status clf__codegen_kernel(const clf_graph *g, const clf__plan *plan, uint32
     }
     clf__sb_puts(&src, "/* ---- kernels_templates/pointwise.cl ---- */\n");
     clf__sb_puts(&src, clf__template_pointwise);
-    (void)point;
-    (void)vecb;
     if (!clf__sb_ok(&src))
         goto done;
     out->source = clf__sb_take(&src);
@@ -601,8 +612,6 @@ done:
     clf__sb_free(&G.idx_code);
     clf__sb_free(&G.body);
     clf__sb_free(&src);
-    clf__sb_free(&point);
-    clf__sb_free(&vecb);
     clf__sb_free(&ops);
     return st;
 }
