@@ -1,0 +1,196 @@
+#define _POSIX_C_SOURCE 200809L
+#include "bench_common.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+double bench_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
+}
+
+static int cmp_d(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+double bench_median(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof *v, cmp_d);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+double bench_copy_ms(clf_context *ctx, size_t n, int runs)
+{
+    cl_context cl = clf_context_cl(ctx);
+    cl_command_queue q = clf_context_queue(ctx);
+    cl_int err;
+    cl_mem a = clCreateBuffer(cl, CL_MEM_READ_WRITE, n * 4, NULL, &err);
+    cl_mem b = clCreateBuffer(cl, CL_MEM_READ_WRITE, n * 4, NULL, &err);
+    double *t = malloc((size_t)runs * sizeof *t);
+    double result = -1;
+    float one = 1.0f;
+    if (!a || !b || !t)
+        goto done;
+    clEnqueueFillBuffer(q, a, &one, sizeof one, 0, n * 4, 0, NULL, NULL);
+    for (int r = -3; r < runs; r++) {
+        cl_event ev;
+        if (clEnqueueCopyBuffer(q, a, b, 0, 0, n * 4, 0, NULL, &ev) != CL_SUCCESS)
+            goto done;
+        clWaitForEvents(1, &ev);
+        cl_ulong t0, t1;
+        clGetEventProfilingInfo(ev, CL_PROFILING_COMMAND_START, sizeof t0, &t0, NULL);
+        clGetEventProfilingInfo(ev, CL_PROFILING_COMMAND_END, sizeof t1, &t1, NULL);
+        clReleaseEvent(ev);
+        if (r >= 0)
+            t[r] = (double)(t1 - t0) * 1e-6;
+    }
+    result = bench_median(t, runs);
+done:
+    if (a)
+        clReleaseMemObject(a);
+    if (b)
+        clReleaseMemObject(b);
+    free(t);
+    return result;
+}
+
+int bench_io_create(clf_context *ctx, clf_executable *exe, float lo, float hi, bench_io *io)
+{
+    memset(io, 0, sizeof *io);
+    cl_context cl = clf_context_cl(ctx);
+    cl_command_queue q = clf_context_queue(ctx);
+    io->n_in = clf_executable_input_count(exe);
+    io->n_out = clf_executable_output_count(exe);
+    if (io->n_in > 8 || io->n_out > 8)
+        return -1;
+    uint64_t seed = 0x2545F4914F6CDD1Dull;
+    for (size_t i = 0; i < io->n_in + io->n_out; i++) {
+        bool is_in = i < io->n_in;
+        const char *name;
+        clf_dtype dt;
+        int rank;
+        int64_t shape[CLF_MAX_RANK];
+        if (is_in)
+            clf_executable_input(exe, i, &name, &dt, &rank, shape);
+        else
+            clf_executable_output(exe, i - io->n_in, &name, &dt, &rank, shape);
+        size_t numel = 1;
+        for (int d = 0; d < rank; d++)
+            numel *= (size_t)shape[d];
+        size_t bytes = numel * clf_dtype_size(dt);
+        cl_int err;
+        cl_mem m = clCreateBuffer(cl, CL_MEM_READ_WRITE, bytes ? bytes : 4, NULL, &err);
+        if (!m)
+            return -1;
+        if (is_in) {
+            float *h = malloc(bytes ? bytes : 4);
+            if (!h)
+                return -1;
+            for (size_t k = 0; k < numel; k++) {
+                seed ^= seed << 13;
+                seed ^= seed >> 7;
+                seed ^= seed << 17;
+                h[k] = lo + (hi - lo) * (float)((seed >> 11) * (1.0 / 9007199254740992.0));
+            }
+            clEnqueueWriteBuffer(q, m, CL_TRUE, 0, bytes, h, 0, NULL, NULL);
+            io->in[i] = (clf_buffer_binding){name, m};
+            io->host_in[i] = h;
+            io->hin[i] = (clf_host_binding){name, h};
+        } else {
+            unsigned char poison = 0xff;
+            clEnqueueFillBuffer(q, m, &poison, 1, 0, bytes, 0, NULL, NULL);
+            io->out[i - io->n_in] = (clf_buffer_binding){name, m};
+        }
+    }
+    clFinish(q);
+    return 0;
+}
+
+void bench_io_destroy(bench_io *io)
+{
+    for (size_t i = 0; i < io->n_in; i++) {
+        if (io->in[i].buffer)
+            clReleaseMemObject(io->in[i].buffer);
+        free(io->host_in[i]);
+    }
+    for (size_t i = 0; i < io->n_out; i++)
+        if (io->out[i].buffer)
+            clReleaseMemObject(io->out[i].buffer);
+    memset(io, 0, sizeof *io);
+}
+
+int bench_time(clf_executable *exe, bench_io *io, int warmup, int runs, bench_timing *out)
+{
+    double *dev = malloc((size_t)runs * sizeof *dev), *wall = malloc((size_t)runs * sizeof *wall);
+    int rc = -1;
+    if (!dev || !wall)
+        goto done;
+    for (int r = -warmup; r < runs; r++) {
+        cl_event done;
+        double t0 = bench_now_ms();
+        if (clf_run(exe, io->n_in, io->in, io->n_out, io->out, 0, NULL, &done) != CLF_OK)
+            goto done;
+        clWaitForEvents(1, &done);
+        double t1 = bench_now_ms();
+        clReleaseEvent(done);
+        clf_run_profile p;
+        if (clf_executable_last_profile(exe, &p, NULL, 0) != CLF_OK)
+            goto done;
+        if (r >= 0) {
+            dev[r] = (double)p.span_ns * 1e-6;
+            wall[r] = t1 - t0;
+        }
+    }
+    out->device_ms = bench_median(dev, runs);
+    out->wall_ms = bench_median(wall, runs);
+    rc = 0;
+done:
+    free(dev);
+    free(wall);
+    return rc;
+}
+
+double bench_check(clf_context *ctx, clf_executable *exe, const clf_graph *g, bench_io *io)
+{
+    cl_command_queue q = clf_context_queue(ctx);
+    clf_host_binding got[8], want[8];
+    double worst = 0;
+    size_t counts[8];
+    for (size_t o = 0; o < io->n_out; o++) {
+        const char *name;
+        clf_dtype dt;
+        int rank;
+        int64_t shape[CLF_MAX_RANK];
+        clf_executable_output(exe, o, &name, &dt, &rank, shape);
+        size_t numel = 1;
+        for (int d = 0; d < rank; d++)
+            numel *= (size_t)shape[d];
+        counts[o] = numel;
+        got[o] = (clf_host_binding){name, malloc(numel * 4 + 4)};
+        want[o] = (clf_host_binding){name, malloc(numel * 4 + 4)};
+        clEnqueueReadBuffer(q, io->out[o].buffer, CL_TRUE, 0, numel * clf_dtype_size(dt), got[o].data, 0, NULL,
+                            NULL);
+    }
+    char msg[256];
+    if (clf_reference_run(g, io->n_in, io->hin, io->n_out, want, msg, sizeof msg) != CLF_OK) {
+        fprintf(stderr, "reference: %s\n", msg);
+        worst = INFINITY;
+    }
+    for (size_t o = 0; o < io->n_out; o++) {
+        const float *a = got[o].data, *b = want[o].data;
+        for (size_t i = 0; i < counts[o] && isfinite(worst); i++) {
+            double e = fabs((double)a[i] - b[i]) / (1 + fabs((double)b[i]));
+            if (!(e <= worst))
+                worst = isnan(e) ? INFINITY : e;
+        }
+        free(got[o].data);
+        free(want[o].data);
+    }
+    return worst;
+}

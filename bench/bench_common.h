@@ -1,0 +1,46 @@
+/* Shared pieces of the benchmark programs: device-timed medians, the copy
+ * roofline, random inputs, and result lines. Every figure is a median of
+ * profiled runs after warm-up, with outputs poisoned before the timed runs
+ * and checked against the reference interpreter after them. */
+#ifndef CLFUSE_BENCH_COMMON_H
+#define CLFUSE_BENCH_COMMON_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include <clfuse/clfuse.h>
+
+typedef struct bench_timing {
+    double device_ms; /* median span from first kernel start to last kernel end */
+    double wall_ms;   /* median host time of enqueue + finish */
+} bench_timing;
+
+double bench_now_ms(void);
+double bench_median(double *v, int n);
+
+/* The copy roofline: clEnqueueCopyBuffer of n floats, median device ms. */
+double bench_copy_ms(clf_context *ctx, size_t n, int runs);
+
+/* Device buffers for each input and output of exe; inputs filled with
+ * uniform values in [lo, hi) (host copies kept in host_in), outputs
+ * poisoned. */
+typedef struct bench_io {
+    size_t n_in, n_out;
+    clf_buffer_binding in[8], out[8];
+    void *host_in[8];
+    clf_host_binding hin[8];
+} bench_io;
+
+int bench_io_create(clf_context *ctx, clf_executable *exe, float lo, float hi, bench_io *io);
+void bench_io_destroy(bench_io *io);
+
+/* Times exe over runs after warm-up runs. Returns 0 on success. */
+int bench_time(clf_executable *exe, bench_io *io, int warmup, int runs, bench_timing *out);
+
+/* Reads the outputs back and compares them with the reference interpreter
+ * on the same inputs; returns the largest abs error scaled by (1 + |ref|). */
+double bench_check(clf_context *ctx, clf_executable *exe, const clf_graph *g, bench_io *io);
+
+#endif

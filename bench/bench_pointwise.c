@@ -1,0 +1,168 @@
+/* Benchmarks `chain` (relu(a*b + c)) and `tiny` (20 pointwise ops on 1024
+ * elements) from shared BENCH.md: fused against unfused against the copy
+ * roofline, on the default device (CLFUSE_DEVICE picks another).
+ *
+ *     bench_pointwise [--size N] [--runs R] [--markdown]
+ *
+ * Sizes default to BENCH.md's: 2^26 on a GPU, 2^24 on a CPU device. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench_common.h"
+
+static clf_graph *chain_graph(int64_t n)
+{
+    clf_graph *g = clf_graph_create();
+    clf_tensor a = clf_input(g, "a", CLF_F32, 1, &n);
+    clf_tensor b = clf_input(g, "b", CLF_F32, 1, &n);
+    clf_tensor c = clf_input(g, "c", CLF_F32, 1, &n);
+    clf_graph_output(g, "y", clf_relu(g, clf_add(g, clf_mul(g, a, b), c)));
+    return g;
+}
+
+/* Twenty cheap ops that stay finite on inputs in [-1, 1). */
+static clf_graph *tiny_graph(int64_t n)
+{
+    clf_graph *g = clf_graph_create();
+    clf_tensor x = clf_input(g, "x", CLF_F32, 1, &n);
+    clf_tensor half = clf_scalar(g, CLF_F32, 0.5);
+    clf_tensor t = x;
+    for (int i = 0; i < 5; i++) {
+        t = clf_mul(g, t, half);
+        t = clf_add(g, t, x);
+        t = clf_tanh(g, t);
+        t = clf_sub(g, t, half);
+    }
+    clf_graph_output(g, "y", t);
+    return g;
+}
+
+typedef struct row {
+    const char *name;
+    double fused_ms, unfused_ms, fused_wall_ms, unfused_wall_ms;
+    uint64_t min_bytes, kernels, unfused_kernels;
+    double err;
+} row;
+
+static int run_case(clf_context *ctx, const char *name, clf_graph *g, uint64_t min_bytes, int runs, row *r)
+{
+    clf_executable *ex[2] = {NULL, NULL};
+    bench_io io[2];
+    int rc = -1;
+    memset(r, 0, sizeof *r);
+    r->name = name;
+    r->min_bytes = min_bytes;
+    for (int v = 0; v < 2; v++) {
+        double t0 = bench_now_ms();
+        clf_status st = clf_compile(ctx, g, clf_compile_params(.disable_fusion = v == 1), &ex[v]);
+        if (st != CLF_OK) {
+            fprintf(stderr, "%s: compile: %s: %s\n", name, clf_status_name(st), clf_context_last_error(ctx));
+            goto done;
+        }
+        fprintf(stderr, "%s: %s compile %.1f ms\n", name, v ? "unfused" : "fused", bench_now_ms() - t0);
+        if (bench_io_create(ctx, ex[v], -1.0f, 1.0f, &io[v]) != 0)
+            goto done;
+        bench_timing t;
+        if (bench_time(ex[v], &io[v], 5, runs, &t) != 0) {
+            fprintf(stderr, "%s: run: %s\n", name, clf_context_last_error(ctx));
+            goto done;
+        }
+        double err = bench_check(ctx, ex[v], g, &io[v]);
+        if (!(err <= 1e-5)) {
+            fprintf(stderr, "%s: %s result wrong: error %g\n", name, v ? "unfused" : "fused", err);
+            goto done;
+        }
+        if (err > r->err)
+            r->err = err;
+        if (v == 0) {
+            r->fused_ms = t.device_ms;
+            r->fused_wall_ms = t.wall_ms;
+        } else {
+            r->unfused_ms = t.device_ms;
+            r->unfused_wall_ms = t.wall_ms;
+        }
+    }
+    clf_plan_stats s;
+    clf_executable_stats(ex[0], &s);
+    r->kernels = s.kernels;
+    r->unfused_kernels = s.unfused_kernels;
+    rc = 0;
+done:
+    for (int v = 0; v < 2; v++) {
+        if (ex[v])
+            bench_io_destroy(&io[v]);
+        clf_executable_destroy(&ex[v]);
+    }
+    return rc;
+}
+
+int main(int argc, char **argv)
+{
+    int64_t n = 0;
+    int runs = 50;
+    bool markdown = false;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--size") == 0 && i + 1 < argc)
+            n = strtoll(argv[++i], NULL, 0);
+        else if (strcmp(argv[i], "--runs") == 0 && i + 1 < argc)
+            runs = atoi(argv[++i]);
+        else if (strcmp(argv[i], "--markdown") == 0)
+            markdown = true;
+        else {
+            fprintf(stderr, "usage: bench_pointwise [--size N] [--runs R] [--markdown]\n");
+            return 2;
+        }
+    }
+    char why[512] = "";
+    clf_context *ctx = NULL;
+    if (clf_context_create(clf_context_params(.profiling = true, .message = why, .message_cap = sizeof why), &ctx) !=
+        CLF_OK) {
+        fprintf(stderr, "bench_pointwise: no device: %s\n", why);
+        return 1;
+    }
+    clf_device_desc dev;
+    clf_context_device(ctx, &dev);
+    if (n <= 0)
+        n = dev.is_gpu ? (int64_t)1 << 26 : (int64_t)1 << 24;
+    double copy_ms = bench_copy_ms(ctx, (size_t)n, runs);
+    double copy_gbs = 2.0 * 4 * (double)n / (copy_ms * 1e6);
+
+    row rows[2];
+    clf_graph *g1 = chain_graph(n), *g2 = tiny_graph(1024);
+    int rc = run_case(ctx, "chain", g1, 16ull * (uint64_t)n, runs, &rows[0]) ||
+             run_case(ctx, "tiny", g2, 8ull * 1024, runs * 4, &rows[1]);
+    clf_graph_destroy(&g1);
+    clf_graph_destroy(&g2);
+    if (rc) {
+        clf_context_destroy(&ctx);
+        return 1;
+    }
+    const char *sep = markdown ? " | " : "  ";
+    printf("device: %s (%s); chain size %lld; medians of %d runs; device time from profiling events\n",
+           dev.device_name, dev.platform_name, (long long)n, runs);
+    printf("copy roofline: %.3f ms for %lld floats = %.0f GB/s\n\n", copy_ms, (long long)n, copy_gbs);
+    if (markdown)
+        printf("| case | kernels fused/unfused | fused ms | unfused ms | speed-up | fused GB/s | of copy | "
+               "fused wall ms | unfused wall ms |\n|---|---|---|---|---|---|---|---|---|\n");
+    else
+        printf("%-6s %9s %10s %11s %8s %10s %8s %10s %12s\n", "case", "kernels", "fused ms", "unfused ms",
+               "speedup", "fused GB/s", "of copy", "fused wall", "unfused wall");
+    for (int i = 0; i < 2; i++) {
+        row *r = &rows[i];
+        double gbs = (double)r->min_bytes / (r->fused_ms * 1e6);
+        if (markdown)
+            printf("| %s%s%llu/%llu%s%.4f%s%.4f%s%.2fx%s%.0f%s%.0f%%%s%.4f%s%.4f |\n", r->name, sep,
+                   (unsigned long long)r->kernels, (unsigned long long)r->unfused_kernels, sep, r->fused_ms, sep,
+                   r->unfused_ms, sep, r->unfused_ms / r->fused_ms, sep, gbs, sep, 100 * gbs / copy_gbs, sep,
+                   r->fused_wall_ms, sep, r->unfused_wall_ms);
+        else
+            printf("%-6s %5llu/%-3llu %10.4f %11.4f %7.2fx %10.0f %7.0f%% %10.4f %12.4f\n", r->name,
+                   (unsigned long long)r->kernels, (unsigned long long)r->unfused_kernels, r->fused_ms,
+                   r->unfused_ms, r->unfused_ms / r->fused_ms, gbs, 100 * gbs / copy_gbs, r->fused_wall_ms,
+                   r->unfused_wall_ms);
+    }
+    clf_context_destroy(&ctx);
+    return 0;
+}
