@@ -61,7 +61,11 @@ typedef struct clf_tensor {
     uint32_t node;
 } clf_tensor;
 
+#ifdef __cplusplus
+#define CLF_TENSOR_INVALID (clf_tensor{0, 0})
+#else
 #define CLF_TENSOR_INVALID ((clf_tensor){0, 0})
+#endif
 
 /* True when t names a node (of some graph); says nothing of errors. */
 static inline bool clf_tensor_valid(clf_tensor t) { return t.graph != 0; }
@@ -90,7 +94,8 @@ CLF_API clf_status clf_tensor_dtype(const clf_graph *g, clf_tensor t, clf_dtype 
  * every extent >= 0). Names are unique among inputs and outputs. */
 CLF_API clf_tensor clf_input(clf_graph *g, const char *name, clf_dtype dtype, int rank,
                              const int64_t *shape);
-/* A rank-0 constant; value is converted to dtype (bool: value != 0). */
+/* A rank-0 constant; value is converted to dtype as clf_cast does (i32:
+ * truncated toward zero and saturated, NaN becomes 0; bool: value != 0). */
 CLF_API clf_tensor clf_scalar(clf_graph *g, clf_dtype dtype, double value);
 /* A tensor constant; data (C order, dtype elements) is copied. */
 CLF_API clf_tensor clf_constant(clf_graph *g, clf_dtype dtype, int rank, const int64_t *shape,
@@ -156,7 +161,7 @@ CLF_BINARY_OP_LIST(CLF_BINARY_DECL_)
  * broadcast together. */
 CLF_API clf_tensor clf_where(clf_graph *g, clf_tensor cond, clf_tensor a, clf_tensor b);
 /* min(max(x, lo), hi) for f32 or i32 x; pass -INFINITY / INFINITY for no
- * bound (i32: the bounds are rounded and clamped to the int32 range). NaN
+ * bound (i32: the bounds are truncated toward zero and clamped to the int32 range). NaN
  * in x stays NaN. lo > hi gives hi everywhere, as ONNX Clip does. */
 CLF_API clf_tensor clf_clip(clf_graph *g, clf_tensor x, double lo, double hi);
 /* Converts x to dtype: f32 -> i32 truncates toward zero and saturates (NaN
