@@ -1,0 +1,758 @@
+/* The graph builder: graph lifetime and queries, leaves (inputs, constants,
+ * outputs) and pointwise ops, plus the internals that graph_movement.c
+ * shares through graph_builder.h (error recording, handle and shape
+ * checking, node append, broadcasting). */
+#include <inttypes.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "graph_builder.h"
+#include "graph_internal.h"
+
+/* The library's only global: the serial of the next graph. It starts at 1
+ * because serial 0 is what CLF_TENSOR_INVALID carries. */
+static atomic_uint_least32_t next_serial = 1;
+
+/* Bit masks of accepted dtypes. */
+#define M_F32 (1u << CLF_F32)
+#define M_I32 (1u << CLF_I32)
+#define M_BOOL (1u << CLF_BOOL)
+
+/* ---- Graph lifetime and queries -------------------------------------- */
+
+clf_graph *clf_graph_create(void)
+{
+    clf_graph *g = calloc(1, sizeof *g);
+    if (!g)
+        return NULL;
+    uint32_t serial;
+    do { /* after 2^32 graphs the counter wraps; 0 is never handed out */
+        serial = (uint32_t)atomic_fetch_add(&next_serial, 1);
+    } while (serial == 0);
+    g->serial = serial;
+    g->status = CLF_OK;
+    g->message[0] = '\0';
+    return g;
+}
+
+void clf_graph_destroy(clf_graph **gp)
+{
+    if (!gp || !*gp)
+        return;
+    clf_graph *g = *gp;
+    for (size_t i = 0; i < g->nnodes; i++) {
+        free(g->nodes[i].data);
+        free((void *)g->nodes[i].name);
+    }
+    for (size_t i = 0; i < g->noutputs; i++)
+        free(g->outputs[i].name);
+    free(g->nodes);
+    free(g->inputs);
+    free(g->outputs);
+    free(g);
+    *gp = NULL;
+}
+
+clf_status clf_graph_status(const clf_graph *g, const char **message)
+{
+    if (!g) {
+        if (message)
+            *message = "clf_graph_status: g is NULL";
+        return CLF_ERR_INVALID_ARGUMENT;
+    }
+    if (message)
+        *message = g->message;
+    return g->status;
+}
+
+size_t clf_graph_node_count(const clf_graph *g)
+{
+    return g ? g->nnodes : 0;
+}
+
+/* The node t names in g, or NULL; records nothing (g is const). */
+static const clf__node *lookup(const clf_graph *g, clf_tensor t)
+{
+    if (!g || t.graph != g->serial || t.node >= g->nnodes)
+        return NULL;
+    return &g->nodes[t.node];
+}
+
+clf_status clf_tensor_shape(const clf_graph *g, clf_tensor t, int *rank, int64_t *shape)
+{
+    const clf__node *n = lookup(g, t);
+    if (!n)
+        return CLF_ERR_INVALID_ARGUMENT;
+    if (rank)
+        *rank = n->rank;
+    if (shape)
+        memcpy(shape, n->shape, (size_t)n->rank * sizeof *shape);
+    return CLF_OK;
+}
+
+clf_status clf_tensor_dtype(const clf_graph *g, clf_tensor t, clf_dtype *dtype)
+{
+    const clf__node *n = lookup(g, t);
+    if (!n)
+        return CLF_ERR_INVALID_ARGUMENT;
+    if (dtype)
+        *dtype = n->dtype;
+    return CLF_OK;
+}
+
+/* ---- Internals shared with graph_movement.c -------------------------- */
+
+void clf__graph_fail(clf_graph *g, clf_status st, const char *call, const char *fmt, ...)
+{
+    assert(g && st != CLF_OK);
+    if (g->status != CLF_OK)
+        return;
+    g->status = st;
+    int len = snprintf(g->message, sizeof g->message, "%s: ", call);
+    if (len < 0 || (size_t)len >= sizeof g->message)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(g->message + len, sizeof g->message - (size_t)len, fmt, ap);
+    va_end(ap);
+}
+
+bool clf__graph_usable(const clf_graph *g)
+{
+    return g && g->status == CLF_OK;
+}
+
+const clf__node *clf__graph_arg(clf_graph *g, const char *call, const char *arg, clf_tensor t)
+{
+    if (t.graph == 0) {
+        clf__graph_fail(g, CLF_ERR_INVALID_ARGUMENT, call, "%s is CLF_TENSOR_INVALID", arg);
+        return NULL;
+    }
+    if (t.graph != g->serial) {
+        clf__graph_fail(g, CLF_ERR_INVALID_ARGUMENT, call, "%s belongs to another graph", arg);
+        return NULL;
+    }
+    if (t.node >= g->nnodes) {
+        clf__graph_fail(g, CLF_ERR_INVALID_ARGUMENT, call,
+                        "%s (node %" PRIu32 ") is not a node of this graph", arg, t.node);
+        return NULL;
+    }
+    return &g->nodes[t.node];
+}
+
+bool clf__graph_check_shape(clf_graph *g, const char *call, const char *arg, int rank,
+                            const int64_t *shape, bool allow_negative)
+{
+    if (rank < 0 || rank > CLF_MAX_RANK) {
+        clf__graph_fail(g, CLF_ERR_SHAPE, call, "rank %d is out of range 0..%d", rank, CLF_MAX_RANK);
+        return false;
+    }
+    if (rank > 0 && !shape) {
+        clf__graph_fail(g, CLF_ERR_INVALID_ARGUMENT, call, "%s is NULL", arg);
+        return false;
+    }
+    for (int i = 0; i < rank && !allow_negative; i++) {
+        if (shape[i] < 0) {
+            clf__graph_fail(g, CLF_ERR_SHAPE, call, "%s[%d] = %" PRId64 " is negative", arg, i,
+                            shape[i]);
+            return false;
+        }
+    }
+    return true;
+}
+
+/* Element count of a shape, or -1 when elem times the product of its
+ * non-zero extents does not fit in int64 and size_t. Counting only the
+ * non-zero extents keeps every stride a consumer may compute in range,
+ * even for zero-size tensors. */
+static int64_t checked_numel(int rank, const int64_t *shape, size_t elem)
+{
+    int64_t bytes = (int64_t)elem;
+    bool empty = false;
+    for (int i = 0; i < rank; i++) {
+        if (shape[i] == 0) {
+            empty = true;
+            continue;
+        }
+        if (__builtin_mul_overflow(bytes, shape[i], &bytes))
+            return -1;
+    }
+    if ((uint64_t)bytes > SIZE_MAX)
+        return -1;
+    return empty ? 0 : bytes / (int64_t)elem;
+}
+
+clf_tensor clf__graph_append(clf_graph *g, const char *call, const clf__node *n)
+{
+    clf_tensor t = CLF_TENSOR_INVALID;
+    size_t elem = clf_dtype_size(n->dtype);
+    assert(elem > 0 && n->rank >= 0 && n->rank <= CLF_MAX_RANK);
+    if (checked_numel(n->rank, n->shape, elem) < 0) {
+        char s[CLF__SHAPE_STR_CAP];
+        clf__graph_fail(g, CLF_ERR_SHAPE, call, "the result, shape %s of %s, is too large",
+                        clf__graph_shape_str(s, sizeof s, n->rank, n->shape), clf_dtype_name(n->dtype));
+        goto cleanup;
+    }
+    if (g->nnodes >= UINT32_MAX) {
+        clf__graph_fail(g, CLF_ERR_OUT_OF_MEMORY, call, "the graph is full (%zu nodes)", g->nnodes);
+        goto cleanup;
+    }
+    if (g->nnodes == g->cap_nodes) {
+        size_t cap = g->cap_nodes ? 2 * g->cap_nodes : 16;
+        clf__node *nodes =
+            cap <= SIZE_MAX / sizeof *nodes ? realloc(g->nodes, cap * sizeof *nodes) : NULL;
+        if (!nodes) {
+            clf__graph_fail(g, CLF_ERR_OUT_OF_MEMORY, call, "out of memory growing the graph");
+            goto cleanup;
+        }
+        g->nodes = nodes;
+        g->cap_nodes = cap;
+    }
+    g->nodes[g->nnodes] = *n;
+    t = (clf_tensor){g->serial, (uint32_t)g->nnodes};
+    g->nnodes++;
+cleanup:
+    if (!clf_tensor_valid(t)) {
+        free(n->data);
+        free((void *)n->name);
+    }
+    return t;
+}
+
+bool clf__graph_broadcast(int rank_a, const int64_t *a, int rank_b, const int64_t *b, int *rank_out,
+                          int64_t *out)
+{
+    int r = rank_a > rank_b ? rank_a : rank_b;
+    int64_t res[CLF_MAX_RANK];
+    assert(r <= CLF_MAX_RANK);
+    for (int i = 0; i < r; i++) {
+        int ia = i - (r - rank_a), ib = i - (r - rank_b);
+        int64_t da = ia >= 0 ? a[ia] : 1, db = ib >= 0 ? b[ib] : 1;
+        if (da == db || db == 1)
+            res[i] = da;
+        else if (da == 1)
+            res[i] = db;
+        else
+            return false;
+    }
+    *rank_out = r;
+    for (int i = 0; i < r; i++)
+        out[i] = res[i];
+    return true;
+}
+
+const char *clf__graph_shape_str(char *buf, size_t cap, int rank, const int64_t *shape)
+{
+    size_t len = 0;
+    assert(cap > 0);
+    buf[0] = '\0';
+    for (int i = 0; i <= rank && len < cap; i++) {
+        int w;
+        if (i == rank)
+            w = snprintf(buf + len, cap - len, "%s]", rank == 0 ? "[" : "");
+        else
+            w = snprintf(buf + len, cap - len, "%s%" PRId64, i == 0 ? "[" : ",", shape[i]);
+        if (w < 0)
+            break;
+        len += (size_t)w;
+    }
+    return buf;
+}
+
+int clf__graph_axis(int axis, int r)
+{
+    if (axis < -r || axis >= r)
+        return -1;
+    return axis < 0 ? axis + r : axis;
+}
+
+/* ---- Leaves ----------------------------------------------------------- */
+
+/* Records an error unless dt is a clf_dtype value. */
+static bool check_dtype_arg(clf_graph *g, const char *call, const char *arg, clf_dtype dt)
+{
+    if ((unsigned)dt >= CLF_DTYPE_COUNT) {
+        clf__graph_fail(g, CLF_ERR_DTYPE, call, "%s %d is not a clf_dtype", arg, (int)dt);
+        return false;
+    }
+    return true;
+}
+
+/* Records an error unless name can name a new input or output: non-NULL,
+ * non-empty and not used by any input or output yet. */
+static bool check_name(clf_graph *g, const char *call, const char *name)
+{
+    if (!name) {
+        clf__graph_fail(g, CLF_ERR_INVALID_ARGUMENT, call, "name is NULL");
+        return false;
+    }
+    if (name[0] == '\0') {
+        clf__graph_fail(g, CLF_ERR_INVALID_ARGUMENT, call, "name is empty");
+        return false;
+    }
+    for (size_t i = 0; i < g->ninputs; i++) {
+        if (strcmp(g->nodes[g->inputs[i]].name, name) == 0) {
+            clf__graph_fail(g, CLF_ERR_INVALID_ARGUMENT, call, "name \"%s\" is already used by an input",
+                            name);
+            return false;
+        }
+    }
+    for (size_t i = 0; i < g->noutputs; i++) {
+        if (strcmp(g->outputs[i].name, name) == 0) {
+            clf__graph_fail(g, CLF_ERR_INVALID_ARGUMENT, call,
+                            "name \"%s\" is already used by an output", name);
+            return false;
+        }
+    }
+    return true;
+}
+
+/* A heap copy of name, or NULL after recording CLF_ERR_OUT_OF_MEMORY. */
+static char *copy_name(clf_graph *g, const char *call, const char *name)
+{
+    size_t len = strlen(name) + 1;
+    char *copy = malloc(len);
+    if (!copy) {
+        clf__graph_fail(g, CLF_ERR_OUT_OF_MEMORY, call, "out of memory copying name");
+        return NULL;
+    }
+    memcpy(copy, name, len);
+    return copy;
+}
+
+/* Makes room for one more entry in a growable array of elem-sized items;
+ * records CLF_ERR_OUT_OF_MEMORY and returns false when it cannot. */
+static bool reserve(clf_graph *g, const char *call, void **items, size_t count, size_t *cap, size_t elem)
+{
+    if (count < *cap)
+        return true;
+    size_t ncap = *cap ? 2 * *cap : 8;
+    void *p = ncap <= SIZE_MAX / elem ? realloc(*items, ncap * elem) : NULL;
+    if (!p) {
+        clf__graph_fail(g, CLF_ERR_OUT_OF_MEMORY, call, "out of memory growing the graph");
+        return false;
+    }
+    *items = p;
+    *cap = ncap;
+    return true;
+}
+
+clf_tensor clf_input(clf_graph *g, const char *name, clf_dtype dtype, int rank, const int64_t *shape)
+{
+    static const char call[] = "clf_input";
+    if (!clf__graph_usable(g) || !check_name(g, call, name) ||
+        !check_dtype_arg(g, call, "dtype", dtype) ||
+        !clf__graph_check_shape(g, call, "shape", rank, shape, false))
+        return CLF_TENSOR_INVALID;
+    /* Reserve first, so that every INPUT node is listed in g->inputs. */
+    void *inputs = g->inputs;
+    bool ok = reserve(g, call, &inputs, g->ninputs, &g->cap_inputs, sizeof *g->inputs);
+    g->inputs = inputs;
+    if (!ok)
+        return CLF_TENSOR_INVALID;
+    clf__node n = {.kind = CLF__NODE_INPUT, .dtype = dtype, .rank = rank};
+    if (rank > 0)
+        memcpy(n.shape, shape, (size_t)rank * sizeof *shape);
+    n.name = copy_name(g, call, name);
+    if (!n.name)
+        return CLF_TENSOR_INVALID;
+    clf_tensor t = clf__graph_append(g, call, &n);
+    if (clf_tensor_valid(t))
+        g->inputs[g->ninputs++] = t.node;
+    return t;
+}
+
+/* Writes value converted to dt into *dst and returns the converted value:
+ * f32 rounds to float; i32 truncates toward zero and saturates (NaN gives
+ * 0); bool is value != 0. */
+static double store_converted(void *dst, clf_dtype dt, double value)
+{
+    switch (dt) {
+    case CLF_F32: {
+        float f = (float)value;
+        memcpy(dst, &f, sizeof f);
+        return f;
+    }
+    case CLF_I32: {
+        int32_t i;
+        if (isnan(value))
+            i = 0;
+        else if (value >= 2147483647.0)
+            i = INT32_MAX;
+        else if (value <= -2147483648.0)
+            i = INT32_MIN;
+        else
+            i = (int32_t)value;
+        memcpy(dst, &i, sizeof i);
+        return i;
+    }
+    case CLF_BOOL:
+    default: {
+        assert(dt == CLF_BOOL);
+        uint8_t b = value != 0;
+        memcpy(dst, &b, sizeof b);
+        return b;
+    }
+    }
+}
+
+/* The value of the element at src as a double. */
+static double load_element(const void *src, clf_dtype dt)
+{
+    switch (dt) {
+    case CLF_F32: {
+        float f;
+        memcpy(&f, src, sizeof f);
+        return f;
+    }
+    case CLF_I32: {
+        int32_t i;
+        memcpy(&i, src, sizeof i);
+        return i;
+    }
+    case CLF_BOOL:
+    default:
+        assert(dt == CLF_BOOL);
+        return *(const uint8_t *)src;
+    }
+}
+
+clf_tensor clf_scalar(clf_graph *g, clf_dtype dtype, double value)
+{
+    static const char call[] = "clf_scalar";
+    if (!clf__graph_usable(g) || !check_dtype_arg(g, call, "dtype", dtype))
+        return CLF_TENSOR_INVALID;
+    clf__node n = {.kind = CLF__NODE_CONSTANT, .dtype = dtype, .rank = 0};
+    n.data = malloc(clf_dtype_size(dtype));
+    if (!n.data) {
+        clf__graph_fail(g, CLF_ERR_OUT_OF_MEMORY, call, "out of memory");
+        return CLF_TENSOR_INVALID;
+    }
+    n.scalar = store_converted(n.data, dtype, value);
+    return clf__graph_append(g, call, &n);
+}
+
+/* Copies numel elements of data into the graph. Rank-0 constants also get
+ * scalar, as clf_scalar's do. Zero-size constants keep data NULL. */
+clf_tensor clf_constant(clf_graph *g, clf_dtype dtype, int rank, const int64_t *shape, const void *data)
+{
+    static const char call[] = "clf_constant";
+    if (!clf__graph_usable(g) || !check_dtype_arg(g, call, "dtype", dtype) ||
+        !clf__graph_check_shape(g, call, "shape", rank, shape, false))
+        return CLF_TENSOR_INVALID;
+    size_t elem = clf_dtype_size(dtype);
+    int64_t numel = checked_numel(rank, shape, elem);
+    if (numel < 0) {
+        char s[CLF__SHAPE_STR_CAP];
+        clf__graph_fail(g, CLF_ERR_SHAPE, call, "shape %s of %s is too large",
+                        clf__graph_shape_str(s, sizeof s, rank, shape), clf_dtype_name(dtype));
+        return CLF_TENSOR_INVALID;
+    }
+    if (numel > 0 && !data) {
+        clf__graph_fail(g, CLF_ERR_INVALID_ARGUMENT, call, "data is NULL");
+        return CLF_TENSOR_INVALID;
+    }
+    clf__node n = {.kind = CLF__NODE_CONSTANT, .dtype = dtype, .rank = rank};
+    if (rank > 0)
+        memcpy(n.shape, shape, (size_t)rank * sizeof *shape);
+    if (numel > 0) {
+        size_t bytes = (size_t)numel * elem;
+        n.data = malloc(bytes);
+        if (!n.data) {
+            clf__graph_fail(g, CLF_ERR_OUT_OF_MEMORY, call, "out of memory copying %zu bytes of data",
+                            bytes);
+            return CLF_TENSOR_INVALID;
+        }
+        memcpy(n.data, data, bytes);
+        if (rank == 0)
+            n.scalar = load_element(n.data, dtype);
+    }
+    return clf__graph_append(g, call, &n);
+}
+
+clf_status clf_graph_output(clf_graph *g, const char *name, clf_tensor t)
+{
+    static const char call[] = "clf_graph_output";
+    if (!g)
+        return CLF_ERR_INVALID_ARGUMENT;
+    if (g->status != CLF_OK)
+        return g->status;
+    if (!check_name(g, call, name) || !clf__graph_arg(g, call, "t", t))
+        return g->status;
+    void *outputs = g->outputs;
+    bool ok = reserve(g, call, &outputs, g->noutputs, &g->cap_outputs, sizeof *g->outputs);
+    g->outputs = outputs;
+    if (!ok)
+        return g->status;
+    char *copy = copy_name(g, call, name);
+    if (!copy)
+        return g->status;
+    g->outputs[g->noutputs++] = (clf__graph_output){copy, t.node};
+    return CLF_OK;
+}
+
+/* ---- Pointwise -------------------------------------------------------- */
+
+/* "f32", "f32 or i32", ...: the dtypes in mask, for messages. */
+static const char *mask_str(unsigned mask)
+{
+    switch (mask) {
+    case M_F32:
+        return "f32";
+    case M_BOOL:
+        return "bool";
+    case M_F32 | M_I32:
+        return "f32 or i32";
+    case M_F32 | M_I32 | M_BOOL:
+        return "f32, i32 or bool";
+    default:
+        assert(!"mask_str: add the mask");
+        return "?";
+    }
+}
+
+static unsigned unary_dtypes(clf_unary_op op)
+{
+    switch (op) {
+    case CLF_UNARY_NEG:
+    case CLF_UNARY_ABS:
+    case CLF_UNARY_SIGN:
+        return M_F32 | M_I32;
+    case CLF_UNARY_NOT:
+        return M_BOOL;
+    default:
+        return M_F32;
+    }
+}
+
+static unsigned binary_dtypes(clf_binary_op op)
+{
+    switch (op) {
+    case CLF_BINARY_POW:
+        return M_F32;
+    case CLF_BINARY_EQ:
+    case CLF_BINARY_NE:
+        return M_F32 | M_I32 | M_BOOL;
+    case CLF_BINARY_AND:
+    case CLF_BINARY_OR:
+        return M_BOOL;
+    default:
+        return M_F32 | M_I32;
+    }
+}
+
+static bool binary_is_comparison(clf_binary_op op)
+{
+    switch (op) {
+    case CLF_BINARY_EQ:
+    case CLF_BINARY_NE:
+    case CLF_BINARY_LT:
+    case CLF_BINARY_LE:
+    case CLF_BINARY_GT:
+    case CLF_BINARY_GE:
+        return true;
+    default:
+        return false;
+    }
+}
+
+/* Builder names, for messages ("exp takes f32"). */
+static const char *const unary_names[CLF_UNARY_COUNT] = {
+#define UNARY_NAME_(E, n) [CLF_UNARY_##E] = #n,
+    CLF_UNARY_OP_LIST(UNARY_NAME_)
+#undef UNARY_NAME_
+};
+
+static const char *const binary_names[CLF_BINARY_COUNT] = {
+#define BINARY_NAME_(E, n) [CLF_BINARY_##E] = #n,
+    CLF_BINARY_OP_LIST(BINARY_NAME_)
+#undef BINARY_NAME_
+};
+
+/* Records a unary node after checking x and its dtype; call names the
+ * public function in messages. */
+static clf_tensor unary(clf_graph *g, const char *call, clf_unary_op op, clf_tensor x)
+{
+    assert((unsigned)op < CLF_UNARY_COUNT);
+    if (!clf__graph_usable(g))
+        return CLF_TENSOR_INVALID;
+    const clf__node *in = clf__graph_arg(g, call, "x", x);
+    if (!in)
+        return CLF_TENSOR_INVALID;
+    unsigned ok = unary_dtypes(op);
+    if (!(ok & (1u << in->dtype))) {
+        clf__graph_fail(g, CLF_ERR_DTYPE, call, "x has dtype %s; %s takes %s", clf_dtype_name(in->dtype),
+                        unary_names[op], mask_str(ok));
+        return CLF_TENSOR_INVALID;
+    }
+    clf__node n = {.kind = CLF__NODE_UNARY,
+                   .op = (int)op,
+                   .dtype = in->dtype,
+                   .rank = in->rank,
+                   .ninputs = 1,
+                   .inputs = {x.node}};
+    memcpy(n.shape, in->shape, sizeof n.shape);
+    return clf__graph_append(g, call, &n);
+}
+
+/* Records a binary node after checking a and b, their dtypes and that
+ * their shapes broadcast. */
+static clf_tensor binary(clf_graph *g, const char *call, clf_binary_op op, clf_tensor a, clf_tensor b)
+{
+    assert((unsigned)op < CLF_BINARY_COUNT);
+    if (!clf__graph_usable(g))
+        return CLF_TENSOR_INVALID;
+    const clf__node *na = clf__graph_arg(g, call, "a", a);
+    const clf__node *nb = na ? clf__graph_arg(g, call, "b", b) : NULL;
+    if (!nb)
+        return CLF_TENSOR_INVALID;
+    if (na->dtype != nb->dtype) {
+        clf__graph_fail(g, CLF_ERR_DTYPE, call, "a has dtype %s and b has dtype %s; %s needs one dtype",
+                        clf_dtype_name(na->dtype), clf_dtype_name(nb->dtype), binary_names[op]);
+        return CLF_TENSOR_INVALID;
+    }
+    unsigned ok = binary_dtypes(op);
+    if (!(ok & (1u << na->dtype))) {
+        clf__graph_fail(g, CLF_ERR_DTYPE, call, "a and b have dtype %s; %s takes %s",
+                        clf_dtype_name(na->dtype), binary_names[op], mask_str(ok));
+        return CLF_TENSOR_INVALID;
+    }
+    clf__node n = {.kind = CLF__NODE_BINARY, .op = (int)op, .ninputs = 2, .inputs = {a.node, b.node}};
+    n.dtype = binary_is_comparison(op) ? CLF_BOOL : na->dtype;
+    if (!clf__graph_broadcast(na->rank, na->shape, nb->rank, nb->shape, &n.rank, n.shape)) {
+        char sa[CLF__SHAPE_STR_CAP], sb[CLF__SHAPE_STR_CAP];
+        clf__graph_fail(g, CLF_ERR_SHAPE, call, "shapes %s (a) and %s (b) do not broadcast",
+                        clf__graph_shape_str(sa, sizeof sa, na->rank, na->shape),
+                        clf__graph_shape_str(sb, sizeof sb, nb->rank, nb->shape));
+        return CLF_TENSOR_INVALID;
+    }
+    return clf__graph_append(g, call, &n);
+}
+
+clf_tensor clf_unary(clf_graph *g, clf_unary_op op, clf_tensor x)
+{
+    if (!clf__graph_usable(g))
+        return CLF_TENSOR_INVALID;
+    if ((unsigned)op >= CLF_UNARY_COUNT) {
+        clf__graph_fail(g, CLF_ERR_INVALID_ARGUMENT, "clf_unary", "op %d is not a clf_unary_op",
+                        (int)op);
+        return CLF_TENSOR_INVALID;
+    }
+    return unary(g, "clf_unary", op, x);
+}
+
+clf_tensor clf_binary(clf_graph *g, clf_binary_op op, clf_tensor a, clf_tensor b)
+{
+    if (!clf__graph_usable(g))
+        return CLF_TENSOR_INVALID;
+    if ((unsigned)op >= CLF_BINARY_COUNT) {
+        clf__graph_fail(g, CLF_ERR_INVALID_ARGUMENT, "clf_binary", "op %d is not a clf_binary_op",
+                        (int)op);
+        return CLF_TENSOR_INVALID;
+    }
+    return binary(g, "clf_binary", op, a, b);
+}
+
+/* clf_neg, clf_exp, ..., clf_add, ..., clf_logical_or: one per op. */
+#define UNARY_BUILDER_(E, n)                                                                            \
+    clf_tensor clf_##n(clf_graph *g, clf_tensor x)                                                      \
+    {                                                                                                   \
+        return unary(g, "clf_" #n, CLF_UNARY_##E, x);                                                   \
+    }
+CLF_UNARY_OP_LIST(UNARY_BUILDER_)
+#undef UNARY_BUILDER_
+
+#define BINARY_BUILDER_(E, n)                                                                           \
+    clf_tensor clf_##n(clf_graph *g, clf_tensor a, clf_tensor b)                                        \
+    {                                                                                                   \
+        return binary(g, "clf_" #n, CLF_BINARY_##E, a, b);                                              \
+    }
+CLF_BINARY_OP_LIST(BINARY_BUILDER_)
+#undef BINARY_BUILDER_
+
+/* Records cond ? a : b after checking the dtypes (cond bool, a and b alike)
+ * and that all three shapes broadcast together. */
+clf_tensor clf_where(clf_graph *g, clf_tensor cond, clf_tensor a, clf_tensor b)
+{
+    static const char call[] = "clf_where";
+    if (!clf__graph_usable(g))
+        return CLF_TENSOR_INVALID;
+    const clf__node *nc = clf__graph_arg(g, call, "cond", cond);
+    const clf__node *na = nc ? clf__graph_arg(g, call, "a", a) : NULL;
+    const clf__node *nb = na ? clf__graph_arg(g, call, "b", b) : NULL;
+    if (!nb)
+        return CLF_TENSOR_INVALID;
+    if (nc->dtype != CLF_BOOL) {
+        clf__graph_fail(g, CLF_ERR_DTYPE, call, "cond has dtype %s; where takes a bool cond",
+                        clf_dtype_name(nc->dtype));
+        return CLF_TENSOR_INVALID;
+    }
+    if (na->dtype != nb->dtype) {
+        clf__graph_fail(g, CLF_ERR_DTYPE, call,
+                        "a has dtype %s and b has dtype %s; where needs one dtype",
+                        clf_dtype_name(na->dtype), clf_dtype_name(nb->dtype));
+        return CLF_TENSOR_INVALID;
+    }
+    clf__node n = {.kind = CLF__NODE_WHERE,
+                   .dtype = na->dtype,
+                   .ninputs = 3,
+                   .inputs = {cond.node, a.node, b.node}};
+    if (!clf__graph_broadcast(nc->rank, nc->shape, na->rank, na->shape, &n.rank, n.shape) ||
+        !clf__graph_broadcast(n.rank, n.shape, nb->rank, nb->shape, &n.rank, n.shape)) {
+        char sc[CLF__SHAPE_STR_CAP], sa[CLF__SHAPE_STR_CAP], sb[CLF__SHAPE_STR_CAP];
+        clf__graph_fail(g, CLF_ERR_SHAPE, call, "shapes %s (cond), %s (a) and %s (b) do not broadcast",
+                        clf__graph_shape_str(sc, sizeof sc, nc->rank, nc->shape),
+                        clf__graph_shape_str(sa, sizeof sa, na->rank, na->shape),
+                        clf__graph_shape_str(sb, sizeof sb, nb->rank, nb->shape));
+        return CLF_TENSOR_INVALID;
+    }
+    return clf__graph_append(g, call, &n);
+}
+
+/* Records min(max(x, lo), hi); the bounds are kept as given. */
+clf_tensor clf_clip(clf_graph *g, clf_tensor x, double lo, double hi)
+{
+    static const char call[] = "clf_clip";
+    if (!clf__graph_usable(g))
+        return CLF_TENSOR_INVALID;
+    const clf__node *in = clf__graph_arg(g, call, "x", x);
+    if (!in)
+        return CLF_TENSOR_INVALID;
+    if (in->dtype != CLF_F32 && in->dtype != CLF_I32) {
+        clf__graph_fail(g, CLF_ERR_DTYPE, call, "x has dtype %s; clip takes f32 or i32",
+                        clf_dtype_name(in->dtype));
+        return CLF_TENSOR_INVALID;
+    }
+    if (isnan(lo) || isnan(hi)) {
+        clf__graph_fail(g, CLF_ERR_INVALID_ARGUMENT, call,
+                        "%s is NaN; use -INFINITY or INFINITY for no bound", isnan(lo) ? "lo" : "hi");
+        return CLF_TENSOR_INVALID;
+    }
+    clf__node n = {.kind = CLF__NODE_CLIP,
+                   .dtype = in->dtype,
+                   .rank = in->rank,
+                   .ninputs = 1,
+                   .inputs = {x.node},
+                   .lo = lo,
+                   .hi = hi};
+    memcpy(n.shape, in->shape, sizeof n.shape);
+    return clf__graph_append(g, call, &n);
+}
+
+clf_tensor clf_cast(clf_graph *g, clf_tensor x, clf_dtype dtype)
+{
+    static const char call[] = "clf_cast";
+    if (!clf__graph_usable(g))
+        return CLF_TENSOR_INVALID;
+    const clf__node *in = clf__graph_arg(g, call, "x", x);
+    if (!in || !check_dtype_arg(g, call, "dtype", dtype))
+        return CLF_TENSOR_INVALID;
+    clf__node n = {
+        .kind = CLF__NODE_CAST, .dtype = dtype, .rank = in->rank, .ninputs = 1, .inputs = {x.node}};
+    memcpy(n.shape, in->shape, sizeof n.shape);
+    return clf__graph_append(g, call, &n);
+}

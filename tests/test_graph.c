@@ -1,0 +1,1447 @@
+/* The graph builder: shape and dtype inference of every builder, the
+ * normalised movement attributes, and every error a caller can cause
+ * (status, message naming the call and the argument, stickiness). */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "graph/graph_internal.h"
+#include "test_support.h"
+
+#if defined(__SANITIZE_ADDRESS__)
+#define TEST_UNDER_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define TEST_UNDER_ASAN 1
+#endif
+#endif
+#ifdef TEST_UNDER_ASAN
+/* The out-of-memory test asks for an impossible allocation; under ASan that
+ * must return NULL as it does without ASan. */
+const char *__asan_default_options(void);
+const char *__asan_default_options(void)
+{
+    return "allocator_may_return_null=1";
+}
+#endif
+
+#define SHAPE(...) ((const int64_t[]){__VA_ARGS__})
+#define AXES(...) ((const int[]){__VA_ARGS__})
+
+/* ---- Helpers ---------------------------------------------------------- */
+
+static const char *msg_of(const clf_graph *g)
+{
+    const char *m = NULL;
+    clf_graph_status(g, &m);
+    return m ? m : "(null)";
+}
+
+/* Fails unless t is valid in g with the given rank and extents. */
+static void expect_shape_(const clf_graph *g, clf_tensor t, int rank, const int64_t *want, int line)
+{
+    ck_assert_msg(clf_tensor_valid(t), "line %d: invalid tensor; graph says: %s", line, msg_of(g));
+    int r = -1;
+    int64_t s[CLF_MAX_RANK];
+    ck_assert_msg(clf_tensor_shape(g, t, &r, s) == CLF_OK, "line %d: clf_tensor_shape failed", line);
+    ck_assert_msg(r == rank, "line %d: rank %d, want %d", line, r, rank);
+    for (int i = 0; i < rank; i++)
+        ck_assert_msg(s[i] == want[i], "line %d: shape[%d] = %lld, want %lld", line, i, (long long)s[i],
+                      (long long)want[i]);
+}
+#define EXPECT_SHAPE(g, t, rank, want) expect_shape_((g), (t), (rank), (want), __LINE__)
+
+static void expect_dtype_(const clf_graph *g, clf_tensor t, clf_dtype want, int line)
+{
+    clf_dtype dt = CLF_DTYPE_COUNT;
+    ck_assert_msg(clf_tensor_dtype(g, t, &dt) == CLF_OK, "line %d: clf_tensor_dtype failed: %s", line,
+                  msg_of(g));
+    ck_assert_msg(dt == want, "line %d: dtype %s, want %s", line, clf_dtype_name(dt),
+                  clf_dtype_name(want));
+}
+#define EXPECT_DTYPE(g, t, want) expect_dtype_((g), (t), (want), __LINE__)
+
+/* Fails unless g holds status st and its message contains s1 and, unless
+ * NULL, s2. where (a line or a case number) goes into failure messages. */
+static void expect_error_(const clf_graph *g, clf_status st, const char *s1, const char *s2, int where)
+{
+    const char *m = NULL;
+    clf_status got = clf_graph_status(g, &m);
+    ck_assert_msg(got == st, "at %d: status %s, want %s (message: %s)", where, clf_status_name(got),
+                  clf_status_name(st), m);
+    ck_assert_msg(m != NULL, "at %d: no message", where);
+    ck_assert_msg(strstr(m, s1) != NULL, "at %d: message \"%s\" lacks \"%s\"", where, m, s1);
+    if (s2)
+        ck_assert_msg(strstr(m, s2) != NULL, "at %d: message \"%s\" lacks \"%s\"", where, m, s2);
+}
+
+/* Runs a builder call that must fail: it returns CLF_TENSOR_INVALID, adds
+ * no node, and leaves status st with a message containing s1 and s2. */
+#define EXPECT_FAIL(g, expr, st, s1, s2)                                                                \
+    do {                                                                                                \
+        size_t before_ = clf_graph_node_count(g);                                                       \
+        clf_tensor t_ = (expr);                                                                         \
+        ck_assert_msg(!clf_tensor_valid(t_), "line %d: %s succeeded", __LINE__, #expr);                 \
+        ck_assert_msg(clf_graph_node_count(g) == before_, "line %d: failed call added a node",          \
+                      __LINE__);                                                                        \
+        expect_error_((g), (st), (s1), (s2), __LINE__);                                                 \
+    } while (0)
+
+/* A fresh graph with x: f32 [2,3], i: i32 [2,3], b: bool [2,3], v: f32 [4]. */
+typedef struct fixture {
+    clf_graph *g;
+    clf_tensor x, i, b, v;
+} fixture;
+
+static fixture fx(void)
+{
+    fixture f;
+    f.g = clf_graph_create();
+    ck_assert_ptr_nonnull(f.g);
+    f.x = clf_input(f.g, "x", CLF_F32, 2, SHAPE(2, 3));
+    f.i = clf_input(f.g, "i", CLF_I32, 2, SHAPE(2, 3));
+    f.b = clf_input(f.g, "b", CLF_BOOL, 2, SHAPE(2, 3));
+    f.v = clf_input(f.g, "v", CLF_F32, 1, SHAPE(4));
+    ck_assert_msg(clf_graph_status(f.g, NULL) == CLF_OK, "fixture: %s", msg_of(f.g));
+    return f;
+}
+
+static const clf__node *node_of(const clf_graph *g, clf_tensor t)
+{
+    ck_assert(clf_tensor_valid(t));
+    return clf__graph_node(g, t.node);
+}
+
+/* ---- Status, version, dtypes ---------------------------------------- */
+
+START_TEST(test_status_names)
+{
+#define CHECK_STATUS_(name, value, desc)                                                                \
+    ck_assert_str_eq(clf_status_name(name), #name);                                                     \
+    ck_assert_str_eq(clf_status_str(name), desc);                                                       \
+    ck_assert_int_eq((int)name, value);
+    CLF_STATUS_LIST(CHECK_STATUS_)
+#undef CHECK_STATUS_
+    ck_assert_str_eq(clf_status_name((clf_status)1), "CLF_UNKNOWN_STATUS");
+    ck_assert_str_eq(clf_status_name((clf_status)-99), "CLF_UNKNOWN_STATUS");
+    ck_assert_ptr_nonnull(clf_status_str((clf_status)-99));
+    ck_assert_str_ne(clf_status_str((clf_status)-99), clf_status_str(CLF_OK));
+}
+END_TEST
+
+START_TEST(test_version)
+{
+    char want[32];
+    snprintf(want, sizeof want, "%d.%d.%d", CLFUSE_VERSION_MAJOR, CLFUSE_VERSION_MINOR,
+             CLFUSE_VERSION_PATCH);
+    ck_assert_str_eq(clf_version(), want);
+    ck_assert_str_eq(clf_version(), "0.1.0");
+}
+END_TEST
+
+START_TEST(test_dtype_info)
+{
+    ck_assert_str_eq(clf_dtype_name(CLF_F32), "f32");
+    ck_assert_str_eq(clf_dtype_name(CLF_I32), "i32");
+    ck_assert_str_eq(clf_dtype_name(CLF_BOOL), "bool");
+    ck_assert_ptr_null(clf_dtype_name(CLF_DTYPE_COUNT));
+    ck_assert_ptr_null(clf_dtype_name((clf_dtype)-1));
+    ck_assert_uint_eq(clf_dtype_size(CLF_F32), 4);
+    ck_assert_uint_eq(clf_dtype_size(CLF_I32), 4);
+    ck_assert_uint_eq(clf_dtype_size(CLF_BOOL), 1);
+    ck_assert_uint_eq(clf_dtype_size(CLF_DTYPE_COUNT), 0);
+    ck_assert_uint_eq(clf_dtype_size((clf_dtype)-1), 0);
+}
+END_TEST
+
+/* ---- Graph lifetime --------------------------------------------------- */
+
+START_TEST(test_graph_create_destroy)
+{
+    clf_graph *a = clf_graph_create(), *b = clf_graph_create();
+    ck_assert_ptr_nonnull(a);
+    ck_assert_ptr_nonnull(b);
+    ck_assert_uint_ne(a->serial, 0);
+    ck_assert_uint_ne(b->serial, 0);
+    ck_assert_uint_ne(a->serial, b->serial);
+    const char *m = NULL;
+    ck_assert_int_eq(clf_graph_status(a, &m), CLF_OK);
+    ck_assert_str_eq(m, "");
+    ck_assert_int_eq(clf_graph_status(a, NULL), CLF_OK);
+    ck_assert_uint_eq(clf_graph_node_count(a), 0);
+    clf_graph_destroy(&a);
+    ck_assert_ptr_null(a);
+    clf_graph_destroy(&a); /* pointer to NULL */
+    clf_graph_destroy(NULL);
+    clf_graph_destroy(&b);
+    ck_assert_ptr_null(b);
+}
+END_TEST
+
+START_TEST(test_null_graph)
+{
+    clf_graph *g = NULL;
+    clf_tensor t = CLF_TENSOR_INVALID;
+    ck_assert(!clf_tensor_valid(clf_input(g, "x", CLF_F32, 1, SHAPE(2))));
+    ck_assert(!clf_tensor_valid(clf_scalar(g, CLF_F32, 1.0)));
+    ck_assert(!clf_tensor_valid(clf_constant(g, CLF_F32, 1, SHAPE(1), (float[]){1})));
+    ck_assert(!clf_tensor_valid(clf_unary(g, CLF_UNARY_EXP, t)));
+    ck_assert(!clf_tensor_valid(clf_binary(g, CLF_BINARY_ADD, t, t)));
+    ck_assert(!clf_tensor_valid(clf_exp(g, t)));
+    ck_assert(!clf_tensor_valid(clf_add(g, t, t)));
+    ck_assert(!clf_tensor_valid(clf_where(g, t, t, t)));
+    ck_assert(!clf_tensor_valid(clf_clip(g, t, 0, 1)));
+    ck_assert(!clf_tensor_valid(clf_cast(g, t, CLF_I32)));
+    ck_assert(!clf_tensor_valid(clf_reshape(g, t, 1, SHAPE(2))));
+    ck_assert(!clf_tensor_valid(clf_transpose(g, t, 0, NULL)));
+    ck_assert(!clf_tensor_valid(clf_expand(g, t, 1, SHAPE(2))));
+    ck_assert(!clf_tensor_valid(clf_slice(g, t, 0, NULL, NULL, NULL, NULL)));
+    ck_assert(!clf_tensor_valid(clf_squeeze(g, t, 0, NULL)));
+    ck_assert(!clf_tensor_valid(clf_unsqueeze(g, t, 1, AXES(0))));
+    ck_assert_int_eq(clf_graph_output(g, "y", t), CLF_ERR_INVALID_ARGUMENT);
+    const char *m = NULL;
+    ck_assert_int_eq(clf_graph_status(g, &m), CLF_ERR_INVALID_ARGUMENT);
+    ck_assert_ptr_nonnull(m);
+    ck_assert_ptr_nonnull(strstr(m, "NULL"));
+    ck_assert_uint_eq(clf_graph_node_count(g), 0);
+    int r = 0;
+    clf_dtype dt;
+    ck_assert_int_eq(clf_tensor_shape(g, t, &r, NULL), CLF_ERR_INVALID_ARGUMENT);
+    ck_assert_int_eq(clf_tensor_dtype(g, t, &dt), CLF_ERR_INVALID_ARGUMENT);
+}
+END_TEST
+
+START_TEST(test_tensor_queries)
+{
+    fixture f = fx();
+    int r = -1;
+    ck_assert_int_eq(clf_tensor_shape(f.g, f.x, &r, NULL), CLF_OK);
+    ck_assert_int_eq(r, 2);
+    int64_t s[CLF_MAX_RANK] = {0};
+    ck_assert_int_eq(clf_tensor_shape(f.g, f.x, NULL, s), CLF_OK);
+    ck_assert_int_eq(s[0], 2);
+    ck_assert_int_eq(s[1], 3);
+    ck_assert_int_eq(clf_tensor_dtype(f.g, f.i, NULL), CLF_OK);
+    EXPECT_DTYPE(f.g, f.b, CLF_BOOL);
+    /* Invalid, foreign and out-of-range handles are refused without
+     * touching the graph (the queries take a const graph). */
+    clf_graph *h = clf_graph_create();
+    clf_tensor y = clf_input(h, "y", CLF_F32, 0, NULL);
+    ck_assert_int_eq(clf_tensor_shape(f.g, CLF_TENSOR_INVALID, &r, s), CLF_ERR_INVALID_ARGUMENT);
+    ck_assert_int_eq(clf_tensor_shape(f.g, y, &r, s), CLF_ERR_INVALID_ARGUMENT);
+    ck_assert_int_eq(clf_tensor_dtype(f.g, y, NULL), CLF_ERR_INVALID_ARGUMENT);
+    clf_tensor far = {f.x.graph, 1000};
+    ck_assert_int_eq(clf_tensor_shape(f.g, far, &r, s), CLF_ERR_INVALID_ARGUMENT);
+    ck_assert_int_eq(clf_graph_status(f.g, NULL), CLF_OK);
+    clf_graph_destroy(&h);
+    clf_graph_destroy(&f.g);
+}
+END_TEST
+
+/* ---- Leaves ------------------------------------------------------------ */
+
+START_TEST(test_input)
+{
+    clf_graph *g = clf_graph_create();
+    char name[] = "tokens";
+    clf_tensor a = clf_input(g, name, CLF_I32, 3, SHAPE(2, 0, 5));
+    clf_tensor s = clf_input(g, "s", CLF_F32, 0, NULL);
+    clf_tensor big = clf_input(g, "big", CLF_F32, 8, SHAPE(1, 2, 3, 4, 5, 6, 7, 8));
+    EXPECT_SHAPE(g, a, 3, SHAPE(2, 0, 5));
+    EXPECT_DTYPE(g, a, CLF_I32);
+    EXPECT_SHAPE(g, s, 0, NULL);
+    EXPECT_SHAPE(g, big, 8, SHAPE(1, 2, 3, 4, 5, 6, 7, 8));
+    ck_assert_uint_eq(clf_graph_node_count(g), 3);
+    ck_assert_uint_eq(a.graph, g->serial);
+    ck_assert_uint_eq(a.node, 0);
+    ck_assert_uint_eq(s.node, 1);
+    /* The name is copied and the input listed in declaration order. */
+    name[0] = 'X';
+    const clf__node *n = node_of(g, a);
+    ck_assert_int_eq(n->kind, CLF__NODE_INPUT);
+    ck_assert_str_eq(n->name, "tokens");
+    ck_assert_int_eq(n->ninputs, 0);
+    ck_assert_uint_eq(g->ninputs, 3);
+    ck_assert_uint_eq(g->inputs[0], a.node);
+    ck_assert_uint_eq(g->inputs[2], big.node);
+    ck_assert_int_eq(clf__node_numel(n), 0);
+    ck_assert_int_eq(clf__node_numel(node_of(g, s)), 1);
+    ck_assert_int_eq(clf__node_numel(node_of(g, big)), 40320);
+    /* A bool tensor of 2^62 elements fits (2^62 bytes). */
+    clf_tensor huge = clf_input(g, "huge", CLF_BOOL, 1, SHAPE(INT64_C(1) << 62));
+    EXPECT_SHAPE(g, huge, 1, SHAPE(INT64_C(1) << 62));
+    ck_assert_int_eq(clf_graph_status(g, NULL), CLF_OK);
+    clf_graph_destroy(&g);
+}
+END_TEST
+
+START_TEST(test_input_errors)
+{
+    struct {
+        const char *name;
+        clf_dtype dt;
+        int rank;
+        const int64_t *shape;
+        clf_status st;
+        const char *s1, *s2;
+    } cases[] = {
+        {NULL, CLF_F32, 1, SHAPE(2), CLF_ERR_INVALID_ARGUMENT, "clf_input: name is NULL", NULL},
+        {"", CLF_F32, 1, SHAPE(2), CLF_ERR_INVALID_ARGUMENT, "clf_input: name is empty", NULL},
+        {"x", CLF_F32, 1, SHAPE(2), CLF_ERR_INVALID_ARGUMENT, "clf_input: name \"x\"", "input"},
+        {"out", CLF_F32, 1, SHAPE(2), CLF_ERR_INVALID_ARGUMENT, "clf_input: name \"out\"", "output"},
+        {"y", CLF_DTYPE_COUNT, 1, SHAPE(2), CLF_ERR_DTYPE, "clf_input: dtype 3", NULL},
+        {"y", (clf_dtype)-1, 1, SHAPE(2), CLF_ERR_DTYPE, "clf_input: dtype -1", NULL},
+        {"y", CLF_F32, -1, SHAPE(2), CLF_ERR_SHAPE, "clf_input: rank -1", NULL},
+        {"y", CLF_F32, 9, SHAPE(1, 1, 1, 1, 1, 1, 1, 1, 1), CLF_ERR_SHAPE, "clf_input: rank 9", NULL},
+        {"y", CLF_F32, 2, NULL, CLF_ERR_INVALID_ARGUMENT, "clf_input: shape is NULL", NULL},
+        {"y", CLF_F32, 2, SHAPE(2, -3), CLF_ERR_SHAPE, "clf_input: shape[1] = -3", "negative"},
+        /* 2^62 f32 elements need 2^64 bytes. */
+        {"y", CLF_F32, 1, SHAPE(INT64_C(1) << 62), CLF_ERR_SHAPE, "clf_input:", "too large"},
+        {"y", CLF_I32, 3, SHAPE(INT64_C(1) << 31, INT64_C(1) << 31, 4), CLF_ERR_SHAPE,
+         "clf_input:", "[2147483648,2147483648,4]"},
+        /* Zero-size, but the other extents' product would overflow strides. */
+        {"y", CLF_BOOL, 3, SHAPE(0, INT64_C(1) << 40, INT64_C(1) << 40), CLF_ERR_SHAPE,
+         "clf_input:", "too large"},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        clf_graph *g = clf_graph_create();
+        ck_assert(clf_tensor_valid(clf_input(g, "x", CLF_F32, 1, SHAPE(2))));
+        ck_assert_int_eq(clf_graph_output(g, "out", (clf_tensor){g->serial, 0}), CLF_OK);
+        size_t before = clf_graph_node_count(g);
+        clf_tensor t = clf_input(g, cases[k].name, cases[k].dt, cases[k].rank, cases[k].shape);
+        ck_assert_msg(!clf_tensor_valid(t), "case %zu succeeded", k);
+        ck_assert_uint_eq(clf_graph_node_count(g), before);
+        ck_assert_uint_eq(g->ninputs, 1);
+        expect_error_(g, cases[k].st, cases[k].s1, cases[k].s2, (int)k);
+        clf_graph_destroy(&g);
+    }
+}
+END_TEST
+
+START_TEST(test_scalar)
+{
+    struct {
+        clf_dtype dt;
+        double value, want;
+    } cases[] = {
+        {CLF_F32, 2.5, 2.5},
+        {CLF_F32, 0.1, (double)0.1f},
+        {CLF_I32, 3.7, 3},
+        {CLF_I32, -3.7, -3},
+        {CLF_I32, 1e10, 2147483647.0},
+        {CLF_I32, 2147483648.0, 2147483647.0},
+        {CLF_I32, 2147483646.9, 2147483646.0},
+        {CLF_I32, -2147483648.9, -2147483648.0},
+        {CLF_I32, -2147483649.0, -2147483648.0},
+        {CLF_I32, -1e10, -2147483648.0},
+        {CLF_I32, INFINITY, 2147483647.0},
+        {CLF_I32, NAN, 0},
+        {CLF_BOOL, 0.5, 1},
+        {CLF_BOOL, -2, 1},
+        {CLF_BOOL, 0.0, 0},
+        {CLF_BOOL, -0.0, 0},
+    };
+    clf_graph *g = clf_graph_create();
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        clf_tensor t = clf_scalar(g, cases[k].dt, cases[k].value);
+        EXPECT_SHAPE(g, t, 0, NULL);
+        EXPECT_DTYPE(g, t, cases[k].dt);
+        const clf__node *n = node_of(g, t);
+        ck_assert_int_eq(n->kind, CLF__NODE_CONSTANT);
+        ck_assert_msg(n->scalar == cases[k].want, "case %zu: scalar %g, want %g", k, n->scalar,
+                      cases[k].want);
+        ck_assert_ptr_nonnull(n->data);
+        double stored;
+        if (cases[k].dt == CLF_F32)
+            stored = *(const float *)n->data;
+        else if (cases[k].dt == CLF_I32)
+            stored = *(const int32_t *)n->data;
+        else
+            stored = *(const uint8_t *)n->data;
+        ck_assert_msg(stored == cases[k].want, "case %zu: data %g, want %g", k, stored, cases[k].want);
+    }
+    EXPECT_FAIL(g, clf_scalar(g, (clf_dtype)7, 1.0), CLF_ERR_DTYPE, "clf_scalar: dtype 7", NULL);
+    clf_graph_destroy(&g);
+}
+END_TEST
+
+START_TEST(test_constant)
+{
+    clf_graph *g = clf_graph_create();
+    float src[6] = {1, 2, 3, 4, 5, 6};
+    clf_tensor c = clf_constant(g, CLF_F32, 2, SHAPE(2, 3), src);
+    EXPECT_SHAPE(g, c, 2, SHAPE(2, 3));
+    src[0] = 99; /* copied, not referenced */
+    const clf__node *n = node_of(g, c);
+    ck_assert_int_eq(n->kind, CLF__NODE_CONSTANT);
+    ck_assert_ptr_ne(n->data, src);
+    ck_assert_float_eq(((const float *)n->data)[0], 1);
+    ck_assert_float_eq(((const float *)n->data)[5], 6);
+
+    uint8_t bits[3] = {1, 0, 1};
+    clf_tensor cb = clf_constant(g, CLF_BOOL, 1, SHAPE(3), bits);
+    EXPECT_DTYPE(g, cb, CLF_BOOL);
+    ck_assert_int_eq(memcmp(node_of(g, cb)->data, bits, 3), 0);
+
+    int32_t seven = 7;
+    clf_tensor c0 = clf_constant(g, CLF_I32, 0, NULL, &seven);
+    EXPECT_SHAPE(g, c0, 0, NULL);
+    ck_assert_int_eq(*(const int32_t *)node_of(g, c0)->data, 7);
+    ck_assert(node_of(g, c0)->scalar == 7);
+
+    /* Zero-size constants may pass NULL data. */
+    clf_tensor ce = clf_constant(g, CLF_F32, 2, SHAPE(3, 0), NULL);
+    EXPECT_SHAPE(g, ce, 2, SHAPE(3, 0));
+    ck_assert_int_eq(clf__node_numel(node_of(g, ce)), 0);
+
+    EXPECT_FAIL(g, clf_constant(g, CLF_F32, 2, SHAPE(2, 3), NULL), CLF_ERR_INVALID_ARGUMENT,
+                "clf_constant: data is NULL", NULL);
+    clf_graph_destroy(&g);
+
+    g = clf_graph_create();
+    EXPECT_FAIL(g, clf_constant(g, CLF_F32, 1, SHAPE(-1), src), CLF_ERR_SHAPE,
+                "clf_constant: shape[0] = -1", NULL);
+    clf_graph_destroy(&g);
+    g = clf_graph_create();
+    EXPECT_FAIL(g, clf_constant(g, CLF_I32, 2, SHAPE(INT64_C(1) << 40, INT64_C(1) << 30), src),
+                CLF_ERR_SHAPE, "clf_constant: shape [1099511627776,1073741824]", "too large");
+    clf_graph_destroy(&g);
+    g = clf_graph_create();
+    EXPECT_FAIL(g, clf_constant(g, (clf_dtype)5, 1, SHAPE(1), src), CLF_ERR_DTYPE,
+                "clf_constant: dtype 5", NULL);
+    clf_graph_destroy(&g);
+}
+END_TEST
+
+START_TEST(test_constant_out_of_memory)
+{
+    /* 2^59 f32 elements are 2^61 bytes: the size is legal, the allocation
+     * cannot succeed. data is never read because the copy is not made. */
+    clf_graph *g = clf_graph_create();
+    float one = 1;
+    EXPECT_FAIL(g, clf_constant(g, CLF_F32, 1, SHAPE(INT64_C(1) << 59), &one), CLF_ERR_OUT_OF_MEMORY,
+                "clf_constant:", "memory");
+    clf_graph_destroy(&g);
+}
+END_TEST
+
+START_TEST(test_outputs)
+{
+    fixture f = fx();
+    clf_tensor y = clf_relu(f.g, f.x);
+    ck_assert_int_eq(clf_graph_output(f.g, "y", y), CLF_OK);
+    ck_assert_int_eq(clf_graph_output(f.g, "y_again", y), CLF_OK); /* same node, second name */
+    ck_assert_int_eq(clf_graph_output(f.g, "x_out", f.x), CLF_OK); /* an input may be an output */
+    ck_assert_uint_eq(f.g->noutputs, 3);
+    ck_assert_str_eq(f.g->outputs[0].name, "y");
+    ck_assert_uint_eq(f.g->outputs[0].node, y.node);
+    ck_assert_uint_eq(f.g->outputs[1].node, y.node);
+    ck_assert_uint_eq(f.g->outputs[2].node, f.x.node);
+    /* Names are copied. */
+    char name[] = "copy";
+    ck_assert_int_eq(clf_graph_output(f.g, name, y), CLF_OK);
+    name[0] = 'X';
+    ck_assert_str_eq(f.g->outputs[3].name, "copy");
+    /* An input may not take an output's name. */
+    EXPECT_FAIL(f.g, clf_input(f.g, "y", CLF_F32, 0, NULL), CLF_ERR_INVALID_ARGUMENT,
+                "clf_input: name \"y\"", "output");
+    clf_graph_destroy(&f.g);
+
+    struct {
+        const char *name;
+        int which; /* 0: y, 1: invalid, 2: foreign, 3: out of range */
+        const char *s1, *s2;
+    } cases[] = {
+        {NULL, 0, "clf_graph_output: name is NULL", NULL},
+        {"", 0, "clf_graph_output: name is empty", NULL},
+        {"x", 0, "clf_graph_output: name \"x\"", "input"},
+        {"y", 0, "clf_graph_output: name \"y\"", "output"},
+        {"z", 1, "clf_graph_output: t is CLF_TENSOR_INVALID", NULL},
+        {"z", 2, "clf_graph_output: t belongs to another graph", NULL},
+        {"z", 3, "clf_graph_output: t (node 77)", NULL},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        f = fx();
+        clf_graph *h = clf_graph_create();
+        clf_tensor foreign = clf_input(h, "q", CLF_F32, 0, NULL);
+        y = clf_relu(f.g, f.x);
+        ck_assert_int_eq(clf_graph_output(f.g, "y", y), CLF_OK);
+        clf_tensor t = cases[k].which == 0   ? y
+                       : cases[k].which == 1 ? CLF_TENSOR_INVALID
+                       : cases[k].which == 2 ? foreign
+                                             : (clf_tensor){f.g->serial, 77};
+        ck_assert_int_eq(clf_graph_output(f.g, cases[k].name, t), CLF_ERR_INVALID_ARGUMENT);
+        ck_assert_uint_eq(f.g->noutputs, 1);
+        expect_error_(f.g, CLF_ERR_INVALID_ARGUMENT, cases[k].s1, cases[k].s2, (int)k);
+        /* Once errored, clf_graph_output returns the graph's status. */
+        ck_assert_int_eq(clf_graph_output(f.g, "fine", y), CLF_ERR_INVALID_ARGUMENT);
+        ck_assert_uint_eq(f.g->noutputs, 1);
+        clf_graph_destroy(&h);
+        clf_graph_destroy(&f.g);
+    }
+
+    /* ... and not CLF_ERR_INVALID_ARGUMENT when the first error was another. */
+    f = fx();
+    ck_assert(!clf_tensor_valid(clf_add(f.g, f.x, f.v)));
+    ck_assert_int_eq(clf_graph_output(f.g, "fine", f.x), CLF_ERR_SHAPE);
+    clf_graph_destroy(&f.g);
+}
+END_TEST
+
+START_TEST(test_long_names)
+{
+    /* Names longer than the message buffer are kept whole; the message is
+     * truncated, not overflowed. */
+    char name[2000];
+    memset(name, 'n', sizeof name - 1);
+    name[sizeof name - 1] = '\0';
+    clf_graph *g = clf_graph_create();
+    clf_tensor t = clf_input(g, name, CLF_F32, 0, NULL);
+    ck_assert(clf_tensor_valid(t));
+    ck_assert_uint_eq(strlen(node_of(g, t)->name), sizeof name - 1);
+    EXPECT_FAIL(g, clf_input(g, name, CLF_F32, 0, NULL), CLF_ERR_INVALID_ARGUMENT,
+                "clf_input: name \"nnnn", NULL);
+    const char *m = msg_of(g);
+    ck_assert_uint_lt(strlen(m), sizeof g->message);
+    clf_graph_destroy(&g);
+}
+END_TEST
+
+/* ---- Pointwise -------------------------------------------------------- */
+
+/* Dtypes each unary op takes, written out independently of the library. */
+static int unary_takes(clf_unary_op op, clf_dtype dt)
+{
+    if (op == CLF_UNARY_NOT)
+        return dt == CLF_BOOL;
+    if (op == CLF_UNARY_NEG || op == CLF_UNARY_ABS || op == CLF_UNARY_SIGN)
+        return dt == CLF_F32 || dt == CLF_I32;
+    return dt == CLF_F32;
+}
+
+typedef clf_tensor (*unary_fn)(clf_graph *, clf_tensor);
+static const struct {
+    clf_unary_op op;
+    unary_fn fn;
+    const char *builder, *op_name;
+} unary_ops[] = {
+    {CLF_UNARY_NEG, clf_neg, "neg", "neg"},
+    {CLF_UNARY_ABS, clf_abs, "abs", "abs"},
+    {CLF_UNARY_EXP, clf_exp, "exp", "exp"},
+    {CLF_UNARY_LOG, clf_log, "log", "log"},
+    {CLF_UNARY_SQRT, clf_sqrt, "sqrt", "sqrt"},
+    {CLF_UNARY_RSQRT, clf_rsqrt, "rsqrt", "rsqrt"},
+    {CLF_UNARY_RECIPROCAL, clf_reciprocal, "reciprocal", "reciprocal"},
+    {CLF_UNARY_SIN, clf_sin, "sin", "sin"},
+    {CLF_UNARY_COS, clf_cos, "cos", "cos"},
+    {CLF_UNARY_TANH, clf_tanh, "tanh", "tanh"},
+    {CLF_UNARY_SIGMOID, clf_sigmoid, "sigmoid", "sigmoid"},
+    {CLF_UNARY_RELU, clf_relu, "relu", "relu"},
+    {CLF_UNARY_GELU, clf_gelu, "gelu", "gelu"},
+    {CLF_UNARY_SILU, clf_silu, "silu", "silu"},
+    {CLF_UNARY_ERF, clf_erf, "erf", "erf"},
+    {CLF_UNARY_FLOOR, clf_floor, "floor", "floor"},
+    {CLF_UNARY_CEIL, clf_ceil, "ceil", "ceil"},
+    {CLF_UNARY_SIGN, clf_sign, "sign", "sign"},
+    {CLF_UNARY_NOT, clf_logical_not, "logical_not", "not"},
+};
+
+START_TEST(test_unary_ops)
+{
+    ck_assert_uint_eq(sizeof unary_ops / sizeof unary_ops[0], CLF_UNARY_COUNT);
+    for (size_t k = 0; k < CLF_UNARY_COUNT; k++) {
+        for (int dt = 0; dt < CLF_DTYPE_COUNT; dt++) {
+            for (int via_enum = 0; via_enum < 2; via_enum++) {
+                clf_graph *g = clf_graph_create();
+                clf_tensor x = clf_input(g, "x", (clf_dtype)dt, 3, SHAPE(4, 0, 1));
+                clf_tensor y = via_enum ? clf_unary(g, unary_ops[k].op, x) : unary_ops[k].fn(g, x);
+                if (unary_takes(unary_ops[k].op, (clf_dtype)dt)) {
+                    EXPECT_SHAPE(g, y, 3, SHAPE(4, 0, 1));
+                    EXPECT_DTYPE(g, y, (clf_dtype)dt);
+                    const clf__node *n = node_of(g, y);
+                    ck_assert_int_eq(n->kind, CLF__NODE_UNARY);
+                    ck_assert_int_eq(n->op, unary_ops[k].op);
+                    ck_assert_int_eq(n->ninputs, 1);
+                    ck_assert_uint_eq(n->inputs[0], x.node);
+                    ck_assert_str_eq(clf__node_op_name(n), unary_ops[k].op_name);
+                    ck_assert_int_eq(clf__node_class_of(n), CLF__CLASS_POINTWISE);
+                } else {
+                    char s1[64], s2[64];
+                    snprintf(s1, sizeof s1, "clf_%s: x has dtype %s",
+                             via_enum ? "unary" : unary_ops[k].builder, clf_dtype_name(dt));
+                    snprintf(s2, sizeof s2, "; %s takes ", unary_ops[k].builder);
+                    ck_assert(!clf_tensor_valid(y));
+                    expect_error_(g, CLF_ERR_DTYPE, s1, s2, __LINE__);
+                }
+                clf_graph_destroy(&g);
+            }
+        }
+    }
+}
+END_TEST
+
+START_TEST(test_unary_messages)
+{
+    fixture f = fx();
+    EXPECT_FAIL(f.g, clf_exp(f.g, f.i), CLF_ERR_DTYPE, "clf_exp: x has dtype i32; exp takes f32", NULL);
+    clf_graph_destroy(&f.g);
+    f = fx();
+    EXPECT_FAIL(f.g, clf_neg(f.g, f.b), CLF_ERR_DTYPE, "clf_neg: x has dtype bool; neg takes f32 or i32",
+                NULL);
+    clf_graph_destroy(&f.g);
+    f = fx();
+    EXPECT_FAIL(f.g, clf_logical_not(f.g, f.x), CLF_ERR_DTYPE,
+                "clf_logical_not: x has dtype f32; logical_not takes bool", NULL);
+    clf_graph_destroy(&f.g);
+    f = fx();
+    EXPECT_FAIL(f.g, clf_unary(f.g, CLF_UNARY_COUNT, f.x), CLF_ERR_INVALID_ARGUMENT, "clf_unary: op 19",
+                NULL);
+    clf_graph_destroy(&f.g);
+    f = fx();
+    EXPECT_FAIL(f.g, clf_unary(f.g, (clf_unary_op)-1, f.x), CLF_ERR_INVALID_ARGUMENT, "clf_unary: op -1",
+                NULL);
+    clf_graph_destroy(&f.g);
+    f = fx();
+    EXPECT_FAIL(f.g, clf_sqrt(f.g, CLF_TENSOR_INVALID), CLF_ERR_INVALID_ARGUMENT,
+                "clf_sqrt: x is CLF_TENSOR_INVALID", NULL);
+    clf_graph_destroy(&f.g);
+}
+END_TEST
+
+/* Dtypes each binary op takes, and what it gives, written out
+ * independently of the library. */
+static int binary_takes(clf_binary_op op, clf_dtype dt)
+{
+    switch (op) {
+    case CLF_BINARY_POW:
+        return dt == CLF_F32;
+    case CLF_BINARY_EQ:
+    case CLF_BINARY_NE:
+        return 1;
+    case CLF_BINARY_AND:
+    case CLF_BINARY_OR:
+        return dt == CLF_BOOL;
+    default:
+        return dt != CLF_BOOL;
+    }
+}
+
+typedef clf_tensor (*binary_fn)(clf_graph *, clf_tensor, clf_tensor);
+static const struct {
+    clf_binary_op op;
+    binary_fn fn;
+    const char *builder, *op_name;
+    int gives_bool;
+} binary_ops[] = {
+    {CLF_BINARY_ADD, clf_add, "add", "add", 0},
+    {CLF_BINARY_SUB, clf_sub, "sub", "sub", 0},
+    {CLF_BINARY_MUL, clf_mul, "mul", "mul", 0},
+    {CLF_BINARY_DIV, clf_div, "div", "div", 0},
+    {CLF_BINARY_POW, clf_pow, "pow", "pow", 0},
+    {CLF_BINARY_MAXIMUM, clf_maximum, "maximum", "maximum", 0},
+    {CLF_BINARY_MINIMUM, clf_minimum, "minimum", "minimum", 0},
+    {CLF_BINARY_EQ, clf_eq, "eq", "eq", 1},
+    {CLF_BINARY_NE, clf_ne, "ne", "ne", 1},
+    {CLF_BINARY_LT, clf_lt, "lt", "lt", 1},
+    {CLF_BINARY_LE, clf_le, "le", "le", 1},
+    {CLF_BINARY_GT, clf_gt, "gt", "gt", 1},
+    {CLF_BINARY_GE, clf_ge, "ge", "ge", 1},
+    {CLF_BINARY_AND, clf_logical_and, "logical_and", "and", 0},
+    {CLF_BINARY_OR, clf_logical_or, "logical_or", "or", 0},
+};
+
+START_TEST(test_binary_ops)
+{
+    ck_assert_uint_eq(sizeof binary_ops / sizeof binary_ops[0], CLF_BINARY_COUNT);
+    for (size_t k = 0; k < CLF_BINARY_COUNT; k++) {
+        for (int dt = 0; dt < CLF_DTYPE_COUNT; dt++) {
+            for (int via_enum = 0; via_enum < 2; via_enum++) {
+                clf_graph *g = clf_graph_create();
+                clf_tensor a = clf_input(g, "a", (clf_dtype)dt, 2, SHAPE(2, 1));
+                clf_tensor b = clf_input(g, "b", (clf_dtype)dt, 1, SHAPE(5));
+                clf_tensor y =
+                    via_enum ? clf_binary(g, binary_ops[k].op, a, b) : binary_ops[k].fn(g, a, b);
+                if (binary_takes(binary_ops[k].op, (clf_dtype)dt)) {
+                    EXPECT_SHAPE(g, y, 2, SHAPE(2, 5));
+                    EXPECT_DTYPE(g, y, binary_ops[k].gives_bool ? CLF_BOOL : (clf_dtype)dt);
+                    const clf__node *n = node_of(g, y);
+                    ck_assert_int_eq(n->kind, CLF__NODE_BINARY);
+                    ck_assert_int_eq(n->op, binary_ops[k].op);
+                    ck_assert_int_eq(n->ninputs, 2);
+                    ck_assert_uint_eq(n->inputs[0], a.node);
+                    ck_assert_uint_eq(n->inputs[1], b.node);
+                    ck_assert_str_eq(clf__node_op_name(n), binary_ops[k].op_name);
+                    ck_assert_int_eq(clf__node_class_of(n), CLF__CLASS_POINTWISE);
+                } else {
+                    char s1[80], s2[64];
+                    snprintf(s1, sizeof s1, "clf_%s: a and b have dtype %s",
+                             via_enum ? "binary" : binary_ops[k].builder, clf_dtype_name(dt));
+                    snprintf(s2, sizeof s2, "; %s takes ", binary_ops[k].builder);
+                    ck_assert(!clf_tensor_valid(y));
+                    expect_error_(g, CLF_ERR_DTYPE, s1, s2, __LINE__);
+                }
+                clf_graph_destroy(&g);
+            }
+        }
+    }
+}
+END_TEST
+
+/* Broadcasting of two shapes: rank 0, size 1 and size 0 extents. */
+START_TEST(test_broadcasting)
+{
+    struct {
+        int ra;
+        int64_t a[CLF_MAX_RANK];
+        int rb;
+        int64_t b[CLF_MAX_RANK];
+        int rw;
+        int64_t w[CLF_MAX_RANK];
+    } ok[] = {
+        {2, {2, 3}, 1, {3}, 2, {2, 3}},
+        {1, {3}, 2, {2, 3}, 2, {2, 3}},
+        {3, {2, 1, 4}, 2, {3, 1}, 3, {2, 3, 4}},
+        {0, {0}, 2, {2, 3}, 2, {2, 3}},
+        {2, {2, 3}, 0, {0}, 2, {2, 3}},
+        {0, {0}, 0, {0}, 0, {0}},
+        {2, {0, 3}, 2, {1, 3}, 2, {0, 3}},
+        {1, {1}, 1, {0}, 1, {0}},
+        {1, {0}, 0, {0}, 1, {0}},
+        {2, {1, 1}, 1, {1}, 2, {1, 1}},
+        {8, {1, 2, 1, 2, 1, 2, 1, 2}, 3, {1, 3, 2}, 8, {1, 2, 1, 2, 1, 2, 3, 2}},
+    };
+    for (size_t k = 0; k < sizeof ok / sizeof ok[0]; k++) {
+        clf_graph *g = clf_graph_create();
+        clf_tensor a = clf_input(g, "a", CLF_F32, ok[k].ra, ok[k].a);
+        clf_tensor b = clf_input(g, "b", CLF_F32, ok[k].rb, ok[k].b);
+        EXPECT_SHAPE(g, clf_mul(g, a, b), ok[k].rw, ok[k].w);
+        EXPECT_SHAPE(g, clf_mul(g, b, a), ok[k].rw, ok[k].w);
+        clf_graph_destroy(&g);
+    }
+    fixture f = fx();
+    EXPECT_FAIL(f.g, clf_add(f.g, f.x, f.v), CLF_ERR_SHAPE,
+                "clf_add: shapes [2,3] (a) and [4] (b) do not broadcast", NULL);
+    clf_graph_destroy(&f.g);
+    clf_graph *g = clf_graph_create();
+    clf_tensor z = clf_input(g, "z", CLF_I32, 1, SHAPE(0));
+    clf_tensor t = clf_input(g, "t", CLF_I32, 1, SHAPE(2));
+    EXPECT_FAIL(g, clf_sub(g, z, t), CLF_ERR_SHAPE,
+                "clf_sub: shapes [0] (a) and [2] (b) do not broadcast", NULL);
+    clf_graph_destroy(&g);
+    g = clf_graph_create();
+    clf_tensor s = clf_input(g, "s", CLF_F32, 0, NULL);
+    clf_tensor m = clf_input(g, "m", CLF_F32, 2, SHAPE(3, 2));
+    clf_tensor n = clf_input(g, "n", CLF_F32, 2, SHAPE(2, 3));
+    EXPECT_SHAPE(g, clf_add(g, s, m), 2, SHAPE(3, 2));
+    EXPECT_FAIL(g, clf_binary(g, CLF_BINARY_MAXIMUM, m, n), CLF_ERR_SHAPE,
+                "clf_binary: shapes [3,2] (a) and [2,3] (b) do not broadcast", NULL);
+    clf_graph_destroy(&g);
+}
+END_TEST
+
+START_TEST(test_binary_errors)
+{
+    fixture f = fx();
+    EXPECT_FAIL(f.g, clf_add(f.g, f.x, f.i), CLF_ERR_DTYPE,
+                "clf_add: a has dtype f32 and b has dtype i32", NULL);
+    clf_graph_destroy(&f.g);
+    f = fx();
+    EXPECT_FAIL(f.g, clf_eq(f.g, f.b, f.i), CLF_ERR_DTYPE,
+                "clf_eq: a has dtype bool and b has dtype i32", NULL);
+    clf_graph_destroy(&f.g);
+    f = fx();
+    EXPECT_FAIL(f.g, clf_pow(f.g, f.i, f.i), CLF_ERR_DTYPE,
+                "clf_pow: a and b have dtype i32; pow takes f32", NULL);
+    clf_graph_destroy(&f.g);
+    f = fx();
+    EXPECT_FAIL(f.g, clf_lt(f.g, f.b, f.b), CLF_ERR_DTYPE,
+                "clf_lt: a and b have dtype bool; lt takes f32 or i32", NULL);
+    clf_graph_destroy(&f.g);
+    f = fx();
+    EXPECT_FAIL(f.g, clf_logical_and(f.g, f.x, f.x), CLF_ERR_DTYPE,
+                "clf_logical_and: a and b have dtype f32; logical_and takes bool", NULL);
+    clf_graph_destroy(&f.g);
+    f = fx();
+    EXPECT_FAIL(f.g, clf_binary(f.g, CLF_BINARY_COUNT, f.x, f.x), CLF_ERR_INVALID_ARGUMENT,
+                "clf_binary: op 15", NULL);
+    clf_graph_destroy(&f.g);
+    f = fx();
+    EXPECT_FAIL(f.g, clf_mul(f.g, CLF_TENSOR_INVALID, f.x), CLF_ERR_INVALID_ARGUMENT,
+                "clf_mul: a is CLF_TENSOR_INVALID", NULL);
+    clf_graph_destroy(&f.g);
+    f = fx();
+    EXPECT_FAIL(f.g, clf_mul(f.g, f.x, CLF_TENSOR_INVALID), CLF_ERR_INVALID_ARGUMENT,
+                "clf_mul: b is CLF_TENSOR_INVALID", NULL);
+    clf_graph_destroy(&f.g);
+}
+END_TEST
+
+START_TEST(test_where)
+{
+    clf_graph *g = clf_graph_create();
+    clf_tensor c = clf_input(g, "c", CLF_BOOL, 2, SHAPE(2, 1));
+    clf_tensor a = clf_input(g, "a", CLF_I32, 2, SHAPE(1, 3));
+    clf_tensor b = clf_input(g, "b", CLF_I32, 0, NULL);
+    clf_tensor y = clf_where(g, c, a, b);
+    EXPECT_SHAPE(g, y, 2, SHAPE(2, 3));
+    EXPECT_DTYPE(g, y, CLF_I32);
+    const clf__node *n = node_of(g, y);
+    ck_assert_int_eq(n->kind, CLF__NODE_WHERE);
+    ck_assert_int_eq(n->ninputs, 3);
+    ck_assert_uint_eq(n->inputs[0], c.node);
+    ck_assert_uint_eq(n->inputs[1], a.node);
+    ck_assert_uint_eq(n->inputs[2], b.node);
+    ck_assert_str_eq(clf__node_op_name(n), "where");
+    /* The cond alone may carry the largest rank; bool values are fine too. */
+    clf_tensor c3 = clf_input(g, "c3", CLF_BOOL, 3, SHAPE(4, 1, 1));
+    EXPECT_SHAPE(g, clf_where(g, c3, c, c), 3, SHAPE(4, 2, 1));
+    EXPECT_DTYPE(g, clf_where(g, c3, c, c), CLF_BOOL);
+    /* b alone sets an extent, and 0 against 1 gives 0. */
+    clf_tensor z = clf_input(g, "z", CLF_I32, 3, SHAPE(0, 1, 3));
+    EXPECT_SHAPE(g, clf_where(g, c, a, z), 3, SHAPE(0, 2, 3));
+    clf_graph_destroy(&g);
+
+    fixture f = fx();
+    EXPECT_FAIL(f.g, clf_where(f.g, f.x, f.x, f.x), CLF_ERR_DTYPE, "clf_where: cond has dtype f32",
+                NULL);
+    clf_graph_destroy(&f.g);
+    f = fx();
+    EXPECT_FAIL(f.g, clf_where(f.g, f.b, f.x, f.i), CLF_ERR_DTYPE,
+                "clf_where: a has dtype f32 and b has dtype i32", NULL);
+    clf_graph_destroy(&f.g);
+    f = fx();
+    EXPECT_FAIL(f.g, clf_where(f.g, f.b, f.x, f.v), CLF_ERR_SHAPE,
+                "clf_where: shapes [2,3] (cond), [2,3] (a) and [4] (b) do not broadcast", NULL);
+    clf_graph_destroy(&f.g);
+    f = fx();
+    EXPECT_FAIL(f.g, clf_where(f.g, CLF_TENSOR_INVALID, f.x, f.x), CLF_ERR_INVALID_ARGUMENT,
+                "clf_where: cond is CLF_TENSOR_INVALID", NULL);
+    clf_graph_destroy(&f.g);
+    f = fx();
+    EXPECT_FAIL(f.g, clf_where(f.g, f.b, f.x, CLF_TENSOR_INVALID), CLF_ERR_INVALID_ARGUMENT,
+                "clf_where: b is CLF_TENSOR_INVALID", NULL);
+    clf_graph_destroy(&f.g);
+}
+END_TEST
+
+START_TEST(test_clip)
+{
+    fixture f = fx();
+    clf_tensor y = clf_clip(f.g, f.x, -1.5, INFINITY);
+    EXPECT_SHAPE(f.g, y, 2, SHAPE(2, 3));
+    EXPECT_DTYPE(f.g, y, CLF_F32);
+    const clf__node *n = node_of(f.g, y);
+    ck_assert_int_eq(n->kind, CLF__NODE_CLIP);
+    ck_assert(n->lo == -1.5);
+    ck_assert(isinf(n->hi) && n->hi > 0);
+    ck_assert_str_eq(clf__node_op_name(n), "clip");
+    clf_tensor yi = clf_clip(f.g, f.i, 5, 2); /* lo > hi is allowed */
+    EXPECT_DTYPE(f.g, yi, CLF_I32);
+    ck_assert(node_of(f.g, yi)->lo == 5 && node_of(f.g, yi)->hi == 2);
+    clf_graph_destroy(&f.g);
+
+    f = fx();
+    EXPECT_FAIL(f.g, clf_clip(f.g, f.b, 0, 1), CLF_ERR_DTYPE,
+                "clf_clip: x has dtype bool; clip takes f32 or i32", NULL);
+    clf_graph_destroy(&f.g);
+    f = fx();
+    EXPECT_FAIL(f.g, clf_clip(f.g, f.x, NAN, 1), CLF_ERR_INVALID_ARGUMENT, "clf_clip: lo is NaN", NULL);
+    clf_graph_destroy(&f.g);
+    f = fx();
+    EXPECT_FAIL(f.g, clf_clip(f.g, f.x, 0, NAN), CLF_ERR_INVALID_ARGUMENT, "clf_clip: hi is NaN", NULL);
+    clf_graph_destroy(&f.g);
+}
+END_TEST
+
+START_TEST(test_cast)
+{
+    for (int from = 0; from < CLF_DTYPE_COUNT; from++) {
+        for (int to = 0; to < CLF_DTYPE_COUNT; to++) {
+            clf_graph *g = clf_graph_create();
+            clf_tensor x = clf_input(g, "x", (clf_dtype)from, 2, SHAPE(3, 0));
+            clf_tensor y = clf_cast(g, x, (clf_dtype)to);
+            EXPECT_SHAPE(g, y, 2, SHAPE(3, 0));
+            EXPECT_DTYPE(g, y, (clf_dtype)to);
+            ck_assert_int_eq(node_of(g, y)->kind, CLF__NODE_CAST);
+            ck_assert_str_eq(clf__node_op_name(node_of(g, y)), "cast");
+            clf_graph_destroy(&g);
+        }
+    }
+    fixture f = fx();
+    EXPECT_FAIL(f.g, clf_cast(f.g, f.x, CLF_DTYPE_COUNT), CLF_ERR_DTYPE, "clf_cast: dtype 3", NULL);
+    clf_graph_destroy(&f.g);
+    /* A bool tensor that fits can become an f32 tensor that does not. */
+    clf_graph *g = clf_graph_create();
+    clf_tensor big = clf_input(g, "big", CLF_BOOL, 1, SHAPE(INT64_C(1) << 62));
+    EXPECT_FAIL(g, clf_cast(g, big, CLF_F32), CLF_ERR_SHAPE, "clf_cast: the result", "too large");
+    clf_graph_destroy(&g);
+}
+END_TEST
+
+/* ---- Handles and stickiness ------------------------------------------- */
+
+START_TEST(test_foreign_handles)
+{
+    fixture f = fx(), h = fx();
+    EXPECT_FAIL(f.g, clf_add(f.g, f.x, h.x), CLF_ERR_INVALID_ARGUMENT,
+                "clf_add: b belongs to another graph", NULL);
+    clf_graph_destroy(&f.g);
+    f = fx();
+    EXPECT_FAIL(f.g, clf_relu(f.g, h.x), CLF_ERR_INVALID_ARGUMENT,
+                "clf_relu: x belongs to another graph", NULL);
+    clf_graph_destroy(&f.g);
+    f = fx();
+    EXPECT_FAIL(f.g, clf_transpose(f.g, h.x, 0, NULL), CLF_ERR_INVALID_ARGUMENT,
+                "clf_transpose: x belongs to another graph", NULL);
+    clf_graph_destroy(&f.g);
+    f = fx();
+    EXPECT_FAIL(f.g, clf_where(f.g, f.b, h.x, f.x), CLF_ERR_INVALID_ARGUMENT,
+                "clf_where: a belongs to another graph", NULL);
+    clf_graph_destroy(&f.g);
+    /* A handle of a destroyed graph is foreign too. */
+    f = fx();
+    clf_tensor stale = h.x;
+    clf_graph_destroy(&h.g);
+    EXPECT_FAIL(f.g, clf_exp(f.g, stale), CLF_ERR_INVALID_ARGUMENT,
+                "clf_exp: x belongs to another graph", NULL);
+    clf_graph_destroy(&f.g);
+    /* Right graph, node index past the end. */
+    f = fx();
+    clf_tensor far = {f.g->serial, 4};
+    EXPECT_FAIL(f.g, clf_reshape(f.g, far, 1, SHAPE(6)), CLF_ERR_INVALID_ARGUMENT,
+                "clf_reshape: x (node 4) is not a node of this graph", NULL);
+    clf_graph_destroy(&f.g);
+}
+END_TEST
+
+START_TEST(test_sticky_error)
+{
+    fixture f = fx();
+    clf_tensor good = clf_relu(f.g, f.x);
+    ck_assert(clf_tensor_valid(good));
+    ck_assert(!clf_tensor_valid(clf_add(f.g, f.x, f.v)));
+    const char *m1 = NULL;
+    ck_assert_int_eq(clf_graph_status(f.g, &m1), CLF_ERR_SHAPE);
+    char first[sizeof f.g->message];
+    snprintf(first, sizeof first, "%s", m1);
+    size_t count = clf_graph_node_count(f.g);
+
+    /* Valid calls now do nothing... */
+    ck_assert(!clf_tensor_valid(clf_relu(f.g, f.x)));
+    ck_assert(!clf_tensor_valid(clf_input(f.g, "new", CLF_F32, 0, NULL)));
+    ck_assert(!clf_tensor_valid(clf_scalar(f.g, CLF_F32, 1)));
+    ck_assert(!clf_tensor_valid(clf_reshape(f.g, f.x, 1, SHAPE(6))));
+    ck_assert(!clf_tensor_valid(clf_slice(f.g, f.x, 0, NULL, NULL, NULL, NULL)));
+    ck_assert_int_eq(clf_graph_output(f.g, "y", good), CLF_ERR_SHAPE);
+    /* ... and a second bad call does not replace the first error. */
+    ck_assert(!clf_tensor_valid(clf_exp(f.g, f.i)));
+    ck_assert(!clf_tensor_valid(clf_input(f.g, NULL, CLF_F32, 0, NULL)));
+    ck_assert_uint_eq(clf_graph_node_count(f.g), count);
+    ck_assert_uint_eq(f.g->noutputs, 0);
+    const char *m2 = NULL;
+    ck_assert_int_eq(clf_graph_status(f.g, &m2), CLF_ERR_SHAPE);
+    ck_assert_str_eq(m2, first);
+    ck_assert_ptr_nonnull(strstr(m2, "clf_add"));
+    /* Existing handles can still be queried. */
+    EXPECT_SHAPE(f.g, good, 2, SHAPE(2, 3));
+    /* Other graphs are unaffected. */
+    fixture h = fx();
+    ck_assert(clf_tensor_valid(clf_relu(h.g, h.x)));
+    ck_assert_int_eq(clf_graph_status(h.g, NULL), CLF_OK);
+    clf_graph_destroy(&h.g);
+    clf_graph_destroy(&f.g);
+}
+END_TEST
+
+/* ---- Movement --------------------------------------------------------- */
+
+START_TEST(test_reshape)
+{
+    clf_graph *g = clf_graph_create();
+    clf_tensor x = clf_input(g, "x", CLF_F32, 3, SHAPE(2, 3, 4));
+    EXPECT_SHAPE(g, clf_reshape(g, x, 2, SHAPE(6, -1)), 2, SHAPE(6, 4));
+    EXPECT_SHAPE(g, clf_reshape(g, x, 2, SHAPE(0, -1)), 2, SHAPE(2, 12));
+    EXPECT_SHAPE(g, clf_reshape(g, x, 3, SHAPE(0, 0, -1)), 3, SHAPE(2, 3, 4));
+    EXPECT_SHAPE(g, clf_reshape(g, x, 1, SHAPE(-1)), 1, SHAPE(24));
+    EXPECT_SHAPE(g, clf_reshape(g, x, 4, SHAPE(-1, 0, 2, 1)), 4, SHAPE(4, 3, 2, 1));
+    EXPECT_SHAPE(g, clf_reshape(g, x, 3, SHAPE(4, 3, 2)), 3, SHAPE(4, 3, 2));
+    clf_tensor r = clf_reshape(g, x, 2, SHAPE(4, 6));
+    const clf__node *n = node_of(g, r);
+    ck_assert_int_eq(n->kind, CLF__NODE_RESHAPE);
+    ck_assert_int_eq(n->ninputs, 1);
+    ck_assert_uint_eq(n->inputs[0], x.node);
+    ck_assert_int_eq(n->dtype, CLF_F32);
+    ck_assert_str_eq(clf__node_op_name(n), "reshape");
+    ck_assert_int_eq(clf__node_class_of(n), CLF__CLASS_MOVEMENT);
+
+    clf_tensor s = clf_input(g, "s", CLF_I32, 0, NULL);
+    clf_tensor s11 = clf_reshape(g, s, 2, SHAPE(1, -1));
+    EXPECT_SHAPE(g, s11, 2, SHAPE(1, 1));
+    EXPECT_DTYPE(g, s11, CLF_I32);
+    EXPECT_SHAPE(g, clf_reshape(g, s11, 0, NULL), 0, NULL);
+    clf_tensor z = clf_input(g, "z", CLF_F32, 2, SHAPE(0, 3));
+    EXPECT_SHAPE(g, clf_reshape(g, z, 2, SHAPE(-1, 3)), 2, SHAPE(0, 3));
+    EXPECT_SHAPE(g, clf_reshape(g, z, 3, SHAPE(0, 5, 7)), 3, SHAPE(0, 5, 7)); /* 0 copies z's 0 */
+    EXPECT_SHAPE(g, clf_reshape(g, z, 1, SHAPE(0)), 1, SHAPE(0));
+    ck_assert_int_eq(clf_graph_status(g, NULL), CLF_OK);
+    clf_graph_destroy(&g);
+
+    struct {
+        int rank;
+        const int64_t *shape;
+        clf_status st;
+        const char *s1, *s2;
+    } bad[] = {
+        {2, SHAPE(-1, -1), CLF_ERR_SHAPE, "clf_reshape: shape[0] and shape[1] are both -1", NULL},
+        {2, SHAPE(4, -2), CLF_ERR_SHAPE, "clf_reshape: shape[1] = -2", NULL},
+        {4, SHAPE(1, 1, 1, 0), CLF_ERR_SHAPE, "clf_reshape: shape[3] = 0", "rank 3"},
+        {2, SHAPE(5, 5), CLF_ERR_SHAPE, "clf_reshape: x has shape [2,3,4] (24 elements)", "shape [5,5]"},
+        {2, SHAPE(5, -1), CLF_ERR_SHAPE, "clf_reshape: x has shape [2,3,4] (24 elements)",
+         "shape [5,-1]"},
+        {2, SHAPE(INT64_C(1) << 62, INT64_C(1) << 62), CLF_ERR_SHAPE, "clf_reshape: x has shape", NULL},
+        {9, SHAPE(1, 1, 1, 1, 1, 1, 1, 1, 24), CLF_ERR_SHAPE, "clf_reshape: rank 9", NULL},
+        {-1, NULL, CLF_ERR_SHAPE, "clf_reshape: rank -1", NULL},
+        {2, NULL, CLF_ERR_INVALID_ARGUMENT, "clf_reshape: shape is NULL", NULL},
+    };
+    for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
+        g = clf_graph_create();
+        x = clf_input(g, "x", CLF_F32, 3, SHAPE(2, 3, 4));
+        ck_assert(!clf_tensor_valid(clf_reshape(g, x, bad[k].rank, bad[k].shape)));
+        expect_error_(g, bad[k].st, bad[k].s1, bad[k].s2, (int)k);
+        clf_graph_destroy(&g);
+    }
+    g = clf_graph_create();
+    z = clf_input(g, "z", CLF_F32, 2, SHAPE(0, 3));
+    EXPECT_FAIL(g, clf_reshape(g, z, 2, SHAPE(0, -1)), CLF_ERR_SHAPE,
+                "clf_reshape: shape[1] = -1 cannot be inferred", NULL);
+    clf_graph_destroy(&g);
+    /* allowzero = 0: a 0 copies x's extent, so [3,0] means [3,3] here. */
+    g = clf_graph_create();
+    z = clf_input(g, "z", CLF_F32, 2, SHAPE(0, 3));
+    EXPECT_FAIL(g, clf_reshape(g, z, 2, SHAPE(3, 0)), CLF_ERR_SHAPE,
+                "clf_reshape: x has shape [0,3] (0 elements), which shape [3,0] cannot hold", NULL);
+    clf_graph_destroy(&g);
+}
+END_TEST
+
+START_TEST(test_transpose)
+{
+    clf_graph *g = clf_graph_create();
+    clf_tensor x = clf_input(g, "x", CLF_F32, 3, SHAPE(2, 3, 4));
+    clf_tensor t = clf_transpose(g, x, 3, AXES(2, 0, 1));
+    EXPECT_SHAPE(g, t, 3, SHAPE(4, 2, 3));
+    const clf__node *n = node_of(g, t);
+    ck_assert_int_eq(n->kind, CLF__NODE_TRANSPOSE);
+    ck_assert_int_eq(n->perm[0], 2);
+    ck_assert_int_eq(n->perm[1], 0);
+    ck_assert_int_eq(n->perm[2], 1);
+    ck_assert_uint_eq(n->inputs[0], x.node);
+    ck_assert_str_eq(clf__node_op_name(n), "transpose");
+    clf_tensor rev = clf_transpose(g, x, 0, NULL);
+    EXPECT_SHAPE(g, rev, 3, SHAPE(4, 3, 2));
+    n = node_of(g, rev);
+    ck_assert_int_eq(n->perm[0], 2);
+    ck_assert_int_eq(n->perm[1], 1);
+    ck_assert_int_eq(n->perm[2], 0);
+    clf_tensor s = clf_input(g, "s", CLF_BOOL, 0, NULL);
+    EXPECT_SHAPE(g, clf_transpose(g, s, 0, NULL), 0, NULL);
+    clf_tensor z = clf_input(g, "z", CLF_I32, 2, SHAPE(0, 5));
+    clf_tensor zt = clf_transpose(g, z, 2, AXES(1, 0));
+    EXPECT_SHAPE(g, zt, 2, SHAPE(5, 0));
+    EXPECT_DTYPE(g, zt, CLF_I32);
+    clf_graph_destroy(&g);
+
+    struct {
+        int n;
+        const int *perm;
+        const char *s1;
+    } bad[] = {
+        {2, AXES(0, 5), "clf_transpose: perm[1] = 5 is out of range for rank 2"},
+        {2, AXES(-1, 0), "clf_transpose: perm[0] = -1 is out of range for rank 2"},
+        {2, AXES(1, 1), "clf_transpose: perm[1] = 1 repeats"},
+        {3, AXES(0, 1, 2), "clf_transpose: perm has 3 entries but x has rank 2"},
+        {1, AXES(0), "clf_transpose: perm has 1 entries"},
+        {-1, AXES(0), "clf_transpose: perm has -1 entries"},
+        {2, NULL, "clf_transpose: perm is NULL"},
+    };
+    for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
+        g = clf_graph_create();
+        x = clf_input(g, "x", CLF_F32, 2, SHAPE(2, 3));
+        EXPECT_FAIL(g, clf_transpose(g, x, bad[k].n, bad[k].perm), CLF_ERR_INVALID_ARGUMENT, bad[k].s1,
+                    NULL);
+        clf_graph_destroy(&g);
+    }
+}
+END_TEST
+
+START_TEST(test_expand)
+{
+    clf_graph *g = clf_graph_create();
+    clf_tensor x = clf_input(g, "x", CLF_F32, 2, SHAPE(3, 1));
+    clf_tensor e = clf_expand(g, x, 3, SHAPE(2, 1, 4));
+    EXPECT_SHAPE(g, e, 3, SHAPE(2, 3, 4));
+    const clf__node *n = node_of(g, e);
+    ck_assert_int_eq(n->kind, CLF__NODE_EXPAND);
+    ck_assert_uint_eq(n->inputs[0], x.node);
+    ck_assert_str_eq(clf__node_op_name(n), "expand");
+    /* Bidirectional: a smaller target keeps x's extents. */
+    EXPECT_SHAPE(g, clf_expand(g, x, 1, SHAPE(1)), 2, SHAPE(3, 1));
+    EXPECT_SHAPE(g, clf_expand(g, x, 0, NULL), 2, SHAPE(3, 1));
+    EXPECT_SHAPE(g, clf_expand(g, x, 2, SHAPE(1, 5)), 2, SHAPE(3, 5));
+    EXPECT_SHAPE(g, clf_expand(g, x, 1, SHAPE(0)), 2, SHAPE(3, 0));
+    clf_tensor s = clf_input(g, "s", CLF_I32, 0, NULL);
+    clf_tensor es = clf_expand(g, s, 2, SHAPE(2, 2));
+    EXPECT_SHAPE(g, es, 2, SHAPE(2, 2));
+    EXPECT_DTYPE(g, es, CLF_I32);
+    clf_graph_destroy(&g);
+
+    g = clf_graph_create();
+    x = clf_input(g, "x", CLF_F32, 2, SHAPE(2, 3));
+    EXPECT_FAIL(g, clf_expand(g, x, 1, SHAPE(4)), CLF_ERR_SHAPE,
+                "clf_expand: x has shape [2,3], which does not broadcast with shape [4]", NULL);
+    clf_graph_destroy(&g);
+    g = clf_graph_create();
+    x = clf_input(g, "x", CLF_F32, 2, SHAPE(2, 3));
+    EXPECT_FAIL(g, clf_expand(g, x, 2, SHAPE(2, -3)), CLF_ERR_SHAPE, "clf_expand: shape[1] = -3", NULL);
+    clf_graph_destroy(&g);
+    g = clf_graph_create();
+    x = clf_input(g, "x", CLF_F32, 2, SHAPE(2, 3));
+    EXPECT_FAIL(g, clf_expand(g, x, 9, SHAPE(1, 1, 1, 1, 1, 1, 1, 2, 3)), CLF_ERR_SHAPE,
+                "clf_expand: rank 9", NULL);
+    clf_graph_destroy(&g);
+    g = clf_graph_create();
+    x = clf_input(g, "x", CLF_F32, 2, SHAPE(2, 3));
+    EXPECT_FAIL(g, clf_expand(g, x, 1, NULL), CLF_ERR_INVALID_ARGUMENT, "clf_expand: shape is NULL",
+                NULL);
+    clf_graph_destroy(&g);
+}
+END_TEST
+
+/* One-axis slices of a [10] tensor, per ONNX, with the start index and the
+ * extent the node must hold. */
+START_TEST(test_slice_one_axis)
+{
+    struct {
+        int64_t start, end, step, want_start, want_extent;
+    } cases[] = {
+        {2, 8, 3, 2, 2}, /* ceil(6/3) */
+        {2, 9, 3, 2, 3}, /* ceil(7/3) */
+        {0, 10, 1, 0, 10},
+        {-3, -1, 1, 7, 2},     /* negative count from the end */
+        {-100, 100, 1, 0, 10}, /* clamped to [0, 10] */
+        {100, 200, 1, 10, 0},  /* start past the end */
+        {5, 2, 1, 5, 0},       /* empty, not negative */
+        {0, 10, 100, 0, 1},
+        {0, INT64_MAX, 1, 0, 10},
+        {INT64_MIN, INT64_MAX, 4, 0, 3},
+        {-1, -11, -1, 9, 10},              /* full reverse: end -11 + 10 = -1 */
+        {INT64_MAX, INT64_MIN, -1, 9, 10}, /* start clamps to 9, end to -1 */
+        {9, -100, -2, 9, 5},               /* 9,7,5,3,1 */
+        {8, 2, -3, 8, 2},                  /* 8,5 */
+        {100, 5, -1, 9, 4},                /* start clamps to dim-1 */
+        {-100, 5, -1, 0, 0},               /* start clamps to 0, end 5: empty */
+        {5, 5, -1, 5, 0},
+        {3, -1, -1, 3, 0}, /* end -1 means 9 here: empty */
+        {9, -100, INT64_MIN, 9, 1},
+        {0, 10, INT64_MAX, 0, 1},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        clf_graph *g = clf_graph_create();
+        clf_tensor x = clf_input(g, "x", CLF_F32, 1, SHAPE(10));
+        clf_tensor y = clf_slice(g, x, 1, &cases[k].start, &cases[k].end, NULL, &cases[k].step);
+        ck_assert_msg(clf_tensor_valid(y), "case %zu: %s", k, msg_of(g));
+        const clf__node *n = node_of(g, y);
+        ck_assert_int_eq(n->kind, CLF__NODE_SLICE);
+        ck_assert_msg(n->shape[0] == cases[k].want_extent, "case %zu: extent %lld, want %lld", k,
+                      (long long)n->shape[0], (long long)cases[k].want_extent);
+        ck_assert_msg(n->start[0] == cases[k].want_start, "case %zu: start %lld, want %lld", k,
+                      (long long)n->start[0], (long long)cases[k].want_start);
+        ck_assert_int_eq(n->step[0], cases[k].step);
+        /* Every index the node reads is inside the input. */
+        if (n->shape[0] > 0) {
+            int64_t last =
+                n->start[0] + (n->shape[0] - 1) * (cases[k].step == INT64_MIN ? 0 : cases[k].step);
+            ck_assert_msg(n->start[0] >= 0 && n->start[0] < 10 && last >= 0 && last < 10, "case %zu", k);
+        }
+        clf_graph_destroy(&g);
+    }
+}
+END_TEST
+
+START_TEST(test_slice_many_axes)
+{
+    clf_graph *g = clf_graph_create();
+    clf_tensor x = clf_input(g, "x", CLF_I32, 3, SHAPE(4, 5, 6));
+    /* Negative and unordered axes; axis 1 untouched. */
+    clf_tensor y = clf_slice(g, x, 2, SHAPE(1, 1), SHAPE(-1, 3), AXES(-1, 0), NULL);
+    EXPECT_SHAPE(g, y, 3, SHAPE(2, 5, 4));
+    EXPECT_DTYPE(g, y, CLF_I32);
+    const clf__node *n = node_of(g, y);
+    ck_assert_int_eq(n->start[0], 1);
+    ck_assert_int_eq(n->start[1], 0);
+    ck_assert_int_eq(n->start[2], 1);
+    ck_assert_int_eq(n->step[0], 1);
+    ck_assert_int_eq(n->step[1], 1);
+    ck_assert_int_eq(n->step[2], 1);
+    ck_assert_uint_eq(n->inputs[0], x.node);
+    ck_assert_str_eq(clf__node_op_name(n), "slice");
+    /* axes NULL means 0..n-1; steps per axis. */
+    clf_tensor r = clf_slice(g, x, 2, SHAPE(-1, 0), SHAPE(INT64_MIN, 5), NULL, SHAPE(-1, 2));
+    EXPECT_SHAPE(g, r, 3, SHAPE(4, 3, 6));
+    n = node_of(g, r);
+    ck_assert_int_eq(n->start[0], 3);
+    ck_assert_int_eq(n->step[0], -1);
+    ck_assert_int_eq(n->start[1], 0);
+    ck_assert_int_eq(n->step[1], 2);
+    ck_assert_int_eq(n->step[2], 1);
+    /* n = 0 is an identity slice. */
+    EXPECT_SHAPE(g, clf_slice(g, x, 0, NULL, NULL, NULL, NULL), 3, SHAPE(4, 5, 6));
+    /* Zero-size axes stay empty whatever the step. */
+    clf_tensor z = clf_input(g, "z", CLF_F32, 2, SHAPE(0, 3));
+    EXPECT_SHAPE(g, clf_slice(g, z, 1, SHAPE(-1), SHAPE(INT64_MIN), NULL, SHAPE(-1)), 2, SHAPE(0, 3));
+    EXPECT_SHAPE(g, clf_slice(g, z, 1, SHAPE(0), SHAPE(5), NULL, NULL), 2, SHAPE(0, 3));
+    ck_assert_int_eq(clf_graph_status(g, NULL), CLF_OK);
+    clf_graph_destroy(&g);
+}
+END_TEST
+
+START_TEST(test_slice_errors)
+{
+    struct {
+        int n;
+        const int64_t *starts, *ends;
+        const int *axes;
+        const int64_t *steps;
+        const char *s1;
+    } bad[] = {
+        {1, SHAPE(0), SHAPE(1), NULL, SHAPE(0), "clf_slice: steps[0] is 0"},
+        {2, SHAPE(0, 0), SHAPE(1, 1), AXES(0, 1), SHAPE(1, 0), "clf_slice: steps[1] is 0"},
+        {1, SHAPE(0), SHAPE(1), AXES(3), NULL, "clf_slice: axes[0] = 3 is out of range for rank 3"},
+        {1, SHAPE(0), SHAPE(1), AXES(-4), NULL, "clf_slice: axes[0] = -4 is out of range for rank 3"},
+        {2, SHAPE(0, 0), SHAPE(1, 1), AXES(2, -1), NULL, "clf_slice: axes[1] = -1 repeats"},
+        {1, NULL, SHAPE(1), NULL, NULL, "clf_slice: starts is NULL"},
+        {1, SHAPE(0), NULL, NULL, NULL, "clf_slice: ends is NULL"},
+        {4, SHAPE(0, 0, 0, 0), SHAPE(1, 1, 1, 1), NULL, NULL, "clf_slice: n = 4 exceeds the rank 3"},
+        {-1, SHAPE(0), SHAPE(1), NULL, NULL, "clf_slice: n is negative"},
+    };
+    for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
+        clf_graph *g = clf_graph_create();
+        clf_tensor x = clf_input(g, "x", CLF_F32, 3, SHAPE(4, 5, 6));
+        EXPECT_FAIL(g, clf_slice(g, x, bad[k].n, bad[k].starts, bad[k].ends, bad[k].axes, bad[k].steps),
+                    CLF_ERR_INVALID_ARGUMENT, bad[k].s1, NULL);
+        clf_graph_destroy(&g);
+    }
+}
+END_TEST
+
+START_TEST(test_squeeze)
+{
+    clf_graph *g = clf_graph_create();
+    clf_tensor x = clf_input(g, "x", CLF_F32, 4, SHAPE(1, 3, 1, 2));
+    clf_tensor all = clf_squeeze(g, x, 0, NULL);
+    EXPECT_SHAPE(g, all, 2, SHAPE(3, 2));
+    const clf__node *n = node_of(g, all);
+    ck_assert_int_eq(n->kind, CLF__NODE_SQUEEZE);
+    ck_assert_uint_eq(n->inputs[0], x.node);
+    ck_assert_str_eq(clf__node_op_name(n), "squeeze");
+    EXPECT_SHAPE(g, clf_squeeze(g, x, 2, AXES(0, -2)), 2, SHAPE(3, 2));
+    EXPECT_SHAPE(g, clf_squeeze(g, x, 1, AXES(2)), 3, SHAPE(1, 3, 2));
+    clf_tensor one = clf_input(g, "one", CLF_BOOL, 3, SHAPE(1, 1, 1));
+    clf_tensor s = clf_squeeze(g, one, 0, NULL);
+    EXPECT_SHAPE(g, s, 0, NULL);
+    EXPECT_DTYPE(g, s, CLF_BOOL);
+    clf_tensor z = clf_input(g, "z", CLF_F32, 2, SHAPE(0, 1));
+    EXPECT_SHAPE(g, clf_squeeze(g, z, 0, NULL), 1, SHAPE(0));
+    clf_tensor none = clf_input(g, "none", CLF_F32, 1, SHAPE(3));
+    EXPECT_SHAPE(g, clf_squeeze(g, none, 0, NULL), 1, SHAPE(3));
+    clf_graph_destroy(&g);
+
+    struct {
+        int n;
+        const int *axes;
+        clf_status st;
+        const char *s1, *s2;
+    } bad[] = {
+        {1, AXES(1), CLF_ERR_SHAPE, "clf_squeeze: axes[0] = 1", "extent 3"},
+        {2, AXES(0, 3), CLF_ERR_SHAPE, "clf_squeeze: axes[1] = 3", "extent 2"},
+        {1, AXES(4), CLF_ERR_INVALID_ARGUMENT, "clf_squeeze: axes[0] = 4 is out of range for rank 4",
+         NULL},
+        {2, AXES(0, -4), CLF_ERR_INVALID_ARGUMENT, "clf_squeeze: axes[1] = -4 repeats", NULL},
+        {1, NULL, CLF_ERR_INVALID_ARGUMENT, "clf_squeeze: axes is NULL", NULL},
+        {-1, AXES(0), CLF_ERR_INVALID_ARGUMENT, "clf_squeeze: naxes is negative", NULL},
+    };
+    for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
+        g = clf_graph_create();
+        x = clf_input(g, "x", CLF_F32, 4, SHAPE(1, 3, 1, 2));
+        EXPECT_FAIL(g, clf_squeeze(g, x, bad[k].n, bad[k].axes), bad[k].st, bad[k].s1, bad[k].s2);
+        clf_graph_destroy(&g);
+    }
+}
+END_TEST
+
+START_TEST(test_unsqueeze)
+{
+    clf_graph *g = clf_graph_create();
+    clf_tensor x = clf_input(g, "x", CLF_F32, 2, SHAPE(3, 4));
+    clf_tensor u = clf_unsqueeze(g, x, 2, AXES(0, 3));
+    EXPECT_SHAPE(g, u, 4, SHAPE(1, 3, 4, 1));
+    const clf__node *n = node_of(g, u);
+    ck_assert_int_eq(n->kind, CLF__NODE_UNSQUEEZE);
+    ck_assert_uint_eq(n->inputs[0], x.node);
+    ck_assert_str_eq(clf__node_op_name(n), "unsqueeze");
+    EXPECT_SHAPE(g, clf_unsqueeze(g, x, 1, AXES(-1)), 3, SHAPE(3, 4, 1));
+    EXPECT_SHAPE(g, clf_unsqueeze(g, x, 1, AXES(1)), 3, SHAPE(3, 1, 4));
+    EXPECT_SHAPE(g, clf_unsqueeze(g, x, 2, AXES(-1, 1)), 4, SHAPE(3, 1, 4, 1));
+    EXPECT_SHAPE(g, clf_unsqueeze(g, x, 0, NULL), 2, SHAPE(3, 4));
+    clf_tensor s = clf_input(g, "s", CLF_I32, 0, NULL);
+    clf_tensor s1 = clf_unsqueeze(g, s, 1, AXES(0));
+    EXPECT_SHAPE(g, s1, 1, SHAPE(1));
+    EXPECT_DTYPE(g, s1, CLF_I32);
+    clf_tensor z = clf_input(g, "z", CLF_F32, 1, SHAPE(0));
+    EXPECT_SHAPE(g, clf_unsqueeze(g, z, 1, AXES(0)), 2, SHAPE(1, 0));
+    clf_tensor r7 = clf_input(g, "r7", CLF_F32, 7, SHAPE(1, 2, 3, 4, 5, 6, 7));
+    EXPECT_SHAPE(g, clf_unsqueeze(g, r7, 1, AXES(-8)), 8, SHAPE(1, 1, 2, 3, 4, 5, 6, 7));
+    clf_graph_destroy(&g);
+
+    struct {
+        int n;
+        const int *axes;
+        clf_status st;
+        const char *s1;
+    } bad[] = {
+        {2, AXES(0, -4), CLF_ERR_INVALID_ARGUMENT, "clf_unsqueeze: axes[1] = -4 repeats"},
+        {1, AXES(3), CLF_ERR_INVALID_ARGUMENT,
+         "clf_unsqueeze: axes[0] = 3 is out of range for output rank 3"},
+        {1, AXES(-4), CLF_ERR_INVALID_ARGUMENT, "clf_unsqueeze: axes[0] = -4 is out of range"},
+        {1, NULL, CLF_ERR_INVALID_ARGUMENT, "clf_unsqueeze: axes is NULL"},
+        {-1, AXES(0), CLF_ERR_INVALID_ARGUMENT, "clf_unsqueeze: naxes is negative"},
+        {7, AXES(0, 1, 2, 3, 4, 5, 6), CLF_ERR_SHAPE, "clf_unsqueeze: x has rank 2; 7 more axes"},
+        {1000000, AXES(0), CLF_ERR_SHAPE, "clf_unsqueeze: x has rank 2; 1000000 more axes"},
+    };
+    for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
+        g = clf_graph_create();
+        x = clf_input(g, "x", CLF_F32, 2, SHAPE(3, 4));
+        EXPECT_FAIL(g, clf_unsqueeze(g, x, bad[k].n, bad[k].axes), bad[k].st, bad[k].s1, NULL);
+        clf_graph_destroy(&g);
+    }
+}
+END_TEST
+
+/* Movement ops on an invalid handle name the argument. */
+START_TEST(test_movement_invalid_handles)
+{
+    struct {
+        const char *s1;
+    } want[] = {{"clf_reshape: x is CLF_TENSOR_INVALID"}, {"clf_transpose: x is CLF_TENSOR_INVALID"},
+                {"clf_expand: x is CLF_TENSOR_INVALID"},  {"clf_slice: x is CLF_TENSOR_INVALID"},
+                {"clf_squeeze: x is CLF_TENSOR_INVALID"}, {"clf_unsqueeze: x is CLF_TENSOR_INVALID"}};
+    for (int k = 0; k < 6; k++) {
+        clf_graph *g = clf_graph_create();
+        clf_tensor t = CLF_TENSOR_INVALID, y;
+        switch (k) {
+        case 0:
+            y = clf_reshape(g, t, 1, SHAPE(1));
+            break;
+        case 1:
+            y = clf_transpose(g, t, 0, NULL);
+            break;
+        case 2:
+            y = clf_expand(g, t, 1, SHAPE(1));
+            break;
+        case 3:
+            y = clf_slice(g, t, 0, NULL, NULL, NULL, NULL);
+            break;
+        case 4:
+            y = clf_squeeze(g, t, 0, NULL);
+            break;
+        default:
+            y = clf_unsqueeze(g, t, 1, AXES(0));
+            break;
+        }
+        ck_assert(!clf_tensor_valid(y));
+        expect_error_(g, CLF_ERR_INVALID_ARGUMENT, want[k].s1, NULL, k);
+        clf_graph_destroy(&g);
+    }
+}
+END_TEST
+
+/* ---- Node facts used by later stages ---------------------------------- */
+
+START_TEST(test_node_info)
+{
+    fixture f = fx();
+    clf_tensor c = clf_scalar(f.g, CLF_F32, 1);
+    struct {
+        clf_tensor t;
+        const char *name;
+        clf__node_class cls;
+    } want[] = {
+        {f.x, "input", CLF__CLASS_LEAF},
+        {c, "constant", CLF__CLASS_LEAF},
+        {clf_logical_not(f.g, f.b), "not", CLF__CLASS_POINTWISE},
+        {clf_logical_and(f.g, f.b, f.b), "and", CLF__CLASS_POINTWISE},
+        {clf_logical_or(f.g, f.b, f.b), "or", CLF__CLASS_POINTWISE},
+        {clf_add(f.g, f.x, c), "add", CLF__CLASS_POINTWISE},
+        {clf_relu(f.g, f.x), "relu", CLF__CLASS_POINTWISE},
+        {clf_transpose(f.g, f.x, 0, NULL), "transpose", CLF__CLASS_MOVEMENT},
+        {clf_squeeze(f.g, f.x, 0, NULL), "squeeze", CLF__CLASS_MOVEMENT},
+    };
+    for (size_t k = 0; k < sizeof want / sizeof want[0]; k++) {
+        const clf__node *n = node_of(f.g, want[k].t);
+        ck_assert_str_eq(clf__node_op_name(n), want[k].name);
+        ck_assert_int_eq(clf__node_class_of(n), want[k].cls);
+    }
+    ck_assert_int_eq(clf__node_numel(node_of(f.g, f.x)), 6);
+    ck_assert_int_eq(clf__node_numel(node_of(f.g, c)), 1);
+    ck_assert_uint_eq(clf_graph_node_count(f.g), 12); /* 4 inputs, 1 scalar, 7 ops */
+    clf_graph_destroy(&f.g);
+}
+END_TEST
+
+static Suite *graph_suite(void)
+{
+    Suite *s = suite_create("graph");
+    TCase *tc = tcase_create("graph");
+    tcase_add_test(tc, test_status_names);
+    tcase_add_test(tc, test_version);
+    tcase_add_test(tc, test_dtype_info);
+    tcase_add_test(tc, test_graph_create_destroy);
+    tcase_add_test(tc, test_null_graph);
+    tcase_add_test(tc, test_tensor_queries);
+    tcase_add_test(tc, test_input);
+    tcase_add_test(tc, test_input_errors);
+    tcase_add_test(tc, test_scalar);
+    tcase_add_test(tc, test_constant);
+    tcase_add_test(tc, test_constant_out_of_memory);
+    tcase_add_test(tc, test_outputs);
+    tcase_add_test(tc, test_long_names);
+    tcase_add_test(tc, test_unary_ops);
+    tcase_add_test(tc, test_unary_messages);
+    tcase_add_test(tc, test_binary_ops);
+    tcase_add_test(tc, test_broadcasting);
+    tcase_add_test(tc, test_binary_errors);
+    tcase_add_test(tc, test_where);
+    tcase_add_test(tc, test_clip);
+    tcase_add_test(tc, test_cast);
+    tcase_add_test(tc, test_foreign_handles);
+    tcase_add_test(tc, test_sticky_error);
+    tcase_add_test(tc, test_reshape);
+    tcase_add_test(tc, test_transpose);
+    tcase_add_test(tc, test_expand);
+    tcase_add_test(tc, test_slice_one_axis);
+    tcase_add_test(tc, test_slice_many_axes);
+    tcase_add_test(tc, test_slice_errors);
+    tcase_add_test(tc, test_squeeze);
+    tcase_add_test(tc, test_unsqueeze);
+    tcase_add_test(tc, test_movement_invalid_handles);
+    tcase_add_test(tc, test_node_info);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    return clf_test_run_suite(graph_suite());
+}
