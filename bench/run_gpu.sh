@@ -14,17 +14,18 @@ tests=false; [ "${1:-}" = "--tests" ] && tests=true
 if ! { meson setup $B -Dtests=$tests --buildtype=release --wrap-mode=nodownload && ninja -C $B; } > "$OUT/build.log" 2>&1; then
   tail -40 "$OUT/build.log"; exit 1
 fi
-{ clinfo -l; nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv; git log -1 --format='commit %H %cd'; } > "$OUT/machine.txt" 2>&1
-cat "$OUT/machine.txt"
+{ clinfo -l; nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv; cat .gpu/commit 2>/dev/null; } >> "$OUT/log.txt" 2>&1
+cat "$OUT/log.txt"
 if $tests; then
   CLFUSE_DEVICE=gpu meson test -C $B --num-processes 8 --print-errorlogs > "$OUT/tests_gpu.txt" 2>&1
   grep -E "^(Ok|Fail|Skipped|Timeout|Expected)" "$OUT/tests_gpu.txt"
 fi
-CLFUSE_DEVICE=gpu $B/examples/demo_chain > "$OUT/demo_gpu.txt" 2>&1; tail -6 "$OUT/demo_gpu.txt"
+CLFUSE_DEVICE=gpu $B/examples/demo_chain > /tmp/demo.txt 2>&1; cat /tmp/demo.txt >> "$OUT/log.txt"; tail -6 /tmp/demo.txt
 for b in $B/bench/bench_*; do
+  [ -f "$b" ] || continue
   [ -x "$b" ] || continue
   n=$(basename "$b")
-  CLFUSE_DEVICE=gpu "$b" --markdown > "$OUT/${n}_gpu.md" 2> "$OUT/${n}_gpu.err"; cat "$OUT/${n}_gpu.md"; tail -3 "$OUT/${n}_gpu.err"
-  CLFUSE_DEVICE=cpu "$b" --markdown > "$OUT/${n}_pocl.md" 2> "$OUT/${n}_pocl.err"; cat "$OUT/${n}_pocl.md"; tail -3 "$OUT/${n}_pocl.err"
+  CLFUSE_DEVICE=gpu "$b" --markdown > "$OUT/${n}_gpu.md" 2>> "$OUT/log.txt"; cat "$OUT/${n}_gpu.md"
+  CLFUSE_DEVICE=cpu "$b" --markdown > "$OUT/${n}_pocl.md" 2>> "$OUT/log.txt"; cat "$OUT/${n}_pocl.md"
 done
-PYTHONUNBUFFERED=1 timeout 300 python3 .gpu/torch_anchors.py cuda > "$OUT/torch_cuda.txt" 2>&1; cat "$OUT/torch_cuda.txt"
+PYTHONUNBUFFERED=1 timeout 300 python3 .gpu/torch_anchors.py cuda 2>&1 | tee -a "$OUT/log.txt"
