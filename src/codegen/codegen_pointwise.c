@@ -41,15 +41,6 @@ typedef struct gen {
     bool failed;
 } gen;
 
-static char *dupstr(const char *s)
-{
-    size_t n = strlen(s) + 1;
-    char *p = malloc(n);
-    if (p)
-        memcpy(p, s, n);
-    return p;
-}
-
 static const char *memo_get(gen *G, const char *key)
 {
     for (size_t i = 0; i < G->nmemo; i++)
@@ -70,7 +61,7 @@ static const char *memo_put(gen *G, const char *key, const char *value)
         G->memo = p;
         G->cap_memo = cap;
     }
-    memo_entry e = {dupstr(key), dupstr(value)};
+    memo_entry e = {clf__strdup(key), clf__strdup(value)};
     if (!e.key || !e.value) {
         free(e.key);
         free(e.value);
@@ -361,7 +352,7 @@ static const char *value_of(gen *G, uint32_t id, const clf__view *v)
         for (int i = 0; i < n->ninputs; i++) {
             clf__view in;
             clf__view_input(&G->ix, G->g, n, i, v, &in);
-            owned[i] = dupstr(value_of(G, n->inputs[i], &in));
+            owned[i] = clf__strdup(value_of(G, n->inputs[i], &in));
             if (!owned[i])
                 G->failed = true;
             else
@@ -452,7 +443,7 @@ clf_status clf__codegen_kernel(const clf_graph *g, const clf__plan *plan, uint32
     if (!store_vals || !owned)
         goto done;
     for (uint32_t s = 0; s < K->nstores; s++) {
-        owned[s] = dupstr(value_of(&G, K->stores[s].node, &at_i));
+        owned[s] = clf__strdup(value_of(&G, K->stores[s].node, &at_i));
         if (!owned[s])
             G.failed = true;
         store_vals[s] = owned[s] ? owned[s] : "0";

@@ -560,18 +560,6 @@ static bool binary_is_comparison(clf_binary_op op)
     }
 }
 
-/* Builder names, for messages ("exp takes f32"). */
-static const char *const unary_names[CLF_UNARY_COUNT] = {
-#define UNARY_NAME_(E, n) [CLF_UNARY_##E] = #n,
-    CLF_UNARY_OP_LIST(UNARY_NAME_)
-#undef UNARY_NAME_
-};
-
-static const char *const binary_names[CLF_BINARY_COUNT] = {
-#define BINARY_NAME_(E, n) [CLF_BINARY_##E] = #n,
-    CLF_BINARY_OP_LIST(BINARY_NAME_)
-#undef BINARY_NAME_
-};
 
 /* Records a unary node after checking x and its dtype; call names the
  * public function in messages. */
@@ -586,7 +574,7 @@ static clf_tensor unary(clf_graph *g, const char *call, clf_unary_op op, clf_ten
     unsigned ok = unary_dtypes(op);
     if (!(ok & (1u << in->dtype))) {
         clf__graph_fail(g, CLF_ERR_DTYPE, call, "x has dtype %s; %s takes %s", clf_dtype_name(in->dtype),
-                        unary_names[op], mask_str(ok));
+                        clf__unary_op_name(op), mask_str(ok));
         return CLF_TENSOR_INVALID;
     }
     clf__node n = {.kind = CLF__NODE_UNARY,
@@ -612,13 +600,13 @@ static clf_tensor binary(clf_graph *g, const char *call, clf_binary_op op, clf_t
         return CLF_TENSOR_INVALID;
     if (na->dtype != nb->dtype) {
         clf__graph_fail(g, CLF_ERR_DTYPE, call, "a has dtype %s and b has dtype %s; %s needs one dtype",
-                        clf_dtype_name(na->dtype), clf_dtype_name(nb->dtype), binary_names[op]);
+                        clf_dtype_name(na->dtype), clf_dtype_name(nb->dtype), clf__binary_op_name(op));
         return CLF_TENSOR_INVALID;
     }
     unsigned ok = binary_dtypes(op);
     if (!(ok & (1u << na->dtype))) {
         clf__graph_fail(g, CLF_ERR_DTYPE, call, "a and b have dtype %s; %s takes %s",
-                        clf_dtype_name(na->dtype), binary_names[op], mask_str(ok));
+                        clf_dtype_name(na->dtype), clf__binary_op_name(op), mask_str(ok));
         return CLF_TENSOR_INVALID;
     }
     clf__node n = {.kind = CLF__NODE_BINARY, .op = (int)op, .ninputs = 2, .inputs = {a.node, b.node}};

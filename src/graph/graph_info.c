@@ -31,6 +31,10 @@ static const char *const binary_names[CLF_BINARY_COUNT] = {
 #undef BINARY_NAME_
 };
 
+const char *clf__unary_op_name(clf_unary_op op) { return unary_names[op]; }
+
+const char *clf__binary_op_name(clf_binary_op op) { return binary_names[op]; }
+
 static const char *const kind_names[CLF__NODE_KIND_COUNT] = {
 #define KIND_NAME_(E, n, c) [CLF__NODE_##E] = n,
     CLF__NODE_KIND_LIST(KIND_NAME_)

@@ -103,5 +103,8 @@ int64_t clf__node_numel(const clf__node *n);
 /* Short op name used in kernel names and logs: "add", "relu", "transpose". */
 const char *clf__node_op_name(const clf__node *n);
 clf__node_class clf__node_class_of(const clf__node *n);
+/* Builder names of valid ops, for messages: "exp", "logical_not", "add". */
+const char *clf__unary_op_name(clf_unary_op op);
+const char *clf__binary_op_name(clf_binary_op op);
 
 #endif

@@ -6,16 +6,8 @@
 
 #include "codegen/codegen.h"
 #include "runtime/runtime_internal.h"
+#include "util/strbuf.h"
 #include "util/log.h"
-
-static char *dup(const char *s)
-{
-    size_t n = strlen(s) + 1;
-    char *p = malloc(n);
-    if (p)
-        memcpy(p, s, n);
-    return p;
-}
 
 static void stats_from(const clf__plan_stats *fused, const clf__plan_stats *unfused, clf_plan_stats *out)
 {
@@ -37,7 +29,7 @@ static void stats_from(const clf__plan_stats *fused, const clf__plan_stats *unfu
 
 static clf_status copy_io(clf__io *io, const clf__node *n, const char *name, uint32_t buffer)
 {
-    io->name = dup(name);
+    io->name = clf__strdup(name);
     if (!io->name)
         return CLF_ERR_OUT_OF_MEMORY;
     io->dtype = n->dtype;
@@ -159,7 +151,7 @@ CLF_API clf_status clf_compile(clf_context *ctx, const clf_graph *g, const clf_c
         if (st != CLF_OK) {
             if (st == CLF_ERR_BUILD) {
                 /* Keep the log, name the kernel. */
-                char *log = dup(clf_context_last_error(ctx));
+                char *log = clf__strdup(clf_context_last_error(ctx));
                 clf__ctx_fail(ctx, st, "clf_compile: kernel %s failed to build: %s", K->name,
                               log ? log : "");
                 free(log);

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "runtime/runtime_internal.h"
+#include "util/strbuf.h"
 #include "util/hash.h"
 #include "util/log.h"
 
@@ -17,15 +18,6 @@ void clf__program_cache_clear(clf_context *ctx)
     free(ctx->programs);
     ctx->programs = NULL;
     ctx->nprograms = ctx->cap_programs = 0;
-}
-
-static char *dup(const char *s)
-{
-    size_t n = strlen(s) + 1;
-    char *p = malloc(n);
-    if (p)
-        memcpy(p, s, n);
-    return p;
 }
 
 clf_status clf__program_get(clf_context *ctx, const char *source, const char *options,
@@ -75,7 +67,7 @@ clf_status clf__program_get(clf_context *ctx, const char *source, const char *op
         ctx->programs = p;
         ctx->cap_programs = cap;
     }
-    clf__cached_program entry = {h, dup(source), dup(options), prog};
+    clf__cached_program entry = {h, clf__strdup(source), clf__strdup(options), prog};
     if (entry.source && entry.options) {
         clRetainProgram(prog);
         ctx->programs[ctx->nprograms++] = entry;

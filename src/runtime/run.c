@@ -214,9 +214,7 @@ CLF_API clf_status clf_run_host(clf_executable *e, size_t ninputs, const clf_hos
         clf__ctx_fail(ctx, st, "clf_run_host: out of memory");
         goto out;
     }
-    /* Validate names and data pointers first, so nothing is enqueued for a
-     * bad call. Counts, duplicates and unknown names are checked by clf_run's
-     * binding, which runs before anything is enqueued too. */
+    /* NULL data is refused before anything is enqueued. */
     for (int pass = 0; pass < 2; pass++) {
         size_t n = pass ? noutputs : ninputs;
         const clf_host_binding *hb = pass ? outputs : inputs;
@@ -233,46 +231,17 @@ CLF_API clf_status clf_run_host(clf_executable *e, size_t ninputs, const clf_hos
             (pass ? bo : bi)[i] = (clf_buffer_binding){hb[i].name, io ? e->host_staging[io->buffer] : NULL};
         }
     }
-    /* Bind (validates fully) before writing anything. */
+    /* Counts, duplicates and unknown names are checked by clf_run before it
+     * enqueues a kernel; the writes below only touch our staging buffers. */
     cl_event *writes = calloc(ninputs + 1, sizeof *writes);
     cl_uint nw = 0;
     if (!writes) {
         st = clf__ctx_fail(ctx, CLF_ERR_OUT_OF_MEMORY, "clf_run_host: out of memory");
         goto out;
     }
-    {
-        /* A dry bind: clf_run would fail the same way, but only after the
-         * writes below were enqueued. */
-        cl_mem *table = calloc(e->nbuffers ? e->nbuffers : 1, sizeof *table);
-        const char **names = malloc((ninputs + noutputs + 1) * sizeof *names);
-        cl_mem *mems = malloc((ninputs + noutputs + 1) * sizeof *mems);
-        st = CLF_ERR_OUT_OF_MEMORY;
-        if (table && names && mems) {
-            for (size_t i = 0; i < ninputs; i++) {
-                names[i] = bi[i].name;
-                mems[i] = bi[i].buffer;
-            }
-            for (size_t i = 0; i < noutputs; i++) {
-                names[ninputs + i] = bo[i].name;
-                mems[ninputs + i] = bo[i].buffer;
-            }
-            st = bind(e, "input", e->inputs, e->ninputs, ninputs, names, mems, table);
-            if (st == CLF_OK)
-                st = bind(e, "output", e->outputs, e->noutputs, noutputs, names + ninputs, mems + ninputs, table);
-        } else {
-            clf__ctx_fail(ctx, st, "clf_run_host: out of memory");
-        }
-        free(table);
-        free(names);
-        free(mems);
-        if (st != CLF_OK) {
-            free(writes);
-            goto out;
-        }
-    }
     for (size_t i = 0; i < ninputs; i++) {
         const clf__io *io = find_io(e->inputs, e->ninputs, inputs[i].name);
-        if (!io->bytes)
+        if (!io || !io->bytes)
             continue;
         cl_int err = clEnqueueWriteBuffer(ctx->queue, bi[i].buffer, CL_FALSE, 0, (size_t)io->bytes,
                                           inputs[i].data, 0, NULL, &writes[nw]);
@@ -294,7 +263,7 @@ CLF_API clf_status clf_run_host(clf_executable *e, size_t ninputs, const clf_hos
     }
     for (size_t i = 0; i < noutputs; i++) {
         const clf__io *io = find_io(e->outputs, e->noutputs, outputs[i].name);
-        if (!io->bytes)
+        if (!io || !io->bytes)
             continue;
         cl_int err = clEnqueueReadBuffer(ctx->queue, bo[i].buffer, CL_TRUE, 0, (size_t)io->bytes,
                                          outputs[i].data, 1, &done, NULL);

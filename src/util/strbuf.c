@@ -85,3 +85,12 @@ char *clf__sb_take(clf__strbuf *sb)
     clf__sb_free(sb);
     return p;
 }
+
+char *clf__strdup(const char *s)
+{
+    size_t n = strlen(s) + 1;
+    char *p = malloc(n);
+    if (p)
+        memcpy(p, s, n);
+    return p;
+}

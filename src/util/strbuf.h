@@ -25,5 +25,7 @@ const char *clf__sb_str(const clf__strbuf *sb);
 /* Hands the heap string to the caller (NULL after a failure) and resets sb. */
 char *clf__sb_take(clf__strbuf *sb);
 void clf__sb_clear(clf__strbuf *sb);
+/* A heap copy of s (NULL when out of memory). */
+char *clf__strdup(const char *s);
 
 #endif
