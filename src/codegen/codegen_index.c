@@ -40,20 +40,18 @@ static clf__ix temp_for(clf__ixgen *gen, const char *expr, uint64_t bound)
     for (int i = 1; i < gen->ntemps; i++)
         if (gen->keys[i] && strcmp(gen->keys[i], expr) == 0)
             return (clf__ix){i, 0, bound};
-    if (gen->ntemps == gen->cap) {
+    if (gen->ntemps >= gen->cap) {
         int cap = gen->cap ? gen->cap * 2 : 32;
         char **k = realloc(gen->keys, (size_t)cap * sizeof *k);
         if (!k) {
             gen->failed = true;
             return clf__ix_const(0);
         }
-        if (gen->cap == 0)
-            k[0] = NULL;
+        for (int i = gen->cap; i < cap; i++)
+            k[i] = NULL;
         gen->keys = k;
         gen->cap = cap;
     }
-    if (gen->ntemps == 1 && gen->keys)
-        gen->keys[0] = NULL;
     char *dup = malloc(strlen(expr) + 1);
     if (!dup) {
         gen->failed = true;

@@ -219,6 +219,7 @@ clf_status clf__plan_build(const clf_graph *g, const clf__plan_options *opt, clf
     bool *needed = calloc(n ? n : 1, sizeof *needed);
     bool *mat = calloc(n ? n : 1, sizeof *mat);
     bool *is_out = calloc(n ? n : 1, sizeof *is_out);
+    bool *cut = calloc(n ? n : 1, sizeof *cut);
     int *depth = calloc(n ? n : 1, sizeof *depth);
     int32_t *region_of = malloc((n ? n : 1) * sizeof *region_of);
     uint32_t *stamp = calloc(n ? n : 1, sizeof *stamp);
@@ -234,7 +235,7 @@ clf_status clf__plan_build(const clf_graph *g, const clf__plan_options *opt, clf
     out->nnodes = n;
     out->src_buffer = malloc((n ? n : 1) * sizeof *out->src_buffer);
     out->producer = malloc((n ? n : 1) * sizeof *out->producer);
-    if (!needed || !mat || !is_out || !depth || !region_of || !stamp || !out->src_buffer ||
+    if (!needed || !mat || !is_out || !cut || !depth || !region_of || !stamp || !out->src_buffer ||
         !out->producer)
         goto fail;
     for (uint32_t i = 0; i < n; i++) {
@@ -277,6 +278,7 @@ clf_status clf__plan_build(const clf_graph *g, const clf__plan_options *opt, clf
         }
         if (d > maxd) {
             mat[i] = true;
+            cut[i] = true;
             clf__log(CLF__LOG_FUSION, "node %u (%s): cut into a buffer: fused chain depth %d > %d",
                      i, clf__node_op_name(nd), d, maxd);
             d = 0;
@@ -301,7 +303,9 @@ clf_status clf__plan_build(const clf_graph *g, const clf__plan_options *opt, clf
                 goto fail;
         }
         int32_t chosen = -1;
-        if (fuse) {
+        /* A cut starts a kernel: merged upward, it would inline the chain
+         * it exists to cut. */
+        if (fuse && !cut[m]) {
             free(rdeps);
             free(rndeps);
             rdeps = malloc((nr ? nr : 1) * sizeof *rdeps);
@@ -504,6 +508,7 @@ done:
     free(needed);
     free(mat);
     free(is_out);
+    free(cut);
     free(depth);
     free(region_of);
     free(stamp);

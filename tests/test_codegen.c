@@ -1,0 +1,228 @@
+/* Planner and codegen without a device: plans, kernel names, generated
+ * source properties (index width, vector path, template), and the fusion
+ * legality rule. Nothing here touches OpenCL. */
+#include <string.h>
+
+#include "codegen/codegen.h"
+#include "planner/planner.h"
+#include "test_support.h"
+
+static clf__plan plan_of(const clf_graph *g, bool fuse)
+{
+    clf__plan p;
+    char err[256] = "";
+    clf__plan_options o = {.disable_fusion = !fuse};
+    clf_status st = clf__plan_build(g, &o, &p, err, sizeof err);
+    ck_assert_msg(st == CLF_OK, "plan: %s", err);
+    return p;
+}
+
+static clf__kernel_code code_of(const clf_graph *g, const clf__plan *p, uint32_t k, bool cpu)
+{
+    clf__kernel_code c;
+    char err[256] = "";
+    clf__codegen_target t = {.cpu = cpu};
+    clf_status st = clf__codegen_kernel(g, p, k, &t, &c, err, sizeof err);
+    ck_assert_msg(st == CLF_OK, "codegen: %s", err);
+    return c;
+}
+
+START_TEST(chain_plan_and_name)
+{
+    int64_t n = 1000;
+    clf_graph *g = clf_graph_create();
+    clf_tensor a = clf_input(g, "a", CLF_F32, 1, &n), b = clf_input(g, "b", CLF_F32, 1, &n);
+    clf_tensor cc = clf_input(g, "c", CLF_F32, 1, &n);
+    clf_graph_output(g, "y", clf_relu(g, clf_add(g, clf_mul(g, a, b), cc)));
+    clf__plan p = plan_of(g, true);
+    ck_assert_uint_eq(p.nkernels, 1);
+    ck_assert_uint_eq(p.stats.tensor_reads, 3);
+    ck_assert_uint_eq(p.stats.tensor_writes, 1);
+    ck_assert_uint_eq(p.stats.bytes_read, 3 * 4000);
+    ck_assert_uint_eq(p.stats.bytes_written, 4000);
+    clf__kernel_code c = code_of(g, &p, 0, false);
+    ck_assert_str_eq(c.name, "clf_poi_fused_add_mul_relu_0");
+    ck_assert_str_eq(c.ops, "mul add relu");
+    ck_assert_ptr_nonnull(strstr(c.source, "#define IDX_T uint"));
+    ck_assert_ptr_nonnull(strstr(c.source, "vload4(0, b0 + i)")); /* identity loads vectorise */
+    ck_assert_int_eq(c.vec, 4);
+    ck_assert_uint_eq(c.global % c.local, 0);
+    ck_assert_uint_ge(c.global * (size_t)c.vec * (size_t)c.items, 1000);
+    ck_assert_ptr_nonnull(strstr(c.source, "__kernel void CLF_KERNEL_NAME")); /* the template follows */
+    clf__kernel_code_free(&c);
+    clf__plan_free(&p);
+
+    p = plan_of(g, false);
+    ck_assert_uint_eq(p.nkernels, 3);
+    ck_assert_uint_eq(p.stats.tensor_reads, 5);
+    ck_assert_uint_eq(p.stats.tensor_writes, 3);
+    clf__plan_free(&p);
+    clf_graph_destroy(&g);
+}
+END_TEST
+
+START_TEST(wide_index_over_2_31)
+{
+    /* 2^31 + 8 bool elements: a region whose indices need 64 bits. The
+     * plan and the source are made without allocating anything. */
+    int64_t n = ((int64_t)1 << 31) + 8;
+    clf_graph *g = clf_graph_create();
+    clf_tensor x = clf_input(g, "x", CLF_BOOL, 1, &n);
+    clf_graph_output(g, "y", clf_logical_not(g, x));
+    clf__plan p = plan_of(g, true);
+    clf__kernel_code c = code_of(g, &p, 0, false);
+    ck_assert(c.wide_index);
+    ck_assert_ptr_nonnull(strstr(c.source, "#define IDX_T ulong"));
+    clf__kernel_code_free(&c);
+    clf__plan_free(&p);
+    clf_graph_destroy(&g);
+
+    /* Just under the limit stays 32-bit. */
+    n = ((int64_t)1 << 31) - 1;
+    g = clf_graph_create();
+    x = clf_input(g, "x", CLF_BOOL, 1, &n);
+    clf_graph_output(g, "y", clf_logical_not(g, x));
+    p = plan_of(g, true);
+    c = code_of(g, &p, 0, false);
+    ck_assert(!c.wide_index);
+    clf__kernel_code_free(&c);
+    clf__plan_free(&p);
+    clf_graph_destroy(&g);
+}
+END_TEST
+
+START_TEST(movement_chain_is_index_arithmetic)
+{
+    /* relu(transpose(x) + reshape(expand(b))) : one kernel, no copies, and
+     * the transposed load is not vectorised. */
+    int64_t xs[2] = {3, 4}, bs[1] = {3}, es[2] = {4, 3};
+    clf_graph *g = clf_graph_create();
+    clf_tensor x = clf_input(g, "x", CLF_F32, 2, xs);
+    clf_tensor b = clf_input(g, "b", CLF_F32, 1, bs);
+    clf_tensor t = clf_transpose(g, x, 0, NULL);
+    clf_tensor e = clf_expand(g, b, 2, es);
+    int64_t flat[1] = {12}, back[2] = {4, 3};
+    clf_tensor r = clf_reshape(g, clf_reshape(g, e, 1, flat), 2, back);
+    clf_graph_output(g, "y", clf_relu(g, clf_add(g, t, r)));
+    ck_assert_int_eq(clf_graph_status(g, NULL), CLF_OK);
+    clf__plan p = plan_of(g, true);
+    ck_assert_uint_eq(p.nkernels, 1);
+    ck_assert_uint_eq(p.stats.tensor_reads, 2);
+    clf__kernel_code c = code_of(g, &p, 0, false);
+    ck_assert_int_eq(c.vec, 1);
+    ck_assert_ptr_nonnull(strstr(c.source, " % ")); /* index decomposition */
+    clf__kernel_code_free(&c);
+    clf__plan_free(&p);
+    clf_graph_destroy(&g);
+}
+END_TEST
+
+START_TEST(multi_output_and_shapes)
+{
+    int64_t s[2] = {8, 16}, row[1] = {16};
+    clf_graph *g = clf_graph_create();
+    clf_tensor x = clf_input(g, "x", CLF_F32, 2, s);
+    clf_tensor w = clf_input(g, "w", CLF_F32, 1, row);
+    clf_tensor ex = clf_exp(g, x);
+    clf_graph_output(g, "e", ex);
+    clf_graph_output(g, "e2", clf_mul(g, ex, clf_scalar(g, CLF_F32, 2.0)));
+    clf_graph_output(g, "w2", clf_neg(g, w)); /* another shape: another kernel */
+    clf__plan p = plan_of(g, true);
+    ck_assert_uint_eq(p.nkernels, 2);
+    int two = p.kernels[0].nstores == 2 ? 0 : 1;
+    ck_assert_uint_eq(p.kernels[two].nstores, 2);
+    ck_assert_uint_eq(p.kernels[two].nreads, 1); /* x once; the scalar is a literal */
+    clf__kernel_code c = code_of(g, &p, (uint32_t)two, true);
+    ck_assert_str_eq(c.name, two == 0 ? "clf_poi_fused_exp_mul_0" : "clf_poi_fused_exp_mul_1");
+    ck_assert_ptr_nonnull(strstr(c.source, "#define BLOCKED 1")); /* the CPU variant */
+    ck_assert_ptr_nonnull(strstr(c.source, "0x1p+1f"));           /* exact literal for 2.0 */
+    clf__kernel_code_free(&c);
+    clf__plan_free(&p);
+    clf_graph_destroy(&g);
+}
+END_TEST
+
+START_TEST(deep_chain_is_cut)
+{
+    int64_t n = 64;
+    clf_graph *g = clf_graph_create();
+    clf_tensor t = clf_input(g, "x", CLF_F32, 1, &n);
+    for (int i = 0; i < 200; i++)
+        t = clf_neg(g, t);
+    clf_graph_output(g, "y", t);
+    clf__plan p = plan_of(g, true);
+    ck_assert_uint_gt(p.nkernels, 1);
+    ck_assert_uint_lt(p.nkernels, 10);
+    uint32_t inter = 0;
+    for (uint32_t b = 0; b < p.nbuffers; b++)
+        inter += p.buffers[b].kind == CLF__BUF_INTERMEDIATE;
+    ck_assert_uint_ge(inter, p.nkernels - 1); /* each kernel but the last writes a cut */
+    clf__plan_free(&p);
+    clf_graph_destroy(&g);
+}
+END_TEST
+
+START_TEST(cycle_is_refused)
+{
+    /* a: [4]; b = exp(a) [4,1]-reshaped output forces its own kernel; c = a
+     * shape [4] output that reads b through a reshape. Merging c into a's
+     * kernel would make that kernel run before and after b's. */
+    int64_t n = 4, col[2] = {4, 1}, flat[1] = {4};
+    clf_graph *g = clf_graph_create();
+    clf_tensor x = clf_input(g, "x", CLF_F32, 1, &n);
+    clf_tensor a = clf_exp(g, x);
+    clf_graph_output(g, "a", a);
+    clf_tensor b = clf_reshape(g, clf_sin(g, a), 2, col);
+    clf_tensor bb = clf_cos(g, b);
+    clf_graph_output(g, "b", bb);
+    clf_graph_output(g, "c", clf_add(g, a, clf_reshape(g, bb, 1, flat)));
+    clf__plan p = plan_of(g, true);
+    ck_assert_uint_eq(p.nkernels, 3);
+    clf__plan_free(&p);
+    clf_graph_destroy(&g);
+
+    /* The predicate itself: r0 <- r1 <- m: m may not join r0. */
+    uint32_t d1[1] = {0};
+    const uint32_t *deps[2] = {NULL, d1};
+    uint32_t nd[2] = {0, 1};
+    uint32_t m_deps[1] = {1};
+    ck_assert(!clf__fusion_legal(0, m_deps, 1, 2, deps, nd));
+    ck_assert(clf__fusion_legal(1, m_deps, 1, 2, deps, nd));
+}
+END_TEST
+
+START_TEST(literals_are_exact)
+{
+    clf_graph *g = clf_graph_create();
+    int64_t n = 5;
+    clf_tensor x = clf_input(g, "x", CLF_F32, 1, &n);
+    clf_tensor t = clf_add(g, x, clf_scalar(g, CLF_F32, 0.1));
+    t = clf_maximum(g, t, clf_scalar(g, CLF_F32, NAN));
+    t = clf_minimum(g, t, clf_scalar(g, CLF_F32, -INFINITY));
+    clf_graph_output(g, "y", t);
+    clf__plan p = plan_of(g, true);
+    clf__kernel_code c = code_of(g, &p, 0, false);
+    ck_assert_ptr_nonnull(strstr(c.source, "0x1.99999ap-4f"));
+    ck_assert_ptr_nonnull(strstr(c.source, "NAN"));
+    ck_assert_ptr_nonnull(strstr(c.source, "(-INFINITY)"));
+    ck_assert_ptr_null(strstr(c.source, "fast-relaxed"));
+    clf__kernel_code_free(&c);
+    clf__plan_free(&p);
+    clf_graph_destroy(&g);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("codegen");
+    TCase *tc = tcase_create("plan_and_source");
+    tcase_add_test(tc, chain_plan_and_name);
+    tcase_add_test(tc, wide_index_over_2_31);
+    tcase_add_test(tc, movement_chain_is_index_arithmetic);
+    tcase_add_test(tc, multi_output_and_shapes);
+    tcase_add_test(tc, deep_chain_is_cut);
+    tcase_add_test(tc, cycle_is_refused);
+    tcase_add_test(tc, literals_are_exact);
+    suite_add_tcase(s, tc);
+    return clf_test_run_suite(s);
+}
