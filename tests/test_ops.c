@@ -1,0 +1,569 @@
+/* Suite "ops": every op's generated kernel against the reference
+ * interpreter, fused and unfused, on random inputs with special values
+ * planted where they matter (NaN, ±Inf, ±0, int32 limits).
+ *
+ * PoCL builds each distinct kernel (~0.1-0.3 s), so ops of one shape are
+ * gathered into one graph with many outputs: fused, that graph is one
+ * kernel; unfused, one per op. */
+#include <check.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "test_e2e.h"
+
+#define RTOL 1e-5
+#define ATOL 1e-6
+
+static const int64_t S234[3] = {2, 3, 4}; /* 24 elements: vector path and tail */
+static const int64_t S_ODD[2] = {5, 7};  /* 35 elements: vector path and tail */
+
+/* ---- Unary ------------------------------------------------------------ */
+
+/* Every f32 unary op, with NaN, ±Inf, ±0 and large values planted among
+ * the random inputs. */
+START_TEST(unary_f32)
+{
+    clf_context *ctx = clf_test_context();
+    clf_graph *g = clf_graph_create();
+    e2e_inputs in = {0};
+    clf_tensor x = e2e_input(g, &in, "x", CLF_F32, 2, S_ODD, -3.0, 3.0);
+    /* log, sqrt and rsqrt see positive inputs here (and NaN, +Inf); their
+     * negative domain is in unary_f32_domain. */
+    clf_tensor p = e2e_input(g, &in, "p", CLF_F32, 2, S_ODD, 0.05, 6.0);
+    float *xd = e2e_data(&in, "x"), *pd = e2e_data(&in, "p");
+    const float sx[] = {0.5f, -2.5f, 2.0f, NAN, INFINITY, -INFINITY, -0.0f, 0.0f,
+                        1e30f, -1e30f, -100.0f, 100.0f, -1e-30f, 1e-30f};
+    memcpy(xd, sx, sizeof sx);
+    const float sp[] = {NAN, INFINITY, 1e-30f, 1e30f};
+    memcpy(pd + 20, sp, sizeof sp);
+#define UNARY_OUT_(E, n)                                                                           \
+    if (CLF_UNARY_##E != CLF_UNARY_NOT) {                                                          \
+        bool positive = CLF_UNARY_##E == CLF_UNARY_LOG || CLF_UNARY_##E == CLF_UNARY_SQRT ||      \
+                        CLF_UNARY_##E == CLF_UNARY_RSQRT;                                          \
+        ck_assert_int_eq(clf_graph_output(g, #n, clf_##n(g, positive ? p : x)), CLF_OK);          \
+    }
+    CLF_UNARY_OP_LIST(UNARY_OUT_)
+#undef UNARY_OUT_
+    /* The generic entry point as well. */
+    clf_graph_output(g, "unary_exp", clf_unary(g, CLF_UNARY_EXP, x));
+    e2e_run r;
+    e2e_check(ctx, g, &in, RTOL, ATOL, NULL, E2E_BOTH, &r);
+    ck_assert_uint_eq(r.n, CLF_UNARY_COUNT); /* 18 f32 ops + unary_exp */
+    ck_assert_uint_eq(r.kernels, 1);
+    ck_assert_uint_eq(r.unfused_kernels, CLF_UNARY_COUNT);
+    const float *fl = e2e_got(&r, "floor"), *ce = e2e_got(&r, "ceil"), *relu = e2e_got(&r, "relu");
+    const float *sg = e2e_got(&r, "sign"), *sq = e2e_got(&r, "sqrt"), *ex = e2e_got(&r, "exp");
+    ck_assert(fl[0] == 0.0f && fl[1] == -3.0f && ce[1] == -2.0f && ce[2] == 2.0f);
+    ck_assert(isnan(relu[3]) && relu[4] == INFINITY && relu[5] == 0.0f); /* relu(NaN) = NaN */
+    ck_assert(isnan(sg[3]) && sg[5] == -1.0f && sg[4] == 1.0f);
+    ck_assert(isnan(sq[20]) && sq[21] == INFINITY);
+    ck_assert(ex[5] == 0.0f && ex[8] == INFINITY && isnan(ex[3]));
+    e2e_run_free(&r);
+    e2e_inputs_free(&in);
+    clf_graph_destroy(&g);
+    clf_context_destroy(&ctx);
+}
+END_TEST
+
+/* The ops with a restricted domain, outside it: negative inputs, ±0, -Inf. */
+START_TEST(unary_f32_domain)
+{
+    clf_context *ctx = clf_test_context();
+    clf_graph *g = clf_graph_create();
+    e2e_inputs in = {0};
+    const int64_t n = 11;
+    clf_tensor x = e2e_input(g, &in, "x", CLF_F32, 1, &n, -4.0, -0.01);
+    float *xd = e2e_data(&in, "x");
+    const float special[] = {NAN, -INFINITY, -1.0f, 0.0f, -0.0f, -1e-30f};
+    memcpy(xd, special, sizeof special);
+    clf_graph_output(g, "log", clf_log(g, x));
+    clf_graph_output(g, "sqrt", clf_sqrt(g, x));
+    clf_graph_output(g, "rsqrt", clf_rsqrt(g, x));
+    clf_graph_output(g, "reciprocal", clf_reciprocal(g, x));
+    e2e_run r;
+    e2e_check(ctx, g, &in, RTOL, ATOL, NULL, E2E_BOTH, &r);
+    ck_assert_uint_eq(r.kernels, 1);
+    const float *lg = e2e_got(&r, "log"), *sq = e2e_got(&r, "sqrt"), *rc = e2e_got(&r, "reciprocal");
+    ck_assert(isnan(lg[2]) && lg[3] == -INFINITY && isnan(lg[0])); /* log(-1), log(0) */
+    ck_assert(isnan(sq[2]) && isnan(sq[1]));                       /* sqrt(-1), sqrt(-inf) */
+    ck_assert(rc[3] == INFINITY && rc[4] == -INFINITY);            /* 1/+0, 1/-0 */
+    for (int i = 6; i < n; i++)
+        ck_assert(isnan(lg[i]) && isnan(sq[i]));
+    e2e_run_free(&r);
+    e2e_inputs_free(&in);
+    clf_graph_destroy(&g);
+    clf_context_destroy(&ctx);
+}
+END_TEST
+
+START_TEST(unary_i32_bool)
+{
+    clf_context *ctx = clf_test_context();
+    clf_graph *g = clf_graph_create();
+    e2e_inputs in = {0};
+    clf_tensor x = e2e_input(g, &in, "x", CLF_I32, 3, S234, INT32_MIN, INT32_MAX);
+    clf_tensor s = e2e_input(g, &in, "s", CLF_I32, 3, S234, -3, 3); /* zeros for sign */
+    clf_tensor b = e2e_input(g, &in, "b", CLF_BOOL, 3, S234, 0, 1);
+    int32_t *xd = e2e_data(&in, "x");
+    xd[0] = INT32_MIN;
+    xd[1] = INT32_MAX;
+    xd[2] = -1;
+    clf_graph_output(g, "neg", clf_neg(g, x));
+    clf_graph_output(g, "abs", clf_abs(g, x));
+    clf_graph_output(g, "sign", clf_sign(g, x));
+    clf_graph_output(g, "neg_s", clf_neg(g, s));
+    clf_graph_output(g, "abs_s", clf_abs(g, s));
+    clf_graph_output(g, "sign_s", clf_sign(g, s));
+    clf_graph_output(g, "not", clf_logical_not(g, b));
+    e2e_run r;
+    e2e_check(ctx, g, &in, 0, 0, NULL, E2E_BOTH, &r);
+    ck_assert_uint_eq(r.kernels, 1);
+    const int32_t *ng = e2e_got(&r, "neg"), *ab = e2e_got(&r, "abs"), *sg = e2e_got(&r, "sign");
+    ck_assert_int_eq(ng[0], INT32_MIN); /* wraps */
+    ck_assert_int_eq(ab[0], INT32_MIN);
+    ck_assert_int_eq(ng[1], -INT32_MAX);
+    ck_assert_int_eq(ab[2], 1);
+    ck_assert_int_eq(sg[0], -1);
+    ck_assert_int_eq(sg[1], 1);
+    e2e_run_free(&r);
+    e2e_inputs_free(&in);
+    clf_graph_destroy(&g);
+    clf_context_destroy(&ctx);
+}
+END_TEST
+
+/* ---- Binary ----------------------------------------------------------- */
+
+/* Every f32 binary op, with NaN, ±Inf and ±0 planted among the random
+ * inputs; pow on a positive base and, separately, on its special cases. */
+START_TEST(binary_f32)
+{
+    clf_context *ctx = clf_test_context();
+    clf_graph *g = clf_graph_create();
+    e2e_inputs in = {0};
+    clf_tensor a = e2e_input(g, &in, "a", CLF_F32, 2, S_ODD, -3.0, 3.0);
+    clf_tensor b = e2e_input(g, &in, "b", CLF_F32, 2, S_ODD, -3.0, 3.0);
+    clf_tensor p = e2e_input(g, &in, "p", CLF_F32, 2, S_ODD, 0.1, 4.0);
+    float *ad = e2e_data(&in, "a"), *bd = e2e_data(&in, "b");
+    for (int i = 13; i < 35; i += 4)
+        bd[i] = ad[i]; /* equal operands for the comparisons */
+    const float sa[] = {NAN, 0.0f, NAN, INFINITY, INFINITY, -INFINITY, -2.0f, -2.0f, 0.0f, 1.0f, NAN, 5.0f, -0.0f};
+    const float sb[] = {0.0f, NAN, NAN, -INFINITY, INFINITY, 2.0f, 3.0f, 0.5f, -1.0f, NAN, 0.0f, 0.0f, 0.0f};
+    memcpy(ad, sa, sizeof sa);
+    memcpy(bd, sb, sizeof sb);
+#define BINARY_OUT_(E, n)                                                                          \
+    if (CLF_BINARY_##E != CLF_BINARY_AND && CLF_BINARY_##E != CLF_BINARY_OR)                      \
+        clf_graph_output(g, #n, clf_##n(g, CLF_BINARY_##E == CLF_BINARY_POW ? p : a, b));
+    CLF_BINARY_OP_LIST(BINARY_OUT_)
+#undef BINARY_OUT_
+    clf_graph_output(g, "pow_special", clf_pow(g, a, b));
+    clf_graph_output(g, "binary_sub", clf_binary(g, CLF_BINARY_SUB, b, a));
+    clf_tensor zero = clf_scalar(g, CLF_F32, 0.0);
+    clf_graph_output(g, "max0", clf_maximum(g, a, zero));
+    clf_graph_output(g, "min0", clf_minimum(g, zero, a));
+    e2e_run r;
+    /* pow: OpenCL allows 16 ulp (the reference is C's double pow rounded),
+     * and results reach 4^3; 1e-5 relative is ~80 ulp. */
+    const e2e_tol tols[] = {{"pow", 1e-5, 1e-5}, {"pow_special", 1e-5, 1e-5}, {NULL, 0, 0}};
+    e2e_check(ctx, g, &in, RTOL, ATOL, tols, E2E_BOTH, &r);
+    ck_assert_uint_eq(r.n, 17);
+    ck_assert_uint_eq(r.kernels, 1);
+    ck_assert_uint_eq(r.unfused_kernels, 17);
+    const float *mx = e2e_got(&r, "maximum"), *mn = e2e_got(&r, "minimum"), *pw = e2e_got(&r, "pow_special");
+    const float *ad2 = e2e_got(&r, "add"), *dv = e2e_got(&r, "div"), *m0 = e2e_got(&r, "max0");
+    const uint8_t *eq = e2e_got(&r, "eq"), *ne = e2e_got(&r, "ne"), *lt = e2e_got(&r, "lt");
+    const uint8_t *ge = e2e_got(&r, "ge");
+    ck_assert(isnan(mx[0]) && isnan(mx[1]) && isnan(mn[0]) && isnan(mn[1])); /* NaN either side */
+    ck_assert(isnan(m0[0]));                                                 /* maximum(NaN, 0) */
+    ck_assert(isnan(ad2[3]));                                                /* inf + -inf */
+    ck_assert(dv[11] == INFINITY && isnan(dv[12]));                          /* 5/0, -0/0 */
+    ck_assert(pw[6] == -8.0f && isnan(pw[7]) && pw[10] == 1.0f && pw[9] == 1.0f);
+    ck_assert(eq[2] == 0 && ne[2] == 1 && lt[0] == 0 && ge[1] == 0);         /* NaN compares false */
+    ck_assert(eq[13] == 1 && eq[17] == 1);
+    e2e_run_free(&r);
+    e2e_inputs_free(&in);
+    clf_graph_destroy(&g);
+    clf_context_destroy(&ctx);
+}
+END_TEST
+
+START_TEST(binary_i32)
+{
+    clf_context *ctx = clf_test_context();
+    clf_graph *g = clf_graph_create();
+    e2e_inputs in = {0};
+    clf_tensor a = e2e_input(g, &in, "a", CLF_I32, 2, S_ODD, INT32_MIN, INT32_MAX);
+    clf_tensor b = e2e_input(g, &in, "b", CLF_I32, 2, S_ODD, -5, 5); /* 0 and -1 among them */
+    int32_t *ad = e2e_data(&in, "a"), *bd = e2e_data(&in, "b");
+    for (int i = 10; i < 35; i += 3)
+        bd[i] = (int32_t)clf_test_rand(); /* full range too */
+    for (int i = 11; i < 35; i += 6)
+        bd[i] = ad[i]; /* and equal operands */
+    const int32_t sa[] = {INT32_MIN, 7, -7, INT32_MAX, INT32_MIN, INT32_MIN, INT32_MAX};
+    const int32_t sb[] = {-1, 0, 2, 1, -1, INT32_MAX, INT32_MAX};
+    memcpy(ad, sa, sizeof sa);
+    memcpy(bd, sb, sizeof sb);
+#define BINARY_OUT_(E, n)                                                                          \
+    if (CLF_BINARY_##E != CLF_BINARY_AND && CLF_BINARY_##E != CLF_BINARY_OR &&                    \
+        CLF_BINARY_##E != CLF_BINARY_POW)                                                          \
+        clf_graph_output(g, #n, clf_##n(g, a, b));
+    CLF_BINARY_OP_LIST(BINARY_OUT_)
+#undef BINARY_OUT_
+    e2e_run r;
+    e2e_check(ctx, g, &in, 0, 0, NULL, E2E_BOTH, &r);
+    ck_assert_uint_eq(r.n, 12);
+    ck_assert_uint_eq(r.kernels, 1);
+    const int32_t *dv = e2e_got(&r, "div"), *ad2 = e2e_got(&r, "add"), *ml = e2e_got(&r, "mul");
+    ck_assert_int_eq(dv[0], INT32_MIN); /* INT_MIN / -1 */
+    ck_assert_int_eq(dv[1], 0);         /* x / 0 */
+    ck_assert_int_eq(dv[2], -3);        /* truncation toward zero */
+    ck_assert_int_eq(ad2[3], INT32_MIN); /* INT_MAX + 1 wraps */
+    ck_assert_int_eq(ml[4], INT32_MIN);  /* INT_MIN * -1 wraps */
+    ck_assert_int_eq(ad2[5], -1);
+    ck_assert_int_eq(ml[6], 1);
+    const uint8_t *eq = e2e_got(&r, "eq");
+    ck_assert_uint_eq(eq[11], 1);
+    e2e_run_free(&r);
+    e2e_inputs_free(&in);
+    clf_graph_destroy(&g);
+    clf_context_destroy(&ctx);
+}
+END_TEST
+
+START_TEST(binary_bool)
+{
+    clf_context *ctx = clf_test_context();
+    clf_graph *g = clf_graph_create();
+    e2e_inputs in = {0};
+    clf_tensor a = e2e_input(g, &in, "a", CLF_BOOL, 3, S234, 0, 1);
+    clf_tensor b = e2e_input(g, &in, "b", CLF_BOOL, 3, S234, 0, 1);
+    clf_graph_output(g, "eq", clf_eq(g, a, b));
+    clf_graph_output(g, "ne", clf_ne(g, a, b));
+    clf_graph_output(g, "and", clf_logical_and(g, a, b));
+    clf_graph_output(g, "or", clf_logical_or(g, a, b));
+    clf_graph_output(g, "binary_or", clf_binary(g, CLF_BINARY_OR, b, a));
+    e2e_run r;
+    e2e_check(ctx, g, &in, 0, 0, NULL, E2E_BOTH, &r);
+    ck_assert_uint_eq(r.kernels, 1);
+    ck_assert_uint_eq(r.unfused_kernels, 5);
+    e2e_run_free(&r);
+    e2e_inputs_free(&in);
+    clf_graph_destroy(&g);
+    clf_context_destroy(&ctx);
+}
+END_TEST
+
+/* ---- where, clip, cast ----------------------------------------------- */
+
+START_TEST(where_all_dtypes)
+{
+    clf_context *ctx = clf_test_context();
+    clf_graph *g = clf_graph_create();
+    e2e_inputs in = {0};
+    const int64_t sc[3] = {2, 1, 4}, sb[1] = {4};
+    clf_tensor c = e2e_input(g, &in, "c", CLF_BOOL, 3, S234, 0, 1);
+    clf_tensor cb = e2e_input(g, &in, "cb", CLF_BOOL, 3, sc, 0, 1);
+    clf_tensor af = e2e_input(g, &in, "af", CLF_F32, 3, S234, -1.0, 1.0);
+    clf_tensor bf = e2e_input(g, &in, "bf", CLF_F32, 1, sb, 2.0, 3.0);
+    clf_tensor ai = e2e_input(g, &in, "ai", CLF_I32, 3, S234, -100, 100);
+    clf_tensor bi = e2e_input(g, &in, "bi", CLF_I32, 3, S234, 200, 300);
+    clf_tensor ab = e2e_input(g, &in, "ab", CLF_BOOL, 3, S234, 0, 1);
+    clf_graph_output(g, "wf", clf_where(g, c, af, bf));
+    clf_graph_output(g, "wf_bcast", clf_where(g, cb, bf, af));
+    clf_graph_output(g, "wi", clf_where(g, c, ai, bi));
+    clf_graph_output(g, "wb", clf_where(g, cb, ab, clf_logical_not(g, ab)));
+    e2e_check(ctx, g, &in, 0, 0, NULL, E2E_BOTH, NULL);
+    e2e_inputs_free(&in);
+    clf_graph_destroy(&g);
+    clf_context_destroy(&ctx);
+}
+END_TEST
+
+START_TEST(clip_f32_i32)
+{
+    clf_context *ctx = clf_test_context();
+    clf_graph *g = clf_graph_create();
+    e2e_inputs in = {0};
+    clf_tensor x = e2e_input(g, &in, "x", CLF_F32, 2, S_ODD, -5.0, 5.0);
+    clf_tensor xi = e2e_input(g, &in, "xi", CLF_I32, 2, S_ODD, INT32_MIN, INT32_MAX);
+    clf_tensor xs = e2e_input(g, &in, "xs", CLF_I32, 2, S_ODD, -300, 300);
+    float *xd = e2e_data(&in, "x");
+    xd[0] = NAN, xd[1] = INFINITY, xd[2] = -INFINITY, xd[3] = -0.0f;
+    int32_t *xid = e2e_data(&in, "xi");
+    xid[0] = INT32_MIN, xid[1] = INT32_MAX;
+    clf_graph_output(g, "both", clf_clip(g, x, -1.0, 1.0));
+    clf_graph_output(g, "lo_only", clf_clip(g, x, -0.5, INFINITY));
+    clf_graph_output(g, "hi_only", clf_clip(g, x, -INFINITY, 0.25));
+    clf_graph_output(g, "none", clf_clip(g, x, -INFINITY, INFINITY));
+    clf_graph_output(g, "lo_gt_hi", clf_clip(g, x, 2.0, -2.0));
+    clf_graph_output(g, "inexact", clf_clip(g, x, -0.1, 0.1)); /* bounds rounded to float */
+    clf_graph_output(g, "i_both", clf_clip(g, xs, -100.7, 100.2));
+    clf_graph_output(g, "i_hi", clf_clip(g, xs, -INFINITY, 5.0));
+    clf_graph_output(g, "i_lo", clf_clip(g, xs, -5.0, INFINITY));
+    clf_graph_output(g, "i_lo_gt_hi", clf_clip(g, xs, 10.0, -10.0));
+    clf_graph_output(g, "i_huge", clf_clip(g, xi, -1e12, 1e12));
+    clf_graph_output(g, "i_near_max", clf_clip(g, xi, -2147483648.0, 2147483646.5));
+    e2e_run r;
+    e2e_check(ctx, g, &in, 0, 0, NULL, E2E_BOTH, &r);
+    ck_assert_uint_eq(r.kernels, 1);
+    const float *both = e2e_got(&r, "both"), *lgh = e2e_got(&r, "lo_gt_hi");
+    ck_assert(isnan(both[0]) && both[1] == 1.0f && both[2] == -1.0f);
+    for (int i = 1; i < 35; i++)
+        ck_assert(lgh[i] == -2.0f);
+    const int32_t *ib = e2e_got(&r, "i_both"), *nm = e2e_got(&r, "i_near_max");
+    for (int i = 0; i < 35; i++)
+        ck_assert(ib[i] >= -100 && ib[i] <= 100);
+    ck_assert_int_eq(nm[1], 2147483646);
+    ck_assert_int_eq(nm[0], INT32_MIN);
+    e2e_run_free(&r);
+    e2e_inputs_free(&in);
+    clf_graph_destroy(&g);
+    clf_context_destroy(&ctx);
+}
+END_TEST
+
+START_TEST(cast_all_pairs)
+{
+    clf_context *ctx = clf_test_context();
+    clf_graph *g = clf_graph_create();
+    e2e_inputs in = {0};
+    const int64_t n = 33;
+    clf_tensor xf = e2e_input(g, &in, "xf", CLF_F32, 1, &n, -100.0, 100.0);
+    clf_tensor xi = e2e_input(g, &in, "xi", CLF_I32, 1, &n, INT32_MIN, INT32_MAX);
+    clf_tensor xb = e2e_input(g, &in, "xb", CLF_BOOL, 1, &n, 0, 1);
+    const float sf[] = {NAN, INFINITY, -INFINITY, 3e9f, -3e9f, 2147483520.0f, 2147483648.0f,
+                        -2147483648.0f, -2147483904.0f, -0.0f, 0.0f, 0.5f, -0.5f, -1.5f, 1.9999f, 1e-40f};
+    memcpy(e2e_data(&in, "xf"), sf, sizeof sf);
+    const int32_t si[] = {INT32_MIN, INT32_MAX, 0, 16777217, -16777217, 1, -1};
+    memcpy(e2e_data(&in, "xi"), si, sizeof si);
+    const clf_tensor src[3] = {xf, xi, xb};
+    const char *const nm[3] = {"f32", "i32", "bool"};
+    char names[9][16];
+    for (int from = 0; from < 3; from++)
+        for (int to = 0; to < 3; to++) {
+            char *name = names[from * 3 + to];
+            snprintf(name, 16, "%s_to_%s", nm[from], nm[to]);
+            clf_graph_output(g, name, clf_cast(g, src[from], (clf_dtype)to));
+        }
+    e2e_run r;
+    e2e_check(ctx, g, &in, 0, 0, NULL, E2E_BOTH, &r);
+    ck_assert_uint_eq(r.n, 9);
+    ck_assert_uint_eq(r.kernels, 1);
+    const int32_t *fi = e2e_got(&r, "f32_to_i32");
+    const int32_t want[] = {0, INT32_MAX, INT32_MIN, INT32_MAX, INT32_MIN, 2147483520, INT32_MAX,
+                            INT32_MIN, INT32_MIN, 0, 0, 0, 0, -1, 1, 0};
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
+        ck_assert_msg(fi[i] == want[i], "cast f32 %g -> i32: got %d, want %d", (double)sf[i], fi[i], want[i]);
+    const uint8_t *fb = e2e_got(&r, "f32_to_bool");
+    ck_assert(fb[0] == 1 && fb[9] == 0 && fb[10] == 0 && fb[15] == 1); /* NaN, -0, 0, denormal */
+    const float *iff = e2e_got(&r, "i32_to_f32");
+    ck_assert(iff[0] == -2147483648.0f && iff[3] == 16777216.0f);
+    e2e_run_free(&r);
+    e2e_inputs_free(&in);
+    clf_graph_destroy(&g);
+    clf_context_destroy(&ctx);
+}
+END_TEST
+
+/* ---- Shapes ------------------------------------------------------------ */
+
+START_TEST(broadcasting)
+{
+    clf_context *ctx = clf_test_context();
+    clf_graph *g = clf_graph_create();
+    e2e_inputs in = {0};
+    const int64_t s31[2] = {3, 1}, s14[2] = {1, 4}, s214[3] = {2, 1, 4}, s131[3] = {1, 3, 1};
+    const int64_t s4[1] = {4};
+    clf_tensor s = e2e_input(g, &in, "s", CLF_F32, 0, NULL, -2.0, 2.0);
+    clf_tensor x = e2e_input(g, &in, "x", CLF_F32, 3, S234, -2.0, 2.0);
+    clf_tensor a = e2e_input(g, &in, "a", CLF_F32, 2, s31, -2.0, 2.0);
+    clf_tensor b = e2e_input(g, &in, "b", CLF_F32, 2, s14, -2.0, 2.0);
+    clf_tensor c = e2e_input(g, &in, "c", CLF_F32, 3, s214, -2.0, 2.0);
+    clf_tensor d = e2e_input(g, &in, "d", CLF_F32, 3, s131, -2.0, 2.0);
+    clf_tensor v = e2e_input(g, &in, "v", CLF_I32, 1, s4, -9, 9);
+    clf_tensor w = e2e_input(g, &in, "w", CLF_I32, 2, s31, -9, 9);
+    /* [2,3,4] outputs: one kernel */
+    clf_graph_output(g, "s_plus_x", clf_add(g, s, x));
+    clf_graph_output(g, "x_minus_s", clf_sub(g, x, s));
+    clf_graph_output(g, "c_times_d", clf_mul(g, c, d));
+    clf_graph_output(g, "x_minus_c", clf_sub(g, x, c));
+    clf_graph_output(g, "d_div_x", clf_div(g, d, x));
+    clf_graph_output(g, "x_lt_b", clf_lt(g, x, b));
+    /* [3,4] outputs */
+    clf_graph_output(g, "a_sub_b", clf_sub(g, a, b));
+    clf_graph_output(g, "b_max_a", clf_maximum(g, b, a));
+    clf_graph_output(g, "v_mul_w", clf_mul(g, v, w));
+    e2e_run r;
+    e2e_check(ctx, g, &in, RTOL, ATOL, NULL, E2E_BOTH, &r);
+    ck_assert_uint_eq(r.kernels, 2);
+    const float *asb = e2e_got(&r, "a_sub_b"), *ad = e2e_data(&in, "a"), *bd = e2e_data(&in, "b");
+    for (int i = 0; i < 3; i++)
+        for (int j = 0; j < 4; j++)
+            ck_assert(asb[i * 4 + j] == ad[i] - bd[j]);
+    e2e_run_free(&r);
+    e2e_inputs_free(&in);
+    clf_graph_destroy(&g);
+    clf_context_destroy(&ctx);
+}
+END_TEST
+
+START_TEST(rank0_and_size1)
+{
+    clf_context *ctx = clf_test_context();
+    clf_graph *g = clf_graph_create();
+    e2e_inputs in = {0};
+    const int64_t s1[1] = {1}, s115[3] = {1, 1, 5}, s151[3] = {1, 5, 1};
+    clf_tensor a = e2e_input(g, &in, "a", CLF_F32, 0, NULL, 0.5, 2.0);
+    clf_tensor b = e2e_input(g, &in, "b", CLF_F32, 0, NULL, 0.5, 2.0);
+    clf_tensor i = e2e_input(g, &in, "i", CLF_I32, 0, NULL, -50, 50);
+    clf_tensor o = e2e_input(g, &in, "o", CLF_F32, 1, s1, -1.0, 1.0);
+    clf_tensor p = e2e_input(g, &in, "p", CLF_F32, 3, s115, -1.0, 1.0);
+    clf_tensor q = e2e_input(g, &in, "q", CLF_F32, 3, s151, -1.0, 1.0);
+    clf_graph_output(g, "r0", clf_exp(g, clf_add(g, a, b)));
+    clf_graph_output(g, "r0_cmp", clf_lt(g, a, b));
+    clf_graph_output(g, "r0_i", clf_neg(g, i));
+    clf_graph_output(g, "one", clf_tanh(g, clf_mul(g, o, a)));
+    clf_graph_output(g, "p_plus_o", clf_add(g, p, o));
+    clf_graph_output(g, "pq", clf_mul(g, p, q)); /* [1,5,5] */
+    e2e_run r;
+    e2e_check(ctx, g, &in, RTOL, ATOL, NULL, E2E_BOTH, &r);
+    ck_assert_uint_ge(r.kernels, 3);
+    e2e_run_free(&r);
+    e2e_inputs_free(&in);
+    clf_graph_destroy(&g);
+    clf_context_destroy(&ctx);
+}
+END_TEST
+
+/* A zero-size output runs without error and launches nothing. */
+START_TEST(zero_size)
+{
+    clf_context *ctx = clf_test_context();
+    clf_graph *g = clf_graph_create();
+    e2e_inputs in = {0};
+    const int64_t s03[2] = {0, 3}, s3[1] = {3}, s10[2] = {1, 0};
+    clf_tensor x = e2e_input(g, &in, "x", CLF_F32, 2, s03, -1.0, 1.0);
+    clf_tensor y = e2e_input(g, &in, "y", CLF_F32, 1, s3, -1.0, 1.0);
+    clf_tensor z = e2e_input(g, &in, "z", CLF_F32, 2, s10, -1.0, 1.0);
+    clf_graph_output(g, "e", clf_add(g, clf_exp(g, x), y));
+    clf_graph_output(g, "c", clf_gt(g, x, y));
+    clf_graph_output(g, "t", clf_transpose(g, x, 0, NULL));
+    clf_graph_output(g, "zz", clf_mul(g, z, z));
+    e2e_run r;
+    e2e_check(ctx, g, &in, RTOL, ATOL, NULL, E2E_BOTH, &r);
+    ck_assert_uint_eq(r.stats.launches, 0);
+    ck_assert_uint_eq(r.unfused_stats.launches, 0);
+    ck_assert_uint_eq(r.stats.unfused_launches, 0);
+    e2e_run_free(&r);
+    clf_graph_destroy(&g);
+
+    /* Mixed: one zero-size output, one with work: one launch. */
+    g = clf_graph_create();
+    e2e_inputs_free(&in);
+    x = e2e_input(g, &in, "x", CLF_F32, 2, s03, -1.0, 1.0);
+    y = e2e_input(g, &in, "y", CLF_F32, 1, s3, -1.0, 1.0);
+    clf_graph_output(g, "e", clf_add(g, clf_exp(g, x), y));
+    clf_graph_output(g, "f", clf_exp(g, y));
+    e2e_check(ctx, g, &in, RTOL, ATOL, NULL, E2E_BOTH, &r);
+    ck_assert_uint_eq(r.stats.kernels, 2);
+    ck_assert_uint_eq(r.stats.launches, 1);
+    e2e_run_free(&r);
+    e2e_inputs_free(&in);
+    clf_graph_destroy(&g);
+    clf_context_destroy(&ctx);
+}
+END_TEST
+
+/* Literal int32 edge cases, checked against fixed expectations as well as
+ * the reference. */
+START_TEST(i32_edges)
+{
+    clf_context *ctx = clf_test_context();
+    clf_graph *g = clf_graph_create();
+    e2e_inputs in = {0};
+    const int64_t n = 9;
+    clf_tensor a = e2e_input(g, &in, "a", CLF_I32, 1, &n, -1000, 1000);
+    clf_tensor b = e2e_input(g, &in, "b", CLF_I32, 1, &n, 1, 1000);
+    const int32_t sa[] = {INT32_MIN, INT32_MIN, 5, -5, 7, -7, INT32_MAX, INT32_MIN, 0};
+    const int32_t sb[] = {-1, 0, 0, 0, -2, 2, INT32_MAX, INT32_MAX, INT32_MIN};
+    memcpy(e2e_data(&in, "a"), sa, sizeof sa);
+    memcpy(e2e_data(&in, "b"), sb, sizeof sb);
+    clf_graph_output(g, "div", clf_div(g, a, b));
+    clf_graph_output(g, "add", clf_add(g, a, b));
+    clf_graph_output(g, "sub", clf_sub(g, a, b));
+    clf_graph_output(g, "mul", clf_mul(g, a, b));
+    clf_graph_output(g, "min_lit", clf_minimum(g, a, clf_scalar(g, CLF_I32, -2147483648.0)));
+    e2e_run r;
+    e2e_check(ctx, g, &in, 0, 0, NULL, E2E_BOTH, &r);
+    const int32_t *dv = e2e_got(&r, "div"), *ad = e2e_got(&r, "add"), *sb2 = e2e_got(&r, "sub");
+    const int32_t *ml = e2e_got(&r, "mul"), *mn = e2e_got(&r, "min_lit");
+    const int32_t wdiv[] = {INT32_MIN, 0, 0, 0, -3, -3, 1, -1, 0};
+    for (int i = 0; i < 9; i++)
+        ck_assert_msg(dv[i] == wdiv[i], "div %d / %d: got %d, want %d", sa[i], sb[i], dv[i], wdiv[i]);
+    ck_assert_int_eq(ad[6], -2); /* INT_MAX + INT_MAX wraps */
+    ck_assert_int_eq(ad[7], -1);
+    ck_assert_int_eq(sb2[0], INT32_MIN + 1);
+    ck_assert_int_eq(sb2[8], INT32_MIN); /* 0 - INT_MIN wraps */
+    ck_assert_int_eq(ml[0], INT32_MIN);
+    ck_assert_int_eq(ml[6], 1); /* INT_MAX^2 mod 2^32 */
+    for (int i = 0; i < 9; i++)
+        ck_assert_int_eq(mn[i], INT32_MIN);
+    e2e_run_free(&r);
+    e2e_inputs_free(&in);
+    clf_graph_destroy(&g);
+    clf_context_destroy(&ctx);
+}
+END_TEST
+
+/* Larger tensors: several work-items, vector loads and a ragged tail. */
+START_TEST(larger_tensor)
+{
+    clf_context *ctx = clf_test_context();
+    clf_graph *g = clf_graph_create();
+    e2e_inputs in = {0};
+    const int64_t s[2] = {37, 129}, sr[2] = {1, 129};
+    clf_tensor x = e2e_input(g, &in, "x", CLF_F32, 2, s, -3.0, 3.0);
+    clf_tensor row = e2e_input(g, &in, "row", CLF_F32, 2, sr, -1.0, 1.0);
+    clf_tensor m = e2e_input(g, &in, "m", CLF_BOOL, 2, s, 0, 1);
+    clf_tensor h = clf_add(g, clf_mul(g, x, row), clf_sigmoid(g, x));
+    clf_graph_output(g, "y", clf_where(g, m, h, clf_neg(g, x)));
+    clf_graph_output(g, "k", clf_cast(g, clf_mul(g, x, clf_scalar(g, CLF_F32, 1000.0)), CLF_I32));
+    e2e_check(ctx, g, &in, RTOL, ATOL, NULL, E2E_BOTH, NULL);
+    e2e_inputs_free(&in);
+    clf_graph_destroy(&g);
+    clf_context_destroy(&ctx);
+}
+END_TEST
+
+/* One test case per test, so that CK_RUN_CASE=name runs one alone. */
+static void add(Suite *s, const char *name, const TTest *t)
+{
+    TCase *tc = tcase_create(name);
+    tcase_set_timeout(tc, 300);
+    tcase_add_test(tc, t);
+    suite_add_tcase(s, tc);
+}
+
+static Suite *ops_suite(void)
+{
+    Suite *s = suite_create("ops");
+    add(s, "unary_f32", unary_f32);
+    add(s, "unary_f32_domain", unary_f32_domain);
+    add(s, "unary_i32_bool", unary_i32_bool);
+    add(s, "binary_f32", binary_f32);
+    add(s, "binary_i32", binary_i32);
+    add(s, "binary_bool", binary_bool);
+    add(s, "where_all_dtypes", where_all_dtypes);
+    add(s, "clip_f32_i32", clip_f32_i32);
+    add(s, "cast_all_pairs", cast_all_pairs);
+    add(s, "broadcasting", broadcasting);
+    add(s, "rank0_and_size1", rank0_and_size1);
+    add(s, "zero_size", zero_size);
+    add(s, "i32_edges", i32_edges);
+    add(s, "larger_tensor", larger_tensor);
+    return s;
+}
+
+int main(void) { return clf_test_run_suite(ops_suite()); }
