@@ -64,9 +64,11 @@ static clf__ix temp_for(clf__ixgen *gen, const char *expr, uint64_t bound)
     return (clf__ix){t, 0, bound};
 }
 
-/* x / d (d > 0). */
+/* x / d. */
 static clf__ix ix_div(clf__ixgen *gen, clf__ix x, int64_t d)
 {
+    if (d <= 0) /* only in zero-size regions, which never run */
+        return clf__ix_const(0);
     if (d == 1)
         return x;
     uint64_t bound = (x.bound + (uint64_t)d - 1) / (uint64_t)d;
@@ -79,9 +81,11 @@ static clf__ix ix_div(clf__ixgen *gen, clf__ix x, int64_t d)
     return temp_for(gen, e, bound);
 }
 
-/* x % m (m > 0), elided when x < m already. */
+/* x % m, elided when x < m already. */
 static clf__ix ix_mod(clf__ixgen *gen, clf__ix x, int64_t m)
 {
+    if (m <= 0) /* only in zero-size regions, which never run */
+        return clf__ix_const(0);
     if (x.bound <= (uint64_t)m)
         return x;
     if (m == 1)

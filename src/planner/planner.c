@@ -55,6 +55,7 @@ typedef struct region {
     int64_t shape[CLF_MAX_RANK];
     u32vec members; /* materialised nodes stored by this region */
     u32vec deps;    /* regions it reads from */
+    bool closed;    /* started by a depth cut: nothing joins it */
 } region;
 
 bool clf__plan_is_literal(const clf__node *n)
@@ -319,7 +320,7 @@ clf_status clf__plan_build(const clf_graph *g, const clf__plan_options *opt, clf
             /* Prefer the most recent region: it is most likely to share
              * the values m reads. */
             for (uint32_t r = nr; r-- > 0;) {
-                if (!same_shape(rs[r].rank, rs[r].shape, mn->rank, mn->shape))
+                if (rs[r].closed || !same_shape(rs[r].rank, rs[r].shape, mn->rank, mn->shape))
                     continue;
                 if (clf__fusion_legal(r, mregions.v, mregions.n, nr, rdeps, rndeps)) {
                     chosen = (int32_t)r;
@@ -346,6 +347,9 @@ clf_status clf__plan_build(const clf_graph *g, const clf__plan_options *opt, clf
             memset(&rs[nr], 0, sizeof rs[nr]);
             rs[nr].rank = mn->rank;
             memcpy(rs[nr].shape, mn->shape, sizeof mn->shape);
+            /* Joining a cut's kernel would grow the chain the cut bounds and
+             * store the cut for no reader. */
+            rs[nr].closed = cut[m];
             chosen = (int32_t)nr++;
             clf__log(CLF__LOG_FUSION, "node %u (%s %s): starts kernel region %d%s", m,
                      clf__node_op_name(mn), shape_str(sbuf, sizeof sbuf, mn->rank, mn->shape),
@@ -461,8 +465,10 @@ clf_status clf__plan_build(const clf_graph *g, const clf__plan_options *opt, clf
                 if (!vec_push(&stack, nd->inputs[i]))
                     goto kfail;
         }
-        qsort(reads.v, reads.n, sizeof *reads.v, cmp_u32);
-        qsort(ops.v, ops.n, sizeof *ops.v, cmp_u32);
+        if (reads.n)
+            qsort(reads.v, reads.n, sizeof *reads.v, cmp_u32);
+        if (ops.n)
+            qsort(ops.v, ops.n, sizeof *ops.v, cmp_u32);
         K->reads = reads.v;
         K->nreads = reads.n;
         K->ops = ops.v;
