@@ -188,6 +188,62 @@ CLF_API clf_tensor clf_squeeze(clf_graph *g, clf_tensor x, int naxes, const int 
 /* ONNX Unsqueeze: inserts size-1 axes at the listed output positions. */
 CLF_API clf_tensor clf_unsqueeze(clf_graph *g, clf_tensor x, int naxes, const int *axes);
 
+/* ---- Reductions ------------------------------------------------------ */
+
+/* X(enum suffix, builder name). ONNX ReduceSum, ReduceMean, ReduceMax,
+ * ReduceMin, ReduceProd. sum, max, min and prod take f32 and i32; mean takes
+ * f32. Over an empty set (a reduced extent of 0): sum is 0, prod is 1, max is
+ * -inf (i32: INT32_MIN), min is +inf (i32: INT32_MAX), as ONNX (opset 18)
+ * defines; mean is NaN (0/0). */
+#define CLF_REDUCE_OP_LIST(X) X(SUM, sum) X(MEAN, mean) X(MAX, max) X(MIN, min) X(PROD, prod)
+
+typedef enum clf_reduce_op {
+#define CLF_REDUCE_ENUM_(E, n) CLF_REDUCE_##E,
+    CLF_REDUCE_OP_LIST(CLF_REDUCE_ENUM_)
+#undef CLF_REDUCE_ENUM_
+    CLF_REDUCE_COUNT
+} clf_reduce_op;
+
+/* Reduces x over the listed axes (negative counts from the end; naxes 0
+ * means every axis, as ONNX's default noop_with_empty_axes = 0 does).
+ * keepdims keeps each reduced axis with extent 1. Repeated axes are an
+ * error. NaN propagates through max and min. */
+CLF_API clf_tensor clf_reduce(clf_graph *g, clf_reduce_op op, clf_tensor x, int naxes, const int *axes,
+                              bool keepdims);
+#define CLF_REDUCE_DECL_(E, n)                                                                     \
+    CLF_API clf_tensor clf_reduce_##n(clf_graph *g, clf_tensor x, int naxes, const int *axes,       \
+                                      bool keepdims);
+CLF_REDUCE_OP_LIST(CLF_REDUCE_DECL_)
+#undef CLF_REDUCE_DECL_
+
+/* ONNX ArgMax / ArgMin over one axis of f32 or i32 x, giving i32 indices
+ * (ONNX gives int64; libclfuse has no i64 yet). Ties give the first index,
+ * or the last with select_last_index. The first NaN wins, as in numpy. The
+ * axis must not be empty. */
+CLF_API clf_tensor clf_argmax(clf_graph *g, clf_tensor x, int axis, bool keepdims, bool select_last_index);
+CLF_API clf_tensor clf_argmin(clf_graph *g, clf_tensor x, int axis, bool keepdims, bool select_last_index);
+
+/* Variance of f32 x over the listed axes: sum((x - mean)^2) / (n -
+ * correction), correction 0 (population) or 1 (sample, as torch.var). */
+CLF_API clf_tensor clf_reduce_var(clf_graph *g, clf_tensor x, int naxes, const int *axes, bool keepdims,
+                                  int correction);
+
+/* ---- Composites (decomposed into the primitives above) ---------------- */
+
+/* ONNX Softmax / LogSoftmax (opset 13) of f32 x along axis: exp(x - max) /
+ * sum(exp(x - max)); log_softmax is (x - max) - log(sum(exp(x - max))). */
+CLF_API clf_tensor clf_softmax(clf_graph *g, clf_tensor x, int axis);
+CLF_API clf_tensor clf_log_softmax(clf_graph *g, clf_tensor x, int axis);
+/* ONNX LayerNormalization of f32 x over axes [axis, rank): (x - mean) /
+ * sqrt(var + epsilon) * scale + bias, var the population variance. scale
+ * and bias are optional (CLF_TENSOR_INVALID) and broadcast against
+ * x.shape[axis:]. */
+CLF_API clf_tensor clf_layer_norm(clf_graph *g, clf_tensor x, int axis, double epsilon, clf_tensor scale,
+                                  clf_tensor bias);
+/* RMS normalization (ONNX RMSNormalization) of f32 x over axes [axis, rank):
+ * x * rsqrt(mean(x * x) + epsilon) * scale, scale optional. */
+CLF_API clf_tensor clf_rms_norm(clf_graph *g, clf_tensor x, int axis, double epsilon, clf_tensor scale);
+
 #ifdef __cplusplus
 }
 #endif

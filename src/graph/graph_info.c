@@ -82,7 +82,13 @@ static const char *strip_logical(const char *name)
     return name;
 }
 
-/* Unary and binary nodes are named by their sub-op ("add", "relu", "not",
+static const char *const reduce_names[CLF__REDUCE_KIND_COUNT] = {
+#define REDUCE_NAME_(E, n) [CLF__REDUCE_##E] = n,
+    CLF__REDUCE_KIND_LIST(REDUCE_NAME_)
+#undef REDUCE_NAME_
+};
+
+/* Unary, binary and reduce nodes are named by their sub-op ("add", "relu", "not",
  * "and"); every other node by its kind ("transpose"). */
 const char *clf__node_op_name(const clf__node *n)
 {
@@ -94,6 +100,9 @@ const char *clf__node_op_name(const clf__node *n)
     case CLF__NODE_BINARY:
         assert(n->op >= 0 && n->op < CLF_BINARY_COUNT);
         return strip_logical(binary_names[n->op]);
+    case CLF__NODE_REDUCE:
+        assert(n->op >= 0 && n->op < CLF__REDUCE_KIND_COUNT);
+        return reduce_names[n->op];
     default:
         return kind_names[n->kind];
     }

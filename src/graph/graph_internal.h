@@ -26,7 +26,8 @@
     X(EXPAND, "expand", MOVEMENT)                                                                  \
     X(SLICE, "slice", MOVEMENT)                                                                    \
     X(SQUEEZE, "squeeze", MOVEMENT)                                                                \
-    X(UNSQUEEZE, "unsqueeze", MOVEMENT)
+    X(UNSQUEEZE, "unsqueeze", MOVEMENT)                                                            \
+    X(REDUCE, "reduce", REDUCTION)
 
 typedef enum clf__node_kind {
 #define CLF__KIND_ENUM_(E, n, c) CLF__NODE_##E,
@@ -35,7 +36,7 @@ typedef enum clf__node_kind {
     CLF__NODE_KIND_COUNT
 } clf__node_kind;
 
-static_assert(CLF__NODE_KIND_COUNT == 13, "update the tables indexed by node kind");
+static_assert(CLF__NODE_KIND_COUNT == 14, "update the tables indexed by node kind");
 static_assert(CLF_UNARY_COUNT == 19, "update the tables indexed by unary op");
 static_assert(CLF_BINARY_COUNT == 15, "update the tables indexed by binary op");
 
@@ -43,7 +44,19 @@ typedef enum clf__node_class {
     CLF__CLASS_LEAF,
     CLF__CLASS_POINTWISE,
     CLF__CLASS_MOVEMENT,
+    CLF__CLASS_REDUCTION,
 } clf__node_class;
+
+/* The primitive reductions a REDUCE node performs (mean and variance are
+ * composites over SUM). */
+#define CLF__REDUCE_KIND_LIST(X) X(SUM, "sum") X(PROD, "prod") X(MAX, "max") X(MIN, "min") X(ARGMAX, "argmax") X(ARGMIN, "argmin")
+
+typedef enum clf__reduce_kind {
+#define CLF__REDUCE_KIND_ENUM_(E, n) CLF__REDUCE_##E,
+    CLF__REDUCE_KIND_LIST(CLF__REDUCE_KIND_ENUM_)
+#undef CLF__REDUCE_KIND_ENUM_
+    CLF__REDUCE_KIND_COUNT
+} clf__reduce_kind;
 
 /* One recorded value. Movement attributes are normalised by the builder so
  * that consumers never re-derive ONNX rules:
@@ -55,12 +68,16 @@ typedef enum clf__node_class {
  *  - SLICE: input index on axis a = start[a] + i * step[a] for output index
  *    i on axis a (axes not sliced have start 0, step 1);
  *  - CLIP: lo and hi as given (±inf for none), applied in the input dtype;
+ *  - REDUCE: op is a clf__reduce_kind; reduce_mask has bit a set for each
+ *    reduced input axis a; keepdims says whether the node's shape keeps
+ *    them (extent 1); ARGMAX/ARGMIN reduce one axis, give i32 and pick the
+ *    last of equal values when select_last is set;
  *  - CONSTANT: data holds numel elements of dtype in C order, owned by the
  *    graph; rank-0 constants made by clf_scalar also keep scalar = value.
  * Inputs of pointwise nodes broadcast numpy-style to the node's shape. */
 typedef struct clf__node {
     clf__node_kind kind;
-    int op; /* clf_unary_op for UNARY, clf_binary_op for BINARY, else 0 */
+    int op; /* clf_unary_op, clf_binary_op or clf__reduce_kind, else 0 */
     clf_dtype dtype;
     int rank;
     int64_t shape[CLF_MAX_RANK];
@@ -71,6 +88,9 @@ typedef struct clf__node {
     int64_t step[CLF_MAX_RANK];
     double lo, hi;
     double scalar;
+    uint32_t reduce_mask;
+    bool keepdims;
+    bool select_last;
     void *data;       /* CONSTANT only */
     const char *name; /* INPUT only; owned by the graph */
 } clf__node;
