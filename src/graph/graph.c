@@ -104,7 +104,7 @@ clf_status clf_tensor_dtype(const clf_graph *g, clf_tensor t, clf_dtype *dtype)
     return CLF_OK;
 }
 
-/* ---- Internals shared with graph_movement.c -------------------------- */
+/* ---- Internals shared with graph_movement.c and graph_reduce.c ------- */
 
 void clf__graph_fail(clf_graph *g, clf_status st, const char *call, const char *fmt, ...)
 {
@@ -423,7 +423,11 @@ static double load_element(const void *src, clf_dtype dt)
 
 clf_tensor clf_scalar(clf_graph *g, clf_dtype dtype, double value)
 {
-    static const char call[] = "clf_scalar";
+    return clf__graph_scalar(g, "clf_scalar", dtype, value);
+}
+
+clf_tensor clf__graph_scalar(clf_graph *g, const char *call, clf_dtype dtype, double value)
+{
     if (!clf__graph_usable(g) || !check_dtype_arg(g, call, "dtype", dtype))
         return CLF_TENSOR_INVALID;
     clf__node n = {.kind = CLF__NODE_CONSTANT, .dtype = dtype, .rank = 0};
@@ -643,6 +647,16 @@ clf_tensor clf_binary(clf_graph *g, clf_binary_op op, clf_tensor a, clf_tensor b
         return CLF_TENSOR_INVALID;
     }
     return binary(g, "clf_binary", op, a, b);
+}
+
+clf_tensor clf__graph_unary(clf_graph *g, const char *call, clf_unary_op op, clf_tensor x)
+{
+    return unary(g, call, op, x);
+}
+
+clf_tensor clf__graph_binary(clf_graph *g, const char *call, clf_binary_op op, clf_tensor a, clf_tensor b)
+{
+    return binary(g, call, op, a, b);
 }
 
 /* clf_neg, clf_exp, ..., clf_add, ..., clf_logical_or: one per op. */

@@ -1,6 +1,7 @@
-/* Internals shared by the graph builder's files (graph.c, graph_movement.c):
- * error recording, handle checking, shape checking, node append and numpy
- * broadcasting. Nothing outside src/graph/ should need this header; readers
+/* Internals shared by the graph builder's files (graph.c, graph_movement.c,
+ * graph_reduce.c): error recording, handle checking, shape checking, node
+ * append, numpy broadcasting and the pointwise builders under a caller's
+ * name. Nothing outside src/graph/ should need this header; readers
  * of the IR use graph_internal.h.
  *
  * Error messages all start with the public call's name and then name the
@@ -67,5 +68,13 @@ const char *clf__graph_shape_str(char *buf, size_t cap, int rank, const int64_t 
 /* Normalises an axis argument for a tensor of rank r: negative values count
  * from the end. Returns the axis in 0..r-1, or -1 when out of range. */
 int clf__graph_axis(int axis, int r);
+
+/* clf_unary / clf_binary / clf_scalar with the caller's name for messages:
+ * composites (graph_reduce.c) build their primitives through these so that
+ * an error names the composite ("clf_softmax: ..."), not the primitive. */
+clf_tensor clf__graph_unary(clf_graph *g, const char *call, clf_unary_op op, clf_tensor x);
+clf_tensor clf__graph_binary(clf_graph *g, const char *call, clf_binary_op op, clf_tensor a,
+                             clf_tensor b);
+clf_tensor clf__graph_scalar(clf_graph *g, const char *call, clf_dtype dtype, double value);
 
 #endif

@@ -63,6 +63,22 @@
  *   expand: numpy broadcast of the input to the node's shape;
  *   slice: the input index on axis a is start[a] + i * step[a].
  *
+ * Reductions (REDUCE nodes; mean, var, softmax and the norms are built from
+ * these and pointwise ops by the builder): each output element folds the
+ * input elements that share its indices on the kept axes, in C order of
+ * the reduced axes. A reduction over no axes (a rank-0 input) folds one
+ * element: the identity.
+ *   sum:  f32 accumulated in double from +0 and rounded once to float (so a
+ *         sum of -0s is +0); i32 wraps modulo 2^32.
+ *   prod: f32 in double from 1, rounded once; i32 wraps.
+ *   max, min: maximum / minimum above, so any NaN in the set gives NaN.
+ *   An empty set (a reduced extent of 0) gives ONNX opset 18's values: sum
+ *   0, prod 1, max -inf (i32 INT32_MIN), min +inf (i32 INT32_MAX).
+ *   argmax, argmin (one non-empty axis, i32 result): the index along the
+ *   axis of the largest / smallest value; of equal values the first, or
+ *   the last with select_last; the first NaN wins whatever select_last
+ *   says (numpy); -0 and +0 are equal.
+ *
  * Every node's elements are visited in C order with a multi-index; the
  * offset of each operand is recomputed from the index and the operand's
  * per-axis strides, which costs O(numel * rank) per node.
@@ -374,6 +390,35 @@ static int32_t clip_bound_i32(double v, int32_t none)
     return isnan(v) ? none : f64_to_i32_sat(v);
 }
 
+/* The REDUCE checks of check_node: a known kind over input axes only, the
+ * dtypes the kind takes, the shape the builder gives (reduced axes dropped,
+ * or kept with extent 1), and for argmax/argmin exactly one non-empty
+ * reduced axis. */
+static bool reduce_ok(const clf__node *in, const clf__node *n)
+{
+    bool arg = n->op == CLF__REDUCE_ARGMAX || n->op == CLF__REDUCE_ARGMIN;
+    if (n->op < 0 || n->op >= CLF__REDUCE_KIND_COUNT || (in->dtype != CLF_F32 && in->dtype != CLF_I32))
+        return false;
+    if (n->dtype != (arg ? CLF_I32 : in->dtype) || (n->reduce_mask >> in->rank) != 0)
+        return false;
+    int r = 0, nreduced = 0, axis = -1;
+    for (int a = 0; a < in->rank; a++) {
+        bool red = (n->reduce_mask >> a) & 1u;
+        if (red) {
+            nreduced++;
+            axis = a;
+        }
+        if (red && !n->keepdims)
+            continue;
+        if (r >= n->rank || n->shape[r] != (red ? 1 : in->shape[a]))
+            return false;
+        r++;
+    }
+    if (r != n->rank)
+        return false;
+    return !arg || (nreduced == 1 && in->shape[axis] > 0 && in->shape[axis] <= INT32_MAX);
+}
+
 /* Checks, before evaluation, that a node is one this interpreter knows how
  * to evaluate: its inputs are earlier nodes, its dtypes are ones the op
  * takes, and its movement attributes fit its input. The builder guarantees
@@ -388,7 +433,7 @@ static bool check_node(const clf_graph *g, uint32_t id, view *views)
         [CLF__NODE_BINARY] = 2,    [CLF__NODE_WHERE] = 3,    [CLF__NODE_CLIP] = 1,
         [CLF__NODE_CAST] = 1,      [CLF__NODE_RESHAPE] = 1,  [CLF__NODE_TRANSPOSE] = 1,
         [CLF__NODE_EXPAND] = 1,    [CLF__NODE_SLICE] = 1,    [CLF__NODE_SQUEEZE] = 1,
-        [CLF__NODE_UNSQUEEZE] = 1,
+        [CLF__NODE_UNSQUEEZE] = 1, [CLF__NODE_REDUCE] = 1,
     };
 
     if ((unsigned)n->kind >= CLF__NODE_KIND_COUNT || n->ninputs != arity[n->kind])
@@ -453,8 +498,109 @@ static bool check_node(const clf_graph *g, uint32_t id, view *views)
         return n->dtype == in[0]->dtype && broadcast_view(in[0], n, &views[0]);
     case CLF__NODE_SLICE:
         return n->dtype == in[0]->dtype && slice_view(in[0], n, &views[0]);
+    case CLF__NODE_REDUCE:
+        return reduce_ok(in[0], n);
     default:
         return false;
+    }
+}
+
+/* Folds the count values of one reduction set, x[base + sum(i_k * stride_k)]
+ * over the reduced multi-index i (extents ext, nr axes), in C order. Gives
+ * the value for sum/prod/max/min and the index along the (one) reduced
+ * axis for argmax/argmin. */
+static double reduce_one(const clf__node *n, clf_dtype dt, const void *x, int64_t base, int nr,
+                         const int64_t *ext, const int64_t *stride, int64_t count)
+{
+    clf__reduce_kind kind = (clf__reduce_kind)n->op;
+    bool f32 = dt == CLF_F32;
+    int64_t ridx[CLF_MAX_RANK] = {0};
+    double acc;           /* f32 sum/prod, all max/min */
+    uint32_t wacc;        /* i32 sum/prod, wrapping */
+    double best = 0;      /* argmax/argmin */
+    int64_t best_k = 0;
+
+    switch (kind) {
+    case CLF__REDUCE_SUM: acc = 0.0; wacc = 0; break;
+    case CLF__REDUCE_PROD: acc = 1.0; wacc = 1; break;
+    case CLF__REDUCE_MAX: acc = f32 ? -INFINITY : INT32_MIN; wacc = 0; break;
+    case CLF__REDUCE_MIN: acc = f32 ? INFINITY : INT32_MAX; wacc = 0; break;
+    default: acc = 0.0; wacc = 0; break;
+    }
+    for (int64_t k = 0; k < count; k++, next_index(nr, ext, ridx)) {
+        int64_t off = base;
+        for (int i = 0; i < nr; i++)
+            off += ridx[i] * stride[i];
+        double v = load_f64(dt, x, off);
+        switch (kind) {
+        case CLF__REDUCE_SUM:
+            if (f32)
+                acc += v;
+            else
+                wacc += (uint32_t)((const int32_t *)x)[off];
+            break;
+        case CLF__REDUCE_PROD:
+            if (f32)
+                acc *= v;
+            else
+                wacc *= (uint32_t)((const int32_t *)x)[off];
+            break;
+        case CLF__REDUCE_MAX: acc = maximum_f64(acc, v); break;
+        case CLF__REDUCE_MIN: acc = minimum_f64(acc, v); break;
+        case CLF__REDUCE_ARGMAX:
+        case CLF__REDUCE_ARGMIN: {
+            /* numpy: the first NaN wins; otherwise the first (or, with
+             * select_last, the last) of the extreme values. */
+            if (isnan(v))
+                return (double)k;
+            bool better = kind == CLF__REDUCE_ARGMAX ? v > best : v < best;
+            if (k == 0 || better || (n->select_last && v == best)) {
+                best = v;
+                best_k = k;
+            }
+            break;
+        }
+        default: break;
+        }
+    }
+    if (kind == CLF__REDUCE_ARGMAX || kind == CLF__REDUCE_ARGMIN)
+        return (double)best_k;
+    if (!f32 && (kind == CLF__REDUCE_SUM || kind == CLF__REDUCE_PROD))
+        return wrap_i32(wacc);
+    return acc;
+}
+
+/* Evaluates a checked REDUCE node: for each output element (C order), the
+ * fold of the input elements that share its kept-axis indices. */
+static void eval_reduce(const clf__node *in, const clf__node *n, const void *x, void *out)
+{
+    int64_t in_strides[CLF_MAX_RANK], ext[CLF_MAX_RANK], rstride[CLF_MAX_RANK];
+    int64_t kstride[CLF_MAX_RANK]; /* input stride of each output axis */
+    int nr = 0, r = 0;
+    int64_t count = 1;
+
+    c_strides(in->rank, in->shape, in_strides);
+    for (int a = 0; a < in->rank; a++) {
+        if ((n->reduce_mask >> a) & 1u) {
+            ext[nr] = in->shape[a];
+            rstride[nr++] = in_strides[a];
+            count *= in->shape[a];
+            if (n->keepdims)
+                kstride[r++] = 0;
+        } else {
+            kstride[r++] = in_strides[a];
+        }
+    }
+    int64_t numel = node_numel(n), idx[CLF_MAX_RANK] = {0};
+    for (int64_t e = 0; e < numel; e++, next_index(n->rank, n->shape, idx)) {
+        int64_t base = 0;
+        for (int a = 0; a < n->rank; a++)
+            base += idx[a] * kstride[a];
+        double v = reduce_one(n, in->dtype, x, base, nr, ext, rstride, count);
+        if (n->dtype == CLF_F32)
+            ((float *)out)[e] = (float)v;
+        else
+            ((int32_t *)out)[e] = (int32_t)v;
     }
 }
 
@@ -483,6 +629,9 @@ static void eval_node(const clf_graph *g, const clf__node *n, const view *views,
     case CLF__NODE_INPUT:
     case CLF__NODE_CONSTANT:
         return; /* handled by the caller */
+    case CLF__NODE_REDUCE:
+        eval_reduce(&g->nodes[n->inputs[0]], n, a, out);
+        return;
     default:
         break;
     }
