@@ -1367,6 +1367,493 @@ START_TEST(test_movement_invalid_handles)
 }
 END_TEST
 
+/* ---- Reductions --------------------------------------------------------- */
+
+/* Fails unless node id of g is a REDUCE of the given kind, mask and
+ * keepdims reading node src. */
+static void expect_reduce_(const clf_graph *g, uint32_t id, clf__reduce_kind kind, uint32_t mask,
+                           bool keepdims, uint32_t src, int line)
+{
+    const clf__node *n = clf__graph_node(g, id);
+    ck_assert_msg(n->kind == CLF__NODE_REDUCE, "line %d: node %u is %s, not a reduce", line, id,
+                  clf__node_op_name(n));
+    ck_assert_msg(n->op == (int)kind, "line %d: node %u is %s", line, id, clf__node_op_name(n));
+    ck_assert_msg(n->reduce_mask == mask, "line %d: node %u has mask %#x, want %#x", line, id,
+                  n->reduce_mask, mask);
+    ck_assert_msg(n->keepdims == keepdims, "line %d: node %u keepdims %d", line, id, n->keepdims);
+    ck_assert_msg(n->ninputs == 1 && n->inputs[0] == src, "line %d: node %u reads %u, want %u", line,
+                  id, n->inputs[0], src);
+}
+#define EXPECT_REDUCE(g, id, kind, mask, keepdims, src)                                                 \
+    expect_reduce_((g), (id), (kind), (mask), (keepdims), (src), __LINE__)
+
+START_TEST(test_reduce_shapes)
+{
+    clf_graph *g = clf_graph_create();
+    clf_tensor x = clf_input(g, "x", CLF_F32, 3, SHAPE(2, 3, 4));
+    clf_tensor i = clf_input(g, "i", CLF_I32, 3, SHAPE(2, 3, 4));
+
+    clf_tensor t = clf_reduce_sum(g, x, 1, AXES(1), false);
+    EXPECT_SHAPE(g, t, 2, SHAPE(2, 4));
+    EXPECT_DTYPE(g, t, CLF_F32);
+    EXPECT_REDUCE(g, t.node, CLF__REDUCE_SUM, 0x2, false, x.node);
+    ck_assert_str_eq(clf__node_op_name(node_of(g, t)), "sum");
+    ck_assert_int_eq(clf__node_class_of(node_of(g, t)), CLF__CLASS_REDUCTION);
+
+    t = clf_reduce_sum(g, x, 1, AXES(1), true);
+    EXPECT_SHAPE(g, t, 3, SHAPE(2, 1, 4));
+    EXPECT_REDUCE(g, t.node, CLF__REDUCE_SUM, 0x2, true, x.node);
+
+    /* Negative axes, listed in any order. */
+    t = clf_reduce_max(g, x, 2, AXES(-1, 0), false);
+    EXPECT_SHAPE(g, t, 1, SHAPE(3));
+    EXPECT_REDUCE(g, t.node, CLF__REDUCE_MAX, 0x5, false, x.node);
+    t = clf_reduce_min(g, i, 2, AXES(2, -3), true);
+    EXPECT_SHAPE(g, t, 3, SHAPE(1, 3, 1));
+    EXPECT_DTYPE(g, t, CLF_I32);
+    EXPECT_REDUCE(g, t.node, CLF__REDUCE_MIN, 0x5, true, i.node);
+
+    /* naxes 0: every axis. */
+    t = clf_reduce_prod(g, i, 0, NULL, false);
+    EXPECT_SHAPE(g, t, 0, NULL);
+    EXPECT_REDUCE(g, t.node, CLF__REDUCE_PROD, 0x7, false, i.node);
+    t = clf_reduce_sum(g, x, 0, AXES(1), true); /* axes ignored when naxes is 0 */
+    EXPECT_SHAPE(g, t, 3, SHAPE(1, 1, 1));
+    EXPECT_REDUCE(g, t.node, CLF__REDUCE_SUM, 0x7, true, x.node);
+
+    /* All axes listed explicitly is the same node. */
+    t = clf_reduce_sum(g, x, 3, AXES(2, 0, 1), false);
+    EXPECT_SHAPE(g, t, 0, NULL);
+    EXPECT_REDUCE(g, t.node, CLF__REDUCE_SUM, 0x7, false, x.node);
+
+    /* clf_reduce records what the named builders record. */
+    static const clf__reduce_kind kinds[] = {CLF__REDUCE_SUM, CLF__REDUCE_SUM, CLF__REDUCE_MAX,
+                                             CLF__REDUCE_MIN, CLF__REDUCE_PROD};
+    for (int op = 0; op < CLF_REDUCE_COUNT; op++) {
+        size_t before = clf_graph_node_count(g);
+        t = clf_reduce(g, (clf_reduce_op)op, x, 1, AXES(-2), true);
+        EXPECT_SHAPE(g, t, 3, SHAPE(2, 1, 4));
+        EXPECT_DTYPE(g, t, CLF_F32);
+        /* mean is sum, scalar, div */
+        EXPECT_REDUCE(g, (uint32_t)before, kinds[op], 0x2, true, x.node);
+        ck_assert_uint_eq(clf_graph_node_count(g), before + (op == CLF_REDUCE_MEAN ? 3 : 1));
+    }
+    ck_assert_int_eq(clf_graph_status(g, NULL), CLF_OK);
+    clf_graph_destroy(&g);
+}
+END_TEST
+
+START_TEST(test_reduce_rank0_and_zero_size)
+{
+    clf_graph *g = clf_graph_create();
+    clf_tensor s = clf_input(g, "s", CLF_F32, 0, NULL);
+    clf_tensor z = clf_input(g, "z", CLF_F32, 3, SHAPE(2, 0, 3));
+
+    /* A reduction of a scalar over its (zero) axes is a REDUCE with mask 0. */
+    clf_tensor t = clf_reduce_sum(g, s, 0, NULL, false);
+    EXPECT_SHAPE(g, t, 0, NULL);
+    EXPECT_REDUCE(g, t.node, CLF__REDUCE_SUM, 0, false, s.node);
+    t = clf_reduce_max(g, s, 0, NULL, true);
+    EXPECT_SHAPE(g, t, 0, NULL);
+    EXPECT_REDUCE(g, t.node, CLF__REDUCE_MAX, 0, true, s.node);
+    size_t before = clf_graph_node_count(g);
+    t = clf_reduce_mean(g, s, 0, NULL, false);
+    EXPECT_SHAPE(g, t, 0, NULL);
+    ck_assert(clf__graph_node(g, (uint32_t)before + 1)->scalar == 1.0);
+
+    /* Reducing the empty axis gives a non-empty result... */
+    t = clf_reduce_sum(g, z, 1, AXES(1), false);
+    EXPECT_SHAPE(g, t, 2, SHAPE(2, 3));
+    t = clf_reduce_prod(g, z, 1, AXES(1), true);
+    EXPECT_SHAPE(g, t, 3, SHAPE(2, 1, 3));
+    /* ... and keeping it gives an empty one. */
+    t = clf_reduce_max(g, z, 1, AXES(0), false);
+    EXPECT_SHAPE(g, t, 2, SHAPE(0, 3));
+    t = clf_reduce_min(g, z, 0, NULL, false);
+    EXPECT_SHAPE(g, t, 0, NULL);
+    /* mean over an empty set divides by 0. */
+    before = clf_graph_node_count(g);
+    t = clf_reduce_mean(g, z, 2, AXES(0, 1), false);
+    EXPECT_SHAPE(g, t, 1, SHAPE(3));
+    ck_assert(clf__graph_node(g, (uint32_t)before + 1)->scalar == 0.0);
+    /* argmax over a non-empty axis of a zero-size tensor is fine. */
+    t = clf_argmax(g, z, 2, false, false);
+    EXPECT_SHAPE(g, t, 2, SHAPE(2, 0));
+    ck_assert_int_eq(clf_graph_status(g, NULL), CLF_OK);
+    clf_graph_destroy(&g);
+}
+END_TEST
+
+START_TEST(test_argmax_argmin)
+{
+    clf_graph *g = clf_graph_create();
+    clf_tensor x = clf_input(g, "x", CLF_F32, 3, SHAPE(2, 3, 4));
+    clf_tensor i = clf_input(g, "i", CLF_I32, 2, SHAPE(5, 6));
+
+    clf_tensor t = clf_argmax(g, x, 1, false, false);
+    EXPECT_SHAPE(g, t, 2, SHAPE(2, 4));
+    EXPECT_DTYPE(g, t, CLF_I32);
+    EXPECT_REDUCE(g, t.node, CLF__REDUCE_ARGMAX, 0x2, false, x.node);
+    ck_assert(!node_of(g, t)->select_last);
+    ck_assert_str_eq(clf__node_op_name(node_of(g, t)), "argmax");
+
+    t = clf_argmax(g, x, -1, true, true);
+    EXPECT_SHAPE(g, t, 3, SHAPE(2, 3, 1));
+    EXPECT_REDUCE(g, t.node, CLF__REDUCE_ARGMAX, 0x4, true, x.node);
+    ck_assert(node_of(g, t)->select_last);
+
+    t = clf_argmin(g, i, 0, false, true);
+    EXPECT_SHAPE(g, t, 1, SHAPE(6));
+    EXPECT_DTYPE(g, t, CLF_I32);
+    EXPECT_REDUCE(g, t.node, CLF__REDUCE_ARGMIN, 0x1, false, i.node);
+    ck_assert(node_of(g, t)->select_last);
+    ck_assert_str_eq(clf__node_op_name(node_of(g, t)), "argmin");
+
+    /* Plain reductions never set select_last. */
+    t = clf_reduce_max(g, x, 1, AXES(0), false);
+    ck_assert(!node_of(g, t)->select_last);
+    ck_assert_int_eq(clf_graph_status(g, NULL), CLF_OK);
+    clf_graph_destroy(&g);
+}
+END_TEST
+
+/* Every error of the reduction builders, each on a fresh fixture: status,
+ * the call's name and the argument. */
+START_TEST(test_reduce_errors)
+{
+    for (int k = 0;; k++) {
+        fixture f = fx();
+        clf_graph *g = f.g, *other = clf_graph_create();
+        clf_tensor s = clf_input(g, "s", CLF_F32, 0, NULL);
+        clf_tensor z = clf_input(g, "z", CLF_F32, 2, SHAPE(2, 0));
+        clf_tensor foreign = clf_input(other, "w", CLF_F32, 1, SHAPE(3));
+        clf_tensor iv = clf_input(g, "iv", CLF_I32, 1, SHAPE(3));
+        clf_tensor w3 = clf_input(g, "w3", CLF_F32, 1, SHAPE(3));
+        clf_tensor w4 = clf_input(g, "w4", CLF_F32, 1, SHAPE(4));
+        clf_tensor w23 = clf_input(g, "w23", CLF_F32, 2, SHAPE(2, 3));
+        clf_tensor n = CLF_TENSOR_INVALID;
+        clf_status st;
+        const char *s1, *s2;
+        size_t before = clf_graph_node_count(g);
+        clf_tensor t;
+        switch (k) {
+#define CASE_(expr, status, a, b)                                                                       \
+    case __COUNTER__ - base_:                                                                           \
+        t = (expr);                                                                                     \
+        st = (status);                                                                                  \
+        s1 = (a);                                                                                       \
+        s2 = (b);                                                                                       \
+        break;
+        enum { base_ = __COUNTER__ + 1 };
+            CASE_(clf_reduce_sum(g, f.x, 1, AXES(2), false), CLF_ERR_INVALID_ARGUMENT, "clf_reduce_sum:",
+                  "axes[0] = 2 is out of range for rank 2")
+            CASE_(clf_reduce_max(g, f.x, 2, AXES(0, -3), false), CLF_ERR_INVALID_ARGUMENT,
+                  "clf_reduce_max:", "axes[1] = -3 is out of range")
+            CASE_(clf_reduce_min(g, f.x, 2, AXES(1, -1), true), CLF_ERR_INVALID_ARGUMENT,
+                  "clf_reduce_min:", "axes[1] = -1 repeats an axis")
+            CASE_(clf_reduce_prod(g, f.x, -1, AXES(0), false), CLF_ERR_INVALID_ARGUMENT,
+                  "clf_reduce_prod:", "naxes is negative")
+            CASE_(clf_reduce_mean(g, f.x, 1, NULL, false), CLF_ERR_INVALID_ARGUMENT, "clf_reduce_mean:",
+                  "axes is NULL")
+            CASE_(clf_reduce_sum(g, s, 1, AXES(0), false), CLF_ERR_INVALID_ARGUMENT, "clf_reduce_sum:",
+                  "out of range for rank 0")
+            CASE_(clf_reduce_mean(g, f.i, 0, NULL, false), CLF_ERR_DTYPE, "clf_reduce_mean:",
+                  "x has dtype i32; mean takes f32")
+            CASE_(clf_reduce_sum(g, f.b, 0, NULL, false), CLF_ERR_DTYPE, "clf_reduce_sum:",
+                  "x has dtype bool; sum takes f32 or i32")
+            CASE_(clf_reduce_max(g, f.b, 0, NULL, false), CLF_ERR_DTYPE, "clf_reduce_max:", "bool")
+            CASE_(clf_reduce_sum(g, n, 0, NULL, false), CLF_ERR_INVALID_ARGUMENT, "clf_reduce_sum:",
+                  "x is CLF_TENSOR_INVALID")
+            CASE_(clf_reduce_sum(g, foreign, 0, NULL, false), CLF_ERR_INVALID_ARGUMENT, "clf_reduce_sum:",
+                  "x belongs to another graph")
+            CASE_(clf_reduce(g, (clf_reduce_op)CLF_REDUCE_COUNT, f.x, 0, NULL, false),
+                  CLF_ERR_INVALID_ARGUMENT, "clf_reduce:", "is not a clf_reduce_op")
+            CASE_(clf_reduce(g, CLF_REDUCE_SUM, f.x, 1, AXES(5), false), CLF_ERR_INVALID_ARGUMENT,
+                  "clf_reduce:", "axes[0] = 5")
+            CASE_(clf_argmax(g, f.x, 2, false, false), CLF_ERR_INVALID_ARGUMENT, "clf_argmax:",
+                  "axis 2 is out of range for rank 2")
+            CASE_(clf_argmin(g, s, 0, false, false), CLF_ERR_INVALID_ARGUMENT, "clf_argmin:",
+                  "axis 0 is out of range for rank 0")
+            CASE_(clf_argmax(g, f.b, 0, false, false), CLF_ERR_DTYPE, "clf_argmax:",
+                  "bool; argmax takes f32 or i32")
+            CASE_(clf_argmax(g, z, 1, false, false), CLF_ERR_SHAPE, "clf_argmax:",
+                  "argmax over an empty axis")
+            CASE_(clf_argmin(g, z, -1, true, true), CLF_ERR_SHAPE, "clf_argmin:",
+                  "argmin over an empty axis")
+            CASE_(clf_reduce_var(g, f.i, 0, NULL, false, 0), CLF_ERR_DTYPE, "clf_reduce_var:",
+                  "i32; var takes f32")
+            CASE_(clf_reduce_var(g, f.x, 0, NULL, false, 2), CLF_ERR_INVALID_ARGUMENT, "clf_reduce_var:",
+                  "correction is 2")
+            CASE_(clf_reduce_var(g, f.x, 0, NULL, false, -1), CLF_ERR_INVALID_ARGUMENT,
+                  "clf_reduce_var:", "correction is -1")
+            CASE_(clf_reduce_var(g, f.x, 2, AXES(0, 0), false, 1), CLF_ERR_INVALID_ARGUMENT,
+                  "clf_reduce_var:", "axes[1] = 0 repeats")
+            CASE_(clf_softmax(g, f.x, 3), CLF_ERR_INVALID_ARGUMENT, "clf_softmax: axis 3 is out of range for rank 2",
+                  NULL)
+            CASE_(clf_softmax(g, f.x, -3), CLF_ERR_INVALID_ARGUMENT, "clf_softmax:", "axis -3")
+            CASE_(clf_softmax(g, f.i, 0), CLF_ERR_DTYPE, "clf_softmax:", "i32; softmax takes f32")
+            CASE_(clf_softmax(g, s, 0), CLF_ERR_INVALID_ARGUMENT, "clf_softmax:", "rank 0")
+            CASE_(clf_softmax(g, foreign, 0), CLF_ERR_INVALID_ARGUMENT, "clf_softmax:",
+                  "x belongs to another graph")
+            CASE_(clf_log_softmax(g, f.x, 2), CLF_ERR_INVALID_ARGUMENT, "clf_log_softmax:",
+                  "axis 2 is out of range")
+            CASE_(clf_log_softmax(g, f.b, 0), CLF_ERR_DTYPE, "clf_log_softmax:", "bool")
+            CASE_(clf_layer_norm(g, f.x, 2, 1e-5, n, n), CLF_ERR_INVALID_ARGUMENT, "clf_layer_norm:",
+                  "axis 2 is out of range for rank 2")
+            CASE_(clf_layer_norm(g, f.i, 1, 1e-5, n, n), CLF_ERR_DTYPE, "clf_layer_norm:",
+                  "i32; layer_norm takes f32")
+            CASE_(clf_layer_norm(g, f.x, 1, -1e-5, n, n), CLF_ERR_INVALID_ARGUMENT, "clf_layer_norm:",
+                  "epsilon")
+            CASE_(clf_layer_norm(g, f.x, 1, NAN, n, n), CLF_ERR_INVALID_ARGUMENT, "clf_layer_norm:",
+                  "epsilon is nan")
+            CASE_(clf_layer_norm(g, f.x, -1, 1e-5, iv, n), CLF_ERR_DTYPE, "clf_layer_norm:",
+                  "scale has dtype i32")
+            CASE_(clf_layer_norm(g, f.x, -1, 1e-5, w4, n), CLF_ERR_SHAPE, "clf_layer_norm:",
+                  "scale has shape [4], which does not broadcast against x.shape[1:] = [3]")
+            CASE_(clf_layer_norm(g, f.x, 1, 1e-5, w3, w23), CLF_ERR_SHAPE, "clf_layer_norm:",
+                  "bias has shape [2,3]")
+            CASE_(clf_layer_norm(g, f.x, 0, 1e-5, w3, foreign), CLF_ERR_INVALID_ARGUMENT,
+                  "clf_layer_norm:", "bias belongs to another graph")
+            CASE_(clf_rms_norm(g, f.x, 1, 1e-5, w4), CLF_ERR_SHAPE, "clf_rms_norm:",
+                  "scale has shape [4]")
+            CASE_(clf_rms_norm(g, f.x, 1, INFINITY, iv), CLF_ERR_DTYPE, "clf_rms_norm:", "scale has dtype i32")
+            CASE_(clf_rms_norm(g, f.x, -3, 1e-5, n), CLF_ERR_INVALID_ARGUMENT, "clf_rms_norm:",
+                  "axis -3 is out of range for rank 2")
+            CASE_(clf_rms_norm(g, f.b, 0, 1e-5, n), CLF_ERR_DTYPE, "clf_rms_norm:", "bool")
+            CASE_(clf_rms_norm(g, f.x, 0, -INFINITY, n), CLF_ERR_INVALID_ARGUMENT, "clf_rms_norm:",
+                  "epsilon")
+#undef CASE_
+        default:
+            clf_graph_destroy(&other);
+            clf_graph_destroy(&g);
+            ck_assert_int_gt(k, 40);
+            return;
+        }
+        ck_assert_msg(!clf_tensor_valid(t), "case %d succeeded", k);
+        ck_assert_msg(clf_graph_node_count(g) == before, "case %d added a node", k);
+        expect_error_(g, st, s1, s2, k);
+        /* Sticky: a valid reduction now does nothing. */
+        ck_assert(!clf_tensor_valid(clf_reduce_sum(g, f.x, 0, NULL, false)));
+        ck_assert(!clf_tensor_valid(clf_softmax(g, f.x, 1)));
+        expect_error_(g, st, s1, s2, k);
+        clf_graph_destroy(&other);
+        clf_graph_destroy(&g);
+    }
+}
+END_TEST
+
+START_TEST(test_reduce_null_graph)
+{
+    clf_tensor t = {1, 0};
+    ck_assert(!clf_tensor_valid(clf_reduce_sum(NULL, t, 0, NULL, false)));
+    ck_assert(!clf_tensor_valid(clf_reduce(NULL, CLF_REDUCE_MEAN, t, 0, NULL, false)));
+    ck_assert(!clf_tensor_valid(clf_argmax(NULL, t, 0, false, false)));
+    ck_assert(!clf_tensor_valid(clf_reduce_var(NULL, t, 0, NULL, false, 0)));
+    ck_assert(!clf_tensor_valid(clf_softmax(NULL, t, 0)));
+    ck_assert(!clf_tensor_valid(clf_log_softmax(NULL, t, 0)));
+    ck_assert(!clf_tensor_valid(clf_layer_norm(NULL, t, 0, 0, t, t)));
+    ck_assert(!clf_tensor_valid(clf_rms_norm(NULL, t, 0, 0, t)));
+}
+END_TEST
+
+/* ---- Composite decompositions ----------------------------------------- */
+
+/* One expected node of a decomposition: kind, op (unary/binary/reduce op,
+ * ignored for constants), and its inputs as offsets: k >= 0 is the k-th
+ * node added by the composite, X the composite's x, -2 .. the other given
+ * handles (see expect_nodes_). */
+typedef struct want_node {
+    clf__node_kind kind;
+    int op;
+    int ninputs;
+    int in[2];
+} want_node;
+
+enum { X = -1, P1 = -2, P2 = -3 };
+
+/* Fails unless the nodes from first on are exactly want[0..count), wired
+ * as described, and the composite's result t is the last of them. */
+static void expect_nodes_(const clf_graph *g, uint32_t first, clf_tensor t, const want_node *want,
+                          size_t count, clf_tensor x, clf_tensor p1, clf_tensor p2, int line)
+{
+    ck_assert_msg(clf_tensor_valid(t), "line %d: %s", line, msg_of(g));
+    ck_assert_msg(clf_graph_node_count(g) == first + count, "line %d: %zu nodes added, want %zu", line,
+                  clf_graph_node_count(g) - first, count);
+    ck_assert_msg(t.node == first + count - 1, "line %d: the result is not the last node", line);
+    for (size_t k = 0; k < count; k++) {
+        const clf__node *n = clf__graph_node(g, first + (uint32_t)k);
+        ck_assert_msg(n->kind == want[k].kind, "line %d: node +%zu is %s", line, k, clf__node_op_name(n));
+        if (n->kind != CLF__NODE_CONSTANT)
+            ck_assert_msg(n->op == want[k].op, "line %d: node +%zu is %s", line, k, clf__node_op_name(n));
+        ck_assert_msg(n->ninputs == want[k].ninputs, "line %d: node +%zu has %d inputs", line, k,
+                      n->ninputs);
+        for (int j = 0; j < n->ninputs; j++) {
+            int w = want[k].in[j];
+            uint32_t src = w == X ? x.node : w == P1 ? p1.node : w == P2 ? p2.node : first + (uint32_t)w;
+            ck_assert_msg(n->inputs[j] == src, "line %d: node +%zu input %d is %u, want %u", line, k, j,
+                          n->inputs[j], src);
+        }
+    }
+}
+#define EXPECT_NODES(g, first, t, want, x, p1, p2)                                                      \
+    expect_nodes_((g), (first), (t), (want), sizeof(want) / sizeof((want)[0]), (x), (p1), (p2), __LINE__)
+
+#define R_(op, src) {CLF__NODE_REDUCE, CLF__REDUCE_##op, 1, {src, 0}}
+#define U_(op, src) {CLF__NODE_UNARY, CLF_UNARY_##op, 1, {src, 0}}
+#define B_(op, a, b) {CLF__NODE_BINARY, CLF_BINARY_##op, 2, {a, b}}
+#define C_ {CLF__NODE_CONSTANT, 0, 0, {0, 0}}
+
+static double scalar_at(const clf_graph *g, uint32_t id)
+{
+    const clf__node *n = clf__graph_node(g, id);
+    ck_assert_int_eq(n->kind, CLF__NODE_CONSTANT);
+    ck_assert_int_eq(n->dtype, CLF_F32);
+    ck_assert_int_eq(n->rank, 0);
+    return n->scalar;
+}
+
+START_TEST(test_mean_and_var_structure)
+{
+    clf_graph *g = clf_graph_create();
+    clf_tensor x = clf_input(g, "x", CLF_F32, 3, SHAPE(2, 3, 4));
+    clf_tensor none = CLF_TENSOR_INVALID;
+
+    static const want_node mean[] = {R_(SUM, X), C_, B_(DIV, 0, 1)};
+    uint32_t first = (uint32_t)clf_graph_node_count(g);
+    clf_tensor t = clf_reduce_mean(g, x, 2, AXES(0, 2), false);
+    EXPECT_NODES(g, first, t, mean, x, none, none);
+    EXPECT_SHAPE(g, t, 1, SHAPE(3));
+    EXPECT_REDUCE(g, first, CLF__REDUCE_SUM, 0x5, false, x.node);
+    ck_assert(scalar_at(g, first + 1) == 8.0);
+
+    /* var, correction 0: the mean's count is the divisor too. */
+    static const want_node var0[] = {R_(SUM, X),    C_,           B_(DIV, 0, 1), B_(SUB, X, 2),
+                                     B_(MUL, 3, 3), R_(SUM, 4),   B_(DIV, 5, 1)};
+    first = (uint32_t)clf_graph_node_count(g);
+    t = clf_reduce_var(g, x, 1, AXES(-1), false, 0);
+    EXPECT_NODES(g, first, t, var0, x, none, none);
+    EXPECT_SHAPE(g, t, 2, SHAPE(2, 3));
+    EXPECT_REDUCE(g, first, CLF__REDUCE_SUM, 0x4, true, x.node);
+    EXPECT_REDUCE(g, first + 5, CLF__REDUCE_SUM, 0x4, false, first + 4);
+    EXPECT_SHAPE(g, ((clf_tensor){t.graph, first + 3}), 3, SHAPE(2, 3, 4));
+    ck_assert(scalar_at(g, first + 1) == 4.0);
+
+    /* var, correction 1: a second scalar n - 1. */
+    static const want_node var1[] = {R_(SUM, X),  C_,         B_(DIV, 0, 1), B_(SUB, X, 2), B_(MUL, 3, 3),
+                                     R_(SUM, 4), C_,         B_(DIV, 5, 6)};
+    first = (uint32_t)clf_graph_node_count(g);
+    t = clf_reduce_var(g, x, 0, NULL, true, 1);
+    EXPECT_NODES(g, first, t, var1, x, none, none);
+    EXPECT_SHAPE(g, t, 3, SHAPE(1, 1, 1));
+    EXPECT_REDUCE(g, first + 5, CLF__REDUCE_SUM, 0x7, true, first + 4);
+    ck_assert(scalar_at(g, first + 1) == 24.0);
+    ck_assert(scalar_at(g, first + 6) == 23.0);
+    ck_assert_int_eq(clf_graph_status(g, NULL), CLF_OK);
+    clf_graph_destroy(&g);
+}
+END_TEST
+
+START_TEST(test_softmax_structure)
+{
+    clf_graph *g = clf_graph_create();
+    clf_tensor x = clf_input(g, "x", CLF_F32, 3, SHAPE(2, 3, 4));
+    clf_tensor none = CLF_TENSOR_INVALID;
+
+    /* max, sub, exp, sum, div: 5 nodes, both reductions with keepdims. */
+    static const want_node softmax[] = {R_(MAX, X), B_(SUB, X, 0), U_(EXP, 1), R_(SUM, 2),
+                                        B_(DIV, 2, 3)};
+    uint32_t first = (uint32_t)clf_graph_node_count(g);
+    clf_tensor t = clf_softmax(g, x, -2);
+    EXPECT_NODES(g, first, t, softmax, x, none, none);
+    EXPECT_SHAPE(g, t, 3, SHAPE(2, 3, 4));
+    EXPECT_REDUCE(g, first, CLF__REDUCE_MAX, 0x2, true, x.node);
+    EXPECT_REDUCE(g, first + 3, CLF__REDUCE_SUM, 0x2, true, first + 2);
+    EXPECT_SHAPE(g, ((clf_tensor){t.graph, first}), 3, SHAPE(2, 1, 4));
+
+    static const want_node log_softmax[] = {R_(MAX, X), B_(SUB, X, 0), U_(EXP, 1),
+                                            R_(SUM, 2), U_(LOG, 3),    B_(SUB, 1, 4)};
+    first = (uint32_t)clf_graph_node_count(g);
+    t = clf_log_softmax(g, x, 2);
+    EXPECT_NODES(g, first, t, log_softmax, x, none, none);
+    EXPECT_SHAPE(g, t, 3, SHAPE(2, 3, 4));
+    EXPECT_REDUCE(g, first, CLF__REDUCE_MAX, 0x4, true, x.node);
+    EXPECT_REDUCE(g, first + 3, CLF__REDUCE_SUM, 0x4, true, first + 2);
+    ck_assert_int_eq(clf_graph_status(g, NULL), CLF_OK);
+    clf_graph_destroy(&g);
+}
+END_TEST
+
+START_TEST(test_norm_structure)
+{
+    clf_graph *g = clf_graph_create();
+    clf_tensor x = clf_input(g, "x", CLF_F32, 3, SHAPE(2, 3, 4));
+    clf_tensor scale = clf_input(g, "scale", CLF_F32, 2, SHAPE(3, 4));
+    clf_tensor bias = clf_input(g, "bias", CLF_F32, 1, SHAPE(1));
+    clf_tensor none = CLF_TENSOR_INVALID;
+
+    static const want_node ln[] = {
+        R_(SUM, X),    C_,         B_(DIV, 0, 1), B_(SUB, X, 2), B_(MUL, 3, 3), R_(SUM, 4),
+        B_(DIV, 5, 1), C_,         B_(ADD, 6, 7), U_(RSQRT, 8),  B_(MUL, 3, 9),
+    };
+    uint32_t first = (uint32_t)clf_graph_node_count(g);
+    clf_tensor t = clf_layer_norm(g, x, 1, 1e-5, none, none);
+    EXPECT_NODES(g, first, t, ln, x, none, none);
+    EXPECT_SHAPE(g, t, 3, SHAPE(2, 3, 4));
+    EXPECT_REDUCE(g, first, CLF__REDUCE_SUM, 0x6, true, x.node);
+    EXPECT_REDUCE(g, first + 5, CLF__REDUCE_SUM, 0x6, true, first + 4);
+    ck_assert(scalar_at(g, first + 1) == 12.0);
+    ck_assert(scalar_at(g, first + 7) == (double)1e-5f);
+
+    static const want_node ln_scale_bias[] = {
+        R_(SUM, X),    C_,          B_(DIV, 0, 1), B_(SUB, X, 2),   B_(MUL, 3, 3),    R_(SUM, 4),
+        B_(DIV, 5, 1), C_,          B_(ADD, 6, 7), U_(RSQRT, 8),    B_(MUL, 3, 9),    B_(MUL, 10, P1),
+        B_(ADD, 11, P2),
+    };
+    first = (uint32_t)clf_graph_node_count(g);
+    t = clf_layer_norm(g, x, -2, 0.5, scale, bias);
+    EXPECT_NODES(g, first, t, ln_scale_bias, x, scale, bias);
+    EXPECT_SHAPE(g, t, 3, SHAPE(2, 3, 4));
+    ck_assert(scalar_at(g, first + 7) == 0.5);
+
+    /* Only bias; axis 0 normalises everything. */
+    static const want_node ln_bias[] = {
+        R_(SUM, X),    C_,          B_(DIV, 0, 1), B_(SUB, X, 2),   B_(MUL, 3, 3),    R_(SUM, 4),
+        B_(DIV, 5, 1), C_,          B_(ADD, 6, 7), U_(RSQRT, 8),    B_(MUL, 3, 9),    B_(ADD, 10, P2),
+    };
+    first = (uint32_t)clf_graph_node_count(g);
+    t = clf_layer_norm(g, x, 0, 0, none, bias);
+    EXPECT_NODES(g, first, t, ln_bias, x, none, bias);
+    EXPECT_REDUCE(g, first, CLF__REDUCE_SUM, 0x7, true, x.node);
+    ck_assert(scalar_at(g, first + 1) == 24.0);
+
+    static const want_node rms[] = {
+        B_(MUL, X, X), R_(SUM, 0), C_, B_(DIV, 1, 2), C_, B_(ADD, 3, 4), U_(RSQRT, 5), B_(MUL, X, 6),
+    };
+    first = (uint32_t)clf_graph_node_count(g);
+    t = clf_rms_norm(g, x, -1, 1e-6, none);
+    EXPECT_NODES(g, first, t, rms, x, none, none);
+    EXPECT_SHAPE(g, t, 3, SHAPE(2, 3, 4));
+    EXPECT_REDUCE(g, first + 1, CLF__REDUCE_SUM, 0x4, true, first);
+    ck_assert(scalar_at(g, first + 2) == 4.0);
+    ck_assert(scalar_at(g, first + 4) == (double)1e-6f);
+
+    static const want_node rms_scale[] = {
+        B_(MUL, X, X), R_(SUM, 0),    C_, B_(DIV, 1, 2), C_, B_(ADD, 3, 4), U_(RSQRT, 5),
+        B_(MUL, X, 6), B_(MUL, 7, P1),
+    };
+    first = (uint32_t)clf_graph_node_count(g);
+    t = clf_rms_norm(g, x, 1, 1e-6, scale);
+    EXPECT_NODES(g, first, t, rms_scale, x, scale, none);
+    ck_assert_int_eq(clf_graph_status(g, NULL), CLF_OK);
+    clf_graph_destroy(&g);
+}
+END_TEST
+
+#undef R_
+#undef U_
+#undef B_
+#undef C_
+
 /* ---- Node facts used by later stages ---------------------------------- */
 
 START_TEST(test_node_info)
@@ -1437,6 +1924,14 @@ static Suite *graph_suite(void)
     tcase_add_test(tc, test_unsqueeze);
     tcase_add_test(tc, test_movement_invalid_handles);
     tcase_add_test(tc, test_node_info);
+    tcase_add_test(tc, test_reduce_shapes);
+    tcase_add_test(tc, test_reduce_rank0_and_zero_size);
+    tcase_add_test(tc, test_argmax_argmin);
+    tcase_add_test(tc, test_reduce_errors);
+    tcase_add_test(tc, test_reduce_null_graph);
+    tcase_add_test(tc, test_mean_and_var_structure);
+    tcase_add_test(tc, test_softmax_structure);
+    tcase_add_test(tc, test_norm_structure);
     suite_add_tcase(s, tc);
     return s;
 }
