@@ -914,6 +914,432 @@ END_TEST
 
 /* ---- errors ----------------------------------------------------------- */
 
+/* ---- reductions ------------------------------------------------------- */
+
+typedef clf_tensor (*reduce_fn)(clf_graph *, clf_tensor, int, const int *, bool);
+
+/* y = fn(x, axes, keepdims) for x of dtype dt and the given shape; checks
+ * that the result has rank want_rank and writes its values to y. */
+static void run_reduce(reduce_fn fn, clf_dtype dt, int rank, const int64_t *shape, const void *x,
+                       int naxes, const int *axes, bool keepdims, int want_rank, void *y)
+{
+    clf_graph *g = clf_graph_create();
+    clf_tensor t = fn(g, clf_input(g, "x", dt, rank, shape), naxes, axes, keepdims);
+    clf_graph_output(g, "y", t);
+    expect_graph_ok(g);
+    int r = -1;
+    clf_tensor_shape(g, t, &r, NULL);
+    ck_assert_int_eq(r, want_rank);
+    run_xy(g, x, y);
+    clf_graph_destroy(&g);
+}
+
+START_TEST(reduce_one_axis)
+{
+    static const int64_t s23[2] = {2, 3};
+    static const float x[6] = {1, 2, 3, 4, 5, 6};
+    static const int32_t xi[6] = {1, -2, 3, 4, 5, -6};
+    static const struct {
+        reduce_fn fn;
+        int axis;
+        bool keepdims;
+        size_t n;
+        float want[3];
+    } cases[] = {
+        {clf_reduce_sum, 0, false, 3, {5, 7, 9}},   {clf_reduce_sum, 1, false, 2, {6, 15}},
+        {clf_reduce_sum, -1, true, 2, {6, 15}},     {clf_reduce_prod, 0, false, 3, {4, 10, 18}},
+        {clf_reduce_prod, 1, true, 2, {6, 120}},    {clf_reduce_max, 1, false, 2, {3, 6}},
+        {clf_reduce_max, -2, false, 3, {4, 5, 6}},  {clf_reduce_min, 0, true, 3, {1, 2, 3}},
+        {clf_reduce_min, 1, false, 2, {1, 4}},      {clf_reduce_mean, 1, false, 2, {2, 5}},
+        {clf_reduce_mean, 0, true, 3, {2.5f, 3.5f, 4.5f}},
+    };
+    for (size_t c = 0; c < NELEMS(cases); c++) {
+        float y[3];
+        int axes[1] = {cases[c].axis};
+        run_reduce(cases[c].fn, CLF_F32, 2, s23, x, 1, axes, cases[c].keepdims,
+                   cases[c].keepdims ? 2 : 1, y);
+        char what[64];
+        snprintf(what, sizeof what, "f32 case %zu", c);
+        expect_f32(y, cases[c].want, cases[c].n, 0, what);
+    }
+
+    static const struct {
+        reduce_fn fn;
+        int axis;
+        size_t n;
+        int32_t want[3];
+    } icases[] = {
+        {clf_reduce_sum, 0, 3, {5, 3, -3}}, {clf_reduce_sum, 1, 2, {2, 3}},
+        {clf_reduce_prod, 1, 2, {-6, -120}}, {clf_reduce_max, 1, 2, {3, 5}},
+        {clf_reduce_min, 0, 3, {1, -2, -6}},
+    };
+    for (size_t c = 0; c < NELEMS(icases); c++) {
+        int32_t y[3];
+        int axes[1] = {icases[c].axis};
+        run_reduce(icases[c].fn, CLF_I32, 2, s23, xi, 1, axes, false, 1, y);
+        char what[64];
+        snprintf(what, sizeof what, "i32 case %zu", c);
+        expect_i32(y, icases[c].want, icases[c].n, what);
+    }
+}
+END_TEST
+
+START_TEST(reduce_several_and_all_axes)
+{
+    static const int64_t shape[3] = {2, 3, 2};
+    float x[12];
+    for (int k = 0; k < 12; k++)
+        x[k] = (float)k;
+    float y[4];
+
+    run_reduce(clf_reduce_sum, CLF_F32, 3, shape, x, 2, (const int[]){0, 2}, false, 1, y);
+    expect_f32(y, (const float[]){14, 22, 30}, 3, 0, "sum {0,2}");
+    run_reduce(clf_reduce_max, CLF_F32, 3, shape, x, 2, (const int[]){0, 1}, true, 3, y);
+    expect_f32(y, (const float[]){10, 11}, 2, 0, "max {0,1} keepdims");
+    run_reduce(clf_reduce_min, CLF_F32, 3, shape, x, 2, (const int[]){-1, 0}, false, 1, y);
+    expect_f32(y, (const float[]){0, 2, 4}, 3, 0, "min {-1,0}");
+    run_reduce(clf_reduce_prod, CLF_F32, 3, shape, x, 1, (const int[]){1}, false, 2, y);
+    expect_f32(y, (const float[]){0, 15, 480, 693}, 4, 0, "prod {1}");
+    run_reduce(clf_reduce_sum, CLF_F32, 3, shape, x, 0, NULL, false, 0, y);
+    expect_f32(y, (const float[]){66}, 1, 0, "sum all");
+    run_reduce(clf_reduce_mean, CLF_F32, 3, shape, x, 3, (const int[]){2, 1, 0}, true, 3, y);
+    expect_f32(y, (const float[]){5.5f}, 1, 0, "mean all keepdims");
+    run_reduce(clf_reduce_max, CLF_F32, 3, shape, x, 0, NULL, true, 3, y);
+    expect_f32(y, (const float[]){11}, 1, 0, "max all");
+
+    /* Rank 4, axes {0, 3}, against a plain loop. */
+    static const int64_t s4[4] = {2, 3, 2, 3};
+    int32_t xi[36], yi[6], want[6] = {0};
+    clf_test_fill_i32(xi, 36, -100, 100);
+    for (int a = 0; a < 2; a++)
+        for (int b = 0; b < 3; b++)
+            for (int c = 0; c < 2; c++)
+                for (int d = 0; d < 3; d++)
+                    want[b * 2 + c] += xi[((a * 3 + b) * 2 + c) * 3 + d];
+    run_reduce(clf_reduce_sum, CLF_I32, 4, s4, xi, 2, (const int[]){3, 0}, false, 2, yi);
+    expect_i32(yi, want, 6, "rank-4 sum {0,3}");
+
+    /* The reduction reads a transposed input correctly. */
+    clf_graph *g = clf_graph_create();
+    static const int64_t s23[2] = {2, 3};
+    clf_tensor t = clf_transpose(g, clf_input(g, "x", CLF_F32, 2, s23), 0, NULL);
+    clf_graph_output(g, "y", clf_reduce_sum(g, t, 1, (const int[]){1}, false));
+    expect_graph_ok(g);
+    run_xy(g, x, y);
+    expect_f32(y, (const float[]){3, 5, 7}, 3, 0, "sum of a transpose");
+    clf_graph_destroy(&g);
+}
+END_TEST
+
+START_TEST(reduce_empty_sets)
+{
+    static const int64_t s20[2] = {2, 0}, s03[2] = {0, 3};
+    const int ax1[1] = {1};
+    float y[2];
+    run_reduce(clf_reduce_sum, CLF_F32, 2, s20, NULL, 1, ax1, false, 1, y);
+    expect_f32(y, (const float[]){0, 0}, 2, 0, "sum of nothing");
+    run_reduce(clf_reduce_prod, CLF_F32, 2, s20, NULL, 1, ax1, true, 2, y);
+    expect_f32(y, (const float[]){1, 1}, 2, 0, "prod of nothing");
+    run_reduce(clf_reduce_max, CLF_F32, 2, s20, NULL, 1, ax1, false, 1, y);
+    expect_f32(y, (const float[]){-INFINITY, -INFINITY}, 2, 0, "max of nothing");
+    run_reduce(clf_reduce_min, CLF_F32, 2, s20, NULL, 1, ax1, false, 1, y);
+    expect_f32(y, (const float[]){INFINITY, INFINITY}, 2, 0, "min of nothing");
+    run_reduce(clf_reduce_mean, CLF_F32, 2, s20, NULL, 1, ax1, false, 1, y);
+    expect_f32(y, (const float[]){NAN, NAN}, 2, 0, "mean of nothing");
+
+    int32_t yi[3];
+    run_reduce(clf_reduce_sum, CLF_I32, 2, s03, NULL, 1, (const int[]){0}, false, 1, yi);
+    expect_i32(yi, (const int32_t[]){0, 0, 0}, 3, "i32 sum of nothing");
+    run_reduce(clf_reduce_prod, CLF_I32, 2, s03, NULL, 1, (const int[]){0}, false, 1, yi);
+    expect_i32(yi, (const int32_t[]){1, 1, 1}, 3, "i32 prod of nothing");
+    run_reduce(clf_reduce_max, CLF_I32, 2, s03, NULL, 0, NULL, false, 0, yi);
+    expect_i32(yi, (const int32_t[]){INT32_MIN}, 1, "i32 max of nothing");
+    run_reduce(clf_reduce_min, CLF_I32, 2, s03, NULL, 0, NULL, false, 0, yi);
+    expect_i32(yi, (const int32_t[]){INT32_MAX}, 1, "i32 min of nothing");
+
+    /* An empty result: [0,3] summed over axis 1 is [0]. */
+    clf_graph *g = clf_graph_create();
+    clf_graph_output(g, "y", clf_reduce_sum(g, clf_input(g, "x", CLF_F32, 2, s03), 1, ax1, false));
+    clf_graph_output(g, "a", clf_argmax(g, clf_input(g, "z", CLF_F32, 2, s03), 1, false, false));
+    expect_graph_ok(g);
+    clf_host_binding in[] = {{"x", NULL}, {"z", NULL}};
+    clf_host_binding out[] = {{"y", NULL}, {"a", NULL}};
+    ck_assert_int_eq(clf_reference_run(g, 2, in, 2, out, NULL, 0), CLF_OK);
+    clf_graph_destroy(&g);
+}
+END_TEST
+
+START_TEST(reduce_rank0_identity)
+{
+    float x = -2.5f, y = 0;
+    reduce_fn fns[] = {clf_reduce_sum, clf_reduce_prod, clf_reduce_max, clf_reduce_min, clf_reduce_mean};
+    for (size_t k = 0; k < NELEMS(fns); k++) {
+        run_reduce(fns[k], CLF_F32, 0, NULL, &x, 0, NULL, k % 2 == 0, 0, &y);
+        ck_assert_msg(y == -2.5f, "fn %zu: %g", k, y);
+    }
+    int32_t xi = INT32_MIN, yi = 0;
+    run_reduce(clf_reduce_sum, CLF_I32, 0, NULL, &xi, 0, NULL, false, 0, &yi);
+    ck_assert_int_eq(yi, INT32_MIN);
+}
+END_TEST
+
+START_TEST(reduce_nan_inf_and_precision)
+{
+    static const int64_t s34[2] = {3, 4};
+    static const float x[12] = {1,         NAN, 3,         -INFINITY, /* NaN in the middle */
+                                NAN,       1,   2,         3,         /* NaN first */
+                                INFINITY, -INFINITY, 0, 1};           /* inf - inf */
+    const int ax1[1] = {1};
+    float y[3];
+    run_reduce(clf_reduce_max, CLF_F32, 2, s34, x, 1, ax1, false, 1, y);
+    expect_f32(y, (const float[]){NAN, NAN, INFINITY}, 3, 0, "max with NaN");
+    run_reduce(clf_reduce_min, CLF_F32, 2, s34, x, 1, ax1, false, 1, y);
+    expect_f32(y, (const float[]){NAN, NAN, -INFINITY}, 3, 0, "min with NaN");
+    run_reduce(clf_reduce_sum, CLF_F32, 2, s34, x, 1, ax1, false, 1, y);
+    expect_f32(y, (const float[]){NAN, NAN, NAN}, 3, 0, "sum with NaN, inf - inf");
+    run_reduce(clf_reduce_prod, CLF_F32, 2, s34, x, 1, ax1, false, 1, y);
+    expect_f32(y, (const float[]){NAN, NAN, NAN}, 3, 0, "prod with NaN, 0 * inf");
+
+    /* Accumulated in double, rounded once: float steps would give 0. */
+    static const int64_t s4[1] = {4};
+    static const float big[4] = {16777216.0f, 1, 1, -16777216.0f};
+    run_reduce(clf_reduce_sum, CLF_F32, 1, s4, big, 0, NULL, false, 0, y);
+    ck_assert(y[0] == 2.0f);
+    /* A product that leaves the float range halfway is still exact. */
+    static const float p[4] = {1e30f, 1e30f, 1e-30f, 1e-30f};
+    run_reduce(clf_reduce_prod, CLF_F32, 1, s4, p, 0, NULL, false, 0, y);
+    ck_assert_msg(fabsf(y[0] - 1.0f) < 1e-6f, "prod %g", y[0]);
+    /* A sum of -0s starts from +0. */
+    static const float negz[4] = {-0.0f, -0.0f, -0.0f, -0.0f};
+    run_reduce(clf_reduce_sum, CLF_F32, 1, s4, negz, 0, NULL, false, 0, y);
+    expect_f32(y, (const float[]){0.0f}, 1, 0, "sum of -0s");
+    run_reduce(clf_reduce_max, CLF_F32, 1, s4, negz, 0, NULL, false, 0, y);
+    expect_f32(y, (const float[]){-0.0f}, 1, 0, "max of -0s");
+}
+END_TEST
+
+START_TEST(reduce_i32_wrap)
+{
+    static const int64_t s32[2] = {3, 2};
+    static const int32_t x[6] = {INT32_MAX, 1, INT32_MIN, -1, 65536, 65536};
+    int32_t y[3];
+    run_reduce(clf_reduce_sum, CLF_I32, 2, s32, x, 1, (const int[]){1}, false, 1, y);
+    expect_i32(y, (const int32_t[]){INT32_MIN, INT32_MAX, 131072}, 3, "sum wraps");
+    run_reduce(clf_reduce_prod, CLF_I32, 2, s32, x, 1, (const int[]){-1}, false, 1, y);
+    expect_i32(y, (const int32_t[]){INT32_MAX, INT32_MIN, 0}, 3, "prod wraps");
+    static const int32_t x2[2] = {INT32_MAX, 2};
+    static const int64_t s2[1] = {2};
+    run_reduce(clf_reduce_prod, CLF_I32, 1, s2, x2, 0, NULL, false, 0, y);
+    ck_assert_int_eq(y[0], -2);
+    run_reduce(clf_reduce_max, CLF_I32, 2, s32, x, 1, (const int[]){0}, false, 1, y);
+    expect_i32(y, (const int32_t[]){INT32_MAX, 65536}, 2, "i32 max");
+    run_reduce(clf_reduce_min, CLF_I32, 2, s32, x, 1, (const int[]){0}, false, 1, y);
+    expect_i32(y, (const int32_t[]){INT32_MIN, -1}, 2, "i32 min");
+}
+END_TEST
+
+/* Runs argmax or argmin of x along axis with both select_last settings. */
+static void run_arg(bool is_max, clf_dtype dt, int rank, const int64_t *shape, const void *x, int axis,
+                    bool keepdims, int32_t *first, int32_t *last)
+{
+    clf_graph *g = clf_graph_create();
+    clf_tensor in = clf_input(g, "x", dt, rank, shape);
+    clf_tensor (*fn)(clf_graph *, clf_tensor, int, bool, bool) = is_max ? clf_argmax : clf_argmin;
+    clf_graph_output(g, "f", fn(g, in, axis, keepdims, false));
+    clf_graph_output(g, "l", fn(g, in, axis, keepdims, true));
+    expect_graph_ok(g);
+    char msg[256];
+    clf_host_binding ins[] = {{"x", (void *)x}};
+    clf_host_binding outs[] = {{"f", first}, {"l", last}};
+    clf_status st = clf_reference_run(g, 1, ins, 2, outs, msg, sizeof msg);
+    ck_assert_msg(st == CLF_OK, "%s", msg);
+    clf_graph_destroy(&g);
+}
+
+START_TEST(argmax_argmin_values)
+{
+    static const int64_t s45[2] = {5, 4};
+    static const float x[20] = {
+        1,     3,    3,  2,  /* a tie for the max */
+        2,     1,    1,  5,  /* a tie for the min */
+        1,     NAN,  5,  NAN, /* the first NaN wins */
+        -0.0f, 0.0f, -1, -1, /* -0 == +0 */
+        NAN,   9,    -9, 9,
+    };
+    int32_t f[5], l[5];
+    run_arg(true, CLF_F32, 2, s45, x, 1, false, f, l);
+    expect_i32(f, (const int32_t[]){1, 3, 1, 0, 0}, 5, "argmax");
+    expect_i32(l, (const int32_t[]){2, 3, 1, 1, 0}, 5, "argmax select_last");
+    run_arg(false, CLF_F32, 2, s45, x, -1, true, f, l);
+    expect_i32(f, (const int32_t[]){0, 1, 1, 2, 0}, 5, "argmin");
+    expect_i32(l, (const int32_t[]){0, 2, 1, 3, 0}, 5, "argmin select_last");
+
+    /* Along axis 0. */
+    static const int64_t s23[2] = {2, 3};
+    static const float c[6] = {1, 5, 3, 4, 2, 3};
+    run_arg(true, CLF_F32, 2, s23, c, 0, true, f, l);
+    expect_i32(f, (const int32_t[]){1, 0, 0}, 3, "argmax axis 0");
+    expect_i32(l, (const int32_t[]){1, 0, 1}, 3, "argmax axis 0 select_last");
+
+    /* i32. */
+    static const int64_t s3[1] = {3};
+    static const int32_t xi[3] = {7, INT32_MIN, 7};
+    run_arg(true, CLF_I32, 1, s3, xi, 0, false, f, l);
+    ck_assert_int_eq(f[0], 0);
+    ck_assert_int_eq(l[0], 2);
+    run_arg(false, CLF_I32, 1, s3, xi, 0, false, f, l);
+    ck_assert_int_eq(f[0], 1);
+    ck_assert_int_eq(l[0], 1);
+}
+END_TEST
+
+/* ---- composites ------------------------------------------------------- */
+
+START_TEST(softmax_values)
+{
+    /* Rows near 1e4: exp(x) alone would overflow; subtracting the max
+     * keeps the result finite. */
+    static const int64_t s23[2] = {2, 3};
+    static const float x[6] = {10000, 10001, 10002, -INFINITY, 0, -INFINITY};
+    clf_graph *g = clf_graph_create();
+    clf_tensor in = clf_input(g, "x", CLF_F32, 2, s23);
+    clf_graph_output(g, "y", clf_softmax(g, in, -1));
+    expect_graph_ok(g);
+    float y[6];
+    run_xy(g, x, y);
+    double s = 1 + exp(-1.0) + exp(-2.0);
+    float want[6] = {(float)(exp(-2.0) / s), (float)(exp(-1.0) / s), (float)(1 / s), 0, 1, 0};
+    expect_f32(y, want, 6, 1e-6, "softmax rows");
+    double total = 0;
+    for (int k = 0; k < 3; k++) {
+        ck_assert(isfinite(y[k]));
+        total += y[k];
+    }
+    ck_assert_msg(fabs(total - 1) < 1e-6, "row sums to %.9g", total);
+    clf_graph_destroy(&g);
+
+    /* Along axis 0: columns {1, 3} and {2, 2}. */
+    g = clf_graph_create();
+    in = clf_input(g, "x", CLF_F32, 2, (const int64_t[]){2, 2});
+    clf_graph_output(g, "y", clf_softmax(g, in, 0));
+    expect_graph_ok(g);
+    run_xy(g, (const float[]){1, 2, 3, 2}, y);
+    double e = exp(-2.0);
+    float want0[4] = {(float)(e / (1 + e)), 0.5f, (float)(1 / (1 + e)), 0.5f};
+    expect_f32(y, want0, 4, 1e-6, "softmax axis 0");
+    clf_graph_destroy(&g);
+}
+END_TEST
+
+START_TEST(log_softmax_values)
+{
+    static const int64_t s23[2] = {2, 3};
+    static const float x[6] = {1, 2, 3, 10000, 10000, 10000};
+    clf_graph *g = clf_graph_create();
+    clf_graph_output(g, "y", clf_log_softmax(g, clf_input(g, "x", CLF_F32, 2, s23), 1));
+    expect_graph_ok(g);
+    float y[6];
+    run_xy(g, x, y);
+    double l = log(1 + exp(-1.0) + exp(-2.0));
+    float want[6] = {(float)(-2 - l), (float)(-1 - l), (float)(-l), (float)-log(3.0),
+                     (float)-log(3.0), (float)-log(3.0)};
+    expect_f32(y, want, 6, 1e-6, "log_softmax");
+    clf_graph_destroy(&g);
+}
+END_TEST
+
+START_TEST(layer_norm_values)
+{
+    static const int64_t s23[2] = {2, 3}, s3[1] = {3};
+    static const float x[6] = {1, 2, 3, 2, 4, 9};
+    static const float scale[3] = {0.5f, 1, 2}, bias[3] = {0, 1, -1};
+    const double eps = 1e-5;
+    clf_graph *g = clf_graph_create();
+    clf_tensor in = clf_input(g, "x", CLF_F32, 2, s23);
+    clf_tensor sc = clf_input(g, "scale", CLF_F32, 1, s3);
+    clf_tensor bi = clf_input(g, "bias", CLF_F32, 1, s3);
+    clf_graph_output(g, "rows", clf_layer_norm(g, in, -1, eps, sc, bi));
+    clf_graph_output(g, "all", clf_layer_norm(g, in, 0, eps, CLF_TENSOR_INVALID, CLF_TENSOR_INVALID));
+    expect_graph_ok(g);
+    float rows[6], all[6];
+    clf_host_binding ins[] = {{"x", (void *)x}, {"scale", (void *)scale}, {"bias", (void *)bias}};
+    clf_host_binding outs[] = {{"rows", rows}, {"all", all}};
+    char msg[256];
+    ck_assert_msg(clf_reference_run(g, 3, ins, 2, outs, msg, sizeof msg) == CLF_OK, "%s", msg);
+    /* Row 0: mean 2, var 2/3. Row 1: mean 5, var (9+1+16)/3 = 26/3. */
+    double r0 = 1 / sqrt(2.0 / 3 + eps), r1 = 1 / sqrt(26.0 / 3 + eps);
+    float want_rows[6] = {(float)(-1 * r0 * 0.5), (float)(0 * r0 * 1 + 1), (float)(1 * r0 * 2 - 1),
+                          (float)(-3 * r1 * 0.5), (float)(-1 * r1 * 1 + 1), (float)(4 * r1 * 2 - 1)};
+    expect_f32(rows, want_rows, 6, 2e-6, "layer_norm rows, scale, bias");
+    /* All six: mean 21/6 = 3.5, var sum((x-3.5)^2)/6 = 41.5/6. */
+    double ra = 1 / sqrt(41.5 / 6 + eps);
+    float want_all[6];
+    for (int k = 0; k < 6; k++)
+        want_all[k] = (float)((x[k] - 3.5) * ra);
+    expect_f32(all, want_all, 6, 2e-6, "layer_norm over all axes");
+    clf_graph_destroy(&g);
+}
+END_TEST
+
+START_TEST(rms_norm_values)
+{
+    static const int64_t s22[2] = {2, 2}, s2[1] = {2};
+    static const float x[4] = {1, 2, 3, 4}, scale[2] = {2, 0.5f};
+    const double eps = 1e-6;
+    clf_graph *g = clf_graph_create();
+    clf_tensor in = clf_input(g, "x", CLF_F32, 2, s22);
+    clf_tensor sc = clf_input(g, "scale", CLF_F32, 1, s2);
+    clf_graph_output(g, "rows", clf_rms_norm(g, in, 1, eps, sc));
+    clf_graph_output(g, "all", clf_rms_norm(g, in, -2, eps, CLF_TENSOR_INVALID));
+    expect_graph_ok(g);
+    float rows[4], all[4];
+    clf_host_binding ins[] = {{"x", (void *)x}, {"scale", (void *)scale}};
+    clf_host_binding outs[] = {{"rows", rows}, {"all", all}};
+    char msg[256];
+    ck_assert_msg(clf_reference_run(g, 2, ins, 2, outs, msg, sizeof msg) == CLF_OK, "%s", msg);
+    /* Mean squares: row 0 (1+4)/2 = 2.5, row 1 (9+16)/2 = 12.5, all 30/4. */
+    double r0 = 1 / sqrt(2.5 + eps), r1 = 1 / sqrt(12.5 + eps), ra = 1 / sqrt(7.5 + eps);
+    float want_rows[4] = {(float)(1 * r0 * 2), (float)(2 * r0 * 0.5), (float)(3 * r1 * 2),
+                          (float)(4 * r1 * 0.5)};
+    float want_all[4] = {(float)(1 * ra), (float)(2 * ra), (float)(3 * ra), (float)(4 * ra)};
+    expect_f32(rows, want_rows, 4, 2e-6, "rms_norm rows, scale");
+    expect_f32(all, want_all, 4, 2e-6, "rms_norm all");
+    clf_graph_destroy(&g);
+}
+END_TEST
+
+START_TEST(var_values)
+{
+    static const int64_t s24[2] = {2, 4}, s1[1] = {1};
+    static const float x[8] = {1, 2, 3, 4, 2, 2, 2, 2};
+    clf_graph *g = clf_graph_create();
+    clf_tensor in = clf_input(g, "x", CLF_F32, 2, s24);
+    clf_tensor one = clf_input(g, "one", CLF_F32, 1, s1);
+    clf_graph_output(g, "pop", clf_reduce_var(g, in, 1, (const int[]){1}, false, 0));
+    clf_graph_output(g, "sample", clf_reduce_var(g, in, 1, (const int[]){-1}, true, 1));
+    clf_graph_output(g, "all0", clf_reduce_var(g, in, 0, NULL, false, 0));
+    clf_graph_output(g, "all1", clf_reduce_var(g, in, 0, NULL, false, 1));
+    clf_graph_output(g, "single", clf_reduce_var(g, one, 0, NULL, false, 1));
+    expect_graph_ok(g);
+    float pop[2], sample[2], all0, all1, single;
+    float onev = 3;
+    clf_host_binding ins[] = {{"x", (void *)x}, {"one", &onev}};
+    clf_host_binding outs[] = {{"pop", pop},   {"sample", sample}, {"all0", &all0},
+                               {"all1", &all1}, {"single", &single}};
+    char msg[256];
+    ck_assert_msg(clf_reference_run(g, 2, ins, 5, outs, msg, sizeof msg) == CLF_OK, "%s", msg);
+    /* Row 0: mean 2.5, squared deviations 5; row 1: all equal. */
+    expect_f32(pop, (const float[]){1.25f, 0}, 2, 1e-7, "population variance");
+    expect_f32(sample, (const float[]){(float)(5.0 / 3), 0}, 2, 1e-7, "sample variance");
+    /* All eight: mean 2.25, squared deviations 5.5. */
+    expect_f32(&all0, (const float[]){0.6875f}, 1, 1e-7, "variance of all, correction 0");
+    expect_f32(&all1, (const float[]){(float)(5.5 / 7)}, 1, 1e-7, "variance of all, correction 1");
+    /* One element, correction 1: 0/0. */
+    ck_assert(isnan(single));
+    clf_graph_destroy(&g);
+}
+END_TEST
+
 /* A graph with inputs "a" [2], "b" [2] and output "y" = a + b. */
 static clf_graph *two_input_graph(void)
 {
@@ -1083,6 +1509,21 @@ static Suite *reference_suite(void)
     tcase_add_test(tc, outputs_shared_and_aliased);
     tcase_add_test(tc, constants);
     tcase_add_test(tc, large_transpose);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("reductions");
+    tcase_add_test(tc, reduce_one_axis);
+    tcase_add_test(tc, reduce_several_and_all_axes);
+    tcase_add_test(tc, reduce_empty_sets);
+    tcase_add_test(tc, reduce_rank0_identity);
+    tcase_add_test(tc, reduce_nan_inf_and_precision);
+    tcase_add_test(tc, reduce_i32_wrap);
+    tcase_add_test(tc, argmax_argmin_values);
+    tcase_add_test(tc, softmax_values);
+    tcase_add_test(tc, log_softmax_values);
+    tcase_add_test(tc, layer_norm_values);
+    tcase_add_test(tc, rms_norm_values);
+    tcase_add_test(tc, var_values);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("errors");

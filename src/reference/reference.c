@@ -523,8 +523,9 @@ static double reduce_one(const clf__node *n, clf_dtype dt, const void *x, int64_
     switch (kind) {
     case CLF__REDUCE_SUM: acc = 0.0; wacc = 0; break;
     case CLF__REDUCE_PROD: acc = 1.0; wacc = 1; break;
-    case CLF__REDUCE_MAX: acc = f32 ? -INFINITY : INT32_MIN; wacc = 0; break;
-    case CLF__REDUCE_MIN: acc = f32 ? INFINITY : INT32_MAX; wacc = 0; break;
+    /* (double) on both arms: float INFINITY would turn INT32_MAX into 2^31. */
+    case CLF__REDUCE_MAX: acc = f32 ? -(double)INFINITY : (double)INT32_MIN; wacc = 0; break;
+    case CLF__REDUCE_MIN: acc = f32 ? (double)INFINITY : (double)INT32_MAX; wacc = 0; break;
     default: acc = 0.0; wacc = 0; break;
     }
     for (int64_t k = 0; k < count; k++, next_index(nr, ext, ridx)) {
