@@ -137,6 +137,12 @@ CLF_API size_t clf_executable_kernel_count(const clf_executable *exe);
 CLF_API const char *clf_executable_kernel_name(const clf_executable *exe, size_t i);
 CLF_API const char *clf_executable_kernel_ops(const clf_executable *exe, size_t i);
 CLF_API const char *clf_executable_kernel_source(const clf_executable *exe, size_t i);
+/* The graph nodes kernel i computes, as clf_tensor.node values of the graph
+ * it was compiled from, ascending; *count (not NULL) receives their number.
+ * Leaves (inputs, constants) are not listed; a value inlined into several
+ * kernels is listed by each. NULL with *count 0 when i is out of range. The
+ * array lives as long as exe. For tools that draw or explain the plan. */
+CLF_API const uint32_t *clf_executable_kernel_nodes(const clf_executable *exe, size_t i, size_t *count);
 
 /* ---- Running ----------------------------------------------------------- */
 

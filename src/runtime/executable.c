@@ -140,6 +140,16 @@ CLF_API clf_status clf_compile(clf_context *ctx, const clf_graph *g, const clf_c
         K->params = code.params;
         K->nparams = code.nparams;
         K->wide_index = code.wide_index;
+        if (plan.kernels[k].nops) {
+            K->nodes = malloc(plan.kernels[k].nops * sizeof *K->nodes);
+            if (!K->nodes) {
+                st = CLF_ERR_OUT_OF_MEMORY;
+                snprintf(err, sizeof err, "clf_compile: out of memory");
+                goto fail_msg;
+            }
+            memcpy(K->nodes, plan.kernels[k].ops, plan.kernels[k].nops * sizeof *K->nodes);
+            K->nnodes = plan.kernels[k].nops;
+        }
         K->numel = (uint64_t)plan.kernels[k].numel;
         K->global = code.global;
         K->local = code.local;
@@ -196,6 +206,7 @@ CLF_API void clf_executable_destroy(clf_executable **pe)
         free(K->ops);
         free(K->source);
         free(K->params);
+        free(K->nodes);
     }
     for (uint32_t b = 0; b < e->nbuffers; b++) {
         if (e->owned && e->owned[b])
@@ -241,6 +252,18 @@ CLF_API const char *clf_executable_kernel_ops(const clf_executable *exe, size_t 
 CLF_API const char *clf_executable_kernel_source(const clf_executable *exe, size_t i)
 {
     return exe && i < exe->nkernels ? exe->kernels[i].source : NULL;
+}
+
+CLF_API const uint32_t *clf_executable_kernel_nodes(const clf_executable *exe, size_t i, size_t *count)
+{
+    if (!exe || i >= exe->nkernels) {
+        if (count)
+            *count = 0;
+        return NULL;
+    }
+    if (count)
+        *count = exe->kernels[i].nnodes;
+    return exe->kernels[i].nodes;
 }
 
 CLF_API size_t clf_executable_input_count(const clf_executable *exe) { return exe ? exe->ninputs : 0; }

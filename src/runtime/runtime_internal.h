@@ -41,6 +41,8 @@ typedef struct clf__exe_kernel {
     cl_kernel kernel;
     uint32_t *params;
     uint32_t nparams;
+    uint32_t *nodes; /* the plan kernel's ops, for clf_executable_kernel_nodes */
+    uint32_t nnodes;
     bool wide_index;
     uint64_t numel;
     size_t global, local;
