@@ -6,9 +6,32 @@
  * kernels and device buffers and holds a reference to its context: destroy
  * every executable before its context.
  *
- * Thread-safety: a context and the executables compiled from it may be used
- * by one thread at a time (OpenCL kernel arguments are not thread-safe).
- * Different contexts are independent.
+ * Thread-safety: a context and its executables may be shared by threads.
+ * clf_compile, clf_run, clf_run_host, clf_executable_last_profile and the
+ * read-only queries may be called from several threads at once, on one
+ * context and on one executable. OpenCL kernel arguments are not
+ * thread-safe, so each executable holds a lock from setting its kernels'
+ * arguments to enqueueing them: concurrent clf_run calls on one executable
+ * are serialized for that short moment and land on the queue one run after
+ * another, each run after the previous one (also on an out-of-order queue,
+ * since runs share the executable's intermediate buffers). clf_run_host gives
+ * each concurrent caller its own staging buffers, so every caller gets its
+ * own results. clf_context_last_error is per thread: it reports the calling
+ * thread's last failure on that context. Creating and destroying are not
+ * concurrent: destroy an executable or a context only when no other thread is
+ * using it. Different contexts are independent.
+ *
+ * Program cache: built programs are cached in memory per context and on disk
+ * in $CLFUSE_CACHE_DIR, else $XDG_CACHE_HOME/clfuse, else ~/.cache/clfuse.
+ * An entry's key covers the generated source, the build options, the
+ * platform's and device's vendor, name and version, the driver version, the
+ * address bits and the library's code generator, so another device or a
+ * driver upgrade misses instead of loading a stale binary. Entries are
+ * written atomically (temporary file, then rename) and checked when read; a
+ * corrupt entry or one the driver refuses is removed and rebuilt, and the
+ * cache never makes a compile fail. clf_context_params.disable_disk_cache or
+ * CLFUSE_CACHE=0 turns the disk cache off; CLFUSE_LOGS=cache shows hits,
+ * misses and why an entry was discarded.
  */
 #ifndef CLFUSE_RUNTIME_H
 #define CLFUSE_RUNTIME_H
@@ -64,6 +87,9 @@ typedef struct clf_context_params {
     /* Create the queue with CL_QUEUE_PROFILING_ENABLE (also switched on by
      * CLFUSE_LOGS=perf). */
     bool profiling;
+    /* Do not read or write the on-disk program cache (also turned off by
+     * CLFUSE_CACHE=0); programs are still cached in memory. */
+    bool disable_disk_cache;
     /* Where the reason for a failure of clf_context_create is written (a
      * NUL-terminated message of at most message_cap bytes); may be NULL. */
     char *message;
@@ -76,13 +102,14 @@ typedef struct clf_context_params {
  * reason goes to params->message when given. */
 CLF_API clf_status clf_context_create(const clf_context_params *params, clf_context **out);
 /* Adopts the caller's OpenCL objects (retained, not copied). queue must
- * belong to context and device. */
+ * belong to context and device. The disk cache follows the environment. */
 CLF_API clf_status clf_context_from_cl(cl_context context, cl_device_id device,
                                        cl_command_queue queue, clf_context **out);
 /* Releases the context and sets *ctx to NULL; accepts NULL. */
 CLF_API void clf_context_destroy(clf_context **ctx);
-/* The detail of the last failure on this context or its executables ("" if
- * none); valid until the next call on the context. */
+/* The detail of the calling thread's last failure on this context or its
+ * executables ("" if none): the OpenCL error's name and, for builds, the
+ * build log. Valid until the thread's next call on the context. */
 CLF_API const char *clf_context_last_error(const clf_context *ctx);
 /* The context's device, queue and OpenCL context (not retained for the
  * caller). */
@@ -95,9 +122,20 @@ CLF_API cl_context clf_context_cl(const clf_context *ctx);
 typedef struct clf_executable clf_executable;
 
 /* Zero means default for every field. */
+/* Which family of kernel templates to use: the device's own (AUTO), the
+ * CPU form (a work-item per row, serial loops) or the GPU form (work-groups
+ * per row, tree reductions in local memory). Forcing one is for testing and
+ * tuning; both are correct on every device. */
+typedef enum clf_kernel_style {
+    CLF_KERNEL_STYLE_AUTO = 0,
+    CLF_KERNEL_STYLE_CPU = 1,
+    CLF_KERNEL_STYLE_GPU = 2,
+} clf_kernel_style;
+
 typedef struct clf_compile_params {
     /* One kernel per op, for comparison and debugging. */
     bool disable_fusion;
+    clf_kernel_style kernel_style;
 } clf_compile_params;
 
 #define clf_compile_params(...) (&(const clf_compile_params){__VA_ARGS__})
@@ -155,7 +193,10 @@ typedef struct clf_buffer_binding {
 } clf_buffer_binding;
 
 /* Copies inputs in, runs, copies outputs out; returns when the outputs are
- * written. Every input and output must be bound exactly once. */
+ * written. Every input and output must be bound exactly once, to non-NULL
+ * data unless the tensor is empty. A tensor larger than the device's
+ * CL_DEVICE_MAX_MEM_ALLOC_SIZE is refused (CLF_ERR_UNSUPPORTED) before
+ * anything is enqueued. */
 CLF_API clf_status clf_run_host(clf_executable *exe, size_t ninputs, const clf_host_binding *inputs,
                                 size_t noutputs, const clf_host_binding *outputs);
 /* Enqueues the kernels on the context's queue after the wait list and
@@ -166,9 +207,9 @@ CLF_API clf_status clf_run(clf_executable *exe, size_t ninputs, const clf_buffer
                            size_t noutputs, const clf_buffer_binding *outputs, cl_uint nwait,
                            const cl_event *wait, cl_event *done);
 
-/* With a profiling context: device time of each kernel of the last run, in
- * launch order (start to end, ns), and the span from the first kernel's
- * start to the last one's end. Waits for the last run. CLF_ERR_UNSUPPORTED
+/* With a profiling context: device time of each kernel of the last run (of
+ * any thread), in launch order (start to end, ns), and the span from the
+ * first kernel's start to the last one's end. Waits for the last run. CLF_ERR_UNSUPPORTED
  * without profiling or before any run. */
 typedef struct clf_run_profile {
     uint64_t span_ns;

@@ -1,6 +1,9 @@
-/* Contexts: a device, its OpenCL context and queue, the last error, and
- * the in-memory program cache. */
+/* Contexts: a device, its OpenCL context and queue, the per-thread last
+ * error, the mapping of OpenCL errors to statuses, and the program caches'
+ * lifetime. */
+#include <pthread.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,8 +28,125 @@ const char *clf__cl_error_name(cl_int err)
     E(CL_INVALID_KERNEL_ARGS) E(CL_INVALID_WORK_DIMENSION) E(CL_INVALID_WORK_GROUP_SIZE)
     E(CL_INVALID_WORK_ITEM_SIZE) E(CL_INVALID_GLOBAL_OFFSET) E(CL_INVALID_EVENT_WAIT_LIST)
     E(CL_INVALID_EVENT) E(CL_INVALID_OPERATION) E(CL_INVALID_BUFFER_SIZE) E(CL_INVALID_GLOBAL_WORK_SIZE)
+    E(CL_IMAGE_FORMAT_MISMATCH) E(CL_IMAGE_FORMAT_NOT_SUPPORTED) E(CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST)
+    E(CL_DEVICE_PARTITION_FAILED) E(CL_KERNEL_ARG_INFO_NOT_AVAILABLE) E(CL_INVALID_IMAGE_FORMAT_DESCRIPTOR)
+    E(CL_INVALID_IMAGE_SIZE) E(CL_INVALID_SAMPLER) E(CL_INVALID_GL_OBJECT)
+    E(CL_INVALID_MIP_LEVEL) E(CL_INVALID_PROPERTY) E(CL_INVALID_IMAGE_DESCRIPTOR)
+    E(CL_INVALID_COMPILER_OPTIONS) E(CL_INVALID_LINKER_OPTIONS) E(CL_INVALID_DEVICE_PARTITION_COUNT)
 #undef E
     default: return "CL_UNKNOWN_ERROR";
+    }
+}
+
+clf_status clf__cl_status(cl_int err)
+{
+    switch (err) {
+    case CL_OUT_OF_HOST_MEMORY:
+    case CL_OUT_OF_RESOURCES:
+    case CL_MEM_OBJECT_ALLOCATION_FAILURE:
+        return CLF_ERR_OUT_OF_MEMORY;
+    case CL_BUILD_PROGRAM_FAILURE:
+    case CL_COMPILE_PROGRAM_FAILURE:
+    case CL_LINK_PROGRAM_FAILURE:
+    case CL_INVALID_BINARY:
+        return CLF_ERR_BUILD;
+    default:
+        return CLF_ERR_OPENCL;
+    }
+}
+
+/* The last failure's detail is kept per thread and per context, so that
+ * threads sharing a context each read their own (as errno is per thread).
+ * A thread's table hangs off one process-wide pthread key and is freed when
+ * the thread exits; the destroying thread's entry goes with the context.
+ * Entries are keyed by the context's id, never reused, so that a stale entry
+ * of a destroyed context cannot show up on a new one at the same address.
+ * Each entry is its own allocation: a pointer returned by
+ * clf_context_last_error stays valid while other contexts' entries come
+ * and go. */
+typedef struct thread_error {
+    uint64_t ctx_id;
+    clf__strbuf sb;
+} thread_error;
+
+typedef struct thread_errors {
+    thread_error **v;
+    size_t n, cap;
+} thread_errors;
+
+static pthread_key_t errors_key;
+static pthread_once_t errors_once = PTHREAD_ONCE_INIT;
+static bool errors_key_ok;
+static _Atomic uint64_t next_ctx_id = 1;
+
+static void free_thread_errors(void *p)
+{
+    thread_errors *t = p;
+    for (size_t i = 0; i < t->n; i++) {
+        clf__sb_free(&t->v[i]->sb);
+        free(t->v[i]);
+    }
+    free(t->v);
+    free(t);
+}
+
+static void make_errors_key(void) { errors_key_ok = pthread_key_create(&errors_key, free_thread_errors) == 0; }
+
+/* The calling thread's error buffer for context id (made when create is
+ * set; NULL when absent or out of memory). */
+static clf__strbuf *thread_error_buf(uint64_t id, bool create)
+{
+    pthread_once(&errors_once, make_errors_key);
+    if (!errors_key_ok)
+        return NULL;
+    thread_errors *t = pthread_getspecific(errors_key);
+    for (size_t i = 0; t && i < t->n; i++)
+        if (t->v[i]->ctx_id == id)
+            return &t->v[i]->sb;
+    if (!create)
+        return NULL;
+    if (!t) {
+        t = calloc(1, sizeof *t);
+        if (!t || pthread_setspecific(errors_key, t) != 0) {
+            free(t);
+            return NULL;
+        }
+    }
+    if (t->n == t->cap) {
+        size_t cap = t->cap ? t->cap * 2 : 4;
+        thread_error **v = realloc(t->v, cap * sizeof *v);
+        if (!v)
+            return NULL;
+        t->v = v;
+        t->cap = cap;
+    }
+    thread_error *e = calloc(1, sizeof *e);
+    if (!e)
+        return NULL;
+    e->ctx_id = id;
+    t->v[t->n++] = e;
+    return &e->sb;
+}
+
+/* Drops the calling thread's entry for context id, and its table once empty
+ * (so that the main thread, whose key destructors never run, leaks none). */
+static void thread_error_forget(uint64_t id)
+{
+    pthread_once(&errors_once, make_errors_key);
+    if (!errors_key_ok)
+        return;
+    thread_errors *t = pthread_getspecific(errors_key);
+    for (size_t i = 0; t && i < t->n; i++) {
+        if (t->v[i]->ctx_id != id)
+            continue;
+        clf__sb_free(&t->v[i]->sb);
+        free(t->v[i]);
+        t->v[i] = t->v[--t->n];
+        break;
+    }
+    if (t && t->n == 0) {
+        pthread_setspecific(errors_key, NULL);
+        free_thread_errors(t);
     }
 }
 
@@ -34,8 +154,11 @@ clf_status clf__ctx_fail(clf_context *ctx, clf_status status, const char *fmt, .
 {
     if (!ctx)
         return status;
-    clf__sb_clear(&ctx->error);
-    ctx->error.failed = false;
+    clf__strbuf *sb = thread_error_buf(ctx->id, true);
+    if (!sb)
+        return status;
+    clf__sb_clear(sb);
+    sb->failed = false;
     va_list ap;
     va_start(ap, fmt);
     char small[1024];
@@ -47,16 +170,21 @@ clf_status clf__ctx_fail(clf_context *ctx, clf_status status, const char *fmt, .
             va_start(ap, fmt);
             vsnprintf(big, (size_t)n + 1, fmt, ap);
             va_end(ap);
-            clf__sb_puts(&ctx->error, big);
+            clf__sb_puts(sb, big);
             free(big);
             return status;
         }
     }
-    clf__sb_puts(&ctx->error, small);
+    clf__sb_puts(sb, small);
     return status;
 }
 
-void clf__ctx_clear_error(clf_context *ctx) { clf__sb_clear(&ctx->error); }
+void clf__ctx_clear_error(clf_context *ctx)
+{
+    clf__strbuf *sb = thread_error_buf(ctx->id, false);
+    if (sb)
+        clf__sb_clear(sb);
+}
 
 static void write_msg(const clf_context_params *p, const char *msg)
 {
@@ -65,13 +193,19 @@ static void write_msg(const clf_context_params *p, const char *msg)
     }
 }
 
-/* Finishes a context around a chosen device: limits, profiling. */
-static void fill_device_facts(clf_context *c)
+/* Finishes a context around a chosen device: limits, the lock, the disk
+ * cache. Fails only when the lock cannot be made. */
+static clf_status finish_context(clf_context *c, bool disable_disk_cache)
 {
     size_t wg = 0;
     if (clGetDeviceInfo(c->device, CL_DEVICE_MAX_WORK_GROUP_SIZE, sizeof wg, &wg, NULL) != CL_SUCCESS)
         wg = 64;
     c->max_local = wg;
+    if (pthread_mutex_init(&c->lock, NULL) != 0)
+        return CLF_ERR_OUT_OF_MEMORY;
+    c->lock_ready = true;
+    clf__disk_cache_init(c, disable_disk_cache);
+    return CLF_OK;
 }
 
 CLF_API clf_status clf_context_create(const clf_context_params *params, clf_context **out)
@@ -87,6 +221,7 @@ CLF_API clf_status clf_context_create(const clf_context_params *params, clf_cont
         write_msg(params, "clf_context_create: out of memory");
         return CLF_ERR_OUT_OF_MEMORY;
     }
+    c->id = atomic_fetch_add(&next_ctx_id, 1);
     const char *sel = params && params->device ? params->device : getenv("CLFUSE_DEVICE");
     uint32_t index = 0;
     clf_status st = clf__device_select(sel, &c->platform, &c->device, &index, msg, sizeof msg);
@@ -98,7 +233,7 @@ CLF_API clf_status clf_context_create(const clf_context_params *params, clf_cont
     c->cl = clCreateContext(props, 1, &c->device, NULL, NULL, &err);
     if (!c->cl) {
         snprintf(msg, sizeof msg, "clCreateContext on %s: %s", c->desc.device_name, clf__cl_error_name(err));
-        st = CLF_ERR_OPENCL;
+        st = clf__cl_status(err);
         goto fail;
     }
     c->profiling = (params && params->profiling) || clf__log_enabled(CLF__LOG_PERF);
@@ -113,10 +248,14 @@ CLF_API clf_status clf_context_create(const clf_context_params *params, clf_cont
 #endif
     if (!c->queue) {
         snprintf(msg, sizeof msg, "clCreateCommandQueue on %s: %s", c->desc.device_name, clf__cl_error_name(err));
-        st = CLF_ERR_OPENCL;
+        st = clf__cl_status(err);
         goto fail;
     }
-    fill_device_facts(c);
+    st = finish_context(c, params && params->disable_disk_cache);
+    if (st != CLF_OK) {
+        snprintf(msg, sizeof msg, "clf_context_create: pthread_mutex_init failed");
+        goto fail;
+    }
     clf__log(CLF__LOG_SCHEDULE, "context on device %u: %s (%s)", index, c->desc.device_name,
              c->desc.platform_name);
     *out = c;
@@ -144,6 +283,7 @@ CLF_API clf_status clf_context_from_cl(cl_context context, cl_device_id device,
     clf_context *c = calloc(1, sizeof *c);
     if (!c)
         return CLF_ERR_OUT_OF_MEMORY;
+    c->id = atomic_fetch_add(&next_ctx_id, 1);
     cl_platform_id plat = NULL;
     clGetDeviceInfo(device, CL_DEVICE_PLATFORM, sizeof plat, &plat, NULL);
     c->platform = plat;
@@ -156,7 +296,10 @@ CLF_API clf_status clf_context_from_cl(cl_context context, cl_device_id device,
     clGetCommandQueueInfo(queue, CL_QUEUE_PROPERTIES, sizeof qp, &qp, NULL);
     c->profiling = (qp & CL_QUEUE_PROFILING_ENABLE) != 0;
     clf__device_describe(plat, device, 0, &c->desc);
-    fill_device_facts(c);
+    if (finish_context(c, false) != CLF_OK) {
+        clf_context_destroy(&c);
+        return CLF_ERR_OUT_OF_MEMORY;
+    }
     *out = c;
     return CLF_OK;
 }
@@ -167,18 +310,24 @@ CLF_API void clf_context_destroy(clf_context **ctx)
         return;
     clf_context *c = *ctx;
     clf__program_cache_clear(c);
+    clf__disk_cache_free(c);
+    thread_error_forget(c->id);
+    if (c->lock_ready)
+        pthread_mutex_destroy(&c->lock);
     if (c->queue)
         clReleaseCommandQueue(c->queue);
     if (c->cl)
         clReleaseContext(c->cl);
-    clf__sb_free(&c->error);
     free(c);
     *ctx = NULL;
 }
 
 CLF_API const char *clf_context_last_error(const clf_context *ctx)
 {
-    return ctx ? clf__sb_str(&ctx->error) : "clf_context_last_error: ctx is NULL";
+    if (!ctx)
+        return "clf_context_last_error: ctx is NULL";
+    const clf__strbuf *sb = thread_error_buf(ctx->id, false);
+    return sb ? clf__sb_str(sb) : "";
 }
 
 CLF_API clf_status clf_context_device(const clf_context *ctx, clf_device_desc *out)

@@ -64,6 +64,11 @@ CLF_API clf_status clf_compile(clf_context *ctx, const clf_graph *g, const clf_c
     if (!e)
         return clf__ctx_fail(ctx, CLF_ERR_OUT_OF_MEMORY, "clf_compile: out of memory");
     e->ctx = ctx;
+    if (pthread_mutex_init(&e->lock, NULL) != 0) {
+        free(e);
+        return clf__ctx_fail(ctx, CLF_ERR_OUT_OF_MEMORY, "clf_compile: pthread_mutex_init failed");
+    }
+    e->lock_ready = true;
 
     clf__plan_options popt = {.disable_fusion = params && params->disable_fusion};
     st = clf__plan_build(g, &popt, &plan, err, sizeof err);
@@ -85,10 +90,9 @@ CLF_API clf_status clf_compile(clf_context *ctx, const clf_graph *g, const clf_c
     e->nbuffers = plan.nbuffers;
     e->buffers = malloc((plan.nbuffers ? plan.nbuffers : 1) * sizeof *e->buffers);
     e->owned = calloc(plan.nbuffers ? plan.nbuffers : 1, sizeof *e->owned);
-    e->host_staging = calloc(plan.nbuffers ? plan.nbuffers : 1, sizeof *e->host_staging);
     e->kernels = calloc(plan.nkernels ? plan.nkernels : 1, sizeof *e->kernels);
     e->events = calloc(plan.nkernels ? plan.nkernels : 1, sizeof *e->events);
-    if (!e->inputs || !e->outputs || !e->buffers || !e->owned || !e->host_staging || !e->kernels || !e->events)
+    if (!e->inputs || !e->outputs || !e->buffers || !e->owned || !e->kernels || !e->events)
         goto fail_msg;
     memcpy(e->buffers, plan.buffers, plan.nbuffers * sizeof *plan.buffers);
     for (uint32_t b = 0; b < plan.nbuffers; b++) {
@@ -117,7 +121,7 @@ CLF_API clf_status clf_compile(clf_context *ctx, const clf_graph *g, const clf_c
             else
                 e->owned[b] = clCreateBuffer(ctx->cl, CL_MEM_READ_WRITE, (size_t)B->bytes, NULL, &cerr);
             if (!e->owned[b]) {
-                st = clf__ctx_fail(ctx, cerr == CL_OUT_OF_HOST_MEMORY ? CLF_ERR_OUT_OF_MEMORY : CLF_ERR_OPENCL,
+                st = clf__ctx_fail(ctx, clf__cl_status(cerr),
                                    "clf_compile: clCreateBuffer(%llu bytes): %s",
                                    (unsigned long long)B->bytes, clf__cl_error_name(cerr));
                 goto fail;
@@ -126,7 +130,9 @@ CLF_API clf_status clf_compile(clf_context *ctx, const clf_graph *g, const clf_c
     }
 
     /* Kernels. */
-    clf__codegen_target target = {.cpu = ctx->desc.is_cpu && !ctx->desc.is_gpu,
+    clf_kernel_style style = params ? params->kernel_style : CLF_KERNEL_STYLE_AUTO;
+    clf__codegen_target target = {.cpu = style == CLF_KERNEL_STYLE_AUTO ? ctx->desc.is_cpu && !ctx->desc.is_gpu
+                                                                        : style == CLF_KERNEL_STYLE_CPU,
                                   .max_local = ctx->max_local};
     for (uint32_t k = 0; k < plan.nkernels; k++) {
         clf__kernel_code code;
@@ -172,7 +178,7 @@ CLF_API clf_status clf_compile(clf_context *ctx, const clf_graph *g, const clf_c
         K->kernel = clCreateKernel(prog, K->name, &cerr);
         clReleaseProgram(prog);
         if (!K->kernel) {
-            st = clf__ctx_fail(ctx, CLF_ERR_OPENCL, "clf_compile: clCreateKernel(%s): %s", K->name,
+            st = clf__ctx_fail(ctx, clf__cl_status(cerr), "clf_compile: clCreateKernel(%s): %s", K->name,
                                clf__cl_error_name(cerr));
             goto fail;
         }
@@ -211,8 +217,6 @@ CLF_API void clf_executable_destroy(clf_executable **pe)
     for (uint32_t b = 0; b < e->nbuffers; b++) {
         if (e->owned && e->owned[b])
             clReleaseMemObject(e->owned[b]);
-        if (e->host_staging && e->host_staging[b])
-            clReleaseMemObject(e->host_staging[b]);
     }
     for (size_t i = 0; e->inputs && i < e->ninputs; i++)
         free(e->inputs[i].name);
@@ -222,7 +226,11 @@ CLF_API void clf_executable_destroy(clf_executable **pe)
     free(e->outputs);
     free(e->buffers);
     free(e->owned);
-    free(e->host_staging);
+    clf__staging_free_all(e);
+    if (e->last)
+        clReleaseEvent(e->last);
+    if (e->lock_ready)
+        pthread_mutex_destroy(&e->lock);
     free(e->kernels);
     free(e->events);
     free(e);

@@ -1,5 +1,8 @@
 /* Running an executable: binding inputs and outputs, enqueueing kernels in
- * plan order, host-memory convenience, profiling of the last run. */
+ * plan order, host-memory convenience, profiling of the last run. Runs of
+ * one executable may come from several threads: setting kernel arguments
+ * and enqueueing happen under the executable's lock, and each host run
+ * takes its own staging buffers from a pool. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,88 +53,190 @@ static clf_status bind(clf_executable *e, const char *what, const clf__io *io, s
     return CLF_OK;
 }
 
-/* Enqueues every kernel with its buffers from table. */
+/* Sets kernel k's arguments from table. Called with e->lock held. */
+static cl_int set_args(clf_executable *e, clf__exe_kernel *K, cl_mem *table, cl_uint *failed_arg)
+{
+    cl_int err = CL_SUCCESS;
+    cl_uint a = 0;
+    for (; a < K->nparams && err == CL_SUCCESS; a++) {
+        cl_mem m = table[K->params[a]] ? table[K->params[a]] : e->owned[K->params[a]];
+        err = clSetKernelArg(K->kernel, a, sizeof m, &m);
+    }
+    if (err == CL_SUCCESS) {
+        if (K->wide_index) {
+            cl_ulong n = K->numel;
+            err = clSetKernelArg(K->kernel, a, sizeof n, &n);
+        } else {
+            cl_uint n = (cl_uint)K->numel;
+            err = clSetKernelArg(K->kernel, a, sizeof n, &n);
+        }
+    } else {
+        a--;
+    }
+    *failed_arg = a;
+    return err;
+}
+
+/* Enqueues every kernel with its buffers from table, after the wait list
+ * and after the executable's previous run (runs share intermediates). The
+ * lock covers setting arguments through enqueueing: OpenCL captures the
+ * arguments at enqueue, so another thread may set its own afterwards.
+ * events (nkernels entries, may be NULL) receives this run's retained
+ * per-kernel events. */
 static clf_status enqueue(clf_executable *e, cl_mem *table, cl_uint nwait, const cl_event *wait,
-                          cl_event *done)
+                          cl_event *done, cl_event *events)
 {
     clf_context *ctx = e->ctx;
-    cl_event prev = NULL;
-    for (size_t k = 0; k < e->nkernels; k++) {
-        if (e->events[k]) {
-            clReleaseEvent(e->events[k]);
-            e->events[k] = NULL;
-        }
+    clf_status st = CLF_OK;
+    cl_event *evs = calloc(e->nkernels ? e->nkernels : 1, sizeof *evs);
+    cl_event *first = malloc(((size_t)nwait + 1) * sizeof *first);
+    if (!evs || !first) {
+        free(evs);
+        free(first);
+        return clf__ctx_fail(ctx, CLF_ERR_OUT_OF_MEMORY, "clf_run: out of memory");
     }
+    pthread_mutex_lock(&e->lock);
+    cl_uint nfirst = nwait;
+    if (nwait)
+        memcpy(first, wait, nwait * sizeof *first);
+    if (e->last)
+        first[nfirst++] = e->last;
+    cl_event prev = NULL;
     for (size_t k = 0; k < e->nkernels; k++) {
         clf__exe_kernel *K = &e->kernels[k];
         if (K->global == 0 || K->numel == 0)
             continue;
-        cl_int err = CL_SUCCESS;
-        cl_uint a = 0;
-        for (; a < K->nparams && err == CL_SUCCESS; a++) {
-            cl_mem m = table[K->params[a]] ? table[K->params[a]] : e->owned[K->params[a]];
-            err = clSetKernelArg(K->kernel, a, sizeof m, &m);
-        }
-        if (err == CL_SUCCESS) {
-            if (K->wide_index) {
-                cl_ulong n = K->numel;
-                err = clSetKernelArg(K->kernel, a, sizeof n, &n);
-            } else {
-                cl_uint n = (cl_uint)K->numel;
-                err = clSetKernelArg(K->kernel, a, sizeof n, &n);
-            }
-        }
+        cl_uint a;
+        cl_int err = set_args(e, K, table, &a);
         if (err != CL_SUCCESS) {
-            if (prev)
-                clReleaseEvent(prev);
-            return clf__ctx_fail(ctx, CLF_ERR_OPENCL, "clf_run: clSetKernelArg(%s, %u): %s", K->name, a,
-                                 clf__cl_error_name(err));
+            st = clf__ctx_fail(ctx, clf__cl_status(err), "clf_run: clSetKernelArg(%s, %u): %s", K->name, a,
+                               clf__cl_error_name(err));
+            break;
         }
         /* Chain events so that out-of-order queues keep plan order too. */
         cl_event ev = NULL;
-        err = clEnqueueNDRangeKernel(ctx->queue, K->kernel, 1, NULL, &K->global, &K->local,
-                                     prev ? 1 : nwait, prev ? &prev : (nwait ? wait : NULL), &ev);
-        if (prev)
-            clReleaseEvent(prev);
-        prev = NULL;
-        if (err != CL_SUCCESS)
-            return clf__ctx_fail(ctx,
-                                 err == CL_OUT_OF_RESOURCES || err == CL_MEM_OBJECT_ALLOCATION_FAILURE
-                                     ? CLF_ERR_OUT_OF_MEMORY
-                                     : CLF_ERR_OPENCL,
-                                 "clf_run: clEnqueueNDRangeKernel(%s, global %zu, local %zu): %s", K->name,
-                                 K->global, K->local, clf__cl_error_name(err));
-        e->events[k] = ev;
-        clRetainEvent(ev);
+        err = clEnqueueNDRangeKernel(ctx->queue, K->kernel, 1, NULL, &K->global, &K->local, prev ? 1 : nfirst,
+                                     prev ? &prev : (nfirst ? first : NULL), &ev);
+        if (err != CL_SUCCESS) {
+            st = clf__ctx_fail(ctx, clf__cl_status(err),
+                               "clf_run: clEnqueueNDRangeKernel(%s, global %zu, local %zu): %s", K->name,
+                               K->global, K->local, clf__cl_error_name(err));
+            break;
+        }
+        evs[k] = ev;
         prev = ev;
     }
-    if (!prev) {
+    cl_event marker = NULL;
+    if (st == CLF_OK && !prev) {
         /* Nothing to launch (zero-size outputs): still honour the wait list. */
-        cl_int err = clEnqueueMarkerWithWaitList(ctx->queue, nwait, nwait ? wait : NULL, &prev);
+        cl_int err = clEnqueueMarkerWithWaitList(ctx->queue, nfirst, nfirst ? first : NULL, &marker);
         if (err != CL_SUCCESS)
-            return clf__ctx_fail(ctx, CLF_ERR_OPENCL, "clf_run: clEnqueueMarkerWithWaitList: %s",
-                                 clf__cl_error_name(err));
+            st = clf__ctx_fail(ctx, clf__cl_status(err), "clf_run: clEnqueueMarkerWithWaitList: %s",
+                               clf__cl_error_name(err));
+        prev = marker;
     }
-    e->ran = true;
-    if (done)
+    if (prev) {
+        /* Even after a failure part-way, the next run waits for what went in. */
+        if (e->last)
+            clReleaseEvent(e->last);
+        e->last = prev;
+        clRetainEvent(prev);
+    }
+    if (st == CLF_OK) {
+        for (size_t k = 0; k < e->nkernels; k++) {
+            if (e->events[k])
+                clReleaseEvent(e->events[k]);
+            e->events[k] = evs[k]; /* the reference moves */
+            if (events && evs[k])
+                clRetainEvent(evs[k]);
+            if (events)
+                events[k] = evs[k];
+            evs[k] = NULL;
+        }
+        e->ran = true;
+    }
+    pthread_mutex_unlock(&e->lock);
+    if (st == CLF_OK && done) {
+        clRetainEvent(prev);
         *done = prev;
-    else
-        clReleaseEvent(prev);
+    }
+    for (size_t k = 0; k < e->nkernels; k++)
+        if (evs[k])
+            clReleaseEvent(evs[k]);
+    if (marker)
+        clReleaseEvent(marker);
+    free(first);
+    free(evs);
+    return st;
+}
+
+/* The memory a buffer binding touches: the tensor's bytes from the buffer's
+ * start, placed in its parent when it is a sub-buffer. */
+typedef struct span {
+    cl_mem root;
+    size_t begin, end;
+} span;
+
+static span span_of(cl_mem m, uint64_t bytes)
+{
+    span s = {m, 0, (size_t)bytes};
+    cl_mem parent = NULL;
+    size_t offset = 0;
+    if (clGetMemObjectInfo(m, CL_MEM_ASSOCIATED_MEMOBJECT, sizeof parent, &parent, NULL) == CL_SUCCESS && parent &&
+        clGetMemObjectInfo(m, CL_MEM_OFFSET, sizeof offset, &offset, NULL) == CL_SUCCESS)
+        s = (span){parent, offset, offset + (size_t)bytes};
+    return s;
+}
+
+static const clf__io *find_io(const clf__io *io, size_t n, const char *name)
+{
+    for (size_t i = 0; name && i < n; i++)
+        if (strcmp(io[i].name, name) == 0)
+            return &io[i];
+    return NULL;
+}
+
+/* Outputs are written through restrict pointers: no output may share memory
+ * with an input or another output, whether through the same cl_mem or
+ * overlapping sub-buffers of one buffer. Bindings are already resolved. */
+static clf_status check_aliasing(clf_executable *e, size_t ninputs, size_t noutputs, const char *const *names,
+                                 const cl_mem *mems)
+{
+    size_t n = ninputs + noutputs;
+    for (size_t i = ninputs; i < n; i++) {
+        const clf__io *oi = find_io(e->outputs, e->noutputs, names[i]);
+        if (!mems[i] || !oi->bytes)
+            continue;
+        span so = span_of(mems[i], oi->bytes);
+        for (size_t j = 0; j < n; j++) {
+            if (j == i || !mems[j])
+                continue;
+            const clf__io *oj = j < ninputs ? find_io(e->inputs, e->ninputs, names[j])
+                                            : find_io(e->outputs, e->noutputs, names[j]);
+            if (!oj->bytes)
+                continue;
+            span sj = span_of(mems[j], oj->bytes);
+            if (mems[j] == mems[i] || (so.root == sj.root && so.begin < sj.end && sj.begin < so.end))
+                return clf__ctx_fail(e->ctx, CLF_ERR_INVALID_ARGUMENT, "clf_run: output \"%s\" aliases %s \"%s\" (%s)",
+                                     names[i], j < ninputs ? "input" : "output", names[j],
+                                     mems[j] == mems[i] ? "the same cl_mem" : "overlapping sub-buffers");
+        }
+    }
     return CLF_OK;
 }
 
-CLF_API clf_status clf_run(clf_executable *e, size_t ninputs, const clf_buffer_binding *inputs,
-                           size_t noutputs, const clf_buffer_binding *outputs, cl_uint nwait,
-                           const cl_event *wait, cl_event *done)
+/* clf_run, with this run's per-kernel events (retained) in events when not
+ * NULL. */
+static clf_status run_bound(clf_executable *e, size_t ninputs, const clf_buffer_binding *inputs, size_t noutputs,
+                            const clf_buffer_binding *outputs, cl_uint nwait, const cl_event *wait, cl_event *done,
+                            cl_event *events)
 {
-    if (done)
-        *done = NULL;
-    if (!e)
-        return CLF_ERR_INVALID_ARGUMENT;
     clf_context *ctx = e->ctx;
-    clf__ctx_clear_error(ctx);
     if ((ninputs && !inputs) || (noutputs && !outputs) || (nwait && !wait))
         return clf__ctx_fail(ctx, CLF_ERR_INVALID_ARGUMENT, "clf_run: a binding or wait list is NULL");
+    for (cl_uint i = 0; i < nwait; i++)
+        if (!wait[i])
+            return clf__ctx_fail(ctx, CLF_ERR_INVALID_ARGUMENT, "clf_run: wait list entry %u is NULL", i);
     clf_status st = CLF_ERR_OUT_OF_MEMORY;
     cl_mem *table = calloc(e->nbuffers ? e->nbuffers : 1, sizeof *table);
     const char **names = malloc((ninputs + noutputs + 1) * sizeof *names);
@@ -151,23 +256,10 @@ CLF_API clf_status clf_run(clf_executable *e, size_t ninputs, const clf_buffer_b
     st = bind(e, "input", e->inputs, e->ninputs, ninputs, names, mems, table);
     if (st == CLF_OK)
         st = bind(e, "output", e->outputs, e->noutputs, noutputs, names + ninputs, mems + ninputs, table);
-    if (st != CLF_OK)
-        goto done;
-    /* Outputs are written with restrict pointers: no output may share a
-     * buffer with an input or another output. */
-    for (size_t i = 0; i < noutputs; i++) {
-        if (!outputs[i].buffer)
-            continue;
-        for (size_t j = 0; j < ninputs + noutputs; j++) {
-            if (j == ninputs + i || mems[j] != outputs[i].buffer)
-                continue;
-            st = clf__ctx_fail(ctx, CLF_ERR_INVALID_ARGUMENT,
-                               "clf_run: output \"%s\" aliases %s \"%s\" (the same cl_mem)",
-                               outputs[i].name, j < ninputs ? "input" : "output", names[j]);
-            goto done;
-        }
-    }
-    st = enqueue(e, table, nwait, wait, done);
+    if (st == CLF_OK)
+        st = check_aliasing(e, ninputs, noutputs, names, mems);
+    if (st == CLF_OK)
+        st = enqueue(e, table, nwait, wait, done, events);
 done:
     free(table);
     free(names);
@@ -175,27 +267,70 @@ done:
     return st;
 }
 
-/* Device buffers for host runs, made on first use and kept. */
-static clf_status staging(clf_executable *e, const clf__io *io, bool is_input)
+CLF_API clf_status clf_run(clf_executable *e, size_t ninputs, const clf_buffer_binding *inputs,
+                           size_t noutputs, const clf_buffer_binding *outputs, cl_uint nwait,
+                           const cl_event *wait, cl_event *done)
 {
-    if (e->host_staging[io->buffer] || io->bytes == 0)
-        return CLF_OK;
-    cl_int err;
-    e->host_staging[io->buffer] = clCreateBuffer(e->ctx->cl, is_input ? CL_MEM_READ_ONLY : CL_MEM_WRITE_ONLY,
-                                                 (size_t)io->bytes, NULL, &err);
-    if (!e->host_staging[io->buffer])
-        return clf__ctx_fail(e->ctx, err == CL_OUT_OF_HOST_MEMORY ? CLF_ERR_OUT_OF_MEMORY : CLF_ERR_OPENCL,
-                             "clf_run_host: clCreateBuffer for \"%s\" (%llu bytes): %s", io->name,
-                             (unsigned long long)io->bytes, clf__cl_error_name(err));
-    return CLF_OK;
+    if (done)
+        *done = NULL;
+    if (!e)
+        return CLF_ERR_INVALID_ARGUMENT;
+    clf__ctx_clear_error(e->ctx);
+    return run_bound(e, ninputs, inputs, noutputs, outputs, nwait, wait, done, NULL);
 }
 
-static const clf__io *find_io(const clf__io *io, size_t n, const char *name)
+void clf__staging_free_all(clf_executable *e)
 {
-    for (size_t i = 0; name && i < n; i++)
-        if (strcmp(io[i].name, name) == 0)
-            return &io[i];
-    return NULL;
+    while (e->staging_free) {
+        clf__staging *s = e->staging_free;
+        e->staging_free = s->next;
+        for (uint32_t b = 0; s->mem && b < e->nbuffers; b++)
+            if (s->mem[b])
+                clReleaseMemObject(s->mem[b]);
+        free(s->mem);
+        free(s);
+    }
+}
+
+/* A staging set not in use by another host run: from the pool, else new. */
+static clf__staging *staging_take(clf_executable *e)
+{
+    pthread_mutex_lock(&e->lock);
+    clf__staging *s = e->staging_free;
+    if (s)
+        e->staging_free = s->next;
+    pthread_mutex_unlock(&e->lock);
+    if (s)
+        return s;
+    s = calloc(1, sizeof *s);
+    if (s && !(s->mem = calloc(e->nbuffers ? e->nbuffers : 1, sizeof *s->mem))) {
+        free(s);
+        s = NULL;
+    }
+    return s;
+}
+
+/* Returns a set to the pool once nothing enqueued uses it any more. */
+static void staging_give(clf_executable *e, clf__staging *s)
+{
+    pthread_mutex_lock(&e->lock);
+    s->next = e->staging_free;
+    e->staging_free = s;
+    pthread_mutex_unlock(&e->lock);
+}
+
+/* The set's buffer for io, made on first use and kept with the set. */
+static clf_status staging_buffer(clf_executable *e, clf__staging *s, const clf__io *io, bool is_input)
+{
+    if (s->mem[io->buffer] || io->bytes == 0)
+        return CLF_OK;
+    cl_int err;
+    s->mem[io->buffer] = clCreateBuffer(e->ctx->cl, is_input ? CL_MEM_READ_ONLY : CL_MEM_WRITE_ONLY,
+                                        (size_t)io->bytes, NULL, &err);
+    if (!s->mem[io->buffer])
+        return clf__ctx_fail(e->ctx, clf__cl_status(err), "clf_run_host: clCreateBuffer for \"%s\" (%llu bytes): %s",
+                             io->name, (unsigned long long)io->bytes, clf__cl_error_name(err));
+    return CLF_OK;
 }
 
 CLF_API clf_status clf_run_host(clf_executable *e, size_t ninputs, const clf_host_binding *inputs,
@@ -209,12 +344,18 @@ CLF_API clf_status clf_run_host(clf_executable *e, size_t ninputs, const clf_hos
         return clf__ctx_fail(ctx, CLF_ERR_INVALID_ARGUMENT, "clf_run_host: a binding array is NULL");
     clf_status st = CLF_ERR_OUT_OF_MEMORY;
     clf_buffer_binding *bi = calloc(ninputs + 1, sizeof *bi), *bo = calloc(noutputs + 1, sizeof *bo);
+    cl_event *writes = calloc(ninputs + 1, sizeof *writes);
+    cl_event *events = calloc(e->nkernels + 1, sizeof *events);
+    clf__staging *stage = staging_take(e);
     cl_event done = NULL;
-    if (!bi || !bo) {
+    cl_uint nw = 0;
+    if (!bi || !bo || !writes || !events || !stage) {
         clf__ctx_fail(ctx, st, "clf_run_host: out of memory");
         goto out;
     }
-    /* NULL data is refused before anything is enqueued. */
+    /* NULL data and tensors the device cannot hold are refused before
+     * anything is enqueued. */
+    st = CLF_OK;
     for (int pass = 0; pass < 2; pass++) {
         size_t n = pass ? noutputs : ninputs;
         const clf_host_binding *hb = pass ? outputs : inputs;
@@ -226,19 +367,29 @@ CLF_API clf_status clf_run_host(clf_executable *e, size_t ninputs, const clf_hos
                                    pass ? "output" : "input", hb[i].name);
                 goto out;
             }
-            if (io && (st = staging(e, io, !pass)) != CLF_OK)
+            if (io && ctx->desc.max_alloc_bytes && io->bytes > ctx->desc.max_alloc_bytes) {
+                st = clf__ctx_fail(ctx, CLF_ERR_UNSUPPORTED,
+                                   "clf_run_host: %s \"%s\" (%llu bytes) exceeds the device's "
+                                   "CL_DEVICE_MAX_MEM_ALLOC_SIZE (%llu)",
+                                   pass ? "output" : "input", hb[i].name, (unsigned long long)io->bytes,
+                                   (unsigned long long)ctx->desc.max_alloc_bytes);
                 goto out;
-            (pass ? bo : bi)[i] = (clf_buffer_binding){hb[i].name, io ? e->host_staging[io->buffer] : NULL};
+            }
+        }
+    }
+    for (int pass = 0; pass < 2; pass++) {
+        size_t n = pass ? noutputs : ninputs;
+        const clf_host_binding *hb = pass ? outputs : inputs;
+        for (size_t i = 0; i < n; i++) {
+            const clf__io *io = find_io(pass ? e->outputs : e->inputs, pass ? e->noutputs : e->ninputs,
+                                        hb[i].name);
+            if (io && (st = staging_buffer(e, stage, io, !pass)) != CLF_OK)
+                goto out;
+            (pass ? bo : bi)[i] = (clf_buffer_binding){hb[i].name, io ? stage->mem[io->buffer] : NULL};
         }
     }
     /* Counts, duplicates and unknown names are checked by clf_run before it
      * enqueues a kernel; the writes below only touch our staging buffers. */
-    cl_event *writes = calloc(ninputs + 1, sizeof *writes);
-    cl_uint nw = 0;
-    if (!writes) {
-        st = clf__ctx_fail(ctx, CLF_ERR_OUT_OF_MEMORY, "clf_run_host: out of memory");
-        goto out;
-    }
     for (size_t i = 0; i < ninputs; i++) {
         const clf__io *io = find_io(e->inputs, e->ninputs, inputs[i].name);
         if (!io || !io->bytes)
@@ -246,19 +397,16 @@ CLF_API clf_status clf_run_host(clf_executable *e, size_t ninputs, const clf_hos
         cl_int err = clEnqueueWriteBuffer(ctx->queue, bi[i].buffer, CL_FALSE, 0, (size_t)io->bytes,
                                           inputs[i].data, 0, NULL, &writes[nw]);
         if (err != CL_SUCCESS) {
-            st = clf__ctx_fail(ctx, CLF_ERR_OPENCL, "clf_run_host: clEnqueueWriteBuffer(\"%s\"): %s", io->name,
-                               clf__cl_error_name(err));
+            st = clf__ctx_fail(ctx, clf__cl_status(err), "clf_run_host: clEnqueueWriteBuffer(\"%s\"): %s",
+                               io->name, clf__cl_error_name(err));
             break;
         }
         nw++;
     }
     if (st == CLF_OK)
-        st = clf_run(e, ninputs, bi, noutputs, bo, nw, writes, &done);
-    for (cl_uint i = 0; i < nw; i++)
-        clReleaseEvent(writes[i]);
-    free(writes);
+        st = run_bound(e, ninputs, bi, noutputs, bo, nw, writes, &done, events);
     if (st != CLF_OK) {
-        clFinish(ctx->queue);
+        clFinish(ctx->queue); /* nothing of ours may still use the staging set */
         goto out;
     }
     for (size_t i = 0; i < noutputs; i++) {
@@ -268,26 +416,40 @@ CLF_API clf_status clf_run_host(clf_executable *e, size_t ninputs, const clf_hos
         cl_int err = clEnqueueReadBuffer(ctx->queue, bo[i].buffer, CL_TRUE, 0, (size_t)io->bytes,
                                          outputs[i].data, 1, &done, NULL);
         if (err != CL_SUCCESS) {
-            st = clf__ctx_fail(ctx, CLF_ERR_OPENCL, "clf_run_host: clEnqueueReadBuffer(\"%s\"): %s", io->name,
-                               clf__cl_error_name(err));
+            st = clf__ctx_fail(ctx, clf__cl_status(err), "clf_run_host: clEnqueueReadBuffer(\"%s\"): %s",
+                               io->name, clf__cl_error_name(err));
             clFinish(ctx->queue);
             goto out;
         }
     }
-    clWaitForEvents(1, &done);
+    cl_int err = clWaitForEvents(1, &done);
+    if (err != CL_SUCCESS) {
+        st = clf__ctx_fail(ctx, CLF_ERR_OPENCL, "clf_run_host: a kernel failed (clWaitForEvents: %s)",
+                           clf__cl_error_name(err));
+        goto out;
+    }
     if (ctx->profiling && clf__log_enabled(CLF__LOG_PERF)) {
         for (size_t k = 0; k < e->nkernels; k++) {
             cl_ulong t0 = 0, t1 = 0;
-            if (!e->events[k])
+            if (!events[k])
                 continue;
-            clGetEventProfilingInfo(e->events[k], CL_PROFILING_COMMAND_START, sizeof t0, &t0, NULL);
-            clGetEventProfilingInfo(e->events[k], CL_PROFILING_COMMAND_END, sizeof t1, &t1, NULL);
+            clGetEventProfilingInfo(events[k], CL_PROFILING_COMMAND_START, sizeof t0, &t0, NULL);
+            clGetEventProfilingInfo(events[k], CL_PROFILING_COMMAND_END, sizeof t1, &t1, NULL);
             clf__log(CLF__LOG_PERF, "%s: %.3f ms", e->kernels[k].name, (double)(t1 - t0) * 1e-6);
         }
     }
 out:
+    if (stage)
+        staging_give(e, stage);
+    for (cl_uint i = 0; i < nw; i++)
+        clReleaseEvent(writes[i]);
+    for (size_t k = 0; events && k < e->nkernels; k++)
+        if (events[k])
+            clReleaseEvent(events[k]);
     if (done)
         clReleaseEvent(done);
+    free(writes);
+    free(events);
     free(bi);
     free(bo);
     return st;
@@ -303,20 +465,39 @@ CLF_API clf_status clf_executable_last_profile(clf_executable *e, clf_run_profil
         return clf__ctx_fail(e->ctx, CLF_ERR_UNSUPPORTED,
                              "clf_executable_last_profile: the context's queue has no profiling "
                              "(set clf_context_params.profiling)");
-    if (!e->ran)
-        return clf__ctx_fail(e->ctx, CLF_ERR_UNSUPPORTED, "clf_executable_last_profile: no run yet");
+    cl_event *evs = calloc(e->nkernels + 1, sizeof *evs);
+    if (!evs)
+        return clf__ctx_fail(e->ctx, CLF_ERR_OUT_OF_MEMORY, "clf_executable_last_profile: out of memory");
+    /* A snapshot of the last run's events, so that other threads may run
+     * while this one waits. */
+    pthread_mutex_lock(&e->lock);
+    bool ran = e->ran;
+    for (size_t k = 0; k < e->nkernels; k++)
+        if ((evs[k] = e->events[k]))
+            clRetainEvent(evs[k]);
+    pthread_mutex_unlock(&e->lock);
+    clf_status st = CLF_OK;
+    if (!ran) {
+        st = clf__ctx_fail(e->ctx, CLF_ERR_UNSUPPORTED, "clf_executable_last_profile: no run yet");
+        goto out;
+    }
     cl_ulong first = 0, last = 0;
     size_t idx = 0;
     for (size_t k = 0; k < e->nkernels; k++) {
-        if (!e->events[k])
+        if (!evs[k])
             continue;
         cl_ulong t0 = 0, t1 = 0;
-        clWaitForEvents(1, &e->events[k]);
-        cl_int err = clGetEventProfilingInfo(e->events[k], CL_PROFILING_COMMAND_START, sizeof t0, &t0, NULL);
+        cl_int err = clWaitForEvents(1, &evs[k]);
         if (err == CL_SUCCESS)
-            err = clGetEventProfilingInfo(e->events[k], CL_PROFILING_COMMAND_END, sizeof t1, &t1, NULL);
-        if (err != CL_SUCCESS)
-            return clf__ctx_fail(e->ctx, CLF_ERR_OPENCL, "clGetEventProfilingInfo: %s", clf__cl_error_name(err));
+            err = clGetEventProfilingInfo(evs[k], CL_PROFILING_COMMAND_START, sizeof t0, &t0, NULL);
+        if (err == CL_SUCCESS)
+            err = clGetEventProfilingInfo(evs[k], CL_PROFILING_COMMAND_END, sizeof t1, &t1, NULL);
+        if (err != CL_SUCCESS) {
+            st = clf__ctx_fail(e->ctx, clf__cl_status(err), "clf_executable_last_profile: %s",
+                               clf__cl_error_name(err));
+            memset(out, 0, sizeof *out);
+            goto out;
+        }
         if (!out->kernels || t0 < first)
             first = t0;
         if (t1 > last)
@@ -328,5 +509,10 @@ CLF_API clf_status clf_executable_last_profile(clf_executable *e, clf_run_profil
         out->kernels++;
     }
     out->span_ns = out->kernels ? last - first : 0;
-    return CLF_OK;
+out:
+    for (size_t k = 0; k < e->nkernels; k++)
+        if (evs[k])
+            clReleaseEvent(evs[k]);
+    free(evs);
+    return st;
 }

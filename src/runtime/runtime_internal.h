@@ -1,7 +1,9 @@
 /* Internals shared by the runtime's files: the context and executable
- * structures, error recording and the program cache. */
+ * structures, error recording and the program caches (memory and disk). */
 #ifndef CLFUSE_RUNTIME_INTERNAL_H
 #define CLFUSE_RUNTIME_INTERNAL_H
+
+#include <pthread.h>
 
 #include "clfuse/runtime.h"
 #include "planner/planner.h"
@@ -14,6 +16,15 @@ typedef struct clf__cached_program {
     cl_program program;
 } clf__cached_program;
 
+/* What the program caches did on one context, for tests and logs. */
+typedef struct clf__program_counts {
+    uint64_t memory_hits;
+    uint64_t disk_hits;
+    uint64_t source_builds; /* clBuildProgram on source: what a warm cache avoids */
+    uint64_t disk_stores;
+    uint64_t disk_discards; /* corrupt, truncated, stale or rejected entries removed */
+} clf__program_counts;
+
 struct clf_context {
     cl_platform_id platform;
     cl_device_id device;
@@ -22,9 +33,14 @@ struct clf_context {
     clf_device_desc desc;
     bool profiling;
     size_t max_local;
-    clf__strbuf error; /* the last failure's detail */
+    uint64_t id; /* unique in the process: names this context's per-thread errors */
+    pthread_mutex_t lock; /* guards programs and counts */
+    bool lock_ready;
     clf__cached_program *programs;
     size_t nprograms, cap_programs;
+    clf__program_counts counts;
+    char *cache_dir;        /* on-disk program cache; NULL when off */
+    char *cache_device_key; /* the key fields of the platform, device and library */
 };
 
 typedef struct clf__io {
@@ -48,6 +64,14 @@ typedef struct clf__exe_kernel {
     size_t global, local;
 } clf__exe_kernel;
 
+/* A set of device buffers for one clf_run_host call: per plan buffer, its
+ * input or output copy (else NULL). Sets are pooled on the executable so
+ * that concurrent host runs do not share them. */
+typedef struct clf__staging {
+    cl_mem *mem;
+    struct clf__staging *next;
+} clf__staging;
+
 struct clf_executable {
     clf_context *ctx;
     clf__io *inputs, *outputs;
@@ -58,24 +82,56 @@ struct clf_executable {
     clf__exe_kernel *kernels;
     size_t nkernels;
     clf_plan_stats stats;
-    cl_mem *host_staging; /* per buffer: inputs and outputs for clf_run_host */
-    cl_event *events;     /* per kernel: events of the last run (NULL when skipped) */
+    /* Guards the kernels' arguments from setting them to enqueueing, the
+     * fields below and the staging pool. */
+    pthread_mutex_t lock;
+    bool lock_ready;
+    clf__staging *staging_free; /* clf_run_host buffer sets not in use */
+    cl_event *events; /* per kernel: events of the last run (NULL when skipped) */
+    cl_event last;    /* the last run's completion: the next run waits for it */
     bool ran;
 };
 
-/* Records the last failure on ctx and returns status. */
+/* Records the last failure on ctx for the calling thread and returns
+ * status. Each thread sees its own last failure on each context. */
 #if defined(__GNUC__)
 __attribute__((format(printf, 3, 4)))
 #endif
 clf_status clf__ctx_fail(clf_context *ctx, clf_status status, const char *fmt, ...);
 void clf__ctx_clear_error(clf_context *ctx);
 const char *clf__cl_error_name(cl_int err);
+/* The status an OpenCL error maps to: CLF_ERR_OUT_OF_MEMORY for host and
+ * device allocation failures, CLF_ERR_BUILD for build failures and rejected
+ * binaries, CLF_ERR_OPENCL for the rest. */
+clf_status clf__cl_status(cl_int err);
 
 /* Builds source for the context's device or returns the cached program
  * (retained for the caller). A build failure records the build log. */
 clf_status clf__program_get(clf_context *ctx, const char *source, const char *options,
                             cl_program *out);
 void clf__program_cache_clear(clf_context *ctx);
+void clf__program_cache_counts(clf_context *ctx, clf__program_counts *out);
+
+/* On-disk program cache (program_cache_disk.c). None of these fails a
+ * compile: an I/O error, a corrupt entry or a binary the driver refuses is
+ * logged under CLFUSE_LOGS=cache and the caller builds from source.
+ *
+ * Sets ctx->cache_dir ($CLFUSE_CACHE_DIR, else $XDG_CACHE_HOME/clfuse, else
+ * ~/.cache/clfuse; NULL when disabled or CLFUSE_CACHE=0) and the device part
+ * of the key. */
+void clf__disk_cache_init(clf_context *ctx, bool disable);
+void clf__disk_cache_free(clf_context *ctx);
+/* A built program for source and options from the cache, or NULL. Bad
+ * entries are removed. */
+cl_program clf__disk_cache_load(clf_context *ctx, const char *source, const char *options);
+/* Writes prog's binary for ctx's device (temporary file, then rename). */
+void clf__disk_cache_store(clf_context *ctx, const char *source, const char *options, cl_program prog);
+/* The entry's path for source and options (malloc'd; NULL when off), for
+ * tests. */
+char *clf__disk_cache_path(const clf_context *ctx, const char *source, const char *options);
+
+/* Frees the executable's pool of clf_run_host staging buffers. */
+void clf__staging_free_all(clf_executable *e);
 
 /* Fills desc from an OpenCL device. */
 void clf__device_describe(cl_platform_id platform, cl_device_id device, uint32_t index,
