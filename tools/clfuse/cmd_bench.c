@@ -1,0 +1,185 @@
+/* clfuse bench: the graph fused against unfused on the device, median
+ * device time of the kernels (OpenCL profiling), GB/s over the bytes the
+ * plan moves, and that as a fraction of the device's buffer-copy bandwidth. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli.h"
+
+#define WARMUP 3
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static int cmp_d(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double median(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof *v, cmp_d);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+/* Progress on stderr for runs that take a while: a line at most every
+ * second, rewritten in place on a terminal. */
+typedef struct progress {
+    double start, last;
+    bool shown, tty;
+} progress;
+
+static void progress_step(progress *p, const char *what, int done, int total)
+{
+    double t = now_s();
+    if (t - p->start < 1.0 || t - p->last < (p->tty ? 0.2 : 1.0))
+        return;
+    p->last = t;
+    p->shown = true;
+    fprintf(stderr, p->tty ? "\rclfuse: bench: %s run %d/%d " : "clfuse: bench: %s run %d/%d\n", what, done, total);
+}
+
+static void progress_end(progress *p)
+{
+    if (p->shown && p->tty)
+        fprintf(stderr, "\r%60s\r", "");
+}
+
+/* Median device time (ms) of exe over runs. */
+static int time_exe(clf_context *ctx, clf_executable *exe, cli_io *io, int runs, const char *what, progress *p,
+                    double *ms)
+{
+    double *t = malloc((size_t)runs * sizeof *t);
+    if (!t) {
+        cli_error("out of memory");
+        return CLI_FAIL;
+    }
+    for (int r = -WARMUP; r < runs; r++) {
+        clf_status st = clf_run_host(exe, io->nin, io->in, io->nout, io->out);
+        clf_run_profile prof;
+        if (st == CLF_OK)
+            st = clf_executable_last_profile(exe, &prof, NULL, 0);
+        if (st != CLF_OK) {
+            cli_error("%s run failed: %s: %s", what, clf_status_name(st), clf_context_last_error(ctx));
+            free(t);
+            return CLI_FAIL;
+        }
+        if (r >= 0)
+            t[r] = (double)prof.span_ns * 1e-6;
+        progress_step(p, what, r + WARMUP + 1, runs + WARMUP);
+    }
+    *ms = median(t, runs);
+    free(t);
+    return CLI_OK;
+}
+
+/* Copy bandwidth of the device (GB/s, read + write) over n bytes. */
+static double copy_gbs(clf_context *ctx, size_t n, int runs)
+{
+    cl_context cl = clf_context_cl(ctx);
+    cl_command_queue q = clf_context_queue(ctx);
+    cl_int err;
+    cl_mem a = clCreateBuffer(cl, CL_MEM_READ_WRITE, n, NULL, &err);
+    cl_mem b = clCreateBuffer(cl, CL_MEM_READ_WRITE, n, NULL, &err);
+    double *t = malloc((size_t)runs * sizeof *t), result = 0;
+    unsigned char one = 1;
+    if (!a || !b || !t)
+        goto done;
+    if (clEnqueueFillBuffer(q, a, &one, 1, 0, n, 0, NULL, NULL) != CL_SUCCESS)
+        goto done;
+    for (int r = -WARMUP; r < runs; r++) {
+        cl_event ev;
+        cl_ulong t0 = 0, t1 = 0;
+        if (clEnqueueCopyBuffer(q, a, b, 0, 0, n, 0, NULL, &ev) != CL_SUCCESS)
+            goto done;
+        clWaitForEvents(1, &ev);
+        clGetEventProfilingInfo(ev, CL_PROFILING_COMMAND_START, sizeof t0, &t0, NULL);
+        clGetEventProfilingInfo(ev, CL_PROFILING_COMMAND_END, sizeof t1, &t1, NULL);
+        clReleaseEvent(ev);
+        if (r >= 0)
+            t[r] = (double)(t1 - t0) * 1e-9;
+    }
+    double s = median(t, runs);
+    result = s > 0 ? 2.0 * (double)n / s / 1e9 : 0;
+done:
+    if (a)
+        clReleaseMemObject(a);
+    if (b)
+        clReleaseMemObject(b);
+    free(t);
+    return result;
+}
+
+int cmd_bench(const cli_opts *o)
+{
+    int runs = o->runs ? o->runs : 20;
+    cli_model cm = {0};
+    clf_context *ctx = NULL;
+    clf_executable *fused = NULL, *unfused = NULL;
+    cli_io io = {0};
+    int rc;
+    if ((rc = cli_load(o, NULL, 0, &cm)) != CLI_OK || (rc = cli_context(o, true, &ctx)) != CLI_OK ||
+        (rc = cli_compile(ctx, cm.r.g, false, &fused)) != CLI_OK ||
+        (rc = cli_compile(ctx, cm.r.g, true, &unfused)) != CLI_OK || (rc = cli_io_random(fused, o->seed, &io)))
+        goto done;
+    progress p = {.start = now_s(), .tty = isatty(2)};
+    double ms[2];
+    clf_executable *exes[2] = {unfused, fused};
+    const char *label[2] = {"unfused", "fused"};
+    for (int v = 0; v < 2; v++)
+        if ((rc = time_exe(ctx, exes[v], &io, runs, label[v], &p, &ms[v])) != CLI_OK)
+            goto done;
+    clf_plan_stats s;
+    clf_executable_stats(fused, &s);
+    uint64_t moved[2] = {s.unfused_bytes_read + s.unfused_bytes_written, s.bytes_read + s.bytes_written};
+    uint64_t kernels[2] = {s.unfused_kernels, s.kernels}, launches[2] = {s.unfused_launches, s.launches};
+    clf_device_desc dev;
+    clf_context_device(ctx, &dev);
+    size_t copy_bytes = (size_t)(moved[1] / 2);
+    if (copy_bytes < ((size_t)1 << 20))
+        copy_bytes = (size_t)1 << 20;
+    if (dev.max_alloc_bytes && copy_bytes > dev.max_alloc_bytes)
+        copy_bytes = (size_t)dev.max_alloc_bytes;
+    double roof = copy_gbs(ctx, copy_bytes, runs < 10 ? runs : 10);
+    progress_end(&p);
+
+    printf("bench %s on %s: median device time of %d runs after %d warm-up, random inputs\n\n", cm.m.name,
+           dev.device_name, runs, WARMUP);
+    printf("%-8s %8s %9s %12s %11s %9s %10s\n", "", "kernels", "launches", "bytes moved", "time ms", "GB/s",
+           "of copy");
+    for (int v = 0; v < 2; v++) {
+        char b[32];
+        double gbs = ms[v] > 0 ? (double)moved[v] / (ms[v] * 1e-3) / 1e9 : 0;
+        printf("%-8s %8llu %9llu %12s %11.4f %9.2f", label[v], (unsigned long long)kernels[v],
+               (unsigned long long)launches[v], cli_bytes_str(moved[v], b, sizeof b), ms[v], gbs);
+        if (roof > 0)
+            printf(" %9.0f%%\n", 100.0 * gbs / roof);
+        else
+            printf(" %10s\n", "n/a");
+    }
+    char cb[32];
+    if (roof > 0)
+        printf("\ncopy roofline: %.2f GB/s (clEnqueueCopyBuffer of %s, read + write)\n", roof,
+               cli_bytes_str(copy_bytes, cb, sizeof cb));
+    else
+        printf("\ncopy roofline: could not be measured\n");
+    if (ms[1] > 0)
+        printf("fusion: %.2fx %s\n", ms[0] >= ms[1] ? ms[0] / ms[1] : ms[1] / ms[0],
+               ms[0] >= ms[1] ? "faster" : "slower");
+    rc = CLI_OK;
+done:
+    cli_io_free(&io);
+    clf_executable_destroy(&fused);
+    clf_executable_destroy(&unfused);
+    clf_context_destroy(&ctx);
+    cli_model_free(&cm);
+    return rc;
+}
