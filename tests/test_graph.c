@@ -1588,8 +1588,8 @@ START_TEST(test_reduce_errors)
                   "clf_reduce_var:", "correction is -1")
             CASE_(clf_reduce_var(g, f.x, 2, AXES(0, 0), false, 1), CLF_ERR_INVALID_ARGUMENT,
                   "clf_reduce_var:", "axes[1] = 0 repeats")
-            CASE_(clf_softmax(g, f.x, 3), CLF_ERR_INVALID_ARGUMENT, "clf_softmax: axis 3 is out of range for rank 2",
-                  NULL)
+            CASE_(clf_softmax(g, f.x, 3), CLF_ERR_INVALID_ARGUMENT,
+                  "clf_softmax: axis 3 is out of range for rank 2", NULL)
             CASE_(clf_softmax(g, f.x, -3), CLF_ERR_INVALID_ARGUMENT, "clf_softmax:", "axis -3")
             CASE_(clf_softmax(g, f.i, 0), CLF_ERR_DTYPE, "clf_softmax:", "i32; softmax takes f32")
             CASE_(clf_softmax(g, s, 0), CLF_ERR_INVALID_ARGUMENT, "clf_softmax:", "rank 0")
@@ -1616,7 +1616,8 @@ START_TEST(test_reduce_errors)
                   "clf_layer_norm:", "bias belongs to another graph")
             CASE_(clf_rms_norm(g, f.x, 1, 1e-5, w4), CLF_ERR_SHAPE, "clf_rms_norm:",
                   "scale has shape [4]")
-            CASE_(clf_rms_norm(g, f.x, 1, INFINITY, iv), CLF_ERR_DTYPE, "clf_rms_norm:", "scale has dtype i32")
+            CASE_(clf_rms_norm(g, f.x, 1, INFINITY, iv), CLF_ERR_DTYPE, "clf_rms_norm:",
+                  "scale has dtype i32")
             CASE_(clf_rms_norm(g, f.x, -3, 1e-5, n), CLF_ERR_INVALID_ARGUMENT, "clf_rms_norm:",
                   "axis -3 is out of range for rank 2")
             CASE_(clf_rms_norm(g, f.b, 0, 1e-5, n), CLF_ERR_DTYPE, "clf_rms_norm:", "bool")

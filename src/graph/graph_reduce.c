@@ -8,7 +8,6 @@
 #include <inttypes.h>
 #include <math.h>
 #include <stdbool.h>
-#include <string.h>
 
 #include "graph_builder.h"
 #include "graph_internal.h"
