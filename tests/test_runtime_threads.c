@@ -1,0 +1,261 @@
+/* Suite "runtime_threads": one context and one executable used from several
+ * threads at once, as runtime.h allows. Every thread checks every result it
+ * gets against its own inputs; the last error is per thread. Meant to run
+ * under ThreadSanitizer too (.ci/run builds it with -Db_sanitize=thread).
+ * Check's assertions are not thread-safe: threads record the first failure
+ * and the test asserts after joining them. */
+#include <check.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "test_support.h"
+
+#define NTHREADS 4
+#define ITERS 25
+#define N 4096
+
+typedef struct worker {
+    pthread_t tid;
+    int id;
+    clf_context *ctx;
+    clf_executable *exe;
+    char failure[512]; /* "" when every check passed */
+} worker;
+
+/* The seed example: y = relu(a*b + c). */
+static clf_graph *seed_graph(void)
+{
+    clf_graph *g = clf_graph_create();
+    const int64_t n = N;
+    clf_tensor a = clf_input(g, "a", CLF_F32, 1, &n), b = clf_input(g, "b", CLF_F32, 1, &n),
+               c = clf_input(g, "c", CLF_F32, 1, &n);
+    clf_graph_output(g, "y", clf_relu(g, clf_add(g, clf_mul(g, a, b), c)));
+    return g;
+}
+
+/* Inputs that differ per thread and iteration, so that a result computed
+ * from another caller's inputs cannot pass. */
+static void fill(int id, int it, float *a, float *b, float *c)
+{
+    for (int i = 0; i < N; i++) {
+        a[i] = (float)(id * 1000 + it) + (float)i * 0.25f;
+        b[i] = (float)((i + id + it) % 7) - 3.0f;
+        c[i] = (float)(id - it);
+    }
+}
+
+static bool check(worker *w, int it, const float *a, const float *b, const float *c, const float *y)
+{
+    for (int i = 0; i < N; i++) {
+        float want = fmaxf(a[i] * b[i] + c[i], 0.0f);
+        if (!(fabsf(y[i] - want) <= 1e-6f + 1e-6f * fabsf(want))) {
+            snprintf(w->failure, sizeof w->failure, "thread %d iteration %d: y[%d] = %g, want %g", w->id, it, i,
+                     (double)y[i], (double)want);
+            return false;
+        }
+    }
+    return true;
+}
+
+static void *host_worker(void *arg)
+{
+    worker *w = arg;
+    float *a = malloc(4 * N * sizeof *a);
+    if (!a) {
+        snprintf(w->failure, sizeof w->failure, "out of memory");
+        return NULL;
+    }
+    float *b = a + N, *c = b + N, *y = c + N;
+    for (int it = 0; it < ITERS; it++) {
+        fill(w->id, it, a, b, c);
+        memset(y, 0xff, N * sizeof *y);
+        clf_host_binding in[3] = {{"a", a}, {"b", b}, {"c", c}}, out[1] = {{"y", y}};
+        clf_status st = clf_run_host(w->exe, 3, in, 1, out);
+        if (st != CLF_OK) {
+            snprintf(w->failure, sizeof w->failure, "thread %d: clf_run_host: %s: %s", w->id, clf_status_name(st),
+                     clf_context_last_error(w->ctx));
+            break;
+        }
+        if (!check(w, it, a, b, c, y))
+            break;
+        if (it % 5 == 0) {
+            clf_run_profile p;
+            st = clf_executable_last_profile(w->exe, &p, NULL, 0);
+            if (st != CLF_OK || p.kernels != 1) {
+                snprintf(w->failure, sizeof w->failure, "thread %d: clf_executable_last_profile: %s, %zu kernels",
+                         w->id, clf_status_name(st), p.kernels);
+                break;
+            }
+        }
+    }
+    free(a);
+    return NULL;
+}
+
+static void *buffer_worker(void *arg)
+{
+    worker *w = arg;
+    cl_context cl = clf_context_cl(w->ctx);
+    cl_command_queue q = clf_context_queue(w->ctx);
+    float *a = malloc(4 * N * sizeof *a);
+    cl_mem m[4] = {NULL};
+    cl_int err = CL_SUCCESS;
+    for (int i = 0; i < 4 && err == CL_SUCCESS; i++)
+        m[i] = clCreateBuffer(cl, CL_MEM_READ_WRITE, N * sizeof *a, NULL, &err);
+    if (!a || err != CL_SUCCESS) {
+        snprintf(w->failure, sizeof w->failure, "thread %d: setup failed", w->id);
+        goto out;
+    }
+    float *b = a + N, *c = b + N, *y = c + N;
+    for (int it = 0; it < ITERS; it++) {
+        fill(w->id, it + 100, a, b, c);
+        memset(y, 0xff, N * sizeof *y);
+        clEnqueueWriteBuffer(q, m[0], CL_TRUE, 0, N * sizeof *a, a, 0, NULL, NULL);
+        clEnqueueWriteBuffer(q, m[1], CL_TRUE, 0, N * sizeof *a, b, 0, NULL, NULL);
+        clEnqueueWriteBuffer(q, m[2], CL_TRUE, 0, N * sizeof *a, c, 0, NULL, NULL);
+        clf_buffer_binding in[3] = {{"a", m[0]}, {"b", m[1]}, {"c", m[2]}}, out[1] = {{"y", m[3]}};
+        cl_event done = NULL;
+        clf_status st = clf_run(w->exe, 3, in, 1, out, 0, NULL, &done);
+        if (st != CLF_OK) {
+            snprintf(w->failure, sizeof w->failure, "thread %d: clf_run: %s: %s", w->id, clf_status_name(st),
+                     clf_context_last_error(w->ctx));
+            break;
+        }
+        err = clEnqueueReadBuffer(q, m[3], CL_TRUE, 0, N * sizeof *y, y, 1, &done, NULL);
+        clReleaseEvent(done);
+        if (err != CL_SUCCESS) {
+            snprintf(w->failure, sizeof w->failure, "thread %d: read: %d", w->id, err);
+            break;
+        }
+        if (!check(w, it + 100, a, b, c, y))
+            break;
+    }
+out:
+    for (int i = 0; i < 4; i++)
+        if (m[i])
+            clReleaseMemObject(m[i]);
+    free(a);
+    return NULL;
+}
+
+static void run_workers(void *(*fn)(void *), bool profiling)
+{
+    clf_context *ctx = NULL;
+    ck_assert_int_eq(clf_context_create(clf_context_params(.profiling = profiling), &ctx), CLF_OK);
+    clf_graph *g = seed_graph();
+    clf_executable *exe = NULL;
+    clf_status st = clf_compile(ctx, g, NULL, &exe);
+    ck_assert_msg(st == CLF_OK, "%s: %s", clf_status_name(st), clf_context_last_error(ctx));
+    worker w[NTHREADS];
+    for (int i = 0; i < NTHREADS; i++) {
+        w[i] = (worker){.id = i, .ctx = ctx, .exe = exe};
+        ck_assert_int_eq(pthread_create(&w[i].tid, NULL, fn, &w[i]), 0);
+    }
+    for (int i = 0; i < NTHREADS; i++)
+        ck_assert_int_eq(pthread_join(w[i].tid, NULL), 0);
+    for (int i = 0; i < NTHREADS; i++)
+        ck_assert_msg(w[i].failure[0] == '\0', "%s", w[i].failure);
+    clf_executable_destroy(&exe);
+    clf_graph_destroy(&g);
+    clf_context_destroy(&ctx);
+}
+
+START_TEST(run_host_from_threads) { run_workers(host_worker, true); }
+END_TEST
+
+START_TEST(run_buffers_from_threads) { run_workers(buffer_worker, false); }
+END_TEST
+
+/* Compiles on one context from several threads (the program cache is
+ * shared): the same graph in half the threads, another in the rest. */
+static void *compile_worker(void *arg)
+{
+    worker *w = arg;
+    clf_graph *g = clf_graph_create();
+    const int64_t n = 64;
+    clf_tensor x = clf_input(g, "x", CLF_F32, 1, &n);
+    clf_graph_output(g, "y", w->id % 2 ? clf_exp(g, clf_neg(g, x)) : clf_sigmoid(g, x));
+    float in[64], out[64];
+    for (int i = 0; i < 64; i++)
+        in[i] = (float)i / 16.0f - 2.0f;
+    for (int it = 0; it < 3 && !w->failure[0]; it++) {
+        clf_executable *exe = NULL;
+        clf_status st = clf_compile(w->ctx, g, NULL, &exe);
+        if (st == CLF_OK)
+            st = clf_run_host(exe, 1, (clf_host_binding[]){{"x", in}}, 1, (clf_host_binding[]){{"y", out}});
+        if (st != CLF_OK)
+            snprintf(w->failure, sizeof w->failure, "thread %d: %s: %s", w->id, clf_status_name(st),
+                     clf_context_last_error(w->ctx));
+        for (int i = 0; st == CLF_OK && i < 64; i++) {
+            float want = w->id % 2 ? expf(-in[i]) : 1.0f / (1.0f + expf(-in[i]));
+            if (!(fabsf(out[i] - want) <= 1e-5f * (1.0f + fabsf(want)))) {
+                snprintf(w->failure, sizeof w->failure, "thread %d: y[%d] = %g, want %g", w->id, i, (double)out[i],
+                         (double)want);
+                break;
+            }
+        }
+        clf_executable_destroy(&exe);
+    }
+    clf_graph_destroy(&g);
+    return NULL;
+}
+
+START_TEST(compile_from_threads)
+{
+    clf_context *ctx = clf_test_context();
+    worker w[NTHREADS];
+    for (int i = 0; i < NTHREADS; i++) {
+        w[i] = (worker){.id = i, .ctx = ctx};
+        ck_assert_int_eq(pthread_create(&w[i].tid, NULL, compile_worker, &w[i]), 0);
+    }
+    for (int i = 0; i < NTHREADS; i++)
+        ck_assert_int_eq(pthread_join(w[i].tid, NULL), 0);
+    for (int i = 0; i < NTHREADS; i++)
+        ck_assert_msg(w[i].failure[0] == '\0', "%s", w[i].failure);
+    clf_context_destroy(&ctx);
+}
+END_TEST
+
+/* Each thread reads its own last failure: thread i binds a wrong name of
+ * its own and must see that name, never another thread's. */
+static void *error_worker(void *arg)
+{
+    worker *w = arg;
+    char bad[32], want[64];
+    snprintf(bad, sizeof bad, "nope%d", w->id);
+    snprintf(want, sizeof want, "\"%s\"", bad);
+    float x[N], y[N];
+    for (int it = 0; it < ITERS && !w->failure[0]; it++) {
+        clf_host_binding in[3] = {{"a", x}, {"b", x}, {bad, x}}, out[1] = {{"y", y}};
+        clf_status st = clf_run_host(w->exe, 3, in, 1, out);
+        const char *msg = clf_context_last_error(w->ctx);
+        if (st != CLF_ERR_NOT_FOUND || !strstr(msg, want))
+            snprintf(w->failure, sizeof w->failure, "thread %d: %s, \"%s\" should name %s", w->id,
+                     clf_status_name(st), msg, want);
+    }
+    return NULL;
+}
+
+START_TEST(errors_per_thread) { run_workers(error_worker, false); }
+END_TEST
+
+static void add(Suite *s, const char *name, const TTest *t)
+{
+    TCase *tc = tcase_create(name);
+    tcase_set_timeout(tc, 600);
+    tcase_add_test(tc, t);
+    suite_add_tcase(s, tc);
+}
+
+int main(void)
+{
+    Suite *s = suite_create("runtime_threads");
+    add(s, "run_host_from_threads", run_host_from_threads);
+    add(s, "run_buffers_from_threads", run_buffers_from_threads);
+    add(s, "compile_from_threads", compile_from_threads);
+    add(s, "errors_per_thread", errors_per_thread);
+    return clf_test_run_suite(s);
+}
