@@ -30,9 +30,17 @@ typedef struct clf__kernel_code {
     size_t global, local; /* launch geometry (global 0: nothing to do) */
 } clf__kernel_code;
 
+/* Dispatches to the writer of the kernel's kind (codegen_pointwise.c,
+ * codegen_reduction.c). */
 clf_status clf__codegen_kernel(const clf_graph *g, const clf__plan *plan, uint32_t k,
                                const clf__codegen_target *target, clf__kernel_code *out,
                                char *err, size_t errlen);
+clf_status clf__codegen_pointwise(const clf_graph *g, const clf__plan *plan, uint32_t k,
+                                  const clf__codegen_target *target, clf__kernel_code *out,
+                                  char *err, size_t errlen);
+clf_status clf__codegen_reduction(const clf_graph *g, const clf__plan *plan, uint32_t k,
+                                  const clf__codegen_target *target, clf__kernel_code *out,
+                                  char *err, size_t errlen);
 void clf__kernel_code_free(clf__kernel_code *code);
 
 #endif

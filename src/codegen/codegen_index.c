@@ -18,38 +18,48 @@ void clf__ixgen_free(clf__ixgen *gen)
         if (gen->keys)
             free(gen->keys[i]);
     free(gen->keys);
+    free(gen->origin);
     memset(gen, 0, sizeof *gen);
 }
 
-clf__ix clf__ix_const(int64_t c) { return (clf__ix){-1, c, (uint64_t)c + 1}; }
+clf__ix clf__ix_const(int64_t c) { return (clf__ix){-1, c, (uint64_t)c + 1, 0, NULL}; }
+
+clf__ix clf__ix_i(uint64_t bound) { return (clf__ix){0, 0, bound, 1, "i"}; }
 
 const char *clf__ix_str(const clf__ix *x, char *buf, size_t cap)
 {
     if (x->temp < 0)
         snprintf(buf, cap, "%lld", (long long)x->c);
-    else if (x->temp == 0)
-        snprintf(buf, cap, "i");
+    else if (x->var)
+        snprintf(buf, cap, "%s", x->var);
     else
         snprintf(buf, cap, "t%d", x->temp);
     return buf;
 }
 
 /* Returns the temporary named by expression expr, emitting it on first use. */
-static clf__ix temp_for(clf__ixgen *gen, const char *expr, uint64_t bound)
+static clf__ix temp_for(clf__ixgen *gen, const char *expr, uint64_t bound, uint32_t deps,
+                        clf__ix_origin origin)
 {
     for (int i = 1; i < gen->ntemps; i++)
         if (gen->keys[i] && strcmp(gen->keys[i], expr) == 0)
-            return (clf__ix){i, 0, bound};
+            return (clf__ix){i, 0, bound, deps, NULL};
     if (gen->ntemps >= gen->cap) {
         int cap = gen->cap ? gen->cap * 2 : 32;
         char **k = realloc(gen->keys, (size_t)cap * sizeof *k);
-        if (!k) {
+        if (k)
+            gen->keys = k;
+        clf__ix_origin *o = realloc(gen->origin, (size_t)cap * sizeof *o);
+        if (o)
+            gen->origin = o;
+        if (!k || !o) {
             gen->failed = true;
             return clf__ix_const(0);
         }
-        for (int i = gen->cap; i < cap; i++)
+        for (int i = gen->cap; i < cap; i++) {
             k[i] = NULL;
-        gen->keys = k;
+            o[i] = (clf__ix_origin){0};
+        }
         gen->cap = cap;
     }
     char *dup = malloc(strlen(expr) + 1);
@@ -60,8 +70,23 @@ static clf__ix temp_for(clf__ixgen *gen, const char *expr, uint64_t bound)
     strcpy(dup, expr);
     int t = gen->ntemps++;
     gen->keys[t] = dup;
+    gen->origin[t] = origin;
     clf__sb_printf(gen->code, "    const IDX_T t%d = %s;\n", t, expr);
-    return (clf__ix){t, 0, bound};
+    return (clf__ix){t, 0, bound, deps, NULL};
+}
+
+static clf__ix_origin origin_of(const clf__ixgen *gen, const clf__ix *x)
+{
+    if (x->temp > 0 && x->temp < gen->ntemps && !x->var)
+        return gen->origin[x->temp];
+    return (clf__ix_origin){0};
+}
+
+bool clf__ix_same(const clf__ix *a, const clf__ix *b)
+{
+    if (a->temp < 0 || b->temp < 0)
+        return a->temp < 0 && b->temp < 0 && a->c == b->c;
+    return a->temp == b->temp;
 }
 
 /* x / d. */
@@ -76,9 +101,12 @@ static clf__ix ix_div(clf__ixgen *gen, clf__ix x, int64_t d)
         return clf__ix_const(x.c / d);
     if (bound <= 1)
         return clf__ix_const(0);
+    clf__ix_origin o = origin_of(gen, &x);
+    if (o.kind == CLF__IX_MAD && o.k == d && o.b.bound <= (uint64_t)d)
+        return o.a; /* (a * d + b) / d with b < d */
     char a[32], e[96];
     snprintf(e, sizeof e, "%s / %lldu", clf__ix_str(&x, a, sizeof a), (long long)d);
-    return temp_for(gen, e, bound);
+    return temp_for(gen, e, bound, x.deps, (clf__ix_origin){CLF__IX_DIVMOD, x, clf__ix_const(0), d, 0});
 }
 
 /* x % m, elided when x < m already. */
@@ -92,9 +120,16 @@ static clf__ix ix_mod(clf__ixgen *gen, clf__ix x, int64_t m)
         return clf__ix_const(0);
     if (x.temp < 0)
         return clf__ix_const(x.c % m);
+    clf__ix_origin o = origin_of(gen, &x), rec;
+    if (o.kind == CLF__IX_MAD && o.k == m && o.b.bound <= (uint64_t)m)
+        return o.b; /* (a * m + b) % m with b < m */
+    if (o.kind == CLF__IX_DIVMOD && o.m == 0)
+        rec = (clf__ix_origin){CLF__IX_DIVMOD, o.a, clf__ix_const(0), o.k, m};
+    else
+        rec = (clf__ix_origin){CLF__IX_DIVMOD, x, clf__ix_const(0), 1, m};
     char a[32], e[96];
     snprintf(e, sizeof e, "%s %% %lldu", clf__ix_str(&x, a, sizeof a), (long long)m);
-    return temp_for(gen, e, (uint64_t)m);
+    return temp_for(gen, e, (uint64_t)m, x.deps, rec);
 }
 
 /* start + x * step, for an index known to stay in [0, bound). */
@@ -110,7 +145,7 @@ static clf__ix ix_affine(clf__ixgen *gen, int64_t start, clf__ix x, int64_t step
         snprintf(e, sizeof e, "%lldu + %s * %lldu", (long long)start, xs, (long long)step);
     else
         snprintf(e, sizeof e, "%lldu - %s * %lldu", (long long)start, xs, (long long)-step);
-    return temp_for(gen, e, bound);
+    return temp_for(gen, e, bound, x.deps, (clf__ix_origin){0});
 }
 
 static void strides_of(int rank, const int64_t *shape, int64_t *strides)
@@ -120,6 +155,24 @@ static void strides_of(int rank, const int64_t *shape, int64_t *strides)
         strides[d] = s;
         s *= shape[d] ? shape[d] : 1;
     }
+}
+
+clf__ix clf__ixgen_var(clf__ixgen *gen, const char *name, uint64_t bound)
+{
+    gen->nvars++;
+    return (clf__ix){1000000 + gen->nvars, 0, bound, 1u << gen->nvars, name};
+}
+
+clf__ix clf__ix_mad(clf__ixgen *gen, clf__ix base, int64_t stride, clf__ix offset)
+{
+    if (base.temp < 0 && offset.temp < 0)
+        return clf__ix_const(base.c * stride + offset.c);
+    char a[32], b[32], e[128];
+    snprintf(e, sizeof e, "%s * %lldu + %s", clf__ix_str(&base, a, sizeof a), (long long)stride,
+             clf__ix_str(&offset, b, sizeof b));
+    uint64_t bound = (base.bound ? base.bound - 1 : 0) * (uint64_t)stride + offset.bound;
+    return temp_for(gen, e, bound, base.deps | offset.deps,
+                    (clf__ix_origin){CLF__IX_MAD, base, offset, stride, 0});
 }
 
 void clf__view_dims(clf__ixgen *gen, const clf__view *v, int rank, const int64_t *shape,
@@ -137,12 +190,48 @@ void clf__view_dims(clf__ixgen *gen, const clf__view *v, int rank, const int64_t
                                 : ix_mod(gen, ix_div(gen, v->lin, strides[d]), shape[d]);
 }
 
+/* When every axis of dims is (src / strides[d]) % shape[d] of one source
+ * index below numel (a view made by clf__view_dims), that source. */
+static bool recompose(const clf__ixgen *gen, const clf__ix *dims, int rank, const int64_t *shape,
+                      const int64_t *strides, clf__ix *src)
+{
+    bool have = false;
+    uint64_t numel = 1;
+    for (int d = 0; d < rank; d++)
+        numel *= (uint64_t)shape[d];
+    for (int d = 0; d < rank; d++) {
+        if (shape[d] == 1) {
+            if (dims[d].temp >= 0 || dims[d].c != 0)
+                return false;
+            continue;
+        }
+        clf__ix_origin o = origin_of(gen, &dims[d]);
+        clf__ix s;
+        if (o.kind == CLF__IX_DIVMOD && o.k == strides[d] &&
+            (o.m == shape[d] || (o.m == 0 && dims[d].bound <= (uint64_t)shape[d])))
+            s = o.a;
+        else if (strides[d] == 1 && dims[d].temp >= 0 && dims[d].bound <= (uint64_t)shape[d] &&
+                 o.kind == CLF__IX_PLAIN && d == 0)
+            s = dims[d]; /* the outermost axis is the source itself */
+        else
+            return false;
+        if (have && !clf__ix_same(&s, src))
+            return false;
+        *src = s;
+        have = true;
+    }
+    return have && src->bound <= numel;
+}
+
 clf__ix clf__view_linear(clf__ixgen *gen, const clf__view *v, int rank, const int64_t *shape)
 {
     if (v->linear)
         return v->lin;
     int64_t strides[CLF_MAX_RANK];
     strides_of(rank, shape, strides);
+    clf__ix src;
+    if (recompose(gen, v->dims, rank, shape, strides, &src))
+        return src;
     /* Sum of dims[d] * strides[d], constants folded. */
     int64_t c = 0;
     uint64_t numel = 1;
@@ -150,6 +239,7 @@ clf__ix clf__view_linear(clf__ixgen *gen, const clf__view *v, int rank, const in
         numel *= (uint64_t)shape[d];
     clf__strbuf e = {0};
     int terms = 0;
+    uint32_t deps = 0;
     clf__ix only = clf__ix_const(0);
     for (int d = 0; d < rank; d++) {
         const clf__ix *x = &v->dims[d];
@@ -165,6 +255,7 @@ clf__ix clf__view_linear(clf__ixgen *gen, const clf__view *v, int rank, const in
         else
             clf__sb_printf(&e, "%s * %lldu", clf__ix_str(x, a, sizeof a), (long long)strides[d]);
         only = *x;
+        deps |= x->deps;
         terms++;
     }
     clf__ix r;
@@ -176,12 +267,43 @@ clf__ix clf__view_linear(clf__ixgen *gen, const clf__view *v, int rank, const in
     else {
         if (c)
             clf__sb_printf(&e, " + %lldu", (long long)c);
-        r = clf__sb_ok(&e) ? temp_for(gen, clf__sb_str(&e), numel) : clf__ix_const(0);
+        r = clf__sb_ok(&e) ? temp_for(gen, clf__sb_str(&e), numel, deps, (clf__ix_origin){0})
+                           : clf__ix_const(0);
         if (!clf__sb_ok(&e))
             gen->failed = true;
     }
     clf__sb_free(&e);
     return r;
+}
+
+void clf__view_reduction(clf__ixgen *gen, int rank, const int64_t *shape, uint32_t mask, clf__ix x,
+                         clf__ix r, clf__view *full)
+{
+    int64_t kept[CLF_MAX_RANK], red[CLF_MAX_RANK], rlen = 1;
+    int nk = 0, nr = 0;
+    bool suffix = true;
+    for (int d = 0; d < rank; d++) {
+        if (mask & (1u << d)) {
+            red[nr++] = shape[d];
+            rlen *= shape[d];
+        } else {
+            kept[nk++] = shape[d];
+            if (nr > 0)
+                suffix = false;
+        }
+    }
+    if (suffix) {
+        full->linear = true;
+        full->lin = nr == 0 ? x : nk == 0 ? r : clf__ix_mad(gen, x, rlen, r);
+        return;
+    }
+    clf__view xv = {.linear = true, .lin = x}, rv = {.linear = true, .lin = r};
+    clf__ix kd[CLF_MAX_RANK], rd[CLF_MAX_RANK];
+    clf__view_dims(gen, &xv, nk, kept, kd);
+    clf__view_dims(gen, &rv, nr, red, rd);
+    full->linear = false;
+    for (int d = 0, ik = 0, ir = 0; d < rank; d++)
+        full->dims[d] = (mask & (1u << d)) ? rd[ir++] : kd[ik++];
 }
 
 void clf__view_key(const clf__view *v, int rank, clf__strbuf *out)

@@ -17,6 +17,8 @@ typedef struct clf__ix {
     int temp;      /* -1: the constant c; else temporary t<temp> (t0 is the region's i) */
     int64_t c;
     uint64_t bound; /* exclusive upper bound of the value */
+    uint32_t deps;  /* which variables it depends on: bit 0 is i, then one per clf__ixgen_var */
+    const char *var; /* the variable's name (a string that outlives the kernel's codegen) */
 } clf__ix;
 
 typedef struct clf__view {
@@ -27,15 +29,32 @@ typedef struct clf__view {
 
 /* Emits temporaries into code and remembers them by their expression, so
  * that the same index is computed once per kernel. */
+/* How a temporary was made, so that index algebra can see through it:
+ * DIVMOD is (a / k) % m (m 0: no modulus), MAD is a * k + b. */
+typedef struct clf__ix_origin {
+    enum { CLF__IX_PLAIN, CLF__IX_DIVMOD, CLF__IX_MAD } kind;
+    clf__ix a, b;
+    int64_t k, m;
+} clf__ix_origin;
+
 typedef struct clf__ixgen {
     clf__strbuf *code;
-    char **keys;
-    int ntemps, cap;
+    char **keys; /* expression of each temporary */
+    clf__ix_origin *origin;
+    int ntemps, cap, nvars;
     bool failed;
 } clf__ixgen;
 
 /* t0 = i, the region's linear index, bounded by numel. */
 void clf__ixgen_init(clf__ixgen *gen, clf__strbuf *code, uint64_t numel);
+/* The index i (t0) of a pointwise region. */
+clf__ix clf__ix_i(uint64_t bound);
+/* A further named index variable (a kernel argument or loop counter such as
+ * a reduction's row x and element r), valid below bound; name must be a
+ * string literal. */
+clf__ix clf__ixgen_var(clf__ixgen *gen, const char *name, uint64_t bound);
+/* base * stride + offset, for a linear index built from two variables. */
+clf__ix clf__ix_mad(clf__ixgen *gen, clf__ix base, int64_t stride, clf__ix offset);
 void clf__ixgen_free(clf__ixgen *gen);
 
 clf__ix clf__ix_const(int64_t c);
@@ -43,6 +62,16 @@ clf__ix clf__ix_const(int64_t c);
 const char *clf__ix_str(const clf__ix *x, char *buf, size_t cap);
 /* A short key identifying a view of a node (for value memoisation). */
 void clf__view_key(const clf__view *v, int rank, clf__strbuf *out);
+
+/* The same index (same temporary or variable, or equal constants). */
+bool clf__ix_same(const clf__ix *a, const clf__ix *b);
+
+/* The view of a reduction region's full iteration space: shape with the
+ * axes in mask reduced, row x (over the kept axes, C order) and element r
+ * (over the reduced axes, C order). Linear when the reduced axes are the
+ * trailing ones. */
+void clf__view_reduction(clf__ixgen *gen, int rank, const int64_t *shape, uint32_t mask, clf__ix x,
+                         clf__ix r, clf__view *full);
 
 /* The view's C-order linear index into a tensor of the given shape. */
 clf__ix clf__view_linear(clf__ixgen *gen, const clf__view *v, int rank, const int64_t *shape);

@@ -4,7 +4,10 @@
 #define CLFUSE_TEMPLATES_H
 
 extern const char clf__template_pointwise[];
+extern const char clf__template_reduction_cpu[];
+extern const char clf__template_reduction_gpu[];
 /* Changes whenever any template changes: part of every cache key. */
 extern const char clf__templates_hash[];
 
 #endif
+

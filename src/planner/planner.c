@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "codegen/codegen_index.h"
 #include "util/log.h"
 
 #define DEFAULT_MAX_FUSED_DEPTH 64
@@ -51,6 +52,8 @@ static int cmp_u32(const void *a, const void *b)
 }
 
 typedef struct region {
+    bool reduction;  /* a reduction region: shape is the reduced input's, mask its reduced axes */
+    uint32_t mask;
     int rank;
     int64_t shape[CLF_MAX_RANK];
     u32vec members; /* materialised nodes stored by this region */
@@ -144,6 +147,148 @@ static bool collect_deps(const clf_graph *g, const bool *mat, uint32_t m, uint32
     return true;
 }
 
+/* How a materialised node would sit in a region: not at all, as a
+ * pointwise kernel's store, over a reduction's full space (a prologue or
+ * epilogue value), or once per reduced row. */
+typedef enum role { ROLE_NONE, ROLE_POINTWISE, ROLE_FULL, ROLE_ROW, ROLE_REDUCE } role;
+
+static role role_in(const clf_graph *g, const region *R, const clf__node *m)
+{
+    if (!R->reduction)
+        return m->kind != CLF__NODE_REDUCE && same_shape(R->rank, R->shape, m->rank, m->shape)
+                   ? ROLE_POINTWISE
+                   : ROLE_NONE;
+    if (m->kind == CLF__NODE_REDUCE) {
+        const clf__node *in = clf__graph_node(g, m->inputs[0]);
+        return m->reduce_mask == R->mask && same_shape(R->rank, R->shape, in->rank, in->shape)
+                   ? ROLE_REDUCE
+                   : ROLE_NONE;
+    }
+    if (same_shape(R->rank, R->shape, m->rank, m->shape))
+        return ROLE_FULL;
+    int64_t keep[CLF_MAX_RANK], drop[CLF_MAX_RANK];
+    int nd = 0;
+    for (int d = 0; d < R->rank; d++) {
+        bool red = (R->mask >> d) & 1u;
+        keep[d] = red ? 1 : R->shape[d];
+        if (!red)
+            drop[nd++] = R->shape[d];
+    }
+    if (same_shape(R->rank, keep, m->rank, m->shape) || same_shape(nd, drop, m->rank, m->shape))
+        return ROLE_ROW;
+    return ROLE_NONE;
+}
+
+/* Walks what a kernel would inline below a node, checking the rule that
+ * makes a reduction's result usable in registers: every read of one of the
+ * region's reductions is at the current row. Also finds the reduction stage
+ * (1 + the deepest stage read). */
+typedef struct align_walk {
+    const clf_graph *g;
+    const bool *mat;
+    const int32_t *region_of;
+    const int8_t *stage;
+    int32_t region;
+    clf__ixgen ix;
+    clf__strbuf code, key;
+    clf__ix x;
+    char **seen;
+    size_t nseen, cap_seen;
+    int max_stage;
+    bool ok;
+} align_walk;
+
+static bool seen_before(align_walk *w, uint32_t id, const clf__view *v, int rank)
+{
+    clf__sb_clear(&w->key);
+    clf__sb_printf(&w->key, "n%u:", id);
+    clf__view_key(v, rank, &w->key);
+    const char *k = clf__sb_str(&w->key);
+    for (size_t i = 0; i < w->nseen; i++)
+        if (strcmp(w->seen[i], k) == 0)
+            return true;
+    if (w->nseen == w->cap_seen) {
+        size_t cap = w->cap_seen ? w->cap_seen * 2 : 64;
+        char **p = realloc(w->seen, cap * sizeof *p);
+        if (!p || cap > 1u << 16) { /* too big to check: refuse the merge */
+            free(p == w->seen ? NULL : p);
+            w->ok = false;
+            return true;
+        }
+        w->seen = p;
+        w->cap_seen = cap;
+    }
+    w->seen[w->nseen] = clf__strdup(k);
+    if (!w->seen[w->nseen]) {
+        w->ok = false;
+        return true;
+    }
+    w->nseen++;
+    return false;
+}
+
+static void walk_inputs(align_walk *w, const clf__node *n, const clf__view *v);
+
+static void walk_node(align_walk *w, uint32_t id, const clf__view *v)
+{
+    const clf__node *n = clf__graph_node(w->g, id);
+    if (!w->ok || !is_computed(n) || (w->mat[id] && w->region_of[id] != w->region))
+        return; /* a leaf or another kernel's value: a load */
+    if (seen_before(w, id, v, n->rank))
+        return;
+    if (n->kind == CLF__NODE_REDUCE) {
+        clf__ix at = clf__view_linear(&w->ix, v, n->rank, n->shape);
+        if (!clf__ix_same(&at, &w->x))
+            w->ok = false;
+        else if (w->stage[id] + 1 > w->max_stage)
+            w->max_stage = w->stage[id] + 1;
+        return;
+    }
+    walk_inputs(w, n, v);
+}
+
+static void walk_inputs(align_walk *w, const clf__node *n, const clf__view *v)
+{
+    for (int i = 0; i < n->ninputs && w->ok; i++) {
+        clf__view in;
+        clf__view_input(&w->ix, w->g, n, i, v, &in);
+        walk_node(w, n->inputs[i], &in);
+    }
+}
+
+/* Whether m may join reduction region R (number r) in role ro; *stage gets
+ * m's reduction stage when m is a reduction. */
+static bool reduction_aligned(const clf_graph *g, const bool *mat, const int32_t *region_of,
+                              const int8_t *stage, uint32_t r, const region *R, uint32_t m, role ro,
+                              int *stage_out)
+{
+    align_walk w = {.g = g, .mat = mat, .region_of = region_of, .stage = stage, .region = (int32_t)r,
+                    .ok = true};
+    clf__ixgen_init(&w.ix, &w.code, 0);
+    int64_t rows = 1, rlen = 1;
+    for (int d = 0; d < R->rank; d++)
+        *(((R->mask >> d) & 1u) ? &rlen : &rows) *= R->shape[d];
+    w.x = clf__ixgen_var(&w.ix, "x", (uint64_t)rows);
+    clf__ix rv = clf__ixgen_var(&w.ix, "r", (uint64_t)rlen);
+    clf__view full, row = {.linear = true, .lin = w.x};
+    clf__view_reduction(&w.ix, R->rank, R->shape, R->mask, w.x, rv, &full);
+    const clf__node *mn = clf__graph_node(g, m);
+    if (ro == ROLE_REDUCE)
+        walk_node(&w, mn->inputs[0], &full);
+    else
+        walk_inputs(&w, mn, ro == ROLE_ROW ? &row : &full);
+    if (w.ix.failed || (ro == ROLE_REDUCE && w.max_stage >= CLF__MAX_REDUCTION_STAGES))
+        w.ok = false;
+    *stage_out = w.max_stage;
+    for (size_t i = 0; i < w.nseen; i++)
+        free(w.seen[i]);
+    free(w.seen);
+    clf__ixgen_free(&w.ix);
+    clf__sb_free(&w.code);
+    clf__sb_free(&w.key);
+    return w.ok;
+}
+
 void clf__plan_free(clf__plan *p)
 {
     if (!p)
@@ -157,6 +302,7 @@ void clf__plan_free(clf__plan *p)
     free(p->buffers);
     free(p->src_buffer);
     free(p->producer);
+    free(p->stage);
     memset(p, 0, sizeof *p);
 }
 
@@ -221,6 +367,7 @@ clf_status clf__plan_build(const clf_graph *g, const clf__plan_options *opt, clf
     bool *mat = calloc(n ? n : 1, sizeof *mat);
     bool *is_out = calloc(n ? n : 1, sizeof *is_out);
     bool *cut = calloc(n ? n : 1, sizeof *cut);
+    bool *crosses = NULL;
     int *depth = calloc(n ? n : 1, sizeof *depth);
     int32_t *region_of = malloc((n ? n : 1) * sizeof *region_of);
     uint32_t *stamp = calloc(n ? n : 1, sizeof *stamp);
@@ -236,11 +383,13 @@ clf_status clf__plan_build(const clf_graph *g, const clf__plan_options *opt, clf
     out->nnodes = n;
     out->src_buffer = malloc((n ? n : 1) * sizeof *out->src_buffer);
     out->producer = malloc((n ? n : 1) * sizeof *out->producer);
-    if (!needed || !mat || !is_out || !cut || !depth || !region_of || !stamp || !out->src_buffer ||
+    out->stage = malloc((n ? n : 1) * sizeof *out->stage);
+    if (!out->stage || !needed || !mat || !is_out || !cut || !depth || !region_of || !stamp || !out->src_buffer ||
         !out->producer)
         goto fail;
     for (uint32_t i = 0; i < n; i++) {
         region_of[i] = -1;
+        out->stage[i] = -1;
         out->src_buffer[i] = -1;
         out->producer[i] = -1;
     }
@@ -267,7 +416,9 @@ clf_status clf__plan_build(const clf_graph *g, const clf__plan_options *opt, clf
             mat[i] = is_out[i]; /* a leaf output still needs a copy kernel */
             continue;
         }
-        if (is_out[i] || (!fuse && clf__node_class_of(nd) == CLF__CLASS_POINTWISE)) {
+        /* Reductions anchor their kernels; outputs must be stored. */
+        if (is_out[i] || nd->kind == CLF__NODE_REDUCE ||
+            (!fuse && clf__node_class_of(nd) == CLF__CLASS_POINTWISE)) {
             mat[i] = true;
             continue;
         }
@@ -320,9 +471,21 @@ clf_status clf__plan_build(const clf_graph *g, const clf__plan_options *opt, clf
             /* Prefer the most recent region: it is most likely to share
              * the values m reads. */
             for (uint32_t r = nr; r-- > 0;) {
-                if (rs[r].closed || !same_shape(rs[r].rank, rs[r].shape, mn->rank, mn->shape))
+                role ro = rs[r].closed ? ROLE_NONE : role_in(g, &rs[r], mn);
+                if (ro == ROLE_NONE)
                     continue;
+                int st_m = 0;
+                if (rs[r].reduction &&
+                    !reduction_aligned(g, mat, region_of, out->stage, r, &rs[r], m, ro, &st_m)) {
+                    clf__log(CLF__LOG_FUSION,
+                             "node %u (%s): not fused into reduction region %u: it reads a result "
+                             "of that region at another row",
+                             m, clf__node_op_name(mn), r);
+                    continue;
+                }
                 if (clf__fusion_legal(r, mregions.v, mregions.n, nr, rdeps, rndeps)) {
+                    if (ro == ROLE_REDUCE)
+                        out->stage[m] = (int8_t)st_m;
                     chosen = (int32_t)r;
                     clf__log(CLF__LOG_FUSION, "node %u (%s %s): fused into kernel region %u", m,
                              clf__node_op_name(mn), shape_str(sbuf, sizeof sbuf, mn->rank, mn->shape),
@@ -345,8 +508,17 @@ clf_status clf__plan_build(const clf_graph *g, const clf__plan_options *opt, clf
                 cap_r = cap;
             }
             memset(&rs[nr], 0, sizeof rs[nr]);
-            rs[nr].rank = mn->rank;
-            memcpy(rs[nr].shape, mn->shape, sizeof mn->shape);
+            if (mn->kind == CLF__NODE_REDUCE) {
+                const clf__node *in = clf__graph_node(g, mn->inputs[0]);
+                rs[nr].reduction = true;
+                rs[nr].mask = mn->reduce_mask;
+                rs[nr].rank = in->rank;
+                memcpy(rs[nr].shape, in->shape, sizeof in->shape);
+                out->stage[m] = 0;
+            } else {
+                rs[nr].rank = mn->rank;
+                memcpy(rs[nr].shape, mn->shape, sizeof mn->shape);
+            }
             /* Joining a cut's kernel would grow the chain the cut bounds and
              * store the cut for no reader. */
             rs[nr].closed = cut[m];
@@ -372,6 +544,39 @@ clf_status clf__plan_build(const clf_graph *g, const clf__plan_options *opt, clf
         snprintf(err, errlen, "planner: kernel regions form a cycle");
         st = CLF_ERR_INTERNAL;
         goto fail;
+    }
+
+    /* Which materialised values another kernel reads: only those need an
+     * intermediate buffer (a reduction used only in its own kernel stays in
+     * registers). */
+    crosses = calloc(n ? n : 1, sizeof *crosses);
+    if (!crosses)
+        goto fail;
+    for (uint32_t r = 0; r < nr; r++) {
+        ++mark;
+        stack.n = 0;
+        for (uint32_t j = 0; j < rs[r].members.n; j++) {
+            const clf__node *mn = clf__graph_node(g, rs[r].members.v[j]);
+            for (int i = 0; i < mn->ninputs; i++)
+                if (!vec_push(&stack, mn->inputs[i]))
+                    goto fail;
+        }
+        while (stack.n) {
+            uint32_t id = stack.v[--stack.n];
+            if (stamp[id] == mark)
+                continue;
+            stamp[id] = mark;
+            const clf__node *nd = clf__graph_node(g, id);
+            if (!is_computed(nd))
+                continue;
+            if (mat[id] && region_of[id] != (int32_t)r) {
+                crosses[id] = true;
+                continue;
+            }
+            for (int i = 0; i < nd->ninputs; i++)
+                if (!vec_push(&stack, nd->inputs[i]))
+                    goto fail;
+        }
     }
 
     /* Buffers: every input, every output, then constants and intermediates
@@ -406,7 +611,7 @@ clf_status clf__plan_build(const clf_graph *g, const clf__plan_options *opt, clf
         if (nd->kind == CLF__NODE_CONSTANT && !clf__plan_is_literal(nd)) {
             out->buffers[out->nbuffers] = (clf__plan_buffer){CLF__BUF_CONSTANT, i, nconst++, bytes};
             out->src_buffer[i] = (int32_t)out->nbuffers++;
-        } else if (mat[i] && is_computed(nd)) {
+        } else if (mat[i] && is_computed(nd) && crosses[i]) {
             out->buffers[out->nbuffers] = (clf__plan_buffer){CLF__BUF_INTERMEDIATE, i, ninter++, bytes};
             out->src_buffer[i] = (int32_t)out->nbuffers++;
         }
@@ -420,9 +625,12 @@ clf_status clf__plan_build(const clf_graph *g, const clf__plan_options *opt, clf
         u32vec reads = {0}, ops = {0};
         K->rank = R->rank;
         memcpy(K->shape, R->shape, sizeof K->shape);
-        K->numel = 1;
+        K->reduction = R->reduction;
+        K->reduce_mask = R->mask;
+        K->rows = K->rlen = 1;
         for (int d = 0; d < R->rank; d++)
-            K->numel *= R->shape[d];
+            *(((R->mask >> d) & 1u) ? &K->rlen : &K->rows) *= R->shape[d];
+        K->numel = R->reduction ? K->rows : K->rows * K->rlen;
         uint32_t cap_s = R->members.n + (uint32_t)g->noutputs;
         K->stores = malloc(cap_s * sizeof *K->stores);
         if (!K->stores)
@@ -430,16 +638,11 @@ clf_status clf__plan_build(const clf_graph *g, const clf__plan_options *opt, clf
         for (uint32_t j = 0; j < R->members.n; j++) {
             uint32_t m = R->members.v[j];
             out->producer[m] = (int32_t)k;
-            bool stored = false;
             for (uint32_t b = 0; b < out->nbuffers; b++) {
                 const clf__plan_buffer *B = &out->buffers[b];
-                if (B->node == m && (B->kind == CLF__BUF_OUTPUT || B->kind == CLF__BUF_INTERMEDIATE)) {
+                if (B->node == m && (B->kind == CLF__BUF_OUTPUT || B->kind == CLF__BUF_INTERMEDIATE))
                     K->stores[K->nstores++] = (clf__plan_store){m, b};
-                    stored = true;
-                }
             }
-            assert(stored);
-            (void)stored;
         }
         /* Walk from the members through what this kernel computes. */
         ++mark;
@@ -515,6 +718,7 @@ done:
     free(mat);
     free(is_out);
     free(cut);
+    free(crosses);
     free(depth);
     free(region_of);
     free(stamp);

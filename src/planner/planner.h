@@ -9,6 +9,10 @@
 
 #include "graph/graph_internal.h"
 
+/* Reductions of one kernel that read each other form stages, each a sweep
+ * over the row; the templates unroll at most this many. */
+#define CLF__MAX_REDUCTION_STAGES 4
+
 typedef enum clf__buffer_kind {
     CLF__BUF_INPUT,        /* a graph input; index = position in g->inputs */
     CLF__BUF_OUTPUT,       /* a graph output; index = position in g->outputs */
@@ -30,9 +34,16 @@ typedef struct clf__plan_store {
 } clf__plan_store;
 
 typedef struct clf__plan_kernel {
-    int rank; /* the iteration space: the shape every store shares */
+    /* A pointwise kernel iterates over shape, the shape every store shares.
+     * A reduction kernel iterates over rows x elements of shape, the input
+     * of its reductions, with the axes in reduce_mask reduced: rows is the
+     * product of the kept extents, rlen of the reduced ones. */
+    bool reduction;
+    uint32_t reduce_mask;
+    int64_t rows, rlen;
+    int rank;
     int64_t shape[CLF_MAX_RANK];
-    int64_t numel;
+    int64_t numel; /* pointwise: elements; reduction: rows (the launch's work) */
     clf__plan_store *stores;
     uint32_t nstores;
     uint32_t *reads; /* buffers loaded, ascending, each once */
@@ -54,7 +65,9 @@ typedef struct clf__plan {
     clf__plan_kernel *kernels; /* in execution order */
     uint32_t nkernels;
     int32_t *src_buffer; /* per node */
-    int32_t *producer;   /* per node: the kernel that computes it into a buffer, or -1 */
+    int32_t *producer;   /* per node: the kernel whose stores or registers hold it, or -1 */
+    int8_t *stage;       /* per reduction node: 0 for a reduction of loaded values, 1 + the
+                            deepest stage it reads in its own kernel otherwise; -1 elsewhere */
     uint32_t nnodes;
     clf__plan_stats stats;
 } clf__plan;

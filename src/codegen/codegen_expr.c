@@ -1,0 +1,410 @@
+/* Expressions of generated kernels (see codegen_expr.h): op formats by
+ * dtype, exact literals, memoised values, load slots, kernel names. */
+#include "codegen/codegen_expr.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const ctype_names[CLF_DTYPE_COUNT] = {"float", "int", "uchar"};
+_Static_assert(CLF_DTYPE_COUNT == 3, "one OpenCL type per dtype");
+
+typedef clf__cg_fn gen;
+
+const char *clf__cg_ctype(clf_dtype dt) { return ctype_names[dt]; }
+
+void clf__cg_fn_init(clf__cg_fn *f, const clf_graph *g, const clf__plan *plan, uint32_t k,
+                     const clf__cg_hooks *hooks)
+{
+    memset(f, 0, sizeof *f);
+    f->g = g;
+    f->plan = plan;
+    f->k = k;
+    f->hooks = *hooks;
+    clf__ixgen_init(&f->own_ix, &f->idx_code, 0);
+    f->ix = &f->own_ix;
+}
+
+void clf__cg_fn_free(clf__cg_fn *f)
+{
+    for (size_t i = 0; i < f->nmemo; i++) {
+        free(f->memo[i].key);
+        free(f->memo[i].value);
+    }
+    free(f->memo);
+    free(f->slots);
+    clf__ixgen_free(&f->own_ix);
+    clf__sb_free(&f->idx_code);
+    clf__sb_free(&f->body);
+    memset(f, 0, sizeof *f);
+}
+
+static const char *memo_get(gen *G, const char *key)
+{
+    for (size_t i = 0; i < G->nmemo; i++)
+        if (strcmp(G->memo[i].key, key) == 0)
+            return G->memo[i].value;
+    return NULL;
+}
+
+static const char *memo_put(gen *G, const char *key, const char *value)
+{
+    if (G->nmemo == G->cap_memo) {
+        size_t cap = G->cap_memo ? G->cap_memo * 2 : 64;
+        clf__cg_memo *p = realloc(G->memo, cap * sizeof *p);
+        if (!p) {
+            G->failed = true;
+            return "0";
+        }
+        G->memo = p;
+        G->cap_memo = cap;
+    }
+    clf__cg_memo e = {clf__strdup(key), clf__strdup(value)};
+    if (!e.key || !e.value) {
+        free(e.key);
+        free(e.value);
+        G->failed = true;
+        return "0";
+    }
+    G->memo[G->nmemo++] = e;
+    return e.value;
+}
+
+/* The literal for a scalar value of a dtype, exact for f32. */
+void clf__cg_literal(clf__strbuf *sb, clf_dtype dt, double v)
+{
+    if (dt == CLF_F32) {
+        float f = (float)v;
+        if (isnan(f))
+            clf__sb_puts(sb, "NAN");
+        else if (isinf(f))
+            clf__sb_puts(sb, f > 0 ? "INFINITY" : "(-INFINITY)");
+        else
+            clf__sb_printf(sb, "(%af)", (double)f);
+    } else if (dt == CLF_I32) {
+        int32_t i = (int32_t)v;
+        if (i == INT32_MIN)
+            clf__sb_puts(sb, "(-2147483647 - 1)");
+        else
+            clf__sb_printf(sb, "(%d)", (int)i);
+    } else {
+        clf__sb_printf(sb, "((uchar)%d)", v != 0);
+    }
+}
+
+static double constant_value(const clf__node *n)
+{
+    switch (n->dtype) {
+    case CLF_F32:
+        return ((const float *)n->data)[0];
+    case CLF_I32:
+        return ((const int32_t *)n->data)[0];
+    default:
+        return ((const uint8_t *)n->data)[0];
+    }
+}
+
+/* printf format of a unary op's expression over $1, by dtype. */
+static const char *unary_format(clf_unary_op op, clf_dtype dt)
+{
+    if (dt == CLF_I32) {
+        switch (op) {
+        case CLF_UNARY_NEG: return "as_int(0u - as_uint($1))";
+        case CLF_UNARY_ABS: return "($1 < 0 ? as_int(0u - as_uint($1)) : $1)";
+        case CLF_UNARY_SIGN: return "(($1 > 0) - ($1 < 0))";
+        default: return NULL;
+        }
+    }
+    if (dt == CLF_BOOL)
+        return op == CLF_UNARY_NOT ? "(uchar)(!$1)" : NULL;
+    switch (op) {
+    case CLF_UNARY_NEG: return "(-$1)";
+    case CLF_UNARY_ABS: return "fabs($1)";
+    case CLF_UNARY_EXP: return "exp($1)";
+    case CLF_UNARY_LOG: return "log($1)";
+    case CLF_UNARY_SQRT: return "sqrt($1)";
+    case CLF_UNARY_RSQRT: return "rsqrt($1)";
+    case CLF_UNARY_RECIPROCAL: return "(1.0f / $1)";
+    case CLF_UNARY_SIN: return "sin($1)";
+    case CLF_UNARY_COS: return "cos($1)";
+    case CLF_UNARY_TANH: return "tanh($1)";
+    case CLF_UNARY_SIGMOID: return "(1.0f / (1.0f + exp(-$1)))";
+    case CLF_UNARY_RELU: return "($1 < 0.0f ? 0.0f : $1)";
+    case CLF_UNARY_GELU: return "(0.5f * $1 * (1.0f + erf($1 * 0x1.6a09e6p-1f)))";
+    case CLF_UNARY_SILU: return "($1 / (1.0f + exp(-$1)))";
+    case CLF_UNARY_ERF: return "erf($1)";
+    case CLF_UNARY_FLOOR: return "floor($1)";
+    case CLF_UNARY_CEIL: return "ceil($1)";
+    case CLF_UNARY_SIGN: return "($1 > 0.0f ? 1.0f : ($1 < 0.0f ? -1.0f : $1))";
+    default: return NULL;
+    }
+}
+
+/* printf format of a binary op over $1 and $2, by operand dtype. */
+static const char *binary_format(clf_binary_op op, clf_dtype dt)
+{
+    switch (op) {
+    case CLF_BINARY_ADD:
+        return dt == CLF_I32 ? "as_int(as_uint($1) + as_uint($2))" : "($1 + $2)";
+    case CLF_BINARY_SUB:
+        return dt == CLF_I32 ? "as_int(as_uint($1) - as_uint($2))" : "($1 - $2)";
+    case CLF_BINARY_MUL:
+        return dt == CLF_I32 ? "as_int(as_uint($1) * as_uint($2))" : "($1 * $2)";
+    case CLF_BINARY_DIV:
+        return dt == CLF_I32 ? "($2 == 0 ? 0 : ($2 == -1 ? as_int(0u - as_uint($1)) : "
+                               "$1 / $2))"
+                             : "($1 / $2)";
+    case CLF_BINARY_POW: return "pow($1, $2)";
+    case CLF_BINARY_MAXIMUM:
+        return dt == CLF_I32 ? "max($1, $2)" : "(($1 > $2 || isnan($1)) ? $1 : $2)";
+    case CLF_BINARY_MINIMUM:
+        return dt == CLF_I32 ? "min($1, $2)" : "(($1 < $2 || isnan($1)) ? $1 : $2)";
+    case CLF_BINARY_EQ: return "(uchar)($1 == $2)";
+    case CLF_BINARY_NE: return "(uchar)($1 != $2)";
+    case CLF_BINARY_LT: return "(uchar)($1 < $2)";
+    case CLF_BINARY_LE: return "(uchar)($1 <= $2)";
+    case CLF_BINARY_GT: return "(uchar)($1 > $2)";
+    case CLF_BINARY_GE: return "(uchar)($1 >= $2)";
+    case CLF_BINARY_AND: return "(uchar)($1 && $2)";
+    case CLF_BINARY_OR: return "(uchar)($1 || $2)";
+    default: return NULL;
+    }
+}
+
+static const char *cast_format(clf_dtype from, clf_dtype to)
+{
+    if (from == to)
+        return "$1";
+    if (to == CLF_BOOL)
+        return from == CLF_F32 ? "(uchar)($1 != 0.0f)" : "(uchar)($1 != 0)";
+    if (to == CLF_I32)
+        return from == CLF_F32 ? "convert_int_sat_rtz($1)" : "(int)$1";
+    return "(float)$1";
+}
+
+/* The i32 bound of clip: rounded toward zero and clamped to int32. */
+static int32_t clip_bound_i32(double v)
+{
+    if (isnan(v))
+        return 0;
+    if (v <= (double)INT32_MIN)
+        return INT32_MIN;
+    if (v >= (double)INT32_MAX)
+        return INT32_MAX;
+    return (int32_t)v;
+}
+
+
+/* Appends fmt with $1, $2, $3 replaced by args[0..2]. */
+static void subst(clf__strbuf *sb, const char *fmt, const char *const *args)
+{
+    for (const char *p = fmt; *p; p++) {
+        if (p[0] == '$' && p[1] >= '1' && p[1] <= '3') {
+            clf__sb_puts(sb, args[p[1] - '1']);
+            p++;
+        } else {
+            clf__sb_putn(sb, p, 1);
+        }
+    }
+}
+
+long clf__cg_slot_find(clf__cg_slot **slots, size_t *nslots, size_t *cap, uint32_t buffer, clf__ix index,
+                       clf_dtype dt)
+{
+    for (size_t s = 0; s < *nslots; s++)
+        if ((*slots)[s].buffer == buffer && clf__ix_same(&(*slots)[s].index, &index))
+            return (long)s;
+    if (*nslots == *cap) {
+        size_t c = *cap ? *cap * 2 : 16;
+        clf__cg_slot *p = realloc(*slots, c * sizeof *p);
+        if (!p)
+            return -1;
+        *slots = p;
+        *cap = c;
+    }
+    (*slots)[*nslots] = (clf__cg_slot){buffer, index, dt};
+    return (long)(*nslots)++;
+}
+
+const char *clf__cg_load_slot(clf__cg_fn *G, uint32_t buffer, clf__ix index, clf_dtype dt, char *name,
+                              size_t cap)
+{
+    long s = clf__cg_slot_find(&G->slots, &G->nslots, &G->cap_slots, buffer, index, dt);
+    if (s < 0) {
+        G->failed = true;
+        snprintf(name, cap, "0");
+    } else {
+        snprintf(name, cap, "l%ld", s);
+    }
+    return name;
+}
+
+/* Emits the statement computing node n from its input values; returns the
+ * temporary's name. */
+static const char *compute(gen *G, const clf__node *n, const char *const *args, const char *key)
+{
+    char name[32];
+    snprintf(name, sizeof name, "v%d", G->ntemps++);
+    const char *ty = ctype_names[n->dtype];
+    clf__strbuf *b = &G->body;
+    const clf__node *in0 = clf__graph_node(G->g, n->inputs[0]);
+    clf__sb_printf(b, "    const %s %s = ", ty, name);
+    switch (n->kind) {
+    case CLF__NODE_UNARY: {
+        const char *f = unary_format((clf_unary_op)n->op, in0->dtype);
+        if (!f) {
+            G->failed = true;
+            f = "$1";
+        }
+        subst(b, f, args);
+        break;
+    }
+    case CLF__NODE_BINARY: {
+        const char *f = binary_format((clf_binary_op)n->op, in0->dtype);
+        if (!f) {
+            G->failed = true;
+            f = "$1";
+        }
+        subst(b, f, args);
+        break;
+    }
+    case CLF__NODE_WHERE:
+        clf__sb_printf(b, "(%s ? %s : %s)", args[0], args[1], args[2]);
+        break;
+    case CLF__NODE_CAST:
+        subst(b, cast_format(in0->dtype, n->dtype), args);
+        break;
+    case CLF__NODE_CLIP: {
+        /* x below lo becomes lo, then above hi becomes hi; NaN compares
+         * false and passes through. */
+        clf__strbuf lo = {0}, hi = {0};
+        bool has_lo, has_hi;
+        if (n->dtype == CLF_I32) {
+            int32_t l = clip_bound_i32(n->lo), h = clip_bound_i32(n->hi);
+            has_lo = !(isinf(n->lo) && n->lo < 0) && l != INT32_MIN;
+            has_hi = !(isinf(n->hi) && n->hi > 0) && h != INT32_MAX;
+            clf__cg_literal(&lo, CLF_I32, l);
+            clf__cg_literal(&hi, CLF_I32, h);
+        } else {
+            has_lo = !isnan(n->lo) && !(isinf(n->lo) && n->lo < 0);
+            has_hi = !isnan(n->hi) && !(isinf(n->hi) && n->hi > 0);
+            clf__cg_literal(&lo, CLF_F32, n->lo);
+            clf__cg_literal(&hi, CLF_F32, n->hi);
+        }
+        const char *cargs[3] = {args[0], clf__sb_str(&lo), clf__sb_str(&hi)};
+        if (has_lo && has_hi)
+            subst(b, "(($1 < $2 ? $2 : $1) > $3 ? $3 : ($1 < $2 ? $2 : $1))", cargs);
+        else if (has_lo)
+            subst(b, "($1 < $2 ? $2 : $1)", cargs);
+        else if (has_hi)
+            subst(b, "($1 > $3 ? $3 : $1)", cargs);
+        else
+            clf__sb_puts(b, args[0]);
+        if (!clf__sb_ok(&lo) || !clf__sb_ok(&hi))
+            G->failed = true;
+        clf__sb_free(&lo);
+        clf__sb_free(&hi);
+        break;
+    }
+    default:
+        G->failed = true;
+        clf__sb_puts(b, "0");
+    }
+    clf__sb_printf(b, "; /* %s */\n", clf__node_op_name(n));
+    return memo_put(G, key, name);
+}
+
+/* A literal, a load, this kernel's reduction result, or a temporary
+ * computed here. */
+const char *clf__cg_value(gen *G, uint32_t id, const clf__view *v)
+{
+    const clf__node *n = clf__graph_node(G->g, id);
+    clf__strbuf key = {0};
+    clf__sb_printf(&key, "n%u:", id);
+    clf__view_key(v, n->rank, &key);
+    if (!clf__sb_ok(&key)) {
+        G->failed = true;
+        return "0";
+    }
+    const char *hit = memo_get(G, clf__sb_str(&key));
+    if (hit) {
+        clf__sb_free(&key);
+        return hit;
+    }
+    const char *result;
+    char buf[48];
+    int32_t src = G->plan->src_buffer[id];
+    bool leaf = clf__node_class_of(n) == CLF__CLASS_LEAF;
+    if (clf__plan_is_literal(n)) {
+        clf__strbuf lit = {0};
+        clf__cg_literal(&lit, n->dtype, constant_value(n));
+        result = memo_put(G, clf__sb_str(&key), clf__sb_ok(&lit) ? clf__sb_str(&lit) : "0");
+        clf__sb_free(&lit);
+    } else if (src >= 0 && (leaf || G->plan->producer[id] != (int32_t)G->k)) {
+        clf__ix idx = clf__view_linear(G->ix, v, n->rank, n->shape);
+        result = memo_put(G, clf__sb_str(&key), G->hooks.load(G, (uint32_t)src, idx, n->dtype, buf, sizeof buf));
+    } else if (n->kind == CLF__NODE_REDUCE) {
+        /* A reduction of this kernel: only its own writer knows where the
+         * current row's result lives. */
+        const char *r = G->hooks.reduction ? G->hooks.reduction(G, id, v, buf, sizeof buf) : NULL;
+        if (!r) {
+            G->failed = true;
+            r = "0";
+        }
+        result = memo_put(G, clf__sb_str(&key), r);
+    } else if (clf__node_class_of(n) == CLF__CLASS_MOVEMENT) {
+        clf__view in;
+        clf__view_input(G->ix, G->g, n, 0, v, &in);
+        result = memo_put(G, clf__sb_str(&key), clf__cg_value(G, n->inputs[0], &in));
+    } else {
+        const char *args[3] = {"0", "0", "0"};
+        char *owned[3] = {NULL, NULL, NULL};
+        for (int i = 0; i < n->ninputs; i++) {
+            clf__view in;
+            clf__view_input(G->ix, G->g, n, i, v, &in);
+            owned[i] = clf__strdup(clf__cg_value(G, n->inputs[i], &in));
+            if (!owned[i])
+                G->failed = true;
+            else
+                args[i] = owned[i];
+        }
+        result = compute(G, n, args, clf__sb_str(&key));
+        for (int i = 0; i < 3; i++)
+            free(owned[i]);
+    }
+    clf__sb_free(&key);
+    return result;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+char *clf__cg_kernel_name(const clf_graph *g, const uint32_t *ops, uint32_t nops, const char *prefix,
+                          uint32_t k)
+{
+    const char **names = malloc((nops ? nops : 1) * sizeof *names);
+    if (!names)
+        return NULL;
+    size_t nn = 0;
+    for (uint32_t i = 0; i < nops; i++)
+        names[nn++] = clf__node_op_name(clf__graph_node(g, ops[i]));
+    qsort(names, nn, sizeof *names, cmp_str);
+    clf__strbuf sb = {0};
+    clf__sb_printf(&sb, nn ? "%s_fused" : "%s_copy", prefix);
+    size_t shown = 0;
+    for (size_t i = 0; i < nn; i++) {
+        if (i && strcmp(names[i], names[i - 1]) == 0)
+            continue;
+        if (shown++ == 8) {
+            clf__sb_puts(&sb, "_etc");
+            break;
+        }
+        clf__sb_printf(&sb, "_%s", names[i]);
+    }
+    clf__sb_printf(&sb, "_%u", k);
+    free(names);
+    return clf__sb_take(&sb);
+}

@@ -1,0 +1,84 @@
+/* Expressions of generated kernels: the value of any node at any view as
+ * OpenCL C, each op computed once per view as a named temporary. Shared by
+ * the pointwise and reduction kernel writers; how a function reaches loaded
+ * values and its own kernel's reduction results is up to its hooks. */
+#ifndef CLFUSE_CODEGEN_EXPR_H
+#define CLFUSE_CODEGEN_EXPR_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "codegen/codegen_index.h"
+#include "planner/planner.h"
+#include "util/strbuf.h"
+
+typedef struct clf__cg_slot {
+    uint32_t buffer;
+    clf__ix index;
+    clf_dtype dtype;
+} clf__cg_slot;
+
+typedef struct clf__cg_memo {
+    char *key;
+    char *value;
+} clf__cg_memo;
+
+typedef struct clf__cg_fn clf__cg_fn;
+
+/* load: the expression for buffer[index], written into name. reduction:
+ * the expression for a reduction of this kernel read at view v (NULL when
+ * the kernel has none). */
+typedef struct clf__cg_hooks {
+    const char *(*load)(clf__cg_fn *f, uint32_t buffer, clf__ix index, clf_dtype dt, char *name,
+                        size_t cap);
+    const char *(*reduction)(clf__cg_fn *f, uint32_t node, const clf__view *v, char *name, size_t cap);
+    void *user;
+} clf__cg_hooks;
+
+/* One generated function: its index temporaries, its statements, its
+ * memoised values and (for clf__cg_load_slot) the loads it takes. */
+struct clf__cg_fn {
+    const clf_graph *g;
+    const clf__plan *plan;
+    uint32_t k;
+    clf__cg_hooks hooks;
+    clf__ixgen *ix;       /* own_ix, or one shared by several functions */
+    clf__ixgen own_ix;
+    clf__strbuf idx_code; /* own_ix's temporaries */
+    clf__strbuf body;
+    clf__cg_memo *memo;
+    size_t nmemo, cap_memo;
+    clf__cg_slot *slots;
+    size_t nslots, cap_slots;
+    int ntemps;
+    bool failed;
+};
+
+void clf__cg_fn_init(clf__cg_fn *f, const clf_graph *g, const clf__plan *plan, uint32_t k,
+                     const clf__cg_hooks *hooks);
+void clf__cg_fn_free(clf__cg_fn *f);
+
+/* The expression of node id's value at view v, emitting what it needs. The
+ * string lives as long as f. */
+const char *clf__cg_value(clf__cg_fn *f, uint32_t id, const clf__view *v);
+
+/* A load hook: loads become parameters l0, l1, ... of the function,
+ * recorded in f->slots (the same element loaded twice is one slot). */
+const char *clf__cg_load_slot(clf__cg_fn *f, uint32_t buffer, clf__ix index, clf_dtype dt, char *name,
+                              size_t cap);
+
+/* The slot's index in f->slots for buffer at index, adding it if new; -1
+ * when out of memory. */
+long clf__cg_slot_find(clf__cg_slot **slots, size_t *nslots, size_t *cap, uint32_t buffer, clf__ix index,
+                       clf_dtype dt);
+
+/* The OpenCL C type of a dtype: float, int, uchar. */
+const char *clf__cg_ctype(clf_dtype dt);
+/* An exact literal of a value of dtype. */
+void clf__cg_literal(clf__strbuf *sb, clf_dtype dt, double v);
+/* <prefix>_fused_<sorted distinct op names>_<k>, or <prefix>_copy_<k>. */
+char *clf__cg_kernel_name(const clf_graph *g, const uint32_t *ops, uint32_t nops, const char *prefix,
+                          uint32_t k);
+
+#endif

@@ -1,0 +1,513 @@
+/* Writes the OpenCL C for one reduction kernel of a plan: the prologue of
+ * each reduction stage, its accumulators, the epilogue over the full space
+ * and the per-row stores, prepended to kernels_templates/reduction_cpu.cl or
+ * reduction_gpu.cl by device.
+ *
+ * Every full-space function (clf_load, clf_step<k>, clf_epilogue) computes
+ * its indices from the row x and element r through one shared set of index
+ * temporaries (the CLF_FULL_INDEX macro). Loads that vary with r are the
+ * row's values: clf_load fetches them into a clf_vals, which the GPU
+ * template can keep in registers across sweeps; other loads are inline. */
+#include "codegen/codegen.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "codegen/codegen_expr.h"
+#include "codegen/templates.h"
+#include "util/strbuf.h"
+
+#define MAX_STAGES CLF__MAX_REDUCTION_STAGES
+#define MAX_CACHED_VALUES 64
+
+typedef struct red_ctx {
+    const clf_graph *g;
+    const clf__plan *plan;
+    const clf__plan_kernel *K;
+    clf__ixgen full_ix; /* shared by the full-space functions */
+    clf__strbuf full_idx;
+    uint32_t r_bit;
+    clf__cg_slot *slots; /* the row's values (clf_vals) */
+    size_t nslots, cap_slots;
+    bool failed;
+} red_ctx;
+
+/* What a function's hooks need: the kernel and the function's own row x. */
+typedef struct fn_ctx {
+    red_ctx *rc;
+    clf__ix x;
+    bool full; /* a full-space function: r-varying loads come from clf_vals */
+} fn_ctx;
+
+static const char *load_hook(clf__cg_fn *f, uint32_t buffer, clf__ix index, clf_dtype dt, char *name,
+                             size_t cap)
+{
+    fn_ctx *fc = f->hooks.user;
+    if (fc->full && (index.deps & fc->rc->r_bit)) {
+        long s = clf__cg_slot_find(&fc->rc->slots, &fc->rc->nslots, &fc->rc->cap_slots, buffer, index, dt);
+        if (s < 0) {
+            f->failed = true;
+            snprintf(name, cap, "0");
+        } else {
+            snprintf(name, cap, "v->l%ld", s);
+        }
+        return name;
+    }
+    char a[32];
+    snprintf(name, cap, "ld%d", f->ntemps++);
+    clf__sb_printf(&f->body, "    const %s %s = b%u[%s];\n", clf__cg_ctype(dt), name, buffer,
+                   clf__ix_str(&index, a, sizeof a));
+    return name;
+}
+
+/* This kernel's reduction results live in the row state, valid only for
+ * the current row (the planner checked that every read is there). */
+static const char *reduction_hook(clf__cg_fn *f, uint32_t node, const clf__view *v, char *name, size_t cap)
+{
+    fn_ctx *fc = f->hooks.user;
+    const clf__node *n = clf__graph_node(f->g, node);
+    clf__ix at = clf__view_linear(f->ix, v, n->rank, n->shape);
+    if (!clf__ix_same(&at, &fc->x))
+        return NULL;
+    snprintf(name, cap, "row->r%u", node);
+    return name;
+}
+
+static bool is_arg(const clf__node *n) { return n->op == CLF__REDUCE_ARGMAX || n->op == CLF__REDUCE_ARGMIN; }
+
+/* Accumulator code for reduction node id of kind n->op over elements of
+ * type in_dt: its fields, initial values, update by one element (value v
+ * at index r), combination of two partial accumulators (a, b), and the
+ * finished result. Kahan summation keeps long f32 sums accurate and is
+ * switched off at infinities, where it would turn them into NaN. */
+static void emit_acc_fields(clf__strbuf *sb, const clf__node *n, uint32_t id, clf_dtype in_dt)
+{
+    const char *t = clf__cg_ctype(in_dt);
+    switch (n->op) {
+    case CLF__REDUCE_SUM:
+        if (in_dt == CLF_F32)
+            clf__sb_printf(sb, "    float s%u, c%u;\n", id, id);
+        else
+            clf__sb_printf(sb, "    %s s%u;\n", t, id);
+        break;
+    case CLF__REDUCE_ARGMAX:
+    case CLF__REDUCE_ARGMIN:
+        clf__sb_printf(sb, "    %s v%u;\n    int i%u;\n", t, id, id);
+        break;
+    default:
+        clf__sb_printf(sb, "    %s s%u;\n", t, id);
+    }
+}
+
+static void emit_acc_init(clf__strbuf *sb, const clf__node *n, uint32_t id, clf_dtype in_dt)
+{
+    bool f = in_dt == CLF_F32;
+    switch (n->op) {
+    case CLF__REDUCE_SUM:
+        clf__sb_printf(sb, f ? "    a->s%u = 0.0f;\n    a->c%u = 0.0f;\n" : "    a->s%u = 0;\n", id, id);
+        break;
+    case CLF__REDUCE_PROD:
+        clf__sb_printf(sb, f ? "    a->s%u = 1.0f;\n" : "    a->s%u = 1;\n", id);
+        break;
+    case CLF__REDUCE_MAX:
+        clf__sb_printf(sb, f ? "    a->s%u = -INFINITY;\n" : "    a->s%u = (-2147483647 - 1);\n", id);
+        break;
+    case CLF__REDUCE_MIN:
+        clf__sb_printf(sb, f ? "    a->s%u = INFINITY;\n" : "    a->s%u = 2147483647;\n", id);
+        break;
+    case CLF__REDUCE_ARGMAX:
+        clf__sb_printf(sb, f ? "    a->v%u = -INFINITY;\n" : "    a->v%u = (-2147483647 - 1);\n", id);
+        clf__sb_printf(sb, "    a->i%u = 0;\n", id);
+        break;
+    case CLF__REDUCE_ARGMIN:
+        clf__sb_printf(sb, f ? "    a->v%u = INFINITY;\n" : "    a->v%u = 2147483647;\n", id);
+        clf__sb_printf(sb, "    a->i%u = 0;\n", id);
+        break;
+    }
+}
+
+/* Kahan addition of the expression y (evaluated once) into s and c. */
+static void emit_kahan(clf__strbuf *sb, uint32_t id, const char *y)
+{
+    clf__sb_printf(sb,
+                   "    {\n        const float y = (%s) - a->c%u;\n        const float t = a->s%u + y;\n"
+                   "        a->c%u = isfinite(t) ? (t - a->s%u) - y : 0.0f;\n        a->s%u = t;\n    }\n",
+                   y, id, id, id, id, id);
+}
+
+static void emit_acc_step(clf__strbuf *sb, const clf__node *n, uint32_t id, clf_dtype in_dt, const char *v)
+{
+    bool f = in_dt == CLF_F32;
+    switch (n->op) {
+    case CLF__REDUCE_SUM:
+        if (f)
+            emit_kahan(sb, id, v);
+        else
+            clf__sb_printf(sb, "    a->s%u = as_int(as_uint(a->s%u) + as_uint(%s));\n", id, id, v);
+        break;
+    case CLF__REDUCE_PROD:
+        if (f)
+            clf__sb_printf(sb, "    a->s%u *= %s;\n", id, v);
+        else
+            clf__sb_printf(sb, "    a->s%u = as_int(as_uint(a->s%u) * as_uint(%s));\n", id, id, v);
+        break;
+    case CLF__REDUCE_MAX:
+    case CLF__REDUCE_MIN: {
+        const char *cmp = n->op == CLF__REDUCE_MAX ? ">" : "<";
+        if (f) /* NaN, once seen, stays */
+            clf__sb_printf(sb, "    a->s%u = (%s %s a->s%u || isnan(%s)) && !isnan(a->s%u) ? %s : a->s%u;\n", id, v,
+                           cmp, id, v, id, v, id);
+        else
+            clf__sb_printf(sb, "    a->s%u = %s(a->s%u, %s);\n", id, n->op == CLF__REDUCE_MAX ? "max" : "min", id, v);
+        break;
+    }
+    default: { /* argmax / argmin: the first NaN wins; ties keep the first index unless select_last */
+        const char *cmp = n->op == CLF__REDUCE_ARGMAX ? ">" : "<";
+        if (f)
+            clf__sb_printf(sb,
+                           "    if (!isnan(a->v%u) && (%s %s a->v%u || isnan(%s))) {\n"
+                           "        a->v%u = %s;\n        a->i%u = (int)r;\n    }\n",
+                           id, v, cmp, id, v, id, v, id);
+        else
+            clf__sb_printf(sb, "    if (%s %s a->v%u) {\n        a->v%u = %s;\n        a->i%u = (int)r;\n    }\n", v,
+                           cmp, id, id, v, id);
+        if (n->select_last)
+            clf__sb_printf(sb, "    else if (%s == a->v%u) {\n        a->i%u = (int)r;\n    }\n", v, id, id);
+        break;
+    }
+    }
+}
+
+static void emit_acc_combine(clf__strbuf *sb, const clf__node *n, uint32_t id, clf_dtype in_dt)
+{
+    bool f = in_dt == CLF_F32;
+    char bv[48];
+    switch (n->op) {
+    case CLF__REDUCE_SUM:
+        if (f) {
+            snprintf(bv, sizeof bv, "b->s%u - b->c%u", id, id);
+            emit_kahan(sb, id, bv);
+        } else {
+            clf__sb_printf(sb, "    a->s%u = as_int(as_uint(a->s%u) + as_uint(b->s%u));\n", id, id, id);
+        }
+        break;
+    case CLF__REDUCE_PROD:
+    case CLF__REDUCE_MAX:
+    case CLF__REDUCE_MIN:
+        snprintf(bv, sizeof bv, "b->s%u", id);
+        emit_acc_step(sb, n, id, in_dt, bv);
+        break;
+    default: {
+        /* Partial results cover interleaved indices: compare by value, then
+         * by index. */
+        const char *f_tpl =
+            "    if (isnan(a->v$) ? (isnan(b->v$) && b->i$ < a->i$)\n"
+            "                    : (isnan(b->v$) || b->v$ CMP a->v$ || (b->v$ == a->v$ && b->i$ TIE a->i$))) {\n"
+            "        a->v$ = b->v$;\n        a->i$ = b->i$;\n    }\n";
+        const char *i_tpl = "    if (b->v$ CMP a->v$ || (b->v$ == a->v$ && b->i$ TIE a->i$)) {\n"
+                            "        a->v$ = b->v$;\n        a->i$ = b->i$;\n    }\n";
+        for (const char *p = f ? f_tpl : i_tpl; *p; p++) {
+            if (*p == '$')
+                clf__sb_printf(sb, "%u", id);
+            else if (strncmp(p, "CMP", 3) == 0) {
+                clf__sb_puts(sb, n->op == CLF__REDUCE_ARGMAX ? ">" : "<");
+                p += 2;
+            } else if (strncmp(p, "TIE", 3) == 0) {
+                clf__sb_puts(sb, n->select_last ? ">" : "<");
+                p += 2;
+            } else
+                clf__sb_putn(sb, p, 1);
+        }
+    }
+    }
+}
+
+static void emit_acc_finish(clf__strbuf *sb, const clf__node *n, uint32_t id, clf_dtype in_dt)
+{
+    if (is_arg(n))
+        clf__sb_printf(sb, "    row->r%u = a->i%u;\n", id, id);
+    else if (n->op == CLF__REDUCE_SUM && in_dt == CLF_F32)
+        clf__sb_printf(sb, "    row->r%u = a->s%u - a->c%u;\n", id, id, id);
+    else
+        clf__sb_printf(sb, "    row->r%u = a->s%u;\n", id, id);
+}
+
+static uint64_t pow2_at_least(uint64_t v)
+{
+    uint64_t p = 1;
+    while (p < v)
+        p <<= 1;
+    return p;
+}
+
+static uint64_t pow2_at_most(uint64_t v)
+{
+    uint64_t p = 1;
+    while (p * 2 <= v)
+        p <<= 1;
+    return p;
+}
+
+/* Appends a function's index temporaries and statements. */
+static void append_fn_body(clf__strbuf *src, const clf__cg_fn *f, bool own_index)
+{
+    if (own_index)
+        clf__sb_puts(src, clf__sb_str(&f->idx_code));
+    clf__sb_puts(src, clf__sb_str(&f->body));
+}
+
+clf_status clf__codegen_reduction(const clf_graph *g, const clf__plan *plan, uint32_t k,
+                                  const clf__codegen_target *target, clf__kernel_code *out, char *err,
+                                  size_t errlen)
+{
+    const clf__plan_kernel *K = &plan->kernels[k];
+    clf_status st = CLF_ERR_OUT_OF_MEMORY;
+    red_ctx rc = {.g = g, .plan = plan, .K = K};
+    clf__cg_fn stage_fn[MAX_STAGES], epi_fn, row_fn;
+    fn_ctx full_ctx, row_ctx;
+    clf__strbuf src = {0}, ops = {0}, accs[MAX_STAGES] = {{0}};
+    int nstages = 0;
+    bool has_epilogue = false, fns_ready = false;
+    memset(out, 0, sizeof *out);
+
+    clf__ixgen_init(&rc.full_ix, &rc.full_idx, 0);
+    clf__ix x = clf__ixgen_var(&rc.full_ix, "x", (uint64_t)K->rows);
+    clf__ix r = clf__ixgen_var(&rc.full_ix, "r", (uint64_t)K->rlen);
+    rc.r_bit = r.deps;
+    clf__view full;
+    clf__view_reduction(&rc.full_ix, K->rank, K->shape, K->reduce_mask, x, r, &full);
+
+    full_ctx = (fn_ctx){&rc, x, true};
+    clf__cg_hooks fh = {.load = load_hook, .reduction = reduction_hook, .user = &full_ctx};
+    for (int s = 0; s < MAX_STAGES; s++) {
+        clf__cg_fn_init(&stage_fn[s], g, plan, k, &fh);
+        stage_fn[s].ix = &rc.full_ix;
+    }
+    clf__cg_fn_init(&epi_fn, g, plan, k, &fh);
+    epi_fn.ix = &rc.full_ix;
+    clf__cg_hooks rh = {.load = load_hook, .reduction = reduction_hook, .user = &row_ctx};
+    clf__cg_fn_init(&row_fn, g, plan, k, &rh);
+    row_ctx = (fn_ctx){&rc, clf__ixgen_var(row_fn.ix, "x", (uint64_t)K->rows), false};
+    fns_ready = true;
+
+    /* Stages: each reduction accumulates its input at the full view. */
+    for (uint32_t i = 0; i < K->nops; i++) {
+        uint32_t id = K->ops[i];
+        const clf__node *n = clf__graph_node(g, id);
+        if (n->kind != CLF__NODE_REDUCE || plan->producer[id] != (int32_t)k)
+            continue;
+        int s = plan->stage[id];
+        if (s < 0 || s >= MAX_STAGES) {
+            snprintf(err, errlen, "codegen: kernel %u: reduction node %u has stage %d", k, id, s);
+            st = CLF_ERR_INTERNAL;
+            goto done;
+        }
+        if (s + 1 > nstages)
+            nstages = s + 1;
+        clf_dtype in_dt = clf__graph_node(g, n->inputs[0])->dtype;
+        char *v = clf__strdup(clf__cg_value(&stage_fn[s], n->inputs[0], &full));
+        if (!v)
+            goto done;
+        emit_acc_step(&stage_fn[s].body, n, id, in_dt, v);
+        free(v);
+        emit_acc_fields(&accs[s], n, id, in_dt);
+    }
+
+    /* Stores: full-space values in the epilogue, the rest once per row. */
+    clf__view at_x = {.linear = true, .lin = row_ctx.x};
+    for (uint32_t i = 0; i < K->nstores; i++) {
+        uint32_t id = K->stores[i].node, b = K->stores[i].buffer;
+        const clf__node *n = clf__graph_node(g, id);
+        bool full_store = n->kind != CLF__NODE_REDUCE && n->rank == K->rank &&
+                          memcmp(n->shape, K->shape, (size_t)n->rank * sizeof *n->shape) == 0;
+        char a[32];
+        if (full_store) {
+            char *v = clf__strdup(clf__cg_value(&epi_fn, id, &full));
+            clf__ix at = clf__view_linear(&rc.full_ix, &full, K->rank, K->shape);
+            if (!v)
+                goto done;
+            clf__sb_printf(&epi_fn.body, "    b%u[%s] = %s;\n", b, clf__ix_str(&at, a, sizeof a), v);
+            free(v);
+            has_epilogue = true;
+        } else {
+            char *v = clf__strdup(clf__cg_value(&row_fn, id, &at_x));
+            if (!v)
+                goto done;
+            clf__sb_printf(&row_fn.body, "    b%u[x] = %s;\n", b, v);
+            free(v);
+        }
+    }
+    bool failed = rc.full_ix.failed || row_fn.ix->failed || epi_fn.failed || row_fn.failed;
+    for (int s = 0; s < MAX_STAGES; s++)
+        failed = failed || stage_fn[s].failed;
+    if (failed) {
+        snprintf(err, errlen,
+                 "codegen: kernel %u: a reduction result is read away from its row, or out of memory", k);
+        st = CLF_ERR_INTERNAL;
+        goto done;
+    }
+
+    /* Parameters: buffers read, then buffers written. */
+    out->params = malloc((K->nreads + K->nstores + 1) * sizeof *out->params);
+    if (!out->params)
+        goto done;
+    for (uint32_t i = 0; i < K->nreads; i++)
+        out->params[out->nparams++] = K->reads[i];
+    for (uint32_t i = 0; i < K->nstores; i++)
+        out->params[out->nparams++] = K->stores[i].buffer;
+    uint64_t widest = (uint64_t)K->rows * (uint64_t)K->rlen;
+    for (uint32_t i = 0; i < K->nreads; i++) {
+        const clf__node *bn = clf__graph_node(g, plan->buffers[K->reads[i]].node);
+        if ((uint64_t)clf__node_numel(bn) > widest)
+            widest = (uint64_t)clf__node_numel(bn);
+    }
+    out->wide_index = widest > (uint64_t)INT32_MAX;
+
+    /* Geometry, by device. */
+    size_t max_local = target->max_local ? target->max_local : 256;
+    int cache = 0;
+    uint64_t wg = 1, lanes = 1;
+    if (target->cpu) {
+        out->local = max_local < 8 ? max_local : 8;
+        out->global = (size_t)(((uint64_t)K->rows + out->local - 1) / out->local * out->local);
+    } else {
+        wg = pow2_at_most(max_local < 256 ? max_local : 256);
+        lanes = pow2_at_least(((uint64_t)K->rlen + 3) / 4);
+        if (lanes > wg)
+            lanes = wg;
+        uint64_t per_lane = ((uint64_t)K->rlen + lanes - 1) / lanes;
+        if (nstages + (has_epilogue ? 1 : 0) > 1 && per_lane * (rc.nslots ? rc.nslots : 1) <= MAX_CACHED_VALUES)
+            cache = (int)per_lane;
+        uint64_t rows_per_wg = wg / lanes;
+        out->local = (size_t)wg;
+        out->global = (size_t)(((uint64_t)K->rows + rows_per_wg - 1) / rows_per_wg * wg);
+    }
+    out->vec = 1;
+    out->items = 1;
+
+    out->name = clf__cg_kernel_name(g, K->ops, K->nops, cache ? "clf_per" : "clf_red", k);
+    for (uint32_t i = 0; i < K->nops; i++)
+        clf__sb_printf(&ops, i ? " %s" : "%s", clf__node_op_name(clf__graph_node(g, K->ops[i])));
+    out->ops = clf__sb_take(&ops);
+    if (!out->name || !out->ops)
+        goto done;
+
+    /* The generated definitions. */
+    clf__sb_printf(&src, "/* %s: generated by libclfuse (codegen v%d) */\n/* ops: %s */\n", out->name,
+                   CLF__CODEGEN_VERSION, out->ops);
+    clf__sb_printf(&src, "#define IDX_T %s\n#define RLEN %lluu\n#define NSTAGES %d\n#define HAS_EPILOGUE %d\n",
+                   out->wide_index ? "ulong" : "uint", (unsigned long long)K->rlen, nstages, has_epilogue);
+    if (!target->cpu)
+        clf__sb_printf(&src, "#define WG %llu\n#define LANES %llu\n#define CACHE %d\n", (unsigned long long)wg,
+                       (unsigned long long)lanes, cache);
+    clf__sb_printf(&src, "#define CLF_KERNEL_NAME %s\n#define CLF_PARAMS", out->name);
+    for (uint32_t p = 0; p < out->nparams; p++) {
+        const clf__plan_buffer *B = &plan->buffers[out->params[p]];
+        clf__sb_printf(&src, "%s __global %s%s *restrict b%u", p ? "," : "", p < K->nreads ? "const " : "",
+                       clf__cg_ctype(clf__graph_node(g, B->node)->dtype), out->params[p]);
+    }
+    clf__sb_puts(&src, "\n#define CLF_ARGS");
+    for (uint32_t p = 0; p < out->nparams; p++)
+        clf__sb_printf(&src, "%s b%u", p ? "," : "", out->params[p]);
+    clf__sb_puts(&src, "\n\n/* Index temporaries of the full space, shared by clf_load, clf_step<k> and clf_epilogue. */\n");
+    clf__sb_puts(&src, "#define CLF_FULL_INDEX");
+    for (const char *p = clf__sb_str(&rc.full_idx); *p; p++) {
+        if (*p == '\n')
+            clf__sb_puts(&src, " \\\n");
+        else
+            clf__sb_putn(&src, p, 1);
+    }
+    clf__sb_puts(&src, "\n\ntypedef struct {\n");
+    int nres = 0;
+    for (uint32_t i = 0; i < K->nops; i++) {
+        const clf__node *n = clf__graph_node(g, K->ops[i]);
+        if (n->kind == CLF__NODE_REDUCE && plan->producer[K->ops[i]] == (int32_t)k) {
+            clf__sb_printf(&src, "    %s r%u;\n", clf__cg_ctype(n->dtype), K->ops[i]);
+            nres++;
+        }
+    }
+    clf__sb_puts(&src, "} clf_row;\n\ntypedef struct {\n");
+    for (size_t s = 0; s < rc.nslots; s++)
+        clf__sb_printf(&src, "    %s l%zu;\n", clf__cg_ctype(rc.slots[s].dtype), s);
+    if (rc.nslots == 0)
+        clf__sb_puts(&src, "    uchar unused;\n");
+    clf__sb_puts(&src, "} clf_vals;\n\n");
+    clf__sb_puts(&src, "static inline void clf_load(IDX_T x, IDX_T r, clf_vals *v, CLF_PARAMS)\n{\n    CLF_FULL_INDEX\n");
+    for (size_t s = 0; s < rc.nslots; s++) {
+        char a[32];
+        clf__sb_printf(&src, "    v->l%zu = b%u[%s];\n", s, rc.slots[s].buffer,
+                       clf__ix_str(&rc.slots[s].index, a, sizeof a));
+    }
+    clf__sb_puts(&src, "}\n\n");
+    for (int s = 0; s < nstages; s++) {
+        clf__sb_printf(&src, "typedef struct {\n%s} clf_acc%d;\n\n", clf__sb_str(&accs[s]), s);
+        clf__sb_printf(&src, "static inline void clf_init%d(clf_acc%d *a)\n{\n", s, s);
+        clf__strbuf tmp = {0};
+        for (uint32_t i = 0; i < K->nops; i++) {
+            const clf__node *n = clf__graph_node(g, K->ops[i]);
+            if (n->kind == CLF__NODE_REDUCE && plan->stage[K->ops[i]] == s && plan->producer[K->ops[i]] == (int32_t)k)
+                emit_acc_init(&src, n, K->ops[i], clf__graph_node(g, n->inputs[0])->dtype);
+        }
+        clf__sb_printf(&src, "}\n\nstatic inline void clf_step%d(clf_acc%d *a, const clf_row *row, const clf_vals *v, "
+                             "IDX_T x, IDX_T r, CLF_PARAMS)\n{\n    CLF_FULL_INDEX\n", s, s);
+        append_fn_body(&src, &stage_fn[s], false);
+        clf__sb_printf(&src, "}\n\nstatic inline void clf_combine%d(clf_acc%d *a, const clf_acc%d *b)\n{\n", s, s, s);
+        for (uint32_t i = 0; i < K->nops; i++) {
+            const clf__node *n = clf__graph_node(g, K->ops[i]);
+            if (n->kind == CLF__NODE_REDUCE && plan->stage[K->ops[i]] == s && plan->producer[K->ops[i]] == (int32_t)k) {
+                emit_acc_combine(&tmp, n, K->ops[i], clf__graph_node(g, n->inputs[0])->dtype);
+            }
+        }
+        clf__sb_puts(&src, clf__sb_str(&tmp));
+        clf__sb_clear(&tmp);
+        clf__sb_printf(&src, "}\n\nstatic inline void clf_finish%d(clf_row *row, const clf_acc%d *a)\n{\n", s, s);
+        for (uint32_t i = 0; i < K->nops; i++) {
+            const clf__node *n = clf__graph_node(g, K->ops[i]);
+            if (n->kind == CLF__NODE_REDUCE && plan->stage[K->ops[i]] == s && plan->producer[K->ops[i]] == (int32_t)k)
+                emit_acc_finish(&src, n, K->ops[i], clf__graph_node(g, n->inputs[0])->dtype);
+        }
+        clf__sb_puts(&src, "}\n\n");
+        if (!clf__sb_ok(&tmp))
+            src.failed = true;
+        clf__sb_free(&tmp);
+    }
+    if (has_epilogue) {
+        clf__sb_puts(&src, "static inline void clf_epilogue(const clf_row *row, const clf_vals *v, IDX_T x, IDX_T r, "
+                           "CLF_PARAMS)\n{\n    CLF_FULL_INDEX\n");
+        append_fn_body(&src, &epi_fn, false);
+        clf__sb_puts(&src, "}\n\n");
+    }
+    clf__sb_puts(&src, "static inline void clf_rowout(const clf_row *row, IDX_T x, CLF_PARAMS)\n{\n");
+    append_fn_body(&src, &row_fn, true);
+    clf__sb_puts(&src, "}\n\n");
+    (void)nres;
+    clf__sb_printf(&src, "/* ---- kernels_templates/reduction_%s.cl ---- */\n", target->cpu ? "cpu" : "gpu");
+    clf__sb_puts(&src, target->cpu ? clf__template_reduction_cpu : clf__template_reduction_gpu);
+    if (!clf__sb_ok(&src))
+        goto done;
+    out->source = clf__sb_take(&src);
+    if (!out->source)
+        goto done;
+    st = CLF_OK;
+
+done:
+    if (st == CLF_ERR_OUT_OF_MEMORY)
+        snprintf(err, errlen, "codegen: kernel %u: out of memory", k);
+    if (st != CLF_OK)
+        clf__kernel_code_free(out);
+    if (fns_ready) {
+        for (int s = 0; s < MAX_STAGES; s++)
+            clf__cg_fn_free(&stage_fn[s]);
+        clf__cg_fn_free(&epi_fn);
+        clf__cg_fn_free(&row_fn);
+    }
+    for (int s = 0; s < MAX_STAGES; s++)
+        clf__sb_free(&accs[s]);
+    clf__ixgen_free(&rc.full_ix);
+    clf__sb_free(&rc.full_idx);
+    free(rc.slots);
+    clf__sb_free(&src);
+    clf__sb_free(&ops);
+    return st;
+}

@@ -1,0 +1,205 @@
+/* Reductions and reduction fusion on PoCL: every reduction and composite
+ * against the reference, fused and unfused, with both template families
+ * (CPU and GPU forms forced on the CPU device), and the kernel counts the
+ * plan must reach. */
+#include <math.h>
+#include <string.h>
+
+#include "test_e2e.h"
+#include "test_support.h"
+
+/* Compiles g with a forced template style and checks it against the
+ * reference; returns the kernel count. */
+static size_t check_style(clf_context *ctx, const clf_graph *g, const e2e_inputs *in, clf_kernel_style style,
+                          double rtol, double atol)
+{
+    clf_executable *exe = NULL;
+    clf_status st = clf_compile(ctx, g, clf_compile_params(.kernel_style = style), &exe);
+    ck_assert_msg(st == CLF_OK, "compile: %s", clf_context_last_error(ctx));
+    size_t nout = clf_executable_output_count(exe);
+    clf_host_binding got[16], want[16];
+    size_t numel[16];
+    clf_dtype dt[16];
+    ck_assert_uint_le(nout, 16);
+    for (size_t i = 0; i < nout; i++) {
+        const char *name;
+        int rank;
+        int64_t shape[CLF_MAX_RANK];
+        clf_executable_output(exe, i, &name, &dt[i], &rank, shape);
+        numel[i] = (size_t)e2e_numel(rank, shape);
+        size_t bytes = numel[i] * clf_dtype_size(dt[i]);
+        got[i] = (clf_host_binding){name, malloc(bytes + 4)};
+        want[i] = (clf_host_binding){name, malloc(bytes + 4)};
+        memset(got[i].data, 0xff, bytes);
+    }
+    char msg[256];
+    ck_assert_int_eq(clf_reference_run(g, in->n, in->b, nout, want, msg, sizeof msg), CLF_OK);
+    st = clf_run_host(exe, in->n, in->b, nout, got);
+    ck_assert_msg(st == CLF_OK, "run: %s", clf_context_last_error(ctx));
+    for (size_t i = 0; i < nout; i++) {
+        char why[256];
+        ck_assert_msg(clf_test_close(dt[i], got[i].data, want[i].data, numel[i], rtol, atol, why, sizeof why),
+                      "%s style output %s: %s\n%s", style == CLF_KERNEL_STYLE_GPU ? "GPU" : "CPU", got[i].name, why,
+                      clf_executable_kernel_source(exe, 0));
+        free(got[i].data);
+        free(want[i].data);
+    }
+    size_t k = clf_executable_kernel_count(exe);
+    clf_executable_destroy(&exe);
+    return k;
+}
+
+/* Fused (both styles) and unfused agree with the reference; the fused plan
+ * has the expected kernel count. */
+static void check_all(const clf_graph *g, const e2e_inputs *in, size_t want_kernels, double rtol, double atol)
+{
+    clf_context *ctx = clf_test_context();
+    e2e_run r;
+    e2e_check(ctx, g, in, rtol, atol, NULL, E2E_BOTH, &r);
+    ck_assert_uint_eq(r.kernels, want_kernels);
+    e2e_run_free(&r);
+    ck_assert_uint_eq(check_style(ctx, g, in, CLF_KERNEL_STYLE_CPU, rtol, atol), want_kernels);
+    ck_assert_uint_eq(check_style(ctx, g, in, CLF_KERNEL_STYLE_GPU, rtol, atol), want_kernels);
+    clf_context_destroy(&ctx);
+}
+
+START_TEST(rowsum_prologue_one_kernel)
+{
+    int64_t s[2] = {37, 301};
+    int axis = -1;
+    clf_graph *g = clf_graph_create();
+    e2e_inputs in = {0};
+    clf_tensor x = e2e_input(g, &in, "x", CLF_F32, 2, s, -1, 1);
+    clf_tensor y = e2e_input(g, &in, "y", CLF_F32, 2, s, -1, 1);
+    clf_graph_output(g, "s", clf_reduce_sum(g, clf_add(g, clf_mul(g, x, y), x), 1, &axis, false));
+    check_all(g, &in, 1, 1e-5, 1e-5);
+
+    clf_context *ctx = clf_test_context();
+    clf_executable *exe;
+    ck_assert_int_eq(clf_compile(ctx, g, NULL, &exe), CLF_OK);
+    ck_assert_str_eq(clf_executable_kernel_name(exe, 0), "clf_red_fused_add_mul_sum_0");
+    clf_plan_stats st;
+    clf_executable_stats(exe, &st);
+    ck_assert_uint_eq(st.tensor_reads, 2);
+    ck_assert_uint_eq(st.tensor_writes, 1);
+    ck_assert_uint_eq(st.unfused_kernels, 3);
+    clf_executable_destroy(&exe);
+    clf_context_destroy(&ctx);
+    e2e_inputs_free(&in);
+    clf_graph_destroy(&g);
+}
+END_TEST
+
+START_TEST(every_reduction_over_axes)
+{
+    int64_t s[3] = {5, 6, 7};
+    clf_graph *g = clf_graph_create();
+    e2e_inputs in = {0};
+    clf_tensor x = e2e_input(g, &in, "x", CLF_F32, 3, s, -2, 2);
+    clf_tensor xi = e2e_input(g, &in, "xi", CLF_I32, 3, s, -50, 50);
+    int mid[1] = {1}, outer[2] = {0, 2}, last[1] = {-1};
+    clf_graph_output(g, "sum_mid", clf_reduce_sum(g, x, 1, mid, false));
+    clf_graph_output(g, "mean_outer", clf_reduce_mean(g, x, 2, outer, true));
+    clf_graph_output(g, "max_last", clf_reduce_max(g, x, 1, last, false));
+    clf_graph_output(g, "min_all", clf_reduce_min(g, x, 0, NULL, false));
+    clf_graph_output(g, "prod_mid", clf_reduce_prod(g, x, 1, mid, true));
+    clf_graph_output(g, "isum_last", clf_reduce_sum(g, xi, 1, last, false));
+    clf_graph_output(g, "imax_outer", clf_reduce_max(g, xi, 2, outer, false));
+    clf_graph_output(g, "argmax_mid", clf_argmax(g, x, 1, false, false));
+    clf_graph_output(g, "argmin_last", clf_argmin(g, xi, -1, true, true));
+    clf_graph_output(g, "var_last", clf_reduce_var(g, x, 1, last, false, 1));
+    clf_context *ctx = clf_test_context();
+    e2e_check(ctx, g, &in, 1e-5, 1e-5, NULL, E2E_BOTH, NULL);
+    check_style(ctx, g, &in, CLF_KERNEL_STYLE_CPU, 1e-5, 1e-5);
+    check_style(ctx, g, &in, CLF_KERNEL_STYLE_GPU, 1e-5, 1e-5);
+    clf_context_destroy(&ctx);
+    e2e_inputs_free(&in);
+    clf_graph_destroy(&g);
+}
+END_TEST
+
+START_TEST(softmax_one_kernel)
+{
+    int64_t s[2] = {9, 200};
+    clf_graph *g = clf_graph_create();
+    e2e_inputs in = {0};
+    clf_tensor x = e2e_input(g, &in, "x", CLF_F32, 2, s, -5, 5);
+    clf_graph_output(g, "y", clf_softmax(g, x, -1));
+    check_all(g, &in, 1, 1e-5, 1e-6);
+    e2e_inputs_free(&in);
+    clf_graph_destroy(&g);
+}
+END_TEST
+
+START_TEST(log_softmax_one_kernel)
+{
+    int64_t s[3] = {4, 33, 3};
+    clf_graph *g = clf_graph_create();
+    e2e_inputs in = {0};
+    clf_tensor x = e2e_input(g, &in, "x", CLF_F32, 3, s, -5, 5);
+    clf_graph_output(g, "y", clf_log_softmax(g, x, 1)); /* a middle axis */
+    check_all(g, &in, 1, 1e-5, 1e-5);
+    e2e_inputs_free(&in);
+    clf_graph_destroy(&g);
+}
+END_TEST
+
+START_TEST(layer_norm_one_kernel)
+{
+    int64_t s[2] = {7, 130}, w[1] = {130};
+    clf_graph *g = clf_graph_create();
+    e2e_inputs in = {0};
+    clf_tensor x = e2e_input(g, &in, "x", CLF_F32, 2, s, -3, 5);
+    clf_tensor sc = e2e_input(g, &in, "w", CLF_F32, 1, w, -1, 1);
+    clf_tensor b = e2e_input(g, &in, "b", CLF_F32, 1, w, -1, 1);
+    clf_graph_output(g, "y", clf_layer_norm(g, x, -1, 1e-5, sc, b));
+    check_all(g, &in, 1, 1e-4, 1e-5);
+    e2e_inputs_free(&in);
+    clf_graph_destroy(&g);
+}
+END_TEST
+
+START_TEST(rms_norm_one_kernel)
+{
+    int64_t s[2] = {6, 257}, w[1] = {257};
+    clf_graph *g = clf_graph_create();
+    e2e_inputs in = {0};
+    clf_tensor x = e2e_input(g, &in, "x", CLF_F32, 2, s, -3, 3);
+    clf_tensor sc = e2e_input(g, &in, "w", CLF_F32, 1, w, -1, 1);
+    clf_graph_output(g, "y", clf_rms_norm(g, x, -1, 1e-6, sc));
+    check_all(g, &in, 1, 1e-5, 1e-6);
+    e2e_inputs_free(&in);
+    clf_graph_destroy(&g);
+}
+END_TEST
+
+START_TEST(horizontal_mean_and_mean_of_squares)
+{
+    int64_t s[2] = {11, 500};
+    int last = -1;
+    clf_graph *g = clf_graph_create();
+    e2e_inputs in = {0};
+    clf_tensor x = e2e_input(g, &in, "x", CLF_F32, 2, s, -2, 2);
+    clf_graph_output(g, "mean", clf_reduce_mean(g, x, 1, &last, false));
+    clf_graph_output(g, "meansq", clf_reduce_mean(g, clf_mul(g, x, x), 1, &last, false));
+    check_all(g, &in, 1, 1e-5, 1e-6);
+    e2e_inputs_free(&in);
+    clf_graph_destroy(&g);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("reductions");
+    TCase *tc = tcase_create("reductions");
+    tcase_set_timeout(tc, 600);
+    tcase_add_test(tc, rowsum_prologue_one_kernel);
+    tcase_add_test(tc, every_reduction_over_axes);
+    tcase_add_test(tc, softmax_one_kernel);
+    tcase_add_test(tc, log_softmax_one_kernel);
+    tcase_add_test(tc, layer_norm_one_kernel);
+    tcase_add_test(tc, rms_norm_one_kernel);
+    tcase_add_test(tc, horizontal_mean_and_mean_of_squares);
+    suite_add_tcase(s, tc);
+    return clf_test_run_suite(s);
+}
