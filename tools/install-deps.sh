@@ -5,7 +5,7 @@
 set -euo pipefail
 
 packages=(
-  gcc g++ meson ninja-build pkg-config python3 binutils
+  gcc g++ meson ninja-build pkg-config python3 python3-numpy binutils
   ocl-icd-opencl-dev opencl-headers pocl-opencl-icd clinfo
   check libsubunit-dev
 )

@@ -1,0 +1,347 @@
+#!/usr/bin/env python3
+"""End-to-end tests of the clfuse command-line tool on PoCL.
+
+    test_cli.py CLFUSE GRAPHS_DIR
+
+Runs the tool as a subprocess (so PoCL never crosses a fork inside one
+process) with its own POCL_CACHE_DIR, on the graphs in GRAPHS_DIR: run with
+.npy inputs compared against numpy's own computation, every command on a few
+graphs, parse errors with their line and column, bad inputs and the exit
+statuses (0 ok, 1 runtime failure, 2 usage or bad input). Exits 77 (skip)
+when numpy is missing.
+"""
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import traceback
+
+try:
+    import numpy as np
+except ImportError:
+    print("numpy is not installed (apt-get install python3-numpy): skipping")
+    sys.exit(77)
+
+CLFUSE = os.path.abspath(sys.argv[1])
+GRAPHS = os.path.abspath(sys.argv[2])
+TMP = tempfile.mkdtemp(prefix="clfuse-cli-")
+ENV = dict(os.environ, POCL_CACHE_DIR=os.path.join(TMP, "pocl"), CLFUSE_CACHE_DIR=os.path.join(TMP, "cache"))
+ENV.pop("CLFUSE_LOGS", None)
+
+failures = []
+
+
+def clfuse(*args, env=None, expect=0):
+    p = subprocess.run([CLFUSE, *args], capture_output=True, text=True, env=env or ENV, timeout=120)
+    if expect is not None and p.returncode != expect:
+        raise AssertionError(f"clfuse {' '.join(args)}: exit {p.returncode}, expected {expect}\n"
+                             f"stdout: {p.stdout}\nstderr: {p.stderr}")
+    return p
+
+
+def graph(name):
+    return os.path.join(GRAPHS, name)
+
+
+def tmp(name):
+    return os.path.join(TMP, name)
+
+
+def save(name, array):
+    path = tmp(name)
+    np.save(path, array)
+    return path
+
+
+def error_line(p, *parts):
+    """The failure is one line on stderr that starts with clfuse: and holds parts."""
+    lines = p.stderr.strip().splitlines()
+    assert len(lines) == 1, f"expected one error line, got: {p.stderr!r}"
+    assert lines[0].startswith("clfuse: "), lines[0]
+    for part in parts:
+        assert part in lines[0], f"{part!r} not in {lines[0]!r}"
+
+
+def test(fn):
+    try:
+        fn()
+        print(f"ok   {fn.__name__}")
+    except Exception:
+        failures.append(fn.__name__)
+        print(f"FAIL {fn.__name__}")
+        traceback.print_exc()
+    return fn
+
+
+def close(got, want, tol=1e-5):
+    assert got.shape == want.shape, (got.shape, want.shape)
+    assert got.dtype == want.dtype, (got.dtype, want.dtype)
+    if got.dtype == np.float32:
+        assert np.allclose(got, want, rtol=tol, atol=tol, equal_nan=True), np.max(np.abs(got - want))
+    else:
+        assert np.array_equal(got, want), (got, want)
+
+
+rng = np.random.default_rng(7)
+
+
+def rand(*shape):
+    return rng.uniform(-2, 2, size=shape).astype(np.float32)
+
+
+# ---- run, compared with numpy ------------------------------------------------
+
+@test
+def run_chain_matches_numpy():
+    a, b, c = rand(1000), rand(1000), rand(1000)
+    args = ["run", graph("chain.onnxtxt"), "--input", "a=" + save("a.npy", a), "--input", "b=" + save("b.npy", b),
+            "--input", "c=" + save("c.npy", c), "--output", "y=" + tmp("y.npy")]
+    for extra in ([], ["--no-fusion"]):
+        clfuse(*args, *extra)
+        close(np.load(tmp("y.npy")), np.maximum(a * b + c, 0))
+
+
+@test
+def run_prints_outputs_without_output_option():
+    a = np.array([-1, 2, 3], np.float32)
+    p = clfuse("run", graph("chain.onnxtxt"), "--input", "a=" + save("a3.npy", a), "--input",
+               "b=" + save("b3.npy", a), "--input", "c=" + save("c3.npy", np.zeros(3, np.float32)))
+    assert p.stdout.strip() == "y: float32 (3,) = [1, 4, 9]", p.stdout
+
+
+@test
+def run_softmax_and_reduce_sum():
+    x = rand(5, 37)
+    clfuse("run", graph("softmax.onnxtxt"), "--input", "x=" + save("x.npy", x), "--output", "p=" + tmp("p.npy"),
+           "--output", "s=" + tmp("s.npy"))
+    e = np.exp(x - x.max(axis=1, keepdims=True))
+    close(np.load(tmp("p.npy")), e / e.sum(axis=1, keepdims=True))
+    close(np.load(tmp("s.npy")), x.sum(axis=1), tol=1e-4)
+
+
+@test
+def run_layer_norm_block():
+    from math import erf
+    x, bias, gamma, beta = rand(3, 64), rand(64), rand(64), rand(64)
+    clfuse("run", graph("layernorm.onnxtxt"), "--input", "x=" + save("lx.npy", x), "--input",
+           "bias=" + save("lb.npy", bias), "--input", "gamma=" + save("lg.npy", gamma), "--input",
+           "beta=" + save("lbe.npy", beta), "--output", "y=" + tmp("ly.npy"))
+    h = (x + bias).astype(np.float64)
+    g = 0.5 * h * (1 + np.vectorize(erf)(h / np.sqrt(2)))
+    r = g + x
+    mu, var = r.mean(axis=1, keepdims=True), r.var(axis=1, keepdims=True)
+    want = ((r - mu) / np.sqrt(var + 1e-5) * gamma + beta).astype(np.float32)
+    close(np.load(tmp("ly.npy")), want, tol=1e-4)
+
+
+@test
+def run_movement_ops_opset13():
+    x = rand(2, 3, 4)
+    k = np.array([-3, 0, 2, 7], np.int32)
+    outs = ["t", "r", "s1", "m", "pos", "w"]
+    clfuse("run", graph("movement.onnxtxt"), "--input", "x=" + save("mx.npy", x), "--input",
+           "k=" + save("mk.npy", k), *sum((["--output", f"{o}={tmp('mv_' + o + '.npy')}"] for o in outs), []))
+    got = {o: np.load(tmp("mv_" + o + ".npy")) for o in outs}
+    close(got["t"], x.transpose(2, 1, 0))
+    close(got["r"], (1 / (1 + np.exp(-x))).reshape(3, -1))
+    close(got["s1"], x[0:2, 0:1, 1:4:2])
+    close(got["m"], np.abs(k) * k)
+    close(got["pos"], x > 0)
+    close(got["w"], np.where(x > 0, x, 0).astype(np.float32))
+
+
+@test
+def run_opset13_reductions_argmax_clip_cast():
+    x = rand(4, 6)
+    outs = ["mean", "mx", "am", "c", "xi", "colsum"]
+    clfuse("run", graph("reduce13.onnxtxt"), "--input", "x=" + save("rx.npy", x),
+           *sum((["--output", f"{o}={tmp('r_' + o + '.npy')}"] for o in outs), []))
+    got = {o: np.load(tmp("r_" + o + ".npy")) for o in outs}
+    close(got["mean"], x.mean(axis=1))
+    close(got["mx"], x.max(axis=1, keepdims=True))
+    close(got["am"], x.argmax(axis=1).astype(np.int32))  # int64 in ONNX, int32 in libclfuse
+    close(got["c"], np.clip(x, -0.25, 0.5))
+    close(got["xi"], (x * np.float32(10)).astype(np.int32))
+    close(got["colsum"], x.sum(axis=0), tol=1e-4)
+
+
+@test
+def run_bool_input_from_u1():
+    g = tmp("not.onnxtxt")
+    with open(g, "w") as f:
+        f.write("g (bool[4] m) => (bool[4] n) {\n  n = Not(m)\n}\n")
+    m = np.array([1, 0, 0, 1], np.uint8)
+    clfuse("run", g, "--input", "m=" + save("m.npy", m), "--output", "n=" + tmp("n.npy"))
+    close(np.load(tmp("n.npy")), np.array([False, True, True, False]))
+
+
+# ---- the other commands -------------------------------------------------------
+
+@test
+def help_everywhere():
+    assert "commands:" in clfuse("--help").stdout
+    for cmd in ["devices", "run", "plan", "code", "dot", "bench", "check"]:
+        p = clfuse(cmd, "--help")
+        assert p.stdout.startswith("usage: clfuse " + cmd), p.stdout
+    p = clfuse(expect=2)
+    assert "usage:" in p.stderr
+    error_line(clfuse("frobnicate", expect=2), "unknown command 'frobnicate'")
+
+
+@test
+def devices_lists_pocl():
+    p = clfuse("devices")
+    assert "[0]" in p.stdout and "(default)" in p.stdout and "compute units" in p.stdout, p.stdout
+
+
+@test
+def plan_counts_kernels_and_bytes():
+    p = clfuse("plan", graph("chain.onnxtxt"), "--dim", "N=1024")
+    rows = {line[:16].strip(): line[16:].split() for line in p.stdout.splitlines() if line.startswith("  ")}
+    assert rows["kernels"] == ["1", "3"], p.stdout
+    assert rows["tensor reads"] == ["3", "5"] and rows["tensor writes"] == ["1", "3"], p.stdout
+    assert "t = Mul (line 4), u = Add (line 5), y = Relu (line 6)" in p.stdout, p.stdout
+    p = clfuse("plan", graph("chain.onnxtxt"), "--dim", "N=1024", "--no-fusion")
+    assert p.stdout.count("\nkernel ") == 3, p.stdout
+    p = clfuse("plan", graph("softmax.onnxtxt"), "--dim", "R=4", "--dim", "C=8")
+    assert p.stdout.count("\nkernel ") == 1, p.stdout
+
+
+@test
+def code_prints_kernels():
+    p = clfuse("code", graph("chain.onnxtxt"), "--dim", "N=64")
+    assert "// ---- kernel 0 of 1: clf_poi_fused" in p.stdout and "__kernel" in p.stdout, p.stdout[:500]
+
+
+@test
+def dot_draws_clusters_and_bytes():
+    p = clfuse("dot", graph("layernorm.onnxtxt"), "--dim", "B=4")
+    assert p.stdout.startswith("digraph") and "subgraph cluster_k0" in p.stdout, p.stdout[:300]
+    assert '[label="1024 B", penwidth' in p.stdout and "style=dashed" in p.stdout, p.stdout
+    out = tmp("ln.dot")
+    clfuse("dot", graph("layernorm.onnxtxt"), "--dim", "B=4", "-o", out)
+    assert open(out).read().startswith("digraph")
+    if shutil.which("dot"):
+        svg = tmp("ln.svg")
+        clfuse("dot", graph("layernorm.onnxtxt"), "--dim", "B=4", "-o", svg)
+        assert "<svg" in open(svg).read()
+        assert not os.path.exists(tmp("ln_svg.dot"))
+    # Without Graphviz: the .dot is written instead, and that is not an error.
+    env = dict(ENV, PATH=os.path.join(TMP, "empty-path"))
+    p = clfuse("dot", graph("chain.onnxtxt"), "--dim", "N=8", "-o", tmp("nodot.png"), env=env)
+    assert "not installed" in p.stderr and os.path.exists(tmp("nodot.dot")), p.stderr
+    error_line(clfuse("dot", graph("chain.onnxtxt"), "--dim", "N=8", "-o", tmp("x.txt"), expect=2), ".svg, .png or .dot")
+
+
+@test
+def bench_reports_bandwidth():
+    p = clfuse("bench", graph("chain.onnxtxt"), "--dim", "N=65536", "--runs", "3")
+    assert "GB/s" in p.stdout and "copy roofline" in p.stdout, p.stdout
+    lines = [line.split() for line in p.stdout.splitlines() if line.startswith(("unfused", "fused"))]
+    assert [line[:2] for line in lines] == [["unfused", "3"], ["fused", "1"]], p.stdout
+
+
+@test
+def check_against_reference():
+    for g, dims in [("softmax.onnxtxt", ["--dim", "R=3", "--dim", "C=100"]), ("movement.onnxtxt", []),
+                    ("reduce13.onnxtxt", [])]:
+        p = clfuse("check", graph(g), *dims)
+        assert "largest error" in p.stdout, p.stdout
+    p = clfuse("check", graph("chain.onnxtxt"), "--dim", "N=100", "--no-fusion", "--seed", "3")
+    assert "unfused" in p.stdout
+
+
+# ---- parse errors: FILE:LINE:COL: what was expected ---------------------------
+
+PARSE_ERRORS = [
+    ("g (float[N] a => (float[N] y) { y = Relu(a) }", "1:15:", "expected ',' or ')' after input 'a'"),
+    ("g (float[N] a) => (float[N] y) {\n  y = Relu(a\n}", "3:1:", "expected ',' or ')'"),
+    ("g (float[N] a) (float[N] y) { y = Relu(a) }", "1:16:", "expected '=>' after the input list"),
+    ("g (float[N] a) => (float[N] y) {\n  y = Relu <alpha = > (a)\n}", "2:21:", "expected an attribute value"),
+    ("g (float[N, ] a) => (float[N] y) { y = Relu(a) }", "1:13:", "expected a dimension"),
+    ("g (floot[N] a) => (float[N] y) { y = Relu(a) }", "1:4:", "expected a type"),
+    ("<ir_version: 8, opset_import: [\"\" : 18]>\ng (float[2] a) => (float[2] y) <float[2] w = {1}> {\n y = Add(a, w)\n}",
+     "2:46:", "holds 2 values but 1 are given"),
+    ("g (float[N] a) => (float[N] y) {\n  y = Relu(a)\n", "3:1:", "expected '}'"),
+]
+
+
+@test
+def parse_errors_name_line_and_column():
+    for i, (text, where, what) in enumerate(PARSE_ERRORS):
+        path = tmp(f"bad{i}.onnxtxt")
+        with open(path, "w") as f:
+            f.write(text)
+        p = clfuse("plan", path, "--dim", "N=4", expect=2)
+        error_line(p, f"{path}:{where}", what)
+
+
+IMPORT_ERRORS = [
+    ("g (float[4] a) => (float[4] y) {\n  y = MatMul(a, a)\n}", "2:7:", "MatMul is not supported by libclfuse yet"),
+    ("g (float[4] a) => (float[4] y) {\n  y = Frob(a)\n}", "2:7:", "op Frob is not supported by libclfuse"),
+    ("g (float[4] a) => (float[4] y) {\n  y = Relu(b)\n}", "2:7:", "input 'b' is not defined"),
+    ("g (float[4] a) => (float[2, 2] y) {\n  y = Reshape(a, a)\n}", "2:7:", "must be a Constant or an initializer"),
+    ("g (float[4] a, int32[4] b) => (float[4] y) {\n  y = Add(a, b)\n}", "2:7:", "Add:"),
+    ("g (int64[4] a) => (float[4] y) {\n  y = Relu(a)\n}", "1:4:", "input 'a' is int64"),
+    ("g (float[4] a) => (float[5] y) {\n  y = Relu(a)\n}", "1:20:", "output 'y' is declared float[5]"),
+    ("g (float[N] a) => (float[N] y) {\n  y = Relu(a)\n}", "1:4:", "dimension 'N' of input 'a' has no size"),
+    ("g (float[4] a) => (float[4] y) {\n  y = Gelu <approximate = \"tanh\"> (a)\n}", "2:13:", "approximate"),
+]
+
+
+@test
+def import_errors_name_the_node():
+    for i, (text, where, what) in enumerate(IMPORT_ERRORS):
+        path = tmp(f"imp{i}.onnxtxt")
+        with open(path, "w") as f:
+            f.write(text)
+        p = clfuse("plan", path, expect=2)
+        error_line(p, f"{path}:{where}", what)
+
+
+# ---- bad inputs ------------------------------------------------------------------
+
+@test
+def bad_inputs_are_refused_with_one_line():
+    a = save("ga.npy", rand(8))
+    c = save("gc.npy", rand(8))
+    g = graph("chain.onnxtxt")
+    cases = [
+        (["--input", "a=" + a, "--input", "b=" + save("f64.npy", np.ones(8)), "--input", "c=" + c],
+         ["f64.npy", "float64", "astype"]),
+        (["--input", "a=" + a, "--input", "b=" + save("c7.npy", rand(7)), "--input", "c=" + c],
+         ["input 'b'", "N = 7"]),
+        (["--input", "a=" + a, "--input", "b=" + save("i32.npy", np.ones(8, np.int32)), "--input", "c=" + c],
+         ["input 'b'", "holds int32", "float"]),
+        (["--input", "a=" + a, "--input", "b=" + save("r2.npy", rand(2, 4)), "--input", "c=" + c],
+         ["input 'b'", "has shape [2, 4]", "float[N]"]),
+        (["--input", "a=" + a, "--input", "b=" + save("fo.npy", np.asfortranarray(rand(2, 4))), "--input", "c=" + c],
+         ["Fortran order"]),
+        (["--input", "a=" + a, "--input", "b=" + a], ["input 'c' is not given", "--input c=FILE.npy"]),
+        (["--input", "a=" + a, "--input", "b=" + a, "--input", "c=" + c, "--input", "q=" + c],
+         ["no input named 'q'", "a, b, c"]),
+        (["--input", "a=" + a, "--input", "b=" + a, "--input", "c=" + c, "--output", "z=" + tmp("z.npy")],
+         ["no output named 'z'"]),
+        (["--input", "a=" + a, "--input", "b=" + tmp("missing.npy"), "--input", "c=" + c], ["missing.npy", "cannot open"]),
+        (["--input", "a" + a], ["--input wants NAME=FILE"]),
+        (["--input", "a=" + a, "--input", "b=" + a, "--input", "c=" + c, "--bogus"], ["unknown option '--bogus'"]),
+    ]
+    with open(tmp("notnpy.npy"), "wb") as f:
+        f.write(b"hello")
+    cases.append((["--input", "a=" + a, "--input", "b=" + tmp("notnpy.npy"), "--input", "c=" + c], ["not a .npy"]))
+    for args, parts in cases:
+        error_line(clfuse("run", g, *args, expect=2), *parts)
+    error_line(clfuse("run", tmp("nonexistent.onnxtxt"), expect=2), "nonexistent.onnxtxt", "cannot open")
+    error_line(clfuse("plan", expect=2), "no GRAPH")
+    error_line(clfuse("plan", g, "--dim", "N=x", expect=2), "--dim N")
+    p = clfuse("plan", g, "--dim", "N=4", "--device", "no-such-device-anywhere", expect=None)
+    assert p.returncode != 0
+    error_line(p, "no-such-device-anywhere")
+
+
+shutil.rmtree(TMP, ignore_errors=True)
+if failures:
+    print(f"{len(failures)} failed: {', '.join(failures)}")
+    sys.exit(1)
+print("all passed")
