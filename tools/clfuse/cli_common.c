@@ -30,9 +30,9 @@ char *cli_bytes_str(uint64_t bytes, char *buf, size_t cap)
 {
     if (bytes < 10000)
         snprintf(buf, cap, "%llu B", (unsigned long long)bytes);
-    else if (bytes < 10000000)
+    else if (bytes < 1000000)
         snprintf(buf, cap, "%.1f kB", (double)bytes / 1e3);
-    else if (bytes < 10000000000ull)
+    else if (bytes < 1000000000ull)
         snprintf(buf, cap, "%.1f MB", (double)bytes / 1e6);
     else
         snprintf(buf, cap, "%.1f GB", (double)bytes / 1e9);
