@@ -7,12 +7,14 @@ import os
 import sys
 
 
-def c_string(text):
-    out = []
-    for line in text.splitlines(keepends=True):
-        esc = line.replace('\\', '\\\\').replace('"', '\\"').replace('\n', '\\n')
-        out.append('    "' + esc + '"')
-    return '\n'.join(out) if out else '    ""'
+def c_bytes(text):
+    """The text as a brace list of byte values ending in 0: C limits the
+    length of a string literal (-Woverlength-strings), not of an array."""
+    data = list(text.encode('utf-8')) + [0]
+    rows = []
+    for i in range(0, len(data), 24):
+        rows.append('    ' + ', '.join(str(b) for b in data[i:i + 24]) + ',')
+    return '{\n' + '\n'.join(rows) + '\n}'
 
 
 def main():
@@ -24,7 +26,7 @@ def main():
         with open(path, encoding='utf-8') as f:
             text = f.read()
         digest.update(name.encode() + b'\0' + text.encode() + b'\0')
-        parts.append('const char clf__template_%s[] =\n%s;\n' % (name, c_string(text)))
+        parts.append('const char clf__template_%s[] = %s;\n' % (name, c_bytes(text)))
     parts.append('const char clf__templates_hash[] = "%s";\n' % digest.hexdigest()[:16])
     with open(output, 'w', encoding='utf-8') as f:
         f.write('\n'.join(parts))

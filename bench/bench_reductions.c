@@ -1,0 +1,154 @@
+/* Benchmarks the reduction cases of shared BENCH.md — rowsum, softmax,
+ * softmax_short, layernorm, rmsnorm, horizontal — fused against unfused
+ * against the copy roofline, on the default device (CLFUSE_DEVICE picks
+ * another).
+ *
+ *     bench_reductions [--runs R] [--markdown] [--only NAME] [--style cpu|gpu]
+ *
+ * Sizes are BENCH.md's: the GPU sizes on a GPU, the CPU sizes otherwise. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench_common.h"
+
+typedef struct bench_case {
+    const char *name;
+    int64_t rows, cols;
+    int reads, writes; /* full-size tensors moved at the floor */
+} bench_case;
+
+/* The graph of a case (x is [rows, cols]). */
+static clf_graph *case_graph(const bench_case *c)
+{
+    clf_graph *g = clf_graph_create();
+    int64_t s[2] = {c->rows, c->cols}, w[1] = {c->cols};
+    int last = -1;
+    clf_tensor x = clf_input(g, "x", CLF_F32, 2, s);
+    if (strcmp(c->name, "rowsum") == 0) {
+        clf_tensor a = clf_input(g, "a", CLF_F32, 2, s), b = clf_input(g, "b", CLF_F32, 2, s);
+        clf_graph_output(g, "y", clf_reduce_sum(g, clf_add(g, clf_mul(g, x, a), b), 1, &last, false));
+    } else if (strncmp(c->name, "softmax", 7) == 0) {
+        clf_graph_output(g, "y", clf_softmax(g, x, -1));
+    } else if (strcmp(c->name, "layernorm") == 0) {
+        clf_tensor wt = clf_input(g, "w", CLF_F32, 1, w), b = clf_input(g, "b", CLF_F32, 1, w);
+        clf_graph_output(g, "y", clf_layer_norm(g, x, -1, 1e-5, wt, b));
+    } else if (strcmp(c->name, "rmsnorm") == 0) {
+        clf_tensor wt = clf_input(g, "w", CLF_F32, 1, w);
+        clf_graph_output(g, "y", clf_rms_norm(g, x, -1, 1e-5, wt));
+    } else { /* horizontal */
+        clf_graph_output(g, "mean", clf_reduce_mean(g, x, 1, &last, false));
+        clf_graph_output(g, "meansq", clf_reduce_mean(g, clf_mul(g, x, x), 1, &last, false));
+    }
+    return g;
+}
+
+int main(int argc, char **argv)
+{
+    int runs = 30;
+    bool markdown = false;
+    const char *only = NULL;
+    clf_kernel_style style = CLF_KERNEL_STYLE_AUTO;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--runs") == 0 && i + 1 < argc)
+            runs = atoi(argv[++i]);
+        else if (strcmp(argv[i], "--markdown") == 0)
+            markdown = true;
+        else if (strcmp(argv[i], "--only") == 0 && i + 1 < argc)
+            only = argv[++i];
+        else if (strcmp(argv[i], "--style") == 0 && i + 1 < argc) {
+            i++;
+            style = strcmp(argv[i], "gpu") == 0 ? CLF_KERNEL_STYLE_GPU : CLF_KERNEL_STYLE_CPU;
+        } else {
+            fprintf(stderr, "usage: bench_reductions [--runs R] [--markdown] [--only NAME] [--style cpu|gpu]\n");
+            return 2;
+        }
+    }
+    char why[512] = "";
+    clf_context *ctx = NULL;
+    if (clf_context_create(clf_context_params(.profiling = true, .message = why, .message_cap = sizeof why), &ctx) !=
+        CLF_OK) {
+        fprintf(stderr, "bench_reductions: no device: %s\n", why);
+        return 1;
+    }
+    clf_device_desc dev;
+    clf_context_device(ctx, &dev);
+    bool gpu = dev.is_gpu;
+    bench_case cases[] = {
+        {"rowsum", gpu ? 4096 : 1024, 16384, 3, 0},       {"softmax", gpu ? 4096 : 1024, 16384, 1, 1},
+        {"softmax_short", gpu ? 65536 : 16384, 256, 1, 1}, {"layernorm", gpu ? 4096 : 1024, 16384, 1, 1},
+        {"rmsnorm", gpu ? 4096 : 1024, 16384, 1, 1},      {"horizontal", gpu ? 4096 : 1024, 16384, 1, 0},
+    };
+    size_t copy_n = gpu ? (size_t)1 << 26 : (size_t)1 << 24;
+    double copy_ms = bench_copy_ms(ctx, copy_n, runs);
+    double copy_gbs = 2.0 * 4 * (double)copy_n / (copy_ms * 1e6);
+    printf("device: %s (%s); medians of %d runs; device time from profiling events\n", dev.device_name,
+           dev.platform_name, runs);
+    printf("copy roofline: %.3f ms for %zu floats = %.0f GB/s\n\n", copy_ms, copy_n, copy_gbs);
+    if (markdown)
+        printf("| case | shape | kernels fused/unfused | fused kernel | fused ms | unfused ms | speed-up | fused GB/s | "
+               "of copy |\n|---|---|---|---|---|---|---|---|---|\n");
+    else
+        printf("%-14s %-12s %8s %10s %11s %8s %10s %8s  %s\n", "case", "shape", "kernels", "fused ms", "unfused ms",
+               "speedup", "fused GB/s", "of copy", "fused kernel");
+    int rc = 0;
+    for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
+        const bench_case *c = &cases[ci];
+        if (only && strcmp(only, c->name) != 0)
+            continue;
+        clf_graph *g = case_graph(c);
+        clf_executable *ex[2] = {NULL, NULL};
+        bench_io io[2];
+        double ms[2] = {0, 0};
+        bool ok = true;
+        for (int v = 0; v < 2 && ok; v++) {
+            clf_status st =
+                clf_compile(ctx, g, clf_compile_params(.disable_fusion = v == 1, .kernel_style = style), &ex[v]);
+            if (st != CLF_OK) {
+                fprintf(stderr, "%s: compile: %s\n", c->name, clf_context_last_error(ctx));
+                ok = false;
+                break;
+            }
+            bench_timing t;
+            if (bench_io_create(ctx, ex[v], -1.0f, 1.0f, &io[v]) != 0 || bench_time(ex[v], &io[v], 3, runs, &t) != 0) {
+                fprintf(stderr, "%s: run: %s\n", c->name, clf_context_last_error(ctx));
+                ok = false;
+                break;
+            }
+            double err = bench_check(ctx, ex[v], g, &io[v]);
+            if (!(err <= 1e-4)) {
+                fprintf(stderr, "%s: %s result wrong: error %g\n", c->name, v ? "unfused" : "fused", err);
+                ok = false;
+            }
+            ms[v] = t.device_ms;
+        }
+        if (ok) {
+            clf_plan_stats s;
+            clf_executable_stats(ex[0], &s);
+            double bytes = 4.0 * (double)c->rows * (double)c->cols * (c->reads + c->writes);
+            double gbs = bytes / (ms[0] * 1e6);
+            char shape[32];
+            snprintf(shape, sizeof shape, "%lldx%lld", (long long)c->rows, (long long)c->cols);
+            if (markdown)
+                printf("| %s | %s | %llu/%llu | %s | %.4f | %.4f | %.2fx | %.0f | %.0f%% |\n", c->name, shape,
+                       (unsigned long long)s.kernels, (unsigned long long)s.unfused_kernels,
+                       clf_executable_kernel_name(ex[0], 0), ms[0], ms[1], ms[1] / ms[0], gbs, 100 * gbs / copy_gbs);
+            else
+                printf("%-14s %-12s %4llu/%-3llu %10.4f %11.4f %7.2fx %10.0f %7.0f%%  %s\n", c->name, shape,
+                       (unsigned long long)s.kernels, (unsigned long long)s.unfused_kernels, ms[0], ms[1],
+                       ms[1] / ms[0], gbs, 100 * gbs / copy_gbs, clf_executable_kernel_name(ex[0], 0));
+            fflush(stdout);
+        } else {
+            rc = 1;
+        }
+        for (int v = 0; v < 2; v++) {
+            if (ex[v])
+                bench_io_destroy(&io[v]);
+            clf_executable_destroy(&ex[v]);
+        }
+        clf_graph_destroy(&g);
+    }
+    clf_context_destroy(&ctx);
+    return rc;
+}
