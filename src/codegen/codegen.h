@@ -17,6 +17,7 @@
 typedef struct clf__codegen_target {
     bool cpu;         /* a CPU device: blocked serial loops, no coalescing */
     size_t max_local; /* CL_DEVICE_MAX_WORK_GROUP_SIZE (0: 256) */
+    bool fp64;        /* the device has cl_khr_fp64 */
 } clf__codegen_target;
 
 typedef struct clf__kernel_code {

@@ -20,6 +20,9 @@
 
 #define MAX_STAGES CLF__MAX_REDUCTION_STAGES
 #define MAX_CACHED_VALUES 64
+/* Interleaved accumulators per row on CPU devices: independent chains the
+ * compiler can overlap (16 measured best on PoCL, against 1, 4 and 8). */
+#define CPU_ACCUMULATORS 16
 
 typedef struct red_ctx {
     const clf_graph *g;
@@ -81,12 +84,14 @@ static bool is_arg(const clf__node *n) { return n->op == CLF__REDUCE_ARGMAX || n
  * at index r), combination of two partial accumulators (a, b), and the
  * finished result. Kahan summation keeps long f32 sums accurate and is
  * switched off at infinities, where it would turn them into NaN. */
-static void emit_acc_fields(clf__strbuf *sb, const clf__node *n, uint32_t id, clf_dtype in_dt)
+static void emit_acc_fields(clf__strbuf *sb, const clf__node *n, uint32_t id, clf_dtype in_dt, bool dbl)
 {
     const char *t = clf__cg_ctype(in_dt);
     switch (n->op) {
     case CLF__REDUCE_SUM:
-        if (in_dt == CLF_F32)
+        if (in_dt == CLF_F32 && dbl)
+            clf__sb_printf(sb, "    double s%u;\n", id);
+        else if (in_dt == CLF_F32)
             clf__sb_printf(sb, "    float s%u, c%u;\n", id, id);
         else
             clf__sb_printf(sb, "    %s s%u;\n", t, id);
@@ -100,12 +105,15 @@ static void emit_acc_fields(clf__strbuf *sb, const clf__node *n, uint32_t id, cl
     }
 }
 
-static void emit_acc_init(clf__strbuf *sb, const clf__node *n, uint32_t id, clf_dtype in_dt)
+static void emit_acc_init(clf__strbuf *sb, const clf__node *n, uint32_t id, clf_dtype in_dt, bool dbl)
 {
     bool f = in_dt == CLF_F32;
     switch (n->op) {
     case CLF__REDUCE_SUM:
-        clf__sb_printf(sb, f ? "    a->s%u = 0.0f;\n    a->c%u = 0.0f;\n" : "    a->s%u = 0;\n", id, id);
+        if (f && dbl)
+            clf__sb_printf(sb, "    a->s%u = 0.0;\n", id);
+        else
+            clf__sb_printf(sb, f ? "    a->s%u = 0.0f;\n    a->c%u = 0.0f;\n" : "    a->s%u = 0;\n", id, id);
         break;
     case CLF__REDUCE_PROD:
         clf__sb_printf(sb, f ? "    a->s%u = 1.0f;\n" : "    a->s%u = 1;\n", id);
@@ -136,12 +144,14 @@ static void emit_kahan(clf__strbuf *sb, uint32_t id, const char *y)
                    y, id, id, id, id, id);
 }
 
-static void emit_acc_step(clf__strbuf *sb, const clf__node *n, uint32_t id, clf_dtype in_dt, const char *v)
+static void emit_acc_step(clf__strbuf *sb, const clf__node *n, uint32_t id, clf_dtype in_dt, const char *v, bool dbl)
 {
     bool f = in_dt == CLF_F32;
     switch (n->op) {
     case CLF__REDUCE_SUM:
-        if (f)
+        if (f && dbl)
+            clf__sb_printf(sb, "    a->s%u += (double)(%s);\n", id, v);
+        else if (f)
             emit_kahan(sb, id, v);
         else
             clf__sb_printf(sb, "    a->s%u = as_int(as_uint(a->s%u) + as_uint(%s));\n", id, id, v);
@@ -179,13 +189,15 @@ static void emit_acc_step(clf__strbuf *sb, const clf__node *n, uint32_t id, clf_
     }
 }
 
-static void emit_acc_combine(clf__strbuf *sb, const clf__node *n, uint32_t id, clf_dtype in_dt)
+static void emit_acc_combine(clf__strbuf *sb, const clf__node *n, uint32_t id, clf_dtype in_dt, bool dbl)
 {
     bool f = in_dt == CLF_F32;
     char bv[48];
     switch (n->op) {
     case CLF__REDUCE_SUM:
-        if (f) {
+        if (f && dbl) {
+            clf__sb_printf(sb, "    a->s%u += b->s%u;\n", id, id);
+        } else if (f) {
             snprintf(bv, sizeof bv, "b->s%u - b->c%u", id, id);
             emit_kahan(sb, id, bv);
         } else {
@@ -196,7 +208,7 @@ static void emit_acc_combine(clf__strbuf *sb, const clf__node *n, uint32_t id, c
     case CLF__REDUCE_MAX:
     case CLF__REDUCE_MIN:
         snprintf(bv, sizeof bv, "b->s%u", id);
-        emit_acc_step(sb, n, id, in_dt, bv);
+        emit_acc_step(sb, n, id, in_dt, bv, dbl);
         break;
     default: {
         /* Partial results cover interleaved indices: compare by value, then
@@ -223,10 +235,12 @@ static void emit_acc_combine(clf__strbuf *sb, const clf__node *n, uint32_t id, c
     }
 }
 
-static void emit_acc_finish(clf__strbuf *sb, const clf__node *n, uint32_t id, clf_dtype in_dt)
+static void emit_acc_finish(clf__strbuf *sb, const clf__node *n, uint32_t id, clf_dtype in_dt, bool dbl)
 {
     if (is_arg(n))
         clf__sb_printf(sb, "    row->r%u = a->i%u;\n", id, id);
+    else if (n->op == CLF__REDUCE_SUM && in_dt == CLF_F32 && dbl)
+        clf__sb_printf(sb, "    row->r%u = (float)a->s%u;\n", id, id);
     else if (n->op == CLF__REDUCE_SUM && in_dt == CLF_F32)
         clf__sb_printf(sb, "    row->r%u = a->s%u - a->c%u;\n", id, id, id);
     else
@@ -269,6 +283,9 @@ clf_status clf__codegen_reduction(const clf_graph *g, const clf__plan *plan, uin
     clf__strbuf src = {0}, ops = {0}, accs[MAX_STAGES] = {{0}};
     int nstages = 0;
     bool has_epilogue = false, fns_ready = false;
+    /* CPU devices with doubles sum f32 in double: as accurate as Kahan's
+     * compensation and cheaper there. */
+    const bool dbl = target->cpu && target->fp64;
     memset(out, 0, sizeof *out);
 
     clf__ixgen_init(&rc.full_ix, &rc.full_idx, 0);
@@ -309,9 +326,9 @@ clf_status clf__codegen_reduction(const clf_graph *g, const clf__plan *plan, uin
         char *v = clf__strdup(clf__cg_value(&stage_fn[s], n->inputs[0], &full));
         if (!v)
             goto done;
-        emit_acc_step(&stage_fn[s].body, n, id, in_dt, v);
+        emit_acc_step(&stage_fn[s].body, n, id, in_dt, v, dbl);
         free(v);
-        emit_acc_fields(&accs[s], n, id, in_dt);
+        emit_acc_fields(&accs[s], n, id, in_dt, dbl);
     }
 
     /* Stores: full-space values in the epilogue, the rest once per row. */
@@ -367,10 +384,14 @@ clf_status clf__codegen_reduction(const clf_graph *g, const clf__plan *plan, uin
     /* Geometry, by device. */
     size_t max_local = target->max_local ? target->max_local : 256;
     int cache = 0;
-    uint64_t wg = 1, lanes = 1;
+    uint64_t wg = 1, lanes = 1, rpi = 1;
     if (target->cpu) {
-        out->local = max_local < 8 ? max_local : 8;
-        out->global = (size_t)(((uint64_t)K->rows + out->local - 1) / out->local * out->local);
+        /* One row per work-item and work-group: PoCL then runs each row
+         * as a plain loop instead of vectorising across rows with gathers
+         * (measured in bench/results/2026-11-29-reductions-pocl.md). */
+        out->local = 1;
+        uint64_t items = ((uint64_t)K->rows + rpi - 1) / rpi;
+        out->global = (size_t)((items + out->local - 1) / out->local * out->local);
     } else {
         wg = pow2_at_most(max_local < 256 ? max_local : 256);
         lanes = pow2_at_least(((uint64_t)K->rlen + 3) / 4);
@@ -396,8 +417,14 @@ clf_status clf__codegen_reduction(const clf_graph *g, const clf__plan *plan, uin
     /* The generated definitions. */
     clf__sb_printf(&src, "/* %s: generated by libclfuse (codegen v%d) */\n/* ops: %s */\n", out->name,
                    CLF__CODEGEN_VERSION, out->ops);
+    if (dbl)
+        clf__sb_puts(&src, "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n");
     clf__sb_printf(&src, "#define IDX_T %s\n#define RLEN %lluu\n#define NSTAGES %d\n#define HAS_EPILOGUE %d\n",
                    out->wide_index ? "ulong" : "uint", (unsigned long long)K->rlen, nstages, has_epilogue);
+    if (target->cpu)
+        clf__sb_printf(&src, "#define ROWS_PER_ITEM %lluu\n", (unsigned long long)rpi);
+    if (target->cpu)
+        clf__sb_printf(&src, "#define ACCS %d\n", CPU_ACCUMULATORS);
     if (!target->cpu)
         clf__sb_printf(&src, "#define WG %llu\n#define LANES %llu\n#define CACHE %d\n", (unsigned long long)wg,
                        (unsigned long long)lanes, cache);
@@ -447,7 +474,7 @@ clf_status clf__codegen_reduction(const clf_graph *g, const clf__plan *plan, uin
         for (uint32_t i = 0; i < K->nops; i++) {
             const clf__node *n = clf__graph_node(g, K->ops[i]);
             if (n->kind == CLF__NODE_REDUCE && plan->stage[K->ops[i]] == s && plan->producer[K->ops[i]] == (int32_t)k)
-                emit_acc_init(&src, n, K->ops[i], clf__graph_node(g, n->inputs[0])->dtype);
+                emit_acc_init(&src, n, K->ops[i], clf__graph_node(g, n->inputs[0])->dtype, dbl);
         }
         clf__sb_printf(&src, "}\n\nstatic inline void clf_step%d(clf_acc%d *a, const clf_row *row, const clf_vals *v, "
                              "IDX_T x, IDX_T r, CLF_PARAMS)\n{\n    CLF_FULL_INDEX\n", s, s);
@@ -456,7 +483,7 @@ clf_status clf__codegen_reduction(const clf_graph *g, const clf__plan *plan, uin
         for (uint32_t i = 0; i < K->nops; i++) {
             const clf__node *n = clf__graph_node(g, K->ops[i]);
             if (n->kind == CLF__NODE_REDUCE && plan->stage[K->ops[i]] == s && plan->producer[K->ops[i]] == (int32_t)k) {
-                emit_acc_combine(&tmp, n, K->ops[i], clf__graph_node(g, n->inputs[0])->dtype);
+                emit_acc_combine(&tmp, n, K->ops[i], clf__graph_node(g, n->inputs[0])->dtype, dbl);
             }
         }
         clf__sb_puts(&src, clf__sb_str(&tmp));
@@ -465,7 +492,7 @@ clf_status clf__codegen_reduction(const clf_graph *g, const clf__plan *plan, uin
         for (uint32_t i = 0; i < K->nops; i++) {
             const clf__node *n = clf__graph_node(g, K->ops[i]);
             if (n->kind == CLF__NODE_REDUCE && plan->stage[K->ops[i]] == s && plan->producer[K->ops[i]] == (int32_t)k)
-                emit_acc_finish(&src, n, K->ops[i], clf__graph_node(g, n->inputs[0])->dtype);
+                emit_acc_finish(&src, n, K->ops[i], clf__graph_node(g, n->inputs[0])->dtype, dbl);
         }
         clf__sb_puts(&src, "}\n\n");
         if (!clf__sb_ok(&tmp))

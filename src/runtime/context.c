@@ -201,6 +201,15 @@ static clf_status finish_context(clf_context *c, bool disable_disk_cache)
     if (clGetDeviceInfo(c->device, CL_DEVICE_MAX_WORK_GROUP_SIZE, sizeof wg, &wg, NULL) != CL_SUCCESS)
         wg = 64;
     c->max_local = wg;
+    size_t extlen = 0;
+    if (clGetDeviceInfo(c->device, CL_DEVICE_EXTENSIONS, 0, NULL, &extlen) == CL_SUCCESS && extlen) {
+        char *ext = malloc(extlen + 1);
+        if (ext && clGetDeviceInfo(c->device, CL_DEVICE_EXTENSIONS, extlen, ext, NULL) == CL_SUCCESS) {
+            ext[extlen] = '\0';
+            c->fp64 = strstr(ext, "cl_khr_fp64") != NULL;
+        }
+        free(ext);
+    }
     if (pthread_mutex_init(&c->lock, NULL) != 0)
         return CLF_ERR_OUT_OF_MEMORY;
     c->lock_ready = true;

@@ -133,7 +133,8 @@ CLF_API clf_status clf_compile(clf_context *ctx, const clf_graph *g, const clf_c
     clf_kernel_style style = params ? params->kernel_style : CLF_KERNEL_STYLE_AUTO;
     clf__codegen_target target = {.cpu = style == CLF_KERNEL_STYLE_AUTO ? ctx->desc.is_cpu && !ctx->desc.is_gpu
                                                                         : style == CLF_KERNEL_STYLE_CPU,
-                                  .max_local = ctx->max_local};
+                                  .max_local = ctx->max_local,
+                                  .fp64 = ctx->fp64};
     for (uint32_t k = 0; k < plan.nkernels; k++) {
         clf__kernel_code code;
         st = clf__codegen_kernel(g, &plan, k, &target, &code, err, sizeof err);

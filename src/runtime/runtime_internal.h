@@ -33,6 +33,7 @@ struct clf_context {
     clf_device_desc desc;
     bool profiling;
     size_t max_local;
+    bool fp64; /* cl_khr_fp64 */
     uint64_t id; /* unique in the process: names this context's per-thread errors */
     pthread_mutex_t lock; /* guards programs and counts */
     bool lock_ready;
