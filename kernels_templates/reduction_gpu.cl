@@ -46,7 +46,7 @@ static inline void clf_rowout(const clf_row *row, IDX_T x, CLF_PARAMS) { out0[x]
 #if CACHE > 0
 /* The lane's c-th element of its row. */
 #define CLF_SWEEP(body)                                                                            \
-    for (int c = 0; c < CACHE; ++c) {                                                              \
+    _Pragma("unroll") for (int c = 0; c < CACHE; ++c) {                                                              \
         const IDX_T r = (IDX_T)lane + (IDX_T)c * (IDX_T)LANES;                                     \
         if (r < RLEN) {                                                                            \
             const clf_vals v = cache[c];                                                           \
@@ -107,6 +107,7 @@ __kernel void CLF_KERNEL_NAME(CLF_PARAMS, const IDX_T nrows)
     clf_row row;
 #if CACHE > 0
     clf_vals cache[CACHE];
+#pragma unroll
     for (int c = 0; c < CACHE; ++c) {
         const IDX_T r = (IDX_T)lane + (IDX_T)c * (IDX_T)LANES;
         if (r < rlen)

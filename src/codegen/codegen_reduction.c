@@ -20,6 +20,8 @@
 
 #define MAX_STAGES CLF__MAX_REDUCTION_STAGES
 #define MAX_CACHED_VALUES 64
+/* Row elements a GPU lane keeps in registers in a persistent kernel. */
+#define CACHE_PER_LANE 16
 /* Interleaved accumulators per row on CPU devices: independent chains the
  * compiler can overlap (16 measured best on PoCL, against 1, 4 and 8). */
 #define CPU_ACCUMULATORS 16
@@ -47,7 +49,11 @@ static const char *load_hook(clf__cg_fn *f, uint32_t buffer, clf__ix index, clf_
                              size_t cap)
 {
     fn_ctx *fc = f->hooks.user;
-    if (fc->full && (index.deps & fc->rc->r_bit)) {
+    /* The row's own elements (varying with x and r) are what a persistent
+     * kernel keeps; per-column data such as a norm's weight is reloaded
+     * from cache instead. */
+    uint32_t row_bits = fc->rc->r_bit | fc->x.deps;
+    if (fc->full && (index.deps & row_bits) == row_bits) {
         long s = clf__cg_slot_find(&fc->rc->slots, &fc->rc->nslots, &fc->rc->cap_slots, buffer, index, dt);
         if (s < 0) {
             f->failed = true;
@@ -393,10 +399,21 @@ clf_status clf__codegen_reduction(const clf_graph *g, const clf__plan *plan, uin
         uint64_t items = ((uint64_t)K->rows + rpi - 1) / rpi;
         out->global = (size_t)((items + out->local - 1) / out->local * out->local);
     } else {
-        wg = pow2_at_most(max_local < 256 ? max_local : 256);
-        lanes = pow2_at_least(((uint64_t)K->rlen + 3) / 4);
-        if (lanes > wg)
-            lanes = wg;
+        uint64_t max_wg = pow2_at_most(max_local < 1024 ? max_local : 1024);
+        wg = max_wg < 256 ? max_wg : 256;
+        if (nstages + (has_epilogue ? 1 : 0) > 1) {
+            /* Several sweeps: keep the row in registers, at most
+             * CACHE_PER_LANE elements a lane, wider work-groups for long rows. */
+            lanes = pow2_at_least(((uint64_t)K->rlen + CACHE_PER_LANE - 1) / CACHE_PER_LANE);
+            if (lanes > max_wg)
+                lanes = max_wg;
+            if (lanes > wg)
+                wg = lanes;
+        } else {
+            lanes = pow2_at_least(((uint64_t)K->rlen + 3) / 4);
+            if (lanes > wg)
+                lanes = wg;
+        }
         uint64_t per_lane = ((uint64_t)K->rlen + lanes - 1) / lanes;
         if (nstages + (has_epilogue ? 1 : 0) > 1 && per_lane * (rc.nslots ? rc.nslots : 1) <= MAX_CACHED_VALUES)
             cache = (int)per_lane;
