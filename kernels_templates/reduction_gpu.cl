@@ -1,6 +1,6 @@
 /* Reduction region, GPU variant: LANES work-items share a row (a work-group
  * of WG items takes WG / LANES rows), each lane strides over the row, and
- * each stage ends in a two-level reduction in local memory. With CACHE > 0 every
+ * each stage ends in a tree reduction in local memory. With CACHE > 0 every
  * lane keeps its CACHE elements' loaded values in registers, so that a row
  * is read from memory once however many stages and epilogue sweeps use it
  * (the persistent form, named clf_per_...).
@@ -62,12 +62,8 @@ static inline void clf_rowout(const clf_row *row, IDX_T x, CLF_PARAMS) { out0[x]
     }
 #endif
 
-/* Lanes that combine partial results in the second step of a stage. */
-#define FAN (LANES < 32 ? LANES : 32)
-
-/* Stage k: each lane accumulates its share; then FAN lanes each combine
- * every FAN-th partial result, and the first lane combines those FAN: three
- * barriers whatever LANES is. Every lane gets the row's result. */
+/* Stage k: each lane accumulates its share, then the row's lanes combine
+ * theirs in a tree over local memory; every lane gets the result. */
 #define CLF_STAGE(k)                                                                               \
     {                                                                                              \
         clf_acc##k a;                                                                              \
@@ -75,23 +71,15 @@ static inline void clf_rowout(const clf_row *row, IDX_T x, CLF_PARAMS) { out0[x]
         CLF_SWEEP(clf_step##k(&a, &row, &v, x, r, CLF_ARGS))                                       \
         scratch##k[lid] = a;                                                                       \
         barrier(CLK_LOCAL_MEM_FENCE);                                                              \
-        if (lane < FAN) {                                                                          \
-            for (int j = lane + FAN; j < LANES; j += FAN) {                                        \
-                clf_acc##k other = scratch##k[base + j];                                           \
-                clf_combine##k(&a, &other);                                                        \
+        for (int s = LANES / 2; s > 0; s >>= 1) {                                                  \
+            if (lane < s) {                                                                        \
+                clf_acc##k mine = scratch##k[lid], other = scratch##k[lid + s];                    \
+                clf_combine##k(&mine, &other);                                                     \
+                scratch##k[lid] = mine;                                                            \
             }                                                                                      \
-            scratch##k[lid] = a;                                                                   \
+            barrier(CLK_LOCAL_MEM_FENCE);                                                          \
         }                                                                                          \
-        barrier(CLK_LOCAL_MEM_FENCE);                                                              \
-        if (lane == 0) {                                                                           \
-            for (int j = 1; j < FAN; ++j) {                                                        \
-                clf_acc##k other = scratch##k[base + j];                                           \
-                clf_combine##k(&a, &other);                                                        \
-            }                                                                                      \
-            scratch##k[lid] = a;                                                                   \
-        }                                                                                          \
-        barrier(CLK_LOCAL_MEM_FENCE);                                                              \
-        const clf_acc##k total = scratch##k[base];                                                 \
+        const clf_acc##k total = scratch##k[lid - lane];                                           \
         clf_finish##k(&row, &total);                                                               \
     }
 
@@ -111,7 +99,6 @@ __kernel void CLF_KERNEL_NAME(CLF_PARAMS, const IDX_T nrows)
 #endif
     const int lid = (int)get_local_id(0);
     const int lane = lid % LANES;
-    const int base = lid - lane; /* the row's first lane */
     const IDX_T x0 = (IDX_T)get_group_id(0) * (IDX_T)ROWS_PER_WG + (IDX_T)(lid / LANES);
     /* Lanes of rows past the end still take part in every barrier. */
     const bool valid = x0 < nrows;
