@@ -5,7 +5,8 @@
  *
  *     bench_reductions [--runs R] [--markdown] [--only NAME] [--style cpu|gpu]
  *
- * Sizes are BENCH.md's: the GPU sizes on a GPU, the CPU sizes otherwise. */
+ * Sizes are BENCH.md's: the GPU sizes on a GPU, the CPU sizes otherwise;
+ * sumall (the sum of every element, a split reduction) uses copy's sizes. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,6 +38,8 @@ static clf_graph *case_graph(const bench_case *c)
     } else if (strcmp(c->name, "rmsnorm") == 0) {
         clf_tensor wt = clf_input(g, "w", CLF_F32, 1, w);
         clf_graph_output(g, "y", clf_rms_norm(g, x, -1, 1e-5, wt));
+    } else if (strcmp(c->name, "sumall") == 0) {
+        clf_graph_output(g, "y", clf_reduce_sum(g, x, 0, NULL, false));
     } else { /* horizontal */
         clf_graph_output(g, "mean", clf_reduce_mean(g, x, 1, &last, false));
         clf_graph_output(g, "meansq", clf_reduce_mean(g, clf_mul(g, x, x), 1, &last, false));
@@ -79,6 +82,7 @@ int main(int argc, char **argv)
         {"rowsum", gpu ? 4096 : 1024, 16384, 3, 0},       {"softmax", gpu ? 4096 : 1024, 16384, 1, 1},
         {"softmax_short", gpu ? 65536 : 16384, 256, 1, 1}, {"layernorm", gpu ? 4096 : 1024, 16384, 1, 1},
         {"rmsnorm", gpu ? 4096 : 1024, 16384, 1, 1},      {"horizontal", gpu ? 4096 : 1024, 16384, 1, 0},
+        {"sumall", 1, gpu ? (int64_t)1 << 26 : (int64_t)1 << 24, 1, 0},
     };
     size_t copy_n = gpu ? (size_t)1 << 26 : (size_t)1 << 24;
     double copy_ms = bench_copy_ms(ctx, copy_n, runs);

@@ -206,6 +206,10 @@ START_TEST(long_sum_is_accurate)
         clf_executable *exe;
         ck_assert_int_eq(clf_compile(ctx, g, clf_compile_params(.kernel_style = (clf_kernel_style)style), &exe),
                          CLF_OK);
+        clf_plan_stats st;
+        clf_executable_stats(exe, &st);
+        ck_assert_uint_eq(st.kernels, 1);
+        ck_assert_uint_eq(st.launches, 2); /* split: partial sums, then their combination */
         float got = NAN;
         clf_host_binding out = {"s", &got};
         ck_assert_int_eq(clf_run_host(exe, 1, in.b, 1, &out), CLF_OK);
@@ -295,6 +299,25 @@ START_TEST(misaligned_reduction_reads_stay_correct)
 }
 END_TEST
 
+START_TEST(few_long_rows_split)
+{
+    /* Three rows of 200000: too few rows to fill a device, so each is split;
+     * two reductions and their per-row epilogue stay one planned kernel. */
+    int64_t s[2] = {3, 200000};
+    int last = -1;
+    clf_graph *g = clf_graph_create();
+    e2e_inputs in = {0};
+    clf_tensor x = e2e_input(g, &in, "x", CLF_F32, 2, s, -1, 2);
+    clf_graph_output(g, "mean", clf_reduce_mean(g, x, 1, &last, false));
+    clf_graph_output(g, "meansq", clf_reduce_mean(g, clf_mul(g, x, x), 1, &last, true));
+    clf_graph_output(g, "max", clf_reduce_max(g, x, 1, &last, false));
+    clf_graph_output(g, "amin", clf_argmin(g, x, 1, false, false));
+    check_all(g, &in, 1, 1e-5, 1e-6); /* argmin reduces the same axis: the same kernel */
+    e2e_inputs_free(&in);
+    clf_graph_destroy(&g);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("reductions");
@@ -308,6 +331,7 @@ int main(void)
     tcase_add_test(tc, rms_norm_one_kernel);
     tcase_add_test(tc, horizontal_mean_and_mean_of_squares);
     tcase_add_test(tc, long_sum_is_accurate);
+    tcase_add_test(tc, few_long_rows_split);
     tcase_add_test(tc, softmax_of_large_values);
     tcase_add_test(tc, nan_inf_and_empty_rows);
     tcase_add_test(tc, misaligned_reduction_reads_stay_correct);

@@ -17,6 +17,7 @@ void clf__kernel_code_free(clf__kernel_code *c)
     if (!c)
         return;
     free(c->name);
+    free(c->final_name);
     free(c->ops);
     free(c->source);
     free(c->params);

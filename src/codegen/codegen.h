@@ -18,6 +18,7 @@ typedef struct clf__codegen_target {
     bool cpu;         /* a CPU device: blocked serial loops, no coalescing */
     size_t max_local; /* CL_DEVICE_MAX_WORK_GROUP_SIZE (0: 256) */
     bool fp64;        /* the device has cl_khr_fp64 */
+    uint32_t compute_units; /* 0: 1 */
 } clf__codegen_target;
 
 typedef struct clf__kernel_code {
@@ -29,6 +30,12 @@ typedef struct clf__kernel_code {
     bool wide_index; /* IDX_T is ulong (the last argument's type) */
     int vec, items;
     size_t global, local; /* launch geometry (global 0: nothing to do) */
+    /* A split reduction is two launches: this kernel writes scratch_bytes
+     * of partial results, then final_name combines them. Both take the
+     * parameters, then the scratch buffer, then the row count. */
+    char *final_name;
+    size_t final_global, final_local;
+    uint64_t scratch_bytes;
 } clf__kernel_code;
 
 /* Dispatches to the writer of the kernel's kind (codegen_pointwise.c,

@@ -22,6 +22,8 @@
 #define MAX_CACHED_VALUES 64
 /* Row elements a GPU lane keeps in registers in a persistent kernel. */
 #define CACHE_PER_LANE 16
+/* Rows at least this long, and too few to fill the device, are split. */
+#define SPLIT_MIN_RLEN 65536u
 /* Interleaved accumulators per row on CPU devices: independent chains the
  * compiler can overlap (16 measured best on PoCL, against 1, 4 and 8). */
 #define CPU_ACCUMULATORS 16
@@ -424,6 +426,38 @@ clf_status clf__codegen_reduction(const clf_graph *g, const clf__plan *plan, uin
     out->vec = 1;
     out->items = 1;
 
+    /* Few long rows: split each row into chunks reduced in parallel. */
+    uint64_t cus = target->compute_units ? target->compute_units : 1;
+    uint64_t split = 1, chunk = (uint64_t)K->rlen;
+    int nred0 = 0;
+    for (uint32_t i = 0; i < K->nops; i++)
+        nred0 += clf__graph_node(g, K->ops[i])->kind == CLF__NODE_REDUCE && plan->producer[K->ops[i]] == (int32_t)k;
+    if (nstages == 1 && !has_epilogue && (uint64_t)K->rlen >= SPLIT_MIN_RLEN &&
+        (uint64_t)K->rows < (target->cpu ? 4 : 2) * cus) {
+        if (target->cpu) {
+            split = (4 * cus + (uint64_t)K->rows - 1) / (uint64_t)K->rows;
+        } else {
+            wg = pow2_at_most(max_local < 256 ? max_local : 256);
+            split = ((uint64_t)K->rlen + wg * 64 - 1) / (wg * 64);
+        }
+        chunk = ((uint64_t)K->rlen + split - 1) / split;
+        split = ((uint64_t)K->rlen + chunk - 1) / chunk;
+    }
+    if (split > 1) {
+        cache = 0;
+        out->scratch_bytes = (uint64_t)K->rows * split * 16u * (uint64_t)nred0;
+        if (target->cpu) {
+            out->local = 1;
+            out->global = (size_t)((uint64_t)K->rows * split);
+            out->final_local = 1;
+        } else {
+            out->local = (size_t)wg;
+            out->global = (size_t)((uint64_t)K->rows * split * wg);
+            out->final_local = 64;
+        }
+        out->final_global = (size_t)(((uint64_t)K->rows + out->final_local - 1) / out->final_local * out->final_local);
+    }
+
     out->name = clf__cg_kernel_name(g, K->ops, K->nops, cache ? "clf_per" : "clf_red", k);
     for (uint32_t i = 0; i < K->nops; i++)
         clf__sb_printf(&ops, i ? " %s" : "%s", clf__node_op_name(clf__graph_node(g, K->ops[i])));
@@ -442,9 +476,19 @@ clf_status clf__codegen_reduction(const clf_graph *g, const clf__plan *plan, uin
         clf__sb_printf(&src, "#define ROWS_PER_ITEM %lluu\n", (unsigned long long)rpi);
     if (target->cpu)
         clf__sb_printf(&src, "#define ACCS %d\n", CPU_ACCUMULATORS);
-    if (!target->cpu)
+    if (split > 1) {
+        out->final_name = malloc(strlen(out->name) + 8);
+        if (!out->final_name)
+            goto done;
+        sprintf(out->final_name, "%s_final", out->name);
+        clf__sb_printf(&src, "#define SPLIT %lluu\n#define CHUNK %lluu\n#define SPLIT_GPU %d\n#define WG %llu\n"
+                             "#define CLF_FINAL_NAME %s\n",
+                       (unsigned long long)split, (unsigned long long)chunk, !target->cpu, (unsigned long long)wg,
+                       out->final_name);
+    } else if (!target->cpu) {
         clf__sb_printf(&src, "#define WG %llu\n#define LANES %llu\n#define CACHE %d\n", (unsigned long long)wg,
                        (unsigned long long)lanes, cache);
+    }
     clf__sb_printf(&src, "#define CLF_KERNEL_NAME %s\n#define CLF_PARAMS", out->name);
     for (uint32_t p = 0; p < out->nparams; p++) {
         const clf__plan_buffer *B = &plan->buffers[out->params[p]];
@@ -526,8 +570,11 @@ clf_status clf__codegen_reduction(const clf_graph *g, const clf__plan *plan, uin
     append_fn_body(&src, &row_fn, true);
     clf__sb_puts(&src, "}\n\n");
     (void)nres;
-    clf__sb_printf(&src, "/* ---- kernels_templates/reduction_%s.cl ---- */\n", target->cpu ? "cpu" : "gpu");
-    clf__sb_puts(&src, target->cpu ? clf__template_reduction_cpu : clf__template_reduction_gpu);
+    const char *tname = split > 1 ? "split" : target->cpu ? "cpu" : "gpu";
+    clf__sb_printf(&src, "/* ---- kernels_templates/reduction_%s.cl ---- */\n", tname);
+    clf__sb_puts(&src, split > 1    ? clf__template_reduction_split
+                       : target->cpu ? clf__template_reduction_cpu
+                                     : clf__template_reduction_gpu);
     if (!clf__sb_ok(&src))
         goto done;
     out->source = clf__sb_take(&src);

@@ -6,6 +6,7 @@
 extern const char clf__template_pointwise[];
 extern const char clf__template_reduction_cpu[];
 extern const char clf__template_reduction_gpu[];
+extern const char clf__template_reduction_split[];
 /* Changes whenever any template changes: part of every cache key. */
 extern const char clf__templates_hash[];
 

@@ -92,7 +92,8 @@ CLF_API clf_status clf_compile(clf_context *ctx, const clf_graph *g, const clf_c
     e->owned = calloc(plan.nbuffers ? plan.nbuffers : 1, sizeof *e->owned);
     e->kernels = calloc(plan.nkernels ? plan.nkernels : 1, sizeof *e->kernels);
     e->events = calloc(plan.nkernels ? plan.nkernels : 1, sizeof *e->events);
-    if (!e->inputs || !e->outputs || !e->buffers || !e->owned || !e->kernels || !e->events)
+    e->starts = calloc(plan.nkernels ? plan.nkernels : 1, sizeof *e->starts);
+    if (!e->inputs || !e->outputs || !e->buffers || !e->owned || !e->kernels || !e->events || !e->starts)
         goto fail_msg;
     memcpy(e->buffers, plan.buffers, plan.nbuffers * sizeof *plan.buffers);
     for (uint32_t b = 0; b < plan.nbuffers; b++) {
@@ -134,7 +135,8 @@ CLF_API clf_status clf_compile(clf_context *ctx, const clf_graph *g, const clf_c
     clf__codegen_target target = {.cpu = style == CLF_KERNEL_STYLE_AUTO ? ctx->desc.is_cpu && !ctx->desc.is_gpu
                                                                         : style == CLF_KERNEL_STYLE_CPU,
                                   .max_local = ctx->max_local,
-                                  .fp64 = ctx->fp64};
+                                  .fp64 = ctx->fp64,
+                                  .compute_units = ctx->desc.compute_units};
     for (uint32_t k = 0; k < plan.nkernels; k++) {
         clf__kernel_code code;
         st = clf__codegen_kernel(g, &plan, k, &target, &code, err, sizeof err);
@@ -160,6 +162,22 @@ CLF_API clf_status clf_compile(clf_context *ctx, const clf_graph *g, const clf_c
         K->numel = (uint64_t)plan.kernels[k].numel;
         K->global = code.global;
         K->local = code.local;
+        K->final_global = code.final_global;
+        K->final_local = code.final_local;
+        char *final_name = code.final_name;
+        code.final_name = NULL;
+        if (final_name && K->numel) {
+            cl_int serr;
+            K->scratch = clCreateBuffer(ctx->cl, CL_MEM_READ_WRITE, (size_t)code.scratch_bytes, NULL, &serr);
+            if (!K->scratch) {
+                free(final_name);
+                st = clf__ctx_fail(ctx, clf__cl_status(serr), "clf_compile: clCreateBuffer(%llu bytes of partial "
+                                   "results for %s): %s", (unsigned long long)code.scratch_bytes, K->name,
+                                   clf__cl_error_name(serr));
+                goto fail;
+            }
+            e->stats.launches++; /* the split's second launch */
+        }
         if (clf__log_enabled(CLF__LOG_OUTPUT_CODE))
             fprintf(stderr, "[clfuse:output_code] kernel %s (ops: %s), global %zu, local %zu\n%s\n",
                     K->name, K->ops, K->global, K->local, K->source);
@@ -173,11 +191,21 @@ CLF_API clf_status clf_compile(clf_context *ctx, const clf_graph *g, const clf_c
                               log ? log : "");
                 free(log);
             }
+            free(final_name);
             goto fail;
         }
         cl_int cerr;
         K->kernel = clCreateKernel(prog, K->name, &cerr);
+        if (K->kernel && final_name)
+            K->final_kernel = clCreateKernel(prog, final_name, &cerr);
         clReleaseProgram(prog);
+        if (final_name && !K->final_kernel) {
+            st = clf__ctx_fail(ctx, clf__cl_status(cerr), "clf_compile: clCreateKernel(%s): %s", final_name,
+                               clf__cl_error_name(cerr));
+            free(final_name);
+            goto fail;
+        }
+        free(final_name);
         if (!K->kernel) {
             st = clf__ctx_fail(ctx, clf__cl_status(cerr), "clf_compile: clCreateKernel(%s): %s", K->name,
                                clf__cl_error_name(cerr));
@@ -207,6 +235,12 @@ CLF_API void clf_executable_destroy(clf_executable **pe)
         clf__exe_kernel *K = &e->kernels[k];
         if (K->kernel)
             clReleaseKernel(K->kernel);
+        if (K->final_kernel)
+            clReleaseKernel(K->final_kernel);
+        if (K->scratch)
+            clReleaseMemObject(K->scratch);
+        if (e->starts && e->starts[k])
+            clReleaseEvent(e->starts[k]);
         if (e->events && e->events[k])
             clReleaseEvent(e->events[k]);
         free(K->name);
@@ -234,6 +268,7 @@ CLF_API void clf_executable_destroy(clf_executable **pe)
         pthread_mutex_destroy(&e->lock);
     free(e->kernels);
     free(e->events);
+    free(e->starts);
     free(e);
     *pe = NULL;
 }

@@ -54,21 +54,23 @@ static clf_status bind(clf_executable *e, const char *what, const clf__io *io, s
 }
 
 /* Sets kernel k's arguments from table. Called with e->lock held. */
-static cl_int set_args(clf_executable *e, clf__exe_kernel *K, cl_mem *table, cl_uint *failed_arg)
+static cl_int set_args(clf_executable *e, clf__exe_kernel *K, cl_kernel kern, cl_mem *table, cl_uint *failed_arg)
 {
     cl_int err = CL_SUCCESS;
     cl_uint a = 0;
     for (; a < K->nparams && err == CL_SUCCESS; a++) {
         cl_mem m = table[K->params[a]] ? table[K->params[a]] : e->owned[K->params[a]];
-        err = clSetKernelArg(K->kernel, a, sizeof m, &m);
+        err = clSetKernelArg(kern, a, sizeof m, &m);
     }
+    if (err == CL_SUCCESS && K->scratch)
+        err = clSetKernelArg(kern, a++, sizeof K->scratch, &K->scratch);
     if (err == CL_SUCCESS) {
         if (K->wide_index) {
             cl_ulong n = K->numel;
-            err = clSetKernelArg(K->kernel, a, sizeof n, &n);
+            err = clSetKernelArg(kern, a, sizeof n, &n);
         } else {
             cl_uint n = (cl_uint)K->numel;
-            err = clSetKernelArg(K->kernel, a, sizeof n, &n);
+            err = clSetKernelArg(kern, a, sizeof n, &n);
         }
     } else {
         a--;
@@ -107,7 +109,9 @@ static clf_status enqueue(clf_executable *e, cl_mem *table, cl_uint nwait, const
         if (K->global == 0 || K->numel == 0)
             continue;
         cl_uint a;
-        cl_int err = set_args(e, K, table, &a);
+        cl_int err = set_args(e, K, K->kernel, table, &a);
+        if (err == CL_SUCCESS && K->final_kernel)
+            err = set_args(e, K, K->final_kernel, table, &a);
         if (err != CL_SUCCESS) {
             st = clf__ctx_fail(ctx, clf__cl_status(err), "clf_run: clSetKernelArg(%s, %u): %s", K->name, a,
                                clf__cl_error_name(err));
@@ -122,6 +126,23 @@ static clf_status enqueue(clf_executable *e, cl_mem *table, cl_uint nwait, const
                                "clf_run: clEnqueueNDRangeKernel(%s, global %zu, local %zu): %s", K->name,
                                K->global, K->local, clf__cl_error_name(err));
             break;
+        }
+        if (K->final_kernel) {
+            /* A split reduction's combining launch; its first launch is kept
+             * for profiling. */
+            cl_event fin = NULL;
+            err = clEnqueueNDRangeKernel(ctx->queue, K->final_kernel, 1, NULL, &K->final_global, &K->final_local,
+                                         1, &ev, &fin);
+            if (err != CL_SUCCESS) {
+                clReleaseEvent(ev);
+                st = clf__ctx_fail(ctx, clf__cl_status(err), "clf_run: clEnqueueNDRangeKernel(%s final): %s",
+                                   K->name, clf__cl_error_name(err));
+                break;
+            }
+            if (e->starts[k])
+                clReleaseEvent(e->starts[k]);
+            e->starts[k] = ev;
+            ev = fin;
         }
         evs[k] = ev;
         prev = ev;
@@ -472,9 +493,13 @@ CLF_API clf_status clf_executable_last_profile(clf_executable *e, clf_run_profil
      * while this one waits. */
     pthread_mutex_lock(&e->lock);
     bool ran = e->ran;
-    for (size_t k = 0; k < e->nkernels; k++)
+    cl_event *starts = calloc(e->nkernels + 1, sizeof *starts);
+    for (size_t k = 0; k < e->nkernels; k++) {
         if ((evs[k] = e->events[k]))
             clRetainEvent(evs[k]);
+        if (starts && evs[k] && (starts[k] = e->starts[k]))
+            clRetainEvent(starts[k]);
+    }
     pthread_mutex_unlock(&e->lock);
     clf_status st = CLF_OK;
     if (!ran) {
@@ -489,7 +514,8 @@ CLF_API clf_status clf_executable_last_profile(clf_executable *e, clf_run_profil
         cl_ulong t0 = 0, t1 = 0;
         cl_int err = clWaitForEvents(1, &evs[k]);
         if (err == CL_SUCCESS)
-            err = clGetEventProfilingInfo(evs[k], CL_PROFILING_COMMAND_START, sizeof t0, &t0, NULL);
+            err = clGetEventProfilingInfo(starts && starts[k] ? starts[k] : evs[k], CL_PROFILING_COMMAND_START,
+                                          sizeof t0, &t0, NULL);
         if (err == CL_SUCCESS)
             err = clGetEventProfilingInfo(evs[k], CL_PROFILING_COMMAND_END, sizeof t1, &t1, NULL);
         if (err != CL_SUCCESS) {
@@ -510,9 +536,13 @@ CLF_API clf_status clf_executable_last_profile(clf_executable *e, clf_run_profil
     }
     out->span_ns = out->kernels ? last - first : 0;
 out:
-    for (size_t k = 0; k < e->nkernels; k++)
+    for (size_t k = 0; k < e->nkernels; k++) {
         if (evs[k])
             clReleaseEvent(evs[k]);
+        if (starts && starts[k])
+            clReleaseEvent(starts[k]);
+    }
     free(evs);
+    free(starts);
     return st;
 }

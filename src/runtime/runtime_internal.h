@@ -63,6 +63,11 @@ typedef struct clf__exe_kernel {
     bool wide_index;
     uint64_t numel;
     size_t global, local;
+    /* A split reduction: a second kernel combines the first one's partial
+     * results from scratch (owned here). */
+    cl_kernel final_kernel;
+    cl_mem scratch;
+    size_t final_global, final_local;
 } clf__exe_kernel;
 
 /* A set of device buffers for one clf_run_host call: per plan buffer, its
@@ -89,6 +94,7 @@ struct clf_executable {
     bool lock_ready;
     clf__staging *staging_free; /* clf_run_host buffer sets not in use */
     cl_event *events; /* per kernel: events of the last run (NULL when skipped) */
+    cl_event *starts; /* per kernel: a split reduction's first launch in the last run */
     cl_event last;    /* the last run's completion: the next run waits for it */
     bool ran;
 };
