@@ -88,9 +88,35 @@ __kernel void CLF_KERNEL_NAME(CLF_PARAMS, __global clf_acc0 *restrict partial, c
 #endif
 }
 
-/* Each row's partials, combined in chunk order, then the row's stores. */
+/* Each row's partials combined, then the row's stores: on a GPU a
+ * work-group per row (lanes stride over the partials, then a tree in local
+ * memory), on a CPU a work-item per row in chunk order. */
 __kernel void CLF_FINAL_NAME(CLF_PARAMS, __global const clf_acc0 *restrict partial, const IDX_T nrows)
 {
+#if SPLIT_GPU
+    __local clf_acc0 scratch[WG];
+    const int lid = (int)get_local_id(0);
+    const IDX_T x = (IDX_T)get_group_id(0);
+    clf_acc0 a;
+    clf_init0(&a);
+    for (IDX_T j = (IDX_T)lid; j < SPLIT; j += WG) {
+        clf_acc0 b = partial[x * SPLIT + j];
+        clf_combine0(&a, &b);
+    }
+    scratch[lid] = a;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (int s = WG / 2; s > 0; s >>= 1) {
+        if (lid < s) {
+            clf_acc0 mine = scratch[lid], other = scratch[lid + s];
+            clf_combine0(&mine, &other);
+            scratch[lid] = mine;
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    if (lid != 0 || x >= nrows)
+        return;
+    a = scratch[0];
+#else
     const IDX_T x = (IDX_T)get_global_id(0);
     if (x >= nrows)
         return;
@@ -99,6 +125,7 @@ __kernel void CLF_FINAL_NAME(CLF_PARAMS, __global const clf_acc0 *restrict parti
         clf_acc0 b = partial[x * SPLIT + j];
         clf_combine0(&a, &b);
     }
+#endif
     clf_row row;
     clf_finish0(&row, &a);
     clf_rowout(&row, x, CLF_ARGS);

@@ -450,12 +450,13 @@ clf_status clf__codegen_reduction(const clf_graph *g, const clf__plan *plan, uin
             out->local = 1;
             out->global = (size_t)((uint64_t)K->rows * split);
             out->final_local = 1;
+            out->final_global = (size_t)K->rows;
         } else {
             out->local = (size_t)wg;
             out->global = (size_t)((uint64_t)K->rows * split * wg);
-            out->final_local = 64;
+            out->final_local = (size_t)wg;
+            out->final_global = (size_t)((uint64_t)K->rows * wg);
         }
-        out->final_global = (size_t)(((uint64_t)K->rows + out->final_local - 1) / out->final_local * out->final_local);
     }
 
     out->name = clf__cg_kernel_name(g, K->ops, K->nops, cache ? "clf_per" : "clf_red", k);
