@@ -280,6 +280,31 @@ START_TEST(nan_inf_and_empty_rows)
 }
 END_TEST
 
+START_TEST(online_softmax_edge_rows)
+{
+    /* Softmax runs its max and sum in one sweep (a running maximum and a
+     * rescaled sum); rows that start at -inf, are all -inf, hold +inf or NaN
+     * must still give what the decomposition gives. */
+    int64_t s[2] = {6, 5};
+    clf_graph *g = clf_graph_create();
+    e2e_inputs in = {0};
+    clf_tensor x = e2e_input(g, &in, "x", CLF_F32, 2, s, -3, 3);
+    float *xd = e2e_data(&in, "x");
+    const float rows[6][5] = {{-INFINITY, 1, 2, -INFINITY, 0},
+                              {-INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY},
+                              {INFINITY, 1, 2, 3, 4},
+                              {1, NAN, 2, 3, 4},
+                              {5, 4, 3, 2, 1},
+                              {1, 2, 3, 4, 100}};
+    memcpy(xd, rows, sizeof rows);
+    clf_graph_output(g, "y", clf_softmax(g, x, -1));
+    clf_graph_output(g, "ly", clf_log_softmax(g, x, -1));
+    check_all(g, &in, 1, 1e-5, 1e-6);
+    e2e_inputs_free(&in);
+    clf_graph_destroy(&g);
+}
+END_TEST
+
 START_TEST(misaligned_reduction_reads_stay_correct)
 {
     /* s = sum(x, axis 1) has shape [N]; s broadcast against x [N, N] reads
@@ -335,6 +360,7 @@ int main(void)
     tcase_add_test(tc, softmax_of_large_values);
     tcase_add_test(tc, nan_inf_and_empty_rows);
     tcase_add_test(tc, misaligned_reduction_reads_stay_correct);
+    tcase_add_test(tc, online_softmax_edge_rows);
     suite_add_tcase(s, tc);
     return clf_test_run_suite(s);
 }

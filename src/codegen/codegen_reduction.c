@@ -255,6 +255,97 @@ static void emit_acc_finish(clf__strbuf *sb, const clf__node *n, uint32_t id, cl
         clf__sb_printf(sb, "    row->r%u = a->s%u;\n", id, id);
 }
 
+
+/* Online softmax. A kernel whose only reductions are M = max(A) and
+ * S = sum(exp(A - M)) (softmax and log_softmax decomposed) can compute both
+ * in one sweep: a running maximum, and a sum rescaled by exp(old - new)
+ * whenever the maximum grows. Elements equal to -inf add nothing unless the
+ * whole row is -inf, where the decomposition gives NaN (-inf - -inf), as the
+ * finish reproduces. Returns true with M's and S's ids when the kernel has
+ * that shape. */
+static bool online_softmax_pair(const clf_graph *g, const clf__plan *plan, const clf__plan_kernel *K, uint32_t k,
+                                uint32_t *m_out, uint32_t *s_out)
+{
+    uint32_t m = 0, sm = 0;
+    int nred = 0;
+    for (uint32_t i = 0; i < K->nops; i++) {
+        uint32_t id = K->ops[i];
+        const clf__node *n = clf__graph_node(g, id);
+        if (n->kind != CLF__NODE_REDUCE || plan->producer[id] != (int32_t)k)
+            continue;
+        nred++;
+        if (n->op == CLF__REDUCE_MAX && plan->stage[id] == 0 && n->dtype == CLF_F32)
+            m = id;
+        else if (n->op == CLF__REDUCE_SUM && plan->stage[id] == 1 && n->dtype == CLF_F32)
+            sm = id;
+    }
+    if (nred != 2 || !m || !sm)
+        return false;
+    const clf__node *M = clf__graph_node(g, m), *S = clf__graph_node(g, sm);
+    const clf__node *E = clf__graph_node(g, S->inputs[0]);
+    if (E->kind != CLF__NODE_UNARY || E->op != CLF_UNARY_EXP)
+        return false;
+    const clf__node *D = clf__graph_node(g, E->inputs[0]);
+    if (D->kind != CLF__NODE_BINARY || D->op != CLF_BINARY_SUB || D->inputs[0] != M->inputs[0])
+        return false;
+    const clf__node *A = clf__graph_node(g, M->inputs[0]);
+    if (D->rank != A->rank || memcmp(D->shape, A->shape, (size_t)A->rank * sizeof *A->shape) != 0)
+        return false;
+    /* The subtrahend is M itself, seen through shape-only movement ops. */
+    uint32_t b = D->inputs[1];
+    for (;;) {
+        if (b == m)
+            break;
+        const clf__node *B = clf__graph_node(g, b);
+        if (B->kind != CLF__NODE_RESHAPE && B->kind != CLF__NODE_SQUEEZE && B->kind != CLF__NODE_UNSQUEEZE &&
+            B->kind != CLF__NODE_EXPAND)
+            return false;
+        b = B->inputs[0];
+    }
+    *m_out = m;
+    *s_out = sm;
+    return true;
+}
+
+static void emit_online_fields(clf__strbuf *sb, uint32_t m, uint32_t s)
+{
+    clf__sb_printf(sb, "    float s%u;\n    float s%u;\n    int n%u;\n", m, s, s);
+}
+
+static void emit_online_init(clf__strbuf *sb, uint32_t m, uint32_t s)
+{
+    clf__sb_printf(sb, "    a->s%u = -INFINITY;\n    a->s%u = 0.0f;\n    a->n%u = 0;\n", m, s, s);
+}
+
+static void emit_online_step(clf__strbuf *sb, uint32_t m, uint32_t s, const char *v)
+{
+    clf__sb_printf(sb,
+                   "    {\n        const float y = %s;\n        a->n%u++;\n"
+                   "        if (isnan(y) || isnan(a->s%u)) {\n            a->s%u = NAN;\n            a->s%u = NAN;\n"
+                   "        } else if (y > a->s%u) {\n            a->s%u = a->s%u * exp(a->s%u - y) + exp(y - y);\n"
+                   "            a->s%u = y;\n        } else if (y != -INFINITY) {\n            a->s%u += exp(y - a->s%u);\n"
+                   "        }\n    }\n",
+                   v, s, m, m, s, m, s, s, m, m, s, m);
+}
+
+static void emit_online_combine(clf__strbuf *sb, uint32_t m, uint32_t s)
+{
+    clf__sb_printf(sb,
+                   "    a->n%u += b->n%u;\n"
+                   "    if (isnan(a->s%u) || isnan(b->s%u)) {\n        a->s%u = NAN;\n        a->s%u = NAN;\n    } else {\n"
+                   "        const float mx = a->s%u > b->s%u ? a->s%u : b->s%u;\n"
+                   "        a->s%u = (a->s%u == 0.0f ? 0.0f : a->s%u * exp(a->s%u - mx)) +\n"
+                   "                (b->s%u == 0.0f ? 0.0f : b->s%u * exp(b->s%u - mx));\n"
+                   "        a->s%u = mx;\n    }\n",
+                   s, s, m, m, m, s, m, m, m, m, s, s, s, m, s, s, m, m);
+}
+
+static void emit_online_finish(clf__strbuf *sb, uint32_t m, uint32_t s)
+{
+    clf__sb_printf(sb, "    row->r%u = a->s%u;\n    row->r%u = a->n%u > 0 && a->s%u == -INFINITY ? NAN : a->s%u;\n", m, m, s,
+                   s, m, s);
+}
+
 static uint64_t pow2_at_least(uint64_t v)
 {
     uint64_t p = 1;
@@ -317,11 +408,23 @@ clf_status clf__codegen_reduction(const clf_graph *g, const clf__plan *plan, uin
     fns_ready = true;
 
     /* Stages: each reduction accumulates its input at the full view. */
+    uint32_t on_m = 0, on_s = 0;
+    const bool online = online_softmax_pair(g, plan, K, k, &on_m, &on_s);
     for (uint32_t i = 0; i < K->nops; i++) {
         uint32_t id = K->ops[i];
         const clf__node *n = clf__graph_node(g, id);
-        if (n->kind != CLF__NODE_REDUCE || plan->producer[id] != (int32_t)k)
+        if (n->kind != CLF__NODE_REDUCE || plan->producer[id] != (int32_t)k || (online && id == on_s))
             continue;
+        if (online && id == on_m) {
+            nstages = 1;
+            char *v = clf__strdup(clf__cg_value(&stage_fn[0], n->inputs[0], &full));
+            if (!v)
+                goto done;
+            emit_online_step(&stage_fn[0].body, on_m, on_s, v);
+            free(v);
+            emit_online_fields(&accs[0], on_m, on_s);
+            continue;
+        }
         int s = plan->stage[id];
         if (s < 0 || s >= MAX_STAGES) {
             snprintf(err, errlen, "codegen: kernel %u: reduction node %u has stage %d", k, id, s);
@@ -535,7 +638,10 @@ clf_status clf__codegen_reduction(const clf_graph *g, const clf__plan *plan, uin
         clf__strbuf tmp = {0};
         for (uint32_t i = 0; i < K->nops; i++) {
             const clf__node *n = clf__graph_node(g, K->ops[i]);
-            if (n->kind == CLF__NODE_REDUCE && plan->stage[K->ops[i]] == s && plan->producer[K->ops[i]] == (int32_t)k)
+            if (online && K->ops[i] == on_m && s == 0)
+                emit_online_init(&src, on_m, on_s);
+            else if (n->kind == CLF__NODE_REDUCE && plan->stage[K->ops[i]] == s && plan->producer[K->ops[i]] == (int32_t)k &&
+                     !(online && (K->ops[i] == on_m || K->ops[i] == on_s)))
                 emit_acc_init(&src, n, K->ops[i], clf__graph_node(g, n->inputs[0])->dtype, dbl);
         }
         clf__sb_printf(&src, "}\n\nstatic inline void clf_step%d(clf_acc%d *a, const clf_row *row, const clf_vals *v, "
@@ -544,16 +650,21 @@ clf_status clf__codegen_reduction(const clf_graph *g, const clf__plan *plan, uin
         clf__sb_printf(&src, "}\n\nstatic inline void clf_combine%d(clf_acc%d *a, const clf_acc%d *b)\n{\n", s, s, s);
         for (uint32_t i = 0; i < K->nops; i++) {
             const clf__node *n = clf__graph_node(g, K->ops[i]);
-            if (n->kind == CLF__NODE_REDUCE && plan->stage[K->ops[i]] == s && plan->producer[K->ops[i]] == (int32_t)k) {
+            if (online && K->ops[i] == on_m && s == 0)
+                emit_online_combine(&tmp, on_m, on_s);
+            else if (n->kind == CLF__NODE_REDUCE && plan->stage[K->ops[i]] == s && plan->producer[K->ops[i]] == (int32_t)k &&
+                     !(online && (K->ops[i] == on_m || K->ops[i] == on_s)))
                 emit_acc_combine(&tmp, n, K->ops[i], clf__graph_node(g, n->inputs[0])->dtype, dbl);
-            }
         }
         clf__sb_puts(&src, clf__sb_str(&tmp));
         clf__sb_clear(&tmp);
         clf__sb_printf(&src, "}\n\nstatic inline void clf_finish%d(clf_row *row, const clf_acc%d *a)\n{\n", s, s);
         for (uint32_t i = 0; i < K->nops; i++) {
             const clf__node *n = clf__graph_node(g, K->ops[i]);
-            if (n->kind == CLF__NODE_REDUCE && plan->stage[K->ops[i]] == s && plan->producer[K->ops[i]] == (int32_t)k)
+            if (online && K->ops[i] == on_m && s == 0)
+                emit_online_finish(&src, on_m, on_s);
+            else if (n->kind == CLF__NODE_REDUCE && plan->stage[K->ops[i]] == s && plan->producer[K->ops[i]] == (int32_t)k &&
+                     !(online && (K->ops[i] == on_m || K->ops[i] == on_s)))
                 emit_acc_finish(&src, n, K->ops[i], clf__graph_node(g, n->inputs[0])->dtype, dbl);
         }
         clf__sb_puts(&src, "}\n\n");
