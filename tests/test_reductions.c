@@ -282,10 +282,11 @@ END_TEST
 
 START_TEST(online_softmax_edge_rows)
 {
-    /* Softmax runs its max and sum in one sweep (a running maximum and a
-     * rescaled sum); rows that start at -inf, are all -inf, hold +inf or NaN
-     * must still give what the decomposition gives. */
-    int64_t s[2] = {6, 5};
+    /* Rows too long for the GPU form's registers run softmax's max and sum
+     * in one sweep (a running maximum and a rescaled sum); rows that start at
+     * -inf, are all -inf, hold +inf or NaN must still give what the
+     * decomposition gives, in both forms. */
+    int64_t s[2] = {6, 20000};
     clf_graph *g = clf_graph_create();
     e2e_inputs in = {0};
     clf_tensor x = e2e_input(g, &in, "x", CLF_F32, 2, s, -3, 3);
@@ -296,7 +297,10 @@ START_TEST(online_softmax_edge_rows)
                               {1, NAN, 2, 3, 4},
                               {5, 4, 3, 2, 1},
                               {1, 2, 3, 4, 100}};
-    memcpy(xd, rows, sizeof rows);
+    for (int r = 0; r < 6; r++)
+        memcpy(xd + r * s[1], rows[r], sizeof rows[r]);
+    for (int64_t i = 5; i < s[1]; i++)
+        xd[1 * s[1] + i] = -INFINITY; /* row 1 is -inf throughout */
     clf_graph_output(g, "y", clf_softmax(g, x, -1));
     clf_graph_output(g, "ly", clf_log_softmax(g, x, -1));
     check_all(g, &in, 1, 1e-5, 1e-6);

@@ -408,8 +408,15 @@ clf_status clf__codegen_reduction(const clf_graph *g, const clf__plan *plan, uin
     fns_ready = true;
 
     /* Stages: each reduction accumulates its input at the full view. */
+    /* Online softmax only where a GPU cannot keep the row in registers:
+     * measured, its extra exp and branches cost more than the second sweep
+     * over a cached row (bench/results/2026-11-29-reductions-h200.md), and on
+     * CPU devices more than a sweep through the cache. */
     uint32_t on_m = 0, on_s = 0;
-    const bool online = online_softmax_pair(g, plan, K, k, &on_m, &on_s);
+    size_t max_local_all = target->max_local ? target->max_local : 256;
+    uint64_t lanes_cap = pow2_at_most(max_local_all < 1024 ? max_local_all : 1024);
+    const bool online = !target->cpu && (uint64_t)K->rlen > lanes_cap * CACHE_PER_LANE &&
+                        online_softmax_pair(g, plan, K, k, &on_m, &on_s);
     for (uint32_t i = 0; i < K->nops; i++) {
         uint32_t id = K->ops[i];
         const clf__node *n = clf__graph_node(g, id);
