@@ -209,9 +209,8 @@ static bool seen_before(align_walk *w, uint32_t id, const clf__view *v, int rank
             return true;
     if (w->nseen == w->cap_seen) {
         size_t cap = w->cap_seen ? w->cap_seen * 2 : 64;
-        char **p = realloc(w->seen, cap * sizeof *p);
-        if (!p || cap > 1u << 16) { /* too big to check: refuse the merge */
-            free(p == w->seen ? NULL : p);
+        char **p = cap > 1u << 16 ? NULL : realloc(w->seen, cap * sizeof *p);
+        if (!p) { /* too big to check, or out of memory: refuse the merge */
             w->ok = false;
             return true;
         }
