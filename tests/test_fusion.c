@@ -389,25 +389,18 @@ START_TEST(logs)
 }
 END_TEST
 
-static void add(Suite *s, const char *name, const TTest *t)
-{
-    TCase *tc = tcase_create(name);
-    tcase_set_timeout(tc, 300);
-    tcase_add_test(tc, t);
-    suite_add_tcase(s, tc);
-}
 
 static Suite *fusion_suite(void)
 {
     Suite *s = suite_create("fusion");
-    add(s, "chain_relu_mul_add", chain_relu_mul_add);
-    add(s, "chain_through_movement", chain_through_movement);
-    add(s, "movement_outputs", movement_outputs);
-    add(s, "multi_output", multi_output);
-    add(s, "constants", constants);
-    add(s, "deep_chain", deep_chain);
-    add(s, "random_mixed_graphs", random_mixed_graphs);
-    add(s, "logs", logs);
+    clf_test_add_case(s, "chain_relu_mul_add", chain_relu_mul_add);
+    clf_test_add_case(s, "chain_through_movement", chain_through_movement);
+    clf_test_add_case(s, "movement_outputs", movement_outputs);
+    clf_test_add_case(s, "multi_output", multi_output);
+    clf_test_add_case(s, "constants", constants);
+    clf_test_add_case(s, "deep_chain", deep_chain);
+    clf_test_add_case(s, "random_mixed_graphs", random_mixed_graphs);
+    clf_test_add_case(s, "logs", logs);
     return s;
 }
 

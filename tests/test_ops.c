@@ -537,32 +537,24 @@ START_TEST(larger_tensor)
 }
 END_TEST
 
-/* One test case per test, so that CK_RUN_CASE=name runs one alone. */
-static void add(Suite *s, const char *name, const TTest *t)
-{
-    TCase *tc = tcase_create(name);
-    tcase_set_timeout(tc, 300);
-    tcase_add_test(tc, t);
-    suite_add_tcase(s, tc);
-}
 
 static Suite *ops_suite(void)
 {
     Suite *s = suite_create("ops");
-    add(s, "unary_f32", unary_f32);
-    add(s, "unary_f32_domain", unary_f32_domain);
-    add(s, "unary_i32_bool", unary_i32_bool);
-    add(s, "binary_f32", binary_f32);
-    add(s, "binary_i32", binary_i32);
-    add(s, "binary_bool", binary_bool);
-    add(s, "where_all_dtypes", where_all_dtypes);
-    add(s, "clip_f32_i32", clip_f32_i32);
-    add(s, "cast_all_pairs", cast_all_pairs);
-    add(s, "broadcasting", broadcasting);
-    add(s, "rank0_and_size1", rank0_and_size1);
-    add(s, "zero_size", zero_size);
-    add(s, "i32_edges", i32_edges);
-    add(s, "larger_tensor", larger_tensor);
+    clf_test_add_case(s, "unary_f32", unary_f32);
+    clf_test_add_case(s, "unary_f32_domain", unary_f32_domain);
+    clf_test_add_case(s, "unary_i32_bool", unary_i32_bool);
+    clf_test_add_case(s, "binary_f32", binary_f32);
+    clf_test_add_case(s, "binary_i32", binary_i32);
+    clf_test_add_case(s, "binary_bool", binary_bool);
+    clf_test_add_case(s, "where_all_dtypes", where_all_dtypes);
+    clf_test_add_case(s, "clip_f32_i32", clip_f32_i32);
+    clf_test_add_case(s, "cast_all_pairs", cast_all_pairs);
+    clf_test_add_case(s, "broadcasting", broadcasting);
+    clf_test_add_case(s, "rank0_and_size1", rank0_and_size1);
+    clf_test_add_case(s, "zero_size", zero_size);
+    clf_test_add_case(s, "i32_edges", i32_edges);
+    clf_test_add_case(s, "larger_tensor", larger_tensor);
     return s;
 }
 

@@ -515,27 +515,20 @@ START_TEST(destroy_accepts_null)
 }
 END_TEST
 
-static void add(Suite *s, const char *name, const TTest *t)
-{
-    TCase *tc = tcase_create(name);
-    tcase_set_timeout(tc, 300);
-    tcase_add_test(tc, t);
-    suite_add_tcase(s, tc);
-}
 
 static Suite *runtime_suite(void)
 {
     Suite *s = suite_create("runtime");
-    add(s, "devices_list", devices_list);
-    add(s, "context_selectors", context_selectors);
-    add(s, "device_env", device_env);
-    add(s, "context_from_cl", context_from_cl);
-    add(s, "run_buffers_events", run_buffers_events);
-    add(s, "run_errors", run_errors);
-    add(s, "compile_errors", compile_errors);
-    add(s, "profiling", profiling);
-    add(s, "executable_outlives_graph", executable_outlives_graph);
-    add(s, "destroy_accepts_null", destroy_accepts_null);
+    clf_test_add_case(s, "devices_list", devices_list);
+    clf_test_add_case(s, "context_selectors", context_selectors);
+    clf_test_add_case(s, "device_env", device_env);
+    clf_test_add_case(s, "context_from_cl", context_from_cl);
+    clf_test_add_case(s, "run_buffers_events", run_buffers_events);
+    clf_test_add_case(s, "run_errors", run_errors);
+    clf_test_add_case(s, "compile_errors", compile_errors);
+    clf_test_add_case(s, "profiling", profiling);
+    clf_test_add_case(s, "executable_outlives_graph", executable_outlives_graph);
+    clf_test_add_case(s, "destroy_accepts_null", destroy_accepts_null);
     return s;
 }
 

@@ -40,6 +40,14 @@ int clf_test_run_suite(Suite *s)
     return failed == 0 ? 0 : 1;
 }
 
+void clf_test_add_case(Suite *s, const char *name, const TTest *t)
+{
+    TCase *tc = tcase_create(name);
+    tcase_set_timeout(tc, 300);
+    tcase_add_test(tc, t);
+    suite_add_tcase(s, tc);
+}
+
 uint64_t clf_test_rand(void)
 {
     uint64_t x = rng_state;

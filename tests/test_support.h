@@ -17,6 +17,10 @@ void clf_test_setup_env(void);
  * failures (use as main's exit status). */
 int clf_test_run_suite(Suite *s);
 
+/* Adds test t to s as a test case of its own, named name, so that
+ * CK_RUN_CASE=name runs it alone; 300 s timeout. */
+void clf_test_add_case(Suite *s, const char *name, const TTest *t);
+
 /* Deterministic xorshift random numbers. */
 uint64_t clf_test_rand(void);
 float clf_test_uniform(float lo, float hi);
