@@ -274,6 +274,19 @@ static bool softmax_args(clf_graph *g, const char *call, const char *what, clf_t
     return *a >= 0;
 }
 
+/* The shared start of softmax and log_softmax over axis a, 4 nodes:
+ * m = REDUCE MAX(x) (keepdims); *d = SUB(x, m); *e = EXP(*d);
+ * *s = REDUCE SUM(*e) (keepdims). */
+static void softmax_terms(clf_graph *g, const char *call, clf_tensor x, int a, clf_tensor *d, clf_tensor *e,
+                          clf_tensor *s)
+{
+    uint32_t r = 1u << a;
+    clf_tensor m = reduce_node(g, call, CLF__REDUCE_MAX, x, r, true, false);
+    *d = clf__graph_binary(g, call, CLF_BINARY_SUB, x, m);
+    *e = clf__graph_unary(g, call, CLF_UNARY_EXP, *d);
+    *s = reduce_node(g, call, CLF__REDUCE_SUM, *e, r, true, false);
+}
+
 /* Softmax, as 5 nodes after x (r the one-axis mask, keepdims on both
  * reductions):
  *   m = REDUCE MAX(x, r); d = SUB(x, m); e = EXP(d);
@@ -284,11 +297,8 @@ clf_tensor clf_softmax(clf_graph *g, clf_tensor x, int axis)
     int a;
     if (!softmax_args(g, call, "softmax", x, axis, &a))
         return CLF_TENSOR_INVALID;
-    uint32_t r = 1u << a;
-    clf_tensor m = reduce_node(g, call, CLF__REDUCE_MAX, x, r, true, false);
-    clf_tensor d = clf__graph_binary(g, call, CLF_BINARY_SUB, x, m);
-    clf_tensor e = clf__graph_unary(g, call, CLF_UNARY_EXP, d);
-    clf_tensor s = reduce_node(g, call, CLF__REDUCE_SUM, e, r, true, false);
+    clf_tensor d, e, s;
+    softmax_terms(g, call, x, a, &d, &e, &s);
     return clf__graph_binary(g, call, CLF_BINARY_DIV, e, s);
 }
 
@@ -301,11 +311,8 @@ clf_tensor clf_log_softmax(clf_graph *g, clf_tensor x, int axis)
     int a;
     if (!softmax_args(g, call, "log_softmax", x, axis, &a))
         return CLF_TENSOR_INVALID;
-    uint32_t r = 1u << a;
-    clf_tensor m = reduce_node(g, call, CLF__REDUCE_MAX, x, r, true, false);
-    clf_tensor d = clf__graph_binary(g, call, CLF_BINARY_SUB, x, m);
-    clf_tensor e = clf__graph_unary(g, call, CLF_UNARY_EXP, d);
-    clf_tensor s = reduce_node(g, call, CLF__REDUCE_SUM, e, r, true, false);
+    clf_tensor d, e, s;
+    softmax_terms(g, call, x, a, &d, &e, &s);
     clf_tensor l = clf__graph_unary(g, call, CLF_UNARY_LOG, s);
     return clf__graph_binary(g, call, CLF_BINARY_SUB, d, l);
 }
