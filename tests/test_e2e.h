@@ -199,4 +199,60 @@ static inline void e2e_check(clf_context *ctx, const clf_graph *g, const e2e_inp
         e2e_run_free(r);
 }
 
+/* Compiles g with a forced template style and checks it against the
+ * reference; returns the kernel count. */
+static inline size_t e2e_check_style(clf_context *ctx, const clf_graph *g, const e2e_inputs *in, clf_kernel_style style,
+                          double rtol, double atol)
+{
+    clf_executable *exe = NULL;
+    clf_status st = clf_compile(ctx, g, clf_compile_params(.kernel_style = style), &exe);
+    ck_assert_msg(st == CLF_OK, "compile: %s", clf_context_last_error(ctx));
+    size_t nout = clf_executable_output_count(exe);
+    clf_host_binding got[16], want[16];
+    size_t numel[16];
+    clf_dtype dt[16];
+    ck_assert_uint_le(nout, 16);
+    for (size_t i = 0; i < nout; i++) {
+        const char *name;
+        int rank;
+        int64_t shape[CLF_MAX_RANK];
+        clf_executable_output(exe, i, &name, &dt[i], &rank, shape);
+        numel[i] = (size_t)e2e_numel(rank, shape);
+        size_t bytes = numel[i] * clf_dtype_size(dt[i]);
+        got[i] = (clf_host_binding){name, malloc(bytes + 4)};
+        want[i] = (clf_host_binding){name, malloc(bytes + 4)};
+        memset(got[i].data, 0xff, bytes);
+    }
+    char msg[256];
+    ck_assert_int_eq(clf_reference_run(g, in->n, in->b, nout, want, msg, sizeof msg), CLF_OK);
+    st = clf_run_host(exe, in->n, in->b, nout, got);
+    ck_assert_msg(st == CLF_OK, "run: %s", clf_context_last_error(ctx));
+    for (size_t i = 0; i < nout; i++) {
+        char why[256];
+        ck_assert_msg(clf_test_close(dt[i], got[i].data, want[i].data, numel[i], rtol, atol, why, sizeof why),
+                      "%s style output %s: %s\n%s", style == CLF_KERNEL_STYLE_GPU ? "GPU" : "CPU", got[i].name, why,
+                      clf_executable_kernel_source(exe, 0));
+        free(got[i].data);
+        free(want[i].data);
+    }
+    size_t k = clf_executable_kernel_count(exe);
+    clf_executable_destroy(&exe);
+    return k;
+}
+
+/* Fused (both styles) and unfused agree with the reference; the fused plan
+ * has the expected kernel count. */
+static inline void e2e_check_all(const clf_graph *g, const e2e_inputs *in, size_t want_kernels, double rtol, double atol)
+{
+    clf_context *ctx = clf_test_context();
+    e2e_run r;
+    e2e_check(ctx, g, in, rtol, atol, NULL, E2E_BOTH, &r);
+    ck_assert_uint_eq(r.kernels, want_kernels);
+    e2e_run_free(&r);
+    ck_assert_uint_eq(e2e_check_style(ctx, g, in, CLF_KERNEL_STYLE_CPU, rtol, atol), want_kernels);
+    ck_assert_uint_eq(e2e_check_style(ctx, g, in, CLF_KERNEL_STYLE_GPU, rtol, atol), want_kernels);
+    clf_context_destroy(&ctx);
+}
+
+
 #endif

@@ -8,61 +8,6 @@
 #include "test_e2e.h"
 #include "test_support.h"
 
-/* Compiles g with a forced template style and checks it against the
- * reference; returns the kernel count. */
-static size_t check_style(clf_context *ctx, const clf_graph *g, const e2e_inputs *in, clf_kernel_style style,
-                          double rtol, double atol)
-{
-    clf_executable *exe = NULL;
-    clf_status st = clf_compile(ctx, g, clf_compile_params(.kernel_style = style), &exe);
-    ck_assert_msg(st == CLF_OK, "compile: %s", clf_context_last_error(ctx));
-    size_t nout = clf_executable_output_count(exe);
-    clf_host_binding got[16], want[16];
-    size_t numel[16];
-    clf_dtype dt[16];
-    ck_assert_uint_le(nout, 16);
-    for (size_t i = 0; i < nout; i++) {
-        const char *name;
-        int rank;
-        int64_t shape[CLF_MAX_RANK];
-        clf_executable_output(exe, i, &name, &dt[i], &rank, shape);
-        numel[i] = (size_t)e2e_numel(rank, shape);
-        size_t bytes = numel[i] * clf_dtype_size(dt[i]);
-        got[i] = (clf_host_binding){name, malloc(bytes + 4)};
-        want[i] = (clf_host_binding){name, malloc(bytes + 4)};
-        memset(got[i].data, 0xff, bytes);
-    }
-    char msg[256];
-    ck_assert_int_eq(clf_reference_run(g, in->n, in->b, nout, want, msg, sizeof msg), CLF_OK);
-    st = clf_run_host(exe, in->n, in->b, nout, got);
-    ck_assert_msg(st == CLF_OK, "run: %s", clf_context_last_error(ctx));
-    for (size_t i = 0; i < nout; i++) {
-        char why[256];
-        ck_assert_msg(clf_test_close(dt[i], got[i].data, want[i].data, numel[i], rtol, atol, why, sizeof why),
-                      "%s style output %s: %s\n%s", style == CLF_KERNEL_STYLE_GPU ? "GPU" : "CPU", got[i].name, why,
-                      clf_executable_kernel_source(exe, 0));
-        free(got[i].data);
-        free(want[i].data);
-    }
-    size_t k = clf_executable_kernel_count(exe);
-    clf_executable_destroy(&exe);
-    return k;
-}
-
-/* Fused (both styles) and unfused agree with the reference; the fused plan
- * has the expected kernel count. */
-static void check_all(const clf_graph *g, const e2e_inputs *in, size_t want_kernels, double rtol, double atol)
-{
-    clf_context *ctx = clf_test_context();
-    e2e_run r;
-    e2e_check(ctx, g, in, rtol, atol, NULL, E2E_BOTH, &r);
-    ck_assert_uint_eq(r.kernels, want_kernels);
-    e2e_run_free(&r);
-    ck_assert_uint_eq(check_style(ctx, g, in, CLF_KERNEL_STYLE_CPU, rtol, atol), want_kernels);
-    ck_assert_uint_eq(check_style(ctx, g, in, CLF_KERNEL_STYLE_GPU, rtol, atol), want_kernels);
-    clf_context_destroy(&ctx);
-}
-
 START_TEST(rowsum_prologue_one_kernel)
 {
     int64_t s[2] = {37, 301};
@@ -72,7 +17,7 @@ START_TEST(rowsum_prologue_one_kernel)
     clf_tensor x = e2e_input(g, &in, "x", CLF_F32, 2, s, -1, 1);
     clf_tensor y = e2e_input(g, &in, "y", CLF_F32, 2, s, -1, 1);
     clf_graph_output(g, "s", clf_reduce_sum(g, clf_add(g, clf_mul(g, x, y), x), 1, &axis, false));
-    check_all(g, &in, 1, 1e-5, 1e-5);
+    e2e_check_all(g, &in, 1, 1e-5, 1e-5);
 
     clf_context *ctx = clf_test_context();
     clf_executable *exe;
@@ -110,8 +55,8 @@ START_TEST(every_reduction_over_axes)
     clf_graph_output(g, "var_last", clf_reduce_var(g, x, 1, last, false, 1));
     clf_context *ctx = clf_test_context();
     e2e_check(ctx, g, &in, 1e-5, 1e-5, NULL, E2E_BOTH, NULL);
-    check_style(ctx, g, &in, CLF_KERNEL_STYLE_CPU, 1e-5, 1e-5);
-    check_style(ctx, g, &in, CLF_KERNEL_STYLE_GPU, 1e-5, 1e-5);
+    e2e_check_style(ctx, g, &in, CLF_KERNEL_STYLE_CPU, 1e-5, 1e-5);
+    e2e_check_style(ctx, g, &in, CLF_KERNEL_STYLE_GPU, 1e-5, 1e-5);
     clf_context_destroy(&ctx);
     e2e_inputs_free(&in);
     clf_graph_destroy(&g);
@@ -125,7 +70,7 @@ START_TEST(softmax_one_kernel)
     e2e_inputs in = {0};
     clf_tensor x = e2e_input(g, &in, "x", CLF_F32, 2, s, -5, 5);
     clf_graph_output(g, "y", clf_softmax(g, x, -1));
-    check_all(g, &in, 1, 1e-5, 1e-6);
+    e2e_check_all(g, &in, 1, 1e-5, 1e-6);
     e2e_inputs_free(&in);
     clf_graph_destroy(&g);
 }
@@ -138,7 +83,7 @@ START_TEST(log_softmax_one_kernel)
     e2e_inputs in = {0};
     clf_tensor x = e2e_input(g, &in, "x", CLF_F32, 3, s, -5, 5);
     clf_graph_output(g, "y", clf_log_softmax(g, x, 1)); /* a middle axis */
-    check_all(g, &in, 1, 1e-5, 1e-5);
+    e2e_check_all(g, &in, 1, 1e-5, 1e-5);
     e2e_inputs_free(&in);
     clf_graph_destroy(&g);
 }
@@ -153,7 +98,7 @@ START_TEST(layer_norm_one_kernel)
     clf_tensor sc = e2e_input(g, &in, "w", CLF_F32, 1, w, -1, 1);
     clf_tensor b = e2e_input(g, &in, "b", CLF_F32, 1, w, -1, 1);
     clf_graph_output(g, "y", clf_layer_norm(g, x, -1, 1e-5, sc, b));
-    check_all(g, &in, 1, 1e-4, 1e-5);
+    e2e_check_all(g, &in, 1, 1e-4, 1e-5);
     e2e_inputs_free(&in);
     clf_graph_destroy(&g);
 }
@@ -167,7 +112,7 @@ START_TEST(rms_norm_one_kernel)
     clf_tensor x = e2e_input(g, &in, "x", CLF_F32, 2, s, -3, 3);
     clf_tensor sc = e2e_input(g, &in, "w", CLF_F32, 1, w, -1, 1);
     clf_graph_output(g, "y", clf_rms_norm(g, x, -1, 1e-6, sc));
-    check_all(g, &in, 1, 1e-5, 1e-6);
+    e2e_check_all(g, &in, 1, 1e-5, 1e-6);
     e2e_inputs_free(&in);
     clf_graph_destroy(&g);
 }
@@ -182,7 +127,7 @@ START_TEST(horizontal_mean_and_mean_of_squares)
     clf_tensor x = e2e_input(g, &in, "x", CLF_F32, 2, s, -2, 2);
     clf_graph_output(g, "mean", clf_reduce_mean(g, x, 1, &last, false));
     clf_graph_output(g, "meansq", clf_reduce_mean(g, clf_mul(g, x, x), 1, &last, false));
-    check_all(g, &in, 1, 1e-5, 1e-6);
+    e2e_check_all(g, &in, 1, 1e-5, 1e-6);
     e2e_inputs_free(&in);
     clf_graph_destroy(&g);
 }
@@ -232,7 +177,7 @@ START_TEST(softmax_of_large_values)
     clf_tensor x = e2e_input(g, &in, "x", CLF_F32, 2, s, 9990, 10010);
     clf_graph_output(g, "y", clf_softmax(g, x, -1));
     clf_graph_output(g, "ly", clf_log_softmax(g, x, -1));
-    check_all(g, &in, 1, 1e-4, 1e-6);
+    e2e_check_all(g, &in, 1, 1e-4, 1e-6);
     e2e_inputs_free(&in);
     clf_graph_destroy(&g);
 }
@@ -272,8 +217,8 @@ START_TEST(nan_inf_and_empty_rows)
     const float *sum = e2e_got(&r, "sum");
     ck_assert(isnan(sum[1]) && isinf(sum[2]) && isinf(sum[3]) && sum[3] < 0);
     e2e_run_free(&r);
-    check_style(ctx, g, &in, CLF_KERNEL_STYLE_CPU, 1e-5, 1e-6);
-    check_style(ctx, g, &in, CLF_KERNEL_STYLE_GPU, 1e-5, 1e-6);
+    e2e_check_style(ctx, g, &in, CLF_KERNEL_STYLE_CPU, 1e-5, 1e-6);
+    e2e_check_style(ctx, g, &in, CLF_KERNEL_STYLE_GPU, 1e-5, 1e-6);
     clf_context_destroy(&ctx);
     e2e_inputs_free(&in);
     clf_graph_destroy(&g);
@@ -303,7 +248,7 @@ START_TEST(online_softmax_edge_rows)
         xd[1 * s[1] + i] = -INFINITY; /* row 1 is -inf throughout */
     clf_graph_output(g, "y", clf_softmax(g, x, -1));
     clf_graph_output(g, "ly", clf_log_softmax(g, x, -1));
-    check_all(g, &in, 1, 1e-5, 1e-6);
+    e2e_check_all(g, &in, 1, 1e-5, 1e-6);
     e2e_inputs_free(&in);
     clf_graph_destroy(&g);
 }
@@ -322,7 +267,7 @@ START_TEST(misaligned_reduction_reads_stay_correct)
     clf_tensor sum = clf_reduce_sum(g, x, 1, &one, false);
     clf_graph_output(g, "y", clf_add(g, x, sum));
     clf_graph_output(g, "s", sum);
-    check_all(g, &in, 2, 1e-5, 1e-6);
+    e2e_check_all(g, &in, 2, 1e-5, 1e-6);
     e2e_inputs_free(&in);
     clf_graph_destroy(&g);
 }
@@ -341,7 +286,7 @@ START_TEST(few_long_rows_split)
     clf_graph_output(g, "meansq", clf_reduce_mean(g, clf_mul(g, x, x), 1, &last, true));
     clf_graph_output(g, "max", clf_reduce_max(g, x, 1, &last, false));
     clf_graph_output(g, "amin", clf_argmin(g, x, 1, false, false));
-    check_all(g, &in, 1, 1e-5, 1e-6); /* argmin reduces the same axis: the same kernel */
+    e2e_check_all(g, &in, 1, 1e-5, 1e-6); /* argmin reduces the same axis: the same kernel */
     e2e_inputs_free(&in);
     clf_graph_destroy(&g);
 }

@@ -228,6 +228,21 @@ CLF_API clf_tensor clf_argmin(clf_graph *g, clf_tensor x, int axis, bool keepdim
 CLF_API clf_tensor clf_reduce_var(clf_graph *g, clf_tensor x, int naxes, const int *axes, bool keepdims,
                                   int correction);
 
+/* ---- Contractions ---------------------------------------------------- */
+
+/* ONNX MatMul of f32 a and b (numpy matmul): a is [..., M, K] and b
+ * [..., K, N], giving [..., M, N] with the batch axes broadcast; a 1-D a is
+ * [1, K] and a 1-D b is [K, 1], the added axis removed from the result. The
+ * planner fuses pointwise ops after the product into the GEMM kernel
+ * (epilogue) and cheap pointwise ops on a or b into its loads (prologue). */
+CLF_API clf_tensor clf_matmul(clf_graph *g, clf_tensor a, clf_tensor b);
+/* ONNX Gemm: alpha * A' @ B' + beta * C, with A' = transpose(a) when
+ * trans_a (a is [K, M]) else a ([M, K]), B' likewise ([K, N] or [N, K]);
+ * c is optional (CLF_TENSOR_INVALID) and broadcasts to [M, N]. The
+ * transposes are index arithmetic in the GEMM's loads, never copies. */
+CLF_API clf_tensor clf_gemm(clf_graph *g, clf_tensor a, clf_tensor b, clf_tensor c, double alpha, double beta,
+                            bool trans_a, bool trans_b);
+
 /* ---- Composites (decomposed into the primitives above) ---------------- */
 
 /* ONNX Softmax / LogSoftmax (opset 13) of f32 x along axis: exp(x - max) /

@@ -8,6 +8,8 @@ clf_status clf__codegen_kernel(const clf_graph *g, const clf__plan *plan, uint32
                                const clf__codegen_target *target, clf__kernel_code *out, char *err,
                                size_t errlen)
 {
+    if (plan->kernels[k].gemm)
+        return clf__codegen_gemm(g, plan, k, target, out, err, errlen);
     return plan->kernels[k].reduction ? clf__codegen_reduction(g, plan, k, target, out, err, errlen)
                                       : clf__codegen_pointwise(g, plan, k, target, out, err, errlen);
 }

@@ -13,12 +13,20 @@
 /* Bumped whenever generated code changes meaning; part of cache keys. */
 #define CLF__CODEGEN_VERSION 1
 
+/* A GEMM kernel's tiling: a work-group computes tm x tn of the product in
+ * steps of tk along K, each work-item wm x wn of it (CPU form: a
+ * work-item's block alone, tm == wm, tn == wn, tk == 1). */
+typedef struct clf__gemm_config {
+    int tm, tn, tk, wm, wn;
+} clf__gemm_config;
+
 /* What codegen needs to know of the device. Zero means a GPU-like default. */
 typedef struct clf__codegen_target {
     bool cpu;         /* a CPU device: blocked serial loops, no coalescing */
     size_t max_local; /* CL_DEVICE_MAX_WORK_GROUP_SIZE (0: 256) */
     bool fp64;        /* the device has cl_khr_fp64 */
     uint32_t compute_units; /* 0: 1 */
+    const clf__gemm_config *gemm; /* GEMM tiling (autotuned); NULL: the device type's default */
 } clf__codegen_target;
 
 typedef struct clf__kernel_code {
@@ -49,6 +57,14 @@ clf_status clf__codegen_pointwise(const clf_graph *g, const clf__plan *plan, uin
 clf_status clf__codegen_reduction(const clf_graph *g, const clf__plan *plan, uint32_t k,
                                   const clf__codegen_target *target, clf__kernel_code *out,
                                   char *err, size_t errlen);
+clf_status clf__codegen_gemm(const clf_graph *g, const clf__plan *plan, uint32_t k,
+                             const clf__codegen_target *target, clf__kernel_code *out, char *err,
+                             size_t errlen);
 void clf__kernel_code_free(clf__kernel_code *code);
+
+/* The GEMM tiling used without autotuning, for an M x N x K product. */
+clf__gemm_config clf__gemm_default_config(const clf__codegen_target *target, int64_t m, int64_t n, int64_t k);
+/* Whether c can be generated for the device type; else the reason in why. */
+bool clf__gemm_config_valid(const clf__gemm_config *c, bool cpu, size_t max_local, char *why, size_t cap);
 
 #endif

@@ -344,10 +344,12 @@ const char *clf__cg_value(gen *G, uint32_t id, const clf__view *v)
     } else if (src >= 0 && (leaf || G->plan->producer[id] != (int32_t)G->k)) {
         clf__ix idx = clf__view_linear(G->ix, v, n->rank, n->shape);
         result = memo_put(G, clf__sb_str(&key), G->hooks.load(G, (uint32_t)src, idx, n->dtype, buf, sizeof buf));
-    } else if (n->kind == CLF__NODE_REDUCE) {
-        /* A reduction of this kernel: only its own writer knows where the
-         * current row's result lives. */
-        const char *r = G->hooks.reduction ? G->hooks.reduction(G, id, v, buf, sizeof buf) : NULL;
+    } else if (n->kind == CLF__NODE_REDUCE || n->kind == CLF__NODE_MATMUL) {
+        /* A reduction or product of this kernel: only its own writer knows
+         * where the current row's result or the accumulator lives. */
+        const char *(*hook)(gen *, uint32_t, const clf__view *, char *, size_t) =
+            n->kind == CLF__NODE_REDUCE ? G->hooks.reduction : G->hooks.product;
+        const char *r = hook ? hook(G, id, v, buf, sizeof buf) : NULL;
         if (!r) {
             G->failed = true;
             r = "0";

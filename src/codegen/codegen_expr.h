@@ -28,11 +28,13 @@ typedef struct clf__cg_fn clf__cg_fn;
 
 /* load: the expression for buffer[index], written into name. reduction:
  * the expression for a reduction of this kernel read at view v (NULL when
- * the kernel has none). */
+ * the kernel has none). product: likewise for this kernel's MATMUL node
+ * (its accumulator). */
 typedef struct clf__cg_hooks {
     const char *(*load)(clf__cg_fn *f, uint32_t buffer, clf__ix index, clf_dtype dt, char *name,
                         size_t cap);
     const char *(*reduction)(clf__cg_fn *f, uint32_t node, const clf__view *v, char *name, size_t cap);
+    const char *(*product)(clf__cg_fn *f, uint32_t node, const clf__view *v, char *name, size_t cap);
     void *user;
 } clf__cg_hooks;
 

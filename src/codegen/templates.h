@@ -7,6 +7,8 @@ extern const char clf__template_pointwise[];
 extern const char clf__template_reduction_cpu[];
 extern const char clf__template_reduction_gpu[];
 extern const char clf__template_reduction_split[];
+extern const char clf__template_gemm[];
+extern const char clf__template_gemm_cpu[];
 /* Changes whenever any template changes: part of every cache key. */
 extern const char clf__templates_hash[];
 

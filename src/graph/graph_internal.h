@@ -27,7 +27,8 @@
     X(SLICE, "slice", MOVEMENT)                                                                    \
     X(SQUEEZE, "squeeze", MOVEMENT)                                                                \
     X(UNSQUEEZE, "unsqueeze", MOVEMENT)                                                            \
-    X(REDUCE, "reduce", REDUCTION)
+    X(REDUCE, "reduce", REDUCTION)                                                                 \
+    X(MATMUL, "matmul", CONTRACTION)
 
 typedef enum clf__node_kind {
 #define CLF__KIND_ENUM_(E, n, c) CLF__NODE_##E,
@@ -36,7 +37,7 @@ typedef enum clf__node_kind {
     CLF__NODE_KIND_COUNT
 } clf__node_kind;
 
-static_assert(CLF__NODE_KIND_COUNT == 14, "update the tables indexed by node kind");
+static_assert(CLF__NODE_KIND_COUNT == 15, "update the tables indexed by node kind");
 static_assert(CLF_UNARY_COUNT == 19, "update the tables indexed by unary op");
 static_assert(CLF_BINARY_COUNT == 15, "update the tables indexed by binary op");
 
@@ -45,6 +46,7 @@ typedef enum clf__node_class {
     CLF__CLASS_POINTWISE,
     CLF__CLASS_MOVEMENT,
     CLF__CLASS_REDUCTION,
+    CLF__CLASS_CONTRACTION,
 } clf__node_class;
 
 /* The primitive reductions a REDUCE node performs (mean and variance are
@@ -72,6 +74,10 @@ typedef enum clf__reduce_kind {
  *    reduced input axis a; keepdims says whether the node's shape keeps
  *    them (extent 1); ARGMAX/ARGMIN reduce one axis, give i32 and pick the
  *    last of equal values when select_last is set;
+ *  - MATMUL: inputs[0] is [batch..., M, K] and inputs[1] [batch..., K, N],
+ *    both of rank >= 2 and f32; their batch axes broadcast numpy-style to
+ *    the node's [batch..., M, N] (1-D operands and ONNX Gemm's transposes,
+ *    alpha, beta and C are movement and pointwise nodes around it);
  *  - CONSTANT: data holds numel elements of dtype in C order, owned by the
  *    graph; rank-0 constants made by clf_scalar also keep scalar = value.
  * Inputs of pointwise nodes broadcast numpy-style to the node's shape. */

@@ -53,6 +53,8 @@ static int cmp_u32(const void *a, const void *b)
 
 typedef struct region {
     bool reduction;  /* a reduction region: shape is the reduced input's, mask its reduced axes */
+    bool gemm;       /* a GEMM region: shape is the product's; anchor is its MATMUL node */
+    uint32_t anchor;
     uint32_t mask;
     int rank;
     int64_t shape[CLF_MAX_RANK];
@@ -154,6 +156,17 @@ typedef enum role { ROLE_NONE, ROLE_POINTWISE, ROLE_FULL, ROLE_ROW, ROLE_REDUCE 
 
 static role role_in(const clf_graph *g, const region *R, const clf__node *m)
 {
+    if (m->kind == CLF__NODE_MATMUL)
+        return ROLE_NONE; /* a product anchors its own kernel */
+    if (R->gemm) {
+        /* The epilogue stores element i of each member at the product's
+         * element i: any member of the same size (a reshape of the product
+         * too) fits, if it reads the product only there (gemm_aligned). */
+        int64_t numel = 1;
+        for (int d = 0; d < R->rank; d++)
+            numel *= R->shape[d];
+        return m->kind != CLF__NODE_REDUCE && clf__node_numel(m) == numel ? ROLE_POINTWISE : ROLE_NONE;
+    }
     if (!R->reduction)
         return m->kind != CLF__NODE_REDUCE && same_shape(R->rank, R->shape, m->rank, m->shape)
                    ? ROLE_POINTWISE
@@ -235,11 +248,11 @@ static void walk_node(align_walk *w, uint32_t id, const clf__view *v)
         return; /* a leaf or another kernel's value: a load */
     if (seen_before(w, id, v, n->rank))
         return;
-    if (n->kind == CLF__NODE_REDUCE) {
+    if (n->kind == CLF__NODE_REDUCE || n->kind == CLF__NODE_MATMUL) {
         clf__ix at = clf__view_linear(&w->ix, v, n->rank, n->shape);
         if (!clf__ix_same(&at, &w->x))
             w->ok = false;
-        else if (w->stage[id] + 1 > w->max_stage)
+        else if (n->kind == CLF__NODE_REDUCE && w->stage[id] + 1 > w->max_stage)
             w->max_stage = w->stage[id] + 1;
         return;
     }
@@ -253,6 +266,18 @@ static void walk_inputs(align_walk *w, const clf__node *n, const clf__view *v)
         clf__view_input(&w->ix, w->g, n, i, v, &in);
         walk_node(w, n->inputs[i], &in);
     }
+}
+
+/* Frees a walk's state and gives its verdict. */
+static bool align_walk_end(align_walk *w)
+{
+    for (size_t i = 0; i < w->nseen; i++)
+        free(w->seen[i]);
+    free(w->seen);
+    clf__ixgen_free(&w->ix);
+    clf__sb_free(&w->code);
+    clf__sb_free(&w->key);
+    return w->ok;
 }
 
 /* Whether m may join reduction region R (number r) in role ro; *stage gets
@@ -279,13 +304,77 @@ static bool reduction_aligned(const clf_graph *g, const bool *mat, const int32_t
     if (w.ix.failed || (ro == ROLE_REDUCE && w.max_stage >= CLF__MAX_REDUCTION_STAGES))
         w.ok = false;
     *stage_out = w.max_stage;
-    for (size_t i = 0; i < w.nseen; i++)
-        free(w.seen[i]);
-    free(w.seen);
-    clf__ixgen_free(&w.ix);
-    clf__sb_free(&w.code);
-    clf__sb_free(&w.key);
-    return w.ok;
+    return align_walk_end(&w);
+}
+
+/* Whether pointwise node m may join GEMM region R (number r): every read of
+ * the region's product is at the element being stored, where the
+ * accumulator holds it. */
+static bool gemm_aligned(const clf_graph *g, const bool *mat, const int32_t *region_of,
+                         const int8_t *stage, uint32_t r, const region *R, uint32_t m)
+{
+    align_walk w = {.g = g, .mat = mat, .region_of = region_of, .stage = stage, .region = (int32_t)r,
+                    .ok = true};
+    int64_t numel = 1;
+    for (int d = 0; d < R->rank; d++)
+        numel *= R->shape[d];
+    clf__ixgen_init(&w.ix, &w.code, (uint64_t)numel);
+    w.x = clf__ix_i((uint64_t)numel);
+    clf__view at = {.linear = true, .lin = w.x};
+    walk_inputs(&w, clf__graph_node(g, m), &at);
+    if (w.ix.failed)
+        w.ok = false;
+    return align_walk_end(&w);
+}
+
+/* Most pointwise ops a GEMM recomputes in its operand loads: they run once
+ * per tile that loads the element, not once per element. */
+#define MAX_PROLOGUE_OPS 16
+
+/* Whether the GEMM consuming operand node op should compute it in its loads
+ * (a prologue) rather than read it from a buffer. A prologue is refused when
+ * it reads another GEMM's product (that GEMM's epilogue computes it once
+ * instead), when it loads more than one tensor of the operand's size (the
+ * tiles would read more bytes than one stored operand) or when it is long.
+ * Returns NULL to accept, else the reason. */
+static const char *prologue_refusal(const clf_graph *g, const bool *mat, uint32_t op)
+{
+    while (clf__node_class_of(clf__graph_node(g, op)) == CLF__CLASS_MOVEMENT && !mat[op])
+        op = clf__graph_node(g, op)->inputs[0];
+    const clf__node *head = clf__graph_node(g, op);
+    if (!is_computed(head) || mat[op])
+        return NULL; /* a load through index arithmetic */
+    int64_t numel = clf__node_numel(head);
+    const char *why = NULL;
+    u32vec stack = {0}, seen = {0};
+    int full = 0, ops = 0;
+    if (!vec_push(&stack, op))
+        return "out of memory";
+    while (stack.n && !why) {
+        uint32_t id = stack.v[--stack.n];
+        if (vec_has(&seen, id))
+            continue;
+        if (!vec_push(&seen, id)) {
+            why = "out of memory";
+            break;
+        }
+        const clf__node *n = clf__graph_node(g, id);
+        if (!is_computed(n) || mat[id]) {
+            if (n->kind == CLF__NODE_MATMUL)
+                why = "it reads another GEMM's product (that GEMM's epilogue computes it once instead)";
+            else if (!clf__plan_is_literal(n) && clf__node_numel(n) * 2 > numel && ++full > 1)
+                why = "it loads several operand-sized tensors (storing it once reads fewer bytes)";
+            continue;
+        }
+        if (clf__node_class_of(n) == CLF__CLASS_POINTWISE && ++ops > MAX_PROLOGUE_OPS)
+            why = "it is too long to recompute for every tile";
+        for (int i = 0; i < n->ninputs && !why; i++)
+            if (!vec_push(&stack, n->inputs[i]))
+                why = "out of memory";
+    }
+    free(stack.v);
+    free(seen.v);
+    return why;
 }
 
 void clf__plan_free(clf__plan *p)
@@ -415,8 +504,28 @@ clf_status clf__plan_build(const clf_graph *g, const clf__plan_options *opt, clf
             mat[i] = is_out[i]; /* a leaf output still needs a copy kernel */
             continue;
         }
-        /* Reductions anchor their kernels; outputs must be stored. */
-        if (is_out[i] || nd->kind == CLF__NODE_REDUCE ||
+        /* A GEMM computes its operands in its loads unless that costs
+         * more than storing them (then they are stored by another kernel). */
+        if (nd->kind == CLF__NODE_MATMUL && fuse) {
+            for (int k = 0; k < nd->ninputs; k++) {
+                uint32_t in = nd->inputs[k];
+                while (clf__node_class_of(clf__graph_node(g, in)) == CLF__CLASS_MOVEMENT && !mat[in])
+                    in = clf__graph_node(g, in)->inputs[0];
+                const char *why = prologue_refusal(g, mat, nd->inputs[k]);
+                if (why) {
+                    mat[in] = true;
+                    clf__log(CLF__LOG_FUSION, "node %u (%s): operand %c of matmul %u stored, not "
+                             "fused as a prologue: %s", in, clf__node_op_name(clf__graph_node(g, in)),
+                             k ? 'b' : 'a', i, why);
+                } else if (is_computed(clf__graph_node(g, in)) && !mat[in]) {
+                    clf__log(CLF__LOG_FUSION, "node %u (%s): fused into matmul %u's loads of %c (prologue)",
+                             in, clf__node_op_name(clf__graph_node(g, in)), i, k ? 'b' : 'a');
+                }
+            }
+        }
+        /* Reductions and products anchor their kernels; outputs must be
+         * stored. */
+        if (is_out[i] || nd->kind == CLF__NODE_REDUCE || nd->kind == CLF__NODE_MATMUL ||
             (!fuse && clf__node_class_of(nd) == CLF__CLASS_POINTWISE)) {
             mat[i] = true;
             continue;
@@ -474,6 +583,13 @@ clf_status clf__plan_build(const clf_graph *g, const clf__plan_options *opt, clf
                 if (ro == ROLE_NONE)
                     continue;
                 int st_m = 0;
+                if (rs[r].gemm && !gemm_aligned(g, mat, region_of, out->stage, r, &rs[r], m)) {
+                    clf__log(CLF__LOG_FUSION,
+                             "node %u (%s): not fused into GEMM region %u: it reads the product at "
+                             "another element than the one it stores",
+                             m, clf__node_op_name(mn), r);
+                    continue;
+                }
                 if (rs[r].reduction &&
                     !reduction_aligned(g, mat, region_of, out->stage, r, &rs[r], m, ro, &st_m)) {
                     clf__log(CLF__LOG_FUSION,
@@ -514,6 +630,11 @@ clf_status clf__plan_build(const clf_graph *g, const clf__plan_options *opt, clf
                 rs[nr].rank = in->rank;
                 memcpy(rs[nr].shape, in->shape, sizeof in->shape);
                 out->stage[m] = 0;
+            } else if (mn->kind == CLF__NODE_MATMUL) {
+                rs[nr].gemm = true;
+                rs[nr].anchor = m;
+                rs[nr].rank = mn->rank;
+                memcpy(rs[nr].shape, mn->shape, sizeof mn->shape);
             } else {
                 rs[nr].rank = mn->rank;
                 memcpy(rs[nr].shape, mn->shape, sizeof mn->shape);
@@ -625,6 +746,8 @@ clf_status clf__plan_build(const clf_graph *g, const clf__plan_options *opt, clf
         K->rank = R->rank;
         memcpy(K->shape, R->shape, sizeof K->shape);
         K->reduction = R->reduction;
+        K->gemm = R->gemm;
+        K->matmul = R->anchor;
         K->reduce_mask = R->mask;
         K->rows = K->rlen = 1;
         for (int d = 0; d < R->rank; d++)

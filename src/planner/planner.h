@@ -39,6 +39,12 @@ typedef struct clf__plan_kernel {
      * of its reductions, with the axes in reduce_mask reduced: rows is the
      * product of the kept extents, rlen of the reduced ones. */
     bool reduction;
+    /* A GEMM kernel computes the MATMUL node matmul (its operands through
+     * their prologues in its loads) and stores every store of shape, the
+     * product's, from its accumulator (the epilogue). numel is the
+     * product's element count. */
+    bool gemm;
+    uint32_t matmul;
     uint32_t reduce_mask;
     int64_t rows, rlen;
     int rank;

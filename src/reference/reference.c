@@ -419,6 +419,36 @@ static bool reduce_ok(const clf__node *in, const clf__node *n)
     return !arg || (nreduced == 1 && in->shape[axis] > 0 && in->shape[axis] <= INT32_MAX);
 }
 
+/* The views of a MATMUL's operands over the node's axes [batch..., M, N]:
+ * a's batch axes broadcast, its rows along M, nothing along N; b's batch
+ * axes broadcast, its columns along N, nothing along M. Along K, a steps by
+ * 1 and b by its row length. False when the shapes do not fit. */
+static bool matmul_views(const clf__node *a, const clf__node *b, const clf__node *n, view *views)
+{
+    int r = n->rank;
+    if (a->dtype != CLF_F32 || b->dtype != CLF_F32 || n->dtype != CLF_F32 || a->rank < 2 || b->rank < 2 ||
+        r < 2 || a->rank > r || b->rank > r || a->shape[a->rank - 1] != b->shape[b->rank - 2] ||
+        a->shape[a->rank - 2] != n->shape[r - 2] || b->shape[b->rank - 1] != n->shape[r - 1])
+        return false;
+    const clf__node *ops[2] = {a, b};
+    for (int o = 0; o < 2; o++) {
+        const clf__node *x = ops[o];
+        int64_t st[CLF_MAX_RANK];
+        c_strides(x->rank, x->shape, st);
+        int lead = r - x->rank;
+        views[o].base = 0;
+        for (int d = 0; d < r - 2; d++) {
+            int64_t e = d < lead ? 1 : x->shape[d - lead];
+            if (e != n->shape[d] && e != 1)
+                return false;
+            views[o].stride[d] = d < lead || e == 1 ? 0 : st[d - lead];
+        }
+        views[o].stride[r - 2] = o == 0 ? st[x->rank - 2] : 0;
+        views[o].stride[r - 1] = o == 0 ? 0 : st[x->rank - 1];
+    }
+    return true;
+}
+
 /* Checks, before evaluation, that a node is one this interpreter knows how
  * to evaluate: its inputs are earlier nodes, its dtypes are ones the op
  * takes, and its movement attributes fit its input. The builder guarantees
@@ -433,7 +463,7 @@ static bool check_node(const clf_graph *g, uint32_t id, view *views)
         [CLF__NODE_BINARY] = 2,    [CLF__NODE_WHERE] = 3,    [CLF__NODE_CLIP] = 1,
         [CLF__NODE_CAST] = 1,      [CLF__NODE_RESHAPE] = 1,  [CLF__NODE_TRANSPOSE] = 1,
         [CLF__NODE_EXPAND] = 1,    [CLF__NODE_SLICE] = 1,    [CLF__NODE_SQUEEZE] = 1,
-        [CLF__NODE_UNSQUEEZE] = 1, [CLF__NODE_REDUCE] = 1,
+        [CLF__NODE_UNSQUEEZE] = 1, [CLF__NODE_REDUCE] = 1,  [CLF__NODE_MATMUL] = 2,
     };
 
     if ((unsigned)n->kind >= CLF__NODE_KIND_COUNT || n->ninputs != arity[n->kind])
@@ -500,8 +530,26 @@ static bool check_node(const clf_graph *g, uint32_t id, view *views)
         return n->dtype == in[0]->dtype && slice_view(in[0], n, &views[0]);
     case CLF__NODE_REDUCE:
         return reduce_ok(in[0], n);
+    case CLF__NODE_MATMUL:
+        return matmul_views(in[0], in[1], n, views);
     default:
         return false;
+    }
+}
+
+/* Evaluates a checked MATMUL node: each element a dot product along K in
+ * double, rounded once. */
+static void eval_matmul(const clf__node *a, const clf__node *b, const clf__node *n, const view *views,
+                        const float *x, const float *y, float *out)
+{
+    int64_t kk = a->shape[a->rank - 1], bstep = b->shape[b->rank - 1];
+    int64_t numel = node_numel(n), idx[CLF_MAX_RANK] = {0};
+    for (int64_t e = 0; e < numel; e++, next_index(n->rank, n->shape, idx)) {
+        int64_t oa = view_offset(&views[0], n->rank, idx), ob = view_offset(&views[1], n->rank, idx);
+        double acc = 0.0;
+        for (int64_t k = 0; k < kk; k++)
+            acc += (double)x[oa + k] * (double)y[ob + k * bstep];
+        out[e] = (float)acc;
     }
 }
 
@@ -632,6 +680,9 @@ static void eval_node(const clf_graph *g, const clf__node *n, const view *views,
         return; /* handled by the caller */
     case CLF__NODE_REDUCE:
         eval_reduce(&g->nodes[n->inputs[0]], n, a, out);
+        return;
+    case CLF__NODE_MATMUL:
+        eval_matmul(&g->nodes[n->inputs[0]], &g->nodes[n->inputs[1]], n, views, a, b, out);
         return;
     default:
         break;

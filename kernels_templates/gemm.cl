@@ -1,0 +1,155 @@
+/* GEMM region, GPU form: C = A @ B for BATCH products of M x K by K x N,
+ * with the prologue applied while operand tiles load and the epilogue
+ * applied to the accumulator before the only store.
+ *
+ * A work-group of (TM / WM) * (TN / WN) work-items computes one TM x TN tile
+ * of one product in steps of TK along K: the A and B tiles go to local
+ * memory, then each work-item accumulates a WM x WN block in registers from
+ * float4 reads of local memory. A work-item's rows and columns come in runs
+ * of 4, the runs TM / WM * 4 (TN / WN * 4) apart, so that the float4 reads
+ * of a warp do not collide and its stores are contiguous runs.
+ *
+ * Codegen prepends (and tuning #defines):
+ *   CLF_KERNEL_NAME      the kernel's name, after the ops it fused
+ *   CLF_PARAMS/CLF_ARGS  the buffer parameters
+ *   M, N, K, BATCH       the product's extents (compile-time constants)
+ *   clf_load_a(bt, m, k, ...), clf_load_b(bt, k, n, ...)
+ *                        an operand element, prologue applied
+ *   clf_store(bt, m, n, acc, ...)
+ *                        the epilogue of one element and its stores
+ * Without them this file is still valid OpenCL C: a plain 64 x 64 product.
+ *
+ * Tuning: TM, TN (tile, multiples of 4 * the work-items across), TK, WM,
+ * WN (multiples of 4), A_K_FAST (1: consecutive work-items load
+ * consecutive k of A, for A stored row-major; 0: consecutive m),
+ * B_N_FAST (likewise n of B). The launch is 1-D: BATCH * ceil(M / TM) *
+ * ceil(N / TN) work-groups of NT work-items. */
+#ifndef IDX_T
+#define IDX_T uint
+#endif
+#ifndef TM
+#define TM 64
+#endif
+#ifndef TN
+#define TN 64
+#endif
+#ifndef TK
+#define TK 16
+#endif
+#ifndef WM
+#define WM 4
+#endif
+#ifndef WN
+#define WN 4
+#endif
+#ifndef A_K_FAST
+#define A_K_FAST 1
+#endif
+#ifndef B_N_FAST
+#define B_N_FAST 1
+#endif
+
+#ifndef CLF_KERNEL_NAME
+#define CLF_KERNEL_NAME clf_gemm_example
+#define M 64
+#define N 64
+#define K 64
+#define BATCH 1
+#define CLF_PARAMS __global const float *restrict a, __global const float *restrict b, __global float *restrict c
+#define CLF_ARGS a, b, c
+static inline float clf_load_a(IDX_T bt, IDX_T m, IDX_T k, CLF_PARAMS) { return a[m * K + k]; }
+static inline float clf_load_b(IDX_T bt, IDX_T k, IDX_T n, CLF_PARAMS) { return b[k * N + n]; }
+static inline void clf_store(IDX_T bt, IDX_T m, IDX_T n, float acc, CLF_PARAMS) { c[m * N + n] = acc; }
+#endif
+
+#define TX (TN / WN)  /* work-items across a tile's columns */
+#define TY (TM / WM)  /* and down its rows */
+#define NT (TX * TY)
+#define TILES_M ((M + TM - 1) / TM)
+#define TILES_N ((N + TN - 1) / TN)
+#define LDA (TM + 4)  /* local row pitch of A^T: shifts banks, keeps float4 alignment */
+
+__kernel __attribute__((reqd_work_group_size(NT, 1, 1)))
+void CLF_KERNEL_NAME(CLF_PARAMS, const IDX_T numel)
+{
+    __local float4 as4[TK * LDA / 4];
+    __local float4 bs4[TK * TN / 4];
+    __local float *as = (__local float *)as4;
+    __local float *bs = (__local float *)bs4;
+
+    const IDX_T g = (IDX_T)get_group_id(0);
+    const IDX_T bt = g / (TILES_M * TILES_N);
+    const IDX_T tile = g % (TILES_M * TILES_N);
+    const IDX_T m0 = tile / TILES_N * TM, n0 = tile % TILES_N * TN;
+    const int t = (int)get_local_id(0);
+    const int tx = t % TX, ty = t / TX;
+
+    float4 acc[WM][WN / 4];
+    for (int i = 0; i < WM; ++i)
+        for (int j = 0; j < WN / 4; ++j)
+            acc[i][j] = (float4)(0.0f);
+
+    for (IDX_T k0 = 0; k0 < K; k0 += TK) {
+        for (int l = t; l < TM * TK; l += NT) {
+#if A_K_FAST
+            const int mm = l / TK, kk = l % TK;
+#else
+            const int mm = l % TM, kk = l / TM;
+#endif
+            const IDX_T m = m0 + (IDX_T)mm, k = k0 + (IDX_T)kk;
+            as[kk * LDA + mm] = ((M % TM == 0 || m < M) && (K % TK == 0 || k < K))
+                                    ? clf_load_a(bt, m, k, CLF_ARGS) : 0.0f;
+        }
+        for (int l = t; l < TK * TN; l += NT) {
+#if B_N_FAST
+            const int kk = l / TN, nn = l % TN;
+#else
+            const int kk = l % TK, nn = l / TK;
+#endif
+            const IDX_T n = n0 + (IDX_T)nn, k = k0 + (IDX_T)kk;
+            bs[kk * TN + nn] = ((N % TN == 0 || n < N) && (K % TK == 0 || k < K))
+                                   ? clf_load_b(bt, k, n, CLF_ARGS) : 0.0f;
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+#pragma unroll
+        for (int kk = 0; kk < TK; ++kk) {
+            float4 av[WM / 4], bv[WN / 4];
+            for (int i = 0; i < WM / 4; ++i)
+                av[i] = as4[(kk * LDA) / 4 + i * TY + ty];
+            for (int j = 0; j < WN / 4; ++j)
+                bv[j] = bs4[(kk * TN) / 4 + j * TX + tx];
+            for (int i = 0; i < WM / 4; ++i) {
+                for (int j = 0; j < WN / 4; ++j) {
+                    acc[4 * i + 0][j] = fma((float4)(av[i].s0), bv[j], acc[4 * i + 0][j]);
+                    acc[4 * i + 1][j] = fma((float4)(av[i].s1), bv[j], acc[4 * i + 1][j]);
+                    acc[4 * i + 2][j] = fma((float4)(av[i].s2), bv[j], acc[4 * i + 2][j]);
+                    acc[4 * i + 3][j] = fma((float4)(av[i].s3), bv[j], acc[4 * i + 3][j]);
+                }
+            }
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+
+    for (int i = 0; i < WM; ++i) {
+        const IDX_T m = m0 + (IDX_T)(((i / 4) * TY + ty) * 4 + i % 4);
+        if (M % TM != 0 && m >= M)
+            continue;
+        for (int j = 0; j < WN / 4; ++j) {
+            const IDX_T n = n0 + (IDX_T)((j * TX + tx) * 4);
+            const float4 v = acc[i][j];
+            if (N % TN == 0 || n + 3 < N) {
+                clf_store(bt, m, n, v.s0, CLF_ARGS);
+                clf_store(bt, m, n + 1, v.s1, CLF_ARGS);
+                clf_store(bt, m, n + 2, v.s2, CLF_ARGS);
+                clf_store(bt, m, n + 3, v.s3, CLF_ARGS);
+            } else {
+                if (n < N)
+                    clf_store(bt, m, n, v.s0, CLF_ARGS);
+                if (n + 1 < N)
+                    clf_store(bt, m, n + 1, v.s1, CLF_ARGS);
+                if (n + 2 < N)
+                    clf_store(bt, m, n + 2, v.s2, CLF_ARGS);
+            }
+        }
+    }
+}

@@ -1,0 +1,349 @@
+/* Writes the OpenCL C for one GEMM kernel of a plan: the operand loads
+ * with their prologues (clf_load_a, clf_load_b), the epilogue and stores
+ * of one product element (clf_store), tile sizes for the device, prepended
+ * to kernels_templates/gemm.cl (GPUs) or gemm_cpu.cl (CPU devices). */
+#include "codegen/codegen.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "codegen/codegen_expr.h"
+#include "codegen/templates.h"
+#include "util/strbuf.h"
+
+/* Operand loads are plain buffer reads inside the load functions. */
+static const char *load_direct(clf__cg_fn *f, uint32_t buffer, clf__ix index, clf_dtype dt, char *name,
+                               size_t cap)
+{
+    (void)f;
+    (void)dt;
+    char a[32];
+    snprintf(name, cap, "b%u[%s]", buffer, clf__ix_str(&index, a, sizeof a));
+    return name;
+}
+
+/* The product at the element being stored is the accumulator; the planner
+ * admits no other read of it into the kernel. */
+static const char *product_acc(clf__cg_fn *f, uint32_t node, const clf__view *v, char *name, size_t cap)
+{
+    const clf__node *n = clf__graph_node(f->g, node);
+    clf__ix at = clf__view_linear(f->ix, v, n->rank, n->shape);
+    if (at.temp != 0)
+        return NULL;
+    snprintf(name, cap, "acc");
+    return name;
+}
+
+/* Whether the movement ops between a MATMUL and its operand swap the
+ * operand's last two axes (a transposed operand: its rows are strided). */
+static bool operand_transposed(const clf_graph *g, uint32_t id)
+{
+    bool swapped = false;
+    for (;;) {
+        const clf__node *n = clf__graph_node(g, id);
+        if (n->kind == CLF__NODE_TRANSPOSE) {
+            if (n->rank >= 2 && n->perm[n->rank - 1] == n->rank - 2)
+                swapped = !swapped;
+        } else if (clf__node_class_of(n) != CLF__CLASS_MOVEMENT) {
+            return swapped;
+        }
+        id = n->inputs[0];
+    }
+}
+
+clf__gemm_config clf__gemm_default_config(const clf__codegen_target *target, int64_t m, int64_t n,
+                                          int64_t k)
+{
+    (void)k;
+    size_t max_local = target->max_local ? target->max_local : 256;
+    if (target->cpu)
+        return (clf__gemm_config){.tm = 8, .tn = 8, .tk = 1, .wm = 8, .wn = 8};
+    if (max_local >= 256 && m >= 128 && n >= 128)
+        return (clf__gemm_config){.tm = 128, .tn = 128, .tk = 16, .wm = 8, .wn = 8};
+    if (max_local >= 256)
+        return (clf__gemm_config){.tm = 64, .tn = 64, .tk = 16, .wm = 4, .wn = 4};
+    return (clf__gemm_config){.tm = 32, .tn = 32, .tk = 8, .wm = 4, .wn = 4};
+}
+
+bool clf__gemm_config_valid(const clf__gemm_config *c, bool cpu, size_t max_local, char *why, size_t cap)
+{
+    if (c->tm <= 0 || c->tn <= 0 || c->tk <= 0 || c->wm <= 0 || c->wn <= 0) {
+        snprintf(why, cap, "tile extents must be positive");
+        return false;
+    }
+    if (cpu) {
+        if (c->tm != c->wm || c->tn != c->wn || c->tk != 1 || (c->wn != 4 && c->wn != 8 && c->wn != 16) ||
+            c->wm > 16) {
+            snprintf(why, cap, "CPU tiles are one work-item's block: tm == wm <= 16, tn == wn in "
+                               "{4, 8, 16}, tk 1");
+            return false;
+        }
+        return true;
+    }
+    if (c->wm % 4 || c->wn % 4 || c->tm % c->wm || c->tn % c->wn || c->wm > 16 || c->wn > 16) {
+        snprintf(why, cap, "wm and wn must be multiples of 4 up to 16 dividing tm and tn");
+        return false;
+    }
+    size_t nt = (size_t)(c->tm / c->wm) * (size_t)(c->tn / c->wn);
+    if (nt > max_local || nt < 1) {
+        snprintf(why, cap, "%zu work-items per group (the device allows %zu)", nt, max_local);
+        return false;
+    }
+    if ((size_t)c->tk * (size_t)(c->tm + 4 + c->tn) * 4 > 32768) {
+        snprintf(why, cap, "the tiles need more than 32 KiB of local memory");
+        return false;
+    }
+    return true;
+}
+
+/* Whether a MATMUL's operand is read straight from a buffer in its own
+ * row-major layout (no prologue, no movement op in between). */
+static bool operand_plain(const clf__plan *plan, uint32_t k, const clf_graph *g, uint32_t id)
+{
+    const clf__node *n = clf__graph_node(g, id);
+    return plan->src_buffer[id] >= 0 &&
+           (clf__node_class_of(n) == CLF__CLASS_LEAF || plan->producer[id] != (int32_t)k);
+}
+
+/* Emits clf_load_bv(bt, k, n): WN consecutive elements of row k of B from
+ * n on, one vector load when B is a plain buffer. */
+static void emit_load_bv(const clf_graph *g, const clf__plan *plan, uint32_t k, const clf__node *mm, int wn,
+                         clf__strbuf *src)
+{
+    clf__sb_printf(src, "static inline float%d clf_load_bv(IDX_T bt, IDX_T k, IDX_T n, CLF_PARAMS)\n{\n", wn);
+    uint32_t id = mm->inputs[1];
+    if (operand_plain(plan, k, g, id)) {
+        const clf__node *op = clf__graph_node(g, id);
+        int ob = op->rank - 2, nb = mm->rank - 2;
+        /* Row-major: element (b..., k, n) is at ((b...) * K + k) * N + n,
+         * the batch axes broadcast from the product's. */
+        clf__sb_puts(src, "    IDX_T off = 0, rest = bt;\n");
+        for (int d = nb - 1; d >= 0; d--) {
+            int od = d - (nb - ob);
+            clf__sb_printf(src, "    const IDX_T d%d = rest %% %lldu; rest /= %lldu;\n", d,
+                           (long long)mm->shape[d], (long long)mm->shape[d]);
+            (void)od;
+        }
+        clf__sb_puts(src, "    (void)rest;\n");
+        int64_t stride = op->shape[ob] * op->shape[ob + 1];
+        for (int od = ob - 1; od >= 0; od--) {
+            int d = od + (nb - ob);
+            if (op->shape[od] != 1)
+                clf__sb_printf(src, "    off += d%d * %lldu;\n", d, (long long)stride);
+            stride *= op->shape[od];
+        }
+        clf__sb_printf(src, "    return vload%d(0, b%d + off + k * %lldu + n);\n}\n\n", wn, plan->src_buffer[id],
+                       (long long)op->shape[ob + 1]);
+        return;
+    }
+    clf__sb_printf(src, "    return (float%d)(", wn);
+    for (int j = 0; j < wn; j++)
+        clf__sb_printf(src, "%sclf_load_b(bt, k, n + %du, CLF_ARGS)", j ? ", " : "", j);
+    clf__sb_puts(src, ");\n}\n\n");
+}
+
+/* Emits "static inline float clf_load_<which>(IDX_T bt, IDX_T <r>, IDX_T
+ * <c>, CLF_PARAMS)" returning operand node id at (batch bt, row r, column
+ * c), batch axes broadcast from the product's. */
+static bool emit_load(const clf_graph *g, const clf__plan *plan, uint32_t k, const clf__node *mm, int which,
+                      clf__strbuf *src)
+{
+    clf__cg_hooks hooks = {.load = load_direct};
+    clf__cg_fn F;
+    clf__cg_fn_init(&F, g, plan, k, &hooks);
+    uint32_t id = mm->inputs[which];
+    const clf__node *op = clf__graph_node(g, id);
+    int nb = mm->rank - 2, ob = op->rank - 2;
+    int64_t batch = 1;
+    for (int d = 0; d < nb; d++)
+        batch *= mm->shape[d];
+    const char *rname = which == 0 ? "m" : "k", *cname = which == 0 ? "k" : "n";
+    clf__ix bt = clf__ixgen_var(F.ix, "bt", (uint64_t)(batch ? batch : 1));
+    clf__ix r = clf__ixgen_var(F.ix, rname, (uint64_t)op->shape[op->rank - 2]);
+    clf__ix c = clf__ixgen_var(F.ix, cname, (uint64_t)op->shape[op->rank - 1]);
+    clf__ix bdims[CLF_MAX_RANK];
+    if (nb > 0) {
+        clf__view bv = {.linear = true, .lin = bt};
+        clf__view_dims(F.ix, &bv, nb, mm->shape, bdims);
+    }
+    clf__view v = {.linear = false};
+    for (int d = 0; d < ob; d++)
+        v.dims[d] = op->shape[d] == 1 ? clf__ix_const(0) : bdims[d + nb - ob];
+    v.dims[ob] = r;
+    v.dims[ob + 1] = c;
+    char *val = clf__strdup(clf__cg_value(&F, id, &v));
+    bool ok = val && !F.failed && !F.ix->failed && clf__sb_ok(&F.idx_code) && clf__sb_ok(&F.body);
+    if (ok) {
+        clf__sb_printf(src,
+                       "static inline float clf_load_%c(IDX_T bt, IDX_T %s, IDX_T %s, CLF_PARAMS)\n{\n",
+                       which == 0 ? 'a' : 'b', rname, cname);
+        clf__sb_printf(src, "    (void)bt;\n%s%s    return %s;\n}\n\n", clf__sb_str(&F.idx_code),
+                       clf__sb_str(&F.body), val);
+    }
+    free(val);
+    clf__cg_fn_free(&F);
+    return ok;
+}
+
+clf_status clf__codegen_gemm(const clf_graph *g, const clf__plan *plan, uint32_t k,
+                             const clf__codegen_target *target, clf__kernel_code *out, char *err,
+                             size_t errlen)
+{
+    const clf__plan_kernel *K = &plan->kernels[k];
+    const clf__node *mm = clf__graph_node(g, K->matmul);
+    clf__cg_hooks hooks = {.load = load_direct, .product = product_acc};
+    clf__cg_fn G;
+    clf__strbuf src = {0}, ops = {0};
+    clf_status st = CLF_ERR_OUT_OF_MEMORY;
+    char **store_vals = NULL;
+    uint32_t *named = NULL;
+    memset(out, 0, sizeof *out);
+    if (errlen)
+        err[0] = '\0';
+    clf__cg_fn_init(&G, g, plan, k, &hooks);
+
+    int r = mm->rank;
+    int64_t M = mm->shape[r - 2], N = mm->shape[r - 1];
+    int64_t KK = clf__graph_node(g, mm->inputs[0])->shape[clf__graph_node(g, mm->inputs[0])->rank - 1];
+    int64_t batch = 1;
+    for (int d = 0; d < r - 2; d++)
+        batch *= mm->shape[d];
+
+    clf__gemm_config cfg = target->gemm ? *target->gemm : clf__gemm_default_config(target, M, N, KK);
+    size_t max_local = target->max_local ? target->max_local : 256;
+    char why[160];
+    if (!clf__gemm_config_valid(&cfg, target->cpu, max_local, why, sizeof why)) {
+        snprintf(err, errlen, "codegen: kernel %u: GEMM tile configuration %dx%dx%d/%dx%d: %s", k, cfg.tm,
+                 cfg.tn, cfg.tk, cfg.wm, cfg.wn, why);
+        st = CLF_ERR_INVALID_ARGUMENT;
+        goto done;
+    }
+
+    /* Index width: every operand, stored and loaded buffer. */
+    uint64_t widest = (uint64_t)K->numel;
+    for (uint32_t i = 0; i < K->nreads; i++) {
+        const clf__node *bn = clf__graph_node(g, plan->buffers[K->reads[i]].node);
+        if ((uint64_t)clf__node_numel(bn) > widest)
+            widest = (uint64_t)clf__node_numel(bn);
+    }
+    out->wide_index = widest > (uint64_t)INT32_MAX;
+
+    /* The epilogue: every store's value at the product's element i. */
+    clf__view at_i = {.linear = true, .lin = clf__ix_i((uint64_t)K->numel)};
+    store_vals = calloc(K->nstores ? K->nstores : 1, sizeof *store_vals);
+    if (!store_vals)
+        goto done;
+    for (uint32_t s = 0; s < K->nstores; s++) {
+        store_vals[s] = clf__strdup(clf__cg_value(&G, K->stores[s].node, &at_i));
+        if (!store_vals[s])
+            G.failed = true;
+    }
+    if (G.failed || G.ix->failed || !clf__sb_ok(&G.idx_code) || !clf__sb_ok(&G.body)) {
+        snprintf(err, errlen, "codegen: kernel %u: the GEMM epilogue reads the product at another element",
+                 k);
+        st = CLF_ERR_INTERNAL;
+        goto done;
+    }
+
+    out->params = malloc((K->nreads + K->nstores + 1) * sizeof *out->params);
+    if (!out->params)
+        goto done;
+    for (uint32_t i = 0; i < K->nreads; i++)
+        out->params[out->nparams++] = K->reads[i];
+    for (uint32_t s = 0; s < K->nstores; s++)
+        out->params[out->nparams++] = K->stores[s].buffer;
+
+    /* Named after what it fused besides the product: clf_gemm_fused_add_relu_0. */
+    named = malloc((K->nops ? K->nops : 1) * sizeof *named);
+    if (!named)
+        goto done;
+    uint32_t nnamed = 0;
+    for (uint32_t i = 0; i < K->nops; i++)
+        if (K->ops[i] != K->matmul)
+            named[nnamed++] = K->ops[i];
+    if (nnamed) {
+        out->name = clf__cg_kernel_name(g, named, nnamed, "clf_gemm", k);
+    } else {
+        clf__strbuf nm = {0};
+        clf__sb_printf(&nm, "clf_gemm_%u", k);
+        out->name = clf__sb_take(&nm);
+    }
+    for (uint32_t i = 0; i < K->nops; i++)
+        clf__sb_printf(&ops, i ? " %s" : "%s", clf__node_op_name(clf__graph_node(g, K->ops[i])));
+    out->ops = clf__sb_take(&ops);
+    if (!out->name || !out->ops)
+        goto done;
+
+    /* Launch: one work-group per tile (GPU) or per work-item block (CPU). */
+    int64_t tiles = batch * ((M + cfg.tm - 1) / cfg.tm) * ((N + cfg.tn - 1) / cfg.tn);
+    if (target->cpu) {
+        out->local = 1;
+        out->global = (size_t)tiles;
+    } else {
+        out->local = (size_t)(cfg.tm / cfg.wm) * (size_t)(cfg.tn / cfg.wn);
+        out->global = (size_t)tiles * out->local;
+    }
+    if (K->numel == 0)
+        out->global = 0;
+    out->vec = 1;
+    out->items = 1;
+
+    clf__sb_printf(&src, "/* %s: generated by libclfuse (codegen v%d) */\n", out->name, CLF__CODEGEN_VERSION);
+    clf__sb_printf(&src, "/* ops: %s */\n", out->ops);
+    clf__sb_printf(&src, "#define IDX_T %s\n", out->wide_index ? "ulong" : "uint");
+    clf__sb_printf(&src, "#define M %lld\n#define N %lld\n#define K %lld\n#define BATCH %lld\n", (long long)M,
+                   (long long)N, (long long)KK, (long long)batch);
+    clf__sb_printf(&src, "#define TM %d\n#define TN %d\n#define TK %d\n#define WM %d\n#define WN %d\n", cfg.tm,
+                   cfg.tn, cfg.tk, cfg.wm, cfg.wn);
+    clf__sb_printf(&src, "#define A_K_FAST %d\n#define B_N_FAST %d\n",
+                   operand_transposed(g, mm->inputs[0]) ? 0 : 1, operand_transposed(g, mm->inputs[1]) ? 0 : 1);
+    clf__sb_printf(&src, "#define CLF_KERNEL_NAME %s\n#define CLF_PARAMS", out->name);
+    for (uint32_t p = 0; p < out->nparams; p++) {
+        const clf__plan_buffer *B = &plan->buffers[out->params[p]];
+        const char *ty = clf__cg_ctype(clf__graph_node(g, B->node)->dtype);
+        bool ro = p < K->nreads;
+        clf__sb_printf(&src, "%s __global %s%s *restrict b%u", p ? "," : "", ro ? "const " : "", ty,
+                       out->params[p]);
+    }
+    clf__sb_puts(&src, "\n#define CLF_ARGS");
+    for (uint32_t p = 0; p < out->nparams; p++)
+        clf__sb_printf(&src, "%s b%u", p ? "," : "", out->params[p]);
+    clf__sb_puts(&src, "\n\n");
+
+    if (!emit_load(g, plan, k, mm, 0, &src) || !emit_load(g, plan, k, mm, 1, &src)) {
+        snprintf(err, errlen, "codegen: kernel %u: out of memory or unsupported operand prologue", k);
+        goto done;
+    }
+    if (target->cpu)
+        emit_load_bv(g, plan, k, mm, cfg.wn, &src);
+
+    clf__sb_puts(&src, "static inline void clf_store(IDX_T bt, IDX_T m, IDX_T n, float acc, CLF_PARAMS)\n{\n");
+    clf__sb_puts(&src, "    const IDX_T i = (bt * (IDX_T)M + m) * (IDX_T)N + n;\n");
+    clf__sb_printf(&src, "%s%s", clf__sb_str(&G.idx_code), clf__sb_str(&G.body));
+    for (uint32_t s = 0; s < K->nstores; s++)
+        clf__sb_printf(&src, "    b%u[i] = %s;\n", K->stores[s].buffer, store_vals[s]);
+    clf__sb_puts(&src, "}\n\n");
+
+    clf__sb_printf(&src, "/* ---- kernels_templates/%s ---- */\n", target->cpu ? "gemm_cpu.cl" : "gemm.cl");
+    clf__sb_puts(&src, target->cpu ? clf__template_gemm_cpu : clf__template_gemm);
+    if (!clf__sb_ok(&src))
+        goto done;
+    out->source = clf__sb_take(&src);
+    if (out->source)
+        st = CLF_OK;
+
+done:
+    if (st == CLF_ERR_OUT_OF_MEMORY && !err[0])
+        snprintf(err, errlen, "codegen: kernel %u: out of memory", k);
+    if (st != CLF_OK)
+        clf__kernel_code_free(out);
+    for (uint32_t s = 0; store_vals && s < K->nstores; s++)
+        free(store_vals[s]);
+    free(store_vals);
+    free(named);
+    clf__cg_fn_free(&G);
+    clf__sb_free(&src);
+    clf__sb_free(&ops);
+    return st;
+}

@@ -1,0 +1,337 @@
+/* GEMM and its fusion on PoCL: matmul and gemm against the reference on
+ * edge shapes (not multiples of any tile, K = 1, K = 0, M or N = 1, 1-D
+ * operands, broadcast batches, transposed operands), fused and unfused, in
+ * both template forms (GPU form forced on the CPU device), and the kernel
+ * counts of epilogue and prologue fusion. */
+#include <math.h>
+#include <string.h>
+
+#include "test_e2e.h"
+#include "test_support.h"
+
+/* Products of K terms in [-1, 1): f32 accumulation against the double
+ * reference stays well inside these. */
+#define RTOL 1e-4
+#define ATOL 1e-4
+
+static clf_tensor input2(clf_graph *g, e2e_inputs *in, const char *name, int64_t r, int64_t c)
+{
+    int64_t s[2] = {r, c};
+    return e2e_input(g, in, name, CLF_F32, 2, s, -1.0, 1.0);
+}
+
+/* relu(x @ w + b) for an m x k by k x n product: one kernel. */
+static void check_linear_relu(int64_t m, int64_t n, int64_t k)
+{
+    clf_graph *g = clf_graph_create();
+    e2e_inputs in = {0};
+    clf_tensor x = input2(g, &in, "x", m, k);
+    clf_tensor w = input2(g, &in, "w", k, n);
+    int64_t bs[1] = {n};
+    clf_tensor b = e2e_input(g, &in, "b", CLF_F32, 1, bs, -1.0, 1.0);
+    clf_tensor y = clf_relu(g, clf_add(g, clf_matmul(g, x, w), b));
+    ck_assert_int_eq(clf_graph_output(g, "y", y), CLF_OK);
+    e2e_check_all(g, &in, 1, RTOL, ATOL);
+    e2e_inputs_free(&in);
+    clf_graph_destroy(&g);
+}
+
+START_TEST(linear_relu_edge_shapes)
+{
+    /* Not multiples of any tile; one of each extent 1; K = 1; a full
+     * 128 x 128 tile with a K tail; skinny both ways. */
+    static const int64_t shapes[][3] = {
+        {37, 53, 29}, {1, 40, 17}, {40, 1, 17}, {19, 23, 1}, {1, 1, 1},
+        {128, 128, 70}, {3, 200, 5}, {200, 3, 9}, {65, 130, 33},
+    };
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
+        check_linear_relu(shapes[i][0], shapes[i][1], shapes[i][2]);
+}
+END_TEST
+
+START_TEST(matmul_one_d_operands)
+{
+    clf_graph *g = clf_graph_create();
+    e2e_inputs in = {0};
+    int64_t k[1] = {13};
+    clf_tensor v = e2e_input(g, &in, "v", CLF_F32, 1, k, -1.0, 1.0);
+    clf_tensor u = e2e_input(g, &in, "u", CLF_F32, 1, k, -1.0, 1.0);
+    clf_tensor a = input2(g, &in, "a", 7, 13);
+    clf_tensor b = input2(g, &in, "b", 13, 5);
+    clf_tensor vb = clf_matmul(g, v, b);  /* [5] */
+    clf_tensor av = clf_matmul(g, a, u);  /* [7] */
+    clf_tensor vu = clf_matmul(g, v, u);  /* [] */
+    int rank;
+    int64_t shape[CLF_MAX_RANK];
+    ck_assert_int_eq(clf_tensor_shape(g, vb, &rank, shape), CLF_OK);
+    ck_assert_int_eq(rank, 1);
+    ck_assert_int_eq(shape[0], 5);
+    ck_assert_int_eq(clf_tensor_shape(g, av, &rank, shape), CLF_OK);
+    ck_assert_int_eq(rank, 1);
+    ck_assert_int_eq(shape[0], 7);
+    ck_assert_int_eq(clf_tensor_shape(g, vu, &rank, shape), CLF_OK);
+    ck_assert_int_eq(rank, 0);
+    ck_assert_int_eq(clf_graph_output(g, "vb", vb), CLF_OK);
+    ck_assert_int_eq(clf_graph_output(g, "av", av), CLF_OK);
+    ck_assert_int_eq(clf_graph_output(g, "vu", vu), CLF_OK);
+    e2e_check_all(g, &in, 3, RTOL, ATOL);
+    e2e_inputs_free(&in);
+    clf_graph_destroy(&g);
+}
+END_TEST
+
+START_TEST(matmul_broadcast_batch)
+{
+    clf_graph *g = clf_graph_create();
+    e2e_inputs in = {0};
+    int64_t sa[4] = {2, 1, 5, 7}, sb[3] = {3, 7, 4};
+    clf_tensor a = e2e_input(g, &in, "a", CLF_F32, 4, sa, -1.0, 1.0);
+    clf_tensor b = e2e_input(g, &in, "b", CLF_F32, 3, sb, -1.0, 1.0);
+    clf_tensor y = clf_matmul(g, a, b);
+    int rank;
+    int64_t shape[CLF_MAX_RANK];
+    ck_assert_int_eq(clf_tensor_shape(g, y, &rank, shape), CLF_OK);
+    ck_assert_int_eq(rank, 4);
+    ck_assert(shape[0] == 2 && shape[1] == 3 && shape[2] == 5 && shape[3] == 4);
+    /* A residual read through the batch broadcast in the epilogue. */
+    int64_t sr[2] = {5, 4};
+    clf_tensor res = e2e_input(g, &in, "res", CLF_F32, 2, sr, -1.0, 1.0);
+    ck_assert_int_eq(clf_graph_output(g, "y", clf_add(g, y, res)), CLF_OK);
+    e2e_check_all(g, &in, 1, RTOL, ATOL);
+    e2e_inputs_free(&in);
+    clf_graph_destroy(&g);
+}
+END_TEST
+
+START_TEST(gemm_transposes_alpha_beta)
+{
+    /* Every transpose combination and C broadcast from [N], [M, 1] and []. */
+    for (int t = 0; t < 4; t++) {
+        bool ta = t & 1, tb = (t >> 1) & 1;
+        int64_t m = 21, n = 18, k = 11;
+        clf_graph *g = clf_graph_create();
+        e2e_inputs in = {0};
+        clf_tensor a = ta ? input2(g, &in, "a", k, m) : input2(g, &in, "a", m, k);
+        clf_tensor b = tb ? input2(g, &in, "b", n, k) : input2(g, &in, "b", k, n);
+        int64_t cn[1] = {n}, cm[2] = {m, 1};
+        clf_tensor c = t == 0 ? e2e_input(g, &in, "c", CLF_F32, 1, cn, -1.0, 1.0)
+                     : t == 1 ? e2e_input(g, &in, "c", CLF_F32, 2, cm, -1.0, 1.0)
+                     : t == 2 ? e2e_input(g, &in, "c", CLF_F32, 0, NULL, -1.0, 1.0)
+                              : CLF_TENSOR_INVALID;
+        clf_tensor y = clf_gemm(g, a, b, c, 0.5, -2.0, ta, tb);
+        ck_assert_int_eq(clf_graph_output(g, "y", y), CLF_OK);
+        e2e_check_all(g, &in, 1, RTOL, ATOL);
+        e2e_inputs_free(&in);
+        clf_graph_destroy(&g);
+    }
+}
+END_TEST
+
+START_TEST(zero_sized_products)
+{
+    /* K = 0 is a product of zeros plus the bias; M = 0 has no elements. */
+    static const int64_t shapes[][3] = {{6, 5, 0}, {0, 5, 3}};
+    for (size_t i = 0; i < 2; i++) {
+        clf_graph *g = clf_graph_create();
+        e2e_inputs in = {0};
+        clf_tensor x = input2(g, &in, "x", shapes[i][0], shapes[i][2]);
+        clf_tensor w = input2(g, &in, "w", shapes[i][2], shapes[i][1]);
+        int64_t bs[1] = {shapes[i][1]};
+        clf_tensor b = e2e_input(g, &in, "b", CLF_F32, 1, bs, -1.0, 1.0);
+        ck_assert_int_eq(clf_graph_output(g, "y", clf_add(g, clf_matmul(g, x, w), b)), CLF_OK);
+        clf_context *ctx = clf_test_context();
+        e2e_check(ctx, g, &in, RTOL, ATOL, NULL, E2E_BOTH, NULL);
+        clf_context_destroy(&ctx);
+        e2e_inputs_free(&in);
+        clf_graph_destroy(&g);
+    }
+}
+END_TEST
+
+/* A cheap prologue on each operand (scale, add of a broadcast row, cast
+ * from i32, activation) runs in the GEMM's loads: one kernel. */
+START_TEST(prologue_fused)
+{
+    clf_graph *g = clf_graph_create();
+    e2e_inputs in = {0};
+    clf_tensor x = input2(g, &in, "x", 33, 20);
+    int64_t ws[2] = {20, 17};
+    clf_tensor wi = e2e_input(g, &in, "wi", CLF_I32, 2, ws, -3, 3);
+    int64_t rs[1] = {20};
+    clf_tensor shift = e2e_input(g, &in, "shift", CLF_F32, 1, rs, -1.0, 1.0);
+    clf_tensor a = clf_tanh(g, clf_add(g, clf_mul(g, x, clf_scalar(g, CLF_F32, 0.5)), shift));
+    clf_tensor b = clf_mul(g, clf_cast(g, wi, CLF_F32), clf_scalar(g, CLF_F32, 0.25));
+    ck_assert_int_eq(clf_graph_output(g, "y", clf_matmul(g, a, b)), CLF_OK);
+    e2e_check_all(g, &in, 1, RTOL, ATOL);
+    e2e_inputs_free(&in);
+    clf_graph_destroy(&g);
+}
+END_TEST
+
+/* An operand that adds two full-size tensors would be loaded twice per
+ * tile: it is stored once by its own kernel instead. */
+START_TEST(prologue_refused_when_it_reads_more)
+{
+    clf_graph *g = clf_graph_create();
+    e2e_inputs in = {0};
+    clf_tensor x = input2(g, &in, "x", 33, 20);
+    clf_tensor z = input2(g, &in, "z", 33, 20);
+    clf_tensor w = input2(g, &in, "w", 20, 17);
+    ck_assert_int_eq(clf_graph_output(g, "y", clf_matmul(g, clf_add(g, x, z), w)), CLF_OK);
+    e2e_check_all(g, &in, 2, RTOL, ATOL);
+    e2e_inputs_free(&in);
+    clf_graph_destroy(&g);
+}
+END_TEST
+
+/* BENCH.md's mlp block, x + (gelu(x @ w1 + b1) @ w2 + b2): two GEMM
+ * kernels, the bias and gelu in the first one's epilogue, the bias and
+ * residual in the second's. */
+START_TEST(mlp_two_kernels)
+{
+    int64_t m = 24, d = 20, ff = 36;
+    clf_graph *g = clf_graph_create();
+    e2e_inputs in = {0};
+    clf_tensor x = input2(g, &in, "x", m, d);
+    clf_tensor w1 = input2(g, &in, "w1", d, ff);
+    clf_tensor w2 = input2(g, &in, "w2", ff, d);
+    int64_t s1[1] = {ff}, s2[1] = {d};
+    clf_tensor b1 = e2e_input(g, &in, "b1", CLF_F32, 1, s1, -1.0, 1.0);
+    clf_tensor b2 = e2e_input(g, &in, "b2", CLF_F32, 1, s2, -1.0, 1.0);
+    clf_tensor h = clf_gelu(g, clf_add(g, clf_matmul(g, x, w1), b1));
+    clf_tensor y = clf_add(g, x, clf_add(g, clf_matmul(g, h, w2), b2));
+    ck_assert_int_eq(clf_graph_output(g, "y", y), CLF_OK);
+    e2e_check_all(g, &in, 2, RTOL, ATOL);
+
+    clf_context *ctx = clf_test_context();
+    clf_executable *exe = NULL;
+    ck_assert_int_eq(clf_compile(ctx, g, NULL, &exe), CLF_OK);
+    ck_assert_uint_eq(clf_executable_kernel_count(exe), 2);
+    for (size_t k = 0; k < 2; k++)
+        ck_assert_msg(strncmp(clf_executable_kernel_name(exe, k), "clf_gemm_fused_add", 18) == 0,
+                      "kernel %zu is %s", k, clf_executable_kernel_name(exe, k));
+    ck_assert_ptr_nonnull(strstr(clf_executable_kernel_name(exe, 0), "gelu"));
+    clf_executable_destroy(&exe);
+    clf_context_destroy(&ctx);
+    e2e_inputs_free(&in);
+    clf_graph_destroy(&g);
+}
+END_TEST
+
+START_TEST(kernel_named_after_epilogue)
+{
+    clf_graph *g = clf_graph_create();
+    e2e_inputs in = {0};
+    clf_tensor x = input2(g, &in, "x", 8, 8);
+    clf_tensor w = input2(g, &in, "w", 8, 8);
+    int64_t bs[1] = {8};
+    clf_tensor b = e2e_input(g, &in, "b", CLF_F32, 1, bs, -1.0, 1.0);
+    ck_assert_int_eq(clf_graph_output(g, "y", clf_relu(g, clf_add(g, clf_matmul(g, x, w), b))), CLF_OK);
+    clf_context *ctx = clf_test_context();
+    clf_executable *exe = NULL;
+    ck_assert_int_eq(clf_compile(ctx, g, NULL, &exe), CLF_OK);
+    ck_assert_str_eq(clf_executable_kernel_name(exe, 0), "clf_gemm_fused_add_relu_0");
+    clf_executable_destroy(&exe);
+    clf_context_destroy(&ctx);
+    e2e_inputs_free(&in);
+    clf_graph_destroy(&g);
+}
+END_TEST
+
+/* Two values of the product stored by one kernel, and a transposed read of
+ * it that the accumulator cannot serve (a second kernel reads it). */
+START_TEST(epilogue_outputs_and_misaligned_reads)
+{
+    clf_graph *g = clf_graph_create();
+    e2e_inputs in = {0};
+    clf_tensor x = input2(g, &in, "x", 16, 9);
+    clf_tensor w = input2(g, &in, "w", 9, 16);
+    clf_tensor p = clf_matmul(g, x, w);
+    ck_assert_int_eq(clf_graph_output(g, "relu", clf_relu(g, p)), CLF_OK);
+    ck_assert_int_eq(clf_graph_output(g, "plus", clf_add(g, p, clf_scalar(g, CLF_F32, 1.0))), CLF_OK);
+    e2e_check_all(g, &in, 1, RTOL, ATOL);
+    ck_assert_int_eq(clf_graph_output(g, "flip", clf_add(g, p, clf_transpose(g, p, 0, NULL))), CLF_OK);
+    e2e_check_all(g, &in, 2, RTOL, ATOL);
+    e2e_inputs_free(&in);
+    clf_graph_destroy(&g);
+}
+END_TEST
+
+START_TEST(bad_arguments_are_clear_errors)
+{
+    int64_t s23[2] = {2, 3}, s43[2] = {4, 3}, s3[1] = {3};
+    const char *msg;
+
+    clf_graph *g = clf_graph_create();
+    clf_tensor a = clf_input(g, "a", CLF_F32, 2, s23);
+    clf_tensor b = clf_input(g, "b", CLF_F32, 2, s43);
+    ck_assert(!clf_tensor_valid(clf_matmul(g, a, b)));
+    ck_assert_int_eq(clf_graph_status(g, &msg), CLF_ERR_SHAPE);
+    ck_assert_ptr_nonnull(strstr(msg, "clf_matmul"));
+    ck_assert_ptr_nonnull(strstr(msg, "[2,3]"));
+    clf_graph_destroy(&g);
+
+    g = clf_graph_create();
+    a = clf_input(g, "a", CLF_I32, 2, s23);
+    b = clf_input(g, "b", CLF_F32, 1, s3);
+    ck_assert(!clf_tensor_valid(clf_matmul(g, a, b)));
+    ck_assert_int_eq(clf_graph_status(g, &msg), CLF_ERR_DTYPE);
+    ck_assert_ptr_nonnull(strstr(msg, "i32"));
+    clf_graph_destroy(&g);
+
+    g = clf_graph_create();
+    a = clf_input(g, "a", CLF_F32, 0, NULL);
+    b = clf_input(g, "b", CLF_F32, 1, s3);
+    ck_assert(!clf_tensor_valid(clf_matmul(g, a, b)));
+    ck_assert_int_eq(clf_graph_status(g, &msg), CLF_ERR_SHAPE);
+    ck_assert_ptr_nonnull(strstr(msg, "scalar"));
+    clf_graph_destroy(&g);
+
+    /* Batch axes that do not broadcast. */
+    g = clf_graph_create();
+    int64_t ba[3] = {2, 2, 3}, bb[3] = {3, 3, 4};
+    a = clf_input(g, "a", CLF_F32, 3, ba);
+    b = clf_input(g, "b", CLF_F32, 3, bb);
+    ck_assert(!clf_tensor_valid(clf_matmul(g, a, b)));
+    ck_assert_int_eq(clf_graph_status(g, &msg), CLF_ERR_SHAPE);
+    ck_assert_ptr_nonnull(strstr(msg, "batch"));
+    clf_graph_destroy(&g);
+
+    /* Gemm: C that does not broadcast to [M, N], and 3-D operands. */
+    g = clf_graph_create();
+    int64_t s34[2] = {3, 4}, c5[1] = {5};
+    a = clf_input(g, "a", CLF_F32, 2, s23);
+    b = clf_input(g, "b", CLF_F32, 2, s34);
+    clf_tensor c = clf_input(g, "c", CLF_F32, 1, c5);
+    ck_assert(!clf_tensor_valid(clf_gemm(g, a, b, c, 1.0, 1.0, false, false)));
+    ck_assert_int_eq(clf_graph_status(g, &msg), CLF_ERR_SHAPE);
+    ck_assert_ptr_nonnull(strstr(msg, "clf_gemm: c [5]"));
+    clf_graph_destroy(&g);
+
+    g = clf_graph_create();
+    a = clf_input(g, "a", CLF_F32, 3, ba);
+    b = clf_input(g, "b", CLF_F32, 2, s34);
+    ck_assert(!clf_tensor_valid(clf_gemm(g, a, b, CLF_TENSOR_INVALID, 1.0, 0.0, false, false)));
+    ck_assert_int_eq(clf_graph_status(g, &msg), CLF_ERR_SHAPE);
+    ck_assert_ptr_nonnull(strstr(msg, "rank 3"));
+    clf_graph_destroy(&g);
+}
+END_TEST
+
+int main(void)
+{
+    clf_test_setup_env();
+    Suite *s = suite_create("gemm");
+    clf_test_add_case(s, "linear_relu_edge_shapes", linear_relu_edge_shapes);
+    clf_test_add_case(s, "matmul_one_d_operands", matmul_one_d_operands);
+    clf_test_add_case(s, "matmul_broadcast_batch", matmul_broadcast_batch);
+    clf_test_add_case(s, "gemm_transposes_alpha_beta", gemm_transposes_alpha_beta);
+    clf_test_add_case(s, "zero_sized_products", zero_sized_products);
+    clf_test_add_case(s, "prologue_fused", prologue_fused);
+    clf_test_add_case(s, "prologue_refused_when_it_reads_more", prologue_refused_when_it_reads_more);
+    clf_test_add_case(s, "mlp_two_kernels", mlp_two_kernels);
+    clf_test_add_case(s, "kernel_named_after_epilogue", kernel_named_after_epilogue);
+    clf_test_add_case(s, "epilogue_outputs_and_misaligned_reads", epilogue_outputs_and_misaligned_reads);
+    clf_test_add_case(s, "bad_arguments_are_clear_errors", bad_arguments_are_clear_errors);
+    return clf_test_run_suite(s);
+}
