@@ -23,7 +23,7 @@ if $tests; then
   grep -E "^(Ok|Fail|Skipped|Timeout|Expected)" "$OUT/tests_gpu.txt"
 fi
 CLFUSE_DEVICE=gpu $B/examples/demo_chain > /tmp/demo.txt 2>&1; cat /tmp/demo.txt >> "$OUT/log.txt"; tail -6 /tmp/demo.txt
-for n in bench_pointwise bench_reductions; do
+for n in bench_pointwise bench_reductions bench_gemm; do
   b=$B/bench/$n
   CLFUSE_DEVICE=gpu "$b" --markdown > "$OUT/${n}_gpu.md" 2>> "$OUT/log.txt"; cat "$OUT/${n}_gpu.md"
   CLFUSE_DEVICE=cpu "$b" --markdown > "$OUT/${n}_pocl.md" 2>> "$OUT/log.txt"; cat "$OUT/${n}_pocl.md"

@@ -66,12 +66,14 @@ __kernel void CLF_KERNEL_NAME(CLF_PARAMS, const IDX_T numel)
 
     if ((M % WM == 0 || m0 + WM <= M) && (N % WN == 0 || n0 + WN <= N)) {
         VEC_T acc[WM];
+#pragma unroll
         for (int i = 0; i < WM; ++i)
             acc[i] = (VEC_T)(0.0f);
         for (IDX_T k = 0; k < K; ++k) {
             const VEC_T bv = clf_load_bv(bt, k, n0, CLF_ARGS);
+#pragma unroll
             for (int i = 0; i < WM; ++i)
-                acc[i] = fma((VEC_T)(clf_load_a(bt, m0 + (IDX_T)i, k, CLF_ARGS)), bv, acc[i]);
+                acc[i] += (VEC_T)(clf_load_a(bt, m0 + (IDX_T)i, k, CLF_ARGS)) * bv;
         }
         for (int i = 0; i < WM; ++i) {
             float v[WN];
@@ -93,7 +95,7 @@ __kernel void CLF_KERNEL_NAME(CLF_PARAMS, const IDX_T numel)
                 break;
             float acc = 0.0f;
             for (IDX_T k = 0; k < K; ++k)
-                acc = fma(clf_load_a(bt, m, k, CLF_ARGS), clf_load_b(bt, k, n, CLF_ARGS), acc);
+                acc += clf_load_a(bt, m, k, CLF_ARGS) * clf_load_b(bt, k, n, CLF_ARGS);
             clf_store(bt, m, n, acc, CLF_ARGS);
         }
     }

@@ -136,6 +136,13 @@ typedef struct clf_compile_params {
     /* One kernel per op, for comparison and debugging. */
     bool disable_fusion;
     clf_kernel_style kernel_style;
+    /* GEMM kernels: time candidate tile configurations on the device at
+     * compile time and keep the fastest in the on-disk cache, keyed by the
+     * device and the problem class (extents rounded up to powers of two,
+     * batch, operand layouts); later compiles of that class read it. Off:
+     * the device type's defaults. CLFUSE_AUTOTUNE=1 turns it on for every
+     * compile. */
+    bool autotune;
 } clf_compile_params;
 
 #define clf_compile_params(...) (&(const clf_compile_params){__VA_ARGS__})

@@ -137,6 +137,18 @@ CLF_API clf_status clf_compile(clf_context *ctx, const clf_graph *g, const clf_c
                                   .max_local = ctx->max_local,
                                   .fp64 = ctx->fp64,
                                   .compute_units = ctx->desc.compute_units};
+    /* CLFUSE_GEMM_TILE=tm,tn,tk,wm,wn pins the GEMM tiling (for tuning by
+     * hand; codegen refuses one the device type cannot run). */
+    clf__gemm_config pinned;
+    const char *tile = getenv("CLFUSE_GEMM_TILE");
+    if (tile && *tile) {
+        if (sscanf(tile, "%d,%d,%d,%d,%d", &pinned.tm, &pinned.tn, &pinned.tk, &pinned.wm, &pinned.wn) != 5) {
+            st = clf__ctx_fail(ctx, CLF_ERR_INVALID_ARGUMENT,
+                               "clf_compile: CLFUSE_GEMM_TILE=\"%s\" is not five integers tm,tn,tk,wm,wn", tile);
+            goto fail;
+        }
+        target.gemm = &pinned;
+    }
     for (uint32_t k = 0; k < plan.nkernels; k++) {
         clf__kernel_code code;
         st = clf__codegen_kernel(g, &plan, k, &target, &code, err, sizeof err);

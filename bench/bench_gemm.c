@@ -1,0 +1,323 @@
+/* Benchmarks the GEMM cases of shared BENCH.md — gemm_epilogue,
+ * relu(x @ w + bias), and mlp, x + (gelu(x @ w1 + b1) @ w2 + b2) — fused
+ * against unfused and, where CLBlast was found at build time, against
+ * CLBlast's SGEMM alone and CLBlast's SGEMM followed by libclfuse's
+ * epilogue kernel, on the default device (CLFUSE_DEVICE picks another).
+ *
+ *     bench_gemm [--runs R] [--markdown] [--only NAME] [--style cpu|gpu] [--autotune]
+ *
+ * Sizes are BENCH.md's: the GPU sizes on a GPU, the CPU sizes otherwise.
+ * GFLOP/s count 2*M*N*K per product; the mlp counts both products. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#ifdef HAVE_CLBLAST
+#include <clblast_c.h>
+#endif
+
+#include "bench_common.h"
+
+typedef struct bench_case {
+    const char *name;
+    int64_t m, n, k; /* gemm_epilogue: M x K by K x N; mlp: M tokens, d = n, ff = k */
+} bench_case;
+
+static clf_graph *case_graph(const bench_case *c)
+{
+    clf_graph *g = clf_graph_create();
+    if (strcmp(c->name, "gemm_epilogue") == 0) {
+        int64_t sx[2] = {c->m, c->k}, sw[2] = {c->k, c->n}, sb[1] = {c->n};
+        clf_tensor x = clf_input(g, "x", CLF_F32, 2, sx), w = clf_input(g, "w", CLF_F32, 2, sw);
+        clf_tensor b = clf_input(g, "bias", CLF_F32, 1, sb);
+        clf_graph_output(g, "y", clf_relu(g, clf_add(g, clf_matmul(g, x, w), b)));
+    } else { /* mlp */
+        int64_t sx[2] = {c->m, c->n}, s1[2] = {c->n, c->k}, s2[2] = {c->k, c->n}, b1s[1] = {c->k}, b2s[1] = {c->n};
+        clf_tensor x = clf_input(g, "x", CLF_F32, 2, sx);
+        clf_tensor w1 = clf_input(g, "w1", CLF_F32, 2, s1), b1 = clf_input(g, "b1", CLF_F32, 1, b1s);
+        clf_tensor w2 = clf_input(g, "w2", CLF_F32, 2, s2), b2 = clf_input(g, "b2", CLF_F32, 1, b2s);
+        clf_tensor h = clf_gelu(g, clf_add(g, clf_matmul(g, x, w1), b1));
+        clf_graph_output(g, "y", clf_add(g, x, clf_add(g, clf_matmul(g, h, w2), b2)));
+    }
+    return g;
+}
+
+static double case_flops(const bench_case *c)
+{
+    if (strcmp(c->name, "gemm_epilogue") == 0)
+        return 2.0 * (double)c->m * (double)c->n * (double)c->k;
+    return 4.0 * (double)c->m * (double)c->n * (double)c->k;
+}
+
+static const float *host_input(const bench_io *io, const char *name)
+{
+    for (size_t i = 0; i < io->n_in; i++)
+        if (strcmp(io->in[i].name, name) == 0)
+            return io->host_in[i];
+    return NULL;
+}
+
+/* The case's output at (i, j) in double from the host inputs. */
+static double case_element(const bench_case *c, const bench_io *io, int64_t i, int64_t j)
+{
+    if (strcmp(c->name, "gemm_epilogue") == 0) {
+        const float *x = host_input(io, "x"), *w = host_input(io, "w"), *b = host_input(io, "bias");
+        double acc = b[j];
+        for (int64_t k = 0; k < c->k; k++)
+            acc += (double)x[i * c->k + k] * w[k * c->n + j];
+        return acc < 0 ? 0 : acc;
+    }
+    const float *x = host_input(io, "x"), *w1 = host_input(io, "w1"), *b1 = host_input(io, "b1");
+    const float *w2 = host_input(io, "w2"), *b2 = host_input(io, "b2");
+    double acc = b2[j];
+    for (int64_t f = 0; f < c->k; f++) {
+        double h = b1[f];
+        for (int64_t d = 0; d < c->n; d++)
+            h += (double)x[i * c->n + d] * w1[d * c->k + f];
+        h = 0.5 * h * (1.0 + erf(h / sqrt(2.0)));
+        acc += h * w2[f * c->n + j];
+    }
+    return x[i * c->n + j] + acc;
+}
+
+/* The largest error, scaled by (1 + |want|), over 64 sampled elements (the
+ * reference interpreter would take minutes on these sizes). */
+static double sampled_check(clf_context *ctx, const bench_case *c, const bench_io *io)
+{
+    int64_t rows = c->m, cols = c->n;
+    float *y = malloc((size_t)(rows * cols) * sizeof *y);
+    if (!y)
+        return INFINITY;
+    clEnqueueReadBuffer(clf_context_queue(ctx), io->out[0].buffer, CL_TRUE, 0, (size_t)(rows * cols) * sizeof *y, y, 0,
+                        NULL, NULL);
+    double worst = 0;
+    uint64_t seed = 88172645463325252ull;
+    for (int s = 0; s < 64; s++) {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        int64_t i = (int64_t)(seed % (uint64_t)rows), j = (int64_t)((seed >> 32) % (uint64_t)cols);
+        if (s == 0)
+            i = rows - 1, j = cols - 1;
+        double want = case_element(c, io, i, j), got = y[i * cols + j];
+        double e = fabs(got - want) / (1.0 + fabs(want));
+        if (!(e <= worst))
+            worst = e;
+    }
+    free(y);
+    return worst;
+}
+
+/* Compiles, times and checks one variant; ms gets the median device time.
+ * Inputs are uniform in [-1, 1). */
+static int time_variant(clf_context *ctx, const bench_case *c, const clf_graph *g, const clf_compile_params *p,
+                        int runs, clf_executable **exe, bench_io *io, double *ms, double *err)
+{
+    if (clf_compile(ctx, g, p, exe) != CLF_OK) {
+        fprintf(stderr, "compile: %s\n", clf_context_last_error(ctx));
+        return 1;
+    }
+    bench_timing t;
+    if (bench_io_create(ctx, *exe, -1.0f, 1.0f, io) != 0 || bench_time(*exe, io, 2, runs, &t) != 0) {
+        fprintf(stderr, "run: %s\n", clf_context_last_error(ctx));
+        return 1;
+    }
+    *ms = t.device_ms;
+    *err = sampled_check(ctx, c, io);
+    return 0;
+}
+
+#ifdef HAVE_CLBLAST
+/* CLBlast's SGEMM of the case's first product (x @ w), alone and followed
+ * by libclfuse's epilogue kernel relu(p + bias) in its own executable. */
+static int time_clblast(clf_context *ctx, const bench_case *c, int runs, double *gemm_ms, double *with_epi_ms)
+{
+    cl_context cl = clf_context_cl(ctx);
+    cl_command_queue q = clf_context_queue(ctx);
+    size_t m = (size_t)c->m, n = (size_t)c->n, k = (size_t)c->k;
+    cl_int e1, e2, e3;
+    cl_mem a = clCreateBuffer(cl, CL_MEM_READ_WRITE, m * k * 4, NULL, &e1);
+    cl_mem b = clCreateBuffer(cl, CL_MEM_READ_WRITE, k * n * 4, NULL, &e2);
+    cl_mem p = clCreateBuffer(cl, CL_MEM_READ_WRITE, m * n * 4, NULL, &e3);
+    int rc = 1;
+    double *t = calloc((size_t)runs, sizeof *t), *t2 = calloc((size_t)runs, sizeof *t2);
+    clf_graph *g = clf_graph_create();
+    clf_executable *epi = NULL;
+    bench_io io = {0};
+    bool have_io = false;
+    if (e1 || e2 || e3 || !t || !t2)
+        goto done;
+    float one = 1.0f;
+    clEnqueueFillBuffer(q, a, &one, 4, 0, m * k * 4, 0, NULL, NULL);
+    clEnqueueFillBuffer(q, b, &one, 4, 0, k * n * 4, 0, NULL, NULL);
+    int64_t sp[2] = {c->m, c->n}, sb[1] = {c->n};
+    clf_tensor pin = clf_input(g, "p", CLF_F32, 2, sp), bias = clf_input(g, "bias", CLF_F32, 1, sb);
+    clf_graph_output(g, "y", clf_relu(g, clf_add(g, pin, bias)));
+    if (clf_compile(ctx, g, NULL, &epi) != CLF_OK || bench_io_create(ctx, epi, -1.0f, 1.0f, &io) != 0)
+        goto done;
+    have_io = true;
+    for (int r = -2; r < runs; r++) {
+        /* CLBlast may run helper kernels (padding, transposes) before the
+         * one whose event it returns: time from a marker before the call
+         * to one after it. */
+        cl_event before = NULL, ev = NULL, after = NULL;
+        clEnqueueMarkerWithWaitList(q, 0, NULL, &before);
+        CLBlastStatusCode s = CLBlastSgemm(CLBlastLayoutRowMajor, CLBlastTransposeNo, CLBlastTransposeNo, m, n, k,
+                                           1.0f, a, 0, k, b, 0, n, 0.0f, p, 0, n, &q, &ev);
+        if (s != CLBlastSuccess) {
+            fprintf(stderr, "CLBlastSgemm: status %d\n", (int)s);
+            clReleaseEvent(before);
+            goto done;
+        }
+        clEnqueueMarkerWithWaitList(q, 0, NULL, &after);
+        clWaitForEvents(1, &after);
+        cl_ulong st = 0, en = 0, est = 0, een = 0;
+        clGetEventProfilingInfo(before, CL_PROFILING_COMMAND_END, sizeof st, &st, NULL);
+        clGetEventProfilingInfo(after, CL_PROFILING_COMMAND_END, sizeof en, &en, NULL);
+        clGetEventProfilingInfo(ev, CL_PROFILING_COMMAND_START, sizeof est, &est, NULL);
+        clGetEventProfilingInfo(ev, CL_PROFILING_COMMAND_END, sizeof een, &een, NULL);
+        clReleaseEvent(before);
+        clReleaseEvent(after);
+        clReleaseEvent(ev);
+        bench_timing et;
+        if (bench_time(epi, &io, 0, 1, &et) != 0)
+            goto done;
+        if (r >= 0) {
+            t[r] = (double)(en - st) * 1e-6;
+            if (getenv("BENCH_GEMM_DEBUG"))
+                fprintf(stderr, "CLBlast: markers %.3f ms, its event %.3f ms\n", t[r], (double)(een - est) * 1e-6);
+            t2[r] = t[r] + et.device_ms;
+        }
+    }
+    *gemm_ms = bench_median(t, runs);
+    *with_epi_ms = bench_median(t2, runs);
+    rc = 0;
+done:
+    if (have_io)
+        bench_io_destroy(&io);
+    clf_executable_destroy(&epi);
+    clf_graph_destroy(&g);
+    free(t);
+    free(t2);
+    if (a)
+        clReleaseMemObject(a);
+    if (b)
+        clReleaseMemObject(b);
+    if (p)
+        clReleaseMemObject(p);
+    return rc;
+}
+#endif
+
+int main(int argc, char **argv)
+{
+    int runs = 20;
+    bool markdown = false, autotune = false;
+    const char *only = NULL;
+    clf_kernel_style style = CLF_KERNEL_STYLE_AUTO;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--runs") == 0 && i + 1 < argc)
+            runs = atoi(argv[++i]);
+        else if (strcmp(argv[i], "--markdown") == 0)
+            markdown = true;
+        else if (strcmp(argv[i], "--autotune") == 0)
+            autotune = true;
+        else if (strcmp(argv[i], "--only") == 0 && i + 1 < argc)
+            only = argv[++i];
+        else if (strcmp(argv[i], "--style") == 0 && i + 1 < argc) {
+            i++;
+            style = strcmp(argv[i], "gpu") == 0 ? CLF_KERNEL_STYLE_GPU : CLF_KERNEL_STYLE_CPU;
+        } else {
+            fprintf(stderr, "usage: bench_gemm [--runs R] [--markdown] [--only NAME] [--style cpu|gpu] [--autotune]\n");
+            return 2;
+        }
+    }
+    if (runs < 1)
+        runs = 1;
+    char why[512] = "";
+    clf_context *ctx = NULL;
+    if (clf_context_create(clf_context_params(.profiling = true, .message = why, .message_cap = sizeof why), &ctx) !=
+        CLF_OK) {
+        fprintf(stderr, "bench_gemm: no device: %s\n", why);
+        return 1;
+    }
+    clf_device_desc dev;
+    clf_context_device(ctx, &dev);
+    bool gpu = dev.is_gpu;
+    bench_case cases[] = {
+        {"gemm_epilogue", gpu ? 4096 : 1024, gpu ? 4096 : 1024, gpu ? 4096 : 1024},
+        {"mlp", gpu ? 8192 : 1024, gpu ? 1024 : 512, gpu ? 4096 : 2048},
+    };
+    printf("device: %s (%s); medians of %d runs; device time from profiling events%s\n", dev.device_name,
+           dev.platform_name, runs, autotune ? "; autotuned" : "");
+#ifdef HAVE_CLBLAST
+    printf("CLBlast: the first product alone, and followed by libclfuse's relu(p + bias) kernel\n\n");
+#else
+    printf("CLBlast: not found at build time\n\n");
+#endif
+    if (markdown)
+        printf("| case | M,N,K (mlp: M,d,ff) | kernels fused/unfused | fused kernels | fused ms | GFLOP/s | unfused ms | "
+               "CLBlast GEMM ms | CLBlast GEMM + epilogue ms | max error |\n|---|---|---|---|---|---|---|---|---|---|\n");
+    int rc = 0;
+    for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
+        const bench_case *c = &cases[ci];
+        if (only && strcmp(only, c->name) != 0)
+            continue;
+        clf_graph *g = case_graph(c);
+        clf_executable *ex[2] = {NULL, NULL};
+        bench_io io[2];
+        double ms[2] = {0, 0}, err[2] = {0, 0};
+        bool ok = true;
+        for (int v = 0; v < 2 && ok; v++) {
+            clf_compile_params p = *clf_compile_params(.disable_fusion = v == 1, .kernel_style = style,
+                                                       .autotune = autotune && v == 0);
+            if (time_variant(ctx, c, g, &p, v ? (runs + 1) / 2 : runs, &ex[v], &io[v], &ms[v], &err[v]) != 0) {
+                ok = false;
+                if (ex[v])
+                    bench_io_destroy(&io[v]);
+                clf_executable_destroy(&ex[v]);
+            }
+        }
+        double cb = NAN, cbe = NAN;
+#ifdef HAVE_CLBLAST
+        if (ok && strcmp(c->name, "gemm_epilogue") == 0 && time_clblast(ctx, c, runs, &cb, &cbe) != 0)
+            fprintf(stderr, "%s: CLBlast run failed\n", c->name);
+#endif
+        if (ok) {
+            clf_plan_stats s;
+            clf_executable_stats(ex[0], &s);
+            char shape[48], names[256] = "";
+            snprintf(shape, sizeof shape, "%lld,%lld,%lld", (long long)c->m, (long long)c->n, (long long)c->k);
+            for (size_t k = 0; k < clf_executable_kernel_count(ex[0]); k++)
+                snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", k ? " " : "",
+                         clf_executable_kernel_name(ex[0], k));
+            double gfs = case_flops(c) / (ms[0] * 1e6);
+            double e = err[0] > err[1] ? err[0] : err[1];
+            if (markdown)
+                printf("| %s | %s | %llu/%llu | %s | %.3f | %.0f | %.3f | %.3f | %.3f | %.1e |\n", c->name, shape,
+                       (unsigned long long)s.kernels, (unsigned long long)s.unfused_kernels, names, ms[0], gfs, ms[1],
+                       cb, cbe, e);
+            else
+                printf("%-14s %-16s kernels %llu/%llu  fused %.3f ms (%.0f GFLOP/s)  unfused %.3f ms  CLBlast %.3f ms, "
+                       "+epilogue %.3f ms  error %.1e  [%s]\n",
+                       c->name, shape, (unsigned long long)s.kernels, (unsigned long long)s.unfused_kernels, ms[0], gfs,
+                       ms[1], cb, cbe, e, names);
+            if (!(e <= 1e-3)) {
+                fprintf(stderr, "%s: result wrong: error %g\n", c->name, e);
+                rc = 1;
+            }
+            fflush(stdout);
+        } else {
+            rc = 1;
+        }
+        for (int v = 0; v < 2; v++) {
+            if (ex[v])
+                bench_io_destroy(&io[v]);
+            clf_executable_destroy(&ex[v]);
+        }
+        clf_graph_destroy(&g);
+    }
+    clf_context_destroy(&ctx);
+    return rc;
+}
