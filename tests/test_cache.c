@@ -18,6 +18,7 @@
 
 #include "runtime/runtime_internal.h"
 #include "test_support.h"
+#include "util/alloc.h"
 #include "util/hash.h"
 
 #define N 1000
@@ -300,7 +301,7 @@ START_TEST(changed_key_field)
     clf__sb_putn(&key, ctx2->cache_device_key, (size_t)(dv - ctx2->cache_device_key));
     clf__sb_puts(&key, "driver-version 9:99.99.99\n");
     clf__sb_puts(&key, strchr(dv, '\n') + 1);
-    free(ctx2->cache_device_key);
+    clf__free(ctx2->cache_device_key);
     ctx2->cache_device_key = clf__sb_take(&key);
     char *path_new = clf__disk_cache_path(ctx2, src, "");
     ck_assert_str_ne(path_old, path_new);
@@ -325,9 +326,9 @@ START_TEST(changed_key_field)
     ck_assert_uint_eq(c3.disk_discards, 0);
     ck_assert_uint_eq(c3.source_builds, 1);
     ck_assert_uint_eq(c3.disk_stores, 1);
-    free(path_old);
-    free(path_opt);
-    free(path_new);
+    clf__free(path_old);
+    clf__free(path_opt);
+    clf__free(path_new);
     clf_context_destroy(&ctx3);
     clf_context_destroy(&ctx2);
     clf_context_destroy(&ctx);

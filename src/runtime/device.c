@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "runtime/runtime_internal.h"
+#include "util/alloc.h"
 
 typedef struct found_device {
     cl_platform_id platform;
@@ -23,7 +24,7 @@ static clf_status enumerate(found_device **out, size_t *count, char *msg, size_t
                  clf__cl_error_name(err));
         return CLF_ERR_NOT_FOUND;
     }
-    cl_platform_id *plats = malloc(np * sizeof *plats);
+    cl_platform_id *plats = clf__malloc(np * sizeof *plats);
     if (!plats)
         return CLF_ERR_OUT_OF_MEMORY;
     clGetPlatformIDs(np, plats, NULL);
@@ -33,14 +34,14 @@ static clf_status enumerate(found_device **out, size_t *count, char *msg, size_t
         cl_uint nd = 0;
         if (clGetDeviceIDs(plats[p], CL_DEVICE_TYPE_ALL, 0, NULL, &nd) != CL_SUCCESS || nd == 0)
             continue;
-        cl_device_id *devs = malloc(nd * sizeof *devs);
+        cl_device_id *devs = clf__malloc(nd * sizeof *devs);
         if (!devs)
             continue;
         clGetDeviceIDs(plats[p], CL_DEVICE_TYPE_ALL, nd, devs, NULL);
         for (cl_uint d = 0; d < nd; d++) {
             if (n == capd) {
                 size_t c = capd ? capd * 2 : 8;
-                found_device *q = realloc(list, c * sizeof *q);
+                found_device *q = clf__realloc(list, c * sizeof *q);
                 if (!q)
                     break;
                 list = q;
@@ -48,11 +49,11 @@ static clf_status enumerate(found_device **out, size_t *count, char *msg, size_t
             }
             list[n++] = (found_device){plats[p], devs[d]};
         }
-        free(devs);
+        clf__free(devs);
     }
-    free(plats);
+    clf__free(plats);
     if (n == 0) {
-        free(list);
+        clf__free(list);
         snprintf(msg, cap, "OpenCL platforms exist but none has a device");
         return CLF_ERR_NOT_FOUND;
     }
@@ -97,7 +98,7 @@ CLF_API clf_status clf_devices_list(clf_device_desc *out, size_t cap, size_t *co
     for (size_t i = 0; i < n && i < cap; i++)
         clf__device_describe(list[i].platform, list[i].device, (uint32_t)i, &out[i]);
     *count = n;
-    free(list);
+    clf__free(list);
     return CLF_OK;
 }
 
@@ -152,13 +153,13 @@ clf_status clf__device_select(const char *sel, cl_platform_id *platform, cl_devi
                      "no OpenCL device matches \"%s\" (%zu present; use an index, gpu, cpu or part of "
                      "a device or platform name; `clfuse devices` lists them)",
                      sel, n);
-            free(list);
+            clf__free(list);
             return CLF_ERR_NOT_FOUND;
         }
     }
     *platform = list[chosen].platform;
     *device = list[chosen].device;
     *index = (uint32_t)chosen;
-    free(list);
+    clf__free(list);
     return CLF_OK;
 }

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "codegen/codegen.h"
+#include "util/alloc.h"
 #include "runtime/runtime_internal.h"
 #include "util/strbuf.h"
 #include "util/log.h"
@@ -60,12 +61,12 @@ CLF_API clf_status clf_compile(clf_context *ctx, const clf_graph *g, const clf_c
     char err[256] = "";
     clf__plan plan = {0}, unfused = {0};
     clf_status st;
-    clf_executable *e = calloc(1, sizeof *e);
+    clf_executable *e = clf__calloc(1, sizeof *e);
     if (!e)
         return clf__ctx_fail(ctx, CLF_ERR_OUT_OF_MEMORY, "clf_compile: out of memory");
     e->ctx = ctx;
     if (pthread_mutex_init(&e->lock, NULL) != 0) {
-        free(e);
+        clf__free(e);
         return clf__ctx_fail(ctx, CLF_ERR_OUT_OF_MEMORY, "clf_compile: pthread_mutex_init failed");
     }
     e->lock_ready = true;
@@ -85,14 +86,14 @@ CLF_API clf_status clf_compile(clf_context *ctx, const clf_graph *g, const clf_c
     snprintf(err, sizeof err, "clf_compile: out of memory");
     e->ninputs = g->ninputs;
     e->noutputs = g->noutputs;
-    e->inputs = calloc(g->ninputs ? g->ninputs : 1, sizeof *e->inputs);
-    e->outputs = calloc(g->noutputs, sizeof *e->outputs);
+    e->inputs = clf__calloc(g->ninputs ? g->ninputs : 1, sizeof *e->inputs);
+    e->outputs = clf__calloc(g->noutputs, sizeof *e->outputs);
     e->nbuffers = plan.nbuffers;
-    e->buffers = malloc((plan.nbuffers ? plan.nbuffers : 1) * sizeof *e->buffers);
-    e->owned = calloc(plan.nbuffers ? plan.nbuffers : 1, sizeof *e->owned);
-    e->kernels = calloc(plan.nkernels ? plan.nkernels : 1, sizeof *e->kernels);
-    e->events = calloc(plan.nkernels ? plan.nkernels : 1, sizeof *e->events);
-    e->starts = calloc(plan.nkernels ? plan.nkernels : 1, sizeof *e->starts);
+    e->buffers = clf__malloc((plan.nbuffers ? plan.nbuffers : 1) * sizeof *e->buffers);
+    e->owned = clf__calloc(plan.nbuffers ? plan.nbuffers : 1, sizeof *e->owned);
+    e->kernels = clf__calloc(plan.nkernels ? plan.nkernels : 1, sizeof *e->kernels);
+    e->events = clf__calloc(plan.nkernels ? plan.nkernels : 1, sizeof *e->events);
+    e->starts = clf__calloc(plan.nkernels ? plan.nkernels : 1, sizeof *e->starts);
     if (!e->inputs || !e->outputs || !e->buffers || !e->owned || !e->kernels || !e->events || !e->starts)
         goto fail_msg;
     memcpy(e->buffers, plan.buffers, plan.nbuffers * sizeof *plan.buffers);
@@ -150,7 +151,7 @@ CLF_API clf_status clf_compile(clf_context *ctx, const clf_graph *g, const clf_c
         K->nparams = code.nparams;
         K->wide_index = code.wide_index;
         if (plan.kernels[k].nops) {
-            K->nodes = malloc(plan.kernels[k].nops * sizeof *K->nodes);
+            K->nodes = clf__malloc(plan.kernels[k].nops * sizeof *K->nodes);
             if (!K->nodes) {
                 st = CLF_ERR_OUT_OF_MEMORY;
                 snprintf(err, sizeof err, "clf_compile: out of memory");
@@ -170,7 +171,7 @@ CLF_API clf_status clf_compile(clf_context *ctx, const clf_graph *g, const clf_c
             cl_int serr;
             K->scratch = clCreateBuffer(ctx->cl, CL_MEM_READ_WRITE, (size_t)code.scratch_bytes, NULL, &serr);
             if (!K->scratch) {
-                free(final_name);
+                clf__free(final_name);
                 st = clf__ctx_fail(ctx, clf__cl_status(serr), "clf_compile: clCreateBuffer(%llu bytes of partial "
                                    "results for %s): %s", (unsigned long long)code.scratch_bytes, K->name,
                                    clf__cl_error_name(serr));
@@ -189,9 +190,9 @@ CLF_API clf_status clf_compile(clf_context *ctx, const clf_graph *g, const clf_c
                 char *log = clf__strdup(clf_context_last_error(ctx));
                 clf__ctx_fail(ctx, st, "clf_compile: kernel %s failed to build: %s", K->name,
                               log ? log : "");
-                free(log);
+                clf__free(log);
             }
-            free(final_name);
+            clf__free(final_name);
             goto fail;
         }
         cl_int cerr;
@@ -202,10 +203,10 @@ CLF_API clf_status clf_compile(clf_context *ctx, const clf_graph *g, const clf_c
         if (final_name && !K->final_kernel) {
             st = clf__ctx_fail(ctx, clf__cl_status(cerr), "clf_compile: clCreateKernel(%s): %s", final_name,
                                clf__cl_error_name(cerr));
-            free(final_name);
+            clf__free(final_name);
             goto fail;
         }
-        free(final_name);
+        clf__free(final_name);
         if (!K->kernel) {
             st = clf__ctx_fail(ctx, clf__cl_status(cerr), "clf_compile: clCreateKernel(%s): %s", K->name,
                                clf__cl_error_name(cerr));
@@ -243,33 +244,33 @@ CLF_API void clf_executable_destroy(clf_executable **pe)
             clReleaseEvent(e->starts[k]);
         if (e->events && e->events[k])
             clReleaseEvent(e->events[k]);
-        free(K->name);
-        free(K->ops);
-        free(K->source);
-        free(K->params);
-        free(K->nodes);
+        clf__free(K->name);
+        clf__free(K->ops);
+        clf__free(K->source);
+        clf__free(K->params);
+        clf__free(K->nodes);
     }
     for (uint32_t b = 0; b < e->nbuffers; b++) {
         if (e->owned && e->owned[b])
             clReleaseMemObject(e->owned[b]);
     }
     for (size_t i = 0; e->inputs && i < e->ninputs; i++)
-        free(e->inputs[i].name);
+        clf__free(e->inputs[i].name);
     for (size_t i = 0; e->outputs && i < e->noutputs; i++)
-        free(e->outputs[i].name);
-    free(e->inputs);
-    free(e->outputs);
-    free(e->buffers);
-    free(e->owned);
+        clf__free(e->outputs[i].name);
+    clf__free(e->inputs);
+    clf__free(e->outputs);
+    clf__free(e->buffers);
+    clf__free(e->owned);
     clf__staging_free_all(e);
     if (e->last)
         clReleaseEvent(e->last);
     if (e->lock_ready)
         pthread_mutex_destroy(&e->lock);
-    free(e->kernels);
-    free(e->events);
-    free(e->starts);
-    free(e);
+    clf__free(e->kernels);
+    clf__free(e->events);
+    clf__free(e->starts);
+    clf__free(e);
     *pe = NULL;
 }
 

@@ -38,6 +38,7 @@
 #include <unistd.h>
 
 #include "codegen/codegen.h"
+#include "util/alloc.h"
 #include "codegen/templates.h"
 #include "runtime/runtime_internal.h"
 #include "util/hash.h"
@@ -100,7 +101,7 @@ static char *info_str(cl_platform_id plat, cl_device_id dev, cl_uint param)
 {
     size_t n = 0;
     cl_int err = plat ? clGetPlatformInfo(plat, param, 0, NULL, &n) : clGetDeviceInfo(dev, param, 0, NULL, &n);
-    char *s = malloc(err == CL_SUCCESS && n ? n + 1 : 1);
+    char *s = clf__malloc(err == CL_SUCCESS && n ? n + 1 : 1);
     if (!s)
         return NULL;
     s[0] = '\0';
@@ -137,7 +138,7 @@ static char *device_key(const clf_context *ctx)
             return NULL;
         }
         key_field(&sb, fields[i].name, v);
-        free(v);
+        clf__free(v);
     }
     cl_uint bits = 0;
     clGetDeviceInfo(ctx->device, CL_DEVICE_ADDRESS_BITS, sizeof bits, &bits, NULL);
@@ -204,7 +205,7 @@ void clf__disk_cache_init(clf_context *ctx, bool disable)
     ctx->cache_dir = clf__sb_take(&dir);
     ctx->cache_device_key = ctx->cache_dir ? device_key(ctx) : NULL;
     if (!ctx->cache_device_key) {
-        free(ctx->cache_dir);
+        clf__free(ctx->cache_dir);
         ctx->cache_dir = NULL;
         clf__log(CLF__LOG_CACHE, "disk cache off: out of memory");
         return;
@@ -214,8 +215,8 @@ void clf__disk_cache_init(clf_context *ctx, bool disable)
 
 void clf__disk_cache_free(clf_context *ctx)
 {
-    free(ctx->cache_dir);
-    free(ctx->cache_device_key);
+    clf__free(ctx->cache_dir);
+    clf__free(ctx->cache_device_key);
     ctx->cache_dir = ctx->cache_device_key = NULL;
 }
 
@@ -225,7 +226,7 @@ char *clf__disk_cache_path(const clf_context *ctx, const char *source, const cha
         return NULL;
     char *key = key_text(ctx, source, options);
     char *path = key ? entry_path(ctx, key) : NULL;
-    free(key);
+    clf__free(key);
     return path;
 }
 
@@ -309,7 +310,7 @@ cl_program clf__disk_cache_load(clf_context *ctx, const char *source, const char
         discard(ctx, path, &st, why);
         goto out;
     }
-    if (size > MAX_ENTRY_BYTES || !(data = malloc((size_t)size))) {
+    if (size > MAX_ENTRY_BYTES || !(data = clf__malloc((size_t)size))) {
         clf__log(CLF__LOG_CACHE, "disk miss %s: %llu bytes is too large to read", path, (unsigned long long)size);
         goto out;
     }
@@ -371,9 +372,9 @@ cl_program clf__disk_cache_load(clf_context *ctx, const char *source, const char
 out:
     if (fd >= 0)
         close(fd);
-    free(data);
-    free(path);
-    free(key);
+    clf__free(data);
+    clf__free(path);
+    clf__free(key);
     return prog;
 }
 
@@ -399,7 +400,7 @@ static bool make_dirs(const char *dir)
     }
     struct stat st;
     ok = ok && stat(dir, &st) == 0 && S_ISDIR(st.st_mode);
-    free(p);
+    clf__free(p);
     return ok;
 }
 
@@ -410,9 +411,9 @@ static unsigned char *program_binary(const clf_context *ctx, cl_program prog, si
     *len = 0;
     if (clGetProgramInfo(prog, CL_PROGRAM_NUM_DEVICES, sizeof ndev, &ndev, NULL) != CL_SUCCESS || !ndev)
         return NULL;
-    cl_device_id *devs = calloc(ndev, sizeof *devs);
-    size_t *sizes = calloc(ndev, sizeof *sizes);
-    unsigned char **bins = calloc(ndev, sizeof *bins);
+    cl_device_id *devs = clf__calloc(ndev, sizeof *devs);
+    size_t *sizes = clf__calloc(ndev, sizeof *sizes);
+    unsigned char **bins = clf__calloc(ndev, sizeof *bins);
     unsigned char *bin = NULL;
     cl_uint me = ndev;
     if (!devs || !sizes || !bins ||
@@ -422,19 +423,19 @@ static unsigned char *program_binary(const clf_context *ctx, cl_program prog, si
     for (cl_uint i = 0; i < ndev; i++)
         if (devs[i] == ctx->device)
             me = i;
-    if (me == ndev || sizes[me] == 0 || !(bin = malloc(sizes[me])))
+    if (me == ndev || sizes[me] == 0 || !(bin = clf__malloc(sizes[me])))
         goto out;
     bins[me] = bin; /* NULL entries: the driver skips those devices */
     if (clGetProgramInfo(prog, CL_PROGRAM_BINARIES, ndev * sizeof *bins, bins, NULL) != CL_SUCCESS) {
-        free(bin);
+        clf__free(bin);
         bin = NULL;
         goto out;
     }
     *len = sizes[me];
 out:
-    free(devs);
-    free(sizes);
-    free(bins);
+    clf__free(devs);
+    clf__free(sizes);
+    clf__free(bins);
     return bin;
 }
 
@@ -499,7 +500,7 @@ out:
     if (fd >= 0)
         close(fd);
     clf__sb_free(&tmp);
-    free(path);
-    free(key);
-    free(bin);
+    clf__free(path);
+    clf__free(key);
+    clf__free(bin);
 }

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "runtime/runtime_internal.h"
+#include "util/alloc.h"
 #include "util/log.h"
 
 /* Resolves named bindings to a per-buffer table of cl_mem. */
@@ -90,11 +91,11 @@ static clf_status enqueue(clf_executable *e, cl_mem *table, cl_uint nwait, const
 {
     clf_context *ctx = e->ctx;
     clf_status st = CLF_OK;
-    cl_event *evs = calloc(e->nkernels ? e->nkernels : 1, sizeof *evs);
-    cl_event *first = malloc(((size_t)nwait + 1) * sizeof *first);
+    cl_event *evs = clf__calloc(e->nkernels ? e->nkernels : 1, sizeof *evs);
+    cl_event *first = clf__malloc(((size_t)nwait + 1) * sizeof *first);
     if (!evs || !first) {
-        free(evs);
-        free(first);
+        clf__free(evs);
+        clf__free(first);
         return clf__ctx_fail(ctx, CLF_ERR_OUT_OF_MEMORY, "clf_run: out of memory");
     }
     pthread_mutex_lock(&e->lock);
@@ -186,8 +187,8 @@ static clf_status enqueue(clf_executable *e, cl_mem *table, cl_uint nwait, const
             clReleaseEvent(evs[k]);
     if (marker)
         clReleaseEvent(marker);
-    free(first);
-    free(evs);
+    clf__free(first);
+    clf__free(evs);
     return st;
 }
 
@@ -259,9 +260,9 @@ static clf_status run_bound(clf_executable *e, size_t ninputs, const clf_buffer_
         if (!wait[i])
             return clf__ctx_fail(ctx, CLF_ERR_INVALID_ARGUMENT, "clf_run: wait list entry %u is NULL", i);
     clf_status st = CLF_ERR_OUT_OF_MEMORY;
-    cl_mem *table = calloc(e->nbuffers ? e->nbuffers : 1, sizeof *table);
-    const char **names = malloc((ninputs + noutputs + 1) * sizeof *names);
-    cl_mem *mems = malloc((ninputs + noutputs + 1) * sizeof *mems);
+    cl_mem *table = clf__calloc(e->nbuffers ? e->nbuffers : 1, sizeof *table);
+    const char **names = clf__malloc((ninputs + noutputs + 1) * sizeof *names);
+    cl_mem *mems = clf__malloc((ninputs + noutputs + 1) * sizeof *mems);
     if (!table || !names || !mems) {
         clf__ctx_fail(ctx, st, "clf_run: out of memory");
         goto done;
@@ -282,9 +283,9 @@ static clf_status run_bound(clf_executable *e, size_t ninputs, const clf_buffer_
     if (st == CLF_OK)
         st = enqueue(e, table, nwait, wait, done, events);
 done:
-    free(table);
-    free(names);
-    free(mems);
+    clf__free(table);
+    clf__free(names);
+    clf__free(mems);
     return st;
 }
 
@@ -308,8 +309,8 @@ void clf__staging_free_all(clf_executable *e)
         for (uint32_t b = 0; s->mem && b < e->nbuffers; b++)
             if (s->mem[b])
                 clReleaseMemObject(s->mem[b]);
-        free(s->mem);
-        free(s);
+        clf__free(s->mem);
+        clf__free(s);
     }
 }
 
@@ -323,9 +324,9 @@ static clf__staging *staging_take(clf_executable *e)
     pthread_mutex_unlock(&e->lock);
     if (s)
         return s;
-    s = calloc(1, sizeof *s);
-    if (s && !(s->mem = calloc(e->nbuffers ? e->nbuffers : 1, sizeof *s->mem))) {
-        free(s);
+    s = clf__calloc(1, sizeof *s);
+    if (s && !(s->mem = clf__calloc(e->nbuffers ? e->nbuffers : 1, sizeof *s->mem))) {
+        clf__free(s);
         s = NULL;
     }
     return s;
@@ -364,9 +365,9 @@ CLF_API clf_status clf_run_host(clf_executable *e, size_t ninputs, const clf_hos
     if ((ninputs && !inputs) || (noutputs && !outputs))
         return clf__ctx_fail(ctx, CLF_ERR_INVALID_ARGUMENT, "clf_run_host: a binding array is NULL");
     clf_status st = CLF_ERR_OUT_OF_MEMORY;
-    clf_buffer_binding *bi = calloc(ninputs + 1, sizeof *bi), *bo = calloc(noutputs + 1, sizeof *bo);
-    cl_event *writes = calloc(ninputs + 1, sizeof *writes);
-    cl_event *events = calloc(e->nkernels + 1, sizeof *events);
+    clf_buffer_binding *bi = clf__calloc(ninputs + 1, sizeof *bi), *bo = clf__calloc(noutputs + 1, sizeof *bo);
+    cl_event *writes = clf__calloc(ninputs + 1, sizeof *writes);
+    cl_event *events = clf__calloc(e->nkernels + 1, sizeof *events);
     clf__staging *stage = staging_take(e);
     cl_event done = NULL;
     cl_uint nw = 0;
@@ -469,10 +470,10 @@ out:
             clReleaseEvent(events[k]);
     if (done)
         clReleaseEvent(done);
-    free(writes);
-    free(events);
-    free(bi);
-    free(bo);
+    clf__free(writes);
+    clf__free(events);
+    clf__free(bi);
+    clf__free(bo);
     return st;
 }
 
@@ -486,14 +487,14 @@ CLF_API clf_status clf_executable_last_profile(clf_executable *e, clf_run_profil
         return clf__ctx_fail(e->ctx, CLF_ERR_UNSUPPORTED,
                              "clf_executable_last_profile: the context's queue has no profiling "
                              "(set clf_context_params.profiling)");
-    cl_event *evs = calloc(e->nkernels + 1, sizeof *evs);
+    cl_event *evs = clf__calloc(e->nkernels + 1, sizeof *evs);
     if (!evs)
         return clf__ctx_fail(e->ctx, CLF_ERR_OUT_OF_MEMORY, "clf_executable_last_profile: out of memory");
     /* A snapshot of the last run's events, so that other threads may run
      * while this one waits. */
     pthread_mutex_lock(&e->lock);
     bool ran = e->ran;
-    cl_event *starts = calloc(e->nkernels + 1, sizeof *starts);
+    cl_event *starts = clf__calloc(e->nkernels + 1, sizeof *starts);
     for (size_t k = 0; k < e->nkernels; k++) {
         if ((evs[k] = e->events[k]))
             clRetainEvent(evs[k]);
@@ -542,7 +543,7 @@ out:
         if (starts && starts[k])
             clReleaseEvent(starts[k]);
     }
-    free(evs);
-    free(starts);
+    clf__free(evs);
+    clf__free(starts);
     return st;
 }
