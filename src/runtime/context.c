@@ -202,6 +202,7 @@ static clf_status finish_context(clf_context *c, bool disable_disk_cache)
     if (clGetDeviceInfo(c->device, CL_DEVICE_MAX_WORK_GROUP_SIZE, sizeof wg, &wg, NULL) != CL_SUCCESS)
         wg = 64;
     c->max_local = wg;
+    c->base_align = c->desc.base_align;
     size_t extlen = 0;
     if (clGetDeviceInfo(c->device, CL_DEVICE_EXTENSIONS, 0, NULL, &extlen) == CL_SUCCESS && extlen) {
         char *ext = clf__malloc(extlen + 1);

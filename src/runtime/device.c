@@ -78,6 +78,13 @@ void clf__device_describe(cl_platform_id platform, cl_device_id device, uint32_t
     cl_uint cu = 0;
     if (clGetDeviceInfo(device, CL_DEVICE_MAX_COMPUTE_UNITS, sizeof cu, &cu, NULL) == CL_SUCCESS)
         desc->compute_units = cu;
+    cl_uint align_bits = 0;
+    if (clGetDeviceInfo(device, CL_DEVICE_MEM_BASE_ADDR_ALIGN, sizeof align_bits, &align_bits, NULL) != CL_SUCCESS ||
+        align_bits < 8)
+        align_bits = 1024; /* the largest a full-profile device reports (long16) */
+    desc->base_align = 1;
+    while (desc->base_align < align_bits / 8) /* a power of two, as every device reports */
+        desc->base_align *= 2;
     cl_device_type t = 0;
     clGetDeviceInfo(device, CL_DEVICE_TYPE, sizeof t, &t, NULL);
     desc->is_gpu = (t & CL_DEVICE_TYPE_GPU) != 0;
