@@ -25,8 +25,10 @@ static clf_status enumerate(found_device **out, size_t *count, char *msg, size_t
         return CLF_ERR_NOT_FOUND;
     }
     cl_platform_id *plats = clf__malloc(np * sizeof *plats);
-    if (!plats)
+    if (!plats) {
+        snprintf(msg, cap, "listing OpenCL devices: out of memory");
         return CLF_ERR_OUT_OF_MEMORY;
+    }
     clGetPlatformIDs(np, plats, NULL);
     size_t n = 0, capd = 0;
     found_device *list = NULL;
@@ -36,14 +38,16 @@ static clf_status enumerate(found_device **out, size_t *count, char *msg, size_t
             continue;
         cl_device_id *devs = clf__malloc(nd * sizeof *devs);
         if (!devs)
-            continue;
+            goto oom;
         clGetDeviceIDs(plats[p], CL_DEVICE_TYPE_ALL, nd, devs, NULL);
         for (cl_uint d = 0; d < nd; d++) {
             if (n == capd) {
                 size_t c = capd ? capd * 2 : 8;
                 found_device *q = clf__realloc(list, c * sizeof *q);
-                if (!q)
-                    break;
+                if (!q) {
+                    clf__free(devs);
+                    goto oom;
+                }
                 list = q;
                 capd = c;
             }
@@ -60,6 +64,12 @@ static clf_status enumerate(found_device **out, size_t *count, char *msg, size_t
     *out = list;
     *count = n;
     return CLF_OK;
+oom:
+    /* A partial list would select another device: fail instead. */
+    clf__free(plats);
+    clf__free(list);
+    snprintf(msg, cap, "listing OpenCL devices: out of memory");
+    return CLF_ERR_OUT_OF_MEMORY;
 }
 
 void clf__device_describe(cl_platform_id platform, cl_device_id device, uint32_t index,

@@ -54,6 +54,7 @@ static clf_status lower(clf_context *ctx, const clf_graph *g, const clf_compile_
     clf__mem_interval *iv = NULL;
     uint64_t *ivoff = NULL;
     clf_status st;
+    unsigned long failures = clf__alloc_failures();
     clf__plan_options popt = {.disable_fusion = params && params->disable_fusion};
     st = clf__plan_build(g, &popt, &plan, err, sizeof err);
     if (st != CLF_OK)
@@ -168,6 +169,14 @@ static clf_status lower(clf_context *ctx, const clf_graph *g, const clf_compile_
         if (e->kernels[k].partial_bytes)
             e->kernels[k].partial_offset = ivoff[niv++];
     e->stats.peak_intermediate_bytes = e->scratch_bytes;
+    if (clf__alloc_failures() != failures) {
+        /* Generated source is built in strings whose allocation failures are
+         * sticky and not all checked by the writers: a kernel made while an
+         * allocation failed may be incomplete, so none is used. */
+        st = CLF_ERR_OUT_OF_MEMORY;
+        snprintf(err, sizeof err, "clf_compile: out of memory while planning or generating code");
+        goto fail_msg;
+    }
     clf__log(CLF__LOG_SCHEDULE, "memory plan: %llu intermediates, %llu bytes, in %llu bytes of scratch",
              (unsigned long long)e->stats.intermediate_buffers, (unsigned long long)e->stats.intermediate_bytes,
              (unsigned long long)e->scratch_bytes);
@@ -175,6 +184,12 @@ static clf_status lower(clf_context *ctx, const clf_graph *g, const clf_compile_
     goto out;
 
 fail_msg:
+    if (st == CLF_ERR_INTERNAL && clf__alloc_failures() != failures) {
+        /* The planner's and codegen's consistency checks also trip when an
+         * allocation inside them failed. */
+        st = CLF_ERR_OUT_OF_MEMORY;
+        snprintf(err, sizeof err, "clf_compile: out of memory while planning or generating code");
+    }
     clf__ctx_fail(ctx, st, "%s", err);
 out:
     clf__free(iv);

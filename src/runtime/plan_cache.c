@@ -38,7 +38,7 @@ static_assert(sizeof(clf_plan_stats) % sizeof(uint64_t) == 0, "clf_plan_stats is
 char *clf__plan_cache_key(const clf_context *ctx, const clf_graph *g, const clf_compile_params *params,
                           const clf__codegen_target *target)
 {
-    if (!ctx->cache_dir)
+    if (!ctx->cache_dir || ctx->plan_cache_off)
         return NULL;
     clf__strbuf sb = {0};
     char num[64];

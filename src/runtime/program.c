@@ -89,7 +89,7 @@ static clf_status build_source(clf_context *ctx, const char *source, const char 
             clGetProgramBuildInfo(prog, ctx->device, CL_PROGRAM_BUILD_LOG, loglen, log, NULL);
             log[loglen] = '\0';
         }
-        clf_status st = clf__ctx_fail(ctx, err == CL_OUT_OF_HOST_MEMORY ? CLF_ERR_OUT_OF_MEMORY : CLF_ERR_BUILD,
+        clf_status st = clf__ctx_fail(ctx, clf__cl_status(err) == CLF_ERR_OPENCL ? CLF_ERR_BUILD : clf__cl_status(err),
                                       "clBuildProgram: %s; build log:\n%s", clf__cl_error_name(err),
                                       log ? log : "(out of memory)");
         clf__free(log);

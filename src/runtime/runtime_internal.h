@@ -49,6 +49,7 @@ struct clf_context {
     clf__program_counts counts;
     char *cache_dir;        /* on-disk program cache; NULL when off */
     char *cache_device_key; /* the key fields of the platform, device and library */
+    bool plan_cache_off;    /* the plan cache alone is skipped (tests) */
 };
 
 typedef struct clf__io {

@@ -10,6 +10,9 @@
 static clf_malloc_fn a_malloc = malloc;
 static clf_realloc_fn a_realloc = realloc;
 static clf_free_fn a_free = free;
+static _Thread_local unsigned long failures;
+
+unsigned long clf__alloc_failures(void) { return failures; }
 
 CLF_API clf_status clf_set_allocator(clf_malloc_fn malloc_fn, clf_realloc_fn realloc_fn, clf_free_fn free_fn)
 {
@@ -27,12 +30,20 @@ CLF_API clf_status clf_set_allocator(clf_malloc_fn malloc_fn, clf_realloc_fn rea
     return CLF_OK;
 }
 
-void *clf__malloc(size_t size) { return a_malloc(size ? size : 1); }
+void *clf__malloc(size_t size)
+{
+    void *p = a_malloc(size ? size : 1);
+    if (!p)
+        failures++;
+    return p;
+}
 
 void *clf__calloc(size_t n, size_t size)
 {
-    if (size && n > SIZE_MAX / size)
+    if (size && n > SIZE_MAX / size) {
+        failures++;
         return NULL;
+    }
     size_t bytes = n * size;
     void *p = clf__malloc(bytes);
     if (p)
@@ -44,7 +55,10 @@ void *clf__realloc(void *ptr, size_t size)
 {
     if (!ptr)
         return clf__malloc(size);
-    return a_realloc(ptr, size ? size : 1);
+    void *p = a_realloc(ptr, size ? size : 1);
+    if (!p)
+        failures++;
+    return p;
 }
 
 void clf__free(void *ptr)

@@ -12,5 +12,10 @@ void *clf__malloc(size_t size);
 void *clf__calloc(size_t n, size_t size);
 void *clf__realloc(void *ptr, size_t size);
 void clf__free(void *ptr);
+/* How many allocations have failed on the calling thread so far. A pass
+ * that reports an internal inconsistency after one of its allocations
+ * failed (codegen's generators fold both into one flag) reports running out
+ * of memory instead: compare this before and after. */
+unsigned long clf__alloc_failures(void);
 
 #endif
