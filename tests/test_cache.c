@@ -1,4 +1,4 @@
-/* Suite "cache": the on-disk program cache. Cold then warm (the warm compile
+/* Suite "cache": the on-disk program cache and the plan cache. Cold then warm (the warm compile
  * builds nothing from source), entries that are corrupt, truncated, of
  * another format or refused by the driver (removed and rebuilt, with the
  * reason under CLFUSE_LOGS=cache), a changed key field and a hash collision
@@ -18,6 +18,7 @@
 
 #include "runtime/runtime_internal.h"
 #include "test_support.h"
+#include "util/alloc.h"
 #include "util/hash.h"
 
 #define N 1000
@@ -92,11 +93,31 @@ static void list_dir(const char *dir, int *entries, int *others, char *entry, si
             (*entries)++;
             if (entry)
                 snprintf(entry, cap, "%s/%s", dir, de->d_name);
+        } else if (len > 7 && strcmp(de->d_name + len - 7, ".clplan") == 0) {
+            /* plan entries: counted by list_plans */
         } else {
             (*others)++;
         }
     }
     closedir(d);
+}
+
+/* Plan entries (*.clplan) in dir; the last one's path in entry. */
+static int list_plans(const char *dir, char *entry, size_t cap)
+{
+    int n = 0;
+    DIR *d = opendir(dir);
+    ck_assert_ptr_nonnull(d);
+    for (struct dirent *de; (de = readdir(d));) {
+        size_t len = strlen(de->d_name);
+        if (len > 7 && strcmp(de->d_name + len - 7, ".clplan") == 0) {
+            n++;
+            if (entry)
+                snprintf(entry, cap, "%s/%s", dir, de->d_name);
+        }
+    }
+    closedir(d);
+    return n;
 }
 
 static unsigned char *read_file(const char *path, size_t *len)
@@ -300,7 +321,7 @@ START_TEST(changed_key_field)
     clf__sb_putn(&key, ctx2->cache_device_key, (size_t)(dv - ctx2->cache_device_key));
     clf__sb_puts(&key, "driver-version 9:99.99.99\n");
     clf__sb_puts(&key, strchr(dv, '\n') + 1);
-    free(ctx2->cache_device_key);
+    clf__free(ctx2->cache_device_key);
     ctx2->cache_device_key = clf__sb_take(&key);
     char *path_new = clf__disk_cache_path(ctx2, src, "");
     ck_assert_str_ne(path_old, path_new);
@@ -325,9 +346,9 @@ START_TEST(changed_key_field)
     ck_assert_uint_eq(c3.disk_discards, 0);
     ck_assert_uint_eq(c3.source_builds, 1);
     ck_assert_uint_eq(c3.disk_stores, 1);
-    free(path_old);
-    free(path_opt);
-    free(path_new);
+    clf__free(path_old);
+    clf__free(path_opt);
+    clf__free(path_new);
     clf_context_destroy(&ctx3);
     clf_context_destroy(&ctx2);
     clf_context_destroy(&ctx);
@@ -417,10 +438,309 @@ START_TEST(several_processes)
     list_dir(dir, &entries, &others, NULL, 0);
     ck_assert_int_eq(entries, 1);
     ck_assert_int_eq(others, 0);
+    ck_assert_int_eq(list_plans(dir, NULL, 0), 1);
     clf__program_counts warm = compile_seed(NULL);
     ck_assert_uint_eq(warm.disk_hits, 1);
     ck_assert_uint_eq(warm.source_builds, 0);
     ck_assert_uint_eq(warm.disk_discards, 0);
+    ck_assert_uint_eq(warm.plan_hits, 1);
+    ck_assert_uint_eq(warm.plans_built, 0);
+    ck_assert_uint_eq(warm.plan_discards, 0);
+}
+END_TEST
+
+/* ---- The plan and source cache -------------------------------------- */
+
+/* Cold, the compile plans, generates and stores a plan entry; warm (a new
+ * context), it plans nothing and builds nothing, and the executable is the
+ * same: kernel names, sources, statistics. */
+START_TEST(plan_cold_then_warm)
+{
+    const char *dir = fresh_cache_dir("");
+    char log[8192];
+    clf__program_counts cold = compile_seed_logged(log, sizeof log);
+    ck_assert_uint_eq(cold.plans_built, 1);
+    ck_assert_uint_eq(cold.plan_hits, 0);
+    ck_assert_uint_eq(cold.plan_stores, 1);
+    ck_assert_msg(strstr(log, "plan miss") && strstr(log, "plan store"), "%s", log);
+    ck_assert_int_eq(list_plans(dir, NULL, 0), 1);
+    clf__program_counts warm = compile_seed_logged(log, sizeof log);
+    ck_assert_uint_eq(warm.plans_built, 0);
+    ck_assert_uint_eq(warm.plan_hits, 1);
+    ck_assert_uint_eq(warm.plan_stores, 0);
+    ck_assert_uint_eq(warm.source_builds, 0);
+    ck_assert_msg(strstr(log, "plan hit"), "%s", log);
+
+    /* A graph with a reduction split in two launches, intermediates and a
+     * tensor constant: the warm executable equals the cold one. */
+    clf_graph *g = clf_graph_create();
+    const int64_t shape[2] = {3, 40000}, cshape[1] = {40000};
+    clf_tensor x = clf_input(g, "x", CLF_F32, 2, shape);
+    float cdata[40000];
+    for (int i = 0; i < 40000; i++)
+        cdata[i] = (float)(i % 7) * 0.25f;
+    clf_tensor c = clf_constant(g, CLF_F32, 1, cshape, cdata);
+    clf_tensor t = clf_mul(g, clf_exp(g, clf_neg(g, clf_abs(g, x))), c);
+    int axis = 1;
+    clf_graph_output(g, "s", clf_reduce_sum(g, t, 1, &axis, false));
+    clf_graph_output(g, "m", clf_softmax(g, t, 1));
+    ck_assert_int_eq(clf_graph_status(g, NULL), CLF_OK);
+    clf_context *ctx[2];
+    clf_executable *exe[2];
+    for (int r = 0; r < 2; r++) {
+        ctx[r] = clf_test_context();
+        ck_assert_int_eq(clf_compile(ctx[r], g, NULL, &exe[r]), CLF_OK);
+        clf__program_counts pc;
+        clf__program_cache_counts(ctx[r], &pc);
+        ck_assert_uint_eq(pc.plans_built, r == 0 ? 1 : 0);
+        ck_assert_uint_eq(pc.plan_hits, r == 0 ? 0 : 1);
+    }
+    ck_assert_uint_eq(clf_executable_kernel_count(exe[0]), clf_executable_kernel_count(exe[1]));
+    for (size_t k = 0; k < clf_executable_kernel_count(exe[0]); k++) {
+        ck_assert_str_eq(clf_executable_kernel_name(exe[0], k), clf_executable_kernel_name(exe[1], k));
+        ck_assert_str_eq(clf_executable_kernel_ops(exe[0], k), clf_executable_kernel_ops(exe[1], k));
+        ck_assert_str_eq(clf_executable_kernel_source(exe[0], k), clf_executable_kernel_source(exe[1], k));
+    }
+    clf_plan_stats s0, s1;
+    clf_executable_stats(exe[0], &s0);
+    clf_executable_stats(exe[1], &s1);
+    ck_assert_int_eq(memcmp(&s0, &s1, sizeof s0), 0);
+    /* Both compute the reference's results. */
+    float *xin = malloc(sizeof(float) * 3 * 40000), *got = malloc(sizeof(float) * 3 * 40000),
+          *want = malloc(sizeof(float) * 3 * 40000), sg[3], sw[3];
+    clf_test_fill_f32(xin, 3 * 40000, -2, 2);
+    clf_host_binding in[1] = {{"x", xin}}, wout[2] = {{"s", sw}, {"m", want}};
+    char msg[256];
+    ck_assert_int_eq(clf_reference_run(g, 1, in, 2, wout, msg, sizeof msg), CLF_OK);
+    for (int r = 0; r < 2; r++) {
+        clf_host_binding out[2] = {{"s", sg}, {"m", got}};
+        ck_assert_int_eq(clf_run_host(exe[r], 1, in, 2, out), CLF_OK);
+        ck_assert_msg(clf_test_close(CLF_F32, sg, sw, 3, 1e-4, 1e-4, msg, sizeof msg), "run %d: s: %s", r, msg);
+        ck_assert_msg(clf_test_close(CLF_F32, got, want, 3 * 40000, 1e-4, 1e-7, msg, sizeof msg), "run %d: m: %s", r,
+                      msg);
+        clf_executable_destroy(&exe[r]);
+        clf_context_destroy(&ctx[r]);
+    }
+    free(xin);
+    free(got);
+    free(want);
+    clf_graph_destroy(&g);
+}
+END_TEST
+
+/* A plan entry damaged in each way is discarded with the reason in the log,
+ * the compile plans again (and still builds nothing: the binaries are
+ * fine), stores a good entry, and the next compile hits. */
+static const struct corruption plan_corruptions[] = {
+    {"flipped payload byte", "checksum mismatch"},
+    {"flipped key byte", "checksum mismatch"},
+    {"truncated to the header's middle", "truncated"},
+    {"truncated in the payload", "truncated"},
+    {"empty file", "truncated"},
+    {"trailing garbage", "truncated or padded"},
+    {"bad magic", "bad magic"},
+    {"future format version", "format version"},
+    {"payload that does not fit the graph, with a good checksum", "malformed payload"},
+    {"payload cut short, with a good header", "malformed payload"},
+};
+
+START_TEST(plan_corrupt_entries)
+{
+    const struct corruption *c = &plan_corruptions[_i];
+    const char *dir = fresh_cache_dir("");
+    clf__program_counts cold = compile_seed(NULL);
+    ck_assert_uint_eq(cold.plan_stores, 1);
+    char entry[600];
+    ck_assert_int_eq(list_plans(dir, entry, sizeof entry), 1);
+    size_t len;
+    unsigned char *p = read_file(entry, &len);
+    ck_assert_uint_gt(len, HEADER);
+    size_t klen = (size_t)get64(p + KLEN_AT), plen = (size_t)get64(p + BLEN_AT);
+    ck_assert_uint_eq(HEADER + klen + plen, len);
+    unsigned char *pay = p + HEADER + klen;
+    switch (_i) {
+    case 0: pay[plen / 2] ^= 0x40; break;
+    case 1: p[HEADER + klen / 2] ^= 0x01; break;
+    case 2: len = HEADER / 2; break;
+    case 3: len = HEADER + klen + plen / 2; break;
+    case 4: len = 0; break;
+    case 5: {
+        unsigned char *q = realloc(p, len + 100);
+        ck_assert_ptr_nonnull(q);
+        p = q;
+        memset(p + len, 0x5a, 100);
+        len += 100;
+        break;
+    }
+    case 6: p[MAGIC_AT] = 'X'; break;
+    case 7: p[VERSION_AT] = 99; break;
+    case 8:
+        /* The input count (the payload's first u32) no longer matches the
+         * graph's: only the parser can tell. */
+        pay[0] = 7;
+        put64(p + SUM_AT, clf__hash_bytes(clf__hash_bytes(CLF__HASH_SEED, p + HEADER, klen), pay, plen));
+        break;
+    case 9:
+        /* Half the payload, with the lengths and checksum made to agree. */
+        plen /= 2;
+        len = HEADER + klen + plen;
+        put64(p + BLEN_AT, plen);
+        put64(p + SUM_AT, clf__hash_bytes(clf__hash_bytes(CLF__HASH_SEED, p + HEADER, klen), pay, plen));
+        break;
+    }
+    write_file(entry, p, len);
+    free(p);
+
+    char log[8192];
+    clf__program_counts again = compile_seed_logged(log, sizeof log);
+    ck_assert_msg(again.plan_discards == 1, "%s: %llu discards; log:\n%s", c->name,
+                  (unsigned long long)again.plan_discards, log);
+    ck_assert_uint_eq(again.plan_hits, 0);
+    ck_assert_uint_eq(again.plans_built, 1);
+    ck_assert_uint_eq(again.plan_stores, 1);
+    ck_assert_uint_eq(again.source_builds, 0);
+    ck_assert_msg(strstr(log, c->why), "%s: the log should say \"%s\":\n%s", c->name, c->why, log);
+    ck_assert_int_eq(list_plans(dir, NULL, 0), 1);
+    int entries, others;
+    list_dir(dir, &entries, &others, NULL, 0);
+    ck_assert_int_eq(others, 0);
+    clf__program_counts warm = compile_seed(NULL);
+    ck_assert_uint_eq(warm.plan_hits, 1);
+    ck_assert_uint_eq(warm.plans_built, 0);
+}
+END_TEST
+
+/* The graph of plan_changed_key_field, in variants that each differ from
+ * variant 0 in one field of the key: y = clip(x * k + c0, lo, hi) with a
+ * tensor constant k, summed over the last axis as s. */
+static clf_graph *variant_graph(int v)
+{
+    clf_graph *g = clf_graph_create();
+    const int64_t shape[2] = {4, v == 1 ? 33 : 32}, kshape[1] = {shape[1]};
+    clf_tensor x = clf_input(g, v == 2 ? "X" : "x", CLF_F32, 2, shape);
+    float kd[33];
+    for (int i = 0; i < 33; i++)
+        kd[i] = 0.5f + (float)i;
+    if (v == 3)
+        kd[5] = 0.75f; /* one constant byte differs */
+    clf_tensor k = clf_constant(g, CLF_F32, 1, kshape, kd);
+    clf_tensor t = clf_add(g, clf_mul(g, x, k), clf_scalar(g, CLF_F32, v == 4 ? 2.0 : 1.0));
+    t = clf_clip(g, t, v == 5 ? -3.0 : -4.0, 40.0);
+    int axis = 1;
+    clf_graph_output(g, v == 6 ? "Y" : "y", t);
+    clf_graph_output(g, "s", v == 7 ? clf_reduce_max(g, t, 1, &axis, false) : clf_reduce_sum(g, t, 1, &axis, false));
+    ck_assert_int_eq(clf_graph_status(g, NULL), CLF_OK);
+    return g;
+}
+
+/* Compiles g with params on a fresh context, checks every output against
+ * the reference, and returns the cache counts. */
+static clf__program_counts compile_checked(clf_graph *g, const clf_compile_params *params, char **key)
+{
+    clf_context *ctx = clf_test_context();
+    clf_executable *exe = NULL;
+    clf_status st = clf_compile(ctx, g, params, &exe);
+    ck_assert_msg(st == CLF_OK, "%s", clf_context_last_error(ctx));
+    const char *xname, *yname;
+    int rank;
+    int64_t shape[CLF_MAX_RANK];
+    ck_assert_int_eq(clf_executable_input(exe, 0, &xname, NULL, &rank, shape), CLF_OK);
+    size_t n = (size_t)(shape[0] * shape[1]);
+    ck_assert_int_eq(clf_executable_output(exe, 0, &yname, NULL, NULL, NULL), CLF_OK);
+    float *x = malloc(n * sizeof *x), *y = malloc(n * sizeof *y), *yw = malloc(n * sizeof *yw), s[8], sw[8];
+    clf_test_fill_f32(x, n, -5, 5);
+    clf_host_binding in[1] = {{xname, x}}, out[2] = {{yname, y}, {"s", s}}, want[2] = {{yname, yw}, {"s", sw}};
+    char msg[256];
+    ck_assert_int_eq(clf_reference_run(g, 1, in, 2, want, msg, sizeof msg), CLF_OK);
+    st = clf_run_host(exe, 1, in, 2, out);
+    ck_assert_msg(st == CLF_OK, "%s", clf_context_last_error(ctx));
+    ck_assert_msg(clf_test_close(CLF_F32, y, yw, n, 1e-5, 1e-5, msg, sizeof msg), "y: %s", msg);
+    ck_assert_msg(clf_test_close(CLF_F32, s, sw, (size_t)shape[0], 1e-4, 1e-4, msg, sizeof msg), "s: %s", msg);
+    clf__program_counts pc;
+    clf__program_cache_counts(ctx, &pc);
+    if (key) {
+        clf_kernel_style style = params ? params->kernel_style : CLF_KERNEL_STYLE_AUTO;
+        clf__codegen_target target = {.cpu = style == CLF_KERNEL_STYLE_AUTO ? ctx->desc.is_cpu && !ctx->desc.is_gpu
+                                                                            : style == CLF_KERNEL_STYLE_CPU,
+                                      .max_local = ctx->max_local,
+                                      .fp64 = ctx->fp64,
+                                      .compute_units = ctx->desc.compute_units};
+        *key = clf__plan_cache_key(ctx, g, params, &target);
+        ck_assert_ptr_nonnull(*key);
+    }
+    free(x);
+    free(y);
+    free(yw);
+    clf_executable_destroy(&exe);
+    clf_context_destroy(&ctx);
+    return pc;
+}
+
+/* Every field of the key matters: a graph that differs in one shape, input
+ * name, constant byte, scalar, attribute, output name or op, and the same
+ * graph with other compile params, each miss the plan cache (plan again and
+ * store a second entry) and compute their own results; the unchanged graph
+ * hits. A plan entry copied under another key's name (a collision) is a
+ * miss, not a wrong plan. */
+START_TEST(plan_changed_key_field)
+{
+    const char *dir = fresh_cache_dir("");
+    clf_graph *g0 = variant_graph(0);
+    char *key0 = NULL;
+    clf__program_counts c = compile_checked(g0, NULL, &key0);
+    ck_assert_uint_eq(c.plans_built, 1);
+    for (const char *f = "source-hash \0target-cpu \0base-align \0disable-fusion \0kernel-style \0graph \0"
+                         "driver-version \0codegen-version \0templates-hash \0";
+         *f; f += strlen(f) + 1)
+        ck_assert_msg(strstr(key0, f), "the plan key lacks %s", f);
+    int plans = 1;
+    for (int v = 1; v <= 7; v++) {
+        clf_graph *g = variant_graph(v);
+        char *key = NULL;
+        c = compile_checked(g, NULL, &key);
+        ck_assert_msg(c.plans_built == 1 && c.plan_hits == 0, "variant %d hit the plan cache", v);
+        ck_assert_str_ne(key, key0);
+        ck_assert_int_eq(list_plans(dir, NULL, 0), ++plans);
+        clf__free(key);
+        clf_graph_destroy(&g);
+    }
+    const clf_compile_params *params[] = {clf_compile_params(.disable_fusion = true),
+                                          clf_compile_params(.kernel_style = CLF_KERNEL_STYLE_GPU)};
+    for (size_t i = 0; i < 2; i++) {
+        c = compile_checked(g0, params[i], NULL);
+        ck_assert_msg(c.plans_built == 1 && c.plan_hits == 0, "params %zu hit the plan cache", i);
+        ck_assert_int_eq(list_plans(dir, NULL, 0), ++plans);
+    }
+    /* Params spelled out at their defaults are the same key: a hit. */
+    c = compile_checked(g0, clf_compile_params(.kernel_style = CLF_KERNEL_STYLE_AUTO), NULL);
+    ck_assert_uint_eq(c.plan_hits, 1);
+    ck_assert_uint_eq(c.plans_built, 0);
+
+    /* A collision: variant 3's entry under variant 0's name. */
+    clf_graph *g3 = variant_graph(3);
+    clf_context *ctx = clf_test_context();
+    clf__codegen_target target = {.cpu = ctx->desc.is_cpu && !ctx->desc.is_gpu,
+                                  .max_local = ctx->max_local,
+                                  .fp64 = ctx->fp64,
+                                  .compute_units = ctx->desc.compute_units};
+    char *key3 = clf__plan_cache_key(ctx, g3, NULL, &target);
+    char *path0 = clf__plan_cache_path(ctx, key0), *path3 = clf__plan_cache_path(ctx, key3);
+    ck_assert_str_ne(path0, path3);
+    ck_assert_int_eq(rename(path3, path0), 0);
+    clf_context_destroy(&ctx);
+    c = compile_checked(g0, NULL, NULL);
+    ck_assert_uint_eq(c.plan_hits, 0);
+    ck_assert_uint_eq(c.plan_discards, 0);
+    ck_assert_uint_eq(c.plans_built, 1);
+    ck_assert_uint_eq(c.plan_stores, 1);
+    c = compile_checked(g0, NULL, NULL);
+    ck_assert_uint_eq(c.plan_hits, 1);
+    clf__free(key0);
+    clf__free(key3);
+    clf__free(path0);
+    clf__free(path3);
+    clf_graph_destroy(&g3);
+    clf_graph_destroy(&g0);
 }
 END_TEST
 
@@ -444,5 +764,11 @@ int main(void)
     add(s, "switches_off", switches_off);
     add(s, "unusable_dir", unusable_dir);
     add(s, "several_processes", several_processes);
+    add(s, "plan_cold_then_warm", plan_cold_then_warm);
+    tc = tcase_create("plan_corrupt_entries");
+    tcase_set_timeout(tc, 300);
+    tcase_add_loop_test(tc, plan_corrupt_entries, 0, (int)(sizeof plan_corruptions / sizeof plan_corruptions[0]));
+    suite_add_tcase(s, tc);
+    add(s, "plan_changed_key_field", plan_changed_key_field);
     return clf_test_run_suite(s);
 }

@@ -1,6 +1,6 @@
 /* libclfuse: torch.compile-style kernel fusion for OpenCL devices.
  * The umbrella header; see graph.h (building graphs) and runtime.h
- * (devices, compiling, running). */
+ * (devices, compiling, running); alloc.h replaces the host allocator. */
 #ifndef CLFUSE_CLFUSE_H
 #define CLFUSE_CLFUSE_H
 
@@ -9,6 +9,7 @@
 #include "graph.h"
 #include "runtime.h"
 #include "reference.h"
+#include "alloc.h"
 
 #define CLFUSE_VERSION_MAJOR 0
 #define CLFUSE_VERSION_MINOR 1

@@ -65,6 +65,7 @@ typedef struct clf_device_desc {
     uint64_t max_alloc_bytes;
     uint32_t index;
     uint32_t compute_units;
+    uint32_t base_align; /* CL_DEVICE_MEM_BASE_ADDR_ALIGN in bytes: offsets must be multiples */
     bool is_gpu;
     bool is_cpu;
 } clf_device_desc;
@@ -143,6 +144,10 @@ typedef struct clf_compile_params {
      * the device type's defaults. CLFUSE_AUTOTUNE=1 turns it on for every
      * compile. */
     bool autotune;
+    /* The caller supplies the scratch buffer that holds the intermediates
+     * (clf_executable_set_scratch) instead of the executable allocating
+     * its own; runs fail until it has one. */
+    bool external_scratch;
 } clf_compile_params;
 
 #define clf_compile_params(...) (&(const clf_compile_params){__VA_ARGS__})
@@ -150,7 +155,15 @@ typedef struct clf_compile_params {
 /* Plans, generates and builds the graph for the context's device. The
  * graph may be destroyed afterwards. A graph in an error state gives
  * CLF_ERR_GRAPH with its message; a build failure gives CLF_ERR_BUILD with
- * the build log in clf_context_last_error(). */
+ * the build log in clf_context_last_error().
+ *
+ * With the disk cache on, the plan and the generated sources are cached
+ * too (next to the program binaries): a compile that finds its entry skips
+ * planning and code generation, and with the binaries cached it builds
+ * nothing. That entry's key covers the whole graph (every node's op,
+ * attributes, dtype and shape, the bytes of tensor constants, the inputs and
+ * outputs with their names), the compile params, the device (as the
+ * program cache's key) and the library's own code, so any change misses. */
 CLF_API clf_status clf_compile(clf_context *ctx, const clf_graph *g, const clf_compile_params *params,
                                clf_executable **out);
 /* Frees kernels and buffers and sets *exe to NULL; accepts NULL. */
@@ -172,9 +185,33 @@ typedef struct clf_plan_stats {
     uint64_t unfused_tensor_writes;
     uint64_t unfused_bytes_read;
     uint64_t unfused_bytes_written;
+    /* Memory planning: the values that cross kernel boundaries (and split
+     * reductions' partial results), their total size, and the scratch they
+     * are placed in, where values whose lifetimes (first kernel writing to
+     * last kernel reading) do not overlap share bytes. Offsets in the
+     * scratch are multiples of the device's CL_DEVICE_MEM_BASE_ADDR_ALIGN,
+     * so peak_intermediate_bytes includes that padding. */
+    uint64_t intermediate_buffers;
+    uint64_t intermediate_bytes;
+    uint64_t peak_intermediate_bytes;
 } clf_plan_stats;
 
 CLF_API clf_status clf_executable_stats(const clf_executable *exe, clf_plan_stats *out);
+
+/* The bytes of scratch memory the executable's intermediates need
+ * (clf_plan_stats.peak_intermediate_bytes); 0 when it has none. */
+CLF_API clf_status clf_executable_scratch_size(const clf_executable *exe, size_t *bytes);
+/* Places the intermediates in buffer, from byte offset on, as sub-buffers
+ * of it; the executable retains buffer and no longer uses the scratch it
+ * had (its own is freed). buffer must belong to the executable's context,
+ * hold offset + clf_executable_scratch_size() bytes, and offset must be a
+ * multiple of the device's CL_DEVICE_MEM_BASE_ADDR_ALIGN (in bytes);
+ * otherwise CLF_ERR_INVALID_ARGUMENT with the sizes in the message. A
+ * buffer that is itself a sub-buffer is used through its parent. Runs
+ * already enqueued keep the scratch they were given; the caller must not
+ * use those bytes for anything else while a run may be in flight. NULL
+ * (with offset 0) is accepted when the size is 0. Serialized with runs. */
+CLF_API clf_status clf_executable_set_scratch(clf_executable *exe, cl_mem buffer, size_t offset);
 
 /* Kernels of the executable in launch order: its name, the ops it fused
  * (space separated) and its OpenCL C source. Strings live as long as exe. */
@@ -192,12 +229,28 @@ CLF_API const uint32_t *clf_executable_kernel_nodes(const clf_executable *exe, s
 /* ---- Running ----------------------------------------------------------- */
 
 /* Binds a graph input or output by name to a device buffer (clf_run); see
- * clf_host_binding in graph.h for host memory (clf_run_host). A buffer must hold at least the tensor's bytes;
- * zero-size tensors may be bound to NULL. */
+ * clf_host_binding in graph.h for host memory (clf_run_host). A buffer must
+ * hold at least the tensor's bytes; zero-size tensors may be bound to NULL. */
 typedef struct clf_buffer_binding {
     const char *name;
     cl_mem buffer;
 } clf_buffer_binding;
+
+/* Binds a graph input or output by name to a device buffer from byte
+ * offset on (clf_enqueue). The buffer must hold offset + the tensor's
+ * bytes, and a non-zero offset must be a multiple of the device's
+ * CL_DEVICE_MEM_BASE_ADDR_ALIGN in bytes (128 on PoCL; see
+ * clf_device_desc.base_align): the kernels see the tensor through a
+ * sub-buffer (clCreateSubBuffer), so the generated code is the same for
+ * every offset, and an offset that is not aligned is refused with
+ * CLF_ERR_INVALID_ARGUMENT naming the tensor. A buffer that is itself a
+ * sub-buffer works (its own offset is added). Zero-size tensors may be
+ * bound to NULL. */
+typedef struct clf_buffer_view {
+    const char *name;
+    cl_mem buffer;
+    size_t offset;
+} clf_buffer_view;
 
 /* Copies inputs in, runs, copies outputs out; returns when the outputs are
  * written. Every input and output must be bound exactly once, to non-NULL
@@ -207,12 +260,22 @@ typedef struct clf_buffer_binding {
 CLF_API clf_status clf_run_host(clf_executable *exe, size_t ninputs, const clf_host_binding *inputs,
                                 size_t noutputs, const clf_host_binding *outputs);
 /* Enqueues the kernels on the context's queue after the wait list and
- * returns without waiting; *done (if not NULL) receives an event that
- * completes when every output is written (release it with clReleaseEvent).
- * Outputs may not alias inputs. */
+ * returns without waiting (no clFinish, no blocking call on this path);
+ * *done (if not NULL) receives an event that completes when every output
+ * is written (release it with clReleaseEvent). Outputs may not alias
+ * inputs or each other (also through offsets or sub-buffers of one
+ * buffer). Everything is checked before anything is enqueued. */
 CLF_API clf_status clf_run(clf_executable *exe, size_t ninputs, const clf_buffer_binding *inputs,
                            size_t noutputs, const clf_buffer_binding *outputs, cl_uint nwait,
                            const cl_event *wait, cl_event *done);
+/* clf_run with byte offsets (clf_buffer_view) on the caller's queue (NULL:
+ * the context's), which must belong to the context's OpenCL context and
+ * device. Runs of one executable are
+ * ordered after each other through events (they share the intermediates),
+ * also across queues. */
+CLF_API clf_status clf_enqueue(clf_executable *exe, cl_command_queue queue, size_t ninputs,
+                               const clf_buffer_view *inputs, size_t noutputs, const clf_buffer_view *outputs,
+                               cl_uint nwait, const cl_event *wait, cl_event *done);
 
 /* With a profiling context: device time of each kernel of the last run (of
  * any thread), in launch order (start to end, ns), and the span from the

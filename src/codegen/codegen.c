@@ -1,5 +1,6 @@
 /* Codegen entry: one planned kernel to its writer. */
 #include "codegen/codegen.h"
+#include "util/alloc.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -18,10 +19,10 @@ void clf__kernel_code_free(clf__kernel_code *c)
 {
     if (!c)
         return;
-    free(c->name);
-    free(c->final_name);
-    free(c->ops);
-    free(c->source);
-    free(c->params);
+    clf__free(c->name);
+    clf__free(c->final_name);
+    clf__free(c->ops);
+    clf__free(c->source);
+    clf__free(c->params);
     memset(c, 0, sizeof *c);
 }

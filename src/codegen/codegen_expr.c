@@ -1,6 +1,7 @@
 /* Expressions of generated kernels (see codegen_expr.h): op formats by
  * dtype, exact literals, memoised values, load slots, kernel names. */
 #include "codegen/codegen_expr.h"
+#include "util/alloc.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -29,11 +30,11 @@ void clf__cg_fn_init(clf__cg_fn *f, const clf_graph *g, const clf__plan *plan, u
 void clf__cg_fn_free(clf__cg_fn *f)
 {
     for (size_t i = 0; i < f->nmemo; i++) {
-        free(f->memo[i].key);
-        free(f->memo[i].value);
+        clf__free(f->memo[i].key);
+        clf__free(f->memo[i].value);
     }
-    free(f->memo);
-    free(f->slots);
+    clf__free(f->memo);
+    clf__free(f->slots);
     clf__ixgen_free(&f->own_ix);
     clf__sb_free(&f->idx_code);
     clf__sb_free(&f->body);
@@ -52,7 +53,7 @@ static const char *memo_put(gen *G, const char *key, const char *value)
 {
     if (G->nmemo == G->cap_memo) {
         size_t cap = G->cap_memo ? G->cap_memo * 2 : 64;
-        clf__cg_memo *p = realloc(G->memo, cap * sizeof *p);
+        clf__cg_memo *p = clf__realloc(G->memo, cap * sizeof *p);
         if (!p) {
             G->failed = true;
             return "0";
@@ -62,8 +63,8 @@ static const char *memo_put(gen *G, const char *key, const char *value)
     }
     clf__cg_memo e = {clf__strdup(key), clf__strdup(value)};
     if (!e.key || !e.value) {
-        free(e.key);
-        free(e.value);
+        clf__free(e.key);
+        clf__free(e.value);
         G->failed = true;
         return "0";
     }
@@ -217,7 +218,7 @@ long clf__cg_slot_find(clf__cg_slot **slots, size_t *nslots, size_t *cap, uint32
             return (long)s;
     if (*nslots == *cap) {
         size_t c = *cap ? *cap * 2 : 16;
-        clf__cg_slot *p = realloc(*slots, c * sizeof *p);
+        clf__cg_slot *p = clf__realloc(*slots, c * sizeof *p);
         if (!p)
             return -1;
         *slots = p;
@@ -373,7 +374,7 @@ const char *clf__cg_value(gen *G, uint32_t id, const clf__view *v)
         }
         result = compute(G, n, args, clf__sb_str(&key));
         for (int i = 0; i < 3; i++)
-            free(owned[i]);
+            clf__free(owned[i]);
     }
     clf__sb_free(&key);
     return result;
@@ -387,7 +388,7 @@ static int cmp_str(const void *a, const void *b)
 char *clf__cg_kernel_name(const clf_graph *g, const uint32_t *ops, uint32_t nops, const char *prefix,
                           uint32_t k)
 {
-    const char **names = malloc((nops ? nops : 1) * sizeof *names);
+    const char **names = clf__malloc((nops ? nops : 1) * sizeof *names);
     if (!names)
         return NULL;
     size_t nn = 0;
@@ -407,6 +408,6 @@ char *clf__cg_kernel_name(const clf_graph *g, const uint32_t *ops, uint32_t nops
         clf__sb_printf(&sb, "_%s", names[i]);
     }
     clf__sb_printf(&sb, "_%u", k);
-    free(names);
+    clf__free(names);
     return clf__sb_take(&sb);
 }

@@ -1,4 +1,5 @@
 #include "codegen/codegen_index.h"
+#include "util/alloc.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,9 +17,9 @@ void clf__ixgen_free(clf__ixgen *gen)
 {
     for (int i = 0; i < gen->ntemps; i++)
         if (gen->keys)
-            free(gen->keys[i]);
-    free(gen->keys);
-    free(gen->origin);
+            clf__free(gen->keys[i]);
+    clf__free(gen->keys);
+    clf__free(gen->origin);
     memset(gen, 0, sizeof *gen);
 }
 
@@ -46,10 +47,10 @@ static clf__ix temp_for(clf__ixgen *gen, const char *expr, uint64_t bound, uint3
             return (clf__ix){i, 0, bound, deps, NULL};
     if (gen->ntemps >= gen->cap) {
         int cap = gen->cap ? gen->cap * 2 : 32;
-        char **k = realloc(gen->keys, (size_t)cap * sizeof *k);
+        char **k = clf__realloc(gen->keys, (size_t)cap * sizeof *k);
         if (k)
             gen->keys = k;
-        clf__ix_origin *o = realloc(gen->origin, (size_t)cap * sizeof *o);
+        clf__ix_origin *o = clf__realloc(gen->origin, (size_t)cap * sizeof *o);
         if (o)
             gen->origin = o;
         if (!k || !o) {
@@ -62,7 +63,7 @@ static clf__ix temp_for(clf__ixgen *gen, const char *expr, uint64_t bound, uint3
         }
         gen->cap = cap;
     }
-    char *dup = malloc(strlen(expr) + 1);
+    char *dup = clf__malloc(strlen(expr) + 1);
     if (!dup) {
         gen->failed = true;
         return clf__ix_const(0);

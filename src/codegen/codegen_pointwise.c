@@ -2,6 +2,7 @@
  * values as named temporaries in clf_compute(), the loads and stores around
  * it in clf_point() and clf_vec(), prepended to kernels_templates/pointwise.cl. */
 #include "codegen/codegen.h"
+#include "util/alloc.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -41,8 +42,8 @@ clf_status clf__codegen_pointwise(const clf_graph *g, const clf__plan *plan, uin
 
     /* Values of every store at the region's own linear index i. */
     clf__view at_i = {.linear = true, .lin = clf__ix_i((uint64_t)K->numel)};
-    const char **store_vals = calloc(K->nstores ? K->nstores : 1, sizeof *store_vals);
-    char **owned = calloc(K->nstores ? K->nstores : 1, sizeof *owned);
+    const char **store_vals = clf__calloc(K->nstores ? K->nstores : 1, sizeof *store_vals);
+    char **owned = clf__calloc(K->nstores ? K->nstores : 1, sizeof *owned);
     if (!store_vals || !owned)
         goto done;
     for (uint32_t s = 0; s < K->nstores; s++) {
@@ -56,7 +57,7 @@ clf_status clf__codegen_pointwise(const clf_graph *g, const clf__plan *plan, uin
 
     /* Parameters: buffers read, then buffers written. */
     out->nparams = 0;
-    out->params = malloc((K->nreads + K->nstores + 1) * sizeof *out->params);
+    out->params = clf__malloc((K->nreads + K->nstores + 1) * sizeof *out->params);
     if (!out->params)
         goto done;
     for (uint32_t i = 0; i < K->nreads; i++)
@@ -193,9 +194,9 @@ done:
         clf__kernel_code_free(out);
     }
     for (uint32_t s = 0; owned && s < K->nstores; s++)
-        free(owned[s]);
-    free(owned);
-    free(store_vals);
+        clf__free(owned[s]);
+    clf__free(owned);
+    clf__free(store_vals);
     clf__cg_fn_free(&G);
     clf__sb_free(&src);
     clf__sb_free(&ops);

@@ -9,6 +9,7 @@
  * row's values: clf_load fetches them into a clf_vals, which the GPU
  * template can keep in registers across sweeps; other loads are inline. */
 #include "codegen/codegen.h"
+#include "util/alloc.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -428,7 +429,7 @@ clf_status clf__codegen_reduction(const clf_graph *g, const clf__plan *plan, uin
             if (!v)
                 goto done;
             emit_online_step(&stage_fn[0].body, on_m, on_s, v);
-            free(v);
+            clf__free(v);
             emit_online_fields(&accs[0], on_m, on_s);
             continue;
         }
@@ -445,7 +446,7 @@ clf_status clf__codegen_reduction(const clf_graph *g, const clf__plan *plan, uin
         if (!v)
             goto done;
         emit_acc_step(&stage_fn[s].body, n, id, in_dt, v, dbl);
-        free(v);
+        clf__free(v);
         emit_acc_fields(&accs[s], n, id, in_dt, dbl);
     }
 
@@ -463,14 +464,14 @@ clf_status clf__codegen_reduction(const clf_graph *g, const clf__plan *plan, uin
             if (!v)
                 goto done;
             clf__sb_printf(&epi_fn.body, "    b%u[%s] = %s;\n", b, clf__ix_str(&at, a, sizeof a), v);
-            free(v);
+            clf__free(v);
             has_epilogue = true;
         } else {
             char *v = clf__strdup(clf__cg_value(&row_fn, id, &at_x));
             if (!v)
                 goto done;
             clf__sb_printf(&row_fn.body, "    b%u[x] = %s;\n", b, v);
-            free(v);
+            clf__free(v);
         }
     }
     bool failed = rc.full_ix.failed || row_fn.ix->failed || epi_fn.failed || row_fn.failed;
@@ -484,7 +485,7 @@ clf_status clf__codegen_reduction(const clf_graph *g, const clf__plan *plan, uin
     }
 
     /* Parameters: buffers read, then buffers written. */
-    out->params = malloc((K->nreads + K->nstores + 1) * sizeof *out->params);
+    out->params = clf__malloc((K->nreads + K->nstores + 1) * sizeof *out->params);
     if (!out->params)
         goto done;
     for (uint32_t i = 0; i < K->nreads; i++)
@@ -588,7 +589,7 @@ clf_status clf__codegen_reduction(const clf_graph *g, const clf__plan *plan, uin
     if (target->cpu)
         clf__sb_printf(&src, "#define ACCS %d\n", CPU_ACCUMULATORS);
     if (split > 1) {
-        out->final_name = malloc(strlen(out->name) + 8);
+        out->final_name = clf__malloc(strlen(out->name) + 8);
         if (!out->final_name)
             goto done;
         sprintf(out->final_name, "%s_final", out->name);
@@ -716,7 +717,7 @@ done:
         clf__sb_free(&accs[s]);
     clf__ixgen_free(&rc.full_ix);
     clf__sb_free(&rc.full_idx);
-    free(rc.slots);
+    clf__free(rc.slots);
     clf__sb_free(&src);
     clf__sb_free(&ops);
     return st;

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "graph_builder.h"
+#include "util/alloc.h"
 #include "graph_internal.h"
 
 /* The library's only global: the serial of the next graph. It starts at 1
@@ -26,7 +27,7 @@ static atomic_uint_least32_t next_serial = 1;
 
 clf_graph *clf_graph_create(void)
 {
-    clf_graph *g = calloc(1, sizeof *g);
+    clf_graph *g = clf__calloc(1, sizeof *g);
     if (!g)
         return NULL;
     uint32_t serial;
@@ -45,15 +46,15 @@ void clf_graph_destroy(clf_graph **gp)
         return;
     clf_graph *g = *gp;
     for (size_t i = 0; i < g->nnodes; i++) {
-        free(g->nodes[i].data);
-        free((void *)g->nodes[i].name);
+        clf__free(g->nodes[i].data);
+        clf__free((void *)g->nodes[i].name);
     }
     for (size_t i = 0; i < g->noutputs; i++)
-        free(g->outputs[i].name);
-    free(g->nodes);
-    free(g->inputs);
-    free(g->outputs);
-    free(g);
+        clf__free(g->outputs[i].name);
+    clf__free(g->nodes);
+    clf__free(g->inputs);
+    clf__free(g->outputs);
+    clf__free(g);
     *gp = NULL;
 }
 
@@ -204,7 +205,7 @@ clf_tensor clf__graph_append(clf_graph *g, const char *call, const clf__node *n)
     if (g->nnodes == g->cap_nodes) {
         size_t cap = g->cap_nodes ? 2 * g->cap_nodes : 16;
         clf__node *nodes =
-            cap <= SIZE_MAX / sizeof *nodes ? realloc(g->nodes, cap * sizeof *nodes) : NULL;
+            cap <= SIZE_MAX / sizeof *nodes ? clf__realloc(g->nodes, cap * sizeof *nodes) : NULL;
         if (!nodes) {
             clf__graph_fail(g, CLF_ERR_OUT_OF_MEMORY, call, "out of memory growing the graph");
             goto cleanup;
@@ -217,8 +218,8 @@ clf_tensor clf__graph_append(clf_graph *g, const char *call, const clf__node *n)
     g->nnodes++;
 cleanup:
     if (!clf_tensor_valid(t)) {
-        free(n->data);
-        free((void *)n->name);
+        clf__free(n->data);
+        clf__free((void *)n->name);
     }
     return t;
 }
@@ -315,7 +316,7 @@ static bool check_name(clf_graph *g, const char *call, const char *name)
 static char *copy_name(clf_graph *g, const char *call, const char *name)
 {
     size_t len = strlen(name) + 1;
-    char *copy = malloc(len);
+    char *copy = clf__malloc(len);
     if (!copy) {
         clf__graph_fail(g, CLF_ERR_OUT_OF_MEMORY, call, "out of memory copying name");
         return NULL;
@@ -331,7 +332,7 @@ static bool reserve(clf_graph *g, const char *call, void **items, size_t count, 
     if (count < *cap)
         return true;
     size_t ncap = *cap ? 2 * *cap : 8;
-    void *p = ncap <= SIZE_MAX / elem ? realloc(*items, ncap * elem) : NULL;
+    void *p = ncap <= SIZE_MAX / elem ? clf__realloc(*items, ncap * elem) : NULL;
     if (!p) {
         clf__graph_fail(g, CLF_ERR_OUT_OF_MEMORY, call, "out of memory growing the graph");
         return false;
@@ -431,7 +432,7 @@ clf_tensor clf__graph_scalar(clf_graph *g, const char *call, clf_dtype dtype, do
     if (!clf__graph_usable(g) || !check_dtype_arg(g, call, "dtype", dtype))
         return CLF_TENSOR_INVALID;
     clf__node n = {.kind = CLF__NODE_CONSTANT, .dtype = dtype, .rank = 0};
-    n.data = malloc(clf_dtype_size(dtype));
+    n.data = clf__malloc(clf_dtype_size(dtype));
     if (!n.data) {
         clf__graph_fail(g, CLF_ERR_OUT_OF_MEMORY, call, "out of memory");
         return CLF_TENSOR_INVALID;
@@ -465,7 +466,7 @@ clf_tensor clf_constant(clf_graph *g, clf_dtype dtype, int rank, const int64_t *
         memcpy(n.shape, shape, (size_t)rank * sizeof *shape);
     if (numel > 0) {
         size_t bytes = (size_t)numel * elem;
-        n.data = malloc(bytes);
+        n.data = clf__malloc(bytes);
         if (!n.data) {
             clf__graph_fail(g, CLF_ERR_OUT_OF_MEMORY, call, "out of memory copying %zu bytes of data",
                             bytes);

@@ -8,6 +8,7 @@
  * as index arithmetic. Materialised values of one shape share a kernel when
  * that is legal (see clf__fusion_legal). */
 #include "planner/planner.h"
+#include "util/alloc.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,7 +28,7 @@ static bool vec_push(u32vec *a, uint32_t x)
 {
     if (a->n == a->cap) {
         uint32_t cap = a->cap ? a->cap * 2 : 8;
-        uint32_t *p = realloc(a->v, cap * sizeof *p);
+        uint32_t *p = clf__realloc(a->v, cap * sizeof *p);
         if (!p)
             return false;
         a->v = p;
@@ -77,8 +78,8 @@ bool clf__fusion_legal(uint32_t r, const uint32_t *m_deps, uint32_t nm_deps, uin
      * region s (m -> s -> ... -> r): the merged kernel would have to run
      * both before and after s. Search from m's dependencies other than r. */
     bool ok = true;
-    uint8_t *seen = calloc(nregions ? nregions : 1, 1);
-    uint32_t *stack = malloc((nregions ? nregions : 1) * sizeof *stack);
+    uint8_t *seen = clf__calloc(nregions ? nregions : 1, 1);
+    uint32_t *stack = clf__malloc((nregions ? nregions : 1) * sizeof *stack);
     if (!seen || !stack) {
         ok = false; /* refusing a merge is always safe */
         goto done;
@@ -104,8 +105,8 @@ bool clf__fusion_legal(uint32_t r, const uint32_t *m_deps, uint32_t nm_deps, uin
         }
     }
 done:
-    free(seen);
-    free(stack);
+    clf__free(seen);
+    clf__free(stack);
     return ok;
 }
 
@@ -222,7 +223,7 @@ static bool seen_before(align_walk *w, uint32_t id, const clf__view *v, int rank
             return true;
     if (w->nseen == w->cap_seen) {
         size_t cap = w->cap_seen ? w->cap_seen * 2 : 64;
-        char **p = cap > 1u << 16 ? NULL : realloc(w->seen, cap * sizeof *p);
+        char **p = cap > 1u << 16 ? NULL : clf__realloc(w->seen, cap * sizeof *p);
         if (!p) { /* too big to check, or out of memory: refuse the merge */
             w->ok = false;
             return true;
@@ -272,8 +273,8 @@ static void walk_inputs(align_walk *w, const clf__node *n, const clf__view *v)
 static bool align_walk_end(align_walk *w)
 {
     for (size_t i = 0; i < w->nseen; i++)
-        free(w->seen[i]);
-    free(w->seen);
+        clf__free(w->seen[i]);
+    clf__free(w->seen);
     clf__ixgen_free(&w->ix);
     clf__sb_free(&w->code);
     clf__sb_free(&w->key);
@@ -372,8 +373,8 @@ static const char *prologue_refusal(const clf_graph *g, const bool *mat, uint32_
             if (!vec_push(&stack, n->inputs[i]))
                 why = "out of memory";
     }
-    free(stack.v);
-    free(seen.v);
+    clf__free(stack.v);
+    clf__free(seen.v);
     return why;
 }
 
@@ -382,15 +383,15 @@ void clf__plan_free(clf__plan *p)
     if (!p)
         return;
     for (uint32_t k = 0; k < p->nkernels; k++) {
-        free(p->kernels[k].stores);
-        free(p->kernels[k].reads);
-        free(p->kernels[k].ops);
+        clf__free(p->kernels[k].stores);
+        clf__free(p->kernels[k].reads);
+        clf__free(p->kernels[k].ops);
     }
-    free(p->kernels);
-    free(p->buffers);
-    free(p->src_buffer);
-    free(p->producer);
-    free(p->stage);
+    clf__free(p->kernels);
+    clf__free(p->buffers);
+    clf__free(p->src_buffer);
+    clf__free(p->producer);
+    clf__free(p->stage);
     memset(p, 0, sizeof *p);
 }
 
@@ -409,9 +410,9 @@ static const char *shape_str(char *buf, size_t cap, int rank, const int64_t *sha
  * (depth-first post-order, ties by creation order). */
 static bool order_regions(region *rs, uint32_t nr, uint32_t *order)
 {
-    uint8_t *state = calloc(nr ? nr : 1, 1);
-    uint32_t *stack = malloc((nr ? nr : 1) * sizeof *stack);
-    uint32_t *iter = calloc(nr ? nr : 1, sizeof *iter);
+    uint8_t *state = clf__calloc(nr ? nr : 1, 1);
+    uint32_t *stack = clf__malloc((nr ? nr : 1) * sizeof *stack);
+    uint32_t *iter = clf__calloc(nr ? nr : 1, sizeof *iter);
     bool ok = state && stack && iter;
     uint32_t pos = 0;
     for (uint32_t root = 0; ok && root < nr; root++) {
@@ -438,9 +439,9 @@ static bool order_regions(region *rs, uint32_t nr, uint32_t *order)
             }
         }
     }
-    free(state);
-    free(stack);
-    free(iter);
+    clf__free(state);
+    clf__free(stack);
+    clf__free(iter);
     return ok;
 }
 
@@ -451,14 +452,14 @@ clf_status clf__plan_build(const clf_graph *g, const clf__plan_options *opt, clf
     uint32_t n = (uint32_t)g->nnodes;
     int maxd = opt && opt->max_fused_depth > 0 ? opt->max_fused_depth : DEFAULT_MAX_FUSED_DEPTH;
     bool fuse = !(opt && opt->disable_fusion);
-    bool *needed = calloc(n ? n : 1, sizeof *needed);
-    bool *mat = calloc(n ? n : 1, sizeof *mat);
-    bool *is_out = calloc(n ? n : 1, sizeof *is_out);
-    bool *cut = calloc(n ? n : 1, sizeof *cut);
+    bool *needed = clf__calloc(n ? n : 1, sizeof *needed);
+    bool *mat = clf__calloc(n ? n : 1, sizeof *mat);
+    bool *is_out = clf__calloc(n ? n : 1, sizeof *is_out);
+    bool *cut = clf__calloc(n ? n : 1, sizeof *cut);
     bool *crosses = NULL;
-    int *depth = calloc(n ? n : 1, sizeof *depth);
-    int32_t *region_of = malloc((n ? n : 1) * sizeof *region_of);
-    uint32_t *stamp = calloc(n ? n : 1, sizeof *stamp);
+    int *depth = clf__calloc(n ? n : 1, sizeof *depth);
+    int32_t *region_of = clf__malloc((n ? n : 1) * sizeof *region_of);
+    uint32_t *stamp = clf__calloc(n ? n : 1, sizeof *stamp);
     region *rs = NULL;
     uint32_t nr = 0, cap_r = 0;
     u32vec stack = {0}, mdeps = {0}, mregions = {0};
@@ -469,9 +470,9 @@ clf_status clf__plan_build(const clf_graph *g, const clf__plan_options *opt, clf
 
     memset(out, 0, sizeof *out);
     out->nnodes = n;
-    out->src_buffer = malloc((n ? n : 1) * sizeof *out->src_buffer);
-    out->producer = malloc((n ? n : 1) * sizeof *out->producer);
-    out->stage = malloc((n ? n : 1) * sizeof *out->stage);
+    out->src_buffer = clf__malloc((n ? n : 1) * sizeof *out->src_buffer);
+    out->producer = clf__malloc((n ? n : 1) * sizeof *out->producer);
+    out->stage = clf__malloc((n ? n : 1) * sizeof *out->stage);
     if (!out->stage || !needed || !mat || !is_out || !cut || !depth || !region_of || !stamp || !out->src_buffer ||
         !out->producer)
         goto fail;
@@ -566,10 +567,10 @@ clf_status clf__plan_build(const clf_graph *g, const clf__plan_options *opt, clf
         /* A cut starts a kernel: merged upward, it would inline the chain
          * it exists to cut. */
         if (fuse && !cut[m]) {
-            free(rdeps);
-            free(rndeps);
-            rdeps = malloc((nr ? nr : 1) * sizeof *rdeps);
-            rndeps = malloc((nr ? nr : 1) * sizeof *rndeps);
+            clf__free(rdeps);
+            clf__free(rndeps);
+            rdeps = clf__malloc((nr ? nr : 1) * sizeof *rdeps);
+            rndeps = clf__malloc((nr ? nr : 1) * sizeof *rndeps);
             if (!rdeps || !rndeps)
                 goto fail;
             for (uint32_t r = 0; r < nr; r++) {
@@ -616,7 +617,7 @@ clf_status clf__plan_build(const clf_graph *g, const clf__plan_options *opt, clf
         if (chosen < 0) {
             if (nr == cap_r) {
                 uint32_t cap = cap_r ? cap_r * 2 : 8;
-                region *p = realloc(rs, cap * sizeof *p);
+                region *p = clf__realloc(rs, cap * sizeof *p);
                 if (!p)
                     goto fail;
                 rs = p;
@@ -657,7 +658,7 @@ clf_status clf__plan_build(const clf_graph *g, const clf__plan_options *opt, clf
         region_of[m] = chosen;
     }
 
-    order = malloc((nr ? nr : 1) * sizeof *order);
+    order = clf__malloc((nr ? nr : 1) * sizeof *order);
     if (!order)
         goto fail;
     if (!order_regions(rs, nr, order)) {
@@ -669,7 +670,7 @@ clf_status clf__plan_build(const clf_graph *g, const clf__plan_options *opt, clf
     /* Which materialised values another kernel reads: only those need an
      * intermediate buffer (a reduction used only in its own kernel stays in
      * registers). */
-    crosses = calloc(n ? n : 1, sizeof *crosses);
+    crosses = clf__calloc(n ? n : 1, sizeof *crosses);
     if (!crosses)
         goto fail;
     for (uint32_t r = 0; r < nr; r++) {
@@ -702,8 +703,8 @@ clf_status clf__plan_build(const clf_graph *g, const clf__plan_options *opt, clf
     /* Buffers: every input, every output, then constants and intermediates
      * as kernels need them. */
     uint32_t cap_b = (uint32_t)(g->ninputs + g->noutputs) + n + 1;
-    out->buffers = calloc(cap_b, sizeof *out->buffers);
-    out->kernels = calloc(nr ? nr : 1, sizeof *out->kernels);
+    out->buffers = clf__calloc(cap_b, sizeof *out->buffers);
+    out->kernels = clf__calloc(nr ? nr : 1, sizeof *out->kernels);
     if (!out->buffers || !out->kernels)
         goto fail;
     for (size_t i = 0; i < g->ninputs; i++) {
@@ -754,7 +755,7 @@ clf_status clf__plan_build(const clf_graph *g, const clf__plan_options *opt, clf
             *(((R->mask >> d) & 1u) ? &K->rlen : &K->rows) *= R->shape[d];
         K->numel = R->reduction ? K->rows : K->rows * K->rlen;
         uint32_t cap_s = R->members.n + (uint32_t)g->noutputs;
-        K->stores = malloc(cap_s * sizeof *K->stores);
+        K->stores = clf__malloc(cap_s * sizeof *K->stores);
         if (!K->stores)
             goto fail;
         for (uint32_t j = 0; j < R->members.n; j++) {
@@ -800,8 +801,8 @@ clf_status clf__plan_build(const clf_graph *g, const clf__plan_options *opt, clf
         K->nops = ops.n;
         continue;
     kfail:
-        free(reads.v);
-        free(ops.v);
+        clf__free(reads.v);
+        clf__free(ops.v);
         goto fail;
     }
 
@@ -832,23 +833,23 @@ fail:
     clf__plan_free(out);
 done:
     for (uint32_t r = 0; r < nr; r++) {
-        free(rs[r].members.v);
-        free(rs[r].deps.v);
+        clf__free(rs[r].members.v);
+        clf__free(rs[r].deps.v);
     }
-    free(rs);
-    free(needed);
-    free(mat);
-    free(is_out);
-    free(cut);
-    free(crosses);
-    free(depth);
-    free(region_of);
-    free(stamp);
-    free(stack.v);
-    free(mdeps.v);
-    free(mregions.v);
-    free(order);
-    free(rdeps);
-    free(rndeps);
+    clf__free(rs);
+    clf__free(needed);
+    clf__free(mat);
+    clf__free(is_out);
+    clf__free(cut);
+    clf__free(crosses);
+    clf__free(depth);
+    clf__free(region_of);
+    clf__free(stamp);
+    clf__free(stack.v);
+    clf__free(mdeps.v);
+    clf__free(mregions.v);
+    clf__free(order);
+    clf__free(rdeps);
+    clf__free(rndeps);
     return st;
 }

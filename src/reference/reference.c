@@ -89,6 +89,7 @@
  * written to an output on failure.
  */
 #include "clfuse/reference.h"
+#include "util/alloc.h"
 
 #include <limits.h>
 #include <math.h>
@@ -865,11 +866,11 @@ clf_status clf_reference_run(const clf_graph *g, size_t ninputs, const clf_host_
     }
     nn = g->nnodes;
 
-    in_slot = calloc(g->ninputs + 1, sizeof *in_slot);
-    out_slot = calloc(g->noutputs + 1, sizeof *out_slot);
-    needed = calloc(nn + 1, sizeof *needed);
-    last_use = calloc(nn + 1, sizeof *last_use);
-    vals = calloc(nn + 1, sizeof *vals);
+    in_slot = clf__calloc(g->ninputs + 1, sizeof *in_slot);
+    out_slot = clf__calloc(g->noutputs + 1, sizeof *out_slot);
+    needed = clf__calloc(nn + 1, sizeof *needed);
+    last_use = clf__calloc(nn + 1, sizeof *last_use);
+    vals = clf__calloc(nn + 1, sizeof *vals);
     if (!in_slot || !out_slot || !needed || !last_use || !vals) {
         set_message(message, cap, "clf_reference_run: out of memory");
         st = CLF_ERR_OUT_OF_MEMORY;
@@ -929,7 +930,7 @@ clf_status clf_reference_run(const clf_graph *g, size_t ninputs, const clf_host_
         }
         size_t bytes = (size_t)node_numel(n) * elem_size(n->dtype);
         if (bytes > 0) {
-            vals[id] = malloc(bytes);
+            vals[id] = clf__malloc(bytes);
             if (!vals[id]) {
                 set_message(message, cap,
                             "clf_reference_run: out of memory for node %zu (%s, %zu bytes)", id,
@@ -959,7 +960,7 @@ clf_status clf_reference_run(const clf_graph *g, size_t ninputs, const clf_host_
         for (int k = 0; k < n->ninputs; k++) {
             uint32_t src = n->inputs[k];
             if (last_use[src] == id) {
-                free(vals[src]);
+                clf__free(vals[src]);
                 vals[src] = NULL;
             }
         }
@@ -975,12 +976,12 @@ clf_status clf_reference_run(const clf_graph *g, size_t ninputs, const clf_host_
 cleanup:
     if (vals) {
         for (size_t id = 0; id < nn; id++)
-            free(vals[id]);
+            clf__free(vals[id]);
     }
-    free(vals);
-    free(last_use);
-    free(needed);
-    free(out_slot);
-    free(in_slot);
+    clf__free(vals);
+    clf__free(last_use);
+    clf__free(needed);
+    clf__free(out_slot);
+    clf__free(in_slot);
     return st;
 }

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "runtime/runtime_internal.h"
+#include "util/alloc.h"
 #include "util/log.h"
 
 const char *clf__cl_error_name(cl_int err)
@@ -84,10 +85,10 @@ static void free_thread_errors(void *p)
     thread_errors *t = p;
     for (size_t i = 0; i < t->n; i++) {
         clf__sb_free(&t->v[i]->sb);
-        free(t->v[i]);
+        clf__free(t->v[i]);
     }
-    free(t->v);
-    free(t);
+    clf__free(t->v);
+    clf__free(t);
 }
 
 static void make_errors_key(void) { errors_key_ok = pthread_key_create(&errors_key, free_thread_errors) == 0; }
@@ -106,21 +107,21 @@ static clf__strbuf *thread_error_buf(uint64_t id, bool create)
     if (!create)
         return NULL;
     if (!t) {
-        t = calloc(1, sizeof *t);
+        t = clf__calloc(1, sizeof *t);
         if (!t || pthread_setspecific(errors_key, t) != 0) {
-            free(t);
+            clf__free(t);
             return NULL;
         }
     }
     if (t->n == t->cap) {
         size_t cap = t->cap ? t->cap * 2 : 4;
-        thread_error **v = realloc(t->v, cap * sizeof *v);
+        thread_error **v = clf__realloc(t->v, cap * sizeof *v);
         if (!v)
             return NULL;
         t->v = v;
         t->cap = cap;
     }
-    thread_error *e = calloc(1, sizeof *e);
+    thread_error *e = clf__calloc(1, sizeof *e);
     if (!e)
         return NULL;
     e->ctx_id = id;
@@ -140,7 +141,7 @@ static void thread_error_forget(uint64_t id)
         if (t->v[i]->ctx_id != id)
             continue;
         clf__sb_free(&t->v[i]->sb);
-        free(t->v[i]);
+        clf__free(t->v[i]);
         t->v[i] = t->v[--t->n];
         break;
     }
@@ -165,13 +166,13 @@ clf_status clf__ctx_fail(clf_context *ctx, clf_status status, const char *fmt, .
     int n = vsnprintf(small, sizeof small, fmt, ap);
     va_end(ap);
     if (n >= (int)sizeof small) {
-        char *big = malloc((size_t)n + 1);
+        char *big = clf__malloc((size_t)n + 1);
         if (big) {
             va_start(ap, fmt);
             vsnprintf(big, (size_t)n + 1, fmt, ap);
             va_end(ap);
             clf__sb_puts(sb, big);
-            free(big);
+            clf__free(big);
             return status;
         }
     }
@@ -201,14 +202,15 @@ static clf_status finish_context(clf_context *c, bool disable_disk_cache)
     if (clGetDeviceInfo(c->device, CL_DEVICE_MAX_WORK_GROUP_SIZE, sizeof wg, &wg, NULL) != CL_SUCCESS)
         wg = 64;
     c->max_local = wg;
+    c->base_align = c->desc.base_align;
     size_t extlen = 0;
     if (clGetDeviceInfo(c->device, CL_DEVICE_EXTENSIONS, 0, NULL, &extlen) == CL_SUCCESS && extlen) {
-        char *ext = malloc(extlen + 1);
+        char *ext = clf__malloc(extlen + 1);
         if (ext && clGetDeviceInfo(c->device, CL_DEVICE_EXTENSIONS, extlen, ext, NULL) == CL_SUCCESS) {
             ext[extlen] = '\0';
             c->fp64 = strstr(ext, "cl_khr_fp64") != NULL;
         }
-        free(ext);
+        clf__free(ext);
     }
     if (pthread_mutex_init(&c->lock, NULL) != 0)
         return CLF_ERR_OUT_OF_MEMORY;
@@ -225,7 +227,7 @@ CLF_API clf_status clf_context_create(const clf_context_params *params, clf_cont
         return CLF_ERR_INVALID_ARGUMENT;
     }
     *out = NULL;
-    clf_context *c = calloc(1, sizeof *c);
+    clf_context *c = clf__calloc(1, sizeof *c);
     if (!c) {
         write_msg(params, "clf_context_create: out of memory");
         return CLF_ERR_OUT_OF_MEMORY;
@@ -289,7 +291,7 @@ CLF_API clf_status clf_context_from_cl(cl_context context, cl_device_id device,
         clGetCommandQueueInfo(queue, CL_QUEUE_DEVICE, sizeof qdev, &qdev, NULL) != CL_SUCCESS ||
         qctx != context || qdev != device)
         return CLF_ERR_INVALID_ARGUMENT;
-    clf_context *c = calloc(1, sizeof *c);
+    clf_context *c = clf__calloc(1, sizeof *c);
     if (!c)
         return CLF_ERR_OUT_OF_MEMORY;
     c->id = atomic_fetch_add(&next_ctx_id, 1);
@@ -327,7 +329,7 @@ CLF_API void clf_context_destroy(clf_context **ctx)
         clReleaseCommandQueue(c->queue);
     if (c->cl)
         clReleaseContext(c->cl);
-    free(c);
+    clf__free(c);
     *ctx = NULL;
 }
 

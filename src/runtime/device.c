@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "runtime/runtime_internal.h"
+#include "util/alloc.h"
 
 typedef struct found_device {
     cl_platform_id platform;
@@ -23,9 +24,11 @@ static clf_status enumerate(found_device **out, size_t *count, char *msg, size_t
                  clf__cl_error_name(err));
         return CLF_ERR_NOT_FOUND;
     }
-    cl_platform_id *plats = malloc(np * sizeof *plats);
-    if (!plats)
+    cl_platform_id *plats = clf__malloc(np * sizeof *plats);
+    if (!plats) {
+        snprintf(msg, cap, "listing OpenCL devices: out of memory");
         return CLF_ERR_OUT_OF_MEMORY;
+    }
     clGetPlatformIDs(np, plats, NULL);
     size_t n = 0, capd = 0;
     found_device *list = NULL;
@@ -33,32 +36,40 @@ static clf_status enumerate(found_device **out, size_t *count, char *msg, size_t
         cl_uint nd = 0;
         if (clGetDeviceIDs(plats[p], CL_DEVICE_TYPE_ALL, 0, NULL, &nd) != CL_SUCCESS || nd == 0)
             continue;
-        cl_device_id *devs = malloc(nd * sizeof *devs);
+        cl_device_id *devs = clf__malloc(nd * sizeof *devs);
         if (!devs)
-            continue;
+            goto oom;
         clGetDeviceIDs(plats[p], CL_DEVICE_TYPE_ALL, nd, devs, NULL);
         for (cl_uint d = 0; d < nd; d++) {
             if (n == capd) {
                 size_t c = capd ? capd * 2 : 8;
-                found_device *q = realloc(list, c * sizeof *q);
-                if (!q)
-                    break;
+                found_device *q = clf__realloc(list, c * sizeof *q);
+                if (!q) {
+                    clf__free(devs);
+                    goto oom;
+                }
                 list = q;
                 capd = c;
             }
             list[n++] = (found_device){plats[p], devs[d]};
         }
-        free(devs);
+        clf__free(devs);
     }
-    free(plats);
+    clf__free(plats);
     if (n == 0) {
-        free(list);
+        clf__free(list);
         snprintf(msg, cap, "OpenCL platforms exist but none has a device");
         return CLF_ERR_NOT_FOUND;
     }
     *out = list;
     *count = n;
     return CLF_OK;
+oom:
+    /* A partial list would select another device: fail instead. */
+    clf__free(plats);
+    clf__free(list);
+    snprintf(msg, cap, "listing OpenCL devices: out of memory");
+    return CLF_ERR_OUT_OF_MEMORY;
 }
 
 void clf__device_describe(cl_platform_id platform, cl_device_id device, uint32_t index,
@@ -77,6 +88,13 @@ void clf__device_describe(cl_platform_id platform, cl_device_id device, uint32_t
     cl_uint cu = 0;
     if (clGetDeviceInfo(device, CL_DEVICE_MAX_COMPUTE_UNITS, sizeof cu, &cu, NULL) == CL_SUCCESS)
         desc->compute_units = cu;
+    cl_uint align_bits = 0;
+    if (clGetDeviceInfo(device, CL_DEVICE_MEM_BASE_ADDR_ALIGN, sizeof align_bits, &align_bits, NULL) != CL_SUCCESS ||
+        align_bits < 8)
+        align_bits = 1024; /* the largest a full-profile device reports (long16) */
+    desc->base_align = 1;
+    while (desc->base_align < align_bits / 8) /* a power of two, as every device reports */
+        desc->base_align *= 2;
     cl_device_type t = 0;
     clGetDeviceInfo(device, CL_DEVICE_TYPE, sizeof t, &t, NULL);
     desc->is_gpu = (t & CL_DEVICE_TYPE_GPU) != 0;
@@ -97,7 +115,7 @@ CLF_API clf_status clf_devices_list(clf_device_desc *out, size_t cap, size_t *co
     for (size_t i = 0; i < n && i < cap; i++)
         clf__device_describe(list[i].platform, list[i].device, (uint32_t)i, &out[i]);
     *count = n;
-    free(list);
+    clf__free(list);
     return CLF_OK;
 }
 
@@ -152,13 +170,13 @@ clf_status clf__device_select(const char *sel, cl_platform_id *platform, cl_devi
                      "no OpenCL device matches \"%s\" (%zu present; use an index, gpu, cpu or part of "
                      "a device or platform name; `clfuse devices` lists them)",
                      sel, n);
-            free(list);
+            clf__free(list);
             return CLF_ERR_NOT_FOUND;
         }
     }
     *platform = list[chosen].platform;
     *device = list[chosen].device;
     *index = (uint32_t)chosen;
-    free(list);
+    clf__free(list);
     return CLF_OK;
 }

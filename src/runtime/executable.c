@@ -1,10 +1,13 @@
-/* Compiling a graph: plan (fused and, for the statistics, unfused), generate
- * each kernel, build it, and allocate the buffers the executable owns. */
+/* Compiling a graph: the lowered executable from the plan cache, else plan
+ * (fused and, for the statistics, unfused), generate each kernel and place
+ * the intermediates; then build it and allocate the buffers it owns. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "codegen/codegen.h"
+#include "planner/memory_plan.h"
+#include "util/alloc.h"
 #include "runtime/runtime_internal.h"
 #include "util/strbuf.h"
 #include "util/log.h"
@@ -40,6 +43,295 @@ static clf_status copy_io(clf__io *io, const clf__node *n, const char *name, uin
     return CLF_OK;
 }
 
+/* Lowering: plan the graph (fused and, for the statistics, unfused),
+ * generate every kernel and place the intermediates in scratch memory. Fills
+ * e's lowered fields (everything the plan cache stores); no OpenCL. */
+static clf_status lower(clf_context *ctx, const clf_graph *g, const clf_compile_params *params,
+                        const clf__codegen_target *target, clf_executable *e)
+{
+    char err[256] = "";
+    clf__plan plan = {0}, unfused = {0};
+    clf__mem_interval *iv = NULL;
+    uint64_t *ivoff = NULL;
+    clf_status st;
+    unsigned long failures = clf__alloc_failures();
+    clf__plan_options popt = {.disable_fusion = params && params->disable_fusion};
+    st = clf__plan_build(g, &popt, &plan, err, sizeof err);
+    if (st != CLF_OK)
+        goto fail_msg;
+    clf__plan_options uopt = {.disable_fusion = true};
+    st = clf__plan_build(g, &uopt, &unfused, err, sizeof err);
+    if (st != CLF_OK)
+        goto fail_msg;
+    stats_from(&plan.stats, &unfused.stats, &e->stats);
+
+    /* Inputs, outputs and the buffer table. */
+    st = CLF_ERR_OUT_OF_MEMORY;
+    snprintf(err, sizeof err, "clf_compile: out of memory");
+    e->ninputs = g->ninputs;
+    e->noutputs = g->noutputs;
+    e->inputs = clf__calloc(g->ninputs ? g->ninputs : 1, sizeof *e->inputs);
+    e->outputs = clf__calloc(g->noutputs, sizeof *e->outputs);
+    e->nbuffers = plan.nbuffers;
+    e->buffers = clf__malloc((plan.nbuffers ? plan.nbuffers : 1) * sizeof *e->buffers);
+    e->offsets = clf__calloc(plan.nbuffers ? plan.nbuffers : 1, sizeof *e->offsets);
+    e->kernels = clf__calloc(plan.nkernels ? plan.nkernels : 1, sizeof *e->kernels);
+    if (!e->inputs || !e->outputs || !e->buffers || !e->offsets || !e->kernels)
+        goto fail_msg;
+    memcpy(e->buffers, plan.buffers, plan.nbuffers * sizeof *plan.buffers);
+    for (uint32_t b = 0; b < plan.nbuffers; b++) {
+        const clf__plan_buffer *B = &plan.buffers[b];
+        const clf__node *n = clf__graph_node(g, B->node);
+        if (B->kind == CLF__BUF_INPUT) {
+            if (copy_io(&e->inputs[B->index], n, n->name, b) != CLF_OK)
+                goto fail_msg;
+        } else if (B->kind == CLF__BUF_OUTPUT) {
+            if (copy_io(&e->outputs[B->index], n, g->outputs[B->index].name, b) != CLF_OK)
+                goto fail_msg;
+        }
+    }
+
+    /* Kernels. */
+    for (uint32_t k = 0; k < plan.nkernels; k++) {
+        clf__kernel_code code;
+        st = clf__codegen_kernel(g, &plan, k, target, &code, err, sizeof err);
+        if (st != CLF_OK)
+            goto fail_msg;
+        clf__exe_kernel *K = &e->kernels[e->nkernels++];
+        K->name = code.name;
+        K->ops = code.ops;
+        K->source = code.source;
+        K->params = code.params;
+        K->nparams = code.nparams;
+        K->wide_index = code.wide_index;
+        K->final_name = code.final_name;
+        K->numel = (uint64_t)plan.kernels[k].numel;
+        K->global = code.global;
+        K->local = code.local;
+        K->final_global = code.final_global;
+        K->final_local = code.final_local;
+        if (K->final_name && K->numel) {
+            K->partial_bytes = code.scratch_bytes;
+            e->stats.launches++; /* the split's second launch */
+        }
+        if (plan.kernels[k].nops) {
+            K->nodes = clf__malloc(plan.kernels[k].nops * sizeof *K->nodes);
+            if (!K->nodes) {
+                st = CLF_ERR_OUT_OF_MEMORY;
+                snprintf(err, sizeof err, "clf_compile: out of memory");
+                goto fail_msg;
+            }
+            memcpy(K->nodes, plan.kernels[k].ops, plan.kernels[k].nops * sizeof *K->nodes);
+            K->nnodes = plan.kernels[k].nops;
+        }
+    }
+
+    /* Memory plan: intervals for the intermediates, then the partial
+     * results of split reductions (alive within their kernel). */
+    size_t niv = 0, cap = (size_t)plan.nbuffers + e->nkernels + 1;
+    iv = clf__calloc(cap, sizeof *iv);
+    ivoff = clf__calloc(cap, sizeof *ivoff);
+    if (!iv || !ivoff) {
+        st = CLF_ERR_OUT_OF_MEMORY;
+        snprintf(err, sizeof err, "clf_compile: out of memory");
+        goto fail_msg;
+    }
+    for (uint32_t b = 0; b < plan.nbuffers; b++) {
+        uint32_t first, last;
+        if (plan.buffers[b].kind != CLF__BUF_INTERMEDIATE || plan.buffers[b].bytes == 0 ||
+            !clf__plan_buffer_lifetime(&plan, b, &first, &last))
+            continue;
+        iv[niv++] = (clf__mem_interval){plan.buffers[b].bytes, first, last};
+        e->stats.intermediate_buffers++;
+        e->stats.intermediate_bytes += plan.buffers[b].bytes;
+    }
+    for (size_t k = 0; k < e->nkernels; k++) {
+        if (!e->kernels[k].partial_bytes)
+            continue;
+        iv[niv++] = (clf__mem_interval){e->kernels[k].partial_bytes, (uint32_t)k, (uint32_t)k};
+        e->stats.intermediate_buffers++;
+        e->stats.intermediate_bytes += e->kernels[k].partial_bytes;
+    }
+    st = clf__memory_plan(iv, niv, ctx->base_align, ivoff, &e->scratch_bytes);
+    if (st != CLF_OK) {
+        snprintf(err, sizeof err, "clf_compile: %s while placing the intermediates",
+                 st == CLF_ERR_OUT_OF_MEMORY ? "out of memory" : "size overflow");
+        goto fail_msg;
+    }
+    niv = 0;
+    for (uint32_t b = 0; b < plan.nbuffers; b++) {
+        uint32_t first, last;
+        if (plan.buffers[b].kind == CLF__BUF_INTERMEDIATE && plan.buffers[b].bytes &&
+            clf__plan_buffer_lifetime(&plan, b, &first, &last))
+            e->offsets[b] = ivoff[niv++];
+    }
+    for (size_t k = 0; k < e->nkernels; k++)
+        if (e->kernels[k].partial_bytes)
+            e->kernels[k].partial_offset = ivoff[niv++];
+    e->stats.peak_intermediate_bytes = e->scratch_bytes;
+    if (clf__alloc_failures() != failures) {
+        /* Generated source is built in strings whose allocation failures are
+         * sticky and not all checked by the writers: a kernel made while an
+         * allocation failed may be incomplete, so none is used. */
+        st = CLF_ERR_OUT_OF_MEMORY;
+        snprintf(err, sizeof err, "clf_compile: out of memory while planning or generating code");
+        goto fail_msg;
+    }
+    clf__log(CLF__LOG_SCHEDULE, "memory plan: %llu intermediates, %llu bytes, in %llu bytes of scratch",
+             (unsigned long long)e->stats.intermediate_buffers, (unsigned long long)e->stats.intermediate_bytes,
+             (unsigned long long)e->scratch_bytes);
+    st = CLF_OK;
+    goto out;
+
+fail_msg:
+    if (st == CLF_ERR_INTERNAL && clf__alloc_failures() != failures) {
+        /* The planner's and codegen's consistency checks also trip when an
+         * allocation inside them failed. */
+        st = CLF_ERR_OUT_OF_MEMORY;
+        snprintf(err, sizeof err, "clf_compile: out of memory while planning or generating code");
+    }
+    clf__ctx_fail(ctx, st, "%s", err);
+out:
+    clf__free(iv);
+    clf__free(ivoff);
+    clf__plan_free(&plan);
+    clf__plan_free(&unfused);
+    return st;
+}
+
+/* Makes the sub-buffers of the intermediates in base from offset on into
+ * owned (per buffer) and partials (per kernel). On failure nothing is
+ * left. */
+static clf_status make_sub_buffers(clf_executable *e, cl_mem base, size_t offset, cl_mem *owned, cl_mem *partials,
+                                   const char *call)
+{
+    clf_context *ctx = e->ctx;
+    cl_int err = CL_SUCCESS;
+    uint64_t what = 0;
+    for (uint32_t b = 0; b < e->nbuffers && err == CL_SUCCESS; b++) {
+        if (e->buffers[b].kind != CLF__BUF_INTERMEDIATE || e->buffers[b].bytes == 0)
+            continue;
+        cl_buffer_region r = {offset + (size_t)e->offsets[b], (size_t)e->buffers[b].bytes};
+        owned[b] = clCreateSubBuffer(base, CL_MEM_READ_WRITE, CL_BUFFER_CREATE_TYPE_REGION, &r, &err);
+        what = e->buffers[b].bytes;
+    }
+    for (size_t k = 0; k < e->nkernels && err == CL_SUCCESS; k++) {
+        const clf__exe_kernel *K = &e->kernels[k];
+        if (!K->partial_bytes)
+            continue;
+        cl_buffer_region r = {offset + (size_t)K->partial_offset, (size_t)K->partial_bytes};
+        partials[k] = clCreateSubBuffer(base, CL_MEM_READ_WRITE, CL_BUFFER_CREATE_TYPE_REGION, &r, &err);
+        what = K->partial_bytes;
+    }
+    if (err == CL_SUCCESS)
+        return CLF_OK;
+    for (uint32_t b = 0; b < e->nbuffers; b++) {
+        if (owned[b] && e->buffers[b].kind == CLF__BUF_INTERMEDIATE)
+            clReleaseMemObject(owned[b]);
+        if (e->buffers[b].kind == CLF__BUF_INTERMEDIATE)
+            owned[b] = NULL;
+    }
+    for (size_t k = 0; k < e->nkernels; k++) {
+        if (partials[k])
+            clReleaseMemObject(partials[k]);
+        partials[k] = NULL;
+    }
+    return clf__ctx_fail(ctx, clf__cl_status(err), "%s: clCreateSubBuffer(%llu bytes of scratch): %s", call,
+                         (unsigned long long)what, clf__cl_error_name(err));
+}
+
+/* Instantiating a lowered executable: constant buffers, the scratch (unless
+ * the caller supplies it), programs and kernels. */
+static clf_status instantiate(clf_context *ctx, const clf_graph *g, clf_executable *e)
+{
+    clf_status st;
+    e->owned = clf__calloc(e->nbuffers ? e->nbuffers : 1, sizeof *e->owned);
+    e->events = clf__calloc(e->nkernels ? e->nkernels : 1, sizeof *e->events);
+    e->starts = clf__calloc(e->nkernels ? e->nkernels : 1, sizeof *e->starts);
+    cl_mem *partials = clf__calloc(e->nkernels ? e->nkernels : 1, sizeof *partials);
+    if (!e->owned || !e->events || !e->starts || !partials) {
+        clf__free(partials);
+        return clf__ctx_fail(ctx, CLF_ERR_OUT_OF_MEMORY, "clf_compile: out of memory");
+    }
+    for (uint32_t b = 0; b < e->nbuffers; b++) {
+        const clf__plan_buffer *B = &e->buffers[b];
+        if (B->kind != CLF__BUF_CONSTANT || B->bytes == 0)
+            continue;
+        if (B->bytes > ctx->desc.max_alloc_bytes && ctx->desc.max_alloc_bytes) {
+            st = clf__ctx_fail(ctx, CLF_ERR_UNSUPPORTED,
+                               "clf_compile: a constant of %llu bytes exceeds the device's "
+                               "CL_DEVICE_MAX_MEM_ALLOC_SIZE (%llu)",
+                               (unsigned long long)B->bytes, (unsigned long long)ctx->desc.max_alloc_bytes);
+            goto out;
+        }
+        cl_int cerr;
+        e->owned[b] = clCreateBuffer(ctx->cl, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, (size_t)B->bytes,
+                                     clf__graph_node(g, B->node)->data, &cerr);
+        if (!e->owned[b]) {
+            st = clf__ctx_fail(ctx, clf__cl_status(cerr), "clf_compile: clCreateBuffer(%llu bytes of constant): %s",
+                               (unsigned long long)B->bytes, clf__cl_error_name(cerr));
+            goto out;
+        }
+    }
+    if (e->scratch_bytes && !e->external_scratch) {
+        if (e->scratch_bytes > ctx->desc.max_alloc_bytes && ctx->desc.max_alloc_bytes) {
+            st = clf__ctx_fail(ctx, CLF_ERR_UNSUPPORTED,
+                               "clf_compile: the intermediates need %llu bytes of scratch, more than the device's "
+                               "CL_DEVICE_MAX_MEM_ALLOC_SIZE (%llu)",
+                               (unsigned long long)e->scratch_bytes, (unsigned long long)ctx->desc.max_alloc_bytes);
+            goto out;
+        }
+        cl_int cerr;
+        e->scratch = clCreateBuffer(ctx->cl, CL_MEM_READ_WRITE, (size_t)e->scratch_bytes, NULL, &cerr);
+        if (!e->scratch) {
+            st = clf__ctx_fail(ctx, clf__cl_status(cerr), "clf_compile: clCreateBuffer(%llu bytes of scratch): %s",
+                               (unsigned long long)e->scratch_bytes, clf__cl_error_name(cerr));
+            goto out;
+        }
+        st = make_sub_buffers(e, e->scratch, 0, e->owned, partials, "clf_compile");
+        if (st != CLF_OK)
+            goto out;
+        for (size_t k = 0; k < e->nkernels; k++)
+            e->kernels[k].scratch = partials[k];
+    }
+    e->scratch_ready = e->scratch_bytes == 0 || !e->external_scratch;
+
+    for (size_t k = 0; k < e->nkernels; k++) {
+        clf__exe_kernel *K = &e->kernels[k];
+        if (clf__log_enabled(CLF__LOG_OUTPUT_CODE))
+            fprintf(stderr, "[clfuse:output_code] kernel %s (ops: %s), global %zu, local %zu\n%s\n",
+                    K->name, K->ops, K->global, K->local, K->source);
+        cl_program prog;
+        st = clf__program_get(ctx, K->source, "", &prog);
+        if (st != CLF_OK) {
+            if (st == CLF_ERR_BUILD) {
+                /* Keep the log, name the kernel. */
+                char *log = clf__strdup(clf_context_last_error(ctx));
+                clf__ctx_fail(ctx, st, "clf_compile: kernel %s failed to build: %s", K->name, log ? log : "");
+                clf__free(log);
+            }
+            goto out;
+        }
+        cl_int cerr;
+        const char *failed = K->name;
+        K->kernel = clCreateKernel(prog, K->name, &cerr);
+        if (K->kernel && K->final_name) {
+            failed = K->final_name;
+            K->final_kernel = clCreateKernel(prog, K->final_name, &cerr);
+        }
+        clReleaseProgram(prog);
+        if (!K->kernel || (K->final_name && !K->final_kernel)) {
+            st = clf__ctx_fail(ctx, clf__cl_status(cerr), "clf_compile: clCreateKernel(%s): %s", failed,
+                               clf__cl_error_name(cerr));
+            goto out;
+        }
+    }
+    st = CLF_OK;
+out:
+    clf__free(partials);
+    return st;
+}
+
 CLF_API clf_status clf_compile(clf_context *ctx, const clf_graph *g, const clf_compile_params *params,
                                clf_executable **out)
 {
@@ -56,87 +348,32 @@ CLF_API clf_status clf_compile(clf_context *ctx, const clf_graph *g, const clf_c
         return clf__ctx_fail(ctx, CLF_ERR_GRAPH, "clf_compile: the graph is in an error state: %s", gmsg);
     if (g->noutputs == 0)
         return clf__ctx_fail(ctx, CLF_ERR_INVALID_ARGUMENT, "clf_compile: the graph has no outputs");
+    if (params && (int)params->kernel_style != CLF_KERNEL_STYLE_AUTO &&
+        params->kernel_style != CLF_KERNEL_STYLE_CPU && params->kernel_style != CLF_KERNEL_STYLE_GPU)
+        return clf__ctx_fail(ctx, CLF_ERR_INVALID_ARGUMENT, "clf_compile: params->kernel_style %d is not a clf_kernel_style",
+                             (int)params->kernel_style);
 
-    char err[256] = "";
-    clf__plan plan = {0}, unfused = {0};
     clf_status st;
-    clf_executable *e = calloc(1, sizeof *e);
+    clf_executable *e = clf__calloc(1, sizeof *e);
     if (!e)
         return clf__ctx_fail(ctx, CLF_ERR_OUT_OF_MEMORY, "clf_compile: out of memory");
     e->ctx = ctx;
     if (pthread_mutex_init(&e->lock, NULL) != 0) {
-        free(e);
+        clf__free(e);
         return clf__ctx_fail(ctx, CLF_ERR_OUT_OF_MEMORY, "clf_compile: pthread_mutex_init failed");
     }
     e->lock_ready = true;
 
-    clf__plan_options popt = {.disable_fusion = params && params->disable_fusion};
-    st = clf__plan_build(g, &popt, &plan, err, sizeof err);
-    if (st != CLF_OK)
-        goto fail_msg;
-    clf__plan_options uopt = {.disable_fusion = true};
-    st = clf__plan_build(g, &uopt, &unfused, err, sizeof err);
-    if (st != CLF_OK)
-        goto fail_msg;
-    stats_from(&plan.stats, &unfused.stats, &e->stats);
-
-    /* Inputs, outputs and the buffer table. */
-    st = CLF_ERR_OUT_OF_MEMORY;
-    snprintf(err, sizeof err, "clf_compile: out of memory");
-    e->ninputs = g->ninputs;
-    e->noutputs = g->noutputs;
-    e->inputs = calloc(g->ninputs ? g->ninputs : 1, sizeof *e->inputs);
-    e->outputs = calloc(g->noutputs, sizeof *e->outputs);
-    e->nbuffers = plan.nbuffers;
-    e->buffers = malloc((plan.nbuffers ? plan.nbuffers : 1) * sizeof *e->buffers);
-    e->owned = calloc(plan.nbuffers ? plan.nbuffers : 1, sizeof *e->owned);
-    e->kernels = calloc(plan.nkernels ? plan.nkernels : 1, sizeof *e->kernels);
-    e->events = calloc(plan.nkernels ? plan.nkernels : 1, sizeof *e->events);
-    e->starts = calloc(plan.nkernels ? plan.nkernels : 1, sizeof *e->starts);
-    if (!e->inputs || !e->outputs || !e->buffers || !e->owned || !e->kernels || !e->events || !e->starts)
-        goto fail_msg;
-    memcpy(e->buffers, plan.buffers, plan.nbuffers * sizeof *plan.buffers);
-    for (uint32_t b = 0; b < plan.nbuffers; b++) {
-        const clf__plan_buffer *B = &plan.buffers[b];
-        const clf__node *n = clf__graph_node(g, B->node);
-        if (B->kind == CLF__BUF_INPUT) {
-            if (copy_io(&e->inputs[B->index], n, n->name, b) != CLF_OK)
-                goto fail_msg;
-        } else if (B->kind == CLF__BUF_OUTPUT) {
-            if (copy_io(&e->outputs[B->index], n, g->outputs[B->index].name, b) != CLF_OK)
-                goto fail_msg;
-        } else if (B->bytes > 0) {
-            cl_int cerr;
-            if (B->bytes > ctx->desc.max_alloc_bytes && ctx->desc.max_alloc_bytes) {
-                st = clf__ctx_fail(ctx, CLF_ERR_UNSUPPORTED,
-                                   "clf_compile: a %s of %llu bytes exceeds the device's "
-                                   "CL_DEVICE_MAX_MEM_ALLOC_SIZE (%llu)",
-                                   B->kind == CLF__BUF_CONSTANT ? "constant" : "intermediate",
-                                   (unsigned long long)B->bytes,
-                                   (unsigned long long)ctx->desc.max_alloc_bytes);
-                goto fail;
-            }
-            if (B->kind == CLF__BUF_CONSTANT)
-                e->owned[b] = clCreateBuffer(ctx->cl, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR,
-                                             (size_t)B->bytes, n->data, &cerr);
-            else
-                e->owned[b] = clCreateBuffer(ctx->cl, CL_MEM_READ_WRITE, (size_t)B->bytes, NULL, &cerr);
-            if (!e->owned[b]) {
-                st = clf__ctx_fail(ctx, clf__cl_status(cerr),
-                                   "clf_compile: clCreateBuffer(%llu bytes): %s",
-                                   (unsigned long long)B->bytes, clf__cl_error_name(cerr));
-                goto fail;
-            }
-        }
-    }
-
-    /* Kernels. */
     clf_kernel_style style = params ? params->kernel_style : CLF_KERNEL_STYLE_AUTO;
     clf__codegen_target target = {.cpu = style == CLF_KERNEL_STYLE_AUTO ? ctx->desc.is_cpu && !ctx->desc.is_gpu
                                                                         : style == CLF_KERNEL_STYLE_CPU,
                                   .max_local = ctx->max_local,
                                   .fp64 = ctx->fp64,
                                   .compute_units = ctx->desc.compute_units};
+    char *key = NULL;
+    cl_ulong local_mem = 0;
+    if (clGetDeviceInfo(ctx->device, CL_DEVICE_LOCAL_MEM_SIZE, sizeof local_mem, &local_mem, NULL) == CL_SUCCESS)
+        target.local_mem = (size_t)local_mem;
     /* CLFUSE_GEMM_TILE=tm,tn,tk,wm,wn pins the GEMM tiling (for tuning by
      * hand; codegen refuses one the device type cannot run). */
     clf__gemm_config pinned;
@@ -149,91 +386,27 @@ CLF_API clf_status clf_compile(clf_context *ctx, const clf_graph *g, const clf_c
         }
         target.gemm = &pinned;
     }
-    for (uint32_t k = 0; k < plan.nkernels; k++) {
-        clf__kernel_code code;
-        st = clf__codegen_kernel(g, &plan, k, &target, &code, err, sizeof err);
+    key = clf__plan_cache_key(ctx, g, params, &target);
+    if (!key || !clf__plan_cache_load(ctx, key, g, e)) {
+        pthread_mutex_lock(&ctx->lock);
+        ctx->counts.plans_built++;
+        pthread_mutex_unlock(&ctx->lock);
+        st = lower(ctx, g, params, &target, e);
         if (st != CLF_OK)
-            goto fail_msg;
-        clf__exe_kernel *K = &e->kernels[e->nkernels++];
-        K->name = code.name;
-        K->ops = code.ops;
-        K->source = code.source;
-        K->params = code.params;
-        K->nparams = code.nparams;
-        K->wide_index = code.wide_index;
-        if (plan.kernels[k].nops) {
-            K->nodes = malloc(plan.kernels[k].nops * sizeof *K->nodes);
-            if (!K->nodes) {
-                st = CLF_ERR_OUT_OF_MEMORY;
-                snprintf(err, sizeof err, "clf_compile: out of memory");
-                goto fail_msg;
-            }
-            memcpy(K->nodes, plan.kernels[k].ops, plan.kernels[k].nops * sizeof *K->nodes);
-            K->nnodes = plan.kernels[k].nops;
-        }
-        K->numel = (uint64_t)plan.kernels[k].numel;
-        K->global = code.global;
-        K->local = code.local;
-        K->final_global = code.final_global;
-        K->final_local = code.final_local;
-        char *final_name = code.final_name;
-        code.final_name = NULL;
-        if (final_name && K->numel) {
-            cl_int serr;
-            K->scratch = clCreateBuffer(ctx->cl, CL_MEM_READ_WRITE, (size_t)code.scratch_bytes, NULL, &serr);
-            if (!K->scratch) {
-                free(final_name);
-                st = clf__ctx_fail(ctx, clf__cl_status(serr), "clf_compile: clCreateBuffer(%llu bytes of partial "
-                                   "results for %s): %s", (unsigned long long)code.scratch_bytes, K->name,
-                                   clf__cl_error_name(serr));
-                goto fail;
-            }
-            e->stats.launches++; /* the split's second launch */
-        }
-        if (clf__log_enabled(CLF__LOG_OUTPUT_CODE))
-            fprintf(stderr, "[clfuse:output_code] kernel %s (ops: %s), global %zu, local %zu\n%s\n",
-                    K->name, K->ops, K->global, K->local, K->source);
-        cl_program prog;
-        st = clf__program_get(ctx, K->source, "", &prog);
-        if (st != CLF_OK) {
-            if (st == CLF_ERR_BUILD) {
-                /* Keep the log, name the kernel. */
-                char *log = clf__strdup(clf_context_last_error(ctx));
-                clf__ctx_fail(ctx, st, "clf_compile: kernel %s failed to build: %s", K->name,
-                              log ? log : "");
-                free(log);
-            }
-            free(final_name);
             goto fail;
-        }
-        cl_int cerr;
-        K->kernel = clCreateKernel(prog, K->name, &cerr);
-        if (K->kernel && final_name)
-            K->final_kernel = clCreateKernel(prog, final_name, &cerr);
-        clReleaseProgram(prog);
-        if (final_name && !K->final_kernel) {
-            st = clf__ctx_fail(ctx, clf__cl_status(cerr), "clf_compile: clCreateKernel(%s): %s", final_name,
-                               clf__cl_error_name(cerr));
-            free(final_name);
-            goto fail;
-        }
-        free(final_name);
-        if (!K->kernel) {
-            st = clf__ctx_fail(ctx, clf__cl_status(cerr), "clf_compile: clCreateKernel(%s): %s", K->name,
-                               clf__cl_error_name(cerr));
-            goto fail;
-        }
+        if (key)
+            clf__plan_cache_store(ctx, key, e);
     }
-    clf__plan_free(&plan);
-    clf__plan_free(&unfused);
+    e->external_scratch = params && params->external_scratch;
+    st = instantiate(ctx, g, e);
+    if (st != CLF_OK)
+        goto fail;
+    clf__free(key);
     *out = e;
     return CLF_OK;
 
-fail_msg:
-    clf__ctx_fail(ctx, st, "%s", err);
 fail:
-    clf__plan_free(&plan);
-    clf__plan_free(&unfused);
+    clf__free(key);
     clf_executable_destroy(&e);
     return st;
 }
@@ -255,33 +428,37 @@ CLF_API void clf_executable_destroy(clf_executable **pe)
             clReleaseEvent(e->starts[k]);
         if (e->events && e->events[k])
             clReleaseEvent(e->events[k]);
-        free(K->name);
-        free(K->ops);
-        free(K->source);
-        free(K->params);
-        free(K->nodes);
+        clf__free(K->name);
+        clf__free(K->final_name);
+        clf__free(K->ops);
+        clf__free(K->source);
+        clf__free(K->params);
+        clf__free(K->nodes);
     }
     for (uint32_t b = 0; b < e->nbuffers; b++) {
         if (e->owned && e->owned[b])
             clReleaseMemObject(e->owned[b]);
     }
     for (size_t i = 0; e->inputs && i < e->ninputs; i++)
-        free(e->inputs[i].name);
+        clf__free(e->inputs[i].name);
     for (size_t i = 0; e->outputs && i < e->noutputs; i++)
-        free(e->outputs[i].name);
-    free(e->inputs);
-    free(e->outputs);
-    free(e->buffers);
-    free(e->owned);
+        clf__free(e->outputs[i].name);
+    clf__free(e->inputs);
+    clf__free(e->outputs);
+    clf__free(e->buffers);
+    clf__free(e->owned);
+    clf__free(e->offsets);
+    if (e->scratch)
+        clReleaseMemObject(e->scratch);
     clf__staging_free_all(e);
     if (e->last)
         clReleaseEvent(e->last);
     if (e->lock_ready)
         pthread_mutex_destroy(&e->lock);
-    free(e->kernels);
-    free(e->events);
-    free(e->starts);
-    free(e);
+    clf__free(e->kernels);
+    clf__free(e->events);
+    clf__free(e->starts);
+    clf__free(e);
     *pe = NULL;
 }
 
@@ -291,6 +468,101 @@ CLF_API clf_status clf_executable_stats(const clf_executable *exe, clf_plan_stat
         return CLF_ERR_INVALID_ARGUMENT;
     *out = exe->stats;
     return CLF_OK;
+}
+
+CLF_API clf_status clf_executable_scratch_size(const clf_executable *exe, size_t *bytes)
+{
+    if (!exe || !bytes)
+        return CLF_ERR_INVALID_ARGUMENT;
+    *bytes = (size_t)exe->scratch_bytes;
+    return CLF_OK;
+}
+
+CLF_API clf_status clf_executable_set_scratch(clf_executable *e, cl_mem buffer, size_t offset)
+{
+    if (!e)
+        return CLF_ERR_INVALID_ARGUMENT;
+    clf_context *ctx = e->ctx;
+    clf__ctx_clear_error(ctx);
+    if (!buffer) {
+        if (e->scratch_bytes == 0 && offset == 0)
+            return CLF_OK;
+        return clf__ctx_fail(ctx, CLF_ERR_INVALID_ARGUMENT,
+                             "clf_executable_set_scratch: buffer is NULL, the executable needs %llu bytes of scratch",
+                             (unsigned long long)e->scratch_bytes);
+    }
+    cl_context bctx = NULL;
+    size_t size = 0;
+    cl_int err = clGetMemObjectInfo(buffer, CL_MEM_CONTEXT, sizeof bctx, &bctx, NULL);
+    if (err == CL_SUCCESS)
+        err = clGetMemObjectInfo(buffer, CL_MEM_SIZE, sizeof size, &size, NULL);
+    if (err != CL_SUCCESS)
+        return clf__ctx_fail(ctx, CLF_ERR_INVALID_ARGUMENT, "clf_executable_set_scratch: not a buffer (%s)",
+                             clf__cl_error_name(err));
+    if (bctx != ctx->cl)
+        return clf__ctx_fail(ctx, CLF_ERR_INVALID_ARGUMENT,
+                             "clf_executable_set_scratch: the buffer belongs to another OpenCL context");
+    if (offset > size || size - offset < e->scratch_bytes)
+        return clf__ctx_fail(ctx, CLF_ERR_INVALID_ARGUMENT,
+                             "clf_executable_set_scratch: the executable needs %llu bytes of scratch, the buffer "
+                             "has %zu from offset %zu",
+                             (unsigned long long)e->scratch_bytes, offset <= size ? size - offset : (size_t)0, offset);
+    /* A sub-buffer is used through its parent: OpenCL makes no sub-buffer
+     * of a sub-buffer. */
+    cl_mem parent = NULL;
+    size_t poff = 0;
+    if (clGetMemObjectInfo(buffer, CL_MEM_ASSOCIATED_MEMOBJECT, sizeof parent, &parent, NULL) == CL_SUCCESS && parent &&
+        clGetMemObjectInfo(buffer, CL_MEM_OFFSET, sizeof poff, &poff, NULL) == CL_SUCCESS) {
+        buffer = parent;
+        offset += poff;
+    }
+    if (offset % ctx->base_align)
+        return clf__ctx_fail(ctx, CLF_ERR_INVALID_ARGUMENT,
+                             "clf_executable_set_scratch: offset %zu%s is not a multiple of the device's "
+                             "CL_DEVICE_MEM_BASE_ADDR_ALIGN (%llu bytes)",
+                             offset, poff ? " (with the sub-buffer's own offset)" : "",
+                             (unsigned long long)ctx->base_align);
+    cl_mem *owned = clf__calloc(e->nbuffers ? e->nbuffers : 1, sizeof *owned);
+    cl_mem *partials = clf__calloc(e->nkernels ? e->nkernels : 1, sizeof *partials);
+    if (!owned || !partials) {
+        clf__free(owned);
+        clf__free(partials);
+        return clf__ctx_fail(ctx, CLF_ERR_OUT_OF_MEMORY, "clf_executable_set_scratch: out of memory");
+    }
+    clf_status st = make_sub_buffers(e, buffer, offset, owned, partials, "clf_executable_set_scratch");
+    if (st == CLF_OK) {
+        clRetainMemObject(buffer);
+        /* Swap under the lock, so that no run sets arguments meanwhile; the
+         * old sub-buffers are released here (commands in flight keep them). */
+        pthread_mutex_lock(&e->lock);
+        for (uint32_t b = 0; b < e->nbuffers; b++) {
+            if (e->buffers[b].kind != CLF__BUF_INTERMEDIATE)
+                continue;
+            cl_mem old = e->owned[b];
+            e->owned[b] = owned[b];
+            owned[b] = old;
+        }
+        for (size_t k = 0; k < e->nkernels; k++) {
+            cl_mem old = e->kernels[k].scratch;
+            e->kernels[k].scratch = partials[k];
+            partials[k] = old;
+        }
+        cl_mem old_scratch = e->scratch;
+        e->scratch = buffer;
+        e->scratch_ready = true;
+        pthread_mutex_unlock(&e->lock);
+        for (uint32_t b = 0; b < e->nbuffers; b++)
+            if (owned[b])
+                clReleaseMemObject(owned[b]);
+        for (size_t k = 0; k < e->nkernels; k++)
+            if (partials[k])
+                clReleaseMemObject(partials[k]);
+        if (old_scratch)
+            clReleaseMemObject(old_scratch);
+    }
+    clf__free(owned);
+    clf__free(partials);
+    return st;
 }
 
 CLF_API size_t clf_executable_kernel_count(const clf_executable *exe) { return exe ? exe->nkernels : 0; }

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "runtime/runtime_internal.h"
+#include "util/alloc.h"
 #include "util/hash.h"
 #include "util/log.h"
 #include "util/strbuf.h"
@@ -14,10 +15,10 @@ void clf__program_cache_clear(clf_context *ctx)
 {
     for (size_t i = 0; i < ctx->nprograms; i++) {
         clReleaseProgram(ctx->programs[i].program);
-        free(ctx->programs[i].source);
-        free(ctx->programs[i].options);
+        clf__free(ctx->programs[i].source);
+        clf__free(ctx->programs[i].options);
     }
-    free(ctx->programs);
+    clf__free(ctx->programs);
     ctx->programs = NULL;
     ctx->nprograms = ctx->cap_programs = 0;
 }
@@ -49,7 +50,7 @@ static void insert(clf_context *ctx, uint64_t h, const char *source, const char 
 {
     if (ctx->nprograms == ctx->cap_programs) {
         size_t cap = ctx->cap_programs ? ctx->cap_programs * 2 : 16;
-        clf__cached_program *p = realloc(ctx->programs, cap * sizeof *p);
+        clf__cached_program *p = clf__realloc(ctx->programs, cap * sizeof *p);
         if (!p)
             return;
         ctx->programs = p;
@@ -60,8 +61,8 @@ static void insert(clf_context *ctx, uint64_t h, const char *source, const char 
         clRetainProgram(prog);
         ctx->programs[ctx->nprograms++] = entry;
     } else {
-        free(entry.source);
-        free(entry.options);
+        clf__free(entry.source);
+        clf__free(entry.options);
     }
 }
 
@@ -82,16 +83,16 @@ static clf_status build_source(clf_context *ctx, const char *source, const char 
     if (err != CL_SUCCESS) {
         size_t loglen = 0;
         clGetProgramBuildInfo(prog, ctx->device, CL_PROGRAM_BUILD_LOG, 0, NULL, &loglen);
-        char *log = malloc(loglen + 1);
+        char *log = clf__malloc(loglen + 1);
         if (log) {
             log[0] = '\0';
             clGetProgramBuildInfo(prog, ctx->device, CL_PROGRAM_BUILD_LOG, loglen, log, NULL);
             log[loglen] = '\0';
         }
-        clf_status st = clf__ctx_fail(ctx, err == CL_OUT_OF_HOST_MEMORY ? CLF_ERR_OUT_OF_MEMORY : CLF_ERR_BUILD,
+        clf_status st = clf__ctx_fail(ctx, clf__cl_status(err) == CLF_ERR_OPENCL ? CLF_ERR_BUILD : clf__cl_status(err),
                                       "clBuildProgram: %s; build log:\n%s", clf__cl_error_name(err),
                                       log ? log : "(out of memory)");
-        free(log);
+        clf__free(log);
         clReleaseProgram(prog);
         return st;
     }

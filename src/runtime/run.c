@@ -8,47 +8,86 @@
 #include <string.h>
 
 #include "runtime/runtime_internal.h"
+#include "util/alloc.h"
 #include "util/log.h"
 
-/* Resolves named bindings to a per-buffer table of cl_mem. */
+/* Resolves named bindings to a per-buffer table of cl_mem. A binding with
+ * an offset is given to the kernels as a sub-buffer made here (of the
+ * buffer's parent when it is itself a sub-buffer); those go to made[], to be
+ * released once enqueued. */
 static clf_status bind(clf_executable *e, const char *what, const clf__io *io, size_t nio, size_t n,
-                       const char *const *names, const cl_mem *mems, cl_mem *table)
+                       const clf_buffer_view *bs, cl_mem *table, cl_mem *made, size_t *nmade)
 {
     clf_context *ctx = e->ctx;
     if (n != nio)
         return clf__ctx_fail(ctx, CLF_ERR_INVALID_ARGUMENT, "clf_run: %zu %s bound, the graph has %zu",
                              n, what, nio);
     for (size_t i = 0; i < n; i++) {
-        if (!names[i])
+        const char *name = bs[i].name;
+        cl_mem mem = bs[i].buffer;
+        size_t offset = bs[i].offset;
+        if (!name)
             return clf__ctx_fail(ctx, CLF_ERR_INVALID_ARGUMENT, "clf_run: %s binding %zu has a NULL name",
                                  what, i);
         size_t j;
         for (j = 0; j < nio; j++)
-            if (strcmp(io[j].name, names[i]) == 0)
+            if (strcmp(io[j].name, name) == 0)
                 break;
         if (j == nio)
             return clf__ctx_fail(ctx, CLF_ERR_NOT_FOUND, "clf_run: the graph has no %s named \"%s\"",
-                                 what, names[i]);
+                                 what, name);
         if (table[io[j].buffer])
             return clf__ctx_fail(ctx, CLF_ERR_INVALID_ARGUMENT, "clf_run: %s \"%s\" is bound twice",
-                                 what, names[i]);
-        if (!mems[i]) {
+                                 what, name);
+        if (!mem) {
             if (io[j].bytes)
                 return clf__ctx_fail(ctx, CLF_ERR_INVALID_ARGUMENT,
-                                     "clf_run: %s \"%s\" (%llu bytes) is bound to NULL", what, names[i],
+                                     "clf_run: %s \"%s\" (%llu bytes) is bound to NULL", what, name,
                                      (unsigned long long)io[j].bytes);
             continue;
         }
         size_t size = 0;
-        cl_int err = clGetMemObjectInfo(mems[i], CL_MEM_SIZE, sizeof size, &size, NULL);
+        cl_context mctx = NULL;
+        cl_int err = clGetMemObjectInfo(mem, CL_MEM_SIZE, sizeof size, &size, NULL);
+        if (err == CL_SUCCESS)
+            err = clGetMemObjectInfo(mem, CL_MEM_CONTEXT, sizeof mctx, &mctx, NULL);
         if (err != CL_SUCCESS)
             return clf__ctx_fail(ctx, CLF_ERR_INVALID_ARGUMENT, "clf_run: %s \"%s\": not a buffer (%s)",
-                                 what, names[i], clf__cl_error_name(err));
-        if (size < io[j].bytes)
+                                 what, name, clf__cl_error_name(err));
+        if (mctx != ctx->cl)
             return clf__ctx_fail(ctx, CLF_ERR_INVALID_ARGUMENT,
-                                 "clf_run: %s \"%s\" needs %llu bytes, the buffer has %zu", what,
-                                 names[i], (unsigned long long)io[j].bytes, size);
-        table[io[j].buffer] = mems[i];
+                                 "clf_run: %s \"%s\": the buffer belongs to another OpenCL context", what, name);
+        if (offset > size || size - offset < io[j].bytes)
+            return clf__ctx_fail(ctx, CLF_ERR_INVALID_ARGUMENT,
+                                 "clf_run: %s \"%s\" needs %llu bytes from offset %zu, the buffer has %zu", what,
+                                 name, (unsigned long long)io[j].bytes, offset, size);
+        if (offset && io[j].bytes) {
+            cl_mem root = mem, parent = NULL;
+            size_t total = offset, poff = 0;
+            if (clGetMemObjectInfo(mem, CL_MEM_ASSOCIATED_MEMOBJECT, sizeof parent, &parent, NULL) == CL_SUCCESS &&
+                parent && clGetMemObjectInfo(mem, CL_MEM_OFFSET, sizeof poff, &poff, NULL) == CL_SUCCESS) {
+                root = parent;
+                total += poff;
+            }
+            if (total % ctx->base_align)
+                return clf__ctx_fail(ctx, CLF_ERR_INVALID_ARGUMENT,
+                                     "clf_run: %s \"%s\": offset %zu%s is not a multiple of the device's "
+                                     "CL_DEVICE_MEM_BASE_ADDR_ALIGN (%llu bytes); use an aligned offset or "
+                                     "copy the tensor",
+                                     what, name, total, poff ? " (with the sub-buffer's own offset)" : "",
+                                     (unsigned long long)ctx->base_align);
+            cl_buffer_region r = {total, (size_t)io[j].bytes};
+            cl_mem_flags flags = 0;
+            clGetMemObjectInfo(root, CL_MEM_FLAGS, sizeof flags, &flags, NULL);
+            /* A sub-buffer inherits the parent's access and host flags. */
+            mem = clCreateSubBuffer(root, flags & (CL_MEM_READ_WRITE | CL_MEM_READ_ONLY | CL_MEM_WRITE_ONLY), CL_BUFFER_CREATE_TYPE_REGION, &r, &err);
+            if (!mem)
+                return clf__ctx_fail(ctx, clf__cl_status(err),
+                                     "clf_run: %s \"%s\": clCreateSubBuffer(offset %zu, %llu bytes): %s", what,
+                                     name, total, (unsigned long long)io[j].bytes, clf__cl_error_name(err));
+            made[(*nmade)++] = mem;
+        }
+        table[io[j].buffer] = mem;
     }
     return CLF_OK;
 }
@@ -85,19 +124,28 @@ static cl_int set_args(clf_executable *e, clf__exe_kernel *K, cl_kernel kern, cl
  * arguments at enqueue, so another thread may set its own afterwards.
  * events (nkernels entries, may be NULL) receives this run's retained
  * per-kernel events. */
-static clf_status enqueue(clf_executable *e, cl_mem *table, cl_uint nwait, const cl_event *wait,
-                          cl_event *done, cl_event *events)
+static clf_status enqueue(clf_executable *e, cl_command_queue queue, cl_mem *table, cl_uint nwait,
+                          const cl_event *wait, cl_event *done, cl_event *events)
 {
     clf_context *ctx = e->ctx;
     clf_status st = CLF_OK;
-    cl_event *evs = calloc(e->nkernels ? e->nkernels : 1, sizeof *evs);
-    cl_event *first = malloc(((size_t)nwait + 1) * sizeof *first);
+    cl_event *evs = clf__calloc(e->nkernels ? e->nkernels : 1, sizeof *evs);
+    cl_event *first = clf__malloc(((size_t)nwait + 1) * sizeof *first);
     if (!evs || !first) {
-        free(evs);
-        free(first);
+        clf__free(evs);
+        clf__free(first);
         return clf__ctx_fail(ctx, CLF_ERR_OUT_OF_MEMORY, "clf_run: out of memory");
     }
     pthread_mutex_lock(&e->lock);
+    if (!e->scratch_ready) {
+        pthread_mutex_unlock(&e->lock);
+        clf__free(evs);
+        clf__free(first);
+        return clf__ctx_fail(ctx, CLF_ERR_INVALID_ARGUMENT,
+                             "clf_run: the executable was compiled with external_scratch and has no scratch "
+                             "buffer yet: give it %llu bytes with clf_executable_set_scratch",
+                             (unsigned long long)e->scratch_bytes);
+    }
     cl_uint nfirst = nwait;
     if (nwait)
         memcpy(first, wait, nwait * sizeof *first);
@@ -119,7 +167,7 @@ static clf_status enqueue(clf_executable *e, cl_mem *table, cl_uint nwait, const
         }
         /* Chain events so that out-of-order queues keep plan order too. */
         cl_event ev = NULL;
-        err = clEnqueueNDRangeKernel(ctx->queue, K->kernel, 1, NULL, &K->global, &K->local, prev ? 1 : nfirst,
+        err = clEnqueueNDRangeKernel(queue, K->kernel, 1, NULL, &K->global, &K->local, prev ? 1 : nfirst,
                                      prev ? &prev : (nfirst ? first : NULL), &ev);
         if (err != CL_SUCCESS) {
             st = clf__ctx_fail(ctx, clf__cl_status(err),
@@ -131,7 +179,7 @@ static clf_status enqueue(clf_executable *e, cl_mem *table, cl_uint nwait, const
             /* A split reduction's combining launch; its first launch is kept
              * for profiling. */
             cl_event fin = NULL;
-            err = clEnqueueNDRangeKernel(ctx->queue, K->final_kernel, 1, NULL, &K->final_global, &K->final_local,
+            err = clEnqueueNDRangeKernel(queue, K->final_kernel, 1, NULL, &K->final_global, &K->final_local,
                                          1, &ev, &fin);
             if (err != CL_SUCCESS) {
                 clReleaseEvent(ev);
@@ -150,7 +198,7 @@ static clf_status enqueue(clf_executable *e, cl_mem *table, cl_uint nwait, const
     cl_event marker = NULL;
     if (st == CLF_OK && !prev) {
         /* Nothing to launch (zero-size outputs): still honour the wait list. */
-        cl_int err = clEnqueueMarkerWithWaitList(ctx->queue, nfirst, nfirst ? first : NULL, &marker);
+        cl_int err = clEnqueueMarkerWithWaitList(queue, nfirst, nfirst ? first : NULL, &marker);
         if (err != CL_SUCCESS)
             st = clf__ctx_fail(ctx, clf__cl_status(err), "clf_run: clEnqueueMarkerWithWaitList: %s",
                                clf__cl_error_name(err));
@@ -186,8 +234,8 @@ static clf_status enqueue(clf_executable *e, cl_mem *table, cl_uint nwait, const
             clReleaseEvent(evs[k]);
     if (marker)
         clReleaseEvent(marker);
-    free(first);
-    free(evs);
+    clf__free(first);
+    clf__free(evs);
     return st;
 }
 
@@ -218,39 +266,38 @@ static const clf__io *find_io(const clf__io *io, size_t n, const char *name)
 }
 
 /* Outputs are written through restrict pointers: no output may share memory
- * with an input or another output, whether through the same cl_mem or
- * overlapping sub-buffers of one buffer. Bindings are already resolved. */
-static clf_status check_aliasing(clf_executable *e, size_t ninputs, size_t noutputs, const char *const *names,
-                                 const cl_mem *mems)
+ * with an input or another output, whether through the same cl_mem,
+ * overlapping offsets of one buffer or overlapping sub-buffers. table holds
+ * the resolved bindings (sub-buffers for offsets). */
+static clf_status check_aliasing(clf_executable *e, const cl_mem *table)
 {
-    size_t n = ninputs + noutputs;
-    for (size_t i = ninputs; i < n; i++) {
-        const clf__io *oi = find_io(e->outputs, e->noutputs, names[i]);
-        if (!mems[i] || !oi->bytes)
+    size_t n = e->ninputs + e->noutputs;
+    for (size_t i = e->ninputs; i < n; i++) {
+        const clf__io *oi = &e->outputs[i - e->ninputs];
+        cl_mem mi = table[oi->buffer];
+        if (!mi || !oi->bytes)
             continue;
-        span so = span_of(mems[i], oi->bytes);
+        span so = span_of(mi, oi->bytes);
         for (size_t j = 0; j < n; j++) {
-            if (j == i || !mems[j])
+            const clf__io *oj = j < e->ninputs ? &e->inputs[j] : &e->outputs[j - e->ninputs];
+            cl_mem mj = table[oj->buffer];
+            if (j == i || !mj || !oj->bytes)
                 continue;
-            const clf__io *oj = j < ninputs ? find_io(e->inputs, e->ninputs, names[j])
-                                            : find_io(e->outputs, e->noutputs, names[j]);
-            if (!oj->bytes)
-                continue;
-            span sj = span_of(mems[j], oj->bytes);
-            if (mems[j] == mems[i] || (so.root == sj.root && so.begin < sj.end && sj.begin < so.end))
+            span sj = span_of(mj, oj->bytes);
+            if (mj == mi || (so.root == sj.root && so.begin < sj.end && sj.begin < so.end))
                 return clf__ctx_fail(e->ctx, CLF_ERR_INVALID_ARGUMENT, "clf_run: output \"%s\" aliases %s \"%s\" (%s)",
-                                     names[i], j < ninputs ? "input" : "output", names[j],
-                                     mems[j] == mems[i] ? "the same cl_mem" : "overlapping sub-buffers");
+                                     oi->name, j < e->ninputs ? "input" : "output", oj->name,
+                                     mj == mi ? "the same cl_mem" : "overlapping bytes of one buffer");
         }
     }
     return CLF_OK;
 }
 
-/* clf_run, with this run's per-kernel events (retained) in events when not
- * NULL. */
-static clf_status run_bound(clf_executable *e, size_t ninputs, const clf_buffer_binding *inputs, size_t noutputs,
-                            const clf_buffer_binding *outputs, cl_uint nwait, const cl_event *wait, cl_event *done,
-                            cl_event *events)
+/* clf_run on queue, with this run's per-kernel events (retained) in events
+ * when not NULL. */
+static clf_status run_bound(clf_executable *e, cl_command_queue queue, size_t ninputs,
+                            const clf_buffer_view *inputs, size_t noutputs, const clf_buffer_view *outputs,
+                            cl_uint nwait, const cl_event *wait, cl_event *done, cl_event *events)
 {
     clf_context *ctx = e->ctx;
     if ((ninputs && !inputs) || (noutputs && !outputs) || (nwait && !wait))
@@ -258,33 +305,68 @@ static clf_status run_bound(clf_executable *e, size_t ninputs, const clf_buffer_
     for (cl_uint i = 0; i < nwait; i++)
         if (!wait[i])
             return clf__ctx_fail(ctx, CLF_ERR_INVALID_ARGUMENT, "clf_run: wait list entry %u is NULL", i);
+    if (!queue) {
+        queue = ctx->queue;
+    } else {
+        cl_context qctx = NULL;
+        cl_device_id qdev = NULL;
+        cl_int err = clGetCommandQueueInfo(queue, CL_QUEUE_CONTEXT, sizeof qctx, &qctx, NULL);
+        if (err == CL_SUCCESS)
+            err = clGetCommandQueueInfo(queue, CL_QUEUE_DEVICE, sizeof qdev, &qdev, NULL);
+        if (err != CL_SUCCESS)
+            return clf__ctx_fail(ctx, CLF_ERR_INVALID_ARGUMENT, "clf_enqueue: not a command queue (%s)",
+                                 clf__cl_error_name(err));
+        if (qctx != ctx->cl || qdev != ctx->device)
+            return clf__ctx_fail(ctx, CLF_ERR_INVALID_ARGUMENT,
+                                 "clf_enqueue: the queue belongs to another OpenCL context or device than the "
+                                 "executable's");
+    }
     clf_status st = CLF_ERR_OUT_OF_MEMORY;
-    cl_mem *table = calloc(e->nbuffers ? e->nbuffers : 1, sizeof *table);
-    const char **names = malloc((ninputs + noutputs + 1) * sizeof *names);
-    cl_mem *mems = malloc((ninputs + noutputs + 1) * sizeof *mems);
-    if (!table || !names || !mems) {
+    size_t nmade = 0;
+    cl_mem *table = clf__calloc(e->nbuffers ? e->nbuffers : 1, sizeof *table);
+    cl_mem *made = clf__calloc(ninputs + noutputs + 1, sizeof *made);
+    if (!table || !made) {
         clf__ctx_fail(ctx, st, "clf_run: out of memory");
         goto done;
     }
-    for (size_t i = 0; i < ninputs; i++) {
-        names[i] = inputs[i].name;
-        mems[i] = inputs[i].buffer;
-    }
-    for (size_t i = 0; i < noutputs; i++) {
-        names[ninputs + i] = outputs[i].name;
-        mems[ninputs + i] = outputs[i].buffer;
-    }
-    st = bind(e, "input", e->inputs, e->ninputs, ninputs, names, mems, table);
+    st = bind(e, "input", e->inputs, e->ninputs, ninputs, inputs, table, made, &nmade);
     if (st == CLF_OK)
-        st = bind(e, "output", e->outputs, e->noutputs, noutputs, names + ninputs, mems + ninputs, table);
+        st = bind(e, "output", e->outputs, e->noutputs, noutputs, outputs, table, made, &nmade);
     if (st == CLF_OK)
-        st = check_aliasing(e, ninputs, noutputs, names, mems);
+        st = check_aliasing(e, table);
     if (st == CLF_OK)
-        st = enqueue(e, table, nwait, wait, done, events);
+        st = enqueue(e, queue, table, nwait, wait, done, events);
 done:
-    free(table);
-    free(names);
-    free(mems);
+    /* Commands enqueued keep the sub-buffers they use alive. */
+    for (size_t i = 0; i < nmade; i++)
+        clReleaseMemObject(made[i]);
+    clf__free(table);
+    clf__free(made);
+    return st;
+}
+
+/* clf_buffer_binding as clf_buffer_view at offset 0 (NULL when out of
+ * memory; n + 1 entries so that an empty list is not NULL). */
+static clf_buffer_view *views_of(const clf_buffer_binding *b, size_t n)
+{
+    clf_buffer_view *v = clf__calloc(n + 1, sizeof *v);
+    for (size_t i = 0; v && b && i < n; i++)
+        v[i] = (clf_buffer_view){b[i].name, b[i].buffer, 0};
+    return v;
+}
+
+/* clf_run from clf_run_host: bindings to views, then run_bound. */
+static clf_status run_bindings(clf_executable *e, size_t ninputs, const clf_buffer_binding *inputs, size_t noutputs,
+                               const clf_buffer_binding *outputs, cl_uint nwait, const cl_event *wait, cl_event *done,
+                               cl_event *events)
+{
+    if ((ninputs && !inputs) || (noutputs && !outputs))
+        return clf__ctx_fail(e->ctx, CLF_ERR_INVALID_ARGUMENT, "clf_run: a binding or wait list is NULL");
+    clf_buffer_view *vi = views_of(inputs, ninputs), *vo = views_of(outputs, noutputs);
+    clf_status st = vi && vo ? run_bound(e, NULL, ninputs, vi, noutputs, vo, nwait, wait, done, events)
+                             : clf__ctx_fail(e->ctx, CLF_ERR_OUT_OF_MEMORY, "clf_run: out of memory");
+    clf__free(vi);
+    clf__free(vo);
     return st;
 }
 
@@ -297,7 +379,19 @@ CLF_API clf_status clf_run(clf_executable *e, size_t ninputs, const clf_buffer_b
     if (!e)
         return CLF_ERR_INVALID_ARGUMENT;
     clf__ctx_clear_error(e->ctx);
-    return run_bound(e, ninputs, inputs, noutputs, outputs, nwait, wait, done, NULL);
+    return run_bindings(e, ninputs, inputs, noutputs, outputs, nwait, wait, done, NULL);
+}
+
+CLF_API clf_status clf_enqueue(clf_executable *e, cl_command_queue queue, size_t ninputs,
+                               const clf_buffer_view *inputs, size_t noutputs, const clf_buffer_view *outputs,
+                               cl_uint nwait, const cl_event *wait, cl_event *done)
+{
+    if (done)
+        *done = NULL;
+    if (!e)
+        return CLF_ERR_INVALID_ARGUMENT;
+    clf__ctx_clear_error(e->ctx);
+    return run_bound(e, queue, ninputs, inputs, noutputs, outputs, nwait, wait, done, NULL);
 }
 
 void clf__staging_free_all(clf_executable *e)
@@ -308,8 +402,8 @@ void clf__staging_free_all(clf_executable *e)
         for (uint32_t b = 0; s->mem && b < e->nbuffers; b++)
             if (s->mem[b])
                 clReleaseMemObject(s->mem[b]);
-        free(s->mem);
-        free(s);
+        clf__free(s->mem);
+        clf__free(s);
     }
 }
 
@@ -323,9 +417,9 @@ static clf__staging *staging_take(clf_executable *e)
     pthread_mutex_unlock(&e->lock);
     if (s)
         return s;
-    s = calloc(1, sizeof *s);
-    if (s && !(s->mem = calloc(e->nbuffers ? e->nbuffers : 1, sizeof *s->mem))) {
-        free(s);
+    s = clf__calloc(1, sizeof *s);
+    if (s && !(s->mem = clf__calloc(e->nbuffers ? e->nbuffers : 1, sizeof *s->mem))) {
+        clf__free(s);
         s = NULL;
     }
     return s;
@@ -364,9 +458,9 @@ CLF_API clf_status clf_run_host(clf_executable *e, size_t ninputs, const clf_hos
     if ((ninputs && !inputs) || (noutputs && !outputs))
         return clf__ctx_fail(ctx, CLF_ERR_INVALID_ARGUMENT, "clf_run_host: a binding array is NULL");
     clf_status st = CLF_ERR_OUT_OF_MEMORY;
-    clf_buffer_binding *bi = calloc(ninputs + 1, sizeof *bi), *bo = calloc(noutputs + 1, sizeof *bo);
-    cl_event *writes = calloc(ninputs + 1, sizeof *writes);
-    cl_event *events = calloc(e->nkernels + 1, sizeof *events);
+    clf_buffer_binding *bi = clf__calloc(ninputs + 1, sizeof *bi), *bo = clf__calloc(noutputs + 1, sizeof *bo);
+    cl_event *writes = clf__calloc(ninputs + 1, sizeof *writes);
+    cl_event *events = clf__calloc(e->nkernels + 1, sizeof *events);
     clf__staging *stage = staging_take(e);
     cl_event done = NULL;
     cl_uint nw = 0;
@@ -425,7 +519,7 @@ CLF_API clf_status clf_run_host(clf_executable *e, size_t ninputs, const clf_hos
         nw++;
     }
     if (st == CLF_OK)
-        st = run_bound(e, ninputs, bi, noutputs, bo, nw, writes, &done, events);
+        st = run_bindings(e, ninputs, bi, noutputs, bo, nw, writes, &done, events);
     if (st != CLF_OK) {
         clFinish(ctx->queue); /* nothing of ours may still use the staging set */
         goto out;
@@ -469,10 +563,10 @@ out:
             clReleaseEvent(events[k]);
     if (done)
         clReleaseEvent(done);
-    free(writes);
-    free(events);
-    free(bi);
-    free(bo);
+    clf__free(writes);
+    clf__free(events);
+    clf__free(bi);
+    clf__free(bo);
     return st;
 }
 
@@ -486,14 +580,14 @@ CLF_API clf_status clf_executable_last_profile(clf_executable *e, clf_run_profil
         return clf__ctx_fail(e->ctx, CLF_ERR_UNSUPPORTED,
                              "clf_executable_last_profile: the context's queue has no profiling "
                              "(set clf_context_params.profiling)");
-    cl_event *evs = calloc(e->nkernels + 1, sizeof *evs);
+    cl_event *evs = clf__calloc(e->nkernels + 1, sizeof *evs);
     if (!evs)
         return clf__ctx_fail(e->ctx, CLF_ERR_OUT_OF_MEMORY, "clf_executable_last_profile: out of memory");
     /* A snapshot of the last run's events, so that other threads may run
      * while this one waits. */
     pthread_mutex_lock(&e->lock);
     bool ran = e->ran;
-    cl_event *starts = calloc(e->nkernels + 1, sizeof *starts);
+    cl_event *starts = clf__calloc(e->nkernels + 1, sizeof *starts);
     for (size_t k = 0; k < e->nkernels; k++) {
         if ((evs[k] = e->events[k]))
             clRetainEvent(evs[k]);
@@ -542,7 +636,7 @@ out:
         if (starts && starts[k])
             clReleaseEvent(starts[k]);
     }
-    free(evs);
-    free(starts);
+    clf__free(evs);
+    clf__free(starts);
     return st;
 }

@@ -6,6 +6,7 @@
 #include <pthread.h>
 
 #include "clfuse/runtime.h"
+#include "codegen/codegen.h"
 #include "planner/planner.h"
 #include "util/strbuf.h"
 
@@ -23,6 +24,11 @@ typedef struct clf__program_counts {
     uint64_t source_builds; /* clBuildProgram on source: what a warm cache avoids */
     uint64_t disk_stores;
     uint64_t disk_discards; /* corrupt, truncated, stale or rejected entries removed */
+    /* The plan and source cache. */
+    uint64_t plans_built; /* clf_compile calls that ran the planner and codegen */
+    uint64_t plan_hits;
+    uint64_t plan_stores;
+    uint64_t plan_discards;
 } clf__program_counts;
 
 struct clf_context {
@@ -34,6 +40,7 @@ struct clf_context {
     bool profiling;
     size_t max_local;
     bool fp64; /* cl_khr_fp64 */
+    uint64_t base_align; /* CL_DEVICE_MEM_BASE_ADDR_ALIGN in bytes: sub-buffer offsets */
     uint64_t id; /* unique in the process: names this context's per-thread errors */
     pthread_mutex_t lock; /* guards programs and counts */
     bool lock_ready;
@@ -42,6 +49,7 @@ struct clf_context {
     clf__program_counts counts;
     char *cache_dir;        /* on-disk program cache; NULL when off */
     char *cache_device_key; /* the key fields of the platform, device and library */
+    bool plan_cache_off;    /* the plan cache alone is skipped (tests) */
 };
 
 typedef struct clf__io {
@@ -55,6 +63,7 @@ typedef struct clf__io {
 
 typedef struct clf__exe_kernel {
     char *name, *ops, *source;
+    char *final_name; /* a split reduction's combining kernel, else NULL */
     cl_kernel kernel;
     uint32_t *params;
     uint32_t nparams;
@@ -64,10 +73,12 @@ typedef struct clf__exe_kernel {
     uint64_t numel;
     size_t global, local;
     /* A split reduction: a second kernel combines the first one's partial
-     * results from scratch (owned here). */
+     * results (partial_bytes at partial_offset of the executable's scratch;
+     * scratch is that sub-buffer). */
     cl_kernel final_kernel;
     cl_mem scratch;
     size_t final_global, final_local;
+    uint64_t partial_bytes, partial_offset;
 } clf__exe_kernel;
 
 /* A set of device buffers for one clf_run_host call: per plan buffer, its
@@ -85,6 +96,16 @@ struct clf_executable {
     uint32_t nbuffers;
     clf__plan_buffer *buffers; /* the plan's buffer table */
     cl_mem *owned;             /* per buffer: constants and intermediates (else NULL) */
+    /* Memory plan: intermediates and split reductions' partial results live
+     * at offsets[b] / partial_offset in one scratch allocation of
+     * scratch_bytes (sub-buffers of it in owned[] and K->scratch). scratch
+     * is the executable's own, or the caller's (retained) with
+     * external_scratch; scratch_ready once the sub-buffers exist. */
+    uint64_t *offsets;
+    uint64_t scratch_bytes;
+    bool external_scratch;
+    bool scratch_ready;
+    cl_mem scratch;
     clf__exe_kernel *kernels;
     size_t nkernels;
     clf_plan_stats stats;
@@ -136,6 +157,21 @@ void clf__disk_cache_store(clf_context *ctx, const char *source, const char *opt
 /* The entry's path for source and options (malloc'd; NULL when off), for
  * tests. */
 char *clf__disk_cache_path(const clf_context *ctx, const char *source, const char *options);
+
+/* The plan and source cache (plan_cache.c): a compiled graph's lowered
+ * executable (buffer table, memory plan, kernels' names, sources and launch
+ * geometry, statistics), so that a warm compile skips planning and codegen.
+ *
+ * The key text for g compiled with params for target on ctx's device;
+ * NULL when the disk cache is off (or out of memory). */
+char *clf__plan_cache_key(const clf_context *ctx, const clf_graph *g, const clf_compile_params *params,
+                          const clf__codegen_target *target);
+/* Fills e's lowered fields from the entry for key; false on a miss (bad
+ * entries are removed). e must be fresh (no lowered fields set). */
+bool clf__plan_cache_load(clf_context *ctx, const char *key, const clf_graph *g, clf_executable *e);
+void clf__plan_cache_store(clf_context *ctx, const char *key, const clf_executable *e);
+/* The entry's path for key (clf__malloc'd), for tests. */
+char *clf__plan_cache_path(const clf_context *ctx, const char *key);
 
 /* Frees the executable's pool of clf_run_host staging buffers. */
 void clf__staging_free_all(clf_executable *e);

@@ -1,4 +1,5 @@
 #include "util/strbuf.h"
+#include "util/alloc.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -7,7 +8,7 @@
 
 void clf__sb_free(clf__strbuf *sb)
 {
-    free(sb->data);
+    clf__free(sb->data);
     *sb = (clf__strbuf){0};
 }
 
@@ -32,7 +33,7 @@ static bool reserve(clf__strbuf *sb, size_t extra)
         }
         cap *= 2;
     }
-    char *p = realloc(sb->data, cap);
+    char *p = clf__realloc(sb->data, cap);
     if (!p) {
         sb->failed = true;
         return false;
@@ -79,7 +80,7 @@ char *clf__sb_take(clf__strbuf *sb)
 {
     char *p = NULL;
     if (!sb->failed) {
-        p = sb->data ? sb->data : calloc(1, 1);
+        p = sb->data ? sb->data : clf__calloc(1, 1);
         sb->data = NULL;
     }
     clf__sb_free(sb);
@@ -89,7 +90,7 @@ char *clf__sb_take(clf__strbuf *sb)
 char *clf__strdup(const char *s)
 {
     size_t n = strlen(s) + 1;
-    char *p = malloc(n);
+    char *p = clf__malloc(n);
     if (p)
         memcpy(p, s, n);
     return p;

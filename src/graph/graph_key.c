@@ -1,0 +1,85 @@
+/* The canonical text of a graph (graph_key.h). Every field of clf__node is
+ * written, whatever the node's kind: a field this file forgets would let two
+ * different graphs share a cached plan, so the size of the node is pinned
+ * below and a new field fails the build until it is added here. */
+#include "graph/graph_key.h"
+
+#include <inttypes.h>
+#include <string.h>
+
+#include "util/sha256.h"
+
+#if UINTPTR_MAX == UINT64_MAX
+static_assert(sizeof(clf__node) == 304, "clf__node changed: write the new field in clf__graph_key");
+static_assert(sizeof(clf__graph_output) == 16, "clf__graph_output changed: update clf__graph_key");
+static_assert(sizeof(struct clf_graph) == 600, "clf_graph changed: write the new field in clf__graph_key");
+#endif
+static_assert(CLF__NODE_KIND_COUNT == 14, "a new node kind: check that clf__graph_key writes its attributes");
+
+static uint64_t bits(double d)
+{
+    uint64_t u;
+    memcpy(&u, &d, sizeof u);
+    return u;
+}
+
+static void put_i64s(clf__strbuf *sb, const char *name, const int64_t *v, int n)
+{
+    clf__sb_printf(sb, " %s", name);
+    for (int i = 0; i < n; i++)
+        clf__sb_printf(sb, "%c%" PRId64, i ? ',' : '=', v[i]);
+}
+
+static void put_str(clf__strbuf *sb, const char *name, const char *s)
+{
+    /* Length-prefixed, so that any bytes in a name are unambiguous. */
+    clf__sb_printf(sb, " %s=%zu:", name, strlen(s));
+    clf__sb_puts(sb, s);
+}
+
+void clf__graph_key(const clf_graph *g, clf__strbuf *sb)
+{
+    clf__sb_printf(sb, "nodes %zu\n", g->nnodes);
+    for (size_t i = 0; i < g->nnodes; i++) {
+        const clf__node *n = &g->nodes[i];
+        int rank = n->rank < 0 ? 0 : n->rank > CLF_MAX_RANK ? CLF_MAX_RANK : n->rank;
+        clf__sb_printf(sb, "%zu kind=%d op=%d dtype=%d rank=%d", i, (int)n->kind, n->op, (int)n->dtype, n->rank);
+        put_i64s(sb, "shape", n->shape, rank);
+        clf__sb_printf(sb, " in");
+        for (int k = 0; k < n->ninputs && k < 3; k++)
+            clf__sb_printf(sb, "%c%" PRIu32, k ? ',' : '=', n->inputs[k]);
+        clf__sb_printf(sb, " perm");
+        for (int k = 0; k < rank; k++)
+            clf__sb_printf(sb, "%c%d", k ? ',' : '=', n->perm[k]);
+        put_i64s(sb, "start", n->start, rank);
+        put_i64s(sb, "step", n->step, rank);
+        clf__sb_printf(sb, " lo=%016" PRIx64 " hi=%016" PRIx64 " scalar=%016" PRIx64 " mask=%" PRIx32
+                           " keepdims=%d last=%d",
+                       bits(n->lo), bits(n->hi), bits(n->scalar), n->reduce_mask, (int)n->keepdims,
+                       (int)n->select_last);
+        if (n->data) {
+            int64_t numel = clf__node_numel(n);
+            size_t bytes = (size_t)numel * clf_dtype_size(n->dtype);
+            clf__sha256 s;
+            unsigned char d[32];
+            clf__sha256_init(&s);
+            clf__sha256_update(&s, n->data, bytes);
+            clf__sha256_final(&s, d);
+            clf__sb_printf(sb, " data=%zu:", bytes);
+            for (int k = 0; k < 32; k++)
+                clf__sb_printf(sb, "%02x", d[k]);
+        }
+        if (n->name)
+            put_str(sb, "name", n->name);
+        clf__sb_puts(sb, "\n");
+    }
+    clf__sb_printf(sb, "inputs %zu", g->ninputs);
+    for (size_t i = 0; i < g->ninputs; i++)
+        clf__sb_printf(sb, "%c%" PRIu32, i ? ',' : ' ', g->inputs[i]);
+    clf__sb_printf(sb, "\noutputs %zu\n", g->noutputs);
+    for (size_t i = 0; i < g->noutputs; i++) {
+        clf__sb_printf(sb, "%" PRIu32, g->outputs[i].node);
+        put_str(sb, "name", g->outputs[i].name);
+        clf__sb_puts(sb, "\n");
+    }
+}

@@ -1,0 +1,501 @@
+/* Suite "faults": failures injected where PoCL rarely produces them.
+ *  - The host allocator (clf_set_allocator): the Nth allocation fails, for
+ *    N = 1, 2, ... until a whole context + graph + compile + run succeeds;
+ *    each failure must come back as CLF_ERR_OUT_OF_MEMORY (or as the
+ *    builder's sticky error), never a crash, and nothing may stay
+ *    allocated once everything is destroyed.
+ *  - OpenCL (libclfuse_fault.so, fault_cl.h): clCreateBuffer,
+ *    clCreateSubBuffer, clBuildProgram, clCreateKernel,
+ *    clEnqueueNDRangeKernel, clEnqueueWriteBuffer/ReadBuffer and the program
+ *    creators fail with chosen errors; each must come back as the right
+ *    status with the OpenCL error's name in the message, leak no OpenCL
+ *    object, and leave the context usable. */
+#include <check.h>
+#include <dirent.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "fault_cl.h"
+#include "runtime/runtime_internal.h"
+#include "test_support.h"
+
+/* ---- A counting allocator that fails on request ---------------------------- */
+
+static pthread_mutex_t alloc_lock = PTHREAD_MUTEX_INITIALIZER;
+static unsigned long alloc_calls, alloc_fail_at, alloc_failed;
+static long alloc_live;
+static unsigned long last_attempt_calls; /* allocations before the destroys of the last attempt */
+
+static bool alloc_should_fail(void)
+{
+    bool fail = ++alloc_calls == alloc_fail_at;
+    if (fail)
+        alloc_failed++;
+    return fail;
+}
+
+static void *t_malloc(size_t n)
+{
+    pthread_mutex_lock(&alloc_lock);
+    void *p = alloc_should_fail() ? NULL : malloc(n);
+    if (p)
+        alloc_live++;
+    pthread_mutex_unlock(&alloc_lock);
+    return p;
+}
+
+static void *t_realloc(void *old, size_t n)
+{
+    pthread_mutex_lock(&alloc_lock);
+    void *p = alloc_should_fail() ? NULL : realloc(old, n);
+    pthread_mutex_unlock(&alloc_lock);
+    return p;
+}
+
+static void t_free(void *p)
+{
+    pthread_mutex_lock(&alloc_lock);
+    alloc_live--;
+    free(p);
+    pthread_mutex_unlock(&alloc_lock);
+}
+
+/* Arms the allocator: the nth allocation from now fails (0: none). */
+static void alloc_arm(unsigned long nth)
+{
+    pthread_mutex_lock(&alloc_lock);
+    alloc_calls = 0;
+    alloc_failed = 0;
+    alloc_fail_at = nth;
+    pthread_mutex_unlock(&alloc_lock);
+}
+
+START_TEST(allocator_arguments)
+{
+    ck_assert_int_eq(clf_set_allocator(t_malloc, NULL, t_free), CLF_ERR_INVALID_ARGUMENT);
+    ck_assert_int_eq(clf_set_allocator(NULL, t_realloc, NULL), CLF_ERR_INVALID_ARGUMENT);
+    alloc_arm(0);
+    ck_assert_int_eq(clf_set_allocator(t_malloc, t_realloc, t_free), CLF_OK);
+    clf_graph *g = clf_graph_create();
+    ck_assert_ptr_nonnull(g);
+    ck_assert_uint_gt(alloc_calls, 0); /* the graph came from our allocator */
+    ck_assert_int_gt(alloc_live, 0);
+    clf_graph_destroy(&g);
+    ck_assert_int_eq(alloc_live, 0);
+    ck_assert_int_eq(clf_set_allocator(NULL, NULL, NULL), CLF_OK);
+    unsigned long before = alloc_calls;
+    g = clf_graph_create();
+    clf_graph_destroy(&g);
+    ck_assert_uint_eq(alloc_calls, before); /* the C library's again */
+}
+END_TEST
+
+#define AN 2000
+
+/* relu(a*b + c) and sum(relu(...) * k) over AN floats, k a tensor constant:
+ * a kernel, an intermediate or two and a reduction. Built under the failing
+ * allocator; *st receives the first failure. */
+static clf_graph *alloc_graph(const float *k, clf_status *st)
+{
+    clf_graph *g = clf_graph_create();
+    if (!g) {
+        *st = CLF_ERR_OUT_OF_MEMORY;
+        return NULL;
+    }
+    const int64_t n = AN;
+    clf_tensor a = clf_input(g, "a", CLF_F32, 1, &n), b = clf_input(g, "b", CLF_F32, 1, &n),
+               c = clf_input(g, "c", CLF_F32, 1, &n);
+    clf_tensor y = clf_relu(g, clf_add(g, clf_mul(g, a, b), c));
+    clf_graph_output(g, "y", y);
+    int axis = 0;
+    clf_graph_output(g, "s", clf_reduce_sum(g, clf_mul(g, y, clf_constant(g, CLF_F32, 1, &n, k)), 1, &axis, false));
+    *st = clf_graph_status(g, NULL);
+    return g;
+}
+
+/* The status of a step that failed under injection: out of memory, with a
+ * message (when there was memory for one) that says so. */
+static void expect_oom(clf_status st, const char *what, const char *msg, unsigned long n)
+{
+    ck_assert_msg(st == CLF_ERR_OUT_OF_MEMORY, "allocation %lu failed: %s gave %s (%s)", n, what,
+                  clf_status_name(st), msg ? msg : "");
+    if (msg && *msg)
+        ck_assert_msg(strstr(msg, "memory") || strstr(msg, "MEMORY"), "allocation %lu: %s: \"%s\"", n, what, msg);
+}
+
+/* Removes the plan entries of dir (the program binaries stay). */
+static void drop_plans(const char *dir)
+{
+    DIR *d = opendir(dir);
+    ck_assert_ptr_nonnull(d);
+    char path[600];
+    for (struct dirent *de; (de = readdir(d));) {
+        size_t len = strlen(de->d_name);
+        if (len > 7 && strcmp(de->d_name + len - 7, ".clplan") == 0) {
+            snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
+            ck_assert_int_eq(unlink(path), 0);
+        }
+    }
+    closedir(d);
+}
+
+/* Sweep variants: the plan cache off (planner and codegen run every time),
+ * cold (they run, then the plan is stored), warm (the plan is loaded). */
+enum { PLAN_OFF, PLAN_COLD, PLAN_WARM };
+static const char *const plan_variant[] = {"plan cache off", "cold plan cache", "warm plan cache"};
+static char sweep_dir[64];
+
+/* One attempt with allocation n failing: everything made and destroyed,
+ * checked. Returns true when no allocation failed (the sweep is over). */
+static bool alloc_attempt(unsigned long n, int variant, const float *in3, const float *k, const float *want_y,
+                          double want_s)
+{
+    bool plan_cache = variant != PLAN_OFF;
+    if (variant == PLAN_COLD)
+        drop_plans(sweep_dir);
+    const float *a = in3, *b = in3 + AN, *c = in3 + 2 * AN;
+    static float y[AN];
+    float s = 0;
+    alloc_arm(n);
+    clf_status st;
+    char msg[256] = "";
+    clf_context *ctx = NULL;
+    clf_graph *g = NULL;
+    clf_executable *exe = NULL;
+    st = clf_context_create(clf_context_params(.message = msg, .message_cap = sizeof msg), &ctx);
+    if (st != CLF_OK) {
+        ck_assert_ptr_null(ctx);
+        expect_oom(st, "clf_context_create", msg, n);
+        goto out;
+    }
+    ctx->plan_cache_off = !plan_cache;
+    g = alloc_graph(k, &st);
+    if (st != CLF_OK) {
+        expect_oom(st, "building the graph", NULL, n);
+        goto out;
+    }
+    st = clf_compile(ctx, g, NULL, &exe);
+    if (st != CLF_OK) {
+        ck_assert_ptr_null(exe);
+        expect_oom(st, "clf_compile", clf_context_last_error(ctx), n);
+        goto out;
+    }
+    memset(y, 0xff, sizeof y);
+    clf_host_binding in[3] = {{"a", (void *)a}, {"b", (void *)b}, {"c", (void *)c}}, out[2] = {{"y", y}, {"s", &s}};
+    st = clf_run_host(exe, 3, in, 2, out);
+    if (st != CLF_OK) {
+        expect_oom(st, "clf_run_host", clf_context_last_error(ctx), n);
+        goto out;
+    }
+    /* Whatever failed on the way (a cache store, say) was absorbed: the
+     * results must still be right. */
+    for (int i = 0; i < AN; i++)
+        ck_assert_msg(y[i] == want_y[i], "allocation %lu: y[%d] = %g, want %g", n, i, (double)y[i],
+                      (double)want_y[i]);
+    ck_assert_msg(fabs(s - want_s) <= 1e-3 * fabs(want_s) + 1e-3, "allocation %lu: s = %g, want %g", n, (double)s,
+                  want_s);
+out:
+    last_attempt_calls = alloc_calls;
+    bool failed = alloc_failed != 0;
+    alloc_arm(0);
+    clf_executable_destroy(&exe);
+    clf_graph_destroy(&g);
+    clf_context_destroy(&ctx);
+    ck_assert_msg(alloc_live == 0, "allocation %lu failed: %ld allocations left after destroying everything", n,
+                  alloc_live);
+    return !failed;
+}
+
+/* _i is the plan cache variant. The program binary comes from a warm disk
+ * cache (a failure on that path falls back to a build from source). */
+START_TEST(allocation_failures)
+{
+    snprintf(sweep_dir, sizeof sweep_dir, "/tmp/clfuse-faults-XXXXXX");
+    ck_assert_ptr_nonnull(mkdtemp(sweep_dir));
+    setenv("CLFUSE_CACHE_DIR", sweep_dir, 1);
+    float *in3 = malloc(3 * AN * sizeof *in3), *k = malloc(AN * sizeof *k), *want_y = malloc(AN * sizeof *want_y);
+    clf_test_fill_f32(in3, 3 * AN, -1, 1);
+    clf_test_fill_f32(k, AN, 0, 1);
+    double want_s = 0;
+    for (int i = 0; i < AN; i++) {
+        want_y[i] = fmaxf(in3[i] * in3[AN + i] + in3[2 * AN + i], 0.0f);
+        want_s += (double)want_y[i] * k[i];
+    }
+    ck_assert_int_eq(clf_set_allocator(t_malloc, t_realloc, t_free), CLF_OK);
+    /* Warm the caches, and count the allocations of a whole attempt. */
+    ck_assert(alloc_attempt(0, PLAN_WARM, in3, k, want_y, want_s));
+    alloc_arm(0);
+    ck_assert(alloc_attempt(0, _i, in3, k, want_y, want_s));
+    unsigned long total = last_attempt_calls;
+    ck_assert_uint_gt(total, 50);
+    unsigned long n = 1;
+    while (!alloc_attempt(n, _i, in3, k, want_y, want_s)) {
+        n++;
+        ck_assert_msg(n < 4 * total + 1000, "no end to the sweep after %lu attempts", n);
+    }
+    ck_assert_uint_gt(n, total / 2); /* it went through most of the attempt */
+    ck_assert_int_eq(clf_set_allocator(NULL, NULL, NULL), CLF_OK);
+    fprintf(stderr, "allocation_failures(%s): %lu allocations per attempt, each failed in turn\n",
+            plan_variant[_i], n - 1);
+    free(in3);
+    free(k);
+    free(want_y);
+}
+END_TEST
+
+/* ---- OpenCL failures ---------------------------------------------------- */
+
+#define FN 4096
+
+typedef enum phase { COMPILE, RUN_HOST, RUN_OFFSETS } phase;
+
+static const struct cl_fault {
+    const char *fn;
+    unsigned long nth;
+    cl_int err;
+    phase when;
+    clf_status want;
+    bool cold; /* with an empty disk cache (the build from source runs) */
+} cl_faults[] = {
+    {"clCreateBuffer", 1, CL_MEM_OBJECT_ALLOCATION_FAILURE, COMPILE, CLF_ERR_OUT_OF_MEMORY, false},
+    {"clCreateBuffer", 2, CL_OUT_OF_RESOURCES, COMPILE, CLF_ERR_OUT_OF_MEMORY, false},
+    {"clCreateBuffer", 1, CL_OUT_OF_RESOURCES, RUN_HOST, CLF_ERR_OUT_OF_MEMORY, false},
+    {"clCreateBuffer", 3, CL_OUT_OF_HOST_MEMORY, RUN_HOST, CLF_ERR_OUT_OF_MEMORY, false},
+    {"clCreateSubBuffer", 1, CL_OUT_OF_RESOURCES, COMPILE, CLF_ERR_OUT_OF_MEMORY, false},
+    {"clCreateSubBuffer", 1, CL_MEM_OBJECT_ALLOCATION_FAILURE, RUN_OFFSETS, CLF_ERR_OUT_OF_MEMORY, false},
+    {"clCreateProgramWithSource", 1, CL_OUT_OF_HOST_MEMORY, COMPILE, CLF_ERR_OUT_OF_MEMORY, true},
+    {"clBuildProgram", 1, CL_BUILD_PROGRAM_FAILURE, COMPILE, CLF_ERR_BUILD, true},
+    {"clBuildProgram", 1, CL_OUT_OF_HOST_MEMORY, COMPILE, CLF_ERR_OUT_OF_MEMORY, true},
+    {"clBuildProgram", 2, CL_OUT_OF_RESOURCES, COMPILE, CLF_ERR_OUT_OF_MEMORY, true},
+    {"clBuildProgram", 1, CL_INVALID_OPERATION, COMPILE, CLF_ERR_BUILD, true},
+    {"clCreateKernel", 1, CL_OUT_OF_RESOURCES, COMPILE, CLF_ERR_OUT_OF_MEMORY, false},
+    {"clCreateKernel", 2, CL_OUT_OF_HOST_MEMORY, COMPILE, CLF_ERR_OUT_OF_MEMORY, false},
+    {"clEnqueueNDRangeKernel", 1, CL_OUT_OF_RESOURCES, RUN_HOST, CLF_ERR_OUT_OF_MEMORY, false},
+    {"clEnqueueNDRangeKernel", 2, CL_MEM_OBJECT_ALLOCATION_FAILURE, RUN_OFFSETS, CLF_ERR_OUT_OF_MEMORY, false},
+    {"clEnqueueNDRangeKernel", 1, CL_INVALID_WORK_GROUP_SIZE, RUN_OFFSETS, CLF_ERR_OPENCL, false},
+    {"clEnqueueWriteBuffer", 2, CL_MEM_OBJECT_ALLOCATION_FAILURE, RUN_HOST, CLF_ERR_OUT_OF_MEMORY, false},
+    {"clEnqueueReadBuffer", 1, CL_OUT_OF_RESOURCES, RUN_HOST, CLF_ERR_OUT_OF_MEMORY, false},
+    {"clEnqueueReadBuffer", 2, CL_OUT_OF_HOST_MEMORY, RUN_HOST, CLF_ERR_OUT_OF_MEMORY, false},
+};
+
+static const char *cl_err_name(cl_int e)
+{
+    switch (e) {
+    case CL_MEM_OBJECT_ALLOCATION_FAILURE: return "CL_MEM_OBJECT_ALLOCATION_FAILURE";
+    case CL_OUT_OF_RESOURCES: return "CL_OUT_OF_RESOURCES";
+    case CL_OUT_OF_HOST_MEMORY: return "CL_OUT_OF_HOST_MEMORY";
+    case CL_BUILD_PROGRAM_FAILURE: return "CL_BUILD_PROGRAM_FAILURE";
+    case CL_INVALID_WORK_GROUP_SIZE: return "CL_INVALID_WORK_GROUP_SIZE";
+    case CL_INVALID_OPERATION: return "CL_INVALID_OPERATION";
+    default: return "?";
+    }
+}
+
+/* Two kernels through an intermediate (the reduction needs the max first),
+ * a tensor constant, and a split reduction of the whole tensor: every kind
+ * of buffer the executable owns. */
+static clf_graph *fault_graph(void)
+{
+    clf_graph *g = clf_graph_create();
+    const int64_t shape[2] = {4, FN / 4}, kshape[1] = {FN / 4};
+    static float k[FN / 4];
+    for (int i = 0; i < FN / 4; i++)
+        k[i] = 1.0f + (float)(i % 5);
+    clf_tensor a = clf_input(g, "a", CLF_F32, 2, shape), b = clf_input(g, "b", CLF_F32, 2, shape);
+    clf_tensor t = clf_mul(g, clf_add(g, a, b), clf_constant(g, CLF_F32, 1, kshape, k));
+    int ax0 = 0, ax1 = 1;
+    /* A column maximum read along rows goes through memory. */
+    clf_tensor colmax = clf_reduce_max(g, t, 1, &ax0, true);
+    clf_tensor d = clf_sub(g, t, colmax);
+    clf_graph_output(g, "y", clf_mul(g, d, clf_reduce_sum(g, d, 1, &ax1, true)));
+    clf_graph_output(g, "s", clf_reduce_sum(g, t, 0, NULL, false));
+    ck_assert_int_eq(clf_graph_status(g, NULL), CLF_OK);
+    return g;
+}
+
+/* Runs exe on fresh inputs (through host memory, or through one device
+ * buffer at aligned offsets with clf_enqueue) and checks the results
+ * against the reference; returns the status instead when it fails. */
+static clf_status run_checked(clf_context *ctx, const clf_graph *g, clf_executable *exe, phase how)
+{
+    static float a[FN], b[FN], y[FN], yw[FN];
+    float s = 0, sw = 0;
+    clf_test_fill_f32(a, FN, -1, 1);
+    clf_test_fill_f32(b, FN, -1, 1);
+    clf_host_binding in[2] = {{"a", a}, {"b", b}}, out[2] = {{"y", y}, {"s", &s}}, want[2] = {{"y", yw}, {"s", &sw}};
+    char msg[256];
+    ck_assert_int_eq(clf_reference_run(g, 2, in, 2, want, msg, sizeof msg), CLF_OK);
+    clf_status st;
+    if (how == RUN_HOST) {
+        st = clf_run_host(exe, 2, in, 2, out);
+    } else {
+        clf_device_desc d;
+        clf_context_device(ctx, &d);
+        size_t bytes = FN * sizeof(float), step = (bytes + d.base_align - 1) / d.base_align * d.base_align;
+        cl_int err;
+        cl_command_queue q = clf_context_queue(ctx);
+        cl_mem buf = clCreateBuffer(clf_context_cl(ctx), CL_MEM_READ_WRITE, d.base_align + 4 * step, NULL, &err);
+        ck_assert_ptr_nonnull(buf);
+        ck_assert_int_eq(clEnqueueWriteBuffer(q, buf, CL_TRUE, d.base_align, bytes, a, 0, NULL, NULL), CL_SUCCESS);
+        ck_assert_int_eq(clEnqueueWriteBuffer(q, buf, CL_TRUE, d.base_align + step, bytes, b, 0, NULL, NULL),
+                         CL_SUCCESS);
+        clf_buffer_view vi[2] = {{"a", buf, d.base_align}, {"b", buf, d.base_align + step}},
+                        vo[2] = {{"y", buf, d.base_align + 2 * step}, {"s", buf, d.base_align + 3 * step}};
+        cl_event done = NULL;
+        st = clf_enqueue(exe, NULL, 2, vi, 2, vo, 0, NULL, &done);
+        if (st == CLF_OK) {
+            ck_assert_int_eq(clEnqueueReadBuffer(q, buf, CL_TRUE, d.base_align + 2 * step, bytes, y, 1, &done, NULL),
+                             CL_SUCCESS);
+            ck_assert_int_eq(clEnqueueReadBuffer(q, buf, CL_TRUE, d.base_align + 3 * step, sizeof s, &s, 0, NULL, NULL),
+                             CL_SUCCESS);
+            clReleaseEvent(done);
+        }
+        ck_assert_int_eq(clFinish(q), CL_SUCCESS);
+        clReleaseMemObject(buf);
+    }
+    if (st != CLF_OK)
+        return st;
+    ck_assert_msg(clf_test_close(CLF_F32, y, yw, FN, 1e-5, 1e-5, msg, sizeof msg), "y: %s", msg);
+    ck_assert_msg(clf_test_close(CLF_F32, &s, &sw, 1, 1e-4, 1e-3, msg, sizeof msg), "s: %s", msg);
+    return CLF_OK;
+}
+
+START_TEST(opencl_failures)
+{
+    const struct cl_fault *f = &cl_faults[_i];
+    char dir[] = "/tmp/clfuse-faults-XXXXXX";
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    setenv("CLFUSE_CACHE_DIR", dir, 1);
+    clf_graph *g = fault_graph();
+    long mem0 = clf_fault_live("mem"), ker0 = clf_fault_live("kernel"), prog0 = clf_fault_live("program"),
+         ev0 = clf_fault_live("event");
+    clf_context *ctx = clf_test_context();
+    clf_executable *exe = NULL;
+    if (!f->cold) {
+        /* Warm the disk cache (plan and program) on another context. */
+        clf_context *warm = clf_test_context();
+        ck_assert_int_eq(clf_compile(warm, g, NULL, &exe), CLF_OK);
+        clf_executable_destroy(&exe);
+        clf_context_destroy(&warm);
+    }
+    /* The calls went through the interposer: the test is not vacuous. */
+    unsigned long calls0 = clf_fault_calls(f->fn);
+    if (f->when != COMPILE)
+        ck_assert_int_eq(clf_compile(ctx, g, NULL, &exe), CLF_OK);
+    ck_assert_int_eq(clf_fault_arm(f->fn, f->nth, f->err), 0);
+    unsigned long inj0 = clf_fault_injected();
+    clf_status st = f->when == COMPILE ? clf_compile(ctx, g, NULL, &exe) : run_checked(ctx, g, exe, f->when);
+    clf_fault_clear();
+    ck_assert_msg(clf_fault_injected() == inj0 + 1, "%s #%lu was not reached (%lu calls)", f->fn, f->nth,
+                  clf_fault_calls(f->fn) - calls0);
+    const char *why = clf_context_last_error(ctx);
+    ck_assert_msg(st == f->want, "%s #%lu failing with %s: got %s, want %s (%s)", f->fn, f->nth, cl_err_name(f->err),
+                  clf_status_name(st), clf_status_name(f->want), why);
+    ck_assert_msg(strstr(why, cl_err_name(f->err)), "the message should name %s: \"%s\"", cl_err_name(f->err), why);
+    ck_assert_msg(strstr(why, f->fn) || (strcmp(f->fn, "clBuildProgram") == 0 && strstr(why, "failed to build")),
+                  "the message should name %s: \"%s\"", f->fn, why);
+    if (f->when == COMPILE)
+        ck_assert_ptr_null(exe);
+
+    /* The context (and the executable) still work. */
+    if (!exe)
+        ck_assert_int_eq(clf_compile(ctx, g, NULL, &exe), CLF_OK);
+    ck_assert_int_eq(run_checked(ctx, g, exe, RUN_HOST), CLF_OK);
+    ck_assert_int_eq(run_checked(ctx, g, exe, RUN_OFFSETS), CLF_OK);
+    clf_executable_destroy(&exe);
+    clf_context_destroy(&ctx);
+    /* And nothing of OpenCL's leaked. */
+    ck_assert_int_eq(clf_fault_live("mem"), mem0);
+    ck_assert_int_eq(clf_fault_live("kernel"), ker0);
+    ck_assert_int_eq(clf_fault_live("program"), prog0);
+    ck_assert_int_eq(clf_fault_live("event"), ev0);
+    clf_graph_destroy(&g);
+}
+END_TEST
+
+/* A binary that the driver refuses to build from the disk cache is
+ * discarded and rebuilt from source: the compile succeeds. */
+START_TEST(cached_binary_build_fails)
+{
+    char dir[] = "/tmp/clfuse-faults-XXXXXX";
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    setenv("CLFUSE_CACHE_DIR", dir, 1);
+    clf_graph *g = fault_graph();
+    clf_context *ctx = clf_test_context();
+    clf_executable *exe = NULL;
+    ck_assert_int_eq(clf_compile(ctx, g, NULL, &exe), CLF_OK);
+    clf_executable_destroy(&exe);
+    clf_context_destroy(&ctx);
+    ctx = clf_test_context();
+    ck_assert_int_eq(clf_fault_arm("clBuildProgram", 1, CL_INVALID_BINARY), 0);
+    ck_assert_int_eq(clf_compile(ctx, g, NULL, &exe), CLF_OK);
+    clf_fault_clear();
+    clf__program_counts c;
+    clf__program_cache_counts(ctx, &c);
+    ck_assert_uint_eq(c.disk_discards, 1);
+    ck_assert_uint_ge(c.source_builds, 1);
+    ck_assert_int_eq(run_checked(ctx, g, exe, RUN_HOST), CLF_OK);
+    clf_executable_destroy(&exe);
+    clf_context_destroy(&ctx);
+    clf_graph_destroy(&g);
+}
+END_TEST
+
+/* clf_enqueue (and clf_run, which is the same path at offset 0) never
+ * blocks: no clFinish, no clWaitForEvents, no transfer. */
+START_TEST(async_path_does_not_block)
+{
+    clf_graph *g = fault_graph();
+    clf_context *ctx = clf_test_context();
+    clf_executable *exe = NULL;
+    ck_assert_int_eq(clf_compile(ctx, g, NULL, &exe), CLF_OK);
+    cl_int err;
+    cl_mem buf = clCreateBuffer(clf_context_cl(ctx), CL_MEM_READ_WRITE, 8 * FN * sizeof(float), NULL, &err);
+    cl_event gate = clCreateUserEvent(clf_context_cl(ctx), &err), done = NULL;
+    clf_device_desc d;
+    clf_context_device(ctx, &d);
+    size_t step = (FN * sizeof(float) + d.base_align - 1) / d.base_align * d.base_align;
+    clf_buffer_view vi[2] = {{"a", buf, 0}, {"b", buf, step}}, vo[2] = {{"y", buf, 2 * step}, {"s", buf, 3 * step}};
+    unsigned long fin = clf_fault_calls("clFinish"), wait = clf_fault_calls("clWaitForEvents");
+    unsigned long rd = clf_fault_calls("clEnqueueReadBuffer"), wr = clf_fault_calls("clEnqueueWriteBuffer");
+    /* Held back by a user event that nobody has set: a blocking call in
+     * there would hang the test. */
+    for (int r = 0; r < 3; r++) {
+        ck_assert_int_eq(clf_enqueue(exe, NULL, 2, vi, 2, vo, 1, &gate, &done), CLF_OK);
+        clReleaseEvent(done);
+    }
+    ck_assert_uint_eq(clf_fault_calls("clFinish"), fin);
+    ck_assert_uint_eq(clf_fault_calls("clWaitForEvents"), wait);
+    ck_assert_uint_eq(clf_fault_calls("clEnqueueReadBuffer"), rd);
+    ck_assert_uint_eq(clf_fault_calls("clEnqueueWriteBuffer"), wr);
+    ck_assert_int_eq(clSetUserEventStatus(gate, CL_COMPLETE), CL_SUCCESS);
+    ck_assert_int_eq(clFinish(clf_context_queue(ctx)), CL_SUCCESS);
+    clReleaseEvent(gate);
+    clReleaseMemObject(buf);
+    clf_executable_destroy(&exe);
+    clf_context_destroy(&ctx);
+    clf_graph_destroy(&g);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("faults");
+    clf_test_add_case(s, "allocator_arguments", allocator_arguments);
+    TCase *tc = tcase_create("allocation_failures");
+    tcase_set_timeout(tc, 1000);
+    tcase_add_loop_test(tc, allocation_failures, PLAN_OFF, PLAN_WARM + 1);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("opencl_failures");
+    tcase_set_timeout(tc, 300);
+    tcase_add_loop_test(tc, opencl_failures, 0, (int)(sizeof cl_faults / sizeof cl_faults[0]));
+    suite_add_tcase(s, tc);
+    clf_test_add_case(s, "cached_binary_build_fails", cached_binary_build_fails);
+    clf_test_add_case(s, "async_path_does_not_block", async_path_does_not_block);
+    return clf_test_run_suite(s);
+}
