@@ -719,10 +719,8 @@ START_TEST(plan_changed_key_field)
     /* A collision: variant 3's entry under variant 0's name. */
     clf_graph *g3 = variant_graph(3);
     clf_context *ctx = clf_test_context();
-    clf__codegen_target target = {.cpu = ctx->desc.is_cpu && !ctx->desc.is_gpu,
-                                  .max_local = ctx->max_local,
-                                  .fp64 = ctx->fp64,
-                                  .compute_units = ctx->desc.compute_units};
+    clf__codegen_target target;
+    clf__compile_target(ctx, NULL, &target);
     char *key3 = clf__plan_cache_key(ctx, g3, NULL, &target);
     char *path0 = clf__plan_cache_path(ctx, key0), *path3 = clf__plan_cache_path(ctx, key3);
     ck_assert_str_ne(path0, path3);

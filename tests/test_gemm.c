@@ -3,7 +3,11 @@
  * operands, broadcast batches, transposed operands), fused and unfused, in
  * both template forms (GPU form forced on the CPU device), and the kernel
  * counts of epilogue and prologue fusion. */
+#include <dirent.h>
+#include <sys/stat.h>
 #include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "test_e2e.h"
@@ -39,10 +43,13 @@ static void check_linear_relu(int64_t m, int64_t n, int64_t k)
 START_TEST(linear_relu_edge_shapes)
 {
     /* Not multiples of any tile; one of each extent 1; K = 1; a full
-     * 128 x 128 tile with a K tail; skinny both ways. */
+     * 128 x 128 tile with a K tail; skinny both ways; K and N multiples
+     * of 4 (float4 tile loads) with partial tiles. */
     static const int64_t shapes[][3] = {
         {37, 53, 29}, {1, 40, 17}, {40, 1, 17}, {19, 23, 1}, {1, 1, 1},
         {128, 128, 70}, {3, 200, 5}, {200, 3, 9}, {65, 130, 33},
+        /* Rows of whole float4s (vector tile loads) with partial tiles. */
+        {33, 44, 48}, {130, 136, 36},
     };
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
         check_linear_relu(shapes[i][0], shapes[i][1], shapes[i][2]);
@@ -84,7 +91,7 @@ START_TEST(matmul_broadcast_batch)
 {
     clf_graph *g = clf_graph_create();
     e2e_inputs in = {0};
-    int64_t sa[4] = {2, 1, 5, 7}, sb[3] = {3, 7, 4};
+    int64_t sa[4] = {2, 1, 5, 8}, sb[3] = {3, 8, 4};
     clf_tensor a = e2e_input(g, &in, "a", CLF_F32, 4, sa, -1.0, 1.0);
     clf_tensor b = e2e_input(g, &in, "b", CLF_F32, 3, sb, -1.0, 1.0);
     clf_tensor y = clf_matmul(g, a, b);
@@ -318,6 +325,77 @@ START_TEST(bad_arguments_are_clear_errors)
 }
 END_TEST
 
+/* The path of the only autotuning entry in the cache directory, or "". */
+static void tune_entry(char *path, size_t cap, int *count)
+{
+    const char *dir = getenv("CLFUSE_CACHE_DIR");
+    ck_assert_ptr_nonnull(dir);
+    path[0] = '\0';
+    *count = 0;
+    DIR *d = opendir(dir);
+    ck_assert_ptr_nonnull(d);
+    for (struct dirent *e; (e = readdir(d));) {
+        size_t n = strlen(e->d_name);
+        if (n > 7 && strcmp(e->d_name + n - 7, ".cltune") == 0) {
+            snprintf(path, cap, "%s/%s", dir, e->d_name);
+            (*count)++;
+        }
+    }
+    closedir(d);
+}
+
+/* Autotuning times the candidates once, keeps the winner on disk, reads it
+ * back for another product of the same class (rounded extents) without
+ * timing again, and replaces a damaged entry; results stay right whichever
+ * tiling wins. */
+START_TEST(autotune_keeps_the_winner_on_disk)
+{
+    clf_context *ctx = clf_test_context();
+    char path[1024];
+    int count;
+    ino_t inode[3];
+    for (int round = 0; round < 3; round++) {
+        /* 40, 41, 42 rows: one class, three graphs (no plan cache hit). */
+        int64_t m = 40 + round;
+        clf_graph *g = clf_graph_create();
+        e2e_inputs in = {0};
+        clf_tensor x = input2(g, &in, "x", m, 36);
+        clf_tensor w = input2(g, &in, "w", 36, 24);
+        ck_assert_int_eq(clf_graph_output(g, "y", clf_relu(g, clf_matmul(g, x, w))), CLF_OK);
+        clf_executable *exe = NULL;
+        ck_assert_int_eq(clf_compile(ctx, g, clf_compile_params(.autotune = true), &exe), CLF_OK);
+        tune_entry(path, sizeof path, &count);
+        ck_assert_int_eq(count, 1);
+        struct stat st;
+        ck_assert_int_eq(stat(path, &st), 0);
+        inode[round] = st.st_ino;
+        size_t n = (size_t)m * 24;
+        clf_host_binding got = {"y", malloc(n * sizeof(float))}, want = {"y", malloc(n * sizeof(float))};
+        char msg[256];
+        ck_assert_int_eq(clf_reference_run(g, in.n, in.b, 1, &want, msg, sizeof msg), CLF_OK);
+        ck_assert_int_eq(clf_run_host(exe, in.n, in.b, 1, &got), CLF_OK);
+        ck_assert_msg(clf_test_close(CLF_F32, got.data, want.data, n, RTOL, ATOL, msg, sizeof msg), "%s", msg);
+        free(got.data);
+        free(want.data);
+        clf_executable_destroy(&exe);
+        e2e_inputs_free(&in);
+        clf_graph_destroy(&g);
+        if (round == 1) {
+            /* Read, not rewritten (a store renames a new file over it). */
+            ck_assert_msg(inode[1] == inode[0], "the second compile of the class timed again");
+            /* Damage the payload: the next compile must discard and re-tune. */
+            FILE *f = fopen(path, "r+b");
+            ck_assert_ptr_nonnull(f);
+            ck_assert_int_eq(fseek(f, -3, SEEK_END), 0);
+            fputs("zz", f);
+            fclose(f);
+        }
+    }
+    ck_assert_msg(inode[2] != inode[1], "a damaged entry was not replaced");
+    clf_context_destroy(&ctx);
+}
+END_TEST
+
 int main(void)
 {
     clf_test_setup_env();
@@ -333,5 +411,6 @@ int main(void)
     clf_test_add_case(s, "kernel_named_after_epilogue", kernel_named_after_epilogue);
     clf_test_add_case(s, "epilogue_outputs_and_misaligned_reads", epilogue_outputs_and_misaligned_reads);
     clf_test_add_case(s, "bad_arguments_are_clear_errors", bad_arguments_are_clear_errors);
+    clf_test_add_case(s, "autotune_keeps_the_winner_on_disk", autotune_keeps_the_winner_on_disk);
     return clf_test_run_suite(s);
 }

@@ -9,6 +9,7 @@
 
 #include "graph/graph_internal.h"
 #include "planner/planner.h"
+#include "util/strbuf.h"
 
 /* Bumped whenever generated code changes meaning; part of cache keys. */
 #define CLF__CODEGEN_VERSION 1
@@ -26,6 +27,7 @@ typedef struct clf__codegen_target {
     size_t max_local; /* CL_DEVICE_MAX_WORK_GROUP_SIZE (0: 256) */
     bool fp64;        /* the device has cl_khr_fp64 */
     uint32_t compute_units; /* 0: 1 */
+    size_t local_mem; /* CL_DEVICE_LOCAL_MEM_SIZE (0: 32 KiB) */
     const clf__gemm_config *gemm; /* GEMM tiling (autotuned); NULL: the device type's default */
 } clf__codegen_target;
 
@@ -62,9 +64,14 @@ clf_status clf__codegen_gemm(const clf_graph *g, const clf__plan *plan, uint32_t
                              size_t errlen);
 void clf__kernel_code_free(clf__kernel_code *code);
 
+/* The class of GEMM kernel k's problem, for autotuning's cache key: form,
+ * extents rounded up to powers of two, batch, operand layouts. */
+void clf__gemm_problem_class(const clf_graph *g, const clf__plan *plan, uint32_t k, const clf__codegen_target *target,
+                             clf__strbuf *out);
 /* The GEMM tiling used without autotuning, for an M x N x K product. */
 clf__gemm_config clf__gemm_default_config(const clf__codegen_target *target, int64_t m, int64_t n, int64_t k);
 /* Whether c can be generated for the device type; else the reason in why. */
-bool clf__gemm_config_valid(const clf__gemm_config *c, bool cpu, size_t max_local, char *why, size_t cap);
+bool clf__gemm_config_valid(const clf__gemm_config *c, bool cpu, size_t max_local, size_t local_mem, char *why,
+                            size_t cap);
 
 #endif

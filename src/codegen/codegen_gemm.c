@@ -3,6 +3,7 @@
  * of one product element (clf_store), tile sizes for the device, prepended
  * to kernels_templates/gemm.cl (GPUs) or gemm_cpu.cl (CPU devices). */
 #include "codegen/codegen.h"
+#include "util/alloc.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -66,7 +67,8 @@ clf__gemm_config clf__gemm_default_config(const clf__codegen_target *target, int
     return (clf__gemm_config){.tm = 32, .tn = 32, .tk = 8, .wm = 4, .wn = 4};
 }
 
-bool clf__gemm_config_valid(const clf__gemm_config *c, bool cpu, size_t max_local, char *why, size_t cap)
+bool clf__gemm_config_valid(const clf__gemm_config *c, bool cpu, size_t max_local, size_t local_mem, char *why,
+                            size_t cap)
 {
     if (c->tm <= 0 || c->tn <= 0 || c->tk <= 0 || c->wm <= 0 || c->wn <= 0) {
         snprintf(why, cap, "tile extents must be positive");
@@ -90,8 +92,10 @@ bool clf__gemm_config_valid(const clf__gemm_config *c, bool cpu, size_t max_loca
         snprintf(why, cap, "%zu work-items per group (the device allows %zu)", nt, max_local);
         return false;
     }
-    if ((size_t)c->tk * (size_t)(c->tm + 4 + c->tn) * 4 > 32768) {
-        snprintf(why, cap, "the tiles need more than 32 KiB of local memory");
+    size_t local = 2 * (size_t)c->tk * (size_t)(c->tm + 4 + c->tn) * sizeof(float);
+    if (local > (local_mem ? local_mem : 32768)) {
+        snprintf(why, cap, "two stages of tiles need %zu bytes of local memory (the device has %zu)", local,
+                 local_mem ? local_mem : (size_t)32768);
         return false;
     }
     return true;
@@ -106,40 +110,41 @@ static bool operand_plain(const clf__plan *plan, uint32_t k, const clf_graph *g,
            (clf__node_class_of(n) == CLF__CLASS_LEAF || plan->producer[id] != (int32_t)k);
 }
 
-/* Emits clf_load_bv(bt, k, n): WN consecutive elements of row k of B from
- * n on, one vector load when B is a plain buffer. */
-static void emit_load_bv(const clf_graph *g, const clf__plan *plan, uint32_t k, const clf__node *mm, int wn,
-                         clf__strbuf *src)
+/* Emits "static inline float<w> <fname>(IDX_T bt, IDX_T r, IDX_T c, ...)":
+ * w consecutive elements along the last axis of operand which (0: A at
+ * (m, k..k+w-1), 1: B at (k, n..n+w-1)); one vector load when the operand
+ * is a plain buffer, else w calls of its scalar load. */
+static void emit_load_vec(const clf_graph *g, const clf__plan *plan, uint32_t k, const clf__node *mm, int which,
+                          int w, const char *fname, clf__strbuf *src)
 {
-    clf__sb_printf(src, "static inline float%d clf_load_bv(IDX_T bt, IDX_T k, IDX_T n, CLF_PARAMS)\n{\n", wn);
-    uint32_t id = mm->inputs[1];
+    const char *rname = which == 0 ? "m" : "k", *cname = which == 0 ? "k" : "n";
+    clf__sb_printf(src, "static inline float%d %s(IDX_T bt, IDX_T %s, IDX_T %s, CLF_PARAMS)\n{\n", w, fname, rname,
+                   cname);
+    uint32_t id = mm->inputs[which];
     if (operand_plain(plan, k, g, id)) {
         const clf__node *op = clf__graph_node(g, id);
         int ob = op->rank - 2, nb = mm->rank - 2;
-        /* Row-major: element (b..., k, n) is at ((b...) * K + k) * N + n,
+        /* Row-major: element (b..., r, c) is at ((b...) * R + r) * C + c,
          * the batch axes broadcast from the product's. */
         clf__sb_puts(src, "    IDX_T off = 0, rest = bt;\n");
+        int64_t stride = op->shape[ob] * op->shape[ob + 1];
         for (int d = nb - 1; d >= 0; d--) {
             int od = d - (nb - ob);
-            clf__sb_printf(src, "    const IDX_T d%d = rest %% %lldu; rest /= %lldu;\n", d,
-                           (long long)mm->shape[d], (long long)mm->shape[d]);
-            (void)od;
+            clf__sb_printf(src, "    const IDX_T d%d = rest %% %lluu; rest /= %lluu;\n", d,
+                           (unsigned long long)mm->shape[d], (unsigned long long)mm->shape[d]);
+            if (od >= 0 && op->shape[od] != 1)
+                clf__sb_printf(src, "    off += d%d * %lluu;\n", d, (unsigned long long)stride);
+            if (od >= 0)
+                stride *= op->shape[od];
         }
-        clf__sb_puts(src, "    (void)rest;\n");
-        int64_t stride = op->shape[ob] * op->shape[ob + 1];
-        for (int od = ob - 1; od >= 0; od--) {
-            int d = od + (nb - ob);
-            if (op->shape[od] != 1)
-                clf__sb_printf(src, "    off += d%d * %lldu;\n", d, (long long)stride);
-            stride *= op->shape[od];
-        }
-        clf__sb_printf(src, "    return vload%d(0, b%d + off + k * %lldu + n);\n}\n\n", wn, plan->src_buffer[id],
-                       (long long)op->shape[ob + 1]);
+        clf__sb_printf(src, "    (void)rest;\n    return vload%d(0, b%d + off + %s * %lluu + %s);\n}\n\n", w,
+                       plan->src_buffer[id], rname, (unsigned long long)op->shape[ob + 1], cname);
         return;
     }
-    clf__sb_printf(src, "    return (float%d)(", wn);
-    for (int j = 0; j < wn; j++)
-        clf__sb_printf(src, "%sclf_load_b(bt, k, n + %du, CLF_ARGS)", j ? ", " : "", j);
+    clf__sb_printf(src, "    return (float%d)(", w);
+    for (int j = 0; j < w; j++)
+        clf__sb_printf(src, which == 0 ? "%sclf_load_a(bt, m, k + %du, CLF_ARGS)" : "%sclf_load_b(bt, k, n + %du, CLF_ARGS)",
+                       j ? ", " : "", j);
     clf__sb_puts(src, ");\n}\n\n");
 }
 
@@ -181,9 +186,33 @@ static bool emit_load(const clf_graph *g, const clf__plan *plan, uint32_t k, con
         clf__sb_printf(src, "    (void)bt;\n%s%s    return %s;\n}\n\n", clf__sb_str(&F.idx_code),
                        clf__sb_str(&F.body), val);
     }
-    free(val);
+    clf__free(val);
     clf__cg_fn_free(&F);
     return ok;
+}
+
+static uint64_t pow2_ceil(int64_t v)
+{
+    uint64_t p = 1;
+    while (p < (uint64_t)v)
+        p <<= 1;
+    return p;
+}
+
+void clf__gemm_problem_class(const clf_graph *g, const clf__plan *plan, uint32_t k, const clf__codegen_target *target,
+                             clf__strbuf *out)
+{
+    const clf__node *mm = clf__graph_node(g, plan->kernels[k].matmul);
+    const clf__node *a = clf__graph_node(g, mm->inputs[0]);
+    int r = mm->rank;
+    int64_t batch = 1;
+    for (int d = 0; d < r - 2; d++)
+        batch *= mm->shape[d];
+    clf__sb_printf(out, "gemm %s m=%llu n=%llu k=%llu batch=%s a=%s%s b=%s%s", target->cpu ? "cpu" : "gpu",
+                   (unsigned long long)pow2_ceil(mm->shape[r - 2]), (unsigned long long)pow2_ceil(mm->shape[r - 1]),
+                   (unsigned long long)pow2_ceil(a->shape[a->rank - 1]), batch > 1 ? "many" : "one",
+                   operand_transposed(g, mm->inputs[0]) ? "t" : "n", operand_plain(plan, k, g, mm->inputs[0]) ? "" : "p",
+                   operand_transposed(g, mm->inputs[1]) ? "t" : "n", operand_plain(plan, k, g, mm->inputs[1]) ? "" : "p");
 }
 
 clf_status clf__codegen_gemm(const clf_graph *g, const clf__plan *plan, uint32_t k,
@@ -213,7 +242,7 @@ clf_status clf__codegen_gemm(const clf_graph *g, const clf__plan *plan, uint32_t
     clf__gemm_config cfg = target->gemm ? *target->gemm : clf__gemm_default_config(target, M, N, KK);
     size_t max_local = target->max_local ? target->max_local : 256;
     char why[160];
-    if (!clf__gemm_config_valid(&cfg, target->cpu, max_local, why, sizeof why)) {
+    if (!clf__gemm_config_valid(&cfg, target->cpu, max_local, target->local_mem, why, sizeof why)) {
         snprintf(err, errlen, "codegen: kernel %u: GEMM tile configuration %dx%dx%d/%dx%d: %s", k, cfg.tm,
                  cfg.tn, cfg.tk, cfg.wm, cfg.wn, why);
         st = CLF_ERR_INVALID_ARGUMENT;
@@ -231,7 +260,7 @@ clf_status clf__codegen_gemm(const clf_graph *g, const clf__plan *plan, uint32_t
 
     /* The epilogue: every store's value at the product's element i. */
     clf__view at_i = {.linear = true, .lin = clf__ix_i((uint64_t)K->numel)};
-    store_vals = calloc(K->nstores ? K->nstores : 1, sizeof *store_vals);
+    store_vals = clf__calloc(K->nstores ? K->nstores : 1, sizeof *store_vals);
     if (!store_vals)
         goto done;
     for (uint32_t s = 0; s < K->nstores; s++) {
@@ -246,7 +275,7 @@ clf_status clf__codegen_gemm(const clf_graph *g, const clf__plan *plan, uint32_t
         goto done;
     }
 
-    out->params = malloc((K->nreads + K->nstores + 1) * sizeof *out->params);
+    out->params = clf__malloc((K->nreads + K->nstores + 1) * sizeof *out->params);
     if (!out->params)
         goto done;
     for (uint32_t i = 0; i < K->nreads; i++)
@@ -255,7 +284,7 @@ clf_status clf__codegen_gemm(const clf_graph *g, const clf__plan *plan, uint32_t
         out->params[out->nparams++] = K->stores[s].buffer;
 
     /* Named after what it fused besides the product: clf_gemm_fused_add_relu_0. */
-    named = malloc((K->nops ? K->nops : 1) * sizeof *named);
+    named = clf__malloc((K->nops ? K->nops : 1) * sizeof *named);
     if (!named)
         goto done;
     uint32_t nnamed = 0;
@@ -296,8 +325,14 @@ clf_status clf__codegen_gemm(const clf_graph *g, const clf__plan *plan, uint32_t
                    (long long)N, (long long)KK, (long long)batch);
     clf__sb_printf(&src, "#define TM %d\n#define TN %d\n#define TK %d\n#define WM %d\n#define WN %d\n", cfg.tm,
                    cfg.tn, cfg.tk, cfg.wm, cfg.wn);
-    clf__sb_printf(&src, "#define A_K_FAST %d\n#define B_N_FAST %d\n",
-                   operand_transposed(g, mm->inputs[0]) ? 0 : 1, operand_transposed(g, mm->inputs[1]) ? 0 : 1);
+    /* float4 tile loads where an operand is a plain row-major buffer whose
+     * rows split into whole float4s (aligned: every row starts at a
+     * multiple of 4 elements). */
+    bool vec_a = !target->cpu && operand_plain(plan, k, g, mm->inputs[0]) && KK % 4 == 0 && cfg.tk % 4 == 0;
+    bool vec_b = !target->cpu && operand_plain(plan, k, g, mm->inputs[1]) && N % 4 == 0 && cfg.tn % 4 == 0;
+    clf__sb_printf(&src, "#define A_K_FAST %d\n#define B_N_FAST %d\n#define VEC_A %d\n#define VEC_B %d\n",
+                   operand_transposed(g, mm->inputs[0]) ? 0 : 1, operand_transposed(g, mm->inputs[1]) ? 0 : 1,
+                   vec_a ? 1 : 0, vec_b ? 1 : 0);
     clf__sb_printf(&src, "#define CLF_KERNEL_NAME %s\n#define CLF_PARAMS", out->name);
     for (uint32_t p = 0; p < out->nparams; p++) {
         const clf__plan_buffer *B = &plan->buffers[out->params[p]];
@@ -315,8 +350,14 @@ clf_status clf__codegen_gemm(const clf_graph *g, const clf__plan *plan, uint32_t
         snprintf(err, errlen, "codegen: kernel %u: out of memory or unsupported operand prologue", k);
         goto done;
     }
-    if (target->cpu)
-        emit_load_bv(g, plan, k, mm, cfg.wn, &src);
+    if (target->cpu) {
+        emit_load_vec(g, plan, k, mm, 1, cfg.wn, "clf_load_bv", &src);
+    } else {
+        if (vec_a)
+            emit_load_vec(g, plan, k, mm, 0, 4, "clf_load_a4", &src);
+        if (vec_b)
+            emit_load_vec(g, plan, k, mm, 1, 4, "clf_load_b4", &src);
+    }
 
     clf__sb_puts(&src, "static inline void clf_store(IDX_T bt, IDX_T m, IDX_T n, float acc, CLF_PARAMS)\n{\n");
     clf__sb_puts(&src, "    const IDX_T i = (bt * (IDX_T)M + m) * (IDX_T)N + n;\n");
@@ -339,9 +380,9 @@ done:
     if (st != CLF_OK)
         clf__kernel_code_free(out);
     for (uint32_t s = 0; store_vals && s < K->nstores; s++)
-        free(store_vals[s]);
-    free(store_vals);
-    free(named);
+        clf__free(store_vals[s]);
+    clf__free(store_vals);
+    clf__free(named);
     clf__cg_fn_free(&G);
     clf__sb_free(&src);
     clf__sb_free(&ops);

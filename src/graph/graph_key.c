@@ -14,7 +14,7 @@ static_assert(sizeof(clf__node) == 304, "clf__node changed: write the new field 
 static_assert(sizeof(clf__graph_output) == 16, "clf__graph_output changed: update clf__graph_key");
 static_assert(sizeof(struct clf_graph) == 600, "clf_graph changed: write the new field in clf__graph_key");
 #endif
-static_assert(CLF__NODE_KIND_COUNT == 14, "a new node kind: check that clf__graph_key writes its attributes");
+static_assert(CLF__NODE_KIND_COUNT == 15, "a new node kind: check that clf__graph_key writes its attributes");
 
 static uint64_t bits(double d)
 {

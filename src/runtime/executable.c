@@ -43,6 +43,19 @@ static clf_status copy_io(clf__io *io, const clf__node *n, const char *name, uin
     return CLF_OK;
 }
 
+void clf__compile_target(const clf_context *ctx, const clf_compile_params *params, clf__codegen_target *out)
+{
+    clf_kernel_style style = params ? params->kernel_style : CLF_KERNEL_STYLE_AUTO;
+    *out = (clf__codegen_target){.cpu = style == CLF_KERNEL_STYLE_AUTO ? ctx->desc.is_cpu && !ctx->desc.is_gpu
+                                                                       : style == CLF_KERNEL_STYLE_CPU,
+                                 .max_local = ctx->max_local,
+                                 .fp64 = ctx->fp64,
+                                 .compute_units = ctx->desc.compute_units};
+    cl_ulong local_mem = 0;
+    if (clGetDeviceInfo(ctx->device, CL_DEVICE_LOCAL_MEM_SIZE, sizeof local_mem, &local_mem, NULL) == CL_SUCCESS)
+        out->local_mem = (size_t)local_mem;
+}
+
 /* Lowering: plan the graph (fused and, for the statistics, unfused),
  * generate every kernel and place the intermediates in scratch memory. Fills
  * e's lowered fields (everything the plan cache stores); no OpenCL. */
@@ -92,9 +105,15 @@ static clf_status lower(clf_context *ctx, const clf_graph *g, const clf_compile_
     }
 
     /* Kernels. */
+    const char *env_tune = getenv("CLFUSE_AUTOTUNE");
+    bool autotune = (params && params->autotune) || (env_tune && strcmp(env_tune, "1") == 0);
     for (uint32_t k = 0; k < plan.nkernels; k++) {
         clf__kernel_code code;
-        st = clf__codegen_kernel(g, &plan, k, target, &code, err, sizeof err);
+        clf__codegen_target tk = *target;
+        clf__gemm_config tuned;
+        if (autotune && plan.kernels[k].gemm && !target->gemm && clf__gemm_autotune(ctx, g, &plan, k, target, &tuned))
+            tk.gemm = &tuned;
+        st = clf__codegen_kernel(g, &plan, k, &tk, &code, err, sizeof err);
         if (st != CLF_OK)
             goto fail_msg;
         clf__exe_kernel *K = &e->kernels[e->nkernels++];
@@ -364,16 +383,9 @@ CLF_API clf_status clf_compile(clf_context *ctx, const clf_graph *g, const clf_c
     }
     e->lock_ready = true;
 
-    clf_kernel_style style = params ? params->kernel_style : CLF_KERNEL_STYLE_AUTO;
-    clf__codegen_target target = {.cpu = style == CLF_KERNEL_STYLE_AUTO ? ctx->desc.is_cpu && !ctx->desc.is_gpu
-                                                                        : style == CLF_KERNEL_STYLE_CPU,
-                                  .max_local = ctx->max_local,
-                                  .fp64 = ctx->fp64,
-                                  .compute_units = ctx->desc.compute_units};
+    clf__codegen_target target;
+    clf__compile_target(ctx, params, &target);
     char *key = NULL;
-    cl_ulong local_mem = 0;
-    if (clGetDeviceInfo(ctx->device, CL_DEVICE_LOCAL_MEM_SIZE, sizeof local_mem, &local_mem, NULL) == CL_SUCCESS)
-        target.local_mem = (size_t)local_mem;
     /* CLFUSE_GEMM_TILE=tm,tn,tk,wm,wn pins the GEMM tiling (for tuning by
      * hand; codegen refuses one the device type cannot run). */
     clf__gemm_config pinned;

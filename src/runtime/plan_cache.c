@@ -19,6 +19,7 @@
  * a damaged entry costs a rebuild, never a wrong executable. */
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "graph/graph_key.h"
@@ -67,7 +68,8 @@ char *clf__plan_cache_key(const clf_context *ctx, const clf_graph *g, const clf_
     else
         snprintf(num, sizeof num, "default");
     clf__cache_key_field(&sb, "gemm-tile", num);
-    snprintf(num, sizeof num, "%d", params && params->autotune);
+    const char *env_tune = getenv("CLFUSE_AUTOTUNE");
+    snprintf(num, sizeof num, "%d", (params && params->autotune) || (env_tune && strcmp(env_tune, "1") == 0));
     clf__cache_key_field(&sb, "autotune", num);
     clf__strbuf gk = {0};
     clf__graph_key(g, &gk);

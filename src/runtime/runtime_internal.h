@@ -173,6 +173,19 @@ void clf__plan_cache_store(clf_context *ctx, const char *key, const clf_executab
 /* The entry's path for key (clf__malloc'd), for tests. */
 char *clf__plan_cache_path(const clf_context *ctx, const char *key);
 
+/* The codegen target of a compile on ctx: the device's facts and the
+ * kernel style params force (executable.c). */
+void clf__compile_target(const clf_context *ctx, const clf_compile_params *params,
+                         struct clf__codegen_target *out);
+
+/* Times GEMM kernel k of plan under candidate tilings (autotune.c), or
+ * reads the winner kept on disk for its device and problem class; true
+ * with *out set when one was found. */
+struct clf__codegen_target;
+struct clf__gemm_config;
+bool clf__gemm_autotune(clf_context *ctx, const clf_graph *g, const clf__plan *plan, uint32_t k,
+                        const struct clf__codegen_target *target, struct clf__gemm_config *out);
+
 /* Frees the executable's pool of clf_run_host staging buffers. */
 void clf__staging_free_all(clf_executable *e);
 
