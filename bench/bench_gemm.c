@@ -318,6 +318,10 @@ int main(int argc, char **argv)
         }
         clf_graph_destroy(&g);
     }
+#ifdef HAVE_CLBLAST
+    /* CLBlast caches programs of our context: release them while it lives. */
+    CLBlastClearCache();
+#endif
     clf_context_destroy(&ctx);
     return rc;
 }

@@ -75,6 +75,24 @@ static inline void clf_store(IDX_T bt, IDX_T m, IDX_T n, float acc, CLF_PARAMS) 
 #define GROUP_M 8
 #endif
 
+/* Bounds checks that vanish at compile time where the extent is a multiple
+ * of the tile. */
+#if M % TM == 0
+#define IN_M(m) (true)
+#else
+#define IN_M(m) ((m) < M)
+#endif
+#if N % TN == 0
+#define IN_N(n) (true)
+#else
+#define IN_N(n) ((n) < N)
+#endif
+#if K % TK == 0
+#define IN_K(k) (true)
+#else
+#define IN_K(k) ((k) < K)
+#endif
+
 #define TX (TN / WN)  /* work-items across a tile's columns */
 #define TY (TM / WM)  /* and down its rows */
 #define NT (TX * TY)
@@ -99,7 +117,7 @@ static inline void clf_store(IDX_T bt, IDX_T m, IDX_T n, float acc, CLF_PARAMS) 
         const int mm = l / (TK / 4), kq = l % (TK / 4);                                            \
         const IDX_T m = m0 + (IDX_T)mm, k = (k0) + (IDX_T)(kq * 4);                                \
         if ((TM * TK / 4) % NT == 0 || l < TM * TK / 4)                                            \
-            ra4[s] = ((M % TM == 0 || m < M) && (K % TK == 0 || k < K))                            \
+            ra4[s] = (IN_M(m) && IN_K(k))                            \
                          ? clf_load_a4(bt, m, k, CLF_ARGS) : (float4)(0.0f);                       \
     }
 #define STORE_A(buf)                                                                               \
@@ -118,7 +136,7 @@ static inline void clf_store(IDX_T bt, IDX_T m, IDX_T n, float acc, CLF_PARAMS) 
         const int mm = A_K_FAST ? l / TK : l % TM, kk = A_K_FAST ? l % TK : l / TM;                \
         const IDX_T m = m0 + (IDX_T)mm, k = (k0) + (IDX_T)kk;                                      \
         if ((TM * TK) % NT == 0 || l < TM * TK)                                                    \
-            ra[s] = ((M % TM == 0 || m < M) && (K % TK == 0 || k < K))                             \
+            ra[s] = (IN_M(m) && IN_K(k))                             \
                         ? clf_load_a(bt, m, k, CLF_ARGS) : 0.0f;                                   \
     }
 #define STORE_A(buf)                                                                               \
@@ -136,7 +154,7 @@ static inline void clf_store(IDX_T bt, IDX_T m, IDX_T n, float acc, CLF_PARAMS) 
         const int kk = l / (TN / 4), nq = l % (TN / 4);                                            \
         const IDX_T n = n0 + (IDX_T)(nq * 4), k = (k0) + (IDX_T)kk;                                \
         if ((TK * TN / 4) % NT == 0 || l < TK * TN / 4)                                            \
-            rb4[s] = ((N % TN == 0 || n < N) && (K % TK == 0 || k < K))                            \
+            rb4[s] = (IN_N(n) && IN_K(k))                            \
                          ? clf_load_b4(bt, k, n, CLF_ARGS) : (float4)(0.0f);                       \
     }
 #define STORE_B(buf)                                                                               \
@@ -152,7 +170,7 @@ static inline void clf_store(IDX_T bt, IDX_T m, IDX_T n, float acc, CLF_PARAMS) 
         const int kk = B_N_FAST ? l / TN : l % TK, nn = B_N_FAST ? l % TN : l / TK;                \
         const IDX_T n = n0 + (IDX_T)nn, k = (k0) + (IDX_T)kk;                                      \
         if ((TK * TN) % NT == 0 || l < TK * TN)                                                    \
-            rb[s] = ((N % TN == 0 || n < N) && (K % TK == 0 || k < K))                             \
+            rb[s] = (IN_N(n) && IN_K(k))                             \
                         ? clf_load_b(bt, k, n, CLF_ARGS) : 0.0f;                                   \
     }
 #define STORE_B(buf)                                                                               \
@@ -242,12 +260,12 @@ void CLF_KERNEL_NAME(CLF_PARAMS, const IDX_T numel)
 
     for (int i = 0; i < WM; ++i) {
         const IDX_T m = m0 + (IDX_T)(((i / 4) * TY + ty) * 4 + i % 4);
-        if (M % TM != 0 && m >= M)
+        if (!IN_M(m))
             continue;
         for (int j = 0; j < WN / 4; ++j) {
             const IDX_T n = n0 + (IDX_T)((j * TX + tx) * 4);
             const float4 v = acc[i][j];
-            if (N % TN == 0 || n + 3 < N) {
+            if (IN_N(n + 3)) {
                 clf_store(bt, m, n, v.s0, CLF_ARGS);
                 clf_store(bt, m, n + 1, v.s1, CLF_ARGS);
                 clf_store(bt, m, n + 2, v.s2, CLF_ARGS);

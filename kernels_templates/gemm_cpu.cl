@@ -64,7 +64,15 @@ __kernel void CLF_KERNEL_NAME(CLF_PARAMS, const IDX_T numel)
     if (bt >= BATCH)
         return;
 
-    if ((M % WM == 0 || m0 + WM <= M) && (N % WN == 0 || n0 + WN <= N)) {
+#if M % WM == 0 && N % WN == 0
+    if (true) {
+#elif M % WM == 0
+    if (n0 + WN <= N) {
+#elif N % WN == 0
+    if (m0 + WM <= M) {
+#else
+    if (m0 + WM <= M && n0 + WN <= N) {
+#endif
         VEC_T acc[WM];
 #pragma unroll
         for (int i = 0; i < WM; ++i)

@@ -659,12 +659,8 @@ static clf__program_counts compile_checked(clf_graph *g, const clf_compile_param
     clf__program_counts pc;
     clf__program_cache_counts(ctx, &pc);
     if (key) {
-        clf_kernel_style style = params ? params->kernel_style : CLF_KERNEL_STYLE_AUTO;
-        clf__codegen_target target = {.cpu = style == CLF_KERNEL_STYLE_AUTO ? ctx->desc.is_cpu && !ctx->desc.is_gpu
-                                                                            : style == CLF_KERNEL_STYLE_CPU,
-                                      .max_local = ctx->max_local,
-                                      .fp64 = ctx->fp64,
-                                      .compute_units = ctx->desc.compute_units};
+        clf__codegen_target target;
+        clf__compile_target(ctx, params, &target);
         *key = clf__plan_cache_key(ctx, g, params, &target);
         ck_assert_ptr_nonnull(*key);
     }

@@ -80,15 +80,19 @@ static clf_status build_source(clf_context *ctx, const char *source, const char 
     ctx->counts.source_builds++;
     pthread_mutex_unlock(&ctx->lock);
     err = clBuildProgram(prog, 1, &ctx->device, options, NULL, NULL);
+    size_t loglen = 0;
+    clGetProgramBuildInfo(prog, ctx->device, CL_PROGRAM_BUILD_LOG, 0, NULL, &loglen);
+    char *log = clf__malloc(loglen + 1);
+    if (log) {
+        log[0] = '\0';
+        clGetProgramBuildInfo(prog, ctx->device, CL_PROGRAM_BUILD_LOG, loglen, log, NULL);
+        log[loglen] = '\0';
+    }
+    if (err == CL_SUCCESS && log && strspn(log, " \t\r\n") < strlen(log))
+        /* Warnings, or what options such as -cl-nv-verbose ask the driver
+         * to report (registers, spills). */
+        clf__log(CLF__LOG_PERF, "build log (options \"%s\"):\n%s", options, log);
     if (err != CL_SUCCESS) {
-        size_t loglen = 0;
-        clGetProgramBuildInfo(prog, ctx->device, CL_PROGRAM_BUILD_LOG, 0, NULL, &loglen);
-        char *log = clf__malloc(loglen + 1);
-        if (log) {
-            log[0] = '\0';
-            clGetProgramBuildInfo(prog, ctx->device, CL_PROGRAM_BUILD_LOG, loglen, log, NULL);
-            log[loglen] = '\0';
-        }
         clf_status st = clf__ctx_fail(ctx, clf__cl_status(err) == CLF_ERR_OPENCL ? CLF_ERR_BUILD : clf__cl_status(err),
                                       "clBuildProgram: %s; build log:\n%s", clf__cl_error_name(err),
                                       log ? log : "(out of memory)");
@@ -96,6 +100,7 @@ static clf_status build_source(clf_context *ctx, const char *source, const char 
         clReleaseProgram(prog);
         return st;
     }
+    clf__free(log);
     *out = prog;
     return CLF_OK;
 }
@@ -104,6 +109,11 @@ clf_status clf__program_get(clf_context *ctx, const char *source, const char *op
                             cl_program *out)
 {
     *out = NULL;
+    /* CLFUSE_BUILD_OPTIONS: extra clBuildProgram options for every program
+     * (part of the cache keys, as options are). */
+    const char *extra = getenv("CLFUSE_BUILD_OPTIONS");
+    if (options[0] == '\0' && extra)
+        options = extra;
     uint64_t h = clf__hash_str(clf__hash_str(CLF__HASH_SEED, source), options);
     pthread_mutex_lock(&ctx->lock);
     cl_program prog = lookup(ctx, h, source, options);
