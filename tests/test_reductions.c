@@ -454,6 +454,53 @@ START_TEST(cpu_vector_loop_gathers)
 }
 END_TEST
 
+START_TEST(gpu_lanes_cap_experiment)
+{
+    /* CLFUSE_GPU_RED_LANES_CAP (an experiment for GPUs, off by default):
+     * persistent rows on fewer lanes, each caching more elements, or
+     * reloaded when they do not fit; the GPU form forced on PoCL must stay
+     * correct, and without the variable the geometry is the default one. */
+    int64_t s[2] = {5, 4096}, w[1] = {4096};
+    clf_graph *g = clf_graph_create();
+    e2e_inputs in = {0};
+    clf_tensor x = e2e_input(g, &in, "x", CLF_F32, 2, s, -3, 3);
+    clf_tensor wt = e2e_input(g, &in, "w", CLF_F32, 1, w, -1, 1);
+    float *xd = e2e_data(&in, "x");
+    xd[1 * 4096 + 4000] = NAN;
+    xd[2 * 4096 + 17] = INFINITY;
+    clf_graph_output(g, "soft", clf_softmax(g, x, -1));
+    clf_graph_output(g, "rms", clf_rms_norm(g, x, -1, 1e-5, wt));
+    const struct {
+        const char *cap, *lanes, *cache;
+    } cases[] = {
+        {NULL, "#define LANES 256\n", "#define CACHE 16\n"}, /* the default: 16 cached a lane */
+        {"64", "#define LANES 64\n", "#define CACHE 64\n"},  /* 64 a lane */
+        {"32", "#define LANES 32\n", "#define CACHE 0\n"},   /* 128 a lane do not fit: reloaded */
+        {"48", "#define LANES 256\n", "#define CACHE 16\n"}, /* not a power of two: ignored */
+    };
+    clf_context *ctx = clf_test_context();
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        if (cases[i].cap)
+            setenv("CLFUSE_GPU_RED_LANES_CAP", cases[i].cap, 1);
+        else
+            unsetenv("CLFUSE_GPU_RED_LANES_CAP");
+        ck_assert_uint_ge(check_style(ctx, g, &in, CLF_KERNEL_STYLE_GPU, 1e-5, 1e-6), 1);
+        clf_executable *exe = NULL;
+        ck_assert_int_eq(clf_compile(ctx, g, clf_compile_params(.kernel_style = CLF_KERNEL_STYLE_GPU), &exe), CLF_OK);
+        for (size_t k = 0; k < clf_executable_kernel_count(exe); k++) {
+            const char *src = clf_executable_kernel_source(exe, k);
+            ck_assert_msg(strstr(src, cases[i].lanes) && strstr(src, cases[i].cache), "cap %s: kernel %s",
+                          cases[i].cap ? cases[i].cap : "unset", clf_executable_kernel_name(exe, k));
+        }
+        clf_executable_destroy(&exe);
+    }
+    unsetenv("CLFUSE_GPU_RED_LANES_CAP");
+    clf_context_destroy(&ctx);
+    e2e_inputs_free(&in);
+    clf_graph_destroy(&g);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("reductions");
@@ -474,6 +521,7 @@ int main(void)
     tcase_add_test(tc, online_softmax_edge_rows);
     tcase_add_test(tc, cpu_vector_loop_edge_values);
     tcase_add_test(tc, cpu_vector_loop_gathers);
+    tcase_add_test(tc, gpu_lanes_cap_experiment);
     suite_add_tcase(s, tc);
     return clf_test_run_suite(s);
 }

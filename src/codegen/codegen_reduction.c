@@ -474,6 +474,25 @@ static void emit_online_finish(clf__strbuf *sb, uint32_t m, uint32_t s)
                    s, m, s);
 }
 
+/* CLFUSE_GPU_RED_LANES_CAP=N (a power of two from 32 to 1024): an
+ * experiment for GPUs, off by default. Caps the lanes of a persistent
+ * (multi-sweep) row at N, so that each lane caches up to MAX_CACHED_VALUES
+ * elements instead of CACHE_PER_LANE and the work-groups are small enough
+ * for several to share a multiprocessor (1024-lane groups at 46-48
+ * registers fill one: bench/results/2026-11-29-reductions-h200.md). 0 when
+ * unset or not such a number. */
+static uint64_t gpu_lanes_cap_env(void)
+{
+    const char *e = getenv("CLFUSE_GPU_RED_LANES_CAP");
+    if (!e || !*e)
+        return 0;
+    char *end;
+    unsigned long v = strtoul(e, &end, 10);
+    if (*end || v < 32 || v > 1024 || (v & (v - 1)))
+        return 0;
+    return v;
+}
+
 static uint64_t pow2_at_least(uint64_t v)
 {
     uint64_t p = 1;
@@ -685,7 +704,13 @@ clf_status clf__codegen_reduction(const clf_graph *g, const clf__plan *plan, uin
     uint32_t on_m = 0, on_s = 0;
     size_t max_local_all = target->max_local ? target->max_local : 256;
     uint64_t lanes_cap = pow2_at_most(max_local_all < 1024 ? max_local_all : 1024);
-    const bool online = !target->cpu && (uint64_t)K->rlen > lanes_cap * CACHE_PER_LANE &&
+    const uint64_t env_cap = target->cpu ? 0 : gpu_lanes_cap_env();
+    uint64_t per_lane_budget = CACHE_PER_LANE;
+    if (env_cap && env_cap < lanes_cap) {
+        lanes_cap = env_cap;
+        per_lane_budget = MAX_CACHED_VALUES;
+    }
+    const bool online = !target->cpu && (uint64_t)K->rlen > lanes_cap * per_lane_budget &&
                         online_softmax_pair(g, plan, K, k, &on_m, &on_s);
     for (uint32_t i = 0; i < K->nops; i++) {
         uint32_t id = K->ops[i];
@@ -783,12 +808,15 @@ clf_status clf__codegen_reduction(const clf_graph *g, const clf__plan *plan, uin
     } else {
         uint64_t max_wg = pow2_at_most(max_local < 1024 ? max_local : 1024);
         wg = max_wg < 256 ? max_wg : 256;
+        uint64_t max_lanes = max_wg < lanes_cap ? max_wg : lanes_cap;
         if (nstages + (has_epilogue ? 1 : 0) > 1) {
             /* Several sweeps: keep the row in registers, at most
-             * CACHE_PER_LANE elements a lane, wider work-groups for long rows. */
+             * CACHE_PER_LANE elements a lane, wider work-groups for long rows
+             * (up to MAX_CACHED_VALUES a lane on fewer lanes under
+             * CLFUSE_GPU_RED_LANES_CAP). */
             lanes = pow2_at_least(((uint64_t)K->rlen + CACHE_PER_LANE - 1) / CACHE_PER_LANE);
-            if (lanes > max_wg)
-                lanes = max_wg;
+            if (lanes > max_lanes)
+                lanes = max_lanes;
             if (lanes > wg)
                 wg = lanes;
         } else {
