@@ -12,6 +12,16 @@
  *                                          stage k's accumulators
  *   clf_epilogue(&row, &v, x, r, ...)      stores over the full space
  *   clf_rowout(&row, x, ...)               stores once per row
+ * and, with VEC > 1, their counterparts over VEC consecutive elements
+ * r .. r+VEC-1 as floatVEC values (so that exp and the arithmetic run as
+ * vector code, which PoCL does not make of the scalar loop by itself):
+ *   clf_vvals, clf_vload(x, r, &v)         the row's values, VEC at a time
+ *   clf_vacc<k>, clf_vinit<k>, clf_vstep<k>, clf_vcombine<k>(&acc, &vacc)
+ *                                          stage k's vector accumulators,
+ *                                          folded lane by lane into clf_acc<k>
+ *   clf_vepilogue(&row, &v, x, r, ...)     stores over the full space
+ * The vector loop takes whole groups of VEC elements with VACCS vector
+ * accumulators; the scalar loop takes the rest of the row.
  * Without them this file is valid OpenCL C: a row sum of a float matrix. */
 #ifndef IDX_T
 #define IDX_T uint
@@ -21,6 +31,12 @@
 #endif
 #ifndef ROWS_PER_ITEM
 #define ROWS_PER_ITEM 1
+#endif
+#ifndef VEC
+#define VEC 1
+#endif
+#ifndef VACCS
+#define VACCS 1
 #endif
 
 #ifndef CLF_KERNEL_NAME
@@ -63,6 +79,39 @@ static inline void clf_rowout(const clf_row *row, IDX_T x, CLF_PARAMS) { out0[x]
         clf_finish##k(&row, &acc[0]);                                                              \
     }
 
+#if VEC > 1
+#define CLF_VSTAGE(k)                                                                              \
+    {                                                                                              \
+        clf_acc##k acc;                                                                            \
+        clf_init##k(&acc);                                                                         \
+        clf_vacc##k vacc[VACCS];                                                                   \
+        for (int j = 0; j < VACCS; ++j)                                                            \
+            clf_vinit##k(&vacc[j]);                                                                \
+        IDX_T r = 0;                                                                               \
+        for (; r + (IDX_T)(VEC * VACCS) <= RLEN; r += (IDX_T)(VEC * VACCS))                        \
+            for (int j = 0; j < VACCS; ++j) {                                                      \
+                clf_vvals v;                                                                       \
+                clf_vload(x, r + (IDX_T)(j * VEC), &v, CLF_ARGS);                                  \
+                clf_vstep##k(&vacc[j], &row, &v, x, r + (IDX_T)(j * VEC), CLF_ARGS);               \
+            }                                                                                      \
+        for (; r + (IDX_T)VEC <= RLEN; r += (IDX_T)VEC) {                                          \
+            clf_vvals v;                                                                           \
+            clf_vload(x, r, &v, CLF_ARGS);                                                         \
+            clf_vstep##k(&vacc[0], &row, &v, x, r, CLF_ARGS);                                      \
+        }                                                                                          \
+        for (; r < RLEN; ++r) {                                                                    \
+            clf_vals v;                                                                            \
+            clf_load(x, r, &v, CLF_ARGS);                                                          \
+            clf_step##k(&acc, &row, &v, x, r, CLF_ARGS);                                           \
+        }                                                                                          \
+        for (int j = 0; j < VACCS; ++j)                                                            \
+            clf_vcombine##k(&acc, &vacc[j]);                                                       \
+        clf_finish##k(&row, &acc);                                                                 \
+    }
+#undef CLF_STAGE
+#define CLF_STAGE(k) CLF_VSTAGE(k)
+#endif
+
 __kernel void CLF_KERNEL_NAME(CLF_PARAMS, const IDX_T nrows)
 {
     const IDX_T first = (IDX_T)get_global_id(0) * (IDX_T)ROWS_PER_ITEM;
@@ -81,7 +130,15 @@ __kernel void CLF_KERNEL_NAME(CLF_PARAMS, const IDX_T nrows)
         CLF_STAGE(3)
 #endif
 #if HAS_EPILOGUE
-        for (IDX_T r = 0; r < RLEN; ++r) {
+        IDX_T r0 = 0;
+#if VEC > 1
+        for (; r0 + (IDX_T)VEC <= RLEN; r0 += (IDX_T)VEC) {
+            clf_vvals v;
+            clf_vload(x, r0, &v, CLF_ARGS);
+            clf_vepilogue(&row, &v, x, r0, CLF_ARGS);
+        }
+#endif
+        for (IDX_T r = r0; r < RLEN; ++r) {
             clf_vals v;
             clf_load(x, r, &v, CLF_ARGS);
             clf_epilogue(&row, &v, x, r, CLF_ARGS);

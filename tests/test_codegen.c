@@ -212,6 +212,55 @@ START_TEST(literals_are_exact)
 }
 END_TEST
 
+START_TEST(cpu_reduction_vector_loop)
+{
+    /* CPU reductions run their rows VEC elements at a time where every
+     * value has a vector form: consecutive elements as vector loads,
+     * strided ones gathered; int values, short rows and GPU targets keep
+     * the scalar form. */
+    int64_t s[2] = {64, 40}, t[2] = {40, 64}, si[2] = {64, 41}, short_row[2] = {8, 15};
+    int last = -1, first = 0;
+    clf_graph *g = clf_graph_create();
+    clf_tensor x = clf_input(g, "x", CLF_F32, 2, s), xt = clf_input(g, "xt", CLF_F32, 2, t);
+    clf_tensor xi = clf_input(g, "xi", CLF_I32, 2, si), xs = clf_input(g, "xs", CLF_F32, 2, short_row);
+    clf_graph_output(g, "soft", clf_softmax(g, x, -1));
+    clf_graph_output(g, "col", clf_reduce_sum(g, xt, 1, &first, false));
+    clf_graph_output(g, "isum", clf_reduce_sum(g, xi, 1, &last, false));
+    clf_graph_output(g, "ssum", clf_reduce_sum(g, xs, 1, &last, false));
+    clf__plan p = plan_of(g, true);
+    ck_assert_uint_eq(p.nkernels, 4);
+    int seen = 0;
+    for (uint32_t k = 0; k < p.nkernels; k++) {
+        clf__kernel_code c = code_of(g, &p, k, true), gc = code_of(g, &p, k, false);
+        ck_assert_ptr_null(strstr(gc.source, "void clf_vload(")); /* the GPU form is untouched */
+        if (strstr(c.ops, "exp")) { /* softmax: vector loads, stores and sums */
+            ck_assert_ptr_nonnull(strstr(c.source, "#define VEC 8"));
+            ck_assert_ptr_nonnull(strstr(c.source, "vload8(0, b"));
+            ck_assert_ptr_nonnull(strstr(c.source, "vstore8((float8)("));
+            ck_assert_ptr_nonnull(strstr(c.source, "const float8 v"));
+            seen |= 1;
+        } else if (strstr(c.source, "int s")) { /* the int sum */
+            ck_assert_ptr_nonnull(strstr(c.source, "#define VEC 1\n"));
+            ck_assert_ptr_null(strstr(c.source, "void clf_vload("));
+            seen |= 2;
+        } else if (strstr(c.source, "#define RLEN 40u")) { /* the column sum: gathered */
+            ck_assert_ptr_nonnull(strstr(c.source, "#define VEC 8"));
+            ck_assert_ptr_nonnull(strstr(c.source, "clf_at_t"));
+            seen |= 4;
+        } else { /* rows of 15 */
+            ck_assert_ptr_nonnull(strstr(c.source, "#define RLEN 15u"));
+            ck_assert_ptr_nonnull(strstr(c.source, "#define VEC 1\n"));
+            seen |= 8;
+        }
+        clf__kernel_code_free(&c);
+        clf__kernel_code_free(&gc);
+    }
+    ck_assert_int_eq(seen, 15);
+    clf__plan_free(&p);
+    clf_graph_destroy(&g);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("codegen");
@@ -223,6 +272,7 @@ int main(void)
     tcase_add_test(tc, deep_chain_is_cut);
     tcase_add_test(tc, cycle_is_refused);
     tcase_add_test(tc, literals_are_exact);
+    tcase_add_test(tc, cpu_reduction_vector_loop);
     suite_add_tcase(s, tc);
     return clf_test_run_suite(s);
 }

@@ -5,6 +5,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "runtime/runtime_internal.h"
 #include "test_e2e.h"
 #include "test_support.h"
 
@@ -292,6 +293,159 @@ START_TEST(few_long_rows_split)
 }
 END_TEST
 
+/* The CPU form forced on g, against the reference, on the device as it is
+ * and as if it had no fp64 (sums in Kahan-compensated float lanes instead
+ * of double ones); the kernels that must take the vector loop (their names
+ * containing want_vec, NULL for all) do. */
+static void check_cpu_vector(const clf_graph *g, const e2e_inputs *in, const char *want_vec, double rtol, double atol)
+{
+    clf_context *ctx = clf_test_context();
+    for (int nofp64 = 0; nofp64 < 2; nofp64++) {
+        if (nofp64)
+            ctx->fp64 = false; /* codegen's choice only; the device is unchanged */
+        check_style(ctx, g, in, CLF_KERNEL_STYLE_CPU, rtol, atol);
+        clf_executable *exe = NULL;
+        ck_assert_int_eq(clf_compile(ctx, g, clf_compile_params(.kernel_style = CLF_KERNEL_STYLE_CPU), &exe), CLF_OK);
+        size_t vector_kernels = 0;
+        for (size_t k = 0; k < clf_executable_kernel_count(exe); k++) {
+            const char *src = clf_executable_kernel_source(exe, k);
+            bool vec = strstr(src, "void clf_vload(") != NULL;
+            const char *name = clf_executable_kernel_name(exe, k), *ops = strstr(src, "/* ops: ");
+            ck_assert_ptr_nonnull(ops);
+            bool sums = false;
+            for (const char *o = ops + 8; *o && *o != '*'; o++)
+                sums = sums || (strncmp(o, "sum", 3) == 0 && (o[3] == ' ' || o[3] == '*'));
+            ck_assert_int_eq(strstr(src, "double8") != NULL, vec && !nofp64 && sums);
+            if (want_vec && !strstr(name, want_vec))
+                continue;
+            ck_assert_msg(vec, "kernel %s has no vector loop", name);
+            vector_kernels++;
+        }
+        ck_assert_uint_ge(vector_kernels, 1);
+        clf_executable_destroy(&exe);
+    }
+    clf_context_destroy(&ctx);
+}
+
+START_TEST(cpu_vector_loop_edge_values)
+{
+    /* Rows of 61 = 7 vectors of 8 and a scalar tail of 5, with NaN and
+     * infinities in vector lanes and in the tail, a row of -inf and a row
+     * that is one large value: every reduction and composite of the CPU
+     * form's vector loop against the reference. */
+    int64_t s[2] = {7, 61}, w[1] = {61};
+    int last = -1;
+    clf_graph *g = clf_graph_create();
+    e2e_inputs in = {0};
+    clf_tensor x = e2e_input(g, &in, "x", CLF_F32, 2, s, -3, 3);
+    clf_tensor p = e2e_input(g, &in, "p", CLF_F32, 2, s, 0.5, 1.5);
+    clf_tensor wt = e2e_input(g, &in, "w", CLF_F32, 1, w, -1, 1);
+    clf_tensor b = e2e_input(g, &in, "b", CLF_F32, 1, w, -1, 1);
+    float *xd = e2e_data(&in, "x");
+    xd[1 * 61 + 9] = NAN;       /* lane 1 of the second vector */
+    xd[2 * 61 + 58] = INFINITY; /* the tail */
+    xd[3 * 61 + 7] = -INFINITY; /* the last lane of the first vector */
+    for (int i = 0; i < 61; i++)
+        xd[4 * 61 + i] = -INFINITY;
+    xd[5 * 61 + 33] = 1e4f;
+    clf_graph_output(g, "sum", clf_reduce_sum(g, x, 1, &last, false));
+    clf_graph_output(g, "max", clf_reduce_max(g, x, 1, &last, false));
+    clf_graph_output(g, "min", clf_reduce_min(g, x, 1, &last, false));
+    clf_graph_output(g, "prod", clf_reduce_prod(g, p, 1, &last, false));
+    clf_graph_output(g, "powsum", clf_reduce_sum(g, clf_pow(g, p, clf_scalar(g, CLF_F32, 2.5)), 1, &last, false));
+    clf_graph_output(g, "soft", clf_softmax(g, x, -1));
+    clf_graph_output(g, "lsoft", clf_log_softmax(g, x, -1));
+    clf_graph_output(g, "ln", clf_layer_norm(g, p, -1, 1e-5, wt, b));
+    clf_graph_output(g, "rms", clf_rms_norm(g, p, -1, 1e-5, wt));
+    check_cpu_vector(g, &in, NULL, 1e-5, 1e-6);
+    e2e_inputs_free(&in);
+    clf_graph_destroy(&g);
+}
+END_TEST
+
+START_TEST(cpu_vector_loop_gathers)
+{
+    /* Reduced elements that are not consecutive in memory: a softmax over
+     * the first axis (gathered loads and scattered stores), a sum over a
+     * transposed view, a sum over a strided slice; and a row that mixes in
+     * a comparison (no vector form: the scalar loop) next to them. */
+    int64_t s[2] = {43, 24}, t[2] = {24, 43}, starts[1] = {1}, ends[1] = {43}, steps[1] = {2};
+    int first = 0, last = -1, one = 1;
+    clf_graph *g = clf_graph_create();
+    e2e_inputs in = {0};
+    clf_tensor x = e2e_input(g, &in, "x", CLF_F32, 2, s, -3, 3);
+    clf_tensor xt = e2e_input(g, &in, "xt", CLF_F32, 2, t, -3, 3);
+    clf_graph_output(g, "soft0", clf_softmax(g, x, 0));
+    clf_graph_output(g, "tsum", clf_reduce_sum(g, clf_transpose(g, xt, 0, NULL), 1, &last, false));
+    clf_graph_output(g, "ssum", clf_reduce_max(g, clf_slice(g, xt, 1, starts, ends, &one, steps), 1, &last, false));
+    clf_tensor pos = clf_gt(g, xt, clf_scalar(g, CLF_F32, 0.0));
+    clf_graph_output(g, "where", clf_reduce_sum(g, clf_where(g, pos, xt, clf_scalar(g, CLF_F32, 0.0)), 1, &first,
+                                                  false));
+    check_cpu_vector(g, &in, "exp", 1e-5, 1e-6);
+    clf_context *ctx = clf_test_context();
+    clf_executable *exe = NULL;
+    ck_assert_int_eq(clf_compile(ctx, g, clf_compile_params(.kernel_style = CLF_KERNEL_STYLE_CPU), &exe), CLF_OK);
+    for (size_t k = 0; k < clf_executable_kernel_count(exe); k++) {
+        const char *src = clf_executable_kernel_source(exe, k);
+        if (strstr(clf_executable_kernel_name(exe, k), "exp"))
+            ck_assert_ptr_nonnull(strstr(src, "(x, r + 0u)] = y.s0;")); /* the scattered store */
+        if (strstr(clf_executable_kernel_name(exe, k), "where"))
+            ck_assert_ptr_null(strstr(src, "void clf_vload("));
+    }
+    clf_executable_destroy(&exe);
+    clf_context_destroy(&ctx);
+    e2e_inputs_free(&in);
+    clf_graph_destroy(&g);
+}
+END_TEST
+
+START_TEST(gpu_lanes_cap_experiment)
+{
+    /* CLFUSE_GPU_RED_LANES_CAP (an experiment for GPUs, off by default):
+     * persistent rows on fewer lanes, each caching more elements, or
+     * reloaded when they do not fit; the GPU form forced on PoCL must stay
+     * correct, and without the variable the geometry is the default one. */
+    int64_t s[2] = {5, 4096}, w[1] = {4096};
+    clf_graph *g = clf_graph_create();
+    e2e_inputs in = {0};
+    clf_tensor x = e2e_input(g, &in, "x", CLF_F32, 2, s, -3, 3);
+    clf_tensor wt = e2e_input(g, &in, "w", CLF_F32, 1, w, -1, 1);
+    float *xd = e2e_data(&in, "x");
+    xd[1 * 4096 + 4000] = NAN;
+    xd[2 * 4096 + 17] = INFINITY;
+    clf_graph_output(g, "soft", clf_softmax(g, x, -1));
+    clf_graph_output(g, "rms", clf_rms_norm(g, x, -1, 1e-5, wt));
+    const struct {
+        const char *cap, *lanes, *cache;
+    } cases[] = {
+        {NULL, "#define LANES 256\n", "#define CACHE 16\n"}, /* the default: 16 cached a lane */
+        {"64", "#define LANES 64\n", "#define CACHE 64\n"},  /* 64 a lane */
+        {"32", "#define LANES 32\n", "#define CACHE 0\n"},   /* 128 a lane do not fit: reloaded */
+        {"48", "#define LANES 256\n", "#define CACHE 16\n"}, /* not a power of two: ignored */
+    };
+    clf_context *ctx = clf_test_context();
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        if (cases[i].cap)
+            setenv("CLFUSE_GPU_RED_LANES_CAP", cases[i].cap, 1);
+        else
+            unsetenv("CLFUSE_GPU_RED_LANES_CAP");
+        ck_assert_uint_ge(check_style(ctx, g, &in, CLF_KERNEL_STYLE_GPU, 1e-5, 1e-6), 1);
+        clf_executable *exe = NULL;
+        ck_assert_int_eq(clf_compile(ctx, g, clf_compile_params(.kernel_style = CLF_KERNEL_STYLE_GPU), &exe), CLF_OK);
+        for (size_t k = 0; k < clf_executable_kernel_count(exe); k++) {
+            const char *src = clf_executable_kernel_source(exe, k);
+            ck_assert_msg(strstr(src, cases[i].lanes) && strstr(src, cases[i].cache), "cap %s: kernel %s",
+                          cases[i].cap ? cases[i].cap : "unset", clf_executable_kernel_name(exe, k));
+        }
+        clf_executable_destroy(&exe);
+    }
+    unsetenv("CLFUSE_GPU_RED_LANES_CAP");
+    clf_context_destroy(&ctx);
+    e2e_inputs_free(&in);
+    clf_graph_destroy(&g);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("reductions");
@@ -310,6 +464,9 @@ int main(void)
     tcase_add_test(tc, nan_inf_and_empty_rows);
     tcase_add_test(tc, misaligned_reduction_reads_stay_correct);
     tcase_add_test(tc, online_softmax_edge_rows);
+    tcase_add_test(tc, cpu_vector_loop_edge_values);
+    tcase_add_test(tc, cpu_vector_loop_gathers);
+    tcase_add_test(tc, gpu_lanes_cap_experiment);
     suite_add_tcase(s, tc);
     return clf_test_run_suite(s);
 }

@@ -247,9 +247,21 @@ static const char *compute(gen *G, const clf__node *n, const char *const *args, 
 {
     char name[32];
     snprintf(name, sizeof name, "v%d", G->ntemps++);
-    const char *ty = ctype_names[n->dtype];
+    char ty[16];
     clf__strbuf *b = &G->body;
     const clf__node *in0 = clf__graph_node(G->g, n->inputs[0]);
+    if (G->vec > 1) {
+        /* Vector values are f32 only; scalar operands (literals, row
+         * results, loads that do not move with the element) widen. */
+        bool f32 = n->dtype == CLF_F32;
+        for (int i = 0; i < n->ninputs; i++)
+            f32 = f32 && clf__graph_node(G->g, n->inputs[i])->dtype == CLF_F32;
+        if (!f32)
+            G->novec = true;
+        snprintf(ty, sizeof ty, "float%d", G->vec);
+    } else {
+        snprintf(ty, sizeof ty, "%s", ctype_names[n->dtype]);
+    }
     clf__sb_printf(b, "    const %s %s = ", ty, name);
     switch (n->kind) {
     case CLF__NODE_UNARY: {
@@ -263,6 +275,11 @@ static const char *compute(gen *G, const clf__node *n, const char *const *args, 
     }
     case CLF__NODE_BINARY: {
         const char *f = binary_format((clf_binary_op)n->op, in0->dtype);
+        char vf[64];
+        if (G->vec > 1 && n->op == CLF_BINARY_POW) { /* pow has no (vector, scalar) overload */
+            snprintf(vf, sizeof vf, "pow((float%d)($1), (float%d)($2))", G->vec, G->vec);
+            f = vf;
+        }
         if (!f) {
             G->failed = true;
             f = "$1";

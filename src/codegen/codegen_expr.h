@@ -55,6 +55,12 @@ struct clf__cg_fn {
     size_t nslots, cap_slots;
     int ntemps;
     bool failed;
+    /* vec > 1: the function computes vec consecutive elements at once, its
+     * f32 temporaries are floatN vectors (the CPU reduction form's vector
+     * loop). An op without a vector form there (any non-f32 value) sets
+     * novec instead of failing, and the writer falls back to scalar code. */
+    int vec;
+    bool novec;
 };
 
 void clf__cg_fn_init(clf__cg_fn *f, const clf_graph *g, const clf__plan *plan, uint32_t k,

@@ -28,6 +28,15 @@
 /* Interleaved accumulators per row on CPU devices: independent chains the
  * compiler can overlap (16 measured best on PoCL, against 1, 4 and 8). */
 #define CPU_ACCUMULATORS 16
+/* The CPU form's vector loop: CPU_VEC consecutive elements of a row as one
+ * floatN value, so that PoCL's vector math (exp above all) does the work;
+ * CPU_VACCS independent vector accumulators. Rows shorter than
+ * CPU_VEC_MIN_RLEN stay scalar. */
+#define CPU_VEC 8
+#define CPU_VACCS 1
+#define CPU_VEC_MIN_RLEN 16
+/* Gathered indices one kernel may use in its vector loop. */
+#define MAX_GATHERS 32
 
 typedef struct red_ctx {
     const clf_graph *g;
@@ -39,6 +48,9 @@ typedef struct red_ctx {
     clf__cg_slot *slots; /* the row's values (clf_vals) */
     size_t nslots, cap_slots;
     bool failed;
+    /* Vector loop: index temporaries loaded lane by lane (clf_at_t<n>). */
+    int gathers[MAX_GATHERS];
+    int ngathers;
 } red_ctx;
 
 /* What a function's hooks need: the kernel and the function's own row x. */
@@ -48,10 +60,75 @@ typedef struct fn_ctx {
     bool full; /* a full-space function: r-varying loads come from clf_vals */
 } fn_ctx;
 
+static const char *vec_lane(int lane)
+{
+    static const char *const s[16] = {"s0", "s1", "s2", "s3", "s4", "s5", "s6", "s7",
+                                      "s8", "s9", "sa", "sb", "sc", "sd", "se", "sf"};
+    return s[lane];
+}
+
+/* How an index of the full space moves with the element r: 0 not at all,
+ * 1 as r itself plus something independent of r (so elements r .. r+n-1
+ * are consecutive in memory), -1 otherwise. */
+static int r_stride(const clf__ixgen *gen, const clf__ix *ix, uint32_t r_bit)
+{
+    if (!(ix->deps & r_bit))
+        return 0;
+    if (ix->var)
+        return ix->deps == r_bit ? 1 : -1;
+    if (ix->temp > 0 && ix->temp < gen->ntemps) {
+        const clf__ix_origin *o = &gen->origin[ix->temp];
+        if (o->kind == CLF__IX_MAD && !(o->a.deps & r_bit) && r_stride(gen, &o->b, r_bit) == 1)
+            return 1; /* a * k + (... + r) */
+    }
+    return -1;
+}
+
+/* The lane-by-lane accessor of a gathered index: clf_at_t<n>(x, r). */
+static bool note_gather(red_ctx *rc, int temp)
+{
+    for (int i = 0; i < rc->ngathers; i++)
+        if (rc->gathers[i] == temp)
+            return true;
+    if (rc->ngathers == MAX_GATHERS)
+        return false;
+    rc->gathers[rc->ngathers++] = temp;
+    return true;
+}
+
+/* Appends the floatN value of buffer b at index ix for elements r .. r+n-1:
+ * one vector load where they are consecutive, else a gather through
+ * clf_at_t<n>. Returns false when the index has no vector form. */
+static bool vec_load_expr(red_ctx *rc, clf__strbuf *sb, uint32_t b, const clf__ix *ix, int n)
+{
+    char a[32];
+    int st = r_stride(&rc->full_ix, ix, rc->r_bit);
+    if (st == 1) {
+        clf__sb_printf(sb, "vload%d(0, b%u + %s)", n, b, clf__ix_str(ix, a, sizeof a));
+        return true;
+    }
+    if (st == 0) {
+        clf__sb_printf(sb, "(float%d)(b%u[%s])", n, b, clf__ix_str(ix, a, sizeof a));
+        return true;
+    }
+    if (ix->var || ix->temp <= 0 || !note_gather(rc, ix->temp))
+        return false;
+    clf__sb_printf(sb, "(float%d)(", n);
+    for (int j = 0; j < n; j++)
+        clf__sb_printf(sb, j ? ", b%u[clf_at_t%d(x, r + %du)]" : "b%u[clf_at_t%d(x, r)]", b, ix->temp, j);
+    clf__sb_puts(sb, ")");
+    return true;
+}
+
 static const char *load_hook(clf__cg_fn *f, uint32_t buffer, clf__ix index, clf_dtype dt, char *name,
                              size_t cap)
 {
     fn_ctx *fc = f->hooks.user;
+    if (f->vec > 1 && dt != CLF_F32) {
+        f->novec = true;
+        snprintf(name, cap, "0");
+        return name;
+    }
     /* The row's own elements (varying with x and r) are what a persistent
      * kernel keeps; per-column data such as a norm's weight is reloaded
      * from cache instead. */
@@ -68,6 +145,13 @@ static const char *load_hook(clf__cg_fn *f, uint32_t buffer, clf__ix index, clf_
     }
     char a[32];
     snprintf(name, cap, "ld%d", f->ntemps++);
+    if (f->vec > 1 && (index.deps & fc->rc->r_bit)) {
+        clf__sb_printf(&f->body, "    const float%d %s = ", f->vec, name);
+        if (!vec_load_expr(fc->rc, &f->body, buffer, &index, f->vec))
+            f->novec = true;
+        clf__sb_puts(&f->body, ";\n");
+        return name;
+    }
     clf__sb_printf(&f->body, "    const %s %s = b%u[%s];\n", clf__cg_ctype(dt), name, buffer,
                    clf__ix_str(&index, a, sizeof a));
     return name;
@@ -257,6 +341,50 @@ static void emit_acc_finish(clf__strbuf *sb, const clf__node *n, uint32_t id, cl
 }
 
 
+/* The vector loop's accumulators (see CPU_VEC): the fields of
+ * emit_acc_fields as vectors of n lanes, one partial result per lane,
+ * combined lane by lane into the scalar accumulator at the end of the
+ * row. Only f32 sum, prod, max and min have this form. */
+static bool vec_acc_ok(const clf__node *n, clf_dtype in_dt)
+{
+    return in_dt == CLF_F32 && (n->op == CLF__REDUCE_SUM || n->op == CLF__REDUCE_PROD ||
+                                n->op == CLF__REDUCE_MAX || n->op == CLF__REDUCE_MIN);
+}
+
+static void vec_acc_fields(clf__strbuf *sb, const clf__node *n, uint32_t id, bool dbl, int vn)
+{
+    if (n->op == CLF__REDUCE_SUM && dbl)
+        clf__sb_printf(sb, "    double%d s%u;\n", vn, id);
+    else if (n->op == CLF__REDUCE_SUM)
+        clf__sb_printf(sb, "    float%d s%u, c%u;\n", vn, id, id);
+    else
+        clf__sb_printf(sb, "    float%d s%u;\n", vn, id);
+}
+
+/* One vector of elements v (a floatN, or a scalar that widens) into the
+ * accumulators: sums in double lanes or Kahan-compensated lanes as in
+ * emit_acc_step, the rest as there. */
+static void vec_acc_step(clf__strbuf *sb, const clf__node *n, uint32_t id, const char *v, bool dbl, int vn)
+{
+    if (n->op == CLF__REDUCE_SUM && dbl)
+        clf__sb_printf(sb, "    a->s%u += convert_double%d((float%d)(%s));\n", id, vn, vn, v);
+    else if (n->op == CLF__REDUCE_SUM)
+        clf__sb_printf(sb,
+                       "    {\n        const float%d y = (float%d)(%s) - a->c%u;\n        const float%d t = a->s%u + y;\n"
+                       "        a->c%u = isfinite(t) ? (t - a->s%u) - y : 0.0f;\n        a->s%u = t;\n    }\n",
+                       vn, vn, v, id, vn, id, id, id, id);
+    else
+        emit_acc_step(sb, n, id, CLF_F32, v, dbl);
+}
+
+/* Lane l of vector accumulator b into a scalar accumulator t. */
+static void vec_acc_lane(clf__strbuf *sb, const clf__node *n, uint32_t id, bool dbl, int l)
+{
+    clf__sb_printf(sb, "        t.s%u = b->s%u.%s;\n", id, id, vec_lane(l));
+    if (n->op == CLF__REDUCE_SUM && !dbl)
+        clf__sb_printf(sb, "        t.c%u = b->c%u.%s;\n", id, id, vec_lane(l));
+}
+
 /* Online softmax. A kernel whose only reductions are M = max(A) and
  * S = sum(exp(A - M)) (softmax and log_softmax decomposed) can compute both
  * in one sweep: a running maximum, and a sum rescaled by exp(old - new)
@@ -347,6 +475,25 @@ static void emit_online_finish(clf__strbuf *sb, uint32_t m, uint32_t s)
                    s, m, s);
 }
 
+/* CLFUSE_GPU_RED_LANES_CAP=N (a power of two from 32 to 1024): an
+ * experiment for GPUs, off by default. Caps the lanes of a persistent
+ * (multi-sweep) row at N, so that each lane caches up to MAX_CACHED_VALUES
+ * elements instead of CACHE_PER_LANE and the work-groups are small enough
+ * for several to share a multiprocessor (1024-lane groups at 46-48
+ * registers fill one: bench/results/2026-11-29-reductions-h200.md). 0 when
+ * unset or not such a number. */
+static uint64_t gpu_lanes_cap_env(void)
+{
+    const char *e = getenv("CLFUSE_GPU_RED_LANES_CAP");
+    if (!e || !*e)
+        return 0;
+    char *end;
+    unsigned long v = strtoul(e, &end, 10);
+    if (*end || v < 32 || v > 1024 || (v & (v - 1)))
+        return 0;
+    return v;
+}
+
 static uint64_t pow2_at_least(uint64_t v)
 {
     uint64_t p = 1;
@@ -371,6 +518,148 @@ static void append_fn_body(clf__strbuf *src, const clf__cg_fn *f, bool own_index
     clf__sb_puts(src, clf__sb_str(&f->body));
 }
 
+/* The CPU form's vector loop: definitions of clf_vvals, clf_vload,
+ * clf_vacc<k>, clf_vinit<k>, clf_vstep<k>, clf_vcombine<k> and
+ * clf_vepilogue, the vector counterparts of the scalar functions over vn
+ * consecutive elements r .. r+vn-1 of a row. Loads where those elements are
+ * consecutive in memory are vector loads, others are gathered lane by lane;
+ * stores likewise. Appends them to out and returns true, or returns false
+ * when some value or reduction of the kernel has no vector form (then the
+ * scalar loop does all the work). */
+static bool vector_form(red_ctx *rc, uint32_t k, clf__ix x, const clf__view *full, int nstages, bool has_epilogue,
+                        bool dbl, int vn, clf__strbuf *out)
+{
+    const clf_graph *g = rc->g;
+    const clf__plan *plan = rc->plan;
+    const clf__plan_kernel *K = rc->K;
+    fn_ctx vctx = {rc, x, true};
+    clf__cg_hooks vh = {.load = load_hook, .reduction = reduction_hook, .user = &vctx};
+    clf__cg_fn fn[MAX_STAGES + 1]; /* the stages, then the epilogue */
+    clf__strbuf accs[MAX_STAGES] = {{0}}, lanes[MAX_STAGES] = {{0}}, load = {0};
+    bool ok = true;
+    for (int s = 0; s <= MAX_STAGES; s++) {
+        clf__cg_fn_init(&fn[s], g, plan, k, &vh);
+        fn[s].ix = &rc->full_ix;
+        fn[s].vec = vn;
+    }
+    clf__cg_fn *epi = &fn[MAX_STAGES];
+    for (uint32_t i = 0; i < K->nops && ok; i++) {
+        uint32_t id = K->ops[i];
+        const clf__node *n = clf__graph_node(g, id);
+        if (n->kind != CLF__NODE_REDUCE || plan->producer[id] != (int32_t)k)
+            continue;
+        int s = plan->stage[id];
+        clf_dtype in_dt = clf__graph_node(g, n->inputs[0])->dtype;
+        if (s < 0 || s >= nstages || !vec_acc_ok(n, in_dt)) {
+            ok = false;
+            break;
+        }
+        char *v = clf__strdup(clf__cg_value(&fn[s], n->inputs[0], full));
+        if (!v) {
+            ok = false;
+            break;
+        }
+        vec_acc_step(&fn[s].body, n, id, v, dbl, vn);
+        free(v);
+        vec_acc_fields(&accs[s], n, id, dbl, vn);
+    }
+    /* Each lane's partial results of every reduction of a stage, combined
+     * into the scalar accumulator as one more partial accumulator. */
+    for (int s = 0; s < nstages && ok; s++)
+        for (int l = 0; l < vn; l++) {
+            clf__sb_printf(&lanes[s], "    {\n        clf_acc%d t;\n", s);
+            for (uint32_t i = 0; i < K->nops; i++) {
+                uint32_t id = K->ops[i];
+                const clf__node *n = clf__graph_node(g, id);
+                if (n->kind == CLF__NODE_REDUCE && plan->producer[id] == (int32_t)k && plan->stage[id] == s)
+                    vec_acc_lane(&lanes[s], n, id, dbl, l);
+            }
+            clf__sb_printf(&lanes[s], "        clf_combine%d(a, &t);\n    }\n", s);
+        }
+    for (uint32_t i = 0; i < K->nstores && ok; i++) {
+        uint32_t id = K->stores[i].node, b = K->stores[i].buffer;
+        const clf__node *n = clf__graph_node(g, id);
+        if (n->kind == CLF__NODE_REDUCE || n->rank != K->rank ||
+            memcmp(n->shape, K->shape, (size_t)n->rank * sizeof *n->shape) != 0)
+            continue; /* stored once per row, by clf_rowout */
+        char a[32];
+        char *v = n->dtype == CLF_F32 ? clf__strdup(clf__cg_value(epi, id, full)) : NULL;
+        clf__ix at = clf__view_linear(&rc->full_ix, full, K->rank, K->shape);
+        int st = r_stride(&rc->full_ix, &at, rc->r_bit);
+        if (!v || st == 0 || (st < 0 && (at.var || at.temp <= 0 || !note_gather(rc, at.temp)))) {
+            free(v);
+            ok = false;
+            break;
+        }
+        if (st == 1) {
+            clf__sb_printf(&epi->body, "    vstore%d((float%d)(%s), 0, b%u + %s);\n", vn, vn, v, b,
+                           clf__ix_str(&at, a, sizeof a));
+        } else {
+            clf__sb_printf(&epi->body, "    {\n        const float%d y = (float%d)(%s);\n", vn, vn, v);
+            for (int l = 0; l < vn; l++)
+                clf__sb_printf(&epi->body, "        b%u[clf_at_t%d(x, r + %du)] = y.%s;\n", b, at.temp, l,
+                               vec_lane(l));
+            clf__sb_puts(&epi->body, "    }\n");
+        }
+        free(v);
+    }
+    for (size_t s = 0; s < rc->nslots && ok; s++) {
+        if (rc->slots[s].dtype != CLF_F32) {
+            ok = false;
+            break;
+        }
+        clf__sb_printf(&load, "    v->l%zu = ", s);
+        ok = vec_load_expr(rc, &load, rc->slots[s].buffer, &rc->slots[s].index, vn);
+        clf__sb_puts(&load, ";\n");
+    }
+    for (int s = 0; s <= MAX_STAGES; s++)
+        ok = ok && !fn[s].failed && !fn[s].novec;
+    ok = ok && !rc->full_ix.failed;
+    if (ok) {
+        for (int i = 0; i < rc->ngathers; i++)
+            clf__sb_printf(out, "static inline IDX_T clf_at_t%d(IDX_T x, IDX_T r)\n{\n    CLF_FULL_INDEX\n    return t%d;\n}\n\n",
+                           rc->gathers[i], rc->gathers[i]);
+        clf__sb_puts(out, "typedef struct {\n");
+        for (size_t s = 0; s < rc->nslots; s++)
+            clf__sb_printf(out, "    float%d l%zu;\n", vn, s);
+        if (rc->nslots == 0)
+            clf__sb_puts(out, "    uchar unused;\n");
+        clf__sb_puts(out, "} clf_vvals;\n\n");
+        clf__sb_printf(out, "static inline void clf_vload(IDX_T x, IDX_T r, clf_vvals *v, CLF_PARAMS)\n{\n    "
+                            "CLF_FULL_INDEX\n%s}\n\n", clf__sb_str(&load));
+        for (int s = 0; s < nstages; s++) {
+            clf__sb_printf(out, "typedef struct {\n%s} clf_vacc%d;\n\n", clf__sb_str(&accs[s]), s);
+            clf__sb_printf(out, "static inline void clf_vinit%d(clf_vacc%d *a)\n{\n", s, s);
+            for (uint32_t i = 0; i < K->nops; i++) {
+                const clf__node *n = clf__graph_node(g, K->ops[i]);
+                if (n->kind == CLF__NODE_REDUCE && plan->stage[K->ops[i]] == s && plan->producer[K->ops[i]] == (int32_t)k)
+                    emit_acc_init(out, n, K->ops[i], CLF_F32, dbl);
+            }
+            clf__sb_printf(out, "}\n\nstatic inline void clf_vstep%d(clf_vacc%d *a, const clf_row *row, const clf_vvals *v, "
+                                "IDX_T x, IDX_T r, CLF_PARAMS)\n{\n    CLF_FULL_INDEX\n", s, s);
+            append_fn_body(out, &fn[s], false);
+            clf__sb_printf(out, "}\n\nstatic inline void clf_vcombine%d(clf_acc%d *a, const clf_vacc%d *b)\n{\n%s}\n\n", s,
+                           s, s, clf__sb_str(&lanes[s]));
+        }
+        if (has_epilogue) {
+            clf__sb_puts(out, "static inline void clf_vepilogue(const clf_row *row, const clf_vvals *v, IDX_T x, IDX_T r, "
+                              "CLF_PARAMS)\n{\n    CLF_FULL_INDEX\n");
+            append_fn_body(out, epi, false);
+            clf__sb_puts(out, "}\n\n");
+        }
+        ok = clf__sb_ok(out);
+    }
+    for (int s = 0; s <= MAX_STAGES; s++)
+        clf__cg_fn_free(&fn[s]);
+    for (int s = 0; s < MAX_STAGES; s++) {
+        clf__sb_free(&accs[s]);
+        clf__sb_free(&lanes[s]);
+    }
+    ok = ok && clf__sb_ok(&load);
+    clf__sb_free(&load);
+    return ok;
+}
+
 clf_status clf__codegen_reduction(const clf_graph *g, const clf__plan *plan, uint32_t k,
                                   const clf__codegen_target *target, clf__kernel_code *out, char *err,
                                   size_t errlen)
@@ -380,7 +669,7 @@ clf_status clf__codegen_reduction(const clf_graph *g, const clf__plan *plan, uin
     red_ctx rc = {.g = g, .plan = plan, .K = K};
     clf__cg_fn stage_fn[MAX_STAGES], epi_fn, row_fn;
     fn_ctx full_ctx, row_ctx;
-    clf__strbuf src = {0}, ops = {0}, accs[MAX_STAGES] = {{0}};
+    clf__strbuf src = {0}, ops = {0}, vdefs = {0}, accs[MAX_STAGES] = {{0}};
     int nstages = 0;
     bool has_epilogue = false, fns_ready = false;
     /* CPU devices with doubles sum f32 in double: as accurate as Kahan's
@@ -416,7 +705,13 @@ clf_status clf__codegen_reduction(const clf_graph *g, const clf__plan *plan, uin
     uint32_t on_m = 0, on_s = 0;
     size_t max_local_all = target->max_local ? target->max_local : 256;
     uint64_t lanes_cap = pow2_at_most(max_local_all < 1024 ? max_local_all : 1024);
-    const bool online = !target->cpu && (uint64_t)K->rlen > lanes_cap * CACHE_PER_LANE &&
+    const uint64_t env_cap = target->cpu ? 0 : gpu_lanes_cap_env();
+    uint64_t per_lane_budget = CACHE_PER_LANE;
+    if (env_cap && env_cap < lanes_cap) {
+        lanes_cap = env_cap;
+        per_lane_budget = MAX_CACHED_VALUES;
+    }
+    const bool online = !target->cpu && (uint64_t)K->rlen > lanes_cap * per_lane_budget &&
                         online_softmax_pair(g, plan, K, k, &on_m, &on_s);
     for (uint32_t i = 0; i < K->nops; i++) {
         uint32_t id = K->ops[i];
@@ -514,12 +809,15 @@ clf_status clf__codegen_reduction(const clf_graph *g, const clf__plan *plan, uin
     } else {
         uint64_t max_wg = pow2_at_most(max_local < 1024 ? max_local : 1024);
         wg = max_wg < 256 ? max_wg : 256;
+        uint64_t max_lanes = max_wg < lanes_cap ? max_wg : lanes_cap;
         if (nstages + (has_epilogue ? 1 : 0) > 1) {
             /* Several sweeps: keep the row in registers, at most
-             * CACHE_PER_LANE elements a lane, wider work-groups for long rows. */
+             * CACHE_PER_LANE elements a lane, wider work-groups for long rows
+             * (up to MAX_CACHED_VALUES a lane on fewer lanes under
+             * CLFUSE_GPU_RED_LANES_CAP). */
             lanes = pow2_at_least(((uint64_t)K->rlen + CACHE_PER_LANE - 1) / CACHE_PER_LANE);
-            if (lanes > max_wg)
-                lanes = max_wg;
+            if (lanes > max_lanes)
+                lanes = max_lanes;
             if (lanes > wg)
                 wg = lanes;
         } else {
@@ -570,6 +868,16 @@ clf_status clf__codegen_reduction(const clf_graph *g, const clf__plan *plan, uin
         }
     }
 
+    /* CPU devices: the vector loop where every value of the kernel has a
+     * vector form; the scalar loop takes the rest of each row. */
+    int vec = 1;
+    if (target->cpu && split == 1 && !online && (uint64_t)K->rlen >= CPU_VEC_MIN_RLEN) {
+        if (vector_form(&rc, k, full_ctx.x, &full, nstages, has_epilogue, dbl, CPU_VEC, &vdefs))
+            vec = CPU_VEC;
+        else
+            clf__sb_clear(&vdefs);
+    }
+
     out->name = clf__cg_kernel_name(g, K->ops, K->nops, cache ? "clf_per" : "clf_red", k);
     for (uint32_t i = 0; i < K->nops; i++)
         clf__sb_printf(&ops, i ? " %s" : "%s", clf__node_op_name(clf__graph_node(g, K->ops[i])));
@@ -587,7 +895,7 @@ clf_status clf__codegen_reduction(const clf_graph *g, const clf__plan *plan, uin
     if (target->cpu)
         clf__sb_printf(&src, "#define ROWS_PER_ITEM %lluu\n", (unsigned long long)rpi);
     if (target->cpu)
-        clf__sb_printf(&src, "#define ACCS %d\n", CPU_ACCUMULATORS);
+        clf__sb_printf(&src, "#define ACCS %d\n#define VEC %d\n#define VACCS %d\n", CPU_ACCUMULATORS, vec, CPU_VACCS);
     if (split > 1) {
         out->final_name = clf__malloc(strlen(out->name) + 8);
         if (!out->final_name)
@@ -689,6 +997,8 @@ clf_status clf__codegen_reduction(const clf_graph *g, const clf__plan *plan, uin
     clf__sb_puts(&src, "static inline void clf_rowout(const clf_row *row, IDX_T x, CLF_PARAMS)\n{\n");
     append_fn_body(&src, &row_fn, true);
     clf__sb_puts(&src, "}\n\n");
+    if (vec > 1)
+        clf__sb_puts(&src, clf__sb_str(&vdefs));
     (void)nres;
     const char *tname = split > 1 ? "split" : target->cpu ? "cpu" : "gpu";
     clf__sb_printf(&src, "/* ---- kernels_templates/reduction_%s.cl ---- */\n", tname);
@@ -720,5 +1030,6 @@ done:
     clf__free(rc.slots);
     clf__sb_free(&src);
     clf__sb_free(&ops);
+    clf__sb_free(&vdefs);
     return st;
 }
