@@ -347,6 +347,32 @@ START_TEST(few_long_rows_split)
 }
 END_TEST
 
+START_TEST(gpu_rows_past_the_end_stay_idle)
+{
+    /* Found by clfuse-fuzz (seed 1, index 22). A persistent GPU-style kernel
+     * (rows cached in registers) runs rows past the end of the tensor as
+     * idle lanes that only join the barriers: they load nothing, so their
+     * sweeps must not read the cache either. Sweeping up to RLEN instead of
+     * the lane's own length read uninitialised registers, which PoCL's
+     * optimiser may treat as undefined behaviour; here it corrupted the
+     * heap. Three rows of six: one work-group, most of its rows past the
+     * end. */
+    int64_t s[4] = {3, 1, 1, 6};
+    int64_t same[4] = {0, 1, 0, 6};
+    clf_graph *g = clf_graph_create();
+    e2e_inputs in = {0};
+    clf_tensor x = e2e_input(g, &in, "x", CLF_F32, 4, s, 0.25, 2);
+    clf_tensor y = clf_reshape(g, x, 4, same);
+    clf_graph_output(g, "y", y);
+    clf_graph_output(g, "amin", clf_argmin(g, y, -2, false, false));
+    clf_graph_output(g, "rms", clf_rms_norm(g, clf_sqrt(g, y), 3, 1e-5, CLF_TENSOR_INVALID));
+    for (int rep = 0; rep < 3; rep++)
+        check_all(g, &in, 3, 1e-5, 1e-6);
+    e2e_inputs_free(&in);
+    clf_graph_destroy(&g);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("reductions");
@@ -366,5 +392,6 @@ int main(void)
     tcase_add_test(tc, misaligned_reduction_reads_stay_correct);
     tcase_add_test(tc, online_softmax_edge_rows);
     suite_add_tcase(s, tc);
+    clf_test_add_case(s, "gpu_rows_past_the_end_stay_idle", gpu_rows_past_the_end_stay_idle);
     return clf_test_run_suite(s);
 }
