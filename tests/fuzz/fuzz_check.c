@@ -9,7 +9,7 @@
  * NaN matching NaN (any payload) and the sign of zero included. Any other
  * f32 output element w (reference) and g (device) must satisfy
  *
- *     |g - w| <= rtol * |w| + 1e-44 + 16 * max_k |w - w_k|
+ *     |g - w| <= rtol * (|w| + min(1, M)) + 1e-44 + 16 * max_k |w - w_k|
  *
  * where w_k are the reference's results on inputs perturbed by up to 4
  * ulp (relative 4 * 2^-23), which bounds the cancellation and
@@ -17,7 +17,10 @@
  * rtol = 4e-6 per inexact op on the longest path (pointwise math: exp,
  * log, div, pow, ... a few ulp each in OpenCL) or 1e-5 per op when a
  * reduction or composite lies upstream (sums in another order; softmax and
- * norms), capped at 1e-3. 1e-44 is a few denormal ulps. NaN must match NaN
+ * norms), capped at 1e-3. M is the generator's bound on the output's
+ * magnitude: results near 0 by cancellation (log of a sum near 1) keep
+ * their operands' absolute error, which perturbing inputs that are exactly
+ * 0 or small integers does not show. 1e-44 is a few denormal ulps. NaN must match NaN
  * and an infinity the same infinity, unless a perturbed reference run
  * changes the element's class (finite, infinite, NaN): then the element is
  * unstable and not compared. */
@@ -187,6 +190,10 @@ static bool compare_output(const fz_graph *G, const fz_io *io, int k, const void
     double rtol = per_op * (n->facts.depth > 0 ? n->facts.depth : 1);
     if (rtol > 1e-3)
         rtol = 1e-3;
+    /* An absolute term at the scale of the output's values (up to 1): a
+     * result near 0 by cancellation (log of a sum near 1, x - mean) keeps
+     * the absolute error of its operands. */
+    double scale = n->facts.mag < 1 ? n->facts.mag : 1;
     for (size_t i = 0; i < count; i++) {
         bool ok;
         double tol = 0;
@@ -208,7 +215,7 @@ static bool compare_output(const fz_graph *G, const fz_io *io, int k, const void
             } else if (isinf(w[i])) {
                 ok = g[i] == w[i];
             } else {
-                tol = rtol * fabs(w[i]) + 1e-44 + 16 * spread;
+                tol = rtol * (fabs(w[i]) + scale) + 1e-44 + 16 * spread;
                 ok = isfinite(g[i]) && fabs((double)g[i] - w[i]) <= tol;
             }
         }
