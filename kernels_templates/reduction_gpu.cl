@@ -48,7 +48,7 @@ static inline void clf_rowout(const clf_row *row, IDX_T x, CLF_PARAMS) { out0[x]
 #define CLF_SWEEP(body)                                                                            \
     _Pragma("unroll") for (int c = 0; c < CACHE; ++c) {                                                              \
         const IDX_T r = (IDX_T)lane + (IDX_T)c * (IDX_T)LANES;                                     \
-        if (r < RLEN) {                                                                            \
+        if (r < rlen) {                                                                            \
             const clf_vals v = cache[c];                                                           \
             body;                                                                                  \
         }                                                                                          \

@@ -538,6 +538,37 @@ START_TEST(larger_tensor)
 END_TEST
 
 
+START_TEST(bool_bytes_compare_as_truth_values)
+{
+    /* Found by clfuse-fuzz (seed 1, index 55): ne(logical_or(x, x), x) with
+     * x a bool byte of 2. A bool byte is true when non-zero, so eq and ne on
+     * bools compare truth values: or(2, 2) is 1, and 1 and 2 are both true.
+     * The kernels compared the bytes. */
+    int64_t n = 8;
+    clf_context *ctx = clf_test_context();
+    clf_graph *g = clf_graph_create();
+    e2e_inputs in = {0};
+    clf_tensor x = e2e_input(g, &in, "x", CLF_BOOL, 1, &n, 0, 1);
+    clf_tensor y = e2e_input(g, &in, "y", CLF_BOOL, 1, &n, 0, 1);
+    const uint8_t xb[8] = {0, 1, 2, 255, 0, 2, 7, 1}, yb[8] = {0, 2, 1, 1, 3, 0, 7, 0};
+    memcpy(e2e_data(&in, "x"), xb, sizeof xb);
+    memcpy(e2e_data(&in, "y"), yb, sizeof yb);
+    clf_tensor o = clf_logical_or(g, x, x);
+    clf_graph_output(g, "ne", clf_ne(g, o, x));
+    clf_graph_output(g, "eq", clf_eq(g, x, y));
+    clf_graph_output(g, "ne2", clf_ne(g, x, y));
+    e2e_run r;
+    e2e_check(ctx, g, &in, 0, 0, NULL, E2E_BOTH, &r);
+    const uint8_t want_ne[8] = {0}, want_eq[8] = {1, 1, 1, 1, 0, 0, 1, 0};
+    ck_assert_mem_eq(e2e_got(&r, "ne"), want_ne, 8);
+    ck_assert_mem_eq(e2e_got(&r, "eq"), want_eq, 8);
+    e2e_run_free(&r);
+    e2e_inputs_free(&in);
+    clf_graph_destroy(&g);
+    clf_context_destroy(&ctx);
+}
+END_TEST
+
 static Suite *ops_suite(void)
 {
     Suite *s = suite_create("ops");
@@ -555,7 +586,9 @@ static Suite *ops_suite(void)
     clf_test_add_case(s, "zero_size", zero_size);
     clf_test_add_case(s, "i32_edges", i32_edges);
     clf_test_add_case(s, "larger_tensor", larger_tensor);
+    clf_test_add_case(s, "bool_bytes_compare_as_truth_values", bool_bytes_compare_as_truth_values);
     return s;
 }
+
 
 int main(void) { return clf_test_run_suite(ops_suite()); }

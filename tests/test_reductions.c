@@ -446,6 +446,169 @@ START_TEST(gpu_lanes_cap_experiment)
 }
 END_TEST
 
+START_TEST(gpu_rows_past_the_end_stay_idle)
+{
+    /* Found by clfuse-fuzz (seed 1, index 22). A persistent GPU-style kernel
+     * (rows cached in registers) runs rows past the end of the tensor as
+     * idle lanes that only join the barriers: they load nothing, so their
+     * sweeps must not read the cache either. Sweeping up to RLEN instead of
+     * the lane's own length read uninitialised registers, which PoCL's
+     * optimiser may treat as undefined behaviour; here it corrupted the
+     * heap. Three rows of six: one work-group, most of its rows past the
+     * end. */
+    int64_t s[4] = {3, 1, 1, 6};
+    int64_t same[4] = {0, 1, 0, 6};
+    clf_graph *g = clf_graph_create();
+    e2e_inputs in = {0};
+    clf_tensor x = e2e_input(g, &in, "x", CLF_F32, 4, s, 0.25, 2);
+    clf_tensor y = clf_reshape(g, x, 4, same);
+    clf_graph_output(g, "y", y);
+    clf_graph_output(g, "amin", clf_argmin(g, y, -2, false, false));
+    clf_graph_output(g, "rms", clf_rms_norm(g, clf_sqrt(g, y), 3, 1e-5, CLF_TENSOR_INVALID));
+    for (int rep = 0; rep < 3; rep++)
+        check_all(g, &in, 3, 1e-5, 1e-6);
+    e2e_inputs_free(&in);
+    clf_graph_destroy(&g);
+}
+END_TEST
+
+/* Runs g (one f32 output "y" of n elements) fused with each kernel style
+ * and unfused, and checks every element against want (computed in f64):
+ * |got - want| <= atol + rtol * |want|. */
+static void check_against_f64(const clf_graph *g, const e2e_inputs *in, const double *want, size_t n, double rtol,
+                              double atol)
+{
+    clf_context *ctx = clf_test_context();
+    const clf_compile_params variants[3] = {{.kernel_style = CLF_KERNEL_STYLE_CPU},
+                                            {.kernel_style = CLF_KERNEL_STYLE_GPU},
+                                            {.disable_fusion = true}};
+    const char *names[3] = {"fused, CPU style", "fused, GPU style", "unfused"};
+    float *got = malloc(n * sizeof *got);
+    ck_assert_ptr_nonnull(got);
+    for (int v = 0; v < 3; v++) {
+        clf_executable *exe = NULL;
+        ck_assert_msg(clf_compile(ctx, g, &variants[v], &exe) == CLF_OK, "%s", clf_context_last_error(ctx));
+        clf_host_binding out = {"y", got};
+        ck_assert_int_eq(clf_run_host(exe, in->n, in->b, 1, &out), CLF_OK);
+        double worst = 0;
+        size_t at = 0;
+        for (size_t i = 0; i < n; i++) {
+            double excess = fabs(got[i] - want[i]) - (atol + rtol * fabs(want[i]));
+            if (!(excess <= worst)) {
+                worst = isnan(excess) ? INFINITY : excess;
+                at = i;
+            }
+        }
+        ck_assert_msg(worst <= 0, "%s: element %zu: got %.9g, f64 %.9g (tolerance %g + %g * |f64|)", names[v], at,
+                      (double)got[at], want[at], atol, rtol);
+        clf_executable_destroy(&exe);
+    }
+    free(got);
+    clf_context_destroy(&ctx);
+}
+
+START_TEST(long_mixed_sign_sum_and_mean_are_accurate)
+{
+    /* 10^7 values in [-1, 1): the sum nearly cancels, so its error is
+     * measured against the sum of magnitudes. Tolerance: |sum - f64| <=
+     * 1e-6 * sum|x| (an f32 sum in a naive order may be off by about
+     * 1e-7 * 10^7 = 1 times sum|x| in the worst case; the double or Kahan
+     * accumulators stay near 1e-7). The mean within 1e-6 * mean|x|. */
+    int64_t n = 10000000;
+    clf_graph *g = clf_graph_create();
+    e2e_inputs in = {0};
+    clf_tensor x = e2e_input(g, &in, "x", CLF_F32, 1, &n, -1.0, 1.0);
+    clf_graph_output(g, "y", clf_reduce_sum(g, x, 0, NULL, false));
+    const float *xd = e2e_data(&in, "x");
+    double exact = 0, mag = 0;
+    for (int64_t i = 0; i < n; i++) {
+        exact += xd[i];
+        mag += fabs(xd[i]);
+    }
+    check_against_f64(g, &in, &exact, 1, 0, 1e-6 * mag);
+    clf_graph_destroy(&g);
+    g = clf_graph_create();
+    x = clf_input(g, "x", CLF_F32, 1, &n);
+    clf_graph_output(g, "y", clf_reduce_mean(g, x, 0, NULL, false));
+    double mean = exact / (double)n;
+    check_against_f64(g, &in, &mean, 1, 0, 1e-6 * mag / (double)n);
+    e2e_inputs_free(&in);
+    clf_graph_destroy(&g);
+}
+END_TEST
+
+START_TEST(softmax_of_large_magnitude_rows_is_accurate)
+{
+    /* Rows offset by 1e6, 1e4 and -1e6 with a spread of +-40 around the
+     * offset, and one row of values up to 1e30 in magnitude (one-hot
+     * softmax). Against softmax computed in f64 from the same floats:
+     * rtol 1e-5 (x - max is exact in float here, Sterbenz; exp and the sum
+     * add a few ulp) plus atol 1e-30 for the underflowed tail. */
+    enum { R = 4, C = 999 };
+    int64_t s[2] = {R, C};
+    const double offset[R] = {1e6, 1e4, -1e6, 0};
+    clf_graph *g = clf_graph_create();
+    e2e_inputs in = {0};
+    clf_tensor x = e2e_input(g, &in, "x", CLF_F32, 2, s, -40, 40);
+    float *xd = e2e_data(&in, "x");
+    for (int r = 0; r < R; r++)
+        for (int c = 0; c < C; c++)
+            xd[r * C + c] = r == 3 ? (float)(xd[r * C + c] * 2.5e28) : (float)(xd[r * C + c] + offset[r]);
+    clf_graph_output(g, "y", clf_softmax(g, x, -1));
+    double *want = malloc(sizeof(double) * R * C);
+    ck_assert_ptr_nonnull(want);
+    for (int r = 0; r < R; r++) {
+        double m = -INFINITY, sum = 0;
+        for (int c = 0; c < C; c++)
+            m = fmax(m, xd[r * C + c]);
+        for (int c = 0; c < C; c++)
+            sum += exp((double)xd[r * C + c] - m);
+        for (int c = 0; c < C; c++)
+            want[r * C + c] = exp((double)xd[r * C + c] - m) / sum;
+    }
+    check_against_f64(g, &in, want, R * C, 1e-5, 1e-30);
+    free(want);
+    e2e_inputs_free(&in);
+    clf_graph_destroy(&g);
+}
+END_TEST
+
+START_TEST(layer_norm_of_rows_with_a_large_mean_is_accurate)
+{
+    /* Rows of mean about 1e4 and standard deviation about 1: a variance
+     * computed as E[x^2] - E[x]^2 in float would lose every digit
+     * (1e8 - 1e8). Against layer norm in f64 from the same floats:
+     * atol 2e-3, rtol 1e-4. The mean rounded to float is off by up to half
+     * an ulp of 1e4 (4.9e-4), which shifts every normalised value by that
+     * much over a standard deviation of 1; twice that covers it and the
+     * variance's own rounding. */
+    enum { R = 4, C = 1024 };
+    int64_t s[2] = {R, C};
+    clf_graph *g = clf_graph_create();
+    e2e_inputs in = {0};
+    clf_tensor x = e2e_input(g, &in, "x", CLF_F32, 2, s, 1e4 - 1.732, 1e4 + 1.732);
+    const float *xd = e2e_data(&in, "x");
+    clf_graph_output(g, "y", clf_layer_norm(g, x, 1, 1e-5, CLF_TENSOR_INVALID, CLF_TENSOR_INVALID));
+    double *want = malloc(sizeof(double) * R * C);
+    ck_assert_ptr_nonnull(want);
+    for (int r = 0; r < R; r++) {
+        double mean = 0, var = 0;
+        for (int c = 0; c < C; c++)
+            mean += xd[r * C + c];
+        mean /= C;
+        for (int c = 0; c < C; c++)
+            var += (xd[r * C + c] - mean) * (xd[r * C + c] - mean);
+        var /= C;
+        for (int c = 0; c < C; c++)
+            want[r * C + c] = (xd[r * C + c] - mean) / sqrt(var + 1e-5);
+    }
+    check_against_f64(g, &in, want, R * C, 1e-4, 2e-3);
+    free(want);
+    e2e_inputs_free(&in);
+    clf_graph_destroy(&g);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("reductions");
@@ -468,5 +631,10 @@ int main(void)
     tcase_add_test(tc, cpu_vector_loop_gathers);
     tcase_add_test(tc, gpu_lanes_cap_experiment);
     suite_add_tcase(s, tc);
+    clf_test_add_case(s, "gpu_rows_past_the_end_stay_idle", gpu_rows_past_the_end_stay_idle);
+    clf_test_add_case(s, "long_mixed_sign_sum_and_mean_are_accurate", long_mixed_sign_sum_and_mean_are_accurate);
+    clf_test_add_case(s, "softmax_of_large_magnitude_rows_is_accurate", softmax_of_large_magnitude_rows_is_accurate);
+    clf_test_add_case(s, "layer_norm_of_rows_with_a_large_mean_is_accurate",
+                      layer_norm_of_rows_with_a_large_mean_is_accurate);
     return clf_test_run_suite(s);
 }

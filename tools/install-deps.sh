@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # Installs what building and testing libclfuse needs on Debian 12 (as root):
 # compilers and build tools, the OpenCL ICD loader and headers, PoCL as the
-# CPU OpenCL device, and Check for the tests.
+# CPU OpenCL device, Check for the tests, and oclgrind (the OpenCL simulator
+# the oclgrind test runs every kernel template family under).
 set -euo pipefail
 
 packages=(
   gcc g++ meson ninja-build pkg-config python3 python3-numpy binutils
   ocl-icd-opencl-dev opencl-headers pocl-opencl-icd clinfo
   check libsubunit-dev
+  oclgrind
 )
 export DEBIAN_FRONTEND=noninteractive
 apt-get update

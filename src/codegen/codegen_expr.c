@@ -161,8 +161,10 @@ static const char *binary_format(clf_binary_op op, clf_dtype dt)
         return dt == CLF_I32 ? "max($1, $2)" : "(($1 > $2 || isnan($1)) ? $1 : $2)";
     case CLF_BINARY_MINIMUM:
         return dt == CLF_I32 ? "min($1, $2)" : "(($1 < $2 || isnan($1)) ? $1 : $2)";
-    case CLF_BINARY_EQ: return "(uchar)($1 == $2)";
-    case CLF_BINARY_NE: return "(uchar)($1 != $2)";
+    /* A bool byte is true when non-zero (2 and 1 are both true), so bools
+     * compare as truth values, not as bytes. */
+    case CLF_BINARY_EQ: return dt == CLF_BOOL ? "(uchar)(!$1 == !$2)" : "(uchar)($1 == $2)";
+    case CLF_BINARY_NE: return dt == CLF_BOOL ? "(uchar)(!$1 != !$2)" : "(uchar)($1 != $2)";
     case CLF_BINARY_LT: return "(uchar)($1 < $2)";
     case CLF_BINARY_LE: return "(uchar)($1 <= $2)";
     case CLF_BINARY_GT: return "(uchar)($1 > $2)";

@@ -440,7 +440,7 @@ static clf_status staging_buffer(clf_executable *e, clf__staging *s, const clf__
     if (s->mem[io->buffer] || io->bytes == 0)
         return CLF_OK;
     cl_int err;
-    s->mem[io->buffer] = clCreateBuffer(e->ctx->cl, is_input ? CL_MEM_READ_ONLY : CL_MEM_WRITE_ONLY,
+    s->mem[io->buffer] = clCreateBuffer(e->ctx->cl, is_input ? CL_MEM_READ_ONLY : CL_MEM_READ_WRITE,
                                         (size_t)io->bytes, NULL, &err);
     if (!s->mem[io->buffer])
         return clf__ctx_fail(e->ctx, clf__cl_status(err), "clf_run_host: clCreateBuffer for \"%s\" (%llu bytes): %s",

@@ -1,0 +1,316 @@
+/* The fuzzer's oracle: input data by profile, the reference run (and two
+ * runs on slightly perturbed inputs that measure how sensitive each output
+ * element is), the device runs, and the NaN-aware comparison.
+ *
+ * TOLERANCES. An output whose every op is one that each correct device
+ * rounds exactly as the reference does (fz_facts.exact: integer and bool
+ * ops, movement, comparisons, where, clip, max/min, floor/ceil/sign,
+ * casts, and f32 add/sub/mul of exact operands) must match bit for bit,
+ * NaN matching NaN (any payload) and the sign of zero included. Any other
+ * f32 output element w (reference) and g (device) must satisfy
+ *
+ *     |g - w| <= rtol * (|w| + min(1, M)) + 1e-44 + 16 * max_k |w - w_k|
+ *
+ * where w_k are the reference's results on inputs perturbed by up to 4
+ * ulp (relative 4 * 2^-23), which bounds the cancellation and
+ * ill-conditioning that a few ulp of device math may amplify, and
+ * rtol = 4e-6 per inexact op on the longest path (pointwise math: exp,
+ * log, div, pow, ... a few ulp each in OpenCL) or 1e-5 per op when a
+ * reduction or composite lies upstream (sums in another order; softmax and
+ * norms), capped at 1e-3. M is the generator's bound on the output's
+ * magnitude: results near 0 by cancellation (log of a sum near 1) keep
+ * their operands' absolute error, which perturbing inputs that are exactly
+ * 0 or small integers does not show. 1e-44 is a few denormal ulps. NaN must match NaN
+ * and an infinity the same infinity, unless a perturbed reference run
+ * changes the element's class (finite, infinite, NaN): then the element is
+ * unstable and not compared. */
+#include <float.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fuzz.h"
+
+#define NPERTURB 2
+
+typedef struct fz_io {
+    int ninputs, noutputs;
+    clf_host_binding in[FZ_MAX_NODES];
+    clf_host_binding in_p[NPERTURB][FZ_MAX_NODES];
+    int in_node[FZ_MAX_NODES];
+    clf_host_binding out_want[FZ_MAX_NODES];
+    clf_host_binding out_pert[NPERTURB][FZ_MAX_NODES];
+    clf_host_binding out_got[FZ_MAX_NODES];
+    clf_host_binding out_unfused[FZ_MAX_NODES];
+    int out_node[FZ_MAX_NODES];
+    size_t out_numel[FZ_MAX_NODES];
+    char names[FZ_MAX_NODES][16];
+    char onames[FZ_MAX_NODES][16];
+} fz_io;
+
+static float special_f32(fz_rng *r)
+{
+    static const float values[] = {NAN,     -NAN,     INFINITY, -INFINITY, 0.0f,  -0.0f, 1e-40f,
+                                   -3e-39f, 1.4e-45f, 1e30f,    -1e30f,    1e-38f, 2.0f, -2.0f};
+    return values[fz_below(r, sizeof values / sizeof values[0])];
+}
+
+static void fill(const fz_node *n, void *p, size_t count)
+{
+    fz_rng r = {n->data_seed};
+    for (size_t i = 0; i < count; i++) {
+        double u = fz_unit(&r);
+        if (n->dt == CLF_F32) {
+            float *f = p, v;
+            double sign = fz_chance(&r, 0.5) ? -1 : 1;
+            switch (n->profile) {
+            case FZ_PROF_POSITIVE: v = (float)(0.125 + 3.875 * u); break;
+            case FZ_PROF_INTEGERS: v = (float)((int)fz_below(&r, 9) - 4); break;
+            case FZ_PROF_SPECIAL: v = fz_chance(&r, 0.3) ? special_f32(&r) : (float)(4 * u - 2); break;
+            case FZ_PROF_LARGE: v = (float)(sign * pow(10, 20 + 10 * u)); break;
+            case FZ_PROF_TINY: v = (float)(sign * pow(10, -45 + 9 * u)); break;
+            default: v = (float)(4 * u - 2); break;
+            }
+            f[i] = v;
+        } else if (n->dt == CLF_I32) {
+            static const int32_t edges[] = {INT32_MIN, INT32_MAX, 0, -1, 1, INT32_MIN + 1};
+            int32_t *q = p;
+            if (n->profile == FZ_PROF_SPECIAL)
+                q[i] = fz_chance(&r, 0.5) ? edges[fz_below(&r, 6)] : (int32_t)(uint32_t)fz_next(&r);
+            else
+                q[i] = (int32_t)fz_below(&r, 11) - 5;
+        } else {
+            uint8_t *b = p;
+            if (n->profile == FZ_PROF_SPECIAL)
+                b[i] = fz_chance(&r, 0.5) ? 0 : (uint8_t)(1 + fz_below(&r, 255));
+            else
+                b[i] = (uint8_t)fz_below(&r, 2);
+        }
+    }
+}
+
+/* A copy of f32 data with every finite non-zero value moved by up to 4 ulp. */
+static void perturb(const float *src, float *dst, size_t count, uint64_t seed)
+{
+    fz_rng r = {seed};
+    for (size_t i = 0; i < count; i++) {
+        float v = src[i];
+        if (isfinite(v) && v != 0)
+            v = (float)(v * (1.0 + (2 * fz_unit(&r) - 1) * 4.0 * FLT_EPSILON));
+        dst[i] = v;
+    }
+}
+
+static void io_free(fz_io *io)
+{
+    for (int i = 0; i < io->ninputs; i++) {
+        free(io->in[i].data);
+        for (int k = 0; k < NPERTURB; k++)
+            free(io->in_p[k][i].data);
+    }
+    for (int i = 0; i < io->noutputs; i++) {
+        free(io->out_want[i].data);
+        free(io->out_got[i].data);
+        free(io->out_unfused[i].data);
+        for (int k = 0; k < NPERTURB; k++)
+            free(io->out_pert[k][i].data);
+    }
+}
+
+static bool io_alloc(fz_graph *G, fz_io *io)
+{
+    memset(io, 0, sizeof *io);
+    for (int i = 0; i < G->n; i++) {
+        fz_node *n = &G->node[i];
+        size_t count = 1;
+        for (int d = 0; d < n->orank; d++)
+            count *= (size_t)n->oshape[d];
+        size_t bytes = count * clf_dtype_size(n->odt) + 1;
+        if (n->family == FZ_FAM_INPUT) {
+            int k = io->ninputs++;
+            snprintf(io->names[k], sizeof io->names[k], "x%d", i);
+            io->in_node[k] = i;
+            io->in[k] = (clf_host_binding){io->names[k], malloc(bytes)};
+            if (!io->in[k].data)
+                return false;
+            fill(n, io->in[k].data, count);
+            for (int p = 0; p < NPERTURB; p++) {
+                io->in_p[p][k] = (clf_host_binding){io->names[k], malloc(bytes)};
+                if (!io->in_p[p][k].data)
+                    return false;
+                if (n->dt == CLF_F32)
+                    perturb(io->in[k].data, io->in_p[p][k].data, count, n->data_seed + 1 + (uint64_t)p);
+                else
+                    memcpy(io->in_p[p][k].data, io->in[k].data, bytes);
+            }
+        }
+        if (n->output) {
+            int k = io->noutputs++;
+            snprintf(io->onames[k], sizeof io->onames[k], "v%d", i);
+            io->out_node[k] = i;
+            io->out_numel[k] = count;
+            clf_host_binding *all[] = {&io->out_want[k], &io->out_got[k], &io->out_unfused[k],
+                                       &io->out_pert[0][k], &io->out_pert[1][k]};
+            _Static_assert(NPERTURB == 2, "bindings listed above");
+            for (size_t j = 0; j < sizeof all / sizeof all[0]; j++) {
+                *all[j] = (clf_host_binding){io->onames[k], malloc(bytes)};
+                if (!all[j]->data)
+                    return false;
+                memset(all[j]->data, 0xff, bytes);
+            }
+        }
+    }
+    return true;
+}
+
+static int fclass(float v) { return isnan(v) ? 2 : isinf(v) ? 1 : 0; }
+
+/* Compares one output of a device run (got) with want; "label" names the
+ * variant. Returns false with a description in why. */
+static bool compare_output(const fz_graph *G, const fz_io *io, int k, const void *got, const void *want,
+                           const char *label, const char *against, char *why, size_t cap)
+{
+    const fz_node *n = &G->node[io->out_node[k]];
+    size_t count = io->out_numel[k];
+    if (n->odt != CLF_F32) {
+        size_t es = clf_dtype_size(n->odt);
+        for (size_t i = 0; i < count; i++)
+            if (memcmp((const char *)got + i * es, (const char *)want + i * es, es)) {
+                long long g = n->odt == CLF_I32 ? ((const int32_t *)got)[i] : ((const uint8_t *)got)[i];
+                long long w = n->odt == CLF_I32 ? ((const int32_t *)want)[i] : ((const uint8_t *)want)[i];
+                snprintf(why, cap, "%s output v%d (%s, %zu elements), element %zu: got %lld, %s %lld", label,
+                         io->out_node[k], clf_dtype_name(n->odt), count, i, g, against, w);
+                return false;
+            }
+        return true;
+    }
+    const float *g = got, *w = want;
+    bool exact = n->facts.exact;
+    double per_op = n->facts.reduced ? 1e-5 : 4e-6;
+    double rtol = per_op * (n->facts.depth > 0 ? n->facts.depth : 1);
+    if (rtol > 1e-3)
+        rtol = 1e-3;
+    /* An absolute term at the scale of the output's values (up to 1): a
+     * result near 0 by cancellation (log of a sum near 1, x - mean) keeps
+     * the absolute error of its operands. */
+    double scale = n->facts.mag < 1 ? n->facts.mag : 1;
+    for (size_t i = 0; i < count; i++) {
+        bool ok;
+        double tol = 0;
+        if (exact) {
+            ok = (isnan(g[i]) && isnan(w[i])) || (g[i] == w[i] && signbit(g[i]) == signbit(w[i]));
+        } else {
+            bool unstable = false;
+            double spread = 0;
+            for (int p = 0; p < NPERTURB; p++) {
+                float q = ((const float *)io->out_pert[p][k].data)[i];
+                unstable |= fclass(q) != fclass(w[i]);
+                if (fclass(q) == 0 && fclass(w[i]) == 0 && fabs((double)q - w[i]) > spread)
+                    spread = fabs((double)q - w[i]);
+            }
+            if (unstable)
+                continue;
+            if (isnan(w[i])) {
+                ok = isnan(g[i]);
+            } else if (isinf(w[i])) {
+                ok = g[i] == w[i];
+            } else {
+                tol = rtol * (fabs(w[i]) + scale) + 1e-44 + 16 * spread;
+                ok = isfinite(g[i]) && fabs((double)g[i] - w[i]) <= tol;
+            }
+        }
+        if (!ok) {
+            snprintf(why, cap,
+                     "%s output v%d (f32, %zu elements, %s), element %zu: got %.9g, %s %.9g (tolerance %.3g)", label,
+                     io->out_node[k], count, exact ? "exact" : "inexact", i, (double)g[i], against, (double)w[i],
+                     tol);
+            return false;
+        }
+    }
+    return true;
+}
+
+/* Compiles and runs one variant into io->out_got (or out_unfused), then
+ * compares with the reference. */
+static bool run_variant(clf_context *ctx, const fz_graph *G, const clf_graph *g, fz_io *io,
+                        const clf_compile_params *p, const char *label, bool into_unfused, char *why, size_t cap)
+{
+    clf_executable *exe = NULL;
+    clf_status st = clf_compile(ctx, g, p, &exe);
+    if (st != CLF_OK) {
+        snprintf(why, cap, "%s: clf_compile: %s: %.400s", label, clf_status_name(st), clf_context_last_error(ctx));
+        return false;
+    }
+    clf_host_binding *outs = into_unfused ? io->out_unfused : io->out_got;
+    clf_host_binding bind[FZ_MAX_NODES];
+    for (int k = 0; k < io->noutputs; k++) {
+        size_t bytes = io->out_numel[k] * clf_dtype_size(G->node[io->out_node[k]].odt);
+        memset(outs[k].data, 0xff, bytes);
+        bind[k] = (clf_host_binding){outs[k].name, bytes ? outs[k].data : NULL};
+    }
+    st = clf_run_host(exe, (size_t)io->ninputs, io->in, (size_t)io->noutputs, bind);
+    bool ok = true;
+    if (st != CLF_OK) {
+        snprintf(why, cap, "%s: clf_run_host: %s: %.400s", label, clf_status_name(st), clf_context_last_error(ctx));
+        ok = false;
+    }
+    for (int k = 0; ok && k < io->noutputs; k++)
+        ok = compare_output(G, io, k, outs[k].data, io->out_want[k].data, label, "reference", why, cap);
+    clf_executable_destroy(&exe);
+    return ok;
+}
+
+static bool has_reduction(const fz_graph *G)
+{
+    for (int i = 0; i < G->n; i++)
+        if (fz_families[G->node[i].family].tol == FZ_TOL_REDUCTION || G->node[i].family == FZ_FAM_ARG)
+            return true;
+    return false;
+}
+
+fz_verdict fz_check(clf_context *ctx, fz_graph *G, const fz_options *o, char *why, size_t cap)
+{
+    fz_built b;
+    char msg[512];
+    why[0] = 0;
+    if (!fz_build(G, &b, msg, sizeof msg)) {
+        clf_graph_destroy(&b.g);
+        snprintf(why, cap, "the builder refused the graph: %s", msg);
+        return FZ_INVALID; /* the generator's or shrinker's doing, not a finding */
+    }
+    fz_io io;
+    bool ok = io_alloc(G, &io);
+    if (!ok) {
+        snprintf(why, cap, "out of host memory");
+        io_free(&io);
+        clf_graph_destroy(&b.g);
+        return FZ_INVALID;
+    }
+    clf_status st = clf_reference_run(b.g, (size_t)io.ninputs, io.in, (size_t)io.noutputs, io.out_want, msg, sizeof msg);
+    for (int p = 0; st == CLF_OK && p < NPERTURB; p++)
+        st = clf_reference_run(b.g, (size_t)io.ninputs, io.in_p[p], (size_t)io.noutputs, io.out_pert[p], msg,
+                               sizeof msg);
+    if (st != CLF_OK) {
+        snprintf(why, cap, "clf_reference_run: %s: %s", clf_status_name(st), msg);
+        ok = false;
+        goto done;
+    }
+    ok = run_variant(ctx, G, b.g, &io, NULL, "fused", false, why, cap);
+    if (ok && o->unfused) {
+        ok = run_variant(ctx, G, b.g, &io, clf_compile_params(.disable_fusion = true), "unfused", true, why, cap);
+        /* Fused against unfused, with the reference's tolerances. */
+        for (int k = 0; ok && k < io.noutputs; k++)
+            ok = compare_output(G, &io, k, io.out_got[k].data, io.out_unfused[k].data, "fused", "unfused", why, cap);
+    }
+    if (ok && o->styles && has_reduction(G)) {
+        ok = run_variant(ctx, G, b.g, &io, clf_compile_params(.kernel_style = CLF_KERNEL_STYLE_CPU), "fused (CPU style)",
+                         false, why, cap);
+        if (ok)
+            ok = run_variant(ctx, G, b.g, &io, clf_compile_params(.kernel_style = CLF_KERNEL_STYLE_GPU),
+                             "fused (GPU style)", false, why, cap);
+    }
+done:
+    io_free(&io);
+    clf_graph_destroy(&b.g);
+    return ok ? FZ_PASS : FZ_FAIL;
+}

@@ -1,0 +1,1515 @@
+/* The fuzzer's op-family table: for each family, how the generator picks
+ * operands and a recipe (respecting each op's numeric domain through
+ * fz_facts), how the recipe becomes builder calls, and how the node is
+ * written as ONNX text. Also the generator's driver and the printers. */
+#include <float.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fuzz.h"
+
+#define BIG 3.0e38 /* a magnitude bound meaning "may overflow float" */
+
+struct fz_gen {
+    fz_rng r;
+    fz_graph *G;
+};
+
+/* ---- Random numbers ----------------------------------------------------- */
+
+uint64_t fz_next(fz_rng *r)
+{
+    uint64_t z = (r->s += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+uint32_t fz_below(fz_rng *r, uint32_t n) { return n ? (uint32_t)(fz_next(r) % n) : 0; }
+
+double fz_unit(fz_rng *r) { return (double)(fz_next(r) >> 11) / 9007199254740992.0; }
+
+bool fz_chance(fz_rng *r, double p) { return fz_unit(r) < p; }
+
+/* ---- Shapes --------------------------------------------------------------- */
+
+static int64_t numel_of(int rank, const int64_t *shape)
+{
+    int64_t n = 1;
+    for (int i = 0; i < rank; i++)
+        n *= shape[i];
+    return n;
+}
+
+static int64_t node_numel(const fz_node *n) { return numel_of(n->orank, n->oshape); }
+
+/* numpy broadcasting of two shapes into out; false when they do not. */
+static bool broadcast(int ra, const int64_t *a, int rb, const int64_t *b, int *ro, int64_t *out)
+{
+    int r = ra > rb ? ra : rb;
+    for (int i = 0; i < r; i++) {
+        int64_t x = i < r - ra ? 1 : a[i - (r - ra)];
+        int64_t y = i < r - rb ? 1 : b[i - (r - rb)];
+        if (x != y && x != 1 && y != 1)
+            return false;
+        out[i] = x == 1 ? y : x;
+    }
+    *ro = r;
+    return true;
+}
+
+static bool broadcasts(const fz_node *a, const fz_node *b)
+{
+    int r;
+    int64_t s[CLF_MAX_RANK * 2];
+    return broadcast(a->orank, a->oshape, b->orank, b->oshape, &r, s);
+}
+
+static int64_t random_extent(fz_rng *r)
+{
+    uint32_t k = fz_below(r, 100);
+    if (k < 4)
+        return 0;
+    if (k < 30)
+        return 1;
+    if (k < 90)
+        return 2 + fz_below(r, 6);
+    return 8 + fz_below(r, 33);
+}
+
+static int random_rank(fz_rng *r)
+{
+    static const int weights[FZ_MAX_RANK + 1] = {8, 20, 26, 20, 12, 8, 6};
+    uint32_t k = fz_below(r, 100);
+    for (int i = 0; i <= FZ_MAX_RANK; i++) {
+        if (k < (uint32_t)weights[i])
+            return i;
+        k -= (uint32_t)weights[i];
+    }
+    return 2;
+}
+
+/* Keeps a shape under FZ_MAX_NUMEL by shrinking its largest extents. */
+static void cap_shape(int rank, int64_t *shape)
+{
+    while (numel_of(rank, shape) > FZ_MAX_NUMEL) {
+        int big = 0;
+        for (int i = 1; i < rank; i++)
+            if (shape[i] > shape[big])
+                big = i;
+        shape[big] = (shape[big] + 1) / 2;
+    }
+}
+
+/* ---- Facts of leaves ------------------------------------------------------- */
+
+static fz_facts leaf_facts(clf_dtype dt, fz_profile p)
+{
+    fz_facts f = {.mag = 2, .exact = true};
+    if (dt == CLF_I32) {
+        f.mag = p == FZ_PROF_SPECIAL ? 2147483648.0 : 5;
+        return f;
+    }
+    if (dt == CLF_BOOL) {
+        f.mag = 255;
+        f.nonneg = true;
+        return f;
+    }
+    switch (p) {
+    case FZ_PROF_POSITIVE: f.mag = 4; f.nonneg = true; break;
+    case FZ_PROF_INTEGERS: f.mag = 4; break;
+    case FZ_PROF_SPECIAL: f.mag = 1e30; f.special = true; break;
+    case FZ_PROF_LARGE: f.mag = 1e30; break;
+    case FZ_PROF_TINY: f.mag = 1e-36; break;
+    default: break;
+    }
+    return f;
+}
+
+/* ---- Generator helpers ------------------------------------------------------ */
+
+static fz_node *new_node(fz_gen *G)
+{
+    fz_graph *g = G->G;
+    if (g->n >= FZ_MAX_NODES)
+        return NULL;
+    fz_node *n = &g->node[g->n++];
+    memset(n, 0, sizeof *n);
+    return n;
+}
+
+static fz_profile random_profile(fz_rng *r, clf_dtype dt)
+{
+    if (dt == CLF_BOOL || dt == CLF_I32)
+        return fz_chance(r, 0.25) ? FZ_PROF_SPECIAL : FZ_PROF_NORMAL;
+    static const fz_profile pick[] = {FZ_PROF_NORMAL,  FZ_PROF_NORMAL, FZ_PROF_NORMAL, FZ_PROF_POSITIVE,
+                                      FZ_PROF_INTEGERS, FZ_PROF_INTEGERS, FZ_PROF_SPECIAL, FZ_PROF_SPECIAL,
+                                      FZ_PROF_LARGE,   FZ_PROF_TINY};
+    return pick[fz_below(r, sizeof pick / sizeof pick[0])];
+}
+
+/* Appends a graph input; returns its index or -1 when the graph is full. */
+static int add_input(fz_gen *G, clf_dtype dt, int rank, const int64_t *shape)
+{
+    fz_node *n = new_node(G);
+    if (!n)
+        return -1;
+    n->family = FZ_FAM_INPUT;
+    n->dt = n->odt = dt;
+    n->rank = n->orank = rank;
+    memcpy(n->shape, shape, sizeof(int64_t) * (size_t)rank);
+    memcpy(n->oshape, shape, sizeof(int64_t) * (size_t)rank);
+    n->profile = random_profile(&G->r, dt);
+    n->data_seed = fz_next(&G->r);
+    n->facts = leaf_facts(dt, n->profile);
+    return (int)(n - G->G->node);
+}
+
+static int add_scalar(fz_gen *G, clf_dtype dt)
+{
+    static const double f32_values[] = {0, 1, -1, 0.5, 2, 3, -2.5, 1e-3, 1e30, 1e-40};
+    fz_node *n = new_node(G);
+    if (!n)
+        return -1;
+    n->family = FZ_FAM_SCALAR;
+    n->dt = n->odt = dt;
+    n->orank = 0;
+    if (dt == CLF_F32)
+        n->lo = f32_values[fz_below(&G->r, sizeof f32_values / sizeof f32_values[0])];
+    else if (dt == CLF_I32)
+        n->lo = (double)((int)fz_below(&G->r, 9) - 4);
+    else
+        n->lo = fz_below(&G->r, 2);
+    n->facts = (fz_facts){.mag = fabs(n->lo), .exact = true, .nonneg = n->lo >= 0};
+    return (int)(n - G->G->node);
+}
+
+/* A shape that broadcasts against `like`: leading axes dropped, some
+ * extents replaced by 1. */
+static int broadcast_partner(fz_gen *G, const fz_node *like, int64_t *shape)
+{
+    int rank = like->orank;
+    int drop = rank && fz_chance(&G->r, 0.3) ? (int)fz_below(&G->r, (uint32_t)rank + 1) : 0;
+    for (int i = drop; i < rank; i++)
+        shape[i - drop] = fz_chance(&G->r, 0.25) ? 1 : like->oshape[i];
+    return rank - drop;
+}
+
+typedef bool (*fz_pred)(const fz_node *n, const void *arg);
+
+/* A random existing node satisfying pred (recent ones more often); -1 if
+ * none. */
+static int pick_node(fz_gen *G, fz_pred pred, const void *arg)
+{
+    fz_graph *g = G->G;
+    int cand[FZ_MAX_NODES], nc = 0;
+    for (int i = 0; i < g->n; i++)
+        if (pred(&g->node[i], arg))
+            cand[nc++] = i;
+    if (!nc)
+        return -1;
+    if (fz_chance(&G->r, 0.5))
+        return cand[nc - 1];
+    return cand[fz_below(&G->r, (uint32_t)nc)];
+}
+
+static bool any_node(const fz_node *n, const void *arg) { return n->family != FZ_FAM_SCALAR; }
+
+typedef struct partner_want {
+    const fz_node *like;
+    clf_dtype dt;
+    bool exact;
+} partner_want;
+
+static bool is_partner(const fz_node *n, const void *arg)
+{
+    const partner_want *w = arg;
+    return n->odt == w->dt && broadcasts(n, w->like) && (!w->exact || n->facts.exact);
+}
+
+/* An operand of dtype dt that broadcasts with `like`: an existing node, a
+ * scalar constant or a new input; -1 when the graph is full. */
+static int partner(fz_gen *G, int like, clf_dtype dt, bool exact)
+{
+    uint32_t k = fz_below(&G->r, 10);
+    if (k < 5) {
+        partner_want w = {&G->G->node[like], dt, exact};
+        int p = pick_node(G, is_partner, &w);
+        if (p >= 0)
+            return p;
+    }
+    if (k == 5)
+        return add_scalar(G, dt);
+    int64_t shape[FZ_MAX_RANK];
+    int rank = broadcast_partner(G, &G->G->node[like], shape);
+    return add_input(G, dt, rank, shape);
+}
+
+static fz_facts inexact(fz_facts f)
+{
+    f.exact = false;
+    f.depth++;
+    return f;
+}
+
+/* ---- Families: leaves ----------------------------------------------------- */
+
+static clf_tensor build_scalar(clf_graph *g, fz_node *n, const clf_tensor *in, fz_node *const *args)
+{
+    return clf_scalar(g, n->dt, n->lo);
+}
+
+static const char *onnx_type(clf_dtype dt) { return dt == CLF_F32 ? "float" : dt == CLF_I32 ? "int32" : "bool"; }
+
+static void onnx_double(FILE *f, double v)
+{
+    if (isnan(v))
+        fputs("nan", f);
+    else if (isinf(v))
+        fputs(v > 0 ? "inf" : "-inf", f);
+    else
+        fprintf(f, "%.9g", v);
+}
+
+static bool onnx_scalar(FILE *f, const fz_graph *G, int i)
+{
+    const fz_node *n = &G->node[i];
+    /* Declared as an initializer by fz_print_onnx; nothing to compute. */
+    (void)f;
+    (void)n;
+    return true;
+}
+
+/* ---- Families: pointwise -------------------------------------------------- */
+
+static bool pick_unary(fz_gen *G, fz_node *n)
+{
+    int x = pick_node(G, any_node, NULL);
+    if (x < 0)
+        return false;
+    const fz_node *a = &G->G->node[x];
+    fz_facts f = a->facts;
+    n->nin = 1;
+    n->in[0] = x;
+    if (a->odt == CLF_BOOL) {
+        n->sub = CLF_UNARY_NOT;
+        n->facts = (fz_facts){.mag = 1, .exact = true, .nonneg = true, .depth = f.depth, .reduced = f.reduced};
+        return true;
+    }
+    if (a->odt == CLF_I32) {
+        static const int ops[] = {CLF_UNARY_NEG, CLF_UNARY_ABS, CLF_UNARY_SIGN};
+        n->sub = ops[fz_below(&G->r, 3)];
+        n->facts = f;
+        n->facts.nonneg = false; /* abs(INT32_MIN) wraps */
+        return true;
+    }
+    for (int tries = 0; tries < 8; tries++) {
+        int op = (int)fz_below(&G->r, CLF_UNARY_NOT);
+        fz_facts o = inexact(f);
+        switch (op) {
+        case CLF_UNARY_NEG: o = f; o.nonneg = false; break;
+        case CLF_UNARY_ABS: o = f; o.nonneg = true; break;
+        case CLF_UNARY_RELU: o = f; o.nonneg = true; break;
+        case CLF_UNARY_EXP:
+            o.mag = f.mag > 88 ? BIG : exp(f.mag);
+            o.special |= f.mag > 88;
+            o.nonneg = true;
+            break;
+        case CLF_UNARY_LOG: o.mag = 104; o.special = true; break;
+        case CLF_UNARY_SQRT: o.mag = sqrt(f.mag); o.special |= !f.nonneg; o.nonneg = true; break;
+        case CLF_UNARY_RSQRT: o.mag = BIG; o.special = true; o.nonneg = true; break;
+        case CLF_UNARY_RECIPROCAL: o.mag = BIG; o.special = true; o.nonneg = f.nonneg; break;
+        case CLF_UNARY_SIN:
+        case CLF_UNARY_COS:
+            /* Kept where float argument reduction is not the question. */
+            if (f.mag > 1e4)
+                continue;
+            o.mag = 1;
+            o.nonneg = false;
+            break;
+        case CLF_UNARY_TANH:
+        case CLF_UNARY_ERF: o.mag = 1; break;
+        case CLF_UNARY_SIGMOID: o.mag = 1; o.nonneg = true; break;
+        case CLF_UNARY_GELU:
+        case CLF_UNARY_SILU: o.mag = f.mag; o.nonneg = false; break;
+        case CLF_UNARY_FLOOR:
+        case CLF_UNARY_CEIL:
+        case CLF_UNARY_SIGN:
+            /* Discontinuous: only where the operand is bitwise reproducible. */
+            if (!f.exact)
+                continue;
+            o = f;
+            o.mag = op == CLF_UNARY_SIGN ? 1 : f.mag + 1;
+            break;
+        default: continue;
+        }
+        n->sub = op;
+        n->facts = o;
+        return true;
+    }
+    return false;
+}
+
+static const char *const unary_names[CLF_UNARY_COUNT] = {
+#define NAME_(E, nm) #nm,
+    CLF_UNARY_OP_LIST(NAME_)
+#undef NAME_
+};
+static const char *const binary_names[CLF_BINARY_COUNT] = {
+#define NAME_(E, nm) #nm,
+    CLF_BINARY_OP_LIST(NAME_)
+#undef NAME_
+};
+static const char *const reduce_names[CLF_REDUCE_COUNT] = {
+#define NAME_(E, nm) #nm,
+    CLF_REDUCE_OP_LIST(NAME_)
+#undef NAME_
+};
+
+static clf_tensor build_unary(clf_graph *g, fz_node *n, const clf_tensor *in, fz_node *const *args)
+{
+    return clf_unary(g, (clf_unary_op)n->sub, in[0]);
+}
+
+static bool onnx_unary(FILE *f, const fz_graph *G, int i)
+{
+    static const char *const onnx[CLF_UNARY_COUNT] = {
+        [CLF_UNARY_NEG] = "Neg",       [CLF_UNARY_ABS] = "Abs",         [CLF_UNARY_EXP] = "Exp",
+        [CLF_UNARY_LOG] = "Log",       [CLF_UNARY_SQRT] = "Sqrt",       [CLF_UNARY_RECIPROCAL] = "Reciprocal",
+        [CLF_UNARY_SIN] = "Sin",       [CLF_UNARY_COS] = "Cos",         [CLF_UNARY_TANH] = "Tanh",
+        [CLF_UNARY_SIGMOID] = "Sigmoid", [CLF_UNARY_RELU] = "Relu",     [CLF_UNARY_GELU] = "Gelu",
+        [CLF_UNARY_ERF] = "Erf",       [CLF_UNARY_FLOOR] = "Floor",     [CLF_UNARY_CEIL] = "Ceil",
+        [CLF_UNARY_SIGN] = "Sign",     [CLF_UNARY_NOT] = "Not",
+    };
+    const fz_node *n = &G->node[i];
+    int a = n->in[0];
+    if (n->sub == CLF_UNARY_RSQRT) {
+        fprintf(f, "    v%d_s = Sqrt(v%d)\n    v%d = Div(one_f, v%d_s)\n", i, a, i, i);
+        return true;
+    }
+    if (n->sub == CLF_UNARY_SILU) {
+        fprintf(f, "    v%d_s = Sigmoid(v%d)\n    v%d = Mul(v%d, v%d_s)\n", i, a, i, a, i);
+        return true;
+    }
+    fprintf(f, "    v%d = %s(v%d)\n", i, onnx[n->sub], a);
+    return true;
+}
+
+static bool pick_binary(fz_gen *G, fz_node *n)
+{
+    int a = pick_node(G, any_node, NULL);
+    if (a < 0)
+        return false;
+    clf_dtype dt = G->G->node[a].odt;
+    int op;
+    if (dt == CLF_BOOL) {
+        static const int ops[] = {CLF_BINARY_EQ, CLF_BINARY_NE, CLF_BINARY_AND, CLF_BINARY_OR};
+        op = ops[fz_below(&G->r, 4)];
+    } else {
+        op = (int)fz_below(&G->r, CLF_BINARY_AND);
+        if (op == CLF_BINARY_POW && dt == CLF_I32)
+            op = CLF_BINARY_MUL;
+    }
+    bool compare = op >= CLF_BINARY_EQ && op <= CLF_BINARY_GE;
+    bool need_exact = compare && dt == CLF_F32;
+    if (need_exact && !G->G->node[a].facts.exact)
+        return false;
+    int b = partner(G, a, dt, need_exact);
+    if (b < 0)
+        return false;
+    if (fz_chance(&G->r, 0.5)) {
+        int t = a;
+        a = b;
+        b = t;
+    }
+    n->nin = 2;
+    n->in[0] = a;
+    n->in[1] = b;
+    n->sub = op;
+    const fz_facts fa = G->G->node[a].facts, fb = G->G->node[b].facts;
+    fz_facts o = fa;
+    o.depth = fa.depth > fb.depth ? fa.depth : fb.depth;
+    o.reduced = fa.reduced || fb.reduced;
+    o.special = fa.special || fb.special;
+    o.exact = fa.exact && fb.exact;
+    o.nonneg = fa.nonneg && fb.nonneg;
+    double m = fa.mag > fb.mag ? fa.mag : fb.mag;
+    if (dt != CLF_F32 || compare) {
+        o.mag = compare ? 1 : m;
+        o.exact = true;
+        if (compare)
+            o.nonneg = true;
+        n->facts = o;
+        return true;
+    }
+    switch (op) {
+    case CLF_BINARY_ADD:
+    case CLF_BINARY_SUB:
+        o.mag = fa.mag + fb.mag;
+        o.nonneg = op == CLF_BINARY_ADD && o.nonneg;
+        break;
+    case CLF_BINARY_MUL: o.mag = fa.mag * fb.mag; break;
+    case CLF_BINARY_DIV:
+    case CLF_BINARY_POW:
+        o = inexact(o);
+        o.mag = BIG;
+        o.special = true;
+        o.nonneg = op == CLF_BINARY_POW ? fa.nonneg : o.nonneg;
+        break;
+    default: o.mag = m; break; /* maximum, minimum */
+    }
+    if (o.mag > BIG) {
+        o.mag = BIG;
+        o.special = true;
+    }
+    n->facts = o;
+    return true;
+}
+
+static clf_tensor build_binary(clf_graph *g, fz_node *n, const clf_tensor *in, fz_node *const *args)
+{
+    return clf_binary(g, (clf_binary_op)n->sub, in[0], in[1]);
+}
+
+static bool onnx_binary(FILE *f, const fz_graph *G, int i)
+{
+    static const char *const onnx[CLF_BINARY_COUNT] = {
+        [CLF_BINARY_ADD] = "Add", [CLF_BINARY_SUB] = "Sub",   [CLF_BINARY_MUL] = "Mul",
+        [CLF_BINARY_DIV] = "Div", [CLF_BINARY_POW] = "Pow",   [CLF_BINARY_MAXIMUM] = "Max",
+        [CLF_BINARY_MINIMUM] = "Min", [CLF_BINARY_EQ] = "Equal", [CLF_BINARY_NE] = NULL,
+        [CLF_BINARY_LT] = "Less", [CLF_BINARY_LE] = "LessOrEqual", [CLF_BINARY_GT] = "Greater",
+        [CLF_BINARY_GE] = "GreaterOrEqual", [CLF_BINARY_AND] = "And", [CLF_BINARY_OR] = "Or",
+    };
+    const fz_node *n = &G->node[i];
+    if (n->sub == CLF_BINARY_NE) {
+        fprintf(f, "    v%d_e = Equal(v%d, v%d)\n    v%d = Not(v%d_e)\n", i, n->in[0], n->in[1], i, i);
+        return true;
+    }
+    fprintf(f, "    v%d = %s(v%d, v%d)\n", i, onnx[n->sub], n->in[0], n->in[1]);
+    return true;
+}
+
+static bool pick_where(fz_gen *G, fz_node *n)
+{
+    int a = pick_node(G, any_node, NULL);
+    if (a < 0)
+        return false;
+    clf_dtype dt = G->G->node[a].odt;
+    int c = partner(G, a, CLF_BOOL, true);
+    if (c < 0)
+        return false;
+    int b = partner(G, a, dt, false);
+    if (b < 0 || !broadcasts(&G->G->node[b], &G->G->node[c]))
+        return false;
+    n->nin = 3;
+    n->in[0] = c;
+    bool swap = fz_chance(&G->r, 0.5);
+    n->in[1] = swap ? b : a;
+    n->in[2] = swap ? a : b;
+    const fz_facts fa = G->G->node[a].facts, fb = G->G->node[b].facts;
+    n->facts = fa;
+    n->facts.mag = fa.mag > fb.mag ? fa.mag : fb.mag;
+    n->facts.special = fa.special || fb.special;
+    n->facts.exact = fa.exact && fb.exact;
+    n->facts.nonneg = fa.nonneg && fb.nonneg;
+    n->facts.depth = fa.depth > fb.depth ? fa.depth : fb.depth;
+    n->facts.reduced = fa.reduced || fb.reduced;
+    return true;
+}
+
+static clf_tensor build_where(clf_graph *g, fz_node *n, const clf_tensor *in, fz_node *const *args)
+{
+    return clf_where(g, in[0], in[1], in[2]);
+}
+
+static bool onnx_where(FILE *f, const fz_graph *G, int i)
+{
+    const fz_node *n = &G->node[i];
+    fprintf(f, "    v%d = Where(v%d, v%d, v%d)\n", i, n->in[0], n->in[1], n->in[2]);
+    return true;
+}
+
+static bool not_bool(const fz_node *n, const void *arg) { return n->odt != CLF_BOOL && any_node(n, arg); }
+
+static bool pick_clip(fz_gen *G, fz_node *n)
+{
+    static const double bounds[] = {-INFINITY, -1, -0.5, 0, 0.5, 1, 2, 3e9, INFINITY};
+    int x = pick_node(G, not_bool, NULL);
+    if (x < 0)
+        return false;
+    n->nin = 1;
+    n->in[0] = x;
+    n->lo = bounds[fz_below(&G->r, 6)];
+    n->hi = bounds[3 + fz_below(&G->r, 6)];
+    n->facts = G->G->node[x].facts;
+    double m = fmax(fabs(n->lo), fabs(n->hi));
+    if (m < n->facts.mag)
+        n->facts.mag = m;
+    return true;
+}
+
+static clf_tensor build_clip(clf_graph *g, fz_node *n, const clf_tensor *in, fz_node *const *args)
+{
+    return clf_clip(g, in[0], n->lo, n->hi);
+}
+
+static bool onnx_clip(FILE *f, const fz_graph *G, int i)
+{
+    /* Clip's bounds are inputs of the operand's dtype; i32 bounds are
+     * truncated as clf_clip does. */
+    const fz_node *n = &G->node[i];
+    const fz_node *x = &G->node[n->in[0]];
+    if (x->odt == CLF_I32) {
+        if (isinf(n->lo) || isinf(n->hi) || fabs(n->lo) > 2e9 || fabs(n->hi) > 2e9)
+            return false;
+        fprintf(f, "    v%d_lo = Constant <value = int32 {%d}> ()\n", i, (int)n->lo);
+        fprintf(f, "    v%d_hi = Constant <value = int32 {%d}> ()\n", i, (int)n->hi);
+    } else {
+        fprintf(f, "    v%d_lo = Constant <value_float = ", i);
+        onnx_double(f, n->lo);
+        fprintf(f, "> ()\n    v%d_hi = Constant <value_float = ", i);
+        onnx_double(f, n->hi);
+        fprintf(f, "> ()\n");
+    }
+    fprintf(f, "    v%d = Clip(v%d, v%d_lo, v%d_hi)\n", i, n->in[0], i, i);
+    return true;
+}
+
+static bool pick_cast(fz_gen *G, fz_node *n)
+{
+    int x = pick_node(G, any_node, NULL);
+    if (x < 0)
+        return false;
+    const fz_node *a = &G->G->node[x];
+    clf_dtype to = (clf_dtype)fz_below(&G->r, CLF_DTYPE_COUNT);
+    /* f32 -> i32 or bool is discontinuous: exact operands only. */
+    if (a->odt == CLF_F32 && to != CLF_F32 && !a->facts.exact)
+        to = CLF_F32;
+    n->nin = 1;
+    n->in[0] = x;
+    n->ival = to;
+    n->facts = a->facts;
+    if (to == CLF_BOOL)
+        n->facts = (fz_facts){.mag = 1, .exact = true, .nonneg = true, .depth = a->facts.depth,
+                              .reduced = a->facts.reduced};
+    else if (to == CLF_I32)
+        n->facts.special = false;
+    if (to == CLF_I32 && a->odt == CLF_F32)
+        n->facts.mag = 2147483648.0;
+    return true;
+}
+
+static clf_tensor build_cast(clf_graph *g, fz_node *n, const clf_tensor *in, fz_node *const *args)
+{
+    return clf_cast(g, in[0], (clf_dtype)n->ival);
+}
+
+static bool onnx_cast(FILE *f, const fz_graph *G, int i)
+{
+    static const int to[CLF_DTYPE_COUNT] = {1, 6, 9};
+    const fz_node *n = &G->node[i];
+    fprintf(f, "    v%d = Cast <to = %d> (v%d)\n", i, to[n->ival], n->in[0]);
+    return true;
+}
+
+/* ---- Families: movement ---------------------------------------------------- */
+
+static void copy_facts(fz_gen *G, fz_node *n) { n->facts = G->G->node[n->in[0]].facts; }
+
+enum { RESHAPE_FLATTEN, RESHAPE_MERGE, RESHAPE_SPLIT, RESHAPE_ZERO_COPY, RESHAPE_MODES };
+
+static bool pick_reshape(fz_gen *G, fz_node *n)
+{
+    int x = pick_node(G, any_node, NULL);
+    if (x < 0)
+        return false;
+    n->nin = 1;
+    n->in[0] = x;
+    n->ival = (int)fz_below(&G->r, RESHAPE_MODES);
+    n->axes[0] = (int)fz_below(&G->r, FZ_MAX_RANK);
+    n->v[0][0] = 1 + fz_below(&G->r, 4);
+    n->flag = fz_chance(&G->r, 0.5); /* use -1 where it is unambiguous */
+    copy_facts(G, n);
+    return true;
+}
+
+static clf_tensor build_reshape(clf_graph *g, fz_node *n, const clf_tensor *in, fz_node *const *args)
+{
+    const fz_node *a = args[0];
+    int r = a->orank, o = 0;
+    int64_t *t = n->real[0];
+    bool empty = numel_of(r, a->oshape) == 0;
+    switch (n->ival) {
+    case RESHAPE_FLATTEN:
+        t[o++] = n->flag && !empty ? -1 : numel_of(r, a->oshape);
+        break;
+    case RESHAPE_MERGE: {
+        int k = r >= 2 ? n->axes[0] % (r - 1) : -1;
+        for (int i = 0; i < r; i++) {
+            if (i == k + 1)
+                t[o - 1] *= a->oshape[i];
+            else
+                t[o++] = a->oshape[i];
+        }
+        break;
+    }
+    case RESHAPE_SPLIT: {
+        int k = r ? n->axes[0] % r : -1;
+        for (int i = 0; i < r; i++) {
+            int64_t f = n->v[0][0];
+            if (i == k && o + 2 <= FZ_MAX_RANK && a->oshape[i] % f == 0) {
+                t[o++] = f;
+                t[o++] = n->flag && !empty ? -1 : a->oshape[i] / f;
+            } else {
+                t[o++] = a->oshape[i];
+            }
+        }
+        break;
+    }
+    default: /* ONNX's 0: copy the input's extent at that position */
+        for (int i = 0; i < r; i++)
+            t[o++] = (i + n->axes[0]) % 2 ? 0 : a->oshape[i];
+        break;
+    }
+    n->nreal = o;
+    return clf_reshape(g, in[0], o, t);
+}
+
+/* An int64 initializer-like Constant named v<i>_<tag>. */
+static void onnx_ints(FILE *f, int i, const char *tag, int n, const int64_t *v)
+{
+    fprintf(f, "    v%d_%s = Constant <value = int64[%d] {", i, tag, n);
+    for (int k = 0; k < n; k++)
+        fprintf(f, "%s%lld", k ? ", " : "", (long long)v[k]);
+    fputs("}> ()\n", f);
+}
+
+static void onnx_axes(FILE *f, int i, const char *tag, int n, const int *axes)
+{
+    int64_t v[CLF_MAX_RANK];
+    for (int k = 0; k < n; k++)
+        v[k] = axes[k];
+    onnx_ints(f, i, tag, n, v);
+}
+
+static bool onnx_reshape(FILE *f, const fz_graph *G, int i)
+{
+    const fz_node *n = &G->node[i];
+    if (n->nreal == 0)
+        fprintf(f, "    v%d_shape = Constant <value = int64[0] {}> ()\n", i);
+    else
+        onnx_ints(f, i, "shape", n->nreal, n->real[0]);
+    fprintf(f, "    v%d = %s(v%d, v%d_shape)\n", i, n->family == FZ_FAM_RESHAPE ? "Reshape" : "Expand", n->in[0],
+            i);
+    return true;
+}
+
+static bool pick_transpose(fz_gen *G, fz_node *n)
+{
+    int x = pick_node(G, any_node, NULL);
+    if (x < 0)
+        return false;
+    int r = G->G->node[x].orank;
+    n->nin = 1;
+    n->in[0] = x;
+    n->flag = fz_chance(&G->r, 0.2); /* perm NULL: reverse */
+    for (int i = 0; i < r; i++)
+        n->axes[i] = i;
+    for (int i = r - 1; i > 0; i--) {
+        int j = (int)fz_below(&G->r, (uint32_t)i + 1), t = n->axes[i];
+        n->axes[i] = n->axes[j];
+        n->axes[j] = t;
+    }
+    n->naxes = r;
+    copy_facts(G, n);
+    return true;
+}
+
+static clf_tensor build_transpose(clf_graph *g, fz_node *n, const clf_tensor *in, fz_node *const *args)
+{
+    n->nrealaxes = n->flag ? 0 : n->naxes;
+    memcpy(n->realaxes, n->axes, sizeof n->axes);
+    return n->flag ? clf_transpose(g, in[0], 0, NULL) : clf_transpose(g, in[0], n->naxes, n->axes);
+}
+
+static bool onnx_transpose(FILE *f, const fz_graph *G, int i)
+{
+    const fz_node *n = &G->node[i];
+    if (n->flag) {
+        fprintf(f, "    v%d = Transpose(v%d)\n", i, n->in[0]);
+        return true;
+    }
+    fprintf(f, "    v%d = Transpose <perm = [", i);
+    for (int k = 0; k < n->naxes; k++)
+        fprintf(f, "%s%d", k ? ", " : "", n->axes[k]);
+    fprintf(f, "]> (v%d)\n", n->in[0]);
+    return true;
+}
+
+static bool pick_expand(fz_gen *G, fz_node *n)
+{
+    int x = pick_node(G, any_node, NULL);
+    if (x < 0)
+        return false;
+    n->nin = 1;
+    n->in[0] = x;
+    n->ival = (int)fz_below(&G->r, 3); /* leading axes to add */
+    for (int i = 0; i < FZ_MAX_RANK; i++) {
+        n->v[0][i] = fz_chance(&G->r, 0.05) ? 0 : 1 + fz_below(&G->r, 5);
+        n->v[1][i] = fz_chance(&G->r, 0.5); /* for extents != 1: write 1 (keep) or the extent */
+    }
+    copy_facts(G, n);
+    return true;
+}
+
+static clf_tensor build_expand(clf_graph *g, fz_node *n, const clf_tensor *in, fz_node *const *args)
+{
+    const fz_node *a = args[0];
+    int o = 0, lead = n->ival;
+    if (a->orank + lead > FZ_MAX_RANK)
+        lead = FZ_MAX_RANK - a->orank;
+    if (lead < 0)
+        lead = 0;
+    for (int i = 0; i < lead; i++)
+        n->real[0][o++] = n->v[0][i];
+    for (int i = 0; i < a->orank; i++) {
+        int64_t e = a->oshape[i];
+        n->real[0][o++] = e == 1 ? n->v[0][lead + i < FZ_MAX_RANK ? lead + i : 0] : n->v[1][i] ? e : 1;
+    }
+    n->nreal = o;
+    return clf_expand(g, in[0], o, n->real[0]);
+}
+
+static bool pick_slice(fz_gen *G, fz_node *n)
+{
+    static const int64_t ends[] = {-1000000000000LL, -7, -3, -2, -1, 0, 1, 2, 3, 5, 9, INT64_MAX, INT64_MIN};
+    static const int64_t steps[] = {1, 1, 1, 1, 2, 3, -1, -1, -2};
+    int x = pick_node(G, any_node, NULL);
+    if (x < 0 || G->G->node[x].orank == 0)
+        return false;
+    int r = G->G->node[x].orank;
+    n->nin = 1;
+    n->in[0] = x;
+    n->naxes = 1 + (int)fz_below(&G->r, (uint32_t)r);
+    /* Distinct axes, sometimes negative. */
+    int perm[FZ_MAX_RANK];
+    for (int i = 0; i < r; i++)
+        perm[i] = i;
+    for (int i = r - 1; i > 0; i--) {
+        int j = (int)fz_below(&G->r, (uint32_t)i + 1), t = perm[i];
+        perm[i] = perm[j];
+        perm[j] = t;
+    }
+    for (int k = 0; k < n->naxes; k++) {
+        n->axes[k] = fz_chance(&G->r, 0.3) ? perm[k] - r : perm[k];
+        n->v[0][k] = ends[fz_below(&G->r, sizeof ends / sizeof ends[0])];
+        n->v[1][k] = ends[fz_below(&G->r, sizeof ends / sizeof ends[0])];
+        n->v[2][k] = steps[fz_below(&G->r, sizeof steps / sizeof steps[0])];
+    }
+    n->flag = fz_chance(&G->r, 0.2); /* axes NULL: the first naxes axes */
+    copy_facts(G, n);
+    return true;
+}
+
+static clf_tensor build_slice(clf_graph *g, fz_node *n, const clf_tensor *in, fz_node *const *args)
+{
+    n->nrealaxes = n->naxes;
+    for (int k = 0; k < n->naxes; k++)
+        n->realaxes[k] = n->flag ? k : n->axes[k];
+    return clf_slice(g, in[0], n->naxes, n->v[0], n->v[1], n->flag ? NULL : n->axes, n->v[2]);
+}
+
+static bool onnx_slice(FILE *f, const fz_graph *G, int i)
+{
+    const fz_node *n = &G->node[i];
+    onnx_ints(f, i, "starts", n->naxes, n->v[0]);
+    onnx_ints(f, i, "ends", n->naxes, n->v[1]);
+    onnx_axes(f, i, "axes", n->nrealaxes, n->realaxes);
+    onnx_ints(f, i, "steps", n->naxes, n->v[2]);
+    fprintf(f, "    v%d = Slice(v%d, v%d_starts, v%d_ends, v%d_axes, v%d_steps)\n", i, n->in[0], i, i, i, i);
+    return true;
+}
+
+static bool has_unit_axis(const fz_node *n, const void *arg)
+{
+    for (int i = 0; i < n->orank; i++)
+        if (n->oshape[i] == 1)
+            return any_node(n, arg);
+    return false;
+}
+
+static bool pick_squeeze(fz_gen *G, fz_node *n)
+{
+    int x = pick_node(G, has_unit_axis, NULL);
+    if (x < 0)
+        return false;
+    const fz_node *a = &G->G->node[x];
+    n->nin = 1;
+    n->in[0] = x;
+    n->naxes = 0;
+    if (fz_chance(&G->r, 0.6))
+        for (int i = 0; i < a->orank; i++)
+            if (a->oshape[i] == 1 && fz_chance(&G->r, 0.6))
+                n->axes[n->naxes++] = fz_chance(&G->r, 0.3) ? i - a->orank : i;
+    copy_facts(G, n);
+    return true;
+}
+
+static clf_tensor build_squeeze(clf_graph *g, fz_node *n, const clf_tensor *in, fz_node *const *args)
+{
+    n->nrealaxes = n->naxes;
+    memcpy(n->realaxes, n->axes, sizeof n->axes);
+    return clf_squeeze(g, in[0], n->naxes, n->axes);
+}
+
+static bool onnx_squeeze(FILE *f, const fz_graph *G, int i)
+{
+    const fz_node *n = &G->node[i];
+    const char *op = n->family == FZ_FAM_SQUEEZE ? "Squeeze" : "Unsqueeze";
+    if (n->nrealaxes == 0) {
+        fprintf(f, "    v%d = %s(v%d)\n", i, op, n->in[0]);
+        return true;
+    }
+    onnx_axes(f, i, "axes", n->nrealaxes, n->realaxes);
+    fprintf(f, "    v%d = %s(v%d, v%d_axes)\n", i, op, n->in[0], i);
+    return true;
+}
+
+static bool pick_unsqueeze(fz_gen *G, fz_node *n)
+{
+    int x = pick_node(G, any_node, NULL);
+    if (x < 0 || G->G->node[x].orank >= FZ_MAX_RANK)
+        return false;
+    int r = G->G->node[x].orank;
+    n->nin = 1;
+    n->in[0] = x;
+    n->naxes = r + 2 <= FZ_MAX_RANK && fz_chance(&G->r, 0.3) ? 2 : 1;
+    int orank = r + n->naxes;
+    n->axes[0] = (int)fz_below(&G->r, (uint32_t)orank);
+    if (n->naxes == 2)
+        n->axes[1] = (n->axes[0] + 1 + (int)fz_below(&G->r, (uint32_t)orank - 1)) % orank;
+    for (int k = 0; k < n->naxes; k++)
+        if (fz_chance(&G->r, 0.3))
+            n->axes[k] -= orank;
+    copy_facts(G, n);
+    return true;
+}
+
+/* ---- Families: reductions and composites ----------------------------------- */
+
+/* Chooses a set of distinct axes of a rank-r operand (naxes 0 means every
+ * axis, as the API says); returns the number of elements reduced per
+ * output. */
+static int64_t pick_axes(fz_gen *G, const fz_node *a, fz_node *n)
+{
+    int r = a->orank;
+    n->naxes = 0;
+    if (r == 0 || fz_chance(&G->r, 0.2))
+        return node_numel(a);
+    int64_t cnt = 1;
+    for (int i = 0; i < r; i++)
+        if (fz_chance(&G->r, 0.4)) {
+            n->axes[n->naxes++] = fz_chance(&G->r, 0.3) ? i - r : i;
+            cnt *= a->oshape[i];
+        }
+    if (n->naxes == 0) {
+        n->axes[n->naxes++] = r - 1;
+        cnt = a->oshape[r - 1];
+    }
+    return cnt;
+}
+
+static bool f32_or_i32(const fz_node *n, const void *arg) { return n->odt != CLF_BOOL && any_node(n, arg); }
+
+static bool pick_reduce(fz_gen *G, fz_node *n)
+{
+    int x = pick_node(G, f32_or_i32, NULL);
+    if (x < 0)
+        return false;
+    const fz_node *a = &G->G->node[x];
+    n->nin = 1;
+    n->in[0] = x;
+    n->sub = (int)fz_below(&G->r, CLF_REDUCE_COUNT);
+    if (a->odt == CLF_I32 && n->sub == CLF_REDUCE_MEAN)
+        n->sub = CLF_REDUCE_SUM;
+    n->keepdims = fz_chance(&G->r, 0.5);
+    double cnt = (double)pick_axes(G, a, n);
+    fz_facts f = a->facts, o = f;
+    o.reduced = true;
+    if (a->odt == CLF_F32) {
+        switch (n->sub) {
+        case CLF_REDUCE_SUM:
+        case CLF_REDUCE_MEAN:
+            /* No overflow of partial sums in either order. */
+            if (f.mag * cnt > 1e36)
+                return false;
+            o = inexact(o);
+            o.mag = n->sub == CLF_REDUCE_SUM ? f.mag * cnt : f.mag;
+            o.special |= n->sub == CLF_REDUCE_MEAN && cnt == 0;
+            break;
+        case CLF_REDUCE_PROD:
+            if (f.mag > 1 && cnt * log10(f.mag) > 30)
+                return false;
+            if (f.mag < 1e-3 && cnt > 1)
+                return false; /* underflow in one order and not the other */
+            o = inexact(o);
+            o.mag = f.mag > 1 ? pow(f.mag, cnt) : 1;
+            break;
+        default: /* max, min: exact */
+            o.special |= cnt == 0;
+            break;
+        }
+    }
+    n->facts = o;
+    return true;
+}
+
+static clf_tensor build_reduce(clf_graph *g, fz_node *n, const clf_tensor *in, fz_node *const *args)
+{
+    n->nrealaxes = n->naxes;
+    memcpy(n->realaxes, n->axes, sizeof n->axes);
+    return clf_reduce(g, (clf_reduce_op)n->sub, in[0], n->naxes, n->axes, n->keepdims);
+}
+
+static bool onnx_reduce(FILE *f, const fz_graph *G, int i)
+{
+    static const char *const onnx[CLF_REDUCE_COUNT] = {"ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin",
+                                                       "ReduceProd"};
+    const fz_node *n = &G->node[i];
+    if (n->naxes == 0) {
+        fprintf(f, "    v%d = %s <keepdims = %d> (v%d)\n", i, onnx[n->sub], n->keepdims, n->in[0]);
+        return true;
+    }
+    onnx_axes(f, i, "axes", n->naxes, n->axes);
+    fprintf(f, "    v%d = %s <keepdims = %d> (v%d, v%d_axes)\n", i, onnx[n->sub], n->keepdims, n->in[0], i);
+    return true;
+}
+
+static bool arg_operand(const fz_node *n, const void *arg)
+{
+    if (n->orank == 0 || n->odt == CLF_BOOL || !any_node(n, arg))
+        return false;
+    if (n->odt == CLF_F32 && !n->facts.exact)
+        return false; /* near-ties decided by rounding */
+    for (int i = 0; i < n->orank; i++)
+        if (n->oshape[i] > 0)
+            return true;
+    return false;
+}
+
+static bool pick_arg(fz_gen *G, fz_node *n)
+{
+    int x = pick_node(G, arg_operand, NULL);
+    if (x < 0)
+        return false;
+    const fz_node *a = &G->G->node[x];
+    int axes[FZ_MAX_RANK], na = 0;
+    for (int i = 0; i < a->orank; i++)
+        if (a->oshape[i] > 0)
+            axes[na++] = i;
+    n->nin = 1;
+    n->in[0] = x;
+    n->sub = (int)fz_below(&G->r, 2);
+    n->ival = axes[fz_below(&G->r, (uint32_t)na)];
+    if (fz_chance(&G->r, 0.3))
+        n->ival -= a->orank;
+    n->keepdims = fz_chance(&G->r, 0.5);
+    n->flag = fz_chance(&G->r, 0.3);
+    n->facts = (fz_facts){.mag = 64, .exact = true, .nonneg = true, .depth = a->facts.depth, .reduced = true};
+    return true;
+}
+
+static clf_tensor build_arg(clf_graph *g, fz_node *n, const clf_tensor *in, fz_node *const *args)
+{
+    return (n->sub ? clf_argmin : clf_argmax)(g, in[0], n->ival, n->keepdims, n->flag);
+}
+
+static bool onnx_arg(FILE *f, const fz_graph *G, int i)
+{
+    const fz_node *n = &G->node[i];
+    fprintf(f, "    v%d = %s <axis = %d, keepdims = %d, select_last_index = %d> (v%d)\n", i,
+            n->sub ? "ArgMin" : "ArgMax", n->ival, n->keepdims, n->flag, n->in[0]);
+    return true;
+}
+
+static bool f32_node(const fz_node *n, const void *arg) { return n->odt == CLF_F32 && any_node(n, arg); }
+
+static bool pick_var(fz_gen *G, fz_node *n)
+{
+    int x = pick_node(G, f32_node, NULL);
+    if (x < 0)
+        return false;
+    const fz_node *a = &G->G->node[x];
+    n->nin = 1;
+    n->in[0] = x;
+    n->keepdims = fz_chance(&G->r, 0.5);
+    n->ival = (int)fz_below(&G->r, 2);
+    double cnt = (double)pick_axes(G, a, n);
+    if (a->facts.mag > 1e15 || a->facts.mag * a->facts.mag * cnt > 1e36)
+        return false;
+    n->facts = inexact(a->facts);
+    n->facts.reduced = true;
+    n->facts.mag = a->facts.mag * a->facts.mag * (cnt + 1);
+    n->facts.special |= cnt <= (double)n->ival;
+    n->facts.nonneg = true;
+    return true;
+}
+
+static clf_tensor build_var(clf_graph *g, fz_node *n, const clf_tensor *in, fz_node *const *args)
+{
+    n->nrealaxes = n->naxes;
+    memcpy(n->realaxes, n->axes, sizeof n->axes);
+    return clf_reduce_var(g, in[0], n->naxes, n->axes, n->keepdims, n->ival);
+}
+
+static bool onnx_var(FILE *f, const fz_graph *G, int i)
+{
+    /* No ONNX op: mean((x - mean(x))^2) scaled by n / (n - correction). */
+    const fz_node *n = &G->node[i], *a = &G->node[n->in[0]];
+    int64_t cnt = 1;
+    if (n->naxes == 0) {
+        cnt = node_numel(a);
+    } else {
+        for (int k = 0; k < n->naxes; k++)
+            cnt *= a->oshape[n->axes[k] < 0 ? n->axes[k] + a->orank : n->axes[k]];
+    }
+    if (n->naxes)
+        onnx_axes(f, i, "axes", n->naxes, n->axes);
+    char ax[32] = "";
+    if (n->naxes)
+        snprintf(ax, sizeof ax, ", v%d_axes", i);
+    fprintf(f, "    v%d_m = ReduceMean <keepdims = 1> (v%d%s)\n", i, n->in[0], ax);
+    fprintf(f, "    v%d_d = Sub(v%d, v%d_m)\n    v%d_q = Mul(v%d_d, v%d_d)\n", i, n->in[0], i, i, i, i);
+    fprintf(f, "    v%d_s = ReduceSum <keepdims = %d> (v%d_q%s)\n", i, n->keepdims, i, ax);
+    fprintf(f, "    v%d_n = Constant <value_float = %lld> ()\n", i, (long long)(cnt - n->ival));
+    fprintf(f, "    v%d = Div(v%d_s, v%d_n)\n", i, i, i);
+    return true;
+}
+
+static bool pick_softmax(fz_gen *G, fz_node *n)
+{
+    int x = pick_node(G, f32_node, NULL);
+    if (x < 0)
+        return false;
+    const fz_node *a = &G->G->node[x];
+    int r = a->orank;
+    n->nin = 1;
+    n->in[0] = x;
+    n->sub = (int)fz_below(&G->r, 2);
+    n->ival = r ? (int)fz_below(&G->r, (uint32_t)(2 * r)) - r : 0;
+    n->facts = inexact(a->facts);
+    n->facts.reduced = true;
+    n->facts.mag = n->sub ? 2 * a->facts.mag + 100 : 1;
+    n->facts.nonneg = n->sub == 0;
+    return true;
+}
+
+static clf_tensor build_softmax(clf_graph *g, fz_node *n, const clf_tensor *in, fz_node *const *args)
+{
+    return (n->sub ? clf_log_softmax : clf_softmax)(g, in[0], n->ival);
+}
+
+static bool onnx_softmax(FILE *f, const fz_graph *G, int i)
+{
+    const fz_node *n = &G->node[i];
+    fprintf(f, "    v%d = %s <axis = %d> (v%d)\n", i, n->sub ? "LogSoftmax" : "Softmax", n->ival, n->in[0]);
+    return true;
+}
+
+/* Layer and RMS norm: in[1], in[2] (optional scale and bias) are new inputs
+ * shaped like x.shape[axis:] with some extents 1. */
+static bool pick_norm(fz_gen *G, fz_node *n, int nparams)
+{
+    static const double eps[] = {1e-5, 1e-5, 1e-3, 0};
+    int x = pick_node(G, f32_node, NULL);
+    if (x < 0)
+        return false;
+    const fz_node *a = &G->G->node[x];
+    if (a->orank == 0 || a->facts.mag > 1e15)
+        return false;
+    int r = a->orank;
+    int axis = (int)fz_below(&G->r, (uint32_t)r);
+    double cnt = (double)numel_of(r - axis, a->oshape + axis);
+    if (a->facts.mag * a->facts.mag * cnt > 1e36)
+        return false;
+    n->ival = fz_chance(&G->r, 0.3) ? axis - r : axis;
+    n->lo = eps[fz_below(&G->r, 4)];
+    n->nin = 1;
+    n->in[0] = x;
+    double pmag = 1;
+    for (int k = 0; k < nparams; k++) {
+        if (fz_chance(&G->r, 0.3))
+            break;
+        int64_t shape[FZ_MAX_RANK];
+        int pr = r - axis;
+        for (int d = 0; d < pr; d++)
+            shape[d] = fz_chance(&G->r, 0.2) ? 1 : G->G->node[x].oshape[axis + d];
+        int p = add_input(G, CLF_F32, pr, shape);
+        if (p < 0)
+            return false;
+        /* Parameters are ordinary finite values. */
+        G->G->node[p].profile = FZ_PROF_NORMAL;
+        G->G->node[p].facts = leaf_facts(CLF_F32, FZ_PROF_NORMAL);
+        n->in[1 + k] = p;
+        n->nin = 2 + k;
+        pmag = 2;
+    }
+    n->facts = inexact(G->G->node[x].facts);
+    n->facts.reduced = true;
+    n->facts.mag = (sqrt(cnt) + 1) * pmag * 4 + 2;
+    n->facts.special |= n->lo == 0;
+    n->facts.nonneg = false;
+    return true;
+}
+
+/* in[1] is the scale, in[2] the bias; a bias comes only with a scale. */
+static bool pick_layer_norm(fz_gen *G, fz_node *n) { return pick_norm(G, n, 2); }
+
+static bool pick_rms_norm(fz_gen *G, fz_node *n) { return pick_norm(G, n, 1); }
+
+static clf_tensor build_layer_norm(clf_graph *g, fz_node *n, const clf_tensor *in, fz_node *const *args)
+{
+    clf_tensor scale = n->nin > 1 ? in[1] : CLF_TENSOR_INVALID;
+    clf_tensor bias = n->nin > 2 ? in[2] : CLF_TENSOR_INVALID;
+    return clf_layer_norm(g, in[0], n->ival, n->lo, scale, bias);
+}
+
+static clf_tensor build_rms_norm(clf_graph *g, fz_node *n, const clf_tensor *in, fz_node *const *args)
+{
+    return clf_rms_norm(g, in[0], n->ival, n->lo, n->nin > 1 ? in[1] : CLF_TENSOR_INVALID);
+}
+
+static bool onnx_norm(FILE *f, const fz_graph *G, int i)
+{
+    const fz_node *n = &G->node[i];
+    bool ln = n->family == FZ_FAM_LAYER_NORM;
+    const fz_node *x = &G->node[n->in[0]];
+    /* ONNX wants the scale (and LayerNormalization's scale is required):
+     * a ones tensor of the normalized shape stands in when absent. */
+    int axis = n->ival < 0 ? n->ival + x->orank : n->ival;
+    char scale[32];
+    if (n->nin > 1) {
+        snprintf(scale, sizeof scale, "v%d", n->in[1]);
+    } else {
+        int64_t shape[CLF_MAX_RANK];
+        int pr = x->orank - axis;
+        memcpy(shape, x->oshape + axis, sizeof(int64_t) * (size_t)pr);
+        onnx_ints(f, i, "sshape", pr, shape);
+        fprintf(f, "    v%d_one = Constant <value_float = 1.0> ()\n", i);
+        fprintf(f, "    v%d_scale = Expand(v%d_one, v%d_sshape)\n", i, i, i);
+        snprintf(scale, sizeof scale, "v%d_scale", i);
+    }
+    fprintf(f, "    v%d = %s <axis = %d, epsilon = ", i, ln ? "LayerNormalization" : "RMSNormalization", n->ival);
+    onnx_double(f, n->lo);
+    fprintf(f, "> (v%d, %s", n->in[0], scale);
+    if (n->nin > 2)
+        fprintf(f, ", v%d", n->in[2]);
+    fputs(")\n", f);
+    return true;
+}
+
+/* ---- The table ------------------------------------------------------------- */
+
+static bool pick_none(fz_gen *G, fz_node *n) { return false; }
+
+static bool onnx_input(FILE *f, const fz_graph *G, int i) { return true; }
+
+const fz_family fz_families[FZ_FAM_COUNT] = {
+    /* Inputs are built by fz_build itself (they need their names). */
+    [FZ_FAM_INPUT] = {"input", 0, FZ_TOL_EXACT, pick_none, NULL, onnx_input},
+    [FZ_FAM_SCALAR] = {"scalar", 0, FZ_TOL_EXACT, pick_none, build_scalar, onnx_scalar},
+    [FZ_FAM_UNARY] = {"unary", 14, FZ_TOL_POINTWISE, pick_unary, build_unary, onnx_unary},
+    [FZ_FAM_BINARY] = {"binary", 16, FZ_TOL_POINTWISE, pick_binary, build_binary, onnx_binary},
+    [FZ_FAM_WHERE] = {"where", 3, FZ_TOL_EXACT, pick_where, build_where, onnx_where},
+    [FZ_FAM_CLIP] = {"clip", 3, FZ_TOL_EXACT, pick_clip, build_clip, onnx_clip},
+    [FZ_FAM_CAST] = {"cast", 4, FZ_TOL_EXACT, pick_cast, build_cast, onnx_cast},
+    [FZ_FAM_RESHAPE] = {"reshape", 5, FZ_TOL_EXACT, pick_reshape, build_reshape, onnx_reshape},
+    [FZ_FAM_TRANSPOSE] = {"transpose", 5, FZ_TOL_EXACT, pick_transpose, build_transpose, onnx_transpose},
+    [FZ_FAM_EXPAND] = {"expand", 4, FZ_TOL_EXACT, pick_expand, build_expand, onnx_reshape},
+    [FZ_FAM_SLICE] = {"slice", 5, FZ_TOL_EXACT, pick_slice, build_slice, onnx_slice},
+    [FZ_FAM_SQUEEZE] = {"squeeze", 2, FZ_TOL_EXACT, pick_squeeze, build_squeeze, onnx_squeeze},
+    [FZ_FAM_UNSQUEEZE] = {"unsqueeze", 3, FZ_TOL_EXACT, pick_unsqueeze, build_squeeze, onnx_squeeze},
+    [FZ_FAM_REDUCE] = {"reduce", 9, FZ_TOL_REDUCTION, pick_reduce, build_reduce, onnx_reduce},
+    [FZ_FAM_ARG] = {"arg", 3, FZ_TOL_EXACT, pick_arg, build_arg, onnx_arg},
+    [FZ_FAM_VAR] = {"var", 2, FZ_TOL_REDUCTION, pick_var, build_var, onnx_var},
+    [FZ_FAM_SOFTMAX] = {"softmax", 4, FZ_TOL_REDUCTION, pick_softmax, build_softmax, onnx_softmax},
+    [FZ_FAM_LAYER_NORM] = {"layer_norm", 3, FZ_TOL_REDUCTION, pick_layer_norm, build_layer_norm, onnx_norm},
+    [FZ_FAM_RMS_NORM] = {"rms_norm", 2, FZ_TOL_REDUCTION, pick_rms_norm, build_rms_norm, onnx_norm},
+};
+_Static_assert(FZ_FAM_COUNT == 19, "one fz_families entry per family");
+
+/* ---- Building ------------------------------------------------------------- */
+
+bool fz_build(fz_graph *G, fz_built *b, char *msg, size_t cap)
+{
+    memset(b, 0, sizeof *b);
+    b->g = clf_graph_create();
+    if (!b->g) {
+        snprintf(msg, cap, "out of memory");
+        return false;
+    }
+    for (int i = 0; i < G->n; i++) {
+        fz_node *n = &G->node[i];
+        clf_tensor t;
+        if (n->family == FZ_FAM_INPUT) {
+            char name[16];
+            snprintf(name, sizeof name, "x%d", i);
+            t = clf_input(b->g, name, n->dt, n->rank, n->shape);
+        } else {
+            clf_tensor in[3];
+            fz_node *args[3];
+            for (int k = 0; k < n->nin; k++) {
+                in[k] = b->t[n->in[k]];
+                args[k] = &G->node[n->in[k]];
+            }
+            t = fz_families[n->family].build(b->g, n, in, args);
+        }
+        b->t[i] = t;
+        if (clf_graph_status(b->g, NULL) != CLF_OK)
+            break;
+        clf_tensor_dtype(b->g, t, &n->odt);
+        clf_tensor_shape(b->g, t, &n->orank, n->oshape);
+    }
+    for (int i = 0; i < G->n && clf_graph_status(b->g, NULL) == CLF_OK; i++) {
+        if (!G->node[i].output)
+            continue;
+        char name[16];
+        snprintf(name, sizeof name, "v%d", i);
+        clf_graph_output(b->g, name, b->t[i]);
+    }
+    const char *m = "";
+    if (clf_graph_status(b->g, &m) != CLF_OK) {
+        snprintf(msg, cap, "%s", m);
+        return false;
+    }
+    return true;
+}
+
+/* ---- Generation -------------------------------------------------------------- */
+
+static int pick_family(fz_rng *r)
+{
+    int total = 0;
+    for (int f = 0; f < FZ_FAM_COUNT; f++)
+        total += fz_families[f].weight;
+    int k = (int)fz_below(r, (uint32_t)total);
+    for (int f = 0; f < FZ_FAM_COUNT; f++) {
+        if (k < fz_families[f].weight)
+            return f;
+        k -= fz_families[f].weight;
+    }
+    return FZ_FAM_UNARY;
+}
+
+void fz_generate(uint64_t seed, uint64_t index, fz_graph *out)
+{
+    fz_gen G = {.r = {seed * 0x100000001B3ull ^ (index + 1) * 0x9E3779B97F4A7C15ull}, .G = out};
+    memset(out, 0, sizeof *out);
+    fz_next(&G.r);
+
+    /* One to three inputs sharing a base shape, broadcast variants of it. */
+    int64_t base[FZ_MAX_RANK];
+    int rank = random_rank(&G.r);
+    for (int i = 0; i < rank; i++)
+        base[i] = random_extent(&G.r);
+    cap_shape(rank, base);
+    int ninputs = 1 + (int)fz_below(&G.r, 3);
+    for (int k = 0; k < ninputs; k++) {
+        static const clf_dtype dts[] = {CLF_F32, CLF_F32, CLF_F32, CLF_F32, CLF_I32, CLF_BOOL};
+        clf_dtype dt = k == 0 ? CLF_F32 : dts[fz_below(&G.r, 6)];
+        int64_t shape[FZ_MAX_RANK];
+        int r = rank;
+        memcpy(shape, base, sizeof base);
+        if (k > 0) {
+            fz_node like = {.orank = rank};
+            memcpy(like.oshape, base, sizeof base);
+            r = broadcast_partner(&G, &like, shape);
+        }
+        add_input(&G, dt, r, shape);
+    }
+
+    int nops = 1 + (int)fz_below(&G.r, 7);
+    for (int op = 0, tries = 0; op < nops && tries < 64 && out->n < FZ_MAX_NODES - 4; tries++) {
+        int before = out->n;
+        fz_node n;
+        memset(&n, 0, sizeof n);
+        n.family = (uint8_t)pick_family(&G.r);
+        if (!fz_families[n.family].pick(&G, &n)) {
+            out->n = before;
+            continue;
+        }
+        out->node[out->n++] = n;
+        fz_built b;
+        char msg[256];
+        bool ok = fz_build(out, &b, msg, sizeof msg);
+        clf_graph_destroy(&b.g);
+        if (!ok || node_numel(&out->node[out->n - 1]) > FZ_MAX_NUMEL) {
+            out->n = before;
+            continue;
+        }
+        op++;
+    }
+
+    /* Outputs: every node nothing reads, and some intermediates. */
+    bool read[FZ_MAX_NODES] = {false};
+    for (int i = 0; i < out->n; i++)
+        for (int k = 0; k < out->node[i].nin; k++)
+            read[out->node[i].in[k]] = true;
+    for (int i = 0; i < out->n; i++) {
+        fz_node *n = &out->node[i];
+        bool leaf = n->family == FZ_FAM_INPUT || n->family == FZ_FAM_SCALAR;
+        n->output = !leaf ? !read[i] || fz_chance(&G.r, 0.2) : fz_chance(&G.r, 0.02);
+    }
+    bool any = false;
+    for (int i = 0; i < out->n; i++)
+        any |= out->node[i].output;
+    if (!any)
+        out->node[out->n - 1].output = true;
+}
+
+int fz_live_count(const fz_graph *G)
+{
+    bool live[FZ_MAX_NODES] = {false};
+    int count = 0;
+    for (int i = G->n - 1; i >= 0; i--) {
+        if (G->node[i].output)
+            live[i] = true;
+        if (!live[i])
+            continue;
+        count++;
+        for (int k = 0; k < G->node[i].nin; k++)
+            live[G->node[i].in[k]] = true;
+    }
+    return count;
+}
+
+/* ---- Printing ------------------------------------------------------------- */
+
+static void print_shape(FILE *f, int rank, const int64_t *shape)
+{
+    fputc('[', f);
+    for (int i = 0; i < rank; i++)
+        fprintf(f, "%s%lld", i ? ", " : "", (long long)shape[i]);
+    fputc(']', f);
+}
+
+static const char *const profile_names[FZ_PROF_COUNT] = {"normal", "positive", "integers",
+                                                         "special", "large", "tiny"};
+
+void fz_print_listing(FILE *f, const fz_graph *G)
+{
+    for (int i = 0; i < G->n; i++) {
+        const fz_node *n = &G->node[i];
+        fprintf(f, "  v%-2d %-4s ", i, clf_dtype_name(n->odt));
+        print_shape(f, n->orank, n->oshape);
+        fputs(" = ", f);
+        switch (n->family) {
+        case FZ_FAM_INPUT: fprintf(f, "input (%s values)", profile_names[n->profile]); break;
+        case FZ_FAM_SCALAR: fprintf(f, "scalar %.9g", n->lo); break;
+        case FZ_FAM_UNARY: fprintf(f, "%s", unary_names[n->sub]); break;
+        case FZ_FAM_BINARY: fprintf(f, "%s", binary_names[n->sub]); break;
+        case FZ_FAM_REDUCE: fprintf(f, "reduce_%s", reduce_names[n->sub]); break;
+        case FZ_FAM_ARG: fprintf(f, "%s", n->sub ? "argmin" : "argmax"); break;
+        case FZ_FAM_SOFTMAX: fprintf(f, "%s", n->sub ? "log_softmax" : "softmax"); break;
+        default: fprintf(f, "%s", fz_families[n->family].name); break;
+        }
+        if (n->nin) {
+            fputs("(", f);
+            for (int k = 0; k < n->nin; k++)
+                fprintf(f, "%sv%d", k ? ", " : "", n->in[k]);
+            fputs(")", f);
+        }
+        switch (n->family) {
+        case FZ_FAM_CLIP: fprintf(f, " lo %g hi %g", n->lo, n->hi); break;
+        case FZ_FAM_CAST: fprintf(f, " to %s", clf_dtype_name((clf_dtype)n->ival)); break;
+        case FZ_FAM_RESHAPE:
+        case FZ_FAM_EXPAND:
+            fputs(" shape ", f);
+            print_shape(f, n->nreal, n->real[0]);
+            break;
+        case FZ_FAM_SLICE:
+            for (int k = 0; k < n->naxes; k++)
+                fprintf(f, " axis %d [%lld:%lld:%lld]", n->realaxes[k], (long long)n->v[0][k], (long long)n->v[1][k],
+                        (long long)n->v[2][k]);
+            break;
+        case FZ_FAM_TRANSPOSE:
+        case FZ_FAM_SQUEEZE:
+        case FZ_FAM_UNSQUEEZE:
+        case FZ_FAM_REDUCE:
+        case FZ_FAM_VAR: {
+            int na = n->family == FZ_FAM_TRANSPOSE && n->flag ? 0 : n->naxes;
+            fputs(n->family == FZ_FAM_TRANSPOSE ? " perm [" : " axes [", f);
+            for (int k = 0; k < na; k++)
+                fprintf(f, "%s%d", k ? ", " : "", n->axes[k]);
+            fputs("]", f);
+            if (n->family == FZ_FAM_REDUCE || n->family == FZ_FAM_VAR)
+                fprintf(f, " keepdims %d", n->keepdims);
+            if (n->family == FZ_FAM_VAR)
+                fprintf(f, " correction %d", n->ival);
+            break;
+        }
+        case FZ_FAM_ARG:
+            fprintf(f, " axis %d keepdims %d select_last %d", n->ival, n->keepdims, n->flag);
+            break;
+        case FZ_FAM_SOFTMAX: fprintf(f, " axis %d", n->ival); break;
+        case FZ_FAM_LAYER_NORM:
+        case FZ_FAM_RMS_NORM: fprintf(f, " axis %d epsilon %g", n->ival, n->lo); break;
+        default: break;
+        }
+        if (n->output)
+            fputs("  -> output", f);
+        fputc('\n', f);
+    }
+}
+
+static void onnx_value_type(FILE *f, const fz_node *n)
+{
+    fprintf(f, "%s", onnx_type(n->odt));
+    print_shape(f, n->orank, n->oshape);
+}
+
+void fz_print_onnx(FILE *f, const fz_graph *G)
+{
+    fputs("<ir_version: 8, opset_import: [\"\" : 18]>\nfuzz (", f);
+    bool first = true;
+    for (int i = 0; i < G->n; i++) {
+        const fz_node *n = &G->node[i];
+        if (n->family != FZ_FAM_INPUT)
+            continue;
+        fprintf(f, "%s", first ? "" : ", ");
+        onnx_value_type(f, n);
+        fprintf(f, " v%d", i);
+        first = false;
+    }
+    fputs(") => (", f);
+    first = true;
+    for (int i = 0; i < G->n; i++) {
+        const fz_node *n = &G->node[i];
+        if (!n->output)
+            continue;
+        fprintf(f, "%s", first ? "" : ", ");
+        onnx_value_type(f, n);
+        fprintf(f, " o%d", i);
+        first = false;
+    }
+    fputs(")\n{\n    one_f = Constant <value_float = 1.0> ()\n", f);
+    for (int i = 0; i < G->n; i++) {
+        const fz_node *n = &G->node[i];
+        if (n->family == FZ_FAM_SCALAR) {
+            if (n->dt == CLF_F32) {
+                fprintf(f, "    v%d = Constant <value_float = ", i);
+                onnx_double(f, (float)n->lo);
+                fputs("> ()\n", f);
+            } else {
+                fprintf(f, "    v%d_i = Constant <value_int = %d> ()\n", i, (int)n->lo);
+                fprintf(f, "    v%d = Cast <to = %d> (v%d_i)\n", i, n->dt == CLF_I32 ? 6 : 9, i);
+            }
+        } else if (n->family != FZ_FAM_INPUT && !fz_families[n->family].onnx(f, G, i)) {
+            fprintf(f, "    # v%d (%s) has no ONNX form here\n", i, fz_families[n->family].name);
+        }
+        if (n->output)
+            fprintf(f, "    o%d = Identity(v%d)\n", i, i);
+    }
+    fputs("}\n", f);
+}

@@ -1,0 +1,245 @@
+/* Runs every kernel template family on small shapes, checked against the
+ * reference, so that tests/oclgrind/run_oclgrind.sh can run it under
+ * oclgrind (--check-api --data-races --uninitialized). Each case also
+ * checks that its kernels really come from the family it names (the
+ * template's own header comment is part of the generated source), so a
+ * planner change cannot quietly leave a family unchecked.
+ *
+ * Adding a family (GEMM) is one line in `cases` and a graph builder. Exit
+ * status: 0 when every case ran and agreed, 1 otherwise, 77 without a
+ * device.
+ *   oclgrind_families [DEVICE-NAME-PART [CASE-NAME-PREFIX]]
+ *   oclgrind_families --list          (the case names, one a line) */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "clfuse/clfuse.h"
+
+typedef struct inputs {
+    clf_host_binding b[4];
+    int n;
+} inputs;
+
+static uint64_t rng = 0x2545F4914F6CDD1Dull;
+
+static double uniform(void)
+{
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return (double)(rng >> 11) / 9007199254740992.0;
+}
+
+static clf_tensor input(clf_graph *g, inputs *in, const char *name, int rank, const int64_t *shape)
+{
+    size_t n = 1;
+    for (int i = 0; i < rank; i++)
+        n *= (size_t)shape[i];
+    float *p = malloc(n * sizeof *p + 1);
+    if (!p)
+        return CLF_TENSOR_INVALID;
+    for (size_t i = 0; i < n; i++)
+        p[i] = (float)(4 * uniform() - 2);
+    in->b[in->n++] = (clf_host_binding){name, p};
+    return clf_input(g, name, CLF_F32, rank, shape);
+}
+
+/* Pointwise: broadcasting, a transpose, a where, a cast, vector loads with
+ * a tail (35 elements). */
+static void build_pointwise(clf_graph *g, inputs *in)
+{
+    int64_t s[2] = {5, 7}, bs[1] = {7};
+    clf_tensor x = input(g, in, "x", 2, s), b = input(g, in, "b", 1, bs);
+    clf_tensor y = clf_relu(g, clf_add(g, clf_mul(g, x, b), clf_scalar(g, CLF_F32, 1)));
+    clf_graph_output(g, "y", y);
+    clf_tensor t = clf_transpose(g, clf_reshape(g, x, 2, (int64_t[]){7, 5}), 0, NULL);
+    clf_graph_output(g, "w", clf_where(g, clf_gt(g, x, t), x, t));
+    clf_graph_output(g, "i", clf_cast(g, clf_mul(g, x, clf_scalar(g, CLF_F32, 10)), CLF_I32));
+}
+
+/* Rows: softmax, layer norm and argmax over 33-wide rows (several stages
+ * and an epilogue), reading a graph output that a pointwise kernel wrote
+ * (output buffers must be readable by later kernels). */
+static void build_rows(clf_graph *g, inputs *in)
+{
+    int64_t s[2] = {6, 33};
+    clf_tensor x = clf_mul(g, input(g, in, "x", 2, s), clf_scalar(g, CLF_F32, 0.5));
+    clf_graph_output(g, "h", x);
+    clf_graph_output(g, "p", clf_softmax(g, x, -1));
+    clf_graph_output(g, "n", clf_layer_norm(g, x, 1, 1e-5, CLF_TENSOR_INVALID, CLF_TENSOR_INVALID));
+    clf_graph_output(g, "a", clf_argmax(g, x, 1, false, false));
+}
+
+/* Rows too long to cache in a GPU work-group's registers, too few to
+ * split: the streaming GPU form. */
+static void build_long_rows(clf_graph *g, inputs *in)
+{
+    int64_t s[2] = {2, 20000};
+    int last = 1;
+    clf_tensor x = input(g, in, "x", 2, s);
+    clf_graph_output(g, "s", clf_reduce_sum(g, x, 1, &last, false));
+}
+
+/* One row long enough to split. */
+static void build_one_long_row(clf_graph *g, inputs *in)
+{
+    int64_t s[1] = {70000};
+    clf_tensor x = input(g, in, "x", 1, s);
+    clf_graph_output(g, "s", clf_reduce_sum(g, x, 0, NULL, false));
+    clf_graph_output(g, "m", clf_reduce_max(g, x, 0, NULL, false));
+}
+
+typedef struct family_case {
+    const char *name;
+    void (*build)(clf_graph *g, inputs *in);
+    clf_kernel_style style;
+    const char *marker;  /* text the family's kernels contain */
+    const char *marker2; /* and this one, when not NULL */
+} family_case;
+
+static const family_case cases[] = {
+    {"pointwise", build_pointwise, CLF_KERNEL_STYLE_AUTO, "Pointwise region:", NULL},
+    {"reduction_cpu", build_rows, CLF_KERNEL_STYLE_CPU, "Reduction region, CPU variant", NULL},
+    {"reduction_gpu (persistent)", build_rows, CLF_KERNEL_STYLE_GPU, "Reduction region, GPU variant", "clf_per_"},
+    {"reduction_gpu (streaming)", build_long_rows, CLF_KERNEL_STYLE_GPU, "Reduction region, GPU variant",
+     "#define CACHE 0"},
+    {"reduction_split (CPU)", build_one_long_row, CLF_KERNEL_STYLE_CPU, "Split reduction", "#define SPLIT_GPU 0"},
+    {"reduction_split (GPU)", build_one_long_row, CLF_KERNEL_STYLE_GPU, "Split reduction", "#define SPLIT_GPU 1"},
+    /* {"gemm", build_gemm, CLF_KERNEL_STYLE_AUTO, "<gemm.cl's first line>", NULL}, when GEMM lands */
+};
+
+static bool close_enough(clf_dtype dt, const void *got, const void *want, size_t n, char *why, size_t cap)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (dt == CLF_F32) {
+            double g = ((const float *)got)[i], w = ((const float *)want)[i];
+            if (!(fabs(g - w) <= 1e-4 * fabs(w) + 1e-5)) {
+                snprintf(why, cap, "element %zu: got %.9g, want %.9g", i, g, w);
+                return false;
+            }
+        } else if (((const int32_t *)got)[i] != ((const int32_t *)want)[i]) {
+            snprintf(why, cap, "element %zu: got %d, want %d", i, ((const int32_t *)got)[i],
+                     ((const int32_t *)want)[i]);
+            return false;
+        }
+    }
+    return true;
+}
+
+static bool run_case(clf_context *ctx, const family_case *c)
+{
+    bool ok = false;
+    inputs in = {.n = 0};
+    clf_host_binding got[4], want[4];
+    size_t nout = 0, numel[4];
+    clf_dtype dt[4];
+    clf_executable *exe = NULL;
+    clf_graph *g = clf_graph_create();
+    const char *msg = "";
+    if (!g) {
+        printf("%s: out of memory\n", c->name);
+        return false;
+    }
+    c->build(g, &in);
+    if (clf_graph_status(g, &msg) != CLF_OK) {
+        printf("%s: graph: %s\n", c->name, msg);
+        goto done;
+    }
+    clf_status st = clf_compile(ctx, g, clf_compile_params(.kernel_style = c->style), &exe);
+    if (st != CLF_OK) {
+        printf("%s: clf_compile: %s: %s\n", c->name, clf_status_name(st), clf_context_last_error(ctx));
+        goto done;
+    }
+    bool found = false;
+    for (size_t k = 0; k < clf_executable_kernel_count(exe); k++) {
+        const char *src = clf_executable_kernel_source(exe, k);
+        found |= strstr(src, c->marker) && (!c->marker2 || strstr(src, c->marker2));
+    }
+    if (!found) {
+        printf("%s: no kernel comes from this family (none has \"%s\"%s%s)\n", c->name, c->marker,
+               c->marker2 ? " and " : "", c->marker2 ? c->marker2 : "");
+        goto done;
+    }
+    nout = clf_executable_output_count(exe);
+    for (size_t i = 0; i < nout; i++) {
+        const char *name;
+        int rank;
+        int64_t shape[CLF_MAX_RANK];
+        clf_executable_output(exe, i, &name, &dt[i], &rank, shape);
+        numel[i] = 1;
+        for (int d = 0; d < rank; d++)
+            numel[i] *= (size_t)shape[d];
+        got[i] = (clf_host_binding){name, calloc(numel[i] + 1, 4)};
+        want[i] = (clf_host_binding){name, calloc(numel[i] + 1, 4)};
+        if (!got[i].data || !want[i].data) {
+            nout = i + 1;
+            printf("%s: out of memory\n", c->name);
+            goto done;
+        }
+    }
+    char rmsg[256];
+    st = clf_reference_run(g, (size_t)in.n, in.b, nout, want, rmsg, sizeof rmsg);
+    if (st != CLF_OK) {
+        printf("%s: reference: %s\n", c->name, rmsg);
+        goto done;
+    }
+    st = clf_run_host(exe, (size_t)in.n, in.b, nout, got);
+    if (st != CLF_OK) {
+        printf("%s: clf_run_host: %s: %s\n", c->name, clf_status_name(st), clf_context_last_error(ctx));
+        goto done;
+    }
+    ok = true;
+    for (size_t i = 0; i < nout && ok; i++) {
+        char why[128];
+        if (!close_enough(dt[i], got[i].data, want[i].data, numel[i], why, sizeof why)) {
+            printf("%s: output %s differs from the reference: %s\n", c->name, got[i].name, why);
+            ok = false;
+        }
+    }
+    if (ok)
+        printf("%s: %zu kernel(s) agree with the reference\n", c->name, clf_executable_kernel_count(exe));
+done:
+    for (size_t i = 0; i < nout; i++) {
+        free(got[i].data);
+        free(want[i].data);
+    }
+    for (int i = 0; i < in.n; i++)
+        free(in.b[i].data);
+    clf_executable_destroy(&exe);
+    clf_graph_destroy(&g);
+    return ok;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc > 1 && strcmp(argv[1], "--list") == 0) {
+        for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+            printf("%s\n", cases[i].name);
+        return 0;
+    }
+    const char *expect = argc > 1 ? argv[1] : NULL; /* part of the device's name */
+    const char *only = argc > 2 ? argv[2] : NULL;   /* run the cases whose name starts so */
+    char msg[256] = "";
+    clf_context *ctx = NULL;
+    if (clf_context_create(clf_context_params(.disable_disk_cache = true, .message = msg, .message_cap = sizeof msg),
+                           &ctx) != CLF_OK) {
+        printf("no OpenCL device: %s; skipped\n", msg);
+        return 77;
+    }
+    clf_device_desc d;
+    clf_context_device(ctx, &d);
+    printf("device: %s (%s)\n", d.device_name, d.platform_name);
+    if (expect && !strstr(d.device_name, expect) && !strstr(d.platform_name, expect)) {
+        printf("expected a device named like \"%s\"\n", expect);
+        clf_context_destroy(&ctx);
+        return 1;
+    }
+    int failed = 0;
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        if (!only || strncmp(cases[i].name, only, strlen(only)) == 0)
+            failed += !run_case(ctx, &cases[i]);
+    clf_context_destroy(&ctx);
+    return failed ? 1 : 0;
+}
