@@ -303,7 +303,7 @@ static void check_cpu_vector(const clf_graph *g, const e2e_inputs *in, const cha
     for (int nofp64 = 0; nofp64 < 2; nofp64++) {
         if (nofp64)
             ctx->fp64 = false; /* codegen's choice only; the device is unchanged */
-        check_style(ctx, g, in, CLF_KERNEL_STYLE_CPU, rtol, atol);
+        e2e_check_style(ctx, g, in, CLF_KERNEL_STYLE_CPU, rtol, atol);
         clf_executable *exe = NULL;
         ck_assert_int_eq(clf_compile(ctx, g, clf_compile_params(.kernel_style = CLF_KERNEL_STYLE_CPU), &exe), CLF_OK);
         size_t vector_kernels = 0;
@@ -429,7 +429,7 @@ START_TEST(gpu_lanes_cap_experiment)
             setenv("CLFUSE_GPU_RED_LANES_CAP", cases[i].cap, 1);
         else
             unsetenv("CLFUSE_GPU_RED_LANES_CAP");
-        ck_assert_uint_ge(check_style(ctx, g, &in, CLF_KERNEL_STYLE_GPU, 1e-5, 1e-6), 1);
+        ck_assert_uint_ge(e2e_check_style(ctx, g, &in, CLF_KERNEL_STYLE_GPU, 1e-5, 1e-6), 1);
         clf_executable *exe = NULL;
         ck_assert_int_eq(clf_compile(ctx, g, clf_compile_params(.kernel_style = CLF_KERNEL_STYLE_GPU), &exe), CLF_OK);
         for (size_t k = 0; k < clf_executable_kernel_count(exe); k++) {
@@ -466,7 +466,7 @@ START_TEST(gpu_rows_past_the_end_stay_idle)
     clf_graph_output(g, "amin", clf_argmin(g, y, -2, false, false));
     clf_graph_output(g, "rms", clf_rms_norm(g, clf_sqrt(g, y), 3, 1e-5, CLF_TENSOR_INVALID));
     for (int rep = 0; rep < 3; rep++)
-        check_all(g, &in, 3, 1e-5, 1e-6);
+        e2e_check_all(g, &in, 3, 1e-5, 1e-6);
     e2e_inputs_free(&in);
     clf_graph_destroy(&g);
 }
