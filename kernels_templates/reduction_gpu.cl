@@ -45,12 +45,16 @@ static inline void clf_rowout(const clf_row *row, IDX_T x, CLF_PARAMS) { out0[x]
 
 #if CACHE > 0
 /* The lane's c-th element of its row. */
+/* Idle lanes (rows past the end) loaded nothing: they skip the sweep as a
+ * whole, so that the bound inside stays a compile-time constant. */
 #define CLF_SWEEP(body)                                                                            \
-    _Pragma("unroll") for (int c = 0; c < CACHE; ++c) {                                                              \
-        const IDX_T r = (IDX_T)lane + (IDX_T)c * (IDX_T)LANES;                                     \
-        if (r < rlen) {                                                                            \
-            const clf_vals v = cache[c];                                                           \
-            body;                                                                                  \
+    if (rlen) {                                                                                    \
+        _Pragma("unroll") for (int c = 0; c < CACHE; ++c) {                                        \
+            const IDX_T r = (IDX_T)lane + (IDX_T)c * (IDX_T)LANES;                                 \
+            if (r < RLEN) {                                                                        \
+                const clf_vals v = cache[c];                                                       \
+                body;                                                                              \
+            }                                                                                      \
         }                                                                                          \
     }
 #else
@@ -107,11 +111,13 @@ __kernel void CLF_KERNEL_NAME(CLF_PARAMS, const IDX_T nrows)
     clf_row row;
 #if CACHE > 0
     clf_vals cache[CACHE];
+    if (rlen) {
 #pragma unroll
-    for (int c = 0; c < CACHE; ++c) {
-        const IDX_T r = (IDX_T)lane + (IDX_T)c * (IDX_T)LANES;
-        if (r < rlen)
-            clf_load(x, r, &cache[c], CLF_ARGS);
+        for (int c = 0; c < CACHE; ++c) {
+            const IDX_T r = (IDX_T)lane + (IDX_T)c * (IDX_T)LANES;
+            if (r < RLEN)
+                clf_load(x, r, &cache[c], CLF_ARGS);
+        }
     }
 #endif
     (void)rlen;

@@ -560,7 +560,7 @@ static bool vector_form(red_ctx *rc, uint32_t k, clf__ix x, const clf__view *ful
             break;
         }
         vec_acc_step(&fn[s].body, n, id, v, dbl, vn);
-        free(v);
+        clf__free(v);
         vec_acc_fields(&accs[s], n, id, dbl, vn);
     }
     /* Each lane's partial results of every reduction of a stage, combined
@@ -587,7 +587,7 @@ static bool vector_form(red_ctx *rc, uint32_t k, clf__ix x, const clf__view *ful
         clf__ix at = clf__view_linear(&rc->full_ix, full, K->rank, K->shape);
         int st = r_stride(&rc->full_ix, &at, rc->r_bit);
         if (!v || st == 0 || (st < 0 && (at.var || at.temp <= 0 || !note_gather(rc, at.temp)))) {
-            free(v);
+            clf__free(v);
             ok = false;
             break;
         }
@@ -601,7 +601,7 @@ static bool vector_form(red_ctx *rc, uint32_t k, clf__ix x, const clf__view *ful
                                vec_lane(l));
             clf__sb_puts(&epi->body, "    }\n");
         }
-        free(v);
+        clf__free(v);
     }
     for (size_t s = 0; s < rc->nslots && ok; s++) {
         if (rc->slots[s].dtype != CLF_F32) {

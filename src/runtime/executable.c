@@ -218,30 +218,72 @@ out:
     return st;
 }
 
-/* Makes the sub-buffers of the intermediates in base from offset on into
- * owned (per buffer) and partials (per kernel). On failure nothing is
- * left. */
+/* Whether [off, off + bytes) overlaps a region in regs (pairs of offset,
+ * end), not counting one starting at off itself when same_ok. */
+static bool overlaps(const uint64_t *regs, size_t n, uint64_t off, uint64_t bytes, bool same_ok)
+{
+    for (size_t i = 0; i < n; i++)
+        if (!(same_ok && regs[2 * i] == off) && off < regs[2 * i + 1] && regs[2 * i] < off + bytes)
+            return true;
+    return false;
+}
+
+/* Gives each intermediate (owned, per buffer) and each split reduction's
+ * partial results (partials, per kernel) its memory: a sub-buffer of base
+ * at offset + its planned offset. Values placed at one offset share one
+ * sub-buffer, as large as the largest of them. Where a value's region
+ * partly overlaps another one's (possible when lifetimes allow it) and
+ * dedicated is set, it gets a buffer of its own instead: NVIDIA's driver
+ * (580, H200) crashed releasing overlapping sub-buffers of one buffer.
+ * On failure nothing is left. */
 static clf_status make_sub_buffers(clf_executable *e, cl_mem base, size_t offset, cl_mem *owned, cl_mem *partials,
-                                   const char *call)
+                                   bool dedicated, const char *call)
 {
     clf_context *ctx = e->ctx;
     cl_int err = CL_SUCCESS;
     uint64_t what = 0;
+    size_t nreg = 0;
+    uint64_t *regs = clf__calloc(2 * ((size_t)e->nbuffers + e->nkernels) + 2, sizeof *regs);
+    if (!regs)
+        return clf__ctx_fail(ctx, CLF_ERR_OUT_OF_MEMORY, "%s: out of memory", call);
     for (uint32_t b = 0; b < e->nbuffers && err == CL_SUCCESS; b++) {
-        if (e->buffers[b].kind != CLF__BUF_INTERMEDIATE || e->buffers[b].bytes == 0)
+        if (e->buffers[b].kind != CLF__BUF_INTERMEDIATE || e->buffers[b].bytes == 0 || owned[b])
             continue;
-        cl_buffer_region r = {offset + (size_t)e->offsets[b], (size_t)e->buffers[b].bytes};
-        owned[b] = clCreateSubBuffer(base, CL_MEM_READ_WRITE, CL_BUFFER_CREATE_TYPE_REGION, &r, &err);
-        what = e->buffers[b].bytes;
+        uint64_t bytes = e->buffers[b].bytes, off = e->offsets[b];
+        for (uint32_t c = b + 1; c < e->nbuffers; c++)
+            if (e->buffers[c].kind == CLF__BUF_INTERMEDIATE && e->offsets[c] == off && e->buffers[c].bytes > bytes)
+                bytes = e->buffers[c].bytes;
+        if (dedicated && overlaps(regs, nreg, off, bytes, true)) {
+            owned[b] = clCreateBuffer(ctx->cl, CL_MEM_READ_WRITE, (size_t)bytes, NULL, &err);
+        } else {
+            cl_buffer_region r = {offset + (size_t)off, (size_t)bytes};
+            owned[b] = clCreateSubBuffer(base, CL_MEM_READ_WRITE, CL_BUFFER_CREATE_TYPE_REGION, &r, &err);
+            regs[2 * nreg] = off;
+            regs[2 * nreg++ + 1] = off + bytes;
+        }
+        what = bytes;
+        for (uint32_t c = b + 1; c < e->nbuffers && err == CL_SUCCESS; c++)
+            if (e->buffers[c].kind == CLF__BUF_INTERMEDIATE && e->buffers[c].bytes && e->offsets[c] == off) {
+                owned[c] = owned[b];
+                clRetainMemObject(owned[c]);
+            }
     }
     for (size_t k = 0; k < e->nkernels && err == CL_SUCCESS; k++) {
         const clf__exe_kernel *K = &e->kernels[k];
         if (!K->partial_bytes)
             continue;
-        cl_buffer_region r = {offset + (size_t)K->partial_offset, (size_t)K->partial_bytes};
-        partials[k] = clCreateSubBuffer(base, CL_MEM_READ_WRITE, CL_BUFFER_CREATE_TYPE_REGION, &r, &err);
-        what = K->partial_bytes;
+        uint64_t off = K->partial_offset, bytes = K->partial_bytes;
+        if (dedicated && overlaps(regs, nreg, off, bytes, false)) {
+            partials[k] = clCreateBuffer(ctx->cl, CL_MEM_READ_WRITE, (size_t)bytes, NULL, &err);
+        } else {
+            cl_buffer_region r = {offset + (size_t)off, (size_t)bytes};
+            partials[k] = clCreateSubBuffer(base, CL_MEM_READ_WRITE, CL_BUFFER_CREATE_TYPE_REGION, &r, &err);
+            regs[2 * nreg] = off;
+            regs[2 * nreg++ + 1] = off + bytes;
+        }
+        what = bytes;
     }
+    clf__free(regs);
     if (err == CL_SUCCESS)
         return CLF_OK;
     for (uint32_t b = 0; b < e->nbuffers; b++) {
@@ -307,7 +349,7 @@ static clf_status instantiate(clf_context *ctx, const clf_graph *g, clf_executab
                                (unsigned long long)e->scratch_bytes, clf__cl_error_name(cerr));
             goto out;
         }
-        st = make_sub_buffers(e, e->scratch, 0, e->owned, partials, "clf_compile");
+        st = make_sub_buffers(e, e->scratch, 0, e->owned, partials, true, "clf_compile");
         if (st != CLF_OK)
             goto out;
         for (size_t k = 0; k < e->nkernels; k++)
@@ -541,7 +583,7 @@ CLF_API clf_status clf_executable_set_scratch(clf_executable *e, cl_mem buffer, 
         clf__free(partials);
         return clf__ctx_fail(ctx, CLF_ERR_OUT_OF_MEMORY, "clf_executable_set_scratch: out of memory");
     }
-    clf_status st = make_sub_buffers(e, buffer, offset, owned, partials, "clf_executable_set_scratch");
+    clf_status st = make_sub_buffers(e, buffer, offset, owned, partials, false, "clf_executable_set_scratch");
     if (st == CLF_OK) {
         clRetainMemObject(buffer);
         /* Swap under the lock, so that no run sets arguments meanwhile; the
