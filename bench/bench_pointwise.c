@@ -11,33 +11,7 @@
 #include <string.h>
 
 #include "bench_common.h"
-
-static clf_graph *chain_graph(int64_t n)
-{
-    clf_graph *g = clf_graph_create();
-    clf_tensor a = clf_input(g, "a", CLF_F32, 1, &n);
-    clf_tensor b = clf_input(g, "b", CLF_F32, 1, &n);
-    clf_tensor c = clf_input(g, "c", CLF_F32, 1, &n);
-    clf_graph_output(g, "y", clf_relu(g, clf_add(g, clf_mul(g, a, b), c)));
-    return g;
-}
-
-/* Twenty cheap ops that stay finite on inputs in [-1, 1). */
-static clf_graph *tiny_graph(int64_t n)
-{
-    clf_graph *g = clf_graph_create();
-    clf_tensor x = clf_input(g, "x", CLF_F32, 1, &n);
-    clf_tensor half = clf_scalar(g, CLF_F32, 0.5);
-    clf_tensor t = x;
-    for (int i = 0; i < 5; i++) {
-        t = clf_mul(g, t, half);
-        t = clf_add(g, t, x);
-        t = clf_tanh(g, t);
-        t = clf_sub(g, t, half);
-    }
-    clf_graph_output(g, "y", t);
-    return g;
-}
+#include "bench_graphs.h"
 
 typedef struct row {
     const char *name;
@@ -130,7 +104,8 @@ int main(int argc, char **argv)
     double copy_gbs = 2.0 * 4 * (double)n / (copy_ms * 1e6);
 
     row rows[2];
-    clf_graph *g1 = chain_graph(n), *g2 = tiny_graph(1024);
+    clf_graph *g1 = bench_case_graph(&(bench_case){"chain", 1, n, 3, 1}),
+              *g2 = bench_case_graph(&(bench_case){"tiny", 1, 1024, 1, 1});
     int rc = run_case(ctx, "chain", g1, 16ull * (uint64_t)n, runs, &rows[0]) ||
              run_case(ctx, "tiny", g2, 8ull * 1024, runs * 4, &rows[1]);
     clf_graph_destroy(&g1);

@@ -13,39 +13,7 @@
 #include <string.h>
 
 #include "bench_common.h"
-
-typedef struct bench_case {
-    const char *name;
-    int64_t rows, cols;
-    int reads, writes; /* full-size tensors moved at the floor */
-} bench_case;
-
-/* The graph of a case (x is [rows, cols]). */
-static clf_graph *case_graph(const bench_case *c)
-{
-    clf_graph *g = clf_graph_create();
-    int64_t s[2] = {c->rows, c->cols}, w[1] = {c->cols};
-    int last = -1;
-    clf_tensor x = clf_input(g, "x", CLF_F32, 2, s);
-    if (strcmp(c->name, "rowsum") == 0) {
-        clf_tensor a = clf_input(g, "a", CLF_F32, 2, s), b = clf_input(g, "b", CLF_F32, 2, s);
-        clf_graph_output(g, "y", clf_reduce_sum(g, clf_add(g, clf_mul(g, x, a), b), 1, &last, false));
-    } else if (strncmp(c->name, "softmax", 7) == 0) {
-        clf_graph_output(g, "y", clf_softmax(g, x, -1));
-    } else if (strcmp(c->name, "layernorm") == 0) {
-        clf_tensor wt = clf_input(g, "w", CLF_F32, 1, w), b = clf_input(g, "b", CLF_F32, 1, w);
-        clf_graph_output(g, "y", clf_layer_norm(g, x, -1, 1e-5, wt, b));
-    } else if (strcmp(c->name, "rmsnorm") == 0) {
-        clf_tensor wt = clf_input(g, "w", CLF_F32, 1, w);
-        clf_graph_output(g, "y", clf_rms_norm(g, x, -1, 1e-5, wt));
-    } else if (strcmp(c->name, "sumall") == 0) {
-        clf_graph_output(g, "y", clf_reduce_sum(g, x, 0, NULL, false));
-    } else { /* horizontal */
-        clf_graph_output(g, "mean", clf_reduce_mean(g, x, 1, &last, false));
-        clf_graph_output(g, "meansq", clf_reduce_mean(g, clf_mul(g, x, x), 1, &last, false));
-    }
-    return g;
-}
+#include "bench_graphs.h"
 
 int main(int argc, char **argv)
 {
@@ -78,12 +46,8 @@ int main(int argc, char **argv)
     clf_device_desc dev;
     clf_context_device(ctx, &dev);
     bool gpu = dev.is_gpu;
-    bench_case cases[] = {
-        {"rowsum", gpu ? 4096 : 1024, 16384, 3, 0},       {"softmax", gpu ? 4096 : 1024, 16384, 1, 1},
-        {"softmax_short", gpu ? 65536 : 16384, 256, 1, 1}, {"layernorm", gpu ? 4096 : 1024, 16384, 1, 1},
-        {"rmsnorm", gpu ? 4096 : 1024, 16384, 1, 1},      {"horizontal", gpu ? 4096 : 1024, 16384, 1, 0},
-        {"sumall", 1, gpu ? (int64_t)1 << 26 : (int64_t)1 << 24, 1, 0},
-    };
+    bench_case cases[16];
+    size_t ncases = bench_reduction_cases(gpu, cases, sizeof cases / sizeof cases[0]);
     size_t copy_n = gpu ? (size_t)1 << 26 : (size_t)1 << 24;
     double copy_ms = bench_copy_ms(ctx, copy_n, runs);
     double copy_gbs = 2.0 * 4 * (double)copy_n / (copy_ms * 1e6);
@@ -97,11 +61,11 @@ int main(int argc, char **argv)
         printf("%-14s %-12s %8s %10s %11s %8s %10s %8s  %s\n", "case", "shape", "kernels", "fused ms", "unfused ms",
                "speedup", "fused GB/s", "of copy", "fused kernel");
     int rc = 0;
-    for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
+    for (size_t ci = 0; ci < ncases; ci++) {
         const bench_case *c = &cases[ci];
         if (only && strcmp(only, c->name) != 0)
             continue;
-        clf_graph *g = case_graph(c);
+        clf_graph *g = bench_case_graph(c);
         clf_executable *ex[2] = {NULL, NULL};
         bench_io io[2];
         double ms[2] = {0, 0};

@@ -141,6 +141,65 @@ out:
     return NULL;
 }
 
+/* clf_enqueue from each thread on its own queue, with a, b, c and y packed
+ * in one buffer at aligned offsets: runs of one executable on several
+ * queues, each making its sub-buffers. */
+static void *offset_worker(void *arg)
+{
+    worker *w = arg;
+    cl_context cl = clf_context_cl(w->ctx);
+    clf_device_desc d;
+    clf_context_device(w->ctx, &d);
+    size_t step = (N * sizeof(float) + d.base_align - 1) / d.base_align * d.base_align;
+    cl_device_id dev = NULL;
+    clGetCommandQueueInfo(clf_context_queue(w->ctx), CL_QUEUE_DEVICE, sizeof dev, &dev, NULL);
+    cl_int err = CL_SUCCESS;
+#if defined(__GNUC__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+#endif
+    cl_command_queue q = clCreateCommandQueue(cl, dev, 0, &err);
+#if defined(__GNUC__)
+#pragma GCC diagnostic pop
+#endif
+    cl_mem m = q ? clCreateBuffer(cl, CL_MEM_READ_WRITE, 4 * step, NULL, &err) : NULL;
+    float *a = malloc(4 * N * sizeof *a);
+    if (!q || !m || !a) {
+        snprintf(w->failure, sizeof w->failure, "thread %d: setup failed (%d)", w->id, err);
+        goto out;
+    }
+    float *b = a + N, *c = b + N, *y = c + N;
+    for (int it = 0; it < ITERS; it++) {
+        fill(w->id, it + 200, a, b, c);
+        clEnqueueWriteBuffer(q, m, CL_FALSE, 0, N * sizeof *a, a, 0, NULL, NULL);
+        clEnqueueWriteBuffer(q, m, CL_FALSE, step, N * sizeof *a, b, 0, NULL, NULL);
+        clEnqueueWriteBuffer(q, m, CL_FALSE, 2 * step, N * sizeof *a, c, 0, NULL, NULL);
+        clf_buffer_view in[3] = {{"a", m, 0}, {"b", m, step}, {"c", m, 2 * step}}, out[1] = {{"y", m, 3 * step}};
+        cl_event done = NULL;
+        clf_status st = clf_enqueue(w->exe, q, 3, in, 1, out, 0, NULL, &done);
+        if (st != CLF_OK) {
+            snprintf(w->failure, sizeof w->failure, "thread %d: clf_enqueue: %s: %s", w->id, clf_status_name(st),
+                     clf_context_last_error(w->ctx));
+            break;
+        }
+        err = clEnqueueReadBuffer(q, m, CL_TRUE, 3 * step, N * sizeof *y, y, 1, &done, NULL);
+        clReleaseEvent(done);
+        if (err != CL_SUCCESS) {
+            snprintf(w->failure, sizeof w->failure, "thread %d: read: %d", w->id, err);
+            break;
+        }
+        if (!check(w, it + 200, a, b, c, y))
+            break;
+    }
+out:
+    if (m)
+        clReleaseMemObject(m);
+    if (q)
+        clReleaseCommandQueue(q);
+    free(a);
+    return NULL;
+}
+
 static void run_workers(void *(*fn)(void *), bool profiling)
 {
     clf_context *ctx = NULL;
@@ -167,6 +226,9 @@ START_TEST(run_host_from_threads) { run_workers(host_worker, true); }
 END_TEST
 
 START_TEST(run_buffers_from_threads) { run_workers(buffer_worker, false); }
+END_TEST
+
+START_TEST(enqueue_offsets_from_threads) { run_workers(offset_worker, false); }
 END_TEST
 
 /* Compiles on one context from several threads (the program cache is
@@ -255,6 +317,7 @@ int main(void)
     Suite *s = suite_create("runtime_threads");
     add(s, "run_host_from_threads", run_host_from_threads);
     add(s, "run_buffers_from_threads", run_buffers_from_threads);
+    add(s, "enqueue_offsets_from_threads", enqueue_offsets_from_threads);
     add(s, "compile_from_threads", compile_from_threads);
     add(s, "errors_per_thread", errors_per_thread);
     return clf_test_run_suite(s);

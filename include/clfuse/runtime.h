@@ -3,8 +3,10 @@
  * Ownership: a clf_context owns its OpenCL context and queue unless it
  * adopted the caller's (clf_context_from_cl), in which case it retains them
  * and releases its references when destroyed. A clf_executable owns its
- * kernels and device buffers and holds a reference to its context: destroy
- * every executable before its context.
+ * kernels and device buffers (constants, and one scratch buffer for the
+ * intermediates unless the caller supplies it: clf_executable_set_scratch)
+ * and holds a reference to its context: destroy every executable before its
+ * context. Buffers the caller binds to a run stay the caller's.
  *
  * Thread-safety: a context and its executables may be shared by threads.
  * clf_compile, clf_run, clf_run_host, clf_executable_last_profile and the
@@ -29,9 +31,16 @@
  * driver upgrade misses instead of loading a stale binary. Entries are
  * written atomically (temporary file, then rename) and checked when read; a
  * corrupt entry or one the driver refuses is removed and rebuilt, and the
- * cache never makes a compile fail. clf_context_params.disable_disk_cache or
- * CLFUSE_CACHE=0 turns the disk cache off; CLFUSE_LOGS=cache shows hits,
- * misses and why an entry was discarded.
+ * cache never makes a compile fail. Next to the binaries, the plan and
+ * generated sources of each compiled graph are cached (see clf_compile), so
+ * that a warm compile neither plans, generates nor builds.
+ * clf_context_params.disable_disk_cache or CLFUSE_CACHE=0 turns both off;
+ * CLFUSE_LOGS=cache shows hits, misses and why an entry was discarded.
+ *
+ * Memory: the values that cross kernel boundaries live in one scratch
+ * buffer, where values whose lifetimes do not overlap share bytes
+ * (clf_plan_stats.peak_intermediate_bytes). Host memory of the library
+ * comes from the allocator of alloc.h.
  */
 #ifndef CLFUSE_RUNTIME_H
 #define CLFUSE_RUNTIME_H

@@ -441,7 +441,12 @@ CLF_API clf_status clf_compile(clf_context *ctx, const clf_graph *g, const clf_c
         target.gemm = &pinned;
     }
     key = clf__plan_cache_key(ctx, g, params, &target);
-    if (!key || !clf__plan_cache_load(ctx, key, g, e)) {
+    /* Whoever asks for the planner's decisions gets them: plan (and store)
+     * instead of loading the plan. */
+    bool planner_logs = clf__log_enabled(CLF__LOG_FUSION) || clf__log_enabled(CLF__LOG_SCHEDULE);
+    if (key && planner_logs)
+        clf__log(CLF__LOG_CACHE, "plan cache not read: CLFUSE_LOGS asks for the planner's decisions");
+    if (!key || planner_logs || !clf__plan_cache_load(ctx, key, g, e)) {
         pthread_mutex_lock(&ctx->lock);
         ctx->counts.plans_built++;
         pthread_mutex_unlock(&ctx->lock);

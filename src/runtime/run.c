@@ -77,10 +77,8 @@ static clf_status bind(clf_executable *e, const char *what, const clf__io *io, s
                                      what, name, total, poff ? " (with the sub-buffer's own offset)" : "",
                                      (unsigned long long)ctx->base_align);
             cl_buffer_region r = {total, (size_t)io[j].bytes};
-            cl_mem_flags flags = 0;
-            clGetMemObjectInfo(root, CL_MEM_FLAGS, sizeof flags, &flags, NULL);
-            /* A sub-buffer inherits the parent's access and host flags. */
-            mem = clCreateSubBuffer(root, flags & (CL_MEM_READ_WRITE | CL_MEM_READ_ONLY | CL_MEM_WRITE_ONLY), CL_BUFFER_CREATE_TYPE_REGION, &r, &err);
+            /* Flags 0: the sub-buffer inherits the parent's access flags. */
+            mem = clCreateSubBuffer(root, 0, CL_BUFFER_CREATE_TYPE_REGION, &r, &err);
             if (!mem)
                 return clf__ctx_fail(ctx, clf__cl_status(err),
                                      "clf_run: %s \"%s\": clCreateSubBuffer(offset %zu, %llu bytes): %s", what,
@@ -355,7 +353,7 @@ static clf_buffer_view *views_of(const clf_buffer_binding *b, size_t n)
     return v;
 }
 
-/* clf_run from clf_run_host: bindings to views, then run_bound. */
+/* clf_run and clf_run_host: bindings as views at offset 0, then run_bound. */
 static clf_status run_bindings(clf_executable *e, size_t ninputs, const clf_buffer_binding *inputs, size_t noutputs,
                                const clf_buffer_binding *outputs, cl_uint nwait, const cl_event *wait, cl_event *done,
                                cl_event *events)
