@@ -3,7 +3,7 @@
 # builds libclfuse against NVIDIA's OpenCL driver, runs the demo and the
 # benchmarks on the GPU and on PoCL there, and PyTorch's anchors in the same
 # call so that ratios come from one run. Results land in $OUT.
-#     bash bench/run_gpu.sh [--tests]     (carry .gpu)
+#     bash bench/run_gpu.sh [--tests [--tests-only]]     (carry .gpu)
 set -uo pipefail
 source .gpu/env.sh
 OUT=${OUT:-/tmp/clfuse-out}
@@ -18,9 +18,10 @@ fi
 cat "$OUT/log.txt"
 if $tests; then
   # The suites run on the GPU (their default device) and, for the tests that
-  # ask for it by name, on PoCL there.
+  # ask for it by name, on PoCL there. --tests-only stops after them.
   CLFUSE_DEVICE=gpu timeout 400 meson test -C $B --num-processes 12 --print-errorlogs > "$OUT/tests_gpu.txt" 2>&1
-  grep -E "^(Ok|Fail|Skipped|Timeout|Expected)" "$OUT/tests_gpu.txt"
+  grep -E "^ *[0-9]+/[0-9]+ |^(Ok|Fail|Skipped|Timeout|Expected)" "$OUT/tests_gpu.txt"
+  [ "${2:-}" = "--tests-only" ] && exit 0
 fi
 CLFUSE_DEVICE=gpu $B/examples/demo_chain > /tmp/demo.txt 2>&1; cat /tmp/demo.txt >> "$OUT/log.txt"; tail -6 /tmp/demo.txt
 for n in bench_pointwise bench_reductions bench_gemm; do
@@ -28,4 +29,7 @@ for n in bench_pointwise bench_reductions bench_gemm; do
   CLFUSE_DEVICE=gpu "$b" --markdown > "$OUT/${n}_gpu.md" 2>> "$OUT/log.txt"; cat "$OUT/${n}_gpu.md"
   CLFUSE_DEVICE=cpu "$b" --markdown > "$OUT/${n}_pocl.md" 2>> "$OUT/log.txt"; cat "$OUT/${n}_pocl.md"
 done
+# GEMMs autotuned (the tuning itself is timed into the compile, not the runs).
+CLFUSE_DEVICE=gpu $B/bench/bench_gemm --markdown --autotune > "$OUT/bench_gemm_gpu_autotuned.md" 2>> "$OUT/log.txt"
+cat "$OUT/bench_gemm_gpu_autotuned.md"
 PYTHONUNBUFFERED=1 timeout 300 python3 .gpu/torch_anchors.py cuda 2>&1 | tee -a "$OUT/log.txt"
