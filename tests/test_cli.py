@@ -136,6 +136,23 @@ def run_layer_norm_block():
 
 
 @test
+def run_mlp_matmul_and_gemm():
+    from math import erf
+    x, w1, b1, w2t, b2 = rand(6, 8), rand(8, 12), rand(12), rand(8, 12), rand(8)
+    args = ["run", graph("mlp.onnxtxt"), "--input", "x=" + save("mx.npy", x), "--input", "w1=" + save("mw1.npy", w1),
+            "--input", "b1=" + save("mb1.npy", b1), "--input", "w2t=" + save("mw2.npy", w2t), "--input",
+            "b2=" + save("mb2.npy", b2), "--output", "y=" + tmp("my.npy")]
+    h0 = x.astype(np.float64) @ w1 + b1
+    h = 0.5 * h0 * (1 + np.vectorize(erf)(h0 / 1.41421356))
+    want = (x + (h @ w2t.T.astype(np.float64) + b2)).astype(np.float32)
+    for extra in ([], ["--no-fusion"]):
+        clfuse(*args, *extra)
+        close(np.load(tmp("my.npy")), want, tol=1e-4)
+    p = clfuse("plan", graph("mlp.onnxtxt"), "--dim", "M=6", "--dim", "D=8", "--dim", "F=12")
+    assert p.stdout.count("\nkernel ") == 2, p.stdout
+
+
+@test
 def run_movement_ops_opset13():
     x = rand(2, 3, 4)
     k = np.array([-3, 0, 2, 7], np.int32)
@@ -278,7 +295,8 @@ def parse_errors_name_line_and_column():
 
 
 IMPORT_ERRORS = [
-    ("g (float[4] a) => (float[4] y) {\n  y = MatMul(a, a)\n}", "2:7:", "MatMul is not supported by libclfuse yet"),
+    ("g (float[4] a) => (float[4] y) {\n  y = Einsum(a, a)\n}", "2:7:", "Einsum is not supported by libclfuse yet"),
+    ("g (float[4] a, float[3] b) => (float y) {\n  y = MatMul(a, b)\n}", "2:7:", "clf_matmul: a [1,4] and b [3,1]"),
     ("g (float[4] a) => (float[4] y) {\n  y = Frob(a)\n}", "2:7:", "op Frob is not supported by libclfuse"),
     ("g (float[4] a) => (float[4] y) {\n  y = Relu(b)\n}", "2:7:", "input 'b' is not defined"),
     ("g (float[4] a) => (float[2, 2] y) {\n  y = Reshape(a, a)\n}", "2:7:", "must be a Constant or an initializer"),

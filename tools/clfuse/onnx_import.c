@@ -400,8 +400,7 @@ static const struct {
     {"ReduceLogSum", CLF_REDUCE_SUM}, {"ReduceLogSumExp", CLF_REDUCE_SUM},
 };
 
-static const char *const not_yet[] = {"MatMul", "Gemm", "Conv", "ConvTranspose", "Einsum", "MatMulInteger",
-                                      "QLinearMatMul"};
+static const char *const not_yet[] = {"Conv", "ConvTranspose", "Einsum", "MatMulInteger", "QLinearMatMul"};
 
 
 static int import_reduce(importer *I, const onnx_node *n, clf_reduce_op op, clf_tensor *out)
@@ -557,7 +556,7 @@ static int import_op(importer *I, const onnx_node *n, int idx, clf_tensor *out)
             return import_reduce(I, n, reduce_ops[k].op, out);
     for (size_t k = 0; k < sizeof not_yet / sizeof not_yet[0]; k++)
         if (!strcmp(o, not_yet[k]))
-            return fail(I, n->op_pos, "op %s is not supported by libclfuse yet (contractions are planned)", o);
+            return fail(I, n->op_pos, "op %s is not supported by libclfuse yet (of the contractions, only MatMul and Gemm are)", o);
 
     if (!strcmp(o, "Max") || !strcmp(o, "Min") || !strcmp(o, "Sum") || !strcmp(o, "Mean")) {
         if (want_inputs(I, n, 1, 64) || input(I, n, 0, &a))
@@ -722,6 +721,25 @@ static int import_op(importer *I, const onnx_node *n, int idx, clf_tensor *out)
         if ((has_input(n, 1) && input(I, n, 1, &b)) || (has_input(n, 2) && input(I, n, 2, &c)))
             return I->status;
         *out = ln ? clf_layer_norm(g, a, (int)axis, eps, b, c) : clf_rms_norm(g, a, (int)axis, eps, b);
+        return 0;
+    }
+    if (!strcmp(o, "MatMul")) {
+        if (want_inputs(I, n, 2, 2) || input(I, n, 0, &a) || input(I, n, 1, &b))
+            return I->status;
+        *out = clf_matmul(g, a, b);
+        return 0;
+    }
+    if (!strcmp(o, "Gemm")) {
+        int64_t ta, tb;
+        double alpha, beta;
+        if (want_inputs(I, n, 2, 3) || input(I, n, 0, &a) || input(I, n, 1, &b) ||
+            attr_float(I, n, "alpha", 1.0, &alpha) || attr_float(I, n, "beta", 1.0, &beta) ||
+            attr_int(I, n, "transA", 0, &ta) || attr_int(I, n, "transB", 0, &tb))
+            return I->status;
+        c = CLF_TENSOR_INVALID;
+        if (has_input(n, 2) && input(I, n, 2, &c))
+            return I->status;
+        *out = clf_gemm(g, a, b, c, alpha, beta, ta != 0, tb != 0);
         return 0;
     }
     return fail(I, n->op_pos, "op %s is not supported by libclfuse", o);
