@@ -430,3 +430,18 @@ char *clf__cg_kernel_name(const clf_graph *g, const uint32_t *ops, uint32_t nops
     clf__free(names);
     return clf__sb_take(&sb);
 }
+
+void clf__cg_signature(clf__strbuf *src, const clf_graph *g, const clf__plan *plan, const char *name,
+                       const uint32_t *params, uint32_t nparams, uint32_t nreads)
+{
+    clf__sb_printf(src, "#define CLF_KERNEL_NAME %s\n#define CLF_PARAMS", name);
+    for (uint32_t p = 0; p < nparams; p++) {
+        const clf__plan_buffer *B = &plan->buffers[params[p]];
+        clf__sb_printf(src, "%s __global %s%s *restrict b%u", p ? "," : "", p < nreads ? "const " : "",
+                       clf__cg_ctype(clf__graph_node(g, B->node)->dtype), params[p]);
+    }
+    clf__sb_puts(src, "\n#define CLF_ARGS");
+    for (uint32_t p = 0; p < nparams; p++)
+        clf__sb_printf(src, "%s b%u", p ? "," : "", params[p]);
+    clf__sb_puts(src, "\n");
+}

@@ -81,6 +81,12 @@ const char *clf__cg_load_slot(clf__cg_fn *f, uint32_t buffer, clf__ix index, clf
 long clf__cg_slot_find(clf__cg_slot **slots, size_t *nslots, size_t *cap, uint32_t buffer, clf__ix index,
                        clf_dtype dt);
 
+/* Writes "#define CLF_KERNEL_NAME name", "#define CLF_PARAMS ..." (each
+ * buffer parameter b<id>, the first nreads const) and "#define CLF_ARGS
+ * ...", each on its own line: the kernel signature every template takes. */
+void clf__cg_signature(clf__strbuf *src, const clf_graph *g, const clf__plan *plan, const char *name,
+                       const uint32_t *params, uint32_t nparams, uint32_t nreads);
+
 /* The OpenCL C type of a dtype: float, int, uchar. */
 const char *clf__cg_ctype(clf_dtype dt);
 /* An exact literal of a value of dtype. */

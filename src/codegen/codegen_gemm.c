@@ -333,18 +333,8 @@ clf_status clf__codegen_gemm(const clf_graph *g, const clf__plan *plan, uint32_t
     clf__sb_printf(&src, "#define A_K_FAST %d\n#define B_N_FAST %d\n#define VEC_A %d\n#define VEC_B %d\n",
                    operand_transposed(g, mm->inputs[0]) ? 0 : 1, operand_transposed(g, mm->inputs[1]) ? 0 : 1,
                    vec_a ? 1 : 0, vec_b ? 1 : 0);
-    clf__sb_printf(&src, "#define CLF_KERNEL_NAME %s\n#define CLF_PARAMS", out->name);
-    for (uint32_t p = 0; p < out->nparams; p++) {
-        const clf__plan_buffer *B = &plan->buffers[out->params[p]];
-        const char *ty = clf__cg_ctype(clf__graph_node(g, B->node)->dtype);
-        bool ro = p < K->nreads;
-        clf__sb_printf(&src, "%s __global %s%s *restrict b%u", p ? "," : "", ro ? "const " : "", ty,
-                       out->params[p]);
-    }
-    clf__sb_puts(&src, "\n#define CLF_ARGS");
-    for (uint32_t p = 0; p < out->nparams; p++)
-        clf__sb_printf(&src, "%s b%u", p ? "," : "", out->params[p]);
-    clf__sb_puts(&src, "\n\n");
+    clf__cg_signature(&src, g, plan, out->name, out->params, out->nparams, K->nreads);
+    clf__sb_puts(&src, "\n");
 
     if (!emit_load(g, plan, k, mm, 0, &src) || !emit_load(g, plan, k, mm, 1, &src)) {
         snprintf(err, errlen, "codegen: kernel %u: out of memory or unsupported operand prologue", k);

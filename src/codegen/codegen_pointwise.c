@@ -97,18 +97,8 @@ clf_status clf__codegen_pointwise(const clf_graph *g, const clf__plan *plan, uin
     clf__sb_printf(&src, "/* ops: %s */\n", out->ops);
     clf__sb_printf(&src, "#define IDX_T %s\n#define VEC %d\n#define ITEMS %d\n#define BLOCKED %d\n",
                    out->wide_index ? "ulong" : "uint", out->vec, out->items, target->cpu ? 1 : 0);
-    clf__sb_printf(&src, "#define CLF_KERNEL_NAME %s\n#define CLF_PARAMS", out->name);
-    for (uint32_t p = 0; p < out->nparams; p++) {
-        const clf__plan_buffer *B = &plan->buffers[out->params[p]];
-        const char *ty = clf__cg_ctype(clf__graph_node(g, B->node)->dtype);
-        bool ro = p < K->nreads;
-        clf__sb_printf(&src, "%s __global %s%s *restrict b%u", p ? "," : "", ro ? "const " : "", ty,
-                       out->params[p]);
-    }
-    clf__sb_puts(&src, "\n#define CLF_ARGS");
-    for (uint32_t p = 0; p < out->nparams; p++)
-        clf__sb_printf(&src, "%s b%u", p ? "," : "", out->params[p]);
-    clf__sb_puts(&src, "\n\n");
+    clf__cg_signature(&src, g, plan, out->name, out->params, out->nparams, K->nreads);
+    clf__sb_puts(&src, "\n");
 
     /* clf_compute: loaded values in, stored values out. */
     clf__sb_puts(&src, "static inline void clf_compute(");

@@ -909,16 +909,8 @@ clf_status clf__codegen_reduction(const clf_graph *g, const clf__plan *plan, uin
         clf__sb_printf(&src, "#define WG %llu\n#define LANES %llu\n#define CACHE %d\n", (unsigned long long)wg,
                        (unsigned long long)lanes, cache);
     }
-    clf__sb_printf(&src, "#define CLF_KERNEL_NAME %s\n#define CLF_PARAMS", out->name);
-    for (uint32_t p = 0; p < out->nparams; p++) {
-        const clf__plan_buffer *B = &plan->buffers[out->params[p]];
-        clf__sb_printf(&src, "%s __global %s%s *restrict b%u", p ? "," : "", p < K->nreads ? "const " : "",
-                       clf__cg_ctype(clf__graph_node(g, B->node)->dtype), out->params[p]);
-    }
-    clf__sb_puts(&src, "\n#define CLF_ARGS");
-    for (uint32_t p = 0; p < out->nparams; p++)
-        clf__sb_printf(&src, "%s b%u", p ? "," : "", out->params[p]);
-    clf__sb_puts(&src, "\n\n/* Index temporaries of the full space, shared by clf_load, clf_step<k> and clf_epilogue. */\n");
+    clf__cg_signature(&src, g, plan, out->name, out->params, out->nparams, K->nreads);
+    clf__sb_puts(&src, "\n/* Index temporaries of the full space, shared by clf_load, clf_step<k> and clf_epilogue. */\n");
     clf__sb_puts(&src, "#define CLF_FULL_INDEX");
     for (const char *p = clf__sb_str(&rc.full_idx); *p; p++) {
         if (*p == '\n')
