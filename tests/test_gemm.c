@@ -207,6 +207,37 @@ START_TEST(prologue_fused)
 }
 END_TEST
 
+/* A graph output that is a constant: the prologue's scale (a literal) and
+ * a constant vector. The planner read each from its own output buffer, so
+ * the kernel that stores it named the buffer twice and failed to build
+ * ("redefinition of parameter 'b0'"; clfuse-fuzz --seed 11 --index 55
+ * --family matmul). */
+START_TEST(constant_outputs_beside_a_prologue)
+{
+    clf_graph *g = clf_graph_create();
+    e2e_inputs in = {0};
+    clf_tensor x = input2(g, &in, "x", 9, 6);
+    clf_tensor w = input2(g, &in, "w", 6, 1);
+    clf_tensor half = clf_scalar(g, CLF_F32, 0.5);
+    static const float values[3] = {1.5f, -2.0f, 0.25f};
+    int64_t s3[1] = {3};
+    clf_tensor v = clf_constant(g, CLF_F32, 1, s3, values);
+    ck_assert_int_eq(clf_graph_output(g, "y", clf_matmul(g, clf_mul(g, x, half), w)), CLF_OK);
+    ck_assert_int_eq(clf_graph_output(g, "half", half), CLF_OK);
+    ck_assert_int_eq(clf_graph_output(g, "v", v), CLF_OK);
+    ck_assert_int_eq(clf_graph_output(g, "v2", clf_add(g, v, v)), CLF_OK);
+    clf_context *ctx = clf_test_context();
+    e2e_run r;
+    e2e_check(ctx, g, &in, RTOL, ATOL, NULL, E2E_BOTH, &r);
+    ck_assert(*(const float *)e2e_got(&r, "half") == 0.5f);
+    ck_assert(((const float *)e2e_got(&r, "v"))[1] == -2.0f);
+    e2e_run_free(&r);
+    clf_context_destroy(&ctx);
+    e2e_inputs_free(&in);
+    clf_graph_destroy(&g);
+}
+END_TEST
+
 /* An operand that adds two full-size tensors would be loaded twice per
  * tile: it is stored once by its own kernel instead. */
 START_TEST(prologue_refused_when_it_reads_more)
@@ -440,6 +471,7 @@ int main(void)
     clf_test_add_case(s, "gpu_form_reads_nothing_when_k_is_zero", gpu_form_reads_nothing_when_k_is_zero);
     clf_test_add_case(s, "prologue_fused", prologue_fused);
     clf_test_add_case(s, "prologue_refused_when_it_reads_more", prologue_refused_when_it_reads_more);
+    clf_test_add_case(s, "constant_outputs_beside_a_prologue", constant_outputs_beside_a_prologue);
     clf_test_add_case(s, "mlp_two_kernels", mlp_two_kernels);
     clf_test_add_case(s, "kernel_named_after_epilogue", kernel_named_after_epilogue);
     clf_test_add_case(s, "epilogue_outputs_and_misaligned_reads", epilogue_outputs_and_misaligned_reads);
