@@ -87,7 +87,11 @@ static inline void clf_store(IDX_T bt, IDX_T m, IDX_T n, float acc, CLF_PARAMS) 
 #else
 #define IN_N(n) ((n) < N)
 #endif
-#if K % TK == 0
+#if K == 0
+/* Empty operands: the first k-tile, loaded before the loop, must not read
+ * them (K % TK == 0 would make every k "in range"). */
+#define IN_K(k) (false)
+#elif K % TK == 0
 #define IN_K(k) (true)
 #else
 #define IN_K(k) ((k) < K)

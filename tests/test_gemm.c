@@ -155,6 +155,38 @@ START_TEST(zero_sized_products)
 }
 END_TEST
 
+/* K = 0 in the GPU form: the first k-tile is loaded before the k loop, and
+ * with K % TK == 0 the bounds check on k compiled to "true", so every
+ * work-item read its empty operands (oclgrind: "Invalid read" at address
+ * 0 in clf_gemm_*; a GPU may fault). The check must compile to "false"
+ * instead; oclgrind's gemm_gpu K = 0 case checks the reads themselves. */
+START_TEST(gpu_form_reads_nothing_when_k_is_zero)
+{
+    clf_graph *g = clf_graph_create();
+    e2e_inputs in = {0};
+    clf_tensor x = input2(g, &in, "x", 6, 0);
+    clf_tensor w = input2(g, &in, "w", 0, 8);
+    ck_assert_int_eq(clf_graph_output(g, "y", clf_matmul(g, x, w)), CLF_OK);
+    clf_context *ctx = clf_test_context();
+    clf_executable *exe = NULL;
+    ck_assert_int_eq(clf_compile(ctx, g, clf_compile_params(.kernel_style = CLF_KERNEL_STYLE_GPU), &exe), CLF_OK);
+    ck_assert_uint_eq(clf_executable_kernel_count(exe), 1);
+    const char *src = clf_executable_kernel_source(exe, 0);
+    ck_assert_ptr_nonnull(strstr(src, "GEMM region, GPU form"));
+    ck_assert_ptr_nonnull(strstr(src, "#define K 0\n"));
+    const char *guard = strstr(src, "#if K == 0\n");
+    ck_assert_msg(guard != NULL, "the GPU form has no K == 0 case for its bounds check on k");
+    const char *next = strstr(guard, "#define IN_K(k) ");
+    ck_assert_ptr_nonnull(next);
+    ck_assert_msg(strncmp(next, "#define IN_K(k) (false)", 23) == 0, "with K = 0, IN_K is %.30s", next);
+    clf_executable_destroy(&exe);
+    ck_assert_uint_eq(e2e_check_style(ctx, g, &in, CLF_KERNEL_STYLE_GPU, RTOL, ATOL), 1);
+    clf_context_destroy(&ctx);
+    e2e_inputs_free(&in);
+    clf_graph_destroy(&g);
+}
+END_TEST
+
 /* A cheap prologue on each operand (scale, add of a broadcast row, cast
  * from i32, activation) runs in the GEMM's loads: one kernel. */
 START_TEST(prologue_fused)
@@ -170,6 +202,37 @@ START_TEST(prologue_fused)
     clf_tensor b = clf_mul(g, clf_cast(g, wi, CLF_F32), clf_scalar(g, CLF_F32, 0.25));
     ck_assert_int_eq(clf_graph_output(g, "y", clf_matmul(g, a, b)), CLF_OK);
     e2e_check_all(g, &in, 1, RTOL, ATOL);
+    e2e_inputs_free(&in);
+    clf_graph_destroy(&g);
+}
+END_TEST
+
+/* A graph output that is a constant: the prologue's scale (a literal) and
+ * a constant vector. The planner read each from its own output buffer, so
+ * the kernel that stores it named the buffer twice and failed to build
+ * ("redefinition of parameter 'b0'"; clfuse-fuzz --seed 11 --index 55
+ * --family matmul). */
+START_TEST(constant_outputs_beside_a_prologue)
+{
+    clf_graph *g = clf_graph_create();
+    e2e_inputs in = {0};
+    clf_tensor x = input2(g, &in, "x", 9, 6);
+    clf_tensor w = input2(g, &in, "w", 6, 1);
+    clf_tensor half = clf_scalar(g, CLF_F32, 0.5);
+    static const float values[3] = {1.5f, -2.0f, 0.25f};
+    int64_t s3[1] = {3};
+    clf_tensor v = clf_constant(g, CLF_F32, 1, s3, values);
+    ck_assert_int_eq(clf_graph_output(g, "y", clf_matmul(g, clf_mul(g, x, half), w)), CLF_OK);
+    ck_assert_int_eq(clf_graph_output(g, "half", half), CLF_OK);
+    ck_assert_int_eq(clf_graph_output(g, "v", v), CLF_OK);
+    ck_assert_int_eq(clf_graph_output(g, "v2", clf_add(g, v, v)), CLF_OK);
+    clf_context *ctx = clf_test_context();
+    e2e_run r;
+    e2e_check(ctx, g, &in, RTOL, ATOL, NULL, E2E_BOTH, &r);
+    ck_assert(*(const float *)e2e_got(&r, "half") == 0.5f);
+    ck_assert(((const float *)e2e_got(&r, "v"))[1] == -2.0f);
+    e2e_run_free(&r);
+    clf_context_destroy(&ctx);
     e2e_inputs_free(&in);
     clf_graph_destroy(&g);
 }
@@ -405,8 +468,10 @@ int main(void)
     clf_test_add_case(s, "matmul_broadcast_batch", matmul_broadcast_batch);
     clf_test_add_case(s, "gemm_transposes_alpha_beta", gemm_transposes_alpha_beta);
     clf_test_add_case(s, "zero_sized_products", zero_sized_products);
+    clf_test_add_case(s, "gpu_form_reads_nothing_when_k_is_zero", gpu_form_reads_nothing_when_k_is_zero);
     clf_test_add_case(s, "prologue_fused", prologue_fused);
     clf_test_add_case(s, "prologue_refused_when_it_reads_more", prologue_refused_when_it_reads_more);
+    clf_test_add_case(s, "constant_outputs_beside_a_prologue", constant_outputs_beside_a_prologue);
     clf_test_add_case(s, "mlp_two_kernels", mlp_two_kernels);
     clf_test_add_case(s, "kernel_named_after_epilogue", kernel_named_after_epilogue);
     clf_test_add_case(s, "epilogue_outputs_and_misaligned_reads", epilogue_outputs_and_misaligned_reads);

@@ -719,7 +719,10 @@ clf_status clf__plan_build(const clf_graph *g, const clf__plan_options *opt, clf
         const clf__node *nd = clf__graph_node(g, id);
         out->buffers[out->nbuffers] = (clf__plan_buffer){
             CLF__BUF_OUTPUT, id, (uint32_t)o, (uint64_t)clf__node_numel(nd) * clf_dtype_size(nd->dtype)};
-        if (out->src_buffer[id] < 0)
+        /* A computed output is read back from where it is stored; a
+         * constant stays a literal or gets its own buffer below (read from
+         * its output buffer, the copy kernel read what it was writing). */
+        if (out->src_buffer[id] < 0 && is_computed(nd))
             out->src_buffer[id] = (int32_t)out->nbuffers;
         out->nbuffers++;
     }

@@ -26,6 +26,8 @@ static const char usage[] =
     "  --count N         graphs to try (default 100)\n"
     "  --start I         index of the first graph (default 0)\n"
     "  --index I         only graph I (same as --start I --count 1)\n"
+    "  --family F        draw each graph's first op from family F (matmul, gemm,\n"
+    "                    reduce, softmax, ...: the names in fuzz_ops.c's table)\n"
     "  --unfused-every K compare against disable_fusion on every K-th graph (default 1; 0: never)\n"
     "  --no-styles       do not force the CPU and GPU kernel styles\n"
     "  --no-shrink       print failing graphs as generated\n"
@@ -69,6 +71,7 @@ int main(int argc, char **argv)
     uint64_t seed = 1, count = 100, start = 0, unfused_every = 1, max_failures = 5;
     bool styles = true, shrink = true, list = false, verbose = false;
     const char *device = NULL;
+    int force = -1;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         bool ok = true;
@@ -84,7 +87,14 @@ int main(int argc, char **argv)
             ok = parse_u64(v, &unfused_every), i++;
         else if (!strcmp(a, "--max-failures"))
             ok = parse_u64(v, &max_failures), i++;
-        else if (!strcmp(a, "--device"))
+        else if (!strcmp(a, "--family")) {
+            force = v ? fz_family_by_name(v) : -1;
+            if (force < 0 || !fz_families[force].weight) {
+                fprintf(stderr, "clfuse-fuzz: --family: no op family '%s'\n", v ? v : "");
+                return 2;
+            }
+            i++;
+        } else if (!strcmp(a, "--device"))
             ok = (device = v) != NULL, i++;
         else if (!strcmp(a, "--no-styles"))
             styles = false;
@@ -114,7 +124,7 @@ int main(int argc, char **argv)
     }
     if (list) {
         for (uint64_t i = start; i < start + count; i++) {
-            fz_generate(seed, i, G);
+            fz_generate(seed, i, force, G);
             printf("graph %llu/%llu:\n", (unsigned long long)seed, (unsigned long long)i);
             fz_print_listing(stdout, G);
         }
@@ -152,11 +162,11 @@ int main(int argc, char **argv)
     signal(SIGABRT, on_crash);
     signal(SIGILL, on_crash);
 
-    uint64_t failures = 0, ran = 0, nodes = 0;
+    uint64_t failures = 0, ran = 0, nodes = 0, contractions = 0;
     time_t t0 = time(NULL);
     char why[2048];
     for (uint64_t i = start; i < start + count && failures < max_failures; i++) {
-        fz_generate(seed, i, G);
+        fz_generate(seed, i, force, G);
         snprintf(crash_line, sizeof crash_line, "\nclfuse-fuzz: crashed on graph --seed %llu --index %llu\n",
                  (unsigned long long)seed, (unsigned long long)i);
         fz_options o = {.unfused = unfused_every && i % unfused_every == 0, .styles = styles, .verbose = verbose};
@@ -168,6 +178,11 @@ int main(int argc, char **argv)
         fz_verdict v = fz_check(ctx, G, &o, why, sizeof why);
         ran++;
         nodes += (uint64_t)G->n;
+        for (int k = 0; k < G->n; k++)
+            if (fz_families[G->node[k].family].tol == FZ_TOL_CONTRACTION) {
+                contractions++;
+                break;
+            }
         if (v == FZ_INVALID && verbose)
             printf("  (skipped: %s)\n", why);
         if (v != FZ_FAIL)
@@ -184,13 +199,15 @@ int main(int argc, char **argv)
         }
         printf("as ONNX text (clfuse check FILE --tol ...):\n");
         fz_print_onnx(stdout, G);
-        printf("reproduce: clfuse-fuzz --seed %llu --index %llu%s\n\n", (unsigned long long)seed, (unsigned long long)i,
-               o.unfused ? "" : " --unfused-every 0");
+        printf("reproduce: clfuse-fuzz --seed %llu --index %llu%s%s%s\n\n", (unsigned long long)seed,
+               (unsigned long long)i, o.unfused ? "" : " --unfused-every 0", force >= 0 ? " --family " : "",
+               force >= 0 ? fz_families[force].name : "");
         fflush(stdout);
     }
     crash_line[0] = 0;
-    printf("clfuse-fuzz: %llu graphs (%llu nodes), %llu failed, %lld s\n", (unsigned long long)ran,
-           (unsigned long long)nodes, (unsigned long long)failures, (long long)(time(NULL) - t0));
+    printf("clfuse-fuzz: %llu graphs (%llu nodes, %llu with a matmul or gemm), %llu failed, %lld s\n",
+           (unsigned long long)ran, (unsigned long long)nodes, (unsigned long long)contractions,
+           (unsigned long long)failures, (long long)(time(NULL) - t0));
     clf_context_destroy(&ctx);
     free(G);
     if (own_tmp)

@@ -12,9 +12,9 @@
  * recipe into builder calls against the shapes it finds, and records the
  * concrete attributes it used for the printers.
  *
- * Adding an op family (matmul, gemm) is one entry in fz_families: how to
- * pick operands and attributes, how to build, how to print as ONNX, and its
- * tolerance class. */
+ * Adding an op family is one entry in fz_families: how to pick operands
+ * and attributes, how to build, how to print as ONNX, and its tolerance
+ * class. */
 #ifndef CLFUSE_FUZZ_H
 #define CLFUSE_FUZZ_H
 
@@ -60,7 +60,8 @@ typedef struct fz_facts {
                      reference does: bitwise comparable */
     bool nonneg;  /* no negative values (NaN allowed) */
     int depth;    /* inexact f32 ops on the longest path */
-    bool reduced; /* a reduction or composite lies upstream */
+    bool reduced; /* a reduction, composite or contraction lies upstream */
+    int kmax;     /* the longest contraction (matmul/gemm K) upstream; 0: none */
 } fz_facts;
 
 typedef struct fz_node {
@@ -115,7 +116,7 @@ typedef enum fz_tol_class {
     FZ_TOL_EXACT,       /* bitwise (NaN matches NaN, -0 matches +0) */
     FZ_TOL_POINTWISE,   /* correctly rounded or few-ulp pointwise math */
     FZ_TOL_REDUCTION,   /* sums in another order, composites */
-    FZ_TOL_CONTRACTION, /* matmul/gemm, when they land */
+    FZ_TOL_CONTRACTION, /* matmul/gemm: dot products in another order */
 } fz_tol_class;
 
 typedef struct fz_family {
@@ -154,14 +155,18 @@ enum {
     FZ_FAM_SOFTMAX,
     FZ_FAM_LAYER_NORM,
     FZ_FAM_RMS_NORM,
-    /* FZ_FAM_MATMUL and FZ_FAM_GEMM go here, with their table entries. */
+    FZ_FAM_MATMUL,
+    FZ_FAM_GEMM,
     FZ_FAM_COUNT
 };
 
 extern const fz_family fz_families[FZ_FAM_COUNT];
 
-/* Generates graph number index of the run with this seed. */
-void fz_generate(uint64_t seed, uint64_t index, fz_graph *out);
+/* Generates graph number index of the run with this seed. force: a family
+ * (FZ_FAM_*) that the graph's first op is drawn from, or -1 (none). */
+void fz_generate(uint64_t seed, uint64_t index, int force, fz_graph *out);
+/* The family named name (fz_families[f].name), or -1. */
+int fz_family_by_name(const char *name);
 /* Builds G through the public API; false (with the graph's message in
  * msg) when the builder refuses it. Destroy b->g with clf_graph_destroy. */
 bool fz_build(fz_graph *G, fz_built *b, char *msg, size_t cap);

@@ -431,6 +431,7 @@ static bool pick_binary(fz_gen *G, fz_node *n)
     fz_facts o = fa;
     o.depth = fa.depth > fb.depth ? fa.depth : fb.depth;
     o.reduced = fa.reduced || fb.reduced;
+    o.kmax = fa.kmax > fb.kmax ? fa.kmax : fb.kmax;
     o.special = fa.special || fb.special;
     o.exact = fa.exact && fb.exact;
     o.nonneg = fa.nonneg && fb.nonneg;
@@ -515,6 +516,7 @@ static bool pick_where(fz_gen *G, fz_node *n)
     n->facts.nonneg = fa.nonneg && fb.nonneg;
     n->facts.depth = fa.depth > fb.depth ? fa.depth : fb.depth;
     n->facts.reduced = fa.reduced || fb.reduced;
+    n->facts.kmax = fa.kmax > fb.kmax ? fa.kmax : fb.kmax;
     return true;
 }
 
@@ -1209,6 +1211,302 @@ static bool onnx_norm(FILE *f, const fz_graph *G, int i)
     return true;
 }
 
+/* ---- Families: contractions (matmul, gemm) ---------------------------------- */
+
+/* Extents of a contraction's own axes (M, N, K): small, with 0 and 1 often;
+ * a few past one CPU block (8) and the GPU float4 runs. */
+static int64_t contraction_extent(fz_rng *r)
+{
+    uint32_t k = fz_below(r, 100);
+    if (k < 5)
+        return 0;
+    if (k < 28)
+        return 1;
+    if (k < 85)
+        return 2 + fz_below(r, 8);
+    return 10 + fz_below(r, 27);
+}
+
+static bool contraction_operand(const fz_node *n, const void *arg)
+{
+    const int *rank = arg;
+    return n->odt == CLF_F32 && n->family != FZ_FAM_SCALAR && n->orank >= rank[0] && n->orank <= rank[1] &&
+           n->facts.mag <= 1e30;
+}
+
+static fz_facts f32_leaf(fz_profile p) { return leaf_facts(CLF_F32, p); }
+
+/* A new f32 operand of this shape: an input, and often a cheap pointwise
+ * op on it that the GEMM may compute in its loads (a prologue): a scale,
+ * an activation, the add of a broadcast row, or a cast from i32. plain:
+ * ordinary finite values (the other operand is large). Returns the node or
+ * -1 when the graph is full. */
+static int contraction_input(fz_gen *G, int rank, const int64_t *shape, bool plain)
+{
+    uint32_t k = fz_below(&G->r, 10);
+    if (k == 9 && rank >= 1) { /* cast from i32 */
+        int x = add_input(G, CLF_I32, rank, shape);
+        fz_node *p = x < 0 ? NULL : new_node(G);
+        if (!p)
+            return -1;
+        G->G->node[x].profile = FZ_PROF_NORMAL;
+        G->G->node[x].facts = leaf_facts(CLF_I32, FZ_PROF_NORMAL);
+        *p = (fz_node){.family = FZ_FAM_CAST, .nin = 1, .in = {x}, .ival = CLF_F32, .odt = CLF_F32, .orank = rank};
+        memcpy(p->oshape, shape, sizeof(int64_t) * (size_t)rank);
+        p->facts = (fz_facts){.mag = 5, .exact = true};
+        return (int)(p - G->G->node);
+    }
+    int x = add_input(G, CLF_F32, rank, shape);
+    if (x < 0)
+        return -1;
+    fz_node *in = &G->G->node[x];
+    if (plain || in->profile == FZ_PROF_LARGE) {
+        in->profile = plain ? FZ_PROF_NORMAL : FZ_PROF_LARGE;
+        in->facts = f32_leaf(in->profile);
+    }
+    if (k < 5)
+        return x;
+    fz_facts f = G->G->node[x].facts;
+    int extra = -1;
+    if (k == 8 && rank >= 1) { /* + a broadcast row */
+        extra = add_input(G, CLF_F32, 1, shape + rank - 1);
+        if (extra < 0)
+            return -1;
+        G->G->node[extra].profile = FZ_PROF_NORMAL;
+        G->G->node[extra].facts = f32_leaf(FZ_PROF_NORMAL);
+    } else if (k == 7) { /* * a scalar */
+        static const double scales[] = {0.5, -2, 0.25};
+        extra = add_scalar(G, CLF_F32);
+        if (extra < 0)
+            return -1;
+        G->G->node[extra].lo = scales[fz_below(&G->r, 3)];
+        G->G->node[extra].facts = (fz_facts){.mag = fabs(G->G->node[extra].lo), .exact = true};
+    }
+    fz_node *p = new_node(G);
+    if (!p)
+        return -1;
+    *p = (fz_node){.nin = 1, .in = {x}, .odt = CLF_F32, .orank = rank};
+    memcpy(p->oshape, shape, sizeof(int64_t) * (size_t)rank);
+    if (extra >= 0) {
+        p->family = FZ_FAM_BINARY;
+        p->nin = 2;
+        p->in[1] = extra;
+        p->sub = k == 8 ? CLF_BINARY_ADD : CLF_BINARY_MUL;
+        p->facts = f;
+        p->facts.mag = k == 8 ? f.mag + 2 : f.mag * 2;
+        p->facts.nonneg = false;
+        p->facts.exact = f.exact; /* exact operands: add and mul round as the reference does */
+        return (int)(p - G->G->node);
+    }
+    static const int acts[] = {CLF_UNARY_TANH, CLF_UNARY_RELU, CLF_UNARY_NEG, CLF_UNARY_SIGMOID, CLF_UNARY_GELU};
+    p->family = FZ_FAM_UNARY;
+    p->sub = acts[fz_below(&G->r, 5)];
+    p->facts = f;
+    switch (p->sub) {
+    case CLF_UNARY_TANH: p->facts = inexact(f); p->facts.mag = 1; p->facts.nonneg = false; break;
+    case CLF_UNARY_SIGMOID: p->facts = inexact(f); p->facts.mag = 1; p->facts.nonneg = true; break;
+    case CLF_UNARY_GELU: p->facts = inexact(f); p->facts.nonneg = false; break;
+    case CLF_UNARY_RELU: p->facts.nonneg = true; break;
+    default: p->facts.nonneg = false; break;
+    }
+    return (int)(p - G->G->node);
+}
+
+/* Batch extents of a new operand against the other operand's batch axes
+ * (ob of them, extents obs): aligned from the right, each the other's
+ * extent or 1; axes the other lacks get 1 to 3. */
+static void batch_partner(fz_rng *r, int nb, int ob, const int64_t *obs, int64_t *out)
+{
+    for (int i = 0; i < nb; i++) {
+        int j = i - (nb - ob);
+        if (j >= 0 && obs[j] != 1)
+            out[i] = fz_chance(r, 0.3) ? 1 : obs[j];
+        else
+            out[i] = 1 + fz_below(r, 3);
+    }
+}
+
+/* The facts of alpha * (a @ b) over k terms (+ beta * c). */
+static fz_facts contraction_facts(const fz_facts *fa, const fz_facts *fb, int64_t k, double alpha)
+{
+    fz_facts o = {0};
+    o.mag = fabs(alpha) * (double)k * fa->mag * fb->mag;
+    o.special = k > 0 && (fa->special || fb->special);
+    o.exact = k == 0 && !o.special;
+    o.nonneg = k == 0 || (fa->nonneg && fb->nonneg && alpha >= 0);
+    o.depth = (fa->depth > fb->depth ? fa->depth : fb->depth) + 1;
+    o.reduced = true;
+    o.kmax = fa->kmax > fb->kmax ? fa->kmax : fb->kmax;
+    if (k > o.kmax)
+        o.kmax = (int)k;
+    return o;
+}
+
+/* Whether a @ b over k terms stays finite in any summation order: partial
+ * sums are bounded by k * |a| * |b|. */
+static bool contraction_bounded(const fz_facts *fa, const fz_facts *fb, int64_t k)
+{
+    return fa->mag * fb->mag * (double)(k > 0 ? k : 1) <= 1e36;
+}
+
+/* clf_matmul: an existing f32 node (rank 1 to 4) as a or b, or none, and a
+ * new operand shaped to fit: 1-D or batched [..., M, K] / [..., K, N] with
+ * broadcast batch axes. */
+static bool pick_matmul(fz_gen *G, fz_node *n)
+{
+    static const int ranks[] = {1, 4};
+    static const int rank_pick[10] = {1, 1, 2, 2, 2, 2, 3, 3, 4, 4};
+    int x = fz_chance(&G->r, 0.75) ? pick_node(G, contraction_operand, ranks) : -1;
+    bool x_is_a = fz_chance(&G->r, 0.5);
+    int rk = 0, ro;
+    int64_t known[FZ_MAX_RANK], other[FZ_MAX_RANK];
+    if (x >= 0) {
+        rk = G->G->node[x].orank;
+        memcpy(known, G->G->node[x].oshape, sizeof(int64_t) * (size_t)rk);
+    } else {
+        rk = rank_pick[fz_below(&G->r, 10)];
+        for (int i = 0; i < rk; i++)
+            known[i] = i < rk - 2 ? 1 + fz_below(&G->r, 3) : contraction_extent(&G->r);
+    }
+    /* K from the known side; the other side's rank, batch and M or N. */
+    int64_t k = x_is_a ? known[rk - 1] : known[rk == 1 ? 0 : rk - 2];
+    ro = rank_pick[fz_below(&G->r, 10)];
+    int ob = rk >= 2 ? rk - 2 : 0;
+    if (ro >= 2)
+        batch_partner(&G->r, ro - 2, ob, known, other);
+    if (ro == 1) {
+        other[0] = k;
+    } else if (x_is_a) {
+        other[ro - 2] = k;
+        other[ro - 1] = contraction_extent(&G->r);
+    } else {
+        other[ro - 2] = contraction_extent(&G->r);
+        other[ro - 1] = k;
+    }
+    int kn = x >= 0 ? x : contraction_input(G, rk, known, false);
+    if (kn < 0)
+        return false;
+    bool plain = G->G->node[kn].facts.mag > 16 || G->G->node[kn].facts.special;
+    int on = contraction_input(G, ro, other, plain);
+    if (on < 0)
+        return false;
+    n->nin = 2;
+    n->in[0] = x_is_a ? kn : on;
+    n->in[1] = x_is_a ? on : kn;
+    const fz_facts *fa = &G->G->node[n->in[0]].facts, *fb = &G->G->node[n->in[1]].facts;
+    if (!contraction_bounded(fa, fb, k))
+        return false;
+    n->facts = contraction_facts(fa, fb, k, 1.0);
+    return true;
+}
+
+static clf_tensor build_matmul(clf_graph *g, fz_node *n, const clf_tensor *in, fz_node *const *args)
+{
+    return clf_matmul(g, in[0], in[1]);
+}
+
+static bool onnx_matmul(FILE *f, const fz_graph *G, int i)
+{
+    const fz_node *n = &G->node[i];
+    fprintf(f, "    v%d = MatMul(v%d, v%d)\n", i, n->in[0], n->in[1]);
+    return true;
+}
+
+/* clf_gemm: a (M x K, or K x M with trans_a), b (K x N, or N x K with
+ * trans_b), alpha, beta and an optional C of shape [N], [M, 1], [1, N],
+ * [M, N], [] or a constant; an existing 2-D node may serve as a or b. The
+ * recipe: flag = trans_a, keepdims = trans_b, lo = alpha, hi = beta. */
+static bool pick_gemm(fz_gen *G, fz_node *n)
+{
+    static const int ranks[] = {2, 2};
+    static const double alphas[] = {1, 1, 0.5, -2, 0, 1.5}, betas[] = {1, 1, 0, -1, 0.25, 2};
+    bool ta = fz_chance(&G->r, 0.5), tb = fz_chance(&G->r, 0.5);
+    int x = fz_chance(&G->r, 0.6) ? pick_node(G, contraction_operand, ranks) : -1;
+    bool x_is_a = fz_chance(&G->r, 0.5);
+    int64_t m = contraction_extent(&G->r), nn = contraction_extent(&G->r), k = contraction_extent(&G->r);
+    if (x >= 0) {
+        const int64_t *s = G->G->node[x].oshape;
+        if (x_is_a) {
+            m = s[ta ? 1 : 0];
+            k = s[ta ? 0 : 1];
+        } else {
+            k = s[tb ? 1 : 0];
+            nn = s[tb ? 0 : 1];
+        }
+    }
+    int64_t sa[2] = {ta ? k : m, ta ? m : k}, sb[2] = {tb ? nn : k, tb ? k : nn};
+    int a = x >= 0 && x_is_a ? x : contraction_input(G, 2, sa, false);
+    if (a < 0)
+        return false;
+    int b = x >= 0 && !x_is_a ? x : contraction_input(G, 2, sb, G->G->node[a].facts.mag > 16 || G->G->node[a].facts.special);
+    if (b < 0)
+        return false;
+    const fz_facts fa = G->G->node[a].facts, fb = G->G->node[b].facts;
+    if (!contraction_bounded(&fa, &fb, k))
+        return false;
+    n->nin = 2;
+    n->in[0] = a;
+    n->in[1] = b;
+    n->flag = ta;
+    n->keepdims = tb;
+    n->lo = alphas[fz_below(&G->r, 6)];
+    n->hi = betas[fz_below(&G->r, 6)];
+    n->facts = contraction_facts(&fa, &fb, k, n->lo);
+    uint32_t ck = fz_below(&G->r, 8);
+    if (ck >= 2) {
+        int c;
+        if (ck == 7) {
+            c = add_scalar(G, CLF_F32);
+        } else {
+            int64_t shapes[5][2] = {{nn, 0}, {m, 1}, {0, 0}, {1, nn}, {m, nn}};
+            static const int cr[5] = {1, 2, 0, 2, 2};
+            c = add_input(G, CLF_F32, cr[ck - 2], shapes[ck - 2]);
+        }
+        if (c < 0)
+            return false;
+        const fz_facts fc = G->G->node[c].facts;
+        n->in[2] = c;
+        n->nin = 3;
+        n->facts.mag += fabs(n->hi) * fc.mag;
+        n->facts.special |= fc.special || fc.mag * fabs(n->hi) > 1e36;
+        n->facts.exact = n->facts.exact && fc.exact && (n->hi == 0 || n->hi == 1);
+        n->facts.nonneg = n->facts.nonneg && fc.nonneg && n->hi >= 0;
+        n->facts.depth = n->facts.depth > fc.depth ? n->facts.depth : fc.depth;
+    }
+    if (n->facts.mag > BIG) {
+        n->facts.mag = BIG;
+        n->facts.special = true;
+    }
+    return true;
+}
+
+static clf_tensor build_gemm(clf_graph *g, fz_node *n, const clf_tensor *in, fz_node *const *args)
+{
+    return clf_gemm(g, in[0], in[1], n->nin > 2 ? in[2] : CLF_TENSOR_INVALID, n->lo, n->hi, n->flag, n->keepdims);
+}
+
+/* A float attribute written so that the ONNX text parser reads a float. */
+static void onnx_float_attr(FILE *f, double v)
+{
+    char s[40];
+    snprintf(s, sizeof s, "%.9g", v);
+    fprintf(f, "%s%s", s, strpbrk(s, ".en") ? "" : ".0");
+}
+
+static bool onnx_gemm(FILE *f, const fz_graph *G, int i)
+{
+    const fz_node *n = &G->node[i];
+    fprintf(f, "    v%d = Gemm <alpha = ", i);
+    onnx_float_attr(f, n->lo);
+    fputs(", beta = ", f);
+    onnx_float_attr(f, n->hi);
+    fprintf(f, ", transA = %d, transB = %d> (v%d, v%d", n->flag, n->keepdims, n->in[0], n->in[1]);
+    if (n->nin > 2)
+        fprintf(f, ", v%d", n->in[2]);
+    fputs(")\n", f);
+    return true;
+}
+
 /* ---- The table ------------------------------------------------------------- */
 
 static bool pick_none(fz_gen *G, fz_node *n) { return false; }
@@ -1236,8 +1534,18 @@ const fz_family fz_families[FZ_FAM_COUNT] = {
     [FZ_FAM_SOFTMAX] = {"softmax", 4, FZ_TOL_REDUCTION, pick_softmax, build_softmax, onnx_softmax},
     [FZ_FAM_LAYER_NORM] = {"layer_norm", 3, FZ_TOL_REDUCTION, pick_layer_norm, build_layer_norm, onnx_norm},
     [FZ_FAM_RMS_NORM] = {"rms_norm", 2, FZ_TOL_REDUCTION, pick_rms_norm, build_rms_norm, onnx_norm},
+    [FZ_FAM_MATMUL] = {"matmul", 4, FZ_TOL_CONTRACTION, pick_matmul, build_matmul, onnx_matmul},
+    [FZ_FAM_GEMM] = {"gemm", 3, FZ_TOL_CONTRACTION, pick_gemm, build_gemm, onnx_gemm},
 };
-_Static_assert(FZ_FAM_COUNT == 19, "one fz_families entry per family");
+_Static_assert(FZ_FAM_COUNT == 21, "one fz_families entry per family");
+
+int fz_family_by_name(const char *name)
+{
+    for (int f = 0; f < FZ_FAM_COUNT; f++)
+        if (strcmp(fz_families[f].name, name) == 0)
+            return f;
+    return -1;
+}
 
 /* ---- Building ------------------------------------------------------------- */
 
@@ -1302,7 +1610,7 @@ static int pick_family(fz_rng *r)
     return FZ_FAM_UNARY;
 }
 
-void fz_generate(uint64_t seed, uint64_t index, fz_graph *out)
+void fz_generate(uint64_t seed, uint64_t index, int force, fz_graph *out)
 {
     fz_gen G = {.r = {seed * 0x100000001B3ull ^ (index + 1) * 0x9E3779B97F4A7C15ull}, .G = out};
     memset(out, 0, sizeof *out);
@@ -1335,6 +1643,8 @@ void fz_generate(uint64_t seed, uint64_t index, fz_graph *out)
         fz_node n;
         memset(&n, 0, sizeof n);
         n.family = (uint8_t)pick_family(&G.r);
+        if (op == 0 && force >= 0 && force < FZ_FAM_COUNT && tries < 48)
+            n.family = (uint8_t)force;
         if (!fz_families[n.family].pick(&G, &n)) {
             out->n = before;
             continue;
@@ -1453,6 +1763,9 @@ void fz_print_listing(FILE *f, const fz_graph *G)
             fprintf(f, " axis %d keepdims %d select_last %d", n->ival, n->keepdims, n->flag);
             break;
         case FZ_FAM_SOFTMAX: fprintf(f, " axis %d", n->ival); break;
+        case FZ_FAM_GEMM:
+            fprintf(f, " alpha %g beta %g trans_a %d trans_b %d", n->lo, n->hi, n->flag, n->keepdims);
+            break;
         case FZ_FAM_LAYER_NORM:
         case FZ_FAM_RMS_NORM: fprintf(f, " axis %d epsilon %g", n->ival, n->lo); break;
         default: break;

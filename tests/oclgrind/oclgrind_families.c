@@ -5,7 +5,7 @@
  * template's own header comment is part of the generated source), so a
  * planner change cannot quietly leave a family unchecked.
  *
- * Adding a family (GEMM) is one line in `cases` and a graph builder. Exit
+ * Adding a family is one line in `cases` and a graph builder. Exit
  * status: 0 when every case ran and agreed, 1 otherwise, 77 without a
  * device.
  *   oclgrind_families [DEVICE-NAME-PART [CASE-NAME-PREFIX]]
@@ -18,7 +18,7 @@
 #include "clfuse/clfuse.h"
 
 typedef struct inputs {
-    clf_host_binding b[4];
+    clf_host_binding b[6];
     int n;
 } inputs;
 
@@ -91,6 +91,38 @@ static void build_one_long_row(clf_graph *g, inputs *in)
     clf_graph_output(g, "m", clf_reduce_max(g, x, 0, NULL, false));
 }
 
+/* GEMM, partial tiles and blocks (37 x 45 by 29, none a multiple of a
+ * tile, block or float4 run): relu(x @ w + b), the bias and relu in the
+ * epilogue. */
+static void build_gemm_partial(clf_graph *g, inputs *in)
+{
+    int64_t sx[2] = {37, 29}, sw[2] = {29, 45}, sb[1] = {45};
+    clf_tensor y = clf_add(g, clf_matmul(g, input(g, in, "x", 2, sx), input(g, in, "w", 2, sw)),
+                           input(g, in, "b", 1, sb));
+    clf_graph_output(g, "y", clf_relu(g, y));
+}
+
+/* GEMM with K and N multiples of 4 (36 x 44 by 48): plain row-major
+ * operands take the GPU form's float4 tile loads (VEC_A, VEC_B), with
+ * partial tiles; a residual in the epilogue. */
+static void build_gemm_vec(clf_graph *g, inputs *in)
+{
+    int64_t sx[2] = {36, 48}, sw[2] = {48, 44}, sr[2] = {36, 44};
+    clf_tensor y = clf_matmul(g, input(g, in, "x", 2, sx), input(g, in, "w", 2, sw));
+    clf_graph_output(g, "y", clf_add(g, y, input(g, in, "r", 2, sr)));
+}
+
+/* Gemm with both operands transposed and a prologue on a (tanh, loaded
+ * through clf_load_a), alpha, beta and C [M, 1]; and a product with K = 0
+ * (nothing to load: the kernel must not read its empty operands). */
+static void build_gemm_transposed(clf_graph *g, inputs *in)
+{
+    int64_t sa[2] = {29, 37}, sb[2] = {45, 29}, sc[2] = {37, 1}, sz[2] = {5, 0}, sz2[2] = {0, 6};
+    clf_tensor a = clf_tanh(g, input(g, in, "a", 2, sa));
+    clf_graph_output(g, "y", clf_gemm(g, a, input(g, in, "b", 2, sb), input(g, in, "c", 2, sc), 0.5, -1.0, true, true));
+    clf_graph_output(g, "z", clf_matmul(g, input(g, in, "p", 2, sz), input(g, in, "q", 2, sz2)));
+}
+
 typedef struct family_case {
     const char *name;
     void (*build)(clf_graph *g, inputs *in);
@@ -107,7 +139,13 @@ static const family_case cases[] = {
      "#define CACHE 0"},
     {"reduction_split (CPU)", build_one_long_row, CLF_KERNEL_STYLE_CPU, "Split reduction", "#define SPLIT_GPU 0"},
     {"reduction_split (GPU)", build_one_long_row, CLF_KERNEL_STYLE_GPU, "Split reduction", "#define SPLIT_GPU 1"},
-    /* {"gemm", build_gemm, CLF_KERNEL_STYLE_AUTO, "<gemm.cl's first line>", NULL}, when GEMM lands */
+    {"gemm_gpu (partial tiles)", build_gemm_partial, CLF_KERNEL_STYLE_GPU, "GEMM region, GPU form", "#define VEC_B 0"},
+    {"gemm_gpu (float4 loads)", build_gemm_vec, CLF_KERNEL_STYLE_GPU, "GEMM region, GPU form", "#define VEC_B 1"},
+    {"gemm_gpu (transposed, prologue, K = 0)", build_gemm_transposed, CLF_KERNEL_STYLE_GPU, "GEMM region, GPU form",
+     "#define A_K_FAST 0"},
+    {"gemm_cpu (partial blocks)", build_gemm_partial, CLF_KERNEL_STYLE_CPU, "GEMM region, CPU form", NULL},
+    {"gemm_cpu (transposed, prologue, K = 0)", build_gemm_transposed, CLF_KERNEL_STYLE_CPU, "GEMM region, CPU form",
+     NULL},
 };
 
 static bool close_enough(clf_dtype dt, const void *got, const void *want, size_t n, char *why, size_t cap)
