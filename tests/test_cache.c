@@ -514,7 +514,8 @@ START_TEST(plan_cold_then_warm)
     ck_assert_int_eq(clf_reference_run(g, 1, in, 2, wout, msg, sizeof msg), CLF_OK);
     for (int r = 0; r < 2; r++) {
         clf_host_binding out[2] = {{"s", sg}, {"m", got}};
-        ck_assert_int_eq(clf_run_host(exe[r], 1, in, 2, out), CLF_OK);
+        clf_status st = clf_run_host(exe[r], 1, in, 2, out);
+        ck_assert_msg(st == CLF_OK, "run %d: %s: %s", r, clf_status_name(st), clf_context_last_error(ctx[r]));
         ck_assert_msg(clf_test_close(CLF_F32, sg, sw, 3, 1e-4, 1e-4, msg, sizeof msg), "run %d: s: %s", r, msg);
         ck_assert_msg(clf_test_close(CLF_F32, got, want, 3 * 40000, 1e-4, 1e-7, msg, sizeof msg), "run %d: m: %s", r,
                       msg);
