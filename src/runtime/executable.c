@@ -56,6 +56,23 @@ void clf__compile_target(const clf_context *ctx, const clf_compile_params *param
         out->local_mem = (size_t)local_mem;
 }
 
+/* A new, empty executable on ctx. */
+static clf_status exe_new(clf_context *ctx, clf_executable **out)
+{
+    clf_executable *e = clf__calloc(1, sizeof *e);
+    *out = NULL;
+    if (!e)
+        return clf__ctx_fail(ctx, CLF_ERR_OUT_OF_MEMORY, "clf_compile: out of memory");
+    e->ctx = ctx;
+    if (pthread_mutex_init(&e->lock, NULL) != 0) {
+        clf__free(e);
+        return clf__ctx_fail(ctx, CLF_ERR_OUT_OF_MEMORY, "clf_compile: pthread_mutex_init failed");
+    }
+    e->lock_ready = true;
+    *out = e;
+    return CLF_OK;
+}
+
 /* Lowering: plan the graph (fused and, for the statistics, unfused),
  * generate every kernel and place the intermediates in scratch memory. Fills
  * e's lowered fields (everything the plan cache stores); no OpenCL. */
@@ -386,6 +403,25 @@ static clf_status instantiate(clf_context *ctx, const clf_graph *g, clf_executab
                                clf__cl_error_name(cerr));
             goto out;
         }
+        /* The device may allow this kernel smaller work-groups than the
+         * device-wide limit codegen planned with (its registers). */
+        size_t fit = 0, fit2 = 0;
+        if (clGetKernelWorkGroupInfo(K->kernel, ctx->device, CL_KERNEL_WORK_GROUP_SIZE, sizeof fit, &fit, NULL) !=
+                CL_SUCCESS)
+            fit = 0;
+        if (K->final_kernel && clGetKernelWorkGroupInfo(K->final_kernel, ctx->device, CL_KERNEL_WORK_GROUP_SIZE,
+                                                        sizeof fit2, &fit2, NULL) == CL_SUCCESS &&
+            fit2 && K->final_local > fit2 && (!fit || fit2 < fit))
+            fit = fit2;
+        if (fit && (K->local > fit || (fit2 && K->final_local > fit2))) {
+            if (!e->fit_local || fit < e->fit_local)
+                e->fit_local = fit;
+            st = clf__ctx_fail(ctx, CLF_ERR_UNSUPPORTED,
+                               "clf_compile: kernel %s is launched in work-groups of %zu but the device allows it "
+                               "only %zu (CL_KERNEL_WORK_GROUP_SIZE)",
+                               K->name, K->local > fit ? K->local : K->final_local, fit);
+            goto out;
+        }
     }
     st = CLF_OK;
 out:
@@ -415,15 +451,10 @@ CLF_API clf_status clf_compile(clf_context *ctx, const clf_graph *g, const clf_c
                              (int)params->kernel_style);
 
     clf_status st;
-    clf_executable *e = clf__calloc(1, sizeof *e);
-    if (!e)
-        return clf__ctx_fail(ctx, CLF_ERR_OUT_OF_MEMORY, "clf_compile: out of memory");
-    e->ctx = ctx;
-    if (pthread_mutex_init(&e->lock, NULL) != 0) {
-        clf__free(e);
-        return clf__ctx_fail(ctx, CLF_ERR_OUT_OF_MEMORY, "clf_compile: pthread_mutex_init failed");
-    }
-    e->lock_ready = true;
+    clf_executable *e = NULL;
+    st = exe_new(ctx, &e);
+    if (st != CLF_OK)
+        return st;
 
     clf__codegen_target target;
     clf__compile_target(ctx, params, &target);
@@ -440,26 +471,45 @@ CLF_API clf_status clf_compile(clf_context *ctx, const clf_graph *g, const clf_c
         }
         target.gemm = &pinned;
     }
-    key = clf__plan_cache_key(ctx, g, params, &target);
     /* Whoever asks for the planner's decisions gets them: plan (and store)
      * instead of loading the plan. */
     bool planner_logs = clf__log_enabled(CLF__LOG_FUSION) || clf__log_enabled(CLF__LOG_SCHEDULE);
-    if (key && planner_logs)
-        clf__log(CLF__LOG_CACHE, "plan cache not read: CLFUSE_LOGS asks for the planner's decisions");
-    if (!key || planner_logs || !clf__plan_cache_load(ctx, key, g, e)) {
-        pthread_mutex_lock(&ctx->lock);
-        ctx->counts.plans_built++;
-        pthread_mutex_unlock(&ctx->lock);
-        st = lower(ctx, g, params, &target, e);
-        if (st != CLF_OK)
+    for (int attempt = 0;; attempt++) {
+        key = clf__plan_cache_key(ctx, g, params, &target);
+        if (key && planner_logs)
+            clf__log(CLF__LOG_CACHE, "plan cache not read: CLFUSE_LOGS asks for the planner's decisions");
+        if (!key || planner_logs || !clf__plan_cache_load(ctx, key, g, e)) {
+            pthread_mutex_lock(&ctx->lock);
+            ctx->counts.plans_built++;
+            pthread_mutex_unlock(&ctx->lock);
+            st = lower(ctx, g, params, &target, e);
+            if (st != CLF_OK)
+                goto fail;
+            if (key)
+                clf__plan_cache_store(ctx, key, e);
+        }
+        e->external_scratch = params && params->external_scratch;
+        st = instantiate(ctx, g, e);
+        if (st == CLF_OK)
+            break;
+        /* A kernel's registers allow smaller work-groups than planned:
+         * lower again within the largest power of two every kernel allows
+         * (the plan cache keys on the limit, so the next compile finds it). */
+        size_t fit = e->fit_local, p2 = 1;
+        while (p2 * 2 <= fit)
+            p2 *= 2;
+        if (!fit || attempt == 3 || p2 >= target.max_local)
             goto fail;
-        if (key)
-            clf__plan_cache_store(ctx, key, e);
+        clf__log(CLF__LOG_PERF, "a kernel allows work-groups of %zu only: lowering again with %zu", fit, p2);
+        target.max_local = p2;
+        clf__free(key);
+        key = NULL;
+        clf_executable_destroy(&e);
+        st = exe_new(ctx, &e);
+        if (st != CLF_OK)
+            return st;
+        clf__ctx_clear_error(ctx);
     }
-    e->external_scratch = params && params->external_scratch;
-    st = instantiate(ctx, g, e);
-    if (st != CLF_OK)
-        goto fail;
     clf__free(key);
     *out = e;
     return CLF_OK;

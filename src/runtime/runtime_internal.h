@@ -105,6 +105,10 @@ struct clf_executable {
     uint64_t scratch_bytes;
     bool external_scratch;
     bool scratch_ready;
+    /* Set by instantiation when a built kernel allows smaller work-groups
+     * than its launch (CL_KERNEL_WORK_GROUP_SIZE: registers per work-item
+     * on GPUs): the largest that every such kernel allows. */
+    size_t fit_local;
     cl_mem scratch;
     clf__exe_kernel *kernels;
     size_t nkernels;
