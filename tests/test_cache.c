@@ -492,8 +492,16 @@ START_TEST(plan_cold_then_warm)
         ck_assert_int_eq(clf_compile(ctx[r], g, NULL, &exe[r]), CLF_OK);
         clf__program_counts pc;
         clf__program_cache_counts(ctx[r], &pc);
-        ck_assert_uint_eq(pc.plans_built, r == 0 ? 1 : 0);
-        ck_assert_uint_eq(pc.plan_hits, r == 0 ? 0 : 1);
+        /* Cold plans (twice on a GPU where a kernel's registers allow
+         * smaller work-groups than planned: it lowers again within them);
+         * warm plans nothing and reads what the cold compile stored. */
+        if (r == 0) {
+            ck_assert_uint_ge(pc.plans_built, 1);
+            ck_assert_uint_eq(pc.plan_hits, 0);
+        } else {
+            ck_assert_uint_eq(pc.plans_built, 0);
+            ck_assert_uint_ge(pc.plan_hits, 1);
+        }
     }
     ck_assert_uint_eq(clf_executable_kernel_count(exe[0]), clf_executable_kernel_count(exe[1]));
     for (size_t k = 0; k < clf_executable_kernel_count(exe[0]); k++) {
