@@ -293,6 +293,25 @@ FAULT_API cl_int clEnqueueMarkerWithWaitList(cl_command_queue q, cl_uint nw, con
 
 /* ---- Counted only ------------------------------------------------------- */
 
+static size_t wg_cap;
+
+FAULT_API void clf_fault_cap_work_group(size_t cap) { wg_cap = cap; }
+
+typedef cl_int (*kernel_wg_fn)(cl_kernel, cl_device_id, cl_kernel_work_group_info, size_t, void *, size_t *);
+FAULT_API cl_int clGetKernelWorkGroupInfo(cl_kernel k, cl_device_id d, cl_kernel_work_group_info p, size_t size,
+                                          void *value, size_t *size_ret)
+{
+    REAL(kernel_wg_fn, clGetKernelWorkGroupInfo);
+    cl_int err = real_clGetKernelWorkGroupInfo(k, d, p, size, value, size_ret);
+    size_t v;
+    if (err == CL_SUCCESS && p == CL_KERNEL_WORK_GROUP_SIZE && wg_cap && value && size >= sizeof v) {
+        memcpy(&v, value, sizeof v);
+        if (v > wg_cap)
+            memcpy(value, &wg_cap, sizeof wg_cap);
+    }
+    return err;
+}
+
 typedef cl_int (*finish_fn)(cl_command_queue);
 FAULT_API cl_int clFinish(cl_command_queue q)
 {

@@ -34,4 +34,9 @@ unsigned long clf_fault_injected(void);
  * "program", "event". */
 long clf_fault_live(const char *kind);
 
+/* Caps what clGetKernelWorkGroupInfo(CL_KERNEL_WORK_GROUP_SIZE) reports for
+ * every kernel at cap (0: no cap), as a GPU does for a kernel whose
+ * registers allow only smaller work-groups. */
+void clf_fault_cap_work_group(size_t cap);
+
 #endif

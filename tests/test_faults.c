@@ -493,6 +493,58 @@ START_TEST(async_path_does_not_block)
 }
 END_TEST
 
+/* A kernel whose registers allow only smaller work-groups than planned
+ * (CL_KERNEL_WORK_GROUP_SIZE capped at 64 here; an NVIDIA GPU does this for
+ * a 1024-lane persistent softmax with a prologue): the compile lowers
+ * again within the limit, and the results stay right, for a GPU-form
+ * reduction and a GPU-form GEMM. */
+START_TEST(kernel_work_group_limit)
+{
+    clf_context *ctx = NULL;
+    ck_assert_int_eq(clf_context_create(clf_context_params(.disable_disk_cache = true), &ctx), CLF_OK);
+    clf_graph *g = clf_graph_create();
+    const int64_t xs[2] = {3, 4096}, as[2] = {40, 36}, ws[2] = {36, 140};
+    clf_tensor x = clf_input(g, "x", CLF_F32, 2, xs);
+    clf_graph_output(g, "p", clf_softmax(g, clf_exp(g, clf_neg(g, clf_abs(g, x))), 1));
+    clf_tensor a = clf_input(g, "a", CLF_F32, 2, as), w = clf_input(g, "w", CLF_F32, 2, ws);
+    clf_graph_output(g, "y", clf_relu(g, clf_matmul(g, a, w)));
+    static float xd[3 * 4096], ad[40 * 36], wd[36 * 140], p[3 * 4096], pw[3 * 4096], y[40 * 140], yw[40 * 140];
+    clf_test_fill_f32(xd, 3 * 4096, -3, 3);
+    clf_test_fill_f32(ad, 40 * 36, -1, 1);
+    clf_test_fill_f32(wd, 36 * 140, -1, 1);
+    clf_host_binding in[3] = {{"x", xd}, {"a", ad}, {"w", wd}};
+    clf_host_binding out[2] = {{"p", p}, {"y", y}}, want[2] = {{"p", pw}, {"y", yw}};
+    char msg[256];
+    ck_assert_int_eq(clf_reference_run(g, 3, in, 2, want, msg, sizeof msg), CLF_OK);
+
+    clf_fault_cap_work_group(64);
+    clf_executable *exe = NULL;
+    clf_status st = clf_compile(ctx, g, clf_compile_params(.kernel_style = CLF_KERNEL_STYLE_GPU), &exe);
+    clf_fault_cap_work_group(0);
+    ck_assert_msg(st == CLF_OK, "%s: %s", clf_status_name(st), clf_context_last_error(ctx));
+    bool saw_gemm = false;
+    for (size_t k = 0; k < clf_executable_kernel_count(exe); k++) {
+        const char *src = clf_executable_kernel_source(exe, k);
+        const char *wg = strstr(src, "#define WG ");
+        if (wg)
+            ck_assert_msg(atoi(wg + 11) <= 64, "kernel %s still planned in groups of %d", clf_executable_kernel_name(exe, k),
+                          atoi(wg + 11));
+        if (strstr(src, "kernels_templates/gemm.cl")) {
+            saw_gemm = true;
+            /* (TM / WM) * (TN / WN) work-items: 32/4 * 32/4 = 64. */
+            ck_assert_msg(strstr(src, "#define TM 32\n") && strstr(src, "#define WM 4\n"), "%s", src);
+        }
+    }
+    ck_assert(saw_gemm);
+    ck_assert_int_eq(clf_run_host(exe, 3, in, 2, out), CLF_OK);
+    ck_assert_msg(clf_test_close(CLF_F32, p, pw, 3 * 4096, 1e-5, 1e-7, msg, sizeof msg), "p: %s", msg);
+    ck_assert_msg(clf_test_close(CLF_F32, y, yw, 40 * 140, 1e-4, 1e-4, msg, sizeof msg), "y: %s", msg);
+    clf_executable_destroy(&exe);
+    clf_graph_destroy(&g);
+    clf_context_destroy(&ctx);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("faults");
@@ -507,5 +559,6 @@ int main(void)
     suite_add_tcase(s, tc);
     clf_test_add_case(s, "cached_binary_build_fails", cached_binary_build_fails);
     clf_test_add_case(s, "async_path_does_not_block", async_path_does_not_block);
+    clf_test_add_case(s, "kernel_work_group_limit", kernel_work_group_limit);
     return clf_test_run_suite(s);
 }
