@@ -288,6 +288,26 @@ START_TEST(mlp_two_kernels)
 }
 END_TEST
 
+/* A longer epilogue: scaling, residual add, clip, activation, and a second
+ * output of another dtype (a comparison), all on the accumulator: one
+ * kernel. */
+START_TEST(long_epilogue_one_kernel)
+{
+    clf_graph *g = clf_graph_create();
+    e2e_inputs in = {0};
+    clf_tensor x = input2(g, &in, "x", 45, 23);
+    clf_tensor w = input2(g, &in, "w", 23, 38);
+    clf_tensor r = input2(g, &in, "r", 45, 38);
+    clf_tensor p = clf_mul(g, clf_matmul(g, x, w), clf_scalar(g, CLF_F32, 0.75));
+    clf_tensor y = clf_sigmoid(g, clf_clip(g, clf_add(g, p, r), -1.5, 1.5));
+    ck_assert_int_eq(clf_graph_output(g, "y", y), CLF_OK);
+    ck_assert_int_eq(clf_graph_output(g, "big", clf_gt(g, clf_abs(g, r), clf_scalar(g, CLF_F32, 0.5))), CLF_OK);
+    e2e_check_all(g, &in, 1, RTOL, ATOL);
+    e2e_inputs_free(&in);
+    clf_graph_destroy(&g);
+}
+END_TEST
+
 START_TEST(kernel_named_after_epilogue)
 {
     clf_graph *g = clf_graph_create();
@@ -474,6 +494,7 @@ int main(void)
     clf_test_add_case(s, "constant_outputs_beside_a_prologue", constant_outputs_beside_a_prologue);
     clf_test_add_case(s, "mlp_two_kernels", mlp_two_kernels);
     clf_test_add_case(s, "kernel_named_after_epilogue", kernel_named_after_epilogue);
+    clf_test_add_case(s, "long_epilogue_one_kernel", long_epilogue_one_kernel);
     clf_test_add_case(s, "epilogue_outputs_and_misaligned_reads", epilogue_outputs_and_misaligned_reads);
     clf_test_add_case(s, "bad_arguments_are_clear_errors", bad_arguments_are_clear_errors);
     clf_test_add_case(s, "autotune_keeps_the_winner_on_disk", autotune_keeps_the_winner_on_disk);
