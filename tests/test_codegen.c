@@ -191,6 +191,33 @@ START_TEST(cycle_is_refused)
 }
 END_TEST
 
+/* The reduction-alignment walk gives up past clf__align_walk_cap visited
+ * (node, view) pairs and refuses the merge: a plan still comes out (the
+ * epilogue goes through memory), with its memo intact (this path once freed
+ * the memo's array under it; ASan runs this suite). */
+START_TEST(alignment_walk_cap_refuses_merges)
+{
+    clf_graph *g = clf_graph_create();
+    const int64_t s[2] = {4, 64};
+    clf_graph_output(g, "y", clf_softmax(g, clf_input(g, "x", CLF_F32, 2, s), 1));
+    clf__plan plan;
+    char err[256] = "";
+    ck_assert_int_eq(clf__plan_build(g, NULL, &plan, err, sizeof err), CLF_OK);
+    ck_assert_uint_eq(plan.nkernels, 1);
+    clf__plan_free(&plan);
+    size_t saved = clf__align_walk_cap;
+    for (size_t cap = 1; cap <= 3; cap++) {
+        clf__align_walk_cap = cap;
+        clf_status st = clf__plan_build(g, NULL, &plan, err, sizeof err);
+        clf__align_walk_cap = saved;
+        ck_assert_msg(st == CLF_OK, "cap %zu: %s", cap, err);
+        ck_assert_uint_gt(plan.nkernels, 1);
+        clf__plan_free(&plan);
+    }
+    clf_graph_destroy(&g);
+}
+END_TEST
+
 START_TEST(literals_are_exact)
 {
     clf_graph *g = clf_graph_create();
@@ -266,6 +293,7 @@ int main(void)
     Suite *s = suite_create("codegen");
     TCase *tc = tcase_create("plan_and_source");
     tcase_add_test(tc, chain_plan_and_name);
+    tcase_add_test(tc, alignment_walk_cap_refuses_merges);
     tcase_add_test(tc, wide_index_over_2_31);
     tcase_add_test(tc, movement_chain_is_index_arithmetic);
     tcase_add_test(tc, multi_output_and_shapes);

@@ -212,6 +212,8 @@ typedef struct align_walk {
     bool ok;
 } align_walk;
 
+size_t clf__align_walk_cap = (size_t)1 << 16;
+
 static bool seen_before(align_walk *w, uint32_t id, const clf__view *v, int rank)
 {
     clf__sb_clear(&w->key);
@@ -223,7 +225,9 @@ static bool seen_before(align_walk *w, uint32_t id, const clf__view *v, int rank
             return true;
     if (w->nseen == w->cap_seen) {
         size_t cap = w->cap_seen ? w->cap_seen * 2 : 64;
-        char **p = cap > 1u << 16 ? NULL : clf__realloc(w->seen, cap * sizeof *p);
+        if (cap > clf__align_walk_cap && w->cap_seen < clf__align_walk_cap)
+            cap = clf__align_walk_cap;
+        char **p = w->nseen >= clf__align_walk_cap ? NULL : clf__realloc(w->seen, cap * sizeof *p);
         if (!p) { /* too big to check, or out of memory: refuse the merge */
             w->ok = false;
             return true;

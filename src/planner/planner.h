@@ -5,6 +5,7 @@
 #define CLFUSE_PLANNER_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "graph/graph_internal.h"
@@ -82,6 +83,11 @@ typedef struct clf__plan_options {
     bool disable_fusion; /* every pointwise op its own kernel; movement ops stay views */
     int max_fused_depth; /* 0: default; a chain deeper than this is cut by a buffer */
 } clf__plan_options;
+
+/* How many (node, view) pairs the reduction-alignment walk visits before it
+ * gives up and refuses the merge (default 65536). Tests lower it to reach
+ * that path; not meant to change while plans are built. */
+extern size_t clf__align_walk_cap;
 
 /* Plans g (which must have status CLF_OK). On failure returns an error
  * status with a message in err. */
