@@ -445,3 +445,16 @@ void clf__cg_signature(clf__strbuf *src, const clf_graph *g, const clf__plan *pl
         clf__sb_printf(src, "%s b%u", p ? "," : "", params[p]);
     clf__sb_puts(src, "\n");
 }
+
+bool clf__cg_params(const clf__plan_kernel *K, uint32_t **params, uint32_t *nparams)
+{
+    *nparams = 0;
+    *params = clf__malloc((K->nreads + K->nstores + 1) * sizeof **params);
+    if (!*params)
+        return false;
+    for (uint32_t i = 0; i < K->nreads; i++)
+        (*params)[(*nparams)++] = K->reads[i];
+    for (uint32_t i = 0; i < K->nstores; i++)
+        (*params)[(*nparams)++] = K->stores[i].buffer;
+    return true;
+}

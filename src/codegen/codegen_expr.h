@@ -81,6 +81,10 @@ const char *clf__cg_load_slot(clf__cg_fn *f, uint32_t buffer, clf__ix index, clf
 long clf__cg_slot_find(clf__cg_slot **slots, size_t *nslots, size_t *cap, uint32_t buffer, clf__ix index,
                        clf_dtype dt);
 
+/* Fills params with the kernel's parameters: the buffers it reads, then
+ * those it writes. False when out of memory. */
+bool clf__cg_params(const clf__plan_kernel *K, uint32_t **params, uint32_t *nparams);
+
 /* Writes "#define CLF_KERNEL_NAME name", "#define CLF_PARAMS ..." (each
  * buffer parameter b<id>, the first nreads const) and "#define CLF_ARGS
  * ...", each on its own line: the kernel signature every template takes. */

@@ -275,13 +275,8 @@ clf_status clf__codegen_gemm(const clf_graph *g, const clf__plan *plan, uint32_t
         goto done;
     }
 
-    out->params = clf__malloc((K->nreads + K->nstores + 1) * sizeof *out->params);
-    if (!out->params)
+    if (!clf__cg_params(K, &out->params, &out->nparams))
         goto done;
-    for (uint32_t i = 0; i < K->nreads; i++)
-        out->params[out->nparams++] = K->reads[i];
-    for (uint32_t s = 0; s < K->nstores; s++)
-        out->params[out->nparams++] = K->stores[s].buffer;
 
     /* Named after what it fused besides the product: clf_gemm_fused_add_relu_0. */
     named = clf__malloc((K->nops ? K->nops : 1) * sizeof *named);

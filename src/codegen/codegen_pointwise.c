@@ -57,13 +57,8 @@ clf_status clf__codegen_pointwise(const clf_graph *g, const clf__plan *plan, uin
 
     /* Parameters: buffers read, then buffers written. */
     out->nparams = 0;
-    out->params = clf__malloc((K->nreads + K->nstores + 1) * sizeof *out->params);
-    if (!out->params)
+    if (!clf__cg_params(K, &out->params, &out->nparams))
         goto done;
-    for (uint32_t i = 0; i < K->nreads; i++)
-        out->params[out->nparams++] = K->reads[i];
-    for (uint32_t s = 0; s < K->nstores; s++)
-        out->params[out->nparams++] = K->stores[s].buffer;
 
     /* Vector path: every load is at i itself or at one fixed element. */
     bool vec_ok = K->numel > 1;

@@ -780,13 +780,8 @@ clf_status clf__codegen_reduction(const clf_graph *g, const clf__plan *plan, uin
     }
 
     /* Parameters: buffers read, then buffers written. */
-    out->params = clf__malloc((K->nreads + K->nstores + 1) * sizeof *out->params);
-    if (!out->params)
+    if (!clf__cg_params(K, &out->params, &out->nparams))
         goto done;
-    for (uint32_t i = 0; i < K->nreads; i++)
-        out->params[out->nparams++] = K->reads[i];
-    for (uint32_t i = 0; i < K->nstores; i++)
-        out->params[out->nparams++] = K->stores[i].buffer;
     uint64_t widest = (uint64_t)K->rows * (uint64_t)K->rlen;
     for (uint32_t i = 0; i < K->nreads; i++) {
         const clf__node *bn = clf__graph_node(g, plan->buffers[K->reads[i]].node);
