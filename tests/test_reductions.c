@@ -232,7 +232,7 @@ START_TEST(online_softmax_edge_rows)
      * in one sweep (a running maximum and a rescaled sum); rows that start at
      * -inf, are all -inf, hold +inf or NaN must still give what the
      * decomposition gives, in both forms. */
-    int64_t s[2] = {6, 20000};
+    int64_t s[2] = {6, 20001}; /* not whole float4s: the scalar form */
     clf_graph *g = clf_graph_create();
     e2e_inputs in = {0};
     clf_tensor x = e2e_input(g, &in, "x", CLF_F32, 2, s, -3, 3);
@@ -399,50 +399,54 @@ START_TEST(cpu_vector_loop_gathers)
 }
 END_TEST
 
-START_TEST(gpu_lanes_cap_experiment)
+/* Compiles g in the GPU form and checks that every kernel's source has
+ * each of the wanted geometry lines. */
+static void check_gpu_geometry(clf_context *ctx, const clf_graph *g, const char *const *want, size_t nwant)
 {
-    /* CLFUSE_GPU_RED_LANES_CAP (an experiment for GPUs, off by default):
-     * persistent rows on fewer lanes, each caching more elements, or
-     * reloaded when they do not fit; the GPU form forced on PoCL must stay
-     * correct, and without the variable the geometry is the default one. */
-    int64_t s[2] = {5, 4096}, w[1] = {4096};
-    clf_graph *g = clf_graph_create();
-    e2e_inputs in = {0};
-    clf_tensor x = e2e_input(g, &in, "x", CLF_F32, 2, s, -3, 3);
-    clf_tensor wt = e2e_input(g, &in, "w", CLF_F32, 1, w, -1, 1);
-    float *xd = e2e_data(&in, "x");
-    xd[1 * 4096 + 4000] = NAN;
-    xd[2 * 4096 + 17] = INFINITY;
-    clf_graph_output(g, "soft", clf_softmax(g, x, -1));
-    clf_graph_output(g, "rms", clf_rms_norm(g, x, -1, 1e-5, wt));
+    clf_executable *exe = NULL;
+    ck_assert_int_eq(clf_compile(ctx, g, clf_compile_params(.kernel_style = CLF_KERNEL_STYLE_GPU), &exe), CLF_OK);
+    for (size_t k = 0; k < clf_executable_kernel_count(exe); k++)
+        for (size_t i = 0; i < nwant; i++)
+            ck_assert_msg(strstr(clf_executable_kernel_source(exe, k), want[i]), "kernel %s lacks \"%s\"",
+                          clf_executable_kernel_name(exe, k), want[i]);
+    clf_executable_destroy(&exe);
+}
+
+START_TEST(gpu_geometry_by_row_length)
+{
+    /* The GPU form's geometry (forced on PoCL, checked against the
+     * reference with NaN and Inf in rows): rows of whole float4s run in
+     * float4 units, persistent with at most 32 floats a lane; short rows on
+     * a warp's worth of lanes; rows too long for 1024 lanes reload each
+     * sweep; rows of another length stay scalar. */
     const struct {
-        const char *cap, *lanes, *cache;
+        int64_t rows, rlen;
+        const char *want[4];
     } cases[] = {
-        {NULL, "#define LANES 256\n", "#define CACHE 16\n"}, /* the default: 16 cached a lane */
-        {"64", "#define LANES 64\n", "#define CACHE 64\n"},  /* 64 a lane */
-        {"32", "#define LANES 32\n", "#define CACHE 0\n"},   /* 128 a lane do not fit: reloaded */
-        {"48", "#define LANES 256\n", "#define CACHE 16\n"}, /* not a power of two: ignored */
+        {5, 4096, {"#define VEC 4\n", "#define LANES 128\n", "#define CACHE 8\n", "clf_per_"}},
+        {9, 256, {"#define VEC 4\n", "#define LANES 32\n", "#define CACHE 2\n", "#define WG 256\n"}},
+        {3, 40000, {"#define VEC 4\n", "#define LANES 1024\n", "#define CACHE 0\n", "clf_red_"}},
+        {4, 4099, {"#define VEC 1\n", "#define LANES 512\n", "#define CACHE 9\n", "clf_per_"}},
+        {7, 6, {"#define VEC 1\n", "#define LANES 4\n", "#define CACHE 2\n", "clf_per_"}},
     };
     clf_context *ctx = clf_test_context();
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        if (cases[i].cap)
-            setenv("CLFUSE_GPU_RED_LANES_CAP", cases[i].cap, 1);
-        else
-            unsetenv("CLFUSE_GPU_RED_LANES_CAP");
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        int64_t s[2] = {cases[c].rows, cases[c].rlen}, w[1] = {cases[c].rlen};
+        clf_graph *g = clf_graph_create();
+        e2e_inputs in = {0};
+        clf_tensor x = e2e_input(g, &in, "x", CLF_F32, 2, s, -3, 3);
+        clf_tensor wt = e2e_input(g, &in, "w", CLF_F32, 1, w, -1, 1);
+        float *xd = e2e_data(&in, "x");
+        xd[1 * s[1] + s[1] - 2] = NAN;
+        xd[2 * s[1] + 1] = INFINITY;
+        clf_graph_output(g, "soft", clf_softmax(g, x, -1));
+        clf_graph_output(g, "rms", clf_rms_norm(g, x, -1, 1e-5, wt));
         ck_assert_uint_ge(e2e_check_style(ctx, g, &in, CLF_KERNEL_STYLE_GPU, 1e-5, 1e-6), 1);
-        clf_executable *exe = NULL;
-        ck_assert_int_eq(clf_compile(ctx, g, clf_compile_params(.kernel_style = CLF_KERNEL_STYLE_GPU), &exe), CLF_OK);
-        for (size_t k = 0; k < clf_executable_kernel_count(exe); k++) {
-            const char *src = clf_executable_kernel_source(exe, k);
-            ck_assert_msg(strstr(src, cases[i].lanes) && strstr(src, cases[i].cache), "cap %s: kernel %s",
-                          cases[i].cap ? cases[i].cap : "unset", clf_executable_kernel_name(exe, k));
-        }
-        clf_executable_destroy(&exe);
+        check_gpu_geometry(ctx, g, cases[c].want, 4);
+        e2e_inputs_free(&in);
+        clf_graph_destroy(&g);
     }
-    unsetenv("CLFUSE_GPU_RED_LANES_CAP");
     clf_context_destroy(&ctx);
-    e2e_inputs_free(&in);
-    clf_graph_destroy(&g);
 }
 END_TEST
 
@@ -629,9 +633,9 @@ int main(void)
     tcase_add_test(tc, online_softmax_edge_rows);
     tcase_add_test(tc, cpu_vector_loop_edge_values);
     tcase_add_test(tc, cpu_vector_loop_gathers);
-    tcase_add_test(tc, gpu_lanes_cap_experiment);
     suite_add_tcase(s, tc);
     clf_test_add_case(s, "gpu_rows_past_the_end_stay_idle", gpu_rows_past_the_end_stay_idle);
+    clf_test_add_case(s, "gpu_geometry_by_row_length", gpu_geometry_by_row_length);
     clf_test_add_case(s, "long_mixed_sign_sum_and_mean_are_accurate", long_mixed_sign_sum_and_mean_are_accurate);
     clf_test_add_case(s, "softmax_of_large_magnitude_rows_is_accurate", softmax_of_large_magnitude_rows_is_accurate);
     clf_test_add_case(s, "layer_norm_of_rows_with_a_large_mean_is_accurate",

@@ -23,6 +23,11 @@
 #define MAX_CACHED_VALUES 64
 /* Row elements a GPU lane keeps in registers in a persistent kernel. */
 #define CACHE_PER_LANE 16
+/* The GPU form's vector unit (float4) and a lane's register budget for a
+ * persistent row in it, in floats (measured on an H200, bench/probes:
+ * 32 a lane on 512 lanes keeps a 16384-float softmax at 98% of copy). */
+#define GPU_VEC 4
+#define GPU_VEC_CACHE 32
 /* Rows at least this long, and too few to fill the device, are split. */
 #define SPLIT_MIN_RLEN 65536u
 /* Interleaved accumulators per row on CPU devices: independent chains the
@@ -51,6 +56,9 @@ typedef struct red_ctx {
     /* Vector loop: index temporaries loaded lane by lane (clf_at_t<n>). */
     int gathers[MAX_GATHERS];
     int ngathers;
+    /* Vector loads and stores at provably aligned places go through
+     * floatN pointers (GPUs: one wide memory access instead of several). */
+    bool aligned_access;
 } red_ctx;
 
 /* What a function's hooks need: the kernel and the function's own row x. */
@@ -84,6 +92,33 @@ static int r_stride(const clf__ixgen *gen, const clf__ix *ix, uint32_t r_bit)
     return -1;
 }
 
+/* Whether an index of stride 1 in r (see r_stride) is a multiple of n
+ * whenever r is: r itself, plus terms a * k with n dividing k, plus
+ * constants that n divides. Buffers start at CL_DEVICE_MEM_BASE_ADDR_ALIGN
+ * (at least the size of a long16), so such an index of a float buffer is a
+ * floatN-aligned address. */
+static bool r_aligned(const clf__ixgen *gen, const clf__ix *ix, uint32_t r_bit, int64_t n)
+{
+    if (ix->temp < 0)
+        return ix->c % n == 0;
+    if (ix->var)
+        return ix->deps == r_bit;
+    if (ix->temp > 0 && ix->temp < gen->ntemps) {
+        const clf__ix_origin *o = &gen->origin[ix->temp];
+        bool term = o->k % n == 0 || (o->a.temp < 0 && (o->a.c * o->k) % n == 0);
+        return o->kind == CLF__IX_MAD && term && r_aligned(gen, &o->b, r_bit, n);
+    }
+    return false;
+}
+
+/* Whether vector access n wide at index ix (of stride 1 in r) may go
+ * through a floatN pointer: one wide memory access on a GPU, where vloadN
+ * of an address not known to be aligned may become n narrow ones. */
+static bool aligned_vec(const red_ctx *rc, const clf__ix *ix, int n)
+{
+    return rc->aligned_access && r_aligned(&rc->full_ix, ix, rc->r_bit, n);
+}
+
 /* The lane-by-lane accessor of a gathered index: clf_at_t<n>(x, r). */
 static bool note_gather(red_ctx *rc, int temp)
 {
@@ -104,7 +139,11 @@ static bool vec_load_expr(red_ctx *rc, clf__strbuf *sb, uint32_t b, const clf__i
     char a[32];
     int st = r_stride(&rc->full_ix, ix, rc->r_bit);
     if (st == 1) {
-        clf__sb_printf(sb, "vload%d(0, b%u + %s)", n, b, clf__ix_str(ix, a, sizeof a));
+        const char *i = clf__ix_str(ix, a, sizeof a);
+        if (aligned_vec(rc, ix, n))
+            clf__sb_printf(sb, "*(const __global float%d *)(b%u + %s)", n, b, i);
+        else
+            clf__sb_printf(sb, "vload%d(0, b%u + %s)", n, b, i);
         return true;
     }
     if (st == 0) {
@@ -475,25 +514,6 @@ static void emit_online_finish(clf__strbuf *sb, uint32_t m, uint32_t s)
                    s, m, s);
 }
 
-/* CLFUSE_GPU_RED_LANES_CAP=N (a power of two from 32 to 1024): an
- * experiment for GPUs, off by default. Caps the lanes of a persistent
- * (multi-sweep) row at N, so that each lane caches up to MAX_CACHED_VALUES
- * elements instead of CACHE_PER_LANE and the work-groups are small enough
- * for several to share a multiprocessor (1024-lane groups at 46-48
- * registers fill one: bench/results/2026-11-29-reductions-h200.md). 0 when
- * unset or not such a number. */
-static uint64_t gpu_lanes_cap_env(void)
-{
-    const char *e = getenv("CLFUSE_GPU_RED_LANES_CAP");
-    if (!e || !*e)
-        return 0;
-    char *end;
-    unsigned long v = strtoul(e, &end, 10);
-    if (*end || v < 32 || v > 1024 || (v & (v - 1)))
-        return 0;
-    return v;
-}
-
 static uint64_t pow2_at_least(uint64_t v)
 {
     uint64_t p = 1;
@@ -591,7 +611,10 @@ static bool vector_form(red_ctx *rc, uint32_t k, clf__ix x, const clf__view *ful
             ok = false;
             break;
         }
-        if (st == 1) {
+        if (st == 1 && aligned_vec(rc, &at, vn)) {
+            clf__sb_printf(&epi->body, "    *(__global float%d *)(b%u + %s) = (float%d)(%s);\n", vn, b,
+                           clf__ix_str(&at, a, sizeof a), vn, v);
+        } else if (st == 1) {
             clf__sb_printf(&epi->body, "    vstore%d((float%d)(%s), 0, b%u + %s);\n", vn, vn, v, b,
                            clf__ix_str(&at, a, sizeof a));
         } else {
@@ -698,20 +721,15 @@ clf_status clf__codegen_reduction(const clf_graph *g, const clf__plan *plan, uin
     fns_ready = true;
 
     /* Stages: each reduction accumulates its input at the full view. */
-    /* Online softmax only where a GPU cannot keep the row in registers:
-     * measured, its extra exp and branches cost more than the second sweep
-     * over a cached row (bench/results/2026-11-29-reductions-h200.md), and on
-     * CPU devices more than a sweep through the cache. */
+    /* Online softmax only in the GPU's scalar form (rows whose length is
+     * not a multiple of GPU_VEC) where a row does not fit in registers:
+     * measured, its extra exp and branches cost more than a second sweep
+     * over a cached row, and the float4 form's reloads from L2 beat it too
+     * (bench/results/2026-11-29-reductions-h200.md, bench/probes). */
     uint32_t on_m = 0, on_s = 0;
-    size_t max_local_all = target->max_local ? target->max_local : 256;
-    uint64_t lanes_cap = pow2_at_most(max_local_all < 1024 ? max_local_all : 1024);
-    const uint64_t env_cap = target->cpu ? 0 : gpu_lanes_cap_env();
-    uint64_t per_lane_budget = CACHE_PER_LANE;
-    if (env_cap && env_cap < lanes_cap) {
-        lanes_cap = env_cap;
-        per_lane_budget = MAX_CACHED_VALUES;
-    }
-    const bool online = !target->cpu && (uint64_t)K->rlen > lanes_cap * per_lane_budget &&
+    size_t max_local = target->max_local ? target->max_local : 256;
+    const uint64_t lanes_max = pow2_at_most(max_local < 1024 ? max_local : 1024);
+    const bool online = !target->cpu && K->rlen % GPU_VEC != 0 && (uint64_t)K->rlen > lanes_max * CACHE_PER_LANE &&
                         online_softmax_pair(g, plan, K, k, &on_m, &on_s);
     for (uint32_t i = 0; i < K->nops; i++) {
         uint32_t id = K->ops[i];
@@ -790,49 +808,9 @@ clf_status clf__codegen_reduction(const clf_graph *g, const clf__plan *plan, uin
     }
     out->wide_index = widest > (uint64_t)INT32_MAX;
 
-    /* Geometry, by device. */
-    size_t max_local = target->max_local ? target->max_local : 256;
-    int cache = 0;
-    uint64_t wg = 1, lanes = 1, rpi = 1;
-    if (target->cpu) {
-        /* One row per work-item and work-group: PoCL then runs each row
-         * as a plain loop instead of vectorising across rows with gathers
-         * (measured in bench/results/2026-11-29-reductions-pocl.md). */
-        out->local = 1;
-        uint64_t items = ((uint64_t)K->rows + rpi - 1) / rpi;
-        out->global = (size_t)((items + out->local - 1) / out->local * out->local);
-    } else {
-        uint64_t max_wg = pow2_at_most(max_local < 1024 ? max_local : 1024);
-        wg = max_wg < 256 ? max_wg : 256;
-        uint64_t max_lanes = max_wg < lanes_cap ? max_wg : lanes_cap;
-        if (nstages + (has_epilogue ? 1 : 0) > 1) {
-            /* Several sweeps: keep the row in registers, at most
-             * CACHE_PER_LANE elements a lane, wider work-groups for long rows
-             * (up to MAX_CACHED_VALUES a lane on fewer lanes under
-             * CLFUSE_GPU_RED_LANES_CAP). */
-            lanes = pow2_at_least(((uint64_t)K->rlen + CACHE_PER_LANE - 1) / CACHE_PER_LANE);
-            if (lanes > max_lanes)
-                lanes = max_lanes;
-            if (lanes > wg)
-                wg = lanes;
-        } else {
-            lanes = pow2_at_least(((uint64_t)K->rlen + 3) / 4);
-            if (lanes > wg)
-                lanes = wg;
-        }
-        uint64_t per_lane = ((uint64_t)K->rlen + lanes - 1) / lanes;
-        if (nstages + (has_epilogue ? 1 : 0) > 1 && per_lane * (rc.nslots ? rc.nslots : 1) <= MAX_CACHED_VALUES)
-            cache = (int)per_lane;
-        uint64_t rows_per_wg = wg / lanes;
-        out->local = (size_t)wg;
-        out->global = (size_t)(((uint64_t)K->rows + rows_per_wg - 1) / rows_per_wg * wg);
-    }
-    out->vec = 1;
-    out->items = 1;
-
     /* Few long rows: split each row into chunks reduced in parallel. */
     uint64_t cus = target->compute_units ? target->compute_units : 1;
-    uint64_t split = 1, chunk = (uint64_t)K->rlen;
+    uint64_t split = 1, chunk = (uint64_t)K->rlen, wg = 1, lanes = 1;
     int nred0 = 0;
     for (uint32_t i = 0; i < K->nops; i++)
         nred0 += clf__graph_node(g, K->ops[i])->kind == CLF__NODE_REDUCE && plan->producer[K->ops[i]] == (int32_t)k;
@@ -847,31 +825,77 @@ clf_status clf__codegen_reduction(const clf_graph *g, const clf__plan *plan, uin
         chunk = ((uint64_t)K->rlen + split - 1) / split;
         split = ((uint64_t)K->rlen + chunk - 1) / chunk;
     }
-    if (split > 1) {
-        cache = 0;
-        out->scratch_bytes = (uint64_t)K->rows * split * 16u * (uint64_t)nred0;
-        if (target->cpu) {
-            out->local = 1;
-            out->global = (size_t)((uint64_t)K->rows * split);
-            out->final_local = 1;
-            out->final_global = (size_t)K->rows;
-        } else {
-            out->local = (size_t)wg;
-            out->global = (size_t)((uint64_t)K->rows * split * wg);
-            out->final_local = (size_t)wg;
-            out->final_global = (size_t)((uint64_t)K->rows * wg);
-        }
-    }
 
-    /* CPU devices: the vector loop where every value of the kernel has a
-     * vector form; the scalar loop takes the rest of each row. */
+    /* The vector form where every value of the kernel has one: on CPU
+     * devices a loop over CPU_VEC elements at a time (the scalar loop takes
+     * the rest of each row), on GPUs float4 units through aligned pointers
+     * for rows of whole float4s. */
     int vec = 1;
-    if (target->cpu && split == 1 && !online && (uint64_t)K->rlen >= CPU_VEC_MIN_RLEN) {
-        if (vector_form(&rc, k, full_ctx.x, &full, nstages, has_epilogue, dbl, CPU_VEC, &vdefs))
-            vec = CPU_VEC;
+    const int vn = target->cpu ? CPU_VEC : GPU_VEC;
+    if (split == 1 && !online &&
+        (target->cpu ? (uint64_t)K->rlen >= CPU_VEC_MIN_RLEN : K->rlen >= GPU_VEC && K->rlen % GPU_VEC == 0)) {
+        rc.aligned_access = !target->cpu;
+        if (vector_form(&rc, k, full_ctx.x, &full, nstages, has_epilogue, dbl, vn, &vdefs))
+            vec = vn;
         else
             clf__sb_clear(&vdefs);
     }
+
+    /* Geometry, by device. */
+    int cache = 0;
+    if (target->cpu) {
+        /* One row per work-item and work-group: PoCL then runs each row
+         * as a plain loop instead of vectorising across rows with gathers
+         * (measured in bench/results/2026-11-29-reductions-pocl.md). */
+        out->local = 1;
+        out->global = split > 1 ? (size_t)((uint64_t)K->rows * split) : (size_t)K->rows;
+        if (split > 1) {
+            out->final_local = 1;
+            out->final_global = (size_t)K->rows;
+        }
+    } else if (split > 1) {
+        out->local = (size_t)wg;
+        out->global = (size_t)((uint64_t)K->rows * split * wg);
+        out->final_local = (size_t)wg;
+        out->final_global = (size_t)((uint64_t)K->rows * wg);
+    } else {
+        const uint64_t units = (uint64_t)K->rlen / (uint64_t)vec, slots = rc.nslots ? rc.nslots : 1;
+        wg = lanes_max < 256 ? lanes_max : 256;
+        if (nstages + (has_epilogue ? 1 : 0) > 1) {
+            /* Several sweeps: keep the row in registers, a lane's share
+             * within its budget (GPU_VEC_CACHE floats, or CACHE_PER_LANE
+             * scalars), on as many lanes as that takes, and at least a
+             * warp's worth where the row has the units. Rows too long even
+             * for lanes_max lanes reload each sweep (from L2: the row was
+             * just read), or the scalar form caches up to MAX_CACHED_VALUES
+             * a lane. */
+            uint64_t budget = vec > 1 ? GPU_VEC_CACHE : CACHE_PER_LANE;
+            uint64_t per = budget / ((uint64_t)vec * slots) ? budget / ((uint64_t)vec * slots) : 1;
+            lanes = pow2_at_least((units + per - 1) / per);
+            uint64_t floor = pow2_at_most(units < 32 ? (units ? units : 1) : 32);
+            if (lanes < floor)
+                lanes = floor;
+            if (lanes > lanes_max)
+                lanes = lanes_max;
+            uint64_t per_lane = (units + lanes - 1) / lanes;
+            bool fits = vec > 1 ? per_lane * (uint64_t)vec * slots <= GPU_VEC_CACHE
+                                : per_lane * slots <= MAX_CACHED_VALUES;
+            cache = fits ? (int)per_lane : 0;
+            if (lanes > wg)
+                wg = lanes;
+        } else {
+            lanes = pow2_at_least((units + 3) / 4);
+            if (lanes > wg)
+                lanes = wg;
+        }
+        uint64_t rows_per_wg = wg / lanes;
+        out->local = (size_t)wg;
+        out->global = (size_t)(((uint64_t)K->rows + rows_per_wg - 1) / rows_per_wg * wg);
+    }
+    if (split > 1)
+        out->scratch_bytes = (uint64_t)K->rows * split * 16u * (uint64_t)nred0;
+    out->vec = 1;
+    out->items = 1;
 
     out->name = clf__cg_kernel_name(g, K->ops, K->nops, cache ? "clf_per" : "clf_red", k);
     for (uint32_t i = 0; i < K->nops; i++)
@@ -888,9 +912,8 @@ clf_status clf__codegen_reduction(const clf_graph *g, const clf__plan *plan, uin
     clf__sb_printf(&src, "#define IDX_T %s\n#define RLEN %lluu\n#define NSTAGES %d\n#define HAS_EPILOGUE %d\n",
                    out->wide_index ? "ulong" : "uint", (unsigned long long)K->rlen, nstages, has_epilogue);
     if (target->cpu)
-        clf__sb_printf(&src, "#define ROWS_PER_ITEM %lluu\n", (unsigned long long)rpi);
-    if (target->cpu)
-        clf__sb_printf(&src, "#define ACCS %d\n#define VEC %d\n#define VACCS %d\n", CPU_ACCUMULATORS, vec, CPU_VACCS);
+        clf__sb_printf(&src, "#define ROWS_PER_ITEM 1u\n#define ACCS %d\n#define VEC %d\n#define VACCS %d\n",
+                       CPU_ACCUMULATORS, vec, CPU_VACCS);
     if (split > 1) {
         out->final_name = clf__malloc(strlen(out->name) + 8);
         if (!out->final_name)
@@ -901,8 +924,8 @@ clf_status clf__codegen_reduction(const clf_graph *g, const clf__plan *plan, uin
                        (unsigned long long)split, (unsigned long long)chunk, !target->cpu, (unsigned long long)wg,
                        out->final_name);
     } else if (!target->cpu) {
-        clf__sb_printf(&src, "#define WG %llu\n#define LANES %llu\n#define CACHE %d\n", (unsigned long long)wg,
-                       (unsigned long long)lanes, cache);
+        clf__sb_printf(&src, "#define WG %llu\n#define LANES %llu\n#define CACHE %d\n#define VEC %d\n",
+                       (unsigned long long)wg, (unsigned long long)lanes, cache, vec);
     }
     clf__cg_signature(&src, g, plan, out->name, out->params, out->nparams, K->nreads);
     clf__sb_puts(&src, "\n/* Index temporaries of the full space, shared by clf_load, clf_step<k> and clf_epilogue. */\n");

@@ -69,8 +69,6 @@ char *clf__plan_cache_key(const clf_context *ctx, const clf_graph *g, const clf_
         snprintf(num, sizeof num, "default");
     clf__cache_key_field(&sb, "gemm-tile", num);
     /* Environment knobs that change generated code. */
-    const char *lanes_cap = getenv("CLFUSE_GPU_RED_LANES_CAP");
-    clf__cache_key_field(&sb, "gpu-red-lanes-cap", lanes_cap ? lanes_cap : "");
     const char *env_tune = getenv("CLFUSE_AUTOTUNE");
     snprintf(num, sizeof num, "%d", (params && params->autotune) || (env_tune && strcmp(env_tune, "1") == 0));
     clf__cache_key_field(&sb, "autotune", num);
