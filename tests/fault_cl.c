@@ -26,6 +26,10 @@ static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static unsigned long calls[NCOUNT], armed_at[NFAULT], injected;
 static cl_int armed_err[NFAULT];
 static long live[NLIVE];
+/* clf_fault_cap_work_group: the largest work-group any kernel allows (0: no cap). */
+static size_t wg_cap;
+/* clf_fault_understate_work_group: what the query reports, launches unaffected. */
+static size_t wg_said;
 
 static int index_of(const char *fn)
 {
@@ -242,6 +246,10 @@ FAULT_API cl_int clEnqueueNDRangeKernel(cl_command_queue q, cl_kernel k, cl_uint
     cl_int err;
     if (fail_now(F_NDRANGE, &err))
         return err;
+    /* A device that allows work-groups of wg_cap only refuses larger ones
+     * (as NVIDIA's does for a kernel whose registers do not fit). */
+    if (wg_cap && local && local[0] > wg_cap)
+        return CL_OUT_OF_RESOURCES;
     err = real_clEnqueueNDRangeKernel(q, k, dim, off, global, local, nw, w, ev);
     if (err == CL_SUCCESS && ev)
         count_live(L_EVENT, 1);
@@ -293,9 +301,9 @@ FAULT_API cl_int clEnqueueMarkerWithWaitList(cl_command_queue q, cl_uint nw, con
 
 /* ---- Counted only ------------------------------------------------------- */
 
-static size_t wg_cap;
 
 FAULT_API void clf_fault_cap_work_group(size_t cap) { wg_cap = cap; }
+FAULT_API void clf_fault_understate_work_group(size_t cap) { wg_said = cap; }
 
 typedef cl_int (*kernel_wg_fn)(cl_kernel, cl_device_id, cl_kernel_work_group_info, size_t, void *, size_t *);
 FAULT_API cl_int clGetKernelWorkGroupInfo(cl_kernel k, cl_device_id d, cl_kernel_work_group_info p, size_t size,
@@ -304,10 +312,11 @@ FAULT_API cl_int clGetKernelWorkGroupInfo(cl_kernel k, cl_device_id d, cl_kernel
     REAL(kernel_wg_fn, clGetKernelWorkGroupInfo);
     cl_int err = real_clGetKernelWorkGroupInfo(k, d, p, size, value, size_ret);
     size_t v;
-    if (err == CL_SUCCESS && p == CL_KERNEL_WORK_GROUP_SIZE && wg_cap && value && size >= sizeof v) {
+    const size_t cap = wg_cap && (!wg_said || wg_cap < wg_said) ? wg_cap : wg_said;
+    if (err == CL_SUCCESS && p == CL_KERNEL_WORK_GROUP_SIZE && cap && value && size >= sizeof v) {
         memcpy(&v, value, sizeof v);
-        if (v > wg_cap)
-            memcpy(value, &wg_cap, sizeof wg_cap);
+        if (v > cap)
+            memcpy(value, &cap, sizeof cap);
     }
     return err;
 }

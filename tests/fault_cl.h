@@ -35,8 +35,13 @@ unsigned long clf_fault_injected(void);
 long clf_fault_live(const char *kind);
 
 /* Caps what clGetKernelWorkGroupInfo(CL_KERNEL_WORK_GROUP_SIZE) reports for
- * every kernel at cap (0: no cap), as a GPU does for a kernel whose
- * registers allow only smaller work-groups. */
+ * every kernel at cap (0: no cap) and refuses larger launches with
+ * CL_OUT_OF_RESOURCES, as a GPU does for a kernel whose registers allow
+ * only smaller work-groups. */
 void clf_fault_cap_work_group(size_t cap);
+/* CL_KERNEL_WORK_GROUP_SIZE reports at most cap (0: as the device says),
+ * but launches of larger work-groups still run: a driver whose answer is
+ * pessimistic (NVIDIA's, for kernels of 56 registers and more). */
+void clf_fault_understate_work_group(size_t cap);
 
 #endif

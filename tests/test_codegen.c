@@ -243,8 +243,9 @@ START_TEST(cpu_reduction_vector_loop)
 {
     /* CPU reductions run their rows VEC elements at a time where every
      * value has a vector form: consecutive elements as vector loads,
-     * strided ones gathered; int values, short rows and GPU targets keep
-     * the scalar form. */
+     * strided ones gathered; int values and short rows keep the scalar
+     * form. GPU reductions of rows of whole float4s take float4 units,
+     * consecutive ones through aligned float4 pointers. */
     int64_t s[2] = {64, 40}, t[2] = {40, 64}, si[2] = {64, 41}, short_row[2] = {8, 15};
     int last = -1, first = 0;
     clf_graph *g = clf_graph_create();
@@ -259,24 +260,31 @@ START_TEST(cpu_reduction_vector_loop)
     int seen = 0;
     for (uint32_t k = 0; k < p.nkernels; k++) {
         clf__kernel_code c = code_of(g, &p, k, true), gc = code_of(g, &p, k, false);
-        ck_assert_ptr_null(strstr(gc.source, "void clf_vload(")); /* the GPU form is untouched */
         if (strstr(c.ops, "exp")) { /* softmax: vector loads, stores and sums */
             ck_assert_ptr_nonnull(strstr(c.source, "#define VEC 8"));
             ck_assert_ptr_nonnull(strstr(c.source, "vload8(0, b"));
             ck_assert_ptr_nonnull(strstr(c.source, "vstore8((float8)("));
             ck_assert_ptr_nonnull(strstr(c.source, "const float8 v"));
+            ck_assert_ptr_nonnull(strstr(gc.source, "#define VEC 4\n"));
+            ck_assert_ptr_nonnull(strstr(gc.source, "= *(const __global float4 *)(b"));
+            ck_assert_ptr_nonnull(strstr(gc.source, "    *(__global float4 *)(b"));
+            ck_assert_ptr_null(strstr(c.source, "__global float8 *")); /* CPU: vload8, vstore8 */
             seen |= 1;
         } else if (strstr(c.source, "int s")) { /* the int sum */
             ck_assert_ptr_nonnull(strstr(c.source, "#define VEC 1\n"));
             ck_assert_ptr_null(strstr(c.source, "void clf_vload("));
+            ck_assert_ptr_null(strstr(gc.source, "void clf_vload("));
             seen |= 2;
         } else if (strstr(c.source, "#define RLEN 40u")) { /* the column sum: gathered */
             ck_assert_ptr_nonnull(strstr(c.source, "#define VEC 8"));
             ck_assert_ptr_nonnull(strstr(c.source, "clf_at_t"));
+            ck_assert_ptr_nonnull(strstr(gc.source, "#define VEC 4\n"));
+            ck_assert_ptr_nonnull(strstr(gc.source, "clf_at_t"));
             seen |= 4;
         } else { /* rows of 15 */
             ck_assert_ptr_nonnull(strstr(c.source, "#define RLEN 15u"));
             ck_assert_ptr_nonnull(strstr(c.source, "#define VEC 1\n"));
+            ck_assert_ptr_nonnull(strstr(gc.source, "#define VEC 1\n"));
             seen |= 8;
         }
         clf__kernel_code_free(&c);

@@ -545,6 +545,40 @@ START_TEST(kernel_work_group_limit)
 }
 END_TEST
 
+/* A driver whose CL_KERNEL_WORK_GROUP_SIZE is below what a kernel really
+ * runs at (NVIDIA's said 256 for a persistent softmax that an H200 runs in
+ * groups of 512): a GPU reduction kernel keeps its planned work-groups,
+ * which an idle trial launch confirms, and its results stay right. */
+START_TEST(understated_work_group_limit)
+{
+    clf_context *ctx = NULL;
+    ck_assert_int_eq(clf_context_create(clf_context_params(.disable_disk_cache = true), &ctx), CLF_OK);
+    clf_graph *g = clf_graph_create();
+    const int64_t xs[2] = {3, 4096};
+    clf_tensor x = clf_input(g, "x", CLF_F32, 2, xs);
+    clf_graph_output(g, "p", clf_softmax(g, x, 1));
+    static float xd[3 * 4096], p[3 * 4096], pw[3 * 4096];
+    clf_test_fill_f32(xd, 3 * 4096, -3, 3);
+    clf_host_binding in[1] = {{"x", xd}}, out[1] = {{"p", p}}, want[1] = {{"p", pw}};
+    char msg[256];
+    ck_assert_int_eq(clf_reference_run(g, 1, in, 1, want, msg, sizeof msg), CLF_OK);
+
+    clf_fault_understate_work_group(64);
+    clf_executable *exe = NULL;
+    clf_status st = clf_compile(ctx, g, clf_compile_params(.kernel_style = CLF_KERNEL_STYLE_GPU), &exe);
+    ck_assert_msg(st == CLF_OK, "%s: %s", clf_status_name(st), clf_context_last_error(ctx));
+    ck_assert_uint_eq(clf_executable_kernel_count(exe), 1);
+    const char *src = clf_executable_kernel_source(exe, 0);
+    ck_assert_msg(strstr(src, "#define WG 256\n") && strstr(src, "#define CACHE 8\n"), "%s", src);
+    ck_assert_int_eq(clf_run_host(exe, 1, in, 1, out), CLF_OK);
+    clf_fault_understate_work_group(0);
+    ck_assert_msg(clf_test_close(CLF_F32, p, pw, 3 * 4096, 1e-5, 1e-7, msg, sizeof msg), "p: %s", msg);
+    clf_executable_destroy(&exe);
+    clf_graph_destroy(&g);
+    clf_context_destroy(&ctx);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("faults");
@@ -560,5 +594,6 @@ int main(void)
     clf_test_add_case(s, "cached_binary_build_fails", cached_binary_build_fails);
     clf_test_add_case(s, "async_path_does_not_block", async_path_does_not_block);
     clf_test_add_case(s, "kernel_work_group_limit", kernel_work_group_limit);
+    clf_test_add_case(s, "understated_work_group_limit", understated_work_group_limit);
     return clf_test_run_suite(s);
 }

@@ -320,6 +320,41 @@ static clf_status make_sub_buffers(clf_executable *e, cl_mem base, size_t offset
 
 /* Instantiating a lowered executable: constant buffers, the scratch (unless
  * the caller supplies it), programs and kernels. */
+/* Whether kernel K, a GPU reduction kernel (kernels_templates/
+ * reduction_gpu.cl: given no rows, it touches no memory), runs one idle
+ * work-group of its planned size. CL_KERNEL_WORK_GROUP_SIZE can be far
+ * below what a kernel runs at: NVIDIA's driver reported 256 for a
+ * 56-register kernel that an H200 runs in groups of 512 (bench/probes/
+ * cl_kernel_info.c), which would lower a persistent softmax into a kernel
+ * that reloads its rows. A launch the kernel's registers do not allow
+ * fails with CL_OUT_OF_RESOURCES. */
+static bool idle_launch_runs(clf_context *ctx, const clf__exe_kernel *K)
+{
+    if (K->final_kernel || K->local <= 1 || !strstr(K->source, "/* ---- kernels_templates/reduction_gpu.cl ---- */"))
+        return false;
+    cl_int err;
+    cl_mem dummy = clCreateBuffer(ctx->cl, CL_MEM_READ_WRITE, 64, NULL, &err);
+    if (!dummy)
+        return false;
+    cl_command_queue q = clCreateCommandQueue(ctx->cl, ctx->device, 0, &err);
+    for (uint32_t p = 0; q && err == CL_SUCCESS && p < K->nparams; p++)
+        err = clSetKernelArg(K->kernel, p, sizeof dummy, &dummy);
+    const cl_ulong none64 = 0;
+    const cl_uint none32 = 0;
+    if (q && err == CL_SUCCESS)
+        err = K->wide_index ? clSetKernelArg(K->kernel, K->nparams, sizeof none64, &none64)
+                            : clSetKernelArg(K->kernel, K->nparams, sizeof none32, &none32);
+    size_t global = K->local, local = K->local;
+    if (q && err == CL_SUCCESS)
+        err = clEnqueueNDRangeKernel(q, K->kernel, 1, NULL, &global, &local, 0, NULL, NULL);
+    if (q && err == CL_SUCCESS)
+        err = clFinish(q);
+    if (q)
+        clReleaseCommandQueue(q);
+    clReleaseMemObject(dummy);
+    return q && err == CL_SUCCESS;
+}
+
 static clf_status instantiate(clf_context *ctx, const clf_graph *g, clf_executable *e)
 {
     clf_status st;
@@ -413,6 +448,11 @@ static clf_status instantiate(clf_context *ctx, const clf_graph *g, clf_executab
                                                         sizeof fit2, &fit2, NULL) == CL_SUCCESS &&
             fit2 && K->final_local > fit2 && (!fit || fit2 < fit))
             fit = fit2;
+        if (fit && K->local > fit && !(fit2 && K->final_local > fit2) && idle_launch_runs(ctx, K)) {
+            clf__log(CLF__LOG_PERF, "kernel %s: CL_KERNEL_WORK_GROUP_SIZE says %zu, an idle work-group of %zu ran",
+                     K->name, fit, K->local);
+            fit = 0;
+        }
         if (fit && (K->local > fit || (fit2 && K->final_local > fit2))) {
             if (!e->fit_local || fit < e->fit_local)
                 e->fit_local = fit;
