@@ -5,7 +5,9 @@
  *     cl_kernel_info FILE.cl ["OPTIONS"]...
  * With LAUNCH="GLOBAL LOCAL NBUF BYTES NROWS" it also launches each kernel
  * once with NBUF buffers of BYTES bytes and a last uint argument NROWS (the
- * library's reduction kernels), and prints what the enqueue returned. */
+ * library's reduction kernels; buffers hold values in [-4, 4)), and prints
+ * what the enqueue returned; with RUNS=N too, the median device time of N
+ * more launches. */
 #define CL_TARGET_OPENCL_VERSION 300
 #include <CL/cl.h>
 #include <stdio.h>
@@ -61,16 +63,40 @@ int main(int argc, char **argv)
             unsigned nbuf, nrows;
             const char *l = getenv("LAUNCH");
             if (l && sscanf(l, "%zu %zu %u %zu %u", &gsz, &lsz, &nbuf, &bytes, &nrows) == 5) {
-                cl_command_queue q = clCreateCommandQueueWithProperties(ctx, dev, NULL, &err);
+                cl_queue_properties props[] = {CL_QUEUE_PROPERTIES, CL_QUEUE_PROFILING_ENABLE, 0};
+                cl_command_queue q = clCreateCommandQueueWithProperties(ctx, dev, props, &err);
                 cl_mem bufs[8];
+                float *fill = malloc(bytes);
+                for (size_t i = 0; i < bytes / sizeof(float); ++i)
+                    fill[i] = (float)((i * 2654435761u) % 8192u) / 1024.0f - 4.0f;
                 for (unsigned b = 0; b < nbuf && b < 8; ++b) {
-                    bufs[b] = clCreateBuffer(ctx, CL_MEM_READ_WRITE, bytes, NULL, &err);
+                    bufs[b] = clCreateBuffer(ctx, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, bytes, fill, &err);
                     clSetKernelArg(ks[k], b, sizeof bufs[b], &bufs[b]);
                 }
                 clSetKernelArg(ks[k], nbuf, sizeof nrows, &nrows);
                 err = clEnqueueNDRangeKernel(q, ks[k], 1, NULL, &gsz, &lsz, 0, NULL, NULL);
                 cl_int fin = clFinish(q);
                 printf("launch %zu/%zu: enqueue %d, finish %d\n", gsz, lsz, err, fin);
+                int runs = getenv("RUNS") ? atoi(getenv("RUNS")) : 0;
+                double t[101];
+                for (int i = 0; i < runs && i < 101 && !err; ++i) {
+                    cl_event e;
+                    cl_ulong t0, t1;
+                    clEnqueueNDRangeKernel(q, ks[k], 1, NULL, &gsz, &lsz, 0, NULL, &e);
+                    clWaitForEvents(1, &e);
+                    clGetEventProfilingInfo(e, CL_PROFILING_COMMAND_START, sizeof t0, &t0, NULL);
+                    clGetEventProfilingInfo(e, CL_PROFILING_COMMAND_END, sizeof t1, &t1, NULL);
+                    clReleaseEvent(e);
+                    t[i] = (double)(t1 - t0) * 1e-6;
+                    for (int j = i; j > 0 && t[j] < t[j - 1]; --j) {
+                        double x = t[j];
+                        t[j] = t[j - 1];
+                        t[j - 1] = x;
+                    }
+                }
+                if (runs > 0 && !err)
+                    printf("median of %d: %.4f ms\n", runs < 101 ? runs : 101, t[(runs < 101 ? runs : 101) / 2]);
+                free(fill);
                 for (unsigned b = 0; b < nbuf && b < 8; ++b)
                     clReleaseMemObject(bufs[b]);
                 clReleaseCommandQueue(q);

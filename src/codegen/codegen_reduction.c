@@ -28,6 +28,8 @@
  * 32 a lane on 512 lanes keeps a 16384-float softmax at 98% of copy). */
 #define GPU_VEC 4
 #define GPU_VEC_CACHE 32
+/* GPU rows up to this long sum f32 without compensation (see sum_kind). */
+#define GPU_PLAIN_SUM_RLEN 32768u
 /* Rows at least this long, and too few to fill the device, are split. */
 #define SPLIT_MIN_RLEN 65536u
 /* Interleaved accumulators per row on CPU devices: independent chains the
@@ -42,6 +44,9 @@
 #define CPU_VEC_MIN_RLEN 16
 /* Gathered indices one kernel may use in its vector loop. */
 #define MAX_GATHERS 32
+
+/* How a kernel's f32 sums accumulate. */
+typedef enum { SUM_KAHAN, SUM_DOUBLE, SUM_PLAIN } sum_kind;
 
 typedef struct red_ctx {
     const clf_graph *g;
@@ -216,14 +221,14 @@ static bool is_arg(const clf__node *n) { return n->op == CLF__REDUCE_ARGMAX || n
  * at index r), combination of two partial accumulators (a, b), and the
  * finished result. Kahan summation keeps long f32 sums accurate and is
  * switched off at infinities, where it would turn them into NaN. */
-static void emit_acc_fields(clf__strbuf *sb, const clf__node *n, uint32_t id, clf_dtype in_dt, bool dbl)
+static void emit_acc_fields(clf__strbuf *sb, const clf__node *n, uint32_t id, clf_dtype in_dt, sum_kind sk)
 {
     const char *t = clf__cg_ctype(in_dt);
     switch (n->op) {
     case CLF__REDUCE_SUM:
-        if (in_dt == CLF_F32 && dbl)
+        if (in_dt == CLF_F32 && sk == SUM_DOUBLE)
             clf__sb_printf(sb, "    double s%u;\n", id);
-        else if (in_dt == CLF_F32)
+        else if (in_dt == CLF_F32 && sk == SUM_KAHAN)
             clf__sb_printf(sb, "    float s%u, c%u;\n", id, id);
         else
             clf__sb_printf(sb, "    %s s%u;\n", t, id);
@@ -237,15 +242,17 @@ static void emit_acc_fields(clf__strbuf *sb, const clf__node *n, uint32_t id, cl
     }
 }
 
-static void emit_acc_init(clf__strbuf *sb, const clf__node *n, uint32_t id, clf_dtype in_dt, bool dbl)
+static void emit_acc_init(clf__strbuf *sb, const clf__node *n, uint32_t id, clf_dtype in_dt, sum_kind sk)
 {
     bool f = in_dt == CLF_F32;
     switch (n->op) {
     case CLF__REDUCE_SUM:
-        if (f && dbl)
+        if (f && sk == SUM_DOUBLE)
             clf__sb_printf(sb, "    a->s%u = 0.0;\n", id);
+        else if (f && sk == SUM_KAHAN)
+            clf__sb_printf(sb, "    a->s%u = 0.0f;\n    a->c%u = 0.0f;\n", id, id);
         else
-            clf__sb_printf(sb, f ? "    a->s%u = 0.0f;\n    a->c%u = 0.0f;\n" : "    a->s%u = 0;\n", id, id);
+            clf__sb_printf(sb, f ? "    a->s%u = 0.0f;\n" : "    a->s%u = 0;\n", id);
         break;
     case CLF__REDUCE_PROD:
         clf__sb_printf(sb, f ? "    a->s%u = 1.0f;\n" : "    a->s%u = 1;\n", id);
@@ -276,15 +283,17 @@ static void emit_kahan(clf__strbuf *sb, uint32_t id, const char *y)
                    y, id, id, id, id, id);
 }
 
-static void emit_acc_step(clf__strbuf *sb, const clf__node *n, uint32_t id, clf_dtype in_dt, const char *v, bool dbl)
+static void emit_acc_step(clf__strbuf *sb, const clf__node *n, uint32_t id, clf_dtype in_dt, const char *v, sum_kind sk)
 {
     bool f = in_dt == CLF_F32;
     switch (n->op) {
     case CLF__REDUCE_SUM:
-        if (f && dbl)
+        if (f && sk == SUM_DOUBLE)
             clf__sb_printf(sb, "    a->s%u += (double)(%s);\n", id, v);
-        else if (f)
+        else if (f && sk == SUM_KAHAN)
             emit_kahan(sb, id, v);
+        else if (f)
+            clf__sb_printf(sb, "    a->s%u += %s;\n", id, v);
         else
             clf__sb_printf(sb, "    a->s%u = as_int(as_uint(a->s%u) + as_uint(%s));\n", id, id, v);
         break;
@@ -297,9 +306,8 @@ static void emit_acc_step(clf__strbuf *sb, const clf__node *n, uint32_t id, clf_
     case CLF__REDUCE_MAX:
     case CLF__REDUCE_MIN: {
         const char *cmp = n->op == CLF__REDUCE_MAX ? ">" : "<";
-        if (f) /* NaN, once seen, stays */
-            clf__sb_printf(sb, "    a->s%u = (%s %s a->s%u || isnan(%s)) && !isnan(a->s%u) ? %s : a->s%u;\n", id, v,
-                           cmp, id, v, id, v, id);
+        if (f) /* NaN, once seen, stays: no comparison with NaN is true */
+            clf__sb_printf(sb, "    a->s%u = %s %s a->s%u || isnan(%s) ? %s : a->s%u;\n", id, v, cmp, id, v, v, id);
         else
             clf__sb_printf(sb, "    a->s%u = %s(a->s%u, %s);\n", id, n->op == CLF__REDUCE_MAX ? "max" : "min", id, v);
         break;
@@ -321,13 +329,13 @@ static void emit_acc_step(clf__strbuf *sb, const clf__node *n, uint32_t id, clf_
     }
 }
 
-static void emit_acc_combine(clf__strbuf *sb, const clf__node *n, uint32_t id, clf_dtype in_dt, bool dbl)
+static void emit_acc_combine(clf__strbuf *sb, const clf__node *n, uint32_t id, clf_dtype in_dt, sum_kind sk)
 {
     bool f = in_dt == CLF_F32;
     char bv[48];
     switch (n->op) {
     case CLF__REDUCE_SUM:
-        if (f && dbl) {
+        if (f && sk != SUM_KAHAN) {
             clf__sb_printf(sb, "    a->s%u += b->s%u;\n", id, id);
         } else if (f) {
             snprintf(bv, sizeof bv, "b->s%u - b->c%u", id, id);
@@ -340,7 +348,7 @@ static void emit_acc_combine(clf__strbuf *sb, const clf__node *n, uint32_t id, c
     case CLF__REDUCE_MAX:
     case CLF__REDUCE_MIN:
         snprintf(bv, sizeof bv, "b->s%u", id);
-        emit_acc_step(sb, n, id, in_dt, bv, dbl);
+        emit_acc_step(sb, n, id, in_dt, bv, sk);
         break;
     default: {
         /* Partial results cover interleaved indices: compare by value, then
@@ -367,13 +375,13 @@ static void emit_acc_combine(clf__strbuf *sb, const clf__node *n, uint32_t id, c
     }
 }
 
-static void emit_acc_finish(clf__strbuf *sb, const clf__node *n, uint32_t id, clf_dtype in_dt, bool dbl)
+static void emit_acc_finish(clf__strbuf *sb, const clf__node *n, uint32_t id, clf_dtype in_dt, sum_kind sk)
 {
     if (is_arg(n))
         clf__sb_printf(sb, "    row->r%u = a->i%u;\n", id, id);
-    else if (n->op == CLF__REDUCE_SUM && in_dt == CLF_F32 && dbl)
+    else if (n->op == CLF__REDUCE_SUM && in_dt == CLF_F32 && sk == SUM_DOUBLE)
         clf__sb_printf(sb, "    row->r%u = (float)a->s%u;\n", id, id);
-    else if (n->op == CLF__REDUCE_SUM && in_dt == CLF_F32)
+    else if (n->op == CLF__REDUCE_SUM && in_dt == CLF_F32 && sk == SUM_KAHAN)
         clf__sb_printf(sb, "    row->r%u = a->s%u - a->c%u;\n", id, id, id);
     else
         clf__sb_printf(sb, "    row->r%u = a->s%u;\n", id, id);
@@ -390,11 +398,11 @@ static bool vec_acc_ok(const clf__node *n, clf_dtype in_dt)
                                 n->op == CLF__REDUCE_MAX || n->op == CLF__REDUCE_MIN);
 }
 
-static void vec_acc_fields(clf__strbuf *sb, const clf__node *n, uint32_t id, bool dbl, int vn)
+static void vec_acc_fields(clf__strbuf *sb, const clf__node *n, uint32_t id, sum_kind sk, int vn)
 {
-    if (n->op == CLF__REDUCE_SUM && dbl)
+    if (n->op == CLF__REDUCE_SUM && sk == SUM_DOUBLE)
         clf__sb_printf(sb, "    double%d s%u;\n", vn, id);
-    else if (n->op == CLF__REDUCE_SUM)
+    else if (n->op == CLF__REDUCE_SUM && sk == SUM_KAHAN)
         clf__sb_printf(sb, "    float%d s%u, c%u;\n", vn, id, id);
     else
         clf__sb_printf(sb, "    float%d s%u;\n", vn, id);
@@ -403,24 +411,26 @@ static void vec_acc_fields(clf__strbuf *sb, const clf__node *n, uint32_t id, boo
 /* One vector of elements v (a floatN, or a scalar that widens) into the
  * accumulators: sums in double lanes or Kahan-compensated lanes as in
  * emit_acc_step, the rest as there. */
-static void vec_acc_step(clf__strbuf *sb, const clf__node *n, uint32_t id, const char *v, bool dbl, int vn)
+static void vec_acc_step(clf__strbuf *sb, const clf__node *n, uint32_t id, const char *v, sum_kind sk, int vn)
 {
-    if (n->op == CLF__REDUCE_SUM && dbl)
+    if (n->op == CLF__REDUCE_SUM && sk == SUM_DOUBLE)
         clf__sb_printf(sb, "    a->s%u += convert_double%d((float%d)(%s));\n", id, vn, vn, v);
+    else if (n->op == CLF__REDUCE_SUM && sk == SUM_PLAIN)
+        clf__sb_printf(sb, "    a->s%u += (float%d)(%s);\n", id, vn, v);
     else if (n->op == CLF__REDUCE_SUM)
         clf__sb_printf(sb,
                        "    {\n        const float%d y = (float%d)(%s) - a->c%u;\n        const float%d t = a->s%u + y;\n"
                        "        a->c%u = isfinite(t) ? (t - a->s%u) - y : 0.0f;\n        a->s%u = t;\n    }\n",
                        vn, vn, v, id, vn, id, id, id, id);
     else
-        emit_acc_step(sb, n, id, CLF_F32, v, dbl);
+        emit_acc_step(sb, n, id, CLF_F32, v, sk);
 }
 
 /* Lane l of vector accumulator b into a scalar accumulator t. */
-static void vec_acc_lane(clf__strbuf *sb, const clf__node *n, uint32_t id, bool dbl, int l)
+static void vec_acc_lane(clf__strbuf *sb, const clf__node *n, uint32_t id, sum_kind sk, int l)
 {
     clf__sb_printf(sb, "        t.s%u = b->s%u.%s;\n", id, id, vec_lane(l));
-    if (n->op == CLF__REDUCE_SUM && !dbl)
+    if (n->op == CLF__REDUCE_SUM && sk == SUM_KAHAN)
         clf__sb_printf(sb, "        t.c%u = b->c%u.%s;\n", id, id, vec_lane(l));
 }
 
@@ -547,7 +557,7 @@ static void append_fn_body(clf__strbuf *src, const clf__cg_fn *f, bool own_index
  * when some value or reduction of the kernel has no vector form (then the
  * scalar loop does all the work). */
 static bool vector_form(red_ctx *rc, uint32_t k, clf__ix x, const clf__view *full, int nstages, bool has_epilogue,
-                        bool dbl, int vn, clf__strbuf *out)
+                        sum_kind sk, int vn, clf__strbuf *out)
 {
     const clf_graph *g = rc->g;
     const clf__plan *plan = rc->plan;
@@ -579,9 +589,9 @@ static bool vector_form(red_ctx *rc, uint32_t k, clf__ix x, const clf__view *ful
             ok = false;
             break;
         }
-        vec_acc_step(&fn[s].body, n, id, v, dbl, vn);
+        vec_acc_step(&fn[s].body, n, id, v, sk, vn);
         clf__free(v);
-        vec_acc_fields(&accs[s], n, id, dbl, vn);
+        vec_acc_fields(&accs[s], n, id, sk, vn);
     }
     /* Each lane's partial results of every reduction of a stage, combined
      * into the scalar accumulator as one more partial accumulator. */
@@ -592,7 +602,7 @@ static bool vector_form(red_ctx *rc, uint32_t k, clf__ix x, const clf__view *ful
                 uint32_t id = K->ops[i];
                 const clf__node *n = clf__graph_node(g, id);
                 if (n->kind == CLF__NODE_REDUCE && plan->producer[id] == (int32_t)k && plan->stage[id] == s)
-                    vec_acc_lane(&lanes[s], n, id, dbl, l);
+                    vec_acc_lane(&lanes[s], n, id, sk, l);
             }
             clf__sb_printf(&lanes[s], "        clf_combine%d(a, &t);\n    }\n", s);
         }
@@ -656,7 +666,7 @@ static bool vector_form(red_ctx *rc, uint32_t k, clf__ix x, const clf__view *ful
             for (uint32_t i = 0; i < K->nops; i++) {
                 const clf__node *n = clf__graph_node(g, K->ops[i]);
                 if (n->kind == CLF__NODE_REDUCE && plan->stage[K->ops[i]] == s && plan->producer[K->ops[i]] == (int32_t)k)
-                    emit_acc_init(out, n, K->ops[i], CLF_F32, dbl);
+                    emit_acc_init(out, n, K->ops[i], CLF_F32, sk);
             }
             clf__sb_printf(out, "}\n\nstatic inline void clf_vstep%d(clf_vacc%d *a, const clf_row *row, const clf_vvals *v, "
                                 "IDX_T x, IDX_T r, CLF_PARAMS)\n{\n    CLF_FULL_INDEX\n", s, s);
@@ -695,9 +705,16 @@ clf_status clf__codegen_reduction(const clf_graph *g, const clf__plan *plan, uin
     clf__strbuf src = {0}, ops = {0}, vdefs = {0}, accs[MAX_STAGES] = {{0}};
     int nstages = 0;
     bool has_epilogue = false, fns_ready = false;
-    /* CPU devices with doubles sum f32 in double: as accurate as Kahan's
-     * compensation and cheaper there. */
-    const bool dbl = target->cpu && target->fp64;
+    /* How f32 sums accumulate: CPU devices with doubles sum in double (as
+     * accurate as Kahan's compensation and cheaper there); GPUs sum rows up
+     * to GPU_PLAIN_SUM_RLEN in plain f32 lanes, where each lane adds at most
+     * a few hundred elements and the lanes combine in a tree (Kahan's
+     * compensation cost a cached softmax 12% of its time on an H200,
+     * bench/probes/cases); the rest use the compensation. */
+    const sum_kind sk = target->cpu && target->fp64                        ? SUM_DOUBLE
+                        : !target->cpu && K->rlen <= GPU_PLAIN_SUM_RLEN ? SUM_PLAIN
+                                                                         : SUM_KAHAN;
+    const bool dbl = sk == SUM_DOUBLE;
     memset(out, 0, sizeof *out);
 
     clf__ixgen_init(&rc.full_ix, &rc.full_idx, 0);
@@ -758,9 +775,9 @@ clf_status clf__codegen_reduction(const clf_graph *g, const clf__plan *plan, uin
         char *v = clf__strdup(clf__cg_value(&stage_fn[s], n->inputs[0], &full));
         if (!v)
             goto done;
-        emit_acc_step(&stage_fn[s].body, n, id, in_dt, v, dbl);
+        emit_acc_step(&stage_fn[s].body, n, id, in_dt, v, sk);
         clf__free(v);
-        emit_acc_fields(&accs[s], n, id, in_dt, dbl);
+        emit_acc_fields(&accs[s], n, id, in_dt, sk);
     }
 
     /* Stores: full-space values in the epilogue, the rest once per row. */
@@ -835,7 +852,7 @@ clf_status clf__codegen_reduction(const clf_graph *g, const clf__plan *plan, uin
     if (split == 1 && !online &&
         (target->cpu ? (uint64_t)K->rlen >= CPU_VEC_MIN_RLEN : K->rlen >= GPU_VEC && K->rlen % GPU_VEC == 0)) {
         rc.aligned_access = !target->cpu;
-        if (vector_form(&rc, k, full_ctx.x, &full, nstages, has_epilogue, dbl, vn, &vdefs))
+        if (vector_form(&rc, k, full_ctx.x, &full, nstages, has_epilogue, sk, vn, &vdefs))
             vec = vn;
         else
             clf__sb_clear(&vdefs);
@@ -968,7 +985,7 @@ clf_status clf__codegen_reduction(const clf_graph *g, const clf__plan *plan, uin
                 emit_online_init(&src, on_m, on_s);
             else if (n->kind == CLF__NODE_REDUCE && plan->stage[K->ops[i]] == s && plan->producer[K->ops[i]] == (int32_t)k &&
                      !(online && (K->ops[i] == on_m || K->ops[i] == on_s)))
-                emit_acc_init(&src, n, K->ops[i], clf__graph_node(g, n->inputs[0])->dtype, dbl);
+                emit_acc_init(&src, n, K->ops[i], clf__graph_node(g, n->inputs[0])->dtype, sk);
         }
         clf__sb_printf(&src, "}\n\nstatic inline void clf_step%d(clf_acc%d *a, const clf_row *row, const clf_vals *v, "
                              "IDX_T x, IDX_T r, CLF_PARAMS)\n{\n    CLF_FULL_INDEX\n", s, s);
@@ -980,7 +997,7 @@ clf_status clf__codegen_reduction(const clf_graph *g, const clf__plan *plan, uin
                 emit_online_combine(&tmp, on_m, on_s);
             else if (n->kind == CLF__NODE_REDUCE && plan->stage[K->ops[i]] == s && plan->producer[K->ops[i]] == (int32_t)k &&
                      !(online && (K->ops[i] == on_m || K->ops[i] == on_s)))
-                emit_acc_combine(&tmp, n, K->ops[i], clf__graph_node(g, n->inputs[0])->dtype, dbl);
+                emit_acc_combine(&tmp, n, K->ops[i], clf__graph_node(g, n->inputs[0])->dtype, sk);
         }
         clf__sb_puts(&src, clf__sb_str(&tmp));
         clf__sb_clear(&tmp);
@@ -991,7 +1008,7 @@ clf_status clf__codegen_reduction(const clf_graph *g, const clf__plan *plan, uin
                 emit_online_finish(&src, on_m, on_s);
             else if (n->kind == CLF__NODE_REDUCE && plan->stage[K->ops[i]] == s && plan->producer[K->ops[i]] == (int32_t)k &&
                      !(online && (K->ops[i] == on_m || K->ops[i] == on_s)))
-                emit_acc_finish(&src, n, K->ops[i], clf__graph_node(g, n->inputs[0])->dtype, dbl);
+                emit_acc_finish(&src, n, K->ops[i], clf__graph_node(g, n->inputs[0])->dtype, sk);
         }
         clf__sb_puts(&src, "}\n\n");
         if (!clf__sb_ok(&tmp))

@@ -9,16 +9,16 @@
 #define CACHE 8
 #define VEC 4
 #define CLF_KERNEL_NAME clf_per_fused_div_exp_max_sub_sum_0
-#define CLF_PARAMS __global const float *restrict b0, __global float *restrict b1
-#define CLF_ARGS b0, b1
+#define CLF_PARAMS __global const float *restrict b0, __global float *restrict b3
+#define CLF_ARGS b0, b3
 
 /* Index temporaries of the full space, shared by clf_load, clf_step<k> and clf_epilogue. */
 #define CLF_FULL_INDEX    const IDX_T t1 = x * 16384u + r; \
 
 
 typedef struct {
-    float r1;
-    float r4;
+    float r3;
+    float r6;
 } clf_row;
 
 typedef struct {
@@ -32,75 +32,75 @@ static inline void clf_load(IDX_T x, IDX_T r, clf_vals *v, CLF_PARAMS)
 }
 
 typedef struct {
-    float s1;
+    float s3;
 } clf_acc0;
 
 static inline void clf_init0(clf_acc0 *a)
 {
-    a->s1 = -INFINITY;
+    a->s3 = -INFINITY;
 }
 
 static inline void clf_step0(clf_acc0 *a, const clf_row *row, const clf_vals *v, IDX_T x, IDX_T r, CLF_PARAMS)
 {
     CLF_FULL_INDEX
-    a->s1 = (v->l0 > a->s1 || isnan(v->l0)) && !isnan(a->s1) ? v->l0 : a->s1;
+    a->s3 = fmax(a->s3, v->l0);
 }
 
 static inline void clf_combine0(clf_acc0 *a, const clf_acc0 *b)
 {
-    a->s1 = (b->s1 > a->s1 || isnan(b->s1)) && !isnan(a->s1) ? b->s1 : a->s1;
+    a->s3 = (b->s3 > a->s3 || isnan(b->s3)) && !isnan(a->s3) ? b->s3 : a->s3;
 }
 
 static inline void clf_finish0(clf_row *row, const clf_acc0 *a)
 {
-    row->r1 = a->s1;
+    row->r3 = a->s3;
 }
 
 typedef struct {
-    float s4, c4;
+    float s6, c6;
 } clf_acc1;
 
 static inline void clf_init1(clf_acc1 *a)
 {
-    a->s4 = 0.0f;
-    a->c4 = 0.0f;
+    a->s6 = 0.0f;
+    a->c6 = 0.0f;
 }
 
 static inline void clf_step1(clf_acc1 *a, const clf_row *row, const clf_vals *v, IDX_T x, IDX_T r, CLF_PARAMS)
 {
     CLF_FULL_INDEX
-    const float v0 = (v->l0 - row->r1); /* sub */
+    const float v0 = (v->l0 - row->r3); /* sub */
     const float v1 = exp(v0); /* exp */
     {
-        const float y = (v1) - a->c4;
-        const float t = a->s4 + y;
-        a->c4 = isfinite(t) ? (t - a->s4) - y : 0.0f;
-        a->s4 = t;
+        const float y = (v1) - a->c6;
+        const float t = a->s6 + y;
+        a->c6 = isfinite(t) ? (t - a->s6) - y : 0.0f;
+        a->s6 = t;
     }
 }
 
 static inline void clf_combine1(clf_acc1 *a, const clf_acc1 *b)
 {
     {
-        const float y = (b->s4 - b->c4) - a->c4;
-        const float t = a->s4 + y;
-        a->c4 = isfinite(t) ? (t - a->s4) - y : 0.0f;
-        a->s4 = t;
+        const float y = (b->s6 - b->c6) - a->c6;
+        const float t = a->s6 + y;
+        a->c6 = isfinite(t) ? (t - a->s6) - y : 0.0f;
+        a->s6 = t;
     }
 }
 
 static inline void clf_finish1(clf_row *row, const clf_acc1 *a)
 {
-    row->r4 = a->s4 - a->c4;
+    row->r6 = a->s6 - a->c6;
 }
 
 static inline void clf_epilogue(const clf_row *row, const clf_vals *v, IDX_T x, IDX_T r, CLF_PARAMS)
 {
     CLF_FULL_INDEX
-    const float v0 = (v->l0 - row->r1); /* sub */
+    const float v0 = (v->l0 - row->r3); /* sub */
     const float v1 = exp(v0); /* exp */
-    const float v2 = (v1 / row->r4); /* div */
-    b1[t1] = v2;
+    const float v2 = (v1 / row->r6); /* div */
+    b3[t1] = v2;
 }
 
 static inline void clf_rowout(const clf_row *row, IDX_T x, CLF_PARAMS)
@@ -118,64 +118,64 @@ static inline void clf_vload(IDX_T x, IDX_T r, clf_vvals *v, CLF_PARAMS)
 }
 
 typedef struct {
-    float4 s1;
+    float4 s3;
 } clf_vacc0;
 
 static inline void clf_vinit0(clf_vacc0 *a)
 {
-    a->s1 = -INFINITY;
+    a->s3 = -INFINITY;
 }
 
 static inline void clf_vstep0(clf_vacc0 *a, const clf_row *row, const clf_vvals *v, IDX_T x, IDX_T r, CLF_PARAMS)
 {
     CLF_FULL_INDEX
-    a->s1 = (v->l0 > a->s1 || isnan(v->l0)) && !isnan(a->s1) ? v->l0 : a->s1;
+    a->s3 = fmax(a->s3, v->l0);
 }
 
 static inline void clf_vcombine0(clf_acc0 *a, const clf_vacc0 *b)
 {
     {
         clf_acc0 t;
-        t.s1 = b->s1.s0;
+        t.s3 = b->s3.s0;
         clf_combine0(a, &t);
     }
     {
         clf_acc0 t;
-        t.s1 = b->s1.s1;
+        t.s3 = b->s3.s1;
         clf_combine0(a, &t);
     }
     {
         clf_acc0 t;
-        t.s1 = b->s1.s2;
+        t.s3 = b->s3.s2;
         clf_combine0(a, &t);
     }
     {
         clf_acc0 t;
-        t.s1 = b->s1.s3;
+        t.s3 = b->s3.s3;
         clf_combine0(a, &t);
     }
 }
 
 typedef struct {
-    float4 s4, c4;
+    float4 s6, c6;
 } clf_vacc1;
 
 static inline void clf_vinit1(clf_vacc1 *a)
 {
-    a->s4 = 0.0f;
-    a->c4 = 0.0f;
+    a->s6 = 0.0f;
+    a->c6 = 0.0f;
 }
 
 static inline void clf_vstep1(clf_vacc1 *a, const clf_row *row, const clf_vvals *v, IDX_T x, IDX_T r, CLF_PARAMS)
 {
     CLF_FULL_INDEX
-    const float4 v0 = (v->l0 - row->r1); /* sub */
+    const float4 v0 = (v->l0 - row->r3); /* sub */
     const float4 v1 = exp(v0); /* exp */
     {
-        const float4 y = (float4)(v1) - a->c4;
-        const float4 t = a->s4 + y;
-        a->c4 = isfinite(t) ? (t - a->s4) - y : 0.0f;
-        a->s4 = t;
+        const float4 y = (float4)(v1) - a->c6;
+        const float4 t = a->s6 + y;
+        a->c6 = isfinite(t) ? (t - a->s6) - y : 0.0f;
+        a->s6 = t;
     }
 }
 
@@ -183,26 +183,26 @@ static inline void clf_vcombine1(clf_acc1 *a, const clf_vacc1 *b)
 {
     {
         clf_acc1 t;
-        t.s4 = b->s4.s0;
-        t.c4 = b->c4.s0;
+        t.s6 = b->s6.s0;
+        t.c6 = b->c6.s0;
         clf_combine1(a, &t);
     }
     {
         clf_acc1 t;
-        t.s4 = b->s4.s1;
-        t.c4 = b->c4.s1;
+        t.s6 = b->s6.s1;
+        t.c6 = b->c6.s1;
         clf_combine1(a, &t);
     }
     {
         clf_acc1 t;
-        t.s4 = b->s4.s2;
-        t.c4 = b->c4.s2;
+        t.s6 = b->s6.s2;
+        t.c6 = b->c6.s2;
         clf_combine1(a, &t);
     }
     {
         clf_acc1 t;
-        t.s4 = b->s4.s3;
-        t.c4 = b->c4.s3;
+        t.s6 = b->s6.s3;
+        t.c6 = b->c6.s3;
         clf_combine1(a, &t);
     }
 }
@@ -210,10 +210,10 @@ static inline void clf_vcombine1(clf_acc1 *a, const clf_vacc1 *b)
 static inline void clf_vepilogue(const clf_row *row, const clf_vvals *v, IDX_T x, IDX_T r, CLF_PARAMS)
 {
     CLF_FULL_INDEX
-    const float4 v0 = (v->l0 - row->r1); /* sub */
+    const float4 v0 = (v->l0 - row->r3); /* sub */
     const float4 v1 = exp(v0); /* exp */
-    const float4 v2 = (v1 / row->r4); /* div */
-    *(__global float4 *)(b1 + t1) = (float4)(v2);
+    const float4 v2 = (v1 / row->r6); /* div */
+    *(__global float4 *)(b3 + t1) = (float4)(v2);
 }
 
 /* ---- kernels_templates/reduction_gpu.cl ---- */
@@ -356,7 +356,7 @@ static inline void clf_rowout(const clf_row *row, IDX_T x, CLF_PARAMS) { out0[x]
         clf_finish##k(&row, &total);                                                               \
     }
 
-__kernel
+__kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
 void CLF_KERNEL_NAME(CLF_PARAMS, const IDX_T nrows)
 {
     /* One scratch array per stage: a stage's last reads need no barrier
