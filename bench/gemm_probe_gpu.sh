@@ -25,10 +25,3 @@ for o in "$@"; do
   printf '%-40s ' "$o"
   CLFUSE_CACHE_DIR=/tmp/cv$i CLFUSE_DEVICE=gpu CLFUSE_BUILD_OPTIONS="$o" $B/bench/bench_gemm --only gemm_epilogue --runs 10 2>&1 | grep -E "^gemm_epilogue|wrong"
 done
-# The persistent-reduction work-group experiment (CLFUSE_GPU_RED_LANES_CAP).
-if [ -n "${RED_CAPS:-}" ]; then
-  for c in $RED_CAPS; do
-    echo "CLFUSE_GPU_RED_LANES_CAP=$c"
-    CLFUSE_CACHE_DIR=/tmp/cr$c CLFUSE_DEVICE=gpu CLFUSE_GPU_RED_LANES_CAP=$c $B/bench/bench_reductions --markdown 2>&1 | tee "$OUT/reductions_cap_$c.md" | grep -E "^\| (softmax|layernorm|rmsnorm|rowsum)"
-  done
-fi

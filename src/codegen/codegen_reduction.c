@@ -28,6 +28,10 @@
  * 32 a lane on 512 lanes keeps a 16384-float softmax at 98% of copy). */
 #define GPU_VEC 4
 #define GPU_VEC_CACHE 32
+/* Lanes a persistent row gets at least: short rows (softmax over 256)
+ * spread thinner ran slower on an H200 (32 lanes of 2 float4s: 0.0412 ms,
+ * 16 lanes of 4: 0.0383 ms; bench/probes/cases/short). */
+#define GPU_MIN_LANES 16
 /* GPU rows up to this long sum f32 without compensation (see sum_kind). */
 #define GPU_PLAIN_SUM_RLEN 32768u
 /* Rows at least this long, and too few to fill the device, are split. */
@@ -881,15 +885,15 @@ clf_status clf__codegen_reduction(const clf_graph *g, const clf__plan *plan, uin
         if (nstages + (has_epilogue ? 1 : 0) > 1) {
             /* Several sweeps: keep the row in registers, a lane's share
              * within its budget (GPU_VEC_CACHE floats, or CACHE_PER_LANE
-             * scalars), on as many lanes as that takes, and at least a
-             * warp's worth where the row has the units. Rows too long even
+             * scalars), on as many lanes as that takes, and at least
+             * GPU_MIN_LANES where the row has the units. Rows too long even
              * for lanes_max lanes reload each sweep (from L2: the row was
              * just read), or the scalar form caches up to MAX_CACHED_VALUES
              * a lane. */
             uint64_t budget = vec > 1 ? GPU_VEC_CACHE : CACHE_PER_LANE;
             uint64_t per = budget / ((uint64_t)vec * slots) ? budget / ((uint64_t)vec * slots) : 1;
             lanes = pow2_at_least((units + per - 1) / per);
-            uint64_t floor = pow2_at_most(units < 32 ? (units ? units : 1) : 32);
+            uint64_t floor = pow2_at_most(units < GPU_MIN_LANES ? (units ? units : 1) : GPU_MIN_LANES);
             if (lanes < floor)
                 lanes = floor;
             if (lanes > lanes_max)
