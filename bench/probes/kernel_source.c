@@ -1,0 +1,43 @@
+/* Prints the OpenCL C that libclfuse generates in its GPU form for one of
+ * the suite's row reductions on the default device, for bench/probes/
+ * case_variants.py to edit and cl_kernel_info to time.
+ *     kernel_source softmax|layernorm|horizontal ROWS COLS */
+#include <clfuse/clfuse.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int main(int argc, char **argv)
+{
+    if (argc != 4 || atol(argv[2]) <= 0 || atol(argv[3]) <= 0) {
+        fprintf(stderr, "usage: kernel_source softmax|layernorm|horizontal ROWS COLS\n");
+        return 2;
+    }
+    int64_t s[2] = {atol(argv[2]), atol(argv[3])}, w[1] = {s[1]};
+    int last = -1;
+    clf_graph *g = clf_graph_create();
+    clf_tensor x = clf_input(g, "x", CLF_F32, 2, s);
+    if (strcmp(argv[1], "layernorm") == 0) {
+        clf_tensor wt = clf_input(g, "w", CLF_F32, 1, w), b = clf_input(g, "b", CLF_F32, 1, w);
+        clf_graph_output(g, "y", clf_layer_norm(g, x, -1, 1e-5, wt, b));
+    } else if (strcmp(argv[1], "horizontal") == 0) {
+        clf_graph_output(g, "m", clf_reduce_mean(g, x, 1, &last, false));
+        clf_graph_output(g, "q", clf_reduce_mean(g, clf_mul(g, x, x), 1, &last, false));
+    } else {
+        clf_graph_output(g, "y", clf_softmax(g, x, -1));
+    }
+    clf_context *ctx = NULL;
+    clf_executable *exe = NULL;
+    clf_status st = clf_context_create(NULL, &ctx);
+    if (st == CLF_OK)
+        st = clf_compile(ctx, g, clf_compile_params(.kernel_style = CLF_KERNEL_STYLE_GPU), &exe);
+    if (st != CLF_OK) {
+        fprintf(stderr, "kernel_source: %s: %s\n", clf_status_name(st), ctx ? clf_context_last_error(ctx) : "");
+        return 1;
+    }
+    fputs(clf_executable_kernel_source(exe, 0), stdout);
+    clf_executable_destroy(&exe);
+    clf_context_destroy(&ctx);
+    clf_graph_destroy(&g);
+    return 0;
+}
