@@ -30,7 +30,7 @@
 #define GPU_VEC_CACHE 32
 /* Lanes a persistent row gets at least: short rows (softmax over 256)
  * spread thinner ran slower on an H200 (32 lanes of 2 float4s: 0.0412 ms,
- * 16 lanes of 4: 0.0383 ms; bench/probes/cases/short). */
+ * 16 lanes of 4: 0.0383 ms; bench/probes/cases_gpu.sh). */
 #define GPU_MIN_LANES 16
 /* GPU rows up to this long sum f32 without compensation (see sum_kind). */
 #define GPU_PLAIN_SUM_RLEN 32768u
@@ -714,7 +714,7 @@ clf_status clf__codegen_reduction(const clf_graph *g, const clf__plan *plan, uin
      * to GPU_PLAIN_SUM_RLEN in plain f32 lanes, where each lane adds at most
      * a few hundred elements and the lanes combine in a tree (Kahan's
      * compensation cost a cached softmax 12% of its time on an H200,
-     * bench/probes/cases); the rest use the compensation. */
+     * bench/probes/cases_gpu.sh); the rest use the compensation. */
     const sum_kind sk = target->cpu && target->fp64                        ? SUM_DOUBLE
                         : !target->cpu && K->rlen <= GPU_PLAIN_SUM_RLEN ? SUM_PLAIN
                                                                          : SUM_KAHAN;
