@@ -458,3 +458,14 @@ bool clf__cg_params(const clf__plan_kernel *K, uint32_t **params, uint32_t *npar
         (*params)[(*nparams)++] = K->stores[i].buffer;
     return true;
 }
+
+bool clf__cg_wide_index(const clf_graph *g, const clf__plan *plan, const clf__plan_kernel *K, uint64_t space)
+{
+    uint64_t widest = space;
+    for (uint32_t i = 0; i < K->nreads; i++) {
+        const clf__node *bn = clf__graph_node(g, plan->buffers[K->reads[i]].node);
+        if ((uint64_t)clf__node_numel(bn) > widest)
+            widest = (uint64_t)clf__node_numel(bn);
+    }
+    return widest > (uint64_t)INT32_MAX;
+}

@@ -85,6 +85,10 @@ long clf__cg_slot_find(clf__cg_slot **slots, size_t *nslots, size_t *cap, uint32
  * those it writes. False when out of memory. */
 bool clf__cg_params(const clf__plan_kernel *K, uint32_t **params, uint32_t *nparams);
 
+/* Whether the kernel needs 64-bit indices (IDX_T ulong): its own space of
+ * space elements, or a buffer it reads, holds more than INT32_MAX. */
+bool clf__cg_wide_index(const clf_graph *g, const clf__plan *plan, const clf__plan_kernel *K, uint64_t space);
+
 /* Writes "#define CLF_KERNEL_NAME name", "#define CLF_PARAMS ..." (each
  * buffer parameter b<id>, the first nreads const) and "#define CLF_ARGS
  * ...", each on its own line: the kernel signature every template takes. */

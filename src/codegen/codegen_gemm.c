@@ -249,14 +249,8 @@ clf_status clf__codegen_gemm(const clf_graph *g, const clf__plan *plan, uint32_t
         goto done;
     }
 
-    /* Index width: every operand, stored and loaded buffer. */
-    uint64_t widest = (uint64_t)K->numel;
-    for (uint32_t i = 0; i < K->nreads; i++) {
-        const clf__node *bn = clf__graph_node(g, plan->buffers[K->reads[i]].node);
-        if ((uint64_t)clf__node_numel(bn) > widest)
-            widest = (uint64_t)clf__node_numel(bn);
-    }
-    out->wide_index = widest > (uint64_t)INT32_MAX;
+    /* Index width: 32 bits when every extent touched fits in 31 bits. */
+    out->wide_index = clf__cg_wide_index(g, plan, K, (uint64_t)K->numel);
 
     /* The epilogue: every store's value at the product's element i. */
     clf__view at_i = {.linear = true, .lin = clf__ix_i((uint64_t)K->numel)};

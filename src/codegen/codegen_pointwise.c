@@ -32,13 +32,7 @@ clf_status clf__codegen_pointwise(const clf_graph *g, const clf__plan *plan, uin
     clf__cg_fn_init(&G, g, plan, k, &hooks);
 
     /* Index width: 32 bits when every extent touched fits in 31 bits. */
-    uint64_t widest = (uint64_t)K->numel;
-    for (uint32_t i = 0; i < K->nreads; i++) {
-        const clf__node *bn = clf__graph_node(g, plan->buffers[K->reads[i]].node);
-        if ((uint64_t)clf__node_numel(bn) > widest)
-            widest = (uint64_t)clf__node_numel(bn);
-    }
-    out->wide_index = widest > (uint64_t)INT32_MAX;
+    out->wide_index = clf__cg_wide_index(g, plan, K, (uint64_t)K->numel);
 
     /* Values of every store at the region's own linear index i. */
     clf__view at_i = {.linear = true, .lin = clf__ix_i((uint64_t)K->numel)};

@@ -820,13 +820,7 @@ clf_status clf__codegen_reduction(const clf_graph *g, const clf__plan *plan, uin
     /* Parameters: buffers read, then buffers written. */
     if (!clf__cg_params(K, &out->params, &out->nparams))
         goto done;
-    uint64_t widest = (uint64_t)K->rows * (uint64_t)K->rlen;
-    for (uint32_t i = 0; i < K->nreads; i++) {
-        const clf__node *bn = clf__graph_node(g, plan->buffers[K->reads[i]].node);
-        if ((uint64_t)clf__node_numel(bn) > widest)
-            widest = (uint64_t)clf__node_numel(bn);
-    }
-    out->wide_index = widest > (uint64_t)INT32_MAX;
+    out->wide_index = clf__cg_wide_index(g, plan, K, (uint64_t)K->rows * (uint64_t)K->rlen);
 
     /* Few long rows: split each row into chunks reduced in parallel. */
     uint64_t cus = target->compute_units ? target->compute_units : 1;
