@@ -6,6 +6,52 @@
 #include <string.h>
 #include <time.h>
 
+bool bench_parse_args(int argc, char **argv, const char *prog, unsigned opts, bench_args *a)
+{
+    for (int i = 1; i < argc; i++) {
+        const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (strcmp(o, "--runs") == 0 && v) {
+            a->runs = atoi(v);
+            i++;
+        } else if (strcmp(o, "--markdown") == 0) {
+            a->markdown = true;
+        } else if ((opts & BENCH_OPT_ONLY) && strcmp(o, "--only") == 0 && v) {
+            a->only = v;
+            i++;
+        } else if ((opts & BENCH_OPT_ONLY) && strcmp(o, "--style") == 0 && v &&
+                   (strcmp(v, "cpu") == 0 || strcmp(v, "gpu") == 0)) {
+            a->style = strcmp(v, "gpu") == 0 ? CLF_KERNEL_STYLE_GPU : CLF_KERNEL_STYLE_CPU;
+            i++;
+        } else if ((opts & BENCH_OPT_AUTOTUNE) && strcmp(o, "--autotune") == 0) {
+            a->autotune = true;
+        } else if ((opts & BENCH_OPT_SIZE) && strcmp(o, "--size") == 0 && v) {
+            a->size = strtoll(v, NULL, 0);
+            i++;
+        } else {
+            fprintf(stderr, "usage: %s [--runs R] [--markdown]%s%s%s\n", prog,
+                    opts & BENCH_OPT_SIZE ? " [--size N]" : "",
+                    opts & BENCH_OPT_ONLY ? " [--only NAME] [--style cpu|gpu]" : "",
+                    opts & BENCH_OPT_AUTOTUNE ? " [--autotune]" : "");
+            return false;
+        }
+    }
+    if (a->runs < 1)
+        a->runs = 1;
+    return true;
+}
+
+clf_context *bench_profiling_context(const char *prog)
+{
+    char why[512] = "";
+    clf_context *ctx = NULL;
+    if (clf_context_create(clf_context_params(.profiling = true, .message = why, .message_cap = sizeof why), &ctx) !=
+        CLF_OK) {
+        fprintf(stderr, "%s: no device: %s\n", prog, why);
+        return NULL;
+    }
+    return ctx;
+}
+
 double bench_now_ms(void)
 {
     struct timespec ts;

@@ -17,6 +17,26 @@ typedef struct bench_timing {
     double wall_ms;   /* median host time of enqueue + finish */
 } bench_timing;
 
+/* The options the benchmark programs share: --runs R, --markdown, and
+ * where opts has them --only NAME with --style cpu|gpu (BENCH_OPT_ONLY),
+ * --autotune (BENCH_OPT_AUTOTUNE), --size N (BENCH_OPT_SIZE). */
+enum { BENCH_OPT_ONLY = 1, BENCH_OPT_AUTOTUNE = 2, BENCH_OPT_SIZE = 4 };
+typedef struct bench_args {
+    int runs;              /* at least 1 */
+    bool markdown, autotune;
+    const char *only;      /* NULL: every case */
+    clf_kernel_style style;
+    int64_t size;          /* 0: the program's default */
+} bench_args;
+
+/* Parses argv into *a, which holds the defaults; on an option it does not
+ * know, prints a usage line naming prog and returns false. */
+bool bench_parse_args(int argc, char **argv, const char *prog, unsigned opts, bench_args *a);
+
+/* A context on the default device with queue profiling, or NULL after
+ * printing why (naming prog). */
+clf_context *bench_profiling_context(const char *prog);
+
 double bench_now_ms(void);
 double bench_median(double *v, int n);
 

@@ -212,36 +212,16 @@ done:
 
 int main(int argc, char **argv)
 {
-    int runs = 20;
-    bool markdown = false, autotune = false;
-    const char *only = NULL;
-    clf_kernel_style style = CLF_KERNEL_STYLE_AUTO;
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--runs") == 0 && i + 1 < argc)
-            runs = atoi(argv[++i]);
-        else if (strcmp(argv[i], "--markdown") == 0)
-            markdown = true;
-        else if (strcmp(argv[i], "--autotune") == 0)
-            autotune = true;
-        else if (strcmp(argv[i], "--only") == 0 && i + 1 < argc)
-            only = argv[++i];
-        else if (strcmp(argv[i], "--style") == 0 && i + 1 < argc) {
-            i++;
-            style = strcmp(argv[i], "gpu") == 0 ? CLF_KERNEL_STYLE_GPU : CLF_KERNEL_STYLE_CPU;
-        } else {
-            fprintf(stderr, "usage: bench_gemm [--runs R] [--markdown] [--only NAME] [--style cpu|gpu] [--autotune]\n");
-            return 2;
-        }
-    }
-    if (runs < 1)
-        runs = 1;
-    char why[512] = "";
-    clf_context *ctx = NULL;
-    if (clf_context_create(clf_context_params(.profiling = true, .message = why, .message_cap = sizeof why), &ctx) !=
-        CLF_OK) {
-        fprintf(stderr, "bench_gemm: no device: %s\n", why);
+    bench_args a = {.runs = 20, .style = CLF_KERNEL_STYLE_AUTO};
+    if (!bench_parse_args(argc, argv, "bench_gemm", BENCH_OPT_ONLY | BENCH_OPT_AUTOTUNE, &a))
+        return 2;
+    const int runs = a.runs;
+    const bool markdown = a.markdown, autotune = a.autotune;
+    const char *only = a.only;
+    const clf_kernel_style style = a.style;
+    clf_context *ctx = bench_profiling_context("bench_gemm");
+    if (!ctx)
         return 1;
-    }
     clf_device_desc dev;
     clf_context_device(ctx, &dev);
     bool gpu = dev.is_gpu;

@@ -74,28 +74,15 @@ done:
 
 int main(int argc, char **argv)
 {
-    int64_t n = 0;
-    int runs = 50;
-    bool markdown = false;
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--size") == 0 && i + 1 < argc)
-            n = strtoll(argv[++i], NULL, 0);
-        else if (strcmp(argv[i], "--runs") == 0 && i + 1 < argc)
-            runs = atoi(argv[++i]);
-        else if (strcmp(argv[i], "--markdown") == 0)
-            markdown = true;
-        else {
-            fprintf(stderr, "usage: bench_pointwise [--size N] [--runs R] [--markdown]\n");
-            return 2;
-        }
-    }
-    char why[512] = "";
-    clf_context *ctx = NULL;
-    if (clf_context_create(clf_context_params(.profiling = true, .message = why, .message_cap = sizeof why), &ctx) !=
-        CLF_OK) {
-        fprintf(stderr, "bench_pointwise: no device: %s\n", why);
+    bench_args a = {.runs = 50, .style = CLF_KERNEL_STYLE_AUTO};
+    if (!bench_parse_args(argc, argv, "bench_pointwise", BENCH_OPT_SIZE, &a))
+        return 2;
+    int64_t n = a.size;
+    const int runs = a.runs;
+    const bool markdown = a.markdown;
+    clf_context *ctx = bench_profiling_context("bench_pointwise");
+    if (!ctx)
         return 1;
-    }
     clf_device_desc dev;
     clf_context_device(ctx, &dev);
     if (n <= 0)
