@@ -271,6 +271,14 @@ int clf__graph_axis(int axis, int r)
     return axis < 0 ? axis + r : axis;
 }
 
+bool clf__graph_axes_list(clf_graph *g, const char *call, int naxes, const int *axes)
+{
+    if (naxes >= 0 && (naxes == 0 || axes))
+        return true;
+    clf__graph_fail(g, CLF_ERR_INVALID_ARGUMENT, call, "%s", naxes < 0 ? "naxes is negative" : "axes is NULL");
+    return false;
+}
+
 /* ---- Leaves ----------------------------------------------------------- */
 
 /* Records an error unless dt is a clf_dtype value. */

@@ -68,6 +68,9 @@ const char *clf__graph_shape_str(char *buf, size_t cap, int rank, const int64_t 
 /* Normalises an axis argument for a tensor of rank r: negative values count
  * from the end. Returns the axis in 0..r-1, or -1 when out of range. */
 int clf__graph_axis(int axis, int r);
+/* Whether an axes list's count and pointer agree (naxes >= 0, axes not NULL
+ * when naxes > 0); false after recording the error. */
+bool clf__graph_axes_list(clf_graph *g, const char *call, int naxes, const int *axes);
 
 /* clf_unary / clf_binary / clf_scalar with the caller's name for messages:
  * composites (graph_reduce.c) build their primitives through these so that

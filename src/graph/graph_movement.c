@@ -262,11 +262,8 @@ clf_tensor clf_squeeze(clf_graph *g, clf_tensor x, int naxes, const int *axes)
         return CLF_TENSOR_INVALID;
     int r = in->rank;
     bool drop[CLF_MAX_RANK] = {false};
-    if (naxes < 0 || (naxes > 0 && !axes)) {
-        clf__graph_fail(g, CLF_ERR_INVALID_ARGUMENT, call, "%s",
-                        naxes < 0 ? "naxes is negative" : "axes is NULL");
+    if (!clf__graph_axes_list(g, call, naxes, axes))
         return CLF_TENSOR_INVALID;
-    }
     if (naxes == 0) {
         for (int a = 0; a < r; a++)
             drop[a] = in->shape[a] == 1;
@@ -312,11 +309,8 @@ clf_tensor clf_unsqueeze(clf_graph *g, clf_tensor x, int naxes, const int *axes)
     if (!in)
         return CLF_TENSOR_INVALID;
     int r = in->rank;
-    if (naxes < 0 || (naxes > 0 && !axes)) {
-        clf__graph_fail(g, CLF_ERR_INVALID_ARGUMENT, call, "%s",
-                        naxes < 0 ? "naxes is negative" : "axes is NULL");
+    if (!clf__graph_axes_list(g, call, naxes, axes))
         return CLF_TENSOR_INVALID;
-    }
     if (naxes > CLF_MAX_RANK - r) {
         clf__graph_fail(g, CLF_ERR_SHAPE, call, "x has rank %d; %d more axes exceed the maximum rank %d",
                         r, naxes, CLF_MAX_RANK);

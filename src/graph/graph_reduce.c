@@ -34,11 +34,8 @@ static bool check_dtype(clf_graph *g, const char *call, const char *what, const 
 static bool axes_mask(clf_graph *g, const char *call, int r, int naxes, const int *axes,
                       uint32_t *mask)
 {
-    if (naxes < 0 || (naxes > 0 && !axes)) {
-        clf__graph_fail(g, CLF_ERR_INVALID_ARGUMENT, call, "%s",
-                        naxes < 0 ? "naxes is negative" : "axes is NULL");
+    if (!clf__graph_axes_list(g, call, naxes, axes))
         return false;
-    }
     uint32_t m = 0;
     if (naxes == 0) {
         m = r > 0 ? (1u << r) - 1 : 0; /* r <= CLF_MAX_RANK < 32 */
