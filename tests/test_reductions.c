@@ -450,6 +450,38 @@ START_TEST(gpu_geometry_by_row_length)
 }
 END_TEST
 
+START_TEST(gpu_float4_units_of_sliced_rows)
+{
+    /* Rows of whole float4s read through slices of a [5, 4098] input
+     * (x[:, :4096] and x[:, 2:]): their elements are not at x * 4096 + r,
+     * so the GPU form's float4 units gather them element by element (the
+     * index algebra proves only x * RLEN + r and r aligned), while the
+     * outputs, stored at x * 4096 + r, go through float4 pointers; both
+     * softmaxes share one kernel and stay right. */
+    const int64_t s[2] = {5, 4098}, lo[1] = {0}, hi[1] = {4096}, lo2[1] = {2}, hi2[1] = {4098};
+    const int ax[1] = {1};
+    clf_graph *g = clf_graph_create();
+    e2e_inputs in = {0};
+    clf_tensor x = e2e_input(g, &in, "x", CLF_F32, 2, s, -3, 3);
+    float *xd = e2e_data(&in, "x");
+    xd[3 * 4098 + 4097] = NAN; /* in the tail's row 3 only */
+    clf_graph_output(g, "head", clf_softmax(g, clf_slice(g, x, 1, lo, hi, ax, NULL), -1));
+    clf_graph_output(g, "tail", clf_softmax(g, clf_slice(g, x, 1, lo2, hi2, ax, NULL), -1));
+    clf_context *ctx = clf_test_context();
+    ck_assert_uint_eq(e2e_check_style(ctx, g, &in, CLF_KERNEL_STYLE_GPU, 1e-5, 1e-6), 1);
+    clf_executable *exe = NULL;
+    ck_assert_int_eq(clf_compile(ctx, g, clf_compile_params(.kernel_style = CLF_KERNEL_STYLE_GPU), &exe), CLF_OK);
+    const char *src = clf_executable_kernel_source(exe, 0);
+    ck_assert_ptr_nonnull(strstr(src, "#define VEC 4\n"));
+    ck_assert_ptr_nonnull(strstr(src, "(float4)(b0[clf_at_t"));
+    ck_assert_ptr_nonnull(strstr(src, "    *(__global float4 *)(b"));
+    clf_executable_destroy(&exe);
+    clf_context_destroy(&ctx);
+    e2e_inputs_free(&in);
+    clf_graph_destroy(&g);
+}
+END_TEST
+
 START_TEST(gpu_rows_past_the_end_stay_idle)
 {
     /* Found by clfuse-fuzz (seed 1, index 22). A persistent GPU-style kernel
@@ -636,6 +668,7 @@ int main(void)
     suite_add_tcase(s, tc);
     clf_test_add_case(s, "gpu_rows_past_the_end_stay_idle", gpu_rows_past_the_end_stay_idle);
     clf_test_add_case(s, "gpu_geometry_by_row_length", gpu_geometry_by_row_length);
+    clf_test_add_case(s, "gpu_float4_units_of_sliced_rows", gpu_float4_units_of_sliced_rows);
     clf_test_add_case(s, "long_mixed_sign_sum_and_mean_are_accurate", long_mixed_sign_sum_and_mean_are_accurate);
     clf_test_add_case(s, "softmax_of_large_magnitude_rows_is_accurate", softmax_of_large_magnitude_rows_is_accurate);
     clf_test_add_case(s, "layer_norm_of_rows_with_a_large_mean_is_accurate",
