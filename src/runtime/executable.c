@@ -318,8 +318,17 @@ static clf_status make_sub_buffers(clf_executable *e, cl_mem base, size_t offset
                          (unsigned long long)what, clf__cl_error_name(err));
 }
 
-/* Instantiating a lowered executable: constant buffers, the scratch (unless
- * the caller supplies it), programs and kernels. */
+/* The largest work-group the device says kernel k runs in
+ * (CL_KERNEL_WORK_GROUP_SIZE: registers per work-item on GPUs); 0 when there
+ * is no kernel or no answer. */
+static size_t kernel_fit(const clf_context *ctx, cl_kernel k)
+{
+    size_t fit = 0;
+    if (!k || clGetKernelWorkGroupInfo(k, ctx->device, CL_KERNEL_WORK_GROUP_SIZE, sizeof fit, &fit, NULL) != CL_SUCCESS)
+        return 0;
+    return fit;
+}
+
 /* Whether kernel K, a GPU reduction kernel (kernels_templates/
  * reduction_gpu.cl: given no rows, it touches no memory), runs one idle
  * work-group of its planned size. CL_KERNEL_WORK_GROUP_SIZE can be far
@@ -355,6 +364,8 @@ static bool idle_launch_runs(clf_context *ctx, const clf__exe_kernel *K)
     return q && err == CL_SUCCESS;
 }
 
+/* Instantiating a lowered executable: constant buffers, the scratch (unless
+ * the caller supplies it), programs and kernels. */
 static clf_status instantiate(clf_context *ctx, const clf_graph *g, clf_executable *e)
 {
     clf_status st;
@@ -440,26 +451,22 @@ static clf_status instantiate(clf_context *ctx, const clf_graph *g, clf_executab
         }
         /* The device may allow this kernel smaller work-groups than the
          * device-wide limit codegen planned with (its registers). */
-        size_t fit = 0, fit2 = 0;
-        if (clGetKernelWorkGroupInfo(K->kernel, ctx->device, CL_KERNEL_WORK_GROUP_SIZE, sizeof fit, &fit, NULL) !=
-                CL_SUCCESS)
-            fit = 0;
-        if (K->final_kernel && clGetKernelWorkGroupInfo(K->final_kernel, ctx->device, CL_KERNEL_WORK_GROUP_SIZE,
-                                                        sizeof fit2, &fit2, NULL) == CL_SUCCESS &&
-            fit2 && K->final_local > fit2 && (!fit || fit2 < fit))
-            fit = fit2;
-        if (fit && K->local > fit && !(fit2 && K->final_local > fit2) && idle_launch_runs(ctx, K)) {
+        const size_t fit = kernel_fit(ctx, K->kernel), fit2 = kernel_fit(ctx, K->final_kernel);
+        bool narrow = fit && K->local > fit;
+        const bool narrow2 = fit2 && K->final_local > fit2;
+        if (narrow && !narrow2 && idle_launch_runs(ctx, K)) {
             clf__log(CLF__LOG_PERF, "kernel %s: CL_KERNEL_WORK_GROUP_SIZE says %zu, an idle work-group of %zu ran",
                      K->name, fit, K->local);
-            fit = 0;
+            narrow = false;
         }
-        if (fit && (K->local > fit || (fit2 && K->final_local > fit2))) {
-            if (!e->fit_local || fit < e->fit_local)
-                e->fit_local = fit;
+        if (narrow || narrow2) {
+            const size_t limit = narrow2 && (!fit || fit2 < fit) ? fit2 : fit;
+            if (!e->fit_local || limit < e->fit_local)
+                e->fit_local = limit;
             st = clf__ctx_fail(ctx, CLF_ERR_UNSUPPORTED,
                                "clf_compile: kernel %s is launched in work-groups of %zu but the device allows it "
                                "only %zu (CL_KERNEL_WORK_GROUP_SIZE)",
-                               K->name, K->local > fit ? K->local : K->final_local, fit);
+                               K->name, K->local > limit ? K->local : K->final_local, limit);
             goto out;
         }
     }
