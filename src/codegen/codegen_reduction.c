@@ -824,7 +824,9 @@ clf_status clf__codegen_reduction(const clf_graph *g, const clf__plan *plan, uin
 
     /* Few long rows: split each row into chunks reduced in parallel. */
     uint64_t cus = target->compute_units ? target->compute_units : 1;
-    uint64_t split = 1, chunk = (uint64_t)K->rlen, wg = 1, lanes = 1;
+    /* Work-groups: one work-item on CPU devices; 256 on GPUs, unless a
+     * persistent row takes more lanes. */
+    uint64_t split = 1, chunk = (uint64_t)K->rlen, wg = target->cpu ? 1 : lanes_max < 256 ? lanes_max : 256, lanes = 1;
     int nred0 = 0;
     for (uint32_t i = 0; i < K->nops; i++)
         nred0 += clf__graph_node(g, K->ops[i])->kind == CLF__NODE_REDUCE && plan->producer[K->ops[i]] == (int32_t)k;
@@ -833,7 +835,6 @@ clf_status clf__codegen_reduction(const clf_graph *g, const clf__plan *plan, uin
         if (target->cpu) {
             split = (4 * cus + (uint64_t)K->rows - 1) / (uint64_t)K->rows;
         } else {
-            wg = pow2_at_most(max_local < 256 ? max_local : 256);
             split = ((uint64_t)K->rlen + wg * 64 - 1) / (wg * 64);
         }
         chunk = ((uint64_t)K->rlen + split - 1) / split;
@@ -874,7 +875,6 @@ clf_status clf__codegen_reduction(const clf_graph *g, const clf__plan *plan, uin
         out->final_global = (size_t)((uint64_t)K->rows * wg);
     } else {
         const uint64_t units = (uint64_t)K->rlen / (uint64_t)vec, slots = rc.nslots ? rc.nslots : 1;
-        wg = lanes_max < 256 ? lanes_max : 256;
         if (nstages + (has_epilogue ? 1 : 0) > 1) {
             /* Several sweeps: keep the row in registers, a lane's share
              * within its budget (GPU_VEC_CACHE floats, or CACHE_PER_LANE
@@ -884,7 +884,9 @@ clf_status clf__codegen_reduction(const clf_graph *g, const clf__plan *plan, uin
              * just read), or the scalar form caches up to MAX_CACHED_VALUES
              * a lane. */
             uint64_t budget = vec > 1 ? GPU_VEC_CACHE : CACHE_PER_LANE;
-            uint64_t per = budget / ((uint64_t)vec * slots) ? budget / ((uint64_t)vec * slots) : 1;
+            uint64_t per = budget / ((uint64_t)vec * slots);
+            if (per == 0)
+                per = 1;
             lanes = pow2_at_least((units + per - 1) / per);
             uint64_t floor = pow2_at_most(units < GPU_MIN_LANES ? (units ? units : 1) : GPU_MIN_LANES);
             if (lanes < floor)
