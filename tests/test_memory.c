@@ -331,17 +331,8 @@ START_TEST(offsets_and_queue)
     ck_assert_int_eq(clf_compile(ctx, g, NULL, &exe), CLF_OK);
     cl_context cl = clf_context_cl(ctx);
     cl_int err;
-    cl_device_id dev = NULL;
-    ck_assert_int_eq(clGetCommandQueueInfo(clf_context_queue(ctx), CL_QUEUE_DEVICE, sizeof dev, &dev, NULL), CL_SUCCESS);
-#if defined(__GNUC__)
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
-#endif
-    cl_command_queue q = clCreateCommandQueue(cl, dev, 0, &err);
-#if defined(__GNUC__)
-#pragma GCC diagnostic pop
-#endif
-    ck_assert_ptr_nonnull(q);
+    cl_command_queue q = clf_test_queue(ctx, &err);
+    ck_assert_msg(q, "clf_test_queue: %d", err);
 
     /* a, b and y packed in one buffer at aligned offsets, b after a. */
     size_t off_a = al, off_b = al * (1 + (bytes + al - 1) / al), off_y = off_b + al * ((bytes + al - 1) / al);

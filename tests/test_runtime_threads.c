@@ -151,17 +151,8 @@ static void *offset_worker(void *arg)
     clf_device_desc d;
     clf_context_device(w->ctx, &d);
     size_t step = (N * sizeof(float) + d.base_align - 1) / d.base_align * d.base_align;
-    cl_device_id dev = NULL;
-    clGetCommandQueueInfo(clf_context_queue(w->ctx), CL_QUEUE_DEVICE, sizeof dev, &dev, NULL);
     cl_int err = CL_SUCCESS;
-#if defined(__GNUC__)
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
-#endif
-    cl_command_queue q = clCreateCommandQueue(cl, dev, 0, &err);
-#if defined(__GNUC__)
-#pragma GCC diagnostic pop
-#endif
+    cl_command_queue q = clf_test_queue(w->ctx, &err);
     cl_mem m = q ? clCreateBuffer(cl, CL_MEM_READ_WRITE, 4 * step, NULL, &err) : NULL;
     float *a = malloc(4 * N * sizeof *a);
     if (!q || !m || !a) {

@@ -124,3 +124,21 @@ clf_context *clf_test_context(void)
     ck_assert_msg(st == CLF_OK, "clf_context_create: %s", clf_status_name(st));
     return ctx;
 }
+
+cl_command_queue clf_test_queue(clf_context *ctx, cl_int *err)
+{
+    cl_device_id dev = NULL;
+    *err = clGetCommandQueueInfo(clf_context_queue(ctx), CL_QUEUE_DEVICE, sizeof dev, &dev, NULL);
+    if (*err != CL_SUCCESS)
+        return NULL;
+    /* clCreateCommandQueue is the OpenCL 1.2 call every driver keeps. */
+#if defined(__GNUC__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+#endif
+    cl_command_queue q = clCreateCommandQueue(clf_context_cl(ctx), dev, 0, err);
+#if defined(__GNUC__)
+#pragma GCC diagnostic pop
+#endif
+    return q;
+}

@@ -39,4 +39,9 @@ int clf_test_close(clf_dtype dt, const void *got, const void *want, size_t n, do
  * the test with the reason when none can be made. */
 clf_context *clf_test_context(void);
 
+/* A new in-order queue on ctx's device, for runs the caller enqueues on a
+ * queue of its own (release it with clReleaseCommandQueue); NULL with *err
+ * set when none can be made. Safe to call from any thread. */
+cl_command_queue clf_test_queue(clf_context *ctx, cl_int *err);
+
 #endif
