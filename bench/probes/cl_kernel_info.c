@@ -8,10 +8,10 @@
  * library's reduction kernels; buffers hold values in [-4, 4)), and prints
  * what the enqueue returned; with RUNS=N too, the median device time of N
  * more launches. */
-#define CL_TARGET_OPENCL_VERSION 300
-#include <CL/cl.h>
 #include <stdio.h>
 #include <stdlib.h>
+
+#include "probe_cl.h"
 
 int main(int argc, char **argv)
 {
@@ -28,15 +28,8 @@ int main(int argc, char **argv)
     size_t n = fread(src, 1, sizeof src - 1, f);
     fclose(f);
     src[n] = 0;
-    cl_platform_id plats[8];
-    cl_uint np = 0;
-    cl_device_id dev;
-    clGetPlatformIDs(8, plats, &np);
-    cl_int err = CL_DEVICE_NOT_FOUND;
-    for (cl_uint i = 0; i < np && err; ++i)
-        err = clGetDeviceIDs(plats[i], CL_DEVICE_TYPE_GPU, 1, &dev, NULL);
-    if (err)
-        clGetDeviceIDs(plats[0], CL_DEVICE_TYPE_ALL, 1, &dev, NULL);
+    cl_device_id dev = probe_device();
+    cl_int err;
     cl_context ctx = clCreateContext(NULL, 1, &dev, NULL, NULL, &err);
     for (int a = argc > 2 ? 2 : 1; a < argc; ++a) {
         const char *opts = argc > 2 ? argv[a] : "";
@@ -78,24 +71,8 @@ int main(int argc, char **argv)
                 cl_int fin = clFinish(q);
                 printf("launch %zu/%zu: enqueue %d, finish %d\n", gsz, lsz, err, fin);
                 int runs = getenv("RUNS") ? atoi(getenv("RUNS")) : 0;
-                double t[101];
-                for (int i = 0; i < runs && i < 101 && !err; ++i) {
-                    cl_event e;
-                    cl_ulong t0, t1;
-                    clEnqueueNDRangeKernel(q, ks[k], 1, NULL, &gsz, &lsz, 0, NULL, &e);
-                    clWaitForEvents(1, &e);
-                    clGetEventProfilingInfo(e, CL_PROFILING_COMMAND_START, sizeof t0, &t0, NULL);
-                    clGetEventProfilingInfo(e, CL_PROFILING_COMMAND_END, sizeof t1, &t1, NULL);
-                    clReleaseEvent(e);
-                    t[i] = (double)(t1 - t0) * 1e-6;
-                    for (int j = i; j > 0 && t[j] < t[j - 1]; --j) {
-                        double x = t[j];
-                        t[j] = t[j - 1];
-                        t[j - 1] = x;
-                    }
-                }
                 if (runs > 0 && !err)
-                    printf("median of %d: %.4f ms\n", runs < 101 ? runs : 101, t[(runs < 101 ? runs : 101) / 2]);
+                    printf("median of %d: %.4f ms\n", runs, probe_median_ms(q, ks[k], gsz, lsz, NULL, NULL, 0, runs));
                 free(fill);
                 for (unsigned b = 0; b < nbuf && b < 8; ++b)
                     clReleaseMemObject(bufs[b]);

@@ -5,12 +5,12 @@
  * A variant is a string of build options, e.g.
  *     "-DLANES=256 -DWG=256 -DVEC=4 -DCACHED=0 -DTREE=1"
  * (C comes from cols). Without variants a built-in list runs. */
-#define CL_TARGET_OPENCL_VERSION 300
-#include <CL/cl.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "probe_cl.h"
 
 #define RUNS 30
 
@@ -23,52 +23,6 @@ static void die(const char *what, cl_int err)
 {
     fprintf(stderr, "%s failed: %d\n", what, err);
     exit(1);
-}
-
-static int cmp(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-static double event_ms(cl_event e)
-{
-    cl_ulong t0, t1;
-    clGetEventProfilingInfo(e, CL_PROFILING_COMMAND_START, sizeof t0, &t0, NULL);
-    clGetEventProfilingInfo(e, CL_PROFILING_COMMAND_END, sizeof t1, &t1, NULL);
-    return (double)(t1 - t0) * 1e-6;
-}
-
-static double median_kernel(cl_kernel k, size_t global, size_t local)
-{
-    double t[RUNS];
-    for (int i = -3; i < RUNS; ++i) {
-        cl_event e;
-        cl_int err = clEnqueueNDRangeKernel(q, k, 1, NULL, &global, &local, 0, NULL, &e);
-        if (err)
-            die("clEnqueueNDRangeKernel", err);
-        clWaitForEvents(1, &e);
-        if (i >= 0)
-            t[i] = event_ms(e);
-        clReleaseEvent(e);
-    }
-    qsort(t, RUNS, sizeof t[0], cmp);
-    return t[RUNS / 2];
-}
-
-static double copy_ms(cl_mem a, cl_mem b, size_t bytes)
-{
-    double t[RUNS];
-    for (int i = -3; i < RUNS; ++i) {
-        cl_event e;
-        clEnqueueCopyBuffer(q, a, b, 0, 0, bytes, 0, NULL, &e);
-        clWaitForEvents(1, &e);
-        if (i >= 0)
-            t[i] = event_ms(e);
-        clReleaseEvent(e);
-    }
-    qsort(t, RUNS, sizeof t[0], cmp);
-    return t[RUNS / 2];
 }
 
 static cl_program build(const char *opts, char *log, size_t logn)
@@ -110,14 +64,8 @@ int main(int argc, char **argv)
     fread(src, 1, (1 << 20) - 1, f);
     fclose(f);
 
-    cl_platform_id plats[8];
-    cl_uint np = 0;
-    clGetPlatformIDs(8, plats, &np);
-    cl_int err = CL_DEVICE_NOT_FOUND;
-    for (cl_uint i = 0; i < np && err; ++i)
-        err = clGetDeviceIDs(plats[i], CL_DEVICE_TYPE_GPU, 1, &dev, NULL);
-    if (err)
-        clGetDeviceIDs(plats[0], CL_DEVICE_TYPE_ALL, 1, &dev, NULL);
+    dev = probe_device();
+    cl_int err;
     char name[256], ext[8192] = "";
     clGetDeviceInfo(dev, CL_DEVICE_NAME, sizeof name, name, NULL);
     clGetDeviceInfo(dev, CL_DEVICE_EXTENSIONS, sizeof ext, ext, NULL);
@@ -141,7 +89,7 @@ int main(int argc, char **argv)
     cl_mem b = clCreateBuffer(ctx, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, cols * 4, hb, &err);
     if (err)
         die("clCreateBuffer", err);
-    double cms = copy_ms(x, y, bytes);
+    double cms = probe_median_ms(q, NULL, 0, 0, x, y, bytes, RUNS);
     printf("rows %zu cols %zu: copy %.4f ms (%.0f GB/s)\n", rows, cols, cms, 2.0 * bytes / (cms * 1e6));
 
     static const char *builtin[] = {
@@ -190,7 +138,9 @@ int main(int argc, char **argv)
             }
             float poison = NAN;
             clEnqueueFillBuffer(q, y, &poison, 4, 0, bytes, 0, NULL, NULL);
-            double ms = median_kernel(k, global, (size_t)wg);
+            double ms = probe_median_ms(q, k, global, (size_t)wg, NULL, NULL, 0, RUNS);
+            if (ms < 0)
+                die("clEnqueueNDRangeKernel", -1);
             clEnqueueReadBuffer(q, y, CL_TRUE, 0, bytes, hy, 0, NULL, NULL);
             double worst = 0;
             for (size_t r = 0; r < rows; r += rows / 64 ? rows / 64 : 1) {
