@@ -7,7 +7,8 @@
  * once with NBUF buffers of BYTES bytes and a last uint argument NROWS (the
  * library's reduction kernels; buffers hold values in [-4, 4)), and prints
  * what the enqueue returned; with RUNS=N too, the median device time of N
- * more launches. */
+ * more launches. With BINARY=PATH it writes the program binary there (NVIDIA's
+ * is PTX: what the front end made of the kernel, before ptxas). */
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -39,6 +40,18 @@ int main(int argc, char **argv)
         static char log[1 << 16];
         clGetProgramBuildInfo(p, dev, CL_PROGRAM_BUILD_LOG, sizeof log, log, NULL);
         printf("== %s: options \"%s\": build %d\n%s\n", argv[1], opts, err, log);
+        const char *bin_path = getenv("BINARY");
+        size_t bin_size = 0;
+        if (!err && bin_path &&
+            clGetProgramInfo(p, CL_PROGRAM_BINARY_SIZES, sizeof bin_size, &bin_size, NULL) == CL_SUCCESS) {
+            unsigned char *bin = malloc(bin_size + 1);
+            FILE *bf = bin ? fopen(bin_path, "wb") : NULL;
+            if (bf && clGetProgramInfo(p, CL_PROGRAM_BINARIES, sizeof bin, &bin, NULL) == CL_SUCCESS)
+                fwrite(bin, 1, bin_size, bf);
+            if (bf)
+                fclose(bf);
+            free(bin);
+        }
         cl_kernel ks[16];
         cl_uint nk = 0;
         if (!err)

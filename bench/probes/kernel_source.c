@@ -1,7 +1,9 @@
 /* Prints the OpenCL C that libclfuse generates in its GPU form for one of
- * the suite's row reductions on the default device, for bench/probes/
- * case_variants.py to edit and cl_kernel_info to time.
- *     kernel_source softmax|layernorm|horizontal ROWS COLS */
+ * the suite's row reductions, or for relu(x @ w + b), on the default
+ * device, for bench/probes/case_variants.py or gemm_ablations.py to edit
+ * and cl_kernel_info to time.
+ *     kernel_source softmax|layernorm|horizontal|gemm ROWS COLS
+ * (gemm: x is ROWS x COLS, w COLS x COLS) */
 #include <clfuse/clfuse.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,7 +12,7 @@
 int main(int argc, char **argv)
 {
     if (argc != 4 || atol(argv[2]) <= 0 || atol(argv[3]) <= 0) {
-        fprintf(stderr, "usage: kernel_source softmax|layernorm|horizontal ROWS COLS\n");
+        fprintf(stderr, "usage: kernel_source softmax|layernorm|horizontal|gemm ROWS COLS\n");
         return 2;
     }
     int64_t s[2] = {atol(argv[2]), atol(argv[3])}, w[1] = {s[1]};
@@ -20,6 +22,10 @@ int main(int argc, char **argv)
     if (strcmp(argv[1], "layernorm") == 0) {
         clf_tensor wt = clf_input(g, "w", CLF_F32, 1, w), b = clf_input(g, "b", CLF_F32, 1, w);
         clf_graph_output(g, "y", clf_layer_norm(g, x, -1, 1e-5, wt, b));
+    } else if (strcmp(argv[1], "gemm") == 0) {
+        int64_t ws[2] = {s[1], s[1]};
+        clf_tensor wt = clf_input(g, "w", CLF_F32, 2, ws), b = clf_input(g, "b", CLF_F32, 1, w);
+        clf_graph_output(g, "y", clf_relu(g, clf_add(g, clf_matmul(g, x, wt), b)));
     } else if (strcmp(argv[1], "horizontal") == 0) {
         clf_graph_output(g, "m", clf_reduce_mean(g, x, 1, &last, false));
         clf_graph_output(g, "q", clf_reduce_mean(g, clf_mul(g, x, x), 1, &last, false));
