@@ -187,6 +187,41 @@ START_TEST(gpu_form_reads_nothing_when_k_is_zero)
 }
 END_TEST
 
+/* The GPU form loads operand tiles as float4s through float4 pointers
+ * where rows are whole float4s (NVIDIA's compiler makes vload4 of an
+ * address it cannot prove aligned four scalar loads), and element by
+ * element where they are not (x's rows of 18 floats here), right either
+ * way. */
+START_TEST(gpu_form_float4_tile_loads)
+{
+    clf_graph *g = clf_graph_create();
+    e2e_inputs in = {0};
+    clf_tensor x = input2(g, &in, "x", 70, 18);
+    clf_tensor w = input2(g, &in, "w", 18, 36);
+    clf_tensor v = input2(g, &in, "v", 36, 20);
+    ck_assert_int_eq(clf_graph_output(g, "y", clf_matmul(g, clf_matmul(g, x, w), v)), CLF_OK);
+    clf_context *ctx = clf_test_context();
+    clf_executable *exe = NULL;
+    ck_assert_int_eq(clf_compile(ctx, g, clf_compile_params(.kernel_style = CLF_KERNEL_STYLE_GPU), &exe), CLF_OK);
+    ck_assert_uint_eq(clf_executable_kernel_count(exe), 2);
+    const char *first = clf_executable_kernel_source(exe, 0), *second = clf_executable_kernel_source(exe, 1);
+    /* x @ w: A's rows (18) are not whole float4s, B's (36) are. */
+    ck_assert_msg(!strstr(first, "clf_load_a4(IDX_T") && strstr(first, "#define VEC_A 0\n"), "%s", first);
+    const char *b4 = strstr(first, "return *(const __global float4 *)(b");
+    ck_assert_msg(b4 && strstr(b4, " + off + k * 36u + n);"), "%s", first);
+    ck_assert_ptr_null(strstr(first, "vload4(0, b"));
+    /* (x @ w) @ v: both operands' rows are whole float4s. */
+    ck_assert_msg(strstr(second, "#define VEC_A 1\n") && strstr(second, "#define VEC_B 1\n"), "%s", second);
+    const char *a4 = strstr(second, "return *(const __global float4 *)(b");
+    ck_assert_msg(a4 && strstr(a4, " + off + m * 36u + k);"), "%s", second);
+    clf_executable_destroy(&exe);
+    ck_assert_uint_eq(e2e_check_style(ctx, g, &in, CLF_KERNEL_STYLE_GPU, RTOL, ATOL), 2);
+    clf_context_destroy(&ctx);
+    e2e_inputs_free(&in);
+    clf_graph_destroy(&g);
+}
+END_TEST
+
 /* A cheap prologue on each operand (scale, add of a broadcast row, cast
  * from i32, activation) runs in the GEMM's loads: one kernel. */
 START_TEST(prologue_fused)
@@ -489,6 +524,7 @@ int main(void)
     clf_test_add_case(s, "gemm_transposes_alpha_beta", gemm_transposes_alpha_beta);
     clf_test_add_case(s, "zero_sized_products", zero_sized_products);
     clf_test_add_case(s, "gpu_form_reads_nothing_when_k_is_zero", gpu_form_reads_nothing_when_k_is_zero);
+    clf_test_add_case(s, "gpu_form_float4_tile_loads", gpu_form_float4_tile_loads);
     clf_test_add_case(s, "prologue_fused", prologue_fused);
     clf_test_add_case(s, "prologue_refused_when_it_reads_more", prologue_refused_when_it_reads_more);
     clf_test_add_case(s, "constant_outputs_beside_a_prologue", constant_outputs_beside_a_prologue);

@@ -418,14 +418,13 @@ START_TEST(gpu_geometry_by_row_length)
      * reference with NaN and Inf in rows): rows of whole float4s run in
      * float4 units, persistent with at most 32 floats a lane; short rows on
      * 16 lanes at least; rows too long for 1024 lanes reload each
-     * sweep; rows of another length stay scalar. Short persistent rows
-     * share work-groups of 64. */
+     * sweep; rows of another length stay scalar. */
     const struct {
         int64_t rows, rlen;
         const char *want[4];
     } cases[] = {
         {5, 4096, {"#define VEC 4\n", "#define LANES 128\n", "#define CACHE 8\n", "clf_per_"}},
-        {9, 256, {"#define VEC 4\n", "#define LANES 16\n", "#define CACHE 4\n", "#define WG 64\n"}},
+        {9, 256, {"#define VEC 4\n", "#define LANES 16\n", "#define CACHE 4\n", "#define WG 256\n"}},
         {3, 40000, {"#define VEC 4\n", "#define LANES 1024\n", "#define CACHE 0\n", "clf_red_"}},
         {4, 4099, {"#define VEC 1\n", "#define LANES 512\n", "#define CACHE 9\n", "clf_per_"}},
         {7, 6, {"#define VEC 1\n", "#define LANES 4\n", "#define CACHE 2\n", "clf_per_"}},

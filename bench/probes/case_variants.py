@@ -10,7 +10,10 @@ made plain); fmax (the NaN-aware max made fmax); mulinv (division by a row
 value made a multiplication by its reciprocal; mulinvg: only where the
 divisor's magnitude makes it exact enough); carry (softmax's exp computed
 once, the cached row rewritten by the sum stage); lanesL_wgW (another
-geometry: LANES L, WG W, CACHE adjusted to cover the row)."""
+geometry: LANES L, WG W, CACHE adjusted to cover the row); gsN: N
+work-groups looping over the row groups (a persistent grid); copy: a
+float4 copy of the same bytes (copy_cs: with streaming hints); ldX_stY:
+float4 loads and stores with PTX cache hints (NVIDIA)."""
 import os
 import re
 import sys
@@ -53,6 +56,60 @@ def carry(s):
                      "            cache[c].l0 = exp(cache[c].l0 - row.r1);\n    }\n    CLF_STAGE(1)")
 
 
+def gridstride(s, groups):
+    """Launches GROUPS work-groups that loop over the row groups (a
+    persistent grid) instead of one work-group per row group. The launch
+    size goes in a GRID_GROUPS comment for cases_gpu.sh."""
+    head = "    const IDX_T x0 = (IDX_T)get_group_id(0) * (IDX_T)ROWS_PER_WG + (IDX_T)(lid / LANES);\n"
+    tail = "    if (lane == 0)\n        clf_rowout(&row, x, CLF_ARGS);\n}"
+    if head not in s or tail not in s or "    if (!valid)\n        return;\n" not in s or define(s, "NSTAGES") < 2:
+        return s
+    s = s.replace(head, "    for (IDX_T grp = (IDX_T)get_group_id(0); grp * (IDX_T)ROWS_PER_WG < nrows;\n"
+                  "         grp += (IDX_T)get_num_groups(0)) {\n"
+                  "    const IDX_T x0 = grp * (IDX_T)ROWS_PER_WG + (IDX_T)(lid / LANES);\n")
+    s = s.replace("    if (!valid)\n        return;\n", "    if (valid) {\n")
+    s = s.replace(tail, "    if (lane == 0)\n        clf_rowout(&row, x, CLF_ARGS);\n    }\n    }\n}")
+    return "/* GRID_GROUPS %d */\n" % groups + s
+
+
+COPY = """/* A float4 copy of the same bytes: the same-size roofline. */
+#define RLEN %du
+#define LANES %d
+#define WG 256
+#define CLF_PARAMS __global const float4 *restrict a, __global float4 *restrict b
+__kernel void copy4(CLF_PARAMS, const uint nrows)
+{
+    const size_t i = get_global_id(0);
+    b[i] = a[i];
+}
+"""
+
+
+PTX_HINTS = """/* Loads and stores with PTX cache hints (NVIDIA only). */
+static inline float4 ld_hint(const __global float4 *p)
+{
+    float x, y, z, w;
+    asm volatile("ld.global.%s.v4.f32 {%%0, %%1, %%2, %%3}, [%%4];" : "=f"(x), "=f"(y), "=f"(z), "=f"(w) : "l"(p));
+    return (float4)(x, y, z, w);
+}
+static inline void st_hint(__global float4 *p, float4 v)
+{
+    asm volatile("st.global.%s.v4.f32 [%%0], {%%1, %%2, %%3, %%4};" :: "l"(p), "f"(v.x), "f"(v.y), "f"(v.z), "f"(v.w) : "memory");
+}
+"""
+
+
+def hints(s, ld, st):
+    """Float4 loads and stores through inline PTX with cache hints (ld, st:
+    'cs' streaming, 'lu' last use, 'nc' read-only path, 'wb' default...)."""
+    s2 = re.sub(r"= \*\(const __global float4 \*\)\(([^;]*)\);", r"= ld_hint((const __global float4 *)(\1));", s) if ld else s
+    s2 = re.sub(r"\*\(__global float4 \*\)\((b\d+ \+ t\d+)\) = \(float4\)\((.*)\);", r"st_hint((__global float4 *)(\1), (float4)(\2));", s2) if st else s2
+    if s2 == s:
+        return s
+    i = s2.index("static inline")
+    return s2[:i] + PTX_HINTS % (ld or "ca", st or "wb") + "\n" + s2[i:]
+
+
 def define(s, name):
     return int(re.search(r"#define %s (\d+)" % name, s).group(1))
 
@@ -76,6 +133,16 @@ def main():
     variants["carry"] = carry(s)
     variants["carry_mulinvg"] = carry(mulinvg(s))
     lanes = define(s, "LANES")
+    if define(s, "VEC") == 4:
+        copy = COPY % (define(s, "RLEN"), define(s, "RLEN") // 4)
+        variants["copy"] = copy
+        variants["copy_cs"] = copy.replace("b[i] = a[i];", "st_hint(b + i, ld_hint(a + i));").replace(
+            "__kernel", PTX_HINTS % ("cs", "cs") + "__kernel")
+        for ld, st in (("", "cs"), ("cs", ""), ("cs", "cs"), ("nc", ""), ("lu", "cs"), ("nc", "cs")):
+            variants["ld%s_st%s" % (ld, st)] = hints(s, ld, st)
+    for groups in (132 * 8, 132 * 16, 132 * 32):
+        variants["gs%d" % groups] = gridstride(s, groups)
+        variants["gs%d_lanes%d_wg256" % (groups, lanes)] = gridstride(geometry(s, lanes, 256), groups)
     for l, w in ((lanes, 64), (lanes, 128), (lanes // 2, 64), (lanes // 2, 128), (lanes // 2, 256), (lanes * 2, 256)):
         if 1 <= l <= 1024 and l <= w:
             variants["lanes%d_wg%d" % (l, w)] = geometry(s, l, w)

@@ -5,8 +5,8 @@
 # 65536 x 256 and horizontal over 4096 x 16384, and GEMM ablations
 # (bench/probes/gemm_ablations.py) of relu(x @ w + b) at 4096^3.
 # CASES="softmax 65536 256,gemm 4096 4096" picks some; PASSES=N repeats the
-# timing loop; GEMM_OPTS="-cl-nv-maxrregcount=128" also builds the GEMM
-# kernels with those options. Results in $OUT/cases.txt, program binaries
+# timing loop; GEMM_OPTS="-cl-nv-maxrregcount 128;-DX=1" also builds the
+# GEMM kernels with each of those option strings. Results in $OUT/cases.txt, program binaries
 # (PTX on NVIDIA) in $OUT/bin.
 set -uo pipefail
 source .gpu/env.sh
@@ -33,13 +33,17 @@ for pass in $(seq ${PASSES:-1}); do for f in "$W"/*/*.cl; do
   nbuf=$(grep -m1 "^#define CLF_PARAMS " "$f" | grep -o "__global" | wc -l)
   opts=(-cl-nv-verbose)
   if [ -n "$(def TM)" ]; then
-    [ -n "${GEMM_OPTS:-}" ] && opts+=("-cl-nv-verbose $GEMM_OPTS")
+    IFS=';' read -ra more <<< "${GEMM_OPTS:-}"
+    for o in "${more[@]}"; do opts+=("-cl-nv-verbose $o"); done
     wg=$(( ($(def TM) / $(def WM)) * ($(def TN) / $(def WN)) ))
     launch="$(( $(def M) / $(def TM) * ($(def N) / $(def TN)) * wg )) $wg $nbuf $(( $(def M) * $(def K) * 4 )) $(( $(def M) * $(def N) ))"
   else
     rlen=$(def RLEN) lanes=$(def LANES) wg=$(def WG)
     case $(basename "$(dirname "$f")") in softmax_16384|horizontal_16384) rows=4096 ;; *) rows=65536 ;; esac
-    launch="$((rows / (wg / lanes) * wg)) $wg $nbuf $((rows * rlen * 4)) $rows"
+    groups=$((rows / (wg / lanes)))
+    grid=$(grep -m1 -o "GRID_GROUPS [0-9]*" "$f" | awk '{print $2}')
+    [ -n "$grid" ] && groups=$grid
+    launch="$((groups * wg)) $wg $nbuf $((rows * rlen * 4)) $rows"
   fi
   printf '%-45s %s\n' "$(basename "$f")" "$(LAUNCH="$launch" BINARY="$OUT/bin/$(basename "$f" .cl).ptx" \
     /tmp/cki "$f" "${opts[@]}" 2>&1 | grep -E 'Used|median|launch' | sed 's/ptxas info    : //' | tr '\n' ' ')" | tee -a "$OUT/cases.txt"

@@ -9,7 +9,8 @@ Variants (an edit that does not apply is skipped): base (as generated);
 noload (no global loads or local stores after the first k-tile: the loop
 multiplies the same local tiles); nobarrier (no barrier in the k-loop);
 noepi (no epilogue: one conditional store keeps the accumulators live);
-ptr4 (vload4 of operands made float4 pointer loads); and combinations."""
+ptr4 (vload4 of operands made float4 pointer loads); nopad (A's local
+tile without its 4-float row padding); and combinations."""
 import os
 import sys
 
@@ -59,6 +60,7 @@ def main():
     os.makedirs(out, exist_ok=True)
     variants = {
         "base": s, "noload": noload(s), "nobarrier": nobarrier(s), "noepi": noepi(s), "ptr4": ptr4(s),
+        "nopad": s.replace("#define LDA (TM + 4)", "#define LDA (TM)"),
         "noload_nobarrier": nobarrier(noload(s)), "noload_nobarrier_noepi": noepi(nobarrier(noload(s))),
     }
     for name, text in variants.items():

@@ -60,8 +60,11 @@ clf__gemm_config clf__gemm_default_config(const clf__codegen_target *target, int
     size_t max_local = target->max_local ? target->max_local : 256;
     if (target->cpu)
         return (clf__gemm_config){.tm = 8, .tn = 8, .tk = 1, .wm = 8, .wn = 8};
-    if (max_local >= 256 && m >= 128 && n >= 128)
-        return (clf__gemm_config){.tm = 128, .tn = 128, .tk = 16, .wm = 8, .wn = 8};
+    /* 128 x 128 tiles on 128 work-items of 16 x 8 each, 8 deep: on an H200
+     * 3.55 ms for 4096^3 against 3.70 for 8 x 8 on 256 work-items 16 deep
+     * (bench/gemm_tile_sweep.sh); other tilings by autotuning. */
+    if (max_local >= 128 && m >= 128 && n >= 128)
+        return (clf__gemm_config){.tm = 128, .tn = 128, .tk = 8, .wm = 16, .wn = 8};
     if (max_local >= 256)
         return (clf__gemm_config){.tm = 64, .tn = 64, .tk = 16, .wm = 4, .wn = 4};
     return (clf__gemm_config){.tm = 32, .tn = 32, .tk = 8, .wm = 4, .wn = 4};
@@ -115,7 +118,7 @@ static bool operand_plain(const clf__plan *plan, uint32_t k, const clf_graph *g,
  * (m, k..k+w-1), 1: B at (k, n..n+w-1)); one vector load when the operand
  * is a plain buffer, else w calls of its scalar load. */
 static void emit_load_vec(const clf_graph *g, const clf__plan *plan, uint32_t k, const clf__node *mm, int which,
-                          int w, const char *fname, clf__strbuf *src)
+                          int w, bool aligned, const char *fname, clf__strbuf *src)
 {
     const char *rname = which == 0 ? "m" : "k", *cname = which == 0 ? "k" : "n";
     clf__sb_printf(src, "static inline float%d %s(IDX_T bt, IDX_T %s, IDX_T %s, CLF_PARAMS)\n{\n", w, fname, rname,
@@ -137,8 +140,13 @@ static void emit_load_vec(const clf_graph *g, const clf__plan *plan, uint32_t k,
             if (od >= 0)
                 stride *= op->shape[od];
         }
-        clf__sb_printf(src, "    (void)rest;\n    return vload%d(0, b%d + off + %s * %lluu + %s);\n}\n\n", w,
-                       plan->src_buffer[id], rname, (unsigned long long)op->shape[ob + 1], cname);
+        clf__sb_puts(src, "    (void)rest;\n");
+        if (aligned)
+            clf__sb_printf(src, "    return *(const __global float%d *)(b%d + off + %s * %lluu + %s);\n}\n\n", w,
+                           plan->src_buffer[id], rname, (unsigned long long)op->shape[ob + 1], cname);
+        else
+            clf__sb_printf(src, "    return vload%d(0, b%d + off + %s * %lluu + %s);\n}\n\n", w,
+                           plan->src_buffer[id], rname, (unsigned long long)op->shape[ob + 1], cname);
         return;
     }
     clf__sb_printf(src, "    return (float%d)(", w);
@@ -316,7 +324,11 @@ clf_status clf__codegen_gemm(const clf_graph *g, const clf__plan *plan, uint32_t
                    cfg.tn, cfg.tk, cfg.wm, cfg.wn);
     /* float4 tile loads where an operand is a plain row-major buffer whose
      * rows split into whole float4s (aligned: every row starts at a
-     * multiple of 4 elements). */
+     * multiple of 4 elements, every tile column at a multiple of 4, and
+     * buffers start at CL_DEVICE_MEM_BASE_ADDR_ALIGN), through float4
+     * pointers: NVIDIA's compiler makes vload4 of an address it cannot
+     * prove aligned four scalar loads (an H200 ran the 4096^3 product in
+     * 3.17 ms with float4 pointers, 3.54 with vload4; bench/probes). */
     bool vec_a = !target->cpu && operand_plain(plan, k, g, mm->inputs[0]) && KK % 4 == 0 && cfg.tk % 4 == 0;
     bool vec_b = !target->cpu && operand_plain(plan, k, g, mm->inputs[1]) && N % 4 == 0 && cfg.tn % 4 == 0;
     clf__sb_printf(&src, "#define A_K_FAST %d\n#define B_N_FAST %d\n#define VEC_A %d\n#define VEC_B %d\n",
@@ -330,12 +342,12 @@ clf_status clf__codegen_gemm(const clf_graph *g, const clf__plan *plan, uint32_t
         goto done;
     }
     if (target->cpu) {
-        emit_load_vec(g, plan, k, mm, 1, cfg.wn, "clf_load_bv", &src);
+        emit_load_vec(g, plan, k, mm, 1, cfg.wn, false, "clf_load_bv", &src);
     } else {
         if (vec_a)
-            emit_load_vec(g, plan, k, mm, 0, 4, "clf_load_a4", &src);
+            emit_load_vec(g, plan, k, mm, 0, 4, true, "clf_load_a4", &src);
         if (vec_b)
-            emit_load_vec(g, plan, k, mm, 1, 4, "clf_load_b4", &src);
+            emit_load_vec(g, plan, k, mm, 1, 4, true, "clf_load_b4", &src);
     }
 
     clf__sb_puts(&src, "static inline void clf_store(IDX_T bt, IDX_T m, IDX_T n, float acc, CLF_PARAMS)\n{\n");

@@ -32,11 +32,6 @@
  * spread thinner ran slower on an H200 (32 lanes of 2 float4s: 0.0412 ms,
  * 16 lanes of 4: 0.0383 ms; bench/probes/cases_gpu.sh). */
 #define GPU_MIN_LANES 16
-/* Work-group size for persistent rows on fewer lanes than this: several
- * short rows per group of GPU_SHORT_ROWS_WG rather than 256 (softmax over
- * 65536 x 256 on an H200, in three device calls: 0.0377-0.0379 ms against
- * 0.0383-0.0391 at 256, 128 in between; bench/probes/cases_gpu.sh). */
-#define GPU_SHORT_ROWS_WG 64
 /* GPU rows up to this long sum f32 without compensation (see sum_kind). */
 #define GPU_PLAIN_SUM_RLEN 32768u
 /* Rows at least this long, and too few to fill the device, are split. */
@@ -904,8 +899,6 @@ clf_status clf__codegen_reduction(const clf_graph *g, const clf__plan *plan, uin
             cache = fits ? (int)per_lane : 0;
             if (lanes > wg)
                 wg = lanes;
-            else if (lanes < GPU_SHORT_ROWS_WG && wg > GPU_SHORT_ROWS_WG)
-                wg = GPU_SHORT_ROWS_WG;
         } else {
             lanes = pow2_at_least((units + 3) / 4);
             if (lanes > wg)
