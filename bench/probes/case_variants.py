@@ -125,8 +125,6 @@ def geometry(s, lanes, wg):
 def main():
     src, out = sys.argv[1], sys.argv[2]
     s = open(src).read()
-    stem = os.path.splitext(os.path.basename(src))[0]
-    os.makedirs(out, exist_ok=True)
     variants = {"base": s, "nokahan": nokahan(s), "fmax": fmax(s), "mulinv": mulinv(s)}
     variants["nokahan_fmax_mulinv"] = mulinv(fmax(nokahan(s)))
     variants["mulinvg"] = mulinvg(s)
@@ -147,6 +145,14 @@ def main():
         if 1 <= l <= 1024 and l <= w:
             variants["lanes%d_wg%d" % (l, w)] = geometry(s, l, w)
             variants["carry_mulinvg_lanes%d_wg%d" % (l, w)] = geometry(carry(mulinvg(s)), l, w)
+    write_variants(src, out, s, variants)
+
+
+def write_variants(src, out, s, variants):
+    """Writes OUT/<stem of SRC>_<name>.cl for the base and for each variant
+    whose edit applied (its text differs from the base's, S)."""
+    stem = os.path.splitext(os.path.basename(src))[0]
+    os.makedirs(out, exist_ok=True)
     for name, text in variants.items():
         if name == "base" or text != s:
             with open(os.path.join(out, "%s_%s.cl" % (stem, name)), "w") as f:

@@ -11,8 +11,9 @@ multiplies the same local tiles); nobarrier (no barrier in the k-loop);
 noepi (no epilogue: one conditional store keeps the accumulators live);
 ptr4 (vload4 of operands made float4 pointer loads); nopad (A's local
 tile without its 4-float row padding); and combinations."""
-import os
 import sys
+
+from case_variants import write_variants
 
 LOOP_LOADS = ("        if (more) {\n            LOAD_A(k0 + TK)\n            LOAD_B(k0 + TK)\n        }\n",
               "        if (more) {\n            STORE_A(cur ^ 1)\n            STORE_B(cur ^ 1)\n        }\n")
@@ -56,17 +57,12 @@ def ptr4(s):
 def main():
     src, out = sys.argv[1], sys.argv[2]
     s = open(src).read()
-    stem = os.path.splitext(os.path.basename(src))[0]
-    os.makedirs(out, exist_ok=True)
     variants = {
         "base": s, "noload": noload(s), "nobarrier": nobarrier(s), "noepi": noepi(s), "ptr4": ptr4(s),
         "nopad": s.replace("#define LDA (TM + 4)", "#define LDA (TM)"),
         "noload_nobarrier": nobarrier(noload(s)), "noload_nobarrier_noepi": noepi(nobarrier(noload(s))),
     }
-    for name, text in variants.items():
-        if name == "base" or text != s:
-            with open(os.path.join(out, "%s_%s.cl" % (stem, name)), "w") as f:
-                f.write(text)
+    write_variants(src, out, s, variants)
 
 
 if __name__ == "__main__":
