@@ -116,7 +116,8 @@ static bool operand_plain(const clf__plan *plan, uint32_t k, const clf_graph *g,
 /* Emits "static inline float<w> <fname>(IDX_T bt, IDX_T r, IDX_T c, ...)":
  * w consecutive elements along the last axis of operand which (0: A at
  * (m, k..k+w-1), 1: B at (k, n..n+w-1)); one vector load when the operand
- * is a plain buffer, else w calls of its scalar load. */
+ * is a plain buffer (through a floatw pointer when the caller proved the
+ * address aligned, else vloadw), else w calls of its scalar load. */
 static void emit_load_vec(const clf_graph *g, const clf__plan *plan, uint32_t k, const clf__node *mm, int which,
                           int w, bool aligned, const char *fname, clf__strbuf *src)
 {
@@ -140,13 +141,13 @@ static void emit_load_vec(const clf_graph *g, const clf__plan *plan, uint32_t k,
             if (od >= 0)
                 stride *= op->shape[od];
         }
-        clf__sb_puts(src, "    (void)rest;\n");
+        char at[96];
+        snprintf(at, sizeof at, "b%d + off + %s * %lluu + %s", plan->src_buffer[id], rname,
+                 (unsigned long long)op->shape[ob + 1], cname);
         if (aligned)
-            clf__sb_printf(src, "    return *(const __global float%d *)(b%d + off + %s * %lluu + %s);\n}\n\n", w,
-                           plan->src_buffer[id], rname, (unsigned long long)op->shape[ob + 1], cname);
+            clf__sb_printf(src, "    (void)rest;\n    return *(const __global float%d *)(%s);\n}\n\n", w, at);
         else
-            clf__sb_printf(src, "    return vload%d(0, b%d + off + %s * %lluu + %s);\n}\n\n", w,
-                           plan->src_buffer[id], rname, (unsigned long long)op->shape[ob + 1], cname);
+            clf__sb_printf(src, "    (void)rest;\n    return vload%d(0, %s);\n}\n\n", w, at);
         return;
     }
     clf__sb_printf(src, "    return (float%d)(", w);
