@@ -279,6 +279,23 @@ bool clf__graph_axes_list(clf_graph *g, const char *call, int naxes, const int *
     return false;
 }
 
+int clf__graph_list_axis(clf_graph *g, const char *call, int i, int axis, int r, const char *what,
+                         bool seen[CLF_MAX_RANK])
+{
+    int a = clf__graph_axis(axis, r);
+    if (a < 0) {
+        clf__graph_fail(g, CLF_ERR_INVALID_ARGUMENT, call, "axes[%d] = %d is out of range for %s %d", i, axis,
+                        what, r);
+        return -1;
+    }
+    if (seen[a]) {
+        clf__graph_fail(g, CLF_ERR_INVALID_ARGUMENT, call, "axes[%d] = %d repeats an axis", i, axis);
+        return -1;
+    }
+    seen[a] = true;
+    return a;
+}
+
 /* ---- Leaves ----------------------------------------------------------- */
 
 /* Records an error unless dt is a clf_dtype value. */

@@ -71,6 +71,12 @@ int clf__graph_axis(int axis, int r);
 /* Whether an axes list's count and pointer agree (naxes >= 0, axes not NULL
  * when naxes > 0); false after recording the error. */
 bool clf__graph_axes_list(clf_graph *g, const char *call, int naxes, const int *axes);
+/* Entry i of an axes list, axes[i], for rank r ("rank" or "output rank" in
+ * messages: what): the axis in 0..r-1, marked in seen; or -1 after
+ * recording CLF_ERR_INVALID_ARGUMENT when it is out of range or names an
+ * axis seen already. */
+int clf__graph_list_axis(clf_graph *g, const char *call, int i, int axis, int r, const char *what,
+                         bool seen[CLF_MAX_RANK]);
 
 /* clf_unary / clf_binary / clf_scalar with the caller's name for messages:
  * composites (graph_reduce.c) build their primitives through these so that

@@ -227,18 +227,9 @@ clf_tensor clf_slice(clf_graph *g, clf_tensor x, int n, const int64_t *starts, c
         node.step[a] = 1;
     bool seen[CLF_MAX_RANK] = {false};
     for (int i = 0; i < n; i++) {
-        int a = axes ? clf__graph_axis(axes[i], r) : i;
-        if (a < 0) {
-            clf__graph_fail(g, CLF_ERR_INVALID_ARGUMENT, call,
-                            "axes[%d] = %d is out of range for rank %d", i, axes[i], r);
+        int a = axes ? clf__graph_list_axis(g, call, i, axes[i], r, "rank", seen) : i;
+        if (a < 0)
             return CLF_TENSOR_INVALID;
-        }
-        if (seen[a]) {
-            clf__graph_fail(g, CLF_ERR_INVALID_ARGUMENT, call, "axes[%d] = %d repeats an axis", i,
-                            axes[i]);
-            return CLF_TENSOR_INVALID;
-        }
-        seen[a] = true;
         int64_t step = steps ? steps[i] : 1;
         if (step == 0) {
             clf__graph_fail(g, CLF_ERR_INVALID_ARGUMENT, call, "steps[%d] is 0", i);
@@ -269,24 +260,15 @@ clf_tensor clf_squeeze(clf_graph *g, clf_tensor x, int naxes, const int *axes)
             drop[a] = in->shape[a] == 1;
     }
     for (int i = 0; i < naxes; i++) {
-        int a = clf__graph_axis(axes[i], r);
-        if (a < 0) {
-            clf__graph_fail(g, CLF_ERR_INVALID_ARGUMENT, call,
-                            "axes[%d] = %d is out of range for rank %d", i, axes[i], r);
+        int a = clf__graph_list_axis(g, call, i, axes[i], r, "rank", drop);
+        if (a < 0)
             return CLF_TENSOR_INVALID;
-        }
-        if (drop[a]) {
-            clf__graph_fail(g, CLF_ERR_INVALID_ARGUMENT, call, "axes[%d] = %d repeats an axis", i,
-                            axes[i]);
-            return CLF_TENSOR_INVALID;
-        }
         if (in->shape[a] != 1) {
             clf__graph_fail(g, CLF_ERR_SHAPE, call,
                             "axes[%d] = %d names an axis of extent %" PRId64 ", not 1", i, axes[i],
                             in->shape[a]);
             return CLF_TENSOR_INVALID;
         }
-        drop[a] = true;
     }
     int rout = 0;
     int64_t out[CLF_MAX_RANK];
@@ -319,18 +301,8 @@ clf_tensor clf_unsqueeze(clf_graph *g, clf_tensor x, int naxes, const int *axes)
     int rout = r + naxes;
     bool ins[CLF_MAX_RANK] = {false};
     for (int i = 0; i < naxes; i++) {
-        int a = clf__graph_axis(axes[i], rout);
-        if (a < 0) {
-            clf__graph_fail(g, CLF_ERR_INVALID_ARGUMENT, call,
-                            "axes[%d] = %d is out of range for output rank %d", i, axes[i], rout);
+        if (clf__graph_list_axis(g, call, i, axes[i], rout, "output rank", ins) < 0)
             return CLF_TENSOR_INVALID;
-        }
-        if (ins[a]) {
-            clf__graph_fail(g, CLF_ERR_INVALID_ARGUMENT, call, "axes[%d] = %d repeats an axis", i,
-                            axes[i]);
-            return CLF_TENSOR_INVALID;
-        }
-        ins[a] = true;
     }
     int64_t out[CLF_MAX_RANK];
     for (int a = 0, j = 0; a < rout; a++)

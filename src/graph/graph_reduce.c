@@ -41,18 +41,11 @@ static bool axes_mask(clf_graph *g, const char *call, int r, int naxes, const in
         m = r > 0 ? (1u << r) - 1 : 0; /* r <= CLF_MAX_RANK < 32 */
     }
     /* Stops at the first bad entry, so at most r + 1 entries are read. */
+    bool seen[CLF_MAX_RANK] = {false};
     for (int i = 0; i < naxes; i++) {
-        int a = clf__graph_axis(axes[i], r);
-        if (a < 0) {
-            clf__graph_fail(g, CLF_ERR_INVALID_ARGUMENT, call, "axes[%d] = %d is out of range for rank %d",
-                            i, axes[i], r);
+        int a = clf__graph_list_axis(g, call, i, axes[i], r, "rank", seen);
+        if (a < 0)
             return false;
-        }
-        if (m & (1u << a)) {
-            clf__graph_fail(g, CLF_ERR_INVALID_ARGUMENT, call, "axes[%d] = %d repeats an axis", i,
-                            axes[i]);
-            return false;
-        }
         m |= 1u << a;
     }
     *mask = m;
