@@ -111,10 +111,11 @@ int bench_io_create(clf_context *ctx, clf_executable *exe, float lo, float hi, b
     memset(io, 0, sizeof *io);
     cl_context cl = clf_context_cl(ctx);
     cl_command_queue q = clf_context_queue(ctx);
-    io->n_in = clf_executable_input_count(exe);
-    io->n_out = clf_executable_output_count(exe);
-    if (io->n_in > 8 || io->n_out > 8)
+    size_t n_in = clf_executable_input_count(exe), n_out = clf_executable_output_count(exe);
+    if (n_in > 8 || n_out > 8)
         return -1;
+    io->n_in = n_in;
+    io->n_out = n_out;
     uint64_t seed = 0x2545F4914F6CDD1Dull;
     for (size_t i = 0; i < io->n_in + io->n_out; i++) {
         bool is_in = i < io->n_in;
@@ -169,6 +170,38 @@ void bench_io_destroy(bench_io *io)
         if (io->out[i].buffer)
             clReleaseMemObject(io->out[i].buffer);
     memset(io, 0, sizeof *io);
+}
+
+int bench_variant_time(clf_context *ctx, const clf_graph *g, const clf_compile_params *p, int warmup, int runs,
+                       const char *name, bench_variant *v)
+{
+    memset(v, 0, sizeof *v);
+    double t0 = bench_now_ms();
+    clf_status st = clf_compile(ctx, g, p, &v->exe);
+    v->compile_ms = bench_now_ms() - t0;
+    if (st != CLF_OK) {
+        fprintf(stderr, "%s: compile: %s: %s\n", name, clf_status_name(st), clf_context_last_error(ctx));
+        return -1;
+    }
+    if (bench_io_create(ctx, v->exe, -1.0f, 1.0f, &v->io) != 0) {
+        v->has_io = true; /* what it made before failing is released */
+        fprintf(stderr, "%s: could not create buffers for the inputs and outputs\n", name);
+        return -1;
+    }
+    v->has_io = true;
+    if (bench_time(v->exe, &v->io, warmup, runs, &v->t) != 0) {
+        fprintf(stderr, "%s: run: %s\n", name, clf_context_last_error(ctx));
+        return -1;
+    }
+    return 0;
+}
+
+void bench_variant_release(bench_variant *v)
+{
+    if (v->has_io)
+        bench_io_destroy(&v->io);
+    clf_executable_destroy(&v->exe);
+    memset(v, 0, sizeof *v);
 }
 
 int bench_time(clf_executable *exe, bench_io *io, int warmup, int runs, bench_timing *out)

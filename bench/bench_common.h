@@ -59,6 +59,23 @@ void bench_io_destroy(bench_io *io);
 /* Times exe over runs after warm-up runs. Returns 0 on success. */
 int bench_time(clf_executable *exe, bench_io *io, int warmup, int runs, bench_timing *out);
 
+/* One variant of a benchmark graph (fused, unfused, autotuned...): its
+ * executable, its buffers (inputs uniform in [-1, 1)) and its timing. */
+typedef struct bench_variant {
+    clf_executable *exe;
+    bench_io io;
+    bool has_io;
+    double compile_ms; /* host time of clf_compile */
+    bench_timing t;
+} bench_variant;
+
+/* Compiles g with p, creates the variant's buffers and times it (warm-up,
+ * runs). Returns 0 on success, else -1 after printing what failed, under
+ * name, to stderr; either way bench_variant_release frees it. */
+int bench_variant_time(clf_context *ctx, const clf_graph *g, const clf_compile_params *p, int warmup, int runs,
+                       const char *name, bench_variant *v);
+void bench_variant_release(bench_variant *v);
+
 /* Reads the outputs back and compares them with the reference interpreter
  * on the same inputs; returns the largest abs error scaled by (1 + |ref|). */
 double bench_check(clf_context *ctx, clf_executable *exe, const clf_graph *g, bench_io *io);

@@ -109,25 +109,6 @@ static double sampled_check(clf_context *ctx, const bench_case *c, const bench_i
     return worst;
 }
 
-/* Compiles, times and checks one variant; ms gets the median device time.
- * Inputs are uniform in [-1, 1). */
-static int time_variant(clf_context *ctx, const bench_case *c, const clf_graph *g, const clf_compile_params *p,
-                        int runs, clf_executable **exe, bench_io *io, double *ms, double *err)
-{
-    if (clf_compile(ctx, g, p, exe) != CLF_OK) {
-        fprintf(stderr, "compile: %s\n", clf_context_last_error(ctx));
-        return 1;
-    }
-    bench_timing t;
-    if (bench_io_create(ctx, *exe, -1.0f, 1.0f, io) != 0 || bench_time(*exe, io, 2, runs, &t) != 0) {
-        fprintf(stderr, "run: %s\n", clf_context_last_error(ctx));
-        return 1;
-    }
-    *ms = t.device_ms;
-    *err = sampled_check(ctx, c, io);
-    return 0;
-}
-
 #ifdef HAVE_CLBLAST
 /* CLBlast's SGEMM of the case's first product (x @ w), alone and followed
  * by libclfuse's epilogue kernel relu(p + bias) in its own executable. */
@@ -245,20 +226,18 @@ int main(int argc, char **argv)
         if (only && strcmp(only, c->name) != 0)
             continue;
         clf_graph *g = case_graph(c);
-        clf_executable *ex[2] = {NULL, NULL};
-        bench_io io[2];
-        double ms[2] = {0, 0}, err[2] = {0, 0};
+        bench_variant var[2] = {{0}};
+        double err[2] = {0, 0};
         bool ok = true;
         for (int v = 0; v < 2 && ok; v++) {
-            clf_compile_params p = *clf_compile_params(.disable_fusion = v == 1, .kernel_style = style,
-                                                       .autotune = autotune && v == 0);
-            if (time_variant(ctx, c, g, &p, v ? (runs + 1) / 2 : runs, &ex[v], &io[v], &ms[v], &err[v]) != 0) {
-                ok = false;
-                if (ex[v])
-                    bench_io_destroy(&io[v]);
-                clf_executable_destroy(&ex[v]);
-            }
+            const clf_compile_params *p = clf_compile_params(.disable_fusion = v == 1, .kernel_style = style,
+                                                             .autotune = autotune && v == 0);
+            ok = bench_variant_time(ctx, g, p, 2, v ? (runs + 1) / 2 : runs, c->name, &var[v]) == 0;
+            if (ok)
+                err[v] = sampled_check(ctx, c, &var[v].io);
         }
+        clf_executable *ex[2] = {var[0].exe, var[1].exe};
+        double ms[2] = {var[0].t.device_ms, var[1].t.device_ms};
         double cb = NAN, cbe = NAN;
 #ifdef HAVE_CLBLAST
         if (ok && strcmp(c->name, "gemm_epilogue") == 0 && time_clblast(ctx, c, runs, &cb, &cbe) != 0)
@@ -291,11 +270,8 @@ int main(int argc, char **argv)
         } else {
             rc = 1;
         }
-        for (int v = 0; v < 2; v++) {
-            if (ex[v])
-                bench_io_destroy(&io[v]);
-            clf_executable_destroy(&ex[v]);
-        }
+        for (int v = 0; v < 2; v++)
+            bench_variant_release(&var[v]);
         clf_graph_destroy(&g);
     }
 #ifdef HAVE_CLBLAST

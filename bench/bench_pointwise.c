@@ -22,53 +22,35 @@ typedef struct row {
 
 static int run_case(clf_context *ctx, const char *name, clf_graph *g, uint64_t min_bytes, int runs, row *r)
 {
-    clf_executable *ex[2] = {NULL, NULL};
-    bench_io io[2];
+    bench_variant var[2] = {{0}};
     int rc = -1;
     memset(r, 0, sizeof *r);
     r->name = name;
     r->min_bytes = min_bytes;
     for (int v = 0; v < 2; v++) {
-        double t0 = bench_now_ms();
-        clf_status st = clf_compile(ctx, g, clf_compile_params(.disable_fusion = v == 1), &ex[v]);
-        if (st != CLF_OK) {
-            fprintf(stderr, "%s: compile: %s: %s\n", name, clf_status_name(st), clf_context_last_error(ctx));
+        if (bench_variant_time(ctx, g, clf_compile_params(.disable_fusion = v == 1), 5, runs, name, &var[v]) != 0)
             goto done;
-        }
-        fprintf(stderr, "%s: %s compile %.1f ms\n", name, v ? "unfused" : "fused", bench_now_ms() - t0);
-        if (bench_io_create(ctx, ex[v], -1.0f, 1.0f, &io[v]) != 0)
-            goto done;
-        bench_timing t;
-        if (bench_time(ex[v], &io[v], 5, runs, &t) != 0) {
-            fprintf(stderr, "%s: run: %s\n", name, clf_context_last_error(ctx));
-            goto done;
-        }
-        double err = bench_check(ctx, ex[v], g, &io[v]);
+        fprintf(stderr, "%s: %s compile %.1f ms\n", name, v ? "unfused" : "fused", var[v].compile_ms);
+        double err = bench_check(ctx, var[v].exe, g, &var[v].io);
         if (!(err <= 1e-5)) {
             fprintf(stderr, "%s: %s result wrong: error %g\n", name, v ? "unfused" : "fused", err);
             goto done;
         }
         if (err > r->err)
             r->err = err;
-        if (v == 0) {
-            r->fused_ms = t.device_ms;
-            r->fused_wall_ms = t.wall_ms;
-        } else {
-            r->unfused_ms = t.device_ms;
-            r->unfused_wall_ms = t.wall_ms;
-        }
     }
+    r->fused_ms = var[0].t.device_ms;
+    r->fused_wall_ms = var[0].t.wall_ms;
+    r->unfused_ms = var[1].t.device_ms;
+    r->unfused_wall_ms = var[1].t.wall_ms;
     clf_plan_stats s;
-    clf_executable_stats(ex[0], &s);
+    clf_executable_stats(var[0].exe, &s);
     r->kernels = s.kernels;
     r->unfused_kernels = s.unfused_kernels;
     rc = 0;
 done:
-    for (int v = 0; v < 2; v++) {
-        if (ex[v])
-            bench_io_destroy(&io[v]);
-        clf_executable_destroy(&ex[v]);
-    }
+    for (int v = 0; v < 2; v++)
+        bench_variant_release(&var[v]);
     return rc;
 }
 

@@ -50,31 +50,22 @@ int main(int argc, char **argv)
         if (only && strcmp(only, c->name) != 0)
             continue;
         clf_graph *g = bench_case_graph(c);
-        clf_executable *ex[2] = {NULL, NULL};
-        bench_io io[2];
-        double ms[2] = {0, 0};
+        bench_variant var[2] = {{0}};
         bool ok = true;
         for (int v = 0; v < 2 && ok; v++) {
-            clf_status st =
-                clf_compile(ctx, g, clf_compile_params(.disable_fusion = v == 1, .kernel_style = style), &ex[v]);
-            if (st != CLF_OK) {
-                fprintf(stderr, "%s: compile: %s\n", c->name, clf_context_last_error(ctx));
+            const clf_compile_params *p = clf_compile_params(.disable_fusion = v == 1, .kernel_style = style);
+            if (bench_variant_time(ctx, g, p, 3, runs, c->name, &var[v]) != 0) {
                 ok = false;
                 break;
             }
-            bench_timing t;
-            if (bench_io_create(ctx, ex[v], -1.0f, 1.0f, &io[v]) != 0 || bench_time(ex[v], &io[v], 3, runs, &t) != 0) {
-                fprintf(stderr, "%s: run: %s\n", c->name, clf_context_last_error(ctx));
-                ok = false;
-                break;
-            }
-            double err = bench_check(ctx, ex[v], g, &io[v]);
+            double err = bench_check(ctx, var[v].exe, g, &var[v].io);
             if (!(err <= 1e-4)) {
                 fprintf(stderr, "%s: %s result wrong: error %g\n", c->name, v ? "unfused" : "fused", err);
                 ok = false;
             }
-            ms[v] = t.device_ms;
         }
+        clf_executable *ex[2] = {var[0].exe, var[1].exe};
+        double ms[2] = {var[0].t.device_ms, var[1].t.device_ms};
         if (ok) {
             clf_plan_stats s;
             clf_executable_stats(ex[0], &s);
@@ -94,11 +85,8 @@ int main(int argc, char **argv)
         } else {
             rc = 1;
         }
-        for (int v = 0; v < 2; v++) {
-            if (ex[v])
-                bench_io_destroy(&io[v]);
-            clf_executable_destroy(&ex[v]);
-        }
+        for (int v = 0; v < 2; v++)
+            bench_variant_release(&var[v]);
         clf_graph_destroy(&g);
     }
     clf_context_destroy(&ctx);
