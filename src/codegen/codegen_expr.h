@@ -102,5 +102,11 @@ void clf__cg_literal(clf__strbuf *sb, clf_dtype dt, double v);
 /* <prefix>_fused_<sorted distinct op names>_<k>, or <prefix>_copy_<k>. */
 char *clf__cg_kernel_name(const clf_graph *g, const uint32_t *ops, uint32_t nops, const char *prefix,
                           uint32_t k);
+/* The ops of a kernel in plan order, space separated ("mul add relu");
+ * NULL when out of memory. */
+char *clf__cg_op_list(const clf_graph *g, const uint32_t *ops, uint32_t nops);
+/* The two comment lines every generated kernel starts with: its name and
+ * its ops. */
+void clf__cg_source_header(clf__strbuf *src, const char *name, const char *ops);
 
 #endif
