@@ -184,11 +184,9 @@ int bench_variant_time(clf_context *ctx, const clf_graph *g, const clf_compile_p
         return -1;
     }
     if (bench_io_create(ctx, v->exe, -1.0f, 1.0f, &v->io) != 0) {
-        v->has_io = true; /* what it made before failing is released */
         fprintf(stderr, "%s: could not create buffers for the inputs and outputs\n", name);
         return -1;
     }
-    v->has_io = true;
     if (bench_time(v->exe, &v->io, warmup, runs, &v->t) != 0) {
         fprintf(stderr, "%s: run: %s\n", name, clf_context_last_error(ctx));
         return -1;
@@ -198,8 +196,7 @@ int bench_variant_time(clf_context *ctx, const clf_graph *g, const clf_compile_p
 
 void bench_variant_release(bench_variant *v)
 {
-    if (v->has_io)
-        bench_io_destroy(&v->io);
+    bench_io_destroy(&v->io);
     clf_executable_destroy(&v->exe);
     memset(v, 0, sizeof *v);
 }

@@ -63,8 +63,7 @@ int bench_time(clf_executable *exe, bench_io *io, int warmup, int runs, bench_ti
  * executable, its buffers (inputs uniform in [-1, 1)) and its timing. */
 typedef struct bench_variant {
     clf_executable *exe;
-    bench_io io;
-    bool has_io;
+    bench_io io;       /* zeroed until created: releasing it is then a no-op */
     double compile_ms; /* host time of clf_compile */
     bench_timing t;
 } bench_variant;
