@@ -323,8 +323,8 @@ START_TEST(mlp_two_kernels)
 }
 END_TEST
 
-/* A longer epilogue: scaling, residual add, clip, activation, and a second
- * output of another dtype (a comparison), all on the accumulator: one
+/* A longer epilogue: scaling, residual add, clip, activation, and outputs
+ * of other dtypes (a comparison, a cast), all on the accumulator: one
  * kernel. */
 START_TEST(long_epilogue_one_kernel)
 {
@@ -337,6 +337,10 @@ START_TEST(long_epilogue_one_kernel)
     clf_tensor y = clf_sigmoid(g, clf_clip(g, clf_add(g, p, r), -1.5, 1.5));
     ck_assert_int_eq(clf_graph_output(g, "y", y), CLF_OK);
     ck_assert_int_eq(clf_graph_output(g, "big", clf_gt(g, clf_abs(g, r), clf_scalar(g, CLF_F32, 0.5))), CLF_OK);
+    /* A cast in the same epilogue: relu(p) as bool is p > 0, about half of
+     * each (no truncation to integers: f32 sums in another order may fall
+     * on the other side of an integer boundary). */
+    ck_assert_int_eq(clf_graph_output(g, "positive", clf_cast(g, clf_relu(g, p), CLF_BOOL)), CLF_OK);
     e2e_check_all(g, &in, 1, RTOL, ATOL);
     e2e_inputs_free(&in);
     clf_graph_destroy(&g);
