@@ -399,6 +399,144 @@ START_TEST(cpu_vector_loop_gathers)
 }
 END_TEST
 
+/* Whether the generated function of src that starts with head (up to its
+ * closing brace at the start of a line) contains needle. */
+static bool fn_has(const char *src, const char *head, const char *needle)
+{
+    const char *b = strstr(src, head), *e = b ? strstr(b, "\n}\n") : NULL;
+    ck_assert_msg(b && e, "no function %s", head);
+    const char *hit = strstr(b, needle);
+    return hit && hit < e;
+}
+
+START_TEST(max_and_min_of_signed_zeros_do_not_depend_on_order)
+{
+    /* The maximum of a row holding -0 and +0 is +0, the minimum -0,
+     * wherever they sit (first or last, in a vector lane or the scalar
+     * tail, in another lane's partial result): the reference and both
+     * kernel styles, fused and alone, whatever order they combine in. */
+    enum { ROWS = 6, LEN = 37 };
+    int64_t s[2] = {ROWS, LEN};
+    int last = -1;
+    clf_graph *g = clf_graph_create();
+    e2e_inputs in = {0};
+    clf_tensor x = e2e_input(g, &in, "x", CLF_F32, 2, s, -3, -1); /* zeros are each row's max */
+    clf_tensor y = e2e_input(g, &in, "y", CLF_F32, 2, s, 1, 3);   /* and each row's min */
+    float *xd = e2e_data(&in, "x"), *yd = e2e_data(&in, "y");
+    const int at[ROWS][2] = {{0, 1}, {1, 0}, {0, LEN - 1}, {LEN - 1, 0}, {3, 35}, {35, 3}};
+    for (int i = 0; i < ROWS; i++)
+        for (int j = 0; j < 2; j++) {
+            xd[i * LEN + at[i][j]] = j ? 0.0f : -0.0f;
+            yd[i * LEN + at[i][j]] = j ? 0.0f : -0.0f;
+        }
+    for (int i = 0; i < LEN; i++) /* a row of zeros of both signs */
+        xd[4 * LEN + i] = yd[4 * LEN + i] = i % 3 ? -0.0f : 0.0f;
+    clf_graph_output(g, "max", clf_reduce_max(g, x, 1, &last, false));
+    clf_graph_output(g, "min", clf_reduce_min(g, y, 1, &last, false));
+    clf_graph_output(g, "soft", clf_softmax(g, x, -1)); /* max as a softmax's first stage */
+    clf_context *ctx = clf_test_context();
+    float want_max[ROWS], want_min[ROWS];
+    float *want_soft = malloc(sizeof(float) * ROWS * LEN);
+    clf_host_binding want[3] = {{"max", want_max}, {"min", want_min}, {"soft", want_soft}};
+    char msg[256];
+    ck_assert_int_eq(clf_reference_run(g, in.n, in.b, 3, want, msg, sizeof msg), CLF_OK);
+    for (int i = 0; i < ROWS; i++) {
+        ck_assert_msg(want_max[i] == 0 && !signbit(want_max[i]), "reference max of row %d: %g", i, want_max[i]);
+        ck_assert_msg(want_min[i] == 0 && signbit(want_min[i]), "reference min of row %d: %g", i, want_min[i]);
+    }
+    for (int v = 0; v < 3; v++) {
+        clf_executable *exe = NULL;
+        ck_assert_int_eq(clf_compile(ctx, g,
+                                     v == 2 ? clf_compile_params(.disable_fusion = true)
+                                            : clf_compile_params(.kernel_style = v ? CLF_KERNEL_STYLE_GPU
+                                                                                   : CLF_KERNEL_STYLE_CPU),
+                                     &exe),
+                         CLF_OK);
+        float got_max[ROWS], got_min[ROWS];
+        float *got_soft = malloc(sizeof(float) * ROWS * LEN);
+        clf_host_binding got[3] = {{"max", got_max}, {"min", got_min}, {"soft", got_soft}};
+        ck_assert_int_eq(clf_run_host(exe, in.n, in.b, 3, got), CLF_OK);
+        for (int i = 0; i < ROWS; i++) {
+            ck_assert_msg(got_max[i] == 0 && !signbit(got_max[i]), "variant %d: max of row %d: %g", v, i, got_max[i]);
+            ck_assert_msg(got_min[i] == 0 && signbit(got_min[i]), "variant %d: min of row %d: %g", v, i, got_min[i]);
+        }
+        char why[256];
+        ck_assert_msg(clf_test_close(CLF_F32, got_soft, want_soft, ROWS * LEN, 1e-5, 1e-6, why, sizeof why), "%s", why);
+        free(got_soft);
+        clf_executable_destroy(&exe);
+    }
+    free(want_soft);
+    clf_context_destroy(&ctx);
+    e2e_inputs_free(&in);
+    clf_graph_destroy(&g);
+}
+END_TEST
+
+START_TEST(cpu_form_carries_exp_to_the_epilogue)
+{
+    /* The CPU form computes a softmax's exp once: the sum's stage stores
+     * it into the output, the epilogue reads it back (scalar and vector
+     * functions alike). Checked on rows with a scalar tail (77 = 9 vectors
+     * of 8 and 5), on columns of 37 (gathers and scatters), with a second output
+     * that is the carried value itself, with an epilogue that also reads x,
+     * with a layer norm in the same kernel (its output may carry an exp),
+     * and with values that overflow exp and NaN. A layer norm alone has
+     * nothing costly to carry; the GPU form carries nothing. */
+    int64_t s[2] = {6, 77}, cs[2] = {37, 5}, w[1] = {77};
+    int last = -1;
+    clf_graph *g = clf_graph_create();
+    e2e_inputs in = {0};
+    clf_tensor x = e2e_input(g, &in, "x", CLF_F32, 2, s, -4, 4);
+    clf_tensor c = e2e_input(g, &in, "c", CLF_F32, 2, cs, -4, 4);
+    clf_tensor d = e2e_input(g, &in, "d", CLF_F32, 2, s, -4, 4);
+    clf_tensor p = e2e_input(g, &in, "p", CLF_F32, 2, s, 0.5, 1.5);
+    clf_tensor wt = e2e_input(g, &in, "w", CLF_F32, 1, w, -1, 1);
+    float *xd = e2e_data(&in, "x");
+    xd[1 * 77 + 3] = NAN;
+    xd[2 * 77 + 75] = INFINITY;
+    xd[3 * 77 + 10] = 1e4f;
+    clf_graph_output(g, "soft", clf_softmax(g, x, -1));
+    clf_graph_output(g, "soft0", clf_softmax(g, c, 0));
+    clf_tensor e = clf_exp(g, clf_sub(g, d, clf_reduce_max(g, d, 1, &last, true)));
+    clf_graph_output(g, "e", e);
+    clf_graph_output(g, "plus", clf_add(g, clf_div(g, e, clf_reduce_sum(g, e, 1, &last, true)), d));
+    clf_graph_output(g, "ln", clf_layer_norm(g, p, -1, 1e-5, wt, CLF_TENSOR_INVALID));
+    check_cpu_vector(g, &in, "exp", 1e-5, 1e-6);
+    clf_context *ctx = clf_test_context();
+    clf_executable *exe = NULL;
+    ck_assert_int_eq(clf_compile(ctx, g, clf_compile_params(.kernel_style = CLF_KERNEL_STYLE_CPU), &exe), CLF_OK);
+    size_t carried = 0;
+    for (size_t k = 0; k < clf_executable_kernel_count(exe); k++) {
+        const char *src = clf_executable_kernel_source(exe, k), *name = clf_executable_kernel_name(exe, k);
+        if (strstr(name, "exp")) {
+            for (int v = 0; v < 2; v++) {
+                const char *epi = v ? "void clf_vepilogue(" : "void clf_epilogue(";
+                ck_assert_msg(!fn_has(src, epi, "exp("), "%s: exp in %s", name, epi);
+                ck_assert_msg(fn_has(src, epi, v ? "const float8 cy0 = " : "const float cy0 = "), "%s", name);
+            }
+            carried++;
+        }
+    }
+    ck_assert_uint_eq(carried, 2);
+    clf_executable_destroy(&exe);
+    clf_graph *lg = clf_graph_create();
+    clf_graph_output(lg, "ln", clf_layer_norm(lg, clf_input(lg, "p", CLF_F32, 2, s), -1, 1e-5, CLF_TENSOR_INVALID,
+                                              CLF_TENSOR_INVALID));
+    ck_assert_int_eq(clf_compile(ctx, lg, clf_compile_params(.kernel_style = CLF_KERNEL_STYLE_CPU), &exe), CLF_OK);
+    ck_assert_uint_eq(clf_executable_kernel_count(exe), 1);
+    ck_assert_ptr_null(strstr(clf_executable_kernel_source(exe, 0), " cy0 = "));
+    clf_executable_destroy(&exe);
+    clf_graph_destroy(&lg);
+    ck_assert_int_eq(clf_compile(ctx, g, clf_compile_params(.kernel_style = CLF_KERNEL_STYLE_GPU), &exe), CLF_OK);
+    for (size_t k = 0; k < clf_executable_kernel_count(exe); k++)
+        ck_assert_ptr_null(strstr(clf_executable_kernel_source(exe, k), " cy0 = "));
+    clf_executable_destroy(&exe);
+    clf_context_destroy(&ctx);
+    e2e_inputs_free(&in);
+    clf_graph_destroy(&g);
+}
+END_TEST
+
 /* Compiles g in the GPU form and checks that every kernel's source has
  * each of the wanted geometry lines. */
 static void check_gpu_geometry(clf_context *ctx, const clf_graph *g, const char *const *want, size_t nwant)
@@ -665,6 +803,8 @@ int main(void)
     tcase_add_test(tc, online_softmax_edge_rows);
     tcase_add_test(tc, cpu_vector_loop_edge_values);
     tcase_add_test(tc, cpu_vector_loop_gathers);
+    tcase_add_test(tc, cpu_form_carries_exp_to_the_epilogue);
+    tcase_add_test(tc, max_and_min_of_signed_zeros_do_not_depend_on_order);
     suite_add_tcase(s, tc);
     clf_test_add_case(s, "gpu_rows_past_the_end_stay_idle", gpu_rows_past_the_end_stay_idle);
     clf_test_add_case(s, "gpu_geometry_by_row_length", gpu_geometry_by_row_length);

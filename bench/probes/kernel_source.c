@@ -1,6 +1,6 @@
 /* Prints the OpenCL C that libclfuse generates in its GPU form for one of
  * the suite's row reductions, or for relu(x @ w + b), on the default
- * device, for bench/probes/case_variants.py or gemm_ablations.py to edit
+ * device (STYLE=cpu: in the CPU form), for bench/probes/case_variants.py or gemm_ablations.py to edit
  * and cl_kernel_info to time.
  *     kernel_source softmax|layernorm|horizontal|gemm ROWS COLS
  * (gemm: x is ROWS x COLS, w COLS x COLS) */
@@ -34,9 +34,11 @@ int main(int argc, char **argv)
     }
     clf_context *ctx = NULL;
     clf_executable *exe = NULL;
+    const char *style_env = getenv("STYLE");
+    clf_kernel_style style = style_env && strcmp(style_env, "cpu") == 0 ? CLF_KERNEL_STYLE_CPU : CLF_KERNEL_STYLE_GPU;
     clf_status st = clf_context_create(NULL, &ctx);
     if (st == CLF_OK)
-        st = clf_compile(ctx, g, clf_compile_params(.kernel_style = CLF_KERNEL_STYLE_GPU), &exe);
+        st = clf_compile(ctx, g, clf_compile_params(.kernel_style = style), &exe);
     if (st != CLF_OK) {
         fprintf(stderr, "kernel_source: %s: %s\n", clf_status_name(st), ctx ? clf_context_last_error(ctx) : "");
         return 1;

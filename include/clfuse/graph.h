@@ -207,7 +207,9 @@ typedef enum clf_reduce_op {
 /* Reduces x over the listed axes (negative counts from the end; naxes 0
  * means every axis, as ONNX's default noop_with_empty_axes = 0 does).
  * keepdims keeps each reduced axis with extent 1. Repeated axes are an
- * error. NaN propagates through max and min. */
+ * error. NaN propagates through max and min. Equal zeros resolve by sign,
+ * whatever the order of the elements: the max of -0 and +0 is +0, the min
+ * -0 (IEEE 754-2019 maximum and minimum). */
 CLF_API clf_tensor clf_reduce(clf_graph *g, clf_reduce_op op, clf_tensor x, int naxes, const int *axes,
                               bool keepdims);
 #define CLF_REDUCE_DECL_(E, n)                                                                     \

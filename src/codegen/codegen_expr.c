@@ -336,18 +336,47 @@ static const char *compute(gen *G, const clf__node *n, const char *const *args, 
     return memo_put(G, key, name);
 }
 
+/* The memo key of node id at view v, in key; false (and G failed) when out
+ * of memory. */
+static bool value_key(gen *G, uint32_t id, const clf__view *v, clf__strbuf *key)
+{
+    clf__sb_printf(key, "n%u:", id);
+    clf__view_key(v, clf__graph_node(G->g, id)->rank, key);
+    if (!clf__sb_ok(key)) {
+        clf__sb_free(key);
+        G->failed = true;
+        return false;
+    }
+    return true;
+}
+
+const char *clf__cg_known(gen *G, uint32_t id, const clf__view *v)
+{
+    clf__strbuf key = {0};
+    if (!value_key(G, id, v, &key))
+        return NULL;
+    const char *hit = memo_get(G, clf__sb_str(&key));
+    clf__sb_free(&key);
+    return hit;
+}
+
+void clf__cg_seed(gen *G, uint32_t id, const clf__view *v, const char *value)
+{
+    clf__strbuf key = {0};
+    if (!value_key(G, id, v, &key))
+        return;
+    memo_put(G, clf__sb_str(&key), value);
+    clf__sb_free(&key);
+}
+
 /* A literal, a load, this kernel's reduction result, or a temporary
  * computed here. */
 const char *clf__cg_value(gen *G, uint32_t id, const clf__view *v)
 {
     const clf__node *n = clf__graph_node(G->g, id);
     clf__strbuf key = {0};
-    clf__sb_printf(&key, "n%u:", id);
-    clf__view_key(v, n->rank, &key);
-    if (!clf__sb_ok(&key)) {
-        G->failed = true;
+    if (!value_key(G, id, v, &key))
         return "0";
-    }
     const char *hit = memo_get(G, clf__sb_str(&key));
     if (hit) {
         clf__sb_free(&key);

@@ -71,6 +71,15 @@ void clf__cg_fn_free(clf__cg_fn *f);
  * string lives as long as f. */
 const char *clf__cg_value(clf__cg_fn *f, uint32_t id, const clf__view *v);
 
+/* The expression of node id's value at view v if f has already emitted
+ * it, else NULL: emits nothing. */
+const char *clf__cg_known(clf__cg_fn *f, uint32_t id, const clf__view *v);
+
+/* Makes value (an expression valid in f's body) the value of node id at
+ * view v in f, so that f reads it instead of computing it: a value carried
+ * in from elsewhere. */
+void clf__cg_seed(clf__cg_fn *f, uint32_t id, const clf__view *v, const char *value);
+
 /* A load hook: loads become parameters l0, l1, ... of the function,
  * recorded in f->slots (the same element loaded twice is one slot). */
 const char *clf__cg_load_slot(clf__cg_fn *f, uint32_t buffer, clf__ix index, clf_dtype dt, char *name,

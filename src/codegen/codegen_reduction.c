@@ -77,6 +77,30 @@ typedef struct fn_ctx {
     bool full; /* a full-space function: r-varying loads come from clf_vals */
 } fn_ctx;
 
+/* Values the CPU form computes once and carries from a stage to the
+ * epilogue. softmax's exp(x - max) is computed in the sum's stage and again
+ * in the epilogue, and on a CPU device that exp, not memory, is what the
+ * kernel waits for (PoCL, 1024 x 16384: 15-18 ms carried against 24-28 ms
+ * computed twice, timed by bench/probes/cl_kernel_info). So a stage that
+ * computes such a value also stores it into one of the kernel's f32
+ * full-space outputs, at the element the epilogue will write there, and the
+ * epilogue reads it back (as cy<i>) before writing anything: one value per
+ * output at most. Outputs never share memory with what a kernel reads
+ * (clf_run refuses such bindings, the plan keeps live buffers apart, and
+ * this kernel does not read the buffer), so the early store changes no
+ * load. GPUs keep the row in registers instead (carrying measured no gain
+ * on an H200). */
+#define MAX_CARRIES 8
+typedef struct carries {
+    struct {
+        uint32_t node;   /* the value carried */
+        int stage;       /* the last stage that computes it, which stores it */
+        uint32_t buffer; /* the output it travels in */
+    } c[MAX_CARRIES];
+    int n;
+    clf__ix at; /* the current element's place in every full-space output */
+} carries;
+
 static const char *vec_lane(int lane)
 {
     static const char *const s[16] = {"s0", "s1", "s2", "s3", "s4", "s5", "s6", "s7",
@@ -309,11 +333,16 @@ static void emit_acc_step(clf__strbuf *sb, const clf__node *n, uint32_t id, clf_
         break;
     case CLF__REDUCE_MAX:
     case CLF__REDUCE_MIN: {
-        const char *cmp = n->op == CLF__REDUCE_MAX ? ">" : "<";
-        if (f) /* NaN, once seen, stays: no comparison with NaN is true */
-            clf__sb_printf(sb, "    a->s%u = %s %s a->s%u || isnan(%s) ? %s : a->s%u;\n", id, v, cmp, id, v, v, id);
+        const bool mx = n->op == CLF__REDUCE_MAX;
+        /* NaN, once seen, stays: no comparison with NaN is true. Equal
+         * zeros resolve by sign whatever the order (max +0, min -0). */
+        char acc[24];
+        snprintf(acc, sizeof acc, "a->s%u", id);
+        if (f)
+            clf__sb_printf(sb, "    %s = %s %s %s || isnan(%s) || (%s == %s && signbit(%s)) ? %s : %s;\n", acc, v,
+                           mx ? ">" : "<", acc, v, v, acc, mx ? acc : v, v, acc);
         else
-            clf__sb_printf(sb, "    a->s%u = %s(a->s%u, %s);\n", id, n->op == CLF__REDUCE_MAX ? "max" : "min", id, v);
+            clf__sb_printf(sb, "    %s = %s(%s, %s);\n", acc, mx ? "max" : "min", acc, v);
         break;
     }
     default: { /* argmax / argmin: the first NaN wins; ties keep the first index unless select_last */
@@ -504,10 +533,11 @@ static void emit_online_step(clf__strbuf *sb, uint32_t m, uint32_t s, const char
     clf__sb_printf(sb,
                    "    {\n        const float y = %s;\n        a->n%u++;\n"
                    "        if (isnan(y) || isnan(a->s%u)) {\n            a->s%u = NAN;\n            a->s%u = NAN;\n"
-                   "        } else if (y > a->s%u) {\n            a->s%u = a->s%u * exp(a->s%u - y) + exp(y - y);\n"
+                   "        } else if (y > a->s%u || (y == 0.0f && signbit(a->s%u))) {\n"
+                   "            a->s%u = a->s%u * exp(a->s%u - y) + exp(y - y);\n"
                    "            a->s%u = y;\n        } else if (y != -INFINITY) {\n            a->s%u += exp(y - a->s%u);\n"
                    "        }\n    }\n",
-                   v, s, m, m, s, m, s, s, m, m, s, m);
+                   v, s, m, m, s, m, m, s, s, m, m, s, m);
 }
 
 static void emit_online_combine(clf__strbuf *sb, uint32_t m, uint32_t s)
@@ -515,11 +545,11 @@ static void emit_online_combine(clf__strbuf *sb, uint32_t m, uint32_t s)
     clf__sb_printf(sb,
                    "    a->n%u += b->n%u;\n"
                    "    if (isnan(a->s%u) || isnan(b->s%u)) {\n        a->s%u = NAN;\n        a->s%u = NAN;\n    } else {\n"
-                   "        const float mx = a->s%u > b->s%u ? a->s%u : b->s%u;\n"
+                   "        const float mx = a->s%u > b->s%u || (a->s%u == b->s%u && !signbit(a->s%u)) ? a->s%u : b->s%u;\n"
                    "        a->s%u = (a->s%u == 0.0f ? 0.0f : a->s%u * exp(a->s%u - mx)) +\n"
                    "                (b->s%u == 0.0f ? 0.0f : b->s%u * exp(b->s%u - mx));\n"
                    "        a->s%u = mx;\n    }\n",
-                   s, s, m, m, m, s, m, m, m, m, s, s, s, m, s, s, m, m);
+                   s, s, m, m, m, s, m, m, m, m, m, m, m, s, s, s, m, s, s, m, m);
 }
 
 static void emit_online_finish(clf__strbuf *sb, uint32_t m, uint32_t s)
@@ -552,6 +582,136 @@ static void append_fn_body(clf__strbuf *src, const clf__cg_fn *f, bool own_index
     clf__sb_puts(src, clf__sb_str(&f->body));
 }
 
+/* Whether store node id of kernel K is written over the full space (in
+ * the epilogue), not once per row (clf_rowout). */
+static bool full_store(const clf_graph *g, const clf__plan_kernel *K, uint32_t id)
+{
+    const clf__node *n = clf__graph_node(g, id);
+    return n->kind != CLF__NODE_REDUCE && n->rank == K->rank &&
+           memcmp(n->shape, K->shape, (size_t)n->rank * sizeof *n->shape) == 0;
+}
+
+/* Ops worth a store and a load to compute once (see carries). */
+static bool costly(const clf__node *n)
+{
+    if (n->kind == CLF__NODE_BINARY)
+        return n->op == CLF_BINARY_POW;
+    if (n->kind != CLF__NODE_UNARY)
+        return false;
+    switch ((clf_unary_op)n->op) {
+    case CLF_UNARY_EXP:
+    case CLF_UNARY_LOG:
+    case CLF_UNARY_SIN:
+    case CLF_UNARY_COS:
+    case CLF_UNARY_TANH:
+    case CLF_UNARY_SIGMOID:
+    case CLF_UNARY_GELU:
+    case CLF_UNARY_SILU:
+    case CLF_UNARY_ERF:
+        return true;
+    default:
+        return false;
+    }
+}
+
+/* Adds to cy the next value worth carrying (see carries): the last op of
+ * the kernel, in plan order, that is costly, f32 over the full space, not
+ * carried yet, computed by the epilogue epi as now written and by one of
+ * the stages, in the next f32 full-space output the kernel does not read.
+ * False when there is none. */
+static bool add_carry(red_ctx *rc, const clf__view *full, clf__cg_fn *stages, int nstages, clf__cg_fn *epi,
+                      carries *cy)
+{
+    const clf__plan_kernel *K = rc->K;
+    int f32_outputs = 0;
+    uint32_t b = 0;
+    for (uint32_t i = 0; i < K->nstores && f32_outputs <= cy->n; i++) {
+        uint32_t id = K->stores[i].node;
+        if (!full_store(rc->g, K, id) || clf__graph_node(rc->g, id)->dtype != CLF_F32)
+            continue;
+        b = K->stores[i].buffer;
+        f32_outputs++;
+    }
+    if (cy->n == MAX_CARRIES || f32_outputs <= cy->n)
+        return false;
+    for (uint32_t j = 0; j < K->nreads; j++)
+        if (K->reads[j] == b)
+            return false;
+    for (uint32_t j = K->nops; j-- > 0;) {
+        uint32_t id = K->ops[j];
+        const clf__node *n = clf__graph_node(rc->g, id);
+        bool carried = false;
+        for (int c = 0; c < cy->n; c++)
+            carried = carried || cy->c[c].node == id;
+        if (carried || !costly(n) || n->dtype != CLF_F32 || !full_store(rc->g, K, id) ||
+            !clf__cg_known(epi, id, full))
+            continue;
+        for (int s = nstages; s-- > 0;)
+            if (clf__cg_known(&stages[s], id, full)) {
+                cy->c[cy->n].node = id;
+                cy->c[cy->n].stage = s;
+                cy->c[cy->n].buffer = b;
+                cy->at = clf__view_linear(&rc->full_ix, full, K->rank, K->shape);
+                cy->n++;
+                return true;
+            }
+    }
+    return false;
+}
+
+/* Appends the store of floatN value v to buffer b at index at for elements
+ * r .. r+n-1: one vector store where they are consecutive, else lane by
+ * lane. False when the index has no vector form. */
+static bool vec_store(red_ctx *rc, clf__strbuf *sb, uint32_t b, const clf__ix *at, int n, const char *v)
+{
+    char a[32];
+    int st = r_stride(&rc->full_ix, at, rc->r_bit);
+    if (st == 0 || (st < 0 && (at->var || at->temp <= 0 || !note_gather(rc, at->temp))))
+        return false;
+    if (st == 1 && aligned_vec(rc, at, n)) {
+        clf__sb_printf(sb, "    *(__global float%d *)(b%u + %s) = (float%d)(%s);\n", n, b, clf__ix_str(at, a, sizeof a),
+                       n, v);
+    } else if (st == 1) {
+        clf__sb_printf(sb, "    vstore%d((float%d)(%s), 0, b%u + %s);\n", n, n, v, b, clf__ix_str(at, a, sizeof a));
+    } else {
+        clf__sb_printf(sb, "    {\n        const float%d y = (float%d)(%s);\n", n, n, v);
+        for (int l = 0; l < n; l++)
+            clf__sb_printf(sb, "        b%u[clf_at_t%d(x, r + %du)] = y.%s;\n", b, at->temp, l, vec_lane(l));
+        clf__sb_puts(sb, "    }\n");
+    }
+    return true;
+}
+
+/* The epilogue's body (scalar): the carried values, if any, read first,
+ * then every full-space store. Returns whether the kernel has any. */
+static bool scalar_epilogue(red_ctx *rc, clf__cg_fn *epi, const clf__view *full, const carries *cy)
+{
+    const clf__plan_kernel *K = rc->K;
+    char a[32], name[16];
+    bool any = false;
+    for (int c = 0; c < cy->n; c++) {
+        snprintf(name, sizeof name, "cy%d", c);
+        clf__sb_printf(&epi->body, "    const float %s = b%u[%s];\n", name, cy->c[c].buffer,
+                       clf__ix_str(&cy->at, a, sizeof a));
+        clf__cg_seed(epi, cy->c[c].node, full, name);
+    }
+    for (uint32_t i = 0; i < K->nstores; i++) {
+        uint32_t id = K->stores[i].node;
+        if (!full_store(rc->g, K, id))
+            continue;
+        char *v = clf__strdup(clf__cg_value(epi, id, full));
+        clf__ix at = clf__view_linear(&rc->full_ix, full, K->rank, K->shape);
+        if (!v) {
+            epi->failed = true;
+            return true;
+        }
+        clf__sb_printf(&epi->body, "    b%u[%s] = %s;\n", K->stores[i].buffer, clf__ix_str(&at, a, sizeof a), v);
+        clf__free(v);
+        any = true;
+    }
+    return any;
+}
+
 /* The CPU form's vector loop: definitions of clf_vvals, clf_vload,
  * clf_vacc<k>, clf_vinit<k>, clf_vstep<k>, clf_vcombine<k> and
  * clf_vepilogue, the vector counterparts of the scalar functions over vn
@@ -561,7 +721,7 @@ static void append_fn_body(clf__strbuf *src, const clf__cg_fn *f, bool own_index
  * when some value or reduction of the kernel has no vector form (then the
  * scalar loop does all the work). */
 static bool vector_form(red_ctx *rc, uint32_t k, clf__ix x, const clf__view *full, int nstages, bool has_epilogue,
-                        sum_kind sk, int vn, clf__strbuf *out)
+                        const carries *cy, sum_kind sk, int vn, clf__strbuf *out)
 {
     const clf_graph *g = rc->g;
     const clf__plan *plan = rc->plan;
@@ -610,34 +770,25 @@ static bool vector_form(red_ctx *rc, uint32_t k, clf__ix x, const clf__view *ful
             }
             clf__sb_printf(&lanes[s], "        clf_combine%d(a, &t);\n    }\n", s);
         }
+    for (int c = 0; c < cy->n && ok; c++) {
+        /* A stage stores each carried value, the epilogue reads it back:
+         * both or neither, or the scalar loop does the work. */
+        char *v = clf__strdup(clf__cg_known(&fn[cy->c[c].stage], cy->c[c].node, full)), name[16];
+        ok = v && vec_store(rc, &fn[cy->c[c].stage].body, cy->c[c].buffer, &cy->at, vn, v);
+        clf__free(v);
+        snprintf(name, sizeof name, "cy%d", c);
+        clf__sb_printf(&epi->body, "    const float%d %s = ", vn, name);
+        ok = ok && vec_load_expr(rc, &epi->body, cy->c[c].buffer, &cy->at, vn);
+        clf__sb_puts(&epi->body, ";\n");
+        clf__cg_seed(epi, cy->c[c].node, full, name);
+    }
     for (uint32_t i = 0; i < K->nstores && ok; i++) {
-        uint32_t id = K->stores[i].node, b = K->stores[i].buffer;
-        const clf__node *n = clf__graph_node(g, id);
-        if (n->kind == CLF__NODE_REDUCE || n->rank != K->rank ||
-            memcmp(n->shape, K->shape, (size_t)n->rank * sizeof *n->shape) != 0)
+        uint32_t id = K->stores[i].node;
+        if (!full_store(g, K, id))
             continue; /* stored once per row, by clf_rowout */
-        char a[32];
-        char *v = n->dtype == CLF_F32 ? clf__strdup(clf__cg_value(epi, id, full)) : NULL;
+        char *v = clf__graph_node(g, id)->dtype == CLF_F32 ? clf__strdup(clf__cg_value(epi, id, full)) : NULL;
         clf__ix at = clf__view_linear(&rc->full_ix, full, K->rank, K->shape);
-        int st = r_stride(&rc->full_ix, &at, rc->r_bit);
-        if (!v || st == 0 || (st < 0 && (at.var || at.temp <= 0 || !note_gather(rc, at.temp)))) {
-            clf__free(v);
-            ok = false;
-            break;
-        }
-        if (st == 1 && aligned_vec(rc, &at, vn)) {
-            clf__sb_printf(&epi->body, "    *(__global float%d *)(b%u + %s) = (float%d)(%s);\n", vn, b,
-                           clf__ix_str(&at, a, sizeof a), vn, v);
-        } else if (st == 1) {
-            clf__sb_printf(&epi->body, "    vstore%d((float%d)(%s), 0, b%u + %s);\n", vn, vn, v, b,
-                           clf__ix_str(&at, a, sizeof a));
-        } else {
-            clf__sb_printf(&epi->body, "    {\n        const float%d y = (float%d)(%s);\n", vn, vn, v);
-            for (int l = 0; l < vn; l++)
-                clf__sb_printf(&epi->body, "        b%u[clf_at_t%d(x, r + %du)] = y.%s;\n", b, at.temp, l,
-                               vec_lane(l));
-            clf__sb_puts(&epi->body, "    }\n");
-        }
+        ok = v && vec_store(rc, &epi->body, K->stores[i].buffer, &at, vn, v);
         clf__free(v);
     }
     for (size_t s = 0; s < rc->nslots && ok; s++) {
@@ -707,6 +858,7 @@ clf_status clf__codegen_reduction(const clf_graph *g, const clf__plan *plan, uin
     clf__cg_fn stage_fn[MAX_STAGES], epi_fn, row_fn;
     fn_ctx full_ctx, row_ctx;
     clf__strbuf src = {0}, vdefs = {0}, accs[MAX_STAGES] = {{0}};
+    carries cy = {.n = 0};
     int nstages = 0;
     bool has_epilogue = false, fns_ready = false;
     /* How f32 sums accumulate: CPU devices with doubles sum in double (as
@@ -785,27 +937,34 @@ clf_status clf__codegen_reduction(const clf_graph *g, const clf__plan *plan, uin
 
     /* Stores: full-space values in the epilogue, the rest once per row. */
     clf__view at_x = {.linear = true, .lin = row_ctx.x};
+    has_epilogue = scalar_epilogue(&rc, &epi_fn, &full, &cy);
     for (uint32_t i = 0; i < K->nstores; i++) {
-        uint32_t id = K->stores[i].node, b = K->stores[i].buffer;
-        const clf__node *n = clf__graph_node(g, id);
-        bool full_store = n->kind != CLF__NODE_REDUCE && n->rank == K->rank &&
-                          memcmp(n->shape, K->shape, (size_t)n->rank * sizeof *n->shape) == 0;
+        uint32_t id = K->stores[i].node;
+        if (full_store(g, K, id))
+            continue;
+        char *v = clf__strdup(clf__cg_value(&row_fn, id, &at_x));
+        if (!v)
+            goto done;
+        clf__sb_printf(&row_fn.body, "    b%u[x] = %s;\n", K->stores[i].buffer, v);
+        clf__free(v);
+    }
+    /* CPU devices: costly values the epilogue shares with a stage are
+     * carried (see carries), one at a time, the epilogue rewritten after
+     * each (a carried value may leave another unneeded). */
+    while (target->cpu && has_epilogue && !online && add_carry(&rc, &full, stage_fn, nstages, &epi_fn, &cy)) {
+        clf__cg_fn_free(&epi_fn);
+        clf__cg_fn_init(&epi_fn, g, plan, k, &fh);
+        epi_fn.ix = &rc.full_ix;
+        scalar_epilogue(&rc, &epi_fn, &full, &cy);
+    }
+    for (int c = 0; c < cy.n; c++) {
         char a[32];
-        if (full_store) {
-            char *v = clf__strdup(clf__cg_value(&epi_fn, id, &full));
-            clf__ix at = clf__view_linear(&rc.full_ix, &full, K->rank, K->shape);
-            if (!v)
-                goto done;
-            clf__sb_printf(&epi_fn.body, "    b%u[%s] = %s;\n", b, clf__ix_str(&at, a, sizeof a), v);
-            clf__free(v);
-            has_epilogue = true;
-        } else {
-            char *v = clf__strdup(clf__cg_value(&row_fn, id, &at_x));
-            if (!v)
-                goto done;
-            clf__sb_printf(&row_fn.body, "    b%u[x] = %s;\n", b, v);
-            clf__free(v);
-        }
+        char *v = clf__strdup(clf__cg_known(&stage_fn[cy.c[c].stage], cy.c[c].node, &full));
+        if (!v)
+            goto done;
+        clf__sb_printf(&stage_fn[cy.c[c].stage].body, "    b%u[%s] = %s;\n", cy.c[c].buffer,
+                       clf__ix_str(&cy.at, a, sizeof a), v);
+        clf__free(v);
     }
     bool failed = rc.full_ix.failed || row_fn.ix->failed || epi_fn.failed || row_fn.failed;
     for (int s = 0; s < MAX_STAGES; s++)
@@ -850,7 +1009,7 @@ clf_status clf__codegen_reduction(const clf_graph *g, const clf__plan *plan, uin
     if (split == 1 && !online &&
         (target->cpu ? (uint64_t)K->rlen >= CPU_VEC_MIN_RLEN : K->rlen >= GPU_VEC && K->rlen % GPU_VEC == 0)) {
         rc.aligned_access = !target->cpu;
-        if (vector_form(&rc, k, full_ctx.x, &full, nstages, has_epilogue, sk, vn, &vdefs))
+        if (vector_form(&rc, k, full_ctx.x, &full, nstages, has_epilogue, &cy, sk, vn, &vdefs))
             vec = vn;
         else
             clf__sb_clear(&vdefs);

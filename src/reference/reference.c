@@ -264,6 +264,11 @@ static int32_t wrap_i32(uint32_t u)
 
 static double maximum_f64(double a, double b) { return (a > b || isnan(a)) ? a : b; }
 static double minimum_f64(double a, double b) { return (a < b || isnan(a)) ? a : b; }
+/* The same for a reduction, whose order is no one's to rely on: equal
+ * zeros resolve by sign (the maximum of -0 and +0 is +0, the minimum -0),
+ * as the kernels' accumulators do. */
+static double set_maximum_f64(double a, double b) { return a == b ? (signbit(a) ? b : a) : maximum_f64(a, b); }
+static double set_minimum_f64(double a, double b) { return a == b ? (signbit(a) ? a : b) : minimum_f64(a, b); }
 
 /* One f32 unary op, computed in double and rounded to float. */
 static float unary_f32(clf_unary_op op, float xf)
@@ -595,8 +600,8 @@ static double reduce_one(const clf__node *n, clf_dtype dt, const void *x, int64_
             else
                 wacc *= (uint32_t)((const int32_t *)x)[off];
             break;
-        case CLF__REDUCE_MAX: acc = maximum_f64(acc, v); break;
-        case CLF__REDUCE_MIN: acc = minimum_f64(acc, v); break;
+        case CLF__REDUCE_MAX: acc = set_maximum_f64(acc, v); break;
+        case CLF__REDUCE_MIN: acc = set_minimum_f64(acc, v); break;
         case CLF__REDUCE_ARGMAX:
         case CLF__REDUCE_ARGMIN: {
             /* numpy: the first NaN wins; otherwise the first (or, with
