@@ -222,11 +222,14 @@ static clf_status enqueue(clf_executable *e, cl_command_queue queue, cl_mem *tab
         }
         e->ran = true;
     }
-    pthread_mutex_unlock(&e->lock);
     if (st == CLF_OK && done) {
+        /* Under the lock: once it is released, another thread's run may
+         * release e->last and e->events, this run's last references to
+         * prev but the caller's (a crash on an H200 under load). */
         clRetainEvent(prev);
         *done = prev;
     }
+    pthread_mutex_unlock(&e->lock);
     for (size_t k = 0; k < e->nkernels; k++)
         if (evs[k])
             clReleaseEvent(evs[k]);
