@@ -773,7 +773,9 @@ static bool vector_form(red_ctx *rc, uint32_t k, clf__ix x, const clf__view *ful
     for (int c = 0; c < cy->n && ok; c++) {
         /* A stage stores each carried value, the epilogue reads it back:
          * both or neither, or the scalar loop does the work. */
-        char *v = clf__strdup(clf__cg_known(&fn[cy->c[c].stage], cy->c[c].node, full)), name[16];
+        const char *known = clf__cg_known(&fn[cy->c[c].stage], cy->c[c].node, full);
+        char *v = known ? clf__strdup(known) : NULL;
+        char name[16];
         ok = v && vec_store(rc, &fn[cy->c[c].stage].body, cy->c[c].buffer, &cy->at, vn, v);
         clf__free(v);
         snprintf(name, sizeof name, "cy%d", c);
@@ -959,7 +961,8 @@ clf_status clf__codegen_reduction(const clf_graph *g, const clf__plan *plan, uin
     }
     for (int c = 0; c < cy.n; c++) {
         char a[32];
-        char *v = clf__strdup(clf__cg_known(&stage_fn[cy.c[c].stage], cy.c[c].node, &full));
+        const char *known = clf__cg_known(&stage_fn[cy.c[c].stage], cy.c[c].node, &full);
+        char *v = known ? clf__strdup(known) : NULL; /* add_carry found it there */
         if (!v)
             goto done;
         clf__sb_printf(&stage_fn[cy.c[c].stage].body, "    b%u[%s] = %s;\n", cy.c[c].buffer,
