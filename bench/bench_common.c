@@ -59,53 +59,6 @@ double bench_now_ms(void)
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
 }
 
-static int cmp_d(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-double bench_median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof *v, cmp_d);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
-double bench_copy_ms(clf_context *ctx, size_t n, int runs)
-{
-    cl_context cl = clf_context_cl(ctx);
-    cl_command_queue q = clf_context_queue(ctx);
-    cl_int err;
-    cl_mem a = clCreateBuffer(cl, CL_MEM_READ_WRITE, n * 4, NULL, &err);
-    cl_mem b = clCreateBuffer(cl, CL_MEM_READ_WRITE, n * 4, NULL, &err);
-    double *t = malloc((size_t)runs * sizeof *t);
-    double result = -1;
-    float one = 1.0f;
-    if (!a || !b || !t)
-        goto done;
-    clEnqueueFillBuffer(q, a, &one, sizeof one, 0, n * 4, 0, NULL, NULL);
-    for (int r = -3; r < runs; r++) {
-        cl_event ev;
-        if (clEnqueueCopyBuffer(q, a, b, 0, 0, n * 4, 0, NULL, &ev) != CL_SUCCESS)
-            goto done;
-        clWaitForEvents(1, &ev);
-        cl_ulong t0, t1;
-        clGetEventProfilingInfo(ev, CL_PROFILING_COMMAND_START, sizeof t0, &t0, NULL);
-        clGetEventProfilingInfo(ev, CL_PROFILING_COMMAND_END, sizeof t1, &t1, NULL);
-        clReleaseEvent(ev);
-        if (r >= 0)
-            t[r] = (double)(t1 - t0) * 1e-6;
-    }
-    result = bench_median(t, runs);
-done:
-    if (a)
-        clReleaseMemObject(a);
-    if (b)
-        clReleaseMemObject(b);
-    free(t);
-    return result;
-}
-
 int bench_io_create(clf_context *ctx, clf_executable *exe, float lo, float hi, bench_io *io)
 {
     memset(io, 0, sizeof *io);
@@ -139,12 +92,7 @@ int bench_io_create(clf_context *ctx, clf_executable *exe, float lo, float hi, b
             float *h = malloc(bytes ? bytes : 4);
             if (!h)
                 return -1;
-            for (size_t k = 0; k < numel; k++) {
-                seed ^= seed << 13;
-                seed ^= seed >> 7;
-                seed ^= seed << 17;
-                h[k] = lo + (hi - lo) * (float)((seed >> 11) * (1.0 / 9007199254740992.0));
-            }
+            hm_fill_random(h, CLF_F32, numel, lo, hi, &seed);
             clEnqueueWriteBuffer(q, m, CL_TRUE, 0, bytes, h, 0, NULL, NULL);
             io->in[i] = (clf_buffer_binding){name, m};
             io->host_in[i] = h;
@@ -223,8 +171,8 @@ int bench_time(clf_executable *exe, bench_io *io, int warmup, int runs, bench_ti
             wall[r] = t1 - t0;
         }
     }
-    out->device_ms = bench_median(dev, runs);
-    out->wall_ms = bench_median(wall, runs);
+    out->device_ms = hm_median(dev, runs);
+    out->wall_ms = hm_median(wall, runs);
     rc = 0;
 done:
     free(dev);

@@ -12,6 +12,8 @@
 
 #include <clfuse/clfuse.h>
 
+#include "host_measure.h"
+
 typedef struct bench_timing {
     double device_ms; /* median span from first kernel start to last kernel end */
     double wall_ms;   /* median host time of enqueue + finish */
@@ -38,10 +40,6 @@ bool bench_parse_args(int argc, char **argv, const char *prog, unsigned opts, be
 clf_context *bench_profiling_context(const char *prog);
 
 double bench_now_ms(void);
-double bench_median(double *v, int n);
-
-/* The copy roofline: clEnqueueCopyBuffer of n floats, median device ms. */
-double bench_copy_ms(clf_context *ctx, size_t n, int runs);
 
 /* Device buffers for each input and output of exe; inputs filled with
  * uniform values in [lo, hi) (host copies kept in host_in), outputs

@@ -69,7 +69,7 @@ static int cold_warm(const clf_graph *g, int runs, double *cold, double *warm, d
     for (int r = 1; r < runs; r++)
         if (w[r] < *warm_min)
             *warm_min = w[r];
-    *warm = rc ? -1 : bench_median(w, runs);
+    *warm = rc ? -1 : hm_median(w, runs);
     free(w);
     return rc;
 }
@@ -123,8 +123,8 @@ int main(int argc, char **argv)
     printf("compile relu(a*b+c), 2^20 f32, median of %d:\n", runs);
     printf("  cold     %9.3f ms  (empty caches: plan, codegen, build from source)\n", cold);
     printf("  warm     %9.3f ms  (new context, plan and binary from the disk cache; min %.3f)\n", warm, warm_min);
-    printf("  no-disk  %9.3f ms  (new context, disk cache off, driver cache warm)\n", bench_median(nodisk, runs));
-    printf("  memory   %9.3f ms  (same context, memory cache)\n", bench_median(mem, runs));
+    printf("  no-disk  %9.3f ms  (new context, disk cache off, driver cache warm)\n", hm_median(nodisk, runs));
+    printf("  memory   %9.3f ms  (same context, memory cache)\n", hm_median(mem, runs));
     free(nodisk);
     free(mem);
     clf_graph_destroy(&g);

@@ -171,8 +171,8 @@ static int time_clblast(clf_context *ctx, const bench_case *c, int runs, double 
             t2[r] = t[r] + et.device_ms;
         }
     }
-    *gemm_ms = bench_median(t, runs);
-    *with_epi_ms = bench_median(t2, runs);
+    *gemm_ms = hm_median(t, runs);
+    *with_epi_ms = hm_median(t2, runs);
     rc = 0;
 done:
     if (have_io)

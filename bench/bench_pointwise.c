@@ -69,7 +69,7 @@ int main(int argc, char **argv)
     clf_context_device(ctx, &dev);
     if (n <= 0)
         n = dev.is_gpu ? (int64_t)1 << 26 : (int64_t)1 << 24;
-    double copy_ms = bench_copy_ms(ctx, (size_t)n, runs);
+    double copy_ms = hm_copy_ms(ctx, (size_t)n * 4, 3, runs);
     double copy_gbs = 2.0 * 4 * (double)n / (copy_ms * 1e6);
 
     row rows[2];

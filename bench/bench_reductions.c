@@ -33,7 +33,7 @@ int main(int argc, char **argv)
     bench_case cases[16];
     size_t ncases = bench_reduction_cases(gpu, cases, sizeof cases / sizeof cases[0]);
     size_t copy_n = gpu ? (size_t)1 << 26 : (size_t)1 << 24;
-    double copy_ms = bench_copy_ms(ctx, copy_n, runs);
+    double copy_ms = hm_copy_ms(ctx, copy_n * 4, 3, runs);
     double copy_gbs = 2.0 * 4 * (double)copy_n / (copy_ms * 1e6);
     printf("device: %s (%s); medians of %d runs; device time from profiling events\n", dev.device_name,
            dev.platform_name, runs);

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "host_measure.h"
 
 void cli_error(const char *fmt, ...)
 {
@@ -143,14 +144,6 @@ int cli_compile(clf_context *ctx, const clf_graph *g, bool no_fusion, clf_execut
     return CLI_OK;
 }
 
-static uint64_t xorshift(uint64_t *s)
-{
-    *s ^= *s << 13;
-    *s ^= *s >> 7;
-    *s ^= *s << 17;
-    return *s;
-}
-
 int cli_io_random(clf_executable *exe, uint64_t seed, cli_io *io)
 {
     memset(io, 0, sizeof *io);
@@ -180,15 +173,7 @@ int cli_io_random(clf_executable *exe, uint64_t seed, cli_io *io)
         if (!p)
             goto oom;
         if (is_in) {
-            for (size_t k = 0; k < n; k++) {
-                uint64_t r = xorshift(&s) >> 11;
-                if (dt == CLF_F32)
-                    ((float *)p)[k] = (float)((double)r * (2.0 / 9007199254740992.0) - 1.0);
-                else if (dt == CLF_I32)
-                    ((int32_t *)p)[k] = (int32_t)(r % 21) - 10;
-                else
-                    ((unsigned char *)p)[k] = (unsigned char)(r & 1);
-            }
+            hm_fill_random(p, dt, n, -1.0, 1.0, &s);
             io->in[i] = (clf_host_binding){name, p};
             io->in_numel[i] = n;
             io->in_dtype[i] = dt;

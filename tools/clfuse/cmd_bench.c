@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "host_measure.h"
 
 #define WARMUP 3
 
@@ -16,18 +17,6 @@ static double now_s(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static int cmp_d(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof *v, cmp_d);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
 /* Progress on stderr for runs that take a while: a line at most every
@@ -76,46 +65,17 @@ static int time_exe(clf_context *ctx, clf_executable *exe, cli_io *io, int runs,
             t[r] = (double)prof.span_ns * 1e-6;
         progress_step(p, what, r + WARMUP + 1, runs + WARMUP);
     }
-    *ms = median(t, runs);
+    *ms = hm_median(t, runs);
     free(t);
     return CLI_OK;
 }
 
-/* Copy bandwidth of the device (GB/s, read + write) over n bytes. */
+/* Copy bandwidth of the device (GB/s, read + write) over n bytes; 0 when
+ * the copy fails. */
 static double copy_gbs(clf_context *ctx, size_t n, int runs)
 {
-    cl_context cl = clf_context_cl(ctx);
-    cl_command_queue q = clf_context_queue(ctx);
-    cl_int err;
-    cl_mem a = clCreateBuffer(cl, CL_MEM_READ_WRITE, n, NULL, &err);
-    cl_mem b = clCreateBuffer(cl, CL_MEM_READ_WRITE, n, NULL, &err);
-    double *t = malloc((size_t)runs * sizeof *t), result = 0;
-    unsigned char one = 1;
-    if (!a || !b || !t)
-        goto done;
-    if (clEnqueueFillBuffer(q, a, &one, 1, 0, n, 0, NULL, NULL) != CL_SUCCESS)
-        goto done;
-    for (int r = -WARMUP; r < runs; r++) {
-        cl_event ev;
-        cl_ulong t0 = 0, t1 = 0;
-        if (clEnqueueCopyBuffer(q, a, b, 0, 0, n, 0, NULL, &ev) != CL_SUCCESS)
-            goto done;
-        clWaitForEvents(1, &ev);
-        clGetEventProfilingInfo(ev, CL_PROFILING_COMMAND_START, sizeof t0, &t0, NULL);
-        clGetEventProfilingInfo(ev, CL_PROFILING_COMMAND_END, sizeof t1, &t1, NULL);
-        clReleaseEvent(ev);
-        if (r >= 0)
-            t[r] = (double)(t1 - t0) * 1e-9;
-    }
-    double s = median(t, runs);
-    result = s > 0 ? 2.0 * (double)n / s / 1e9 : 0;
-done:
-    if (a)
-        clReleaseMemObject(a);
-    if (b)
-        clReleaseMemObject(b);
-    free(t);
-    return result;
+    double ms = hm_copy_ms(ctx, n, WARMUP, runs);
+    return ms > 0 ? 2.0 * (double)n / (ms * 1e-3) / 1e9 : 0;
 }
 
 int cmd_bench(const cli_opts *o)

@@ -1,0 +1,70 @@
+/* See host_measure.h. */
+#include "host_measure.h"
+
+#include <stdlib.h>
+
+uint64_t hm_xorshift(uint64_t *state)
+{
+    *state ^= *state << 13;
+    *state ^= *state >> 7;
+    *state ^= *state << 17;
+    return *state;
+}
+
+void hm_fill_random(void *p, clf_dtype dt, size_t n, double lo, double hi, uint64_t *state)
+{
+    for (size_t k = 0; k < n; k++) {
+        uint64_t r = hm_xorshift(state) >> 11; /* 53 random bits */
+        if (dt == CLF_F32)
+            ((float *)p)[k] = (float)(lo + (hi - lo) * ((double)r * (1.0 / 9007199254740992.0)));
+        else if (dt == CLF_I32)
+            ((int32_t *)p)[k] = (int32_t)(r % 21) - 10;
+        else
+            ((unsigned char *)p)[k] = (unsigned char)(r & 1);
+    }
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+double hm_median(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+double hm_copy_ms(clf_context *ctx, size_t bytes, int warmup, int runs)
+{
+    cl_context cl = clf_context_cl(ctx);
+    cl_command_queue q = clf_context_queue(ctx);
+    cl_int err;
+    cl_mem a = clCreateBuffer(cl, CL_MEM_READ_WRITE, bytes, NULL, &err);
+    cl_mem b = clCreateBuffer(cl, CL_MEM_READ_WRITE, bytes, NULL, &err);
+    double *t = malloc((size_t)(runs > 0 ? runs : 1) * sizeof *t), result = -1;
+    unsigned char one = 1;
+    if (!a || !b || !t || runs <= 0 || clEnqueueFillBuffer(q, a, &one, 1, 0, bytes, 0, NULL, NULL) != CL_SUCCESS)
+        goto done;
+    for (int r = -warmup; r < runs; r++) {
+        cl_event ev;
+        cl_ulong t0 = 0, t1 = 0;
+        if (clEnqueueCopyBuffer(q, a, b, 0, 0, bytes, 0, NULL, &ev) != CL_SUCCESS)
+            goto done;
+        clWaitForEvents(1, &ev);
+        clGetEventProfilingInfo(ev, CL_PROFILING_COMMAND_START, sizeof t0, &t0, NULL);
+        clGetEventProfilingInfo(ev, CL_PROFILING_COMMAND_END, sizeof t1, &t1, NULL);
+        clReleaseEvent(ev);
+        if (r >= 0)
+            t[r] = (double)(t1 - t0) * 1e-6;
+    }
+    result = hm_median(t, runs);
+done:
+    if (a)
+        clReleaseMemObject(a);
+    if (b)
+        clReleaseMemObject(b);
+    free(t);
+    return result;
+}

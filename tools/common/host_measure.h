@@ -1,0 +1,27 @@
+/* What the clfuse tool and the benchmark programs both need around a
+ * compiled graph, on the host: random inputs, medians, and the device's
+ * copy rate (clEnqueueCopyBuffer, the memory roofline of shared BENCH.md).
+ * Not part of the library: a static library of tools/common. */
+#ifndef CLFUSE_TOOLS_HOST_MEASURE_H
+#define CLFUSE_TOOLS_HOST_MEASURE_H
+
+#include <clfuse/clfuse.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* The next value of a xorshift64 generator (state never 0). */
+uint64_t hm_xorshift(uint64_t *state);
+
+/* Fills n values of dtype dt at p from the generator: f32 uniform in
+ * [lo, hi), i32 in [-10, 10], bool 0 or 1. */
+void hm_fill_random(void *p, clf_dtype dt, size_t n, double lo, double hi, uint64_t *state);
+
+/* The median of v[0..n) (sorts v); n > 0. */
+double hm_median(double *v, int n);
+
+/* The median device time in ms of clEnqueueCopyBuffer of bytes bytes on
+ * the context's queue (which must have profiling) over runs timed copies
+ * after warmup untimed ones; -1 when a buffer or copy fails. */
+double hm_copy_ms(clf_context *ctx, size_t bytes, int warmup, int runs);
+
+#endif
