@@ -239,6 +239,60 @@ START_TEST(literals_are_exact)
 }
 END_TEST
 
+/* The reduction kernel's source for target t (plan with fusion). */
+static char *reduction_source(const clf_graph *g, const clf__codegen_target *t, size_t *local)
+{
+    clf__plan p = plan_of(g, true);
+    ck_assert_uint_eq(p.nkernels, 1);
+    clf__kernel_code c;
+    char err[256] = "";
+    ck_assert_msg(clf__codegen_kernel(g, &p, 0, t, &c, err, sizeof err) == CLF_OK, "codegen: %s", err);
+    char *src = strdup(c.source);
+    *local = c.local;
+    clf__kernel_code_free(&c);
+    clf__plan_free(&p);
+    return src;
+}
+
+START_TEST(gpu_lanes_of_a_warp_combine_by_shuffles)
+{
+    /* On NVIDIA GPUs (warp_shuffle) rows of at most 32 lanes combine by
+     * warp shuffles, field by field of every stage's accumulator (float and
+     * int: argmax keeps an index), in work-groups of 64; long rows (512
+     * lanes) and other GPUs keep local memory. The shuffle form itself only
+     * builds on NVIDIA: the GPU suites run it there. */
+    int64_t s[2] = {64, 256}, l[2] = {16, 16384};
+    clf_graph *g = clf_graph_create();
+    clf_tensor x = clf_input(g, "x", CLF_F32, 2, s);
+    clf_graph_output(g, "y", clf_softmax(g, x, -1));
+    clf_graph_output(g, "i", clf_argmax(g, x, -1, false, false));
+    clf__codegen_target nv = {.cpu = false, .warp_shuffle = true}, other = {.cpu = false};
+    size_t local = 0;
+    char *src = reduction_source(g, &nv, &local);
+    ck_assert_ptr_nonnull(strstr(src, "#define CLF_SHFL 1"));
+    ck_assert_ptr_nonnull(strstr(src, "shfl.sync.bfly.b32"));
+    ck_assert_ptr_nonnull(strstr(src, "clf_shfl_int(a.i"));   /* argmax's index */
+    ck_assert_ptr_nonnull(strstr(src, "clf_shfl_float(a.v")); /* and value */
+    ck_assert_ptr_nonnull(strstr(src, "static inline clf_acc1 clf_shfl1(clf_acc1 a, int m)"));
+    ck_assert_uint_eq(local, 64);
+    free(src);
+    src = reduction_source(g, &other, &local);
+    ck_assert_ptr_nonnull(strstr(src, "#define CLF_SHFL 0"));
+    ck_assert_ptr_null(strstr(src, "shfl.sync"));
+    ck_assert_uint_eq(local, 256);
+    free(src);
+    clf_graph_destroy(&g);
+
+    g = clf_graph_create();
+    clf_graph_output(g, "y", clf_softmax(g, clf_input(g, "x", CLF_F32, 2, l), -1));
+    src = reduction_source(g, &nv, &local);
+    ck_assert_ptr_nonnull(strstr(src, "#define CLF_SHFL 0"));
+    ck_assert_ptr_null(strstr(src, "shfl.sync"));
+    free(src);
+    clf_graph_destroy(&g);
+}
+END_TEST
+
 START_TEST(cpu_reduction_vector_loop)
 {
     /* CPU reductions run their rows VEC elements at a time where every
@@ -309,6 +363,7 @@ int main(void)
     tcase_add_test(tc, cycle_is_refused);
     tcase_add_test(tc, literals_are_exact);
     tcase_add_test(tc, cpu_reduction_vector_loop);
+    tcase_add_test(tc, gpu_lanes_of_a_warp_combine_by_shuffles);
     suite_add_tcase(s, tc);
     return clf_test_run_suite(s);
 }

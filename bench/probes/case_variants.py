@@ -13,7 +13,8 @@ once, the cached row rewritten by the sum stage); lanesL_wgW (another
 geometry: LANES L, WG W, CACHE adjusted to cover the row); gsN: N
 work-groups looping over the row groups (a persistent grid); copy: a
 float4 copy of the same bytes (copy_cs: with streaming hints); ldX_stY:
-float4 loads and stores with PTX cache hints (NVIDIA)."""
+float4 loads and stores with PTX cache hints (NVIDIA); shfl: lanes combine
+by warp shuffles (inline PTX, NVIDIA) instead of local memory."""
 import os
 import re
 import sys
@@ -54,6 +55,42 @@ def carry(s):
     return s.replace("#if NSTAGES > 1\n    CLF_STAGE(1)",
                      "#if NSTAGES > 1\n    if (valid) {\n#pragma unroll\n        for (int c = 0; c < CACHE; ++c)\n"
                      "            cache[c].l0 = exp(cache[c].l0 - row.r1);\n    }\n    CLF_STAGE(1)")
+
+
+SHFL = """static inline float shfl_xor(float v, int m)
+{
+    float r;
+    asm volatile("shfl.sync.bfly.b32 %0, %1, %2, 0x1f, 0xffffffff;" : "=f"(r) : "f"(v), "r"(m));
+    return r;
+}
+"""
+
+
+def shfl(s):
+    """The row's lanes combine their partial results by warp shuffles
+    (inline PTX, NVIDIA), butterfly steps of LANES / 2 .. 1, instead of
+    local memory and a barrier; every field of every accumulator a float."""
+    generated = s[:s.index("/* ---- kernels_templates/")]
+    accs = re.findall(r"typedef struct \{\n((?:    float \w+;\n)+)\} clf_acc(\d+);", generated)
+    if define(s, "LANES") > 32 or not accs or len(accs) != len(re.findall(r"\} clf_acc\d+;", generated)):
+        return s
+    fns = SHFL
+    for fields, k in accs:
+        names = re.findall(r"float (\w+);", fields)
+        fns += "static inline clf_acc%s shfl_acc%s(clf_acc%s a, int m)\n{\n    clf_acc%s r;\n" % (k, k, k, k)
+        fns += "".join("    r.%s = shfl_xor(a.%s, m);\n" % (f, f) for f in names) + "    return r;\n}\n"
+    stage = re.search(r"        __local clf_acc##k \*part = .*?        clf_finish##k\(&row, &total\);", s, re.S)
+    if not stage:
+        return s
+    lines = ["        for (int m = LANES / 2; m > 0; m /= 2) {",
+             "            const clf_acc##k o = shfl_acc##k(a, m);",
+             "            clf_combine##k(&a, &o);",
+             "        }",
+             "        clf_finish##k(&row, &a);"]
+    body = "".join("%-95s\\\n" % l for l in lines[:-1]) + lines[-1]
+    s = s[:stage.start()] + body + s[stage.end():]
+    i = s.index("/* ---- kernels_templates/")
+    return s[:i] + fns + s[i:]
 
 
 def gridstride(s, groups):
@@ -130,6 +167,9 @@ def main():
     variants["mulinvg"] = mulinvg(s)
     variants["carry"] = carry(s)
     variants["carry_mulinvg"] = carry(mulinvg(s))
+    variants["shfl"] = shfl(s)
+    variants["shfl_wg64"] = geometry(shfl(s), define(s, "LANES"), 64)
+    variants["shfl_carry"] = shfl(carry(s))
     lanes = define(s, "LANES")
     if define(s, "VEC") == 4:
         copy = COPY % (define(s, "RLEN"), define(s, "RLEN") // 4)

@@ -28,6 +28,7 @@ typedef struct clf__codegen_target {
     bool fp64;        /* the device has cl_khr_fp64 */
     uint32_t compute_units; /* 0: 1 */
     size_t local_mem; /* CL_DEVICE_LOCAL_MEM_SIZE (0: 32 KiB) */
+    bool warp_shuffle; /* an NVIDIA GPU: inline PTX shuffles within a 32-lane warp */
     const clf__gemm_config *gemm; /* GEMM tiling (autotuned); NULL: the device type's default */
 } clf__codegen_target;
 

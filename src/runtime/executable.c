@@ -54,6 +54,10 @@ void clf__compile_target(const clf_context *ctx, const clf_compile_params *param
     cl_ulong local_mem = 0;
     if (clGetDeviceInfo(ctx->device, CL_DEVICE_LOCAL_MEM_SIZE, sizeof local_mem, &local_mem, NULL) == CL_SUCCESS)
         out->local_mem = (size_t)local_mem;
+    char vendor[128] = "";
+    out->warp_shuffle = !out->cpu && ctx->desc.is_gpu &&
+                        clGetDeviceInfo(ctx->device, CL_DEVICE_VENDOR, sizeof vendor - 1, vendor, NULL) == CL_SUCCESS &&
+                        strstr(vendor, "NVIDIA") != NULL;
 }
 
 /* A new, empty executable on ctx. */

@@ -62,6 +62,8 @@ char *clf__plan_cache_key(const clf_context *ctx, const clf_graph *g, const clf_
     clf__cache_key_field(&sb, "kernel-style", num);
     snprintf(num, sizeof num, "%zu", target->local_mem);
     clf__cache_key_field(&sb, "target-local-mem", num);
+    snprintf(num, sizeof num, "%d", (int)target->warp_shuffle);
+    clf__cache_key_field(&sb, "target-warp-shuffle", num);
     if (target->gemm)
         snprintf(num, sizeof num, "%d,%d,%d,%d,%d", target->gemm->tm, target->gemm->tn, target->gemm->tk,
                  target->gemm->wm, target->gemm->wn);
