@@ -472,6 +472,33 @@ START_TEST(max_and_min_of_signed_zeros_do_not_depend_on_order)
 }
 END_TEST
 
+START_TEST(warp_shuffles_a_driver_refuses_fall_back)
+{
+    /* CLFUSE_WARP_SHUFFLE=1 asks for the NVIDIA form (inline PTX shuffles)
+     * whatever the device. PoCL cannot build it: clf_compile must lower
+     * again without shuffles and give kernels that build and compute the
+     * right rows; with 0 the form is off from the start. */
+    int64_t s[2] = {40, 256};
+    clf_graph *g = clf_graph_create();
+    e2e_inputs in = {0};
+    clf_tensor x = e2e_input(g, &in, "x", CLF_F32, 2, s, -4, 4);
+    clf_graph_output(g, "y", clf_softmax(g, x, -1));
+    clf_context *ctx = clf_test_context();
+    for (int force = 1; force >= 0; force--) {
+        ck_assert_int_eq(setenv("CLFUSE_WARP_SHUFFLE", force ? "1" : "0", 1), 0);
+        ck_assert_uint_eq(e2e_check_style(ctx, g, &in, CLF_KERNEL_STYLE_GPU, 1e-5, 1e-6), 1);
+        clf_executable *exe = NULL;
+        ck_assert_int_eq(clf_compile(ctx, g, clf_compile_params(.kernel_style = CLF_KERNEL_STYLE_GPU), &exe), CLF_OK);
+        ck_assert_ptr_nonnull(strstr(clf_executable_kernel_source(exe, 0), "#define CLF_SHFL 0"));
+        clf_executable_destroy(&exe);
+    }
+    unsetenv("CLFUSE_WARP_SHUFFLE");
+    clf_context_destroy(&ctx);
+    e2e_inputs_free(&in);
+    clf_graph_destroy(&g);
+}
+END_TEST
+
 START_TEST(cpu_form_carries_exp_to_the_epilogue)
 {
     /* The CPU form computes a softmax's exp once: the sum's stage stores
@@ -804,6 +831,7 @@ int main(void)
     tcase_add_test(tc, cpu_vector_loop_edge_values);
     tcase_add_test(tc, cpu_vector_loop_gathers);
     tcase_add_test(tc, cpu_form_carries_exp_to_the_epilogue);
+    tcase_add_test(tc, warp_shuffles_a_driver_refuses_fall_back);
     tcase_add_test(tc, max_and_min_of_signed_zeros_do_not_depend_on_order);
     suite_add_tcase(s, tc);
     clf_test_add_case(s, "gpu_rows_past_the_end_stay_idle", gpu_rows_past_the_end_stay_idle);

@@ -54,10 +54,18 @@ void clf__compile_target(const clf_context *ctx, const clf_compile_params *param
     cl_ulong local_mem = 0;
     if (clGetDeviceInfo(ctx->device, CL_DEVICE_LOCAL_MEM_SIZE, sizeof local_mem, &local_mem, NULL) == CL_SUCCESS)
         out->local_mem = (size_t)local_mem;
+    /* NVIDIA GPUs take inline PTX warp shuffles; CLFUSE_WARP_SHUFFLE=0 or 1
+     * overrides the vendor test (1 on a device without PTX: its build
+     * fails and clf_compile lowers again without them). */
     char vendor[128] = "";
-    out->warp_shuffle = !out->cpu && ctx->desc.is_gpu &&
-                        clGetDeviceInfo(ctx->device, CL_DEVICE_VENDOR, sizeof vendor - 1, vendor, NULL) == CL_SUCCESS &&
-                        strstr(vendor, "NVIDIA") != NULL;
+    const char *force = getenv("CLFUSE_WARP_SHUFFLE");
+    if (force && *force)
+        out->warp_shuffle = !out->cpu && strcmp(force, "0") != 0;
+    else
+        out->warp_shuffle = !out->cpu && ctx->desc.is_gpu &&
+                            clGetDeviceInfo(ctx->device, CL_DEVICE_VENDOR, sizeof vendor - 1, vendor, NULL) ==
+                                CL_SUCCESS &&
+                            strstr(vendor, "NVIDIA") != NULL;
 }
 
 /* A new, empty executable on ctx. */
@@ -543,16 +551,25 @@ CLF_API clf_status clf_compile(clf_context *ctx, const clf_graph *g, const clf_c
         st = instantiate(ctx, g, e);
         if (st == CLF_OK)
             break;
-        /* A kernel's registers allow smaller work-groups than planned:
-         * lower again within the largest power of two every kernel allows
-         * (the plan cache keys on the limit, so the next compile finds it). */
-        size_t fit = e->fit_local, p2 = 1;
-        while (p2 * 2 <= fit)
-            p2 *= 2;
-        if (!fit || attempt == 3 || p2 >= target.max_local)
-            goto fail;
-        clf__log(CLF__LOG_PERF, "a kernel allows work-groups of %zu only: lowering again with %zu", fit, p2);
-        target.max_local = p2;
+        if (st == CLF_ERR_BUILD && target.warp_shuffle) {
+            /* A driver that does not take the PTX shuffles: the same plan
+             * without them (local memory, every OpenCL device has it). */
+            clf__log(CLF__LOG_PERF, "a kernel with warp shuffles did not build, lowering again without them: %s",
+                     clf_context_last_error(ctx));
+            target.warp_shuffle = false;
+        } else {
+            /* A kernel's registers allow smaller work-groups than planned:
+             * lower again within the largest power of two every kernel
+             * allows (the plan cache keys on the limit, so the next compile
+             * finds it). */
+            size_t fit = e->fit_local, p2 = 1;
+            while (p2 * 2 <= fit)
+                p2 *= 2;
+            if (!fit || attempt == 3 || p2 >= target.max_local)
+                goto fail;
+            clf__log(CLF__LOG_PERF, "a kernel allows work-groups of %zu only: lowering again with %zu", fit, p2);
+            target.max_local = p2;
+        }
         clf__free(key);
         key = NULL;
         clf_executable_destroy(&e);
