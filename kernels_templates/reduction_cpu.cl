@@ -14,9 +14,10 @@
  *   clf_rowout(&row, x, ...)               stores once per row
  * (a clf_step<k> may also store a costly value into an output at the
  * element the epilogue writes there, for the epilogue to read back instead
- * of computing it again: codegen's carries), and, with VEC > 1, their counterparts over VEC consecutive elements
- * r .. r+VEC-1 as floatVEC values (so that exp and the arithmetic run as
- * vector code, which PoCL does not make of the scalar loop by itself):
+ * of computing it again: codegen's carries), and, with VEC > 1, their
+ * counterparts over VEC consecutive elements r .. r+VEC-1 as floatVEC
+ * values (so that exp and the arithmetic run as vector code, which PoCL
+ * does not make of the scalar loop by itself):
  *   clf_vvals, clf_vload(x, r, &v)         the row's values, VEC at a time
  *   clf_vacc<k>, clf_vinit<k>, clf_vstep<k>, clf_vcombine<k>(&acc, &vacc)
  *                                          stage k's vector accumulators,

@@ -212,6 +212,10 @@ static clf_status finish_context(clf_context *c, bool disable_disk_cache)
         }
         clf__free(ext);
     }
+    char vendor[128] = "";
+    c->nvidia_gpu = c->desc.is_gpu &&
+                    clGetDeviceInfo(c->device, CL_DEVICE_VENDOR, sizeof vendor - 1, vendor, NULL) == CL_SUCCESS &&
+                    strstr(vendor, "NVIDIA") != NULL;
     if (pthread_mutex_init(&c->lock, NULL) != 0)
         return CLF_ERR_OUT_OF_MEMORY;
     c->lock_ready = true;

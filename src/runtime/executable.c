@@ -57,15 +57,8 @@ void clf__compile_target(const clf_context *ctx, const clf_compile_params *param
     /* NVIDIA GPUs take inline PTX warp shuffles; CLFUSE_WARP_SHUFFLE=0 or 1
      * overrides the vendor test (1 on a device without PTX: its build
      * fails and clf_compile lowers again without them). */
-    char vendor[128] = "";
     const char *force = getenv("CLFUSE_WARP_SHUFFLE");
-    if (force && *force)
-        out->warp_shuffle = !out->cpu && strcmp(force, "0") != 0;
-    else
-        out->warp_shuffle = !out->cpu && ctx->desc.is_gpu &&
-                            clGetDeviceInfo(ctx->device, CL_DEVICE_VENDOR, sizeof vendor - 1, vendor, NULL) ==
-                                CL_SUCCESS &&
-                            strstr(vendor, "NVIDIA") != NULL;
+    out->warp_shuffle = !out->cpu && (force && *force ? strcmp(force, "0") != 0 : ctx->nvidia_gpu);
 }
 
 /* A new, empty executable on ctx. */
