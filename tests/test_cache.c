@@ -308,7 +308,7 @@ START_TEST(changed_key_field)
                       ctx->cache_device_key);
     const char *src = "__kernel void k(__global float *x) { x[get_global_id(0)] += 1.0f; }";
     cl_program prog = NULL;
-    ck_assert_int_eq(clf__program_get(ctx, src, "", &prog), CLF_OK);
+    ck_assert_int_eq(clf__program_get(ctx, src, "", &prog, NULL), CLF_OK);
     clReleaseProgram(prog);
     char *path_old = clf__disk_cache_path(ctx, src, "");
     char *path_opt = clf__disk_cache_path(ctx, src, "-cl-fast-relaxed-math");
@@ -325,7 +325,7 @@ START_TEST(changed_key_field)
     ctx2->cache_device_key = clf__sb_take(&key);
     char *path_new = clf__disk_cache_path(ctx2, src, "");
     ck_assert_str_ne(path_old, path_new);
-    ck_assert_int_eq(clf__program_get(ctx2, src, "", &prog), CLF_OK);
+    ck_assert_int_eq(clf__program_get(ctx2, src, "", &prog, NULL), CLF_OK);
     clReleaseProgram(prog);
     clf__program_counts c2;
     clf__program_cache_counts(ctx2, &c2);
@@ -338,7 +338,7 @@ START_TEST(changed_key_field)
     /* A collision: the new driver's entry under the old key's name. */
     ck_assert_int_eq(rename(path_new, path_old), 0);
     clf_context *ctx3 = clf_test_context();
-    ck_assert_int_eq(clf__program_get(ctx3, src, "", &prog), CLF_OK);
+    ck_assert_int_eq(clf__program_get(ctx3, src, "", &prog, NULL), CLF_OK);
     clReleaseProgram(prog);
     clf__program_counts c3;
     clf__program_cache_counts(ctx3, &c3);

@@ -265,26 +265,32 @@ static const struct cl_fault {
     phase when;
     clf_status want;
     bool cold; /* with an empty disk cache (the build from source runs) */
+    /* CLFUSE_WARP_SHUFFLE=1: short rows in the NVIDIA warp-shuffle form
+     * (0 otherwise, so that every device builds the same kernels). */
+    bool shuffles;
 } cl_faults[] = {
-    {"clCreateBuffer", 1, CL_MEM_OBJECT_ALLOCATION_FAILURE, COMPILE, CLF_ERR_OUT_OF_MEMORY, false},
-    {"clCreateBuffer", 2, CL_OUT_OF_RESOURCES, COMPILE, CLF_ERR_OUT_OF_MEMORY, false},
-    {"clCreateBuffer", 1, CL_OUT_OF_RESOURCES, RUN_HOST, CLF_ERR_OUT_OF_MEMORY, false},
-    {"clCreateBuffer", 3, CL_OUT_OF_HOST_MEMORY, RUN_HOST, CLF_ERR_OUT_OF_MEMORY, false},
-    {"clCreateSubBuffer", 1, CL_OUT_OF_RESOURCES, COMPILE, CLF_ERR_OUT_OF_MEMORY, false},
-    {"clCreateSubBuffer", 1, CL_MEM_OBJECT_ALLOCATION_FAILURE, RUN_OFFSETS, CLF_ERR_OUT_OF_MEMORY, false},
-    {"clCreateProgramWithSource", 1, CL_OUT_OF_HOST_MEMORY, COMPILE, CLF_ERR_OUT_OF_MEMORY, true},
-    {"clBuildProgram", 1, CL_BUILD_PROGRAM_FAILURE, COMPILE, CLF_ERR_BUILD, true},
-    {"clBuildProgram", 1, CL_OUT_OF_HOST_MEMORY, COMPILE, CLF_ERR_OUT_OF_MEMORY, true},
-    {"clBuildProgram", 2, CL_OUT_OF_RESOURCES, COMPILE, CLF_ERR_OUT_OF_MEMORY, true},
-    {"clBuildProgram", 1, CL_INVALID_OPERATION, COMPILE, CLF_ERR_BUILD, true},
-    {"clCreateKernel", 1, CL_OUT_OF_RESOURCES, COMPILE, CLF_ERR_OUT_OF_MEMORY, false},
-    {"clCreateKernel", 2, CL_OUT_OF_HOST_MEMORY, COMPILE, CLF_ERR_OUT_OF_MEMORY, false},
-    {"clEnqueueNDRangeKernel", 1, CL_OUT_OF_RESOURCES, RUN_HOST, CLF_ERR_OUT_OF_MEMORY, false},
-    {"clEnqueueNDRangeKernel", 2, CL_MEM_OBJECT_ALLOCATION_FAILURE, RUN_OFFSETS, CLF_ERR_OUT_OF_MEMORY, false},
-    {"clEnqueueNDRangeKernel", 1, CL_INVALID_WORK_GROUP_SIZE, RUN_OFFSETS, CLF_ERR_OPENCL, false},
-    {"clEnqueueWriteBuffer", 2, CL_MEM_OBJECT_ALLOCATION_FAILURE, RUN_HOST, CLF_ERR_OUT_OF_MEMORY, false},
-    {"clEnqueueReadBuffer", 1, CL_OUT_OF_RESOURCES, RUN_HOST, CLF_ERR_OUT_OF_MEMORY, false},
-    {"clEnqueueReadBuffer", 2, CL_OUT_OF_HOST_MEMORY, RUN_HOST, CLF_ERR_OUT_OF_MEMORY, false},
+    {"clCreateBuffer", 1, CL_MEM_OBJECT_ALLOCATION_FAILURE, COMPILE, CLF_ERR_OUT_OF_MEMORY, false, false},
+    {"clCreateBuffer", 2, CL_OUT_OF_RESOURCES, COMPILE, CLF_ERR_OUT_OF_MEMORY, false, false},
+    {"clCreateBuffer", 1, CL_OUT_OF_RESOURCES, RUN_HOST, CLF_ERR_OUT_OF_MEMORY, false, false},
+    {"clCreateBuffer", 3, CL_OUT_OF_HOST_MEMORY, RUN_HOST, CLF_ERR_OUT_OF_MEMORY, false, false},
+    {"clCreateSubBuffer", 1, CL_OUT_OF_RESOURCES, COMPILE, CLF_ERR_OUT_OF_MEMORY, false, false},
+    {"clCreateSubBuffer", 1, CL_MEM_OBJECT_ALLOCATION_FAILURE, RUN_OFFSETS, CLF_ERR_OUT_OF_MEMORY, false, false},
+    {"clCreateProgramWithSource", 1, CL_OUT_OF_HOST_MEMORY, COMPILE, CLF_ERR_OUT_OF_MEMORY, true, false},
+    {"clBuildProgram", 1, CL_BUILD_PROGRAM_FAILURE, COMPILE, CLF_ERR_BUILD, true, false},
+    {"clBuildProgram", 1, CL_OUT_OF_HOST_MEMORY, COMPILE, CLF_ERR_OUT_OF_MEMORY, true, false},
+    {"clBuildProgram", 2, CL_OUT_OF_RESOURCES, COMPILE, CLF_ERR_OUT_OF_MEMORY, true, false},
+    {"clBuildProgram", 1, CL_INVALID_OPERATION, COMPILE, CLF_ERR_BUILD, true, false},
+    /* Only a driver refusing the source (CL_BUILD_PROGRAM_FAILURE) makes
+     * clf_compile lower again without warp shuffles; other errors stand. */
+    {"clBuildProgram", 1, CL_INVALID_OPERATION, COMPILE, CLF_ERR_BUILD, true, true},
+    {"clCreateKernel", 1, CL_OUT_OF_RESOURCES, COMPILE, CLF_ERR_OUT_OF_MEMORY, false, false},
+    {"clCreateKernel", 2, CL_OUT_OF_HOST_MEMORY, COMPILE, CLF_ERR_OUT_OF_MEMORY, false, false},
+    {"clEnqueueNDRangeKernel", 1, CL_OUT_OF_RESOURCES, RUN_HOST, CLF_ERR_OUT_OF_MEMORY, false, false},
+    {"clEnqueueNDRangeKernel", 2, CL_MEM_OBJECT_ALLOCATION_FAILURE, RUN_OFFSETS, CLF_ERR_OUT_OF_MEMORY, false, false},
+    {"clEnqueueNDRangeKernel", 1, CL_INVALID_WORK_GROUP_SIZE, RUN_OFFSETS, CLF_ERR_OPENCL, false, false},
+    {"clEnqueueWriteBuffer", 2, CL_MEM_OBJECT_ALLOCATION_FAILURE, RUN_HOST, CLF_ERR_OUT_OF_MEMORY, false, false},
+    {"clEnqueueReadBuffer", 1, CL_OUT_OF_RESOURCES, RUN_HOST, CLF_ERR_OUT_OF_MEMORY, false, false},
+    {"clEnqueueReadBuffer", 2, CL_OUT_OF_HOST_MEMORY, RUN_HOST, CLF_ERR_OUT_OF_MEMORY, false, false},
 };
 
 static const char *cl_err_name(cl_int e)
@@ -381,6 +387,9 @@ START_TEST(opencl_failures)
     char dir[] = "/tmp/clfuse-faults-XXXXXX";
     ck_assert_ptr_nonnull(mkdtemp(dir));
     setenv("CLFUSE_CACHE_DIR", dir, 1);
+    setenv("CLFUSE_WARP_SHUFFLE", f->shuffles ? "1" : "0", 1);
+    /* The shuffle form is a GPU-template form: PoCL takes it when asked. */
+    const clf_compile_params *params = f->shuffles ? clf_compile_params(.kernel_style = CLF_KERNEL_STYLE_GPU) : NULL;
     clf_graph *g = fault_graph();
     long mem0 = clf_fault_live("mem"), ker0 = clf_fault_live("kernel"), prog0 = clf_fault_live("program"),
          ev0 = clf_fault_live("event");
@@ -389,17 +398,17 @@ START_TEST(opencl_failures)
     if (!f->cold) {
         /* Warm the disk cache (plan and program) on another context. */
         clf_context *warm = clf_test_context();
-        ck_assert_int_eq(clf_compile(warm, g, NULL, &exe), CLF_OK);
+        ck_assert_int_eq(clf_compile(warm, g, params, &exe), CLF_OK);
         clf_executable_destroy(&exe);
         clf_context_destroy(&warm);
     }
     /* The calls went through the interposer: the test is not vacuous. */
     unsigned long calls0 = clf_fault_calls(f->fn);
     if (f->when != COMPILE)
-        ck_assert_int_eq(clf_compile(ctx, g, NULL, &exe), CLF_OK);
+        ck_assert_int_eq(clf_compile(ctx, g, params, &exe), CLF_OK);
     ck_assert_int_eq(clf_fault_arm(f->fn, f->nth, f->err), 0);
     unsigned long inj0 = clf_fault_injected();
-    clf_status st = f->when == COMPILE ? clf_compile(ctx, g, NULL, &exe) : run_checked(ctx, g, exe, f->when);
+    clf_status st = f->when == COMPILE ? clf_compile(ctx, g, params, &exe) : run_checked(ctx, g, exe, f->when);
     clf_fault_clear();
     ck_assert_msg(clf_fault_injected() == inj0 + 1, "%s #%lu was not reached (%lu calls)", f->fn, f->nth,
                   clf_fault_calls(f->fn) - calls0);
@@ -414,7 +423,7 @@ START_TEST(opencl_failures)
 
     /* The context (and the executable) still work. */
     if (!exe)
-        ck_assert_int_eq(clf_compile(ctx, g, NULL, &exe), CLF_OK);
+        ck_assert_int_eq(clf_compile(ctx, g, params, &exe), CLF_OK);
     ck_assert_int_eq(run_checked(ctx, g, exe, RUN_HOST), CLF_OK);
     ck_assert_int_eq(run_checked(ctx, g, exe, RUN_OFFSETS), CLF_OK);
     clf_executable_destroy(&exe);

@@ -67,7 +67,7 @@ static double time_candidate(clf_context *ctx, cl_command_queue q, const clf_gra
         clf__log(CLF__LOG_PERF, "autotune: %dx%dx%d/%dx%d: %s", cand->tm, cand->tn, cand->tk, cand->wm, cand->wn, err);
         return -1.0;
     }
-    if (code.global == 0 || clf__program_get(ctx, code.source, "", &prog) != CLF_OK)
+    if (code.global == 0 || clf__program_get(ctx, code.source, "", &prog, NULL) != CLF_OK)
         goto out;
     cl_int cerr;
     kern = clCreateKernel(prog, code.name, &cerr);

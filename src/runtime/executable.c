@@ -431,8 +431,11 @@ static clf_status instantiate(clf_context *ctx, const clf_graph *g, clf_executab
             fprintf(stderr, "[clfuse:output_code] kernel %s (ops: %s), global %zu, local %zu\n%s\n",
                     K->name, K->ops, K->global, K->local, K->source);
         cl_program prog;
-        st = clf__program_get(ctx, K->source, "", &prog);
+        cl_int build_err;
+        st = clf__program_get(ctx, K->source, "", &prog, &build_err);
         if (st != CLF_OK) {
+            /* codegen_reduction writes this line for the warp-shuffle form. */
+            e->shuffles_refused = build_err == CL_BUILD_PROGRAM_FAILURE && strstr(K->source, "#define CLF_SHFL 1\n");
             if (st == CLF_ERR_BUILD) {
                 /* Keep the log, name the kernel. */
                 char *log = clf__strdup(clf_context_last_error(ctx));
@@ -544,7 +547,7 @@ CLF_API clf_status clf_compile(clf_context *ctx, const clf_graph *g, const clf_c
         st = instantiate(ctx, g, e);
         if (st == CLF_OK)
             break;
-        if (st == CLF_ERR_BUILD && target.warp_shuffle) {
+        if (e->shuffles_refused && target.warp_shuffle) {
             /* A driver that does not take the PTX shuffles: the same plan
              * without them (local memory, every OpenCL device has it). */
             clf__log(CLF__LOG_PERF, "a kernel with warp shuffles did not build, lowering again without them: %s",

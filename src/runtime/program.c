@@ -67,7 +67,8 @@ static void insert(clf_context *ctx, uint64_t h, const char *source, const char 
 }
 
 /* Builds source; a failure records the OpenCL error and the build log. */
-static clf_status build_source(clf_context *ctx, const char *source, const char *options, cl_program *out)
+static clf_status build_source(clf_context *ctx, const char *source, const char *options, cl_program *out,
+                               cl_int *build_err)
 {
     *out = NULL;
     cl_int err;
@@ -80,6 +81,8 @@ static clf_status build_source(clf_context *ctx, const char *source, const char 
     ctx->counts.source_builds++;
     pthread_mutex_unlock(&ctx->lock);
     err = clBuildProgram(prog, 1, &ctx->device, options, NULL, NULL);
+    if (build_err)
+        *build_err = err;
     size_t loglen = 0;
     clGetProgramBuildInfo(prog, ctx->device, CL_PROGRAM_BUILD_LOG, 0, NULL, &loglen);
     char *log = clf__malloc(loglen + 1);
@@ -106,9 +109,11 @@ static clf_status build_source(clf_context *ctx, const char *source, const char 
 }
 
 clf_status clf__program_get(clf_context *ctx, const char *source, const char *options,
-                            cl_program *out)
+                            cl_program *out, cl_int *build_err)
 {
     *out = NULL;
+    if (build_err)
+        *build_err = CL_SUCCESS;
     /* CLFUSE_BUILD_OPTIONS: extra clBuildProgram options for every program
      * (part of the cache keys, as options are). */
     const char *extra = getenv("CLFUSE_BUILD_OPTIONS");
@@ -128,7 +133,7 @@ clf_status clf__program_get(clf_context *ctx, const char *source, const char *op
     clf__log(CLF__LOG_CACHE, "memory miss for program %016llx", (unsigned long long)h);
     prog = clf__disk_cache_load(ctx, source, options);
     if (!prog) {
-        clf_status st = build_source(ctx, source, options, &prog);
+        clf_status st = build_source(ctx, source, options, &prog, build_err);
         if (st != CLF_OK)
             return st;
         clf__disk_cache_store(ctx, source, options, prog);

@@ -110,6 +110,10 @@ struct clf_executable {
      * than its launch (CL_KERNEL_WORK_GROUP_SIZE: registers per work-item
      * on GPUs): the largest that every such kernel allows. */
     size_t fit_local;
+    /* Set by instantiation when the driver refused (CL_BUILD_PROGRAM_FAILURE)
+     * a kernel written with warp shuffles: clf_compile lowers again
+     * without them. */
+    bool shuffles_refused;
     cl_mem scratch;
     clf__exe_kernel *kernels;
     size_t nkernels;
@@ -139,9 +143,11 @@ const char *clf__cl_error_name(cl_int err);
 clf_status clf__cl_status(cl_int err);
 
 /* Builds source for the context's device or returns the cached program
- * (retained for the caller). A build failure records the build log. */
+ * (retained for the caller). A build failure records the build log, and
+ * clBuildProgram's error in *build_err when build_err is not NULL
+ * (CL_SUCCESS otherwise). */
 clf_status clf__program_get(clf_context *ctx, const char *source, const char *options,
-                            cl_program *out);
+                            cl_program *out, cl_int *build_err);
 void clf__program_cache_clear(clf_context *ctx);
 void clf__program_cache_counts(clf_context *ctx, clf__program_counts *out);
 
