@@ -64,6 +64,10 @@ clf_status clf__codegen_gemm(const clf_graph *g, const clf__plan *plan, uint32_t
                              const clf__codegen_target *target, clf__kernel_code *out, char *err,
                              size_t errlen);
 void clf__kernel_code_free(clf__kernel_code *code);
+/* Whether a generated kernel's source is in the warp-shuffle form (inline
+ * PTX, target->warp_shuffle): the form a driver other than NVIDIA's may
+ * refuse to build. Read from the source, which the plan cache keeps. */
+bool clf__codegen_uses_warp_shuffles(const char *source);
 
 /* The class of GEMM kernel k's problem, for autotuning's cache key: form,
  * extents rounded up to powers of two, batch, operand layouts. */

@@ -718,6 +718,16 @@ static bool shfl_fns(clf__strbuf *out, const clf__strbuf *fields, int k)
     return ok;
 }
 
+/* The line that says whether a GPU kernel is in the warp-shuffle form. */
+#define SHFL_LINE "#define CLF_SHFL %d\n"
+
+bool clf__codegen_uses_warp_shuffles(const char *source)
+{
+    char on[32];
+    snprintf(on, sizeof on, SHFL_LINE, 1);
+    return strstr(source, on) != NULL;
+}
+
 /* The 32-bit butterfly shuffles shfl_fns' functions use (PTX shfl.sync). */
 static const char shfl_prims[] =
     "static inline float clf_shfl_float(float v, int m)\n{\n    float r;\n"
@@ -1154,7 +1164,7 @@ clf_status clf__codegen_reduction(const clf_graph *g, const clf__plan *plan, uin
                        (unsigned long long)split, (unsigned long long)chunk, !target->cpu, (unsigned long long)wg,
                        out->final_name);
     } else if (!target->cpu) {
-        clf__sb_printf(&src, "#define WG %llu\n#define LANES %llu\n#define CACHE %d\n#define VEC %d\n#define CLF_SHFL %d\n",
+        clf__sb_printf(&src, "#define WG %llu\n#define LANES %llu\n#define CACHE %d\n#define VEC %d\n" SHFL_LINE,
                        (unsigned long long)wg, (unsigned long long)lanes, cache, vec, shfl);
     }
     clf__cg_signature(&src, g, plan, out->name, out->params, out->nparams, K->nreads);

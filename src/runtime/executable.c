@@ -434,8 +434,8 @@ static clf_status instantiate(clf_context *ctx, const clf_graph *g, clf_executab
         cl_int build_err;
         st = clf__program_get(ctx, K->source, "", &prog, &build_err);
         if (st != CLF_OK) {
-            /* codegen_reduction writes this line for the warp-shuffle form. */
-            e->shuffles_refused = build_err == CL_BUILD_PROGRAM_FAILURE && strstr(K->source, "#define CLF_SHFL 1\n");
+            e->shuffles_refused =
+                build_err == CL_BUILD_PROGRAM_FAILURE && clf__codegen_uses_warp_shuffles(K->source);
             if (st == CLF_ERR_BUILD) {
                 /* Keep the log, name the kernel. */
                 char *log = clf__strdup(clf_context_last_error(ctx));
