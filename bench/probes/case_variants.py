@@ -185,6 +185,8 @@ def main():
         if 1 <= l <= 1024 and l <= w:
             variants["lanes%d_wg%d" % (l, w)] = geometry(s, l, w)
             variants["carry_mulinvg_lanes%d_wg%d" % (l, w)] = geometry(carry(mulinvg(s)), l, w)
+            variants["carry_lanes%d_wg%d" % (l, w)] = geometry(carry(s), l, w)
+            variants["mulinvg_lanes%d_wg%d" % (l, w)] = geometry(mulinvg(s), l, w)
     write_variants(src, out, s, variants)
 
 
