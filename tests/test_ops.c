@@ -338,6 +338,9 @@ START_TEST(cast_all_pairs)
     memcpy(e2e_data(&in, "xf"), sf, sizeof sf);
     const int32_t si[] = {INT32_MIN, INT32_MAX, 0, 16777217, -16777217, 1, -1};
     memcpy(e2e_data(&in, "xi"), si, sizeof si);
+    /* Any non-zero byte is a true bool: casts from bool give 0 or 1. */
+    const uint8_t sb[] = {0, 1, 2, 231, 255, 128};
+    memcpy(e2e_data(&in, "xb"), sb, sizeof sb);
     const clf_tensor src[3] = {xf, xi, xb};
     const char *const nm[3] = {"f32", "i32", "bool"};
     char names[9][16];
@@ -360,6 +363,15 @@ START_TEST(cast_all_pairs)
     ck_assert(fb[0] == 1 && fb[9] == 0 && fb[10] == 0 && fb[15] == 1); /* NaN, -0, 0, denormal */
     const float *iff = e2e_got(&r, "i32_to_f32");
     ck_assert(iff[0] == -2147483648.0f && iff[3] == 16777216.0f);
+    const float *bf = e2e_got(&r, "bool_to_f32");
+    const int32_t *bi = e2e_got(&r, "bool_to_i32");
+    const uint8_t *bb = e2e_got(&r, "bool_to_bool");
+    for (size_t i = 0; i < sizeof sb; i++) {
+        const int want_b = sb[i] != 0;
+        ck_assert_msg(bf[i] == (float)want_b && bi[i] == want_b && bb[i] == want_b,
+                      "cast of bool byte %u: got f32 %g, i32 %d, bool %u, want %d", sb[i], (double)bf[i], bi[i], bb[i],
+                      want_b);
+    }
     e2e_run_free(&r);
     e2e_inputs_free(&in);
     clf_graph_destroy(&g);

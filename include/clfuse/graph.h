@@ -37,8 +37,8 @@ extern "C" {
 
 #define CLF_MAX_RANK 8
 
-/* Element types. f32 is stored as float, i32 as int32_t, bool as one byte
- * holding 0 or 1. */
+/* Element types. f32 is stored as float, i32 as int32_t, bool as one byte:
+ * any non-zero byte is true, and bool results hold 0 or 1. */
 typedef enum clf_dtype {
     CLF_F32 = 0,
     CLF_I32 = 1,

@@ -176,14 +176,18 @@ static const char *binary_format(clf_binary_op op, clf_dtype dt)
     }
 }
 
+/* printf format of a cast over $1. Any non-zero bool byte is true: a cast
+ * from bool gives 0 or 1 (bool to bool as well), never the byte. */
 static const char *cast_format(clf_dtype from, clf_dtype to)
 {
-    if (from == to)
-        return "$1";
     if (to == CLF_BOOL)
         return from == CLF_F32 ? "(uchar)($1 != 0.0f)" : "(uchar)($1 != 0)";
+    if (from == to)
+        return "$1";
+    if (from == CLF_BOOL)
+        return to == CLF_I32 ? "(int)($1 != 0)" : "(float)($1 != 0)";
     if (to == CLF_I32)
-        return from == CLF_F32 ? "convert_int_sat_rtz($1)" : "(int)$1";
+        return "convert_int_sat_rtz($1)";
     return "(float)$1";
 }
 

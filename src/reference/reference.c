@@ -740,7 +740,7 @@ static void eval_node(const clf_graph *g, const clf__node *n, const view *views,
             }
             break;
         case CLF__NODE_CAST:
-            if (n->dtype == adt) {
+            if (n->dtype == adt && adt != CLF_BOOL) { /* bool to bool gives 0 or 1, as from any type */
                 memcpy((char *)out + (size_t)e * esize, (const char *)a + (size_t)oa * esize,
                        esize);
             } else if (n->dtype == CLF_BOOL) {
