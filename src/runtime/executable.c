@@ -549,7 +549,8 @@ CLF_API clf_status clf_compile(clf_context *ctx, const clf_graph *g, const clf_c
             break;
         if (e->shuffles_refused && target.warp_shuffle) {
             /* A driver that does not take the PTX shuffles: the same plan
-             * without them (local memory, every OpenCL device has it). */
+             * without them (local memory, every OpenCL device has it).
+             * Other build errors leave fit_local 0 and fail below. */
             clf__log(CLF__LOG_PERF, "a kernel with warp shuffles did not build, lowering again without them: %s",
                      clf_context_last_error(ctx));
             target.warp_shuffle = false;
