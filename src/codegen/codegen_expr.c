@@ -107,75 +107,6 @@ static double constant_value(const clf__node *n)
     }
 }
 
-/* printf format of a unary op's expression over $1, by dtype. */
-static const char *unary_format(clf_unary_op op, clf_dtype dt)
-{
-    if (dt == CLF_I32) {
-        switch (op) {
-        case CLF_UNARY_NEG: return "as_int(0u - as_uint($1))";
-        case CLF_UNARY_ABS: return "($1 < 0 ? as_int(0u - as_uint($1)) : $1)";
-        case CLF_UNARY_SIGN: return "(($1 > 0) - ($1 < 0))";
-        default: return NULL;
-        }
-    }
-    if (dt == CLF_BOOL)
-        return op == CLF_UNARY_NOT ? "(uchar)(!$1)" : NULL;
-    switch (op) {
-    case CLF_UNARY_NEG: return "(-$1)";
-    case CLF_UNARY_ABS: return "fabs($1)";
-    case CLF_UNARY_EXP: return "exp($1)";
-    case CLF_UNARY_LOG: return "log($1)";
-    case CLF_UNARY_SQRT: return "sqrt($1)";
-    case CLF_UNARY_RSQRT: return "rsqrt($1)";
-    case CLF_UNARY_RECIPROCAL: return "(1.0f / $1)";
-    case CLF_UNARY_SIN: return "sin($1)";
-    case CLF_UNARY_COS: return "cos($1)";
-    case CLF_UNARY_TANH: return "tanh($1)";
-    case CLF_UNARY_SIGMOID: return "(1.0f / (1.0f + exp(-$1)))";
-    case CLF_UNARY_RELU: return "($1 < 0.0f ? 0.0f : $1)";
-    case CLF_UNARY_GELU: return "(0.5f * $1 * (1.0f + erf($1 * 0x1.6a09e6p-1f)))";
-    case CLF_UNARY_SILU: return "($1 / (1.0f + exp(-$1)))";
-    case CLF_UNARY_ERF: return "erf($1)";
-    case CLF_UNARY_FLOOR: return "floor($1)";
-    case CLF_UNARY_CEIL: return "ceil($1)";
-    case CLF_UNARY_SIGN: return "($1 > 0.0f ? 1.0f : ($1 < 0.0f ? -1.0f : $1))";
-    default: return NULL;
-    }
-}
-
-/* printf format of a binary op over $1 and $2, by operand dtype. */
-static const char *binary_format(clf_binary_op op, clf_dtype dt)
-{
-    switch (op) {
-    case CLF_BINARY_ADD:
-        return dt == CLF_I32 ? "as_int(as_uint($1) + as_uint($2))" : "($1 + $2)";
-    case CLF_BINARY_SUB:
-        return dt == CLF_I32 ? "as_int(as_uint($1) - as_uint($2))" : "($1 - $2)";
-    case CLF_BINARY_MUL:
-        return dt == CLF_I32 ? "as_int(as_uint($1) * as_uint($2))" : "($1 * $2)";
-    case CLF_BINARY_DIV:
-        return dt == CLF_I32 ? "($2 == 0 ? 0 : ($2 == -1 ? as_int(0u - as_uint($1)) : "
-                               "$1 / $2))"
-                             : "($1 / $2)";
-    case CLF_BINARY_POW: return "pow($1, $2)";
-    case CLF_BINARY_MAXIMUM:
-        return dt == CLF_I32 ? "max($1, $2)" : "(($1 > $2 || isnan($1)) ? $1 : $2)";
-    case CLF_BINARY_MINIMUM:
-        return dt == CLF_I32 ? "min($1, $2)" : "(($1 < $2 || isnan($1)) ? $1 : $2)";
-    /* A bool byte is true when non-zero (2 and 1 are both true), so bools
-     * compare as truth values, not as bytes. */
-    case CLF_BINARY_EQ: return dt == CLF_BOOL ? "(uchar)(!$1 == !$2)" : "(uchar)($1 == $2)";
-    case CLF_BINARY_NE: return dt == CLF_BOOL ? "(uchar)(!$1 != !$2)" : "(uchar)($1 != $2)";
-    case CLF_BINARY_LT: return "(uchar)($1 < $2)";
-    case CLF_BINARY_LE: return "(uchar)($1 <= $2)";
-    case CLF_BINARY_GT: return "(uchar)($1 > $2)";
-    case CLF_BINARY_GE: return "(uchar)($1 >= $2)";
-    case CLF_BINARY_AND: return "(uchar)($1 && $2)";
-    case CLF_BINARY_OR: return "(uchar)($1 || $2)";
-    default: return NULL;
-    }
-}
-
 /* printf format of a cast over $1. Any non-zero bool byte is true: a cast
  * from bool gives 0 or 1 (bool to bool as well), never the byte. */
 static const char *cast_format(clf_dtype from, clf_dtype to)
@@ -270,20 +201,12 @@ static const char *compute(gen *G, const clf__node *n, const char *const *args, 
         snprintf(ty, sizeof ty, "%s", ctype_names[n->dtype]);
     }
     clf__sb_printf(b, "    const %s %s = ", ty, name);
-    switch (n->kind) {
-    case CLF__NODE_UNARY: {
-        const char *f = unary_format((clf_unary_op)n->op, in0->dtype);
-        if (!f) {
-            G->failed = true;
-            f = "$1";
-        }
-        subst(b, f, args);
-        break;
-    }
-    case CLF__NODE_BINARY: {
-        const char *f = binary_format((clf_binary_op)n->op, in0->dtype);
+    const clf__op_info *info = clf__op_info_of(n->op);
+    if (info->cls == CLF__CLASS_POINTWISE && info->rule != CLF__DT_OWN) {
+        /* An op of the table: its expression for the operands' dtype. */
+        const char *f = info->cl[in0->dtype];
         char vf[64];
-        if (G->vec > 1 && n->op == CLF_BINARY_POW) { /* pow has no (vector, scalar) overload */
+        if (G->vec > 1 && n->op == CLF__OP_POW) { /* pow has no (vector, scalar) overload */
             snprintf(vf, sizeof vf, "pow((float%d)($1), (float%d)($2))", G->vec, G->vec);
             f = vf;
         }
@@ -292,30 +215,32 @@ static const char *compute(gen *G, const clf__node *n, const char *const *args, 
             f = "$1";
         }
         subst(b, f, args);
-        break;
+        clf__sb_printf(b, "; /* %s */\n", clf__node_op_name(n));
+        return memo_put(G, key, name);
     }
-    case CLF__NODE_WHERE:
+    switch (n->op) {
+    case CLF__OP_WHERE:
         clf__sb_printf(b, "(%s ? %s : %s)", args[0], args[1], args[2]);
         break;
-    case CLF__NODE_CAST:
+    case CLF__OP_CAST:
         subst(b, cast_format(in0->dtype, n->dtype), args);
         break;
-    case CLF__NODE_CLIP: {
+    case CLF__OP_CLIP: {
         /* x below lo becomes lo, then above hi becomes hi; NaN compares
          * false and passes through. */
         clf__strbuf lo = {0}, hi = {0};
         bool has_lo, has_hi;
         if (n->dtype == CLF_I32) {
-            int32_t l = clip_bound_i32(n->lo), h = clip_bound_i32(n->hi);
-            has_lo = !(isinf(n->lo) && n->lo < 0) && l != INT32_MIN;
-            has_hi = !(isinf(n->hi) && n->hi > 0) && h != INT32_MAX;
+            int32_t l = clip_bound_i32(n->attr.clip.lo), h = clip_bound_i32(n->attr.clip.hi);
+            has_lo = !(isinf(n->attr.clip.lo) && n->attr.clip.lo < 0) && l != INT32_MIN;
+            has_hi = !(isinf(n->attr.clip.hi) && n->attr.clip.hi > 0) && h != INT32_MAX;
             clf__cg_literal(&lo, CLF_I32, l);
             clf__cg_literal(&hi, CLF_I32, h);
         } else {
-            has_lo = !isnan(n->lo) && !(isinf(n->lo) && n->lo < 0);
-            has_hi = !isnan(n->hi) && !(isinf(n->hi) && n->hi > 0);
-            clf__cg_literal(&lo, CLF_F32, n->lo);
-            clf__cg_literal(&hi, CLF_F32, n->hi);
+            has_lo = !isnan(n->attr.clip.lo) && !(isinf(n->attr.clip.lo) && n->attr.clip.lo < 0);
+            has_hi = !isnan(n->attr.clip.hi) && !(isinf(n->attr.clip.hi) && n->attr.clip.hi > 0);
+            clf__cg_literal(&lo, CLF_F32, n->attr.clip.lo);
+            clf__cg_literal(&hi, CLF_F32, n->attr.clip.hi);
         }
         const char *cargs[3] = {args[0], clf__sb_str(&lo), clf__sb_str(&hi)};
         if (has_lo && has_hi)
@@ -398,11 +323,11 @@ const char *clf__cg_value(gen *G, uint32_t id, const clf__view *v)
     } else if (src >= 0 && (leaf || G->plan->producer[id] != (int32_t)G->k)) {
         clf__ix idx = clf__view_linear(G->ix, v, n->rank, n->shape);
         result = memo_put(G, clf__sb_str(&key), G->hooks.load(G, (uint32_t)src, idx, n->dtype, buf, sizeof buf));
-    } else if (n->kind == CLF__NODE_REDUCE || n->kind == CLF__NODE_MATMUL) {
+    } else if (n->op == CLF__OP_REDUCE || n->op == CLF__OP_MATMUL) {
         /* A reduction or product of this kernel: only its own writer knows
          * where the current row's result or the accumulator lives. */
         const char *(*hook)(gen *, uint32_t, const clf__view *, char *, size_t) =
-            n->kind == CLF__NODE_REDUCE ? G->hooks.reduction : G->hooks.product;
+            n->op == CLF__OP_REDUCE ? G->hooks.reduction : G->hooks.product;
         const char *r = hook ? hook(G, id, v, buf, sizeof buf) : NULL;
         if (!r) {
             G->failed = true;
@@ -414,9 +339,12 @@ const char *clf__cg_value(gen *G, uint32_t id, const clf__view *v)
         clf__view_input(G->ix, G->g, n, 0, v, &in);
         result = memo_put(G, clf__sb_str(&key), clf__cg_value(G, n->inputs[0], &in));
     } else {
+        /* Pointwise expressions read at most three operands (where). */
         const char *args[3] = {"0", "0", "0"};
         char *owned[3] = {NULL, NULL, NULL};
-        for (int i = 0; i < n->ninputs; i++) {
+        if (n->ninputs > 3)
+            G->failed = true;
+        for (int i = 0; i < n->ninputs && i < 3; i++) {
             clf__view in;
             clf__view_input(G->ix, G->g, n, i, v, &in);
             owned[i] = clf__strdup(clf__cg_value(G, n->inputs[i], &in));

@@ -43,8 +43,8 @@ static bool operand_transposed(const clf_graph *g, uint32_t id)
     bool swapped = false;
     for (;;) {
         const clf__node *n = clf__graph_node(g, id);
-        if (n->kind == CLF__NODE_TRANSPOSE) {
-            if (n->rank >= 2 && n->perm[n->rank - 1] == n->rank - 2)
+        if (n->op == CLF__OP_TRANSPOSE) {
+            if (n->rank >= 2 && n->attr.transpose.perm[n->rank - 1] == n->rank - 2)
                 swapped = !swapped;
         } else if (clf__node_class_of(n) != CLF__CLASS_MOVEMENT) {
             return swapped;

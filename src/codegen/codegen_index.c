@@ -352,27 +352,27 @@ void clf__view_input(clf__ixgen *gen, const clf_graph *g, const clf__node *n, in
                      const clf__view *v, clf__view *in)
 {
     const clf__node *src = clf__graph_node(g, n->inputs[k]);
-    switch (n->kind) {
-    case CLF__NODE_RESHAPE:
-    case CLF__NODE_SQUEEZE:
-    case CLF__NODE_UNSQUEEZE:
+    switch (n->op) {
+    case CLF__OP_RESHAPE:
+    case CLF__OP_SQUEEZE:
+    case CLF__OP_UNSQUEEZE:
         in->linear = true;
         in->lin = clf__view_linear(gen, v, n->rank, n->shape);
         return;
-    case CLF__NODE_TRANSPOSE: {
+    case CLF__OP_TRANSPOSE: {
         clf__ix dims[CLF_MAX_RANK];
         clf__view_dims(gen, v, n->rank, n->shape, dims);
         in->linear = false;
         for (int d = 0; d < n->rank; d++)
-            in->dims[n->perm[d]] = dims[d];
+            in->dims[n->attr.transpose.perm[d]] = dims[d];
         return;
     }
-    case CLF__NODE_SLICE: {
+    case CLF__OP_SLICE: {
         clf__ix dims[CLF_MAX_RANK];
         clf__view_dims(gen, v, n->rank, n->shape, dims);
         in->linear = false;
         for (int d = 0; d < n->rank; d++)
-            in->dims[d] = ix_affine(gen, n->start[d], dims[d], n->step[d], (uint64_t)src->shape[d]);
+            in->dims[d] = ix_affine(gen, n->attr.slice.start[d], dims[d], n->attr.slice.step[d], (uint64_t)src->shape[d]);
         return;
     }
     default: /* EXPAND and every pointwise op broadcast numpy-style */

@@ -242,9 +242,9 @@ static const char *reduction_hook(clf__cg_fn *f, uint32_t node, const clf__view 
     return name;
 }
 
-static bool is_arg(const clf__node *n) { return n->op == CLF__REDUCE_ARGMAX || n->op == CLF__REDUCE_ARGMIN; }
+static bool is_arg(const clf__node *n) { return n->attr.reduce.kind == CLF__REDUCE_ARGMAX || n->attr.reduce.kind == CLF__REDUCE_ARGMIN; }
 
-/* Accumulator code for reduction node id of kind n->op over elements of
+/* Accumulator code for reduction node id of kind n->attr.reduce.kind over elements of
  * type in_dt: its fields, initial values, update by one element (value v
  * at index r), combination of two partial accumulators (a, b), and the
  * finished result. Kahan summation keeps long f32 sums accurate and is
@@ -252,7 +252,7 @@ static bool is_arg(const clf__node *n) { return n->op == CLF__REDUCE_ARGMAX || n
 static void emit_acc_fields(clf__strbuf *sb, const clf__node *n, uint32_t id, clf_dtype in_dt, sum_kind sk)
 {
     const char *t = clf__cg_ctype(in_dt);
-    switch (n->op) {
+    switch (n->attr.reduce.kind) {
     case CLF__REDUCE_SUM:
         if (in_dt == CLF_F32 && sk == SUM_DOUBLE)
             clf__sb_printf(sb, "    double s%u;\n", id);
@@ -273,7 +273,7 @@ static void emit_acc_fields(clf__strbuf *sb, const clf__node *n, uint32_t id, cl
 static void emit_acc_init(clf__strbuf *sb, const clf__node *n, uint32_t id, clf_dtype in_dt, sum_kind sk)
 {
     bool f = in_dt == CLF_F32;
-    switch (n->op) {
+    switch (n->attr.reduce.kind) {
     case CLF__REDUCE_SUM:
         if (f && sk == SUM_DOUBLE)
             clf__sb_printf(sb, "    a->s%u = 0.0;\n", id);
@@ -299,6 +299,8 @@ static void emit_acc_init(clf__strbuf *sb, const clf__node *n, uint32_t id, clf_
         clf__sb_printf(sb, f ? "    a->v%u = INFINITY;\n" : "    a->v%u = 2147483647;\n", id);
         clf__sb_printf(sb, "    a->i%u = 0;\n", id);
         break;
+    case CLF__REDUCE_KIND_COUNT: /* refused by the builder */
+        break;
     }
 }
 
@@ -314,7 +316,7 @@ static void emit_kahan(clf__strbuf *sb, uint32_t id, const char *y)
 static void emit_acc_step(clf__strbuf *sb, const clf__node *n, uint32_t id, clf_dtype in_dt, const char *v, sum_kind sk)
 {
     bool f = in_dt == CLF_F32;
-    switch (n->op) {
+    switch (n->attr.reduce.kind) {
     case CLF__REDUCE_SUM:
         if (f && sk == SUM_DOUBLE)
             clf__sb_printf(sb, "    a->s%u += (double)(%s);\n", id, v);
@@ -333,7 +335,7 @@ static void emit_acc_step(clf__strbuf *sb, const clf__node *n, uint32_t id, clf_
         break;
     case CLF__REDUCE_MAX:
     case CLF__REDUCE_MIN: {
-        const bool mx = n->op == CLF__REDUCE_MAX;
+        const bool mx = n->attr.reduce.kind == CLF__REDUCE_MAX;
         /* NaN, once seen, stays: no comparison with NaN is true. Equal
          * zeros resolve by sign whatever the order (max +0, min -0). */
         char acc[24];
@@ -346,7 +348,7 @@ static void emit_acc_step(clf__strbuf *sb, const clf__node *n, uint32_t id, clf_
         break;
     }
     default: { /* argmax / argmin: the first NaN wins; ties keep the first index unless select_last */
-        const char *cmp = n->op == CLF__REDUCE_ARGMAX ? ">" : "<";
+        const char *cmp = n->attr.reduce.kind == CLF__REDUCE_ARGMAX ? ">" : "<";
         if (f)
             clf__sb_printf(sb,
                            "    if (!isnan(a->v%u) && (%s %s a->v%u || isnan(%s))) {\n"
@@ -355,7 +357,7 @@ static void emit_acc_step(clf__strbuf *sb, const clf__node *n, uint32_t id, clf_
         else
             clf__sb_printf(sb, "    if (%s %s a->v%u) {\n        a->v%u = %s;\n        a->i%u = (int)r;\n    }\n", v,
                            cmp, id, id, v, id);
-        if (n->select_last)
+        if (n->attr.reduce.select_last)
             clf__sb_printf(sb, "    else if (%s == a->v%u) {\n        a->i%u = (int)r;\n    }\n", v, id, id);
         break;
     }
@@ -366,7 +368,7 @@ static void emit_acc_combine(clf__strbuf *sb, const clf__node *n, uint32_t id, c
 {
     bool f = in_dt == CLF_F32;
     char bv[48];
-    switch (n->op) {
+    switch (n->attr.reduce.kind) {
     case CLF__REDUCE_SUM:
         if (f && sk != SUM_KAHAN) {
             clf__sb_printf(sb, "    a->s%u += b->s%u;\n", id, id);
@@ -396,10 +398,10 @@ static void emit_acc_combine(clf__strbuf *sb, const clf__node *n, uint32_t id, c
             if (*p == '$')
                 clf__sb_printf(sb, "%u", id);
             else if (strncmp(p, "CMP", 3) == 0) {
-                clf__sb_puts(sb, n->op == CLF__REDUCE_ARGMAX ? ">" : "<");
+                clf__sb_puts(sb, n->attr.reduce.kind == CLF__REDUCE_ARGMAX ? ">" : "<");
                 p += 2;
             } else if (strncmp(p, "TIE", 3) == 0) {
-                clf__sb_puts(sb, n->select_last ? ">" : "<");
+                clf__sb_puts(sb, n->attr.reduce.select_last ? ">" : "<");
                 p += 2;
             } else
                 clf__sb_putn(sb, p, 1);
@@ -412,9 +414,9 @@ static void emit_acc_finish(clf__strbuf *sb, const clf__node *n, uint32_t id, cl
 {
     if (is_arg(n))
         clf__sb_printf(sb, "    row->r%u = a->i%u;\n", id, id);
-    else if (n->op == CLF__REDUCE_SUM && in_dt == CLF_F32 && sk == SUM_DOUBLE)
+    else if (n->attr.reduce.kind == CLF__REDUCE_SUM && in_dt == CLF_F32 && sk == SUM_DOUBLE)
         clf__sb_printf(sb, "    row->r%u = (float)a->s%u;\n", id, id);
-    else if (n->op == CLF__REDUCE_SUM && in_dt == CLF_F32 && sk == SUM_KAHAN)
+    else if (n->attr.reduce.kind == CLF__REDUCE_SUM && in_dt == CLF_F32 && sk == SUM_KAHAN)
         clf__sb_printf(sb, "    row->r%u = a->s%u - a->c%u;\n", id, id, id);
     else
         clf__sb_printf(sb, "    row->r%u = a->s%u;\n", id, id);
@@ -427,15 +429,15 @@ static void emit_acc_finish(clf__strbuf *sb, const clf__node *n, uint32_t id, cl
  * row. Only f32 sum, prod, max and min have this form. */
 static bool vec_acc_ok(const clf__node *n, clf_dtype in_dt)
 {
-    return in_dt == CLF_F32 && (n->op == CLF__REDUCE_SUM || n->op == CLF__REDUCE_PROD ||
-                                n->op == CLF__REDUCE_MAX || n->op == CLF__REDUCE_MIN);
+    return in_dt == CLF_F32 && (n->attr.reduce.kind == CLF__REDUCE_SUM || n->attr.reduce.kind == CLF__REDUCE_PROD ||
+                                n->attr.reduce.kind == CLF__REDUCE_MAX || n->attr.reduce.kind == CLF__REDUCE_MIN);
 }
 
 static void vec_acc_fields(clf__strbuf *sb, const clf__node *n, uint32_t id, sum_kind sk, int vn)
 {
-    if (n->op == CLF__REDUCE_SUM && sk == SUM_DOUBLE)
+    if (n->attr.reduce.kind == CLF__REDUCE_SUM && sk == SUM_DOUBLE)
         clf__sb_printf(sb, "    double%d s%u;\n", vn, id);
-    else if (n->op == CLF__REDUCE_SUM && sk == SUM_KAHAN)
+    else if (n->attr.reduce.kind == CLF__REDUCE_SUM && sk == SUM_KAHAN)
         clf__sb_printf(sb, "    float%d s%u, c%u;\n", vn, id, id);
     else
         clf__sb_printf(sb, "    float%d s%u;\n", vn, id);
@@ -446,11 +448,11 @@ static void vec_acc_fields(clf__strbuf *sb, const clf__node *n, uint32_t id, sum
  * emit_acc_step, the rest as there. */
 static void vec_acc_step(clf__strbuf *sb, const clf__node *n, uint32_t id, const char *v, sum_kind sk, int vn)
 {
-    if (n->op == CLF__REDUCE_SUM && sk == SUM_DOUBLE)
+    if (n->attr.reduce.kind == CLF__REDUCE_SUM && sk == SUM_DOUBLE)
         clf__sb_printf(sb, "    a->s%u += convert_double%d((float%d)(%s));\n", id, vn, vn, v);
-    else if (n->op == CLF__REDUCE_SUM && sk == SUM_PLAIN)
+    else if (n->attr.reduce.kind == CLF__REDUCE_SUM && sk == SUM_PLAIN)
         clf__sb_printf(sb, "    a->s%u += (float%d)(%s);\n", id, vn, v);
-    else if (n->op == CLF__REDUCE_SUM)
+    else if (n->attr.reduce.kind == CLF__REDUCE_SUM)
         clf__sb_printf(sb,
                        "    {\n        const float%d y = (float%d)(%s) - a->c%u;\n        const float%d t = a->s%u + y;\n"
                        "        a->c%u = isfinite(t) ? (t - a->s%u) - y : 0.0f;\n        a->s%u = t;\n    }\n",
@@ -463,7 +465,7 @@ static void vec_acc_step(clf__strbuf *sb, const clf__node *n, uint32_t id, const
 static void vec_acc_lane(clf__strbuf *sb, const clf__node *n, uint32_t id, sum_kind sk, int l)
 {
     clf__sb_printf(sb, "        t.s%u = b->s%u.%s;\n", id, id, vec_lane(l));
-    if (n->op == CLF__REDUCE_SUM && sk == SUM_KAHAN)
+    if (n->attr.reduce.kind == CLF__REDUCE_SUM && sk == SUM_KAHAN)
         clf__sb_printf(sb, "        t.c%u = b->c%u.%s;\n", id, id, vec_lane(l));
 }
 
@@ -482,22 +484,22 @@ static bool online_softmax_pair(const clf_graph *g, const clf__plan *plan, const
     for (uint32_t i = 0; i < K->nops; i++) {
         uint32_t id = K->ops[i];
         const clf__node *n = clf__graph_node(g, id);
-        if (n->kind != CLF__NODE_REDUCE || plan->producer[id] != (int32_t)k)
+        if (n->op != CLF__OP_REDUCE || plan->producer[id] != (int32_t)k)
             continue;
         nred++;
-        if (n->op == CLF__REDUCE_MAX && plan->stage[id] == 0 && n->dtype == CLF_F32)
+        if (n->attr.reduce.kind == CLF__REDUCE_MAX && plan->stage[id] == 0 && n->dtype == CLF_F32)
             m = id;
-        else if (n->op == CLF__REDUCE_SUM && plan->stage[id] == 1 && n->dtype == CLF_F32)
+        else if (n->attr.reduce.kind == CLF__REDUCE_SUM && plan->stage[id] == 1 && n->dtype == CLF_F32)
             sm = id;
     }
     if (nred != 2 || !m || !sm)
         return false;
     const clf__node *M = clf__graph_node(g, m), *S = clf__graph_node(g, sm);
     const clf__node *E = clf__graph_node(g, S->inputs[0]);
-    if (E->kind != CLF__NODE_UNARY || E->op != CLF_UNARY_EXP)
+    if (E->op != CLF__OP_EXP)
         return false;
     const clf__node *D = clf__graph_node(g, E->inputs[0]);
-    if (D->kind != CLF__NODE_BINARY || D->op != CLF_BINARY_SUB || D->inputs[0] != M->inputs[0])
+    if (D->op != CLF__OP_SUB || D->inputs[0] != M->inputs[0])
         return false;
     const clf__node *A = clf__graph_node(g, M->inputs[0]);
     if (D->rank != A->rank || memcmp(D->shape, A->shape, (size_t)A->rank * sizeof *A->shape) != 0)
@@ -508,8 +510,8 @@ static bool online_softmax_pair(const clf_graph *g, const clf__plan *plan, const
         if (b == m)
             break;
         const clf__node *B = clf__graph_node(g, b);
-        if (B->kind != CLF__NODE_RESHAPE && B->kind != CLF__NODE_SQUEEZE && B->kind != CLF__NODE_UNSQUEEZE &&
-            B->kind != CLF__NODE_EXPAND)
+        if (B->op != CLF__OP_RESHAPE && B->op != CLF__OP_SQUEEZE && B->op != CLF__OP_UNSQUEEZE &&
+            B->op != CLF__OP_EXPAND)
             return false;
         b = B->inputs[0];
     }
@@ -587,32 +589,12 @@ static void append_fn_body(clf__strbuf *src, const clf__cg_fn *f, bool own_index
 static bool full_store(const clf_graph *g, const clf__plan_kernel *K, uint32_t id)
 {
     const clf__node *n = clf__graph_node(g, id);
-    return n->kind != CLF__NODE_REDUCE && n->rank == K->rank &&
+    return n->op != CLF__OP_REDUCE && n->rank == K->rank &&
            memcmp(n->shape, K->shape, (size_t)n->rank * sizeof *n->shape) == 0;
 }
 
 /* Ops worth a store and a load to compute once (see carries). */
-static bool costly(const clf__node *n)
-{
-    if (n->kind == CLF__NODE_BINARY)
-        return n->op == CLF_BINARY_POW;
-    if (n->kind != CLF__NODE_UNARY)
-        return false;
-    switch ((clf_unary_op)n->op) {
-    case CLF_UNARY_EXP:
-    case CLF_UNARY_LOG:
-    case CLF_UNARY_SIN:
-    case CLF_UNARY_COS:
-    case CLF_UNARY_TANH:
-    case CLF_UNARY_SIGMOID:
-    case CLF_UNARY_GELU:
-    case CLF_UNARY_SILU:
-    case CLF_UNARY_ERF:
-        return true;
-    default:
-        return false;
-    }
-}
+static bool costly(const clf__node *n) { return clf__op_info_of(n->op)->cost == CLF__COST_COSTLY; }
 
 /* Adds to cy the next value worth carrying (see carries): the last op of
  * the kernel, in plan order, that is costly, f32 over the full space, not
@@ -795,7 +777,7 @@ static bool vector_form(red_ctx *rc, uint32_t k, clf__ix x, const clf__view *ful
     for (uint32_t i = 0; i < K->nops && ok; i++) {
         uint32_t id = K->ops[i];
         const clf__node *n = clf__graph_node(g, id);
-        if (n->kind != CLF__NODE_REDUCE || plan->producer[id] != (int32_t)k)
+        if (n->op != CLF__OP_REDUCE || plan->producer[id] != (int32_t)k)
             continue;
         int s = plan->stage[id];
         clf_dtype in_dt = clf__graph_node(g, n->inputs[0])->dtype;
@@ -820,7 +802,7 @@ static bool vector_form(red_ctx *rc, uint32_t k, clf__ix x, const clf__view *ful
             for (uint32_t i = 0; i < K->nops; i++) {
                 uint32_t id = K->ops[i];
                 const clf__node *n = clf__graph_node(g, id);
-                if (n->kind == CLF__NODE_REDUCE && plan->producer[id] == (int32_t)k && plan->stage[id] == s)
+                if (n->op == CLF__OP_REDUCE && plan->producer[id] == (int32_t)k && plan->stage[id] == s)
                     vec_acc_lane(&lanes[s], n, id, sk, l);
             }
             clf__sb_printf(&lanes[s], "        clf_combine%d(a, &t);\n    }\n", s);
@@ -877,7 +859,7 @@ static bool vector_form(red_ctx *rc, uint32_t k, clf__ix x, const clf__view *ful
             clf__sb_printf(out, "static inline void clf_vinit%d(clf_vacc%d *a)\n{\n", s, s);
             for (uint32_t i = 0; i < K->nops; i++) {
                 const clf__node *n = clf__graph_node(g, K->ops[i]);
-                if (n->kind == CLF__NODE_REDUCE && plan->stage[K->ops[i]] == s && plan->producer[K->ops[i]] == (int32_t)k)
+                if (n->op == CLF__OP_REDUCE && plan->stage[K->ops[i]] == s && plan->producer[K->ops[i]] == (int32_t)k)
                     emit_acc_init(out, n, K->ops[i], CLF_F32, sk);
             }
             clf__sb_printf(out, "}\n\nstatic inline void clf_vstep%d(clf_vacc%d *a, const clf_row *row, const clf_vvals *v, "
@@ -964,7 +946,7 @@ clf_status clf__codegen_reduction(const clf_graph *g, const clf__plan *plan, uin
     for (uint32_t i = 0; i < K->nops; i++) {
         uint32_t id = K->ops[i];
         const clf__node *n = clf__graph_node(g, id);
-        if (n->kind != CLF__NODE_REDUCE || plan->producer[id] != (int32_t)k || (online && id == on_s))
+        if (n->op != CLF__OP_REDUCE || plan->producer[id] != (int32_t)k || (online && id == on_s))
             continue;
         if (online && id == on_m) {
             nstages = 1;
@@ -1047,7 +1029,7 @@ clf_status clf__codegen_reduction(const clf_graph *g, const clf__plan *plan, uin
     uint64_t split = 1, chunk = (uint64_t)K->rlen, wg = target->cpu ? 1 : lanes_max < 256 ? lanes_max : 256, lanes = 1;
     int nred0 = 0;
     for (uint32_t i = 0; i < K->nops; i++)
-        nred0 += clf__graph_node(g, K->ops[i])->kind == CLF__NODE_REDUCE && plan->producer[K->ops[i]] == (int32_t)k;
+        nred0 += clf__graph_node(g, K->ops[i])->op == CLF__OP_REDUCE && plan->producer[K->ops[i]] == (int32_t)k;
     if (nstages == 1 && !has_epilogue && (uint64_t)K->rlen >= SPLIT_MIN_RLEN &&
         (uint64_t)K->rows < (target->cpu ? 4 : 2) * cus) {
         if (target->cpu) {
@@ -1180,7 +1162,7 @@ clf_status clf__codegen_reduction(const clf_graph *g, const clf__plan *plan, uin
     int nres = 0;
     for (uint32_t i = 0; i < K->nops; i++) {
         const clf__node *n = clf__graph_node(g, K->ops[i]);
-        if (n->kind == CLF__NODE_REDUCE && plan->producer[K->ops[i]] == (int32_t)k) {
+        if (n->op == CLF__OP_REDUCE && plan->producer[K->ops[i]] == (int32_t)k) {
             clf__sb_printf(&src, "    %s r%u;\n", clf__cg_ctype(n->dtype), K->ops[i]);
             nres++;
         }
@@ -1206,7 +1188,7 @@ clf_status clf__codegen_reduction(const clf_graph *g, const clf__plan *plan, uin
             const clf__node *n = clf__graph_node(g, K->ops[i]);
             if (online && K->ops[i] == on_m && s == 0)
                 emit_online_init(&src, on_m, on_s);
-            else if (n->kind == CLF__NODE_REDUCE && plan->stage[K->ops[i]] == s && plan->producer[K->ops[i]] == (int32_t)k &&
+            else if (n->op == CLF__OP_REDUCE && plan->stage[K->ops[i]] == s && plan->producer[K->ops[i]] == (int32_t)k &&
                      !(online && (K->ops[i] == on_m || K->ops[i] == on_s)))
                 emit_acc_init(&src, n, K->ops[i], clf__graph_node(g, n->inputs[0])->dtype, sk);
         }
@@ -1218,7 +1200,7 @@ clf_status clf__codegen_reduction(const clf_graph *g, const clf__plan *plan, uin
             const clf__node *n = clf__graph_node(g, K->ops[i]);
             if (online && K->ops[i] == on_m && s == 0)
                 emit_online_combine(&tmp, on_m, on_s);
-            else if (n->kind == CLF__NODE_REDUCE && plan->stage[K->ops[i]] == s && plan->producer[K->ops[i]] == (int32_t)k &&
+            else if (n->op == CLF__OP_REDUCE && plan->stage[K->ops[i]] == s && plan->producer[K->ops[i]] == (int32_t)k &&
                      !(online && (K->ops[i] == on_m || K->ops[i] == on_s)))
                 emit_acc_combine(&tmp, n, K->ops[i], clf__graph_node(g, n->inputs[0])->dtype, sk);
         }
@@ -1229,7 +1211,7 @@ clf_status clf__codegen_reduction(const clf_graph *g, const clf__plan *plan, uin
             const clf__node *n = clf__graph_node(g, K->ops[i]);
             if (online && K->ops[i] == on_m && s == 0)
                 emit_online_finish(&src, on_m, on_s);
-            else if (n->kind == CLF__NODE_REDUCE && plan->stage[K->ops[i]] == s && plan->producer[K->ops[i]] == (int32_t)k &&
+            else if (n->op == CLF__OP_REDUCE && plan->stage[K->ops[i]] == s && plan->producer[K->ops[i]] == (int32_t)k &&
                      !(online && (K->ops[i] == on_m || K->ops[i] == on_s)))
                 emit_acc_finish(&src, n, K->ops[i], clf__graph_node(g, n->inputs[0])->dtype, sk);
         }

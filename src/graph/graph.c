@@ -19,9 +19,9 @@
 static atomic_uint_least32_t next_serial = 1;
 
 /* Bit masks of accepted dtypes. */
-#define M_F32 (1u << CLF_F32)
-#define M_I32 (1u << CLF_I32)
-#define M_BOOL (1u << CLF_BOOL)
+#define M_F32 CLF__DTM_F32
+#define M_I32 CLF__DTM_I32
+#define M_BOOL CLF__DTM_BOOL
 
 /* ---- Graph lifetime and queries -------------------------------------- */
 
@@ -48,6 +48,7 @@ void clf_graph_destroy(clf_graph **gp)
     for (size_t i = 0; i < g->nnodes; i++) {
         clf__free(g->nodes[i].data);
         clf__free((void *)g->nodes[i].name);
+        clf__free(g->nodes[i].inputs);
     }
     for (size_t i = 0; i < g->noutputs; i++)
         clf__free(g->outputs[i].name);
@@ -213,7 +214,18 @@ clf_tensor clf__graph_append(clf_graph *g, const char *call, const clf__node *n)
         g->nodes = nodes;
         g->cap_nodes = cap;
     }
+    uint32_t *inputs = NULL;
+    if (n->ninputs > 0) {
+        assert(n->inputs);
+        inputs = clf__malloc((size_t)n->ninputs * sizeof *inputs);
+        if (!inputs) {
+            clf__graph_fail(g, CLF_ERR_OUT_OF_MEMORY, call, "out of memory growing the graph");
+            goto cleanup;
+        }
+        memcpy(inputs, n->inputs, (size_t)n->ninputs * sizeof *inputs);
+    }
     g->nodes[g->nnodes] = *n;
+    g->nodes[g->nnodes].inputs = inputs;
     t = (clf_tensor){g->serial, (uint32_t)g->nnodes};
     g->nnodes++;
 cleanup:
@@ -380,7 +392,7 @@ clf_tensor clf_input(clf_graph *g, const char *name, clf_dtype dtype, int rank, 
     g->inputs = inputs;
     if (!ok)
         return CLF_TENSOR_INVALID;
-    clf__node n = {.kind = CLF__NODE_INPUT, .dtype = dtype, .rank = rank};
+    clf__node n = {.op = CLF__OP_INPUT, .dtype = dtype, .rank = rank};
     if (rank > 0)
         memcpy(n.shape, shape, (size_t)rank * sizeof *shape);
     n.name = copy_name(g, call, name);
@@ -456,13 +468,13 @@ clf_tensor clf__graph_scalar(clf_graph *g, const char *call, clf_dtype dtype, do
 {
     if (!clf__graph_usable(g) || !check_dtype_arg(g, call, "dtype", dtype))
         return CLF_TENSOR_INVALID;
-    clf__node n = {.kind = CLF__NODE_CONSTANT, .dtype = dtype, .rank = 0};
+    clf__node n = {.op = CLF__OP_CONSTANT, .dtype = dtype, .rank = 0};
     n.data = clf__malloc(clf_dtype_size(dtype));
     if (!n.data) {
         clf__graph_fail(g, CLF_ERR_OUT_OF_MEMORY, call, "out of memory");
         return CLF_TENSOR_INVALID;
     }
-    n.scalar = store_converted(n.data, dtype, value);
+    n.attr.constant.scalar = store_converted(n.data, dtype, value);
     return clf__graph_append(g, call, &n);
 }
 
@@ -486,7 +498,7 @@ clf_tensor clf_constant(clf_graph *g, clf_dtype dtype, int rank, const int64_t *
         clf__graph_fail(g, CLF_ERR_INVALID_ARGUMENT, call, "data is NULL");
         return CLF_TENSOR_INVALID;
     }
-    clf__node n = {.kind = CLF__NODE_CONSTANT, .dtype = dtype, .rank = rank};
+    clf__node n = {.op = CLF__OP_CONSTANT, .dtype = dtype, .rank = rank};
     if (rank > 0)
         memcpy(n.shape, shape, (size_t)rank * sizeof *shape);
     if (numel > 0) {
@@ -499,7 +511,7 @@ clf_tensor clf_constant(clf_graph *g, clf_dtype dtype, int rank, const int64_t *
         }
         memcpy(n.data, data, bytes);
         if (rank == 0)
-            n.scalar = load_element(n.data, dtype);
+            n.attr.constant.scalar = load_element(n.data, dtype);
     }
     return clf__graph_append(g, call, &n);
 }
@@ -545,52 +557,6 @@ static const char *mask_str(unsigned mask)
     }
 }
 
-static unsigned unary_dtypes(clf_unary_op op)
-{
-    switch (op) {
-    case CLF_UNARY_NEG:
-    case CLF_UNARY_ABS:
-    case CLF_UNARY_SIGN:
-        return M_F32 | M_I32;
-    case CLF_UNARY_NOT:
-        return M_BOOL;
-    default:
-        return M_F32;
-    }
-}
-
-static unsigned binary_dtypes(clf_binary_op op)
-{
-    switch (op) {
-    case CLF_BINARY_POW:
-        return M_F32;
-    case CLF_BINARY_EQ:
-    case CLF_BINARY_NE:
-        return M_F32 | M_I32 | M_BOOL;
-    case CLF_BINARY_AND:
-    case CLF_BINARY_OR:
-        return M_BOOL;
-    default:
-        return M_F32 | M_I32;
-    }
-}
-
-static bool binary_is_comparison(clf_binary_op op)
-{
-    switch (op) {
-    case CLF_BINARY_EQ:
-    case CLF_BINARY_NE:
-    case CLF_BINARY_LT:
-    case CLF_BINARY_LE:
-    case CLF_BINARY_GT:
-    case CLF_BINARY_GE:
-        return true;
-    default:
-        return false;
-    }
-}
-
-
 /* Records a unary node after checking x and its dtype; call names the
  * public function in messages. */
 static clf_tensor unary(clf_graph *g, const char *call, clf_unary_op op, clf_tensor x)
@@ -601,18 +567,18 @@ static clf_tensor unary(clf_graph *g, const char *call, clf_unary_op op, clf_ten
     const clf__node *in = clf__graph_arg(g, call, "x", x);
     if (!in)
         return CLF_TENSOR_INVALID;
-    unsigned ok = unary_dtypes(op);
+    const clf__op_info *info = clf__op_info_of(clf__op_of_unary(op));
+    unsigned ok = info->dtypes;
     if (!(ok & (1u << in->dtype))) {
         clf__graph_fail(g, CLF_ERR_DTYPE, call, "x has dtype %s; %s takes %s", clf_dtype_name(in->dtype),
                         clf__unary_op_name(op), mask_str(ok));
         return CLF_TENSOR_INVALID;
     }
-    clf__node n = {.kind = CLF__NODE_UNARY,
-                   .op = (int)op,
+    clf__node n = {.op = clf__op_of_unary(op),
                    .dtype = in->dtype,
                    .rank = in->rank,
                    .ninputs = 1,
-                   .inputs = {x.node}};
+                   .inputs = (uint32_t[]){x.node}};
     memcpy(n.shape, in->shape, sizeof n.shape);
     return clf__graph_append(g, call, &n);
 }
@@ -633,14 +599,15 @@ static clf_tensor binary(clf_graph *g, const char *call, clf_binary_op op, clf_t
                         clf_dtype_name(na->dtype), clf_dtype_name(nb->dtype), clf__binary_op_name(op));
         return CLF_TENSOR_INVALID;
     }
-    unsigned ok = binary_dtypes(op);
+    const clf__op_info *info = clf__op_info_of(clf__op_of_binary(op));
+    unsigned ok = info->dtypes;
     if (!(ok & (1u << na->dtype))) {
         clf__graph_fail(g, CLF_ERR_DTYPE, call, "a and b have dtype %s; %s takes %s",
                         clf_dtype_name(na->dtype), clf__binary_op_name(op), mask_str(ok));
         return CLF_TENSOR_INVALID;
     }
-    clf__node n = {.kind = CLF__NODE_BINARY, .op = (int)op, .ninputs = 2, .inputs = {a.node, b.node}};
-    n.dtype = binary_is_comparison(op) ? CLF_BOOL : na->dtype;
+    clf__node n = {.op = clf__op_of_binary(op), .ninputs = 2, .inputs = (uint32_t[]){a.node, b.node}};
+    n.dtype = info->rule == CLF__DT_BOOL ? CLF_BOOL : na->dtype;
     if (!clf__graph_broadcast(na->rank, na->shape, nb->rank, nb->shape, &n.rank, n.shape)) {
         char sa[CLF__SHAPE_STR_CAP], sb[CLF__SHAPE_STR_CAP];
         clf__graph_fail(g, CLF_ERR_SHAPE, call, "shapes %s (a) and %s (b) do not broadcast",
@@ -725,10 +692,10 @@ clf_tensor clf_where(clf_graph *g, clf_tensor cond, clf_tensor a, clf_tensor b)
                         clf_dtype_name(na->dtype), clf_dtype_name(nb->dtype));
         return CLF_TENSOR_INVALID;
     }
-    clf__node n = {.kind = CLF__NODE_WHERE,
+    clf__node n = {.op = CLF__OP_WHERE,
                    .dtype = na->dtype,
                    .ninputs = 3,
-                   .inputs = {cond.node, a.node, b.node}};
+                   .inputs = (uint32_t[]){cond.node, a.node, b.node}};
     if (!clf__graph_broadcast(nc->rank, nc->shape, na->rank, na->shape, &n.rank, n.shape) ||
         !clf__graph_broadcast(n.rank, n.shape, nb->rank, nb->shape, &n.rank, n.shape)) {
         char sc[CLF__SHAPE_STR_CAP], sa[CLF__SHAPE_STR_CAP], sb[CLF__SHAPE_STR_CAP];
@@ -760,13 +727,12 @@ clf_tensor clf_clip(clf_graph *g, clf_tensor x, double lo, double hi)
                         "%s is NaN; use -INFINITY or INFINITY for no bound", isnan(lo) ? "lo" : "hi");
         return CLF_TENSOR_INVALID;
     }
-    clf__node n = {.kind = CLF__NODE_CLIP,
+    clf__node n = {.op = CLF__OP_CLIP,
                    .dtype = in->dtype,
                    .rank = in->rank,
                    .ninputs = 1,
-                   .inputs = {x.node},
-                   .lo = lo,
-                   .hi = hi};
+                   .inputs = (uint32_t[]){x.node},
+                   .attr.clip = {lo, hi}};
     memcpy(n.shape, in->shape, sizeof n.shape);
     return clf__graph_append(g, call, &n);
 }
@@ -780,7 +746,7 @@ clf_tensor clf_cast(clf_graph *g, clf_tensor x, clf_dtype dtype)
     if (!in || !check_dtype_arg(g, call, "dtype", dtype))
         return CLF_TENSOR_INVALID;
     clf__node n = {
-        .kind = CLF__NODE_CAST, .dtype = dtype, .rank = in->rank, .ninputs = 1, .inputs = {x.node}};
+        .op = CLF__OP_CAST, .dtype = dtype, .rank = in->rank, .ninputs = 1, .inputs = (uint32_t[]){x.node}};
     memcpy(n.shape, in->shape, sizeof n.shape);
     return clf__graph_append(g, call, &n);
 }

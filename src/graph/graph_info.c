@@ -18,34 +18,10 @@ static const size_t dtype_sizes[CLF_DTYPE_COUNT] = {
     [CLF_BOOL] = sizeof(uint8_t),
 };
 
-/* Builder names ("logical_not"); clf__node_op_name drops "logical_". */
-static const char *const unary_names[CLF_UNARY_COUNT] = {
-#define UNARY_NAME_(E, n) [CLF_UNARY_##E] = #n,
-    CLF_UNARY_OP_LIST(UNARY_NAME_)
-#undef UNARY_NAME_
-};
+/* Builder names ("logical_not") of the public ops, from the op table. */
+const char *clf__unary_op_name(clf_unary_op op) { return clf__op_info_of(clf__op_of_unary(op))->builder; }
 
-static const char *const binary_names[CLF_BINARY_COUNT] = {
-#define BINARY_NAME_(E, n) [CLF_BINARY_##E] = #n,
-    CLF_BINARY_OP_LIST(BINARY_NAME_)
-#undef BINARY_NAME_
-};
-
-const char *clf__unary_op_name(clf_unary_op op) { return unary_names[op]; }
-
-const char *clf__binary_op_name(clf_binary_op op) { return binary_names[op]; }
-
-static const char *const kind_names[CLF__NODE_KIND_COUNT] = {
-#define KIND_NAME_(E, n, c) [CLF__NODE_##E] = n,
-    CLF__NODE_KIND_LIST(KIND_NAME_)
-#undef KIND_NAME_
-};
-
-static const clf__node_class kind_classes[CLF__NODE_KIND_COUNT] = {
-#define KIND_CLASS_(E, n, c) [CLF__NODE_##E] = CLF__CLASS_##c,
-    CLF__NODE_KIND_LIST(KIND_CLASS_)
-#undef KIND_CLASS_
-};
+const char *clf__binary_op_name(clf_binary_op op) { return clf__op_info_of(clf__op_of_binary(op))->builder; }
 
 const char *clf_dtype_name(clf_dtype dt)
 {
@@ -74,42 +50,21 @@ int64_t clf__node_numel(const clf__node *n)
     return numel;
 }
 
-static const char *strip_logical(const char *name)
-{
-    static const char prefix[] = "logical_";
-    if (strncmp(name, prefix, sizeof prefix - 1) == 0)
-        return name + sizeof prefix - 1;
-    return name;
-}
-
 static const char *const reduce_names[CLF__REDUCE_KIND_COUNT] = {
 #define REDUCE_NAME_(E, n) [CLF__REDUCE_##E] = n,
     CLF__REDUCE_KIND_LIST(REDUCE_NAME_)
 #undef REDUCE_NAME_
 };
 
-/* Unary, binary and reduce nodes are named by their sub-op ("add", "relu", "not",
- * "and"); every other node by its kind ("transpose"). */
+/* Reduce nodes are named by their kind ("sum", "argmax"); every other node
+ * by its op's row ("add", "relu", "not", "transpose"). */
 const char *clf__node_op_name(const clf__node *n)
 {
-    assert((unsigned)n->kind < CLF__NODE_KIND_COUNT);
-    switch (n->kind) {
-    case CLF__NODE_UNARY:
-        assert(n->op >= 0 && n->op < CLF_UNARY_COUNT);
-        return strip_logical(unary_names[n->op]);
-    case CLF__NODE_BINARY:
-        assert(n->op >= 0 && n->op < CLF_BINARY_COUNT);
-        return strip_logical(binary_names[n->op]);
-    case CLF__NODE_REDUCE:
-        assert(n->op >= 0 && n->op < CLF__REDUCE_KIND_COUNT);
-        return reduce_names[n->op];
-    default:
-        return kind_names[n->kind];
+    if (n->op == CLF__OP_REDUCE) {
+        assert((unsigned)n->attr.reduce.kind < CLF__REDUCE_KIND_COUNT);
+        return reduce_names[n->attr.reduce.kind];
     }
+    return clf__op_info_of(n->op)->name;
 }
 
-clf__node_class clf__node_class_of(const clf__node *n)
-{
-    assert((unsigned)n->kind < CLF__NODE_KIND_COUNT);
-    return kind_classes[n->kind];
-}
+clf__node_class clf__node_class_of(const clf__node *n) { return clf__op_info_of(n->op)->cls; }

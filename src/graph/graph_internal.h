@@ -10,44 +10,7 @@
 
 #include "clfuse/graph.h"
 
-/* Node kinds. X(enum suffix, name used in kernel names and logs, class).
- * Classes: LEAF (no computation), POINTWISE, MOVEMENT (pure index
- * arithmetic). Unary and binary nodes are named by their sub-op instead. */
-#define CLF__NODE_KIND_LIST(X)                                                                     \
-    X(INPUT, "input", LEAF)                                                                        \
-    X(CONSTANT, "constant", LEAF)                                                                  \
-    X(UNARY, "unary", POINTWISE)                                                                   \
-    X(BINARY, "binary", POINTWISE)                                                                 \
-    X(WHERE, "where", POINTWISE)                                                                   \
-    X(CLIP, "clip", POINTWISE)                                                                     \
-    X(CAST, "cast", POINTWISE)                                                                     \
-    X(RESHAPE, "reshape", MOVEMENT)                                                                \
-    X(TRANSPOSE, "transpose", MOVEMENT)                                                            \
-    X(EXPAND, "expand", MOVEMENT)                                                                  \
-    X(SLICE, "slice", MOVEMENT)                                                                    \
-    X(SQUEEZE, "squeeze", MOVEMENT)                                                                \
-    X(UNSQUEEZE, "unsqueeze", MOVEMENT)                                                            \
-    X(REDUCE, "reduce", REDUCTION)                                                                 \
-    X(MATMUL, "matmul", CONTRACTION)
-
-typedef enum clf__node_kind {
-#define CLF__KIND_ENUM_(E, n, c) CLF__NODE_##E,
-    CLF__NODE_KIND_LIST(CLF__KIND_ENUM_)
-#undef CLF__KIND_ENUM_
-    CLF__NODE_KIND_COUNT
-} clf__node_kind;
-
-static_assert(CLF__NODE_KIND_COUNT == 15, "update the tables indexed by node kind");
-static_assert(CLF_UNARY_COUNT == 19, "update the tables indexed by unary op");
-static_assert(CLF_BINARY_COUNT == 15, "update the tables indexed by binary op");
-
-typedef enum clf__node_class {
-    CLF__CLASS_LEAF,
-    CLF__CLASS_POINTWISE,
-    CLF__CLASS_MOVEMENT,
-    CLF__CLASS_REDUCTION,
-    CLF__CLASS_CONTRACTION,
-} clf__node_class;
+#include "graph/op_table.h"
 
 /* The primitive reductions a REDUCE node performs (mean and variance are
  * composites over SUM). */
@@ -64,13 +27,13 @@ typedef enum clf__reduce_kind {
  * that consumers never re-derive ONNX rules:
  *  - RESHAPE, SQUEEZE, UNSQUEEZE: only the output shape matters (a reshape
  *    of the C-order element sequence);
- *  - TRANSPOSE: output axis i is input axis perm[i];
+ *  - TRANSPOSE: output axis i is input axis attr.transpose.attr.transpose.perm[i];
  *  - EXPAND: numpy broadcast of the input to the output shape (input aligned
  *    to the right, extents 1 repeated);
- *  - SLICE: input index on axis a = start[a] + i * step[a] for output index
+ *  - SLICE: input index on axis a = start[a] + i * step[a] (attr.slice) for output index
  *    i on axis a (axes not sliced have start 0, step 1);
- *  - CLIP: lo and hi as given (±inf for none), applied in the input dtype;
- *  - REDUCE: op is a clf__reduce_kind; reduce_mask has bit a set for each
+ *  - CLIP: attr.clip.lo and hi as given (±inf for none), applied in the input dtype;
+ *  - REDUCE: attr.reduce.kind is a clf__reduce_kind; mask has bit a set for each
  *    reduced input axis a; keepdims says whether the node's shape keeps
  *    them (extent 1); ARGMAX/ARGMIN reduce one axis, give i32 and pick the
  *    last of equal values when select_last is set;
@@ -79,24 +42,38 @@ typedef enum clf__reduce_kind {
  *    the node's [batch..., M, N] (1-D operands and ONNX Gemm's transposes,
  *    alpha, beta and C are movement and pointwise nodes around it);
  *  - CONSTANT: data holds numel elements of dtype in C order, owned by the
- *    graph; rank-0 constants made by clf_scalar also keep scalar = value.
+ *    graph; rank-0 constants made by clf_scalar also keep
+ *    attr.constant.attr.constant.scalar = value.
  * Inputs of pointwise nodes broadcast numpy-style to the node's shape. */
 typedef struct clf__node {
-    clf__node_kind kind;
-    int op; /* clf_unary_op, clf_binary_op or clf__reduce_kind, else 0 */
+    clf__op op;
     clf_dtype dtype;
     int rank;
     int64_t shape[CLF_MAX_RANK];
     int ninputs;
-    uint32_t inputs[3];
-    int perm[CLF_MAX_RANK];
-    int64_t start[CLF_MAX_RANK];
-    int64_t step[CLF_MAX_RANK];
-    double lo, hi;
-    double scalar;
-    uint32_t reduce_mask;
-    bool keepdims;
-    bool select_last;
+    uint32_t *inputs; /* ninputs node ids, owned by the graph */
+    /* The attributes of the op, by op (see above). */
+    union {
+        struct {
+            int perm[CLF_MAX_RANK];
+        } transpose;
+        struct {
+            int64_t start[CLF_MAX_RANK];
+            int64_t step[CLF_MAX_RANK];
+        } slice;
+        struct {
+            double lo, hi;
+        } clip;
+        struct {
+            clf__reduce_kind kind;
+            uint32_t mask;
+            bool keepdims;
+            bool select_last;
+        } reduce;
+        struct {
+            double scalar;
+        } constant;
+    } attr;
     void *data;       /* CONSTANT only */
     const char *name; /* INPUT only; owned by the graph */
 } clf__node;

@@ -61,12 +61,11 @@ static clf_tensor matmul_node(clf_graph *g, const char *call, clf_tensor a, clf_
                         CLF_MAX_RANK);
         return CLF_TENSOR_INVALID;
     }
-    clf__node n = {.kind = CLF__NODE_MATMUL, .dtype = CLF_F32, .rank = rank + 2, .ninputs = 2};
+    clf__node n = {.op = CLF__OP_MATMUL, .dtype = CLF_F32, .rank = rank + 2, .ninputs = 2,
+                   .inputs = (uint32_t[]){a.node, b.node}};
     memcpy(n.shape, shape, (size_t)rank * sizeof *shape);
     n.shape[rank] = an.shape[an.rank - 2];
     n.shape[rank + 1] = bn.shape[bn.rank - 1];
-    n.inputs[0] = a.node;
-    n.inputs[1] = b.node;
     return clf__graph_append(g, call, &n);
 }
 

@@ -9,11 +9,12 @@
 #include "graph_builder.h"
 #include "graph_internal.h"
 
-/* A movement node reading x with the given output shape. */
-static clf__node movement_node(clf__node_kind kind, const clf__node *in, clf_tensor x, int rank,
+/* A movement node reading *x (the caller's, alive until the append) with
+ * the given output shape. */
+static clf__node movement_node(clf__op op, const clf__node *in, const clf_tensor *x, int rank,
                                const int64_t *shape)
 {
-    clf__node n = {.kind = kind, .dtype = in->dtype, .rank = rank, .ninputs = 1, .inputs = {x.node}};
+    clf__node n = {.op = op, .dtype = in->dtype, .rank = rank, .ninputs = 1, .inputs = (uint32_t *)&x->node};
     for (int i = 0; i < rank; i++)
         n.shape[i] = shape[i];
     return n;
@@ -82,7 +83,7 @@ clf_tensor clf_reshape(clf_graph *g, clf_tensor x, int rank, const int64_t *shap
     }
     if (infer >= 0)
         out[infer] = numel / known;
-    clf__node n = movement_node(CLF__NODE_RESHAPE, in, x, rank, out);
+    clf__node n = movement_node(CLF__OP_RESHAPE, in, &x, rank, out);
     return clf__graph_append(g, call, &n);
 }
 
@@ -128,8 +129,8 @@ clf_tensor clf_transpose(clf_graph *g, clf_tensor x, int nperm, const int *perm)
     int64_t out[CLF_MAX_RANK];
     for (int i = 0; i < r; i++)
         out[i] = in->shape[p[i]];
-    clf__node n = movement_node(CLF__NODE_TRANSPOSE, in, x, r, out);
-    memcpy(n.perm, p, (size_t)r * sizeof *p);
+    clf__node n = movement_node(CLF__OP_TRANSPOSE, in, &x, r, out);
+    memcpy(n.attr.transpose.perm, p, (size_t)r * sizeof *p);
     return clf__graph_append(g, call, &n);
 }
 
@@ -151,7 +152,7 @@ clf_tensor clf_expand(clf_graph *g, clf_tensor x, int rank, const int64_t *shape
                         clf__graph_shape_str(ss, sizeof ss, rank, shape));
         return CLF_TENSOR_INVALID;
     }
-    clf__node n = movement_node(CLF__NODE_EXPAND, in, x, rout, out);
+    clf__node n = movement_node(CLF__OP_EXPAND, in, &x, rout, out);
     return clf__graph_append(g, call, &n);
 }
 
@@ -222,9 +223,9 @@ clf_tensor clf_slice(clf_graph *g, clf_tensor x, int n, const int64_t *starts, c
         clf__graph_fail(g, CLF_ERR_INVALID_ARGUMENT, call, "n = %d exceeds the rank %d of x", n, r);
         return CLF_TENSOR_INVALID;
     }
-    clf__node node = movement_node(CLF__NODE_SLICE, in, x, r, in->shape);
+    clf__node node = movement_node(CLF__OP_SLICE, in, &x, r, in->shape);
     for (int a = 0; a < r; a++)
-        node.step[a] = 1;
+        node.attr.slice.step[a] = 1;
     bool seen[CLF_MAX_RANK] = {false};
     for (int i = 0; i < n; i++) {
         int a = axes ? clf__graph_list_axis(g, call, i, axes[i], r, "rank", seen) : i;
@@ -235,8 +236,8 @@ clf_tensor clf_slice(clf_graph *g, clf_tensor x, int n, const int64_t *starts, c
             clf__graph_fail(g, CLF_ERR_INVALID_ARGUMENT, call, "steps[%d] is 0", i);
             return CLF_TENSOR_INVALID;
         }
-        node.step[a] = step;
-        slice_axis(in->shape[a], starts[i], ends[i], step, &node.start[a], &node.shape[a]);
+        node.attr.slice.step[a] = step;
+        slice_axis(in->shape[a], starts[i], ends[i], step, &node.attr.slice.start[a], &node.shape[a]);
     }
     return clf__graph_append(g, call, &node);
 }
@@ -276,7 +277,7 @@ clf_tensor clf_squeeze(clf_graph *g, clf_tensor x, int naxes, const int *axes)
         if (!drop[a])
             out[rout++] = in->shape[a];
     }
-    clf__node n = movement_node(CLF__NODE_SQUEEZE, in, x, rout, out);
+    clf__node n = movement_node(CLF__OP_SQUEEZE, in, &x, rout, out);
     return clf__graph_append(g, call, &n);
 }
 
@@ -307,6 +308,6 @@ clf_tensor clf_unsqueeze(clf_graph *g, clf_tensor x, int naxes, const int *axes)
     int64_t out[CLF_MAX_RANK];
     for (int a = 0, j = 0; a < rout; a++)
         out[a] = ins[a] ? 1 : in->shape[j++];
-    clf__node n = movement_node(CLF__NODE_UNSQUEEZE, in, x, rout, out);
+    clf__node n = movement_node(CLF__OP_UNSQUEEZE, in, &x, rout, out);
     return clf__graph_append(g, call, &n);
 }

@@ -87,14 +87,11 @@ static clf_tensor reduce_node(clf_graph *g, const char *call, clf__reduce_kind k
     if (!in)
         return CLF_TENSOR_INVALID;
     bool arg = kind == CLF__REDUCE_ARGMAX || kind == CLF__REDUCE_ARGMIN;
-    clf__node n = {.kind = CLF__NODE_REDUCE,
-                   .op = (int)kind,
+    clf__node n = {.op = CLF__OP_REDUCE,
                    .dtype = arg ? CLF_I32 : in->dtype,
                    .ninputs = 1,
-                   .inputs = {x.node},
-                   .reduce_mask = mask,
-                   .keepdims = keepdims,
-                   .select_last = arg && select_last};
+                   .inputs = (uint32_t[]){x.node},
+                   .attr.reduce = {.kind = kind, .mask = mask, .keepdims = keepdims, .select_last = arg && select_last}};
     for (int a = 0; a < in->rank; a++) {
         if (!(mask & (1u << a)))
             n.shape[n.rank++] = in->shape[a];

@@ -66,7 +66,7 @@ typedef struct region {
 
 bool clf__plan_is_literal(const clf__node *n)
 {
-    return n->kind == CLF__NODE_CONSTANT && clf__node_numel(n) == 1;
+    return n->op == CLF__OP_CONSTANT && clf__node_numel(n) == 1;
 }
 
 static bool is_computed(const clf__node *n) { return clf__node_class_of(n) != CLF__CLASS_LEAF; }
@@ -157,7 +157,7 @@ typedef enum role { ROLE_NONE, ROLE_POINTWISE, ROLE_FULL, ROLE_ROW, ROLE_REDUCE 
 
 static role role_in(const clf_graph *g, const region *R, const clf__node *m)
 {
-    if (m->kind == CLF__NODE_MATMUL)
+    if (m->op == CLF__OP_MATMUL)
         return ROLE_NONE; /* a product anchors its own kernel */
     if (R->gemm) {
         /* The epilogue stores element i of each member at the product's
@@ -166,15 +166,15 @@ static role role_in(const clf_graph *g, const region *R, const clf__node *m)
         int64_t numel = 1;
         for (int d = 0; d < R->rank; d++)
             numel *= R->shape[d];
-        return m->kind != CLF__NODE_REDUCE && clf__node_numel(m) == numel ? ROLE_POINTWISE : ROLE_NONE;
+        return m->op != CLF__OP_REDUCE && clf__node_numel(m) == numel ? ROLE_POINTWISE : ROLE_NONE;
     }
     if (!R->reduction)
-        return m->kind != CLF__NODE_REDUCE && same_shape(R->rank, R->shape, m->rank, m->shape)
+        return m->op != CLF__OP_REDUCE && same_shape(R->rank, R->shape, m->rank, m->shape)
                    ? ROLE_POINTWISE
                    : ROLE_NONE;
-    if (m->kind == CLF__NODE_REDUCE) {
+    if (m->op == CLF__OP_REDUCE) {
         const clf__node *in = clf__graph_node(g, m->inputs[0]);
-        return m->reduce_mask == R->mask && same_shape(R->rank, R->shape, in->rank, in->shape)
+        return m->attr.reduce.mask == R->mask && same_shape(R->rank, R->shape, in->rank, in->shape)
                    ? ROLE_REDUCE
                    : ROLE_NONE;
     }
@@ -253,11 +253,11 @@ static void walk_node(align_walk *w, uint32_t id, const clf__view *v)
         return; /* a leaf or another kernel's value: a load */
     if (seen_before(w, id, v, n->rank))
         return;
-    if (n->kind == CLF__NODE_REDUCE || n->kind == CLF__NODE_MATMUL) {
+    if (n->op == CLF__OP_REDUCE || n->op == CLF__OP_MATMUL) {
         clf__ix at = clf__view_linear(&w->ix, v, n->rank, n->shape);
         if (!clf__ix_same(&at, &w->x))
             w->ok = false;
-        else if (n->kind == CLF__NODE_REDUCE && w->stage[id] + 1 > w->max_stage)
+        else if (n->op == CLF__OP_REDUCE && w->stage[id] + 1 > w->max_stage)
             w->max_stage = w->stage[id] + 1;
         return;
     }
@@ -365,7 +365,7 @@ static const char *prologue_refusal(const clf_graph *g, const bool *mat, uint32_
         }
         const clf__node *n = clf__graph_node(g, id);
         if (!is_computed(n) || mat[id]) {
-            if (n->kind == CLF__NODE_MATMUL)
+            if (n->op == CLF__OP_MATMUL)
                 why = "it reads another GEMM's product (that GEMM's epilogue computes it once instead)";
             else if (!clf__plan_is_literal(n) && clf__node_numel(n) * 2 > numel && ++full > 1)
                 why = "it loads several operand-sized tensors (storing it once reads fewer bytes)";
@@ -511,7 +511,7 @@ clf_status clf__plan_build(const clf_graph *g, const clf__plan_options *opt, clf
         }
         /* A GEMM computes its operands in its loads unless that costs
          * more than storing them (then they are stored by another kernel). */
-        if (nd->kind == CLF__NODE_MATMUL && fuse) {
+        if (nd->op == CLF__OP_MATMUL && fuse) {
             for (int k = 0; k < nd->ninputs; k++) {
                 uint32_t in = nd->inputs[k];
                 while (clf__node_class_of(clf__graph_node(g, in)) == CLF__CLASS_MOVEMENT && !mat[in])
@@ -530,7 +530,7 @@ clf_status clf__plan_build(const clf_graph *g, const clf__plan_options *opt, clf
         }
         /* Reductions and products anchor their kernels; outputs must be
          * stored. */
-        if (is_out[i] || nd->kind == CLF__NODE_REDUCE || nd->kind == CLF__NODE_MATMUL ||
+        if (is_out[i] || nd->op == CLF__OP_REDUCE || nd->op == CLF__OP_MATMUL ||
             (!fuse && clf__node_class_of(nd) == CLF__CLASS_POINTWISE)) {
             mat[i] = true;
             continue;
@@ -628,14 +628,14 @@ clf_status clf__plan_build(const clf_graph *g, const clf__plan_options *opt, clf
                 cap_r = cap;
             }
             memset(&rs[nr], 0, sizeof rs[nr]);
-            if (mn->kind == CLF__NODE_REDUCE) {
+            if (mn->op == CLF__OP_REDUCE) {
                 const clf__node *in = clf__graph_node(g, mn->inputs[0]);
                 rs[nr].reduction = true;
-                rs[nr].mask = mn->reduce_mask;
+                rs[nr].mask = mn->attr.reduce.mask;
                 rs[nr].rank = in->rank;
                 memcpy(rs[nr].shape, in->shape, sizeof in->shape);
                 out->stage[m] = 0;
-            } else if (mn->kind == CLF__NODE_MATMUL) {
+            } else if (mn->op == CLF__OP_MATMUL) {
                 rs[nr].gemm = true;
                 rs[nr].anchor = m;
                 rs[nr].rank = mn->rank;
@@ -736,7 +736,7 @@ clf_status clf__plan_build(const clf_graph *g, const clf__plan_options *opt, clf
         if (!needed[i] || out->src_buffer[i] >= 0)
             continue;
         uint64_t bytes = (uint64_t)clf__node_numel(nd) * clf_dtype_size(nd->dtype);
-        if (nd->kind == CLF__NODE_CONSTANT && !clf__plan_is_literal(nd)) {
+        if (nd->op == CLF__OP_CONSTANT && !clf__plan_is_literal(nd)) {
             out->buffers[out->nbuffers] = (clf__plan_buffer){CLF__BUF_CONSTANT, i, nconst++, bytes};
             out->src_buffer[i] = (int32_t)out->nbuffers++;
         } else if (mat[i] && is_computed(nd) && crosses[i]) {

@@ -100,6 +100,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Operands a node of the interpreter may read (where reads three). */
+#define MAX_OPERANDS 3
+
 #include "graph/graph_internal.h"
 
 /* Where one operand's elements lie for each multi-index of the node being
@@ -204,7 +207,7 @@ static bool transpose_view(const clf__node *in, const clf__node *out, view *v)
     c_strides(in->rank, in->shape, in_strides);
     v->base = 0;
     for (int i = 0; i < out->rank; i++) {
-        int p = out->perm[i];
+        int p = out->attr.transpose.perm[i];
         if (p < 0 || p >= in->rank || seen[p] || in->shape[p] != out->shape[i])
             return false;
         seen[p] = true;
@@ -224,15 +227,15 @@ static bool slice_view(const clf__node *in, const clf__node *out, view *v)
     v->base = 0;
     for (int a = 0; a < out->rank; a++) {
         if (out->shape[a] > 0) {
-            int64_t first = out->step[a] == 0 ? -1 : out->start[a];
+            int64_t first = out->attr.slice.step[a] == 0 ? -1 : out->attr.slice.start[a];
             /* The last index, computed in double so that a corrupt step
              * cannot overflow; exact for any index that fits in memory. */
-            double last = (double)out->start[a] + (double)(out->shape[a] - 1) * (double)out->step[a];
+            double last = (double)out->attr.slice.start[a] + (double)(out->shape[a] - 1) * (double)out->attr.slice.step[a];
             if (first < 0 || first >= in->shape[a] || last < 0 || last >= (double)in->shape[a])
                 return false;
         }
-        v->base += out->start[a] * in_strides[a];
-        v->stride[a] = out->step[a] * in_strides[a];
+        v->base += out->attr.slice.start[a] * in_strides[a];
+        v->stride[a] = out->attr.slice.step[a] * in_strides[a];
     }
     return true;
 }
@@ -270,100 +273,11 @@ static double minimum_f64(double a, double b) { return (a < b || isnan(a)) ? a :
 static double set_maximum_f64(double a, double b) { return a == b ? (signbit(a) ? b : a) : maximum_f64(a, b); }
 static double set_minimum_f64(double a, double b) { return a == b ? (signbit(a) ? a : b) : minimum_f64(a, b); }
 
-/* One f32 unary op, computed in double and rounded to float. */
-static float unary_f32(clf_unary_op op, float xf)
+/* One element of an integer or bool dtype as an int64 (bool: its truth
+ * value). */
+static int64_t load_i64(clf_dtype dt, const void *p, int64_t off)
 {
-    double x = xf, r;
-    switch (op) {
-    case CLF_UNARY_NEG: r = -x; break;
-    case CLF_UNARY_ABS: r = fabs(x); break;
-    case CLF_UNARY_EXP: r = exp(x); break;
-    case CLF_UNARY_LOG: r = log(x); break;
-    case CLF_UNARY_SQRT: r = sqrt(x); break;
-    case CLF_UNARY_RSQRT: r = 1.0 / sqrt(x); break;
-    case CLF_UNARY_RECIPROCAL: r = 1.0 / x; break;
-    case CLF_UNARY_SIN: r = sin(x); break;
-    case CLF_UNARY_COS: r = cos(x); break;
-    case CLF_UNARY_TANH: r = tanh(x); break;
-    case CLF_UNARY_SIGMOID: r = 1.0 / (1.0 + exp(-x)); break;
-    case CLF_UNARY_RELU: r = x < 0 ? 0.0 : x; break;
-    case CLF_UNARY_GELU: r = 0.5 * x * (1.0 + erf(x / sqrt(2.0))); break;
-    case CLF_UNARY_SILU: r = x * (1.0 / (1.0 + exp(-x))); break;
-    case CLF_UNARY_ERF: r = erf(x); break;
-    case CLF_UNARY_FLOOR: r = floor(x); break;
-    case CLF_UNARY_CEIL: r = ceil(x); break;
-    case CLF_UNARY_SIGN: r = x > 0 ? 1.0 : x < 0 ? -1.0 : x; break;
-    default: r = NAN; break; /* refused by check_node */
-    }
-    return (float)r;
-}
-
-static int32_t unary_i32(clf_unary_op op, int32_t x)
-{
-    uint32_t neg = 0u - (uint32_t)x;
-    switch (op) {
-    case CLF_UNARY_NEG: return wrap_i32(neg);
-    case CLF_UNARY_ABS: return x < 0 ? wrap_i32(neg) : x;
-    case CLF_UNARY_SIGN: return x > 0 ? 1 : x < 0 ? -1 : 0;
-    default: return 0; /* refused by check_node */
-    }
-}
-
-static float binary_f32(clf_binary_op op, float af, float bf)
-{
-    double a = af, b = bf, r;
-    switch (op) {
-    case CLF_BINARY_ADD: r = a + b; break;
-    case CLF_BINARY_SUB: r = a - b; break;
-    case CLF_BINARY_MUL: r = a * b; break;
-    case CLF_BINARY_DIV: r = a / b; break;
-    case CLF_BINARY_POW: r = pow(a, b); break;
-    case CLF_BINARY_MAXIMUM: r = maximum_f64(a, b); break;
-    case CLF_BINARY_MINIMUM: r = minimum_f64(a, b); break;
-    default: r = NAN; break; /* refused by check_node */
-    }
-    return (float)r;
-}
-
-static int32_t binary_i32(clf_binary_op op, int32_t a, int32_t b)
-{
-    switch (op) {
-    case CLF_BINARY_ADD: return wrap_i32((uint32_t)a + (uint32_t)b);
-    case CLF_BINARY_SUB: return wrap_i32((uint32_t)a - (uint32_t)b);
-    case CLF_BINARY_MUL: return wrap_i32((uint32_t)a * (uint32_t)b);
-    case CLF_BINARY_DIV:
-        if (b == 0)
-            return 0;
-        if (a == INT32_MIN && b == -1)
-            return INT32_MIN;
-        return a / b;
-    case CLF_BINARY_MAXIMUM: return a > b ? a : b;
-    case CLF_BINARY_MINIMUM: return a < b ? a : b;
-    default: return 0; /* refused by check_node */
-    }
-}
-
-/* Comparisons and logical ops; every operand value (f32, i32 or a bool's
- * truth value) is exact in double, and NaN compares as C compares. */
-static uint8_t binary_bool(clf_binary_op op, double a, double b)
-{
-    switch (op) {
-    case CLF_BINARY_EQ: return a == b;
-    case CLF_BINARY_NE: return a != b;
-    case CLF_BINARY_LT: return a < b;
-    case CLF_BINARY_LE: return a <= b;
-    case CLF_BINARY_GT: return a > b;
-    case CLF_BINARY_GE: return a >= b;
-    case CLF_BINARY_AND: return a != 0 && b != 0;
-    case CLF_BINARY_OR: return a != 0 || b != 0;
-    default: return 0; /* refused by check_node */
-    }
-}
-
-static bool is_comparison(clf_binary_op op)
-{
-    return op == CLF_BINARY_EQ || op == CLF_BINARY_NE || op == CLF_BINARY_LT ||
-           op == CLF_BINARY_LE || op == CLF_BINARY_GT || op == CLF_BINARY_GE;
+    return dt == CLF_I32 ? ((const int32_t *)p)[off] : ((const uint8_t *)p)[off] != 0;
 }
 
 /* One element of any dtype as a double (bool: its truth value). */
@@ -402,19 +316,19 @@ static int32_t clip_bound_i32(double v, int32_t none)
  * reduced axis. */
 static bool reduce_ok(const clf__node *in, const clf__node *n)
 {
-    bool arg = n->op == CLF__REDUCE_ARGMAX || n->op == CLF__REDUCE_ARGMIN;
-    if (n->op < 0 || n->op >= CLF__REDUCE_KIND_COUNT || (in->dtype != CLF_F32 && in->dtype != CLF_I32))
+    bool arg = n->attr.reduce.kind == CLF__REDUCE_ARGMAX || n->attr.reduce.kind == CLF__REDUCE_ARGMIN;
+    if ((unsigned)n->attr.reduce.kind >= CLF__REDUCE_KIND_COUNT || (in->dtype != CLF_F32 && in->dtype != CLF_I32))
         return false;
-    if (n->dtype != (arg ? CLF_I32 : in->dtype) || (n->reduce_mask >> in->rank) != 0)
+    if (n->dtype != (arg ? CLF_I32 : in->dtype) || (n->attr.reduce.mask >> in->rank) != 0)
         return false;
     int r = 0, nreduced = 0, axis = -1;
     for (int a = 0; a < in->rank; a++) {
-        bool red = (n->reduce_mask >> a) & 1u;
+        bool red = (n->attr.reduce.mask >> a) & 1u;
         if (red) {
             nreduced++;
             axis = a;
         }
-        if (red && !n->keepdims)
+        if (red && !n->attr.reduce.keepdims)
             continue;
         if (r >= n->rank || n->shape[r] != (red ? 1 : in->shape[a]))
             return false;
@@ -463,16 +377,12 @@ static bool matmul_views(const clf__node *a, const clf__node *b, const clf__node
 static bool check_node(const clf_graph *g, uint32_t id, view *views)
 {
     const clf__node *n = &g->nodes[id];
-    const clf__node *in[3] = {NULL, NULL, NULL};
-    static const int arity[CLF__NODE_KIND_COUNT] = {
-        [CLF__NODE_INPUT] = 0,     [CLF__NODE_CONSTANT] = 0, [CLF__NODE_UNARY] = 1,
-        [CLF__NODE_BINARY] = 2,    [CLF__NODE_WHERE] = 3,    [CLF__NODE_CLIP] = 1,
-        [CLF__NODE_CAST] = 1,      [CLF__NODE_RESHAPE] = 1,  [CLF__NODE_TRANSPOSE] = 1,
-        [CLF__NODE_EXPAND] = 1,    [CLF__NODE_SLICE] = 1,    [CLF__NODE_SQUEEZE] = 1,
-        [CLF__NODE_UNSQUEEZE] = 1, [CLF__NODE_REDUCE] = 1,  [CLF__NODE_MATMUL] = 2,
-    };
-
-    if ((unsigned)n->kind >= CLF__NODE_KIND_COUNT || n->ninputs != arity[n->kind])
+    const clf__node *in[MAX_OPERANDS] = {NULL};
+    if ((unsigned)n->op >= CLF__OP_COUNT)
+        return false;
+    const clf__op_info *info = clf__op_info_of(n->op);
+    if (n->ninputs < info->min_inputs || (info->max_inputs >= 0 && n->ninputs > info->max_inputs) ||
+        n->ninputs > MAX_OPERANDS)
         return false;
     if (node_numel(n) < 0)
         return false;
@@ -482,61 +392,46 @@ static bool check_node(const clf_graph *g, uint32_t id, view *views)
         in[k] = &g->nodes[n->inputs[k]];
     }
 
-    switch (n->kind) {
-    case CLF__NODE_INPUT:
-        return n->name != NULL;
-    case CLF__NODE_CONSTANT:
-        return n->data != NULL || node_numel(n) == 0;
-    case CLF__NODE_UNARY:
-        if (n->dtype != in[0]->dtype || n->op < 0 || n->op >= CLF_UNARY_COUNT)
-            return false;
-        if (n->dtype == CLF_BOOL && n->op != CLF_UNARY_NOT)
-            return false;
-        if (n->dtype == CLF_I32 && n->op != CLF_UNARY_NEG && n->op != CLF_UNARY_ABS &&
-            n->op != CLF_UNARY_SIGN)
-            return false;
-        if (n->dtype == CLF_F32 && n->op == CLF_UNARY_NOT)
-            return false;
-        return broadcast_view(in[0], n, &views[0]);
-    case CLF__NODE_BINARY: {
+    if (info->cls == CLF__CLASS_POINTWISE && info->rule != CLF__DT_OWN) {
+        /* An op of the table: operands of one dtype it takes, the result's
+         * dtype by its rule. */
         clf_dtype dt = in[0]->dtype;
-        clf_binary_op op = (clf_binary_op)n->op;
-        if (n->op < 0 || n->op >= CLF_BINARY_COUNT || in[1]->dtype != dt)
+        if (!(info->dtypes & CLF__DTM(dt)) || n->dtype != (info->rule == CLF__DT_BOOL ? CLF_BOOL : dt))
             return false;
-        if (is_comparison(op) || op == CLF_BINARY_AND || op == CLF_BINARY_OR) {
-            if (n->dtype != CLF_BOOL)
+        for (int k = 0; k < n->ninputs; k++)
+            if (in[k]->dtype != dt || !broadcast_view(in[k], n, &views[k]))
                 return false;
-            if ((op == CLF_BINARY_AND || op == CLF_BINARY_OR) && dt != CLF_BOOL)
-                return false;
-        } else if (n->dtype != dt || dt == CLF_BOOL || (op == CLF_BINARY_POW && dt != CLF_F32)) {
-            return false;
-        }
-        return broadcast_view(in[0], n, &views[0]) && broadcast_view(in[1], n, &views[1]);
+        return true;
     }
-    case CLF__NODE_WHERE:
+    switch (n->op) {
+    case CLF__OP_INPUT:
+        return n->name != NULL;
+    case CLF__OP_CONSTANT:
+        return n->data != NULL || node_numel(n) == 0;
+    case CLF__OP_WHERE:
         if (in[0]->dtype != CLF_BOOL || in[1]->dtype != n->dtype || in[2]->dtype != n->dtype)
             return false;
         return broadcast_view(in[0], n, &views[0]) && broadcast_view(in[1], n, &views[1]) &&
                broadcast_view(in[2], n, &views[2]);
-    case CLF__NODE_CLIP:
+    case CLF__OP_CLIP:
         if (n->dtype != in[0]->dtype || n->dtype == CLF_BOOL)
             return false;
         return broadcast_view(in[0], n, &views[0]);
-    case CLF__NODE_CAST:
+    case CLF__OP_CAST:
         return broadcast_view(in[0], n, &views[0]);
-    case CLF__NODE_RESHAPE:
-    case CLF__NODE_SQUEEZE:
-    case CLF__NODE_UNSQUEEZE:
+    case CLF__OP_RESHAPE:
+    case CLF__OP_SQUEEZE:
+    case CLF__OP_UNSQUEEZE:
         return n->dtype == in[0]->dtype && node_numel(in[0]) == node_numel(n);
-    case CLF__NODE_TRANSPOSE:
+    case CLF__OP_TRANSPOSE:
         return n->dtype == in[0]->dtype && transpose_view(in[0], n, &views[0]);
-    case CLF__NODE_EXPAND:
+    case CLF__OP_EXPAND:
         return n->dtype == in[0]->dtype && broadcast_view(in[0], n, &views[0]);
-    case CLF__NODE_SLICE:
+    case CLF__OP_SLICE:
         return n->dtype == in[0]->dtype && slice_view(in[0], n, &views[0]);
-    case CLF__NODE_REDUCE:
+    case CLF__OP_REDUCE:
         return reduce_ok(in[0], n);
-    case CLF__NODE_MATMUL:
+    case CLF__OP_MATMUL:
         return matmul_views(in[0], in[1], n, views);
     default:
         return false;
@@ -566,7 +461,7 @@ static void eval_matmul(const clf__node *a, const clf__node *b, const clf__node 
 static double reduce_one(const clf__node *n, clf_dtype dt, const void *x, int64_t base, int nr,
                          const int64_t *ext, const int64_t *stride, int64_t count)
 {
-    clf__reduce_kind kind = (clf__reduce_kind)n->op;
+    clf__reduce_kind kind = n->attr.reduce.kind;
     bool f32 = dt == CLF_F32;
     int64_t ridx[CLF_MAX_RANK] = {0};
     double acc;           /* f32 sum/prod, all max/min */
@@ -609,7 +504,7 @@ static double reduce_one(const clf__node *n, clf_dtype dt, const void *x, int64_
             if (isnan(v))
                 return (double)k;
             bool better = kind == CLF__REDUCE_ARGMAX ? v > best : v < best;
-            if (k == 0 || better || (n->select_last && v == best)) {
+            if (k == 0 || better || (n->attr.reduce.select_last && v == best)) {
                 best = v;
                 best_k = k;
             }
@@ -636,11 +531,11 @@ static void eval_reduce(const clf__node *in, const clf__node *n, const void *x, 
 
     c_strides(in->rank, in->shape, in_strides);
     for (int a = 0; a < in->rank; a++) {
-        if ((n->reduce_mask >> a) & 1u) {
+        if ((n->attr.reduce.mask >> a) & 1u) {
             ext[nr] = in->shape[a];
             rstride[nr++] = in_strides[a];
             count *= in->shape[a];
-            if (n->keepdims)
+            if (n->attr.reduce.keepdims)
                 kstride[r++] = 0;
         } else {
             kstride[r++] = in_strides[a];
@@ -656,6 +551,40 @@ static void eval_reduce(const clf__node *in, const clf__node *n, const void *x, 
             ((float *)out)[e] = (float)v;
         else
             ((int32_t *)out)[e] = (int32_t)v;
+    }
+}
+
+/* Evaluates a checked pointwise op of the table with its reference
+ * arithmetic: float operands in double, integer and bool operands in int64,
+ * the result rounded (f32), wrapped (i32) or made 0/1 (bool) on store. */
+static void eval_table_op(const clf_graph *g, const clf__node *n, const clf__op_info *info,
+                          const view *views, void *const *vals, void *out)
+{
+    int64_t numel = node_numel(n), idx[CLF_MAX_RANK] = {0};
+    clf_dtype dt = g->nodes[n->inputs[0]].dtype;
+    bool fl = dt == CLF_F32;
+    for (int64_t e = 0; e < numel; e++, next_index(n->rank, n->shape, idx)) {
+        double fa[2] = {0, 0};
+        int64_t ia[2] = {0, 0};
+        for (int k = 0; k < n->ninputs && k < 2; k++) {
+            int64_t off = view_offset(&views[k], n->rank, idx);
+            const void *v = vals[n->inputs[k]];
+            if (fl)
+                fa[k] = ((const float *)v)[off];
+            else
+                ia[k] = load_i64(dt, v, off);
+        }
+        double rf = 0;
+        int64_t ri = 0;
+        if (fl)
+            rf = info->ref_float(fa[0], fa[1]);
+        else
+            ri = info->ref_int(ia[0], ia[1]);
+        switch (n->dtype) {
+        case CLF_F32: ((float *)out)[e] = (float)rf; break;
+        case CLF_I32: ((int32_t *)out)[e] = wrap_i32((uint32_t)(uint64_t)ri); break;
+        default: ((uint8_t *)out)[e] = fl ? rf != 0 : ri != 0; break;
+        }
     }
 }
 
@@ -675,49 +604,35 @@ static void eval_node(const clf_graph *g, const clf__node *n, const view *views,
     if (numel == 0)
         return;
 
-    switch (n->kind) {
-    case CLF__NODE_RESHAPE:
-    case CLF__NODE_SQUEEZE:
-    case CLF__NODE_UNSQUEEZE:
+    switch (n->op) {
+    case CLF__OP_RESHAPE:
+    case CLF__OP_SQUEEZE:
+    case CLF__OP_UNSQUEEZE:
         memcpy(out, a, (size_t)numel * esize);
         return;
-    case CLF__NODE_INPUT:
-    case CLF__NODE_CONSTANT:
+    case CLF__OP_INPUT:
+    case CLF__OP_CONSTANT:
         return; /* handled by the caller */
-    case CLF__NODE_REDUCE:
+    case CLF__OP_REDUCE:
         eval_reduce(&g->nodes[n->inputs[0]], n, a, out);
         return;
-    case CLF__NODE_MATMUL:
+    case CLF__OP_MATMUL:
         eval_matmul(&g->nodes[n->inputs[0]], &g->nodes[n->inputs[1]], n, views, a, b, out);
         return;
     default:
         break;
     }
 
+    const clf__op_info *info = clf__op_info_of(n->op);
+    if (info->cls == CLF__CLASS_POINTWISE && info->rule != CLF__DT_OWN) {
+        eval_table_op(g, n, info, views, vals, out);
+        return;
+    }
+
     for (int64_t e = 0; e < numel; e++, next_index(n->rank, n->shape, idx)) {
         int64_t oa = n->ninputs > 0 ? view_offset(&views[0], n->rank, idx) : 0;
-        switch (n->kind) {
-        case CLF__NODE_UNARY:
-            if (n->dtype == CLF_F32)
-                ((float *)out)[e] = unary_f32((clf_unary_op)n->op, ((const float *)a)[oa]);
-            else if (n->dtype == CLF_I32)
-                ((int32_t *)out)[e] = unary_i32((clf_unary_op)n->op, ((const int32_t *)a)[oa]);
-            else
-                ((uint8_t *)out)[e] = ((const uint8_t *)a)[oa] == 0;
-            break;
-        case CLF__NODE_BINARY: {
-            int64_t ob = view_offset(&views[1], n->rank, idx);
-            clf_binary_op op = (clf_binary_op)n->op;
-            if (n->dtype == CLF_BOOL)
-                ((uint8_t *)out)[e] = binary_bool(op, load_f64(adt, a, oa), load_f64(adt, b, ob));
-            else if (n->dtype == CLF_F32)
-                ((float *)out)[e] = binary_f32(op, ((const float *)a)[oa], ((const float *)b)[ob]);
-            else
-                ((int32_t *)out)[e] =
-                    binary_i32(op, ((const int32_t *)a)[oa], ((const int32_t *)b)[ob]);
-            break;
-        }
-        case CLF__NODE_WHERE: {
+        switch (n->op) {
+        case CLF__OP_WHERE: {
             int64_t ob = view_offset(&views[1], n->rank, idx);
             int64_t oc = view_offset(&views[2], n->rank, idx);
             bool cond = ((const uint8_t *)a)[oa] != 0;
@@ -726,20 +641,20 @@ static void eval_node(const clf_graph *g, const clf__node *n, const view *views,
             memcpy((char *)out + (size_t)e * esize, src, esize);
             break;
         }
-        case CLF__NODE_CLIP:
+        case CLF__OP_CLIP:
             if (n->dtype == CLF_F32) {
                 double x = ((const float *)a)[oa];
-                double lo = (float)n->lo, hi = (float)n->hi;
+                double lo = (float)n->attr.clip.lo, hi = (float)n->attr.clip.hi;
                 ((float *)out)[e] = (float)minimum_f64(maximum_f64(x, lo), hi);
             } else {
                 int32_t x = ((const int32_t *)a)[oa];
-                int32_t lo = clip_bound_i32(n->lo, INT32_MIN);
-                int32_t hi = clip_bound_i32(n->hi, INT32_MAX);
+                int32_t lo = clip_bound_i32(n->attr.clip.lo, INT32_MIN);
+                int32_t hi = clip_bound_i32(n->attr.clip.hi, INT32_MAX);
                 x = x > lo ? x : lo;
                 ((int32_t *)out)[e] = x < hi ? x : hi;
             }
             break;
-        case CLF__NODE_CAST:
+        case CLF__OP_CAST:
             if (n->dtype == adt && adt != CLF_BOOL) { /* bool to bool gives 0 or 1, as from any type */
                 memcpy((char *)out + (size_t)e * esize, (const char *)a + (size_t)oa * esize,
                        esize);
@@ -754,9 +669,9 @@ static void eval_node(const clf_graph *g, const clf__node *n, const view *views,
                 ((float *)out)[e] = (float)load_f64(adt, a, oa);
             }
             break;
-        case CLF__NODE_TRANSPOSE:
-        case CLF__NODE_EXPAND:
-        case CLF__NODE_SLICE:
+        case CLF__OP_TRANSPOSE:
+        case CLF__OP_EXPAND:
+        case CLF__OP_SLICE:
             memcpy((char *)out + (size_t)e * esize, (const char *)a + (size_t)oa * esize, esize);
             break;
         default:
@@ -883,7 +798,7 @@ clf_status clf_reference_run(const clf_graph *g, size_t ninputs, const clf_host_
     }
 
     for (size_t i = 0; i < g->ninputs; i++) {
-        if (g->inputs[i] >= nn || g->nodes[g->inputs[i]].kind != CLF__NODE_INPUT) {
+        if (g->inputs[i] >= nn || g->nodes[g->inputs[i]].op != CLF__OP_INPUT) {
             set_message(message, cap, "clf_reference_run: graph input %zu names no input node", i);
             st = CLF_ERR_INTERNAL;
             goto cleanup;
@@ -923,7 +838,7 @@ clf_status clf_reference_run(const clf_graph *g, size_t ninputs, const clf_host_
 
     for (size_t id = 0; id < nn; id++) {
         const clf__node *n = &g->nodes[id];
-        view views[3];
+        view views[MAX_OPERANDS];
         if (!needed[id])
             continue;
         if (!check_node(g, (uint32_t)id, views)) {
@@ -944,7 +859,7 @@ clf_status clf_reference_run(const clf_graph *g, size_t ninputs, const clf_host_
                 goto cleanup;
             }
         }
-        if (n->kind == CLF__NODE_INPUT) {
+        if (n->op == CLF__OP_INPUT) {
             long k = find_input(g, n->name);
             if (k < 0) {
                 set_message(message, cap, "clf_reference_run: input node %zu is not a graph input",
@@ -955,7 +870,7 @@ clf_status clf_reference_run(const clf_graph *g, size_t ninputs, const clf_host_
             /* Copied, so that outputs may share memory with inputs. */
             if (bytes > 0)
                 memcpy(vals[id], in_slot[k]->data, bytes);
-        } else if (n->kind == CLF__NODE_CONSTANT) {
+        } else if (n->op == CLF__OP_CONSTANT) {
             if (bytes > 0)
                 memcpy(vals[id], n->data, bytes);
         } else {

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "fuzz.h"
+#include "graph/op_table.h"
 
 #define BIG 3.0e38 /* a magnitude bound meaning "may overflow float" */
 
@@ -283,6 +284,22 @@ static bool onnx_scalar(FILE *f, const fz_graph *G, int i)
 
 /* ---- Families: pointwise -------------------------------------------------- */
 
+/* A unary or binary op of the op table that takes operands of dtype dt and
+ * that the fuzzer may draw (a domain other than NONE), or -1. Every op of
+ * the table is a candidate, including ones added after this was written. */
+static int draw_table_op(fz_gen *G, bool binary, clf_dtype dt)
+{
+    clf__op cand[CLF__OP_COUNT];
+    uint32_t nc = 0;
+    for (int op = 0; op < CLF__OP_COUNT; op++) {
+        const clf__op_info *info = clf__op_info_of((clf__op)op);
+        bool arity_ok = binary ? clf__op_is_binary((clf__op)op) : clf__op_is_unary((clf__op)op);
+        if (arity_ok && (info->dtypes & CLF__DTM(dt)) && info->fuzz != CLF__FUZZ_NONE)
+            cand[nc++] = (clf__op)op;
+    }
+    return nc ? (int)cand[fz_below(&G->r, nc)] : -1;
+}
+
 static bool pick_unary(fz_gen *G, fz_node *n)
 {
     int x = pick_node(G, any_node, NULL);
@@ -292,59 +309,51 @@ static bool pick_unary(fz_gen *G, fz_node *n)
     fz_facts f = a->facts;
     n->nin = 1;
     n->in[0] = x;
-    if (a->odt == CLF_BOOL) {
-        n->sub = CLF_UNARY_NOT;
-        n->facts = (fz_facts){.mag = 1, .exact = true, .nonneg = true, .depth = f.depth, .reduced = f.reduced};
-        return true;
-    }
-    if (a->odt == CLF_I32) {
-        static const int ops[] = {CLF_UNARY_NEG, CLF_UNARY_ABS, CLF_UNARY_SIGN};
-        n->sub = ops[fz_below(&G->r, 3)];
-        n->facts = f;
-        n->facts.nonneg = false; /* abs(INT32_MIN) wraps */
-        return true;
-    }
     for (int tries = 0; tries < 8; tries++) {
-        int op = (int)fz_below(&G->r, CLF_UNARY_NOT);
+        int op = draw_table_op(G, false, a->odt);
+        if (op < 0)
+            return false;
         fz_facts o = inexact(f);
-        switch (op) {
-        case CLF_UNARY_NEG: o = f; o.nonneg = false; break;
-        case CLF_UNARY_ABS: o = f; o.nonneg = true; break;
-        case CLF_UNARY_RELU: o = f; o.nonneg = true; break;
-        case CLF_UNARY_EXP:
-            o.mag = f.mag > 88 ? BIG : exp(f.mag);
-            o.special |= f.mag > 88;
-            o.nonneg = true;
-            break;
-        case CLF_UNARY_LOG: o.mag = 104; o.special = true; break;
-        case CLF_UNARY_SQRT: o.mag = sqrt(f.mag); o.special |= !f.nonneg; o.nonneg = true; break;
-        case CLF_UNARY_RSQRT: o.mag = BIG; o.special = true; o.nonneg = true; break;
-        case CLF_UNARY_RECIPROCAL: o.mag = BIG; o.special = true; o.nonneg = f.nonneg; break;
-        case CLF_UNARY_SIN:
-        case CLF_UNARY_COS:
-            /* Kept where float argument reduction is not the question. */
-            if (f.mag > 1e4)
-                continue;
-            o.mag = 1;
-            o.nonneg = false;
-            break;
-        case CLF_UNARY_TANH:
-        case CLF_UNARY_ERF: o.mag = 1; break;
-        case CLF_UNARY_SIGMOID: o.mag = 1; o.nonneg = true; break;
-        case CLF_UNARY_GELU:
-        case CLF_UNARY_SILU: o.mag = f.mag; o.nonneg = false; break;
-        case CLF_UNARY_FLOOR:
-        case CLF_UNARY_CEIL:
-        case CLF_UNARY_SIGN:
-            /* Discontinuous: only where the operand is bitwise reproducible. */
-            if (!f.exact)
-                continue;
+        if (a->odt == CLF_BOOL) {
+            o = (fz_facts){.mag = 1, .exact = true, .nonneg = true, .depth = f.depth, .reduced = f.reduced};
+        } else if (a->odt == CLF_I32) {
             o = f;
-            o.mag = op == CLF_UNARY_SIGN ? 1 : f.mag + 1;
-            break;
-        default: continue;
+            o.nonneg = false; /* abs(INT32_MIN) wraps */
+        } else {
+            switch (clf__op_info_of((clf__op)op)->fuzz) {
+            case CLF__FUZZ_NEGATE: o = f; o.nonneg = false; break;
+            case CLF__FUZZ_NONNEG: o = f; o.nonneg = true; break;
+            case CLF__FUZZ_EXP:
+                o.mag = f.mag > 88 ? BIG : exp(f.mag);
+                o.special |= f.mag > 88;
+                o.nonneg = true;
+                break;
+            case CLF__FUZZ_LOG: o.mag = 104; o.special = true; break;
+            case CLF__FUZZ_SQRT: o.mag = sqrt(f.mag); o.special |= !f.nonneg; o.nonneg = true; break;
+            case CLF__FUZZ_RSQRT: o.mag = BIG; o.special = true; o.nonneg = true; break;
+            case CLF__FUZZ_RECIPROCAL: o.mag = BIG; o.special = true; o.nonneg = f.nonneg; break;
+            case CLF__FUZZ_PERIODIC:
+                /* Kept where float argument reduction is not the question. */
+                if (f.mag > 1e4)
+                    continue;
+                o.mag = 1;
+                o.nonneg = false;
+                break;
+            case CLF__FUZZ_UNIT: o.mag = 1; break;
+            case CLF__FUZZ_UNIT_NONNEG: o.mag = 1; o.nonneg = true; break;
+            case CLF__FUZZ_SMOOTH: o.mag = f.mag; o.nonneg = false; break;
+            case CLF__FUZZ_STEP:
+            case CLF__FUZZ_SIGN:
+                /* Discontinuous: only where the operand is bitwise reproducible. */
+                if (!f.exact)
+                    continue;
+                o = f;
+                o.mag = clf__op_info_of((clf__op)op)->fuzz == CLF__FUZZ_SIGN ? 1 : f.mag + 1;
+                break;
+            default: continue; /* a domain of binary ops */
+            }
         }
-        n->sub = op;
+        n->sub = (int)clf__op_unary((clf__op)op);
         n->facts = o;
         return true;
     }
@@ -374,14 +383,6 @@ static clf_tensor build_unary(clf_graph *g, fz_node *n, const clf_tensor *in, fz
 
 static bool onnx_unary(FILE *f, const fz_graph *G, int i)
 {
-    static const char *const onnx[CLF_UNARY_COUNT] = {
-        [CLF_UNARY_NEG] = "Neg",       [CLF_UNARY_ABS] = "Abs",         [CLF_UNARY_EXP] = "Exp",
-        [CLF_UNARY_LOG] = "Log",       [CLF_UNARY_SQRT] = "Sqrt",       [CLF_UNARY_RECIPROCAL] = "Reciprocal",
-        [CLF_UNARY_SIN] = "Sin",       [CLF_UNARY_COS] = "Cos",         [CLF_UNARY_TANH] = "Tanh",
-        [CLF_UNARY_SIGMOID] = "Sigmoid", [CLF_UNARY_RELU] = "Relu",     [CLF_UNARY_GELU] = "Gelu",
-        [CLF_UNARY_ERF] = "Erf",       [CLF_UNARY_FLOOR] = "Floor",     [CLF_UNARY_CEIL] = "Ceil",
-        [CLF_UNARY_SIGN] = "Sign",     [CLF_UNARY_NOT] = "Not",
-    };
     const fz_node *n = &G->node[i];
     int a = n->in[0];
     if (n->sub == CLF_UNARY_RSQRT) {
@@ -392,7 +393,10 @@ static bool onnx_unary(FILE *f, const fz_graph *G, int i)
         fprintf(f, "    v%d_s = Sigmoid(v%d)\n    v%d = Mul(v%d, v%d_s)\n", i, a, i, a, i);
         return true;
     }
-    fprintf(f, "    v%d = %s(v%d)\n", i, onnx[n->sub], a);
+    const char *onnx = clf__op_info_of(clf__op_of_unary((clf_unary_op)n->sub))->onnx;
+    if (!onnx)
+        return false;
+    fprintf(f, "    v%d = %s(v%d)\n", i, onnx, a);
     return true;
 }
 
@@ -402,16 +406,12 @@ static bool pick_binary(fz_gen *G, fz_node *n)
     if (a < 0)
         return false;
     clf_dtype dt = G->G->node[a].odt;
-    int op;
-    if (dt == CLF_BOOL) {
-        static const int ops[] = {CLF_BINARY_EQ, CLF_BINARY_NE, CLF_BINARY_AND, CLF_BINARY_OR};
-        op = ops[fz_below(&G->r, 4)];
-    } else {
-        op = (int)fz_below(&G->r, CLF_BINARY_AND);
-        if (op == CLF_BINARY_POW && dt == CLF_I32)
-            op = CLF_BINARY_MUL;
-    }
-    bool compare = op >= CLF_BINARY_EQ && op <= CLF_BINARY_GE;
+    int top = draw_table_op(G, true, dt);
+    if (top < 0)
+        return false;
+    clf__fuzz_domain dom = clf__op_info_of((clf__op)top)->fuzz;
+    int op = (int)clf__op_binary((clf__op)top);
+    bool compare = dom == CLF__FUZZ_COMPARE;
     bool need_exact = compare && dt == CLF_F32;
     if (need_exact && !G->G->node[a].facts.exact)
         return false;
@@ -436,7 +436,8 @@ static bool pick_binary(fz_gen *G, fz_node *n)
     o.exact = fa.exact && fb.exact;
     o.nonneg = fa.nonneg && fb.nonneg;
     double m = fa.mag > fb.mag ? fa.mag : fb.mag;
-    if (dt != CLF_F32 || compare) {
+    if (dt != CLF_F32 || compare || dom == CLF__FUZZ_LOGIC) {
+        compare = compare || dom == CLF__FUZZ_LOGIC;
         o.mag = compare ? 1 : m;
         o.exact = true;
         if (compare)
@@ -444,21 +445,22 @@ static bool pick_binary(fz_gen *G, fz_node *n)
         n->facts = o;
         return true;
     }
-    switch (op) {
-    case CLF_BINARY_ADD:
-    case CLF_BINARY_SUB:
+    switch (dom) {
+    case CLF__FUZZ_SUM:
+    case CLF__FUZZ_DIFFERENCE:
         o.mag = fa.mag + fb.mag;
-        o.nonneg = op == CLF_BINARY_ADD && o.nonneg;
+        o.nonneg = dom == CLF__FUZZ_SUM && o.nonneg;
         break;
-    case CLF_BINARY_MUL: o.mag = fa.mag * fb.mag; break;
-    case CLF_BINARY_DIV:
-    case CLF_BINARY_POW:
+    case CLF__FUZZ_PRODUCT: o.mag = fa.mag * fb.mag; break;
+    case CLF__FUZZ_QUOTIENT:
+    case CLF__FUZZ_POWER:
         o = inexact(o);
         o.mag = BIG;
         o.special = true;
-        o.nonneg = op == CLF_BINARY_POW ? fa.nonneg : o.nonneg;
+        o.nonneg = dom == CLF__FUZZ_POWER ? fa.nonneg : o.nonneg;
         break;
-    default: o.mag = m; break; /* maximum, minimum */
+    case CLF__FUZZ_SELECT: o.mag = m; break;
+    default: return false; /* a domain of unary ops */
     }
     if (o.mag > BIG) {
         o.mag = BIG;
@@ -475,19 +477,15 @@ static clf_tensor build_binary(clf_graph *g, fz_node *n, const clf_tensor *in, f
 
 static bool onnx_binary(FILE *f, const fz_graph *G, int i)
 {
-    static const char *const onnx[CLF_BINARY_COUNT] = {
-        [CLF_BINARY_ADD] = "Add", [CLF_BINARY_SUB] = "Sub",   [CLF_BINARY_MUL] = "Mul",
-        [CLF_BINARY_DIV] = "Div", [CLF_BINARY_POW] = "Pow",   [CLF_BINARY_MAXIMUM] = "Max",
-        [CLF_BINARY_MINIMUM] = "Min", [CLF_BINARY_EQ] = "Equal", [CLF_BINARY_NE] = NULL,
-        [CLF_BINARY_LT] = "Less", [CLF_BINARY_LE] = "LessOrEqual", [CLF_BINARY_GT] = "Greater",
-        [CLF_BINARY_GE] = "GreaterOrEqual", [CLF_BINARY_AND] = "And", [CLF_BINARY_OR] = "Or",
-    };
     const fz_node *n = &G->node[i];
     if (n->sub == CLF_BINARY_NE) {
         fprintf(f, "    v%d_e = Equal(v%d, v%d)\n    v%d = Not(v%d_e)\n", i, n->in[0], n->in[1], i, i);
         return true;
     }
-    fprintf(f, "    v%d = %s(v%d, v%d)\n", i, onnx[n->sub], n->in[0], n->in[1]);
+    const char *onnx = clf__op_info_of(clf__op_of_binary((clf_binary_op)n->sub))->onnx;
+    if (!onnx)
+        return false;
+    fprintf(f, "    v%d = %s(v%d, v%d)\n", i, onnx, n->in[0], n->in[1]);
     return true;
 }
 

@@ -1,0 +1,159 @@
+/* The op table: one row per op, holding every fact a stage asks of an op
+ * (its names, arity, dtype rule, planner class, reference arithmetic,
+ * OpenCL expression per dtype, cost and the fuzzer's value domain). Stages
+ * look facts up here instead of switching over ops; adding a pointwise op
+ * is a row in op_table.c (and, when the enum grows, the count below).
+ *
+ * The internal op enum flattens the public clf_unary_op and clf_binary_op
+ * lists (in their order, so clf__op_of_unary is an addition) with the
+ * other node kinds. */
+#ifndef CLFUSE_OP_TABLE_H
+#define CLFUSE_OP_TABLE_H
+
+#include <assert.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "clfuse/graph.h"
+
+/* Ops that are neither unary nor binary pointwise: X(enum suffix). */
+#define CLF__OP_LEAF_LIST(X) X(INPUT) X(CONSTANT)
+#define CLF__OP_OTHER_LIST(X)                                                                      \
+    X(WHERE) X(CLIP) X(CAST) X(RESHAPE) X(TRANSPOSE) X(EXPAND) X(SLICE) X(SQUEEZE) X(UNSQUEEZE)    \
+    X(REDUCE) X(MATMUL)
+
+typedef enum clf__op {
+#define CLF__OP_ENUM_(E) CLF__OP_##E,
+#define CLF__OP_ENUM2_(E, n) CLF__OP_##E,
+    CLF__OP_LEAF_LIST(CLF__OP_ENUM_)
+    CLF_UNARY_OP_LIST(CLF__OP_ENUM2_)
+    CLF_BINARY_OP_LIST(CLF__OP_ENUM2_)
+    CLF__OP_OTHER_LIST(CLF__OP_ENUM_)
+#undef CLF__OP_ENUM_
+#undef CLF__OP_ENUM2_
+    CLF__OP_COUNT
+} clf__op;
+
+static_assert(CLF__OP_COUNT == 47, "a new op: give it a row in op_table.c");
+static_assert(CLF_UNARY_COUNT == 19 && CLF_BINARY_COUNT == 15, "a new public op: give it a row in op_table.c");
+
+#define CLF__OP_FIRST_UNARY CLF__OP_NEG
+#define CLF__OP_FIRST_BINARY CLF__OP_ADD
+
+/* What the planner does with an op. */
+typedef enum clf__node_class {
+    CLF__CLASS_LEAF,        /* no computation: inputs and constants */
+    CLF__CLASS_POINTWISE,   /* one element from the same element of each input */
+    CLF__CLASS_MOVEMENT,    /* pure index arithmetic */
+    CLF__CLASS_REDUCTION,
+    CLF__CLASS_CONTRACTION,
+} clf__node_class;
+
+/* The result dtype of a pointwise op from its operands'. */
+typedef enum clf__dtype_rule {
+    CLF__DT_SAME,  /* the operands' dtype */
+    CLF__DT_BOOL,  /* bool (comparisons) */
+    CLF__DT_OWN,   /* set by the builder from its own arguments (cast, where, movement, ...) */
+} clf__dtype_rule;
+
+/* Whether a value is worth computing once and carrying (a transcendental
+ * function) rather than computing again where it is read. */
+typedef enum clf__op_cost {
+    CLF__COST_CHEAP,
+    CLF__COST_COSTLY,
+} clf__op_cost;
+
+/* How the differential fuzzer may draw a pointwise op and what it knows of
+ * the result from what it knows of the operands (tests/fuzz/fuzz_ops.c
+ * interprets each; an op with an existing domain is drawn without fuzzer
+ * changes). CLF__FUZZ_NONE: not drawn as a pointwise op. */
+#define CLF__FUZZ_DOMAIN_LIST(X)                                                                   \
+    X(NONE)          /* not drawn on its own */                                                    \
+    X(NEGATE)        /* exact, same magnitude, either sign (neg) */                                \
+    X(NONNEG)        /* exact, same magnitude, >= 0 (abs, relu) */                                 \
+    X(EXP)           /* exp: grows to overflow past 88 */                                          \
+    X(LOG)           /* log: any input, NaN/-inf for <= 0 */                                       \
+    X(SQRT)          /* sqrt: NaN for < 0 */                                                       \
+    X(RSQRT)         /* rsqrt: >= 0, unbounded near 0 */                                           \
+    X(RECIPROCAL)    /* 1/x: unbounded near 0, the sign of x */                                    \
+    X(PERIODIC)      /* sin, cos: kept to |x| <= 1e4 */                                            \
+    X(UNIT)          /* bounded by 1 (tanh, erf) */                                                \
+    X(UNIT_NONNEG)   /* in [0, 1] (sigmoid) */                                                     \
+    X(SMOOTH)        /* about the input's magnitude, either sign (gelu, silu) */                   \
+    X(STEP)          /* discontinuous, magnitude + 1: only on exact operands (floor, ceil) */      \
+    X(SIGN)          /* -1, 0 or 1: only on exact operands */                                      \
+    X(SUM)           /* a + b */                                                                   \
+    X(DIFFERENCE)    /* a - b */                                                                   \
+    X(PRODUCT)       /* a * b */                                                                   \
+    X(QUOTIENT)      /* a / b: unbounded */                                                        \
+    X(POWER)         /* pow(a, b): unbounded, >= 0 for a >= 0 */                                   \
+    X(SELECT)        /* one of the operands (maximum, minimum) */                                  \
+    X(COMPARE)       /* bool from exact operands */                                                \
+    X(LOGIC)         /* bool from bools */
+
+typedef enum clf__fuzz_domain {
+#define CLF__FUZZ_ENUM_(E) CLF__FUZZ_##E,
+    CLF__FUZZ_DOMAIN_LIST(CLF__FUZZ_ENUM_)
+#undef CLF__FUZZ_ENUM_
+    CLF__FUZZ_COUNT
+} clf__fuzz_domain;
+
+/* Bit masks of clf_dtype values. */
+#define CLF__DTM(dt) (1u << (dt))
+#define CLF__DTM_F32 CLF__DTM(CLF_F32)
+#define CLF__DTM_I32 CLF__DTM(CLF_I32)
+#define CLF__DTM_BOOL CLF__DTM(CLF_BOOL)
+#define CLF__DTM_NUM (CLF__DTM_F32 | CLF__DTM_I32)
+
+/* Reference arithmetic of a pointwise op (unary ops ignore b): in double
+ * for float operands (then rounded to the storage type), in wrapping 64-bit
+ * integers for integer and bool operands (then truncated to the storage
+ * width, which for i32 is the two's-complement wrap the kernels give). */
+typedef double (*clf__ref_float_fn)(double a, double b);
+typedef int64_t (*clf__ref_int_fn)(int64_t a, int64_t b);
+
+typedef struct clf__op_info {
+    const char *name;    /* kernel names and logs: "add", "relu", "not", "transpose" */
+    const char *builder; /* the public builder's name without clf_: "logical_not"; NULL if none */
+    const char *onnx;    /* the ONNX op that maps onto it directly, NULL if none */
+    int onnx_since;      /* the first ONNX opset whose form libclfuse reads */
+    clf__node_class cls;
+    int8_t min_inputs, max_inputs; /* max -1: any number */
+    uint8_t dtypes;                /* CLF__DTM mask of the operand dtypes it takes */
+    clf__dtype_rule rule;
+    clf__ref_float_fn ref_float;   /* pointwise unary and binary ops */
+    clf__ref_int_fn ref_int;
+    /* printf-like OpenCL expression over $1, $2 by operand dtype; NULL where
+     * the op does not take the dtype or has its own writer. */
+    const char *cl[CLF_DTYPE_COUNT];
+    clf__op_cost cost;
+    clf__fuzz_domain fuzz;
+} clf__op_info;
+
+extern const clf__op_info clf__op_table[CLF__OP_COUNT];
+
+static inline const clf__op_info *clf__op_info_of(clf__op op)
+{
+    assert((unsigned)op < CLF__OP_COUNT);
+    return &clf__op_table[op];
+}
+
+static inline clf__op clf__op_of_unary(clf_unary_op u) { return (clf__op)(CLF__OP_FIRST_UNARY + (int)u); }
+static inline clf__op clf__op_of_binary(clf_binary_op b) { return (clf__op)(CLF__OP_FIRST_BINARY + (int)b); }
+
+static inline bool clf__op_is_unary(clf__op op)
+{
+    return op >= CLF__OP_FIRST_UNARY && op < CLF__OP_FIRST_UNARY + CLF_UNARY_COUNT;
+}
+static inline bool clf__op_is_binary(clf__op op)
+{
+    return op >= CLF__OP_FIRST_BINARY && op < CLF__OP_FIRST_BINARY + CLF_BINARY_COUNT;
+}
+/* The public enum value of a unary or binary op. */
+static inline clf_unary_op clf__op_unary(clf__op op) { return (clf_unary_op)(op - CLF__OP_FIRST_UNARY); }
+static inline clf_binary_op clf__op_binary(clf__op op) { return (clf_binary_op)(op - CLF__OP_FIRST_BINARY); }
+
+/* The op whose ONNX name is onnx (opset opset), or CLF__OP_COUNT. */
+clf__op clf__op_from_onnx(const char *onnx, int64_t opset);
+
+#endif
