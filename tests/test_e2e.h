@@ -43,6 +43,8 @@ static inline clf_tensor e2e_input(clf_graph *g, e2e_inputs *in, const char *nam
         clf_test_fill_f32(p, numel, (float)lo, (float)hi);
     else if (dt == CLF_I32)
         clf_test_fill_i32(p, numel, (int32_t)lo, (int32_t)hi);
+    else if (dt == CLF_I64)
+        clf_test_fill_i64(p, numel, lo <= -9.2e18 ? INT64_MIN : (int64_t)lo, hi >= 9.2e18 ? INT64_MAX : (int64_t)hi);
     else
         clf_test_fill_bool(p, numel);
     in->b[in->n] = (clf_host_binding){name, p};

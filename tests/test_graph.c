@@ -291,7 +291,7 @@ START_TEST(test_input_errors)
         {"", CLF_F32, 1, SHAPE(2), CLF_ERR_INVALID_ARGUMENT, "clf_input: name is empty", NULL},
         {"x", CLF_F32, 1, SHAPE(2), CLF_ERR_INVALID_ARGUMENT, "clf_input: name \"x\"", "input"},
         {"out", CLF_F32, 1, SHAPE(2), CLF_ERR_INVALID_ARGUMENT, "clf_input: name \"out\"", "output"},
-        {"y", CLF_DTYPE_COUNT, 1, SHAPE(2), CLF_ERR_DTYPE, "clf_input: dtype 3", NULL},
+        {"y", CLF_DTYPE_COUNT, 1, SHAPE(2), CLF_ERR_DTYPE, "clf_input: dtype 4", NULL},
         {"y", (clf_dtype)-1, 1, SHAPE(2), CLF_ERR_DTYPE, "clf_input: dtype -1", NULL},
         {"y", CLF_F32, -1, SHAPE(2), CLF_ERR_SHAPE, "clf_input: rank -1", NULL},
         {"y", CLF_F32, 9, SHAPE(1, 1, 1, 1, 1, 1, 1, 1, 1), CLF_ERR_SHAPE, "clf_input: rank 9", NULL},
@@ -517,7 +517,7 @@ static int unary_takes(clf_unary_op op, clf_dtype dt)
     if (op == CLF_UNARY_NOT)
         return dt == CLF_BOOL;
     if (op == CLF_UNARY_NEG || op == CLF_UNARY_ABS || op == CLF_UNARY_SIGN)
-        return dt == CLF_F32 || dt == CLF_I32;
+        return dt == CLF_F32 || dt == CLF_I32 || dt == CLF_I64;
     return dt == CLF_F32;
 }
 
@@ -587,7 +587,7 @@ START_TEST(test_unary_messages)
     EXPECT_FAIL(f.g, clf_exp(f.g, f.i), CLF_ERR_DTYPE, "clf_exp: x has dtype i32; exp takes f32", NULL);
     clf_graph_destroy(&f.g);
     f = fx();
-    EXPECT_FAIL(f.g, clf_neg(f.g, f.b), CLF_ERR_DTYPE, "clf_neg: x has dtype bool; neg takes f32 or i32",
+    EXPECT_FAIL(f.g, clf_neg(f.g, f.b), CLF_ERR_DTYPE, "clf_neg: x has dtype bool; neg takes f32, i32 or i64",
                 NULL);
     clf_graph_destroy(&f.g);
     f = fx();
@@ -755,7 +755,7 @@ START_TEST(test_binary_errors)
     clf_graph_destroy(&f.g);
     f = fx();
     EXPECT_FAIL(f.g, clf_lt(f.g, f.b, f.b), CLF_ERR_DTYPE,
-                "clf_lt: a and b have dtype bool; lt takes f32 or i32", NULL);
+                "clf_lt: a and b have dtype bool; lt takes f32, i32 or i64", NULL);
     clf_graph_destroy(&f.g);
     f = fx();
     EXPECT_FAIL(f.g, clf_logical_and(f.g, f.x, f.x), CLF_ERR_DTYPE,
@@ -868,7 +868,7 @@ START_TEST(test_cast)
         }
     }
     fixture f = fx();
-    EXPECT_FAIL(f.g, clf_cast(f.g, f.x, CLF_DTYPE_COUNT), CLF_ERR_DTYPE, "clf_cast: dtype 3", NULL);
+    EXPECT_FAIL(f.g, clf_cast(f.g, f.x, CLF_DTYPE_COUNT), CLF_ERR_DTYPE, "clf_cast: dtype 4", NULL);
     clf_graph_destroy(&f.g);
     /* A bool tensor that fits can become an f32 tensor that does not. */
     clf_graph *g = clf_graph_create();

@@ -379,6 +379,71 @@ START_TEST(cast_all_pairs)
 }
 END_TEST
 
+/* i64: wrapping arithmetic, truncating division with x/0 = 0, comparisons
+ * and casts to and from every dtype, with values past 2^53 that a double
+ * cannot hold (in an input, in a buffer constant and as a literal). */
+START_TEST(i64_arithmetic_and_casts)
+{
+    clf_context *ctx = clf_test_context();
+    clf_graph *g = clf_graph_create();
+    e2e_inputs in = {0};
+    const int64_t n = 37;
+    clf_tensor a = e2e_input(g, &in, "a", CLF_I64, 1, &n, -1e19, 1e19);
+    clf_tensor b = e2e_input(g, &in, "b", CLF_I64, 1, &n, -5, 5);
+    clf_tensor xf = e2e_input(g, &in, "xf", CLF_F32, 1, &n, -1e6, 1e6);
+    const int64_t sa[] = {INT64_MAX, INT64_MIN, INT64_MIN, 9007199254740993, -9007199254740993, 7, -7, 0};
+    const int64_t sb[] = {1, -1, 0, 2, 3, 0, 2, -3};
+    memcpy(e2e_data(&in, "a"), sa, sizeof sa);
+    memcpy(e2e_data(&in, "b"), sb, sizeof sb);
+    const float sf[] = {NAN, INFINITY, -INFINITY, 1e19f, -1e19f, -2.5f, 2.5f, 9.2233715e18f};
+    memcpy(e2e_data(&in, "xf"), sf, sizeof sf);
+    const int64_t big = 9007199254740993; /* 2^53 + 1 */
+    clf_tensor lit = clf_constant(g, CLF_I64, 0, NULL, &big);
+    clf_tensor vec = clf_constant(g, CLF_I64, 1, &n, e2e_data(&in, "a"));
+    clf_graph_output(g, "add", clf_add(g, a, b));
+    clf_graph_output(g, "sub", clf_sub(g, a, b));
+    clf_graph_output(g, "mul", clf_mul(g, a, b));
+    clf_graph_output(g, "div", clf_div(g, a, b));
+    clf_graph_output(g, "max", clf_maximum(g, a, b));
+    clf_graph_output(g, "neg", clf_neg(g, a));
+    clf_graph_output(g, "abs", clf_abs(g, a));
+    clf_graph_output(g, "sign", clf_sign(g, b));
+    clf_graph_output(g, "lt", clf_lt(g, a, b));
+    clf_graph_output(g, "eq", clf_eq(g, a, vec));
+    clf_graph_output(g, "plus_lit", clf_add(g, b, lit));
+    clf_graph_output(g, "to_f32", clf_cast(g, a, CLF_F32));
+    clf_graph_output(g, "to_i32", clf_cast(g, a, CLF_I32));
+    clf_graph_output(g, "to_bool", clf_cast(g, a, CLF_BOOL));
+    clf_graph_output(g, "from_f32", clf_cast(g, xf, CLF_I64));
+    clf_graph_output(g, "from_i32", clf_cast(g, clf_cast(g, b, CLF_I32), CLF_I64));
+    clf_graph_output(g, "from_bool", clf_cast(g, clf_cast(g, b, CLF_BOOL), CLF_I64));
+    clf_graph_output(g, "where", clf_where(g, clf_lt(g, b, clf_scalar(g, CLF_I64, 0)), a, vec));
+    e2e_run r;
+    e2e_check(ctx, g, &in, 0, 0, NULL, E2E_BOTH, &r);
+    ck_assert_uint_eq(r.kernels, 1);
+    const int64_t *add = e2e_got(&r, "add"), *div = e2e_got(&r, "div"), *neg = e2e_got(&r, "neg");
+    ck_assert(add[0] == INT64_MIN && add[1] == INT64_MAX); /* wraps */
+    ck_assert(div[1] == INT64_MIN && div[2] == 0 && div[6] == -3); /* MIN / -1 wraps, x / 0 = 0, truncates */
+    ck_assert(neg[1] == INT64_MIN);
+    ck_assert(((const int64_t *)e2e_got(&r, "plus_lit"))[0] == big + 1);
+    ck_assert(((const int64_t *)e2e_got(&r, "sub"))[3] == big - 2);
+    ck_assert(((const uint8_t *)e2e_got(&r, "eq"))[3] == 1);
+    const float *tf = e2e_got(&r, "to_f32");
+    ck_assert(tf[3] == 9007199254740992.0f);
+    const int32_t *ti = e2e_got(&r, "to_i32");
+    ck_assert(ti[0] == -1 && ti[3] == 1); /* wraps to the low 32 bits */
+    const int64_t *ff = e2e_got(&r, "from_f32");
+    const int64_t want_f[] = {0, INT64_MAX, INT64_MIN, INT64_MAX, INT64_MIN, -2, 2, 9223371487098961920};
+    for (size_t i = 0; i < sizeof want_f / sizeof want_f[0]; i++)
+        ck_assert_msg(ff[i] == want_f[i], "cast f32 %g -> i64: got %lld, want %lld", (double)sf[i],
+                      (long long)ff[i], (long long)want_f[i]);
+    e2e_run_free(&r);
+    e2e_inputs_free(&in);
+    clf_graph_destroy(&g);
+    clf_context_destroy(&ctx);
+}
+END_TEST
+
 /* ---- Shapes ------------------------------------------------------------ */
 
 START_TEST(broadcasting)
@@ -593,6 +658,7 @@ static Suite *ops_suite(void)
     clf_test_add_case(s, "where_all_dtypes", where_all_dtypes);
     clf_test_add_case(s, "clip_f32_i32", clip_f32_i32);
     clf_test_add_case(s, "cast_all_pairs", cast_all_pairs);
+    clf_test_add_case(s, "i64_arithmetic_and_casts", i64_arithmetic_and_casts);
     clf_test_add_case(s, "broadcasting", broadcasting);
     clf_test_add_case(s, "rank0_and_size1", rank0_and_size1);
     clf_test_add_case(s, "zero_size", zero_size);

@@ -77,6 +77,15 @@ void clf_test_fill_i32(int32_t *p, size_t n, int32_t lo, int32_t hi)
         p[i] = (int32_t)((int64_t)lo + (int64_t)(clf_test_rand() % span));
 }
 
+void clf_test_fill_i64(int64_t *p, size_t n, int64_t lo, int64_t hi)
+{
+    uint64_t span = (uint64_t)hi - (uint64_t)lo + 1; /* 0: the whole range */
+    for (size_t i = 0; i < n; i++) {
+        uint64_t r = clf_test_rand() * 0x9e3779b97f4a7c15ull ^ clf_test_rand();
+        p[i] = (int64_t)((uint64_t)lo + (span ? r % span : r));
+    }
+}
+
 void clf_test_fill_bool(uint8_t *p, size_t n)
 {
     for (size_t i = 0; i < n; i++)
@@ -98,6 +107,12 @@ int clf_test_close(clf_dtype dt, const void *got, const void *want, size_t n, do
                 ok = !isnan(g) && fabs(g - w) <= atol + rtol * fabs(w);
             if (!ok) {
                 snprintf(msg, cap, "element %zu: got %.9g, want %.9g", i, g, w);
+                return 0;
+            }
+        } else if (dt == CLF_I64) {
+            int64_t g = ((const int64_t *)got)[i], w = ((const int64_t *)want)[i];
+            if (g != w) {
+                snprintf(msg, cap, "element %zu: got %lld, want %lld", i, (long long)g, (long long)w);
                 return 0;
             }
         } else if (dt == CLF_I32) {

@@ -27,6 +27,7 @@ float clf_test_uniform(float lo, float hi);
 /* Fills n f32 values uniformly in [lo, hi). */
 void clf_test_fill_f32(float *p, size_t n, float lo, float hi);
 void clf_test_fill_i32(int32_t *p, size_t n, int32_t lo, int32_t hi);
+void clf_test_fill_i64(int64_t *p, size_t n, int64_t lo, int64_t hi);
 void clf_test_fill_bool(uint8_t *p, size_t n);
 
 /* Compares n elements of dtype: floats within atol + rtol*|want| (NaN must

@@ -37,16 +37,18 @@ extern "C" {
 
 #define CLF_MAX_RANK 8
 
-/* Element types. f32 is stored as float, i32 as int32_t, bool as one byte:
- * any non-zero byte is true, and bool results hold 0 or 1. */
+/* Element types. f32 is stored as float, i32 as int32_t, i64 as int64_t
+ * (token ids, indices, shapes; arithmetic wraps as i32's does), bool as one
+ * byte: any non-zero byte is true, and bool results hold 0 or 1. */
 typedef enum clf_dtype {
     CLF_F32 = 0,
     CLF_I32 = 1,
     CLF_BOOL = 2,
+    CLF_I64 = 3,
     CLF_DTYPE_COUNT
 } clf_dtype;
 
-/* "f32", "i32", "bool"; NULL for an unknown value. */
+/* "f32", "i32", "bool", "i64"; NULL for an unknown value. */
 CLF_API const char *clf_dtype_name(clf_dtype dt);
 /* Bytes per element; 0 for an unknown value. */
 CLF_API size_t clf_dtype_size(clf_dtype dt);
@@ -94,8 +96,10 @@ CLF_API clf_status clf_tensor_dtype(const clf_graph *g, clf_tensor t, clf_dtype 
  * every extent >= 0). Names are unique among inputs and outputs. */
 CLF_API clf_tensor clf_input(clf_graph *g, const char *name, clf_dtype dtype, int rank,
                              const int64_t *shape);
-/* A rank-0 constant; value is converted to dtype as clf_cast does (i32:
- * truncated toward zero and saturated, NaN becomes 0; bool: value != 0). */
+/* A rank-0 constant; value is converted to dtype as clf_cast does (i32,
+ * i64: truncated toward zero and saturated, NaN becomes 0; bool: value !=
+ * 0). An i64 beyond 2^53 cannot be given exactly as a double: use
+ * clf_constant. */
 CLF_API clf_tensor clf_scalar(clf_graph *g, clf_dtype dtype, double value);
 /* A tensor constant; data (C order, dtype elements) is copied. */
 CLF_API clf_tensor clf_constant(clf_graph *g, clf_dtype dtype, int rank, const int64_t *shape,
@@ -164,8 +168,10 @@ CLF_API clf_tensor clf_where(clf_graph *g, clf_tensor cond, clf_tensor a, clf_te
  * bound (i32: the bounds are truncated toward zero and clamped to the int32 range). NaN
  * in x stays NaN. lo > hi gives hi everywhere, as ONNX Clip does. */
 CLF_API clf_tensor clf_clip(clf_graph *g, clf_tensor x, double lo, double hi);
-/* Converts x to dtype: f32 -> i32 truncates toward zero and saturates (NaN
- * becomes 0); to bool is x != 0; from bool gives 0 or 1. */
+/* Converts x to dtype: f32 -> i32 or i64 truncates toward zero and
+ * saturates (NaN becomes 0); between integer types the value wraps (two's
+ * complement, as numpy's astype and ONNX Cast do); to f32 rounds to
+ * nearest; to bool is x != 0; from bool gives 0 or 1. */
 CLF_API clf_tensor clf_cast(clf_graph *g, clf_tensor x, clf_dtype dtype);
 
 /* ---- Movement (index arithmetic, never a copy inside a fused kernel) -- */

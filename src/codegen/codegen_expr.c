@@ -9,8 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const ctype_names[CLF_DTYPE_COUNT] = {"float", "int", "uchar"};
-_Static_assert(CLF_DTYPE_COUNT == 3, "one OpenCL type per dtype");
+static const char *const ctype_names[CLF_DTYPE_COUNT] = {
+    [CLF_F32] = "float", [CLF_I32] = "int", [CLF_BOOL] = "uchar", [CLF_I64] = "long"};
+_Static_assert(CLF_DTYPE_COUNT == 4, "one OpenCL type per dtype");
 
 typedef clf__cg_fn gen;
 
@@ -90,20 +91,40 @@ void clf__cg_literal(clf__strbuf *sb, clf_dtype dt, double v)
             clf__sb_puts(sb, "(-2147483647 - 1)");
         else
             clf__sb_printf(sb, "(%d)", (int)i);
+    } else if (dt == CLF_I64) {
+        clf__cg_literal_i64(sb, (int64_t)v);
     } else {
         clf__sb_printf(sb, "((uchar)%d)", v != 0);
     }
 }
 
-static double constant_value(const clf__node *n)
+void clf__cg_literal_i64(clf__strbuf *sb, int64_t v)
+{
+    if (v == INT64_MIN)
+        clf__sb_puts(sb, "(-9223372036854775807L - 1)");
+    else
+        clf__sb_printf(sb, "(%lldL)", (long long)v);
+}
+
+/* The literal of a one-element constant, exact for every dtype. */
+static void constant_literal(clf__strbuf *sb, const clf__node *n)
 {
     switch (n->dtype) {
     case CLF_F32:
-        return ((const float *)n->data)[0];
+        clf__cg_literal(sb, CLF_F32, ((const float *)n->data)[0]);
+        break;
     case CLF_I32:
-        return ((const int32_t *)n->data)[0];
+        clf__cg_literal(sb, CLF_I32, ((const int32_t *)n->data)[0]);
+        break;
+    case CLF_I64: {
+        int64_t v;
+        memcpy(&v, n->data, sizeof v);
+        clf__cg_literal_i64(sb, v);
+        break;
+    }
     default:
-        return ((const uint8_t *)n->data)[0];
+        clf__cg_literal(sb, CLF_BOOL, ((const uint8_t *)n->data)[0]);
+        break;
     }
 }
 
@@ -111,14 +132,24 @@ static double constant_value(const clf__node *n)
  * from bool gives 0 or 1 (bool to bool as well), never the byte. */
 static const char *cast_format(clf_dtype from, clf_dtype to)
 {
+    static const char *const from_bool[CLF_DTYPE_COUNT] = {
+        [CLF_F32] = "(float)($1 != 0)", [CLF_I32] = "(int)($1 != 0)", [CLF_I64] = "(long)($1 != 0)"};
     if (to == CLF_BOOL)
         return from == CLF_F32 ? "(uchar)($1 != 0.0f)" : "(uchar)($1 != 0)";
     if (from == to)
         return "$1";
     if (from == CLF_BOOL)
-        return to == CLF_I32 ? "(int)($1 != 0)" : "(float)($1 != 0)";
+        return from_bool[to];
+    /* f32 to an integer: NaN is 0 by the test, not by trusting the driver's
+     * convert_*_sat (Mesa's gives INT_MIN for NaN). */
+    if (from == CLF_F32)
+        return to == CLF_I32 ? "(isnan($1) ? 0 : convert_int_sat_rtz($1))"
+                             : "(isnan($1) ? 0L : convert_long_sat_rtz($1))";
+    /* Between integers: wrap, as C casts do in OpenCL C. */
     if (to == CLF_I32)
-        return "convert_int_sat_rtz($1)";
+        return "(int)$1";
+    if (to == CLF_I64)
+        return "(long)$1";
     return "(float)$1";
 }
 
@@ -317,7 +348,7 @@ const char *clf__cg_value(gen *G, uint32_t id, const clf__view *v)
     bool leaf = clf__node_class_of(n) == CLF__CLASS_LEAF;
     if (clf__plan_is_literal(n)) {
         clf__strbuf lit = {0};
-        clf__cg_literal(&lit, n->dtype, constant_value(n));
+        constant_literal(&lit, n);
         result = memo_put(G, clf__sb_str(&key), clf__sb_ok(&lit) ? clf__sb_str(&lit) : "0");
         clf__sb_free(&lit);
     } else if (src >= 0 && (leaf || G->plan->producer[id] != (int32_t)G->k)) {

@@ -108,6 +108,8 @@ void clf__cg_signature(clf__strbuf *src, const clf_graph *g, const clf__plan *pl
 const char *clf__cg_ctype(clf_dtype dt);
 /* An exact literal of a value of dtype. */
 void clf__cg_literal(clf__strbuf *sb, clf_dtype dt, double v);
+/* An exact i64 literal. */
+void clf__cg_literal_i64(clf__strbuf *sb, int64_t v);
 /* <prefix>_fused_<sorted distinct op names>_<k>, or <prefix>_copy_<k>. */
 char *clf__cg_kernel_name(const clf_graph *g, const uint32_t *ops, uint32_t nops, const char *prefix,
                           uint32_t k);

@@ -19,9 +19,6 @@
 static atomic_uint_least32_t next_serial = 1;
 
 /* Bit masks of accepted dtypes. */
-#define M_F32 CLF__DTM_F32
-#define M_I32 CLF__DTM_I32
-#define M_BOOL CLF__DTM_BOOL
 
 /* ---- Graph lifetime and queries -------------------------------------- */
 
@@ -428,6 +425,19 @@ static double store_converted(void *dst, clf_dtype dt, double value)
         memcpy(dst, &i, sizeof i);
         return i;
     }
+    case CLF_I64: {
+        int64_t i;
+        if (isnan(value))
+            i = 0;
+        else if (value >= 9223372036854775807.0)
+            i = INT64_MAX;
+        else if (value <= -9223372036854775808.0)
+            i = INT64_MIN;
+        else
+            i = (int64_t)value;
+        memcpy(dst, &i, sizeof i);
+        return (double)i;
+    }
     case CLF_BOOL:
     default: {
         assert(dt == CLF_BOOL);
@@ -451,6 +461,11 @@ static double load_element(const void *src, clf_dtype dt)
         int32_t i;
         memcpy(&i, src, sizeof i);
         return i;
+    }
+    case CLF_I64: {
+        int64_t i;
+        memcpy(&i, src, sizeof i);
+        return (double)i;
     }
     case CLF_BOOL:
     default:
@@ -539,22 +554,23 @@ clf_status clf_graph_output(clf_graph *g, const char *name, clf_tensor t)
 
 /* ---- Pointwise -------------------------------------------------------- */
 
-/* "f32", "f32 or i32", ...: the dtypes in mask, for messages. */
-static const char *mask_str(unsigned mask)
+/* "f32", "f32 or i32", "f32, i32 or i64": the dtypes in mask, for
+ * messages, written to buf. */
+static const char *mask_str(unsigned mask, char *buf, size_t cap)
 {
-    switch (mask) {
-    case M_F32:
-        return "f32";
-    case M_BOOL:
-        return "bool";
-    case M_F32 | M_I32:
-        return "f32 or i32";
-    case M_F32 | M_I32 | M_BOOL:
-        return "f32, i32 or bool";
-    default:
-        assert(!"mask_str: add the mask");
-        return "?";
+    int total = 0, seen = 0;
+    for (int dt = 0; dt < CLF_DTYPE_COUNT; dt++)
+        total += (mask >> dt) & 1u;
+    size_t n = 0;
+    buf[0] = '\0';
+    for (int dt = 0; dt < CLF_DTYPE_COUNT && n < cap; dt++) {
+        if (!((mask >> dt) & 1u))
+            continue;
+        const char *sep = seen == 0 ? "" : seen == total - 1 ? " or " : ", ";
+        n += (size_t)snprintf(buf + n, cap - n, "%s%s", sep, clf_dtype_name((clf_dtype)dt));
+        seen++;
     }
+    return buf;
 }
 
 /* Records a unary node after checking x and its dtype; call names the
@@ -570,8 +586,9 @@ static clf_tensor unary(clf_graph *g, const char *call, clf_unary_op op, clf_ten
     const clf__op_info *info = clf__op_info_of(clf__op_of_unary(op));
     unsigned ok = info->dtypes;
     if (!(ok & (1u << in->dtype))) {
+        char mb[64];
         clf__graph_fail(g, CLF_ERR_DTYPE, call, "x has dtype %s; %s takes %s", clf_dtype_name(in->dtype),
-                        clf__unary_op_name(op), mask_str(ok));
+                        clf__unary_op_name(op), mask_str(ok, mb, sizeof mb));
         return CLF_TENSOR_INVALID;
     }
     clf__node n = {.op = clf__op_of_unary(op),
@@ -602,8 +619,9 @@ static clf_tensor binary(clf_graph *g, const char *call, clf_binary_op op, clf_t
     const clf__op_info *info = clf__op_info_of(clf__op_of_binary(op));
     unsigned ok = info->dtypes;
     if (!(ok & (1u << na->dtype))) {
+        char mb[64];
         clf__graph_fail(g, CLF_ERR_DTYPE, call, "a and b have dtype %s; %s takes %s",
-                        clf_dtype_name(na->dtype), clf__binary_op_name(op), mask_str(ok));
+                        clf_dtype_name(na->dtype), clf__binary_op_name(op), mask_str(ok, mb, sizeof mb));
         return CLF_TENSOR_INVALID;
     }
     clf__node n = {.op = clf__op_of_binary(op), .ninputs = 2, .inputs = (uint32_t[]){a.node, b.node}};

@@ -4,18 +4,20 @@
 
 #include "graph_internal.h"
 
-static_assert(CLF_DTYPE_COUNT == 3, "update dtype_names and dtype_sizes");
+static_assert(CLF_DTYPE_COUNT == 4, "update dtype_names and dtype_sizes");
 
 static const char *const dtype_names[CLF_DTYPE_COUNT] = {
     [CLF_F32] = "f32",
     [CLF_I32] = "i32",
     [CLF_BOOL] = "bool",
+    [CLF_I64] = "i64",
 };
 
 static const size_t dtype_sizes[CLF_DTYPE_COUNT] = {
     [CLF_F32] = sizeof(float),
     [CLF_I32] = sizeof(int32_t),
     [CLF_BOOL] = sizeof(uint8_t),
+    [CLF_I64] = sizeof(int64_t),
 };
 
 /* Builder names ("logical_not") of the public ops, from the op table. */

@@ -76,17 +76,18 @@ static int64_t i_or(int64_t a, int64_t b) { return a != 0 || b != 0; }
                      .dtypes = CLF__DTM_F32, .rule = CLF__DT_SAME, .ref_float = fn,             \
                      .cl = {[CLF_F32] = clf}, .cost = cost_, .fuzz = dom}
 /* A binary row of the arithmetic dtypes. */
-#define BINARY_NUM(E, nm, onnx_, since, ff, fi, clf, cli, dom)                                     \
+#define BINARY_NUM(E, nm, onnx_, since, ff, fi, clf, cli, cll, dom)                                \
     [CLF__OP_##E] = {.name = #nm, .builder = #nm, .onnx = onnx_, .onnx_since = since,            \
                      .cls = CLF__CLASS_POINTWISE, .min_inputs = 2, .max_inputs = 2,             \
                      .dtypes = CLF__DTM_NUM, .rule = CLF__DT_SAME, .ref_float = ff,             \
-                     .ref_int = fi, .cl = {[CLF_F32] = clf, [CLF_I32] = cli}, .fuzz = dom}
+                     .ref_int = fi, .cl = {[CLF_F32] = clf, [CLF_I32] = cli, [CLF_I64] = cll},  \
+                     .fuzz = dom}
 /* A comparison: f32 and i32 operands (bool too when mask says), a bool result. */
 #define COMPARE(E, nm, onnx_, mask, ff, fi, clx, clb)                                              \
     [CLF__OP_##E] = {.name = #nm, .builder = #nm, .onnx = onnx_, .onnx_since = 7,                \
                      .cls = CLF__CLASS_POINTWISE, .min_inputs = 2, .max_inputs = 2,             \
                      .dtypes = mask, .rule = CLF__DT_BOOL, .ref_float = ff, .ref_int = fi,      \
-                     .cl = {[CLF_F32] = clx, [CLF_I32] = clx, [CLF_BOOL] = clb},                \
+                     .cl = {[CLF_F32] = clx, [CLF_I32] = clx, [CLF_I64] = clx, [CLF_BOOL] = clb}, \
                      .fuzz = CLF__FUZZ_COMPARE}
 /* A node kind that is not a pointwise expression of the table. */
 #define KIND(E, nm, cls_, lo, hi)                                                                  \
@@ -100,12 +101,14 @@ const clf__op_info clf__op_table[CLF__OP_COUNT] = {
     [CLF__OP_NEG] = {.name = "neg", .builder = "neg", .onnx = "Neg", .onnx_since = 6,
                      .cls = CLF__CLASS_POINTWISE, .min_inputs = 1, .max_inputs = 1,
                      .dtypes = CLF__DTM_NUM, .rule = CLF__DT_SAME, .ref_float = f_neg, .ref_int = i_neg,
-                     .cl = {[CLF_F32] = "(-$1)", [CLF_I32] = "as_int(0u - as_uint($1))"},
+                     .cl = {[CLF_F32] = "(-$1)", [CLF_I32] = "as_int(0u - as_uint($1))",
+                            [CLF_I64] = "as_long(0ul - as_ulong($1))"},
                      .fuzz = CLF__FUZZ_NEGATE},
     [CLF__OP_ABS] = {.name = "abs", .builder = "abs", .onnx = "Abs", .onnx_since = 6,
                      .cls = CLF__CLASS_POINTWISE, .min_inputs = 1, .max_inputs = 1,
                      .dtypes = CLF__DTM_NUM, .rule = CLF__DT_SAME, .ref_float = f_abs, .ref_int = i_abs,
-                     .cl = {[CLF_F32] = "fabs($1)", [CLF_I32] = "($1 < 0 ? as_int(0u - as_uint($1)) : $1)"},
+                     .cl = {[CLF_F32] = "fabs($1)", [CLF_I32] = "($1 < 0 ? as_int(0u - as_uint($1)) : $1)",
+                            [CLF_I64] = "($1 < 0 ? as_long(0ul - as_ulong($1)) : $1)"},
                      .fuzz = CLF__FUZZ_NONNEG},
     UNARY_F32(EXP, exp, "Exp", 6, f_exp, "exp($1)", CLF__COST_COSTLY, CLF__FUZZ_EXP),
     UNARY_F32(LOG, log, "Log", 6, f_log, "log($1)", CLF__COST_COSTLY, CLF__FUZZ_LOG),
@@ -131,27 +134,30 @@ const clf__op_info clf__op_table[CLF__OP_COUNT] = {
                       .cls = CLF__CLASS_POINTWISE, .min_inputs = 1, .max_inputs = 1,
                       .dtypes = CLF__DTM_NUM, .rule = CLF__DT_SAME, .ref_float = f_sign, .ref_int = i_sign,
                       .cl = {[CLF_F32] = "($1 > 0.0f ? 1.0f : ($1 < 0.0f ? -1.0f : $1))",
-                             [CLF_I32] = "(($1 > 0) - ($1 < 0))"},
+                             [CLF_I32] = "(($1 > 0) - ($1 < 0))", [CLF_I64] = "(long)(($1 > 0) - ($1 < 0))"},
                       .fuzz = CLF__FUZZ_SIGN},
     [CLF__OP_NOT] = {.name = "not", .builder = "logical_not", .onnx = "Not", .onnx_since = 1,
                      .cls = CLF__CLASS_POINTWISE, .min_inputs = 1, .max_inputs = 1,
                      .dtypes = CLF__DTM_BOOL, .rule = CLF__DT_SAME, .ref_int = i_not,
                      .cl = {[CLF_BOOL] = "(uchar)(!$1)"}, .fuzz = CLF__FUZZ_LOGIC},
 
-    BINARY_NUM(ADD, add, "Add", 7, f_add, i_add, "($1 + $2)", "as_int(as_uint($1) + as_uint($2))", CLF__FUZZ_SUM),
-    BINARY_NUM(SUB, sub, "Sub", 7, f_sub, i_sub, "($1 - $2)", "as_int(as_uint($1) - as_uint($2))", CLF__FUZZ_DIFFERENCE),
+    BINARY_NUM(ADD, add, "Add", 7, f_add, i_add, "($1 + $2)", "as_int(as_uint($1) + as_uint($2))",
+               "as_long(as_ulong($1) + as_ulong($2))", CLF__FUZZ_SUM),
+    BINARY_NUM(SUB, sub, "Sub", 7, f_sub, i_sub, "($1 - $2)", "as_int(as_uint($1) - as_uint($2))",
+               "as_long(as_ulong($1) - as_ulong($2))", CLF__FUZZ_DIFFERENCE),
     BINARY_NUM(MUL, mul, "Mul", 7, f_mul, i_mul, "($1 * $2)", "as_int(as_uint($1) * as_uint($2))",
-               CLF__FUZZ_PRODUCT),
+               "as_long(as_ulong($1) * as_ulong($2))", CLF__FUZZ_PRODUCT),
     BINARY_NUM(DIV, div, "Div", 7, f_div, i_div, "($1 / $2)",
-               "($2 == 0 ? 0 : ($2 == -1 ? as_int(0u - as_uint($1)) : $1 / $2))", CLF__FUZZ_QUOTIENT),
+               "($2 == 0 ? 0 : ($2 == -1 ? as_int(0u - as_uint($1)) : $1 / $2))",
+               "($2 == 0 ? 0L : ($2 == -1 ? as_long(0ul - as_ulong($1)) : $1 / $2))", CLF__FUZZ_QUOTIENT),
     [CLF__OP_POW] = {.name = "pow", .builder = "pow", .onnx = "Pow", .onnx_since = 7,
                      .cls = CLF__CLASS_POINTWISE, .min_inputs = 2, .max_inputs = 2,
                      .dtypes = CLF__DTM_F32, .rule = CLF__DT_SAME, .ref_float = f_pow,
                      .cl = {[CLF_F32] = "pow($1, $2)"}, .cost = CLF__COST_COSTLY, .fuzz = CLF__FUZZ_POWER},
     BINARY_NUM(MAXIMUM, maximum, "Max", 8, f_maximum, i_maximum, "(($1 > $2 || isnan($1)) ? $1 : $2)",
-               "max($1, $2)", CLF__FUZZ_SELECT),
+               "max($1, $2)", "max($1, $2)", CLF__FUZZ_SELECT),
     BINARY_NUM(MINIMUM, minimum, "Min", 8, f_minimum, i_minimum, "(($1 < $2 || isnan($1)) ? $1 : $2)",
-               "min($1, $2)", CLF__FUZZ_SELECT),
+               "min($1, $2)", "min($1, $2)", CLF__FUZZ_SELECT),
     /* A bool byte is true when non-zero (2 and 1 are both true), so bools
      * compare as truth values, not as bytes. */
     COMPARE(EQ, eq, "Equal", CLF__DTM_NUM | CLF__DTM_BOOL, f_eq, i_eq, "(uchar)($1 == $2)", "(uchar)(!$1 == !$2)"),

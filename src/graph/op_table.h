@@ -103,7 +103,9 @@ typedef enum clf__fuzz_domain {
 #define CLF__DTM_F32 CLF__DTM(CLF_F32)
 #define CLF__DTM_I32 CLF__DTM(CLF_I32)
 #define CLF__DTM_BOOL CLF__DTM(CLF_BOOL)
-#define CLF__DTM_NUM (CLF__DTM_F32 | CLF__DTM_I32)
+#define CLF__DTM_I64 CLF__DTM(CLF_I64)
+#define CLF__DTM_INT (CLF__DTM_I32 | CLF__DTM_I64)
+#define CLF__DTM_NUM (CLF__DTM_F32 | CLF__DTM_INT)
 
 /* Reference arithmetic of a pointwise op (unary ops ignore b): in double
  * for float operands (then rounded to the storage type), in wrapping 64-bit

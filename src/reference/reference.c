@@ -132,6 +132,8 @@ static size_t elem_size(clf_dtype dt)
         return sizeof(int32_t);
     case CLF_BOOL:
         return 1;
+    case CLF_I64:
+        return sizeof(int64_t);
     default:
         return 0;
     }
@@ -277,7 +279,11 @@ static double set_minimum_f64(double a, double b) { return a == b ? (signbit(a) 
  * value). */
 static int64_t load_i64(clf_dtype dt, const void *p, int64_t off)
 {
-    return dt == CLF_I32 ? ((const int32_t *)p)[off] : ((const uint8_t *)p)[off] != 0;
+    switch (dt) {
+    case CLF_I32: return ((const int32_t *)p)[off];
+    case CLF_I64: return ((const int64_t *)p)[off];
+    default: return ((const uint8_t *)p)[off] != 0;
+    }
 }
 
 /* One element of any dtype as a double (bool: its truth value). */
@@ -286,8 +292,22 @@ static double load_f64(clf_dtype dt, const void *p, int64_t off)
     switch (dt) {
     case CLF_F32: return ((const float *)p)[off];
     case CLF_I32: return ((const int32_t *)p)[off];
+    case CLF_I64: return (double)((const int64_t *)p)[off];
     default: return ((const uint8_t *)p)[off] != 0;
     }
+}
+
+/* f32 -> i64 conversion: truncation toward zero, saturating, NaN -> 0. */
+static int64_t f64_to_i64_sat(double x)
+{
+    if (isnan(x))
+        return 0;
+    double t = trunc(x);
+    if (t >= 9223372036854775807.0)
+        return INT64_MAX;
+    if (t <= -9223372036854775808.0)
+        return INT64_MIN;
+    return (int64_t)t;
 }
 
 /* f32 -> i32 conversion: truncation toward zero, saturating, NaN -> 0. */
@@ -583,6 +603,7 @@ static void eval_table_op(const clf_graph *g, const clf__node *n, const clf__op_
         switch (n->dtype) {
         case CLF_F32: ((float *)out)[e] = (float)rf; break;
         case CLF_I32: ((int32_t *)out)[e] = wrap_i32((uint32_t)(uint64_t)ri); break;
+        case CLF_I64: ((int64_t *)out)[e] = ri; break;
         default: ((uint8_t *)out)[e] = fl ? rf != 0 : ri != 0; break;
         }
     }
@@ -659,14 +680,19 @@ static void eval_node(const clf_graph *g, const clf__node *n, const view *views,
                 memcpy((char *)out + (size_t)e * esize, (const char *)a + (size_t)oa * esize,
                        esize);
             } else if (n->dtype == CLF_BOOL) {
-                ((uint8_t *)out)[e] = load_f64(adt, a, oa) != 0;
+                ((uint8_t *)out)[e] = adt == CLF_F32 ? load_f64(adt, a, oa) != 0 : load_i64(adt, a, oa) != 0;
             } else if (n->dtype == CLF_I32) {
-                /* from f32 (saturating) or bool (0/1; exact either way) */
-                ((int32_t *)out)[e] = f64_to_i32_sat(load_f64(adt, a, oa));
-            } else if (adt == CLF_I32) {
-                ((float *)out)[e] = (float)((const int32_t *)a)[oa];
+                /* from f32 (saturating), from i64 (wrapping) or bool (0/1) */
+                ((int32_t *)out)[e] = adt == CLF_F32 ? f64_to_i32_sat(load_f64(adt, a, oa))
+                                                     : wrap_i32((uint32_t)(uint64_t)load_i64(adt, a, oa));
+            } else if (n->dtype == CLF_I64) {
+                ((int64_t *)out)[e] =
+                    adt == CLF_F32 ? f64_to_i64_sat(load_f64(adt, a, oa)) : load_i64(adt, a, oa);
+            } else if (adt == CLF_F32) {
+                ((float *)out)[e] = ((const float *)a)[oa];
             } else {
-                ((float *)out)[e] = (float)load_f64(adt, a, oa);
+                /* An integer rounds to the nearest float once (not through double). */
+                ((float *)out)[e] = (float)load_i64(adt, a, oa);
             }
             break;
         case CLF__OP_TRANSPOSE:
