@@ -350,6 +350,62 @@ START_TEST(cpu_reduction_vector_loop)
 }
 END_TEST
 
+START_TEST(rows_of_rank_3_and_4_in_both_forms)
+{
+    /* Issue 15: softmax over the last axis of [B, H, S, T] and layer norm
+     * over the last two axes of [B, S, D1, D2] are one kernel, as 2-D rows
+     * are, in the GPU form (float4 units through aligned pointers, the
+     * persistent row) and the CPU form (float8 units): the row's results
+     * are read from the row state (row->r), x at x * T + r, and the norm's
+     * weights of [D1, D2] at r itself, contiguous. Softmax over [B, S, T]
+     * runs the same way. */
+    int64_t s4[4] = {2, 3, 4, 64}, s3[3] = {5, 6, 32}, ln[4] = {2, 3, 4, 8}, w[2] = {4, 8};
+    clf__codegen_target gpu = {.cpu = false}, cpu = {.cpu = true};
+    for (int rank = 3; rank <= 4; rank++) {
+        clf_graph *g = clf_graph_create();
+        clf_graph_output(g, "y", clf_softmax(g, clf_input(g, "x", CLF_F32, rank, rank == 4 ? s4 : s3), -1));
+        clf__plan p = plan_of(g, true);
+        ck_assert_uint_eq(p.nkernels, 1);
+        ck_assert_uint_eq(p.stats.tensor_reads, 1);
+        ck_assert_uint_eq(p.stats.tensor_writes, 1);
+        clf__plan_free(&p);
+        size_t local = 0;
+        char *src = reduction_source(g, &gpu, &local);
+        ck_assert_ptr_nonnull(strstr(src, "clf_per_fused_div_exp_max_sub_sum_0"));
+        ck_assert_ptr_nonnull(strstr(src, "#define NSTAGES 2\n"));
+        ck_assert_ptr_nonnull(strstr(src, "#define VEC 4\n"));
+        ck_assert_ptr_nonnull(strstr(src, rank == 4 ? "= x * 64u + r;" : "= x * 32u + r;"));
+        ck_assert_ptr_nonnull(strstr(src, "= *(const __global float4 *)(b0 + t1);"));
+        ck_assert_ptr_nonnull(strstr(src, "(v1 / row->r"));
+        free(src);
+        src = reduction_source(g, &cpu, &local);
+        ck_assert_ptr_nonnull(strstr(src, "clf_red_fused_div_exp_max_sub_sum_0"));
+        ck_assert_ptr_nonnull(strstr(src, "#define VEC 8\n"));
+        ck_assert_ptr_nonnull(strstr(src, "vload8(0, b0 + t1)"));
+        ck_assert_ptr_nonnull(strstr(src, "- row->r"));
+        free(src);
+        clf_graph_destroy(&g);
+    }
+
+    clf_graph *g = clf_graph_create();
+    clf_tensor x = clf_input(g, "x", CLF_F32, 4, ln);
+    clf_tensor sc = clf_input(g, "w", CLF_F32, 2, w), b = clf_input(g, "b", CLF_F32, 2, w);
+    clf_graph_output(g, "y", clf_layer_norm(g, x, 2, 1e-5, sc, b));
+    size_t local = 0;
+    char *src = reduction_source(g, &gpu, &local);
+    ck_assert_ptr_nonnull(strstr(src, "#define RLEN 32u\n"));
+    ck_assert_ptr_nonnull(strstr(src, "= *(const __global float4 *)(b1 + r);"));
+    ck_assert_ptr_nonnull(strstr(src, "= *(const __global float4 *)(b2 + r);"));
+    free(src);
+    src = reduction_source(g, &cpu, &local);
+    ck_assert_ptr_nonnull(strstr(src, "= vload8(0, b1 + r);"));
+    ck_assert_ptr_nonnull(strstr(src, "= vload8(0, b2 + r);"));
+    ck_assert_ptr_null(strstr(src, "clf_at_t")); /* nothing gathered */
+    free(src);
+    clf_graph_destroy(&g);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("codegen");
@@ -364,6 +420,7 @@ int main(void)
     tcase_add_test(tc, literals_are_exact);
     tcase_add_test(tc, cpu_reduction_vector_loop);
     tcase_add_test(tc, gpu_lanes_of_a_warp_combine_by_shuffles);
+    tcase_add_test(tc, rows_of_rank_3_and_4_in_both_forms);
     suite_add_tcase(s, tc);
     return clf_test_run_suite(s);
 }

@@ -3,6 +3,7 @@
  * (CPU and GPU forms forced on the CPU device), and the kernel counts the
  * plan must reach. */
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "runtime/runtime_internal.h"
@@ -810,6 +811,213 @@ START_TEST(layer_norm_of_rows_with_a_large_mean_is_accurate)
 }
 END_TEST
 
+/* Issue 15: a reduction over the last axis of a tensor of any rank is one
+ * row per element of the outer axes and fuses as 2-D rows do. The rows
+ * of each rank differ in length (float4 and float8 units, a scalar tail,
+ * rows shorter than a vector) and some outer axes are 1. For each rank:
+ * one kernel in the default, CPU and GPU forms, reading only the inputs
+ * and writing only y, against the reference. */
+typedef enum { LAST_SOFTMAX, LAST_LOG_SOFTMAX, LAST_LAYER_NORM, LAST_RMS_NORM } last_axis_op;
+
+static void last_axis_at_ranks_1_to_6(last_axis_op op, double rtol, double atol)
+{
+    static const int64_t shapes[6][6] = {{67}, {5, 48}, {3, 5, 33}, {2, 3, 4, 64}, {2, 1, 3, 2, 20}, {2, 2, 1, 3, 2, 7}};
+    clf_context *ctx = clf_test_context();
+    for (int rank = 1; rank <= 6; rank++) {
+        const int64_t *s = shapes[rank - 1];
+        clf_graph *g = clf_graph_create();
+        e2e_inputs in = {0};
+        clf_tensor x = e2e_input(g, &in, "x", CLF_F32, rank, s, -4, 4), y;
+        switch (op) {
+        case LAST_SOFTMAX: y = clf_softmax(g, x, -1); break;
+        case LAST_LOG_SOFTMAX: y = clf_log_softmax(g, x, -1); break;
+        case LAST_LAYER_NORM: {
+            clf_tensor w = e2e_input(g, &in, "w", CLF_F32, 1, &s[rank - 1], -1, 1);
+            y = clf_layer_norm(g, x, -1, 1e-5, w, e2e_input(g, &in, "b", CLF_F32, 1, &s[rank - 1], -1, 1));
+            break;
+        }
+        default: y = clf_rms_norm(g, x, -1, 1e-6, e2e_input(g, &in, "w", CLF_F32, 1, &s[rank - 1], -1, 1)); break;
+        }
+        clf_graph_output(g, "y", y);
+        e2e_run r;
+        e2e_check(ctx, g, &in, rtol, atol, NULL, E2E_FUSED, &r);
+        ck_assert_msg(r.stats.kernels == 1 && r.stats.launches == 1,
+                      "rank %d: %llu kernels, %llu launches (want 1)", rank, (unsigned long long)r.stats.kernels,
+                      (unsigned long long)r.stats.launches);
+        ck_assert_uint_eq(r.stats.tensor_reads, in.n);
+        ck_assert_uint_eq(r.stats.tensor_writes, 1);
+        ck_assert_uint_gt(r.stats.unfused_kernels, 1);
+        e2e_run_free(&r);
+        for (int style = CLF_KERNEL_STYLE_CPU; style <= CLF_KERNEL_STYLE_GPU; style++) {
+            size_t k = e2e_check_style(ctx, g, &in, (clf_kernel_style)style, rtol, atol);
+            ck_assert_msg(k == 1, "rank %d, %s form: %zu kernels (want 1)", rank,
+                          style == CLF_KERNEL_STYLE_GPU ? "GPU" : "CPU", k);
+        }
+        e2e_inputs_free(&in);
+        clf_graph_destroy(&g);
+    }
+    clf_context_destroy(&ctx);
+}
+
+START_TEST(last_axis_softmax_one_kernel_at_ranks_1_to_6)
+{
+    last_axis_at_ranks_1_to_6(LAST_SOFTMAX, 1e-5, 1e-6);
+}
+END_TEST
+
+START_TEST(last_axis_log_softmax_one_kernel_at_ranks_1_to_6)
+{
+    last_axis_at_ranks_1_to_6(LAST_LOG_SOFTMAX, 1e-5, 1e-5);
+}
+END_TEST
+
+START_TEST(last_axis_layer_norm_one_kernel_at_ranks_1_to_6)
+{
+    last_axis_at_ranks_1_to_6(LAST_LAYER_NORM, 1e-4, 1e-5);
+}
+END_TEST
+
+START_TEST(last_axis_rms_norm_one_kernel_at_ranks_1_to_6)
+{
+    last_axis_at_ranks_1_to_6(LAST_RMS_NORM, 1e-5, 1e-6);
+}
+END_TEST
+
+/* Compiles g in the default, CPU and GPU forms and checks each against the
+ * reference; every form must plan want kernels. */
+static void check_kernels_every_form(clf_context *ctx, const clf_graph *g, const e2e_inputs *in, size_t want,
+                                     const char *what, double rtol, double atol)
+{
+    e2e_run r;
+    e2e_check(ctx, g, in, rtol, atol, NULL, E2E_FUSED, &r);
+    ck_assert_msg(r.stats.kernels == want, "%s: %llu kernels (want %zu)", what, (unsigned long long)r.stats.kernels,
+                  want);
+    e2e_run_free(&r);
+    for (int style = CLF_KERNEL_STYLE_CPU; style <= CLF_KERNEL_STYLE_GPU; style++) {
+        size_t k = e2e_check_style(ctx, g, in, (clf_kernel_style)style, rtol, atol);
+        ck_assert_msg(k == want, "%s, %s form: %zu kernels (want %zu)", what,
+                      style == CLF_KERNEL_STYLE_GPU ? "GPU" : "CPU", k, want);
+    }
+}
+
+/* A row's result read back over the row, whichever way it was kept: with
+ * keepdims, without it and unsqueezed or reshaped back, or expanded to the
+ * row's shape; and the result without keepdims stored as an output beside
+ * the normalised rows. Each graph is one kernel at rank 4 ([B, H, S, T])
+ * and rank 3. */
+START_TEST(row_results_kept_or_flattened_fuse_at_ranks_3_and_4)
+{
+    clf_context *ctx = clf_test_context();
+    static const int64_t s4[4] = {2, 3, 4, 20}, s3[3] = {3, 5, 12};
+    for (int rank = 3; rank <= 4; rank++) {
+        const int64_t *s = rank == 4 ? s4 : s3;
+        int last = rank - 1;
+        int64_t kept[4];
+        memcpy(kept, s, sizeof kept);
+        kept[last] = 1;
+        for (int form = 0; form < 4; form++) {
+            clf_graph *g = clf_graph_create();
+            e2e_inputs in = {0};
+            clf_tensor x = e2e_input(g, &in, "x", CLF_F32, rank, s, 0.5, 2), y;
+            const char *what;
+            switch (form) {
+            case 0:
+                what = "x / sum(x, keepdims)";
+                y = clf_div(g, x, clf_reduce_sum(g, x, 1, &last, true));
+                break;
+            case 1: {
+                what = "x / unsqueeze(sum(x))";
+                clf_tensor sm = clf_reduce_sum(g, x, 1, &last, false);
+                clf_graph_output(g, "sum", sm);
+                y = clf_div(g, x, clf_unsqueeze(g, sm, 1, &last));
+                break;
+            }
+            case 2:
+                what = "x - reshape(mean(x))";
+                y = clf_sub(g, x, clf_reshape(g, clf_reduce_mean(g, x, 1, &last, false), rank, kept));
+                break;
+            default:
+                what = "exp(x - expand(max(x, keepdims)))";
+                y = clf_exp(g, clf_sub(g, x, clf_expand(g, clf_reduce_max(g, x, 1, &last, true), rank, s)));
+                break;
+            }
+            clf_graph_output(g, "y", y);
+            char msg[96];
+            snprintf(msg, sizeof msg, "rank %d, %s", rank, what);
+            check_kernels_every_form(ctx, g, &in, 1, msg, 1e-5, 1e-6);
+            e2e_inputs_free(&in);
+            clf_graph_destroy(&g);
+        }
+    }
+    clf_context_destroy(&ctx);
+}
+END_TEST
+
+/* Norms over several trailing axes: layer norm over the last two axes of
+ * [B, S, D1, D2] with scale and bias of [D1, D2], and over the last three
+ * with a scale broadcast from [D2]; RMS norm over the last three axes of a
+ * rank-5 tensor. One kernel each, in every form. */
+START_TEST(norms_over_several_trailing_axes_one_kernel)
+{
+    clf_context *ctx = clf_test_context();
+    static const int64_t s[4] = {2, 3, 4, 8}, w2[2] = {4, 8}, w1[1] = {8}, s5[5] = {2, 2, 3, 2, 5}, w5[3] = {3, 2, 5};
+    clf_graph *g = clf_graph_create();
+    e2e_inputs in = {0};
+    clf_tensor x = e2e_input(g, &in, "x", CLF_F32, 4, s, -3, 5);
+    clf_tensor w = e2e_input(g, &in, "w", CLF_F32, 2, w2, -1, 1);
+    clf_graph_output(g, "y", clf_layer_norm(g, x, 2, 1e-5, w, e2e_input(g, &in, "b", CLF_F32, 2, w2, -1, 1)));
+    check_kernels_every_form(ctx, g, &in, 1, "layer norm over the last two axes", 1e-4, 1e-5);
+    e2e_inputs_free(&in);
+    clf_graph_destroy(&g);
+
+    g = clf_graph_create();
+    x = e2e_input(g, &in, "x", CLF_F32, 4, s, -3, 5);
+    clf_graph_output(g, "y", clf_layer_norm(g, x, 1, 1e-5, e2e_input(g, &in, "w", CLF_F32, 1, w1, -1, 1),
+                                            CLF_TENSOR_INVALID));
+    check_kernels_every_form(ctx, g, &in, 1, "layer norm over the last three axes", 1e-4, 1e-5);
+    e2e_inputs_free(&in);
+    clf_graph_destroy(&g);
+
+    g = clf_graph_create();
+    x = e2e_input(g, &in, "x", CLF_F32, 5, s5, -3, 3);
+    clf_graph_output(g, "y", clf_rms_norm(g, x, 2, 1e-6, e2e_input(g, &in, "w", CLF_F32, 3, w5, -1, 1)));
+    check_kernels_every_form(ctx, g, &in, 1, "rms norm over the last three axes", 1e-5, 1e-6);
+    e2e_inputs_free(&in);
+    clf_graph_destroy(&g);
+    clf_context_destroy(&ctx);
+}
+END_TEST
+
+/* Softmax over each axis of a rank-4 tensor, and a sum over axes 1 and 3
+ * read back by a division: the trailing axis is the case issue 15 fixed;
+ * the others (whose rows are strided) fused before and must still be one
+ * correct kernel. */
+START_TEST(softmax_over_each_axis_of_a_rank_4_tensor)
+{
+    clf_context *ctx = clf_test_context();
+    static const int64_t s[4] = {2, 5, 3, 8};
+    for (int axis = 3; axis >= 0; axis--) {
+        clf_graph *g = clf_graph_create();
+        e2e_inputs in = {0};
+        clf_graph_output(g, "y", clf_softmax(g, e2e_input(g, &in, "x", CLF_F32, 4, s, -5, 5), axis));
+        char msg[64];
+        snprintf(msg, sizeof msg, "softmax over axis %d", axis);
+        check_kernels_every_form(ctx, g, &in, 1, msg, 1e-5, 1e-6);
+        e2e_inputs_free(&in);
+        clf_graph_destroy(&g);
+    }
+    clf_graph *g = clf_graph_create();
+    e2e_inputs in = {0};
+    const int axes[2] = {1, 3};
+    clf_tensor x = e2e_input(g, &in, "x", CLF_F32, 4, s, 0.5, 2);
+    clf_graph_output(g, "y", clf_div(g, x, clf_reduce_sum(g, x, 2, axes, true)));
+    check_kernels_every_form(ctx, g, &in, 1, "x / sum over axes 1 and 3", 1e-5, 1e-6);
+    e2e_inputs_free(&in);
+    clf_graph_destroy(&g);
+    clf_context_destroy(&ctx);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("reductions");
@@ -841,5 +1049,15 @@ int main(void)
     clf_test_add_case(s, "softmax_of_large_magnitude_rows_is_accurate", softmax_of_large_magnitude_rows_is_accurate);
     clf_test_add_case(s, "layer_norm_of_rows_with_a_large_mean_is_accurate",
                       layer_norm_of_rows_with_a_large_mean_is_accurate);
+    clf_test_add_case(s, "last_axis_softmax_one_kernel_at_ranks_1_to_6", last_axis_softmax_one_kernel_at_ranks_1_to_6);
+    clf_test_add_case(s, "last_axis_log_softmax_one_kernel_at_ranks_1_to_6",
+                      last_axis_log_softmax_one_kernel_at_ranks_1_to_6);
+    clf_test_add_case(s, "last_axis_layer_norm_one_kernel_at_ranks_1_to_6",
+                      last_axis_layer_norm_one_kernel_at_ranks_1_to_6);
+    clf_test_add_case(s, "last_axis_rms_norm_one_kernel_at_ranks_1_to_6", last_axis_rms_norm_one_kernel_at_ranks_1_to_6);
+    clf_test_add_case(s, "row_results_kept_or_flattened_fuse_at_ranks_3_and_4",
+                      row_results_kept_or_flattened_fuse_at_ranks_3_and_4);
+    clf_test_add_case(s, "norms_over_several_trailing_axes_one_kernel", norms_over_several_trailing_axes_one_kernel);
+    clf_test_add_case(s, "softmax_over_each_axis_of_a_rank_4_tensor", softmax_over_each_axis_of_a_rank_4_tensor);
     return clf_test_run_suite(s);
 }

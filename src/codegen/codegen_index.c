@@ -85,6 +85,11 @@ static clf__ix_origin origin_of(const clf__ixgen *gen, const clf__ix *x)
 
 bool clf__ix_same(const clf__ix *a, const clf__ix *b)
 {
+    /* An index below 1 is 0 whatever its name: the row x of a region with
+     * one row, say, is the constant 0 a rank-1 reduction's result is read at. */
+    bool za = a->temp < 0 ? a->c == 0 : a->bound <= 1, zb = b->temp < 0 ? b->c == 0 : b->bound <= 1;
+    if (za || zb)
+        return za && zb;
     if (a->temp < 0 || b->temp < 0)
         return a->temp < 0 && b->temp < 0 && a->c == b->c;
     return a->temp == b->temp;
@@ -102,9 +107,15 @@ static clf__ix ix_div(clf__ixgen *gen, clf__ix x, int64_t d)
         return clf__ix_const(x.c / d);
     if (bound <= 1)
         return clf__ix_const(0);
+    /* A linear index a * k + b with b < k (a reduction row's element: x *
+     * rlen + r) splits at k: dividing by a multiple of k reads a alone (an
+     * outer axis of the row, in terms of x), by a divisor of k leaves a *
+     * (k / d) + b / d (an axis within the row, where b / d is r's). */
     clf__ix_origin o = origin_of(gen, &x);
-    if (o.kind == CLF__IX_MAD && o.k == d && o.b.bound <= (uint64_t)d)
-        return o.a; /* (a * d + b) / d with b < d */
+    if (o.kind == CLF__IX_MAD && o.k > 0 && d % o.k == 0 && o.b.bound <= (uint64_t)o.k)
+        return ix_div(gen, o.a, d / o.k); /* (a * k + b) / (k * q) = a / q for b < k */
+    if (o.kind == CLF__IX_MAD && o.k > 0 && o.k % d == 0)
+        return clf__ix_mad(gen, o.a, o.k / d, ix_div(gen, o.b, d)); /* exact: d divides a * k */
     char a[32], e[96];
     snprintf(e, sizeof e, "%s / %lldu", clf__ix_str(&x, a, sizeof a), (long long)d);
     return temp_for(gen, e, bound, x.deps, (clf__ix_origin){CLF__IX_DIVMOD, x, clf__ix_const(0), d, 0});
@@ -122,8 +133,8 @@ static clf__ix ix_mod(clf__ixgen *gen, clf__ix x, int64_t m)
     if (x.temp < 0)
         return clf__ix_const(x.c % m);
     clf__ix_origin o = origin_of(gen, &x), rec;
-    if (o.kind == CLF__IX_MAD && o.k == m && o.b.bound <= (uint64_t)m)
-        return o.b; /* (a * m + b) % m with b < m */
+    if (o.kind == CLF__IX_MAD && o.k > 0 && o.k % m == 0)
+        return ix_mod(gen, o.b, m); /* (a * k + b) % m = b % m where m divides k */
     if (o.kind == CLF__IX_DIVMOD && o.m == 0)
         rec = (clf__ix_origin){CLF__IX_DIVMOD, o.a, clf__ix_const(0), o.k, m};
     else

@@ -63,7 +63,8 @@ const char *clf__ix_str(const clf__ix *x, char *buf, size_t cap);
 /* A short key identifying a view of a node (for value memoisation). */
 void clf__view_key(const clf__view *v, int rank, clf__strbuf *out);
 
-/* The same index (same temporary or variable, or equal constants). */
+/* The same index (same temporary or variable, or equal constants; any two
+ * indices below 1 are both 0). */
 bool clf__ix_same(const clf__ix *a, const clf__ix *b);
 
 /* The view of a reduction region's full iteration space: shape with the
