@@ -516,6 +516,8 @@ static int unary_takes(clf_unary_op op, clf_dtype dt)
 {
     if (op == CLF_UNARY_NOT)
         return dt == CLF_BOOL;
+    if (op == CLF_UNARY_ISNAN)
+        return dt == CLF_F32;
     if (op == CLF_UNARY_NEG || op == CLF_UNARY_ABS || op == CLF_UNARY_SIGN)
         return dt == CLF_F32 || dt == CLF_I32 || dt == CLF_I64;
     return dt == CLF_F32;
@@ -546,6 +548,7 @@ static const struct {
     {CLF_UNARY_CEIL, clf_ceil, "ceil", "ceil"},
     {CLF_UNARY_SIGN, clf_sign, "sign", "sign"},
     {CLF_UNARY_NOT, clf_logical_not, "logical_not", "not"},
+    {CLF_UNARY_ISNAN, clf_isnan, "isnan", "isnan"},
 };
 
 START_TEST(test_unary_ops)
@@ -559,7 +562,7 @@ START_TEST(test_unary_ops)
                 clf_tensor y = via_enum ? clf_unary(g, unary_ops[k].op, x) : unary_ops[k].fn(g, x);
                 if (unary_takes(unary_ops[k].op, (clf_dtype)dt)) {
                     EXPECT_SHAPE(g, y, 3, SHAPE(4, 0, 1));
-                    EXPECT_DTYPE(g, y, (clf_dtype)dt);
+                    EXPECT_DTYPE(g, y, unary_ops[k].op == CLF_UNARY_ISNAN ? CLF_BOOL : (clf_dtype)dt);
                     const clf__node *n = node_of(g, y);
                     ck_assert_int_eq(n->op, clf__op_of_unary(unary_ops[k].op));
                     ck_assert_int_eq(n->ninputs, 1);
@@ -595,7 +598,7 @@ START_TEST(test_unary_messages)
                 "clf_logical_not: x has dtype f32; logical_not takes bool", NULL);
     clf_graph_destroy(&f.g);
     f = fx();
-    EXPECT_FAIL(f.g, clf_unary(f.g, CLF_UNARY_COUNT, f.x), CLF_ERR_INVALID_ARGUMENT, "clf_unary: op 19",
+    EXPECT_FAIL(f.g, clf_unary(f.g, CLF_UNARY_COUNT, f.x), CLF_ERR_INVALID_ARGUMENT, "clf_unary: op 20",
                 NULL);
     clf_graph_destroy(&f.g);
     f = fx();

@@ -444,6 +444,138 @@ START_TEST(i64_arithmetic_and_casts)
 }
 END_TEST
 
+/* ---- Gather, concat ---------------------------------------------------- */
+
+/* An embedding lookup (i64 token ids, negative ones counting from the end,
+ * out-of-range ones clamped) plus a position add and a layer norm: one
+ * kernel in both device forms, equal to the reference; and gathers along
+ * an inner axis, with i32 and rank-0 indices. */
+START_TEST(gather_embedding_fuses_into_layer_norm)
+{
+    clf_graph *g = clf_graph_create();
+    e2e_inputs in = {0};
+    const int64_t ids_shape[2] = {2, 5}, table_shape[2] = {11, 24}, pos_shape[2] = {5, 24};
+    clf_tensor ids = e2e_input(g, &in, "ids", CLF_I64, 2, ids_shape, -11, 10);
+    clf_tensor table = e2e_input(g, &in, "table", CLF_F32, 2, table_shape, -1, 1);
+    clf_tensor pos = e2e_input(g, &in, "pos", CLF_F32, 2, pos_shape, -1, 1);
+    int64_t *id = e2e_data(&in, "ids");
+    id[0] = -1;
+    id[1] = 10;
+    id[2] = 0;
+    id[3] = 42;  /* clamped to 10 */
+    id[4] = -99; /* clamped to 0 */
+    clf_tensor e = clf_gather(g, table, ids, 0); /* [2, 5, 24] */
+    clf_tensor h = clf_add(g, e, pos);
+    clf_graph_output(g, "y", clf_layer_norm(g, h, -1, 1e-5, CLF_TENSOR_INVALID, CLF_TENSOR_INVALID));
+    e2e_check_all(g, &in, 1, 1e-5, 1e-5);
+    clf_graph_destroy(&g);
+    e2e_inputs_free(&in);
+
+    g = clf_graph_create();
+    e2e_inputs in2 = {0};
+    const int64_t x_shape[3] = {3, 7, 4}, i_shape[1] = {6};
+    clf_tensor x = e2e_input(g, &in2, "x", CLF_F32, 3, x_shape, -5, 5);
+    clf_tensor ix = e2e_input(g, &in2, "ix", CLF_I32, 1, i_shape, -7, 6);
+    const int32_t three = 3;
+    clf_tensor one = clf_constant(g, CLF_I32, 0, NULL, &three);
+    clf_graph_output(g, "g1", clf_gather(g, x, ix, 1));                      /* [3, 6, 4] */
+    clf_graph_output(g, "g2", clf_relu(g, clf_gather(g, x, one, -1)));      /* [3, 7] */
+    clf_graph_output(g, "g3", clf_gather(g, clf_exp(g, x), ix, 0 + 1));     /* computed data */
+    e2e_check_all(g, &in2, 2, 1e-6, 0);
+    clf_graph_destroy(&g);
+    e2e_inputs_free(&in2);
+}
+END_TEST
+
+/* Computed indices are stored by a kernel of their own; the gather reads them. */
+START_TEST(gather_of_computed_indices)
+{
+    clf_graph *g = clf_graph_create();
+    e2e_inputs in = {0};
+    const int64_t t_shape[2] = {9, 8}, i_shape[2] = {4, 3};
+    clf_tensor table = e2e_input(g, &in, "table", CLF_F32, 2, t_shape, -1, 1);
+    clf_tensor ids = e2e_input(g, &in, "ids", CLF_I64, 2, i_shape, 0, 4);
+    clf_tensor shifted = clf_add(g, clf_mul(g, ids, clf_scalar(g, CLF_I64, 2)), clf_scalar(g, CLF_I64, -3));
+    clf_graph_output(g, "y", clf_mul(g, clf_gather(g, table, shifted, 0), clf_scalar(g, CLF_F32, 2)));
+    e2e_check_all(g, &in, 2, 0, 0);
+    clf_graph_destroy(&g);
+    e2e_inputs_free(&in);
+}
+END_TEST
+
+/* Concat along the first, a middle and the last axis, of three inputs one
+ * of them computed, and of i64 and bool; rotary's halves swapped. One
+ * kernel each way, no copies. */
+START_TEST(concat_axes_and_dtypes)
+{
+    clf_graph *g = clf_graph_create();
+    e2e_inputs in = {0};
+    const int64_t sa[3] = {2, 3, 4}, sb[3] = {2, 5, 4}, sc[3] = {2, 1, 4};
+    clf_tensor a = e2e_input(g, &in, "a", CLF_F32, 3, sa, -1, 1);
+    clf_tensor b = e2e_input(g, &in, "b", CLF_F32, 3, sb, -1, 1);
+    clf_tensor c = e2e_input(g, &in, "c", CLF_F32, 3, sc, -1, 1);
+    clf_tensor xs[3] = {a, clf_tanh(g, b), c};
+    clf_tensor cat = clf_concat(g, 3, xs, 1); /* [2, 9, 4] */
+    clf_graph_output(g, "mid", clf_mul(g, cat, cat));
+    /* rotate_half: concat(-x2, x1) over the last axis */
+    const int64_t st[3] = {0, 0, 0}, h[3] = {2, 3, 2}, e[3] = {2, 3, 4};
+    const int axes[3] = {0, 1, 2};
+    clf_tensor x1 = clf_slice(g, a, 3, st, h, axes, NULL);
+    const int64_t st2[3] = {0, 0, 2};
+    clf_tensor x2 = clf_slice(g, a, 3, st2, e, axes, NULL);
+    clf_tensor rot[2] = {clf_neg(g, x2), x1};
+    clf_graph_output(g, "rot", clf_add(g, clf_concat(g, 2, rot, -1), a));
+    clf_tensor ab[2] = {a, a};
+    clf_graph_output(g, "first", clf_concat(g, 2, ab, 0)); /* [4, 3, 4] */
+    e2e_check_all(g, &in, 3, 1e-6, 0);
+    clf_graph_destroy(&g);
+    e2e_inputs_free(&in);
+
+    g = clf_graph_create();
+    e2e_inputs in2 = {0};
+    const int64_t s1[1] = {5}, s2[1] = {3};
+    clf_tensor i1 = e2e_input(g, &in2, "i1", CLF_I64, 1, s1, -1e18, 1e18);
+    clf_tensor i2 = e2e_input(g, &in2, "i2", CLF_I64, 1, s2, -1e18, 1e18);
+    clf_tensor is[2] = {i1, i2};
+    clf_graph_output(g, "i", clf_concat(g, 2, is, 0));
+    clf_tensor bs[2] = {clf_lt(g, i1, clf_scalar(g, CLF_I64, 0)), clf_isnan(g, clf_cast(g, i2, CLF_F32))};
+    clf_graph_output(g, "b", clf_concat(g, 2, bs, 0));
+    e2e_check_all(g, &in2, 1, 0, 0); /* both [8]: one kernel */
+    clf_graph_destroy(&g);
+    e2e_inputs_free(&in2);
+}
+END_TEST
+
+START_TEST(gather_and_concat_errors)
+{
+    clf_graph *g = clf_graph_create();
+    const int64_t s[2] = {3, 4};
+    clf_tensor x = clf_input(g, "x", CLF_F32, 2, s);
+    ck_assert(!clf_tensor_valid(clf_gather(g, x, x, 0)));
+    const char *msg;
+    ck_assert_int_eq(clf_graph_status(g, &msg), CLF_ERR_DTYPE);
+    ck_assert_msg(strstr(msg, "clf_gather: indices have dtype f32"), "%s", msg);
+    clf_graph_destroy(&g);
+
+    g = clf_graph_create();
+    x = clf_input(g, "x", CLF_F32, 2, s);
+    const int64_t s2[2] = {3, 5};
+    clf_tensor y = clf_input(g, "y", CLF_F32, 2, s2);
+    clf_tensor xy[2] = {x, y};
+    ck_assert(!clf_tensor_valid(clf_concat(g, 2, xy, 0)));
+    ck_assert_int_eq(clf_graph_status(g, &msg), CLF_ERR_SHAPE);
+    ck_assert_msg(strstr(msg, "xs[1] has shape [3,5], which differs from xs[0]'s [3,4] off axis 0"), "%s", msg);
+    clf_graph_destroy(&g);
+
+    g = clf_graph_create();
+    x = clf_input(g, "x", CLF_F32, 2, s);
+    clf_tensor ix = clf_input(g, "ix", CLF_I64, 0, NULL);
+    ck_assert(!clf_tensor_valid(clf_gather(g, x, ix, 2)));
+    ck_assert_int_eq(clf_graph_status(g, &msg), CLF_ERR_INVALID_ARGUMENT);
+    clf_graph_destroy(&g);
+}
+END_TEST
+
 /* ---- Shapes ------------------------------------------------------------ */
 
 START_TEST(broadcasting)
@@ -659,6 +791,10 @@ static Suite *ops_suite(void)
     clf_test_add_case(s, "clip_f32_i32", clip_f32_i32);
     clf_test_add_case(s, "cast_all_pairs", cast_all_pairs);
     clf_test_add_case(s, "i64_arithmetic_and_casts", i64_arithmetic_and_casts);
+    clf_test_add_case(s, "gather_embedding_fuses_into_layer_norm", gather_embedding_fuses_into_layer_norm);
+    clf_test_add_case(s, "gather_of_computed_indices", gather_of_computed_indices);
+    clf_test_add_case(s, "concat_axes_and_dtypes", concat_axes_and_dtypes);
+    clf_test_add_case(s, "gather_and_concat_errors", gather_and_concat_errors);
     clf_test_add_case(s, "broadcasting", broadcasting);
     clf_test_add_case(s, "rank0_and_size1", rank0_and_size1);
     clf_test_add_case(s, "zero_size", zero_size);

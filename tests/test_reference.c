@@ -108,6 +108,35 @@ static const unary_case_f32 unary_f32_cases[] = {
     {CLF_UNARY_SIGN, 7, {3, -2, 0, -0.0f, NAN, INFINITY, -1e-30f}, {1, -1, 0, -0.0f, NAN, 1, -1}},
 };
 
+/* Gather and concat on values worked out by hand. */
+START_TEST(gather_and_concat_values)
+{
+    clf_graph *g = clf_graph_create();
+    const int64_t ts[2] = {3, 2}, is[2] = {2, 2};
+    const float table[6] = {10, 11, 20, 21, 30, 31};
+    const int64_t ids[4] = {2, -1, 0, 7}; /* -1 is the last row; 7 is clamped to 2 */
+    clf_tensor t = clf_constant(g, CLF_F32, 2, ts, table);
+    clf_tensor i = clf_constant(g, CLF_I64, 2, is, ids);
+    clf_graph_output(g, "rows", clf_gather(g, t, i, 0));      /* [2, 2, 2] */
+    const int32_t col = -1;
+    clf_graph_output(g, "col", clf_gather(g, t, clf_constant(g, CLF_I32, 0, NULL, &col), 1)); /* [3] */
+    clf_tensor parts[3] = {t, clf_neg(g, t), t};
+    clf_graph_output(g, "cat", clf_concat(g, 3, parts, 1));   /* [3, 6] */
+    expect_graph_ok(g);
+    float rows[8], colv[3], cat[18];
+    clf_host_binding out[3] = {{"rows", rows}, {"col", colv}, {"cat", cat}};
+    char msg[256];
+    ck_assert_int_eq(clf_reference_run(g, 0, NULL, 3, out, msg, sizeof msg), CLF_OK);
+    const float want_rows[8] = {30, 31, 30, 31, 10, 11, 30, 31};
+    expect_f32(rows, want_rows, 8, 0, "gather rows");
+    const float want_col[3] = {11, 21, 31};
+    expect_f32(colv, want_col, 3, 0, "gather col");
+    const float want_cat[18] = {10, 11, -10, -11, 10, 11, 20, 21, -20, -21, 20, 21, 30, 31, -30, -31, 30, 31};
+    expect_f32(cat, want_cat, 18, 0, "concat");
+    clf_graph_destroy(&g);
+}
+END_TEST
+
 START_TEST(unary_f32_ops)
 {
     for (size_t c = 0; c < NELEMS(unary_f32_cases); c++) {
@@ -1490,6 +1519,7 @@ static Suite *reference_suite(void)
     Suite *s = suite_create("reference");
     TCase *tc = tcase_create("ops");
     tcase_add_test(tc, unary_f32_ops);
+    tcase_add_test(tc, gather_and_concat_values);
     tcase_add_test(tc, unary_f32_named_builders);
     tcase_add_test(tc, unary_i32_ops);
     tcase_add_test(tc, unary_bool_not);

@@ -118,13 +118,13 @@ CLF_API clf_status clf_graph_output(clf_graph *g, const char *name, clf_tensor t
 
 /* ---- Pointwise ------------------------------------------------------- */
 
-/* X(enum suffix, builder name). f32 only, except: neg, abs and sign take f32
- * and i32; logical_not takes bool. */
+/* X(enum suffix, builder name). f32 only, except: neg, abs and sign take f32,
+ * i32 and i64; logical_not takes bool; isnan takes f32 and gives bool. */
 #define CLF_UNARY_OP_LIST(X)                                                                       \
     X(NEG, neg) X(ABS, abs) X(EXP, exp) X(LOG, log) X(SQRT, sqrt) X(RSQRT, rsqrt)                  \
     X(RECIPROCAL, reciprocal) X(SIN, sin) X(COS, cos) X(TANH, tanh) X(SIGMOID, sigmoid)            \
     X(RELU, relu) X(GELU, gelu) X(SILU, silu) X(ERF, erf) X(FLOOR, floor) X(CEIL, ceil)            \
-    X(SIGN, sign) X(NOT, logical_not)
+    X(SIGN, sign) X(NOT, logical_not) X(ISNAN, isnan)
 
 typedef enum clf_unary_op {
 #define CLF_UNARY_ENUM_(E, n) CLF_UNARY_##E,
@@ -193,6 +193,19 @@ CLF_API clf_tensor clf_slice(clf_graph *g, clf_tensor x, int n, const int64_t *s
 CLF_API clf_tensor clf_squeeze(clf_graph *g, clf_tensor x, int naxes, const int *axes);
 /* ONNX Unsqueeze: inserts size-1 axes at the listed output positions. */
 CLF_API clf_tensor clf_unsqueeze(clf_graph *g, clf_tensor x, int naxes, const int *axes);
+
+/* ONNX Gather: out[a..., j..., b...] = data[a..., indices[j...], b...] with
+ * the indices (i32 or i64, any shape) along axis of data; the result has
+ * rank rank(data) - 1 + rank(indices). A negative index counts from the
+ * end, as ONNX says; an index outside [-d, d) is clamped into the axis (ONNX
+ * calls it an error, which a kernel cannot report; the reference clamps
+ * the same way). Inside a kernel the gathered element is a load at an
+ * index read from indices: an embedding lookup fuses into what reads it. */
+CLF_API clf_tensor clf_gather(clf_graph *g, clf_tensor data, clf_tensor indices, int axis);
+/* ONNX Concat of n >= 1 tensors xs of one dtype and rank whose shapes agree
+ * off axis. Inside a kernel each element is read from the input its
+ * position along axis falls in; nothing is copied. */
+CLF_API clf_tensor clf_concat(clf_graph *g, int n, const clf_tensor *xs, int axis);
 
 /* ---- Reductions ------------------------------------------------------ */
 

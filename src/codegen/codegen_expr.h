@@ -13,8 +13,12 @@
 #include "planner/planner.h"
 #include "util/strbuf.h"
 
+/* The buffer of a "load" that reads no memory: the slot's value is its
+ * index itself, as a long (concat's position along its axis). */
+#define CLF__CG_INDEX_VALUE UINT32_MAX
+
 typedef struct clf__cg_slot {
-    uint32_t buffer;
+    uint32_t buffer; /* or CLF__CG_INDEX_VALUE */
     clf__ix index;
     clf_dtype dtype;
 } clf__cg_slot;
@@ -108,6 +112,12 @@ void clf__cg_signature(clf__strbuf *src, const clf_graph *g, const clf__plan *pl
 const char *clf__cg_ctype(clf_dtype dt);
 /* An exact literal of a value of dtype. */
 void clf__cg_literal(clf__strbuf *sb, clf_dtype dt, double v);
+/* The C expression of a read: b<buffer>[index], or for
+ * CLF__CG_INDEX_VALUE the index as a long. */
+const char *clf__cg_read_expr(uint32_t buffer, const clf__ix *index, char *out, size_t cap);
+/* "#define CLF_GIX<node>(j) ..." for each gather kernel K evaluates: how its
+ * indices are read (a buffer, or a literal). */
+void clf__cg_gather_defs(clf__strbuf *src, const clf_graph *g, const clf__plan *plan, const clf__plan_kernel *K);
 /* An exact i64 literal. */
 void clf__cg_literal_i64(clf__strbuf *sb, int64_t v);
 /* <prefix>_fused_<sorted distinct op names>_<k>, or <prefix>_copy_<k>. */

@@ -19,9 +19,7 @@ static const char *load_direct(clf__cg_fn *f, uint32_t buffer, clf__ix index, cl
 {
     (void)f;
     (void)dt;
-    char a[32];
-    snprintf(name, cap, "b%u[%s]", buffer, clf__ix_str(&index, a, sizeof a));
-    return name;
+    return clf__cg_read_expr(buffer, &index, name, cap);
 }
 
 /* The product at the element being stored is the accumulator; the planner
@@ -333,6 +331,7 @@ clf_status clf__codegen_gemm(const clf_graph *g, const clf__plan *plan, uint32_t
                    operand_transposed(g, mm->inputs[0]) ? 0 : 1, operand_transposed(g, mm->inputs[1]) ? 0 : 1,
                    vec_a ? 1 : 0, vec_b ? 1 : 0);
     clf__cg_signature(&src, g, plan, out->name, out->params, out->nparams, K->nreads);
+    clf__cg_gather_defs(&src, g, plan, K);
     clf__sb_puts(&src, "\n");
 
     if (!emit_load(g, plan, k, mm, 0, &src) || !emit_load(g, plan, k, mm, 1, &src)) {

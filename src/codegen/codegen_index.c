@@ -359,6 +359,39 @@ static void broadcast_view(clf__ixgen *gen, const clf__view *v, int rank, const 
         in->dims[d] = ishape[d] == 1 ? clf__ix_const(0) : dims[d + off];
 }
 
+/* The index along axis d of gather n's data: the index read from the
+ * indices at ix (CLF_GIX<n>, which the kernel defines), negative counting
+ * from the end, clamped into [0, d). */
+static clf__ix ix_gathered(clf__ixgen *gen, uint32_t node, clf__ix ix, int64_t d)
+{
+    char a[32], expr[192];
+    clf__ix_str(&ix, a, sizeof a);
+    snprintf(expr, sizeof expr, "(IDX_T)clamp((long)CLF_GIX%u(%s) + ((long)CLF_GIX%u(%s) < 0 ? %lldL : 0L), 0L, %lldL)",
+             node, a, node, a, (long long)d, (long long)d - 1);
+    return temp_for(gen, expr, (uint64_t)d, ix.deps, (clf__ix_origin){0});
+}
+
+/* The index into a concat input of extent len starting at off along the
+ * axis, for output index x there: x - off, clamped into the input (the
+ * element read where x falls in another input is not used). */
+static clf__ix ix_concat_part(clf__ixgen *gen, clf__ix x, int64_t off, int64_t len)
+{
+    if (x.temp < 0) {
+        int64_t c = x.c - off;
+        return clf__ix_const(c < 0 ? 0 : c >= len ? len - 1 : c);
+    }
+    if (off == 0 && x.bound <= (uint64_t)len)
+        return x;
+    char a[32], expr[160];
+    clf__ix_str(&x, a, sizeof a);
+    if (off == 0)
+        snprintf(expr, sizeof expr, "min(%s, (IDX_T)%lld)", a, (long long)len - 1);
+    else
+        snprintf(expr, sizeof expr, "(%s < (IDX_T)%lld ? (IDX_T)0 : min((IDX_T)(%s - %lld), (IDX_T)%lld))", a,
+                 (long long)off, a, (long long)off, (long long)len - 1);
+    return temp_for(gen, expr, (uint64_t)len, x.deps, (clf__ix_origin){0});
+}
+
 void clf__view_input(clf__ixgen *gen, const clf_graph *g, const clf__node *n, int k,
                      const clf__view *v, clf__view *in)
 {
@@ -384,6 +417,37 @@ void clf__view_input(clf__ixgen *gen, const clf_graph *g, const clf__node *n, in
         in->linear = false;
         for (int d = 0; d < n->rank; d++)
             in->dims[d] = ix_affine(gen, n->attr.slice.start[d], dims[d], n->attr.slice.step[d], (uint64_t)src->shape[d]);
+        return;
+    }
+    case CLF__OP_GATHER: {
+        clf__ix dims[CLF_MAX_RANK];
+        clf__view_dims(gen, v, n->rank, n->shape, dims);
+        const clf__node *ix = clf__graph_node(g, n->inputs[1]);
+        int a = n->attr.gather.axis;
+        clf__view iv = {.linear = false};
+        for (int d = 0; d < ix->rank; d++)
+            iv.dims[d] = dims[a + d];
+        if (k == 1) {
+            *in = iv;
+            return;
+        }
+        in->linear = false;
+        for (int d = 0; d < src->rank; d++)
+            in->dims[d] = d < a ? dims[d] : dims[d + ix->rank - 1];
+        uint32_t id = (uint32_t)(n - g->nodes);
+        in->dims[a] = ix_gathered(gen, id, clf__view_linear(gen, &iv, ix->rank, ix->shape), src->shape[a]);
+        return;
+    }
+    case CLF__OP_CONCAT: {
+        clf__ix dims[CLF_MAX_RANK];
+        clf__view_dims(gen, v, n->rank, n->shape, dims);
+        int a = n->attr.concat.axis;
+        int64_t off = 0;
+        for (int j = 0; j < k; j++)
+            off += clf__graph_node(g, n->inputs[j])->shape[a];
+        in->linear = false;
+        for (int d = 0; d < n->rank; d++)
+            in->dims[d] = d == a ? ix_concat_part(gen, dims[d], off, src->shape[a]) : dims[d];
         return;
     }
     default: /* EXPAND and every pointwise op broadcast numpy-style */

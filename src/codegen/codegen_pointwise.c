@@ -57,7 +57,7 @@ clf_status clf__codegen_pointwise(const clf_graph *g, const clf__plan *plan, uin
     /* Vector path: every load is at i itself or at one fixed element. */
     bool vec_ok = K->numel > 1;
     for (size_t s = 0; s < G.nslots && vec_ok; s++)
-        if (!(G.slots[s].index.temp == 0 || G.slots[s].index.temp < 0))
+        if (!(G.slots[s].index.temp == 0 || G.slots[s].index.temp < 0) || G.slots[s].buffer == CLF__CG_INDEX_VALUE)
             vec_ok = false;
     size_t max_local = target->max_local ? target->max_local : 256;
     if (target->cpu) {
@@ -83,6 +83,7 @@ clf_status clf__codegen_pointwise(const clf_graph *g, const clf__plan *plan, uin
     clf__sb_printf(&src, "#define IDX_T %s\n#define VEC %d\n#define ITEMS %d\n#define BLOCKED %d\n",
                    out->wide_index ? "ulong" : "uint", out->vec, out->items, target->cpu ? 1 : 0);
     clf__cg_signature(&src, g, plan, out->name, out->params, out->nparams, K->nreads);
+    clf__cg_gather_defs(&src, g, plan, K);
     clf__sb_puts(&src, "\n");
 
     /* clf_compute: loaded values in, stored values out. */
@@ -105,9 +106,8 @@ clf_status clf__codegen_pointwise(const clf_graph *g, const clf__plan *plan, uin
         clf__sb_printf(&src, "    %s s%u;\n", clf__cg_ctype(clf__graph_node(g, K->stores[s].node)->dtype), s);
     clf__sb_puts(&src, "    clf_compute(");
     for (size_t s = 0; s < G.nslots; s++) {
-        char a[32];
-        clf__sb_printf(&src, "%sb%u[%s]", s ? ", " : "", G.slots[s].buffer,
-                       clf__ix_str(&G.slots[s].index, a, sizeof a));
+        char a[80];
+        clf__sb_printf(&src, "%s%s", s ? ", " : "", clf__cg_read_expr(G.slots[s].buffer, &G.slots[s].index, a, sizeof a));
     }
     for (uint32_t s = 0; s < K->nstores; s++)
         clf__sb_printf(&src, "%s&s%u", (s || G.nslots) ? ", " : "", s);

@@ -152,7 +152,8 @@ static bool aligned_vec(const red_ctx *rc, const clf__ix *ix, int n)
     return rc->aligned_access && r_aligned(&rc->full_ix, ix, rc->r_bit, n);
 }
 
-/* The lane-by-lane accessor of a gathered index: clf_at_t<n>(x, r). */
+/* The lane-by-lane accessor of a gathered index: clf_at_t<n>(x, r, ...)
+ * (the buffers too: a gather's index reads its indices). */
 static bool note_gather(red_ctx *rc, int temp)
 {
     for (int i = 0; i < rc->ngathers; i++)
@@ -187,7 +188,7 @@ static bool vec_load_expr(red_ctx *rc, clf__strbuf *sb, uint32_t b, const clf__i
         return false;
     clf__sb_printf(sb, "(float%d)(", n);
     for (int j = 0; j < n; j++)
-        clf__sb_printf(sb, j ? ", b%u[clf_at_t%d(x, r + %du)]" : "b%u[clf_at_t%d(x, r)]", b, ix->temp, j);
+        clf__sb_printf(sb, j ? ", b%u[clf_at_t%d(x, r + %du, CLF_ARGS)]" : "b%u[clf_at_t%d(x, r, CLF_ARGS)]", b, ix->temp, j);
     clf__sb_puts(sb, ")");
     return true;
 }
@@ -215,7 +216,6 @@ static const char *load_hook(clf__cg_fn *f, uint32_t buffer, clf__ix index, clf_
         }
         return name;
     }
-    char a[32];
     snprintf(name, cap, "ld%d", f->ntemps++);
     if (f->vec > 1 && (index.deps & fc->rc->r_bit)) {
         clf__sb_printf(&f->body, "    const float%d %s = ", f->vec, name);
@@ -224,8 +224,9 @@ static const char *load_hook(clf__cg_fn *f, uint32_t buffer, clf__ix index, clf_
         clf__sb_puts(&f->body, ";\n");
         return name;
     }
-    clf__sb_printf(&f->body, "    const %s %s = b%u[%s];\n", clf__cg_ctype(dt), name, buffer,
-                   clf__ix_str(&index, a, sizeof a));
+    char rd[80];
+    clf__sb_printf(&f->body, "    const %s %s = %s;\n", clf__cg_ctype(dt), name,
+                   clf__cg_read_expr(buffer, &index, rd, sizeof rd));
     return name;
 }
 
@@ -658,7 +659,7 @@ static bool vec_store(red_ctx *rc, clf__strbuf *sb, uint32_t b, const clf__ix *a
     } else {
         clf__sb_printf(sb, "    {\n        const float%d y = (float%d)(%s);\n", n, n, v);
         for (int l = 0; l < n; l++)
-            clf__sb_printf(sb, "        b%u[clf_at_t%d(x, r + %du)] = y.%s;\n", b, at->temp, l, vec_lane(l));
+            clf__sb_printf(sb, "        b%u[clf_at_t%d(x, r + %du, CLF_ARGS)] = y.%s;\n", b, at->temp, l, vec_lane(l));
         clf__sb_puts(sb, "    }\n");
     }
     return true;
@@ -844,7 +845,7 @@ static bool vector_form(red_ctx *rc, uint32_t k, clf__ix x, const clf__view *ful
     ok = ok && !rc->full_ix.failed;
     if (ok) {
         for (int i = 0; i < rc->ngathers; i++)
-            clf__sb_printf(out, "static inline IDX_T clf_at_t%d(IDX_T x, IDX_T r)\n{\n    CLF_FULL_INDEX\n    return t%d;\n}\n\n",
+            clf__sb_printf(out, "static inline IDX_T clf_at_t%d(IDX_T x, IDX_T r, CLF_PARAMS)\n{\n    CLF_FULL_INDEX\n    return t%d;\n}\n\n",
                            rc->gathers[i], rc->gathers[i]);
         clf__sb_puts(out, "typedef struct {\n");
         for (size_t s = 0; s < rc->nslots; s++)
@@ -1150,6 +1151,7 @@ clf_status clf__codegen_reduction(const clf_graph *g, const clf__plan *plan, uin
                        (unsigned long long)wg, (unsigned long long)lanes, cache, vec, shfl);
     }
     clf__cg_signature(&src, g, plan, out->name, out->params, out->nparams, K->nreads);
+    clf__cg_gather_defs(&src, g, plan, K);
     clf__sb_puts(&src, "\n/* Index temporaries of the full space, shared by clf_load, clf_step<k> and clf_epilogue. */\n");
     clf__sb_puts(&src, "#define CLF_FULL_INDEX");
     for (const char *p = clf__sb_str(&rc.full_idx); *p; p++) {
@@ -1176,8 +1178,7 @@ clf_status clf__codegen_reduction(const clf_graph *g, const clf__plan *plan, uin
     clf__sb_puts(&src, "static inline void clf_load(IDX_T x, IDX_T r, clf_vals *v, CLF_PARAMS)\n{\n    CLF_FULL_INDEX\n");
     for (size_t s = 0; s < rc.nslots; s++) {
         char a[32];
-        clf__sb_printf(&src, "    v->l%zu = b%u[%s];\n", s, rc.slots[s].buffer,
-                       clf__ix_str(&rc.slots[s].index, a, sizeof a));
+        clf__sb_printf(&src, "    v->l%zu = %s;\n", s, clf__cg_read_expr(rc.slots[s].buffer, &rc.slots[s].index, a, sizeof a));
     }
     clf__sb_puts(&src, "}\n\n");
     for (int s = 0; s < nstages; s++) {

@@ -592,7 +592,7 @@ static clf_tensor unary(clf_graph *g, const char *call, clf_unary_op op, clf_ten
         return CLF_TENSOR_INVALID;
     }
     clf__node n = {.op = clf__op_of_unary(op),
-                   .dtype = in->dtype,
+                   .dtype = info->rule == CLF__DT_BOOL ? CLF_BOOL : in->dtype,
                    .rank = in->rank,
                    .ninputs = 1,
                    .inputs = (uint32_t[]){x.node}};

@@ -41,6 +41,10 @@ typedef enum clf__reduce_kind {
  *    both of rank >= 2 and f32; their batch axes broadcast numpy-style to
  *    the node's [batch..., M, N] (1-D operands and ONNX Gemm's transposes,
  *    alpha, beta and C are movement and pointwise nodes around it);
+ *  - GATHER: inputs data and indices (i32 or i64); attr.gather.axis of data
+ *    is indexed by the indices, whose axes take its place in the output;
+ *  - CONCAT: ninputs >= 2 inputs of one dtype and rank concatenated along
+ *    attr.concat.axis;
  *  - CONSTANT: data holds numel elements of dtype in C order, owned by the
  *    graph; rank-0 constants made by clf_scalar also keep
  *    attr.constant.attr.constant.scalar = value.
@@ -73,6 +77,12 @@ typedef struct clf__node {
         struct {
             double scalar;
         } constant;
+        struct {
+            int axis;
+        } gather;
+        struct {
+            int axis;
+        } concat;
     } attr;
     void *data;       /* CONSTANT only */
     const char *name; /* INPUT only; owned by the graph */

@@ -30,6 +30,7 @@ static double f_erf(double a, double b) { return erf(a); }
 static double f_floor(double a, double b) { return floor(a); }
 static double f_ceil(double a, double b) { return ceil(a); }
 static double f_sign(double a, double b) { return a > 0 ? 1.0 : a < 0 ? -1.0 : a; }
+static double f_isnan(double a, double b) { return isnan(a) ? 1.0 : 0.0; }
 
 static double f_add(double a, double b) { return a + b; }
 static double f_sub(double a, double b) { return a - b; }
@@ -140,6 +141,10 @@ const clf__op_info clf__op_table[CLF__OP_COUNT] = {
                      .cls = CLF__CLASS_POINTWISE, .min_inputs = 1, .max_inputs = 1,
                      .dtypes = CLF__DTM_BOOL, .rule = CLF__DT_SAME, .ref_int = i_not,
                      .cl = {[CLF_BOOL] = "(uchar)(!$1)"}, .fuzz = CLF__FUZZ_LOGIC},
+    [CLF__OP_ISNAN] = {.name = "isnan", .builder = "isnan", .onnx = "IsNaN", .onnx_since = 9,
+                       .cls = CLF__CLASS_POINTWISE, .min_inputs = 1, .max_inputs = 1,
+                       .dtypes = CLF__DTM_F32, .rule = CLF__DT_BOOL, .ref_float = f_isnan,
+                       .cl = {[CLF_F32] = "(uchar)isnan($1)"}, .fuzz = CLF__FUZZ_PREDICATE},
 
     BINARY_NUM(ADD, add, "Add", 7, f_add, i_add, "($1 + $2)", "as_int(as_uint($1) + as_uint($2))",
                "as_long(as_ulong($1) + as_ulong($2))", CLF__FUZZ_SUM),
@@ -187,6 +192,12 @@ const clf__op_info clf__op_table[CLF__OP_COUNT] = {
     KIND(UNSQUEEZE, "unsqueeze", MOVEMENT, 1, 1),
     KIND(REDUCE, "reduce", REDUCTION, 1, 1),
     KIND(MATMUL, "matmul", CONTRACTION, 2, 2),
+    /* Pointwise in that each element reads one element of an input, but at
+     * an index read from data (gather) or chosen by position (concat). */
+    [CLF__OP_GATHER] = {.name = "gather", .builder = "gather", .onnx = "Gather", .onnx_since = 13,
+                        .cls = CLF__CLASS_POINTWISE, .min_inputs = 2, .max_inputs = 2, .rule = CLF__DT_OWN},
+    [CLF__OP_CONCAT] = {.name = "concat", .builder = "concat", .onnx = "Concat", .onnx_since = 13,
+                        .cls = CLF__CLASS_POINTWISE, .min_inputs = 1, .max_inputs = -1, .rule = CLF__DT_OWN},
 };
 
 clf__op clf__op_from_onnx(const char *onnx, int64_t opset)

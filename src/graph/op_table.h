@@ -20,7 +20,7 @@
 #define CLF__OP_LEAF_LIST(X) X(INPUT) X(CONSTANT)
 #define CLF__OP_OTHER_LIST(X)                                                                      \
     X(WHERE) X(CLIP) X(CAST) X(RESHAPE) X(TRANSPOSE) X(EXPAND) X(SLICE) X(SQUEEZE) X(UNSQUEEZE)    \
-    X(REDUCE) X(MATMUL)
+    X(REDUCE) X(MATMUL) X(GATHER) X(CONCAT)
 
 typedef enum clf__op {
 #define CLF__OP_ENUM_(E) CLF__OP_##E,
@@ -34,8 +34,8 @@ typedef enum clf__op {
     CLF__OP_COUNT
 } clf__op;
 
-static_assert(CLF__OP_COUNT == 47, "a new op: give it a row in op_table.c");
-static_assert(CLF_UNARY_COUNT == 19 && CLF_BINARY_COUNT == 15, "a new public op: give it a row in op_table.c");
+static_assert(CLF__OP_COUNT == 50, "a new op: give it a row in op_table.c");
+static_assert(CLF_UNARY_COUNT == 20 && CLF_BINARY_COUNT == 15, "a new public op: give it a row in op_table.c");
 
 #define CLF__OP_FIRST_UNARY CLF__OP_NEG
 #define CLF__OP_FIRST_BINARY CLF__OP_ADD
@@ -89,7 +89,8 @@ typedef enum clf__op_cost {
     X(POWER)         /* pow(a, b): unbounded, >= 0 for a >= 0 */                                   \
     X(SELECT)        /* one of the operands (maximum, minimum) */                                  \
     X(COMPARE)       /* bool from exact operands */                                                \
-    X(LOGIC)         /* bool from bools */
+    X(LOGIC)         /* bool from bools */                                                         \
+    X(PREDICATE)     /* bool from any float (isnan) */
 
 typedef enum clf__fuzz_domain {
 #define CLF__FUZZ_ENUM_(E) CLF__FUZZ_##E,

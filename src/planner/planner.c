@@ -528,6 +528,16 @@ clf_status clf__plan_build(const clf_graph *g, const clf__plan_options *opt, clf
                 }
             }
         }
+        /* A gather reads its indices from memory inside the index
+         * arithmetic of its loads: computed indices are stored first. */
+        if (nd->op == CLF__OP_GATHER) {
+            uint32_t ix = nd->inputs[1];
+            if (is_computed(clf__graph_node(g, ix)) && !mat[ix]) {
+                mat[ix] = true;
+                clf__log(CLF__LOG_FUSION, "node %u (%s): stored: gather %u reads its indices from memory", ix,
+                         clf__node_op_name(clf__graph_node(g, ix)), i);
+            }
+        }
         /* Reductions and products anchor their kernels; outputs must be
          * stored. */
         if (is_out[i] || nd->op == CLF__OP_REDUCE || nd->op == CLF__OP_MATMUL ||

@@ -389,6 +389,86 @@ static bool matmul_views(const clf__node *a, const clf__node *b, const clf__node
     return true;
 }
 
+/* GATHER: the output is data's shape with axis replaced by the indices'. */
+static bool gather_ok(const clf__node *data, const clf__node *idx, const clf__node *n)
+{
+    int a = n->attr.gather.axis;
+    if (n->dtype != data->dtype || (idx->dtype != CLF_I32 && idx->dtype != CLF_I64) || a < 0 ||
+        a >= data->rank || n->rank != data->rank - 1 + idx->rank)
+        return false;
+    for (int d = 0; d < n->rank; d++) {
+        int64_t want = d < a ? data->shape[d] : d < a + idx->rank ? idx->shape[d - a] : data->shape[d - idx->rank + 1];
+        if (n->shape[d] != want)
+            return false;
+    }
+    return data->shape[a] > 0 || node_numel(idx) == 0;
+}
+
+/* CONCAT: inputs of the node's dtype and rank, agreeing off axis, whose
+ * extents along axis sum to the node's. */
+static bool concat_ok(const clf_graph *g, const clf__node *n)
+{
+    int a = n->attr.concat.axis;
+    if (a < 0 || a >= n->rank)
+        return false;
+    int64_t sum = 0;
+    for (int k = 0; k < n->ninputs; k++) {
+        const clf__node *x = &g->nodes[n->inputs[k]];
+        if (x->dtype != n->dtype || x->rank != n->rank)
+            return false;
+        for (int d = 0; d < n->rank; d++)
+            if (d != a && x->shape[d] != n->shape[d])
+                return false;
+        sum += x->shape[a];
+    }
+    return sum == n->shape[a];
+}
+
+/* The element of axis extent d that index v names: negative counts from
+ * the end, and out of range is clamped (as the kernels do). */
+static int64_t gather_index(int64_t v, int64_t d)
+{
+    if (v < 0)
+        v += d;
+    return v < 0 ? 0 : v >= d ? d - 1 : v;
+}
+
+/* Evaluates a checked GATHER or CONCAT node: each output element copied
+ * from the element of the input it selects. */
+static void eval_select(const clf_graph *g, const clf__node *n, void *const *vals, void *out)
+{
+    int64_t numel = node_numel(n), idx[CLF_MAX_RANK] = {0};
+    size_t esize = elem_size(n->dtype);
+    for (int64_t e = 0; e < numel; e++, next_index(n->rank, n->shape, idx)) {
+        const clf__node *src;
+        int64_t at[CLF_MAX_RANK];
+        const void *from;
+        if (n->op == CLF__OP_GATHER) {
+            const clf__node *data = &g->nodes[n->inputs[0]], *ix = &g->nodes[n->inputs[1]];
+            int a = n->attr.gather.axis;
+            int64_t ioff = 0;
+            for (int d = 0; d < ix->rank; d++)
+                ioff = ioff * ix->shape[d] + idx[a + d];
+            for (int d = 0; d < data->rank; d++)
+                at[d] = d < a ? idx[d] : d > a ? idx[d + ix->rank - 1] : 0;
+            at[a] = gather_index(load_i64(ix->dtype, vals[n->inputs[1]], ioff), data->shape[a]);
+            src = data;
+            from = vals[n->inputs[0]];
+        } else {
+            int a = n->attr.concat.axis, k = 0;
+            memcpy(at, idx, sizeof at);
+            while (at[a] >= g->nodes[n->inputs[k]].shape[a])
+                at[a] -= g->nodes[n->inputs[k++]].shape[a];
+            src = &g->nodes[n->inputs[k]];
+            from = vals[n->inputs[k]];
+        }
+        int64_t off = 0;
+        for (int d = 0; d < src->rank; d++)
+            off = off * src->shape[d] + at[d];
+        memcpy((char *)out + (size_t)e * esize, (const char *)from + (size_t)off * esize, esize);
+    }
+}
+
 /* Checks, before evaluation, that a node is one this interpreter knows how
  * to evaluate: its inputs are earlier nodes, its dtypes are ones the op
  * takes, and its movement attributes fit its input. The builder guarantees
@@ -401,16 +481,22 @@ static bool check_node(const clf_graph *g, uint32_t id, view *views)
     if ((unsigned)n->op >= CLF__OP_COUNT)
         return false;
     const clf__op_info *info = clf__op_info_of(n->op);
-    if (n->ninputs < info->min_inputs || (info->max_inputs >= 0 && n->ninputs > info->max_inputs) ||
-        n->ninputs > MAX_OPERANDS)
+    if (n->ninputs < info->min_inputs || (info->max_inputs >= 0 && n->ninputs > info->max_inputs))
         return false;
     if (node_numel(n) < 0)
         return false;
     for (int k = 0; k < n->ninputs; k++) {
         if (n->inputs[k] >= id)
             return false;
-        in[k] = &g->nodes[n->inputs[k]];
+        if (k < MAX_OPERANDS)
+            in[k] = &g->nodes[n->inputs[k]];
     }
+    if (n->op == CLF__OP_CONCAT)
+        return concat_ok(g, n);
+    if (n->op == CLF__OP_GATHER)
+        return gather_ok(in[0], in[1], n);
+    if (n->ninputs > MAX_OPERANDS)
+        return false;
 
     if (info->cls == CLF__CLASS_POINTWISE && info->rule != CLF__DT_OWN) {
         /* An op of the table: operands of one dtype it takes, the result's
@@ -639,6 +725,10 @@ static void eval_node(const clf_graph *g, const clf__node *n, const view *views,
         return;
     case CLF__OP_MATMUL:
         eval_matmul(&g->nodes[n->inputs[0]], &g->nodes[n->inputs[1]], n, views, a, b, out);
+        return;
+    case CLF__OP_GATHER:
+    case CLF__OP_CONCAT:
+        eval_select(g, n, vals, out);
         return;
     default:
         break;

@@ -350,6 +350,9 @@ static bool pick_unary(fz_gen *G, fz_node *n)
                 o = f;
                 o.mag = clf__op_info_of((clf__op)op)->fuzz == CLF__FUZZ_SIGN ? 1 : f.mag + 1;
                 break;
+            case CLF__FUZZ_PREDICATE: /* a bool of any float */
+                o = (fz_facts){.mag = 1, .exact = true, .nonneg = true, .depth = f.depth + 1, .reduced = f.reduced};
+                break;
             default: continue; /* a domain of binary ops */
             }
         }
