@@ -13,7 +13,7 @@
 #include <clfuse/clfuse.h>
 
 #include "onnx_import.h"
-#include "onnx_text_parser.h"
+#include "onnx_ast.h"
 
 enum { CLI_OK = 0, CLI_FAIL = 1, CLI_USAGE = 2 };
 

@@ -1,7 +1,7 @@
 /* Lexer and recursive-descent parser for the ONNX textual syntax; see
  * onnx_text_parser.h for the grammar it accepts. Errors stop at the first
  * problem and say where it is and what was expected there. */
-#include "onnx_text_parser.h"
+#include "onnx_ast.h"
 
 #include <ctype.h>
 #include <errno.h>

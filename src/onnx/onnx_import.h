@@ -10,7 +10,7 @@
 
 #include <clfuse/graph.h>
 
-#include "onnx_text_parser.h"
+#include "onnx_ast.h"
 
 /* The shape of an input as given (an .npy file); origin names it in
  * messages. */
