@@ -300,7 +300,7 @@ IMPORT_ERRORS = [
     ("g (float[4] a) => (float[4] y) {\n  y = Frob(a)\n}", "2:7:", "op Frob is not supported by libclfuse"),
     ("g (float[4] a) => (float[4] y) {\n  y = Relu(b)\n}", "2:7:", "input 'b' is not defined"),
     ("g (float[4] a) => (float[2, 2] y) {\n  y = Reshape(a, a)\n}", "2:7:", "must be a Constant or an initializer"),
-    ("g (float[4] a, int32[4] b) => (float[4] y) {\n  y = Add(a, b)\n}", "2:7:", "Add:"),
+    ("g (float[4] a, int32[4] b) => (float[4] y) {\n  y = Add(a, b)\n}", "2:7:", "node 0 (Add): clf_binary:"),
     ("g (int64[4] a) => (float[4] y) {\n  y = Relu(a)\n}", "1:4:", "input 'a' is int64"),
     ("g (float[4] a) => (float[5] y) {\n  y = Relu(a)\n}", "1:20:", "output 'y' is declared float[5]"),
     ("g (float[N] a) => (float[N] y) {\n  y = Relu(a)\n}", "1:4:", "dimension 'N' of input 'a' has no size"),

@@ -1,23 +1,26 @@
-/* ONNX text model -> clf_graph. Each ONNX node becomes one or a few builder
+/* ONNX AST -> clf_graph. Each ONNX node becomes one or a few builder
  * calls; inputs that ONNX passes as tensors but libclfuse takes as
  * attributes (Reshape's shape, Slice's starts, reduction axes, ...) must be
  * Constant nodes or initializers, whose values are kept as literals until
- * an op reads them as data. */
+ * an op reads them as data. Literals reach clf_constant in their own bytes
+ * where libclfuse has their dtype (f32, i32, bool): a weight is copied
+ * once, into the graph. */
 #include "onnx_import.h"
 
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
+
+#include "util/alloc.h"
 
 #define DEFAULT_OPSET 18
 
 typedef struct value {
     const char *name;
     clf_tensor t;
-    const onnx_tensor *lit; /* a constant's value, not yet (or also) in the graph */
-    int producer;
+    const clf__onnx_tensor *lit; /* a constant's value, not yet (or also) in the graph */
+    int64_t producer;
 } value;
 
 typedef struct symbol {
@@ -27,57 +30,99 @@ typedef struct symbol {
 } symbol;
 
 typedef struct importer {
-    const onnx_model *m;
+    const clf__onnx_model *m;
     int64_t opset;
     clf_graph *g;
     value *values;
     size_t nvalues, cap_values;
     symbol *syms;
     size_t nsyms, cap_syms;
-    void **owned; /* literals made here (Constant value_ints, Shape) */
+    void **owned; /* literals made here (Constant value_ints, Shape, integer lists) */
     size_t nowned, cap_owned;
+    int node; /* the node being imported, for messages; -1 outside nodes */
     char *err;
     size_t cap;
-    int status; /* first failure: 2 bad model, 1 out of memory */
+    clf_status status; /* the first failure */
 } importer;
 
-#if defined(__GNUC__)
-__attribute__((format(printf, 3, 4)))
-#endif
-static int fail(importer *I, onnx_pos pos, const char *fmt, ...)
+/* Records the first failure: "[LINE:COL: ][node K 'name' (Op): ]reason". */
+static clf_status vfail(importer *I, clf_status st, clf__onnx_pos pos, const char *fmt, va_list ap)
 {
     if (I->status)
         return I->status;
-    int n = pos.line ? snprintf(I->err, I->cap, "%d:%d: ", pos.line, pos.col) : 0;
-    if (n >= 0 && (size_t)n < I->cap) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(I->err + n, I->cap - (size_t)n, fmt, ap);
-        va_end(ap);
+    size_t n = 0;
+    if (pos.line)
+        n += (size_t)snprintf(I->err, I->cap, "%d:%d: ", pos.line, pos.col);
+    if (I->node >= 0 && n < I->cap) {
+        clf__onnx_node_label(I->m, I->node, I->err + n, I->cap - n);
+        n += strlen(I->err + n);
+        n += (size_t)snprintf(I->err + n, n < I->cap ? I->cap - n : 0, ": ");
     }
-    return I->status = 2;
+    if (n < I->cap)
+        vsnprintf(I->err + n, I->cap - n, fmt, ap);
+    return I->status = st;
 }
 
-static int oom(importer *I)
+/* A model that is not valid ONNX, or not one libclfuse can read. */
+#if defined(__GNUC__)
+__attribute__((format(printf, 3, 4)))
+#endif
+static clf_status fail(importer *I, clf__onnx_pos pos, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    clf_status st = vfail(I, CLF_ERR_MODEL, pos, fmt, ap);
+    va_end(ap);
+    return st;
+}
+
+/* Valid ONNX that libclfuse cannot run (yet). */
+#if defined(__GNUC__)
+__attribute__((format(printf, 3, 4)))
+#endif
+static clf_status unsupported(importer *I, clf__onnx_pos pos, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    clf_status st = vfail(I, CLF_ERR_UNSUPPORTED, pos, fmt, ap);
+    va_end(ap);
+    return st;
+}
+
+#if defined(__GNUC__)
+__attribute__((format(printf, 4, 5)))
+#endif
+static clf_status fail_status(importer *I, clf_status status, clf__onnx_pos pos, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    clf_status st = vfail(I, status, pos, fmt, ap);
+    va_end(ap);
+    return st;
+}
+
+static clf_status oom(importer *I)
 {
     if (!I->status) {
         snprintf(I->err, I->cap, "out of memory");
-        I->status = 1;
+        I->status = CLF_ERR_OUT_OF_MEMORY;
     }
     return I->status;
 }
+
+static const clf__onnx_pos nowhere = {0, 0};
 
 static void *own(importer *I, size_t bytes)
 {
     if (I->nowned == I->cap_owned) {
         size_t nc = I->cap_owned ? I->cap_owned * 2 : 16;
-        void **v = realloc(I->owned, nc * sizeof *v);
+        void **v = clf__realloc(I->owned, nc * sizeof *v);
         if (!v)
             return NULL;
         I->owned = v;
         I->cap_owned = nc;
     }
-    void *p = calloc(1, bytes ? bytes : 1);
+    void *p = clf__calloc(1, bytes ? bytes : 1);
     if (p)
         I->owned[I->nowned++] = p;
     return p;
@@ -91,21 +136,21 @@ static value *find(importer *I, const char *name)
     return NULL;
 }
 
-static int define(importer *I, onnx_pos pos, const char *name, clf_tensor t, const onnx_tensor *lit,
-                  int producer)
+static clf_status define(importer *I, clf__onnx_pos pos, const char *name, clf_tensor t, const clf__onnx_tensor *lit,
+                         int64_t producer)
 {
     if (find(I, name))
         return fail(I, pos, "'%s' is defined twice (ONNX graphs are in SSA form)", name);
     if (I->nvalues == I->cap_values) {
         size_t nc = I->cap_values ? I->cap_values * 2 : 64;
-        value *v = realloc(I->values, nc * sizeof *v);
+        value *v = clf__realloc(I->values, nc * sizeof *v);
         if (!v)
             return oom(I);
         I->values = v;
         I->cap_values = nc;
     }
     I->values[I->nvalues++] = (value){name, t, lit, producer};
-    return 0;
+    return CLF_OK;
 }
 
 static symbol *find_sym(importer *I, const char *name)
@@ -116,18 +161,18 @@ static symbol *find_sym(importer *I, const char *name)
     return NULL;
 }
 
-static int add_sym(importer *I, const char *name, int64_t v, const char *origin)
+static clf_status add_sym(importer *I, const char *name, int64_t v, const char *origin)
 {
     if (I->nsyms == I->cap_syms) {
         size_t nc = I->cap_syms ? I->cap_syms * 2 : 16;
-        symbol *s = realloc(I->syms, nc * sizeof *s);
+        symbol *s = clf__realloc(I->syms, nc * sizeof *s);
         if (!s)
             return oom(I);
         I->syms = s;
         I->cap_syms = nc;
     }
     I->syms[I->nsyms++] = (symbol){name, v, origin};
-    return 0;
+    return CLF_OK;
 }
 
 static const char *dtype_onnx_name(clf_dtype dt)
@@ -145,9 +190,9 @@ static char *shape_str(int rank, const int64_t *shape, char *buf, size_t cap)
     return buf;
 }
 
-static char *type_str(const onnx_type *t, char *buf, size_t cap)
+static char *type_str(const clf__onnx_type *t, char *buf, size_t cap)
 {
-    size_t n = (size_t)snprintf(buf, cap, "%s", onnx_elem_name(t->elem));
+    size_t n = (size_t)snprintf(buf, cap, "%s", clf__onnx_elem_name(t->elem));
     if (!t->has_shape)
         return buf;
     n += (size_t)snprintf(buf + n, n < cap ? cap - n : 0, "[");
@@ -162,179 +207,210 @@ static char *type_str(const onnx_type *t, char *buf, size_t cap)
     return buf;
 }
 
-/* Graph builder errors are sticky: report the first, at the node. */
-static int check_graph(importer *I, const onnx_node *n)
+/* " at line 3" for a declaration in the text syntax; "" in binary. */
+static const char *at_line(const clf__onnx_type *t, char *buf, size_t cap)
+{
+    if (t->pos.line)
+        snprintf(buf, cap, " at line %d", t->pos.line);
+    else if (cap)
+        buf[0] = 0;
+    return buf;
+}
+
+/* Graph builder errors are sticky: report the first, at the node, with
+ * the builder's own status. */
+static clf_status check_graph(importer *I, const clf__onnx_node *n)
 {
     const char *msg = "";
     clf_status st = clf_graph_status(I->g, &msg);
     if (st == CLF_OK)
-        return 0;
+        return CLF_OK;
     if (st == CLF_ERR_OUT_OF_MEMORY)
         return oom(I);
-    return fail(I, n ? n->op_pos : (onnx_pos){0, 0}, "%s%s%s", n ? n->op : "", n ? ": " : "", msg);
+    return fail_status(I, st, n ? n->op_pos : nowhere, "%s", msg);
 }
 
 /* ---- Constants ------------------------------------------------------------- */
 
-/* The graph tensor for v, creating a constant from its literal when needed. */
-static int materialize(importer *I, const onnx_node *n, value *v, clf_tensor *out)
+/* The graph tensor for v, creating a constant from its literal when
+ * needed. f32, i32 and bool literals go to clf_constant as they are;
+ * int64 ones are narrowed to i32 when every value fits. */
+static clf_status materialize(importer *I, const clf__onnx_node *n, value *v, clf_tensor *out)
 {
     if (clf_tensor_valid(v->t)) {
         *out = v->t;
-        return 0;
+        return CLF_OK;
     }
-    const onnx_tensor *L = v->lit;
-    onnx_pos pos = n ? n->op_pos : L->type.pos;
+    const clf__onnx_tensor *L = v->lit;
+    clf__onnx_pos pos = n ? n->op_pos : L->type.pos;
     int64_t shape[CLF_MAX_RANK];
     for (int d = 0; d < L->type.rank; d++)
         shape[d] = L->type.dims[d].value;
     clf_dtype dt;
     switch (L->type.elem) {
-    case ONNX_FLOAT: case ONNX_DOUBLE: case ONNX_FLOAT16: case ONNX_BFLOAT16: dt = CLF_F32; break;
-    case ONNX_INT32: case ONNX_INT64: case ONNX_INT16: case ONNX_INT8: case ONNX_UINT8: case ONNX_UINT16:
-        dt = CLF_I32;
-        break;
-    case ONNX_BOOL: dt = CLF_BOOL; break;
+    case CLF__ONNX_FLOAT: dt = CLF_F32; break;
+    case CLF__ONNX_INT32: case CLF__ONNX_INT64: dt = CLF_I32; break;
+    case CLF__ONNX_BOOL: dt = CLF_BOOL; break;
     default:
-        return fail(I, pos, "constant '%s' has type %s, which libclfuse cannot compute with", v->name,
-                    onnx_elem_name(L->type.elem));
+        return unsupported(I, pos, "constant '%s' is %s; libclfuse computes in float, int32 and bool", v->name,
+                           clf__onnx_elem_name(L->type.elem));
     }
-    if (L->type.elem != ONNX_FLOAT && L->type.elem != ONNX_INT32 && L->type.elem != ONNX_BOOL &&
-        L->type.elem != ONNX_INT64)
-        return fail(I, pos, "constant '%s' is %s; libclfuse computes in float, int32 and bool", v->name,
-                    onnx_elem_name(L->type.elem));
+    if (L->n && !L->data)
+        return fail_status(I, CLF_ERR_INTERNAL, pos, "constant '%s': its data was released", v->name);
     if (L->type.rank == 0) {
-        double x = L->f ? L->f[0] : (double)L->i[0];
-        if (L->type.elem == ONNX_INT64 && (L->i[0] > INT32_MAX || L->i[0] < INT32_MIN))
-            return fail(I, pos, "int64 constant '%s' (%lld) does not fit in int32, libclfuse's integer type",
-                        v->name, (long long)L->i[0]);
+        double x = clf__onnx_tensor_double(L, 0);
+        if (L->type.elem == CLF__ONNX_INT64) {
+            int64_t i = clf__onnx_tensor_int(L, 0);
+            if (i > INT32_MAX || i < INT32_MIN)
+                return unsupported(I, pos, "int64 constant '%s' (%lld) does not fit in int32, libclfuse's "
+                                   "integer type", v->name, (long long)i);
+        }
         *out = v->t = clf_scalar(I->g, dt, x);
         return check_graph(I, n);
     }
-    void *data = malloc(L->n ? L->n * clf_dtype_size(dt) : 1);
-    if (!data)
-        return oom(I);
-    for (size_t k = 0; k < L->n; k++) {
-        if (dt == CLF_F32) {
-            ((float *)data)[k] = (float)L->f[k];
-        } else if (dt == CLF_I32) {
-            if (L->i[k] > INT32_MAX || L->i[k] < INT32_MIN) {
-                free(data);
-                return fail(I, pos, "int64 constant '%s' holds %lld, which does not fit in int32, "
-                            "libclfuse's integer type", v->name, (long long)L->i[k]);
+    const void *data = L->data;
+    int32_t *narrow = NULL;
+    if (L->type.elem == CLF__ONNX_INT64) {
+        narrow = clf__malloc(L->n ? L->n * sizeof *narrow : 1);
+        if (!narrow)
+            return oom(I);
+        for (size_t k = 0; k < L->n; k++) {
+            int64_t i = clf__onnx_tensor_int(L, k);
+            if (i > INT32_MAX || i < INT32_MIN) {
+                clf__free(narrow);
+                return unsupported(I, pos, "int64 constant '%s' holds %lld, which does not fit in int32, "
+                                   "libclfuse's integer type", v->name, (long long)i);
             }
-            ((int32_t *)data)[k] = (int32_t)L->i[k];
-        } else {
-            ((unsigned char *)data)[k] = L->i[k] != 0;
+            narrow[k] = (int32_t)i;
         }
+        data = narrow;
     }
     *out = v->t = clf_constant(I->g, dt, L->type.rank, shape, data);
-    free(data);
+    clf__free(narrow);
     return check_graph(I, n);
 }
 
 /* Input k of node n as a graph tensor; k must be present. */
-static int input(importer *I, const onnx_node *n, int k, clf_tensor *out)
+static clf_status input(importer *I, const clf__onnx_node *n, int k, clf_tensor *out)
 {
     value *v = find(I, n->inputs[k]);
     /* Presence was checked before the op ran. */
     return materialize(I, n, v, out);
 }
 
-static bool has_input(const onnx_node *n, int k) { return k < n->ninputs && n->inputs[k][0]; }
+static bool has_input(const clf__onnx_node *n, int k) { return k < n->ninputs && n->inputs[k][0]; }
 
-/* Input k of n as integer values known when the graph is built. */
-static int const_ints(importer *I, const onnx_node *n, int k, const char *what, const int64_t **vals,
-                      size_t *count)
+static clf_status need_literal(importer *I, const clf__onnx_node *n, const value *v, const char *what)
 {
-    value *v = find(I, n->inputs[k]);
     if (!v->lit)
-        return fail(I, n->op_pos, "%s: the %s input '%s' must be a Constant or an initializer "
-                    "(libclfuse takes it when the graph is built)", n->op, what, v->name);
-    if (!v->lit->i || onnx_elem_is_float(v->lit->type.elem))
-        return fail(I, n->op_pos, "%s: the %s input '%s' must hold integers", n->op, what, v->name);
-    if (v->lit->type.rank > 1)
-        return fail(I, n->op_pos, "%s: the %s input '%s' must be a 1-D tensor", n->op, what, v->name);
-    *vals = v->lit->i;
-    *count = v->lit->n;
-    return 0;
+        return fail(I, n->op_pos, "the %s input '%s' must be a Constant or an initializer (libclfuse takes it "
+                    "when the graph is built)", what, v->name);
+    if (v->lit->n && !v->lit->data)
+        return fail_status(I, CLF_ERR_INTERNAL, n->op_pos, "the %s input '%s': its data was released", what,
+                           v->name);
+    return CLF_OK;
 }
 
-static int const_scalar(importer *I, const onnx_node *n, int k, const char *what, double *out)
+/* Input k of n as integer values known when the graph is built. */
+static clf_status const_ints(importer *I, const clf__onnx_node *n, int k, const char *what, const int64_t **vals,
+                             size_t *count)
 {
     value *v = find(I, n->inputs[k]);
-    if (!v->lit)
-        return fail(I, n->op_pos, "%s: the %s input '%s' must be a Constant or an initializer "
-                    "(libclfuse takes it when the graph is built)", n->op, what, v->name);
+    if (need_literal(I, n, v, what))
+        return I->status;
+    const clf__onnx_tensor *L = v->lit;
+    if (!clf__onnx_elem_is_integer(L->type.elem) || L->type.elem == CLF__ONNX_BOOL)
+        return fail(I, n->op_pos, "the %s input '%s' must hold integers (it is %s)", what, v->name,
+                    clf__onnx_elem_name(L->type.elem));
+    if (L->type.rank > 1)
+        return fail(I, n->op_pos, "the %s input '%s' must be a 1-D tensor", what, v->name);
+    if (L->n > CLF_MAX_RANK)
+        return unsupported(I, n->op_pos, "the %s input '%s' holds %zu values, more than libclfuse's %d axes",
+                           what, v->name, L->n, CLF_MAX_RANK);
+    int64_t *out = own(I, L->n * sizeof *out);
+    if (!out)
+        return oom(I);
+    for (size_t j = 0; j < L->n; j++)
+        out[j] = clf__onnx_tensor_int(L, j);
+    *vals = out;
+    *count = L->n;
+    return CLF_OK;
+}
+
+static clf_status const_scalar(importer *I, const clf__onnx_node *n, int k, const char *what, double *out)
+{
+    value *v = find(I, n->inputs[k]);
+    if (need_literal(I, n, v, what))
+        return I->status;
     if (v->lit->n != 1)
-        return fail(I, n->op_pos, "%s: the %s input '%s' must hold one value", n->op, what, v->name);
-    *out = v->lit->f ? v->lit->f[0] : (double)v->lit->i[0];
-    return 0;
+        return fail(I, n->op_pos, "the %s input '%s' must hold one value", what, v->name);
+    *out = clf__onnx_tensor_double(v->lit, 0);
+    return CLF_OK;
 }
 
 /* ---- Attributes ------------------------------------------------------------ */
 
-static int attr_int(importer *I, const onnx_node *n, const char *name, int64_t dflt, int64_t *out)
+static clf_status attr_int(importer *I, const clf__onnx_node *n, const char *name, int64_t dflt, int64_t *out)
 {
-    const onnx_attr *a = onnx_node_attr(n, name);
+    const clf__onnx_attr *a = clf__onnx_node_attr(n, name);
     *out = dflt;
     if (!a)
-        return 0;
-    if (a->kind != ONNX_ATTR_INT)
-        return fail(I, a->pos, "%s: attribute '%s' must be an integer", n->op, name);
+        return CLF_OK;
+    if (a->kind != CLF__ONNX_ATTR_INT)
+        return fail(I, a->pos, "attribute '%s' must be an integer", name);
     *out = a->i;
-    return 0;
+    return CLF_OK;
 }
 
-static int attr_float(importer *I, const onnx_node *n, const char *name, double dflt, double *out)
+static clf_status attr_float(importer *I, const clf__onnx_node *n, const char *name, double dflt, double *out)
 {
-    const onnx_attr *a = onnx_node_attr(n, name);
+    const clf__onnx_attr *a = clf__onnx_node_attr(n, name);
     *out = dflt;
     if (!a)
-        return 0;
-    if (a->kind != ONNX_ATTR_FLOAT && a->kind != ONNX_ATTR_INT)
-        return fail(I, a->pos, "%s: attribute '%s' must be a number", n->op, name);
+        return CLF_OK;
+    if (a->kind != CLF__ONNX_ATTR_FLOAT && a->kind != CLF__ONNX_ATTR_INT)
+        return fail(I, a->pos, "attribute '%s' must be a number", name);
     *out = a->f;
-    return 0;
+    return CLF_OK;
 }
 
 /* An ints attribute; *present false when absent. */
-static int attr_ints(importer *I, const onnx_node *n, const char *name, const int64_t **vals, size_t *count,
-                     bool *present)
+static clf_status attr_ints(importer *I, const clf__onnx_node *n, const char *name, const int64_t **vals,
+                            size_t *count, bool *present)
 {
-    const onnx_attr *a = onnx_node_attr(n, name);
+    const clf__onnx_attr *a = clf__onnx_node_attr(n, name);
     *present = a != NULL;
     *vals = NULL;
     *count = 0;
     if (!a)
-        return 0;
-    if (a->kind == ONNX_ATTR_INT) {
+        return CLF_OK;
+    if (a->kind == CLF__ONNX_ATTR_INT) {
         *vals = &a->i;
         *count = 1;
-        return 0;
+        return CLF_OK;
     }
-    if (a->kind != ONNX_ATTR_INTS)
-        return fail(I, a->pos, "%s: attribute '%s' must be a list of integers", n->op, name);
+    if (a->kind != CLF__ONNX_ATTR_INTS)
+        return fail(I, a->pos, "attribute '%s' must be a list of integers", name);
     *vals = a->ints;
     *count = a->n;
-    return 0;
+    return CLF_OK;
 }
 
-static int to_axes(importer *I, const onnx_node *n, const int64_t *v, size_t count, int *axes)
+static clf_status to_axes(importer *I, const clf__onnx_node *n, const int64_t *v, size_t count, int *axes)
 {
     if (count > CLF_MAX_RANK)
-        return fail(I, n->op_pos, "%s: more than %d axes", n->op, CLF_MAX_RANK);
+        return unsupported(I, n->op_pos, "more than %d axes", CLF_MAX_RANK);
     for (size_t k = 0; k < count; k++) {
         if (v[k] < -CLF_MAX_RANK || v[k] >= CLF_MAX_RANK)
-            return fail(I, n->op_pos, "%s: axis %lld is out of range", n->op, (long long)v[k]);
+            return fail(I, n->op_pos, "axis %lld is out of range", (long long)v[k]);
         axes[k] = (int)v[k];
     }
-    return 0;
+    return CLF_OK;
 }
 
 /* Axes from input k (when present) or from the "axes" attribute, whichever
  * the opset's form uses; *given false when neither is there. */
-static int axes_of(importer *I, const onnx_node *n, int k, int *axes, int *naxes, bool *given)
+static clf_status axes_of(importer *I, const clf__onnx_node *n, int k, int *axes, int *naxes, bool *given)
 {
     const int64_t *v = NULL;
     size_t count = 0;
@@ -343,7 +419,7 @@ static int axes_of(importer *I, const onnx_node *n, int k, int *axes, int *naxes
         return I->status;
     if (has_input(n, k)) {
         if (attr)
-            return fail(I, n->op_pos, "%s: axes given both as an input and as an attribute", n->op);
+            return fail(I, n->op_pos, "axes given both as an input and as an attribute");
         if (const_ints(I, n, k, "axes", &v, &count))
             return I->status;
     }
@@ -352,7 +428,7 @@ static int axes_of(importer *I, const onnx_node *n, int k, int *axes, int *naxes
     return to_axes(I, n, v, count, axes);
 }
 
-static int want_inputs(importer *I, const onnx_node *n, int lo, int hi)
+static clf_status want_inputs(importer *I, const clf__onnx_node *n, int lo, int hi)
 {
     if (n->ninputs < lo || n->ninputs > hi) {
         if (lo == hi)
@@ -361,8 +437,8 @@ static int want_inputs(importer *I, const onnx_node *n, int lo, int hi)
     }
     for (int k = 0; k < lo; k++)
         if (!n->inputs[k][0])
-            return fail(I, n->op_pos, "%s: input %d is required", n->op, k + 1);
-    return 0;
+            return fail(I, n->op_pos, "input %d is required", k + 1);
+    return CLF_OK;
 }
 
 /* ---- Ops -------------------------------------------------------------------- */
@@ -403,7 +479,7 @@ static const struct {
 static const char *const not_yet[] = {"Conv", "ConvTranspose", "Einsum", "MatMulInteger", "QLinearMatMul"};
 
 
-static int import_reduce(importer *I, const onnx_node *n, clf_reduce_op op, clf_tensor *out)
+static clf_status import_reduce(importer *I, const clf__onnx_node *n, clf_reduce_op op, clf_tensor *out)
 {
     clf_tensor x;
     int axes[CLF_MAX_RANK], naxes = 0;
@@ -439,50 +515,51 @@ static int rank_of(importer *I, clf_tensor t)
     return rank;
 }
 
-static int import_constant(importer *I, const onnx_node *n)
+static clf_status import_constant(importer *I, const clf__onnx_node *n)
 {
     if (n->nattrs != 1)
         return fail(I, n->op_pos, "Constant takes exactly one of value, value_float, value_floats, value_int, "
                     "value_ints");
-    const onnx_attr *a = &n->attrs[0];
-    onnx_tensor *T;
+    const clf__onnx_attr *a = &n->attrs[0];
+    clf__onnx_tensor *T;
     if (!strcmp(a->name, "value")) {
-        if (a->kind != ONNX_ATTR_TENSOR)
-            return fail(I, a->pos, "Constant: 'value' must be a tensor such as float[2] {1, 2}");
-        return define(I, n->pos, n->outputs[0], CLF_TENSOR_INVALID, a->t, -2);
+        if (a->kind != CLF__ONNX_ATTR_TENSOR)
+            return fail(I, a->pos, "'value' must be a tensor such as float[2] {1, 2}");
+        return define(I, n->pos, n->outputs[0], CLF_TENSOR_INVALID, a->t, CLF_ONNX_PRODUCER_CONSTANT);
     }
     bool is_float = !strcmp(a->name, "value_float") || !strcmp(a->name, "value_floats");
     bool is_list = !strcmp(a->name, "value_floats") || !strcmp(a->name, "value_ints");
     if (!is_float && strcmp(a->name, "value_int") && strcmp(a->name, "value_ints"))
-        return fail(I, a->pos, "Constant: attribute '%s' is not supported (use value, value_float(s) or "
-                    "value_int(s))", a->name);
+        return unsupported(I, a->pos, "attribute '%s' is not supported (use value, value_float(s) or "
+                           "value_int(s))", a->name);
     size_t count = is_list ? a->n : 1;
-    if (is_list ? (a->kind != (is_float ? ONNX_ATTR_FLOATS : ONNX_ATTR_INTS) &&
-                   !(is_float && a->kind == ONNX_ATTR_INTS) && !(a->n == 0 && a->kind == ONNX_ATTR_INTS))
-                : (a->kind != ONNX_ATTR_INT && !(is_float && a->kind == ONNX_ATTR_FLOAT)))
-        return fail(I, a->pos, "Constant: '%s' has the wrong kind of value", a->name);
-    if (!(T = own(I, sizeof *T)))
+    if (is_list ? (a->kind != (is_float ? CLF__ONNX_ATTR_FLOATS : CLF__ONNX_ATTR_INTS) &&
+                   !(is_float && a->kind == CLF__ONNX_ATTR_INTS) && !(a->n == 0 && a->kind == CLF__ONNX_ATTR_INTS))
+                : (a->kind != CLF__ONNX_ATTR_INT && !(is_float && a->kind == CLF__ONNX_ATTR_FLOAT)))
+        return fail(I, a->pos, "attribute '%s' has the wrong kind of value", a->name);
+    char *data = own(I, count * (is_float ? sizeof(float) : sizeof(int64_t)));
+    if (!(T = own(I, sizeof *T)) || !data)
         return oom(I);
-    T->type = (onnx_type){.elem = is_float ? ONNX_FLOAT : ONNX_INT64, .has_shape = true, .rank = is_list,
-                          .pos = a->pos};
+    T->type = (clf__onnx_type){.elem = is_float ? CLF__ONNX_FLOAT : CLF__ONNX_INT64, .has_shape = true,
+                               .rank = is_list, .pos = a->pos};
     T->type.dims[0].value = (int64_t)count;
     T->n = count;
-    if (is_float) {
-        if (!(T->f = own(I, count * sizeof *T->f)))
-            return oom(I);
-        for (size_t k = 0; k < count; k++)
-            T->f[k] = is_list ? a->floats[k] : a->f;
-    } else {
-        if (!(T->i = own(I, count * sizeof *T->i)))
-            return oom(I);
-        for (size_t k = 0; k < count; k++)
-            T->i[k] = is_list ? a->ints[k] : a->i;
+    T->name = n->outputs[0];
+    T->data = data;
+    for (size_t k = 0; k < count; k++) {
+        if (is_float) {
+            float f = (float)(is_list ? a->floats[k] : a->f);
+            memcpy(data + k * sizeof f, &f, sizeof f);
+        } else {
+            int64_t v = is_list ? a->ints[k] : a->i;
+            memcpy(data + k * sizeof v, &v, sizeof v);
+        }
     }
-    return define(I, n->pos, n->outputs[0], CLF_TENSOR_INVALID, T, -2);
+    return define(I, n->pos, n->outputs[0], CLF_TENSOR_INVALID, T, CLF_ONNX_PRODUCER_CONSTANT);
 }
 
 /* Shape(x) is known when the graph is built: a constant int64 vector. */
-static int import_shape(importer *I, const onnx_node *n, int index)
+static clf_status import_shape(importer *I, const clf__onnx_node *n, int index)
 {
     clf_tensor x;
     int64_t start, end;
@@ -498,31 +575,34 @@ static int import_shape(importer *I, const onnx_node *n, int index)
         end += rank;
     start = start < 0 ? 0 : start > rank ? rank : start;
     end = end < start ? start : end > rank ? rank : end;
-    onnx_tensor *T = own(I, sizeof *T);
-    if (!T || !(T->i = own(I, (size_t)(end - start) * sizeof *T->i)))
+    clf__onnx_tensor *T = own(I, sizeof *T);
+    int64_t *data = own(I, (size_t)(end - start) * sizeof *data);
+    if (!T || !data)
         return oom(I);
-    T->type = (onnx_type){.elem = ONNX_INT64, .has_shape = true, .rank = 1, .pos = n->op_pos};
+    T->type = (clf__onnx_type){.elem = CLF__ONNX_INT64, .has_shape = true, .rank = 1, .pos = n->op_pos};
     T->type.dims[0].value = end - start;
     T->n = (size_t)(end - start);
+    T->name = n->outputs[0];
+    T->data = data;
     for (int64_t d = start; d < end; d++)
-        T->i[d - start] = shape[d];
+        data[d - start] = shape[d];
     return define(I, n->pos, n->outputs[0], CLF_TENSOR_INVALID, T, index);
 }
 
-static int cast_target(importer *I, const onnx_node *n, int64_t to, clf_dtype *dt)
+static clf_status cast_target(importer *I, const clf__onnx_node *n, int64_t to, clf_dtype *dt)
 {
     switch (to) {
-    case ONNX_FLOAT: *dt = CLF_F32; return 0;
-    case ONNX_INT32: *dt = CLF_I32; return 0;
-    case ONNX_BOOL: *dt = CLF_BOOL; return 0;
+    case CLF__ONNX_FLOAT: *dt = CLF_F32; return 0;
+    case CLF__ONNX_INT32: *dt = CLF_I32; return 0;
+    case CLF__ONNX_BOOL: *dt = CLF_BOOL; return 0;
     default:
-        return fail(I, n->op_pos, "Cast: to %s is not supported by libclfuse (float, int32, bool)",
-                    onnx_elem_name((int)to));
+        return unsupported(I, n->op_pos, "to %s is not supported by libclfuse (float, int32, bool)",
+                           clf__onnx_elem_name(to < INT32_MIN || to > INT32_MAX ? -1 : (int)to));
     }
 }
 
 /* Imports node n (index idx): its first output goes to *out. */
-static int import_op(importer *I, const onnx_node *n, int idx, clf_tensor *out)
+static clf_status import_op(importer *I, const clf__onnx_node *n, int idx, clf_tensor *out)
 {
     const char *o = n->op;
     clf_graph *g = I->g;
@@ -533,10 +613,10 @@ static int import_op(importer *I, const onnx_node *n, int idx, clf_tensor *out)
         if (strcmp(o, unary_ops[k].onnx))
             continue;
         if (unary_ops[k].op == CLF_UNARY_GELU) {
-            const onnx_attr *ap = onnx_node_attr(n, "approximate");
-            if (ap && (ap->kind != ONNX_ATTR_STRING || strcmp(ap->s, "none")))
-                return fail(I, ap->pos, "Gelu: approximate=\"%s\" is not supported by libclfuse (only \"none\")",
-                            ap->kind == ONNX_ATTR_STRING ? ap->s : "?");
+            const clf__onnx_attr *ap = clf__onnx_node_attr(n, "approximate");
+            if (ap && (ap->kind != CLF__ONNX_ATTR_STRING || strcmp(ap->s, "none")))
+                return unsupported(I, ap->pos, "approximate=\"%s\" is not supported by libclfuse (only \"none\")",
+                                   ap->kind == CLF__ONNX_ATTR_STRING ? ap->s : "?");
         }
         if (want_inputs(I, n, 1, 1) || input(I, n, 0, &a))
             return I->status;
@@ -556,7 +636,8 @@ static int import_op(importer *I, const onnx_node *n, int idx, clf_tensor *out)
             return import_reduce(I, n, reduce_ops[k].op, out);
     for (size_t k = 0; k < sizeof not_yet / sizeof not_yet[0]; k++)
         if (!strcmp(o, not_yet[k]))
-            return fail(I, n->op_pos, "op %s is not supported by libclfuse yet (of the contractions, only MatMul and Gemm are)", o);
+            return unsupported(I, n->op_pos, "op %s is not supported by libclfuse yet (of the contractions, only "
+                               "MatMul and Gemm are)", o);
 
     if (!strcmp(o, "Max") || !strcmp(o, "Min") || !strcmp(o, "Sum") || !strcmp(o, "Mean")) {
         if (want_inputs(I, n, 1, 64) || input(I, n, 0, &a))
@@ -564,7 +645,7 @@ static int import_op(importer *I, const onnx_node *n, int idx, clf_tensor *out)
         clf_binary_op op = o[1] == 'a' ? CLF_BINARY_MAXIMUM : o[1] == 'i' ? CLF_BINARY_MINIMUM : CLF_BINARY_ADD;
         for (int k = 1; k < n->ninputs; k++) {
             if (!n->inputs[k][0])
-                return fail(I, n->op_pos, "%s: input %d is empty", o, k + 1);
+                return fail(I, n->op_pos, "input %d is empty", k + 1);
             if (input(I, n, k, &b))
                 return I->status;
             a = clf_binary(g, op, a, b);
@@ -578,7 +659,7 @@ static int import_op(importer *I, const onnx_node *n, int idx, clf_tensor *out)
         if (want_inputs(I, n, 1, !strcmp(o, "Dropout") ? 3 : 1))
             return I->status;
         if (n->noutputs > 1 && n->outputs[1][0])
-            return fail(I, n->op_pos, "Dropout: the mask output is not supported");
+            return unsupported(I, n->op_pos, "Dropout's mask output is not supported");
         value *v = find(I, n->inputs[0]);
         if (!clf_tensor_valid(v->t))
             return define(I, n->pos, n->outputs[0], CLF_TENSOR_INVALID, v->lit, idx) ? I->status : 0;
@@ -614,7 +695,7 @@ static int import_op(importer *I, const onnx_node *n, int idx, clf_tensor *out)
             if (want_inputs(I, n, 1, 1) || input(I, n, 0, &a) || attr_int(I, n, "to", -1, &to))
                 return I->status;
             if (to < 0)
-                return fail(I, n->op_pos, "Cast: attribute 'to' is required");
+                return fail(I, n->op_pos, "attribute 'to' is required");
             if (cast_target(I, n, to, &dt))
                 return I->status;
         }
@@ -629,12 +710,12 @@ static int import_op(importer *I, const onnx_node *n, int idx, clf_tensor *out)
             attr_int(I, n, "allowzero", 0, &allowzero))
             return I->status;
         if (count > CLF_MAX_RANK)
-            return fail(I, n->op_pos, "%s: a shape of rank %zu is more than libclfuse's %d", o, count,
-                        CLF_MAX_RANK);
+            return unsupported(I, n->op_pos, "a shape of rank %zu is more than libclfuse's %d", count,
+                               CLF_MAX_RANK);
         if (allowzero)
             for (size_t k = 0; k < count; k++)
                 if (v[k] == 0)
-                    return fail(I, n->op_pos, "Reshape: allowzero=1 with a 0 in the shape is not supported");
+                    return unsupported(I, n->op_pos, "allowzero=1 with a 0 in the shape is not supported");
         *out = o[0] == 'R' ? clf_reshape(g, a, (int)count, v) : clf_expand(g, a, (int)count, v);
         return 0;
     }
@@ -655,7 +736,7 @@ static int import_op(importer *I, const onnx_node *n, int idx, clf_tensor *out)
         if (want_inputs(I, n, 1, 2) || input(I, n, 0, &a) || axes_of(I, n, 1, axes, &naxes, &given))
             return I->status;
         if (o[0] == 'U' && !given)
-            return fail(I, n->op_pos, "Unsqueeze: axes are required");
+            return fail(I, n->op_pos, "axes are required");
         *out = o[0] == 'S' ? clf_squeeze(g, a, naxes, axes) : clf_unsqueeze(g, a, naxes, axes);
         return 0;
     }
@@ -679,11 +760,11 @@ static int import_op(importer *I, const onnx_node *n, int idx, clf_tensor *out)
             return fail(I, n->op_pos, "Slice takes data, starts and ends (and optionally axes and steps)");
         }
         if (ns != ne || (ax && na != ns) || (sp && np != ns))
-            return fail(I, n->op_pos, "Slice: starts, ends, axes and steps must have the same length");
+            return fail(I, n->op_pos, "starts, ends, axes and steps must have the same length");
         if (ax && to_axes(I, n, ax, na, axes))
             return I->status;
         if (ns > CLF_MAX_RANK)
-            return fail(I, n->op_pos, "Slice: more than %d axes", CLF_MAX_RANK);
+            return unsupported(I, n->op_pos, "more than %d axes", CLF_MAX_RANK);
         *out = clf_slice(g, a, (int)ns, st, en, ax ? axes : NULL, sp);
         return 0;
     }
@@ -702,8 +783,8 @@ static int import_op(importer *I, const onnx_node *n, int idx, clf_tensor *out)
             return I->status;
         int rank = rank_of(I, a);
         if (I->opset < 13 && (axis < 0 ? axis + rank : axis) != rank - 1)
-            return fail(I, n->op_pos, "%s before opset 13 flattens the axes from %lld on; only the last axis "
-                        "is supported there (use opset 13+)", o, (long long)axis);
+            return unsupported(I, n->op_pos, "%s before opset 13 flattens the axes from %lld on; only the last "
+                               "axis is supported there (use opset 13+)", o, (long long)axis);
         *out = (o[0] == 'S' ? clf_softmax : clf_log_softmax)(g, a, (int)axis);
         return 0;
     }
@@ -716,7 +797,7 @@ static int import_op(importer *I, const onnx_node *n, int idx, clf_tensor *out)
             return I->status;
         for (int k = 1; k < n->noutputs; k++)
             if (n->outputs[k][0])
-                return fail(I, n->op_pos, "%s: only the first output (Y) is supported", o);
+                return unsupported(I, n->op_pos, "only the first output (Y) is supported");
         b = c = CLF_TENSOR_INVALID;
         if ((has_input(n, 1) && input(I, n, 1, &b)) || (has_input(n, 2) && input(I, n, 2, &c)))
             return I->status;
@@ -742,12 +823,12 @@ static int import_op(importer *I, const onnx_node *n, int idx, clf_tensor *out)
         *out = clf_gemm(g, a, b, c, alpha, beta, ta != 0, tb != 0);
         return 0;
     }
-    return fail(I, n->op_pos, "op %s is not supported by libclfuse", o);
+    return unsupported(I, n->op_pos, "op %s is not supported by libclfuse", o);
 }
 
 /* ---- Inputs and symbols ----------------------------------------------------- */
 
-static const onnx_value *model_input(const onnx_model *m, const char *name)
+static const clf__onnx_value *model_input(const clf__onnx_model *m, const char *name)
 {
     for (int i = 0; i < m->ninputs; i++)
         if (!m->inputs[i].init && !strcmp(m->inputs[i].name, name))
@@ -755,20 +836,31 @@ static const onnx_value *model_input(const onnx_model *m, const char *name)
     return NULL;
 }
 
-static int elem_dtype(int elem, clf_dtype *dt)
+static bool elem_dtype(int elem, clf_dtype *dt)
 {
     switch (elem) {
-    case ONNX_FLOAT: *dt = CLF_F32; return 0;
-    case ONNX_INT32: *dt = CLF_I32; return 0;
-    case ONNX_BOOL: *dt = CLF_BOOL; return 0;
-    default: return -1;
+    case CLF__ONNX_FLOAT: *dt = CLF_F32; return true;
+    case CLF__ONNX_INT32: *dt = CLF_I32; return true;
+    case CLF__ONNX_BOOL: *dt = CLF_BOOL; return true;
+    default: return false;
     }
 }
 
-static int bind_given(importer *I, const import_given *gv)
+static const char *origin_of(const clf_onnx_input_shape *gv) { return gv->origin ? gv->origin : "as given"; }
+
+static clf_status bind_given(importer *I, const clf_onnx_input_shape *gv)
 {
-    const onnx_value *v = model_input(I->m, gv->name);
-    char shp[128], ty[160];
+    char shp[128], ty[160], line[32];
+    if (!gv->name)
+        return fail_status(I, CLF_ERR_INVALID_ARGUMENT, nowhere, "clf_onnx_params.inputs: an input shape has no name");
+    if (gv->rank < 0 || gv->rank > CLF_MAX_RANK || (unsigned)gv->dtype >= CLF_DTYPE_COUNT)
+        return fail_status(I, CLF_ERR_INVALID_ARGUMENT, nowhere, "the shape given for input '%s' has rank %d or "
+                           "dtype %d (rank 0 to %d, a clf_dtype)", gv->name, gv->rank, (int)gv->dtype, CLF_MAX_RANK);
+    for (int d = 0; d < gv->rank; d++)
+        if (gv->shape[d] < 0)
+            return fail_status(I, CLF_ERR_INVALID_ARGUMENT, nowhere, "the shape given for input '%s' has a "
+                               "negative extent", gv->name);
+    const clf__onnx_value *v = model_input(I->m, gv->name);
     if (!v) {
         char names[256] = "";
         size_t len = 0;
@@ -776,73 +868,77 @@ static int bind_given(importer *I, const import_given *gv)
             if (!I->m->inputs[i].init)
                 len += (size_t)snprintf(names + len, sizeof names - len, "%s%s", len ? ", " : "",
                                         I->m->inputs[i].name);
-        return fail(I, (onnx_pos){0, 0}, "the graph has no input named '%s' (its inputs: %s)", gv->name,
-                    len ? names : "none");
+        return fail_status(I, CLF_ERR_NOT_FOUND, nowhere, "the graph has no input named '%s' (its inputs: %s)",
+                           gv->name, len ? names : "none");
     }
     clf_dtype want;
-    if (elem_dtype(v->type.elem, &want) == 0 && want != gv->dtype)
-        return fail(I, (onnx_pos){0, 0}, "input '%s' (%s) holds %s but the graph declares %s at line %d",
-                    gv->name, gv->origin, dtype_onnx_name(gv->dtype), type_str(&v->type, ty, sizeof ty),
-                    v->type.pos.line);
+    if (elem_dtype(v->type.elem, &want) && want != gv->dtype)
+        return fail_status(I, CLF_ERR_DTYPE, nowhere, "input '%s' (%s) holds %s but the graph declares %s%s",
+                           gv->name, origin_of(gv), dtype_onnx_name(gv->dtype), type_str(&v->type, ty, sizeof ty),
+                           at_line(&v->type, line, sizeof line));
     if (!v->type.has_shape)
-        return 0;
+        return CLF_OK;
     bool ok = v->type.rank == gv->rank;
     for (int d = 0; ok && d < gv->rank; d++) {
-        const onnx_dim *D = &v->type.dims[d];
+        const clf__onnx_dim *D = &v->type.dims[d];
         if (!D->param) {
             ok = D->value == gv->shape[d];
         } else if (strcmp(D->param, "?")) {
             symbol *s = find_sym(I, D->param);
             if (s && s->value != gv->shape[d])
-                return fail(I, (onnx_pos){0, 0}, "input '%s' (%s) has shape %s, so %s = %lld, but %s gave "
-                            "%s = %lld", gv->name, gv->origin, shape_str(gv->rank, gv->shape, shp, sizeof shp),
-                            D->param, (long long)gv->shape[d], s->origin, D->param, (long long)s->value);
-            if (!s && add_sym(I, D->param, gv->shape[d], gv->origin))
+                return fail_status(I, CLF_ERR_SHAPE, nowhere, "input '%s' (%s) has shape %s, so %s = %lld, but "
+                                   "%s gave %s = %lld", gv->name, origin_of(gv),
+                                   shape_str(gv->rank, gv->shape, shp, sizeof shp), D->param,
+                                   (long long)gv->shape[d], s->origin, D->param, (long long)s->value);
+            if (!s && add_sym(I, D->param, gv->shape[d], origin_of(gv)))
                 return I->status;
         }
     }
     if (!ok)
-        return fail(I, (onnx_pos){0, 0}, "input '%s' (%s) has shape %s but the graph declares %s at line %d",
-                    gv->name, gv->origin, shape_str(gv->rank, gv->shape, shp, sizeof shp),
-                    type_str(&v->type, ty, sizeof ty), v->type.pos.line);
-    return 0;
+        return fail_status(I, CLF_ERR_SHAPE, nowhere, "input '%s' (%s) has shape %s but the graph declares %s%s",
+                           gv->name, origin_of(gv), shape_str(gv->rank, gv->shape, shp, sizeof shp),
+                           type_str(&v->type, ty, sizeof ty), at_line(&v->type, line, sizeof line));
+    return CLF_OK;
 }
 
-static int make_input(importer *I, const onnx_value *v, const import_given *given, size_t ngiven)
+static clf_status make_input(importer *I, const clf__onnx_value *v, const clf_onnx_params *p)
 {
     clf_dtype dt;
     char ty[160];
-    if (elem_dtype(v->type.elem, &dt))
-        return fail(I, v->type.pos, "input '%s' is %s; libclfuse takes float, int32 and bool inputs", v->name,
-                    onnx_elem_name(v->type.elem));
-    const import_given *gv = NULL;
-    for (size_t i = 0; i < ngiven; i++)
-        if (!strcmp(given[i].name, v->name))
-            gv = &given[i];
+    if (!elem_dtype(v->type.elem, &dt))
+        return unsupported(I, v->type.pos, "input '%s' is %s; libclfuse takes float, int32 and bool inputs",
+                           v->name, clf__onnx_elem_name(v->type.elem));
+    const clf_onnx_input_shape *gv = NULL;
+    for (size_t i = 0; i < p->ninputs; i++)
+        if (!strcmp(p->inputs[i].name, v->name))
+            gv = &p->inputs[i];
     int64_t shape[CLF_MAX_RANK];
     int rank;
     if (!v->type.has_shape) {
         if (!gv)
-            return fail(I, v->type.pos, "input '%s' has no shape (%s): give the input", v->name,
-                        type_str(&v->type, ty, sizeof ty));
+            return fail_status(I, CLF_ERR_SHAPE, v->type.pos, "input '%s' has no shape (%s): give its shape",
+                               v->name, type_str(&v->type, ty, sizeof ty));
         rank = gv->rank;
         memcpy(shape, gv->shape, sizeof shape);
     } else {
         rank = v->type.rank;
+        if (rank > CLF_MAX_RANK)
+            return unsupported(I, v->type.pos, "input '%s' has rank %d, more than libclfuse's %d", v->name, rank,
+                               CLF_MAX_RANK);
         for (int d = 0; d < rank; d++) {
-            const onnx_dim *D = &v->type.dims[d];
+            const clf__onnx_dim *D = &v->type.dims[d];
             if (!D->param) {
                 shape[d] = D->value;
             } else if (gv) {
                 shape[d] = gv->shape[d];
             } else if (!strcmp(D->param, "?")) {
-                return fail(I, v->type.pos, "dimension %d of input '%s' is unknown ('?'): give the input", d,
-                            v->name);
+                return fail_status(I, CLF_ERR_SHAPE, v->type.pos, "dimension %d of input '%s' is unknown ('?'): "
+                                   "give the input's shape", d, v->name);
             } else {
                 symbol *s = find_sym(I, D->param);
                 if (!s)
-                    return fail(I, v->type.pos, "dimension '%s' of input '%s' has no size: give the input or "
-                                "--dim %s=SIZE", D->param, v->name, D->param);
+                    return fail_status(I, CLF_ERR_SHAPE, v->type.pos, "dimension '%s' of input '%s' has no size: "
+                                       "give the input's shape or a size for %s", D->param, v->name, D->param);
                 shape[d] = s->value;
             }
         }
@@ -850,12 +946,13 @@ static int make_input(importer *I, const onnx_value *v, const import_given *give
     clf_tensor t = clf_input(I->g, v->name, dt, rank, shape);
     if (check_graph(I, NULL))
         return I->status;
-    return define(I, v->pos, v->name, t, NULL, -1);
+    return define(I, v->pos, v->name, t, NULL, CLF_ONNX_PRODUCER_INPUT);
 }
 
 /* An output's declared type against what the graph computes. int64 is
- * accepted for int32 values: ArgMax gives int32 here. */
-static int check_output(importer *I, const onnx_value *v, clf_tensor t)
+ * accepted for int32 values: ArgMax gives int32 here. An output declared
+ * without a type (binary models may) is not checked. */
+static clf_status check_output(importer *I, const clf__onnx_value *v, clf_tensor t)
 {
     clf_dtype dt;
     int rank;
@@ -863,15 +960,17 @@ static int check_output(importer *I, const onnx_value *v, clf_tensor t)
     char ty[160], shp[128];
     clf_tensor_dtype(I->g, t, &dt);
     clf_tensor_shape(I->g, t, &rank, shape);
+    if (v->type.elem == CLF__ONNX_UNDEFINED)
+        return CLF_OK;
     clf_dtype want;
-    if (v->type.elem == ONNX_INT64)
+    if (v->type.elem == CLF__ONNX_INT64)
         want = CLF_I32;
-    else if (elem_dtype(v->type.elem, &want))
-        return fail(I, v->type.pos, "output '%s' is declared %s; libclfuse computes float, int32 and bool",
-                    v->name, onnx_elem_name(v->type.elem));
+    else if (!elem_dtype(v->type.elem, &want))
+        return unsupported(I, v->type.pos, "output '%s' is declared %s; libclfuse computes float, int32 and bool",
+                           v->name, clf__onnx_elem_name(v->type.elem));
     bool ok = want == dt && (!v->type.has_shape || v->type.rank == rank);
     for (int d = 0; ok && v->type.has_shape && d < rank; d++) {
-        const onnx_dim *D = &v->type.dims[d];
+        const clf__onnx_dim *D = &v->type.dims[d];
         if (!D->param) {
             ok = D->value == shape[d];
         } else if (strcmp(D->param, "?")) {
@@ -883,144 +982,161 @@ static int check_output(importer *I, const onnx_value *v, clf_tensor t)
     if (!ok)
         return fail(I, v->type.pos, "output '%s' is declared %s but the graph computes %s%s", v->name,
                     type_str(&v->type, ty, sizeof ty), dtype_onnx_name(dt), shape_str(rank, shape, shp, sizeof shp));
-    return 0;
+    return CLF_OK;
 }
 
-int onnx_import(const onnx_model *m, const import_given *given, size_t ngiven, const import_dim *dims,
-                size_t ndims, import_result *out, char *err, size_t cap)
+/* Checks the node's outputs: the first is named, the others only for
+ * the ops whose extra outputs may be asked for and are refused by the op. */
+static clf_status check_node_outputs(importer *I, const clf__onnx_node *n)
 {
+    if (n->noutputs < 1 || !n->outputs[0][0])
+        return fail(I, n->op_pos, "the node has no output");
+    for (int j = 1; j < n->noutputs; j++)
+        if (n->outputs[j][0] && strcmp(n->op, "LayerNormalization") && strcmp(n->op, "RMSNormalization") &&
+            strcmp(n->op, "Dropout"))
+            return fail(I, n->op_pos, "%s has one output, but %d are named", n->op, n->noutputs);
+    return CLF_OK;
+}
+
+static clf_status import_node(importer *I, int k, clf__onnx_node_span *span)
+{
+    const clf__onnx_node *n = &I->m->nodes[k];
+    span->first = (uint32_t)clf_graph_node_count(I->g);
+    if (n->domain[0] && strcmp(n->domain, "ai.onnx"))
+        return unsupported(I, n->op_pos, "op %s.%s is not supported by libclfuse (only the default ONNX domain)",
+                           n->domain, n->op);
+    if (check_node_outputs(I, n))
+        return I->status;
+    for (int j = 0; j < n->ninputs; j++)
+        if (n->inputs[j][0] && !find(I, n->inputs[j]))
+            return fail(I, n->op_pos, "input '%s' is not defined by a graph input, an initializer or an earlier node",
+                        n->inputs[j]);
+    if (!strcmp(n->op, "Constant")) {
+        if (import_constant(I, n))
+            return I->status;
+        I->values[I->nvalues - 1].producer = k;
+    } else if (!strcmp(n->op, "Shape")) {
+        if (import_shape(I, n, k))
+            return I->status;
+    } else {
+        clf_tensor t;
+        size_t before = I->nvalues;
+        if (import_op(I, n, k, &t) || check_graph(I, n))
+            return I->status;
+        if (I->nvalues == before) { /* not an Identity of a literal */
+            if (!clf_tensor_valid(t))
+                return fail_status(I, CLF_ERR_INTERNAL, n->op_pos, "internal error: no result");
+            if (define(I, n->pos, n->outputs[0], t, NULL, k))
+                return I->status;
+        }
+    }
+    span->end = (uint32_t)clf_graph_node_count(I->g);
+    return CLF_OK;
+}
+
+static clf_status import_all(importer *I, const clf_onnx_params *p, clf__onnx_import *out)
+{
+    const clf__onnx_model *m = I->m;
+    if (m->ir_version >= 0 && (m->ir_version < CLF__ONNX_MIN_IR_VERSION || m->ir_version > CLF__ONNX_MAX_IR_VERSION))
+        return fail(I, nowhere, "ir_version %lld is not one libclfuse reads (%d to %d)", (long long)m->ir_version,
+                    CLF__ONNX_MIN_IR_VERSION, CLF__ONNX_MAX_IR_VERSION);
+    if (p->ndims && (!p->dim_names || !p->dim_values))
+        return fail_status(I, CLF_ERR_INVALID_ARGUMENT, nowhere, "clf_onnx_params: ndims is %zu but dim_names or "
+                           "dim_values is NULL", p->ndims);
+    if (p->ninputs && !p->inputs)
+        return fail_status(I, CLF_ERR_INVALID_ARGUMENT, nowhere, "clf_onnx_params: ninputs is %zu but inputs is NULL",
+                           p->ninputs);
+    for (size_t i = 0; i < p->ndims; i++) {
+        if (!p->dim_names[i] || p->dim_values[i] < 0)
+            return fail_status(I, CLF_ERR_INVALID_ARGUMENT, nowhere, "clf_onnx_params: dimension size %zu has no "
+                               "name or a negative size", i);
+        if (find_sym(I, p->dim_names[i]))
+            return fail_status(I, CLF_ERR_INVALID_ARGUMENT, nowhere, "a size for dimension %s is given twice",
+                               p->dim_names[i]);
+        if (add_sym(I, p->dim_names[i], p->dim_values[i], "the dimension sizes"))
+            return I->status;
+    }
+    for (size_t i = 0; i < p->ninputs; i++)
+        if (bind_given(I, &p->inputs[i]))
+            return I->status;
+    for (int i = 0; i < m->ninputs; i++) {
+        const clf__onnx_value *v = &m->inputs[i];
+        if (v->init ? define(I, v->pos, v->name, CLF_TENSOR_INVALID, v->init, CLF_ONNX_PRODUCER_CONSTANT)
+                    : make_input(I, v, p))
+            return I->status;
+    }
+    for (int i = 0; i < m->nextras; i++)
+        if (m->extras[i].init && define(I, m->extras[i].pos, m->extras[i].name, CLF_TENSOR_INVALID,
+                                        m->extras[i].init, CLF_ONNX_PRODUCER_CONSTANT))
+            return I->status;
+    for (int k = 0; k < m->nnodes; k++) {
+        I->node = k;
+        if (import_node(I, k, &out->nodes[k]))
+            return I->status;
+    }
+    I->node = -1;
+    if (m->noutputs == 0)
+        return fail(I, nowhere, "the graph has no outputs");
+    for (int i = 0; i < m->noutputs; i++) {
+        const clf__onnx_value *v = &m->outputs[i];
+        value *val = find(I, v->name);
+        clf_tensor t;
+        if (!val)
+            return fail(I, v->pos, "output '%s' is not computed by any node", v->name);
+        if (materialize(I, NULL, val, &t) || check_output(I, v, t))
+            return I->status;
+        if (clf_graph_output(I->g, v->name, t) != CLF_OK) {
+            const char *msg;
+            clf_status st = clf_graph_status(I->g, &msg);
+            return st == CLF_ERR_OUT_OF_MEMORY ? oom(I) : fail_status(I, st, v->pos, "output '%s': %s", v->name, msg);
+        }
+    }
+    return CLF_OK;
+}
+
+clf_status clf__onnx_import_model(const clf__onnx_model *m, const clf_onnx_params *p, clf__onnx_import *out,
+                                  char *err, size_t cap)
+{
+    static const clf_onnx_params defaults = {0};
     memset(out, 0, sizeof *out);
-    importer I = {.m = m, .opset = m->opset >= 0 ? m->opset : DEFAULT_OPSET, .err = err, .cap = cap};
+    importer I = {.m = m, .opset = m->opset >= 0 ? m->opset : DEFAULT_OPSET, .node = -1, .err = err, .cap = cap};
     if (cap)
         err[0] = 0;
     I.g = clf_graph_create();
-    out->nodes = calloc(m->nnodes ? (size_t)m->nnodes : 1, sizeof *out->nodes);
-    if (!I.g || !out->nodes) {
+    out->nodes = clf__calloc(m->nnodes ? (size_t)m->nnodes : 1, sizeof *out->nodes);
+    if (!I.g || !out->nodes)
         oom(&I);
-        goto done;
-    }
-    for (size_t i = 0; i < ndims; i++) {
-        if (find_sym(&I, dims[i].name)) {
-            fail(&I, (onnx_pos){0, 0}, "--dim %s is given twice", dims[i].name);
-            goto done;
-        }
-        if (add_sym(&I, dims[i].name, dims[i].value, "--dim"))
-            goto done;
-    }
-    for (size_t i = 0; i < ngiven; i++)
-        if (bind_given(&I, &given[i]))
-            goto done;
-    for (int i = 0; i < m->ninputs; i++) {
-        const onnx_value *v = &m->inputs[i];
-        if (v->init ? define(&I, v->pos, v->name, CLF_TENSOR_INVALID, v->init, -2)
-                    : make_input(&I, v, given, ngiven))
-            goto done;
-    }
-    for (int i = 0; i < m->nextras; i++)
-        if (m->extras[i].init && define(&I, m->extras[i].pos, m->extras[i].name, CLF_TENSOR_INVALID,
-                                        m->extras[i].init, -2))
-            goto done;
-    for (int k = 0; k < m->nnodes; k++) {
-        const onnx_node *n = &m->nodes[k];
-        out->nodes[k].first = (uint32_t)clf_graph_node_count(I.g);
-        if (n->domain[0] && strcmp(n->domain, "ai.onnx")) {
-            fail(&I, n->op_pos, "op %s.%s is not supported by libclfuse (only the default ONNX domain)", n->domain,
-                 n->op);
-            goto done;
-        }
-        for (int j = 0; j < n->ninputs; j++)
-            if (n->inputs[j][0] && !find(&I, n->inputs[j])) {
-                fail(&I, n->op_pos, "%s: input '%s' is not defined by a graph input, an initializer or an "
-                     "earlier node", n->op, n->inputs[j]);
-                goto done;
-            }
-        if (!strcmp(n->op, "Constant") || !strcmp(n->op, "Shape")) {
-            if ((n->op[0] == 'C' ? import_constant(&I, n) : import_shape(&I, n, k)))
-                goto done;
-            if (n->op[0] == 'C')
-                I.values[I.nvalues - 1].producer = k;
-        } else {
-            clf_tensor t;
-            size_t before = I.nvalues;
-            if (import_op(&I, n, k, &t) || check_graph(&I, n))
-                goto done;
-            if (I.nvalues == before) { /* not an Identity of a literal */
-                if (!clf_tensor_valid(t)) {
-                    fail(&I, n->op_pos, "%s: internal error: no result", n->op);
-                    goto done;
-                }
-                if (define(&I, n->pos, n->outputs[0], t, NULL, k))
-                    goto done;
-            }
-        }
-        for (int j = 1; j < n->noutputs; j++)
-            if (n->outputs[j][0] && strcmp(n->op, "LayerNormalization") && strcmp(n->op, "RMSNormalization") &&
-                strcmp(n->op, "Dropout")) {
-                fail(&I, n->op_pos, "%s has one output, but %d are named", n->op, n->noutputs);
-                goto done;
-            }
-        out->nodes[k].end = (uint32_t)clf_graph_node_count(I.g);
-    }
-    if (m->noutputs == 0) {
-        fail(&I, (onnx_pos){0, 0}, "the graph has no outputs");
-        goto done;
-    }
-    for (int i = 0; i < m->noutputs; i++) {
-        const onnx_value *v = &m->outputs[i];
-        value *val = find(&I, v->name);
-        clf_tensor t;
-        if (!val) {
-            fail(&I, v->pos, "output '%s' is not computed by any node", v->name);
-            goto done;
-        }
-        if (materialize(&I, NULL, val, &t) || check_output(&I, v, t))
-            goto done;
-        if (clf_graph_output(I.g, v->name, t) != CLF_OK) {
-            const char *msg;
-            clf_graph_status(I.g, &msg);
-            fail(&I, v->pos, "output '%s': %s", v->name, msg);
-            goto done;
-        }
-    }
-done:
+    else
+        import_all(&I, p ? p : &defaults, out);
     if (!I.status) {
-        out->g = I.g;
-        out->values = calloc(I.nvalues ? I.nvalues : 1, sizeof *out->values);
+        out->values = clf__calloc(I.nvalues ? I.nvalues : 1, sizeof *out->values);
         if (!out->values) {
             oom(&I);
         } else {
             for (size_t i = 0; i < I.nvalues; i++)
-                out->values[i] = (import_value){I.values[i].name, I.values[i].t, I.values[i].producer};
+                out->values[i] = (clf__onnx_import_value){I.values[i].name, I.values[i].t, I.values[i].producer};
             out->nvalues = I.nvalues;
+            out->g = I.g;
+            I.g = NULL;
         }
     }
     for (size_t i = 0; i < I.nowned; i++)
-        free(I.owned[i]);
-    free(I.owned);
-    free(I.values);
-    free(I.syms);
-    if (I.status) {
-        if (out->g != I.g)
-            clf_graph_destroy(&I.g);
-        import_result_free(out);
-    }
+        clf__free(I.owned[i]);
+    clf__free(I.owned);
+    clf__free(I.values);
+    clf__free(I.syms);
+    clf_graph_destroy(&I.g);
+    if (I.status)
+        clf__onnx_import_free(out);
     return I.status;
 }
 
-void import_result_free(import_result *r)
+void clf__onnx_import_free(clf__onnx_import *r)
 {
     if (!r)
         return;
     clf_graph_destroy(&r->g);
-    free(r->nodes);
-    free(r->values);
+    clf__free(r->nodes);
+    clf__free(r->values);
     memset(r, 0, sizeof *r);
-}
-
-const import_value *import_find(const import_result *r, const char *name)
-{
-    for (size_t i = r->nvalues; i-- > 0;)
-        if (!strcmp(r->values[i].name, name))
-            return &r->values[i];
-    return NULL;
 }

@@ -1,0 +1,2 @@
+#include "test_support.h"
+int main(void) { return 0; }
