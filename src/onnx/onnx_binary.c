@@ -337,8 +337,8 @@ static clf_status convert_tensor(reader *R, const Onnx__TensorProto *tp, const c
                         tp->raw_data.len, clf__onnx_elem_name(elem), n, bytes);
         data = host_order(R, tp->raw_data.data, n, esize);
     } else if (others) {
-        return fail(R, CLF_ERR_MODEL, where, "a %s tensor's values must be in %s or raw_data",
-                    clf__onnx_elem_name(elem), field);
+        return fail(R, CLF_ERR_MODEL, where, "%s values must be in %s or raw_data", clf__onnx_elem_name(elem),
+                    field);
     } else if (typed != n) {
         return fail(R, CLF_ERR_MODEL, where, "%s holds %zu values but the tensor's shape has %zu", field, typed, n);
     } else if (n) {
@@ -683,6 +683,12 @@ clf_status clf__onnx_read_binary(const void *data, size_t size, const char *base
         const Onnx__OperatorSetIdProto *o = mp->opset_import[i];
         if ((!o->domain || !o->domain[0] || !strcmp(o->domain, "ai.onnx")) && o->has_version)
             out->opset = o->version;
+    }
+    /* ONNX requires one; every op libclfuse knows is of the default domain. */
+    if (out->opset < 0) {
+        fail(&R, CLF_ERR_MODEL, "", "the model imports no opset of the default ONNX domain (opset_import \"\" "
+             "or \"ai.onnx\")");
+        goto done;
     }
     out->producer = copy_str(&R, mp->producer_name);
     if (!mp->graph) {

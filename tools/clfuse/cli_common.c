@@ -50,8 +50,10 @@ int cli_load(const cli_opts *o, const clf_onnx_input_shape *given, size_t ngiven
                                                        .message = err, .message_cap = sizeof err),
                                        &out->m);
     if (st != CLF_OK) {
-        /* The message names the file (FILE:L:C: for text positions). */
-        cli_error("%s", err[0] ? err : clf_status_str(st));
+        /* The message names the file (FILE:L:C: for text positions); where
+         * it asks for a dimension's size, say which option gives one. */
+        bool no_size = st == CLF_ERR_SHAPE && strstr(err, " has no size");
+        cli_error("%s%s", err[0] ? err : clf_status_str(st), no_size ? " (--dim NAME=SIZE)" : "");
         return st == CLF_ERR_OUT_OF_MEMORY || st == CLF_ERR_INTERNAL ? CLI_FAIL : CLI_USAGE;
     }
     out->g = clf_onnx_model_graph(out->m);
