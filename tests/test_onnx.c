@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "onnx.pb-c.h"
+#include "onnx/onnx_ast.h"
 #include "test_support.h"
 
 /* ---- Fixture paths ------------------------------------------------------- */
@@ -147,7 +148,8 @@ static Onnx__TensorProto *tensor(const char *name, int elem, int rank, const int
     t->data_type = elem;
     t->n_dims = (size_t)rank;
     t->dims = P((size_t)(rank ? rank : 1) * sizeof *t->dims);
-    memcpy(t->dims, dims, (size_t)rank * sizeof *dims);
+    if (rank)
+        memcpy(t->dims, dims, (size_t)rank * sizeof *dims);
     return t;
 }
 
@@ -799,13 +801,54 @@ START_TEST(text_in_memory_and_forced_formats)
                     PARTS("format 7"));
     static const char good[] = "# a comment first\ng (float[2] a) => (float[2] y) <float[2] w = {1.5, -2}> {\n"
                                "  y = Mul(a, w)\n}\n";
-    clf_onnx_model *m = load_mem(good, strlen(good), NULL, NULL);
-    float a[2] = {2, 3}, y[2];
-    clf_host_binding in[] = {{"a", a}}, out[] = {{"y", y}};
-    ck_assert_int_eq(clf_reference_run(clf_onnx_model_graph(m), 1, in, 1, out, NULL, 0), CLF_OK);
-    ck_assert(y[0] == 3.0f && y[1] == -6.0f);
-    clf_onnx_model_destroy(&m);
+    char bom[sizeof good + 3] = "\xef\xbb\xbf";
+    strcat(bom, good);
+    for (int k = 0; k < 2; k++) { /* also after a UTF-8 byte order mark */
+        clf_onnx_model *m = k ? load_mem(bom, strlen(bom), NULL, NULL) : load_mem(good, strlen(good), NULL, NULL);
+        float a[2] = {2, 3}, y[2];
+        clf_host_binding in[] = {{"a", a}}, out[] = {{"y", y}};
+        ck_assert_int_eq(clf_reference_run(clf_onnx_model_graph(m), 1, in, 1, out, NULL, 0), CLF_OK);
+        ck_assert(y[0] == 3.0f && y[1] == -6.0f);
+        clf_onnx_model_destroy(&m);
+    }
     pool_free();
+}
+END_TEST
+
+/* The text parser stores literals in their element type's bytes, as the
+ * binary reader does (tests link the library's objects: the AST is
+ * reachable). */
+START_TEST(text_literals_keep_their_bytes)
+{
+    static const char text[] = "g (float[2] a) => (float[2] y) <float[2] f = {1.5, -2}, int64[2] i = {-3, 4000000000},"
+                               " bool[3] b = {0, 1, 5}, float16[3] h = {1.0, -0.5, 65504}, bfloat16[1] bf = {3.0},"
+                               " uint8[1] u = {255}, double[1] d = {0.1}> {\n  y = Mul(a, f)\n}\n";
+    clf__onnx_model m;
+    char err[256] = "";
+    ck_assert_msg(clf__onnx_parse_text(text, strlen(text), &m, err, sizeof err) == CLF_OK, "%s", err);
+    ck_assert_int_eq(m.nextras, 7);
+    const clf__onnx_tensor *f = m.extras[0].init, *i = m.extras[1].init, *b = m.extras[2].init;
+    const clf__onnx_tensor *h = m.extras[3].init, *bf = m.extras[4].init, *u = m.extras[5].init;
+    const clf__onnx_tensor *d = m.extras[6].init;
+    ck_assert(!memcmp(f->data, (const float[]){1.5f, -2.0f}, 8));
+    ck_assert(!memcmp(i->data, (const int64_t[]){-3, 4000000000}, 16));
+    ck_assert(!memcmp(b->data, (const uint8_t[]){0, 1, 1}, 3));
+    ck_assert(!memcmp(h->data, (const uint16_t[]){0x3c00, 0xb800, 0x7bff}, 6));
+    ck_assert(!memcmp(bf->data, (const uint16_t[]){0x4040}, 2));
+    ck_assert(!memcmp(u->data, (const uint8_t[]){255}, 1));
+    ck_assert(!memcmp(d->data, (const double[]){0.1}, 8));
+    ck_assert(clf__onnx_tensor_double(h, 1) == -0.5 && clf__onnx_tensor_double(h, 2) == 65504);
+    ck_assert(clf__onnx_tensor_double(bf, 0) == 3.0);
+    ck_assert_int_eq(clf__onnx_tensor_int(i, 1), 4000000000);
+    ck_assert_int_eq(clf__onnx_tensor_int(u, 0), 255);
+    ck_assert(clf__onnx_tensor_double(f, 1) == -2.0);
+    clf__onnx_ast_free(&m);
+    static const char bad[] = "g (float[2] a) => (float[2] y) <int8[1] q = {300}> {\n  y = Relu(a)\n}\n";
+    ck_assert_int_eq(clf__onnx_parse_text(bad, strlen(bad), &m, err, sizeof err), CLF_ERR_MODEL);
+    ck_assert_msg(strstr(err, "1:46: 300 does not fit in int8"), "%s", err);
+    static const char huge[] = "g (float[2] a) => (float[2] y) <float[1000000000] w = {1}> {\n  y = Relu(a)\n}\n";
+    ck_assert_int_eq(clf__onnx_parse_text(huge, strlen(huge), &m, err, sizeof err), CLF_ERR_MODEL);
+    ck_assert_msg(strstr(err, "more values than the rest of the text could list"), "%s", err);
 }
 END_TEST
 
@@ -1475,6 +1518,7 @@ int main(void)
     tcase_add_loop_test(tc, text_and_binary_give_the_same_graph, 0, (int)(sizeof graphs / sizeof graphs[0]));
     suite_add_tcase(s, tc);
     clf_test_add_case(s, "text_in_memory_and_forced_formats", text_in_memory_and_forced_formats);
+    clf_test_add_case(s, "text_literals_keep_their_bytes", text_literals_keep_their_bytes);
     clf_test_add_case(s, "external_data_loads", external_data_loads);
     clf_test_add_case(s, "external_data_errors", external_data_errors);
     clf_test_add_case(s, "bad_models_are_refused_clearly", bad_models_are_refused_clearly);

@@ -129,15 +129,19 @@ CLF_API clf_status clf_onnx_model_get_info(const clf_onnx_model *m, clf_onnx_mod
  * graph's inputs) or output: its declaration and what the graph made of it. */
 typedef struct clf_onnx_io {
     const char *name;
-    const char *onnx_dtype;                /* declared element type: "float", "int64", ...; "?" when undeclared */
-    const char *dim_params[CLF_MAX_RANK];  /* declared dims: the symbol (dim_param) or "?" when unknown, */
-    int64_t dims[CLF_MAX_RANK];            /* else NULL and the size in dims (-1 where symbolic) */
-    int64_t shape[CLF_MAX_RANK];           /* the shape in the graph */
-    clf_tensor tensor;                     /* the graph's input, or the value bound to the output */
-    int32_t onnx_elem_type;                /* TensorProto.DataType of the declaration; 0 when undeclared */
-    int rank;                              /* declared rank; -1 when no shape is declared */
+    /* The declared element type: "float", "int64", ...; "?" when undeclared. */
+    const char *onnx_dtype;
+    /* Declared dimension d is symbolic when dim_params[d] is not NULL: its
+     * dim_param ("batch"), or "?" when the model names no size; dims[d] is
+     * then -1. Otherwise dims[d] is its size. */
+    const char *dim_params[CLF_MAX_RANK];
+    int64_t dims[CLF_MAX_RANK];
+    int64_t shape[CLF_MAX_RANK]; /* the shape in the graph (graph_rank extents) */
+    clf_tensor tensor;           /* the graph's input, or the value bound to the output */
+    int32_t onnx_elem_type;      /* TensorProto.DataType of the declaration; 0 when undeclared */
+    int rank;                    /* declared rank; -1 when no shape is declared */
     int graph_rank;
-    clf_dtype dtype;                       /* the graph's dtype */
+    clf_dtype dtype; /* the graph's dtype */
 } clf_onnx_io;
 
 CLF_API size_t clf_onnx_model_input_count(const clf_onnx_model *m);

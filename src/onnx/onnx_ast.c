@@ -264,6 +264,10 @@ void clf__onnx_ast_free(clf__onnx_model *m)
 bool clf__onnx_looks_like_text(const void *data, size_t size)
 {
     const unsigned char *p = data;
+    if (size >= 3 && !memcmp(p, "\xef\xbb\xbf", 3)) { /* a UTF-8 byte order mark */
+        p += 3;
+        size -= 3;
+    }
     size_t n = size < 4096 ? size : 4096;
     for (size_t i = 0; i < n; i++)
         if ((p[i] < 0x20 && p[i] != '\n' && p[i] != '\r' && p[i] != '\t') || p[i] == 0x7f)

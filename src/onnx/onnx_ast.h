@@ -214,8 +214,9 @@ clf_status clf__onnx_parse_text(const char *text, size_t len, clf__onnx_model *o
 /* Decodes a serialized ModelProto. External tensor data is read from
  * files under base_dir (NULL: refused). On failure returns the status and
  * writes the reason (naming the node, initializer or file) to err. The
- * model may point into data: keep data alive until clf__onnx_release_data
- * or clf__onnx_ast_free. */
+ * model does not point into data (protobuf-c copies what it decodes), but
+ * into the decoded message and the mapped external files, which its
+ * arena's cleanups release. */
 clf_status clf__onnx_read_binary(const void *data, size_t size, const char *base_dir, clf__onnx_model *out,
                                  char *err, size_t cap);
 

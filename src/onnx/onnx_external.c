@@ -77,9 +77,10 @@ static void unmap(void *ctx)
 
 static void free_block(void *ctx) { clf__free(ctx); }
 
-/* location has no empty, "." -only prefix games that matter, but ".."
- * anywhere could climb out before the resolved-path check sees it on a
- * path that does not exist yet: refuse it by component. */
+/* Whether a component of the relative path s is "..". Such a path is
+ * refused even where it would resolve inside the folder: a model has no
+ * reason to climb, and refusing by name does not depend on what exists on
+ * the disk when it is loaded. */
 static bool has_dotdot(const char *s)
 {
     for (const char *p = s; *p;) {

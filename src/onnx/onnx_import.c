@@ -16,6 +16,9 @@
 
 #define DEFAULT_OPSET 18
 
+/* Declared shapes (AST) become graph shapes here, extent by extent. */
+_Static_assert(CLF__ONNX_MAX_RANK == CLF_MAX_RANK, "the AST and the graph hold the same ranks");
+
 typedef struct value {
     const char *name;
     clf_tensor t;

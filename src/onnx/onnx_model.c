@@ -118,7 +118,7 @@ static clf_status load(const void *data, size_t size, const char *base_dir, cons
     if (st == CLF_OK)
         st = clf__onnx_import_model(&m->ast, p, &m->imp, err, sizeof err);
     if (st != CLF_OK)
-        goto fail;
+        goto failed;
     /* The graph has its own copy of every constant now. */
     clf__onnx_release_data(&m->ast);
     m->graph = m->imp.g;
@@ -130,7 +130,7 @@ static clf_status load(const void *data, size_t size, const char *base_dir, cons
     if (!m->inputs || !m->outputs) {
         st = CLF_ERR_OUT_OF_MEMORY;
         snprintf(err, sizeof err, "out of memory");
-        goto fail;
+        goto failed;
     }
     for (int i = 0, k = 0; i < m->ast.ninputs; i++)
         if (!m->ast.inputs[i].init)
@@ -139,7 +139,7 @@ static clf_status load(const void *data, size_t size, const char *base_dir, cons
         fill_io(m, &m->outputs[i], &m->ast.outputs[i]);
     *out = m;
     return CLF_OK;
-fail:
+failed:
     report(p, name, err);
     clf_onnx_model_destroy(&m);
     return st;

@@ -734,6 +734,10 @@ static void parse_header(parser *P, clf__onnx_model *m)
 clf_status clf__onnx_parse_text(const char *text, size_t len, clf__onnx_model *out, char *err, size_t cap)
 {
     memset(out, 0, sizeof *out);
+    if (len >= 3 && !memcmp(text, "\xef\xbb\xbf", 3)) { /* a UTF-8 byte order mark, as some editors write */
+        text += 3;
+        len -= 3;
+    }
     /* Errors longjmp back here; the parser state is on the heap so that it
      * is well defined after the jump. */
     parser *P = clf__calloc(1, sizeof *P);
