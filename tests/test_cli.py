@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
 """End-to-end tests of the clfuse command-line tool on PoCL.
 
-    test_cli.py CLFUSE GRAPHS_DIR
+    test_cli.py CLFUSE GRAPHS_DIR [ONNX_DIR]
 
 Runs the tool as a subprocess (so PoCL never crosses a fork inside one
-process) with its own POCL_CACHE_DIR, on the graphs in GRAPHS_DIR: run with
+process) with its own POCL_CACHE_DIR, on the graphs in GRAPHS_DIR (ONNX text)
+and the binary models in ONNX_DIR (default GRAPHS_DIR/../onnx): run with
 .npy inputs compared against numpy's own computation, every command on a few
 graphs, parse errors with their line and column, bad inputs and the exit
 statuses (0 ok, 1 runtime failure, 2 usage or bad input). Exits 77 (skip)
@@ -25,6 +26,7 @@ except ImportError:
 
 CLFUSE = os.path.abspath(sys.argv[1])
 GRAPHS = os.path.abspath(sys.argv[2])
+ONNX = os.path.abspath(sys.argv[3] if len(sys.argv) > 3 else os.path.join(GRAPHS, "..", "onnx"))
 TMP = tempfile.mkdtemp(prefix="clfuse-cli-")
 ENV = dict(os.environ, POCL_CACHE_DIR=os.path.join(TMP, "pocl"), CLFUSE_CACHE_DIR=os.path.join(TMP, "cache"))
 ENV.pop("CLFUSE_LOGS", None)
@@ -42,6 +44,10 @@ def clfuse(*args, env=None, expect=0):
 
 def graph(name):
     return os.path.join(GRAPHS, name)
+
+
+def model(name):
+    return os.path.join(ONNX, name)
 
 
 def tmp(name):
@@ -300,7 +306,7 @@ IMPORT_ERRORS = [
     ("g (float[4] a) => (float[4] y) {\n  y = Frob(a)\n}", "2:7:", "op Frob is not supported by libclfuse"),
     ("g (float[4] a) => (float[4] y) {\n  y = Relu(b)\n}", "2:7:", "input 'b' is not defined"),
     ("g (float[4] a) => (float[2, 2] y) {\n  y = Reshape(a, a)\n}", "2:7:", "must be a Constant or an initializer"),
-    ("g (float[4] a, int32[4] b) => (float[4] y) {\n  y = Add(a, b)\n}", "2:7:", "Add:"),
+    ("g (float[4] a, int32[4] b) => (float[4] y) {\n  y = Add(a, b)\n}", "2:7:", "node 0 (Add): clf_binary:"),
     ("g (int64[4] a) => (float[4] y) {\n  y = Relu(a)\n}", "1:4:", "input 'a' is int64"),
     ("g (float[4] a) => (float[5] y) {\n  y = Relu(a)\n}", "1:20:", "output 'y' is declared float[5]"),
     ("g (float[N] a) => (float[N] y) {\n  y = Relu(a)\n}", "1:4:", "dimension 'N' of input 'a' has no size"),
@@ -316,6 +322,59 @@ def import_errors_name_the_node():
             f.write(text)
         p = clfuse("plan", path, expect=2)
         error_line(p, f"{path}:{where}", what)
+
+
+# ---- binary .onnx models ----------------------------------------------------------
+
+def mlp_weights():
+    """The weights of tests/onnx/mlp_*.onnx, from the external data file."""
+    raw = np.fromfile(model("mlp_external.bin"), dtype=np.uint8)
+    f = lambda lo, hi, shape: raw[lo:hi].view(np.float32).reshape(shape)
+    return f(0, 512, (8, 16)), f(512, 576, (16,)), f(576, 832, (16, 4)), f(832, 848, (4,))
+
+
+@test
+def binary_models_run_plan_dot_and_bench():
+    a, b, c = rand(300), rand(300), rand(300)
+    clfuse("run", model("chain.onnx"), "--input", "a=" + save("ba.npy", a), "--input", "b=" + save("bb.npy", b),
+           "--input", "c=" + save("bc.npy", c), "--output", "y=" + tmp("by.npy"))
+    close(np.load(tmp("by.npy")), np.maximum(a * b + c, 0))
+    # Weights in raw_data and in an external file (onnx.save's forms).
+    w1, b1, w2, b2 = mlp_weights()
+    x = rand(5, 8)
+    want = (np.maximum(x.astype(np.float64) @ w1 + b1, 0) @ w2 + b2).reshape(5, 2, 2).astype(np.float32)
+    for name in ("mlp_raw.onnx", "mlp_external.onnx"):
+        clfuse("run", model(name), "--input", "x=" + save("bx.npy", x), "--output", "y=" + tmp("bmy.npy"))
+        close(np.load(tmp("bmy.npy")), want, tol=1e-4)
+    p = clfuse("plan", model("mlp_external.onnx"), "--dim", "B=64")
+    assert p.stdout.startswith("graph mlp_raw (") and p.stdout.count("\nkernel ") == 2, p.stdout
+    assert "h0 = MatMul (node 0 'mm1')" in p.stdout and "y = Reshape (node 4 'reshape')" in p.stdout, p.stdout
+    p = clfuse("dot", model("layernorm.onnx"), "--dim", "B=4")
+    assert p.stdout.startswith("digraph") and "subgraph cluster_k0" in p.stdout, p.stdout[:300]
+    p = clfuse("bench", model("chain.onnx"), "--dim", "N=65536", "--runs", "3")
+    lines = [line.split() for line in p.stdout.splitlines() if line.startswith(("unfused", "fused"))]
+    assert [line[:2] for line in lines] == [["unfused", "3"], ["fused", "1"]], p.stdout
+    p = clfuse("check", model("softmax.onnx"), "--dim", "R=3", "--dim", "C=50")
+    assert "largest error" in p.stdout, p.stdout
+
+
+@test
+def bad_binary_models_are_refused_with_one_line():
+    with open(model("mlp_raw.onnx"), "rb") as f:
+        data = f.read()
+    cut = tmp("cut.onnx")
+    with open(cut, "wb") as f:
+        f.write(data[: len(data) // 2])
+    error_line(clfuse("plan", cut, "--dim", "B=2", expect=2), cut + ": ", "cannot decode")
+    junk = tmp("junk.onnx")
+    with open(junk, "wb") as f:
+        f.write(bytes(range(256)))
+    error_line(clfuse("plan", junk, expect=2), junk + ": ")
+    # External data that is missing.
+    lone = tmp("lone.onnx")
+    shutil.copy(model("mlp_external.onnx"), lone)
+    error_line(clfuse("plan", lone, "--dim", "B=2", expect=2), lone + ": initializer 'w1': external data "
+               "'mlp_external.bin': cannot open")
 
 
 # ---- bad inputs ------------------------------------------------------------------

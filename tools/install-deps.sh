@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # Installs what building and testing libclfuse needs on Debian 12 (as root):
 # compilers and build tools, the OpenCL ICD loader and headers, PoCL as the
-# CPU OpenCL device, Check for the tests, and oclgrind (the OpenCL simulator
-# the oclgrind test runs every kernel template family under).
+# CPU OpenCL device, Check for the tests, oclgrind (the OpenCL simulator
+# the oclgrind test runs every kernel template family under), and for the
+# binary ONNX reader protobuf-c (library and protoc-c) with the onnx.proto
+# schema of libonnx-dev; python3-onnx writes the test models
+# (tests/onnx/make_models.py).
 set -euo pipefail
 
 packages=(
@@ -10,6 +13,7 @@ packages=(
   ocl-icd-opencl-dev opencl-headers pocl-opencl-icd clinfo
   check libsubunit-dev
   oclgrind
+  libprotobuf-c-dev protobuf-c-compiler libonnx-dev python3-onnx
 )
 export DEBIAN_FRONTEND=noninteractive
 apt-get update

@@ -1,12 +1,14 @@
 /* libclfuse: torch.compile-style kernel fusion for OpenCL devices.
- * The umbrella header; see graph.h (building graphs) and runtime.h
- * (devices, compiling, running); alloc.h replaces the host allocator. */
+ * The umbrella header; see graph.h (building graphs), onnx.h (loading
+ * ONNX models into graphs) and runtime.h (devices, compiling, running);
+ * alloc.h replaces the host allocator. */
 #ifndef CLFUSE_CLFUSE_H
 #define CLFUSE_CLFUSE_H
 
 #include "export.h"
 #include "status.h"
 #include "graph.h"
+#include "onnx.h"
 #include "runtime.h"
 #include "reference.h"
 #include "alloc.h"

@@ -1,7 +1,9 @@
 /* Status codes. Every fallible libclfuse function returns one; CLF_OK is 0
  * and every error is negative. The detail of the last failure (which call,
  * which argument, which shape, the OpenCL build log) is kept on the handle
- * the call was made on: clf_graph_status() and clf_context_last_error(). */
+ * the call was made on: clf_graph_status() and clf_context_last_error(),
+ * or, for calls that make no handle when they fail (clf_context_create,
+ * clf_onnx_load_file), written to a message buffer in their params. */
 #ifndef CLFUSE_STATUS_H
 #define CLFUSE_STATUS_H
 
@@ -23,7 +25,9 @@ extern "C" {
     X(CLF_ERR_BUILD, -7, "an OpenCL program failed to build")                        \
     X(CLF_ERR_UNSUPPORTED, -8, "not supported by this device or this version")       \
     X(CLF_ERR_GRAPH, -9, "the graph is in an error state")                           \
-    X(CLF_ERR_INTERNAL, -10, "internal error (a libclfuse bug)")
+    X(CLF_ERR_INTERNAL, -10, "internal error (a libclfuse bug)")                     \
+    X(CLF_ERR_MODEL, -11, "the model file is malformed or invalid")                  \
+    X(CLF_ERR_IO, -12, "a file could not be opened or read")
 
 typedef enum clf_status {
 #define CLF_STATUS_ENUM_(name, value, desc) name = value,

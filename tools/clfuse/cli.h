@@ -1,5 +1,6 @@
-/* Shared pieces of the clfuse command-line tool: options, loading a graph
- * file, opening a device, random inputs, and the commands' entry points.
+/* Shared pieces of the clfuse command-line tool: options, loading a model
+ * (through onnx.h), opening a device, random inputs, and the commands'
+ * entry points.
  * Exit statuses: CLI_OK, CLI_FAIL (runtime or device failure), CLI_USAGE
  * (bad usage, bad graph file, bad inputs). Every error is one line on
  * stderr starting with "clfuse: ". */
@@ -11,9 +12,6 @@
 #include <stdint.h>
 
 #include <clfuse/clfuse.h>
-
-#include "onnx_import.h"
-#include "onnx_text_parser.h"
 
 enum { CLI_OK = 0, CLI_FAIL = 1, CLI_USAGE = 2 };
 
@@ -28,7 +26,8 @@ typedef struct cli_opts {
     const char *graph_path;
     const char *device;
     bool no_fusion;
-    import_dim dims[CLI_MAX_DIMS];
+    const char *dim_names[CLI_MAX_DIMS]; /* --dim NAME=SIZE */
+    int64_t dim_values[CLI_MAX_DIMS];
     size_t ndims;
     cli_named_file inputs[CLI_MAX_BINDINGS];
     size_t ninputs;
@@ -40,12 +39,11 @@ typedef struct cli_opts {
     uint64_t seed;
 } cli_opts;
 
-/* A parsed and imported graph file; keeps the text and AST alive for the
- * names the import result points to. */
+/* A loaded model file. */
 typedef struct cli_model {
-    char *text;
-    onnx_model m;
-    import_result r;
+    clf_onnx_model *m;
+    clf_graph *g; /* the model's */
+    clf_onnx_model_info info;
 } cli_model;
 
 #if defined(__GNUC__)
@@ -53,9 +51,9 @@ __attribute__((format(printf, 1, 2)))
 #endif
 void cli_error(const char *fmt, ...);
 
-/* Reads, parses and imports o->graph_path; prints the error and returns
- * CLI_USAGE/CLI_FAIL on failure. */
-int cli_load(const cli_opts *o, const import_given *given, size_t ngiven, cli_model *out);
+/* Loads o->graph_path with the --dim sizes and the given input shapes;
+ * prints the error and returns CLI_USAGE/CLI_FAIL on failure. */
+int cli_load(const cli_opts *o, const clf_onnx_input_shape *given, size_t ngiven, cli_model *out);
 void cli_model_free(cli_model *cm);
 
 /* Opens the device (o->device, else CLFUSE_DEVICE, else the default). */

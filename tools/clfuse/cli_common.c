@@ -40,78 +40,31 @@ char *cli_bytes_str(uint64_t bytes, char *buf, size_t cap)
     return buf;
 }
 
-/* The whole file into a NUL-terminated buffer. */
-static char *read_file(const char *path, size_t *len, char *err, size_t cap)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        snprintf(err, cap, "cannot open: %s", strerror(errno));
-        return NULL;
-    }
-    size_t n = 0, c = 4096;
-    char *buf = malloc(c);
-    while (buf) {
-        if (n + 1 >= c) {
-            char *nb = c < SIZE_MAX / 2 ? realloc(buf, c * 2) : NULL;
-            if (!nb) {
-                free(buf);
-                buf = NULL;
-                break;
-            }
-            buf = nb;
-            c *= 2;
-        }
-        size_t got = fread(buf + n, 1, c - n - 1, f);
-        n += got;
-        if (got == 0)
-            break;
-    }
-    if (!buf)
-        snprintf(err, cap, "out of memory");
-    else if (ferror(f)) {
-        snprintf(err, cap, "read error: %s", strerror(errno));
-        free(buf);
-        buf = NULL;
-    } else {
-        buf[n] = 0;
-        *len = n;
-    }
-    fclose(f);
-    return buf;
-}
-
-int cli_load(const cli_opts *o, const import_given *given, size_t ngiven, cli_model *out)
+int cli_load(const cli_opts *o, const clf_onnx_input_shape *given, size_t ngiven, cli_model *out)
 {
     memset(out, 0, sizeof *out);
-    char err[1024];
-    size_t len = 0;
-    out->text = read_file(o->graph_path, &len, err, sizeof err);
-    if (!out->text) {
-        cli_error("%s: %s", o->graph_path, err);
-        return CLI_USAGE;
+    char err[1024] = "";
+    clf_status st = clf_onnx_load_file(o->graph_path,
+                                       clf_onnx_params(.dim_names = o->dim_names, .dim_values = o->dim_values,
+                                                       .ndims = o->ndims, .inputs = given, .ninputs = ngiven,
+                                                       .message = err, .message_cap = sizeof err),
+                                       &out->m);
+    if (st != CLF_OK) {
+        /* The message names the file (FILE:L:C: for text positions); where
+         * it asks for a dimension's size, say which option gives one. */
+        bool no_size = st == CLF_ERR_SHAPE && strstr(err, " has no size");
+        cli_error("%s%s", err[0] ? err : clf_status_str(st), no_size ? " (--dim NAME=SIZE)" : "");
+        return st == CLF_ERR_OUT_OF_MEMORY || st == CLF_ERR_INTERNAL ? CLI_FAIL : CLI_USAGE;
     }
-    int rc = onnx_parse(out->text, len, &out->m, err, sizeof err);
-    if (rc) {
-        cli_error("%s:%s", o->graph_path, err);
-        cli_model_free(out);
-        return rc == -2 ? CLI_FAIL : CLI_USAGE;
-    }
-    rc = onnx_import(&out->m, given, ngiven, o->dims, o->ndims, &out->r, err, sizeof err);
-    if (rc) {
-        /* Positioned messages start with a digit: FILE:L:C: ...; others FILE: ... */
-        cli_error("%s:%s%s", o->graph_path, err[0] >= '0' && err[0] <= '9' ? "" : " ", err);
-        cli_model_free(out);
-        return rc == 1 ? CLI_FAIL : CLI_USAGE;
-    }
+    out->g = clf_onnx_model_graph(out->m);
+    clf_onnx_model_get_info(out->m, &out->info);
     return CLI_OK;
 }
 
 void cli_model_free(cli_model *cm)
 {
-    import_result_free(&cm->r);
-    onnx_model_free(&cm->m);
-    free(cm->text);
-    cm->text = NULL;
+    clf_onnx_model_destroy(&cm->m);
+    cm->g = NULL;
 }
 
 int cli_context(const cli_opts *o, bool profiling, clf_context **out)

@@ -87,8 +87,8 @@ int cmd_bench(const cli_opts *o)
     cli_io io = {0};
     int rc;
     if ((rc = cli_load(o, NULL, 0, &cm)) != CLI_OK || (rc = cli_context(o, true, &ctx)) != CLI_OK ||
-        (rc = cli_compile(ctx, cm.r.g, false, &fused)) != CLI_OK ||
-        (rc = cli_compile(ctx, cm.r.g, true, &unfused)) != CLI_OK || (rc = cli_io_random(fused, o->seed, &io)))
+        (rc = cli_compile(ctx, cm.g, false, &fused)) != CLI_OK ||
+        (rc = cli_compile(ctx, cm.g, true, &unfused)) != CLI_OK || (rc = cli_io_random(fused, o->seed, &io)))
         goto done;
     progress p = {.start = now_s(), .tty = isatty(2)};
     double ms[2];
@@ -111,7 +111,7 @@ int cmd_bench(const cli_opts *o)
     double roof = copy_gbs(ctx, copy_bytes, runs < 10 ? runs : 10);
     progress_end(&p);
 
-    printf("bench %s on %s: median device time of %d runs after %d warm-up, random inputs\n\n", cm.m.name,
+    printf("bench %s on %s: median device time of %d runs after %d warm-up, random inputs\n\n", cm.info.graph_name,
            dev.device_name, runs, WARMUP);
     printf("%-8s %8s %9s %12s %11s %9s %10s\n", "", "kernels", "launches", "bytes moved", "time ms", "GB/s",
            "of copy");

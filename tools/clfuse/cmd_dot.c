@@ -47,34 +47,34 @@ static uint64_t tensor_bytes(const clf_graph *g, clf_tensor t)
 }
 
 /* The DOT node id of a value's source: a graph input, a constant or a node. */
-static void source_id(FILE *f, const import_value *v)
+static void source_id(FILE *f, const clf_onnx_value *v)
 {
     if (v->producer >= 0)
-        fprintf(f, "n%d", v->producer);
+        fprintf(f, "n%lld", (long long)v->producer);
     else {
-        fprintf(f, "\"%s:", v->producer == -1 ? "in" : "const");
+        fprintf(f, "\"%s:", v->producer == CLF_ONNX_PRODUCER_INPUT ? "in" : "const");
         put_escaped(f, v->name);
         fputc('"', f);
     }
 }
 
 /* The edge's attributes; rank-0 constants are literals in the kernel text. */
-static void edge(FILE *f, const clf_graph *g, const import_value *v, bool in_registers)
+static void edge(FILE *f, const clf_graph *g, const clf_onnx_value *v, bool in_registers)
 {
     char b[32];
-    uint64_t bytes = tensor_bytes(g, v->t);
+    uint64_t bytes = tensor_bytes(g, v->tensor);
     int rank = -1;
-    if (clf_tensor_valid(v->t))
-        clf_tensor_shape(g, v->t, &rank, NULL);
-    bool literal = v->producer == -2 && rank == 0;
+    if (clf_tensor_valid(v->tensor))
+        clf_tensor_shape(g, v->tensor, &rank, NULL);
+    bool literal = v->producer == CLF_ONNX_PRODUCER_CONSTANT && rank == 0;
     fprintf(f, " [label=\"%s\"%s];\n", literal ? "literal" : bytes ? cli_bytes_str(bytes, b, sizeof b) : "",
             in_registers || literal ? ", style=dashed, color=gray50, fontcolor=gray40" : ", penwidth=1.6");
 }
 
 static int write_dot(FILE *f, const cli_opts *o, const cli_model *cm, const clf_executable *exe, const bool *in)
 {
-    const clf_graph *g = cm->r.g;
-    size_t nk = clf_executable_kernel_count(exe), nn = (size_t)cm->m.nnodes;
+    const clf_graph *g = cm->g;
+    size_t nk = clf_executable_kernel_count(exe), nn = clf_onnx_model_node_count(cm->m);
     int *primary = calloc(nn + 1, sizeof *primary);
     if (!primary) {
         cli_error("out of memory");
@@ -90,11 +90,11 @@ static int write_dot(FILE *f, const cli_opts *o, const cli_model *cm, const clf_
     clf_executable_stats(exe, &s);
     char mf[32], mu[32];
     fprintf(f, "digraph \"");
-    put_escaped(f, cm->m.name);
+    put_escaped(f, cm->info.graph_name);
     fprintf(f, "\" {\n  rankdir=TB;\n  fontname=\"Helvetica\"; fontsize=11; labelloc=t;\n"
                "  node [fontname=\"Helvetica\", fontsize=10];\n  edge [fontname=\"Helvetica\", fontsize=9];\n");
     fprintf(f, "  label=\"");
-    put_escaped(f, cm->m.name);
+    put_escaped(f, cm->info.graph_name);
     fprintf(f, ": %llu kernel%s%s (%llu unfused), %s moved (%s unfused)\\nsolid edges go through memory, "
                "dashed ones stay in registers\";\n",
             (unsigned long long)s.kernels, s.kernels == 1 ? "" : "s", o->no_fusion ? " with fusion off" : "",
@@ -102,17 +102,19 @@ static int write_dot(FILE *f, const cli_opts *o, const cli_model *cm, const clf_
             cli_bytes_str(s.unfused_bytes_read + s.unfused_bytes_written, mu, sizeof mu));
 
     /* Graph inputs and constants that feed nodes. */
-    for (size_t i = 0; i < cm->r.nvalues; i++) {
-        const import_value *v = &cm->r.values[i];
+    for (size_t i = 0; i < clf_onnx_model_value_count(cm->m); i++) {
+        clf_onnx_value value, *v = &value;
+        clf_onnx_model_value(cm->m, i, v);
         if (v->producer >= 0)
             continue;
+        bool is_input = v->producer == CLF_ONNX_PRODUCER_INPUT;
         fprintf(f, "  ");
         source_id(f, v);
-        fprintf(f, " [shape=%s, style=filled, fillcolor=\"%s\", label=\"", v->producer == -1 ? "ellipse" : "note",
-                v->producer == -1 ? "#dbe7f7" : "#f3f3f3");
+        fprintf(f, " [shape=%s, style=filled, fillcolor=\"%s\", label=\"", is_input ? "ellipse" : "note",
+                is_input ? "#dbe7f7" : "#f3f3f3");
         put_escaped(f, v->name);
         fprintf(f, "\\n");
-        type_label(f, g, v->t);
+        type_label(f, g, v->tensor);
         fprintf(f, "\"];\n");
     }
     /* One cluster per kernel; nodes no kernel computes (constants, views
@@ -126,15 +128,16 @@ static int write_dot(FILE *f, const cli_opts *o, const cli_model *cm, const clf_
         for (size_t j = 0; j < nn; j++) {
             if (primary[j] != k)
                 continue;
-            const onnx_node *n = &cm->m.nodes[j];
+            clf_onnx_node n;
+            clf_onnx_value v;
+            clf_onnx_model_node(cm->m, j, &n);
             fprintf(f, "    n%zu [shape=box, style=\"rounded,filled\", fillcolor=white, label=\"", j);
-            put_escaped(f, n->op);
+            put_escaped(f, n.op_type);
             fprintf(f, "\\n");
-            put_escaped(f, n->outputs[0]);
-            const import_value *v = import_find(&cm->r, n->outputs[0]);
-            if (v && clf_tensor_valid(v->t)) {
+            put_escaped(f, n.outputs[0]);
+            if (clf_onnx_model_find_value(cm->m, n.outputs[0], &v) == CLF_OK && clf_tensor_valid(v.tensor)) {
                 fprintf(f, "\\n");
-                type_label(f, g, v->t);
+                type_label(f, g, v.tensor);
             }
             int also = 0;
             for (size_t k2 = (size_t)(k + 1); k >= 0 && k2 < nk; k2++)
@@ -148,35 +151,38 @@ static int write_dot(FILE *f, const cli_opts *o, const cli_model *cm, const clf_
     }
     /* Edges into nodes. */
     for (size_t j = 0; j < nn; j++) {
-        const onnx_node *n = &cm->m.nodes[j];
-        for (int i = 0; i < n->ninputs; i++) {
-            const import_value *v = n->inputs[i][0] ? import_find(&cm->r, n->inputs[i]) : NULL;
-            if (!v)
+        clf_onnx_node n;
+        clf_onnx_model_node(cm->m, j, &n);
+        for (size_t i = 0; i < n.ninputs; i++) {
+            clf_onnx_value v;
+            if (!n.inputs[i][0] || clf_onnx_model_find_value(cm->m, n.inputs[i], &v) != CLF_OK)
                 continue;
             fprintf(f, "  ");
-            source_id(f, v);
+            source_id(f, &v);
             fprintf(f, " -> n%zu", j);
-            bool regs = v->producer >= 0 && primary[j] >= 0 && in[(size_t)primary[j] * nn + (size_t)v->producer];
-            edge(f, g, v, regs);
+            bool regs = v.producer >= 0 && primary[j] >= 0 && in[(size_t)primary[j] * nn + (size_t)v.producer];
+            edge(f, g, &v, regs);
         }
     }
     /* Graph outputs. */
-    for (int i = 0; i < cm->m.noutputs; i++) {
-        const import_value *v = import_find(&cm->r, cm->m.outputs[i].name);
-        if (!v)
+    for (size_t i = 0; i < clf_onnx_model_output_count(cm->m); i++) {
+        clf_onnx_io out;
+        clf_onnx_value v;
+        clf_onnx_model_output(cm->m, i, &out);
+        if (clf_onnx_model_find_value(cm->m, out.name, &v) != CLF_OK)
             continue;
         fprintf(f, "  \"out:");
-        put_escaped(f, cm->m.outputs[i].name);
+        put_escaped(f, out.name);
         fprintf(f, "\" [shape=ellipse, style=filled, fillcolor=\"#dcefd6\", label=\"");
-        put_escaped(f, cm->m.outputs[i].name);
+        put_escaped(f, out.name);
         fprintf(f, "\\n");
-        type_label(f, g, v->t);
+        type_label(f, g, v.tensor);
         fprintf(f, "\"];\n  ");
-        source_id(f, v);
+        source_id(f, &v);
         fprintf(f, " -> \"out:");
-        put_escaped(f, cm->m.outputs[i].name);
+        put_escaped(f, out.name);
         fprintf(f, "\"");
-        edge(f, g, v, false);
+        edge(f, g, &v, false);
     }
     fprintf(f, "}\n");
     free(primary);

@@ -60,7 +60,7 @@ int cmd_devices(const cli_opts *o)
 
 bool *cli_plan_membership(const clf_executable *exe, const cli_model *cm)
 {
-    size_t nk = clf_executable_kernel_count(exe), nn = (size_t)cm->m.nnodes;
+    size_t nk = clf_executable_kernel_count(exe), nn = clf_onnx_model_node_count(cm->m);
     bool *in = calloc(nk * nn + 1, sizeof *in);
     if (!in)
         return NULL;
@@ -68,9 +68,10 @@ bool *cli_plan_membership(const clf_executable *exe, const cli_model *cm)
         size_t count = 0;
         const uint32_t *ids = clf_executable_kernel_nodes(exe, k, &count);
         for (size_t j = 0; j < nn; j++) {
-            const import_node *N = &cm->r.nodes[j];
+            clf_onnx_node N;
+            clf_onnx_model_node(cm->m, j, &N);
             for (size_t i = 0; i < count && !in[k * nn + j]; i++)
-                in[k * nn + j] = ids[i] >= N->first && ids[i] < N->end;
+                in[k * nn + j] = ids[i] >= N.first_graph_node && ids[i] < N.end_graph_node;
         }
     }
     return in;
@@ -82,7 +83,7 @@ int cli_compile_file(const cli_opts *o, cli_model *cm, clf_context **ctx, clf_ex
     int rc;
     if ((rc = cli_load(o, NULL, 0, cm)) != CLI_OK)
         return rc;
-    if ((rc = cli_context(o, false, ctx)) != CLI_OK || (rc = cli_compile(*ctx, cm->r.g, o->no_fusion, exe))) {
+    if ((rc = cli_context(o, false, ctx)) != CLI_OK || (rc = cli_compile(*ctx, cm->g, o->no_fusion, exe))) {
         clf_context_destroy(ctx);
         cli_model_free(cm);
     }
@@ -114,10 +115,9 @@ int cmd_plan(const cli_opts *o)
     }
     clf_device_desc dev;
     clf_context_device(ctx, &dev);
-    size_t nk = clf_executable_kernel_count(exe), nn = (size_t)cm.m.nnodes;
-    printf("graph %s (%s): %d node%s, %zu kernel%s%s on %s\n", cm.m.name, o->graph_path, cm.m.nnodes,
-           cm.m.nnodes == 1 ? "" : "s", nk, nk == 1 ? "" : "s", o->no_fusion ? " (fusion off)" : "",
-           dev.device_name);
+    size_t nk = clf_executable_kernel_count(exe), nn = clf_onnx_model_node_count(cm.m);
+    printf("graph %s (%s): %zu node%s, %zu kernel%s%s on %s\n", cm.info.graph_name, o->graph_path, nn,
+           nn == 1 ? "" : "s", nk, nk == 1 ? "" : "s", o->no_fusion ? " (fusion off)" : "", dev.device_name);
     for (size_t i = 0; i < clf_executable_input_count(exe); i++) {
         const char *name;
         clf_dtype dt;
@@ -137,8 +137,14 @@ int cmd_plan(const cli_opts *o)
         for (size_t j = 0; j < nn; j++) {
             if (!in[k * nn + j])
                 continue;
-            const onnx_node *n = &cm.m.nodes[j];
-            printf("%s %s = %s (line %d)", shown++ ? "," : "", n->outputs[0], n->op, n->pos.line);
+            clf_onnx_node n;
+            clf_onnx_model_node(cm.m, j, &n);
+            /* Where the node is: its line in a text file, else its index (and name). */
+            if (n.line)
+                printf("%s %s = %s (line %d)", shown++ ? "," : "", n.outputs[0], n.op_type, n.line);
+            else
+                printf("%s %s = %s (node %zu%s%s%s)", shown++ ? "," : "", n.outputs[0], n.op_type, j,
+                       n.name[0] ? " '" : "", n.name, n.name[0] ? "'" : "");
         }
         printf("%s\n", shown ? "" : " (none)");
     }

@@ -53,7 +53,7 @@ int cmd_run(const cli_opts *o)
 {
     int rc = CLI_FAIL;
     npy_array arrays[CLI_MAX_BINDINGS] = {{0}};
-    import_given given[CLI_MAX_BINDINGS];
+    clf_onnx_input_shape given[CLI_MAX_BINDINGS];
     clf_host_binding in[CLI_MAX_BINDINGS], *out = NULL;
     cli_model cm = {0};
     clf_context *ctx = NULL;
@@ -66,35 +66,40 @@ int cmd_run(const cli_opts *o)
             rc = CLI_USAGE;
             goto done;
         }
-        given[i] = (import_given){o->inputs[i].name, o->inputs[i].path, arrays[i].dtype, arrays[i].rank, {0}};
+        given[i] = (clf_onnx_input_shape){.name = o->inputs[i].name, .origin = o->inputs[i].path,
+                                          .dtype = arrays[i].dtype, .rank = arrays[i].rank};
         memcpy(given[i].shape, arrays[i].shape, sizeof given[i].shape);
         in[i] = (clf_host_binding){o->inputs[i].name, arrays[i].data};
     }
     if ((rc = cli_load(o, given, o->ninputs, &cm)) != CLI_OK)
         goto done;
     rc = CLI_USAGE;
-    for (size_t i = 0; i < cm.r.nvalues; i++) {
-        const import_value *v = &cm.r.values[i];
-        if (v->producer == -1 && !find_named(o->inputs, o->ninputs, v->name)) {
-            cli_error("input '%s' is not given: add --input %s=FILE.npy", v->name, v->name);
+    for (size_t i = 0; i < clf_onnx_model_input_count(cm.m); i++) {
+        clf_onnx_io v;
+        clf_onnx_model_input(cm.m, i, &v);
+        if (!find_named(o->inputs, o->ninputs, v.name)) {
+            cli_error("input '%s' is not given: add --input %s=FILE.npy", v.name, v.name);
             goto done;
         }
     }
+    size_t nmodel_out = clf_onnx_model_output_count(cm.m);
     for (size_t i = 0; i < o->noutputs; i++) {
         bool found = false;
-        for (int k = 0; k < cm.m.noutputs; k++)
-            found |= !strcmp(cm.m.outputs[k].name, o->outputs[i].name);
+        clf_onnx_io v;
+        for (size_t k = 0; k < nmodel_out; k++)
+            found |= clf_onnx_model_output(cm.m, k, &v) == CLF_OK && !strcmp(v.name, o->outputs[i].name);
         if (!found) {
             char names[256] = "";
             size_t len = 0;
-            for (int k = 0; k < cm.m.noutputs && len < sizeof names; k++)
-                len += (size_t)snprintf(names + len, sizeof names - len, "%s%s", k ? ", " : "",
-                                        cm.m.outputs[k].name);
+            for (size_t k = 0; k < nmodel_out && len < sizeof names; k++) {
+                clf_onnx_model_output(cm.m, k, &v);
+                len += (size_t)snprintf(names + len, sizeof names - len, "%s%s", k ? ", " : "", v.name);
+            }
             cli_error("the graph has no output named '%s' (its outputs: %s)", o->outputs[i].name, names);
             goto done;
         }
     }
-    if ((rc = cli_context(o, false, &ctx)) != CLI_OK || (rc = cli_compile(ctx, cm.r.g, o->no_fusion, &exe)))
+    if ((rc = cli_context(o, false, &ctx)) != CLI_OK || (rc = cli_compile(ctx, cm.g, o->no_fusion, &exe)))
         goto done;
     rc = CLI_FAIL;
     size_t nout = clf_executable_output_count(exe);
@@ -159,7 +164,7 @@ int cmd_check(const cli_opts *o)
     double tol = o->tol >= 0 ? o->tol : 1e-4;
 
     if ((rc = cli_load(o, NULL, 0, &cm)) != CLI_OK || (rc = cli_context(o, false, &ctx)) != CLI_OK ||
-        (rc = cli_compile(ctx, cm.r.g, o->no_fusion, &exe)) != CLI_OK || (rc = cli_io_random(exe, o->seed, &io)))
+        (rc = cli_compile(ctx, cm.g, o->no_fusion, &exe)) != CLI_OK || (rc = cli_io_random(exe, o->seed, &io)))
         goto done;
     rc = CLI_FAIL;
     want = calloc(io.nout + 1, sizeof *want);
@@ -177,7 +182,7 @@ int cmd_check(const cli_opts *o)
         goto done;
     }
     char msg[512];
-    st = clf_reference_run(cm.r.g, io.nin, io.in, io.nout, want, msg, sizeof msg);
+    st = clf_reference_run(cm.g, io.nin, io.in, io.nout, want, msg, sizeof msg);
     if (st != CLF_OK) {
         cli_error("reference interpreter failed: %s: %s", clf_status_name(st), msg);
         goto done;

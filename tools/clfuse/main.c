@@ -1,5 +1,6 @@
-/* clfuse: run, inspect and draw graphs written in the ONNX textual syntax.
- * This file parses the command line and dispatches to the commands. */
+/* clfuse: run, inspect and draw ONNX models (binary .onnx files or the
+ * ONNX textual syntax). This file parses the command line and dispatches
+ * to the commands. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -87,7 +88,7 @@ static void main_usage(FILE *f)
     fprintf(f, "usage: clfuse COMMAND [ARGS]   (clfuse COMMAND --help for details)\n\ncommands:\n");
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         fprintf(f, "  %-8s %s\n", commands[i].name, commands[i].summary);
-    fprintf(f, "\nGRAPH is a file in the ONNX textual syntax, e.g.\n\n"
+    fprintf(f, "\nGRAPH is an ONNX model: a binary .onnx file, or a file in the ONNX textual syntax, e.g.\n\n"
                "  <ir_version: 8, opset_import: [\"\" : 18]>\n"
                "  chain (float[N] a, float[N] b, float[N] c) => (float[N] y) {\n"
                "      t = Mul(a, b)\n"
@@ -194,7 +195,8 @@ static int parse(const command *c, int argc, char **argv, cli_opts *o)
                 cli_error("--dim %s: '%s' is not a size (a non-negative integer)", nm, sz);
                 return -1;
             }
-            o->dims[o->ndims++] = (import_dim){nm, v};
+            o->dim_names[o->ndims] = nm;
+            o->dim_values[o->ndims++] = v;
         } else if (!strcmp(a, "-o") && (c->opts & OPT_O)) {
             TAKE_VALUE();
             o->out_path = val;

@@ -1,7 +1,9 @@
 /* Lexer and recursive-descent parser for the ONNX textual syntax; see
- * onnx_text_parser.h for the grammar it accepts. Errors stop at the first
- * problem and say where it is and what was expected there. */
-#include "onnx_text_parser.h"
+ * onnx_ast.h for the grammar it accepts. Errors stop at the first problem
+ * and say where it is and what was expected there. Tensor literals are
+ * stored in their element type's own bytes, as the binary reader stores
+ * them. */
+#include "onnx_ast.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -12,13 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* ---- Arena --------------------------------------------------------------- */
-
-typedef struct onnx_arena {
-    struct onnx_arena *next;
-    size_t used, cap;
-    max_align_t data[];
-} onnx_arena;
+#include "util/alloc.h"
 
 /* ---- Lexer --------------------------------------------------------------- */
 
@@ -39,7 +35,7 @@ typedef struct token {
     size_t len;
     int64_t i;
     double f;
-    onnx_pos pos;
+    clf__onnx_pos pos;
 } token;
 
 typedef struct parser {
@@ -47,17 +43,18 @@ typedef struct parser {
     int line;
     const char *line_start;
     token tok; /* the current token */
-    onnx_arena *arena;
+    clf__onnx_arena *arena; /* &store */
+    clf__onnx_arena store;
     char *err;
     size_t cap;
     jmp_buf fail;
-    int fail_code;
+    clf_status fail_code;
 } parser;
 
 #if defined(__GNUC__)
 __attribute__((format(printf, 3, 4), noreturn))
 #endif
-static void fail_at(parser *P, onnx_pos pos, const char *fmt, ...)
+static void fail_at(parser *P, clf__onnx_pos pos, const char *fmt, ...)
 {
     int n = snprintf(P->err, P->cap, "%d:%d: ", pos.line, pos.col);
     if (n >= 0 && (size_t)n < P->cap) {
@@ -66,40 +63,33 @@ static void fail_at(parser *P, onnx_pos pos, const char *fmt, ...)
         vsnprintf(P->err + n, P->cap - (size_t)n, fmt, ap);
         va_end(ap);
     }
-    P->fail_code = -1;
+    P->fail_code = CLF_ERR_MODEL;
+    longjmp(P->fail, 1);
+}
+
+#if defined(__GNUC__)
+__attribute__((noreturn))
+#endif
+static void fail_oom(parser *P)
+{
+    snprintf(P->err, P->cap, "out of memory");
+    P->fail_code = CLF_ERR_OUT_OF_MEMORY;
     longjmp(P->fail, 1);
 }
 
 static void *alloc(parser *P, size_t size)
 {
-    size = (size + sizeof(max_align_t) - 1) / sizeof(max_align_t) * sizeof(max_align_t);
-    if (!size)
-        size = sizeof(max_align_t);
-    onnx_arena *a = P->arena;
-    if (!a || a->cap - a->used < size) {
-        size_t cap = size > 16384 ? size : 16384;
-        onnx_arena *b = malloc(sizeof *b + cap);
-        if (!b) {
-            snprintf(P->err, P->cap, "out of memory");
-            P->fail_code = -2;
-            longjmp(P->fail, 1);
-        }
-        b->next = a;
-        b->used = 0;
-        b->cap = cap;
-        P->arena = a = b;
-    }
-    void *r = (char *)a->data + a->used;
-    a->used += size;
-    memset(r, 0, size);
+    void *r = clf__onnx_alloc(P->arena, size);
+    if (!r)
+        fail_oom(P);
     return r;
 }
 
 static const char *strndup_a(parser *P, const char *s, size_t n)
 {
-    char *r = alloc(P, n + 1);
-    memcpy(r, s, n);
-    r[n] = 0;
+    char *r = clf__onnx_strndup(P->arena, s, n);
+    if (!r)
+        fail_oom(P);
     return r;
 }
 
@@ -110,11 +100,8 @@ static void *grow(parser *P, void *v, size_t n, size_t *cap, size_t elem)
     if (n < *cap)
         return v;
     size_t nc = *cap ? *cap * 2 : 8;
-    if (nc > SIZE_MAX / elem) {
-        snprintf(P->err, P->cap, "out of memory");
-        P->fail_code = -2;
-        longjmp(P->fail, 1);
-    }
+    if (nc > SIZE_MAX / elem)
+        fail_oom(P);
     void *r = alloc(P, nc * elem);
     if (v)
         memcpy(r, v, n * elem);
@@ -122,7 +109,7 @@ static void *grow(parser *P, void *v, size_t n, size_t *cap, size_t elem)
     return r;
 }
 
-static onnx_pos here(const parser *P) { return (onnx_pos){P->line, (int)(P->p - P->line_start) + 1}; }
+static clf__onnx_pos here(const parser *P) { return (clf__onnx_pos){P->line, (int)(P->p - P->line_start) + 1}; }
 
 static bool is_ident_start(int c) { return isalpha(c) || c == '_'; }
 static bool is_ident_char(int c) { return isalnum(c) || c == '_' || c == '.' || c == '/'; }
@@ -300,45 +287,19 @@ static bool tok_is(const parser *P, const char *word)
 
 /* ---- Types and literals -------------------------------------------------- */
 
-static const struct {
-    const char *name;
-    int elem;
-} elem_names[] = {
-    {"float", ONNX_FLOAT},   {"uint8", ONNX_UINT8},     {"int8", ONNX_INT8},       {"uint16", ONNX_UINT16},
-    {"int16", ONNX_INT16},   {"int32", ONNX_INT32},     {"int64", ONNX_INT64},     {"string", ONNX_STRING},
-    {"bool", ONNX_BOOL},     {"float16", ONNX_FLOAT16}, {"double", ONNX_DOUBLE},   {"uint32", ONNX_UINT32},
-    {"uint64", ONNX_UINT64}, {"bfloat16", ONNX_BFLOAT16},
-};
-
-const char *onnx_elem_name(int elem)
-{
-    for (size_t i = 0; i < sizeof elem_names / sizeof elem_names[0]; i++)
-        if (elem_names[i].elem == elem)
-            return elem_names[i].name;
-    return "?";
-}
-
-bool onnx_elem_is_float(int elem)
-{
-    return elem == ONNX_FLOAT || elem == ONNX_DOUBLE || elem == ONNX_FLOAT16 || elem == ONNX_BFLOAT16;
-}
-
 static int elem_of_token(const parser *P)
 {
     if (P->tok.kind != T_IDENT)
-        return ONNX_UNDEFINED;
-    for (size_t i = 0; i < sizeof elem_names / sizeof elem_names[0]; i++)
-        if (tok_is(P, elem_names[i].name))
-            return elem_names[i].elem;
-    return ONNX_UNDEFINED;
+        return CLF__ONNX_UNDEFINED;
+    return clf__onnx_elem_from_name(P->tok.start, P->tok.len);
 }
 
 /* type := elem [ '[' dim {, dim} ']' ] */
-static onnx_type parse_type(parser *P, const char *what)
+static clf__onnx_type parse_type(parser *P, const char *what)
 {
-    onnx_type t = {.pos = P->tok.pos};
+    clf__onnx_type t = {.pos = P->tok.pos};
     t.elem = elem_of_token(P);
-    if (t.elem == ONNX_UNDEFINED) {
+    if (t.elem == CLF__ONNX_UNDEFINED) {
         char got[64];
         describe(&P->tok, got, sizeof got);
         if (P->tok.kind == T_IDENT && (tok_is(P, "seq") || tok_is(P, "map") || tok_is(P, "optional")))
@@ -352,9 +313,9 @@ static onnx_type parse_type(parser *P, const char *what)
     if (accept(P, ']'))
         return t;
     for (;;) {
-        if (t.rank == ONNX_MAX_RANK)
-            fail_at(P, P->tok.pos, "more than %d dimensions", ONNX_MAX_RANK);
-        onnx_dim *d = &t.dims[t.rank++];
+        if (t.rank == CLF__ONNX_MAX_RANK)
+            fail_at(P, P->tok.pos, "more than %d dimensions", CLF__ONNX_MAX_RANK);
+        clf__onnx_dim *d = &t.dims[t.rank++];
         if (P->tok.kind == T_INT) {
             if (P->tok.i < 0)
                 fail_at(P, P->tok.pos, "a dimension must not be negative");
@@ -385,7 +346,7 @@ static double number_value(parser *P, bool *is_int, int64_t *ival)
         return v;
     }
     /* inf and nan are identifiers to the lexer; -inf is a number. */
-    onnx_pos pos = P->tok.pos;
+    clf__onnx_pos pos = P->tok.pos;
     if (P->tok.kind == T_IDENT && (tok_is(P, "inf") || tok_is(P, "nan") || tok_is(P, "infinity"))) {
         *is_int = false;
         double v = tok_is(P, "nan") ? (double)NAN : (double)INFINITY;
@@ -397,10 +358,96 @@ static double number_value(parser *P, bool *is_int, int64_t *ival)
     fail_at(P, pos, "expected a number, found %s", got);
 }
 
-/* '{' values '}' for a tensor of type t; the count must match the shape. */
-static onnx_tensor *parse_tensor_values(parser *P, onnx_type t)
+/* IEEE half and bfloat16 bits of v, rounded to nearest even. */
+static uint16_t to_half(double v)
 {
-    onnx_tensor *T = alloc(P, sizeof *T);
+    float f = (float)v;
+    uint32_t x;
+    memcpy(&x, &f, sizeof x);
+    uint16_t sign = (uint16_t)((x >> 16) & 0x8000);
+    uint32_t mant = x & 0x7fffff;
+    int exp = (int)((x >> 23) & 0xff);
+    if (exp == 255)
+        return (uint16_t)(sign | 0x7c00 | (mant ? 0x200 : 0));
+    int e = exp - 127 + 15;
+    if (e >= 31)
+        return (uint16_t)(sign | 0x7c00);
+    uint32_t h, rem, half;
+    if (e <= 0) { /* a subnormal half, or zero */
+        if (e < -10)
+            return sign;
+        mant |= 0x800000;
+        int shift = 14 - e;
+        h = mant >> shift;
+        rem = mant & ((1u << shift) - 1);
+        half = 1u << (shift - 1);
+    } else {
+        h = ((uint32_t)e << 10) | (mant >> 13);
+        rem = mant & 0x1fff;
+        half = 0x1000;
+    }
+    if (rem > half || (rem == half && (h & 1)))
+        h++; /* a carry into the exponent is right, up to infinity */
+    return (uint16_t)(sign | h);
+}
+
+static uint16_t to_bfloat16(double v)
+{
+    float f = (float)v;
+    uint32_t x;
+    memcpy(&x, &f, sizeof x);
+    if (isnan(f))
+        return (uint16_t)((x >> 16) | 0x40);
+    return (uint16_t)((x + 0x7fff + ((x >> 16) & 1)) >> 16);
+}
+
+/* Stores value k of T (a number already read: v, and iv when is_int) in
+ * T's element type, refusing what the type cannot hold. */
+static void store_value(parser *P, clf__onnx_tensor *T, void *data, size_t k, double v, bool is_int, int64_t iv,
+                        clf__onnx_pos pos)
+{
+    int elem = T->type.elem;
+    char *at = (char *)data + k * clf__onnx_elem_size(elem);
+    if (clf__onnx_elem_is_float(elem)) {
+        if (elem == CLF__ONNX_FLOAT) {
+            float f = (float)v;
+            memcpy(at, &f, sizeof f);
+        } else if (elem == CLF__ONNX_DOUBLE) {
+            memcpy(at, &v, sizeof v);
+        } else {
+            uint16_t h = elem == CLF__ONNX_FLOAT16 ? to_half(v) : to_bfloat16(v);
+            memcpy(at, &h, sizeof h);
+        }
+        return;
+    }
+    if (!is_int)
+        fail_at(P, pos, "expected an integer in a %s tensor", clf__onnx_elem_name(elem));
+    int64_t lo = 0, hi = INT64_MAX;
+    switch (elem) {
+    case CLF__ONNX_INT8: lo = INT8_MIN; hi = INT8_MAX; break;
+    case CLF__ONNX_UINT8: hi = UINT8_MAX; break;
+    case CLF__ONNX_INT16: lo = INT16_MIN; hi = INT16_MAX; break;
+    case CLF__ONNX_UINT16: hi = UINT16_MAX; break;
+    case CLF__ONNX_INT32: lo = INT32_MIN; hi = INT32_MAX; break;
+    case CLF__ONNX_UINT32: hi = UINT32_MAX; break;
+    case CLF__ONNX_INT64: lo = INT64_MIN; break;
+    case CLF__ONNX_BOOL: lo = INT64_MIN; break; /* any non-zero number is true */
+    default: break;                             /* uint64: what int64 holds */
+    }
+    if (iv < lo || iv > hi)
+        fail_at(P, pos, "%lld does not fit in %s", (long long)iv, clf__onnx_elem_name(elem));
+    switch (clf__onnx_elem_size(elem)) {
+    case 1: { uint8_t x = elem == CLF__ONNX_BOOL ? iv != 0 : (uint8_t)iv; memcpy(at, &x, 1); break; }
+    case 2: { uint16_t x = (uint16_t)iv; memcpy(at, &x, 2); break; }
+    case 4: { uint32_t x = (uint32_t)iv; memcpy(at, &x, 4); break; }
+    default: memcpy(at, &iv, 8); break;
+    }
+}
+
+/* '{' values '}' for a tensor of type t; the count must match the shape. */
+static clf__onnx_tensor *parse_tensor_values(parser *P, clf__onnx_type t)
+{
+    clf__onnx_tensor *T = alloc(P, sizeof *T);
     T->type = t;
     if (!t.has_shape)
         t.has_shape = T->type.has_shape = true; /* "float {1.5}" is a scalar */
@@ -408,35 +455,30 @@ static onnx_tensor *parse_tensor_values(parser *P, onnx_type t)
     for (int d = 0; d < t.rank; d++) {
         if (t.dims[d].param)
             fail_at(P, t.pos, "a tensor literal needs numeric dimensions");
-        if (t.dims[d].value && want > SIZE_MAX / 16 / (size_t)t.dims[d].value)
-            fail_at(P, t.pos, "tensor literal too large");
+        /* Every value takes a byte of text at least, so a shape that holds
+         * more values than the text has bytes is refused before anything
+         * is allocated for it. */
+        if (t.dims[d].value && want > (size_t)(P->end - P->p) / (size_t)t.dims[d].value)
+            fail_at(P, t.pos, "the tensor's shape holds more values than the rest of the text could list");
         want *= (size_t)t.dims[d].value;
     }
-    if (t.elem == ONNX_STRING)
-        fail_at(P, t.pos, "string tensors are not supported");
-    bool fl = onnx_elem_is_float(t.elem);
-    onnx_pos open = P->tok.pos;
+    size_t esize = clf__onnx_elem_size(t.elem);
+    if (!esize)
+        fail_at(P, t.pos, "%s tensors are not supported", clf__onnx_elem_name(t.elem));
+    clf__onnx_pos open = P->tok.pos;
     expect(P, '{', "to start the tensor's values");
     size_t n = 0;
-    if (fl)
-        T->f = alloc(P, (want ? want : 1) * sizeof *T->f);
-    else
-        T->i = alloc(P, (want ? want : 1) * sizeof *T->i);
+    void *data = want ? alloc(P, want * esize) : NULL;
     if (!is_punct(P, '}')) {
         for (;;) {
-            onnx_pos pos = P->tok.pos;
+            clf__onnx_pos pos = P->tok.pos;
             bool is_int;
             int64_t iv = 0;
             double v = number_value(P, &is_int, &iv);
             if (n == want)
                 fail_at(P, pos, "more values than the %zu of a %s tensor of this shape", want,
-                        onnx_elem_name(t.elem));
-            if (fl)
-                T->f[n] = v;
-            else if (!is_int)
-                fail_at(P, pos, "expected an integer in a %s tensor", onnx_elem_name(t.elem));
-            else
-                T->i[n] = iv;
+                        clf__onnx_elem_name(t.elem));
+            store_value(P, T, data, n, v, is_int, iv, pos);
             n++;
             if (is_punct(P, '}'))
                 break;
@@ -447,33 +489,34 @@ static onnx_tensor *parse_tensor_values(parser *P, onnx_type t)
         fail_at(P, open, "the tensor's shape holds %zu values but %zu are given", want, n);
     expect(P, '}', "to end the tensor's values");
     T->n = n;
+    T->data = data;
     return T;
 }
 
 /* ---- Attributes ------------------------------------------------------------ */
 
-static void parse_attr_value(parser *P, onnx_attr *a)
+static void parse_attr_value(parser *P, clf__onnx_attr *a)
 {
     if (P->tok.kind == T_INT) {
-        a->kind = ONNX_ATTR_INT;
+        a->kind = CLF__ONNX_ATTR_INT;
         a->i = P->tok.i;
         a->f = P->tok.f;
         next(P);
     } else if (P->tok.kind == T_FLOAT || tok_is(P, "inf") || tok_is(P, "nan")) {
         bool is_int;
         int64_t iv;
-        a->kind = ONNX_ATTR_FLOAT;
+        a->kind = CLF__ONNX_ATTR_FLOAT;
         a->f = number_value(P, &is_int, &iv);
     } else if (P->tok.kind == T_STRING) {
-        a->kind = ONNX_ATTR_STRING;
+        a->kind = CLF__ONNX_ATTR_STRING;
         a->s = strndup_a(P, P->tok.start, P->tok.len);
         next(P);
     } else if (accept(P, '@')) {
-        a->kind = ONNX_ATTR_REF;
+        a->kind = CLF__ONNX_ATTR_REF;
         a->s = expect_ident(P, "an attribute name after '@'");
     } else if (accept(P, '[')) {
         size_t cap = 0;
-        a->kind = ONNX_ATTR_INTS;
+        a->kind = CLF__ONNX_ATTR_INTS;
         bool any_float = false, any_string = false;
         double *f = NULL;
         int64_t *iv = NULL;
@@ -481,7 +524,7 @@ static void parse_attr_value(parser *P, onnx_attr *a)
         size_t capf = 0, caps = 0;
         if (!is_punct(P, ']')) {
             for (;;) {
-                onnx_pos pos = P->tok.pos;
+                clf__onnx_pos pos = P->tok.pos;
                 iv = grow(P, iv, a->n, &cap, sizeof *iv);
                 f = grow(P, f, a->n, &capf, sizeof *f);
                 s = grow(P, s, a->n, &caps, sizeof *s);
@@ -505,13 +548,13 @@ static void parse_attr_value(parser *P, onnx_attr *a)
             }
         }
         expect(P, ']', "to end the list");
-        a->kind = any_string ? ONNX_ATTR_STRINGS : any_float ? ONNX_ATTR_FLOATS : ONNX_ATTR_INTS;
+        a->kind = any_string ? CLF__ONNX_ATTR_STRINGS : any_float ? CLF__ONNX_ATTR_FLOATS : CLF__ONNX_ATTR_INTS;
         a->ints = iv;
         a->floats = f;
         a->strings = s;
-    } else if (elem_of_token(P) != ONNX_UNDEFINED) {
-        onnx_type t = parse_type(P, "the tensor attribute");
-        a->kind = ONNX_ATTR_TENSOR;
+    } else if (elem_of_token(P) != CLF__ONNX_UNDEFINED) {
+        clf__onnx_type t = parse_type(P, "the tensor attribute");
+        a->kind = CLF__ONNX_ATTR_TENSOR;
         a->t = parse_tensor_values(P, t);
     } else if (is_punct(P, '{')) {
         fail_at(P, P->tok.pos, "graph-valued attributes (If, Loop, Scan bodies) are not supported");
@@ -526,14 +569,14 @@ static const char *attr_types[] = {"int", "float", "string", "ints", "floats", "
                                    "tensors", "graphs"};
 
 /* '<' attr {, attr} '>' where attr := name [: type] = value */
-static void parse_attrs(parser *P, onnx_node *n)
+static void parse_attrs(parser *P, clf__onnx_node *n)
 {
     size_t cap = 0;
     if (accept(P, '>'))
         return;
     for (;;) {
         n->attrs = grow(P, n->attrs, (size_t)n->nattrs, &cap, sizeof *n->attrs);
-        onnx_attr *a = &n->attrs[n->nattrs];
+        clf__onnx_attr *a = &n->attrs[n->nattrs];
         a->pos = P->tok.pos;
         a->name = expect_ident(P, "an attribute name");
         for (int j = 0; j < n->nattrs; j++)
@@ -562,14 +605,14 @@ static void parse_attrs(parser *P, onnx_node *n)
 /* ---- Graph ----------------------------------------------------------------- */
 
 /* '(' [value {, value}] ')' or '<' ... '>' where value := type name [= {values}] */
-static void parse_values(parser *P, char close, bool inits_ok, const char *what, onnx_value **out, int *nout)
+static void parse_values(parser *P, char close, bool inits_ok, const char *what, clf__onnx_value **out, int *nout)
 {
     size_t cap = 0;
     if (accept(P, close))
         return;
     for (;;) {
         *out = grow(P, *out, (size_t)*nout, &cap, sizeof **out);
-        onnx_value *v = &(*out)[*nout];
+        clf__onnx_value *v = &(*out)[*nout];
         v->type = parse_type(P, what);
         v->pos = P->tok.pos;
         v->name = expect_ident(P, "a name after the type");
@@ -589,9 +632,10 @@ static void parse_values(parser *P, char close, bool inits_ok, const char *what,
 }
 
 /* outputs = [domain.]Op [<attrs>] (inputs) */
-static void parse_node(parser *P, onnx_node *n)
+static void parse_node(parser *P, clf__onnx_node *n)
 {
     size_t cap = 0;
+    n->name = "";
     n->pos = P->tok.pos;
     for (;;) {
         n->outputs = grow(P, n->outputs, (size_t)n->noutputs, &cap, sizeof *n->outputs);
@@ -645,12 +689,12 @@ static void parse_node(parser *P, onnx_node *n)
     }
 }
 
-static void parse_header(parser *P, onnx_model *m)
+static void parse_header(parser *P, clf__onnx_model *m)
 {
     if (accept(P, '>'))
         return;
     for (;;) {
-        onnx_pos kpos = P->tok.pos;
+        clf__onnx_pos kpos = P->tok.pos;
         const char *key = expect_ident(P, "a model property such as ir_version or opset_import");
         expect(P, ':', "after the model property name");
         if (!strcmp(key, "opset_import")) {
@@ -673,10 +717,10 @@ static void parse_header(parser *P, onnx_model *m)
                     expect(P, ',', "or ']' in opset_import");
             }
         } else {
-            onnx_attr ignored = {0};
+            clf__onnx_attr ignored = {0};
             parse_attr_value(P, &ignored);
             if (!strcmp(key, "ir_version")) {
-                if (ignored.kind != ONNX_ATTR_INT)
+                if (ignored.kind != CLF__ONNX_ATTR_INT)
                     fail_at(P, kpos, "ir_version must be an integer");
                 m->ir_version = ignored.i;
             }
@@ -687,28 +731,34 @@ static void parse_header(parser *P, onnx_model *m)
     }
 }
 
-int onnx_parse(const char *text, size_t len, onnx_model *out, char *err, size_t cap)
+clf_status clf__onnx_parse_text(const char *text, size_t len, clf__onnx_model *out, char *err, size_t cap)
 {
     memset(out, 0, sizeof *out);
+    if (len >= 3 && !memcmp(text, "\xef\xbb\xbf", 3)) { /* a UTF-8 byte order mark, as some editors write */
+        text += 3;
+        len -= 3;
+    }
     /* Errors longjmp back here; the parser state is on the heap so that it
      * is well defined after the jump. */
-    parser *P = calloc(1, sizeof *P);
+    parser *P = clf__calloc(1, sizeof *P);
     if (!P) {
         snprintf(err, cap, "out of memory");
-        return -2;
+        return CLF_ERR_OUT_OF_MEMORY;
     }
     *P = (parser){.p = text, .end = text + len, .line = 1, .line_start = text, .err = err, .cap = cap};
+    P->arena = &P->store;
     if (setjmp(P->fail)) {
-        onnx_model tmp = {.arena = P->arena};
-        int code = P->fail_code;
-        onnx_model_free(&tmp);
-        free(P);
+        clf_status code = P->fail_code;
+        clf__onnx_arena_free(&P->store);
+        clf__free(P);
         memset(out, 0, sizeof *out);
         return code;
     }
-    onnx_model *m = alloc(P, sizeof *m);
+    clf__onnx_model *m = alloc(P, sizeof *m);
     m->ir_version = -1;
     m->opset = -1;
+    m->format = CLF_ONNX_FORMAT_TEXT;
+    m->producer = "";
     next(P);
     if (accept(P, '<'))
         parse_header(P, m);
@@ -742,28 +792,7 @@ int onnx_parse(const char *text, size_t len, onnx_model *out, char *err, size_t 
                 got);
     }
     *out = *m;
-    out->arena = P->arena;
-    free(P);
-    return 0;
-}
-
-void onnx_model_free(onnx_model *m)
-{
-    if (!m)
-        return;
-    onnx_arena *a = m->arena;
-    while (a) {
-        onnx_arena *nx = a->next;
-        free(a);
-        a = nx;
-    }
-    m->arena = NULL;
-}
-
-const onnx_attr *onnx_node_attr(const onnx_node *n, const char *name)
-{
-    for (int i = 0; i < n->nattrs; i++)
-        if (!strcmp(n->attrs[i].name, name))
-            return &n->attrs[i];
-    return NULL;
+    out->arena = P->store;
+    clf__free(P);
+    return CLF_OK;
 }

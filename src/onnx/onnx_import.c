@@ -1,0 +1,1145 @@
+/* ONNX AST -> clf_graph. Each ONNX node becomes one or a few builder
+ * calls; inputs that ONNX passes as tensors but libclfuse takes as
+ * attributes (Reshape's shape, Slice's starts, reduction axes, ...) must be
+ * Constant nodes or initializers, whose values are kept as literals until
+ * an op reads them as data. Literals reach clf_constant in their own bytes
+ * where libclfuse has their dtype (f32, i32, bool): a weight is copied
+ * once, into the graph. */
+#include "onnx_import.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "util/alloc.h"
+
+#define DEFAULT_OPSET 18
+
+/* Declared shapes (AST) become graph shapes here, extent by extent. */
+_Static_assert(CLF__ONNX_MAX_RANK == CLF_MAX_RANK, "the AST and the graph hold the same ranks");
+
+typedef struct value {
+    const char *name;
+    clf_tensor t;
+    const clf__onnx_tensor *lit; /* a constant's value, not yet (or also) in the graph */
+    int64_t producer;
+} value;
+
+typedef struct symbol {
+    const char *name;
+    int64_t value;
+    const char *origin;
+} symbol;
+
+typedef struct importer {
+    const clf__onnx_model *m;
+    int64_t opset;
+    clf_graph *g;
+    value *values;
+    size_t nvalues, cap_values;
+    symbol *syms;
+    size_t nsyms, cap_syms;
+    void **owned; /* literals made here (Constant value_ints, Shape, integer lists) */
+    size_t nowned, cap_owned;
+    int node; /* the node being imported, for messages; -1 outside nodes */
+    char *err;
+    size_t cap;
+    clf_status status; /* the first failure */
+} importer;
+
+/* Records the first failure: "[LINE:COL: ][node K 'name' (Op): ]reason". */
+static clf_status vfail(importer *I, clf_status st, clf__onnx_pos pos, const char *fmt, va_list ap)
+{
+    if (I->status)
+        return I->status;
+    size_t n = 0;
+    if (pos.line)
+        n += (size_t)snprintf(I->err, I->cap, "%d:%d: ", pos.line, pos.col);
+    if (I->node >= 0 && n < I->cap) {
+        clf__onnx_node_label(I->m, I->node, I->err + n, I->cap - n);
+        n += strlen(I->err + n);
+        n += (size_t)snprintf(I->err + n, n < I->cap ? I->cap - n : 0, ": ");
+    }
+    if (n < I->cap)
+        vsnprintf(I->err + n, I->cap - n, fmt, ap);
+    return I->status = st;
+}
+
+/* A model that is not valid ONNX, or not one libclfuse can read. */
+#if defined(__GNUC__)
+__attribute__((format(printf, 3, 4)))
+#endif
+static clf_status fail(importer *I, clf__onnx_pos pos, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    clf_status st = vfail(I, CLF_ERR_MODEL, pos, fmt, ap);
+    va_end(ap);
+    return st;
+}
+
+/* Valid ONNX that libclfuse cannot run (yet). */
+#if defined(__GNUC__)
+__attribute__((format(printf, 3, 4)))
+#endif
+static clf_status unsupported(importer *I, clf__onnx_pos pos, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    clf_status st = vfail(I, CLF_ERR_UNSUPPORTED, pos, fmt, ap);
+    va_end(ap);
+    return st;
+}
+
+#if defined(__GNUC__)
+__attribute__((format(printf, 4, 5)))
+#endif
+static clf_status fail_status(importer *I, clf_status status, clf__onnx_pos pos, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    clf_status st = vfail(I, status, pos, fmt, ap);
+    va_end(ap);
+    return st;
+}
+
+static clf_status oom(importer *I)
+{
+    if (!I->status) {
+        snprintf(I->err, I->cap, "out of memory");
+        I->status = CLF_ERR_OUT_OF_MEMORY;
+    }
+    return I->status;
+}
+
+static const clf__onnx_pos nowhere = {0, 0};
+
+static void *own(importer *I, size_t bytes)
+{
+    if (I->nowned == I->cap_owned) {
+        size_t nc = I->cap_owned ? I->cap_owned * 2 : 16;
+        void **v = clf__realloc(I->owned, nc * sizeof *v);
+        if (!v)
+            return NULL;
+        I->owned = v;
+        I->cap_owned = nc;
+    }
+    void *p = clf__calloc(1, bytes ? bytes : 1);
+    if (p)
+        I->owned[I->nowned++] = p;
+    return p;
+}
+
+static value *find(importer *I, const char *name)
+{
+    for (size_t i = I->nvalues; i-- > 0;)
+        if (!strcmp(I->values[i].name, name))
+            return &I->values[i];
+    return NULL;
+}
+
+static clf_status define(importer *I, clf__onnx_pos pos, const char *name, clf_tensor t, const clf__onnx_tensor *lit,
+                         int64_t producer)
+{
+    if (find(I, name))
+        return fail(I, pos, "'%s' is defined twice (ONNX graphs are in SSA form)", name);
+    if (I->nvalues == I->cap_values) {
+        size_t nc = I->cap_values ? I->cap_values * 2 : 64;
+        value *v = clf__realloc(I->values, nc * sizeof *v);
+        if (!v)
+            return oom(I);
+        I->values = v;
+        I->cap_values = nc;
+    }
+    I->values[I->nvalues++] = (value){name, t, lit, producer};
+    return CLF_OK;
+}
+
+static symbol *find_sym(importer *I, const char *name)
+{
+    for (size_t i = 0; i < I->nsyms; i++)
+        if (!strcmp(I->syms[i].name, name))
+            return &I->syms[i];
+    return NULL;
+}
+
+static clf_status add_sym(importer *I, const char *name, int64_t v, const char *origin)
+{
+    if (I->nsyms == I->cap_syms) {
+        size_t nc = I->cap_syms ? I->cap_syms * 2 : 16;
+        symbol *s = clf__realloc(I->syms, nc * sizeof *s);
+        if (!s)
+            return oom(I);
+        I->syms = s;
+        I->cap_syms = nc;
+    }
+    I->syms[I->nsyms++] = (symbol){name, v, origin};
+    return CLF_OK;
+}
+
+static const char *dtype_onnx_name(clf_dtype dt)
+{
+    return dt == CLF_F32 ? "float" : dt == CLF_I32 ? "int32" : "bool";
+}
+
+static char *shape_str(int rank, const int64_t *shape, char *buf, size_t cap)
+{
+    size_t n = (size_t)snprintf(buf, cap, "[");
+    for (int d = 0; d < rank && n < cap; d++)
+        n += (size_t)snprintf(buf + n, cap - n, d ? ", %lld" : "%lld", (long long)shape[d]);
+    if (n < cap)
+        snprintf(buf + n, cap - n, "]");
+    return buf;
+}
+
+static char *type_str(const clf__onnx_type *t, char *buf, size_t cap)
+{
+    size_t n = (size_t)snprintf(buf, cap, "%s", clf__onnx_elem_name(t->elem));
+    if (!t->has_shape)
+        return buf;
+    n += (size_t)snprintf(buf + n, n < cap ? cap - n : 0, "[");
+    for (int d = 0; d < t->rank && n < cap; d++) {
+        if (t->dims[d].param)
+            n += (size_t)snprintf(buf + n, cap - n, d ? ", %s" : "%s", t->dims[d].param);
+        else
+            n += (size_t)snprintf(buf + n, cap - n, d ? ", %lld" : "%lld", (long long)t->dims[d].value);
+    }
+    if (n < cap)
+        snprintf(buf + n, cap - n, "]");
+    return buf;
+}
+
+/* " at line 3" for a declaration in the text syntax; "" in binary. */
+static const char *at_line(const clf__onnx_type *t, char *buf, size_t cap)
+{
+    if (t->pos.line)
+        snprintf(buf, cap, " at line %d", t->pos.line);
+    else if (cap)
+        buf[0] = 0;
+    return buf;
+}
+
+/* Graph builder errors are sticky: report the first, at the node, with
+ * the builder's own status. */
+static clf_status check_graph(importer *I, const clf__onnx_node *n)
+{
+    const char *msg = "";
+    clf_status st = clf_graph_status(I->g, &msg);
+    if (st == CLF_OK)
+        return CLF_OK;
+    if (st == CLF_ERR_OUT_OF_MEMORY)
+        return oom(I);
+    return fail_status(I, st, n ? n->op_pos : nowhere, "%s", msg);
+}
+
+/* ---- Constants ------------------------------------------------------------- */
+
+/* The graph tensor for v, creating a constant from its literal when
+ * needed. f32, i32 and bool literals go to clf_constant as they are;
+ * int64 ones are narrowed to i32 when every value fits. */
+static clf_status materialize(importer *I, const clf__onnx_node *n, value *v, clf_tensor *out)
+{
+    if (clf_tensor_valid(v->t)) {
+        *out = v->t;
+        return CLF_OK;
+    }
+    const clf__onnx_tensor *L = v->lit;
+    clf__onnx_pos pos = n ? n->op_pos : L->type.pos;
+    int64_t shape[CLF_MAX_RANK];
+    for (int d = 0; d < L->type.rank; d++)
+        shape[d] = L->type.dims[d].value;
+    clf_dtype dt;
+    switch (L->type.elem) {
+    case CLF__ONNX_FLOAT: dt = CLF_F32; break;
+    case CLF__ONNX_INT32: case CLF__ONNX_INT64: dt = CLF_I32; break;
+    case CLF__ONNX_BOOL: dt = CLF_BOOL; break;
+    default:
+        return unsupported(I, pos, "constant '%s' is %s; libclfuse computes in float, int32 and bool", v->name,
+                           clf__onnx_elem_name(L->type.elem));
+    }
+    if (L->n && !L->data)
+        return fail_status(I, CLF_ERR_INTERNAL, pos, "constant '%s': its data was released", v->name);
+    if (L->type.rank == 0) {
+        double x = clf__onnx_tensor_double(L, 0);
+        if (L->type.elem == CLF__ONNX_INT64) {
+            int64_t i = clf__onnx_tensor_int(L, 0);
+            if (i > INT32_MAX || i < INT32_MIN)
+                return unsupported(I, pos, "int64 constant '%s' (%lld) does not fit in int32, libclfuse's "
+                                   "integer type", v->name, (long long)i);
+        }
+        *out = v->t = clf_scalar(I->g, dt, x);
+        return check_graph(I, n);
+    }
+    const void *data = L->data;
+    int32_t *narrow = NULL;
+    if (L->type.elem == CLF__ONNX_INT64) {
+        narrow = clf__malloc(L->n ? L->n * sizeof *narrow : 1);
+        if (!narrow)
+            return oom(I);
+        for (size_t k = 0; k < L->n; k++) {
+            int64_t i = clf__onnx_tensor_int(L, k);
+            if (i > INT32_MAX || i < INT32_MIN) {
+                clf__free(narrow);
+                return unsupported(I, pos, "int64 constant '%s' holds %lld, which does not fit in int32, "
+                                   "libclfuse's integer type", v->name, (long long)i);
+            }
+            narrow[k] = (int32_t)i;
+        }
+        data = narrow;
+    }
+    *out = v->t = clf_constant(I->g, dt, L->type.rank, shape, data);
+    clf__free(narrow);
+    return check_graph(I, n);
+}
+
+/* Input k of node n as a graph tensor; k must be present. */
+static clf_status input(importer *I, const clf__onnx_node *n, int k, clf_tensor *out)
+{
+    value *v = find(I, n->inputs[k]);
+    /* Presence was checked before the op ran. */
+    return materialize(I, n, v, out);
+}
+
+static bool has_input(const clf__onnx_node *n, int k) { return k < n->ninputs && n->inputs[k][0]; }
+
+static clf_status need_literal(importer *I, const clf__onnx_node *n, const value *v, const char *what)
+{
+    if (!v->lit)
+        return fail(I, n->op_pos, "the %s input '%s' must be a Constant or an initializer (libclfuse takes it "
+                    "when the graph is built)", what, v->name);
+    if (v->lit->n && !v->lit->data)
+        return fail_status(I, CLF_ERR_INTERNAL, n->op_pos, "the %s input '%s': its data was released", what,
+                           v->name);
+    return CLF_OK;
+}
+
+/* Input k of n as integer values known when the graph is built. */
+static clf_status const_ints(importer *I, const clf__onnx_node *n, int k, const char *what, const int64_t **vals,
+                             size_t *count)
+{
+    value *v = find(I, n->inputs[k]);
+    if (need_literal(I, n, v, what))
+        return I->status;
+    const clf__onnx_tensor *L = v->lit;
+    if (!clf__onnx_elem_is_integer(L->type.elem) || L->type.elem == CLF__ONNX_BOOL)
+        return fail(I, n->op_pos, "the %s input '%s' must hold integers (it is %s)", what, v->name,
+                    clf__onnx_elem_name(L->type.elem));
+    if (L->type.rank > 1)
+        return fail(I, n->op_pos, "the %s input '%s' must be a 1-D tensor", what, v->name);
+    if (L->n > CLF_MAX_RANK)
+        return unsupported(I, n->op_pos, "the %s input '%s' holds %zu values, more than libclfuse's %d axes",
+                           what, v->name, L->n, CLF_MAX_RANK);
+    int64_t *out = own(I, L->n * sizeof *out);
+    if (!out)
+        return oom(I);
+    for (size_t j = 0; j < L->n; j++)
+        out[j] = clf__onnx_tensor_int(L, j);
+    *vals = out;
+    *count = L->n;
+    return CLF_OK;
+}
+
+static clf_status const_scalar(importer *I, const clf__onnx_node *n, int k, const char *what, double *out)
+{
+    value *v = find(I, n->inputs[k]);
+    if (need_literal(I, n, v, what))
+        return I->status;
+    if (v->lit->n != 1)
+        return fail(I, n->op_pos, "the %s input '%s' must hold one value", what, v->name);
+    *out = clf__onnx_tensor_double(v->lit, 0);
+    return CLF_OK;
+}
+
+/* ---- Attributes ------------------------------------------------------------ */
+
+static clf_status attr_int(importer *I, const clf__onnx_node *n, const char *name, int64_t dflt, int64_t *out)
+{
+    const clf__onnx_attr *a = clf__onnx_node_attr(n, name);
+    *out = dflt;
+    if (!a)
+        return CLF_OK;
+    if (a->kind != CLF__ONNX_ATTR_INT)
+        return fail(I, a->pos, "attribute '%s' must be an integer", name);
+    *out = a->i;
+    return CLF_OK;
+}
+
+static clf_status attr_float(importer *I, const clf__onnx_node *n, const char *name, double dflt, double *out)
+{
+    const clf__onnx_attr *a = clf__onnx_node_attr(n, name);
+    *out = dflt;
+    if (!a)
+        return CLF_OK;
+    if (a->kind != CLF__ONNX_ATTR_FLOAT && a->kind != CLF__ONNX_ATTR_INT)
+        return fail(I, a->pos, "attribute '%s' must be a number", name);
+    *out = a->f;
+    return CLF_OK;
+}
+
+/* An ints attribute; *present false when absent. */
+static clf_status attr_ints(importer *I, const clf__onnx_node *n, const char *name, const int64_t **vals,
+                            size_t *count, bool *present)
+{
+    const clf__onnx_attr *a = clf__onnx_node_attr(n, name);
+    *present = a != NULL;
+    *vals = NULL;
+    *count = 0;
+    if (!a)
+        return CLF_OK;
+    if (a->kind == CLF__ONNX_ATTR_INT) {
+        *vals = &a->i;
+        *count = 1;
+        return CLF_OK;
+    }
+    if (a->kind != CLF__ONNX_ATTR_INTS)
+        return fail(I, a->pos, "attribute '%s' must be a list of integers", name);
+    *vals = a->ints;
+    *count = a->n;
+    return CLF_OK;
+}
+
+static clf_status to_axes(importer *I, const clf__onnx_node *n, const int64_t *v, size_t count, int *axes)
+{
+    if (count > CLF_MAX_RANK)
+        return unsupported(I, n->op_pos, "more than %d axes", CLF_MAX_RANK);
+    for (size_t k = 0; k < count; k++) {
+        if (v[k] < -CLF_MAX_RANK || v[k] >= CLF_MAX_RANK)
+            return fail(I, n->op_pos, "axis %lld is out of range", (long long)v[k]);
+        axes[k] = (int)v[k];
+    }
+    return CLF_OK;
+}
+
+/* Axes from input k (when present) or from the "axes" attribute, whichever
+ * the opset's form uses; *given false when neither is there. */
+static clf_status axes_of(importer *I, const clf__onnx_node *n, int k, int *axes, int *naxes, bool *given)
+{
+    const int64_t *v = NULL;
+    size_t count = 0;
+    bool attr = false;
+    if (attr_ints(I, n, "axes", &v, &count, &attr))
+        return I->status;
+    if (has_input(n, k)) {
+        if (attr)
+            return fail(I, n->op_pos, "axes given both as an input and as an attribute");
+        if (const_ints(I, n, k, "axes", &v, &count))
+            return I->status;
+    }
+    *given = attr || has_input(n, k);
+    *naxes = (int)count;
+    return to_axes(I, n, v, count, axes);
+}
+
+static clf_status want_inputs(importer *I, const clf__onnx_node *n, int lo, int hi)
+{
+    if (n->ninputs < lo || n->ninputs > hi) {
+        if (lo == hi)
+            return fail(I, n->op_pos, "%s takes %d input%s, got %d", n->op, lo, lo == 1 ? "" : "s", n->ninputs);
+        return fail(I, n->op_pos, "%s takes %d to %d inputs, got %d", n->op, lo, hi, n->ninputs);
+    }
+    for (int k = 0; k < lo; k++)
+        if (!n->inputs[k][0])
+            return fail(I, n->op_pos, "input %d is required", k + 1);
+    return CLF_OK;
+}
+
+/* ---- Ops -------------------------------------------------------------------- */
+
+static const struct {
+    const char *onnx;
+    clf_unary_op op;
+} unary_ops[] = {
+    {"Neg", CLF_UNARY_NEG},   {"Abs", CLF_UNARY_ABS},         {"Exp", CLF_UNARY_EXP},
+    {"Log", CLF_UNARY_LOG},   {"Sqrt", CLF_UNARY_SQRT},       {"Reciprocal", CLF_UNARY_RECIPROCAL},
+    {"Sin", CLF_UNARY_SIN},   {"Cos", CLF_UNARY_COS},         {"Tanh", CLF_UNARY_TANH},
+    {"Sigmoid", CLF_UNARY_SIGMOID}, {"Relu", CLF_UNARY_RELU}, {"Erf", CLF_UNARY_ERF},
+    {"Floor", CLF_UNARY_FLOOR}, {"Ceil", CLF_UNARY_CEIL},     {"Sign", CLF_UNARY_SIGN},
+    {"Not", CLF_UNARY_NOT},   {"Gelu", CLF_UNARY_GELU},
+};
+
+static const struct {
+    const char *onnx;
+    clf_binary_op op;
+} binary_ops[] = {
+    {"Add", CLF_BINARY_ADD},  {"Sub", CLF_BINARY_SUB},         {"Mul", CLF_BINARY_MUL},
+    {"Div", CLF_BINARY_DIV},  {"Pow", CLF_BINARY_POW},         {"Equal", CLF_BINARY_EQ},
+    {"Less", CLF_BINARY_LT},  {"LessOrEqual", CLF_BINARY_LE},  {"Greater", CLF_BINARY_GT},
+    {"GreaterOrEqual", CLF_BINARY_GE}, {"And", CLF_BINARY_AND}, {"Or", CLF_BINARY_OR},
+};
+
+static const struct {
+    const char *onnx;
+    clf_reduce_op op;
+} reduce_ops[] = {
+    {"ReduceSum", CLF_REDUCE_SUM}, {"ReduceMean", CLF_REDUCE_MEAN}, {"ReduceMax", CLF_REDUCE_MAX},
+    {"ReduceMin", CLF_REDUCE_MIN}, {"ReduceProd", CLF_REDUCE_PROD},
+    /* Composites of a pointwise op and a sum, finished in import_reduce. */
+    {"ReduceSumSquare", CLF_REDUCE_SUM}, {"ReduceL1", CLF_REDUCE_SUM}, {"ReduceL2", CLF_REDUCE_SUM},
+    {"ReduceLogSum", CLF_REDUCE_SUM}, {"ReduceLogSumExp", CLF_REDUCE_SUM},
+};
+
+static const char *const not_yet[] = {"Conv", "ConvTranspose", "Einsum", "MatMulInteger", "QLinearMatMul"};
+
+
+static clf_status import_reduce(importer *I, const clf__onnx_node *n, clf_reduce_op op, clf_tensor *out)
+{
+    clf_tensor x;
+    int axes[CLF_MAX_RANK], naxes = 0;
+    bool given;
+    int64_t keep, noop;
+    if (want_inputs(I, n, 1, 2) || input(I, n, 0, &x) || axes_of(I, n, 1, axes, &naxes, &given) ||
+        attr_int(I, n, "keepdims", 1, &keep) || attr_int(I, n, "noop_with_empty_axes", 0, &noop))
+        return I->status;
+    if (naxes == 0 && noop) {
+        *out = x; /* ONNX: an empty axes list with noop_with_empty_axes is the identity */
+        return 0;
+    }
+    const char *o = n->op;
+    if (!strcmp(o, "ReduceSumSquare") || !strcmp(o, "ReduceL2"))
+        x = clf_mul(I->g, x, x);
+    else if (!strcmp(o, "ReduceL1"))
+        x = clf_abs(I->g, x);
+    else if (!strcmp(o, "ReduceLogSumExp"))
+        x = clf_exp(I->g, x);
+    clf_tensor r = clf_reduce(I->g, op, x, naxes, axes, keep != 0);
+    if (!strcmp(o, "ReduceL2"))
+        r = clf_sqrt(I->g, r);
+    else if (!strcmp(o, "ReduceLogSum") || !strcmp(o, "ReduceLogSumExp"))
+        r = clf_log(I->g, r);
+    *out = r;
+    return 0;
+}
+
+static int rank_of(importer *I, clf_tensor t)
+{
+    int rank = 0;
+    clf_tensor_shape(I->g, t, &rank, NULL);
+    return rank;
+}
+
+static clf_status import_constant(importer *I, const clf__onnx_node *n)
+{
+    if (n->nattrs != 1)
+        return fail(I, n->op_pos, "Constant takes exactly one of value, value_float, value_floats, value_int, "
+                    "value_ints");
+    const clf__onnx_attr *a = &n->attrs[0];
+    clf__onnx_tensor *T;
+    if (!strcmp(a->name, "value")) {
+        if (a->kind != CLF__ONNX_ATTR_TENSOR)
+            return fail(I, a->pos, "'value' must be a tensor such as float[2] {1, 2}");
+        return define(I, n->pos, n->outputs[0], CLF_TENSOR_INVALID, a->t, CLF_ONNX_PRODUCER_CONSTANT);
+    }
+    bool is_float = !strcmp(a->name, "value_float") || !strcmp(a->name, "value_floats");
+    bool is_list = !strcmp(a->name, "value_floats") || !strcmp(a->name, "value_ints");
+    if (!is_float && strcmp(a->name, "value_int") && strcmp(a->name, "value_ints"))
+        return unsupported(I, a->pos, "attribute '%s' is not supported (use value, value_float(s) or "
+                           "value_int(s))", a->name);
+    size_t count = is_list ? a->n : 1;
+    if (is_list ? (a->kind != (is_float ? CLF__ONNX_ATTR_FLOATS : CLF__ONNX_ATTR_INTS) &&
+                   !(is_float && a->kind == CLF__ONNX_ATTR_INTS) && !(a->n == 0 && a->kind == CLF__ONNX_ATTR_INTS))
+                : (a->kind != CLF__ONNX_ATTR_INT && !(is_float && a->kind == CLF__ONNX_ATTR_FLOAT)))
+        return fail(I, a->pos, "attribute '%s' has the wrong kind of value", a->name);
+    char *data = own(I, count * (is_float ? sizeof(float) : sizeof(int64_t)));
+    if (!(T = own(I, sizeof *T)) || !data)
+        return oom(I);
+    T->type = (clf__onnx_type){.elem = is_float ? CLF__ONNX_FLOAT : CLF__ONNX_INT64, .has_shape = true,
+                               .rank = is_list, .pos = a->pos};
+    T->type.dims[0].value = (int64_t)count;
+    T->n = count;
+    T->name = n->outputs[0];
+    T->data = data;
+    for (size_t k = 0; k < count; k++) {
+        if (is_float) {
+            float f = (float)(is_list ? a->floats[k] : a->f);
+            memcpy(data + k * sizeof f, &f, sizeof f);
+        } else {
+            int64_t v = is_list ? a->ints[k] : a->i;
+            memcpy(data + k * sizeof v, &v, sizeof v);
+        }
+    }
+    return define(I, n->pos, n->outputs[0], CLF_TENSOR_INVALID, T, CLF_ONNX_PRODUCER_CONSTANT);
+}
+
+/* Shape(x) is known when the graph is built: a constant int64 vector. */
+static clf_status import_shape(importer *I, const clf__onnx_node *n, int index)
+{
+    clf_tensor x;
+    int64_t start, end;
+    if (want_inputs(I, n, 1, 1) || input(I, n, 0, &x) || attr_int(I, n, "start", 0, &start) ||
+        attr_int(I, n, "end", CLF_MAX_RANK + 1, &end))
+        return I->status;
+    int rank;
+    int64_t shape[CLF_MAX_RANK];
+    clf_tensor_shape(I->g, x, &rank, shape);
+    if (start < 0)
+        start += rank;
+    if (end < 0)
+        end += rank;
+    start = start < 0 ? 0 : start > rank ? rank : start;
+    end = end < start ? start : end > rank ? rank : end;
+    clf__onnx_tensor *T = own(I, sizeof *T);
+    int64_t *data = own(I, (size_t)(end - start) * sizeof *data);
+    if (!T || !data)
+        return oom(I);
+    T->type = (clf__onnx_type){.elem = CLF__ONNX_INT64, .has_shape = true, .rank = 1, .pos = n->op_pos};
+    T->type.dims[0].value = end - start;
+    T->n = (size_t)(end - start);
+    T->name = n->outputs[0];
+    T->data = data;
+    for (int64_t d = start; d < end; d++)
+        data[d - start] = shape[d];
+    return define(I, n->pos, n->outputs[0], CLF_TENSOR_INVALID, T, index);
+}
+
+static clf_status cast_target(importer *I, const clf__onnx_node *n, int64_t to, clf_dtype *dt)
+{
+    switch (to) {
+    case CLF__ONNX_FLOAT: *dt = CLF_F32; return 0;
+    case CLF__ONNX_INT32: *dt = CLF_I32; return 0;
+    case CLF__ONNX_BOOL: *dt = CLF_BOOL; return 0;
+    default:
+        return unsupported(I, n->op_pos, "to %s is not supported by libclfuse (float, int32, bool)",
+                           clf__onnx_elem_name(to < INT32_MIN || to > INT32_MAX ? -1 : (int)to));
+    }
+}
+
+/* Imports node n (index idx): its first output goes to *out. */
+static clf_status import_op(importer *I, const clf__onnx_node *n, int idx, clf_tensor *out)
+{
+    const char *o = n->op;
+    clf_graph *g = I->g;
+    clf_tensor a, b, c;
+    *out = CLF_TENSOR_INVALID;
+
+    for (size_t k = 0; k < sizeof unary_ops / sizeof unary_ops[0]; k++) {
+        if (strcmp(o, unary_ops[k].onnx))
+            continue;
+        if (unary_ops[k].op == CLF_UNARY_GELU) {
+            const clf__onnx_attr *ap = clf__onnx_node_attr(n, "approximate");
+            if (ap && (ap->kind != CLF__ONNX_ATTR_STRING || strcmp(ap->s, "none")))
+                return unsupported(I, ap->pos, "approximate=\"%s\" is not supported by libclfuse (only \"none\")",
+                                   ap->kind == CLF__ONNX_ATTR_STRING ? ap->s : "?");
+        }
+        if (want_inputs(I, n, 1, 1) || input(I, n, 0, &a))
+            return I->status;
+        *out = clf_unary(g, unary_ops[k].op, a);
+        return 0;
+    }
+    for (size_t k = 0; k < sizeof binary_ops / sizeof binary_ops[0]; k++) {
+        if (strcmp(o, binary_ops[k].onnx))
+            continue;
+        if (want_inputs(I, n, 2, 2) || input(I, n, 0, &a) || input(I, n, 1, &b))
+            return I->status;
+        *out = clf_binary(g, binary_ops[k].op, a, b);
+        return 0;
+    }
+    for (size_t k = 0; k < sizeof reduce_ops / sizeof reduce_ops[0]; k++)
+        if (!strcmp(o, reduce_ops[k].onnx))
+            return import_reduce(I, n, reduce_ops[k].op, out);
+    for (size_t k = 0; k < sizeof not_yet / sizeof not_yet[0]; k++)
+        if (!strcmp(o, not_yet[k]))
+            return unsupported(I, n->op_pos, "op %s is not supported by libclfuse yet (of the contractions, only "
+                               "MatMul and Gemm are)", o);
+
+    if (!strcmp(o, "Max") || !strcmp(o, "Min") || !strcmp(o, "Sum") || !strcmp(o, "Mean")) {
+        if (want_inputs(I, n, 1, 64) || input(I, n, 0, &a))
+            return I->status;
+        clf_binary_op op = o[1] == 'a' ? CLF_BINARY_MAXIMUM : o[1] == 'i' ? CLF_BINARY_MINIMUM : CLF_BINARY_ADD;
+        for (int k = 1; k < n->ninputs; k++) {
+            if (!n->inputs[k][0])
+                return fail(I, n->op_pos, "input %d is empty", k + 1);
+            if (input(I, n, k, &b))
+                return I->status;
+            a = clf_binary(g, op, a, b);
+        }
+        if (!strcmp(o, "Mean") && n->ninputs > 1)
+            a = clf_div(g, a, clf_scalar(g, CLF_F32, n->ninputs));
+        *out = a;
+        return 0;
+    }
+    if (!strcmp(o, "Identity") || !strcmp(o, "Dropout")) {
+        if (want_inputs(I, n, 1, !strcmp(o, "Dropout") ? 3 : 1))
+            return I->status;
+        if (n->noutputs > 1 && n->outputs[1][0])
+            return unsupported(I, n->op_pos, "Dropout's mask output is not supported");
+        value *v = find(I, n->inputs[0]);
+        if (!clf_tensor_valid(v->t))
+            return define(I, n->pos, n->outputs[0], CLF_TENSOR_INVALID, v->lit, idx) ? I->status : 0;
+        *out = v->t;
+        return 0;
+    }
+    if (!strcmp(o, "Where")) {
+        if (want_inputs(I, n, 3, 3) || input(I, n, 0, &c) || input(I, n, 1, &a) || input(I, n, 2, &b))
+            return I->status;
+        *out = clf_where(g, c, a, b);
+        return 0;
+    }
+    if (!strcmp(o, "Clip")) {
+        double lo = -INFINITY, hi = INFINITY;
+        if (want_inputs(I, n, 1, 3) || input(I, n, 0, &a) || attr_float(I, n, "min", lo, &lo) ||
+            attr_float(I, n, "max", hi, &hi))
+            return I->status;
+        if (has_input(n, 1) && const_scalar(I, n, 1, "min", &lo))
+            return I->status;
+        if (has_input(n, 2) && const_scalar(I, n, 2, "max", &hi))
+            return I->status;
+        *out = clf_clip(g, a, lo, hi);
+        return 0;
+    }
+    if (!strcmp(o, "Cast") || !strcmp(o, "CastLike")) {
+        clf_dtype dt;
+        if (!strcmp(o, "CastLike")) {
+            if (want_inputs(I, n, 2, 2) || input(I, n, 0, &a) || input(I, n, 1, &b))
+                return I->status;
+            clf_tensor_dtype(g, b, &dt);
+        } else {
+            int64_t to;
+            if (want_inputs(I, n, 1, 1) || input(I, n, 0, &a) || attr_int(I, n, "to", -1, &to))
+                return I->status;
+            if (to < 0)
+                return fail(I, n->op_pos, "attribute 'to' is required");
+            if (cast_target(I, n, to, &dt))
+                return I->status;
+        }
+        *out = clf_cast(g, a, dt);
+        return 0;
+    }
+    if (!strcmp(o, "Reshape") || !strcmp(o, "Expand")) {
+        const int64_t *v;
+        size_t count;
+        int64_t allowzero;
+        if (want_inputs(I, n, 2, 2) || input(I, n, 0, &a) || const_ints(I, n, 1, "shape", &v, &count) ||
+            attr_int(I, n, "allowzero", 0, &allowzero))
+            return I->status;
+        if (count > CLF_MAX_RANK)
+            return unsupported(I, n->op_pos, "a shape of rank %zu is more than libclfuse's %d", count,
+                               CLF_MAX_RANK);
+        if (allowzero)
+            for (size_t k = 0; k < count; k++)
+                if (v[k] == 0)
+                    return unsupported(I, n->op_pos, "allowzero=1 with a 0 in the shape is not supported");
+        *out = o[0] == 'R' ? clf_reshape(g, a, (int)count, v) : clf_expand(g, a, (int)count, v);
+        return 0;
+    }
+    if (!strcmp(o, "Transpose")) {
+        const int64_t *v;
+        size_t count;
+        bool present;
+        int perm[CLF_MAX_RANK];
+        if (want_inputs(I, n, 1, 1) || input(I, n, 0, &a) || attr_ints(I, n, "perm", &v, &count, &present) ||
+            to_axes(I, n, v, count, perm))
+            return I->status;
+        *out = clf_transpose(g, a, (int)count, present ? perm : NULL);
+        return 0;
+    }
+    if (!strcmp(o, "Squeeze") || !strcmp(o, "Unsqueeze")) {
+        int axes[CLF_MAX_RANK], naxes = 0;
+        bool given;
+        if (want_inputs(I, n, 1, 2) || input(I, n, 0, &a) || axes_of(I, n, 1, axes, &naxes, &given))
+            return I->status;
+        if (o[0] == 'U' && !given)
+            return fail(I, n->op_pos, "axes are required");
+        *out = o[0] == 'S' ? clf_squeeze(g, a, naxes, axes) : clf_unsqueeze(g, a, naxes, axes);
+        return 0;
+    }
+    if (!strcmp(o, "Slice")) {
+        const int64_t *st = NULL, *en = NULL, *ax = NULL, *sp = NULL;
+        size_t ns = 0, ne = 0, na = 0, np = 0;
+        bool p1, p2, p3;
+        int axes[CLF_MAX_RANK];
+        if (want_inputs(I, n, 1, 5) || input(I, n, 0, &a))
+            return I->status;
+        if (n->ninputs >= 3) { /* opset 10+: starts, ends, axes, steps as inputs */
+            if (const_ints(I, n, 1, "starts", &st, &ns) || const_ints(I, n, 2, "ends", &en, &ne) ||
+                (has_input(n, 3) && const_ints(I, n, 3, "axes", &ax, &na)) ||
+                (has_input(n, 4) && const_ints(I, n, 4, "steps", &sp, &np)))
+                return I->status;
+        } else if (n->ninputs == 1) { /* opset 1: attributes */
+            if (attr_ints(I, n, "starts", &st, &ns, &p1) || attr_ints(I, n, "ends", &en, &ne, &p2) ||
+                attr_ints(I, n, "axes", &ax, &na, &p3))
+                return I->status;
+        } else {
+            return fail(I, n->op_pos, "Slice takes data, starts and ends (and optionally axes and steps)");
+        }
+        if (ns != ne || (ax && na != ns) || (sp && np != ns))
+            return fail(I, n->op_pos, "starts, ends, axes and steps must have the same length");
+        if (ax && to_axes(I, n, ax, na, axes))
+            return I->status;
+        if (ns > CLF_MAX_RANK)
+            return unsupported(I, n->op_pos, "more than %d axes", CLF_MAX_RANK);
+        *out = clf_slice(g, a, (int)ns, st, en, ax ? axes : NULL, sp);
+        return 0;
+    }
+    if (!strcmp(o, "ArgMax") || !strcmp(o, "ArgMin")) {
+        int64_t axis, keep, last;
+        if (want_inputs(I, n, 1, 1) || input(I, n, 0, &a) || attr_int(I, n, "axis", 0, &axis) ||
+            attr_int(I, n, "keepdims", 1, &keep) || attr_int(I, n, "select_last_index", 0, &last))
+            return I->status;
+        *out = (o[3] == 'M' && o[4] == 'a' ? clf_argmax : clf_argmin)(g, a, (int)axis, keep != 0, last != 0);
+        return 0;
+    }
+    if (!strcmp(o, "Softmax") || !strcmp(o, "LogSoftmax")) {
+        int64_t axis;
+        if (want_inputs(I, n, 1, 1) || input(I, n, 0, &a) ||
+            attr_int(I, n, "axis", I->opset >= 13 ? -1 : 1, &axis))
+            return I->status;
+        int rank = rank_of(I, a);
+        if (I->opset < 13 && (axis < 0 ? axis + rank : axis) != rank - 1)
+            return unsupported(I, n->op_pos, "%s before opset 13 flattens the axes from %lld on; only the last "
+                               "axis is supported there (use opset 13+)", o, (long long)axis);
+        *out = (o[0] == 'S' ? clf_softmax : clf_log_softmax)(g, a, (int)axis);
+        return 0;
+    }
+    if (!strcmp(o, "LayerNormalization") || !strcmp(o, "RMSNormalization")) {
+        bool ln = o[0] == 'L';
+        int64_t axis;
+        double eps;
+        if (want_inputs(I, n, 1, ln ? 3 : 2) || input(I, n, 0, &a) || attr_int(I, n, "axis", -1, &axis) ||
+            attr_float(I, n, "epsilon", 1e-5, &eps))
+            return I->status;
+        for (int k = 1; k < n->noutputs; k++)
+            if (n->outputs[k][0])
+                return unsupported(I, n->op_pos, "only the first output (Y) is supported");
+        b = c = CLF_TENSOR_INVALID;
+        if ((has_input(n, 1) && input(I, n, 1, &b)) || (has_input(n, 2) && input(I, n, 2, &c)))
+            return I->status;
+        *out = ln ? clf_layer_norm(g, a, (int)axis, eps, b, c) : clf_rms_norm(g, a, (int)axis, eps, b);
+        return 0;
+    }
+    if (!strcmp(o, "MatMul")) {
+        if (want_inputs(I, n, 2, 2) || input(I, n, 0, &a) || input(I, n, 1, &b))
+            return I->status;
+        *out = clf_matmul(g, a, b);
+        return 0;
+    }
+    if (!strcmp(o, "Gemm")) {
+        int64_t ta, tb;
+        double alpha, beta;
+        if (want_inputs(I, n, 2, 3) || input(I, n, 0, &a) || input(I, n, 1, &b) ||
+            attr_float(I, n, "alpha", 1.0, &alpha) || attr_float(I, n, "beta", 1.0, &beta) ||
+            attr_int(I, n, "transA", 0, &ta) || attr_int(I, n, "transB", 0, &tb))
+            return I->status;
+        c = CLF_TENSOR_INVALID;
+        if (has_input(n, 2) && input(I, n, 2, &c))
+            return I->status;
+        *out = clf_gemm(g, a, b, c, alpha, beta, ta != 0, tb != 0);
+        return 0;
+    }
+    return unsupported(I, n->op_pos, "op %s is not supported by libclfuse", o);
+}
+
+/* ---- Inputs and symbols ----------------------------------------------------- */
+
+static const clf__onnx_value *model_input(const clf__onnx_model *m, const char *name)
+{
+    for (int i = 0; i < m->ninputs; i++)
+        if (!m->inputs[i].init && !strcmp(m->inputs[i].name, name))
+            return &m->inputs[i];
+    return NULL;
+}
+
+static bool elem_dtype(int elem, clf_dtype *dt)
+{
+    switch (elem) {
+    case CLF__ONNX_FLOAT: *dt = CLF_F32; return true;
+    case CLF__ONNX_INT32: *dt = CLF_I32; return true;
+    case CLF__ONNX_BOOL: *dt = CLF_BOOL; return true;
+    default: return false;
+    }
+}
+
+static const char *origin_of(const clf_onnx_input_shape *gv) { return gv->origin ? gv->origin : "as given"; }
+
+static clf_status bind_given(importer *I, const clf_onnx_input_shape *gv)
+{
+    char shp[128], ty[160], line[32];
+    if (!gv->name)
+        return fail_status(I, CLF_ERR_INVALID_ARGUMENT, nowhere, "clf_onnx_params.inputs: an input shape has no name");
+    if (gv->rank < 0 || gv->rank > CLF_MAX_RANK || (unsigned)gv->dtype >= CLF_DTYPE_COUNT)
+        return fail_status(I, CLF_ERR_INVALID_ARGUMENT, nowhere, "the shape given for input '%s' has rank %d or "
+                           "dtype %d (rank 0 to %d, a clf_dtype)", gv->name, gv->rank, (int)gv->dtype, CLF_MAX_RANK);
+    for (int d = 0; d < gv->rank; d++)
+        if (gv->shape[d] < 0)
+            return fail_status(I, CLF_ERR_INVALID_ARGUMENT, nowhere, "the shape given for input '%s' has a "
+                               "negative extent", gv->name);
+    const clf__onnx_value *v = model_input(I->m, gv->name);
+    if (!v) {
+        char names[256] = "";
+        size_t len = 0;
+        for (int i = 0; i < I->m->ninputs && len < sizeof names; i++)
+            if (!I->m->inputs[i].init)
+                len += (size_t)snprintf(names + len, sizeof names - len, "%s%s", len ? ", " : "",
+                                        I->m->inputs[i].name);
+        return fail_status(I, CLF_ERR_NOT_FOUND, nowhere, "the graph has no input named '%s' (its inputs: %s)",
+                           gv->name, len ? names : "none");
+    }
+    clf_dtype want;
+    if (elem_dtype(v->type.elem, &want) && want != gv->dtype)
+        return fail_status(I, CLF_ERR_DTYPE, nowhere, "input '%s' (%s) holds %s but the graph declares %s%s",
+                           gv->name, origin_of(gv), dtype_onnx_name(gv->dtype), type_str(&v->type, ty, sizeof ty),
+                           at_line(&v->type, line, sizeof line));
+    if (!v->type.has_shape)
+        return CLF_OK;
+    bool ok = v->type.rank == gv->rank;
+    for (int d = 0; ok && d < gv->rank; d++) {
+        const clf__onnx_dim *D = &v->type.dims[d];
+        if (!D->param) {
+            ok = D->value == gv->shape[d];
+        } else if (strcmp(D->param, "?")) {
+            symbol *s = find_sym(I, D->param);
+            if (s && s->value != gv->shape[d])
+                return fail_status(I, CLF_ERR_SHAPE, nowhere, "input '%s' (%s) has shape %s, so %s = %lld, but "
+                                   "%s gave %s = %lld", gv->name, origin_of(gv),
+                                   shape_str(gv->rank, gv->shape, shp, sizeof shp), D->param,
+                                   (long long)gv->shape[d], s->origin, D->param, (long long)s->value);
+            if (!s && add_sym(I, D->param, gv->shape[d], origin_of(gv)))
+                return I->status;
+        }
+    }
+    if (!ok)
+        return fail_status(I, CLF_ERR_SHAPE, nowhere, "input '%s' (%s) has shape %s but the graph declares %s%s",
+                           gv->name, origin_of(gv), shape_str(gv->rank, gv->shape, shp, sizeof shp),
+                           type_str(&v->type, ty, sizeof ty), at_line(&v->type, line, sizeof line));
+    return CLF_OK;
+}
+
+static clf_status make_input(importer *I, const clf__onnx_value *v, const clf_onnx_params *p)
+{
+    clf_dtype dt;
+    char ty[160];
+    if (!elem_dtype(v->type.elem, &dt))
+        return unsupported(I, v->type.pos, "input '%s' is %s; libclfuse takes float, int32 and bool inputs",
+                           v->name, clf__onnx_elem_name(v->type.elem));
+    const clf_onnx_input_shape *gv = NULL;
+    for (size_t i = 0; i < p->ninputs; i++)
+        if (!strcmp(p->inputs[i].name, v->name))
+            gv = &p->inputs[i];
+    int64_t shape[CLF_MAX_RANK];
+    int rank;
+    if (!v->type.has_shape) {
+        if (!gv)
+            return fail_status(I, CLF_ERR_SHAPE, v->type.pos, "input '%s' has no shape (%s): give its shape",
+                               v->name, type_str(&v->type, ty, sizeof ty));
+        rank = gv->rank;
+        memcpy(shape, gv->shape, sizeof shape);
+    } else {
+        rank = v->type.rank;
+        if (rank > CLF_MAX_RANK)
+            return unsupported(I, v->type.pos, "input '%s' has rank %d, more than libclfuse's %d", v->name, rank,
+                               CLF_MAX_RANK);
+        for (int d = 0; d < rank; d++) {
+            const clf__onnx_dim *D = &v->type.dims[d];
+            if (!D->param) {
+                shape[d] = D->value;
+            } else if (gv) {
+                shape[d] = gv->shape[d];
+            } else if (!strcmp(D->param, "?")) {
+                return fail_status(I, CLF_ERR_SHAPE, v->type.pos, "dimension %d of input '%s' is unknown ('?'): "
+                                   "give the input's shape", d, v->name);
+            } else {
+                symbol *s = find_sym(I, D->param);
+                if (!s)
+                    return fail_status(I, CLF_ERR_SHAPE, v->type.pos, "dimension '%s' of input '%s' has no size: "
+                                       "give the input's shape or a size for %s", D->param, v->name, D->param);
+                shape[d] = s->value;
+            }
+        }
+    }
+    clf_tensor t = clf_input(I->g, v->name, dt, rank, shape);
+    if (check_graph(I, NULL))
+        return I->status;
+    return define(I, v->pos, v->name, t, NULL, CLF_ONNX_PRODUCER_INPUT);
+}
+
+/* An output's declared type against what the graph computes. int64 is
+ * accepted for int32 values: ArgMax gives int32 here. An output declared
+ * without a type (binary models may) is not checked. */
+static clf_status check_output(importer *I, const clf__onnx_value *v, clf_tensor t)
+{
+    clf_dtype dt;
+    int rank;
+    int64_t shape[CLF_MAX_RANK];
+    char ty[160], shp[128];
+    clf_tensor_dtype(I->g, t, &dt);
+    clf_tensor_shape(I->g, t, &rank, shape);
+    if (v->type.elem == CLF__ONNX_UNDEFINED)
+        return CLF_OK;
+    clf_dtype want;
+    if (v->type.elem == CLF__ONNX_INT64)
+        want = CLF_I32;
+    else if (!elem_dtype(v->type.elem, &want))
+        return unsupported(I, v->type.pos, "output '%s' is declared %s; libclfuse computes float, int32 and bool",
+                           v->name, clf__onnx_elem_name(v->type.elem));
+    bool ok = want == dt && (!v->type.has_shape || v->type.rank == rank);
+    for (int d = 0; ok && v->type.has_shape && d < rank; d++) {
+        const clf__onnx_dim *D = &v->type.dims[d];
+        if (!D->param) {
+            ok = D->value == shape[d];
+        } else if (strcmp(D->param, "?")) {
+            symbol *s = find_sym(I, D->param);
+            if (s)
+                ok = s->value == shape[d];
+        }
+    }
+    if (!ok)
+        return fail(I, v->type.pos, "output '%s' is declared %s but the graph computes %s%s", v->name,
+                    type_str(&v->type, ty, sizeof ty), dtype_onnx_name(dt), shape_str(rank, shape, shp, sizeof shp));
+    return CLF_OK;
+}
+
+/* Checks the node's outputs: the first is named, the others only for
+ * the ops whose extra outputs may be asked for and are refused by the op. */
+static clf_status check_node_outputs(importer *I, const clf__onnx_node *n)
+{
+    if (n->noutputs < 1 || !n->outputs[0][0])
+        return fail(I, n->op_pos, "the node has no output");
+    for (int j = 1; j < n->noutputs; j++)
+        if (n->outputs[j][0] && strcmp(n->op, "LayerNormalization") && strcmp(n->op, "RMSNormalization") &&
+            strcmp(n->op, "Dropout"))
+            return fail(I, n->op_pos, "%s has one output, but %d are named", n->op, n->noutputs);
+    return CLF_OK;
+}
+
+static clf_status import_node(importer *I, int k, clf__onnx_node_span *span)
+{
+    const clf__onnx_node *n = &I->m->nodes[k];
+    span->first = (uint32_t)clf_graph_node_count(I->g);
+    if (n->domain[0] && strcmp(n->domain, "ai.onnx"))
+        return unsupported(I, n->op_pos, "op %s.%s is not supported by libclfuse (only the default ONNX domain)",
+                           n->domain, n->op);
+    if (check_node_outputs(I, n))
+        return I->status;
+    for (int j = 0; j < n->ninputs; j++)
+        if (n->inputs[j][0] && !find(I, n->inputs[j]))
+            return fail(I, n->op_pos, "input '%s' is not defined by a graph input, an initializer or an earlier node",
+                        n->inputs[j]);
+    if (!strcmp(n->op, "Constant")) {
+        if (import_constant(I, n))
+            return I->status;
+        I->values[I->nvalues - 1].producer = k;
+    } else if (!strcmp(n->op, "Shape")) {
+        if (import_shape(I, n, k))
+            return I->status;
+    } else {
+        clf_tensor t;
+        size_t before = I->nvalues;
+        if (import_op(I, n, k, &t) || check_graph(I, n))
+            return I->status;
+        if (I->nvalues == before) { /* not an Identity of a literal */
+            if (!clf_tensor_valid(t))
+                return fail_status(I, CLF_ERR_INTERNAL, n->op_pos, "internal error: no result");
+            if (define(I, n->pos, n->outputs[0], t, NULL, k))
+                return I->status;
+        }
+    }
+    span->end = (uint32_t)clf_graph_node_count(I->g);
+    return CLF_OK;
+}
+
+static clf_status import_all(importer *I, const clf_onnx_params *p, clf__onnx_import *out)
+{
+    const clf__onnx_model *m = I->m;
+    if (m->ir_version >= 0 && (m->ir_version < CLF__ONNX_MIN_IR_VERSION || m->ir_version > CLF__ONNX_MAX_IR_VERSION))
+        return fail(I, nowhere, "ir_version %lld is not one libclfuse reads (%d to %d)", (long long)m->ir_version,
+                    CLF__ONNX_MIN_IR_VERSION, CLF__ONNX_MAX_IR_VERSION);
+    if (p->ndims && (!p->dim_names || !p->dim_values))
+        return fail_status(I, CLF_ERR_INVALID_ARGUMENT, nowhere, "clf_onnx_params: ndims is %zu but dim_names or "
+                           "dim_values is NULL", p->ndims);
+    if (p->ninputs && !p->inputs)
+        return fail_status(I, CLF_ERR_INVALID_ARGUMENT, nowhere, "clf_onnx_params: ninputs is %zu but inputs is NULL",
+                           p->ninputs);
+    for (size_t i = 0; i < p->ndims; i++) {
+        if (!p->dim_names[i] || p->dim_values[i] < 0)
+            return fail_status(I, CLF_ERR_INVALID_ARGUMENT, nowhere, "clf_onnx_params: dimension size %zu has no "
+                               "name or a negative size", i);
+        if (find_sym(I, p->dim_names[i]))
+            return fail_status(I, CLF_ERR_INVALID_ARGUMENT, nowhere, "a size for dimension %s is given twice",
+                               p->dim_names[i]);
+        if (add_sym(I, p->dim_names[i], p->dim_values[i], "the dimension sizes"))
+            return I->status;
+    }
+    for (size_t i = 0; i < p->ninputs; i++)
+        if (bind_given(I, &p->inputs[i]))
+            return I->status;
+    for (int i = 0; i < m->ninputs; i++) {
+        const clf__onnx_value *v = &m->inputs[i];
+        if (v->init ? define(I, v->pos, v->name, CLF_TENSOR_INVALID, v->init, CLF_ONNX_PRODUCER_CONSTANT)
+                    : make_input(I, v, p))
+            return I->status;
+    }
+    for (int i = 0; i < m->nextras; i++)
+        if (m->extras[i].init && define(I, m->extras[i].pos, m->extras[i].name, CLF_TENSOR_INVALID,
+                                        m->extras[i].init, CLF_ONNX_PRODUCER_CONSTANT))
+            return I->status;
+    for (int k = 0; k < m->nnodes; k++) {
+        I->node = k;
+        if (import_node(I, k, &out->nodes[k]))
+            return I->status;
+    }
+    I->node = -1;
+    if (m->noutputs == 0)
+        return fail(I, nowhere, "the graph has no outputs");
+    for (int i = 0; i < m->noutputs; i++) {
+        const clf__onnx_value *v = &m->outputs[i];
+        value *val = find(I, v->name);
+        clf_tensor t;
+        if (!val)
+            return fail(I, v->pos, "output '%s' is not computed by any node", v->name);
+        if (materialize(I, NULL, val, &t) || check_output(I, v, t))
+            return I->status;
+        if (clf_graph_output(I->g, v->name, t) != CLF_OK) {
+            const char *msg;
+            clf_status st = clf_graph_status(I->g, &msg);
+            return st == CLF_ERR_OUT_OF_MEMORY ? oom(I) : fail_status(I, st, v->pos, "output '%s': %s", v->name, msg);
+        }
+    }
+    return CLF_OK;
+}
+
+clf_status clf__onnx_import_model(const clf__onnx_model *m, const clf_onnx_params *p, clf__onnx_import *out,
+                                  char *err, size_t cap)
+{
+    static const clf_onnx_params defaults = {0};
+    memset(out, 0, sizeof *out);
+    importer I = {.m = m, .opset = m->opset >= 0 ? m->opset : DEFAULT_OPSET, .node = -1, .err = err, .cap = cap};
+    if (cap)
+        err[0] = 0;
+    I.g = clf_graph_create();
+    out->nodes = clf__calloc(m->nnodes ? (size_t)m->nnodes : 1, sizeof *out->nodes);
+    if (!I.g || !out->nodes)
+        oom(&I);
+    else
+        import_all(&I, p ? p : &defaults, out);
+    if (!I.status) {
+        out->values = clf__calloc(I.nvalues ? I.nvalues : 1, sizeof *out->values);
+        if (!out->values) {
+            oom(&I);
+        } else {
+            for (size_t i = 0; i < I.nvalues; i++)
+                out->values[i] = (clf__onnx_import_value){I.values[i].name, I.values[i].t, I.values[i].producer};
+            out->nvalues = I.nvalues;
+            out->g = I.g;
+            I.g = NULL;
+        }
+    }
+    for (size_t i = 0; i < I.nowned; i++)
+        clf__free(I.owned[i]);
+    clf__free(I.owned);
+    clf__free(I.values);
+    clf__free(I.syms);
+    clf_graph_destroy(&I.g);
+    if (I.status)
+        clf__onnx_import_free(out);
+    return I.status;
+}
+
+void clf__onnx_import_free(clf__onnx_import *r)
+{
+    if (!r)
+        return;
+    clf_graph_destroy(&r->g);
+    clf__free(r->nodes);
+    clf__free(r->values);
+    memset(r, 0, sizeof *r);
+}

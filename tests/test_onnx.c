@@ -1,0 +1,1534 @@
+/* The ONNX frontend (onnx.h): binary models built here with protobuf-c's
+ * generated structs and packer, the fixtures tests/onnx/make_models.py
+ * wrote with the onnx Python package (text and binary of one model, raw
+ * weights, external data), and, where libonnx-testdata is installed, a set
+ * of ONNX's own node tests. Graphs are checked with the reference
+ * interpreter, one through clf_compile/clf_run_host on PoCL; bad input
+ * (truncation at every byte, flipped bytes, garbage, bad external data,
+ * failing allocations) must give a status and a message, never a crash. */
+#define _XOPEN_SOURCE 700 /* nftw, symlink, mkdtemp */
+#include <errno.h>
+#include <ftw.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "onnx.pb-c.h"
+#include "onnx/onnx_ast.h"
+#include "test_support.h"
+
+/* ---- Fixture paths ------------------------------------------------------- */
+
+static const char *source_dir(void)
+{
+    const char *d = getenv("CLFUSE_TEST_SOURCE_DIR");
+    ck_assert_msg(d != NULL, "CLFUSE_TEST_SOURCE_DIR is not set (tests/meson.build sets it)");
+    return d;
+}
+
+static void fixture(char *buf, size_t cap, const char *sub, const char *name)
+{
+    snprintf(buf, cap, "%s/%s/%s", source_dir(), sub, name);
+}
+
+/* ---- A pool for what the builders allocate ---------------------------------- */
+
+static void *pool[8192];
+static size_t npool;
+
+static void *P(size_t n)
+{
+    ck_assert(npool < sizeof pool / sizeof pool[0]);
+    void *p = calloc(1, n ? n : 1);
+    ck_assert_ptr_nonnull(p);
+    return pool[npool++] = p;
+}
+
+static char *S(const char *s)
+{
+    char *p = P(strlen(s) + 1);
+    strcpy(p, s);
+    return p;
+}
+
+static void pool_free(void)
+{
+    while (npool)
+        free(pool[--npool]);
+}
+
+/* ---- Building models --------------------------------------------------------- */
+
+#define MAXN 32
+
+typedef struct mdl {
+    Onnx__ModelProto m;
+    Onnx__GraphProto g;
+    Onnx__OperatorSetIdProto opset;
+    Onnx__OperatorSetIdProto *opsets[1];
+    Onnx__NodeProto *nodes[MAXN];
+    Onnx__ValueInfoProto *ins[MAXN], *outs[MAXN], *vis[MAXN];
+    Onnx__TensorProto *inits[MAXN];
+} mdl;
+
+static void mdl_init(mdl *M, const char *name)
+{
+    memset(M, 0, sizeof *M);
+    onnx__model_proto__init(&M->m);
+    onnx__graph_proto__init(&M->g);
+    onnx__operator_set_id_proto__init(&M->opset);
+    M->m.has_ir_version = 1;
+    M->m.ir_version = 8;
+    M->m.producer_name = S("test_onnx");
+    M->opset.domain = S("");
+    M->opset.has_version = 1;
+    M->opset.version = 17;
+    M->opsets[0] = &M->opset;
+    M->m.n_opset_import = 1;
+    M->m.opset_import = M->opsets;
+    M->m.graph = &M->g;
+    M->g.name = S(name);
+    M->g.node = M->nodes;
+    M->g.input = M->ins;
+    M->g.output = M->outs;
+    M->g.value_info = M->vis;
+    M->g.initializer = M->inits;
+}
+
+/* dims: "N" (a dim_param), "?" (neither) or a number. */
+static Onnx__ValueInfoProto *vi(const char *name, int elem, int rank, const char *const *dims)
+{
+    Onnx__ValueInfoProto *v = P(sizeof *v);
+    Onnx__TypeProto *t = P(sizeof *t);
+    Onnx__TypeProto__Tensor *tt = P(sizeof *tt);
+    onnx__value_info_proto__init(v);
+    onnx__type_proto__init(t);
+    onnx__type_proto__tensor__init(tt);
+    v->name = S(name);
+    v->type = t;
+    t->value_case = ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE;
+    t->tensor_type = tt;
+    tt->has_elem_type = 1;
+    tt->elem_type = elem;
+    if (rank >= 0) {
+        Onnx__TensorShapeProto *sh = P(sizeof *sh);
+        onnx__tensor_shape_proto__init(sh);
+        sh->n_dim = (size_t)rank;
+        sh->dim = P((size_t)rank * sizeof *sh->dim);
+        for (int d = 0; d < rank; d++) {
+            Onnx__TensorShapeProto__Dimension *D = P(sizeof *D);
+            onnx__tensor_shape_proto__dimension__init(D);
+            if (dims[d][0] >= '0' && dims[d][0] <= '9') {
+                D->value_case = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE;
+                D->dim_value = atoll(dims[d]);
+            } else if (strcmp(dims[d], "?")) {
+                D->value_case = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM;
+                D->dim_param = S(dims[d]);
+            }
+            sh->dim[d] = D;
+        }
+        tt->shape = sh;
+    }
+    return v;
+}
+
+static void add_input(mdl *M, Onnx__ValueInfoProto *v) { M->ins[M->g.n_input++] = v; }
+static void add_output(mdl *M, Onnx__ValueInfoProto *v) { M->outs[M->g.n_output++] = v; }
+static void add_init(mdl *M, Onnx__TensorProto *t) { M->inits[M->g.n_initializer++] = t; }
+
+static Onnx__TensorProto *tensor(const char *name, int elem, int rank, const int64_t *dims)
+{
+    Onnx__TensorProto *t = P(sizeof *t);
+    onnx__tensor_proto__init(t);
+    t->name = S(name);
+    t->has_data_type = 1;
+    t->data_type = elem;
+    t->n_dims = (size_t)rank;
+    t->dims = P((size_t)(rank ? rank : 1) * sizeof *t->dims);
+    if (rank)
+        memcpy(t->dims, dims, (size_t)rank * sizeof *dims);
+    return t;
+}
+
+static void set_raw(Onnx__TensorProto *t, const void *data, size_t bytes)
+{
+    t->has_raw_data = 1;
+    t->raw_data.len = bytes;
+    t->raw_data.data = P(bytes);
+    memcpy(t->raw_data.data, data, bytes);
+}
+
+static void set_external(Onnx__TensorProto *t, const char *location, const char *offset, const char *length)
+{
+    const char *keys[3] = {"location", "offset", "length"}, *vals[3] = {location, offset, length};
+    t->has_data_location = 1;
+    t->data_location = ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL;
+    t->external_data = P(3 * sizeof *t->external_data);
+    for (int i = 0; i < 3; i++) {
+        if (!vals[i])
+            continue;
+        Onnx__StringStringEntryProto *e = P(sizeof *e);
+        onnx__string_string_entry_proto__init(e);
+        e->key = S(keys[i]);
+        e->value = S(vals[i]);
+        t->external_data[t->n_external_data++] = e;
+    }
+}
+
+/* inputs and outputs: names separated by commas ("" for an omitted one). */
+static char **names(const char *list, size_t *n)
+{
+    *n = 0;
+    if (!list[0])
+        return P(sizeof(char *));
+    char **out = P(MAXN * sizeof *out);
+    const char *p = list;
+    for (;;) {
+        const char *c = strchr(p, ',');
+        size_t len = c ? (size_t)(c - p) : strlen(p);
+        char *s = P(len + 1);
+        memcpy(s, p, len);
+        out[(*n)++] = s;
+        if (!c)
+            return out;
+        p = c + 1;
+    }
+}
+
+static Onnx__NodeProto *add_node(mdl *M, const char *op, const char *name, const char *ins, const char *outs)
+{
+    Onnx__NodeProto *n = P(sizeof *n);
+    onnx__node_proto__init(n);
+    n->op_type = S(op);
+    n->name = name ? S(name) : NULL;
+    n->input = names(ins, &n->n_input);
+    n->output = names(outs, &n->n_output);
+    n->attribute = P(MAXN * sizeof *n->attribute);
+    M->nodes[M->g.n_node++] = n;
+    return n;
+}
+
+static Onnx__AttributeProto *add_attr(Onnx__NodeProto *n, const char *name, Onnx__AttributeProto__AttributeType type)
+{
+    Onnx__AttributeProto *a = P(sizeof *a);
+    onnx__attribute_proto__init(a);
+    a->name = S(name);
+    a->has_type = 1;
+    a->type = type;
+    n->attribute[n->n_attribute++] = a;
+    return a;
+}
+
+static void attr_int(Onnx__NodeProto *n, const char *name, int64_t v)
+{
+    Onnx__AttributeProto *a = add_attr(n, name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT);
+    a->has_i = 1;
+    a->i = v;
+}
+
+static uint8_t *pack(const mdl *M, size_t *len)
+{
+    *len = onnx__model_proto__get_packed_size(&M->m);
+    uint8_t *buf = P(*len);
+    ck_assert_uint_eq(onnx__model_proto__pack(&M->m, buf), *len);
+    return buf;
+}
+
+/* ---- The basic model, in several storage forms ---------------------------------- */
+
+/* y = where(mask, reshape(x @ w + b, [-1, 3]), zero), p = softmax(y),
+ * kk = k + ki; x: float[N, 4], k: int32[3]. Initializers w float[4, 3],
+ * b float[3], shape int64[2], ki int32[3], mask bool[3], zero float[]. */
+enum form { RAW, TYPED, EXTERNAL };
+
+static const float W[12] = {0.5f, -1.25f, 2, 0.125f, 3, -0.75f, 1, 1, -2, 0.25f, -0.5f, 4};
+static const float B[3] = {0.1f, -0.2f, 0.3f};
+static const int64_t SHAPE_V[2] = {-1, 3};
+static const int32_t KI[3] = {7, -8, 9};
+static const uint8_t MASK[3] = {1, 0, 1};
+static const float ZERO = -1.5f;
+
+static void build_basic(mdl *M, enum form form, const char *location)
+{
+    mdl_init(M, "basic");
+    static const char *const xd[] = {"N", "4"}, *const kd[] = {"3"}, *const yd[] = {"N", "3"};
+    add_input(M, vi("x", 1, 2, xd));
+    add_input(M, vi("k", 6, 1, kd));
+    add_output(M, vi("y", 1, 2, yd));
+    add_output(M, vi("p", 1, 2, yd));
+    add_output(M, vi("kk", 6, 1, kd));
+    Onnx__TensorProto *w = tensor("w", 1, 2, (const int64_t[]){4, 3}), *b = tensor("b", 1, 1, (const int64_t[]){3});
+    Onnx__TensorProto *shape = tensor("shape", 7, 1, (const int64_t[]){2});
+    Onnx__TensorProto *ki = tensor("ki", 6, 1, (const int64_t[]){3}), *mask = tensor("mask", 9, 1, (const int64_t[]){3});
+    Onnx__TensorProto *zero = tensor("zero", 1, 0, NULL);
+    if (form == TYPED) {
+        w->n_float_data = 12;
+        w->float_data = P(sizeof W);
+        memcpy(w->float_data, W, sizeof W);
+        b->n_float_data = 3;
+        b->float_data = P(sizeof B);
+        memcpy(b->float_data, B, sizeof B);
+        shape->n_int64_data = 2;
+        shape->int64_data = P(sizeof SHAPE_V);
+        memcpy(shape->int64_data, SHAPE_V, sizeof SHAPE_V);
+        ki->n_int32_data = 3;
+        ki->int32_data = P(sizeof KI);
+        memcpy(ki->int32_data, KI, sizeof KI);
+        mask->n_int32_data = 3;
+        mask->int32_data = P(3 * sizeof(int32_t));
+        for (int i = 0; i < 3; i++)
+            mask->int32_data[i] = MASK[i];
+        zero->n_float_data = 1;
+        zero->float_data = P(sizeof ZERO);
+        zero->float_data[0] = ZERO;
+    } else {
+        if (form == EXTERNAL) { /* w at 3 (unaligned), b after it; see write_basic_data */
+            set_external(w, location, "3", "48");
+            set_external(b, location, "51", NULL);
+        } else {
+            set_raw(w, W, sizeof W);
+            set_raw(b, B, sizeof B);
+        }
+        set_raw(shape, SHAPE_V, sizeof SHAPE_V);
+        set_raw(ki, KI, sizeof KI);
+        set_raw(mask, MASK, sizeof MASK);
+        set_raw(zero, &ZERO, sizeof ZERO);
+    }
+    add_init(M, w);
+    add_init(M, b);
+    add_init(M, shape);
+    add_init(M, ki);
+    add_init(M, mask);
+    add_init(M, zero);
+    add_node(M, "MatMul", "mm", "x,w", "h");
+    add_node(M, "Add", "bias", "h,b", "y0");
+    add_node(M, "Reshape", "rs", "y0,shape", "y1");
+    add_node(M, "Where", "sel", "mask,y1,zero", "y");
+    attr_int(add_node(M, "Softmax", "sm", "y", "p"), "axis", -1);
+    add_node(M, "Add", "kadd", "k,ki", "kk");
+}
+
+/* The data file of the EXTERNAL form: 3 bytes of padding, w, b. */
+static void write_basic_data(const char *path, size_t truncate_to)
+{
+    unsigned char buf[3 + sizeof W + sizeof B] = {0xde, 0xad, 0xbe};
+    memcpy(buf + 3, W, sizeof W);
+    memcpy(buf + 3 + sizeof W, B, sizeof B);
+    FILE *f = fopen(path, "wb");
+    ck_assert_ptr_nonnull(f);
+    size_t n = truncate_to && truncate_to < sizeof buf ? truncate_to : sizeof buf;
+    ck_assert_uint_eq(fwrite(buf, 1, n, f), n);
+    ck_assert_int_eq(fclose(f), 0);
+}
+
+/* ---- Loading and running ----------------------------------------------------------- */
+
+static char msg[2048];
+
+static clf_onnx_model *load_mem(const void *data, size_t size, const char *base_dir, const clf_onnx_params *p)
+{
+    clf_onnx_params q = p ? *p : (clf_onnx_params){0};
+    q.message = msg;
+    q.message_cap = sizeof msg;
+    msg[0] = 0;
+    clf_onnx_model *m = (clf_onnx_model *)1;
+    clf_status st = clf_onnx_load_memory(data, size, base_dir, &q, &m);
+    ck_assert_msg(st == CLF_OK, "load: %s: %s", clf_status_name(st), msg);
+    ck_assert_ptr_nonnull(m);
+    return m;
+}
+
+static clf_onnx_model *load_path(const char *path, const clf_onnx_params *p)
+{
+    clf_onnx_params q = p ? *p : (clf_onnx_params){0};
+    q.message = msg;
+    q.message_cap = sizeof msg;
+    msg[0] = 0;
+    clf_onnx_model *m = NULL;
+    clf_status st = clf_onnx_load_file(path, &q, &m);
+    ck_assert_msg(st == CLF_OK, "load %s: %s: %s", path, clf_status_name(st), msg);
+    return m;
+}
+
+/* Loading must fail with status st and a message holding every part. */
+static void expect_fail_mem(const void *data, size_t size, const char *base_dir, const clf_onnx_params *p,
+                            clf_status st, const char *const *parts)
+{
+    clf_onnx_params q = p ? *p : (clf_onnx_params){0};
+    q.message = msg;
+    q.message_cap = sizeof msg;
+    msg[0] = 0;
+    clf_onnx_model *m = (clf_onnx_model *)1;
+    clf_status got = clf_onnx_load_memory(data, size, base_dir, &q, &m);
+    ck_assert_msg(got == st, "status %s, want %s (message: %s)", clf_status_name(got), clf_status_name(st), msg);
+    ck_assert_ptr_null(m);
+    for (; parts && *parts; parts++)
+        ck_assert_msg(strstr(msg, *parts), "'%s' not in the message: %s", *parts, msg);
+}
+
+static void expect_fail_path(const char *path, const clf_onnx_params *p, clf_status st, const char *const *parts)
+{
+    clf_onnx_params q = p ? *p : (clf_onnx_params){0};
+    q.message = msg;
+    q.message_cap = sizeof msg;
+    msg[0] = 0;
+    clf_onnx_model *m = (clf_onnx_model *)1;
+    clf_status got = clf_onnx_load_file(path, &q, &m);
+    ck_assert_msg(got == st, "%s: status %s, want %s (message: %s)", path, clf_status_name(got), clf_status_name(st),
+                  msg);
+    ck_assert_ptr_null(m);
+    ck_assert_msg(!strncmp(msg, path, strlen(path)), "the message does not start with the file: %s", msg);
+    for (; parts && *parts; parts++)
+        ck_assert_msg(strstr(msg, *parts), "'%s' not in the message: %s", *parts, msg);
+}
+
+#define PARTS(...) ((const char *const[]){__VA_ARGS__, NULL})
+
+/* Host buffers for every input (random) and output of a graph. */
+typedef struct io_set {
+    size_t nin, nout;
+    clf_host_binding in[16], out[16];
+    clf_dtype out_dt[16];
+    size_t out_n[16];
+} io_set;
+
+static size_t numel(int rank, const int64_t *shape)
+{
+    size_t n = 1;
+    for (int d = 0; d < rank; d++)
+        n *= (size_t)shape[d];
+    return n;
+}
+
+/* Random inputs for every input of m, buffers for every output. */
+static void io_make(clf_onnx_model *m, io_set *io)
+{
+    memset(io, 0, sizeof *io);
+    io->nin = clf_onnx_model_input_count(m);
+    io->nout = clf_onnx_model_output_count(m);
+    ck_assert_uint_le(io->nin, 16);
+    ck_assert_uint_le(io->nout, 16);
+    for (size_t i = 0; i < io->nin; i++) {
+        clf_onnx_io d;
+        ck_assert_int_eq(clf_onnx_model_input(m, i, &d), CLF_OK);
+        size_t n = numel(d.graph_rank, d.shape);
+        void *p = calloc(n ? n : 1, clf_dtype_size(d.dtype));
+        if (d.dtype == CLF_F32)
+            clf_test_fill_f32(p, n, -2, 2);
+        else if (d.dtype == CLF_I32)
+            clf_test_fill_i32(p, n, -100, 100);
+        else
+            clf_test_fill_bool(p, n);
+        io->in[i] = (clf_host_binding){d.name, p};
+    }
+    for (size_t i = 0; i < io->nout; i++) {
+        clf_onnx_io d;
+        ck_assert_int_eq(clf_onnx_model_output(m, i, &d), CLF_OK);
+        io->out_n[i] = numel(d.graph_rank, d.shape);
+        io->out_dt[i] = d.dtype;
+        io->out[i] = (clf_host_binding){d.name, calloc(io->out_n[i] ? io->out_n[i] : 1, clf_dtype_size(d.dtype))};
+    }
+}
+
+static void io_free(io_set *io)
+{
+    for (size_t i = 0; i < io->nin; i++)
+        free(io->in[i].data);
+    for (size_t i = 0; i < io->nout; i++)
+        free(io->out[i].data);
+}
+
+static void reference(clf_onnx_model *m, io_set *io)
+{
+    char why[512] = "";
+    clf_status st = clf_reference_run(clf_onnx_model_graph(m), io->nin, io->in, io->nout, io->out, why, sizeof why);
+    ck_assert_msg(st == CLF_OK, "reference: %s: %s", clf_status_name(st), why);
+}
+
+/* Runs a and b on the same inputs (by name) and checks every output is
+ * bit for bit the same. */
+static void same_results(clf_onnx_model *a, clf_onnx_model *b)
+{
+    io_set ia, ib;
+    io_make(a, &ia);
+    io_make(b, &ib);
+    ck_assert_uint_eq(ia.nin, ib.nin);
+    ck_assert_uint_eq(ia.nout, ib.nout);
+    for (size_t i = 0; i < ib.nin; i++) /* b's inputs take a's values */
+        for (size_t j = 0; j < ia.nin; j++)
+            if (!strcmp(ib.in[i].name, ia.in[j].name)) {
+                clf_onnx_io d;
+                clf_onnx_model_input(b, i, &d);
+                memcpy(ib.in[i].data, ia.in[j].data, numel(d.graph_rank, d.shape) * clf_dtype_size(d.dtype));
+            }
+    reference(a, &ia);
+    reference(b, &ib);
+    for (size_t i = 0; i < ia.nout; i++) {
+        ck_assert_str_eq(ia.out[i].name, ib.out[i].name);
+        ck_assert_int_eq(ia.out_dt[i], ib.out_dt[i]);
+        ck_assert_uint_eq(ia.out_n[i], ib.out_n[i]);
+        ck_assert_msg(!memcmp(ia.out[i].data, ib.out[i].data, ia.out_n[i] * clf_dtype_size(ia.out_dt[i])),
+                      "output %s differs", ia.out[i].name);
+    }
+    io_free(&ia);
+    io_free(&ib);
+}
+
+/* The basic model's outputs computed here, for x and k. */
+static void basic_expected(const float *x, const int32_t *k, size_t n, float *y, float *p, int32_t *kk)
+{
+    for (size_t r = 0; r < n; r++) {
+        double mx = -INFINITY, sum = 0;
+        for (int c = 0; c < 3; c++) {
+            double acc = 0;
+            for (int i = 0; i < 4; i++)
+                acc += (double)x[r * 4 + i] * W[i * 3 + c];
+            float h = (float)acc;
+            float y0 = h + B[c];
+            y[r * 3 + c] = MASK[c] ? y0 : ZERO;
+            mx = fmax(mx, y[r * 3 + c]);
+        }
+        for (int c = 0; c < 3; c++)
+            sum += exp(y[r * 3 + c] - mx);
+        for (int c = 0; c < 3; c++)
+            p[r * 3 + c] = (float)(exp(y[r * 3 + c] - mx) / sum);
+    }
+    for (int i = 0; i < 3; i++)
+        kk[i] = k[i] + KI[i];
+}
+
+static void check_basic(clf_onnx_model *m, size_t n)
+{
+    float *x = malloc(n * 4 * sizeof *x), *y = malloc(n * 3 * sizeof *y), *p = malloc(n * 3 * sizeof *p);
+    float *wy = malloc(n * 3 * sizeof *wy), *wp = malloc(n * 3 * sizeof *wp);
+    int32_t k[3] = {1, 2, 3}, kk[3], wkk[3];
+    clf_test_fill_f32(x, n * 4, -2, 2);
+    clf_host_binding in[] = {{"x", x}, {"k", k}}, out[] = {{"y", y}, {"p", p}, {"kk", kk}};
+    char why[512] = "";
+    clf_status st = clf_reference_run(clf_onnx_model_graph(m), 2, in, 3, out, why, sizeof why);
+    ck_assert_msg(st == CLF_OK, "%s: %s", clf_status_name(st), why);
+    basic_expected(x, k, n, wy, wp, wkk);
+    ck_assert_msg(clf_test_close(CLF_F32, y, wy, n * 3, 1e-6, 1e-6, why, sizeof why), "y: %s", why);
+    ck_assert_msg(clf_test_close(CLF_F32, p, wp, n * 3, 1e-5, 1e-6, why, sizeof why), "p: %s", why);
+    ck_assert_msg(clf_test_close(CLF_I32, kk, wkk, 3, 0, 0, why, sizeof why), "kk: %s", why);
+    free(x);
+    free(y);
+    free(p);
+    free(wy);
+    free(wp);
+}
+
+/* Removes what nftw finds, deepest first. */
+static int remove_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
+{
+    (void)sb;
+    (void)flag;
+    (void)ftw;
+    return remove(path);
+}
+
+static char temp_dirs[4][256];
+static int ntemp_dirs;
+
+static void remove_temp_dirs(void)
+{
+    while (ntemp_dirs)
+        nftw(temp_dirs[--ntemp_dirs], remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+/* A fresh folder under /tmp for files a test writes, removed when the
+ * test's process exits. */
+static void temp_dir(char *buf, size_t cap)
+{
+    snprintf(buf, cap, "/tmp/clfuse-onnx-XXXXXX");
+    ck_assert_ptr_nonnull(mkdtemp(buf));
+    ck_assert_int_lt(ntemp_dirs, 4);
+    if (!ntemp_dirs)
+        atexit(remove_temp_dirs);
+    snprintf(temp_dirs[ntemp_dirs++], sizeof temp_dirs[0], "%s", buf);
+}
+
+static void write_file(const char *path, const void *data, size_t n)
+{
+    FILE *f = fopen(path, "wb");
+    ck_assert_msg(f != NULL, "%s: %s", path, strerror(errno));
+    ck_assert_uint_eq(fwrite(data, 1, n, f), n);
+    ck_assert_int_eq(fclose(f), 0);
+}
+
+/* ---- Loading and running binary models ------------------------------------------- */
+
+START_TEST(binary_model_loads_and_runs)
+{
+    mdl M;
+    size_t len;
+    build_basic(&M, RAW, NULL);
+    const uint8_t *bytes = pack(&M, &len);
+    clf_onnx_model *m = load_mem(bytes, len, NULL, clf_onnx_params(.dim_names = (const char *const[]){"N"},
+                                                                    .dim_values = (const int64_t[]){5}, .ndims = 1));
+    check_basic(m, 5);
+    clf_onnx_model_info info;
+    ck_assert_int_eq(clf_onnx_model_get_info(m, &info), CLF_OK);
+    ck_assert_str_eq(info.graph_name, "basic");
+    ck_assert_str_eq(info.producer_name, "test_onnx");
+    ck_assert_int_eq(info.ir_version, 8);
+    ck_assert_int_eq(info.opset, 17);
+    ck_assert_int_eq(info.format, CLF_ONNX_FORMAT_BINARY);
+    clf_onnx_model_destroy(&m);
+    ck_assert_ptr_null(m);
+    clf_onnx_model_destroy(&m);
+    clf_onnx_model_destroy(NULL);
+    pool_free();
+}
+END_TEST
+
+/* Initializers in raw_data and in the typed fields (float_data, int64_data,
+ * int32_data of int32 and of bool) make the same graph. */
+START_TEST(raw_and_typed_initializers_are_equal)
+{
+    mdl R, T;
+    size_t rl, tl;
+    build_basic(&R, RAW, NULL);
+    build_basic(&T, TYPED, NULL);
+    const uint8_t *rb = pack(&R, &rl), *tb = pack(&T, &tl);
+    const clf_onnx_params *p = clf_onnx_params(.dim_names = (const char *const[]){"N"},
+                                               .dim_values = (const int64_t[]){3}, .ndims = 1);
+    clf_onnx_model *a = load_mem(rb, rl, NULL, p), *b = load_mem(tb, tl, NULL, p);
+    ck_assert_uint_eq(clf_graph_node_count(clf_onnx_model_graph(a)), clf_graph_node_count(clf_onnx_model_graph(b)));
+    check_basic(a, 3);
+    check_basic(b, 3);
+    same_results(a, b);
+    clf_onnx_model_destroy(&a);
+    clf_onnx_model_destroy(&b);
+    pool_free();
+}
+END_TEST
+
+/* Inputs and outputs with their declarations (dim_param names), nodes with
+ * their graph nodes, values by name; the graph can be taken. */
+START_TEST(inputs_outputs_and_nodes_are_queryable)
+{
+    char path[1024];
+    fixture(path, sizeof path, "onnx", "mlp_raw.onnx");
+    clf_onnx_input_shape x = {.name = "x", .origin = "x.npy", .shape = {5, 8}, .dtype = CLF_F32, .rank = 2};
+    clf_onnx_model *m = load_path(path, clf_onnx_params(.inputs = &x, .ninputs = 1));
+    ck_assert_uint_eq(clf_onnx_model_input_count(m), 1); /* the initializers are not inputs */
+    ck_assert_uint_eq(clf_onnx_model_output_count(m), 1);
+    clf_onnx_io d;
+    ck_assert_int_eq(clf_onnx_model_input(m, 0, &d), CLF_OK);
+    ck_assert_str_eq(d.name, "x");
+    ck_assert_str_eq(d.onnx_dtype, "float");
+    ck_assert_int_eq(d.onnx_elem_type, 1);
+    ck_assert_int_eq(d.rank, 2);
+    ck_assert_str_eq(d.dim_params[0], "B");
+    ck_assert_int_eq(d.dims[0], -1);
+    ck_assert_ptr_null(d.dim_params[1]);
+    ck_assert_int_eq(d.dims[1], 8);
+    ck_assert_int_eq(d.dtype, CLF_F32);
+    ck_assert_int_eq(d.graph_rank, 2);
+    ck_assert_int_eq(d.shape[0], 5);
+    ck_assert_int_eq(d.shape[1], 8);
+    ck_assert(clf_tensor_valid(d.tensor));
+    ck_assert_int_eq(clf_onnx_model_input(m, 1, &d), CLF_ERR_NOT_FOUND);
+    ck_assert_int_eq(clf_onnx_model_output(m, 0, &d), CLF_OK);
+    ck_assert_str_eq(d.name, "y");
+    ck_assert_int_eq(d.rank, 3);
+    ck_assert_str_eq(d.dim_params[0], "B");
+    ck_assert_int_eq(d.dims[1], 2);
+    ck_assert_int_eq(d.graph_rank, 3);
+    ck_assert_int_eq(d.shape[0], 5);
+    ck_assert_int_eq(clf_onnx_model_output(m, 1, &d), CLF_ERR_NOT_FOUND);
+
+    clf_onnx_model_info info;
+    clf_onnx_model_get_info(m, &info);
+    ck_assert_str_eq(info.graph_name, "mlp_raw");
+    ck_assert_str_eq(info.producer_name, "make_models.py");
+    ck_assert_int_eq(info.opset, 17);
+
+    ck_assert_uint_eq(clf_onnx_model_node_count(m), 5);
+    clf_onnx_node n;
+    ck_assert_int_eq(clf_onnx_model_node(m, 0, &n), CLF_OK);
+    ck_assert_str_eq(n.name, "mm1");
+    ck_assert_str_eq(n.op_type, "MatMul");
+    ck_assert_str_eq(n.domain, "");
+    ck_assert_uint_eq(n.ninputs, 2);
+    ck_assert_str_eq(n.inputs[1], "w1");
+    ck_assert_str_eq(n.outputs[0], "h0");
+    ck_assert_uint_lt(n.first_graph_node, n.end_graph_node);
+    ck_assert_int_eq(n.line, 0);
+    ck_assert_int_eq(clf_onnx_model_node(m, 4, &n), CLF_OK);
+    ck_assert_str_eq(n.op_type, "Reshape");
+    ck_assert_uint_le(n.end_graph_node, clf_graph_node_count(clf_onnx_model_graph(m)));
+    ck_assert_int_eq(clf_onnx_model_node(m, 5, &n), CLF_ERR_NOT_FOUND);
+
+    clf_onnx_value v;
+    ck_assert_int_eq(clf_onnx_model_find_value(m, "x", &v), CLF_OK);
+    ck_assert_int_eq(v.producer, CLF_ONNX_PRODUCER_INPUT);
+    ck_assert_int_eq(clf_onnx_model_find_value(m, "w1", &v), CLF_OK);
+    ck_assert_int_eq(v.producer, CLF_ONNX_PRODUCER_CONSTANT);
+    ck_assert(clf_tensor_valid(v.tensor));
+    ck_assert_int_eq(clf_onnx_model_find_value(m, "shape", &v), CLF_OK);
+    ck_assert(!clf_tensor_valid(v.tensor)); /* only read as Reshape's shape */
+    ck_assert_int_eq(clf_onnx_model_find_value(m, "h2", &v), CLF_OK);
+    ck_assert_int_eq(v.producer, 2);
+    ck_assert_int_eq(clf_onnx_model_find_value(m, "nope", &v), CLF_ERR_NOT_FOUND);
+    size_t nv = clf_onnx_model_value_count(m);
+    ck_assert_uint_eq(nv, 1 + 5 + 5); /* x, the initializers, the node outputs */
+    ck_assert_int_eq(clf_onnx_model_value(m, 0, &v), CLF_OK);
+    ck_assert_str_eq(v.name, "x");
+    ck_assert_int_eq(clf_onnx_model_value(m, nv, &v), CLF_ERR_NOT_FOUND);
+
+    /* The graph outlives the model once taken. */
+    clf_graph *g = clf_onnx_model_take_graph(m);
+    ck_assert_ptr_nonnull(g);
+    ck_assert_ptr_null(clf_onnx_model_graph(m));
+    ck_assert_ptr_null(clf_onnx_model_take_graph(m));
+    ck_assert_int_eq(clf_onnx_model_input(m, 0, &d), CLF_OK); /* still answers */
+    clf_onnx_model_destroy(&m);
+    float xs[40] = {0}, ys[20];
+    clf_host_binding in[] = {{"x", xs}}, out[] = {{"y", ys}};
+    ck_assert_int_eq(clf_reference_run(g, 1, in, 1, out, NULL, 0), CLF_OK);
+    clf_graph_destroy(&g);
+}
+END_TEST
+
+/* An initializer that is also listed among the graph's inputs is a
+ * constant, not an input. */
+START_TEST(initializer_listed_as_input_is_a_constant)
+{
+    mdl M;
+    size_t len;
+    build_basic(&M, RAW, NULL);
+    static const char *const wd[] = {"4", "3"};
+    add_input(&M, vi("w", 1, 2, wd));
+    const uint8_t *bytes = pack(&M, &len);
+    clf_onnx_model *m = load_mem(bytes, len, NULL, clf_onnx_params(.dim_names = (const char *const[]){"N"},
+                                                                    .dim_values = (const int64_t[]){2}, .ndims = 1));
+    ck_assert_uint_eq(clf_onnx_model_input_count(m), 2);
+    clf_onnx_value v;
+    ck_assert_int_eq(clf_onnx_model_find_value(m, "w", &v), CLF_OK);
+    ck_assert_int_eq(v.producer, CLF_ONNX_PRODUCER_CONSTANT);
+    check_basic(m, 2);
+    clf_onnx_model_destroy(&m);
+    pool_free();
+}
+END_TEST
+
+/* ---- Text and binary ----------------------------------------------------------------- */
+
+static const struct {
+    const char *name;
+    const char *dims[4];
+    int64_t sizes[4];
+} graphs[] = {
+    {"chain", {"N"}, {100}},
+    {"layernorm", {"B"}, {5}},
+    {"mlp", {"M", "D", "F"}, {6, 8, 12}},
+    {"movement", {NULL}, {0}},
+    {"reduce13", {NULL}, {0}},
+    {"softmax", {"R", "C"}, {4, 33}},
+};
+
+/* tests/graphs/G.onnxtxt and tests/onnx/G.onnx (written from it by onnx
+ * itself) give the same graph and the same results. */
+START_TEST(text_and_binary_give_the_same_graph)
+{
+    char tpath[1024], bpath[1024], file[64];
+    size_t nd = 0;
+    while (nd < 4 && graphs[_i].dims[nd])
+        nd++;
+    const clf_onnx_params *p = clf_onnx_params(.dim_names = graphs[_i].dims, .dim_values = graphs[_i].sizes,
+                                               .ndims = nd);
+    snprintf(file, sizeof file, "%s.onnxtxt", graphs[_i].name);
+    fixture(tpath, sizeof tpath, "graphs", file);
+    snprintf(file, sizeof file, "%s.onnx", graphs[_i].name);
+    fixture(bpath, sizeof bpath, "onnx", file);
+    clf_onnx_model *t = load_path(tpath, p), *b = load_path(bpath, p);
+    clf_onnx_model_info ti, bi;
+    clf_onnx_model_get_info(t, &ti);
+    clf_onnx_model_get_info(b, &bi);
+    ck_assert_int_eq(ti.format, CLF_ONNX_FORMAT_TEXT);
+    ck_assert_int_eq(bi.format, CLF_ONNX_FORMAT_BINARY);
+    ck_assert_str_eq(ti.graph_name, bi.graph_name);
+    ck_assert_uint_eq(clf_graph_node_count(clf_onnx_model_graph(t)), clf_graph_node_count(clf_onnx_model_graph(b)));
+    ck_assert_uint_eq(clf_onnx_model_node_count(t), clf_onnx_model_node_count(b));
+    ck_assert_uint_eq(clf_onnx_model_input_count(t), clf_onnx_model_input_count(b));
+    for (size_t i = 0; i < clf_onnx_model_input_count(t); i++) {
+        clf_onnx_io x, y;
+        clf_onnx_model_input(t, i, &x);
+        clf_onnx_model_input(b, i, &y);
+        ck_assert_str_eq(x.name, y.name);
+        ck_assert_str_eq(x.onnx_dtype, y.onnx_dtype);
+        ck_assert_int_eq(x.rank, y.rank);
+        for (int d = 0; d < x.rank; d++) {
+            ck_assert_int_eq(x.dims[d], y.dims[d]);
+            ck_assert((x.dim_params[d] == NULL) == (y.dim_params[d] == NULL));
+            if (x.dim_params[d])
+                ck_assert_str_eq(x.dim_params[d], y.dim_params[d]);
+        }
+    }
+    clf_onnx_node n;
+    ck_assert_int_eq(clf_onnx_model_node(t, 0, &n), CLF_OK);
+    ck_assert_int_gt(n.line, 0); /* text nodes know their line */
+    same_results(t, b);
+    clf_onnx_model_destroy(&t);
+    clf_onnx_model_destroy(&b);
+}
+END_TEST
+
+/* The same model through text in memory: messages name "<memory>" or
+ * params.name; the format can be forced. */
+START_TEST(text_in_memory_and_forced_formats)
+{
+    static const char text[] = "<ir_version: 8, opset_import: [\"\" : 17]>\n"
+                               "g (float[4] a) => (float[4] y) {\n  y = Frob(a)\n}\n";
+    expect_fail_mem(text, strlen(text), NULL, NULL, CLF_ERR_UNSUPPORTED,
+                    PARTS("<memory>:3:7: node 0 (Frob): op Frob is not supported"));
+    expect_fail_mem(text, strlen(text), NULL, clf_onnx_params(.name = "m.onnxtxt"), CLF_ERR_UNSUPPORTED,
+                    PARTS("m.onnxtxt:3:7: "));
+    expect_fail_mem(text, strlen(text), NULL, clf_onnx_params(.format = CLF_ONNX_FORMAT_BINARY), CLF_ERR_MODEL,
+                    PARTS("<memory>: "));
+    mdl M;
+    size_t len;
+    build_basic(&M, RAW, NULL);
+    const uint8_t *bytes = pack(&M, &len);
+    expect_fail_mem(bytes, len, NULL, clf_onnx_params(.format = CLF_ONNX_FORMAT_TEXT), CLF_ERR_MODEL,
+                    PARTS("<memory>:1:"));
+    expect_fail_mem(bytes, len, NULL, clf_onnx_params(.format = (clf_onnx_format)7), CLF_ERR_INVALID_ARGUMENT,
+                    PARTS("format 7"));
+    static const char good[] = "# a comment first\ng (float[2] a) => (float[2] y) <float[2] w = {1.5, -2}> {\n"
+                               "  y = Mul(a, w)\n}\n";
+    char bom[sizeof good + 3] = "\xef\xbb\xbf";
+    strcat(bom, good);
+    for (int k = 0; k < 2; k++) { /* also after a UTF-8 byte order mark */
+        clf_onnx_model *m = k ? load_mem(bom, strlen(bom), NULL, NULL) : load_mem(good, strlen(good), NULL, NULL);
+        float a[2] = {2, 3}, y[2];
+        clf_host_binding in[] = {{"a", a}}, out[] = {{"y", y}};
+        ck_assert_int_eq(clf_reference_run(clf_onnx_model_graph(m), 1, in, 1, out, NULL, 0), CLF_OK);
+        ck_assert(y[0] == 3.0f && y[1] == -6.0f);
+        clf_onnx_model_destroy(&m);
+    }
+    pool_free();
+}
+END_TEST
+
+/* The text parser stores literals in their element type's bytes, as the
+ * binary reader does (tests link the library's objects: the AST is
+ * reachable). */
+START_TEST(text_literals_keep_their_bytes)
+{
+    static const char text[] = "g (float[2] a) => (float[2] y) <float[2] f = {1.5, -2}, int64[2] i = {-3, 4000000000},"
+                               " bool[3] b = {0, 1, 5}, float16[3] h = {1.0, -0.5, 65504}, bfloat16[1] bf = {3.0},"
+                               " uint8[1] u = {255}, double[1] d = {0.1}> {\n  y = Mul(a, f)\n}\n";
+    clf__onnx_model m;
+    char err[256] = "";
+    ck_assert_msg(clf__onnx_parse_text(text, strlen(text), &m, err, sizeof err) == CLF_OK, "%s", err);
+    ck_assert_int_eq(m.nextras, 7);
+    const clf__onnx_tensor *f = m.extras[0].init, *i = m.extras[1].init, *b = m.extras[2].init;
+    const clf__onnx_tensor *h = m.extras[3].init, *bf = m.extras[4].init, *u = m.extras[5].init;
+    const clf__onnx_tensor *d = m.extras[6].init;
+    ck_assert(!memcmp(f->data, (const float[]){1.5f, -2.0f}, 8));
+    ck_assert(!memcmp(i->data, (const int64_t[]){-3, 4000000000}, 16));
+    ck_assert(!memcmp(b->data, (const uint8_t[]){0, 1, 1}, 3));
+    ck_assert(!memcmp(h->data, (const uint16_t[]){0x3c00, 0xb800, 0x7bff}, 6));
+    ck_assert(!memcmp(bf->data, (const uint16_t[]){0x4040}, 2));
+    ck_assert(!memcmp(u->data, (const uint8_t[]){255}, 1));
+    ck_assert(!memcmp(d->data, (const double[]){0.1}, 8));
+    ck_assert(clf__onnx_tensor_double(h, 1) == -0.5 && clf__onnx_tensor_double(h, 2) == 65504);
+    ck_assert(clf__onnx_tensor_double(bf, 0) == 3.0);
+    ck_assert_int_eq(clf__onnx_tensor_int(i, 1), 4000000000);
+    ck_assert_int_eq(clf__onnx_tensor_int(u, 0), 255);
+    ck_assert(clf__onnx_tensor_double(f, 1) == -2.0);
+    clf__onnx_ast_free(&m);
+    static const char bad[] = "g (float[2] a) => (float[2] y) <int8[1] q = {300}> {\n  y = Relu(a)\n}\n";
+    ck_assert_int_eq(clf__onnx_parse_text(bad, strlen(bad), &m, err, sizeof err), CLF_ERR_MODEL);
+    ck_assert_msg(strstr(err, "1:46: 300 does not fit in int8"), "%s", err);
+    static const char huge[] = "g (float[2] a) => (float[2] y) <float[1000000000] w = {1}> {\n  y = Relu(a)\n}\n";
+    ck_assert_int_eq(clf__onnx_parse_text(huge, strlen(huge), &m, err, sizeof err), CLF_ERR_MODEL);
+    ck_assert_msg(strstr(err, "more values than the rest of the text could list"), "%s", err);
+}
+END_TEST
+
+/* ---- External data ----------------------------------------------------------------------- */
+
+/* The model with w and b in DATA beside it, at unaligned offsets. */
+static void write_external_model(const char *dir, const char *location, char *model_path, size_t cap)
+{
+    mdl M;
+    size_t len;
+    build_basic(&M, EXTERNAL, location);
+    const uint8_t *bytes = pack(&M, &len);
+    snprintf(model_path, cap, "%s/model.onnx", dir);
+    write_file(model_path, bytes, len);
+    pool_free();
+}
+
+static const char *const N_NAME[] = {"N"};
+static const int64_t N_TWO[] = {2};
+static const clf_onnx_params N_IS_2 = {.dim_names = N_NAME, .dim_values = N_TWO, .ndims = 1};
+
+START_TEST(external_data_loads)
+{
+    char dir[256], data[512], path[512];
+    temp_dir(dir, sizeof dir);
+    snprintf(data, sizeof data, "%s/weights.bin", dir);
+    write_basic_data(data, 0);
+    write_external_model(dir, "weights.bin", path, sizeof path);
+    clf_onnx_model *m = load_path(path, &N_IS_2);
+    check_basic(m, 2);
+    clf_onnx_model_destroy(&m);
+    /* From memory, with the folder given. */
+    FILE *f = fopen(path, "rb");
+    unsigned char buf[4096];
+    size_t n = fread(buf, 1, sizeof buf, f);
+    fclose(f);
+    m = load_mem(buf, n, dir, &N_IS_2);
+    check_basic(m, 2);
+    clf_onnx_model_destroy(&m);
+    /* Without a folder it is refused, naming the tensor. */
+    expect_fail_mem(buf, n, NULL, &N_IS_2, CLF_ERR_MODEL,
+                    PARTS("<memory>: initializer 'w': external data 'weights.bin'", "from memory"));
+    /* A link inside the folder to a file inside it is fine; in a subfolder too. */
+    char sub[512], link[512];
+    snprintf(sub, sizeof sub, "%s/sub", dir);
+    ck_assert_int_eq(mkdir(sub, 0700), 0);
+    snprintf(link, sizeof link, "%s/sub/w.bin", dir);
+    ck_assert_int_eq(symlink("../weights.bin", link), 0);
+    write_external_model(dir, "sub/w.bin", path, sizeof path);
+    m = load_path(path, &N_IS_2);
+    check_basic(m, 2);
+    clf_onnx_model_destroy(&m);
+    /* onnx's own external-data writer (save_as_external_data). */
+    char raw[1024], ext[1024];
+    fixture(raw, sizeof raw, "onnx", "mlp_raw.onnx");
+    fixture(ext, sizeof ext, "onnx", "mlp_external.onnx");
+    const clf_onnx_params *p = clf_onnx_params(.dim_names = (const char *const[]){"B"},
+                                               .dim_values = (const int64_t[]){7}, .ndims = 1);
+    clf_onnx_model *a = load_path(raw, p), *b = load_path(ext, p);
+    same_results(a, b);
+    clf_onnx_model_destroy(&a);
+    clf_onnx_model_destroy(&b);
+}
+END_TEST
+
+/* Each bad external reference errors, naming the file, the tensor and the
+ * problem. */
+START_TEST(external_data_errors)
+{
+    char dir[256], other[256], data[512], path[512], link[512];
+    temp_dir(dir, sizeof dir);
+    temp_dir(other, sizeof other);
+    snprintf(data, sizeof data, "%s/weights.bin", dir);
+    write_basic_data(data, 0);
+
+    write_external_model(dir, "missing.bin", path, sizeof path);
+    expect_fail_path(path, &N_IS_2, CLF_ERR_MODEL, PARTS("initializer 'w'", "'missing.bin'", "cannot open"));
+
+    snprintf(data, sizeof data, "%s/short.bin", dir);
+    write_basic_data(data, 40); /* w needs bytes 3..51 */
+    write_external_model(dir, "short.bin", path, sizeof path);
+    expect_fail_path(path, &N_IS_2, CLF_ERR_MODEL,
+                     PARTS("initializer 'w'", "'short.bin'", "the file has 40 bytes; the tensor needs 48 from offset 3"));
+
+    write_basic_data(data, 55); /* w fits, b (51..63) does not */
+    expect_fail_path(path, &N_IS_2, CLF_ERR_MODEL, PARTS("initializer 'b'", "the file has 55 bytes"));
+
+    write_external_model(dir, "/etc/passwd", path, sizeof path);
+    expect_fail_path(path, &N_IS_2, CLF_ERR_MODEL, PARTS("initializer 'w'", "absolute path"));
+
+    write_external_model(dir, "../weights.bin", path, sizeof path);
+    expect_fail_path(path, &N_IS_2, CLF_ERR_MODEL, PARTS("initializer 'w'", "'..'"));
+    write_external_model(dir, "a/../../x.bin", path, sizeof path);
+    expect_fail_path(path, &N_IS_2, CLF_ERR_MODEL, PARTS("'..'"));
+
+    /* A link out of the folder, to a file that exists. */
+    snprintf(data, sizeof data, "%s/outside.bin", other);
+    write_basic_data(data, 0);
+    snprintf(link, sizeof link, "%s/escape.bin", dir);
+    ck_assert_int_eq(symlink(data, link), 0);
+    write_external_model(dir, "escape.bin", path, sizeof path);
+    expect_fail_path(path, &N_IS_2, CLF_ERR_MODEL, PARTS("initializer 'w'", "outside the model's folder"));
+
+    snprintf(data, sizeof data, "%s/adir", dir);
+    ck_assert_int_eq(mkdir(data, 0700), 0);
+    write_external_model(dir, "adir", path, sizeof path);
+    expect_fail_path(path, &N_IS_2, CLF_ERR_MODEL, PARTS("'adir'", "not a regular file"));
+
+    /* Offsets and lengths the model states. */
+    mdl M;
+    size_t len;
+    const char *cases[][4] = {
+        /* location, offset, length, expected part */
+        {"weights.bin", "1000000", "48", "the file has 63 bytes; the tensor needs 48 from offset 1000000"},
+        {"weights.bin", "3", "40", "length 40 does not match the tensor's 48 bytes"},
+        {"weights.bin", "12abc", NULL, "offset '12abc' is not a number"},
+        {"weights.bin", "-4", NULL, "offset '-4' is not a number"},
+        {"weights.bin", "99999999999999999999", NULL, "is not a number"},
+        {NULL, "3", NULL, "without a 'location'"},
+        {"", "3", NULL, "no location"},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        build_basic(&M, EXTERNAL, "weights.bin");
+        Onnx__TensorProto *w = M.inits[0];
+        w->n_external_data = 0;
+        set_external(w, cases[c][0], cases[c][1], cases[c][2]);
+        const uint8_t *bytes = pack(&M, &len);
+        write_file(path, bytes, len);
+        expect_fail_path(path, &N_IS_2, CLF_ERR_MODEL, PARTS("initializer 'w'", cases[c][3]));
+        pool_free();
+    }
+}
+END_TEST
+
+/* ---- Bad models --------------------------------------------------------------------------- */
+
+static void expect_model_fail(const mdl *M, clf_status st, const char *const *parts)
+{
+    size_t len;
+    const uint8_t *bytes = pack(M, &len);
+    expect_fail_mem(bytes, len, NULL, &N_IS_2, st, parts);
+}
+
+START_TEST(bad_models_are_refused_clearly)
+{
+    mdl M;
+    build_basic(&M, RAW, NULL);
+    M.m.ir_version = 99;
+    expect_model_fail(&M, CLF_ERR_MODEL, PARTS("ir_version 99 is not one libclfuse reads"));
+    M.m.ir_version = 2;
+    expect_model_fail(&M, CLF_ERR_MODEL, PARTS("ir_version 2"));
+    M.m.has_ir_version = 0;
+    expect_model_fail(&M, CLF_ERR_MODEL, PARTS("not an ONNX model: it has no ir_version"));
+    M.m.has_ir_version = 1;
+    M.m.ir_version = 8;
+    M.m.graph = NULL;
+    expect_model_fail(&M, CLF_ERR_MODEL, PARTS("the model has no graph"));
+    M.m.graph = &M.g;
+    M.m.n_opset_import = 0;
+    expect_model_fail(&M, CLF_ERR_MODEL, PARTS("imports no opset"));
+    M.m.n_opset_import = 1;
+
+    /* An unknown op, named by index, name and op_type. */
+    M.nodes[1]->op_type = "Frob";
+    expect_model_fail(&M, CLF_ERR_UNSUPPORTED, PARTS("<memory>: node 1 'bias' (Frob): op Frob is not supported"));
+    M.nodes[1]->op_type = S("Add");
+    M.nodes[1]->domain = "com.example";
+    expect_model_fail(&M, CLF_ERR_UNSUPPORTED, PARTS("node 1 'bias' (Add): op com.example.Add"));
+    M.nodes[1]->domain = NULL;
+
+    /* Attributes of the wrong type. */
+    Onnx__AttributeProto *axis = M.nodes[4]->attribute[0];
+    axis->type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT;
+    axis->has_f = 1;
+    axis->f = 1.5f;
+    expect_model_fail(&M, CLF_ERR_MODEL, PARTS("node 4 'sm' (Softmax): attribute 'axis' must be an integer"));
+    axis->type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING;
+    axis->has_s = 1;
+    axis->s = (ProtobufCBinaryData){2, (uint8_t *)"-1"};
+    expect_model_fail(&M, CLF_ERR_MODEL, PARTS("attribute 'axis' must be an integer"));
+    axis->type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__UNDEFINED;
+    axis->has_s = axis->has_f = 0;
+    axis->has_i = 0;
+    expect_model_fail(&M, CLF_ERR_MODEL, PARTS("node 4 'sm' (Softmax): attribute 'axis' has no value"));
+    axis->type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__GRAPH;
+    Onnx__GraphProto body = ONNX__GRAPH_PROTO__INIT;
+    axis->g = &body;
+    expect_model_fail(&M, CLF_ERR_UNSUPPORTED, PARTS("attribute 'axis' is a graph", "not supported"));
+    axis->g = NULL;
+    axis->type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT;
+    axis->has_i = 1;
+
+    /* Names that are not defined, outputs nobody computes. */
+    M.nodes[2]->input[0] = "zz";
+    expect_model_fail(&M, CLF_ERR_MODEL, PARTS("node 2 'rs' (Reshape): input 'zz' is not defined"));
+    M.nodes[2]->input[0] = S("y0");
+    M.outs[2]->name = "ghost";
+    expect_model_fail(&M, CLF_ERR_MODEL, PARTS("output 'ghost' is not computed by any node"));
+    M.outs[2]->name = S("kk");
+
+    /* Tensors whose data does not fit their shape or type. */
+    Onnx__TensorProto *w = M.inits[0];
+    w->raw_data.len = 40;
+    expect_model_fail(&M, CLF_ERR_MODEL, PARTS("initializer 'w': raw_data holds 40 bytes", "needs 48"));
+    w->raw_data.len = 48;
+    w->dims[0] = -4;
+    expect_model_fail(&M, CLF_ERR_MODEL, PARTS("initializer 'w': dimension 0 of the tensor is -4"));
+    w->dims[0] = 4;
+    w->has_data_type = 0;
+    expect_model_fail(&M, CLF_ERR_MODEL, PARTS("initializer 'w': the tensor has no data_type"));
+    w->has_data_type = 1;
+    w->data_type = 8;
+    expect_model_fail(&M, CLF_ERR_UNSUPPORTED, PARTS("initializer 'w': string tensors are not supported"));
+    w->data_type = 1;
+    Onnx__TensorProto *ki = M.inits[3];
+    ki->has_raw_data = 0;
+    ki->n_int32_data = 2;
+    ki->int32_data = P(2 * sizeof(int32_t));
+    expect_model_fail(&M, CLF_ERR_MODEL, PARTS("initializer 'ki': int32_data holds 2 values but the tensor's shape has 3"));
+    ki->n_int32_data = 0;
+    ki->n_float_data = 3;
+    ki->float_data = P(3 * sizeof(float));
+    expect_model_fail(&M, CLF_ERR_MODEL, PARTS("initializer 'ki': int32 values must be in int32_data or raw_data"));
+    ki->n_float_data = 0;
+    ki->has_raw_data = 1;
+    Onnx__TensorProto *mask = M.inits[4];
+    mask->data_type = 3; /* int8 */
+    mask->has_raw_data = 0;
+    mask->n_int32_data = 3;
+    mask->int32_data = P(3 * sizeof(int32_t));
+    mask->int32_data[1] = 300;
+    expect_model_fail(&M, CLF_ERR_MODEL, PARTS("initializer 'mask': int32_data value 300 at 1 does not fit in int8"));
+    mask->data_type = 9;
+    mask->n_int32_data = 0;
+    mask->has_raw_data = 1;
+
+    /* Input declarations libclfuse cannot take. */
+    Onnx__TypeProto *xt = M.ins[0]->type;
+    xt->tensor_type->elem_type = 7;
+    expect_model_fail(&M, CLF_ERR_UNSUPPORTED, PARTS("input 'x' is int64"));
+    xt->tensor_type->elem_type = 1;
+    M.ins[0]->type = NULL;
+    expect_model_fail(&M, CLF_ERR_MODEL, PARTS("input 'x': has no tensor type"));
+    Onnx__TypeProto seq = ONNX__TYPE_PROTO__INIT;
+    Onnx__TypeProto__Sequence s = ONNX__TYPE_PROTO__SEQUENCE__INIT;
+    seq.value_case = ONNX__TYPE_PROTO__VALUE_SEQUENCE_TYPE;
+    seq.sequence_type = &s;
+    M.ins[0]->type = &seq;
+    expect_model_fail(&M, CLF_ERR_UNSUPPORTED, PARTS("input 'x': is a sequence"));
+    M.ins[0]->type = xt;
+
+    /* Given shapes that do not fit. */
+    size_t len;
+    const uint8_t *bytes = pack(&M, &len);
+    clf_onnx_input_shape bad = {.name = "x", .origin = "x.npy", .shape = {2, 5}, .dtype = CLF_F32, .rank = 2};
+    expect_fail_mem(bytes, len, NULL, clf_onnx_params(.inputs = &bad, .ninputs = 1), CLF_ERR_SHAPE,
+                    PARTS("input 'x' (x.npy) has shape [2, 5] but the graph declares float[N, 4]"));
+    bad = (clf_onnx_input_shape){.name = "q", .shape = {2}, .rank = 1};
+    expect_fail_mem(bytes, len, NULL, clf_onnx_params(.inputs = &bad, .ninputs = 1), CLF_ERR_NOT_FOUND,
+                    PARTS("no input named 'q' (its inputs: x, k)"));
+    bad = (clf_onnx_input_shape){.name = "k", .shape = {3}, .dtype = CLF_F32, .rank = 1};
+    expect_fail_mem(bytes, len, NULL, clf_onnx_params(.inputs = &bad, .ninputs = 1), CLF_ERR_DTYPE,
+                    PARTS("input 'k' (as given) holds float but the graph declares int32[3]"));
+    expect_fail_mem(bytes, len, NULL, NULL, CLF_ERR_SHAPE, PARTS("dimension 'N' of input 'x' has no size"));
+    expect_fail_mem(bytes, len, NULL,
+                    clf_onnx_params(.dim_names = (const char *const[]){"N", "N"},
+                                    .dim_values = (const int64_t[]){2, 3}, .ndims = 2),
+                    CLF_ERR_INVALID_ARGUMENT, PARTS("dimension N is given twice"));
+    expect_fail_mem(bytes, len, NULL, clf_onnx_params(.ndims = 1), CLF_ERR_INVALID_ARGUMENT, PARTS("ndims is 1"));
+    pool_free();
+
+    /* Not models at all. */
+    expect_fail_mem("", 0, NULL, NULL, CLF_ERR_MODEL, PARTS("<memory>: the model is empty"));
+    static const unsigned char junk[] = {0xff, 0xff, 0xff, 0xff, 0x07, 0x12};
+    expect_fail_mem(junk, sizeof junk, NULL, NULL, CLF_ERR_MODEL, PARTS("protobuf-c cannot decode"));
+    clf_onnx_model *m = (clf_onnx_model *)1;
+    ck_assert_int_eq(clf_onnx_load_memory(NULL, 4, NULL, NULL, &m), CLF_ERR_INVALID_ARGUMENT);
+    ck_assert_ptr_null(m);
+    ck_assert_int_eq(clf_onnx_load_memory(junk, 4, NULL, NULL, NULL), CLF_ERR_INVALID_ARGUMENT);
+    ck_assert_int_eq(clf_onnx_load_file(NULL, NULL, &m), CLF_ERR_INVALID_ARGUMENT);
+    expect_fail_path("/nonexistent/model.onnx", NULL, CLF_ERR_IO, PARTS("cannot open"));
+    expect_fail_path("/tmp", NULL, CLF_ERR_IO, PARTS("is a folder"));
+}
+END_TEST
+
+/* protobuf-c recurses per nested message: graphs nested in attributes
+ * 20000 deep are refused before it runs, not a stack overflow. */
+static size_t put_varint(uint8_t *p, uint64_t v)
+{
+    size_t n = 0;
+    do {
+        p[n++] = (uint8_t)((v & 0x7f) | (v > 0x7f ? 0x80 : 0));
+        v >>= 7;
+    } while (v);
+    return n;
+}
+
+START_TEST(deep_nesting_is_refused)
+{
+    const int levels = 20000;
+    size_t cap = (size_t)levels * 16 + 64;
+    uint8_t *a = malloc(cap), *b = malloc(cap);
+    size_t len = 0;
+    /* From the inside out: GraphProto{node(1): NodeProto{attribute(5):
+     * AttributeProto{g(6): GraphProto ...}}}, then ModelProto{graph(7)}. */
+    for (int l = 0; l < levels; l++) {
+        static const uint8_t tags[] = {0x32 /* AttributeProto.g */, 0x2a /* NodeProto.attribute */,
+                                       0x0a /* GraphProto.node */};
+        for (int t = 0; t < 3; t++) {
+            size_t n = 0;
+            b[n++] = tags[t];
+            n += put_varint(b + n, len);
+            memcpy(b + n, a, len);
+            len += n;
+            uint8_t *x = a;
+            a = b;
+            b = x;
+        }
+    }
+    size_t n = 0;
+    b[n++] = 0x08; /* ir_version 8 */
+    b[n++] = 0x08;
+    b[n++] = 0x3a; /* graph */
+    n += put_varint(b + n, len);
+    memcpy(b + n, a, len);
+    n += len;
+    expect_fail_mem(b, n, NULL, NULL, CLF_ERR_MODEL, PARTS("nest more than"));
+    free(a);
+    free(b);
+}
+END_TEST
+
+/* Every proper prefix of a model fails cleanly (the CI runs this under
+ * ASan: no crash, no leak); so do flipped bytes and garbage, or they load. */
+START_TEST(truncated_and_corrupt_bytes_fail_cleanly)
+{
+    mdl M;
+    size_t len;
+    build_basic(&M, TYPED, NULL);
+    M.nodes[4]->attribute[0]->type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT;
+    const uint8_t *full = pack(&M, &len);
+    uint8_t *bytes = malloc(len);
+    for (size_t cut = 0; cut < len; cut++) { /* a buffer of exactly cut bytes, for ASan */
+        uint8_t *exact = malloc(cut ? cut : 1);
+        memcpy(exact, full, cut);
+        clf_onnx_model *m = (clf_onnx_model *)1;
+        msg[0] = 0;
+        clf_status st = clf_onnx_load_memory(exact, cut, NULL,
+                                             clf_onnx_params(.dim_names = (const char *const[]){"N"},
+                                                             .dim_values = (const int64_t[]){2}, .ndims = 1,
+                                                             .format = CLF_ONNX_FORMAT_BINARY, .message = msg,
+                                                             .message_cap = sizeof msg),
+                                             &m);
+        ck_assert_msg(st == CLF_ERR_MODEL, "cut at %zu of %zu: %s (%s)", cut, len, clf_status_name(st), msg);
+        ck_assert_ptr_null(m);
+        ck_assert_msg(!strncmp(msg, "<memory>: ", 10), "cut at %zu: %s", cut, msg);
+        free(exact);
+    }
+    clf_onnx_model *m = load_mem(full, len, NULL, &N_IS_2);
+    clf_onnx_model_destroy(&m);
+    /* Each byte flipped in turn, three ways. */
+    size_t loaded = 0, refused = 0;
+    for (size_t i = 0; i < len; i++)
+        for (int k = 0; k < 3; k++) {
+            static const uint8_t masks[] = {0x01, 0x80, 0xff};
+            memcpy(bytes, full, len);
+            bytes[i] ^= masks[k];
+            m = NULL;
+            clf_status st = clf_onnx_load_memory(bytes, len, NULL,
+                                                 clf_onnx_params(.dim_names = (const char *const[]){"N"},
+                                                                 .dim_values = (const int64_t[]){2}, .ndims = 1,
+                                                                 .message = msg, .message_cap = sizeof msg),
+                                                 &m);
+            if (st == CLF_OK) {
+                loaded++;
+                clf_onnx_model_destroy(&m);
+            } else {
+                refused++;
+                ck_assert_ptr_null(m);
+                ck_assert_msg(msg[0], "flip %zu/%d: %s without a message", i, k, clf_status_name(st));
+            }
+        }
+    ck_assert_uint_gt(refused, 0);
+    fprintf(stderr, "flipped bytes: %zu loaded, %zu refused\n", loaded, refused);
+    /* Random garbage of every length up to 600. */
+    for (size_t n = 1; n < 600; n++) {
+        uint8_t *g = malloc(n);
+        for (size_t i = 0; i < n; i++)
+            g[i] = (uint8_t)clf_test_rand();
+        m = NULL;
+        clf_status st = clf_onnx_load_memory(g, n, NULL, clf_onnx_params(.message = msg, .message_cap = sizeof msg), &m);
+        ck_assert_msg(st != CLF_OK || m != NULL, "garbage of %zu bytes", n);
+        clf_onnx_model_destroy(&m);
+        free(g);
+    }
+    free(bytes);
+    pool_free();
+}
+END_TEST
+
+/* ---- On the device ------------------------------------------------------------------- */
+
+/* A binary model with external weights compiled and run on PoCL matches
+ * the reference interpreter. */
+START_TEST(binary_model_runs_on_the_device)
+{
+    char path[1024];
+    fixture(path, sizeof path, "onnx", "mlp_external.onnx");
+    clf_onnx_model *m = load_path(path, clf_onnx_params(.dim_names = (const char *const[]){"B"},
+                                                        .dim_values = (const int64_t[]){9}, .ndims = 1));
+    io_set want, got;
+    io_make(m, &want);
+    reference(m, &want);
+    io_make(m, &got);
+    memcpy(got.in[0].data, want.in[0].data, 9 * 8 * sizeof(float));
+    clf_context *ctx = clf_test_context();
+    clf_executable *exe = NULL;
+    clf_status st = clf_compile(ctx, clf_onnx_model_graph(m), NULL, &exe);
+    ck_assert_msg(st == CLF_OK, "%s: %s", clf_status_name(st), clf_context_last_error(ctx));
+    st = clf_run_host(exe, got.nin, got.in, got.nout, got.out);
+    ck_assert_msg(st == CLF_OK, "%s: %s", clf_status_name(st), clf_context_last_error(ctx));
+    char why[256];
+    ck_assert_msg(clf_test_close(CLF_F32, got.out[0].data, want.out[0].data, got.out_n[0], 1e-5, 1e-5, why, sizeof why),
+                  "%s", why);
+    clf_plan_stats s;
+    clf_executable_stats(exe, &s);
+    ck_assert_uint_le(s.kernels, 2); /* relu(x @ w1 + b1) and the Gemm with its bias */
+    io_free(&want);
+    io_free(&got);
+    clf_executable_destroy(&exe);
+    clf_context_destroy(&ctx);
+    clf_onnx_model_destroy(&m);
+}
+END_TEST
+
+/* ---- Memory ---------------------------------------------------------------------------- */
+
+/* An allocator that counts live bytes (and their peak) and can fail its
+ * Nth call. */
+static size_t live, peak;
+static unsigned long calls, fail_at;
+
+static void *c_malloc(size_t n)
+{
+    if (fail_at && ++calls == fail_at)
+        return NULL;
+    size_t *p = malloc(n + 16);
+    if (!p)
+        return NULL;
+    p[0] = n;
+    live += n;
+    peak = live > peak ? live : peak;
+    return (char *)p + 16;
+}
+
+static void c_free(void *q)
+{
+    size_t *p = (size_t *)((char *)q - 16);
+    live -= p[0];
+    free(p);
+}
+
+static void *c_realloc(void *q, size_t n)
+{
+    void *r = c_malloc(n);
+    if (!r)
+        return NULL;
+    size_t old = ((size_t *)((char *)q - 16))[0];
+    memcpy(r, q, old < n ? old : n);
+    c_free(q);
+    return r;
+}
+
+/* y = x + w with w a 4 MB f32 initializer: loading costs the graph's copy
+ * of w, plus protobuf-c's when w is inside the model, never a widened one
+ * (w as doubles would be 8 MB more). */
+START_TEST(weights_are_not_widened)
+{
+    enum { ROWS = 1024, COLS = 1024 };
+    const size_t bytes = (size_t)ROWS * COLS * sizeof(float);
+    float *w = malloc(bytes);
+    for (size_t i = 0; i < (size_t)ROWS * COLS; i++)
+        w[i] = (float)i * 0.5f;
+    char dir[256], path[512], data[512];
+    temp_dir(dir, sizeof dir);
+    snprintf(data, sizeof data, "%s/w.bin", dir);
+    write_file(data, w, bytes);
+    for (int external = 0; external < 2; external++) {
+        mdl M;
+        size_t len;
+        mdl_init(&M, "big");
+        static const char *const d[] = {"1024", "1024"};
+        add_input(&M, vi("x", 1, 2, d));
+        add_output(&M, vi("y", 1, 2, d));
+        Onnx__TensorProto *t = tensor("w", 1, 2, (const int64_t[]){ROWS, COLS});
+        if (external)
+            set_external(t, "w.bin", NULL, NULL);
+        else
+            set_raw(t, w, bytes);
+        add_init(&M, t);
+        add_node(&M, "Add", "add", "x,w", "y");
+        const uint8_t *b = pack(&M, &len);
+        snprintf(path, sizeof path, "%s/big%d.onnx", dir, external);
+        write_file(path, b, len);
+        pool_free();
+
+        live = peak = 0;
+        fail_at = 0;
+        ck_assert_int_eq(clf_set_allocator(c_malloc, c_realloc, c_free), CLF_OK);
+        clf_onnx_model *m = load_path(path, NULL);
+        size_t after = live;
+        ck_assert_int_eq(clf_set_allocator(NULL, NULL, NULL), CLF_OK);
+        fprintf(stderr, "4 MB weight %s: peak %zu bytes, %zu live after loading\n",
+                external ? "in an external file" : "in raw_data", peak, after);
+        ck_assert_uint_lt(after, bytes + bytes / 8);
+        ck_assert_uint_lt(peak, (external ? 1 : 2) * bytes + bytes / 8);
+        ck_assert_int_eq(clf_set_allocator(c_malloc, c_realloc, c_free), CLF_OK);
+        clf_onnx_model_destroy(&m);
+        ck_assert_uint_eq(live, 0);
+        ck_assert_int_eq(clf_set_allocator(NULL, NULL, NULL), CLF_OK);
+    }
+    free(w);
+}
+END_TEST
+
+/* Every allocation of a load failing in turn gives CLF_ERR_OUT_OF_MEMORY
+ * with nothing leaked: a binary model with external data, and a text one. */
+START_TEST(allocation_failures_are_reported)
+{
+    char dir[256], data[512], path[512], tpath[1024];
+    temp_dir(dir, sizeof dir);
+    snprintf(data, sizeof data, "%s/weights.bin", dir);
+    write_basic_data(data, 0);
+    write_external_model(dir, "weights.bin", path, sizeof path);
+    fixture(tpath, sizeof tpath, "graphs", "layernorm.onnxtxt");
+    const char *paths[] = {path, tpath};
+    const clf_onnx_params *params[] = {&N_IS_2, clf_onnx_params(.dim_names = (const char *const[]){"B"},
+                                                                  .dim_values = (const int64_t[]){2}, .ndims = 1)};
+    for (int k = 0; k < 2; k++) {
+        unsigned long n;
+        for (n = 1;; n++) {
+            calls = 0;
+            fail_at = n;
+            live = 0;
+            ck_assert_int_eq(clf_set_allocator(c_malloc, c_realloc, c_free), CLF_OK);
+            clf_onnx_model *m = (clf_onnx_model *)1;
+            clf_onnx_params q = *params[k];
+            q.message = msg;
+            q.message_cap = sizeof msg;
+            clf_status st = clf_onnx_load_file(paths[k], &q, &m);
+            clf_onnx_model_destroy(&m);
+            ck_assert_uint_eq(live, 0);
+            ck_assert_int_eq(clf_set_allocator(NULL, NULL, NULL), CLF_OK);
+            if (st == CLF_OK && calls < n)
+                break;
+            ck_assert_msg(st == CLF_ERR_OUT_OF_MEMORY, "%s, allocation %lu failing: %s (%s)", paths[k], n,
+                          clf_status_name(st), msg);
+            ck_assert_ptr_null(m);
+            ck_assert_msg(strstr(msg, "out of memory"), "%s", msg);
+        }
+        fprintf(stderr, "%s: %lu allocations, each failed in turn\n", paths[k], n - 1);
+        ck_assert_uint_gt(n, 10);
+    }
+    fail_at = 0;
+}
+END_TEST
+
+/* ---- ONNX's own node tests (libonnx-testdata) -------------------------------------------- */
+
+#define NODE_TESTS "/usr/share/libonnx-testdata/data/node"
+
+/* Node tests whose models libclfuse reads. Not here: those that pass
+ * shapes, axes or bounds as graph inputs (int64 tensors libclfuse would
+ * need as constants: Reshape, Squeeze, Slice, Clip, ReduceSum-13's axes),
+ * and LayerNormalization's tests, which ask for its Mean and InvStdDev
+ * outputs. */
+
+static const char *const node_tests[] = {
+    "test_relu", "test_add", "test_add_bcast", "test_mul", "test_sub", "test_div", "test_exp", "test_sigmoid",
+    "test_tanh", "test_abs", "test_neg", "test_erf", "test_sqrt", "test_floor", "test_ceil", "test_sign",
+    "test_pow", "test_identity", "test_matmul_2d", "test_matmul_3d", "test_gemm_default_no_bias",
+    "test_gemm_all_attributes", "test_softmax_axis_1", "test_softmax_default_axis", "test_transpose_default",
+    "test_where_example", "test_max_example", "test_sum_example",
+    "test_mean_example", "test_not_2d", "test_and2d", "test_equal", "test_less", "test_greater",
+    "test_argmax_default_axis_example", "test_reduce_mean_default_axes_keepdims_example", "test_reduce_max_default_axes_keepdim_example",
+};
+
+/* A TensorProto file's values as f32, i32 or bool (int64 narrowed to i32). */
+static void *read_pb(const char *path, clf_dtype *dt, size_t *n)
+{
+    FILE *f = fopen(path, "rb");
+    ck_assert_msg(f != NULL, "%s: %s", path, strerror(errno));
+    static uint8_t buf[1 << 20];
+    size_t len = fread(buf, 1, sizeof buf, f);
+    fclose(f);
+    Onnx__TensorProto *t = onnx__tensor_proto__unpack(NULL, len, buf);
+    ck_assert_msg(t != NULL, "%s: not a TensorProto", path);
+    *n = 1;
+    for (size_t d = 0; d < t->n_dims; d++)
+        *n *= (size_t)t->dims[d];
+    void *out = calloc(*n ? *n : 1, 8);
+    const uint8_t *raw = t->has_raw_data ? t->raw_data.data : NULL;
+    for (size_t i = 0; i < *n; i++) {
+        switch (t->data_type) {
+        case 1: *dt = CLF_F32; memcpy((float *)out + i, raw ? raw + 4 * i : (uint8_t *)&t->float_data[i], 4); break;
+        case 6: *dt = CLF_I32; memcpy((int32_t *)out + i, raw ? raw + 4 * i : (uint8_t *)&t->int32_data[i], 4); break;
+        case 9: *dt = CLF_BOOL; ((uint8_t *)out)[i] = raw ? raw[i] : (uint8_t)t->int32_data[i]; break;
+        case 7: {
+            int64_t v;
+            memcpy(&v, raw ? raw + 8 * i : (uint8_t *)&t->int64_data[i], 8);
+            *dt = CLF_I32;
+            ((int32_t *)out)[i] = (int32_t)v;
+            break;
+        }
+        default: ck_abort_msg("%s: data_type %d", path, t->data_type);
+        }
+    }
+    onnx__tensor_proto__free_unpacked(t, NULL);
+    return out;
+}
+
+START_TEST(onnx_node_tests_match)
+{
+    struct stat sb;
+    if (stat(NODE_TESTS, &sb) != 0) {
+        fprintf(stderr, "onnx_node_tests_match: %s not installed (libonnx-testdata): skipped\n", NODE_TESTS);
+        return;
+    }
+    char path[1024];
+    snprintf(path, sizeof path, NODE_TESTS "/%s/model.onnx", node_tests[_i]);
+    clf_onnx_model *m = load_path(path, NULL);
+    io_set io;
+    io_make(m, &io);
+    for (size_t i = 0; i < io.nin; i++) {
+        clf_dtype dt;
+        size_t n;
+        snprintf(path, sizeof path, NODE_TESTS "/%s/test_data_set_0/input_%zu.pb", node_tests[_i], i);
+        free(io.in[i].data);
+        io.in[i].data = read_pb(path, &dt, &n);
+    }
+    reference(m, &io);
+    for (size_t i = 0; i < io.nout; i++) {
+        clf_dtype dt;
+        size_t n;
+        char why[256];
+        snprintf(path, sizeof path, NODE_TESTS "/%s/test_data_set_0/output_%zu.pb", node_tests[_i], i);
+        void *want = read_pb(path, &dt, &n);
+        ck_assert_int_eq(dt, io.out_dt[i]);
+        ck_assert_uint_eq(n, io.out_n[i]);
+        ck_assert_msg(clf_test_close(dt, io.out[i].data, want, n, 1e-4, 1e-5, why, sizeof why), "%s: %s: %s",
+                      node_tests[_i], io.out[i].name, why);
+        free(want);
+    }
+    io_free(&io);
+    clf_onnx_model_destroy(&m);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("onnx");
+    clf_test_add_case(s, "binary_model_loads_and_runs", binary_model_loads_and_runs);
+    clf_test_add_case(s, "raw_and_typed_initializers_are_equal", raw_and_typed_initializers_are_equal);
+    clf_test_add_case(s, "inputs_outputs_and_nodes_are_queryable", inputs_outputs_and_nodes_are_queryable);
+    clf_test_add_case(s, "initializer_listed_as_input_is_a_constant", initializer_listed_as_input_is_a_constant);
+    TCase *tc = tcase_create("text_and_binary_give_the_same_graph");
+    tcase_add_loop_test(tc, text_and_binary_give_the_same_graph, 0, (int)(sizeof graphs / sizeof graphs[0]));
+    suite_add_tcase(s, tc);
+    clf_test_add_case(s, "text_in_memory_and_forced_formats", text_in_memory_and_forced_formats);
+    clf_test_add_case(s, "text_literals_keep_their_bytes", text_literals_keep_their_bytes);
+    clf_test_add_case(s, "external_data_loads", external_data_loads);
+    clf_test_add_case(s, "external_data_errors", external_data_errors);
+    clf_test_add_case(s, "bad_models_are_refused_clearly", bad_models_are_refused_clearly);
+    clf_test_add_case(s, "deep_nesting_is_refused", deep_nesting_is_refused);
+    clf_test_add_case(s, "truncated_and_corrupt_bytes_fail_cleanly", truncated_and_corrupt_bytes_fail_cleanly);
+    clf_test_add_case(s, "binary_model_runs_on_the_device", binary_model_runs_on_the_device);
+    clf_test_add_case(s, "weights_are_not_widened", weights_are_not_widened);
+    clf_test_add_case(s, "allocation_failures_are_reported", allocation_failures_are_reported);
+    tc = tcase_create("onnx_node_tests_match");
+    tcase_add_loop_test(tc, onnx_node_tests_match, 0, (int)(sizeof node_tests / sizeof node_tests[0]));
+    suite_add_tcase(s, tc);
+    return clf_test_run_suite(s);
+}
