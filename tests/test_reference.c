@@ -120,10 +120,12 @@ START_TEST(gather_and_concat_values)
     clf_graph_output(g, "rows", clf_gather(g, t, i, 0));      /* [2, 2, 2] */
     const int32_t col = -1;
     clf_graph_output(g, "col", clf_gather(g, t, clf_constant(g, CLF_I32, 0, NULL, &col), 1)); /* [3] */
-    clf_tensor parts[3] = {t, clf_neg(g, t), t};
-    clf_graph_output(g, "cat", clf_concat(g, 3, parts, 1));   /* [3, 6] */
+    /* Four parts: more operands than a pointwise op has (the interpreter
+     * freed values still to be read when it looked at three). */
+    clf_tensor parts[4] = {t, clf_neg(g, t), t, clf_abs(g, clf_neg(g, t))};
+    clf_graph_output(g, "cat", clf_concat(g, 4, parts, 1));   /* [3, 8] */
     expect_graph_ok(g);
-    float rows[8], colv[3], cat[18];
+    float rows[8], colv[3], cat[24];
     clf_host_binding out[3] = {{"rows", rows}, {"col", colv}, {"cat", cat}};
     char msg[256];
     ck_assert_int_eq(clf_reference_run(g, 0, NULL, 3, out, msg, sizeof msg), CLF_OK);
@@ -131,8 +133,9 @@ START_TEST(gather_and_concat_values)
     expect_f32(rows, want_rows, 8, 0, "gather rows");
     const float want_col[3] = {11, 21, 31};
     expect_f32(colv, want_col, 3, 0, "gather col");
-    const float want_cat[18] = {10, 11, -10, -11, 10, 11, 20, 21, -20, -21, 20, 21, 30, 31, -30, -31, 30, 31};
-    expect_f32(cat, want_cat, 18, 0, "concat");
+    const float want_cat[24] = {10, 11, -10, -11, 10, 11, 10, 11, 20, 21, -20, -21, 20, 21, 20, 21,
+                                30, 31, -30, -31, 30, 31, 30, 31};
+    expect_f32(cat, want_cat, 24, 0, "concat");
     clf_graph_destroy(&g);
 }
 END_TEST

@@ -12,7 +12,10 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "clfuse/reference.h"
+#include "graph/op_table.h"
 #include "util/alloc.h"
+#include "util/log.h"
 
 #define DEFAULT_OPSET 18
 
@@ -180,6 +183,8 @@ static clf_status add_sym(importer *I, const char *name, int64_t v, const char *
 
 static const char *dtype_onnx_name(clf_dtype dt)
 {
+    if (dt == CLF_I64)
+        return "int64";
     return dt == CLF_F32 ? "float" : dt == CLF_I32 ? "int32" : "bool";
 }
 
@@ -238,6 +243,26 @@ static clf_status check_graph(importer *I, const clf__onnx_node *n)
 /* The graph tensor for v, creating a constant from its literal when
  * needed. f32, i32 and bool literals go to clf_constant as they are;
  * int64 ones are narrowed to i32 when every value fits. */
+/* The graph dtype of an ONNX element type, where libclfuse has one. */
+static bool elem_dtype(int elem, clf_dtype *dt)
+{
+    switch (elem) {
+    case CLF__ONNX_FLOAT: *dt = CLF_F32; return true;
+    case CLF__ONNX_INT32: *dt = CLF_I32; return true;
+    case CLF__ONNX_INT64: *dt = CLF_I64; return true;
+    case CLF__ONNX_BOOL: *dt = CLF_BOOL; return true;
+    default: return false;
+    }
+}
+
+/* The ONNX element type of a graph dtype. */
+static int dtype_elem(clf_dtype dt)
+{
+    static const int elems[CLF_DTYPE_COUNT] = {[CLF_F32] = CLF__ONNX_FLOAT, [CLF_I32] = CLF__ONNX_INT32,
+                                               [CLF_BOOL] = CLF__ONNX_BOOL, [CLF_I64] = CLF__ONNX_INT64};
+    return elems[dt];
+}
+
 static clf_status materialize(importer *I, const clf__onnx_node *n, value *v, clf_tensor *out)
 {
     if (clf_tensor_valid(v->t)) {
@@ -250,46 +275,13 @@ static clf_status materialize(importer *I, const clf__onnx_node *n, value *v, cl
     for (int d = 0; d < L->type.rank; d++)
         shape[d] = L->type.dims[d].value;
     clf_dtype dt;
-    switch (L->type.elem) {
-    case CLF__ONNX_FLOAT: dt = CLF_F32; break;
-    case CLF__ONNX_INT32: case CLF__ONNX_INT64: dt = CLF_I32; break;
-    case CLF__ONNX_BOOL: dt = CLF_BOOL; break;
-    default:
-        return unsupported(I, pos, "constant '%s' is %s; libclfuse computes in float, int32 and bool", v->name,
-                           clf__onnx_elem_name(L->type.elem));
-    }
+    if (!elem_dtype(L->type.elem, &dt))
+        return unsupported(I, pos, "constant '%s' is %s; libclfuse computes in float, int32, int64 and bool",
+                           v->name, clf__onnx_elem_name(L->type.elem));
     if (L->n && !L->data)
         return fail_status(I, CLF_ERR_INTERNAL, pos, "constant '%s': its data was released", v->name);
-    if (L->type.rank == 0) {
-        double x = clf__onnx_tensor_double(L, 0);
-        if (L->type.elem == CLF__ONNX_INT64) {
-            int64_t i = clf__onnx_tensor_int(L, 0);
-            if (i > INT32_MAX || i < INT32_MIN)
-                return unsupported(I, pos, "int64 constant '%s' (%lld) does not fit in int32, libclfuse's "
-                                   "integer type", v->name, (long long)i);
-        }
-        *out = v->t = clf_scalar(I->g, dt, x);
-        return check_graph(I, n);
-    }
-    const void *data = L->data;
-    int32_t *narrow = NULL;
-    if (L->type.elem == CLF__ONNX_INT64) {
-        narrow = clf__malloc(L->n ? L->n * sizeof *narrow : 1);
-        if (!narrow)
-            return oom(I);
-        for (size_t k = 0; k < L->n; k++) {
-            int64_t i = clf__onnx_tensor_int(L, k);
-            if (i > INT32_MAX || i < INT32_MIN) {
-                clf__free(narrow);
-                return unsupported(I, pos, "int64 constant '%s' holds %lld, which does not fit in int32, "
-                                   "libclfuse's integer type", v->name, (long long)i);
-            }
-            narrow[k] = (int32_t)i;
-        }
-        data = narrow;
-    }
-    *out = v->t = clf_constant(I->g, dt, L->type.rank, shape, data);
-    clf__free(narrow);
+    /* The literal's own bytes (rank 0 too: exact for int64 past 2^53). */
+    *out = v->t = clf_constant(I->g, dt, L->type.rank, shape, L->data);
     return check_graph(I, n);
 }
 
@@ -448,28 +440,6 @@ static clf_status want_inputs(importer *I, const clf__onnx_node *n, int lo, int 
 
 static const struct {
     const char *onnx;
-    clf_unary_op op;
-} unary_ops[] = {
-    {"Neg", CLF_UNARY_NEG},   {"Abs", CLF_UNARY_ABS},         {"Exp", CLF_UNARY_EXP},
-    {"Log", CLF_UNARY_LOG},   {"Sqrt", CLF_UNARY_SQRT},       {"Reciprocal", CLF_UNARY_RECIPROCAL},
-    {"Sin", CLF_UNARY_SIN},   {"Cos", CLF_UNARY_COS},         {"Tanh", CLF_UNARY_TANH},
-    {"Sigmoid", CLF_UNARY_SIGMOID}, {"Relu", CLF_UNARY_RELU}, {"Erf", CLF_UNARY_ERF},
-    {"Floor", CLF_UNARY_FLOOR}, {"Ceil", CLF_UNARY_CEIL},     {"Sign", CLF_UNARY_SIGN},
-    {"Not", CLF_UNARY_NOT},   {"Gelu", CLF_UNARY_GELU},
-};
-
-static const struct {
-    const char *onnx;
-    clf_binary_op op;
-} binary_ops[] = {
-    {"Add", CLF_BINARY_ADD},  {"Sub", CLF_BINARY_SUB},         {"Mul", CLF_BINARY_MUL},
-    {"Div", CLF_BINARY_DIV},  {"Pow", CLF_BINARY_POW},         {"Equal", CLF_BINARY_EQ},
-    {"Less", CLF_BINARY_LT},  {"LessOrEqual", CLF_BINARY_LE},  {"Greater", CLF_BINARY_GT},
-    {"GreaterOrEqual", CLF_BINARY_GE}, {"And", CLF_BINARY_AND}, {"Or", CLF_BINARY_OR},
-};
-
-static const struct {
-    const char *onnx;
     clf_reduce_op op;
 } reduce_ops[] = {
     {"ReduceSum", CLF_REDUCE_SUM}, {"ReduceMean", CLF_REDUCE_MEAN}, {"ReduceMax", CLF_REDUCE_MAX},
@@ -597,52 +567,21 @@ static clf_status cast_target(importer *I, const clf__onnx_node *n, int64_t to, 
     switch (to) {
     case CLF__ONNX_FLOAT: *dt = CLF_F32; return 0;
     case CLF__ONNX_INT32: *dt = CLF_I32; return 0;
+    case CLF__ONNX_INT64: *dt = CLF_I64; return 0;
     case CLF__ONNX_BOOL: *dt = CLF_BOOL; return 0;
     default:
-        return unsupported(I, n->op_pos, "to %s is not supported by libclfuse (float, int32, bool)",
+        return unsupported(I, n->op_pos, "to %s is not supported by libclfuse (float, int32, int64, bool)",
                            clf__onnx_elem_name(to < INT32_MIN || to > INT32_MAX ? -1 : (int)to));
     }
 }
 
-/* Imports node n (index idx): its first output goes to *out. */
-static clf_status import_op(importer *I, const clf__onnx_node *n, int idx, clf_tensor *out)
+/* Max, Min, Sum, Mean of any number of inputs, broadcast together. */
+static clf_status import_variadic(importer *I, const clf__onnx_node *n, clf_tensor *out)
 {
     const char *o = n->op;
     clf_graph *g = I->g;
-    clf_tensor a, b, c;
-    *out = CLF_TENSOR_INVALID;
-
-    for (size_t k = 0; k < sizeof unary_ops / sizeof unary_ops[0]; k++) {
-        if (strcmp(o, unary_ops[k].onnx))
-            continue;
-        if (unary_ops[k].op == CLF_UNARY_GELU) {
-            const clf__onnx_attr *ap = clf__onnx_node_attr(n, "approximate");
-            if (ap && (ap->kind != CLF__ONNX_ATTR_STRING || strcmp(ap->s, "none")))
-                return unsupported(I, ap->pos, "approximate=\"%s\" is not supported by libclfuse (only \"none\")",
-                                   ap->kind == CLF__ONNX_ATTR_STRING ? ap->s : "?");
-        }
-        if (want_inputs(I, n, 1, 1) || input(I, n, 0, &a))
-            return I->status;
-        *out = clf_unary(g, unary_ops[k].op, a);
-        return 0;
-    }
-    for (size_t k = 0; k < sizeof binary_ops / sizeof binary_ops[0]; k++) {
-        if (strcmp(o, binary_ops[k].onnx))
-            continue;
-        if (want_inputs(I, n, 2, 2) || input(I, n, 0, &a) || input(I, n, 1, &b))
-            return I->status;
-        *out = clf_binary(g, binary_ops[k].op, a, b);
-        return 0;
-    }
-    for (size_t k = 0; k < sizeof reduce_ops / sizeof reduce_ops[0]; k++)
-        if (!strcmp(o, reduce_ops[k].onnx))
-            return import_reduce(I, n, reduce_ops[k].op, out);
-    for (size_t k = 0; k < sizeof not_yet / sizeof not_yet[0]; k++)
-        if (!strcmp(o, not_yet[k]))
-            return unsupported(I, n->op_pos, "op %s is not supported by libclfuse yet (of the contractions, only "
-                               "MatMul and Gemm are)", o);
-
-    if (!strcmp(o, "Max") || !strcmp(o, "Min") || !strcmp(o, "Sum") || !strcmp(o, "Mean")) {
+    clf_tensor a, b;
+    {
         if (want_inputs(I, n, 1, 64) || input(I, n, 0, &a))
             return I->status;
         clf_binary_op op = o[1] == 'a' ? CLF_BINARY_MAXIMUM : o[1] == 'i' ? CLF_BINARY_MINIMUM : CLF_BINARY_ADD;
@@ -658,6 +597,203 @@ static clf_status import_op(importer *I, const clf__onnx_node *n, int idx, clf_t
         *out = a;
         return 0;
     }
+}
+
+/* Pow: ONNX lets the exponent's type differ from the base's. Both are
+ * raised in f32; an integer base's result is rounded and cast back (exact
+ * while it fits a float's 24 bits). */
+static clf_status import_pow(importer *I, clf_tensor a, clf_tensor b, clf_tensor *out)
+{
+    clf_graph *g = I->g;
+    clf_dtype da = CLF_F32, db = CLF_F32;
+    clf_tensor_dtype(g, a, &da);
+    clf_tensor_dtype(g, b, &db);
+    clf_tensor x = da == CLF_F32 ? a : clf_cast(g, a, CLF_F32);
+    clf_tensor y = db == CLF_F32 ? b : clf_cast(g, b, CLF_F32);
+    clf_tensor r = clf_pow(g, x, y);
+    /* Round to the nearest integer: pow in float may land just below it. */
+    *out = da == CLF_F32 ? r : clf_cast(g, clf_floor(g, clf_add(g, r, clf_scalar(g, CLF_F32, 0.5))), da);
+    return CLF_OK;
+}
+
+
+/* Split along axis into the node's outputs: by the 'split' input (opset
+ * 13) or attribute (before), else into num_outputs (opset 18) or
+ * noutputs parts, the last one smaller when the extent does not divide. */
+static clf_status import_split(importer *I, const clf__onnx_node *n, clf_tensor *out)
+{
+    clf_graph *g = I->g;
+    clf_tensor x;
+    int64_t axis, nout;
+    const int64_t *sizes = NULL;
+    size_t nsizes = 0;
+    bool present = false;
+    if (want_inputs(I, n, 1, 2) || input(I, n, 0, &x) || attr_int(I, n, "axis", 0, &axis) ||
+        attr_int(I, n, "num_outputs", n->noutputs, &nout))
+        return I->status;
+    if (has_input(n, 1)) {
+        if (const_ints(I, n, 1, "split", &sizes, &nsizes))
+            return I->status;
+    } else if (attr_ints(I, n, "split", &sizes, &nsizes, &present)) {
+        return I->status;
+    }
+    int rank;
+    int64_t shape[CLF_MAX_RANK];
+    clf_tensor_shape(g, x, &rank, shape);
+    if (axis < 0)
+        axis += rank;
+    if (axis < 0 || axis >= rank)
+        return fail(I, n->op_pos, "axis %lld is out of range for rank %d", (long long)axis, rank);
+    if (nout != n->noutputs)
+        return fail(I, n->op_pos, "num_outputs is %lld but the node has %d outputs", (long long)nout, n->noutputs);
+    int64_t len = shape[axis], at = 0;
+    if (sizes && nsizes != (size_t)n->noutputs)
+        return fail(I, n->op_pos, "split has %zu sizes for %d outputs", nsizes, n->noutputs);
+    int64_t part = (len + nout - 1) / (nout ? nout : 1);
+    for (int k = 0; k < n->noutputs; k++) {
+        int64_t sz = sizes ? sizes[k] : (k < n->noutputs - 1 ? part : len - part * (nout - 1));
+        if (sz < 0 || at + sz > len)
+            return fail(I, n->op_pos, "the split sizes do not fit the extent %lld of axis %lld", (long long)len,
+                        (long long)axis);
+        int64_t st = at, en = at + sz;
+        int ax = (int)axis;
+        out[k] = clf_slice(g, x, 1, &st, &en, &ax, NULL);
+        at += sz;
+    }
+    if (at != len)
+        return fail(I, n->op_pos, "the split sizes sum to %lld, not the extent %lld of axis %lld", (long long)at,
+                    (long long)len, (long long)axis);
+    return CLF_OK;
+}
+
+/* An iota along axis d of a tensor of the given rank: 0 .. len-1 as i64,
+ * extent 1 on every other axis. */
+static clf_tensor iota(importer *I, int rank, int d, int64_t len)
+{
+    int64_t shape[CLF_MAX_RANK];
+    for (int k = 0; k < rank; k++)
+        shape[k] = k == d ? len : 1;
+    int64_t *v = own(I, (size_t)(len ? len : 1) * sizeof *v);
+    if (!v) {
+        oom(I);
+        return CLF_TENSOR_INVALID;
+    }
+    for (int64_t k = 0; k < len; k++)
+        v[k] = k;
+    return clf_constant(I->g, CLF_I64, rank, shape, v);
+}
+
+/* Trilu: the upper (col - row >= k) or lower (col - row <= k) triangle of
+ * the last two axes, zero elsewhere: a where over iota constants, so a
+ * mask of constants folds and one of data fuses. */
+static clf_status import_trilu(importer *I, const clf__onnx_node *n, clf_tensor x, int64_t k, bool upper,
+                               clf_tensor *out)
+{
+    clf_graph *g = I->g;
+    int rank;
+    int64_t shape[CLF_MAX_RANK];
+    clf_dtype dt;
+    clf_tensor_shape(g, x, &rank, shape);
+    clf_tensor_dtype(g, x, &dt);
+    if (rank < 2)
+        return fail(I, n->op_pos, "Trilu needs a tensor of rank 2 or more (this one has rank %d)", rank);
+    clf_tensor rows = iota(I, 2, 0, shape[rank - 2]), cols = iota(I, 2, 1, shape[rank - 1]);
+    if (I->status)
+        return I->status;
+    clf_tensor diff = clf_sub(g, cols, rows);
+    clf_tensor kk = clf_scalar(g, CLF_I64, (double)k);
+    clf_tensor keep = upper ? clf_ge(g, diff, kk) : clf_le(g, diff, kk);
+    *out = clf_where(g, keep, x, clf_scalar(g, dt, 0));
+    return CLF_OK;
+}
+
+/* LayerNormalization's Mean and InvStdDev outputs (ONNX: over the
+ * normalised axes, kept with extent 1). */
+static clf_status layer_norm_stats(importer *I, const clf__onnx_node *n, clf_tensor x, int axis, double eps,
+                                   clf_tensor *out)
+{
+    clf_graph *g = I->g;
+    int rank;
+    clf_tensor_shape(g, x, &rank, NULL);
+    int a = axis < 0 ? axis + rank : axis;
+    if (a < 0 || a >= rank)
+        return fail(I, n->op_pos, "axis %d is out of range for rank %d", axis, rank);
+    int axes[CLF_MAX_RANK], naxes = 0;
+    for (int d = a; d < rank; d++)
+        axes[naxes++] = d;
+    clf_tensor mean = clf_reduce_mean(g, x, naxes, axes, true);
+    clf_tensor dev = clf_sub(g, x, mean);
+    clf_tensor var = clf_reduce_mean(g, clf_mul(g, dev, dev), naxes, axes, true);
+    if (n->noutputs > 1)
+        out[1] = mean;
+    if (n->noutputs > 2)
+        out[2] = clf_rsqrt(g, clf_add(g, var, clf_scalar(g, CLF_F32, eps)));
+    return CLF_OK;
+}
+
+/* Reshape with allowzero = 1 and a 0 in the shape: the result is empty, so
+ * x must be; it is the empty tensor of that shape. */
+static clf_status reshape_allowzero(importer *I, const clf__onnx_node *n, clf_tensor x, const int64_t *v, size_t count,
+                                    clf_tensor *out)
+{
+    int rank;
+    int64_t shape[CLF_MAX_RANK], numel = 1;
+    clf_dtype dt;
+    clf_tensor_shape(I->g, x, &rank, shape);
+    clf_tensor_dtype(I->g, x, &dt);
+    for (int d = 0; d < rank; d++)
+        numel *= shape[d];
+    for (size_t k = 0; k < count; k++)
+        if (v[k] < 0)
+            return unsupported(I, n->op_pos, "allowzero=1 with both 0 and -1 in the shape");
+    if (numel != 0)
+        return fail(I, n->op_pos, "allowzero=1 with a 0 in the shape needs an empty input (this one has %lld "
+                    "elements)", (long long)numel);
+    *out = clf_constant(I->g, dt, (int)count, v, NULL);
+    return CLF_OK;
+}
+
+/* Imports node n (index idx): its outputs go to out[0 .. n->noutputs). */
+static clf_status import_op(importer *I, const clf__onnx_node *n, int idx, clf_tensor *out)
+{
+    const char *o = n->op;
+    clf_graph *g = I->g;
+    clf_tensor a, b, c;
+    *out = CLF_TENSOR_INVALID;
+
+    /* Variadic Max, Min, Sum, Mean first: Max and Min are also binary rows. */
+    if (!strcmp(o, "Max") || !strcmp(o, "Min") || !strcmp(o, "Sum") || !strcmp(o, "Mean"))
+        return import_variadic(I, n, out);
+    /* The pointwise ops of the op table, by their ONNX names. */
+    clf__op top = clf__op_from_onnx(o, I->opset);
+    if (top != CLF__OP_COUNT && clf__op_is_unary(top)) {
+        if (top == CLF__OP_GELU) {
+            const clf__onnx_attr *ap = clf__onnx_node_attr(n, "approximate");
+            if (ap && (ap->kind != CLF__ONNX_ATTR_STRING || strcmp(ap->s, "none")))
+                return unsupported(I, ap->pos, "approximate=\"%s\" is not supported by libclfuse (only \"none\")",
+                                   ap->kind == CLF__ONNX_ATTR_STRING ? ap->s : "?");
+        }
+        if (want_inputs(I, n, 1, 1) || input(I, n, 0, &a))
+            return I->status;
+        *out = clf_unary(g, clf__op_unary(top), a);
+        return 0;
+    }
+    if (top != CLF__OP_COUNT && clf__op_is_binary(top)) {
+        if (want_inputs(I, n, 2, 2) || input(I, n, 0, &a) || input(I, n, 1, &b))
+            return I->status;
+        if (top == CLF__OP_POW)
+            return import_pow(I, a, b, out);
+        *out = clf_binary(g, clf__op_binary(top), a, b);
+        return 0;
+    }
+    for (size_t k = 0; k < sizeof reduce_ops / sizeof reduce_ops[0]; k++)
+        if (!strcmp(o, reduce_ops[k].onnx))
+            return import_reduce(I, n, reduce_ops[k].op, out);
+    for (size_t k = 0; k < sizeof not_yet / sizeof not_yet[0]; k++)
+        if (!strcmp(o, not_yet[k]))
+            return unsupported(I, n->op_pos, "op %s is not supported by libclfuse yet (of the contractions, only "
+                               "MatMul and Gemm are)", o);
+
     if (!strcmp(o, "Identity") || !strcmp(o, "Dropout")) {
         if (want_inputs(I, n, 1, !strcmp(o, "Dropout") ? 3 : 1))
             return I->status;
@@ -715,10 +851,11 @@ static clf_status import_op(importer *I, const clf__onnx_node *n, int idx, clf_t
         if (count > CLF_MAX_RANK)
             return unsupported(I, n->op_pos, "a shape of rank %zu is more than libclfuse's %d", count,
                                CLF_MAX_RANK);
-        if (allowzero)
-            for (size_t k = 0; k < count; k++)
-                if (v[k] == 0)
-                    return unsupported(I, n->op_pos, "allowzero=1 with a 0 in the shape is not supported");
+        bool zero_extent = false;
+        for (size_t k = 0; k < count; k++)
+            zero_extent = zero_extent || (allowzero && v[k] == 0);
+        if (o[0] == 'R' && zero_extent)
+            return reshape_allowzero(I, n, a, v, count, out);
         *out = o[0] == 'R' ? clf_reshape(g, a, (int)count, v) : clf_expand(g, a, (int)count, v);
         return 0;
     }
@@ -776,7 +913,9 @@ static clf_status import_op(importer *I, const clf__onnx_node *n, int idx, clf_t
         if (want_inputs(I, n, 1, 1) || input(I, n, 0, &a) || attr_int(I, n, "axis", 0, &axis) ||
             attr_int(I, n, "keepdims", 1, &keep) || attr_int(I, n, "select_last_index", 0, &last))
             return I->status;
-        *out = (o[3] == 'M' && o[4] == 'a' ? clf_argmax : clf_argmin)(g, a, (int)axis, keep != 0, last != 0);
+        /* ONNX gives int64 indices; libclfuse's arg reductions give i32. */
+        *out = clf_cast(g, (o[3] == 'M' && o[4] == 'a' ? clf_argmax : clf_argmin)(g, a, (int)axis, keep != 0, last != 0),
+                        CLF_I64);
         return 0;
     }
     if (!strcmp(o, "Softmax") || !strcmp(o, "LogSoftmax")) {
@@ -798,14 +937,82 @@ static clf_status import_op(importer *I, const clf__onnx_node *n, int idx, clf_t
         if (want_inputs(I, n, 1, ln ? 3 : 2) || input(I, n, 0, &a) || attr_int(I, n, "axis", -1, &axis) ||
             attr_float(I, n, "epsilon", 1e-5, &eps))
             return I->status;
-        for (int k = 1; k < n->noutputs; k++)
-            if (n->outputs[k][0])
-                return unsupported(I, n->op_pos, "only the first output (Y) is supported");
+        if (!ln)
+            for (int k = 1; k < n->noutputs; k++)
+                if (n->outputs[k][0])
+                    return unsupported(I, n->op_pos, "RMSNormalization has one output");
         b = c = CLF_TENSOR_INVALID;
         if ((has_input(n, 1) && input(I, n, 1, &b)) || (has_input(n, 2) && input(I, n, 2, &c)))
             return I->status;
         *out = ln ? clf_layer_norm(g, a, (int)axis, eps, b, c) : clf_rms_norm(g, a, (int)axis, eps, b);
+        if (ln && n->noutputs > 1)
+            return layer_norm_stats(I, n, a, (int)axis, eps, out);
         return 0;
+    }
+    if (!strcmp(o, "Gather") || !strcmp(o, "GatherElements")) {
+        int64_t axis;
+        if (want_inputs(I, n, 2, 2) || input(I, n, 0, &a) || input(I, n, 1, &b) || attr_int(I, n, "axis", 0, &axis))
+            return I->status;
+        if (o[6] == 'E')
+            return unsupported(I, n->op_pos, "GatherElements is not supported by libclfuse yet");
+        *out = clf_gather(g, a, b, (int)axis);
+        return 0;
+    }
+    if (!strcmp(o, "Concat")) {
+        int64_t axis;
+        if (want_inputs(I, n, 1, 1 << 16) || attr_int(I, n, "axis", INT64_MIN, &axis))
+            return I->status;
+        if (axis == INT64_MIN)
+            return fail(I, n->op_pos, "attribute 'axis' is required");
+        clf_tensor *xs = own(I, (size_t)n->ninputs * sizeof *xs);
+        if (!xs)
+            return oom(I);
+        int m = 0;
+        for (int k = 0; k < n->ninputs; k++) {
+            if (!n->inputs[k][0])
+                return fail(I, n->op_pos, "input %d is empty", k + 1);
+            if (input(I, n, k, &xs[m]))
+                return I->status;
+            /* ONNX allows empty inputs of another rank (e.g. shape [0]) in
+             * a concat of vectors; they add nothing. */
+            int64_t numel = 1, shp[CLF_MAX_RANK];
+            int r = 0;
+            clf_tensor_shape(g, xs[m], &r, shp);
+            for (int d = 0; d < r; d++)
+                numel *= shp[d];
+            if (numel > 0 || n->ninputs == 1 || m == 0)
+                m++;
+        }
+        *out = clf_concat(g, m, xs, (int)axis);
+        return 0;
+    }
+    if (!strcmp(o, "Split"))
+        return import_split(I, n, out);
+    if (!strcmp(o, "Flatten")) {
+        int64_t axis;
+        if (want_inputs(I, n, 1, 1) || input(I, n, 0, &a) || attr_int(I, n, "axis", 1, &axis))
+            return I->status;
+        int rank;
+        int64_t shape[CLF_MAX_RANK];
+        clf_tensor_shape(g, a, &rank, shape);
+        if (axis < 0)
+            axis += rank;
+        if (axis < 0 || axis > rank)
+            return fail(I, n->op_pos, "axis %lld is out of range for rank %d", (long long)axis, rank);
+        int64_t two[2] = {1, 1};
+        for (int d = 0; d < rank; d++)
+            two[d < axis ? 0 : 1] *= shape[d];
+        *out = clf_reshape(g, a, 2, two);
+        return 0;
+    }
+    if (!strcmp(o, "Trilu")) {
+        int64_t upper;
+        double kd = 0;
+        if (want_inputs(I, n, 1, 2) || input(I, n, 0, &a) || attr_int(I, n, "upper", 1, &upper))
+            return I->status;
+        if (has_input(n, 1) && const_scalar(I, n, 1, "k", &kd))
+            return I->status;
+        return import_trilu(I, n, a, (int64_t)kd, upper != 0, out);
     }
     if (!strcmp(o, "MatMul")) {
         if (want_inputs(I, n, 2, 2) || input(I, n, 0, &a) || input(I, n, 1, &b))
@@ -837,16 +1044,6 @@ static const clf__onnx_value *model_input(const clf__onnx_model *m, const char *
         if (!m->inputs[i].init && !strcmp(m->inputs[i].name, name))
             return &m->inputs[i];
     return NULL;
-}
-
-static bool elem_dtype(int elem, clf_dtype *dt)
-{
-    switch (elem) {
-    case CLF__ONNX_FLOAT: *dt = CLF_F32; return true;
-    case CLF__ONNX_INT32: *dt = CLF_I32; return true;
-    case CLF__ONNX_BOOL: *dt = CLF_BOOL; return true;
-    default: return false;
-    }
 }
 
 static const char *origin_of(const clf_onnx_input_shape *gv) { return gv->origin ? gv->origin : "as given"; }
@@ -909,7 +1106,7 @@ static clf_status make_input(importer *I, const clf__onnx_value *v, const clf_on
     clf_dtype dt;
     char ty[160];
     if (!elem_dtype(v->type.elem, &dt))
-        return unsupported(I, v->type.pos, "input '%s' is %s; libclfuse takes float, int32 and bool inputs",
+        return unsupported(I, v->type.pos, "input '%s' is %s; libclfuse takes float, int32, int64 and bool inputs",
                            v->name, clf__onnx_elem_name(v->type.elem));
     const clf_onnx_input_shape *gv = NULL;
     for (size_t i = 0; i < p->ninputs; i++)
@@ -952,9 +1149,8 @@ static clf_status make_input(importer *I, const clf__onnx_value *v, const clf_on
     return define(I, v->pos, v->name, t, NULL, CLF_ONNX_PRODUCER_INPUT);
 }
 
-/* An output's declared type against what the graph computes. int64 is
- * accepted for int32 values: ArgMax gives int32 here. An output declared
- * without a type (binary models may) is not checked. */
+/* An output's declared type against what the graph computes. An output
+ * declared without a type (binary models may) is not checked. */
 static clf_status check_output(importer *I, const clf__onnx_value *v, clf_tensor t)
 {
     clf_dtype dt;
@@ -966,10 +1162,8 @@ static clf_status check_output(importer *I, const clf__onnx_value *v, clf_tensor
     if (v->type.elem == CLF__ONNX_UNDEFINED)
         return CLF_OK;
     clf_dtype want;
-    if (v->type.elem == CLF__ONNX_INT64)
-        want = CLF_I32;
-    else if (!elem_dtype(v->type.elem, &want))
-        return unsupported(I, v->type.pos, "output '%s' is declared %s; libclfuse computes float, int32 and bool",
+    if (!elem_dtype(v->type.elem, &want))
+        return unsupported(I, v->type.pos, "output '%s' is declared %s; libclfuse computes float, int32, int64 and bool",
                            v->name, clf__onnx_elem_name(v->type.elem));
     bool ok = want == dt && (!v->type.has_shape || v->type.rank == rank);
     for (int d = 0; ok && v->type.has_shape && d < rank; d++) {
@@ -996,9 +1190,251 @@ static clf_status check_node_outputs(importer *I, const clf__onnx_node *n)
         return fail(I, n->op_pos, "the node has no output");
     for (int j = 1; j < n->noutputs; j++)
         if (n->outputs[j][0] && strcmp(n->op, "LayerNormalization") && strcmp(n->op, "RMSNormalization") &&
-            strcmp(n->op, "Dropout"))
+            strcmp(n->op, "Dropout") && strcmp(n->op, "Split"))
             return fail(I, n->op_pos, "%s has one output, but %d are named", n->op, n->noutputs);
     return CLF_OK;
+}
+
+
+/* ---- Values known when the graph is built ------------------------------------ */
+
+/* A new literal of elem type, rank and shape, its data zeroed (owned). */
+static clf__onnx_tensor *new_literal(importer *I, const char *name, int elem, int rank, const int64_t *shape,
+                                     clf__onnx_pos pos)
+{
+    size_t n = 1;
+    for (int d = 0; d < rank; d++)
+        if (__builtin_mul_overflow(n, (size_t)shape[d], &n))
+            return NULL;
+    size_t bytes;
+    if (__builtin_mul_overflow(n, clf__onnx_elem_size(elem), &bytes))
+        return NULL;
+    clf__onnx_tensor *T = own(I, sizeof *T);
+    void *data = own(I, bytes);
+    if (!T || !data)
+        return NULL;
+    T->type = (clf__onnx_type){.elem = elem, .has_shape = true, .rank = rank, .pos = pos};
+    for (int d = 0; d < rank; d++)
+        T->type.dims[d].value = shape[d];
+    T->n = n;
+    T->name = name;
+    T->data = data;
+    return T;
+}
+
+/* Most elements a literal made here (ConstantOfShape, Range, a folded
+ * node) may hold: shape arithmetic and masks are small; larger values
+ * stay in the graph. */
+#define MAX_LITERAL_ELEMS ((size_t)1 << 24)
+
+/* ConstantOfShape, Range and Size: literals from literals. */
+static clf_status import_literal_op(importer *I, const clf__onnx_node *n, int idx)
+{
+    const char *o = n->op;
+    if (!strcmp(o, "ConstantOfShape")) {
+        const int64_t *shape;
+        size_t rank;
+        if (want_inputs(I, n, 1, 1) || const_ints(I, n, 0, "shape", &shape, &rank))
+            return I->status;
+        const clf__onnx_attr *a = clf__onnx_node_attr(n, "value");
+        if (a && (a->kind != CLF__ONNX_ATTR_TENSOR || a->t->n != 1))
+            return fail(I, a->pos, "'value' must be a one-element tensor");
+        int elem = a ? a->t->type.elem : CLF__ONNX_FLOAT;
+        size_t es = clf__onnx_elem_size(elem);
+        size_t total = 1;
+        for (size_t d = 0; d < rank; d++) {
+            if (shape[d] < 0)
+                return fail(I, n->op_pos, "the shape has a negative extent (%lld)", (long long)shape[d]);
+            if (__builtin_mul_overflow(total, (size_t)shape[d], &total) || total > MAX_LITERAL_ELEMS)
+                return unsupported(I, n->op_pos, "the constant would have more than %zu elements",
+                                   MAX_LITERAL_ELEMS);
+        }
+        if (!es)
+            return unsupported(I, n->op_pos, "value is %s", clf__onnx_elem_name(elem));
+        clf__onnx_tensor *T = new_literal(I, n->outputs[0], elem, (int)rank, shape, n->op_pos);
+        if (!T)
+            return oom(I);
+        for (size_t k = 0; k < T->n; k++)
+            if (a)
+                memcpy((char *)T->data + k * es, a->t->data, es);
+        return define(I, n->pos, n->outputs[0], CLF_TENSOR_INVALID, T, idx);
+    }
+    if (!strcmp(o, "Range")) {
+        if (want_inputs(I, n, 3, 3))
+            return I->status;
+        value *v[3];
+        for (int k = 0; k < 3; k++) {
+            v[k] = find(I, n->inputs[k]);
+            if (need_literal(I, n, v[k], k == 0 ? "start" : k == 1 ? "limit" : "delta"))
+                return I->status;
+            if (v[k]->lit->n != 1)
+                return fail(I, n->op_pos, "Range's inputs are scalars ('%s' holds %zu values)", v[k]->name,
+                            v[k]->lit->n);
+        }
+        int elem = v[0]->lit->type.elem;
+        clf_dtype dt;
+        if (!elem_dtype(elem, &dt) || elem == CLF__ONNX_BOOL)
+            return unsupported(I, n->op_pos, "Range of %s", clf__onnx_elem_name(elem));
+        double start = clf__onnx_tensor_double(v[0]->lit, 0), limit = clf__onnx_tensor_double(v[1]->lit, 0),
+               delta = clf__onnx_tensor_double(v[2]->lit, 0);
+        if (delta == 0 || isnan(delta) || isnan(start) || isnan(limit))
+            return fail(I, n->op_pos, "Range with delta %g from %g to %g", delta, start, limit);
+        double cnt = ceil((limit - start) / delta);
+        if (cnt < 0)
+            cnt = 0;
+        if (cnt > (double)MAX_LITERAL_ELEMS)
+            return unsupported(I, n->op_pos, "Range of more than %zu values", MAX_LITERAL_ELEMS);
+        int64_t len = (int64_t)cnt;
+        clf__onnx_tensor *T = new_literal(I, n->outputs[0], elem, 1, &len, n->op_pos);
+        if (!T)
+            return oom(I);
+        for (int64_t k = 0; k < len; k++) {
+            if (dt == CLF_F32) {
+                float f = (float)(start + (double)k * delta);
+                memcpy((char *)T->data + k * 4, &f, 4);
+            } else {
+                int64_t s0 = clf__onnx_tensor_int(v[0]->lit, 0), d0 = clf__onnx_tensor_int(v[2]->lit, 0);
+                int64_t x = s0 + k * d0;
+                if (dt == CLF_I32) {
+                    int32_t x32 = (int32_t)x;
+                    memcpy((char *)T->data + k * 4, &x32, 4);
+                } else {
+                    memcpy((char *)T->data + k * 8, &x, 8);
+                }
+            }
+        }
+        return define(I, n->pos, n->outputs[0], CLF_TENSOR_INVALID, T, idx);
+    }
+    /* Size */
+    clf_tensor x;
+    if (want_inputs(I, n, 1, 1) || input(I, n, 0, &x))
+        return I->status;
+    int rank;
+    int64_t shape[CLF_MAX_RANK], numel = 1;
+    clf_tensor_shape(I->g, x, &rank, shape);
+    for (int d = 0; d < rank; d++)
+        numel *= shape[d];
+    clf__onnx_tensor *T = new_literal(I, n->outputs[0], CLF__ONNX_INT64, 0, NULL, n->op_pos);
+    if (!T)
+        return oom(I);
+    memcpy((void *)T->data, &numel, sizeof numel);
+    return define(I, n->pos, n->outputs[0], CLF_TENSOR_INVALID, T, idx);
+}
+
+/* Whether node n can be evaluated now: it has inputs, each a literal, and
+ * they are small. Random ops never are. */
+static bool foldable(importer *I, const clf__onnx_node *n)
+{
+    if (n->ninputs == 0 || !strncmp(n->op, "Random", 6))
+        return false;
+    size_t total = 0;
+    for (int k = 0; k < n->ninputs; k++) {
+        if (!n->inputs[k][0])
+            continue;
+        const value *v = find(I, n->inputs[k]);
+        if (!v || !v->lit || (v->lit->n && !v->lit->data))
+            return false;
+        total += v->lit->n;
+    }
+    return total <= MAX_LITERAL_ELEMS;
+}
+
+static clf_status import_op(importer *I, const clf__onnx_node *n, int idx, clf_tensor *out);
+
+/* Evaluates node n, whose inputs are all literals, by importing it into a
+ * graph of its own and running the reference interpreter: the outputs
+ * become literals, and no kernel computes them (the exporters' Shape ->
+ * Gather -> Concat -> Reshape chains, masks from Range and Trilu). Returns
+ * CLF_OK with *folded false when the node's results are too large. */
+static clf_status fold_node(importer *I, const clf__onnx_node *n, int idx, bool *folded)
+{
+    *folded = false;
+    clf_graph *main_g = I->g;
+    clf_tensor saved[64];
+    if (n->ninputs > 64)
+        return CLF_OK;
+    for (int k = 0; k < n->ninputs; k++) {
+        value *v = n->inputs[k][0] ? find(I, n->inputs[k]) : NULL;
+        saved[k] = v ? v->t : CLF_TENSOR_INVALID;
+        if (v)
+            v->t = CLF_TENSOR_INVALID; /* the literal goes into the folding graph */
+    }
+    clf_graph *fg = clf_graph_create();
+    clf_tensor outs[16];
+    clf_host_binding bind[16];
+    clf__onnx_tensor *lits[16] = {NULL};
+    size_t before = I->nvalues;
+    clf_status st = CLF_OK;
+    if (!fg) {
+        st = oom(I);
+        goto done;
+    }
+    if (n->noutputs > 16)
+        goto done;
+    for (int j = 0; j < 16; j++)
+        outs[j] = CLF_TENSOR_INVALID;
+    I->g = fg;
+    st = import_op(I, n, idx, outs);
+    if (!st)
+        st = check_graph(I, n);
+    I->g = main_g;
+    if (st || I->nvalues != before) /* an error, or Identity defined its literal itself */
+        goto done;
+    int nb = 0;
+    for (int j = 0; j < n->noutputs; j++) {
+        if (!n->outputs[j][0] || !clf_tensor_valid(outs[j]))
+            continue;
+        clf_dtype dt;
+        int rank;
+        int64_t shape[CLF_MAX_RANK], numel = 1;
+        clf_tensor_dtype(fg, outs[j], &dt);
+        clf_tensor_shape(fg, outs[j], &rank, shape);
+        for (int d = 0; d < rank; d++)
+            numel *= shape[d];
+        if ((size_t)numel > MAX_LITERAL_ELEMS)
+            goto done; /* left to the graph */
+        lits[j] = new_literal(I, n->outputs[j], dtype_elem(dt), rank, shape, n->op_pos);
+        if (!lits[j]) {
+            st = oom(I);
+            goto done;
+        }
+        char nm[16];
+        snprintf(nm, sizeof nm, "o%d", j);
+        if (clf_graph_output(fg, nm, outs[j]) != CLF_OK) {
+            st = check_graph(I, n);
+            goto done;
+        }
+        bind[nb++] = (clf_host_binding){lits[j]->name, (void *)lits[j]->data};
+    }
+    /* The reference binds outputs by the names given to clf_graph_output. */
+    char names[16][16];
+    for (int j = 0, b = 0; j < n->noutputs; j++)
+        if (lits[j]) {
+            snprintf(names[b], sizeof names[b], "o%d", j);
+            bind[b].name = names[b];
+            b++;
+        }
+    char msg[256];
+    clf_status rs = clf_reference_run(fg, 0, NULL, (size_t)nb, bind, msg, sizeof msg);
+    if (rs != CLF_OK) {
+        st = rs == CLF_ERR_OUT_OF_MEMORY ? oom(I) : fail_status(I, rs, n->op_pos, "folding: %s", msg);
+        goto done;
+    }
+    for (int j = 0; j < n->noutputs; j++)
+        if (lits[j] && (st = define(I, n->pos, n->outputs[j], CLF_TENSOR_INVALID, lits[j], idx)))
+            goto done;
+    *folded = true;
+    clf__log(CLF__LOG_FUSION, "onnx node %d (%s '%s'): folded into a constant at load", idx, n->op,
+             n->name && n->name[0] ? n->name : n->outputs[0]);
+done:
+    I->g = main_g;
+    for (int k = 0; k < n->ninputs; k++) {
+        value *v = n->inputs[k][0] ? find(I, n->inputs[k]) : NULL;
+        if (v)
+            v->t = saved[k];
+    }
+    clf_graph_destroy(&fg);
+    return st;
 }
 
 static clf_status import_node(importer *I, int k, clf__onnx_node_span *span)
@@ -1021,16 +1457,35 @@ static clf_status import_node(importer *I, int k, clf__onnx_node_span *span)
     } else if (!strcmp(n->op, "Shape")) {
         if (import_shape(I, n, k))
             return I->status;
-    } else {
-        clf_tensor t;
-        size_t before = I->nvalues;
-        if (import_op(I, n, k, &t) || check_graph(I, n))
+    } else if (!strcmp(n->op, "ConstantOfShape") || !strcmp(n->op, "Range") || !strcmp(n->op, "Size")) {
+        if (import_literal_op(I, n, k))
             return I->status;
-        if (I->nvalues == before) { /* not an Identity of a literal */
-            if (!clf_tensor_valid(t))
-                return fail_status(I, CLF_ERR_INTERNAL, n->op_pos, "internal error: no result");
-            if (define(I, n->pos, n->outputs[0], t, NULL, k))
+    } else {
+        bool folded = false;
+        if (foldable(I, n) && fold_node(I, n, k, &folded))
+            return I->status;
+        if (!folded) {
+            clf_tensor t[64];
+            size_t before = I->nvalues;
+            if (n->noutputs > 64)
+                return unsupported(I, n->op_pos, "%d outputs (at most 64)", n->noutputs);
+            for (int j = 0; j < 64; j++)
+                t[j] = CLF_TENSOR_INVALID;
+            if (import_op(I, n, k, t) || check_graph(I, n))
                 return I->status;
+            if (I->nvalues == before) { /* not an Identity of a literal */
+                if (!clf_tensor_valid(t[0]))
+                    return fail_status(I, CLF_ERR_INTERNAL, n->op_pos, "internal error: no result");
+                for (int j = 0; j < n->noutputs; j++) {
+                    if (!n->outputs[j][0])
+                        continue;
+                    if (!clf_tensor_valid(t[j]))
+                        return unsupported(I, n->op_pos, "output %d ('%s') of %s is not supported", j + 1,
+                                           n->outputs[j], n->op);
+                    if (define(I, n->pos, n->outputs[j], t[j], NULL, k))
+                        return I->status;
+                }
+            }
         }
     }
     span->end = (uint32_t)clf_graph_node_count(I->g);

@@ -937,7 +937,7 @@ clf_status clf_reference_run(const clf_graph *g, size_t ninputs, const clf_host_
         const clf__node *n = &g->nodes[id];
         if (!needed[id])
             continue;
-        for (int k = 0; k < n->ninputs && k < 3; k++) {
+        for (int k = 0; k < n->ninputs; k++) {
             uint32_t src = n->inputs[k];
             if (src >= id) {
                 set_message(message, cap,

@@ -10,7 +10,7 @@
 
 static const char *npy_dtype_name(clf_dtype dt)
 {
-    return dt == CLF_F32 ? "float32" : dt == CLF_I32 ? "int32" : "bool";
+    return dt == CLF_F32 ? "float32" : dt == CLF_I32 ? "int32" : dt == CLF_I64 ? "int64" : "bool";
 }
 
 static void print_value(FILE *f, clf_dtype dt, const void *data, size_t k)
@@ -19,6 +19,8 @@ static void print_value(FILE *f, clf_dtype dt, const void *data, size_t k)
         fprintf(f, "%.7g", (double)((const float *)data)[k]);
     else if (dt == CLF_I32)
         fprintf(f, "%d", ((const int32_t *)data)[k]);
+    else if (dt == CLF_I64)
+        fprintf(f, "%lld", (long long)((const int64_t *)data)[k]);
     else
         fprintf(f, "%s", ((const unsigned char *)data)[k] ? "True" : "False");
 }

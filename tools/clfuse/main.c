@@ -45,7 +45,7 @@ static const command commands[] = {
      "usage: clfuse run GRAPH --input NAME=FILE.npy ... [--output NAME=FILE.npy ...]\n"
      "                  [--device D] [--no-fusion] [--dim NAME=SIZE ...]\n\n"
      "Runs GRAPH on the device. Every graph input must be given as a NumPy .npy file\n"
-     "(float32, int32 or bool, C order); shapes and dtypes are checked against the\n"
+     "(float32, int32, int64 or bool, C order); shapes and dtypes are checked against the\n"
      "graph, and symbolic dimensions take their sizes from the inputs. Outputs named\n"
      "with --output are written as .npy; the others are printed.\n\n"
      "  --input NAME=FILE   an input of the graph\n"

@@ -19,6 +19,8 @@ void hm_fill_random(void *p, clf_dtype dt, size_t n, double lo, double hi, uint6
             ((float *)p)[k] = (float)(lo + (hi - lo) * ((double)r * (1.0 / 9007199254740992.0)));
         else if (dt == CLF_I32)
             ((int32_t *)p)[k] = (int32_t)(r % 21) - 10;
+        else if (dt == CLF_I64)
+            ((int64_t *)p)[k] = (int64_t)(r % 21) - 10;
         else
             ((unsigned char *)p)[k] = (unsigned char)(r & 1);
     }
