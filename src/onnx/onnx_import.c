@@ -753,6 +753,91 @@ static clf_status reshape_allowzero(importer *I, const clf__onnx_node *n, clf_te
     return CLF_OK;
 }
 
+
+/* GatherND with batch_dims 0: each index tuple (the last axis of indices,
+ * q long) picks a slice of data; that is a Gather along the first axis of
+ * data with its first q axes flattened, at the tuples' linear indices
+ * (computed here for literal indices, by index arithmetic otherwise). */
+static clf_status import_gather_nd(importer *I, const clf__onnx_node *n, clf_tensor *out)
+{
+    clf_graph *g = I->g;
+    clf_tensor data, idx;
+    int64_t bd;
+    if (want_inputs(I, n, 2, 2) || input(I, n, 0, &data) || attr_int(I, n, "batch_dims", 0, &bd))
+        return I->status;
+    if (bd != 0)
+        return unsupported(I, n->op_pos, "batch_dims=%lld (only 0 is supported)", (long long)bd);
+    int dr, ir;
+    int64_t ds[CLF_MAX_RANK], is[CLF_MAX_RANK];
+    clf_tensor_shape(g, data, &dr, ds);
+    value *iv = find(I, n->inputs[1]);
+    if (iv->lit) {
+        ir = iv->lit->type.rank;
+        for (int d = 0; d < ir; d++)
+            is[d] = iv->lit->type.dims[d].value;
+    } else {
+        if (input(I, n, 1, &idx))
+            return I->status;
+        clf_tensor_shape(g, idx, &ir, is);
+    }
+    if (ir < 1)
+        return fail(I, n->op_pos, "indices must have rank 1 or more");
+    int64_t q = is[ir - 1];
+    if (q < 1 || q > dr)
+        return fail(I, n->op_pos, "the index tuples have %lld entries; data has rank %d", (long long)q, dr);
+    /* data as [prod(ds[:q]), ds[q:]...] */
+    int64_t flat[CLF_MAX_RANK], rows = 1, stride[CLF_MAX_RANK];
+    for (int d = 0; d < q; d++)
+        rows *= ds[d];
+    flat[0] = rows;
+    for (int d = (int)q; d < dr; d++)
+        flat[d - q + 1] = ds[d];
+    stride[q - 1] = 1;
+    for (int d = (int)q - 1; d-- > 0;)
+        stride[d] = stride[d + 1] * ds[d + 1];
+    clf_tensor table = clf_reshape(g, data, dr - (int)q + 1, flat);
+    int64_t lin_shape[CLF_MAX_RANK];
+    for (int d = 0; d < ir - 1; d++)
+        lin_shape[d] = is[d];
+    clf_tensor lin;
+    if (iv->lit) {
+        if (!clf__onnx_elem_is_integer(iv->lit->type.elem) || iv->lit->type.elem == CLF__ONNX_BOOL)
+            return fail(I, n->op_pos, "indices must be integers");
+        size_t count = iv->lit->n / (size_t)q;
+        int64_t *v = own(I, (count ? count : 1) * sizeof *v);
+        if (!v)
+            return oom(I);
+        for (size_t t = 0; t < count; t++) {
+            int64_t at = 0;
+            for (int64_t k = 0; k < q; k++) {
+                int64_t e = clf__onnx_tensor_int(iv->lit, t * (size_t)q + (size_t)k);
+                if (e < -ds[k] || e >= ds[k])
+                    return fail(I, n->op_pos, "index %lld is out of range for axis %lld of extent %lld",
+                                (long long)e, (long long)k, (long long)ds[k]);
+                at += (e < 0 ? e + ds[k] : e) * stride[k];
+            }
+            v[t] = at;
+        }
+        lin = clf_constant(g, CLF_I64, ir - 1, lin_shape, v);
+    } else {
+        clf_dtype idt;
+        clf_tensor_dtype(g, idx, &idt);
+        clf_tensor x64 = idt == CLF_I64 ? idx : clf_cast(g, idx, CLF_I64);
+        lin = CLF_TENSOR_INVALID;
+        for (int64_t k = 0; k < q; k++) {
+            int64_t st = k, en = k + 1;
+            int ax = ir - 1;
+            clf_tensor e = clf_reshape(g, clf_slice(g, x64, 1, &st, &en, &ax, NULL), ir - 1, lin_shape);
+            clf_tensor wrapped = clf_where(g, clf_lt(g, e, clf_scalar(g, CLF_I64, 0)),
+                                           clf_add(g, e, clf_scalar(g, CLF_I64, (double)ds[k])), e);
+            clf_tensor term = clf_mul(g, wrapped, clf_scalar(g, CLF_I64, (double)stride[k]));
+            lin = k ? clf_add(g, lin, term) : term;
+        }
+    }
+    *out = clf_gather(g, table, lin, 0);
+    return CLF_OK;
+}
+
 /* Imports node n (index idx): its outputs go to out[0 .. n->noutputs). */
 static clf_status import_op(importer *I, const clf__onnx_node *n, int idx, clf_tensor *out)
 {
@@ -958,6 +1043,8 @@ static clf_status import_op(importer *I, const clf__onnx_node *n, int idx, clf_t
         *out = clf_gather(g, a, b, (int)axis);
         return 0;
     }
+    if (!strcmp(o, "GatherND"))
+        return import_gather_nd(I, n, out);
     if (!strcmp(o, "Concat")) {
         int64_t axis;
         if (want_inputs(I, n, 1, 1 << 16) || attr_int(I, n, "axis", INT64_MIN, &axis))
