@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# The model benchmark of issue 15 on the GPU machine (carry .gpu; run
+# ../shared/gpu/prepare and bench/models/prepare_gpu.sh here first):
+#     bash bench/models/run_models_gpu.sh tiny     # fixtures: GPU, PoCL, torch, onnxruntime, suites on the GPU
+#     bash bench/models/run_models_gpu.sh large    # the Llama-shaped stack (hidden 2048, 2 layers, seq 512, f32)
+# Everything lands in $OUT; a summary is printed last.
+set -uo pipefail
+source .gpu/env.sh
+OUT=${OUT:-/tmp/clfuse-out}
+mkdir -p "$OUT"
+export POCL_CACHE_DIR=/tmp/pocl-cache CLFUSE_CACHE_DIR=/tmp/clfuse-cache
+B=/tmp/build-gpu
+stage=${1:-tiny}
+tests=false; [ "$stage" = tiny ] && tests=true
+if ! { meson setup $B -Dtests=$tests --buildtype=release --wrap-mode=nodownload \
+         -Donnx_proto=/tmp/gpu-root/usr/include/onnx/onnx.proto && ninja -C $B; } > "$OUT/build.log" 2>&1; then
+  tail -40 "$OUT/build.log"; exit 1
+fi
+{ clinfo -l; nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv; git log -1 --format=%H 2>/dev/null; } > "$OUT/log.txt" 2>&1
+CLI=$B/tools/clfuse/clfuse
+bench() { # model dir, label, runs
+  for dev in gpu cpu; do
+    CLFUSE_DEVICE=$dev timeout 300 $CLI bench "$1/model.onnx" --runs "$3" > "$OUT/bench_$2_$dev.txt" 2>&1
+    echo "== $2 on $dev"; grep -E "^(unfused|fused) " "$OUT/bench_$2_$dev.txt"
+  done
+}
+if [ "$stage" = tiny ]; then
+  for fam in llama gpt2 bert; do
+    for exp in torchscript dynamo; do
+      d=tests/models/${fam}_${exp}_ids
+      bench "$d" "${fam}_${exp}" 300
+      CLFUSE_DEVICE=gpu CLFUSE_LOGS=perf timeout 120 $CLI run "$d/model.onnx" $(for f in "$d"/input_*.npy; do n=$(basename "$f" .npy); echo --input "${n#input_}=$f"; done) \
+        > /dev/null 2> "$OUT/perf_${fam}_${exp}_gpu.txt"
+    done
+  done
+  PYTHONUNBUFFERED=1 timeout 420 python3 bench/models/bench_models.py > "$OUT/refs.jsonl" 2> "$OUT/refs.log"
+  cat "$OUT/refs.jsonl"
+  CLFUSE_DEVICE=gpu timeout 300 meson test -C $B --suite onnx --suite models --suite ops --suite fusion \
+    --suite reductions --suite reference --num-processes 8 --print-errorlogs > "$OUT/tests_gpu.txt" 2>&1
+  grep -E "^ *[0-9]+/[0-9]+ |^(Ok|Fail|Skipped|Timeout)" "$OUT/tests_gpu.txt"
+else
+  X=/tmp/bench-fx
+  PYTHONUNBUFFERED=1 timeout 300 python3 tests/models/make_fixtures.py --size bench --families llama \
+    --exporters torchscript --inputs ids --outdir $X --threads 16 > "$OUT/export.log" 2>&1
+  tail -3 "$OUT/export.log"
+  d=$X/llama_torchscript_ids
+  CLFUSE_DEVICE=gpu timeout 300 $CLI bench "$d/model.onnx" --runs 30 > "$OUT/bench_llama_large_gpu.txt" 2>&1
+  echo "== llama_large on gpu"; grep -E "^(unfused|fused) " "$OUT/bench_llama_large_gpu.txt"
+  CLFUSE_DEVICE=gpu CLFUSE_LOGS=perf timeout 200 $CLI run "$d/model.onnx" $(for f in "$d"/input_*.npy; do n=$(basename "$f" .npy); echo --input "${n#input_}=$f"; done) \
+    > /dev/null 2> "$OUT/perf_llama_large_gpu.txt"
+  tail -40 "$OUT/perf_llama_large_gpu.txt"
+  CLFUSE_DEVICE=cpu timeout 300 $CLI bench "$d/model.onnx" --runs 3 > "$OUT/bench_llama_large_pocl.txt" 2>&1
+  echo "== llama_large on pocl"; grep -E "^(unfused|fused) " "$OUT/bench_llama_large_pocl.txt"
+  PYTHONUNBUFFERED=1 timeout 300 python3 bench/models/bench_models.py --families --bench $X > "$OUT/refs_large.jsonl" 2> "$OUT/refs_large.log"
+  cat "$OUT/refs_large.jsonl"
+fi
