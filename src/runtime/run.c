@@ -149,6 +149,19 @@ static clf_status enqueue(clf_executable *e, cl_command_queue queue, cl_mem *tab
         memcpy(first, wait, nwait * sizeof *first);
     if (e->last)
         first[nfirst++] = e->last;
+    /* On an in-order queue the kernels run in the order enqueued: only the
+     * first (after the wait list) and the last (the run's event) need
+     * events, unless profiling wants each kernel's. Events per kernel cost
+     * several microseconds each on NVIDIA's driver, a third of a small
+     * model's run. */
+    cl_command_queue_properties qp = 0;
+    clGetCommandQueueInfo(queue, CL_QUEUE_PROPERTIES, sizeof qp, &qp, NULL);
+    bool chain = (qp & CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE) || (qp & CL_QUEUE_PROFILING_ENABLE);
+    size_t last_k = e->nkernels;
+    for (size_t k = 0; k < e->nkernels; k++)
+        if (!(e->kernels[k].global == 0 || e->kernels[k].numel == 0))
+            last_k = k;
+    bool launched = false;
     cl_event prev = NULL;
     for (size_t k = 0; k < e->nkernels; k++) {
         clf__exe_kernel *K = &e->kernels[k];
@@ -165,8 +178,11 @@ static clf_status enqueue(clf_executable *e, cl_command_queue queue, cl_mem *tab
         }
         /* Chain events so that out-of-order queues keep plan order too. */
         cl_event ev = NULL;
-        err = clEnqueueNDRangeKernel(queue, K->kernel, 1, NULL, &K->global, &K->local, prev ? 1 : nfirst,
-                                     prev ? &prev : (nfirst ? first : NULL), &ev);
+        bool want_ev = chain || k == last_k || K->final_kernel;
+        cl_uint nw = launched ? (prev ? 1 : 0) : nfirst;
+        const cl_event *w = launched ? (prev ? &prev : NULL) : (nfirst ? first : NULL);
+        err = clEnqueueNDRangeKernel(queue, K->kernel, 1, NULL, &K->global, &K->local, nw, w, want_ev ? &ev : NULL);
+        launched = true;
         if (err != CL_SUCCESS) {
             st = clf__ctx_fail(ctx, clf__cl_status(err),
                                "clf_run: clEnqueueNDRangeKernel(%s, global %zu, local %zu): %s", K->name,
@@ -191,10 +207,22 @@ static clf_status enqueue(clf_executable *e, cl_command_queue queue, cl_mem *tab
             ev = fin;
         }
         evs[k] = ev;
-        prev = ev;
+        if (chain || k == last_k) {
+            prev = ev;
+        } else {
+            if (ev)
+                clReleaseEvent(ev); /* a split reduction's: the queue orders what follows */
+            evs[k] = NULL;
+            prev = NULL;
+        }
     }
     cl_event marker = NULL;
-    if (st == CLF_OK && !prev) {
+    if (st != CLF_OK && launched && !prev) {
+        /* A failure part-way on an in-order queue: an event for what went in. */
+        if (clEnqueueMarkerWithWaitList(queue, 0, NULL, &marker) == CL_SUCCESS)
+            prev = marker;
+    }
+    if (st == CLF_OK && !prev && !launched) {
         /* Nothing to launch (zero-size outputs): still honour the wait list. */
         cl_int err = clEnqueueMarkerWithWaitList(queue, nfirst, nfirst ? first : NULL, &marker);
         if (err != CL_SUCCESS)
