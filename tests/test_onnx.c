@@ -1087,8 +1087,11 @@ START_TEST(bad_models_are_refused_clearly)
 
     /* Input declarations libclfuse cannot take. */
     Onnx__TypeProto *xt = M.ins[0]->type;
+    xt->tensor_type->elem_type = 11;
+    expect_model_fail(&M, CLF_ERR_UNSUPPORTED, PARTS("input 'x' is double"));
+    /* An int64 input is taken; the MatMul it feeds refuses the dtype. */
     xt->tensor_type->elem_type = 7;
-    expect_model_fail(&M, CLF_ERR_UNSUPPORTED, PARTS("input 'x' is int64"));
+    expect_model_fail(&M, CLF_ERR_DTYPE, PARTS("node 0 'mm' (MatMul): clf_matmul: a has dtype i64"));
     xt->tensor_type->elem_type = 1;
     M.ins[0]->type = NULL;
     expect_model_fail(&M, CLF_ERR_MODEL, PARTS("input 'x': has no tensor type"));
@@ -1459,8 +1462,8 @@ static void *read_pb(const char *path, clf_dtype *dt, size_t *n)
         case 7: {
             int64_t v;
             memcpy(&v, raw ? raw + 8 * i : (uint8_t *)&t->int64_data[i], 8);
-            *dt = CLF_I32;
-            ((int32_t *)out)[i] = (int32_t)v;
+            *dt = CLF_I64;
+            ((int64_t *)out)[i] = v;
             break;
         }
         default: ck_abort_msg("%s: data_type %d", path, t->data_type);

@@ -500,6 +500,20 @@ START_TEST(gather_of_computed_indices)
     e2e_check_all(g, &in, 2, 0, 0);
     clf_graph_destroy(&g);
     e2e_inputs_free(&in);
+
+    /* Indices computed over the gather's own shape: the region computing
+     * them must not take the gather too (its indices are read from memory;
+     * GatherND of scalars from libonnx-testdata built "b-1[j]" before). */
+    g = clf_graph_create();
+    e2e_inputs in2 = {0};
+    const int64_t v_shape[1] = {9}, j_shape[1] = {6};
+    clf_tensor vec = e2e_input(g, &in2, "vec", CLF_F32, 1, v_shape, -1, 1);
+    clf_tensor j = e2e_input(g, &in2, "j", CLF_I64, 1, j_shape, -9, 8);
+    clf_tensor jj = clf_where(g, clf_lt(g, j, clf_scalar(g, CLF_I64, 0)), clf_add(g, j, clf_scalar(g, CLF_I64, 9)), j);
+    clf_graph_output(g, "z", clf_gather(g, vec, jj, 0));
+    e2e_check_all(g, &in2, 2, 0, 0);
+    clf_graph_destroy(&g);
+    e2e_inputs_free(&in2);
 }
 END_TEST
 

@@ -686,8 +686,11 @@ clf_status clf__onnx_read_binary(const void *data, size_t size, const char *base
     }
     /* ONNX requires one; every op libclfuse knows is of the default domain. */
     if (out->opset < 0) {
-        fail(&R, CLF_ERR_MODEL, "", "the model imports no opset of the default ONNX domain (opset_import \"\" "
-             "or \"ai.onnx\")");
+        /* Another domain only (a training or contrib model) is a valid model
+         * libclfuse cannot run; no opset at all is not a valid model. */
+        fail(&R, mp->n_opset_import ? CLF_ERR_UNSUPPORTED : CLF_ERR_MODEL, "",
+             "the model imports no opset of the default ONNX domain (opset_import \"\" or \"ai.onnx\")%s",
+             mp->n_opset_import ? "; libclfuse runs only that domain's ops" : "");
         goto done;
     }
     out->producer = copy_str(&R, mp->producer_name);

@@ -298,8 +298,8 @@ static bool has_input(const clf__onnx_node *n, int k) { return k < n->ninputs &&
 static clf_status need_literal(importer *I, const clf__onnx_node *n, const value *v, const char *what)
 {
     if (!v->lit)
-        return fail(I, n->op_pos, "the %s input '%s' must be a Constant or an initializer (libclfuse takes it "
-                    "when the graph is built)", what, v->name);
+        return unsupported(I, n->op_pos, "the %s input '%s' must be a Constant, an initializer or computable from "
+                           "them and static shapes (libclfuse takes it when the graph is built)", what, v->name);
     if (v->lit->n && !v->lit->data)
         return fail_status(I, CLF_ERR_INTERNAL, n->op_pos, "the %s input '%s': its data was released", what,
                            v->name);
@@ -884,6 +884,13 @@ static clf_status import_op(importer *I, const clf__onnx_node *n, int idx, clf_t
             return I->status;
         if (n->noutputs > 1 && n->outputs[1][0])
             return unsupported(I, n->op_pos, "Dropout's mask output is not supported");
+        if (!strcmp(o, "Dropout") && has_input(n, 2)) {
+            double training;
+            if (const_scalar(I, n, 2, "training_mode", &training))
+                return I->status;
+            if (training != 0)
+                return unsupported(I, n->op_pos, "Dropout with training_mode true (libclfuse runs inference)");
+        }
         value *v = find(I, n->inputs[0]);
         if (!clf_tensor_valid(v->t))
             return define(I, n->pos, n->outputs[0], CLF_TENSOR_INVALID, v->lit, idx) ? I->status : 0;
@@ -901,11 +908,26 @@ static clf_status import_op(importer *I, const clf__onnx_node *n, int idx, clf_t
         if (want_inputs(I, n, 1, 3) || input(I, n, 0, &a) || attr_float(I, n, "min", lo, &lo) ||
             attr_float(I, n, "max", hi, &hi))
             return I->status;
-        if (has_input(n, 1) && const_scalar(I, n, 1, "min", &lo))
-            return I->status;
-        if (has_input(n, 2) && const_scalar(I, n, 2, "max", &hi))
-            return I->status;
-        *out = clf_clip(g, a, lo, hi);
+        /* Bounds known now become the clip's own; bounds computed at run
+         * time are a maximum and a minimum. */
+        clf_tensor rlo = CLF_TENSOR_INVALID, rhi = CLF_TENSOR_INVALID;
+        for (int k = 1; k <= 2; k++) {
+            if (!has_input(n, k))
+                continue;
+            value *bv = find(I, n->inputs[k]);
+            if (bv->lit) {
+                if (const_scalar(I, n, k, k == 1 ? "min" : "max", k == 1 ? &lo : &hi))
+                    return I->status;
+            } else if (input(I, n, k, k == 1 ? &rlo : &rhi)) {
+                return I->status;
+            }
+        }
+        a = clf_clip(g, a, lo, hi);
+        if (clf_tensor_valid(rlo))
+            a = clf_maximum(g, a, rlo);
+        if (clf_tensor_valid(rhi))
+            a = clf_minimum(g, a, rhi);
+        *out = a;
         return 0;
     }
     if (!strcmp(o, "Cast") || !strcmp(o, "CastLike")) {
@@ -1273,12 +1295,15 @@ static clf_status check_output(importer *I, const clf__onnx_value *v, clf_tensor
  * the ops whose extra outputs may be asked for and are refused by the op. */
 static clf_status check_node_outputs(importer *I, const clf__onnx_node *n)
 {
-    if (n->noutputs < 1 || !n->outputs[0][0])
+    if (n->noutputs < 1)
         return fail(I, n->op_pos, "the node has no output");
+    if (!n->outputs[0][0])
+        return unsupported(I, n->op_pos, "%s without its first output is not supported", n->op);
     for (int j = 1; j < n->noutputs; j++)
         if (n->outputs[j][0] && strcmp(n->op, "LayerNormalization") && strcmp(n->op, "RMSNormalization") &&
             strcmp(n->op, "Dropout") && strcmp(n->op, "Split"))
-            return fail(I, n->op_pos, "%s has one output, but %d are named", n->op, n->noutputs);
+            return unsupported(I, n->op_pos, "%s with %d outputs is not supported (libclfuse computes its first)",
+                               n->op, n->noutputs);
     return CLF_OK;
 }
 

@@ -123,10 +123,12 @@ static bool same_shape(int ra, const int64_t *a, int rb, const int64_t *b)
 /* Materialised nodes that node m reads, found by walking its inputs through
  * inlined nodes. stamp/mark implement a visited set without clearing. */
 static bool collect_deps(const clf_graph *g, const bool *mat, uint32_t m, uint32_t *stamp,
-                         uint32_t mark, u32vec *stack, u32vec *out)
+                         uint32_t mark, u32vec *stack, u32vec *out, u32vec *gather_ix)
 {
     stack->n = 0;
     const clf__node *mn = clf__graph_node(g, m);
+    if (mn->op == CLF__OP_GATHER && mat[mn->inputs[1]] && !vec_push(gather_ix, mn->inputs[1]))
+        return false;
     for (int i = 0; i < mn->ninputs; i++)
         if (!vec_push(stack, mn->inputs[i]))
             return false;
@@ -143,6 +145,8 @@ static bool collect_deps(const clf_graph *g, const bool *mat, uint32_t m, uint32
                 return false;
             continue;
         }
+        if (n->op == CLF__OP_GATHER && mat[n->inputs[1]] && !vec_push(gather_ix, n->inputs[1]))
+            return false;
         for (int i = 0; i < n->ninputs; i++)
             if (!vec_push(stack, n->inputs[i]))
                 return false;
@@ -466,7 +470,7 @@ clf_status clf__plan_build(const clf_graph *g, const clf__plan_options *opt, clf
     uint32_t *stamp = clf__calloc(n ? n : 1, sizeof *stamp);
     region *rs = NULL;
     uint32_t nr = 0, cap_r = 0;
-    u32vec stack = {0}, mdeps = {0}, mregions = {0};
+    u32vec stack = {0}, mdeps = {0}, mregions = {0}, mgix = {0};
     uint32_t *order = NULL;
     const uint32_t **rdeps = NULL;
     uint32_t *rndeps = NULL;
@@ -569,8 +573,9 @@ clf_status clf__plan_build(const clf_graph *g, const clf__plan_options *opt, clf
         const clf__node *mn = clf__graph_node(g, m);
         mdeps.n = 0;
         mregions.n = 0;
+        mgix.n = 0;
         ++mark;
-        if (!collect_deps(g, mat, m, stamp, mark, &stack, &mdeps))
+        if (!collect_deps(g, mat, m, stamp, mark, &stack, &mdeps, &mgix))
             goto fail;
         for (uint32_t i = 0; i < mdeps.n; i++) {
             uint32_t r = (uint32_t)region_of[mdeps.v[i]];
@@ -597,6 +602,16 @@ clf_status clf__plan_build(const clf_graph *g, const clf__plan_options *opt, clf
                 role ro = rs[r].closed ? ROLE_NONE : role_in(g, &rs[r], mn);
                 if (ro == ROLE_NONE)
                     continue;
+                bool computes_ix = false;
+                for (uint32_t i = 0; i < mgix.n; i++)
+                    computes_ix = computes_ix || region_of[mgix.v[i]] == (int32_t)r;
+                if (computes_ix) {
+                    clf__log(CLF__LOG_FUSION,
+                             "node %u (%s): not fused into region %u: a gather it evaluates reads its "
+                             "indices from memory, and that region computes them",
+                             m, clf__node_op_name(mn), r);
+                    continue;
+                }
                 int st_m = 0;
                 if (rs[r].gemm && !gemm_aligned(g, mat, region_of, out->stage, r, &rs[r], m)) {
                     clf__log(CLF__LOG_FUSION,
@@ -865,6 +880,7 @@ done:
     clf__free(stack.v);
     clf__free(mdeps.v);
     clf__free(mregions.v);
+    clf__free(mgix.v);
     clf__free(order);
     clf__free(rdeps);
     clf__free(rndeps);
