@@ -62,7 +62,7 @@ def expand(text, macros):
     left. Enough of the preprocessor for X-macros: parameters, ## pasting,
     nested invocations; no # stringizing, no object-like macros."""
     call = re.compile(r"\b(" + "|".join(map(re.escape, macros)) + r")\s*\(") if macros else None
-    for _ in range(100):
+    for _ in range(100000):  # a guard against recursion, not a budget: the X-macro lists expand to hundreds
         m = call.search(text) if call else None
         if not m:
             return text

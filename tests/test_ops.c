@@ -560,6 +560,26 @@ START_TEST(concat_axes_and_dtypes)
 }
 END_TEST
 
+/* GatherElements along each axis, indices smaller than data off the axis,
+ * negative and out-of-range ones; and indices computed in the graph. */
+START_TEST(gather_elements_axes)
+{
+    clf_graph *g = clf_graph_create();
+    e2e_inputs in = {0};
+    const int64_t ds[3] = {4, 5, 6}, is0[3] = {3, 5, 2}, is2[3] = {2, 3, 7};
+    clf_tensor d = e2e_input(g, &in, "d", CLF_F32, 3, ds, -2, 2);
+    clf_tensor i0 = e2e_input(g, &in, "i0", CLF_I64, 3, is0, -5, 5);  /* 4 is clamped to 3 */
+    clf_tensor i2 = e2e_input(g, &in, "i2", CLF_I32, 3, is2, -6, 5);
+    clf_graph_output(g, "a0", clf_gather_elements(g, d, i0, 0));
+    clf_graph_output(g, "a2", clf_exp(g, clf_gather_elements(g, clf_neg(g, d), i2, -1)));
+    clf_tensor i1 = clf_add(g, i0, clf_scalar(g, CLF_I64, 1));
+    clf_graph_output(g, "a1", clf_gather_elements(g, d, i1, 1));
+    e2e_check_all(g, &in, 3, 1e-6, 0);
+    clf_graph_destroy(&g);
+    e2e_inputs_free(&in);
+}
+END_TEST
+
 START_TEST(gather_and_concat_errors)
 {
     clf_graph *g = clf_graph_create();
@@ -809,6 +829,7 @@ static Suite *ops_suite(void)
     clf_test_add_case(s, "gather_of_computed_indices", gather_of_computed_indices);
     clf_test_add_case(s, "concat_axes_and_dtypes", concat_axes_and_dtypes);
     clf_test_add_case(s, "gather_and_concat_errors", gather_and_concat_errors);
+    clf_test_add_case(s, "gather_elements_axes", gather_elements_axes);
     clf_test_add_case(s, "broadcasting", broadcasting);
     clf_test_add_case(s, "rank0_and_size1", rank0_and_size1);
     clf_test_add_case(s, "zero_size", zero_size);

@@ -124,11 +124,16 @@ START_TEST(gather_and_concat_values)
      * freed values still to be read when it looked at three). */
     clf_tensor parts[4] = {t, clf_neg(g, t), t, clf_abs(g, clf_neg(g, t))};
     clf_graph_output(g, "cat", clf_concat(g, 4, parts, 1));   /* [3, 8] */
+    const int64_t es[2] = {2, 2};
+    const int64_t eidx[4] = {1, 0, -1, 9}; /* rows picked per column: 1, 0 | 2 (from the end), 2 (clamped) */
+    clf_graph_output(g, "elems", clf_gather_elements(g, t, clf_constant(g, CLF_I64, 2, es, eidx), 0));
     expect_graph_ok(g);
-    float rows[8], colv[3], cat[24];
-    clf_host_binding out[3] = {{"rows", rows}, {"col", colv}, {"cat", cat}};
+    float rows[8], colv[3], cat[24], elems[4];
+    clf_host_binding out[4] = {{"rows", rows}, {"col", colv}, {"cat", cat}, {"elems", elems}};
     char msg[256];
-    ck_assert_int_eq(clf_reference_run(g, 0, NULL, 3, out, msg, sizeof msg), CLF_OK);
+    ck_assert_int_eq(clf_reference_run(g, 0, NULL, 4, out, msg, sizeof msg), CLF_OK);
+    const float want_elems[4] = {20, 11, 30, 31};
+    expect_f32(elems, want_elems, 4, 0, "gather_elements");
     const float want_rows[8] = {30, 31, 30, 31, 10, 11, 30, 31};
     expect_f32(rows, want_rows, 8, 0, "gather rows");
     const float want_col[3] = {11, 21, 31};

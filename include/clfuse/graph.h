@@ -202,6 +202,11 @@ CLF_API clf_tensor clf_unsqueeze(clf_graph *g, clf_tensor x, int naxes, const in
  * the same way). Inside a kernel the gathered element is a load at an
  * index read from indices: an embedding lookup fuses into what reads it. */
 CLF_API clf_tensor clf_gather(clf_graph *g, clf_tensor data, clf_tensor indices, int axis);
+/* ONNX GatherElements: indices (i32 or i64) of data's rank, no larger than
+ * data off axis; element i of the result is data at i with its axis
+ * coordinate replaced by indices[i] (negative from the end, clamped as in
+ * clf_gather). */
+CLF_API clf_tensor clf_gather_elements(clf_graph *g, clf_tensor data, clf_tensor indices, int axis);
 /* ONNX Concat of n >= 1 tensors xs of one dtype and rank whose shapes agree
  * off axis. Inside a kernel each element is read from the input its
  * position along axis falls in; nothing is copied. */

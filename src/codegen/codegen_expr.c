@@ -418,7 +418,7 @@ const char *clf__cg_value(gen *G, uint32_t id, const clf__view *v)
             r = "0";
         }
         result = memo_put(G, clf__sb_str(&key), r);
-    } else if (n->op == CLF__OP_GATHER) {
+    } else if (clf__op_reads_indices(n->op)) {
         /* The data at an index read from the indices (clf__view_input). */
         clf__view in;
         clf__view_input(G->ix, G->g, n, 0, v, &in);
@@ -513,7 +513,7 @@ void clf__cg_gather_defs(clf__strbuf *src, const clf_graph *g, const clf__plan *
 {
     for (uint32_t i = 0; i < K->nops; i++) {
         const clf__node *n = clf__graph_node(g, K->ops[i]);
-        if (n->op != CLF__OP_GATHER)
+        if (!clf__op_reads_indices(n->op))
             continue;
         const clf__node *ix = clf__graph_node(g, n->inputs[1]);
         clf__sb_printf(src, "#define CLF_GIX%u(j) ", K->ops[i]);

@@ -438,6 +438,21 @@ void clf__view_input(clf__ixgen *gen, const clf_graph *g, const clf__node *n, in
         in->dims[a] = ix_gathered(gen, id, clf__view_linear(gen, &iv, ix->rank, ix->shape), src->shape[a]);
         return;
     }
+    case CLF__OP_GATHER_ELEMENTS: {
+        if (k == 1) { /* the indices: the output's own shape */
+            *in = *v;
+            return;
+        }
+        clf__ix dims[CLF_MAX_RANK];
+        clf__view_dims(gen, v, n->rank, n->shape, dims);
+        int a = n->attr.gather.axis;
+        in->linear = false;
+        for (int d = 0; d < n->rank; d++)
+            in->dims[d] = dims[d];
+        uint32_t id = (uint32_t)(n - g->nodes);
+        in->dims[a] = ix_gathered(gen, id, clf__view_linear(gen, v, n->rank, n->shape), src->shape[a]);
+        return;
+    }
     case CLF__OP_CONCAT: {
         clf__ix dims[CLF_MAX_RANK];
         clf__view_dims(gen, v, n->rank, n->shape, dims);

@@ -43,6 +43,9 @@ typedef enum clf__reduce_kind {
  *    alpha, beta and C are movement and pointwise nodes around it);
  *  - GATHER: inputs data and indices (i32 or i64); attr.gather.axis of data
  *    is indexed by the indices, whose axes take its place in the output;
+ *  - GATHER_ELEMENTS: inputs data and indices of one rank; the output has
+ *    the indices' shape, and element i reads data at i with attr.gather.axis
+ *    replaced by indices[i];
  *  - CONCAT: ninputs >= 2 inputs of one dtype and rank concatenated along
  *    attr.concat.axis;
  *  - CONSTANT: data holds numel elements of dtype in C order, owned by the

@@ -14,7 +14,7 @@ static_assert(sizeof(clf__node) == 240, "clf__node changed: write the new field 
 static_assert(sizeof(clf__graph_output) == 16, "clf__graph_output changed: update clf__graph_key");
 static_assert(sizeof(struct clf_graph) == 600, "clf_graph changed: write the new field in clf__graph_key");
 #endif
-static_assert(CLF__OP_COUNT == 50, "a new op: check that put_attr writes its attributes");
+static_assert(CLF__OP_COUNT == 51, "a new op: check that put_attr writes its attributes");
 
 static uint64_t bits(double d)
 {
@@ -61,6 +61,7 @@ static void put_attr(clf__strbuf *sb, const clf__node *n, int rank)
         clf__sb_printf(sb, " scalar=%016" PRIx64, bits(n->attr.constant.scalar));
         break;
     case CLF__OP_GATHER:
+    case CLF__OP_GATHER_ELEMENTS:
         clf__sb_printf(sb, " axis=%d", n->attr.gather.axis);
         break;
     case CLF__OP_CONCAT:

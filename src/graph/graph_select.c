@@ -53,6 +53,47 @@ clf_tensor clf_gather(clf_graph *g, clf_tensor data, clf_tensor indices, int axi
     return clf__graph_append(g, call, &n);
 }
 
+/* ONNX GatherElements: out[i] = data[i with axis replaced by indices[i]]. */
+clf_tensor clf_gather_elements(clf_graph *g, clf_tensor data, clf_tensor indices, int axis)
+{
+    static const char call[] = "clf_gather_elements";
+    if (!clf__graph_usable(g))
+        return CLF_TENSOR_INVALID;
+    const clf__node *nd = clf__graph_arg(g, call, "data", data);
+    const clf__node *ni = nd ? clf__graph_arg(g, call, "indices", indices) : NULL;
+    if (!ni)
+        return CLF_TENSOR_INVALID;
+    if (ni->dtype != CLF_I32 && ni->dtype != CLF_I64) {
+        clf__graph_fail(g, CLF_ERR_DTYPE, call, "indices have dtype %s; gather_elements takes i32 or i64 indices",
+                        clf_dtype_name(ni->dtype));
+        return CLF_TENSOR_INVALID;
+    }
+    int a = nd->rank > 0 ? clf__graph_axis(axis, nd->rank) : -1;
+    if (a < 0) {
+        clf__graph_fail(g, CLF_ERR_INVALID_ARGUMENT, call, "axis %d is out of range for data of rank %d", axis,
+                        nd->rank);
+        return CLF_TENSOR_INVALID;
+    }
+    char sd[CLF__SHAPE_STR_CAP], si[CLF__SHAPE_STR_CAP];
+    bool fits = ni->rank == nd->rank;
+    for (int d = 0; fits && d < nd->rank; d++)
+        fits = d == a || ni->shape[d] <= nd->shape[d];
+    if (!fits) {
+        clf__graph_fail(g, CLF_ERR_SHAPE, call, "indices of shape %s do not fit data of shape %s (same rank, no "
+                        "larger off axis %d)", clf__graph_shape_str(si, sizeof si, ni->rank, ni->shape),
+                        clf__graph_shape_str(sd, sizeof sd, nd->rank, nd->shape), a);
+        return CLF_TENSOR_INVALID;
+    }
+    if (nd->shape[a] == 0 && clf__node_numel(ni) > 0) {
+        clf__graph_fail(g, CLF_ERR_SHAPE, call, "axis %d of data is empty: no index is in range", axis);
+        return CLF_TENSOR_INVALID;
+    }
+    clf__node n = {.op = CLF__OP_GATHER_ELEMENTS, .dtype = nd->dtype, .rank = ni->rank, .ninputs = 2,
+                   .inputs = (uint32_t[]){data.node, indices.node}, .attr.gather = {.axis = a}};
+    memcpy(n.shape, ni->shape, sizeof n.shape);
+    return clf__graph_append(g, call, &n);
+}
+
 /* ONNX Concat of n tensors of one dtype and rank, equal but along axis. */
 clf_tensor clf_concat(clf_graph *g, int n, const clf_tensor *xs, int axis)
 {

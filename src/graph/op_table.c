@@ -196,6 +196,9 @@ const clf__op_info clf__op_table[CLF__OP_COUNT] = {
      * an index read from data (gather) or chosen by position (concat). */
     [CLF__OP_GATHER] = {.name = "gather", .builder = "gather", .onnx = "Gather", .onnx_since = 13,
                         .cls = CLF__CLASS_POINTWISE, .min_inputs = 2, .max_inputs = 2, .rule = CLF__DT_OWN},
+    [CLF__OP_GATHER_ELEMENTS] = {.name = "gather_elements", .builder = "gather_elements", .onnx = "GatherElements",
+                                 .onnx_since = 13, .cls = CLF__CLASS_POINTWISE, .min_inputs = 2, .max_inputs = 2,
+                                 .rule = CLF__DT_OWN},
     [CLF__OP_CONCAT] = {.name = "concat", .builder = "concat", .onnx = "Concat", .onnx_since = 13,
                         .cls = CLF__CLASS_POINTWISE, .min_inputs = 1, .max_inputs = -1, .rule = CLF__DT_OWN},
 };

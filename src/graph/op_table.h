@@ -20,7 +20,7 @@
 #define CLF__OP_LEAF_LIST(X) X(INPUT) X(CONSTANT)
 #define CLF__OP_OTHER_LIST(X)                                                                      \
     X(WHERE) X(CLIP) X(CAST) X(RESHAPE) X(TRANSPOSE) X(EXPAND) X(SLICE) X(SQUEEZE) X(UNSQUEEZE)    \
-    X(REDUCE) X(MATMUL) X(GATHER) X(CONCAT)
+    X(REDUCE) X(MATMUL) X(GATHER) X(GATHER_ELEMENTS) X(CONCAT)
 
 typedef enum clf__op {
 #define CLF__OP_ENUM_(E) CLF__OP_##E,
@@ -34,7 +34,7 @@ typedef enum clf__op {
     CLF__OP_COUNT
 } clf__op;
 
-static_assert(CLF__OP_COUNT == 50, "a new op: give it a row in op_table.c");
+static_assert(CLF__OP_COUNT == 51, "a new op: give it a row in op_table.c");
 static_assert(CLF_UNARY_COUNT == 20 && CLF_BINARY_COUNT == 15, "a new public op: give it a row in op_table.c");
 
 #define CLF__OP_FIRST_UNARY CLF__OP_NEG
@@ -155,6 +155,10 @@ static inline bool clf__op_is_binary(clf__op op)
 /* The public enum value of a unary or binary op. */
 static inline clf_unary_op clf__op_unary(clf__op op) { return (clf_unary_op)(op - CLF__OP_FIRST_UNARY); }
 static inline clf_binary_op clf__op_binary(clf__op op) { return (clf_binary_op)(op - CLF__OP_FIRST_BINARY); }
+
+/* Whether the op reads an index from its second input (the indices) in
+ * the index arithmetic of its load: the indices must be in memory. */
+static inline bool clf__op_reads_indices(clf__op op) { return op == CLF__OP_GATHER || op == CLF__OP_GATHER_ELEMENTS; }
 
 /* The op whose ONNX name is onnx (opset opset), or CLF__OP_COUNT. */
 clf__op clf__op_from_onnx(const char *onnx, int64_t opset);

@@ -1060,9 +1060,7 @@ static clf_status import_op(importer *I, const clf__onnx_node *n, int idx, clf_t
         int64_t axis;
         if (want_inputs(I, n, 2, 2) || input(I, n, 0, &a) || input(I, n, 1, &b) || attr_int(I, n, "axis", 0, &axis))
             return I->status;
-        if (o[6] == 'E')
-            return unsupported(I, n->op_pos, "GatherElements is not supported by libclfuse yet");
-        *out = clf_gather(g, a, b, (int)axis);
+        *out = (o[6] == 'E' ? clf_gather_elements : clf_gather)(g, a, b, (int)axis);
         return 0;
     }
     if (!strcmp(o, "GatherND"))

@@ -127,7 +127,7 @@ static bool collect_deps(const clf_graph *g, const bool *mat, uint32_t m, uint32
 {
     stack->n = 0;
     const clf__node *mn = clf__graph_node(g, m);
-    if (mn->op == CLF__OP_GATHER && mat[mn->inputs[1]] && !vec_push(gather_ix, mn->inputs[1]))
+    if (clf__op_reads_indices(mn->op) && mat[mn->inputs[1]] && !vec_push(gather_ix, mn->inputs[1]))
         return false;
     for (int i = 0; i < mn->ninputs; i++)
         if (!vec_push(stack, mn->inputs[i]))
@@ -145,7 +145,7 @@ static bool collect_deps(const clf_graph *g, const bool *mat, uint32_t m, uint32
                 return false;
             continue;
         }
-        if (n->op == CLF__OP_GATHER && mat[n->inputs[1]] && !vec_push(gather_ix, n->inputs[1]))
+        if (clf__op_reads_indices(n->op) && mat[n->inputs[1]] && !vec_push(gather_ix, n->inputs[1]))
             return false;
         for (int i = 0; i < n->ninputs; i++)
             if (!vec_push(stack, n->inputs[i]))
@@ -534,7 +534,7 @@ clf_status clf__plan_build(const clf_graph *g, const clf__plan_options *opt, clf
         }
         /* A gather reads its indices from memory inside the index
          * arithmetic of its loads: computed indices are stored first. */
-        if (nd->op == CLF__OP_GATHER) {
+        if (clf__op_reads_indices(nd->op)) {
             uint32_t ix = nd->inputs[1];
             if (is_computed(clf__graph_node(g, ix)) && !mat[ix]) {
                 mat[ix] = true;

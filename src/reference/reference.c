@@ -404,6 +404,20 @@ static bool gather_ok(const clf__node *data, const clf__node *idx, const clf__no
     return data->shape[a] > 0 || node_numel(idx) == 0;
 }
 
+/* GATHER_ELEMENTS: data and indices of one rank, the output of the
+ * indices' shape, each extent within data's off the axis. */
+static bool gather_elements_ok(const clf__node *data, const clf__node *idx, const clf__node *n)
+{
+    int a = n->attr.gather.axis;
+    if (n->dtype != data->dtype || (idx->dtype != CLF_I32 && idx->dtype != CLF_I64) || a < 0 ||
+        a >= data->rank || n->rank != data->rank || idx->rank != data->rank)
+        return false;
+    for (int d = 0; d < n->rank; d++)
+        if (n->shape[d] != idx->shape[d] || (d != a && idx->shape[d] > data->shape[d]))
+            return false;
+    return data->shape[a] > 0 || node_numel(idx) == 0;
+}
+
 /* CONCAT: inputs of the node's dtype and rank, agreeing off axis, whose
  * extents along axis sum to the node's. */
 static bool concat_ok(const clf_graph *g, const clf__node *n)
@@ -454,6 +468,13 @@ static void eval_select(const clf_graph *g, const clf__node *n, void *const *val
             at[a] = gather_index(load_i64(ix->dtype, vals[n->inputs[1]], ioff), data->shape[a]);
             src = data;
             from = vals[n->inputs[0]];
+        } else if (n->op == CLF__OP_GATHER_ELEMENTS) {
+            const clf__node *data = &g->nodes[n->inputs[0]], *ix = &g->nodes[n->inputs[1]];
+            int a = n->attr.gather.axis;
+            memcpy(at, idx, sizeof at);
+            at[a] = gather_index(load_i64(ix->dtype, vals[n->inputs[1]], e), data->shape[a]);
+            src = data;
+            from = vals[n->inputs[0]];
         } else {
             int a = n->attr.concat.axis, k = 0;
             memcpy(at, idx, sizeof at);
@@ -495,6 +516,8 @@ static bool check_node(const clf_graph *g, uint32_t id, view *views)
         return concat_ok(g, n);
     if (n->op == CLF__OP_GATHER)
         return gather_ok(in[0], in[1], n);
+    if (n->op == CLF__OP_GATHER_ELEMENTS)
+        return gather_elements_ok(in[0], in[1], n);
     if (n->ninputs > MAX_OPERANDS)
         return false;
 
@@ -727,6 +750,7 @@ static void eval_node(const clf_graph *g, const clf__node *n, const view *views,
         eval_matmul(&g->nodes[n->inputs[0]], &g->nodes[n->inputs[1]], n, views, a, b, out);
         return;
     case CLF__OP_GATHER:
+    case CLF__OP_GATHER_ELEMENTS:
     case CLF__OP_CONCAT:
         eval_select(g, n, vals, out);
         return;
