@@ -11,27 +11,38 @@
 #include "graph_builder.h"
 #include "graph_internal.h"
 
+/* The checks gather and gather_elements share: both tensors valid, i32 or
+ * i64 indices, an axis of data. Returns the axis in 0..rank-1 with *nd and
+ * *ni set, or -1 after recording the error (call names the builder). */
+static int gather_args(clf_graph *g, const char *call, clf_tensor data, clf_tensor indices, int axis,
+                       const clf__node **nd, const clf__node **ni)
+{
+    if (!clf__graph_usable(g))
+        return -1;
+    *nd = clf__graph_arg(g, call, "data", data);
+    *ni = *nd ? clf__graph_arg(g, call, "indices", indices) : NULL;
+    if (!*ni)
+        return -1;
+    if ((*ni)->dtype != CLF_I32 && (*ni)->dtype != CLF_I64) {
+        clf__graph_fail(g, CLF_ERR_DTYPE, call, "indices have dtype %s; %s takes i32 or i64 indices",
+                        clf_dtype_name((*ni)->dtype), call + 4);
+        return -1;
+    }
+    int a = (*nd)->rank > 0 ? clf__graph_axis(axis, (*nd)->rank) : -1;
+    if (a < 0)
+        clf__graph_fail(g, CLF_ERR_INVALID_ARGUMENT, call, "axis %d is out of range for data of rank %d", axis,
+                        (*nd)->rank);
+    return a;
+}
+
 /* ONNX Gather: out[a..., j..., b...] = data[a..., idx[j...], b...]. */
 clf_tensor clf_gather(clf_graph *g, clf_tensor data, clf_tensor indices, int axis)
 {
     static const char call[] = "clf_gather";
-    if (!clf__graph_usable(g))
+    const clf__node *nd, *ni;
+    int a = gather_args(g, call, data, indices, axis, &nd, &ni);
+    if (a < 0)
         return CLF_TENSOR_INVALID;
-    const clf__node *nd = clf__graph_arg(g, call, "data", data);
-    const clf__node *ni = nd ? clf__graph_arg(g, call, "indices", indices) : NULL;
-    if (!ni)
-        return CLF_TENSOR_INVALID;
-    if (ni->dtype != CLF_I32 && ni->dtype != CLF_I64) {
-        clf__graph_fail(g, CLF_ERR_DTYPE, call, "indices have dtype %s; gather takes i32 or i64 indices",
-                        clf_dtype_name(ni->dtype));
-        return CLF_TENSOR_INVALID;
-    }
-    int a = nd->rank > 0 ? clf__graph_axis(axis, nd->rank) : -1;
-    if (a < 0) {
-        clf__graph_fail(g, CLF_ERR_INVALID_ARGUMENT, call, "axis %d is out of range for data of rank %d", axis,
-                        nd->rank);
-        return CLF_TENSOR_INVALID;
-    }
     int rank = nd->rank - 1 + ni->rank;
     if (rank > CLF_MAX_RANK) {
         clf__graph_fail(g, CLF_ERR_SHAPE, call, "the result would have rank %d (at most %d)", rank, CLF_MAX_RANK);
@@ -57,23 +68,10 @@ clf_tensor clf_gather(clf_graph *g, clf_tensor data, clf_tensor indices, int axi
 clf_tensor clf_gather_elements(clf_graph *g, clf_tensor data, clf_tensor indices, int axis)
 {
     static const char call[] = "clf_gather_elements";
-    if (!clf__graph_usable(g))
+    const clf__node *nd, *ni;
+    int a = gather_args(g, call, data, indices, axis, &nd, &ni);
+    if (a < 0)
         return CLF_TENSOR_INVALID;
-    const clf__node *nd = clf__graph_arg(g, call, "data", data);
-    const clf__node *ni = nd ? clf__graph_arg(g, call, "indices", indices) : NULL;
-    if (!ni)
-        return CLF_TENSOR_INVALID;
-    if (ni->dtype != CLF_I32 && ni->dtype != CLF_I64) {
-        clf__graph_fail(g, CLF_ERR_DTYPE, call, "indices have dtype %s; gather_elements takes i32 or i64 indices",
-                        clf_dtype_name(ni->dtype));
-        return CLF_TENSOR_INVALID;
-    }
-    int a = nd->rank > 0 ? clf__graph_axis(axis, nd->rank) : -1;
-    if (a < 0) {
-        clf__graph_fail(g, CLF_ERR_INVALID_ARGUMENT, call, "axis %d is out of range for data of rank %d", axis,
-                        nd->rank);
-        return CLF_TENSOR_INVALID;
-    }
     char sd[CLF__SHAPE_STR_CAP], si[CLF__SHAPE_STR_CAP];
     bool fits = ni->rank == nd->rank;
     for (int d = 0; fits && d < nd->rank; d++)
