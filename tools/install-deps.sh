@@ -5,7 +5,8 @@
 # the oclgrind test runs every kernel template family under), and for the
 # binary ONNX reader protobuf-c (library and protoc-c) with the onnx.proto
 # schema of libonnx-dev; python3-onnx writes the test models
-# (tests/onnx/make_models.py).
+# (tests/onnx/make_models.py); clang with its libFuzzer and sanitizer runtimes
+# builds the fuzzer over the ONNX loader (tests/fuzz_onnx/run.sh).
 set -euo pipefail
 
 packages=(
@@ -14,6 +15,7 @@ packages=(
   check libsubunit-dev
   oclgrind
   libprotobuf-c-dev protobuf-c-compiler libonnx-dev python3-onnx
+  clang libclang-rt-14-dev
 )
 export DEBIAN_FRONTEND=noninteractive
 apt-get update

@@ -1,0 +1,184 @@
+#!/usr/bin/env python3
+"""The real-model fixtures of issue 15 through the clfuse tool, on PoCL.
+
+    test_models.py CLFUSE MODELS_DIR [NAME_SUBSTRING ...]
+
+For each fixture listed in MODELS_DIR/manifest.json (made by
+tests/models/make_fixtures.py; outputs are onnxruntime's), runs
+`clfuse run model.onnx --input NAME=input_NAME.npy ... --output ...` fused
+and with --no-fusion, and checks every output against onnxruntime's by the
+normwise relative error ||got - want|| / ||want|| <= 1e-4 (float64 norms;
+NaN fails). Fixtures with dynamic axes (*_ids_dyn) also run the alt_input_*
+set (batch 3, seq 5) against alt_output_*: symbolic dimensions bind from
+the inputs' shapes. Before the runs, `clfuse plan` prints the fused plan's
+kernel count (to set against Inductor's).
+
+Prints one line per fixture and variant, PASS or FAIL with the error of
+each output or the tool's first error line, then a summary; exits 1 when
+anything failed, 77 (skip) when numpy is missing.
+
+NAME_SUBSTRING arguments keep only the fixtures whose name holds one of
+them. Environment: CLFUSE_MODELS_TIMEOUT (seconds per tool call, default
+900), CLFUSE_MODELS_JOBS (fixtures run at once, default 1). Each run has
+its own POCL_CACHE_DIR and CLFUSE_CACHE_DIR (a cold start, as in CI).
+"""
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+try:
+    import numpy as np
+except ImportError:
+    print("numpy is not installed (apt-get install python3-numpy): skipping")
+    sys.exit(77)
+
+TOL = 1e-4
+CLFUSE = os.path.abspath(sys.argv[1])
+MODELS = os.path.abspath(sys.argv[2])
+FILTERS = sys.argv[3:]
+TIMEOUT = float(os.environ.get("CLFUSE_MODELS_TIMEOUT", "900"))
+JOBS = max(1, int(os.environ.get("CLFUSE_MODELS_JOBS", "1")))
+TMP = tempfile.mkdtemp(prefix="clfuse-models-")
+ENV = dict(os.environ, POCL_CACHE_DIR=os.path.join(TMP, "pocl"), CLFUSE_CACHE_DIR=os.path.join(TMP, "cache"))
+ENV.pop("CLFUSE_LOGS", None)
+
+
+def first_error(p):
+    """The tool's first error line (stderr, else stdout), with its exit status."""
+    text = (p.stderr or "").strip() or (p.stdout or "").strip()
+    line = text.splitlines()[0] if text else "(no message)"
+    return f"{line} (exit {p.returncode})"
+
+
+def clfuse(*args):
+    """Runs the tool; returns (CompletedProcess or None, seconds, error line or None)."""
+    t0 = time.monotonic()
+    try:
+        p = subprocess.run([CLFUSE, *args], capture_output=True, text=True, env=ENV, timeout=TIMEOUT)
+    except subprocess.TimeoutExpired:
+        return None, time.monotonic() - t0, f"timed out after {TIMEOUT:.0f} s"
+    dt = time.monotonic() - t0
+    return p, dt, None if p.returncode == 0 else first_error(p)
+
+
+def rel_err(got, want):
+    got = np.asarray(got, np.float64)
+    want = np.asarray(want, np.float64)
+    den = np.linalg.norm(want.ravel())
+    num = np.linalg.norm((got - want).ravel())
+    return float(num / den) if den > 0 else float(num)
+
+
+def symbolic_dims(fixture):
+    """--dim NAME=SIZE for `clfuse plan` from the inputs' declared graph shapes."""
+    dims = {}
+    for i in fixture["inputs"]:
+        for d, s in zip(i.get("graph_shape", []), i["shape"]):
+            if isinstance(d, str):
+                dims[d] = s
+    return [a for k, v in sorted(dims.items()) for a in ("--dim", f"{k}={v}")]
+
+
+def plan(fixture, model):
+    p, dt, err = clfuse("plan", model, *symbolic_dims(fixture))
+    if err:
+        return f"plan: FAIL {err}"
+    m = re.search(r"^\s*kernels\s+(\d+)\s+(\d+)\s*$", p.stdout, re.M)
+    if not m:
+        return f"plan: FAIL no kernel count in the output of clfuse plan ({dt:.1f} s)"
+    return f"plan: {m.group(1)} kernels fused, {m.group(2)} unfused ({dt:.1f} s)"
+
+
+def run_variant(name, model, inputs, outputs, fused, outdir):
+    """One run of the tool; returns (ok, line)."""
+    variant = "fused" if fused else "unfused"
+    args = ["run", model]
+    for i in inputs:
+        args += ["--input", f"{i['name']}={os.path.join(os.path.dirname(model), i['file'])}"]
+    os.makedirs(outdir, exist_ok=True)
+    for o in outputs:
+        args += ["--output", f"{o['name']}={os.path.join(outdir, o['file'])}"]
+    if not fused:
+        args.append("--no-fusion")
+    _, dt, err = clfuse(*args)
+    if err:
+        return False, f"FAIL {name} {variant}: {err} ({dt:.1f} s)"
+    ok = True
+    parts = []
+    for o in outputs:
+        want = np.load(os.path.join(os.path.dirname(model), o["file"]))
+        path = os.path.join(outdir, o["file"])
+        if not os.path.exists(path):
+            ok = False
+            parts.append(f"{o['name']} not written")
+            continue
+        got = np.load(path)
+        if got.shape != want.shape:
+            ok = False
+            parts.append(f"{o['name']} shape {got.shape}, want {want.shape}")
+            continue
+        e = rel_err(got, want)
+        good = e <= TOL  # False for NaN
+        ok &= good
+        parts.append(f"{o['name']} {e:.2e}" + ("" if good else f" > {TOL:g}"))
+    return ok, f"{'PASS' if ok else 'FAIL'} {name} {variant}: {', '.join(parts)} ({dt:.1f} s)"
+
+
+def run_fixture(fixture):
+    """All the lines of one fixture; returns (lines, passed, failed)."""
+    name = fixture["name"]
+    d = os.path.join(MODELS, name)
+    model = os.path.join(d, fixture.get("model_file", "model.onnx"))
+    t0 = time.monotonic()
+    lines = [f"{name}: {plan(fixture, model)}"]
+    sets = [("", fixture["inputs"], fixture["outputs"])]
+    if fixture.get("alt_inputs"):
+        sets.append((" alt", fixture["alt_inputs"], fixture["alt_outputs"]))
+    passed = failed = 0
+    for tag, ins, outs in sets:
+        shape = "x".join(str(s) for s in ins[0]["shape"]) if ins else ""
+        for fused in (True, False):
+            ok, line = run_variant(f"{name}{tag}[{shape}]", model, ins, outs, fused,
+                                   os.path.join(TMP, name, tag.strip() or "main", "fused" if fused else "unfused"))
+            lines.append(line)
+            passed += ok
+            failed += not ok
+    lines.append(f"{name}: {time.monotonic() - t0:.1f} s")
+    return lines, passed, failed
+
+
+def main():
+    with open(os.path.join(MODELS, "manifest.json")) as f:
+        manifest = json.load(f)
+    fixtures = [x for x in manifest["fixtures"] if not FILTERS or any(s in x["name"] for s in FILTERS)]
+    if not fixtures:
+        print(f"no fixture matches {FILTERS}")
+        return 1
+    t0 = time.monotonic()
+    passed = failed = 0
+    if JOBS > 1:
+        from concurrent.futures import ThreadPoolExecutor
+        with ThreadPoolExecutor(JOBS) as pool:
+            results = list(pool.map(run_fixture, fixtures))
+    else:
+        results = map(run_fixture, fixtures)
+    for lines, p, f in results:
+        print("\n".join(lines), flush=True)
+        passed += p
+        failed += f
+    print(f"models: {passed} passed, {failed} failed ({len(fixtures)} fixtures, "
+          f"tolerance {TOL:g}, {time.monotonic() - t0:.0f} s)")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    try:
+        rc = main()
+    finally:
+        shutil.rmtree(TMP, ignore_errors=True)
+    sys.exit(rc)
