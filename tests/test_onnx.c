@@ -1510,6 +1510,28 @@ START_TEST(onnx_node_tests_match)
 }
 END_TEST
 
+/* Every input that once crashed the loader (tests/fuzz_onnx/crashes: a
+ * Slice with its starts or ends omitted dereferenced NULL; a name with a
+ * newline made a two-line message) is now refused with a one-line message. */
+START_TEST(fuzzer_crashes_are_refused_in_one_line)
+{
+    static const char *const files[] = {"slice-omitted-starts.onnxtxt", "slice-omitted-starts.onnx",
+                                        "slice-omitted-ends.onnxtxt", "slice-omitted-starts-fuzzed.onnx",
+                                        "message-newline-in-name.onnx"};
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+        char path[1024], text[512] = "";
+        fixture(path, sizeof path, "fuzz_onnx/crashes", files[i]);
+        clf_onnx_model *m = NULL;
+        clf_status st = clf_onnx_load_file(path, clf_onnx_params(.message = text, .message_cap = sizeof text,
+                                                                 .dim_names = (const char *const[]){"B"},
+                                                                 .dim_values = (const int64_t[]){2}, .ndims = 1),
+                                           &m);
+        ck_assert_msg(st != CLF_OK && m == NULL, "%s: loaded", files[i]);
+        ck_assert_msg(text[0] && !strchr(text, '\n'), "%s: message '%s'", files[i], text);
+    }
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("onnx");
@@ -1530,6 +1552,7 @@ int main(void)
     clf_test_add_case(s, "binary_model_runs_on_the_device", binary_model_runs_on_the_device);
     clf_test_add_case(s, "weights_are_not_widened", weights_are_not_widened);
     clf_test_add_case(s, "allocation_failures_are_reported", allocation_failures_are_reported);
+    clf_test_add_case(s, "fuzzer_crashes_are_refused_in_one_line", fuzzer_crashes_are_refused_in_one_line);
     tc = tcase_create("onnx_node_tests_match");
     tcase_add_loop_test(tc, onnx_node_tests_match, 0, (int)(sizeof node_tests / sizeof node_tests[0]));
     suite_add_tcase(s, tc);

@@ -310,6 +310,8 @@ static clf_status need_literal(importer *I, const clf__onnx_node *n, const value
 static clf_status const_ints(importer *I, const clf__onnx_node *n, int k, const char *what, const int64_t **vals,
                              size_t *count)
 {
+    if (!has_input(n, k))
+        return fail(I, n->op_pos, "the %s input (input %d) is required", what, k + 1);
     value *v = find(I, n->inputs[k]);
     if (need_literal(I, n, v, what))
         return I->status;
@@ -334,6 +336,8 @@ static clf_status const_ints(importer *I, const clf__onnx_node *n, int k, const 
 
 static clf_status const_scalar(importer *I, const clf__onnx_node *n, int k, const char *what, double *out)
 {
+    if (!has_input(n, k))
+        return fail(I, n->op_pos, "the %s input (input %d) is required", what, k + 1);
     value *v = find(I, n->inputs[k]);
     if (need_literal(I, n, v, what))
         return I->status;

@@ -39,13 +39,18 @@ struct clf_onnx_model {
 #define ERR_CAP 1024
 
 /* Writes "NAME:[LINE:COL: ]reason" (text positions join the name without
- * a space, as compilers write them) to the caller's buffer. */
+ * a space, as compilers write them) to the caller's buffer, control
+ * characters (a name's newline) written as '?'. */
 static void report(const clf_onnx_params *p, const char *name, const char *reason)
 {
     if (!p || !p->message || !p->message_cap)
         return;
     bool positioned = reason[0] >= '0' && reason[0] <= '9';
     snprintf(p->message, p->message_cap, "%s:%s%s", name, positioned ? "" : " ", reason);
+    /* One line, whatever bytes a model's names hold. */
+    for (char *c = p->message; *c; c++)
+        if ((unsigned char)*c < 0x20 || *c == 0x7f)
+            *c = '?';
 }
 
 #if defined(__GNUC__)
