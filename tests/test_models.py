@@ -17,7 +17,9 @@ Prints one line per fixture and variant, PASS or FAIL with the error of
 each output or the tool's first error line, then a summary; exits 1 when
 anything failed, 77 (skip) when numpy is missing.
 
-NAME_SUBSTRING arguments keep only the fixtures whose name holds one of
+NAME_SUBSTRING arguments (or, without them, the comma-separated list in
+CLFUSE_MODELS_ONLY, which .ci/run sets for its sanitizer build) keep only
+the fixtures whose name holds one of
 them. Environment: CLFUSE_MODELS_TIMEOUT (seconds per tool call, default
 900), CLFUSE_MODELS_JOBS (fixtures run at once, default 1). Each run has
 its own POCL_CACHE_DIR and CLFUSE_CACHE_DIR (a cold start, as in CI).
@@ -40,7 +42,7 @@ except ImportError:
 TOL = 1e-4
 CLFUSE = os.path.abspath(sys.argv[1])
 MODELS = os.path.abspath(sys.argv[2])
-FILTERS = sys.argv[3:]
+FILTERS = sys.argv[3:] or [f for f in os.environ.get("CLFUSE_MODELS_ONLY", "").split(",") if f]
 TIMEOUT = float(os.environ.get("CLFUSE_MODELS_TIMEOUT", "900"))
 JOBS = max(1, int(os.environ.get("CLFUSE_MODELS_JOBS", "1")))
 TMP = tempfile.mkdtemp(prefix="clfuse-models-")
