@@ -33,6 +33,7 @@ static const char usage[] =
     "  --no-shrink       print failing graphs as generated\n"
     "  --max-failures N  stop after N failing graphs (default 5)\n"
     "  --list            print the graphs without running them\n"
+    "  --onnx            with --list: print each graph as ONNX text instead\n"
     "  --verbose         print every graph and its verdict\n"
     "  --device D        device, as CLFUSE_DEVICE\n";
 
@@ -69,7 +70,7 @@ static bool parse_u64(const char *s, uint64_t *out)
 int main(int argc, char **argv)
 {
     uint64_t seed = 1, count = 100, start = 0, unfused_every = 1, max_failures = 5;
-    bool styles = true, shrink = true, list = false, verbose = false;
+    bool styles = true, shrink = true, list = false, verbose = false, onnx = false;
     const char *device = NULL;
     int force = -1;
     for (int i = 1; i < argc; i++) {
@@ -102,6 +103,8 @@ int main(int argc, char **argv)
             shrink = false;
         else if (!strcmp(a, "--list"))
             list = true;
+        else if (!strcmp(a, "--onnx"))
+            onnx = true;
         else if (!strcmp(a, "--verbose"))
             verbose = true;
         else if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
@@ -125,6 +128,11 @@ int main(int argc, char **argv)
     if (list) {
         for (uint64_t i = start; i < start + count; i++) {
             fz_generate(seed, i, force, G);
+            if (onnx) {
+                printf("# graph %llu/%llu\n", (unsigned long long)seed, (unsigned long long)i);
+                fz_print_onnx(stdout, G);
+                continue;
+            }
             printf("graph %llu/%llu:\n", (unsigned long long)seed, (unsigned long long)i);
             fz_print_listing(stdout, G);
         }

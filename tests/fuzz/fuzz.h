@@ -27,6 +27,8 @@
 #define FZ_MAX_RANK 6
 #define FZ_MAX_NODES 48
 #define FZ_MAX_NUMEL 4096
+#define FZ_MAX_IN 4     /* operands of one node (concat takes up to 4) */
+#define FZ_MAX_CONST 64 /* elements of a tensor constant (gather's literal indices) */
 
 /* Deterministic random numbers (splitmix64). */
 typedef struct fz_rng {
@@ -42,13 +44,17 @@ double fz_unit(fz_rng *r);
 
 /* How a graph input's values are drawn (fuzz_data.c). */
 typedef enum fz_profile {
-    FZ_PROF_NORMAL,   /* f32 uniform in [-2, 2]; i32 in [-5, 5]; bool 0/1 */
+    FZ_PROF_NORMAL,   /* f32 uniform in [-2, 2]; i32 and i64 in [-5, 5]; bool 0/1 */
     FZ_PROF_POSITIVE, /* f32 in (0.125, 4] */
     FZ_PROF_INTEGERS, /* f32 small integers in [-4, 4] (ties, exact zeros) */
     FZ_PROF_SPECIAL,  /* f32 with NaN, +-inf, +-0, denormals, large values; i32
-                         with INT32_MIN/MAX and 0; bool bytes other than 0/1 */
+                         with INT32_MIN/MAX and 0; i64 with INT64_MIN/MAX,
+                         the int32 limits and 0; bool bytes other than 0/1 */
     FZ_PROF_LARGE,    /* f32 of magnitude 1e20..1e30, both signs */
     FZ_PROF_TINY,     /* f32 denormals and tiny normals, both signs */
+    FZ_PROF_INDEX,    /* i32/i64 gather indices into an axis of extent ival
+                         (fz_index_value): mostly in [-ival, ival), some out
+                         of range and at the dtype's limits */
     FZ_PROF_COUNT
 } fz_profile;
 
@@ -68,7 +74,7 @@ typedef struct fz_node {
     uint8_t family; /* index into fz_families */
     int sub;        /* the op within the family (clf_unary_op, clf_reduce_op, ...) */
     int nin;
-    int in[3];
+    int in[FZ_MAX_IN];
     /* Recipe. */
     int naxes;
     int axes[FZ_MAX_RANK];
@@ -77,7 +83,8 @@ typedef struct fz_node {
     int ival;
     int64_t v[3][FZ_MAX_RANK];
     double lo, hi;
-    /* Leaves: dtype, shape and values. */
+    /* Leaves: dtype, shape and values (an index input or constant also
+     * its axis extent, in ival). */
     clf_dtype dt;
     int rank;
     int64_t shape[FZ_MAX_RANK];
@@ -138,6 +145,7 @@ typedef struct fz_family {
 enum {
     FZ_FAM_INPUT,
     FZ_FAM_SCALAR,
+    FZ_FAM_CONST, /* a tensor constant of index values (clf_constant) */
     FZ_FAM_UNARY,
     FZ_FAM_BINARY,
     FZ_FAM_WHERE,
@@ -157,6 +165,8 @@ enum {
     FZ_FAM_RMS_NORM,
     FZ_FAM_MATMUL,
     FZ_FAM_GEMM,
+    FZ_FAM_GATHER,
+    FZ_FAM_CONCAT,
     FZ_FAM_COUNT
 };
 
@@ -174,6 +184,11 @@ bool fz_build(fz_graph *G, fz_built *b, char *msg, size_t cap);
 void fz_print_listing(FILE *f, const fz_graph *G);
 /* G as ONNX text for `clfuse check`/`clfuse run` (after fz_build). */
 void fz_print_onnx(FILE *f, const fz_graph *G);
+/* One index value into an axis of extent d for indices of dtype dt (i32
+ * or i64): mostly in [-d, d), sometimes just outside it, far outside it
+ * or at the dtype's limits (clf_gather clamps those). The values of
+ * FZ_PROF_INDEX inputs and of FZ_FAM_CONST nodes. */
+int64_t fz_index_value(fz_rng *r, int64_t d, clf_dtype dt);
 /* The number of input nodes and of live (reachable from an output) nodes. */
 int fz_live_count(const fz_graph *G);
 

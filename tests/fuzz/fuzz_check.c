@@ -4,8 +4,9 @@
  *
  * TOLERANCES. An output whose every op is one that each correct device
  * rounds exactly as the reference does (fz_facts.exact: integer and bool
- * ops, movement, comparisons, where, clip, max/min, floor/ceil/sign,
- * casts, and f32 add/sub/mul of exact operands) must match bit for bit,
+ * ops, movement (gather and concat too), comparisons, where, clip,
+ * max/min, floor/ceil/sign, casts, and f32 add/sub/mul of exact
+ * operands) must match bit for bit (i32, i64 and bool outputs always do),
  * NaN matching NaN (any payload) and the sign of zero included. Any other
  * f32 output element w (reference) and g (device) must satisfy
  *
@@ -74,6 +75,14 @@ static void fill(const fz_node *n, void *p, size_t count)
 {
     fz_rng r = {n->data_seed};
     for (size_t i = 0; i < count; i++) {
+        if (n->profile == FZ_PROF_INDEX && (n->dt == CLF_I32 || n->dt == CLF_I64)) {
+            int64_t v = fz_index_value(&r, n->ival, n->dt);
+            if (n->dt == CLF_I64)
+                ((int64_t *)p)[i] = v;
+            else
+                ((int32_t *)p)[i] = (int32_t)v;
+            continue;
+        }
         double u = fz_unit(&r);
         if (n->dt == CLF_F32) {
             float *f = p, v;
@@ -94,6 +103,15 @@ static void fill(const fz_node *n, void *p, size_t count)
                 q[i] = fz_chance(&r, 0.5) ? edges[fz_below(&r, 6)] : (int32_t)(uint32_t)fz_next(&r);
             else
                 q[i] = (int32_t)fz_below(&r, 11) - 5;
+        } else if (n->dt == CLF_I64) {
+            static const int64_t edges[] = {INT64_MIN, INT64_MAX, 0, -1, 1, INT64_MIN + 1, INT32_MIN, INT32_MAX,
+                                            (int64_t)INT32_MAX + 1, (int64_t)INT32_MIN - 1, 1LL << 53, (1LL << 53) + 1};
+            int64_t *q = p;
+            if (n->profile == FZ_PROF_SPECIAL)
+                q[i] = fz_chance(&r, 0.5) ? edges[fz_below(&r, sizeof edges / sizeof edges[0])]
+                                          : (int64_t)fz_next(&r);
+            else
+                q[i] = (int64_t)fz_below(&r, 11) - 5;
         } else {
             uint8_t *b = p;
             if (n->profile == FZ_PROF_SPECIAL)
@@ -199,8 +217,12 @@ static bool compare_output(const fz_graph *G, const fz_io *io, int k, const void
         size_t es = clf_dtype_size(n->odt);
         for (size_t i = 0; i < count; i++)
             if (memcmp((const char *)got + i * es, (const char *)want + i * es, es)) {
-                long long g = n->odt == CLF_I32 ? ((const int32_t *)got)[i] : ((const uint8_t *)got)[i];
-                long long w = n->odt == CLF_I32 ? ((const int32_t *)want)[i] : ((const uint8_t *)want)[i];
+                long long g = n->odt == CLF_I64   ? ((const int64_t *)got)[i]
+                              : n->odt == CLF_I32 ? ((const int32_t *)got)[i]
+                                                  : ((const uint8_t *)got)[i];
+                long long w = n->odt == CLF_I64   ? ((const int64_t *)want)[i]
+                              : n->odt == CLF_I32 ? ((const int32_t *)want)[i]
+                                                  : ((const uint8_t *)want)[i];
                 snprintf(why, cap, "%s output v%d (%s, %zu elements), element %zu: got %lld, %s %lld", label,
                          io->out_node[k], clf_dtype_name(n->odt), count, i, g, against, w);
                 return false;

@@ -105,11 +105,17 @@ static void cap_shape(int rank, int64_t *shape)
 
 /* ---- Facts of leaves ------------------------------------------------------- */
 
+#define I64_MAG 9.2233720368547758e18 /* 2^63 */
+
 static fz_facts leaf_facts(clf_dtype dt, fz_profile p)
 {
     fz_facts f = {.mag = 2, .exact = true};
     if (dt == CLF_I32) {
-        f.mag = p == FZ_PROF_SPECIAL ? 2147483648.0 : 5;
+        f.mag = p == FZ_PROF_SPECIAL || p == FZ_PROF_INDEX ? 2147483648.0 : 5;
+        return f;
+    }
+    if (dt == CLF_I64) {
+        f.mag = p == FZ_PROF_SPECIAL || p == FZ_PROF_INDEX ? I64_MAG : 5;
         return f;
     }
     if (dt == CLF_BOOL) {
@@ -142,7 +148,7 @@ static fz_node *new_node(fz_gen *G)
 
 static fz_profile random_profile(fz_rng *r, clf_dtype dt)
 {
-    if (dt == CLF_BOOL || dt == CLF_I32)
+    if (dt != CLF_F32)
         return fz_chance(r, 0.25) ? FZ_PROF_SPECIAL : FZ_PROF_NORMAL;
     static const fz_profile pick[] = {FZ_PROF_NORMAL,  FZ_PROF_NORMAL, FZ_PROF_NORMAL, FZ_PROF_POSITIVE,
                                       FZ_PROF_INTEGERS, FZ_PROF_INTEGERS, FZ_PROF_SPECIAL, FZ_PROF_SPECIAL,
@@ -178,7 +184,7 @@ static int add_scalar(fz_gen *G, clf_dtype dt)
     n->orank = 0;
     if (dt == CLF_F32)
         n->lo = f32_values[fz_below(&G->r, sizeof f32_values / sizeof f32_values[0])];
-    else if (dt == CLF_I32)
+    else if (dt == CLF_I32 || dt == CLF_I64)
         n->lo = (double)((int)fz_below(&G->r, 9) - 4);
     else
         n->lo = fz_below(&G->r, 2);
@@ -261,7 +267,19 @@ static clf_tensor build_scalar(clf_graph *g, fz_node *n, const clf_tensor *in, f
     return clf_scalar(g, n->dt, n->lo);
 }
 
-static const char *onnx_type(clf_dtype dt) { return dt == CLF_F32 ? "float" : dt == CLF_I32 ? "int32" : "bool"; }
+static const char *onnx_type(clf_dtype dt)
+{
+    static const char *const names[CLF_DTYPE_COUNT] = {[CLF_F32] = "float", [CLF_I32] = "int32", [CLF_BOOL] = "bool",
+                                                       [CLF_I64] = "int64"};
+    return names[dt];
+}
+
+/* ONNX's TensorProto data type of dt (Cast's 'to'). */
+static int onnx_elem(clf_dtype dt)
+{
+    static const int codes[CLF_DTYPE_COUNT] = {[CLF_F32] = 1, [CLF_I32] = 6, [CLF_BOOL] = 9, [CLF_I64] = 7};
+    return codes[dt];
+}
 
 static void onnx_double(FILE *f, double v)
 {
@@ -316,9 +334,9 @@ static bool pick_unary(fz_gen *G, fz_node *n)
         fz_facts o = inexact(f);
         if (a->odt == CLF_BOOL) {
             o = (fz_facts){.mag = 1, .exact = true, .nonneg = true, .depth = f.depth, .reduced = f.reduced};
-        } else if (a->odt == CLF_I32) {
+        } else if (a->odt == CLF_I32 || a->odt == CLF_I64) {
             o = f;
-            o.nonneg = false; /* abs(INT32_MIN) wraps */
+            o.nonneg = false; /* abs(INT32_MIN) and abs(INT64_MIN) wrap */
         } else {
             switch (clf__op_info_of((clf__op)op)->fuzz) {
             case CLF__FUZZ_NEGATE: o = f; o.nonneg = false; break;
@@ -533,12 +551,16 @@ static bool onnx_where(FILE *f, const fz_graph *G, int i)
     return true;
 }
 
-static bool not_bool(const fz_node *n, const void *arg) { return n->odt != CLF_BOOL && any_node(n, arg); }
+/* clip, the reductions and argmax/argmin take f32 and i32. */
+static bool f32_or_i32(const fz_node *n, const void *arg)
+{
+    return (n->odt == CLF_F32 || n->odt == CLF_I32) && any_node(n, arg);
+}
 
 static bool pick_clip(fz_gen *G, fz_node *n)
 {
     static const double bounds[] = {-INFINITY, -1, -0.5, 0, 0.5, 1, 2, 3e9, INFINITY};
-    int x = pick_node(G, not_bool, NULL);
+    int x = pick_node(G, f32_or_i32, NULL);
     if (x < 0)
         return false;
     n->nin = 1;
@@ -560,14 +582,13 @@ static clf_tensor build_clip(clf_graph *g, fz_node *n, const clf_tensor *in, fz_
 static bool onnx_clip(FILE *f, const fz_graph *G, int i)
 {
     /* Clip's bounds are inputs of the operand's dtype; i32 bounds are
-     * truncated as clf_clip does. */
+     * truncated and clamped to the int32 range as clf_clip does. */
     const fz_node *n = &G->node[i];
     const fz_node *x = &G->node[n->in[0]];
     if (x->odt == CLF_I32) {
-        if (isinf(n->lo) || isinf(n->hi) || fabs(n->lo) > 2e9 || fabs(n->hi) > 2e9)
-            return false;
-        fprintf(f, "    v%d_lo = Constant <value = int32 {%d}> ()\n", i, (int)n->lo);
-        fprintf(f, "    v%d_hi = Constant <value = int32 {%d}> ()\n", i, (int)n->hi);
+        double lo = fmin(fmax(trunc(n->lo), INT32_MIN), INT32_MAX), hi = fmin(fmax(trunc(n->hi), INT32_MIN), INT32_MAX);
+        fprintf(f, "    v%d_lo = Constant <value = int32 {%d}> ()\n", i, (int)lo);
+        fprintf(f, "    v%d_hi = Constant <value = int32 {%d}> ()\n", i, (int)hi);
     } else {
         fprintf(f, "    v%d_lo = Constant <value_float = ", i);
         onnx_double(f, n->lo);
@@ -586,7 +607,7 @@ static bool pick_cast(fz_gen *G, fz_node *n)
         return false;
     const fz_node *a = &G->G->node[x];
     clf_dtype to = (clf_dtype)fz_below(&G->r, CLF_DTYPE_COUNT);
-    /* f32 -> i32 or bool is discontinuous: exact operands only. */
+    /* f32 -> i32, i64 or bool is discontinuous: exact operands only. */
     if (a->odt == CLF_F32 && to != CLF_F32 && !a->facts.exact)
         to = CLF_F32;
     n->nin = 1;
@@ -596,10 +617,12 @@ static bool pick_cast(fz_gen *G, fz_node *n)
     if (to == CLF_BOOL)
         n->facts = (fz_facts){.mag = 1, .exact = true, .nonneg = true, .depth = a->facts.depth,
                               .reduced = a->facts.reduced};
-    else if (to == CLF_I32)
+    else if (to == CLF_I32 || to == CLF_I64)
         n->facts.special = false;
-    if (to == CLF_I32 && a->odt == CLF_F32)
-        n->facts.mag = 2147483648.0;
+    if (to == CLF_I32 && (a->odt == CLF_F32 || n->facts.mag > 2147483648.0))
+        n->facts.mag = 2147483648.0; /* saturated, or wrapped from i64 */
+    if (to == CLF_I64 && a->odt == CLF_F32)
+        n->facts.mag = I64_MAG;
     return true;
 }
 
@@ -610,9 +633,8 @@ static clf_tensor build_cast(clf_graph *g, fz_node *n, const clf_tensor *in, fz_
 
 static bool onnx_cast(FILE *f, const fz_graph *G, int i)
 {
-    static const int to[CLF_DTYPE_COUNT] = {1, 6, 9};
     const fz_node *n = &G->node[i];
-    fprintf(f, "    v%d = Cast <to = %d> (v%d)\n", i, to[n->ival], n->in[0]);
+    fprintf(f, "    v%d = Cast <to = %d> (v%d)\n", i, onnx_elem((clf_dtype)n->ival), n->in[0]);
     return true;
 }
 
@@ -866,6 +888,13 @@ static clf_tensor build_squeeze(clf_graph *g, fz_node *n, const clf_tensor *in, 
     return clf_squeeze(g, in[0], n->naxes, n->axes);
 }
 
+static clf_tensor build_unsqueeze(clf_graph *g, fz_node *n, const clf_tensor *in, fz_node *const *args)
+{
+    n->nrealaxes = n->naxes;
+    memcpy(n->realaxes, n->axes, sizeof n->axes);
+    return clf_unsqueeze(g, in[0], n->naxes, n->axes);
+}
+
 static bool onnx_squeeze(FILE *f, const fz_graph *G, int i)
 {
     const fz_node *n = &G->node[i];
@@ -922,8 +951,6 @@ static int64_t pick_axes(fz_gen *G, const fz_node *a, fz_node *n)
     }
     return cnt;
 }
-
-static bool f32_or_i32(const fz_node *n, const void *arg) { return n->odt != CLF_BOOL && any_node(n, arg); }
 
 static bool pick_reduce(fz_gen *G, fz_node *n)
 {
@@ -991,7 +1018,7 @@ static bool onnx_reduce(FILE *f, const fz_graph *G, int i)
 
 static bool arg_operand(const fz_node *n, const void *arg)
 {
-    if (n->orank == 0 || n->odt == CLF_BOOL || !any_node(n, arg))
+    if (n->orank == 0 || !f32_or_i32(n, arg))
         return false;
     if (n->odt == CLF_F32 && !n->facts.exact)
         return false; /* near-ties decided by rounding */
@@ -1031,8 +1058,10 @@ static clf_tensor build_arg(clf_graph *g, fz_node *n, const clf_tensor *in, fz_n
 static bool onnx_arg(FILE *f, const fz_graph *G, int i)
 {
     const fz_node *n = &G->node[i];
-    fprintf(f, "    v%d = %s <axis = %d, keepdims = %d, select_last_index = %d> (v%d)\n", i,
+    /* ONNX gives int64 indices, clf_argmax i32. */
+    fprintf(f, "    v%d_l = %s <axis = %d, keepdims = %d, select_last_index = %d> (v%d)\n", i,
             n->sub ? "ArgMin" : "ArgMax", n->ival, n->keepdims, n->flag, n->in[0]);
+    fprintf(f, "    v%d = Cast <to = 6> (v%d_l)\n", i, i);
     return true;
 }
 
@@ -1508,6 +1537,348 @@ static bool onnx_gemm(FILE *f, const fz_graph *G, int i)
     return true;
 }
 
+/* ---- Families: gather and concat ------------------------------------------- */
+
+int64_t fz_index_value(fz_rng *r, int64_t d, clf_dtype dt)
+{
+    if (d > 0 && !fz_chance(r, 0.12))
+        return (int64_t)fz_below(r, (uint32_t)(2 * d)) - d;
+    bool wide = dt == CLF_I64;
+    switch (fz_below(r, 6)) {
+    case 0: return d;
+    case 1: return -d - 1;
+    case 2: return d + 1 + (int64_t)fz_below(r, 1000);
+    case 3: return -d - 2 - (int64_t)fz_below(r, 1000);
+    case 4: return wide ? INT64_MAX : INT32_MAX;
+    default: return wide ? INT64_MIN : INT32_MIN;
+    }
+}
+
+/* The values of a FZ_FAM_CONST node (at most FZ_MAX_CONST); returns their
+ * count. */
+static int64_t const_values(const fz_node *n, int64_t *v)
+{
+    fz_rng r = {n->data_seed};
+    int64_t count = numel_of(n->rank, n->shape);
+    if (count > FZ_MAX_CONST)
+        count = FZ_MAX_CONST; /* never made; the builder then refuses the shape */
+    for (int64_t i = 0; i < count; i++)
+        v[i] = fz_index_value(&r, n->ival, n->dt);
+    return count;
+}
+
+static clf_tensor build_const(clf_graph *g, fz_node *n, const clf_tensor *in, fz_node *const *args)
+{
+    int64_t v[FZ_MAX_CONST];
+    int32_t w[FZ_MAX_CONST];
+    int64_t count = const_values(n, v);
+    for (int64_t i = 0; i < count; i++)
+        w[i] = (int32_t)v[i];
+    if (numel_of(n->rank, n->shape) > FZ_MAX_CONST)
+        return clf_constant(g, n->dt, n->rank, n->shape, NULL);
+    return clf_constant(g, n->dt, n->rank, n->shape, n->dt == CLF_I64 ? (const void *)v : (const void *)w);
+}
+
+static bool onnx_const(FILE *f, const fz_graph *G, int i)
+{
+    const fz_node *n = &G->node[i];
+    int64_t v[FZ_MAX_CONST];
+    int64_t count = const_values(n, v);
+    fprintf(f, "    v%d = Constant <value = %s", i, onnx_type(n->dt));
+    if (n->rank) {
+        fputc('[', f);
+        for (int d = 0; d < n->rank; d++)
+            fprintf(f, "%s%lld", d ? ", " : "", (long long)n->shape[d]);
+        fputc(']', f);
+    }
+    fputs(" {", f);
+    for (int64_t k = 0; k < count; k++)
+        fprintf(f, "%s%lld", k ? ", " : "", (long long)v[k]);
+    fputs("}> ()\n", f);
+    return true;
+}
+
+/* A new graph input (constant: a tensor constant) of index dtype dt and
+ * this shape, its values indexing an axis of extent d. */
+static int add_index_leaf(fz_gen *G, clf_dtype dt, int rank, const int64_t *shape, int64_t d, bool constant)
+{
+    int x = add_input(G, dt, rank, shape);
+    if (x < 0)
+        return -1;
+    fz_node *n = &G->G->node[x];
+    n->profile = FZ_PROF_INDEX;
+    n->ival = (int)d;
+    n->facts = leaf_facts(dt, FZ_PROF_INDEX);
+    if (constant)
+        n->family = FZ_FAM_CONST;
+    return x;
+}
+
+/* Appends an op node made here (not drawn): its operands, result type and
+ * facts; returns its index or -1 when the graph is full. */
+static int add_op(fz_gen *G, int family, int sub, int nin, const int *in, clf_dtype odt, int orank,
+                  const int64_t *oshape, fz_facts facts)
+{
+    fz_node *p = new_node(G);
+    if (!p)
+        return -1;
+    p->family = (uint8_t)family;
+    p->sub = sub;
+    p->nin = nin;
+    memcpy(p->in, in, sizeof(int) * (size_t)nin);
+    p->odt = odt;
+    p->orank = orank;
+    memcpy(p->oshape, oshape, sizeof(int64_t) * (size_t)orank);
+    p->facts = facts;
+    return (int)(p - G->G->node);
+}
+
+/* A shape for gather indices: rank 0 to maxrank (at most 2), small extents,
+ * now and then 0. */
+static int index_shape(fz_gen *G, int maxrank, int64_t *shape)
+{
+    uint32_t k = fz_below(&G->r, 100);
+    int rank = k < 30 ? 0 : k < 75 ? 1 : 2;
+    if (rank > maxrank)
+        rank = maxrank;
+    for (int i = 0; i < rank; i++) {
+        uint32_t e = fz_below(&G->r, 100);
+        shape[i] = e < 5 ? 0 : e < 80 ? 1 + fz_below(&G->r, 4) : 5 + fz_below(&G->r, 5);
+    }
+    return rank;
+}
+
+/* Indices the planner must compute and store before the gather reads them:
+ * an index input plus a constant, its negation (d itself then clamps), a
+ * cast between i32 and i64, or the argmax of a new f32 input over an axis
+ * of extent d. Returns the node or -1 when the graph is full. */
+static int computed_indices(fz_gen *G, clf_dtype dt, int rank, const int64_t *shape, int64_t d)
+{
+    uint32_t k = fz_below(&G->r, 5);
+    if (k == 4 && d > 0 && rank < FZ_MAX_RANK) {
+        int64_t s[FZ_MAX_RANK];
+        memcpy(s, shape, sizeof(int64_t) * (size_t)rank);
+        s[rank] = d;
+        int x = add_input(G, CLF_F32, rank + 1, s);
+        if (x < 0)
+            return -1;
+        fz_facts f = {.mag = (double)d, .exact = true, .nonneg = true, .reduced = true};
+        int p = add_op(G, FZ_FAM_ARG, 0, 1, &x, CLF_I32, rank, shape, f);
+        if (p >= 0) {
+            G->G->node[p].ival = fz_chance(&G->r, 0.5) ? -1 : rank;
+            G->G->node[p].flag = fz_chance(&G->r, 0.3);
+        }
+        return p;
+    }
+    fz_facts f = leaf_facts(dt, FZ_PROF_INDEX);
+    if (k == 2) {
+        clf_dtype from = dt == CLF_I64 ? CLF_I32 : CLF_I64;
+        int x = add_index_leaf(G, from, rank, shape, d, false);
+        if (x < 0)
+            return -1;
+        int p = add_op(G, FZ_FAM_CAST, 0, 1, &x, dt, rank, shape, f);
+        if (p >= 0)
+            G->G->node[p].ival = dt;
+        return p;
+    }
+    int x = add_index_leaf(G, dt, rank, shape, d, false);
+    if (x < 0)
+        return -1;
+    if (k == 3)
+        return add_op(G, FZ_FAM_UNARY, CLF_UNARY_NEG, 1, &x, dt, rank, shape, f);
+    static const double offsets[] = {1, -1, 2, -3};
+    int c = add_scalar(G, dt);
+    if (c < 0)
+        return -1;
+    fz_node *cn = &G->G->node[c];
+    cn->lo = offsets[fz_below(&G->r, 4)];
+    cn->facts = (fz_facts){.mag = fabs(cn->lo), .exact = true, .nonneg = cn->lo >= 0};
+    int in[2] = {x, c};
+    if (fz_chance(&G->r, 0.5)) {
+        in[0] = c;
+        in[1] = x;
+    }
+    return add_op(G, FZ_FAM_BINARY, CLF_BINARY_ADD, 2, in, dt, rank, shape, f);
+}
+
+static bool ranked_node(const fz_node *n, const void *arg) { return n->orank >= 1 && any_node(n, arg); }
+
+static bool index_node(const fz_node *n, const void *arg)
+{
+    const int *maxrank = arg;
+    return (n->odt == CLF_I32 || n->odt == CLF_I64) && n->orank <= *maxrank && any_node(n, arg);
+}
+
+/* clf_gather: data an existing node of any dtype (rank >= 1), along a
+ * random axis (ival, negative at times); indices of rank 0 to 2: a new
+ * i64 or i32 input, a tensor constant, indices computed from other nodes,
+ * or an existing integer node (an argmax's result, i32 arithmetic). */
+static bool pick_gather(fz_gen *G, fz_node *n)
+{
+    int x = pick_node(G, ranked_node, NULL);
+    if (x < 0)
+        return false;
+    const fz_node *a = &G->G->node[x];
+    int r = a->orank;
+    int axis = (int)fz_below(&G->r, (uint32_t)r);
+    for (int t = 0; t < r && a->oshape[axis] == 0; t++)
+        axis = (axis + 1) % r; /* a non-empty axis if there is one */
+    int64_t d = a->oshape[axis];
+    int maxrank = FZ_MAX_RANK - (r - 1);
+    if (maxrank > 2)
+        maxrank = 2;
+    int64_t ishape[FZ_MAX_RANK];
+    int irank = index_shape(G, maxrank, ishape);
+    if (d == 0) { /* an empty axis: only empty indices are in range */
+        if (maxrank == 0)
+            return false;
+        if (irank == 0)
+            irank = 1;
+        ishape[0] = 0;
+    }
+    clf_dtype idt = fz_chance(&G->r, 0.6) ? CLF_I64 : CLF_I32;
+    uint32_t k = fz_below(&G->r, 10);
+    int idx = -1;
+    if (k == 9) {
+        idx = pick_node(G, index_node, &maxrank);
+        if (idx >= 0 && d == 0 && node_numel(&G->G->node[idx]) > 0)
+            idx = -1;
+    }
+    if (idx < 0 && k >= 7)
+        idx = computed_indices(G, idt, irank, ishape, d);
+    else if (idx < 0 && k >= 5 && numel_of(irank, ishape) <= FZ_MAX_CONST)
+        idx = add_index_leaf(G, idt, irank, ishape, d, true);
+    else if (idx < 0)
+        idx = add_index_leaf(G, idt, irank, ishape, d, false);
+    if (idx < 0)
+        return false;
+    n->nin = 2;
+    n->in[0] = x;
+    n->in[1] = idx;
+    n->ival = fz_chance(&G->r, 0.3) ? axis - r : axis;
+    n->facts = a->facts; /* a load at an index: the data's values */
+    return true;
+}
+
+static clf_tensor build_gather(clf_graph *g, fz_node *n, const clf_tensor *in, fz_node *const *args)
+{
+    return clf_gather(g, in[0], in[1], n->ival);
+}
+
+static bool onnx_gather(FILE *f, const fz_graph *G, int i)
+{
+    /* ONNX calls an index outside [-d, d) an error; libclfuse clamps it
+     * (and so does the reference behind `clfuse check`). */
+    const fz_node *n = &G->node[i];
+    fprintf(f, "    v%d = Gather <axis = %d> (v%d, v%d)\n", i, n->ival, n->in[0], n->in[1]);
+    return true;
+}
+
+/* What a value built from several operands may hold. */
+static void join_facts(fz_facts *o, const fz_facts *b)
+{
+    o->mag = o->mag > b->mag ? o->mag : b->mag;
+    o->special = o->special || b->special;
+    o->exact = o->exact && b->exact;
+    o->nonneg = o->nonneg && b->nonneg;
+    o->depth = o->depth > b->depth ? o->depth : b->depth;
+    o->reduced = o->reduced || b->reduced;
+    o->kmax = o->kmax > b->kmax ? o->kmax : b->kmax;
+}
+
+typedef struct concat_want {
+    const fz_node *like;
+    int axis;
+} concat_want;
+
+static bool concat_partner(const fz_node *n, const void *arg)
+{
+    const concat_want *w = arg;
+    if (n->odt != w->like->odt || n->orank != w->like->orank || !any_node(n, arg))
+        return false;
+    for (int d = 0; d < n->orank; d++)
+        if (d != w->axis && n->oshape[d] != w->like->oshape[d])
+            return false;
+    return true;
+}
+
+/* A pointwise op on node x (a concat operand computed in the kernel that
+ * reads it): not for bool, neg or abs for integers, neg, abs or tanh for
+ * f32. Returns the node or -1 when the graph is full. */
+static int pointwise_on(fz_gen *G, int x)
+{
+    const fz_node *a = &G->G->node[x];
+    fz_facts f = a->facts;
+    int op;
+    if (a->odt == CLF_BOOL) {
+        op = CLF_UNARY_NOT;
+    } else {
+        static const int ops[] = {CLF_UNARY_NEG, CLF_UNARY_ABS, CLF_UNARY_TANH};
+        op = ops[fz_below(&G->r, a->odt == CLF_F32 ? 3 : 2)];
+        f.nonneg = op == CLF_UNARY_ABS && a->odt == CLF_F32;
+        if (op == CLF_UNARY_TANH) {
+            f = inexact(f);
+            f.mag = 1;
+        }
+    }
+    return add_op(G, FZ_FAM_UNARY, op, 1, &x, a->odt, a->orank, a->oshape, f);
+}
+
+/* clf_concat of 2 to 4 operands along a random axis (ival, negative at
+ * times): an existing node of rank >= 1 and partners of its dtype and rank
+ * that agree off the axis: existing nodes (itself among them) or new
+ * inputs of another extent along it, one of them now and then computed. */
+static bool pick_concat(fz_gen *G, fz_node *n)
+{
+    int x = pick_node(G, ranked_node, NULL);
+    if (x < 0)
+        return false;
+    const fz_node *a = &G->G->node[x];
+    int r = a->orank;
+    int axis = (int)fz_below(&G->r, (uint32_t)r);
+    int m = 2 + (int)fz_below(&G->r, 3);
+    int at = (int)fz_below(&G->r, (uint32_t)m);
+    int computed = fz_chance(&G->r, 0.3) ? (int)fz_below(&G->r, (uint32_t)m) : -1;
+    concat_want w = {a, axis};
+    n->nin = m;
+    n->facts = a->facts;
+    for (int s = 0; s < m; s++) {
+        int p = s == at ? x : -1;
+        if (p < 0 && s != computed && fz_chance(&G->r, 0.3))
+            p = pick_node(G, concat_partner, &w);
+        if (p < 0) {
+            int64_t shape[FZ_MAX_RANK];
+            memcpy(shape, a->oshape, sizeof(int64_t) * (size_t)r);
+            uint32_t k = fz_below(&G->r, 10);
+            shape[axis] = k == 0 ? 0 : k < 3 ? 1 : k < 5 ? a->oshape[axis] : 2 + (int64_t)fz_below(&G->r, 5);
+            p = add_input(G, a->odt, r, shape);
+            if (p >= 0 && s == computed)
+                p = pointwise_on(G, p);
+            if (p < 0)
+                return false;
+        }
+        n->in[s] = p;
+        join_facts(&n->facts, &G->G->node[p].facts);
+    }
+    n->ival = fz_chance(&G->r, 0.3) ? axis - r : axis;
+    return true;
+}
+
+static clf_tensor build_concat(clf_graph *g, fz_node *n, const clf_tensor *in, fz_node *const *args)
+{
+    return clf_concat(g, n->nin, in, n->ival);
+}
+
+static bool onnx_concat(FILE *f, const fz_graph *G, int i)
+{
+    const fz_node *n = &G->node[i];
+    fprintf(f, "    v%d = Concat <axis = %d> (", i, n->ival);
+    for (int k = 0; k < n->nin; k++)
+        fprintf(f, "%sv%d", k ? ", " : "", n->in[k]);
+    fputs(")\n", f);
+    return true;
+}
+
 /* ---- The table ------------------------------------------------------------- */
 
 static bool pick_none(fz_gen *G, fz_node *n) { return false; }
@@ -1518,6 +1889,7 @@ const fz_family fz_families[FZ_FAM_COUNT] = {
     /* Inputs are built by fz_build itself (they need their names). */
     [FZ_FAM_INPUT] = {"input", 0, FZ_TOL_EXACT, pick_none, NULL, onnx_input},
     [FZ_FAM_SCALAR] = {"scalar", 0, FZ_TOL_EXACT, pick_none, build_scalar, onnx_scalar},
+    [FZ_FAM_CONST] = {"constant", 0, FZ_TOL_EXACT, pick_none, build_const, onnx_const},
     [FZ_FAM_UNARY] = {"unary", 14, FZ_TOL_POINTWISE, pick_unary, build_unary, onnx_unary},
     [FZ_FAM_BINARY] = {"binary", 16, FZ_TOL_POINTWISE, pick_binary, build_binary, onnx_binary},
     [FZ_FAM_WHERE] = {"where", 3, FZ_TOL_EXACT, pick_where, build_where, onnx_where},
@@ -1528,7 +1900,7 @@ const fz_family fz_families[FZ_FAM_COUNT] = {
     [FZ_FAM_EXPAND] = {"expand", 4, FZ_TOL_EXACT, pick_expand, build_expand, onnx_reshape},
     [FZ_FAM_SLICE] = {"slice", 5, FZ_TOL_EXACT, pick_slice, build_slice, onnx_slice},
     [FZ_FAM_SQUEEZE] = {"squeeze", 2, FZ_TOL_EXACT, pick_squeeze, build_squeeze, onnx_squeeze},
-    [FZ_FAM_UNSQUEEZE] = {"unsqueeze", 3, FZ_TOL_EXACT, pick_unsqueeze, build_squeeze, onnx_squeeze},
+    [FZ_FAM_UNSQUEEZE] = {"unsqueeze", 3, FZ_TOL_EXACT, pick_unsqueeze, build_unsqueeze, onnx_squeeze},
     [FZ_FAM_REDUCE] = {"reduce", 9, FZ_TOL_REDUCTION, pick_reduce, build_reduce, onnx_reduce},
     [FZ_FAM_ARG] = {"arg", 3, FZ_TOL_EXACT, pick_arg, build_arg, onnx_arg},
     [FZ_FAM_VAR] = {"var", 2, FZ_TOL_REDUCTION, pick_var, build_var, onnx_var},
@@ -1537,8 +1909,10 @@ const fz_family fz_families[FZ_FAM_COUNT] = {
     [FZ_FAM_RMS_NORM] = {"rms_norm", 2, FZ_TOL_REDUCTION, pick_rms_norm, build_rms_norm, onnx_norm},
     [FZ_FAM_MATMUL] = {"matmul", 4, FZ_TOL_CONTRACTION, pick_matmul, build_matmul, onnx_matmul},
     [FZ_FAM_GEMM] = {"gemm", 3, FZ_TOL_CONTRACTION, pick_gemm, build_gemm, onnx_gemm},
+    [FZ_FAM_GATHER] = {"gather", 4, FZ_TOL_EXACT, pick_gather, build_gather, onnx_gather},
+    [FZ_FAM_CONCAT] = {"concat", 4, FZ_TOL_EXACT, pick_concat, build_concat, onnx_concat},
 };
-_Static_assert(FZ_FAM_COUNT == 21, "one fz_families entry per family");
+_Static_assert(FZ_FAM_COUNT == 24, "one fz_families entry per family");
 
 int fz_family_by_name(const char *name)
 {
@@ -1566,8 +1940,8 @@ bool fz_build(fz_graph *G, fz_built *b, char *msg, size_t cap)
             snprintf(name, sizeof name, "x%d", i);
             t = clf_input(b->g, name, n->dt, n->rank, n->shape);
         } else {
-            clf_tensor in[3];
-            fz_node *args[3];
+            clf_tensor in[FZ_MAX_IN];
+            fz_node *args[FZ_MAX_IN];
             for (int k = 0; k < n->nin; k++) {
                 in[k] = b->t[n->in[k]];
                 args[k] = &G->node[n->in[k]];
@@ -1625,8 +1999,9 @@ void fz_generate(uint64_t seed, uint64_t index, int force, fz_graph *out)
     cap_shape(rank, base);
     int ninputs = 1 + (int)fz_below(&G.r, 3);
     for (int k = 0; k < ninputs; k++) {
-        static const clf_dtype dts[] = {CLF_F32, CLF_F32, CLF_F32, CLF_F32, CLF_I32, CLF_BOOL};
-        clf_dtype dt = k == 0 ? CLF_F32 : dts[fz_below(&G.r, 6)];
+        static const clf_dtype dts[] = {CLF_F32, CLF_F32, CLF_F32, CLF_F32, CLF_F32, CLF_F32, CLF_F32,
+                                        CLF_F32, CLF_I32, CLF_I32, CLF_BOOL, CLF_BOOL, CLF_I64, CLF_I64};
+        clf_dtype dt = k == 0 ? CLF_F32 : dts[fz_below(&G.r, sizeof dts / sizeof dts[0])];
         int64_t shape[FZ_MAX_RANK];
         int r = rank;
         memcpy(shape, base, sizeof base);
@@ -1669,7 +2044,7 @@ void fz_generate(uint64_t seed, uint64_t index, int force, fz_graph *out)
             read[out->node[i].in[k]] = true;
     for (int i = 0; i < out->n; i++) {
         fz_node *n = &out->node[i];
-        bool leaf = n->family == FZ_FAM_INPUT || n->family == FZ_FAM_SCALAR;
+        bool leaf = n->family == FZ_FAM_INPUT || n->family == FZ_FAM_SCALAR || n->family == FZ_FAM_CONST;
         n->output = !leaf ? !read[i] || fz_chance(&G.r, 0.2) : fz_chance(&G.r, 0.02);
     }
     bool any = false;
@@ -1705,8 +2080,8 @@ static void print_shape(FILE *f, int rank, const int64_t *shape)
     fputc(']', f);
 }
 
-static const char *const profile_names[FZ_PROF_COUNT] = {"normal", "positive", "integers",
-                                                         "special", "large", "tiny"};
+static const char *const profile_names[FZ_PROF_COUNT] = {"normal", "positive", "integers", "special",
+                                                         "large",  "tiny",     "index"};
 
 void fz_print_listing(FILE *f, const fz_graph *G)
 {
@@ -1716,7 +2091,21 @@ void fz_print_listing(FILE *f, const fz_graph *G)
         print_shape(f, n->orank, n->oshape);
         fputs(" = ", f);
         switch (n->family) {
-        case FZ_FAM_INPUT: fprintf(f, "input (%s values)", profile_names[n->profile]); break;
+        case FZ_FAM_INPUT:
+            fprintf(f, "input (%s values", profile_names[n->profile]);
+            if (n->profile == FZ_PROF_INDEX)
+                fprintf(f, " into %d", n->ival);
+            fputs(")", f);
+            break;
+        case FZ_FAM_CONST: {
+            int64_t v[FZ_MAX_CONST];
+            int64_t count = const_values(n, v);
+            fputs("constant {", f);
+            for (int64_t k = 0; k < count; k++)
+                fprintf(f, "%s%lld", k ? ", " : "", (long long)v[k]);
+            fprintf(f, "} (index values into %d)", n->ival);
+            break;
+        }
         case FZ_FAM_SCALAR: fprintf(f, "scalar %.9g", n->lo); break;
         case FZ_FAM_UNARY: fprintf(f, "%s", unary_names[n->sub]); break;
         case FZ_FAM_BINARY: fprintf(f, "%s", binary_names[n->sub]); break;
@@ -1763,7 +2152,9 @@ void fz_print_listing(FILE *f, const fz_graph *G)
         case FZ_FAM_ARG:
             fprintf(f, " axis %d keepdims %d select_last %d", n->ival, n->keepdims, n->flag);
             break;
-        case FZ_FAM_SOFTMAX: fprintf(f, " axis %d", n->ival); break;
+        case FZ_FAM_SOFTMAX:
+        case FZ_FAM_GATHER:
+        case FZ_FAM_CONCAT: fprintf(f, " axis %d", n->ival); break;
         case FZ_FAM_GEMM:
             fprintf(f, " alpha %g beta %g trans_a %d trans_b %d", n->lo, n->hi, n->flag, n->keepdims);
             break;
@@ -1817,7 +2208,7 @@ void fz_print_onnx(FILE *f, const fz_graph *G)
                 fputs("> ()\n", f);
             } else {
                 fprintf(f, "    v%d_i = Constant <value_int = %d> ()\n", i, (int)n->lo);
-                fprintf(f, "    v%d = Cast <to = %d> (v%d_i)\n", i, n->dt == CLF_I32 ? 6 : 9, i);
+                fprintf(f, "    v%d = Cast <to = %d> (v%d_i)\n", i, onnx_elem(n->dt), i);
             }
         } else if (n->family != FZ_FAM_INPUT && !fz_families[n->family].onnx(f, G, i)) {
             fprintf(f, "    # v%d (%s) has no ONNX form here\n", i, fz_families[n->family].name);
