@@ -1510,6 +1510,27 @@ START_TEST(onnx_node_tests_match)
 }
 END_TEST
 
+/* Found by the graph fuzzer's ONNX printer: Identity of a constant as a
+ * graph output ("defined twice" when folded), and a Concat input empty
+ * off the axis but not along it, which must stay. */
+START_TEST(identity_of_a_constant_and_concat_of_empty_tensors)
+{
+    static const char t1[] = "g (float[2] x) => (float[2] y, float[] o) {\n  c = Constant <value_float = 1.0> ()\n"
+                             "  y = Add(x, c)\n  o = Identity(c)\n}\n";
+    static const char t2[] = "g (float[0, 2, 3] a, float[0, 2, 3] b) => (float[0, 2, 6] y) {\n"
+                             "  y = Concat <axis = 2> (a, b)\n}\n";
+    const char *const texts[2] = {t1, t2};
+    for (int i = 0; i < 2; i++) {
+        char text[512] = "";
+        clf_onnx_model *m = NULL;
+        clf_status st = clf_onnx_load_memory(texts[i], strlen(texts[i]), NULL,
+                                             clf_onnx_params(.message = text, .message_cap = sizeof text), &m);
+        ck_assert_msg(st == CLF_OK, "model %d: %s", i, text);
+        clf_onnx_model_destroy(&m);
+    }
+}
+END_TEST
+
 /* Every input that once crashed the loader (tests/fuzz_onnx/crashes: a
  * Slice with its starts or ends omitted dereferenced NULL; a name with a
  * newline made a two-line message) is now refused with a one-line message. */
@@ -1553,6 +1574,8 @@ int main(void)
     clf_test_add_case(s, "weights_are_not_widened", weights_are_not_widened);
     clf_test_add_case(s, "allocation_failures_are_reported", allocation_failures_are_reported);
     clf_test_add_case(s, "fuzzer_crashes_are_refused_in_one_line", fuzzer_crashes_are_refused_in_one_line);
+    clf_test_add_case(s, "identity_of_a_constant_and_concat_of_empty_tensors",
+                      identity_of_a_constant_and_concat_of_empty_tensors);
     tc = tcase_create("onnx_node_tests_match");
     tcase_add_loop_test(tc, onnx_node_tests_match, 0, (int)(sizeof node_tests / sizeof node_tests[0]));
     suite_add_tcase(s, tc);

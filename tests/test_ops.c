@@ -580,6 +580,38 @@ START_TEST(gather_elements_axes)
 }
 END_TEST
 
+/* Inputs empty along the concat axis (first, middle, last) are never read,
+ * and an empty product broadcast afterwards compiles (both found by the
+ * fuzzer: the last empty operand was read out of bounds; the GEMM epilogue
+ * refused the expand of an empty product). */
+START_TEST(concat_of_empty_inputs_and_empty_products)
+{
+    clf_context *ctx = clf_test_context();
+    clf_graph *g = clf_graph_create();
+    e2e_inputs in = {0};
+    const int64_t s3[1] = {3}, s0[1] = {0}, s4[1] = {4};
+    clf_tensor a = e2e_input(g, &in, "a", CLF_F32, 1, s3, -1, 1);
+    clf_tensor b = e2e_input(g, &in, "b", CLF_F32, 1, s0, -1, 1);
+    clf_tensor c = e2e_input(g, &in, "c", CLF_F32, 1, s4, -1, 1);
+    clf_graph_output(g, "last", clf_concat(g, 4, (clf_tensor[]){a, a, c, b}, 0));
+    clf_graph_output(g, "first", clf_neg(g, clf_concat(g, 3, (clf_tensor[]){b, c, a}, 0)));
+    clf_graph_output(g, "mid", clf_concat(g, 3, (clf_tensor[]){c, b, a}, -1));
+    e2e_check(ctx, g, &in, 0, 0, NULL, E2E_BOTH, NULL);
+    clf_graph_destroy(&g);
+    e2e_inputs_free(&in);
+
+    g = clf_graph_create();
+    e2e_inputs in2 = {0};
+    const int64_t sa[2] = {0, 1}, sb[1] = {1}, se[2] = {3, 0};
+    clf_tensor m = clf_matmul(g, e2e_input(g, &in2, "a", CLF_F32, 2, sa, -1, 1), e2e_input(g, &in2, "b", CLF_F32, 1, sb, -1, 1));
+    clf_graph_output(g, "y", clf_expand(g, m, 2, se));
+    e2e_check(ctx, g, &in2, 0, 0, NULL, E2E_BOTH, NULL);
+    clf_graph_destroy(&g);
+    e2e_inputs_free(&in2);
+    clf_context_destroy(&ctx);
+}
+END_TEST
+
 START_TEST(gather_and_concat_errors)
 {
     clf_graph *g = clf_graph_create();
@@ -830,6 +862,7 @@ static Suite *ops_suite(void)
     clf_test_add_case(s, "concat_axes_and_dtypes", concat_axes_and_dtypes);
     clf_test_add_case(s, "gather_and_concat_errors", gather_and_concat_errors);
     clf_test_add_case(s, "gather_elements_axes", gather_elements_axes);
+    clf_test_add_case(s, "concat_of_empty_inputs_and_empty_products", concat_of_empty_inputs_and_empty_products);
     clf_test_add_case(s, "broadcasting", broadcasting);
     clf_test_add_case(s, "rank0_and_size1", rank0_and_size1);
     clf_test_add_case(s, "zero_size", zero_size);

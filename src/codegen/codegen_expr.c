@@ -346,14 +346,18 @@ static const char *concat_value(gen *G, const clf__node *n, const clf__view *v, 
         clf__free(p);
     }
     clf__strbuf e = {0};
-    int open = 0;
-    for (int k = 0; k < n->ninputs; k++) {
+    int open = 0, last_k = -1;
+    /* Inputs empty along the axis are never read (their buffers may be
+     * NULL); the last non-empty one is the default branch. */
+    for (int k = 0; k < n->ninputs; k++)
+        if (clf__graph_node(G->g, n->inputs[k])->shape[a] > 0)
+            last_k = k;
+    for (int k = 0; k <= last_k; k++) {
         const clf__node *x = clf__graph_node(G->g, n->inputs[k]);
         int64_t len = x->shape[a];
-        bool last = k == n->ninputs - 1;
-        if (len == 0 && !last) {
+        bool last = k == last_k;
+        if (len == 0)
             continue;
-        }
         if (pos_c >= 0 && !(pos_c < off + len || last)) { /* a known position past this input */
             off += len;
             continue;
@@ -369,6 +373,8 @@ static const char *concat_value(gen *G, const clf__node *n, const clf__view *v, 
         open++;
         off += len;
     }
+    if (last_k < 0) /* every input empty along the axis: so is the result */
+        clf__sb_puts(&e, "0");
     for (; open > 0; open--)
         clf__sb_puts(&e, ")");
     snprintf(name, cap, "v%d", G->ntemps++);

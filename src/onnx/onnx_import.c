@@ -1084,14 +1084,14 @@ static clf_status import_op(importer *I, const clf__onnx_node *n, int idx, clf_t
                 return fail(I, n->op_pos, "input %d is empty", k + 1);
             if (input(I, n, k, &xs[m]))
                 return I->status;
-            /* ONNX allows empty inputs of another rank (e.g. shape [0]) in
-             * a concat of vectors; they add nothing. */
-            int64_t numel = 1, shp[CLF_MAX_RANK];
+            /* An input that adds nothing along the axis is left out
+             * (exporters write shape-[0] vectors into concats of shapes). */
+            int64_t shp[CLF_MAX_RANK];
             int r = 0;
             clf_tensor_shape(g, xs[m], &r, shp);
-            for (int d = 0; d < r; d++)
-                numel *= shp[d];
-            if (numel > 0 || n->ninputs == 1 || m == 0)
+            int64_t ax = axis < 0 ? axis + r : axis;
+            bool adds = ax >= 0 && ax < r && shp[ax] > 0;
+            if (adds || n->ninputs == 1 || m == 0)
                 m++;
         }
         *out = clf_concat(g, m, xs, (int)axis);
@@ -1492,8 +1492,12 @@ static clf_status fold_node(importer *I, const clf__onnx_node *n, int idx, bool 
     if (!st)
         st = check_graph(I, n);
     I->g = main_g;
-    if (st || I->nvalues != before) /* an error, or Identity defined its literal itself */
+    if (st)
         goto done;
+    if (I->nvalues != before) { /* Identity of a literal defined its output itself */
+        *folded = true;
+        goto done;
+    }
     int nb = 0;
     for (int j = 0; j < n->noutputs; j++) {
         if (!n->outputs[j][0] || !clf_tensor_valid(outs[j]))

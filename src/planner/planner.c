@@ -170,7 +170,8 @@ static role role_in(const clf_graph *g, const region *R, const clf__node *m)
         int64_t numel = 1;
         for (int d = 0; d < R->rank; d++)
             numel *= R->shape[d];
-        return m->op != CLF__OP_REDUCE && clf__node_numel(m) == numel ? ROLE_POINTWISE : ROLE_NONE;
+        /* An empty product has no element to store at: nothing joins it. */
+        return m->op != CLF__OP_REDUCE && numel > 0 && clf__node_numel(m) == numel ? ROLE_POINTWISE : ROLE_NONE;
     }
     if (!R->reduction)
         return m->op != CLF__OP_REDUCE && same_shape(R->rank, R->shape, m->rank, m->shape)
