@@ -913,7 +913,8 @@ START_TEST(row_results_kept_or_flattened_fuse_at_ranks_3_and_4)
         const int64_t *s = rank == 4 ? s4 : s3;
         int last = rank - 1;
         int64_t kept[4];
-        memcpy(kept, s, (size_t)rank * sizeof *s); /* s3 has three entries */
+        for (int d = 0; d < rank; d++) /* s3 has three entries */
+            kept[d] = s[d];
         kept[last] = 1;
         for (int form = 0; form < 4; form++) {
             clf_graph *g = clf_graph_create();
