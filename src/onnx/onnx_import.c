@@ -1476,6 +1476,7 @@ static clf_status fold_node(importer *I, const clf__onnx_node *n, int idx, bool 
     clf_graph *fg = clf_graph_create();
     clf_tensor outs[16];
     clf_host_binding bind[16];
+    char names[16][16];
     clf__onnx_tensor *lits[16] = {NULL};
     size_t before = I->nvalues;
     clf_status st = CLF_OK;
@@ -1516,22 +1517,15 @@ static clf_status fold_node(importer *I, const clf__onnx_node *n, int idx, bool 
             st = oom(I);
             goto done;
         }
-        char nm[16];
-        snprintf(nm, sizeof nm, "o%d", j);
-        if (clf_graph_output(fg, nm, outs[j]) != CLF_OK) {
+        /* The reference binds outputs by the names given to clf_graph_output. */
+        snprintf(names[nb], sizeof names[nb], "o%d", j);
+        if (clf_graph_output(fg, names[nb], outs[j]) != CLF_OK) {
             st = check_graph(I, n);
             goto done;
         }
-        bind[nb++] = (clf_host_binding){lits[j]->name, (void *)lits[j]->data};
+        bind[nb] = (clf_host_binding){names[nb], (void *)lits[j]->data};
+        nb++;
     }
-    /* The reference binds outputs by the names given to clf_graph_output. */
-    char names[16][16];
-    for (int j = 0, b = 0; j < n->noutputs; j++)
-        if (lits[j]) {
-            snprintf(names[b], sizeof names[b], "o%d", j);
-            bind[b].name = names[b];
-            b++;
-        }
     char msg[256];
     clf_status rs = clf_reference_run(fg, 0, NULL, (size_t)nb, bind, msg, sizeof msg);
     if (rs != CLF_OK) {
