@@ -406,6 +406,38 @@ START_TEST(rows_of_rank_3_and_4_in_both_forms)
 }
 END_TEST
 
+/* The GPU GEMM tiling without autotuning: 128 x 128 for large products;
+ * small ones get tiles no larger than the product, shrunk until the tiles
+ * cover the compute units (a tiny model's 16 x 32 projection on a 132-unit
+ * GPU), never below 16 x 16; every choice is one the device can run. */
+START_TEST(gemm_default_tiles_fit_small_products)
+{
+    clf__codegen_target gpu = {.cpu = false, .max_local = 1024, .compute_units = 132, .local_mem = 49152};
+    char why[160];
+    clf__gemm_config c = clf__gemm_default_config(&gpu, 4096, 4096, 4096, 1);
+    ck_assert(c.tm == 128 && c.tn == 128);
+    c = clf__gemm_default_config(&gpu, 16, 32, 32, 1);
+    ck_assert_msg(c.tm == 16 && c.tn == 16, "16 x 32 product: %dx%d tile", c.tm, c.tn);
+    c = clf__gemm_default_config(&gpu, 8, 8, 8, 8); /* attention scores of 8 heads */
+    ck_assert(c.tm == 16 && c.tn == 16);
+    c = clf__gemm_default_config(&gpu, 64, 1000, 32, 1); /* a vocabulary projection */
+    uint64_t tiles = (uint64_t)((64 + c.tm - 1) / c.tm) * (uint64_t)((1000 + c.tn - 1) / c.tn);
+    ck_assert_msg(tiles >= 132 || (c.tm == 16 && c.tn == 16), "%dx%d leaves units idle", c.tm, c.tn);
+    ck_assert(c.tm <= 64 && c.tn <= 64);
+    c = clf__gemm_default_config(&gpu, 100, 8192, 64, 1); /* enough tiles already at 64 x 64 */
+    ck_assert(c.tm == 64 && c.tn == 64);
+    static const int64_t sizes[][4] = {{1, 1, 1, 1}, {3, 200, 5, 1}, {200, 3, 9, 7}, {16, 2048, 2048, 1},
+                                       {127, 127, 127, 1}, {8, 8, 8, 256}};
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+        c = clf__gemm_default_config(&gpu, sizes[i][0], sizes[i][1], sizes[i][2], sizes[i][3]);
+        ck_assert_msg(clf__gemm_config_valid(&c, false, gpu.max_local, gpu.local_mem, why, sizeof why), "%s", why);
+    }
+    clf__codegen_target small = {.cpu = false, .max_local = 32, .compute_units = 4};
+    c = clf__gemm_default_config(&small, 300, 300, 300, 1);
+    ck_assert_msg(clf__gemm_config_valid(&c, false, 32, 0, why, sizeof why), "%s", why);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("codegen");
@@ -421,6 +453,7 @@ int main(void)
     tcase_add_test(tc, cpu_reduction_vector_loop);
     tcase_add_test(tc, gpu_lanes_of_a_warp_combine_by_shuffles);
     tcase_add_test(tc, rows_of_rank_3_and_4_in_both_forms);
+    tcase_add_test(tc, gemm_default_tiles_fit_small_products);
     suite_add_tcase(s, tc);
     return clf_test_run_suite(s);
 }

@@ -3,6 +3,8 @@
 # ../shared/gpu/prepare and bench/models/prepare_gpu.sh here first):
 #     bash bench/models/run_models_gpu.sh tiny     # fixtures: GPU, PoCL, torch, onnxruntime, suites on the GPU
 #     bash bench/models/run_models_gpu.sh large    # the Llama-shaped stack (hidden 2048, 2 layers, seq 512, f32)
+#     bash bench/models/run_models_gpu.sh quick    # the three TorchScript tiny fixtures on the GPU (default and
+#                                                  # autotuned tiles), a launch-floor chain, torch in the same call
 # Everything lands in $OUT; a summary is printed last.
 set -uo pipefail
 source .gpu/env.sh
@@ -24,7 +26,32 @@ bench() { # model dir, label, runs
     echo "== $2 on $dev"; grep -E "^(unfused|fused) " "$OUT/bench_$2_$dev.txt"
   done
 }
-if [ "$stage" = tiny ]; then
+if [ "$stage" = quick ]; then
+  # Launch floor: 28 chained Relu on 1024 floats, 28 kernels unfused, 1 fused.
+  python3 - > /tmp/floor.onnxtxt <<'PY'
+print('<ir_version: 8, opset_import: ["" : 17]>')
+print('floor (float[1024] x) => (float[1024] y) {')
+prev = 'x'
+for i in range(27):
+    print(f'  t{i} = Relu({prev})'); prev = f't{i}'
+print(f'  y = Relu({prev})')
+print('}')
+PY
+  CLFUSE_DEVICE=gpu timeout 120 $CLI bench /tmp/floor.onnxtxt --runs 500 > "$OUT/bench_floor_gpu.txt" 2>&1
+  echo "== launch floor (28 kernels unfused)"; grep -E "^(unfused|fused) " "$OUT/bench_floor_gpu.txt"
+  for fam in llama gpt2 bert; do
+    d=tests/models/${fam}_torchscript_ids
+    CLFUSE_DEVICE=gpu timeout 200 $CLI bench "$d/model.onnx" --runs 300 > "$OUT/bench_${fam}_gpu.txt" 2>&1
+    echo "== $fam default tiles"; grep -E "^(unfused|fused) " "$OUT/bench_${fam}_gpu.txt"
+    CLFUSE_DEVICE=gpu CLFUSE_AUTOTUNE=1 timeout 200 $CLI bench "$d/model.onnx" --runs 300 > "$OUT/bench_${fam}_tuned_gpu.txt" 2>&1
+    echo "== $fam autotuned"; grep -E "^(unfused|fused) " "$OUT/bench_${fam}_tuned_gpu.txt"
+    CLFUSE_DEVICE=gpu CLFUSE_LOGS=perf timeout 120 $CLI run "$d/model.onnx" $(for f in "$d"/input_*.npy; do n=$(basename "$f" .npy); echo --input "${n#input_}=$f"; done) \
+      > /dev/null 2> "$OUT/perf_${fam}_gpu.txt"
+  done
+  grep -h "kernel\|ms" "$OUT"/perf_llama_gpu.txt | head -40
+  PYTHONUNBUFFERED=1 timeout 300 python3 bench/models/bench_models.py > "$OUT/refs.jsonl" 2> "$OUT/refs.log"
+  cat "$OUT/refs.jsonl"
+elif [ "$stage" = tiny ]; then
   for fam in llama gpt2 bert; do
     for exp in torchscript dynamo; do
       d=tests/models/${fam}_${exp}_ids

@@ -73,8 +73,9 @@ bool clf__codegen_uses_warp_shuffles(const char *source);
  * extents rounded up to powers of two, batch, operand layouts. */
 void clf__gemm_problem_class(const clf_graph *g, const clf__plan *plan, uint32_t k, const clf__codegen_target *target,
                              clf__strbuf *out);
-/* The GEMM tiling used without autotuning, for an M x N x K product. */
-clf__gemm_config clf__gemm_default_config(const clf__codegen_target *target, int64_t m, int64_t n, int64_t k);
+/* The GEMM tiling used without autotuning, for batch M x N x K products. */
+clf__gemm_config clf__gemm_default_config(const clf__codegen_target *target, int64_t m, int64_t n, int64_t k,
+                                          int64_t batch);
 /* Whether c can be generated for the device type; else the reason in why. */
 bool clf__gemm_config_valid(const clf__gemm_config *c, bool cpu, size_t max_local, size_t local_mem, char *why,
                             size_t cap);

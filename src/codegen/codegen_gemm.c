@@ -51,8 +51,17 @@ static bool operand_transposed(const clf_graph *g, uint32_t id)
     }
 }
 
+/* The smallest power of two at least v (v >= 1), capped at cap. */
+static int pow2_at_least(int64_t v, int cap)
+{
+    int p = 1;
+    while (p < cap && p < v)
+        p *= 2;
+    return p;
+}
+
 clf__gemm_config clf__gemm_default_config(const clf__codegen_target *target, int64_t m, int64_t n,
-                                          int64_t k)
+                                          int64_t k, int64_t batch)
 {
     (void)k;
     size_t max_local = target->max_local ? target->max_local : 256;
@@ -63,9 +72,29 @@ clf__gemm_config clf__gemm_default_config(const clf__codegen_target *target, int
      * (bench/gemm_tile_sweep.sh); other tilings by autotuning. */
     if (max_local >= 128 && m >= 128 && n >= 128)
         return (clf__gemm_config){.tm = 128, .tn = 128, .tk = 8, .wm = 16, .wn = 8};
-    if (max_local >= 256)
-        return (clf__gemm_config){.tm = 64, .tn = 64, .tk = 16, .wm = 4, .wn = 4};
-    return (clf__gemm_config){.tm = 32, .tn = 32, .tk = 8, .wm = 4, .wn = 4};
+    /* Smaller products (a tiny model's M = 16 rows, attention's per-head
+     * 8 x 8 blocks): a tile no larger than the product, halved (the larger
+     * side first) while the tiles leave compute units idle, down to 16 x 16
+     * on 16 work-items. A 64 x 64 tile over a 16 x 32 product idled 7 of
+     * every 8 work-items and took one compute unit of 132.
+     * The tile also shrinks until its work-items (one per 4 x 4 block) fit
+     * the device's work-group limit (32 on rusticl's llvmpipe). */
+    int tm = pow2_at_least(m, 64), tn = pow2_at_least(n, 64);
+    tm = tm < 16 ? 16 : tm;
+    tn = tn < 16 ? 16 : tn;
+    uint64_t units = target->compute_units ? target->compute_units : 1;
+    for (;;) {
+        uint64_t tiles = (uint64_t)(batch > 0 ? batch : 1) * (uint64_t)((m + tm - 1) / tm) *
+                         (uint64_t)((n + tn - 1) / tn);
+        bool fits = (size_t)(tm / 4) * (size_t)(tn / 4) <= max_local;
+        if ((fits && tiles >= units) || (tm == 16 && tn == 16))
+            break;
+        if (tm >= tn)
+            tm /= 2;
+        else
+            tn /= 2;
+    }
+    return (clf__gemm_config){.tm = tm, .tn = tn, .tk = 16, .wm = 4, .wn = 4};
 }
 
 bool clf__gemm_config_valid(const clf__gemm_config *c, bool cpu, size_t max_local, size_t local_mem, char *why,
@@ -246,7 +275,7 @@ clf_status clf__codegen_gemm(const clf_graph *g, const clf__plan *plan, uint32_t
     for (int d = 0; d < r - 2; d++)
         batch *= mm->shape[d];
 
-    clf__gemm_config cfg = target->gemm ? *target->gemm : clf__gemm_default_config(target, M, N, KK);
+    clf__gemm_config cfg = target->gemm ? *target->gemm : clf__gemm_default_config(target, M, N, KK, batch);
     size_t max_local = target->max_local ? target->max_local : 256;
     char why[160];
     if (!clf__gemm_config_valid(&cfg, target->cpu, max_local, target->local_mem, why, sizeof why)) {
