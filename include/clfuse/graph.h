@@ -53,6 +53,14 @@ CLF_API const char *clf_dtype_name(clf_dtype dt);
 /* Bytes per element; 0 for an unknown value. */
 CLF_API size_t clf_dtype_size(clf_dtype dt);
 
+/* Host conversions between f32 and the 16-bit floats' bit patterns, as the
+ * kernels convert: round to nearest even; f16 overflows to +-inf from
+ * 65520 up and keeps subnormals; NaN stays a (quiet) NaN of its sign. */
+CLF_API uint16_t clf_f16_from_f32(float x);
+CLF_API float clf_f32_from_f16(uint16_t bits);
+CLF_API uint16_t clf_bf16_from_f32(float x);
+CLF_API float clf_f32_from_bf16(uint16_t bits);
+
 /* Opaque graph handle. */
 typedef struct clf_graph clf_graph;
 

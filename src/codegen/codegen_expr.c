@@ -9,13 +9,77 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const ctype_names[CLF_DTYPE_COUNT] = {
-    [CLF_F32] = "float", [CLF_I32] = "int", [CLF_BOOL] = "uchar", [CLF_I64] = "long"};
-_Static_assert(CLF_DTYPE_COUNT == 4, "one OpenCL type per dtype");
-
 typedef clf__cg_fn gen;
 
-const char *clf__cg_ctype(clf_dtype dt) { return ctype_names[dt]; }
+const char *clf__cg_ctype(clf_dtype dt) { return clf__dtype_info_of(dt)->cl_value; }
+
+const char *clf__cg_storage_type(clf_dtype dt) { return clf__dtype_info_of(dt)->cl_storage; }
+
+/* Appends a dtype table spelling with $b, $i, $v and $w replaced. */
+static void spell(clf__strbuf *sb, const char *fmt, const char *b, const char *i, const char *v, int w)
+{
+    for (const char *p = fmt; *p; p++) {
+        if (p[0] != '$' || !p[1]) {
+            clf__sb_putn(sb, p, 1);
+            continue;
+        }
+        switch (*++p) {
+        case 'b': clf__sb_puts(sb, b); break;
+        case 'i': clf__sb_printf(sb, "%s", i); break;
+        case 'v': clf__sb_puts(sb, v ? v : "0"); break;
+        case 'w': clf__sb_printf(sb, "%d", w); break;
+        default: clf__sb_putn(sb, p - 1, 2); break;
+        }
+    }
+}
+
+const char *clf__cg_load_expr(clf_dtype dt, uint32_t buffer, const char *index, char *out, size_t cap)
+{
+    char b[16];
+    snprintf(b, sizeof b, "b%u", buffer);
+    clf__strbuf sb = {0};
+    spell(&sb, clf__dtype_info_of(dt)->load, b, index, NULL, 1);
+    snprintf(out, cap, "%s", clf__sb_ok(&sb) ? clf__sb_str(&sb) : "0");
+    clf__sb_free(&sb);
+    return out;
+}
+
+void clf__cg_load_vec(clf__strbuf *sb, clf_dtype dt, uint32_t buffer, const char *index, int width, bool aligned)
+{
+    char b[16];
+    snprintf(b, sizeof b, "b%u", buffer);
+    const clf__dtype_info *d = clf__dtype_info_of(dt);
+    spell(sb, aligned ? d->load_vec_aligned : d->load_vec, b, index, NULL, width);
+}
+
+void clf__cg_store(clf__strbuf *sb, clf_dtype dt, uint32_t buffer, const char *index, const char *value)
+{
+    char b[16];
+    snprintf(b, sizeof b, "b%u", buffer);
+    clf__sb_puts(sb, "    ");
+    spell(sb, clf__dtype_info_of(dt)->store, b, index, value, 1);
+    clf__sb_puts(sb, ";\n");
+}
+
+void clf__cg_store_vec(clf__strbuf *sb, clf_dtype dt, uint32_t buffer, const char *index, const char *value,
+                       int width, bool aligned)
+{
+    char b[16];
+    snprintf(b, sizeof b, "b%u", buffer);
+    const clf__dtype_info *d = clf__dtype_info_of(dt);
+    clf__sb_puts(sb, "    ");
+    spell(sb, aligned ? d->store_vec_aligned : d->store_vec, b, index, value, width);
+    clf__sb_puts(sb, ";\n");
+}
+
+void clf__cg_round(clf__strbuf *sb, clf_dtype dt, const char *value)
+{
+    const char *r = clf__dtype_info_of(dt)->round;
+    if (r)
+        spell(sb, r, "", "", value, 1);
+    else
+        clf__sb_puts(sb, value);
+}
 
 void clf__cg_fn_init(clf__cg_fn *f, const clf_graph *g, const clf__plan *plan, uint32_t k,
                      const clf__cg_hooks *hooks)
@@ -77,7 +141,7 @@ static const char *memo_put(gen *G, const char *key, const char *value)
 /* The literal for a scalar value of a dtype, exact for f32. */
 void clf__cg_literal(clf__strbuf *sb, clf_dtype dt, double v)
 {
-    if (dt == CLF_F32) {
+    if (clf__dtype_is_float(dt)) {
         float f = (float)v;
         if (isnan(f))
             clf__sb_puts(sb, "NAN");
@@ -109,29 +173,22 @@ void clf__cg_literal_i64(clf__strbuf *sb, int64_t v)
 /* The literal of a one-element constant, exact for every dtype. */
 static void constant_literal(clf__strbuf *sb, const clf__node *n)
 {
-    switch (n->dtype) {
-    case CLF_F32:
-        clf__cg_literal(sb, CLF_F32, ((const float *)n->data)[0]);
-        break;
-    case CLF_I32:
-        clf__cg_literal(sb, CLF_I32, ((const int32_t *)n->data)[0]);
-        break;
-    case CLF_I64: {
-        int64_t v;
-        memcpy(&v, n->data, sizeof v);
-        clf__cg_literal_i64(sb, v);
-        break;
-    }
-    default:
-        clf__cg_literal(sb, CLF_BOOL, ((const uint8_t *)n->data)[0]);
-        break;
-    }
+    const clf__dtype_info *d = clf__dtype_info_of(n->dtype);
+    if (d->kind == CLF__DK_FLOAT)
+        clf__cg_literal(sb, n->dtype, d->get_f64(n->data, 0));
+    else if (d->kind == CLF__DK_INT && d->size == 8)
+        clf__cg_literal_i64(sb, d->get_i64(n->data, 0));
+    else
+        clf__cg_literal(sb, n->dtype, (double)d->get_i64(n->data, 0));
 }
 
 /* printf format of a cast over $1. Any non-zero bool byte is true: a cast
  * from bool gives 0 or 1 (bool to bool as well), never the byte. */
-static const char *cast_format(clf_dtype from, clf_dtype to)
+static const char *cast_format(clf_dtype from_dt, clf_dtype to_dt)
 {
+    /* The storage floats are floats in registers: the cast is the one
+     * between their compute types, then the result's rounding (compute). */
+    clf_dtype from = clf__dtype_compute(from_dt), to = clf__dtype_compute(to_dt);
     static const char *const from_bool[CLF_DTYPE_COUNT] = {
         [CLF_F32] = "(float)($1 != 0)", [CLF_I32] = "(int)($1 != 0)", [CLF_I64] = "(long)($1 != 0)"};
     if (to == CLF_BOOL)
@@ -229,13 +286,19 @@ static const char *compute(gen *G, const clf__node *n, const char *const *args, 
             G->novec = true;
         snprintf(ty, sizeof ty, "float%d", G->vec);
     } else {
-        snprintf(ty, sizeof ty, "%s", ctype_names[n->dtype]);
+        snprintf(ty, sizeof ty, "%s", clf__cg_ctype(n->dtype));
     }
     clf__sb_printf(b, "    const %s %s = ", ty, name);
+    /* A storage float's value is rounded to it (dtype_table.h): the
+     * expression goes inside its rounding. */
+    const char *rnd = clf__dtype_info_of(n->dtype)->round, *rv = rnd ? strstr(rnd, "$v") : NULL;
+    if (rv)
+        clf__sb_putn(b, rnd, (size_t)(rv - rnd));
+    const char *rnd_tail = rv ? rv + 2 : "";
     const clf__op_info *info = clf__op_info_of(n->op);
     if (info->cls == CLF__CLASS_POINTWISE && info->rule != CLF__DT_OWN) {
         /* An op of the table: its expression for the operands' dtype. */
-        const char *f = info->cl[in0->dtype];
+        const char *f = info->cl[clf__dtype_compute(in0->dtype)];
         char vf[64];
         if (G->vec > 1 && n->op == CLF__OP_POW) { /* pow has no (vector, scalar) overload */
             snprintf(vf, sizeof vf, "pow((float%d)($1), (float%d)($2))", G->vec, G->vec);
@@ -246,7 +309,7 @@ static const char *compute(gen *G, const clf__node *n, const char *const *args, 
             f = "$1";
         }
         subst(b, f, args);
-        clf__sb_printf(b, "; /* %s */\n", clf__node_op_name(n));
+        clf__sb_printf(b, "%s; /* %s */\n", rnd_tail, clf__node_op_name(n));
         return memo_put(G, key, name);
     }
     switch (n->op) {
@@ -292,7 +355,7 @@ static const char *compute(gen *G, const clf__node *n, const char *const *args, 
         G->failed = true;
         clf__sb_puts(b, "0");
     }
-    clf__sb_printf(b, "; /* %s */\n", clf__node_op_name(n));
+    clf__sb_printf(b, "%s; /* %s */\n", rnd_tail, clf__node_op_name(n));
     return memo_put(G, key, name);
 }
 
@@ -378,7 +441,7 @@ static const char *concat_value(gen *G, const clf__node *n, const clf__view *v, 
     for (; open > 0; open--)
         clf__sb_puts(&e, ")");
     snprintf(name, cap, "v%d", G->ntemps++);
-    clf__sb_printf(&G->body, "    const %s %s = %s; /* concat */\n", ctype_names[n->dtype], name,
+    clf__sb_printf(&G->body, "    const %s %s = %s; /* concat */\n", clf__cg_ctype(n->dtype), name,
                    clf__sb_ok(&e) ? clf__sb_str(&e) : "0");
     if (!clf__sb_ok(&e))
         G->failed = true;
@@ -504,14 +567,14 @@ void clf__cg_source_header(clf__strbuf *src, const char *name, const char *ops)
                    CLF__CODEGEN_VERSION, ops);
 }
 
-const char *clf__cg_read_expr(uint32_t buffer, const clf__ix *index, char *out, size_t cap)
+const char *clf__cg_read_expr(uint32_t buffer, const clf__ix *index, clf_dtype dt, char *out, size_t cap)
 {
     char a[32];
     clf__ix_str(index, a, sizeof a);
     if (buffer == CLF__CG_INDEX_VALUE)
         snprintf(out, cap, "((long)%s)", a);
     else
-        snprintf(out, cap, "b%u[%s]", buffer, a);
+        clf__cg_load_expr(dt, buffer, a, out, cap);
     return out;
 }
 
@@ -526,7 +589,10 @@ void clf__cg_gather_defs(clf__strbuf *src, const clf_graph *g, const clf__plan *
         if (clf__plan_is_literal(ix))
             constant_literal(src, ix);
         else
-            clf__sb_printf(src, "(b%d[j])", plan->src_buffer[n->inputs[1]]);
+        {
+            char rd[64];
+            clf__sb_printf(src, "(%s)", clf__cg_load_expr(ix->dtype, (uint32_t)plan->src_buffer[n->inputs[1]], "j", rd, sizeof rd));
+        }
         clf__sb_puts(src, "\n");
     }
 }
@@ -538,7 +604,7 @@ void clf__cg_signature(clf__strbuf *src, const clf_graph *g, const clf__plan *pl
     for (uint32_t p = 0; p < nparams; p++) {
         const clf__plan_buffer *B = &plan->buffers[params[p]];
         clf__sb_printf(src, "%s __global %s%s *restrict b%u", p ? "," : "", p < nreads ? "const " : "",
-                       clf__cg_ctype(clf__graph_node(g, B->node)->dtype), params[p]);
+                       clf__cg_storage_type(clf__graph_node(g, B->node)->dtype), params[p]);
     }
     clf__sb_puts(src, "\n#define CLF_ARGS");
     for (uint32_t p = 0; p < nparams; p++)

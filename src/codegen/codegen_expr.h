@@ -108,13 +108,31 @@ bool clf__cg_wide_index(const clf_graph *g, const clf__plan *plan, const clf__pl
 void clf__cg_signature(clf__strbuf *src, const clf_graph *g, const clf__plan *plan, const char *name,
                        const uint32_t *params, uint32_t nparams, uint32_t nreads);
 
-/* The OpenCL C type of a dtype: float, int, uchar. */
+/* The OpenCL C type of a dtype's values in registers: float (also for the
+ * storage floats f16 and bf16), int, uchar, long. */
 const char *clf__cg_ctype(clf_dtype dt);
+/* The element type of a dtype's buffers: float, half, ushort, int, ... */
+const char *clf__cg_storage_type(clf_dtype dt);
+
+/* Loads and stores of buffer elements, spelled by the dtype table (every
+ * kernel writer goes through these; see graph/dtype_table.h). index is an
+ * element index expression, value one of the compute type, already
+ * rounded to dt. Vector forms move width consecutive elements; aligned:
+ * the caller proved buffer + index aligned to the vector. */
+const char *clf__cg_load_expr(clf_dtype dt, uint32_t buffer, const char *index, char *out, size_t cap);
+void clf__cg_load_vec(clf__strbuf *sb, clf_dtype dt, uint32_t buffer, const char *index, int width, bool aligned);
+/* Appends "    <store>;\n". */
+void clf__cg_store(clf__strbuf *sb, clf_dtype dt, uint32_t buffer, const char *index, const char *value);
+void clf__cg_store_vec(clf__strbuf *sb, clf_dtype dt, uint32_t buffer, const char *index, const char *value,
+                       int width, bool aligned);
+/* Appends value rounded to dt (the value itself for dtypes computed in
+ * their own type). */
+void clf__cg_round(clf__strbuf *sb, clf_dtype dt, const char *value);
 /* An exact literal of a value of dtype. */
 void clf__cg_literal(clf__strbuf *sb, clf_dtype dt, double v);
-/* The C expression of a read: b<buffer>[index], or for
- * CLF__CG_INDEX_VALUE the index as a long. */
-const char *clf__cg_read_expr(uint32_t buffer, const clf__ix *index, char *out, size_t cap);
+/* The C expression of a read of dtype dt: b<buffer>[index] (as the dtype
+ * table spells it), or for CLF__CG_INDEX_VALUE the index as a long. */
+const char *clf__cg_read_expr(uint32_t buffer, const clf__ix *index, clf_dtype dt, char *out, size_t cap);
 /* "#define CLF_GIX<node>(j) ..." for each gather kernel K evaluates: how its
  * indices are read (a buffer, or a literal). */
 void clf__cg_gather_defs(clf__strbuf *src, const clf_graph *g, const clf__plan *plan, const clf__plan_kernel *K);

@@ -18,8 +18,7 @@ static const char *load_direct(clf__cg_fn *f, uint32_t buffer, clf__ix index, cl
                                size_t cap)
 {
     (void)f;
-    (void)dt;
-    return clf__cg_read_expr(buffer, &index, name, cap);
+    return clf__cg_read_expr(buffer, &index, dt, name, cap);
 }
 
 /* The product at the element being stored is the accumulator; the planner
@@ -30,7 +29,12 @@ static const char *product_acc(clf__cg_fn *f, uint32_t node, const clf__view *v,
     clf__ix at = clf__view_linear(f->ix, v, n->rank, n->shape);
     if (at.temp != 0)
         return NULL;
-    snprintf(name, cap, "acc");
+    /* The product of storage floats is rounded to them once, from the f32
+     * accumulator. */
+    clf__strbuf sb = {0};
+    clf__cg_round(&sb, n->dtype, "acc");
+    snprintf(name, cap, "%s", clf__sb_ok(&sb) ? clf__sb_str(&sb) : "acc");
+    clf__sb_free(&sb);
     return name;
 }
 
@@ -169,12 +173,10 @@ static void emit_load_vec(const clf_graph *g, const clf__plan *plan, uint32_t k,
                 stride *= op->shape[od];
         }
         char at[96];
-        snprintf(at, sizeof at, "b%d + off + %s * %lluu + %s", plan->src_buffer[id], rname,
-                 (unsigned long long)op->shape[ob + 1], cname);
-        if (aligned)
-            clf__sb_printf(src, "    (void)rest;\n    return *(const __global float%d *)(%s);\n}\n\n", w, at);
-        else
-            clf__sb_printf(src, "    (void)rest;\n    return vload%d(0, %s);\n}\n\n", w, at);
+        snprintf(at, sizeof at, "off + %s * %lluu + %s", rname, (unsigned long long)op->shape[ob + 1], cname);
+        clf__sb_puts(src, "    (void)rest;\n    return ");
+        clf__cg_load_vec(src, op->dtype, (uint32_t)plan->src_buffer[id], at, w, aligned);
+        clf__sb_puts(src, ";\n}\n\n");
         return;
     }
     clf__sb_printf(src, "    return (float%d)(", w);
@@ -380,7 +382,7 @@ clf_status clf__codegen_gemm(const clf_graph *g, const clf__plan *plan, uint32_t
     clf__sb_puts(&src, "    const IDX_T i = (bt * (IDX_T)M + m) * (IDX_T)N + n;\n");
     clf__sb_printf(&src, "%s%s", clf__sb_str(&G.idx_code), clf__sb_str(&G.body));
     for (uint32_t s = 0; s < K->nstores; s++)
-        clf__sb_printf(&src, "    b%u[i] = %s;\n", K->stores[s].buffer, store_vals[s]);
+        clf__cg_store(&src, clf__graph_node(g, K->stores[s].node)->dtype, K->stores[s].buffer, "i", store_vals[s]);
     clf__sb_puts(&src, "}\n\n");
 
     clf__sb_printf(&src, "/* ---- kernels_templates/%s ---- */\n", target->cpu ? "gemm_cpu.cl" : "gemm.cl");

@@ -107,13 +107,17 @@ clf_status clf__codegen_pointwise(const clf_graph *g, const clf__plan *plan, uin
     clf__sb_puts(&src, "    clf_compute(");
     for (size_t s = 0; s < G.nslots; s++) {
         char a[80];
-        clf__sb_printf(&src, "%s%s", s ? ", " : "", clf__cg_read_expr(G.slots[s].buffer, &G.slots[s].index, a, sizeof a));
+        clf__sb_printf(&src, "%s%s", s ? ", " : "",
+                       clf__cg_read_expr(G.slots[s].buffer, &G.slots[s].index, G.slots[s].dtype, a, sizeof a));
     }
     for (uint32_t s = 0; s < K->nstores; s++)
         clf__sb_printf(&src, "%s&s%u", (s || G.nslots) ? ", " : "", s);
     clf__sb_puts(&src, ");\n");
-    for (uint32_t s = 0; s < K->nstores; s++)
-        clf__sb_printf(&src, "    b%u[i] = s%u;\n", K->stores[s].buffer, s);
+    for (uint32_t s = 0; s < K->nstores; s++) {
+        char v[16];
+        snprintf(v, sizeof v, "s%u", s);
+        clf__cg_store(&src, clf__graph_node(g, K->stores[s].node)->dtype, K->stores[s].buffer, "i", v);
+    }
     clf__sb_puts(&src, "}\n\n");
 
     /* clf_vec: VEC elements with vector loads and stores. */
@@ -122,12 +126,16 @@ clf_status clf__codegen_pointwise(const clf_graph *g, const clf__plan *plan, uin
         clf__sb_printf(&src, "static inline void clf_vec(IDX_T i, CLF_PARAMS)\n{\n");
         for (size_t s = 0; s < G.nslots; s++) {
             const char *ty = clf__cg_ctype(G.slots[s].dtype);
-            if (G.slots[s].index.temp == 0)
-                clf__sb_printf(&src, "    const %s%d l%zu = vload%d(0, b%u + i);\n", ty, V, s, V,
-                               G.slots[s].buffer);
-            else
-                clf__sb_printf(&src, "    const %s l%zu = b%u[%lld];\n", ty, s, G.slots[s].buffer,
-                               (long long)G.slots[s].index.c);
+            if (G.slots[s].index.temp == 0) {
+                clf__sb_printf(&src, "    const %s%d l%zu = ", ty, V, s);
+                clf__cg_load_vec(&src, G.slots[s].dtype, G.slots[s].buffer, "i", V, false);
+                clf__sb_puts(&src, ";\n");
+            } else {
+                char at[32], rd[96];
+                snprintf(at, sizeof at, "%lld", (long long)G.slots[s].index.c);
+                clf__sb_printf(&src, "    const %s l%zu = %s;\n", ty, s,
+                               clf__cg_load_expr(G.slots[s].dtype, G.slots[s].buffer, at, rd, sizeof rd));
+            }
         }
         for (int lane = 0; lane < V; lane++) {
             for (uint32_t s = 0; s < K->nstores; s++)
@@ -143,11 +151,16 @@ clf_status clf__codegen_pointwise(const clf_graph *g, const clf__plan *plan, uin
             clf__sb_puts(&src, ");\n");
         }
         for (uint32_t s = 0; s < K->nstores; s++) {
-            const char *ty = clf__cg_ctype(clf__graph_node(g, K->stores[s].node)->dtype);
-            clf__sb_printf(&src, "    vstore%d((%s%d)(", V, ty, V);
+            clf_dtype sdt = clf__graph_node(g, K->stores[s].node)->dtype;
+            clf__strbuf v = {0};
+            clf__sb_printf(&v, "(%s%d)(", clf__cg_ctype(sdt), V);
             for (int lane = 0; lane < V; lane++)
-                clf__sb_printf(&src, "%ss%u_%d", lane ? ", " : "", s, lane);
-            clf__sb_printf(&src, "), 0, b%u + i);\n", K->stores[s].buffer);
+                clf__sb_printf(&v, "%ss%u_%d", lane ? ", " : "", s, lane);
+            clf__sb_puts(&v, ")");
+            clf__cg_store_vec(&src, sdt, K->stores[s].buffer, "i", clf__sb_ok(&v) ? clf__sb_str(&v) : "0", V, false);
+            if (!clf__sb_ok(&v))
+                G.failed = true;
+            clf__sb_free(&v);
         }
         clf__sb_puts(&src, "}\n\n");
     }

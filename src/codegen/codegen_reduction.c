@@ -168,27 +168,26 @@ static bool note_gather(red_ctx *rc, int temp)
 /* Appends the floatN value of buffer b at index ix for elements r .. r+n-1:
  * one vector load where they are consecutive, else a gather through
  * clf_at_t<n>. Returns false when the index has no vector form. */
-static bool vec_load_expr(red_ctx *rc, clf__strbuf *sb, uint32_t b, const clf__ix *ix, int n)
+static bool vec_load_expr(red_ctx *rc, clf__strbuf *sb, uint32_t b, const clf__ix *ix, clf_dtype dt, int n)
 {
-    char a[32];
+    char a[32], rd[96];
     int st = r_stride(&rc->full_ix, ix, rc->r_bit);
     if (st == 1) {
-        const char *i = clf__ix_str(ix, a, sizeof a);
-        if (aligned_vec(rc, ix, n))
-            clf__sb_printf(sb, "*(const __global float%d *)(b%u + %s)", n, b, i);
-        else
-            clf__sb_printf(sb, "vload%d(0, b%u + %s)", n, b, i);
+        clf__cg_load_vec(sb, dt, b, clf__ix_str(ix, a, sizeof a), n, aligned_vec(rc, ix, n));
         return true;
     }
     if (st == 0) {
-        clf__sb_printf(sb, "(float%d)(b%u[%s])", n, b, clf__ix_str(ix, a, sizeof a));
+        clf__sb_printf(sb, "(float%d)(%s)", n, clf__cg_load_expr(dt, b, clf__ix_str(ix, a, sizeof a), rd, sizeof rd));
         return true;
     }
     if (ix->var || ix->temp <= 0 || !note_gather(rc, ix->temp))
         return false;
     clf__sb_printf(sb, "(float%d)(", n);
-    for (int j = 0; j < n; j++)
-        clf__sb_printf(sb, j ? ", b%u[clf_at_t%d(x, r + %du, CLF_ARGS)]" : "b%u[clf_at_t%d(x, r, CLF_ARGS)]", b, ix->temp, j);
+    for (int j = 0; j < n; j++) {
+        char at[64];
+        snprintf(at, sizeof at, "clf_at_t%d(x, r + %du, CLF_ARGS)", ix->temp, j);
+        clf__sb_printf(sb, "%s%s", j ? ", " : "", clf__cg_load_expr(dt, b, at, rd, sizeof rd));
+    }
     clf__sb_puts(sb, ")");
     return true;
 }
@@ -197,7 +196,7 @@ static const char *load_hook(clf__cg_fn *f, uint32_t buffer, clf__ix index, clf_
                              size_t cap)
 {
     fn_ctx *fc = f->hooks.user;
-    if (f->vec > 1 && dt != CLF_F32) {
+    if (f->vec > 1 && clf__dtype_compute(dt) != CLF_F32) {
         f->novec = true;
         snprintf(name, cap, "0");
         return name;
@@ -219,14 +218,14 @@ static const char *load_hook(clf__cg_fn *f, uint32_t buffer, clf__ix index, clf_
     snprintf(name, cap, "ld%d", f->ntemps++);
     if (f->vec > 1 && (index.deps & fc->rc->r_bit)) {
         clf__sb_printf(&f->body, "    const float%d %s = ", f->vec, name);
-        if (!vec_load_expr(fc->rc, &f->body, buffer, &index, f->vec))
+        if (!vec_load_expr(fc->rc, &f->body, buffer, &index, dt, f->vec))
             f->novec = true;
         clf__sb_puts(&f->body, ";\n");
         return name;
     }
-    char rd[80];
+    char rd[96];
     clf__sb_printf(&f->body, "    const %s %s = %s;\n", clf__cg_ctype(dt), name,
-                   clf__cg_read_expr(buffer, &index, rd, sizeof rd));
+                   clf__cg_read_expr(buffer, &index, dt, rd, sizeof rd));
     return name;
 }
 
@@ -255,9 +254,9 @@ static void emit_acc_fields(clf__strbuf *sb, const clf__node *n, uint32_t id, cl
     const char *t = clf__cg_ctype(in_dt);
     switch (n->attr.reduce.kind) {
     case CLF__REDUCE_SUM:
-        if (in_dt == CLF_F32 && sk == SUM_DOUBLE)
+        if (clf__dtype_compute(in_dt) == CLF_F32 && sk == SUM_DOUBLE)
             clf__sb_printf(sb, "    double s%u;\n", id);
-        else if (in_dt == CLF_F32 && sk == SUM_KAHAN)
+        else if (clf__dtype_compute(in_dt) == CLF_F32 && sk == SUM_KAHAN)
             clf__sb_printf(sb, "    float s%u, c%u;\n", id, id);
         else
             clf__sb_printf(sb, "    %s s%u;\n", t, id);
@@ -273,7 +272,7 @@ static void emit_acc_fields(clf__strbuf *sb, const clf__node *n, uint32_t id, cl
 
 static void emit_acc_init(clf__strbuf *sb, const clf__node *n, uint32_t id, clf_dtype in_dt, sum_kind sk)
 {
-    bool f = in_dt == CLF_F32;
+    bool f = clf__dtype_compute(in_dt) == CLF_F32;
     switch (n->attr.reduce.kind) {
     case CLF__REDUCE_SUM:
         if (f && sk == SUM_DOUBLE)
@@ -316,7 +315,7 @@ static void emit_kahan(clf__strbuf *sb, uint32_t id, const char *y)
 
 static void emit_acc_step(clf__strbuf *sb, const clf__node *n, uint32_t id, clf_dtype in_dt, const char *v, sum_kind sk)
 {
-    bool f = in_dt == CLF_F32;
+    bool f = clf__dtype_compute(in_dt) == CLF_F32;
     switch (n->attr.reduce.kind) {
     case CLF__REDUCE_SUM:
         if (f && sk == SUM_DOUBLE)
@@ -367,7 +366,7 @@ static void emit_acc_step(clf__strbuf *sb, const clf__node *n, uint32_t id, clf_
 
 static void emit_acc_combine(clf__strbuf *sb, const clf__node *n, uint32_t id, clf_dtype in_dt, sum_kind sk)
 {
-    bool f = in_dt == CLF_F32;
+    bool f = clf__dtype_compute(in_dt) == CLF_F32;
     char bv[48];
     switch (n->attr.reduce.kind) {
     case CLF__REDUCE_SUM:
@@ -413,14 +412,19 @@ static void emit_acc_combine(clf__strbuf *sb, const clf__node *n, uint32_t id, c
 
 static void emit_acc_finish(clf__strbuf *sb, const clf__node *n, uint32_t id, clf_dtype in_dt, sum_kind sk)
 {
+    char v[48];
     if (is_arg(n))
-        clf__sb_printf(sb, "    row->r%u = a->i%u;\n", id, id);
-    else if (n->attr.reduce.kind == CLF__REDUCE_SUM && in_dt == CLF_F32 && sk == SUM_DOUBLE)
-        clf__sb_printf(sb, "    row->r%u = (float)a->s%u;\n", id, id);
-    else if (n->attr.reduce.kind == CLF__REDUCE_SUM && in_dt == CLF_F32 && sk == SUM_KAHAN)
-        clf__sb_printf(sb, "    row->r%u = a->s%u - a->c%u;\n", id, id, id);
+        snprintf(v, sizeof v, "a->i%u", id);
+    else if (n->attr.reduce.kind == CLF__REDUCE_SUM && clf__dtype_compute(in_dt) == CLF_F32 && sk == SUM_DOUBLE)
+        snprintf(v, sizeof v, "(float)a->s%u", id);
+    else if (n->attr.reduce.kind == CLF__REDUCE_SUM && clf__dtype_compute(in_dt) == CLF_F32 && sk == SUM_KAHAN)
+        snprintf(v, sizeof v, "a->s%u - a->c%u", id, id);
     else
-        clf__sb_printf(sb, "    row->r%u = a->s%u;\n", id, id);
+        snprintf(v, sizeof v, "a->s%u", id);
+    /* A storage float's result is rounded to it once, from the f32 sum. */
+    clf__sb_printf(sb, "    row->r%u = ", id);
+    clf__cg_round(sb, n->dtype, v);
+    clf__sb_puts(sb, ";\n");
 }
 
 
@@ -430,7 +434,7 @@ static void emit_acc_finish(clf__strbuf *sb, const clf__node *n, uint32_t id, cl
  * row. Only f32 sum, prod, max and min have this form. */
 static bool vec_acc_ok(const clf__node *n, clf_dtype in_dt)
 {
-    return in_dt == CLF_F32 && (n->attr.reduce.kind == CLF__REDUCE_SUM || n->attr.reduce.kind == CLF__REDUCE_PROD ||
+    return clf__dtype_compute(in_dt) == CLF_F32 && (n->attr.reduce.kind == CLF__REDUCE_SUM || n->attr.reduce.kind == CLF__REDUCE_PROD ||
                                 n->attr.reduce.kind == CLF__REDUCE_MAX || n->attr.reduce.kind == CLF__REDUCE_MIN);
 }
 
@@ -645,21 +649,25 @@ static bool add_carry(red_ctx *rc, const clf__view *full, clf__cg_fn *stages, in
 /* Appends the store of floatN value v to buffer b at index at for elements
  * r .. r+n-1: one vector store where they are consecutive, else lane by
  * lane. False when the index has no vector form. */
-static bool vec_store(red_ctx *rc, clf__strbuf *sb, uint32_t b, const clf__ix *at, int n, const char *v)
+static bool vec_store(red_ctx *rc, clf__strbuf *sb, uint32_t b, const clf__ix *at, clf_dtype dt, int n, const char *v)
 {
     char a[32];
     int st = r_stride(&rc->full_ix, at, rc->r_bit);
     if (st == 0 || (st < 0 && (at->var || at->temp <= 0 || !note_gather(rc, at->temp))))
         return false;
-    if (st == 1 && aligned_vec(rc, at, n)) {
-        clf__sb_printf(sb, "    *(__global float%d *)(b%u + %s) = (float%d)(%s);\n", n, b, clf__ix_str(at, a, sizeof a),
-                       n, v);
-    } else if (st == 1) {
-        clf__sb_printf(sb, "    vstore%d((float%d)(%s), 0, b%u + %s);\n", n, n, v, b, clf__ix_str(at, a, sizeof a));
+    char val[160];
+    snprintf(val, sizeof val, "(float%d)(%s)", n, v);
+    if (st == 1) {
+        clf__cg_store_vec(sb, dt, b, clf__ix_str(at, a, sizeof a), val, n, aligned_vec(rc, at, n));
     } else {
-        clf__sb_printf(sb, "    {\n        const float%d y = (float%d)(%s);\n", n, n, v);
-        for (int l = 0; l < n; l++)
-            clf__sb_printf(sb, "        b%u[clf_at_t%d(x, r + %du, CLF_ARGS)] = y.%s;\n", b, at->temp, l, vec_lane(l));
+        clf__sb_printf(sb, "    {\n        const float%d y = %s;\n", n, val);
+        for (int l = 0; l < n; l++) {
+            char ix[64], lane[8];
+            snprintf(ix, sizeof ix, "clf_at_t%d(x, r + %du, CLF_ARGS)", at->temp, l);
+            snprintf(lane, sizeof lane, "y.%s", vec_lane(l));
+            clf__sb_puts(sb, "    ");
+            clf__cg_store(sb, dt, b, ix, lane);
+        }
         clf__sb_puts(sb, "    }\n");
     }
     return true;
@@ -729,8 +737,9 @@ static bool scalar_epilogue(red_ctx *rc, clf__cg_fn *epi, const clf__view *full,
     bool any = false;
     for (int c = 0; c < cy->n; c++) {
         snprintf(name, sizeof name, "cy%d", c);
-        clf__sb_printf(&epi->body, "    const float %s = b%u[%s];\n", name, cy->c[c].buffer,
-                       clf__ix_str(&cy->at, a, sizeof a));
+        char rd[96];
+        clf__sb_printf(&epi->body, "    const float %s = %s;\n", name,
+                       clf__cg_load_expr(CLF_F32, cy->c[c].buffer, clf__ix_str(&cy->at, a, sizeof a), rd, sizeof rd));
         clf__cg_seed(epi, cy->c[c].node, full, name);
     }
     for (uint32_t i = 0; i < K->nstores; i++) {
@@ -743,7 +752,7 @@ static bool scalar_epilogue(red_ctx *rc, clf__cg_fn *epi, const clf__view *full,
             epi->failed = true;
             return true;
         }
-        clf__sb_printf(&epi->body, "    b%u[%s] = %s;\n", K->stores[i].buffer, clf__ix_str(&at, a, sizeof a), v);
+        clf__cg_store(&epi->body, clf__graph_node(rc->g, id)->dtype, K->stores[i].buffer, clf__ix_str(&at, a, sizeof a), v);
         clf__free(v);
         any = true;
     }
@@ -814,11 +823,11 @@ static bool vector_form(red_ctx *rc, uint32_t k, clf__ix x, const clf__view *ful
         const char *known = clf__cg_known(&fn[cy->c[c].stage], cy->c[c].node, full);
         char *v = known ? clf__strdup(known) : NULL;
         char name[16];
-        ok = v && vec_store(rc, &fn[cy->c[c].stage].body, cy->c[c].buffer, &cy->at, vn, v);
+        ok = v && vec_store(rc, &fn[cy->c[c].stage].body, cy->c[c].buffer, &cy->at, CLF_F32, vn, v);
         clf__free(v);
         snprintf(name, sizeof name, "cy%d", c);
         clf__sb_printf(&epi->body, "    const float%d %s = ", vn, name);
-        ok = ok && vec_load_expr(rc, &epi->body, cy->c[c].buffer, &cy->at, vn);
+        ok = ok && vec_load_expr(rc, &epi->body, cy->c[c].buffer, &cy->at, CLF_F32, vn);
         clf__sb_puts(&epi->body, ";\n");
         clf__cg_seed(epi, cy->c[c].node, full, name);
     }
@@ -826,18 +835,19 @@ static bool vector_form(red_ctx *rc, uint32_t k, clf__ix x, const clf__view *ful
         uint32_t id = K->stores[i].node;
         if (!full_store(g, K, id))
             continue; /* stored once per row, by clf_rowout */
-        char *v = clf__graph_node(g, id)->dtype == CLF_F32 ? clf__strdup(clf__cg_value(epi, id, full)) : NULL;
+        clf_dtype sdt = clf__graph_node(g, id)->dtype;
+        char *v = clf__dtype_compute(sdt) == CLF_F32 ? clf__strdup(clf__cg_value(epi, id, full)) : NULL;
         clf__ix at = clf__view_linear(&rc->full_ix, full, K->rank, K->shape);
-        ok = v && vec_store(rc, &epi->body, K->stores[i].buffer, &at, vn, v);
+        ok = v && vec_store(rc, &epi->body, K->stores[i].buffer, &at, sdt, vn, v);
         clf__free(v);
     }
     for (size_t s = 0; s < rc->nslots && ok; s++) {
-        if (rc->slots[s].dtype != CLF_F32) {
+        if (clf__dtype_compute(rc->slots[s].dtype) != CLF_F32) {
             ok = false;
             break;
         }
         clf__sb_printf(&load, "    v->l%zu = ", s);
-        ok = vec_load_expr(rc, &load, rc->slots[s].buffer, &rc->slots[s].index, vn);
+        ok = vec_load_expr(rc, &load, rc->slots[s].buffer, &rc->slots[s].index, rc->slots[s].dtype, vn);
         clf__sb_puts(&load, ";\n");
     }
     for (int s = 0; s <= MAX_STAGES; s++)
@@ -986,7 +996,7 @@ clf_status clf__codegen_reduction(const clf_graph *g, const clf__plan *plan, uin
         char *v = clf__strdup(clf__cg_value(&row_fn, id, &at_x));
         if (!v)
             goto done;
-        clf__sb_printf(&row_fn.body, "    b%u[x] = %s;\n", K->stores[i].buffer, v);
+        clf__cg_store(&row_fn.body, clf__graph_node(g, id)->dtype, K->stores[i].buffer, "x", v);
         clf__free(v);
     }
     /* CPU devices: costly values the epilogue shares with a stage are
@@ -1004,8 +1014,7 @@ clf_status clf__codegen_reduction(const clf_graph *g, const clf__plan *plan, uin
         char *v = known ? clf__strdup(known) : NULL; /* add_carry found it there */
         if (!v)
             goto done;
-        clf__sb_printf(&stage_fn[cy.c[c].stage].body, "    b%u[%s] = %s;\n", cy.c[c].buffer,
-                       clf__ix_str(&cy.at, a, sizeof a), v);
+        clf__cg_store(&stage_fn[cy.c[c].stage].body, CLF_F32, cy.c[c].buffer, clf__ix_str(&cy.at, a, sizeof a), v);
         clf__free(v);
     }
     bool failed = rc.full_ix.failed || row_fn.ix->failed || epi_fn.failed || row_fn.failed;
@@ -1177,8 +1186,9 @@ clf_status clf__codegen_reduction(const clf_graph *g, const clf__plan *plan, uin
     clf__sb_puts(&src, "} clf_vals;\n\n");
     clf__sb_puts(&src, "static inline void clf_load(IDX_T x, IDX_T r, clf_vals *v, CLF_PARAMS)\n{\n    CLF_FULL_INDEX\n");
     for (size_t s = 0; s < rc.nslots; s++) {
-        char a[32];
-        clf__sb_printf(&src, "    v->l%zu = %s;\n", s, clf__cg_read_expr(rc.slots[s].buffer, &rc.slots[s].index, a, sizeof a));
+        char a[96];
+        clf__sb_printf(&src, "    v->l%zu = %s;\n", s,
+                       clf__cg_read_expr(rc.slots[s].buffer, &rc.slots[s].index, rc.slots[s].dtype, a, sizeof a));
     }
     clf__sb_puts(&src, "}\n\n");
     for (int s = 0; s < nstages; s++) {

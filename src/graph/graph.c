@@ -401,79 +401,6 @@ clf_tensor clf_input(clf_graph *g, const char *name, clf_dtype dtype, int rank, 
     return t;
 }
 
-/* Writes value converted to dt into *dst and returns the converted value:
- * f32 rounds to float; i32 truncates toward zero and saturates (NaN gives
- * 0); bool is value != 0. */
-static double store_converted(void *dst, clf_dtype dt, double value)
-{
-    switch (dt) {
-    case CLF_F32: {
-        float f = (float)value;
-        memcpy(dst, &f, sizeof f);
-        return f;
-    }
-    case CLF_I32: {
-        int32_t i;
-        if (isnan(value))
-            i = 0;
-        else if (value >= 2147483647.0)
-            i = INT32_MAX;
-        else if (value <= -2147483648.0)
-            i = INT32_MIN;
-        else
-            i = (int32_t)value;
-        memcpy(dst, &i, sizeof i);
-        return i;
-    }
-    case CLF_I64: {
-        int64_t i;
-        if (isnan(value))
-            i = 0;
-        else if (value >= 9223372036854775807.0)
-            i = INT64_MAX;
-        else if (value <= -9223372036854775808.0)
-            i = INT64_MIN;
-        else
-            i = (int64_t)value;
-        memcpy(dst, &i, sizeof i);
-        return (double)i;
-    }
-    case CLF_BOOL:
-    default: {
-        assert(dt == CLF_BOOL);
-        uint8_t b = value != 0;
-        memcpy(dst, &b, sizeof b);
-        return b;
-    }
-    }
-}
-
-/* The value of the element at src as a double. */
-static double load_element(const void *src, clf_dtype dt)
-{
-    switch (dt) {
-    case CLF_F32: {
-        float f;
-        memcpy(&f, src, sizeof f);
-        return f;
-    }
-    case CLF_I32: {
-        int32_t i;
-        memcpy(&i, src, sizeof i);
-        return i;
-    }
-    case CLF_I64: {
-        int64_t i;
-        memcpy(&i, src, sizeof i);
-        return (double)i;
-    }
-    case CLF_BOOL:
-    default:
-        assert(dt == CLF_BOOL);
-        return *(const uint8_t *)src;
-    }
-}
-
 clf_tensor clf_scalar(clf_graph *g, clf_dtype dtype, double value)
 {
     return clf__graph_scalar(g, "clf_scalar", dtype, value);
@@ -489,7 +416,7 @@ clf_tensor clf__graph_scalar(clf_graph *g, const char *call, clf_dtype dtype, do
         clf__graph_fail(g, CLF_ERR_OUT_OF_MEMORY, call, "out of memory");
         return CLF_TENSOR_INVALID;
     }
-    n.attr.constant.scalar = store_converted(n.data, dtype, value);
+    n.attr.constant.scalar = clf__dtype_info_of(dtype)->put_f64(n.data, 0, value);
     return clf__graph_append(g, call, &n);
 }
 
@@ -526,7 +453,7 @@ clf_tensor clf_constant(clf_graph *g, clf_dtype dtype, int rank, const int64_t *
         }
         memcpy(n.data, data, bytes);
         if (rank == 0)
-            n.attr.constant.scalar = load_element(n.data, dtype);
+            n.attr.constant.scalar = clf__dtype_info_of(dtype)->get_f64(n.data, 0);
     }
     return clf__graph_append(g, call, &n);
 }
@@ -735,8 +662,8 @@ clf_tensor clf_clip(clf_graph *g, clf_tensor x, double lo, double hi)
     const clf__node *in = clf__graph_arg(g, call, "x", x);
     if (!in)
         return CLF_TENSOR_INVALID;
-    if (in->dtype != CLF_F32 && in->dtype != CLF_I32) {
-        clf__graph_fail(g, CLF_ERR_DTYPE, call, "x has dtype %s; clip takes f32 or i32",
+    if (!clf__dtype_is_float(in->dtype) && in->dtype != CLF_I32) {
+        clf__graph_fail(g, CLF_ERR_DTYPE, call, "x has dtype %s; clip takes f32, f16, bf16 or i32",
                         clf_dtype_name(in->dtype));
         return CLF_TENSOR_INVALID;
     }

@@ -2,23 +2,8 @@
  * sizes, element counts, op names for kernel names and logs, op classes. */
 #include <string.h>
 
+#include "graph/dtype_table.h"
 #include "graph_internal.h"
-
-static_assert(CLF_DTYPE_COUNT == 4, "update dtype_names and dtype_sizes");
-
-static const char *const dtype_names[CLF_DTYPE_COUNT] = {
-    [CLF_F32] = "f32",
-    [CLF_I32] = "i32",
-    [CLF_BOOL] = "bool",
-    [CLF_I64] = "i64",
-};
-
-static const size_t dtype_sizes[CLF_DTYPE_COUNT] = {
-    [CLF_F32] = sizeof(float),
-    [CLF_I32] = sizeof(int32_t),
-    [CLF_BOOL] = sizeof(uint8_t),
-    [CLF_I64] = sizeof(int64_t),
-};
 
 /* Builder names ("logical_not") of the public ops, from the op table. */
 const char *clf__unary_op_name(clf_unary_op op) { return clf__op_info_of(clf__op_of_unary(op))->builder; }
@@ -29,14 +14,14 @@ const char *clf_dtype_name(clf_dtype dt)
 {
     if ((unsigned)dt >= CLF_DTYPE_COUNT)
         return NULL;
-    return dtype_names[dt];
+    return clf__dtype_table[dt].name;
 }
 
 size_t clf_dtype_size(clf_dtype dt)
 {
     if ((unsigned)dt >= CLF_DTYPE_COUNT)
         return 0;
-    return dtype_sizes[dt];
+    return clf__dtype_table[dt].size;
 }
 
 /* The builder guarantees that the product of the non-zero extents fits in

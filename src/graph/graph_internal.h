@@ -10,6 +10,7 @@
 
 #include "clfuse/graph.h"
 
+#include "graph/dtype_table.h"
 #include "graph/op_table.h"
 
 /* The primitive reductions a REDUCE node performs (mean and variance are

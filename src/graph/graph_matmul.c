@@ -16,12 +16,24 @@
 #include "graph_builder.h"
 #include "graph_internal.h"
 
+/* Operands are floats (f32, f16, bf16), all of one dtype: the product
+ * accumulates in f32 and is rounded to it once (dtype_table.h). first is
+ * the first operand's node, NULL when n is the first. */
 static bool check_f32(clf_graph *g, const char *call, const char *arg, const clf__node *n)
 {
-    if (n->dtype == CLF_F32)
+    if (clf__dtype_is_float(n->dtype))
         return true;
-    clf__graph_fail(g, CLF_ERR_DTYPE, call, "%s has dtype %s; %s takes f32", arg,
+    clf__graph_fail(g, CLF_ERR_DTYPE, call, "%s has dtype %s; %s takes f32, f16 or bf16", arg,
                     clf_dtype_name(n->dtype), call);
+    return false;
+}
+
+static bool check_same(clf_graph *g, const char *call, const char *arg, const clf__node *n, clf_dtype want)
+{
+    if (n->dtype == want)
+        return true;
+    clf__graph_fail(g, CLF_ERR_DTYPE, call, "%s has dtype %s and a has %s; cast them to one dtype", arg,
+                    clf_dtype_name(n->dtype), clf_dtype_name(want));
     return false;
 }
 
@@ -61,7 +73,7 @@ static clf_tensor matmul_node(clf_graph *g, const char *call, clf_tensor a, clf_
                         CLF_MAX_RANK);
         return CLF_TENSOR_INVALID;
     }
-    clf__node n = {.op = CLF__OP_MATMUL, .dtype = CLF_F32, .rank = rank + 2, .ninputs = 2,
+    clf__node n = {.op = CLF__OP_MATMUL, .dtype = an.dtype, .rank = rank + 2, .ninputs = 2,
                    .inputs = (uint32_t[]){a.node, b.node}};
     memcpy(n.shape, shape, (size_t)rank * sizeof *shape);
     n.shape[rank] = an.shape[an.rank - 2];
@@ -79,8 +91,9 @@ clf_tensor clf_matmul(clf_graph *g, clf_tensor a, clf_tensor b)
         return CLF_TENSOR_INVALID;
     int ra = na->rank;
     int64_t ka = ra ? na->shape[ra - 1] : 0;
+    clf_dtype dt = na->dtype;
     const clf__node *nb = clf__graph_arg(g, call, "b", b);
-    if (!nb || !check_f32(g, call, "b", nb))
+    if (!nb || !check_f32(g, call, "b", nb) || !check_same(g, call, "b", nb, dt))
         return CLF_TENSOR_INVALID;
     int rb = nb->rank;
     int64_t kb = rb ? nb->shape[0] : 0;
@@ -125,8 +138,9 @@ clf_tensor clf_gemm(clf_graph *g, clf_tensor a, clf_tensor b, clf_tensor c, doub
         clf__graph_fail(g, CLF_ERR_SHAPE, call, "a has rank %d; gemm takes 2-D a and b", na->rank);
         return CLF_TENSOR_INVALID;
     }
+    clf_dtype dt = na->dtype;
     const clf__node *nb = clf__graph_arg(g, call, "b", b);
-    if (!nb || !check_f32(g, call, "b", nb))
+    if (!nb || !check_f32(g, call, "b", nb) || !check_same(g, call, "b", nb, dt))
         return CLF_TENSOR_INVALID;
     if (nb->rank != 2) {
         clf__graph_fail(g, CLF_ERR_SHAPE, call, "b has rank %d; gemm takes 2-D a and b", nb->rank);
@@ -136,7 +150,7 @@ clf_tensor clf_gemm(clf_graph *g, clf_tensor a, clf_tensor b, clf_tensor c, doub
     bool has_c = clf_tensor_valid(c);
     if (has_c) {
         const clf__node *nc = clf__graph_arg(g, call, "c", c);
-        if (!nc || !check_f32(g, call, "c", nc))
+        if (!nc || !check_f32(g, call, "c", nc) || !check_same(g, call, "c", nc, dt))
             return CLF_TENSOR_INVALID;
         /* C broadcasts one way: to [M, N] and nothing bigger. */
         int64_t mn[2] = {m, n}, out[CLF_MAX_RANK];
@@ -157,11 +171,11 @@ clf_tensor clf_gemm(clf_graph *g, clf_tensor a, clf_tensor b, clf_tensor c, doub
         return CLF_TENSOR_INVALID;
     clf_tensor y = matmul_node(g, call, a, b);
     if (alpha != 1.0)
-        y = clf__graph_binary(g, call, CLF_BINARY_MUL, y, clf__graph_scalar(g, call, CLF_F32, alpha));
+        y = clf__graph_binary(g, call, CLF_BINARY_MUL, y, clf__graph_scalar(g, call, dt, alpha));
     if (has_c) {
         clf_tensor t = beta == 1.0 ? c
                                    : clf__graph_binary(g, call, CLF_BINARY_MUL, c,
-                                                       clf__graph_scalar(g, call, CLF_F32, beta));
+                                                       clf__graph_scalar(g, call, dt, beta));
         y = clf__graph_binary(g, call, CLF_BINARY_ADD, y, t);
     }
     return clf__graph_usable(g) ? y : CLF_TENSOR_INVALID;

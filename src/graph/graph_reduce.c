@@ -20,11 +20,31 @@ static_assert(CLF_REDUCE_COUNT == 5, "update clf_reduce");
 static bool check_dtype(clf_graph *g, const char *call, const char *what, const clf__node *x,
                         bool allow_i32)
 {
-    if (x->dtype == CLF_F32 || (allow_i32 && x->dtype == CLF_I32))
+    if (clf__dtype_is_float(x->dtype) || (allow_i32 && x->dtype == CLF_I32))
         return true;
     clf__graph_fail(g, CLF_ERR_DTYPE, call, "x has dtype %s; %s takes %s", clf_dtype_name(x->dtype),
-                    what, allow_i32 ? "f32 or i32" : "f32");
+                    what, allow_i32 ? "f32, f16, bf16 or i32" : "f32, f16 or bf16");
     return false;
+}
+
+/* The composite builders (mean, var, softmax, log_softmax, the norms)
+ * compute the storage floats in f32: when t is a valid f16 or bf16 tensor,
+ * *dt gets its dtype and the caller builds on clf_cast(t, f32) and casts
+ * its result back once, so intermediates (exp sums, squares) neither lose
+ * precision nor overflow the storage type. */
+static bool storage_float(const clf_graph *g, clf_tensor t, clf_dtype *dt)
+{
+    clf_dtype d;
+    if (!clf_tensor_valid(t) || clf_tensor_dtype(g, t, &d) != CLF_OK || !clf__dtype_is_storage(d))
+        return false;
+    *dt = d;
+    return true;
+}
+
+static clf_tensor up_f32(clf_graph *g, clf_tensor t)
+{
+    clf_dtype d;
+    return storage_float(g, t, &d) ? clf_cast(g, t, CLF_F32) : t;
 }
 
 /* Turns an ONNX axes list for a tensor of rank r into a bit mask of input
@@ -143,6 +163,9 @@ static clf_tensor reduce(clf_graph *g, const char *call, clf_reduce_op op, clf_t
     if (!in || !check_dtype(g, call, names[op], in, op != CLF_REDUCE_MEAN) ||
         !axes_mask(g, call, in->rank, naxes, axes, &mask))
         return CLF_TENSOR_INVALID;
+    clf_dtype sdt;
+    if (op == CLF_REDUCE_MEAN && storage_float(g, x, &sdt))
+        return clf_cast(g, reduce(g, call, op, clf_cast(g, x, CLF_F32), naxes, axes, keepdims), sdt);
     if (op == CLF_REDUCE_MEAN)
         return mean_nodes(g, call, x, in, mask, keepdims, NULL);
     return reduce_node(g, call, kinds[op], x, mask, keepdims, false);
@@ -234,6 +257,9 @@ clf_tensor clf_reduce_var(clf_graph *g, clf_tensor x, int naxes, const int *axes
                         correction);
         return CLF_TENSOR_INVALID;
     }
+    clf_dtype sdt;
+    if (storage_float(g, x, &sdt))
+        return clf_cast(g, clf_reduce_var(g, clf_cast(g, x, CLF_F32), naxes, axes, keepdims, correction), sdt);
     double n = reduced_count(in, mask);
     clf_tensor c;
     clf_tensor m = mean_nodes(g, call, x, in, mask, true, &c);
@@ -284,6 +310,9 @@ clf_tensor clf_softmax(clf_graph *g, clf_tensor x, int axis)
     int a;
     if (!softmax_args(g, call, "softmax", x, axis, &a))
         return CLF_TENSOR_INVALID;
+    clf_dtype sdt;
+    if (storage_float(g, x, &sdt))
+        return clf_cast(g, clf_softmax(g, clf_cast(g, x, CLF_F32), axis), sdt);
     clf_tensor d, e, s;
     softmax_terms(g, call, x, a, &d, &e, &s);
     return clf__graph_binary(g, call, CLF_BINARY_DIV, e, s);
@@ -298,6 +327,9 @@ clf_tensor clf_log_softmax(clf_graph *g, clf_tensor x, int axis)
     int a;
     if (!softmax_args(g, call, "log_softmax", x, axis, &a))
         return CLF_TENSOR_INVALID;
+    clf_dtype sdt;
+    if (storage_float(g, x, &sdt))
+        return clf_cast(g, clf_log_softmax(g, clf_cast(g, x, CLF_F32), axis), sdt);
     clf_tensor d, e, s;
     softmax_terms(g, call, x, a, &d, &e, &s);
     clf_tensor l = clf__graph_unary(g, call, CLF_UNARY_LOG, s);
@@ -378,6 +410,12 @@ clf_tensor clf_layer_norm(clf_graph *g, clf_tensor x, int axis, double epsilon, 
     static const char call[] = "clf_layer_norm";
     uint32_t r;
     double n;
+    clf_dtype sdt = CLF_F32, d2;
+    bool sx = storage_float(g, x, &sdt);
+    if (sx || storage_float(g, scale, &d2) || storage_float(g, bias, &d2)) {
+        clf_tensor y = clf_layer_norm(g, up_f32(g, x), axis, epsilon, up_f32(g, scale), up_f32(g, bias));
+        return sx ? clf_cast(g, y, sdt) : y;
+    }
     if (!norm_args(g, call, "layer_norm", x, &axis, epsilon, &r, &n) ||
         !affine_arg(g, call, "scale", scale, x, axis) || !affine_arg(g, call, "bias", bias, x, axis))
         return CLF_TENSOR_INVALID;
@@ -408,6 +446,12 @@ clf_tensor clf_rms_norm(clf_graph *g, clf_tensor x, int axis, double epsilon, cl
     static const char call[] = "clf_rms_norm";
     uint32_t r;
     double n;
+    clf_dtype sdt = CLF_F32, d2;
+    bool sx = storage_float(g, x, &sdt);
+    if (sx || storage_float(g, scale, &d2)) {
+        clf_tensor y = clf_rms_norm(g, up_f32(g, x), axis, epsilon, up_f32(g, scale));
+        return sx ? clf_cast(g, y, sdt) : y;
+    }
     if (!norm_args(g, call, "rms_norm", x, &axis, epsilon, &r, &n) ||
         !affine_arg(g, call, "scale", scale, x, axis))
         return CLF_TENSOR_INVALID;

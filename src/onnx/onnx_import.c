@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "clfuse/reference.h"
+#include "graph/dtype_table.h"
 #include "graph/op_table.h"
 #include "util/alloc.h"
 #include "util/log.h"
@@ -181,12 +182,7 @@ static clf_status add_sym(importer *I, const char *name, int64_t v, const char *
     return CLF_OK;
 }
 
-static const char *dtype_onnx_name(clf_dtype dt)
-{
-    if (dt == CLF_I64)
-        return "int64";
-    return dt == CLF_F32 ? "float" : dt == CLF_I32 ? "int32" : "bool";
-}
+static const char *dtype_onnx_name(clf_dtype dt) { return clf__dtype_info_of(dt)->onnx_name; }
 
 static char *shape_str(int rank, const int64_t *shape, char *buf, size_t cap)
 {
@@ -244,24 +240,10 @@ static clf_status check_graph(importer *I, const clf__onnx_node *n)
  * needed. f32, i32 and bool literals go to clf_constant as they are;
  * int64 ones are narrowed to i32 when every value fits. */
 /* The graph dtype of an ONNX element type, where libclfuse has one. */
-static bool elem_dtype(int elem, clf_dtype *dt)
-{
-    switch (elem) {
-    case CLF__ONNX_FLOAT: *dt = CLF_F32; return true;
-    case CLF__ONNX_INT32: *dt = CLF_I32; return true;
-    case CLF__ONNX_INT64: *dt = CLF_I64; return true;
-    case CLF__ONNX_BOOL: *dt = CLF_BOOL; return true;
-    default: return false;
-    }
-}
+static bool elem_dtype(int elem, clf_dtype *dt) { return clf__dtype_from_onnx(elem, dt); }
 
 /* The ONNX element type of a graph dtype. */
-static int dtype_elem(clf_dtype dt)
-{
-    static const int elems[CLF_DTYPE_COUNT] = {[CLF_F32] = CLF__ONNX_FLOAT, [CLF_I32] = CLF__ONNX_INT32,
-                                               [CLF_BOOL] = CLF__ONNX_BOOL, [CLF_I64] = CLF__ONNX_INT64};
-    return elems[dt];
-}
+static int dtype_elem(clf_dtype dt) { return clf__dtype_info_of(dt)->onnx_type; }
 
 static clf_status materialize(importer *I, const clf__onnx_node *n, value *v, clf_tensor *out)
 {
@@ -568,15 +550,10 @@ static clf_status import_shape(importer *I, const clf__onnx_node *n, int index)
 
 static clf_status cast_target(importer *I, const clf__onnx_node *n, int64_t to, clf_dtype *dt)
 {
-    switch (to) {
-    case CLF__ONNX_FLOAT: *dt = CLF_F32; return 0;
-    case CLF__ONNX_INT32: *dt = CLF_I32; return 0;
-    case CLF__ONNX_INT64: *dt = CLF_I64; return 0;
-    case CLF__ONNX_BOOL: *dt = CLF_BOOL; return 0;
-    default:
-        return unsupported(I, n->op_pos, "to %s is not supported by libclfuse (float, int32, int64, bool)",
-                           clf__onnx_elem_name(to < INT32_MIN || to > INT32_MAX ? -1 : (int)to));
-    }
+    if (to >= INT32_MIN && to <= INT32_MAX && clf__dtype_from_onnx((int)to, dt))
+        return 0;
+    return unsupported(I, n->op_pos, "to %s is not supported by libclfuse (float, int32, int64, bool)",
+                       clf__onnx_elem_name(to < INT32_MIN || to > INT32_MAX ? -1 : (int)to));
 }
 
 /* Max, Min, Sum, Mean of any number of inputs, broadcast together. */

@@ -123,21 +123,7 @@ static void set_message(char *message, size_t cap, const char *fmt, ...)
     va_end(ap);
 }
 
-static size_t elem_size(clf_dtype dt)
-{
-    switch (dt) {
-    case CLF_F32:
-        return sizeof(float);
-    case CLF_I32:
-        return sizeof(int32_t);
-    case CLF_BOOL:
-        return 1;
-    case CLF_I64:
-        return sizeof(int64_t);
-    default:
-        return 0;
-    }
-}
+static size_t elem_size(clf_dtype dt) { return clf_dtype_size(dt); }
 
 /* Element count of a node, or -1 when the shape is malformed or its byte
  * size does not fit in size_t (the builder should have refused both). */
@@ -275,40 +261,11 @@ static double minimum_f64(double a, double b) { return (a < b || isnan(a)) ? a :
 static double set_maximum_f64(double a, double b) { return a == b ? (signbit(a) ? b : a) : maximum_f64(a, b); }
 static double set_minimum_f64(double a, double b) { return a == b ? (signbit(a) ? a : b) : minimum_f64(a, b); }
 
-/* One element of an integer or bool dtype as an int64 (bool: its truth
- * value). */
-static int64_t load_i64(clf_dtype dt, const void *p, int64_t off)
-{
-    switch (dt) {
-    case CLF_I32: return ((const int32_t *)p)[off];
-    case CLF_I64: return ((const int64_t *)p)[off];
-    default: return ((const uint8_t *)p)[off] != 0;
-    }
-}
+/* One element of any dtype as an int64 (integers and bool exactly) or as a
+ * double (bool: its truth value), through the dtype table. */
+static int64_t load_i64(clf_dtype dt, const void *p, int64_t off) { return clf__dtype_info_of(dt)->get_i64(p, off); }
 
-/* One element of any dtype as a double (bool: its truth value). */
-static double load_f64(clf_dtype dt, const void *p, int64_t off)
-{
-    switch (dt) {
-    case CLF_F32: return ((const float *)p)[off];
-    case CLF_I32: return ((const int32_t *)p)[off];
-    case CLF_I64: return (double)((const int64_t *)p)[off];
-    default: return ((const uint8_t *)p)[off] != 0;
-    }
-}
-
-/* f32 -> i64 conversion: truncation toward zero, saturating, NaN -> 0. */
-static int64_t f64_to_i64_sat(double x)
-{
-    if (isnan(x))
-        return 0;
-    double t = trunc(x);
-    if (t >= 9223372036854775807.0)
-        return INT64_MAX;
-    if (t <= -9223372036854775808.0)
-        return INT64_MIN;
-    return (int64_t)t;
-}
+static double load_f64(clf_dtype dt, const void *p, int64_t off) { return clf__dtype_info_of(dt)->get_f64(p, off); }
 
 /* f32 -> i32 conversion: truncation toward zero, saturating, NaN -> 0. */
 static int32_t f64_to_i32_sat(double x)
@@ -337,7 +294,7 @@ static int32_t clip_bound_i32(double v, int32_t none)
 static bool reduce_ok(const clf__node *in, const clf__node *n)
 {
     bool arg = n->attr.reduce.kind == CLF__REDUCE_ARGMAX || n->attr.reduce.kind == CLF__REDUCE_ARGMIN;
-    if ((unsigned)n->attr.reduce.kind >= CLF__REDUCE_KIND_COUNT || (in->dtype != CLF_F32 && in->dtype != CLF_I32))
+    if ((unsigned)n->attr.reduce.kind >= CLF__REDUCE_KIND_COUNT || (!clf__dtype_is_float(in->dtype) && in->dtype != CLF_I32))
         return false;
     if (n->dtype != (arg ? CLF_I32 : in->dtype) || (n->attr.reduce.mask >> in->rank) != 0)
         return false;
@@ -366,7 +323,7 @@ static bool reduce_ok(const clf__node *in, const clf__node *n)
 static bool matmul_views(const clf__node *a, const clf__node *b, const clf__node *n, view *views)
 {
     int r = n->rank;
-    if (a->dtype != CLF_F32 || b->dtype != CLF_F32 || n->dtype != CLF_F32 || a->rank < 2 || b->rank < 2 ||
+    if (!clf__dtype_is_float(n->dtype) || a->dtype != n->dtype || b->dtype != n->dtype || a->rank < 2 || b->rank < 2 ||
         r < 2 || a->rank > r || b->rank > r || a->shape[a->rank - 1] != b->shape[b->rank - 2] ||
         a->shape[a->rank - 2] != n->shape[r - 2] || b->shape[b->rank - 1] != n->shape[r - 1])
         return false;
@@ -570,16 +527,17 @@ static bool check_node(const clf_graph *g, uint32_t id, view *views)
 /* Evaluates a checked MATMUL node: each element a dot product along K in
  * double, rounded once. */
 static void eval_matmul(const clf__node *a, const clf__node *b, const clf__node *n, const view *views,
-                        const float *x, const float *y, float *out)
+                        const void *x, const void *y, void *out)
 {
+    const clf__dtype_info *d = clf__dtype_info_of(n->dtype);
     int64_t kk = a->shape[a->rank - 1], bstep = b->shape[b->rank - 1];
     int64_t numel = node_numel(n), idx[CLF_MAX_RANK] = {0};
     for (int64_t e = 0; e < numel; e++, next_index(n->rank, n->shape, idx)) {
         int64_t oa = view_offset(&views[0], n->rank, idx), ob = view_offset(&views[1], n->rank, idx);
         double acc = 0.0;
         for (int64_t k = 0; k < kk; k++)
-            acc += (double)x[oa + k] * (double)y[ob + k * bstep];
-        out[e] = (float)acc;
+            acc += d->get_f64(x, oa + k) * d->get_f64(y, ob + k * bstep);
+        d->put_f64(out, e, acc);
     }
 }
 
@@ -591,7 +549,7 @@ static double reduce_one(const clf__node *n, clf_dtype dt, const void *x, int64_
                          const int64_t *ext, const int64_t *stride, int64_t count)
 {
     clf__reduce_kind kind = n->attr.reduce.kind;
-    bool f32 = dt == CLF_F32;
+    bool f32 = clf__dtype_is_float(dt);
     int64_t ridx[CLF_MAX_RANK] = {0};
     double acc;           /* f32 sum/prod, all max/min */
     uint32_t wacc;        /* i32 sum/prod, wrapping */
@@ -676,10 +634,7 @@ static void eval_reduce(const clf__node *in, const clf__node *n, const void *x, 
         for (int a = 0; a < n->rank; a++)
             base += idx[a] * kstride[a];
         double v = reduce_one(n, in->dtype, x, base, nr, ext, rstride, count);
-        if (n->dtype == CLF_F32)
-            ((float *)out)[e] = (float)v;
-        else
-            ((int32_t *)out)[e] = (int32_t)v;
+        clf__dtype_info_of(n->dtype)->put_f64(out, e, v);
     }
 }
 
@@ -691,7 +646,8 @@ static void eval_table_op(const clf_graph *g, const clf__node *n, const clf__op_
 {
     int64_t numel = node_numel(n), idx[CLF_MAX_RANK] = {0};
     clf_dtype dt = g->nodes[n->inputs[0]].dtype;
-    bool fl = dt == CLF_F32;
+    const clf__dtype_info *from = clf__dtype_info_of(dt), *to = clf__dtype_info_of(n->dtype);
+    bool fl = from->kind == CLF__DK_FLOAT;
     for (int64_t e = 0; e < numel; e++, next_index(n->rank, n->shape, idx)) {
         double fa[2] = {0, 0};
         int64_t ia[2] = {0, 0};
@@ -699,22 +655,14 @@ static void eval_table_op(const clf_graph *g, const clf__node *n, const clf__op_
             int64_t off = view_offset(&views[k], n->rank, idx);
             const void *v = vals[n->inputs[k]];
             if (fl)
-                fa[k] = ((const float *)v)[off];
+                fa[k] = from->get_f64(v, off);
             else
-                ia[k] = load_i64(dt, v, off);
+                ia[k] = from->get_i64(v, off);
         }
-        double rf = 0;
-        int64_t ri = 0;
         if (fl)
-            rf = info->ref_float(fa[0], fa[1]);
+            to->put_f64(out, e, info->ref_float(fa[0], fa[1]));
         else
-            ri = info->ref_int(ia[0], ia[1]);
-        switch (n->dtype) {
-        case CLF_F32: ((float *)out)[e] = (float)rf; break;
-        case CLF_I32: ((int32_t *)out)[e] = wrap_i32((uint32_t)(uint64_t)ri); break;
-        case CLF_I64: ((int64_t *)out)[e] = ri; break;
-        default: ((uint8_t *)out)[e] = fl ? rf != 0 : ri != 0; break;
-        }
+            to->put_i64(out, e, info->ref_int(ia[0], ia[1]));
     }
 }
 
@@ -777,10 +725,10 @@ static void eval_node(const clf_graph *g, const clf__node *n, const view *views,
             break;
         }
         case CLF__OP_CLIP:
-            if (n->dtype == CLF_F32) {
-                double x = ((const float *)a)[oa];
+            if (clf__dtype_is_float(n->dtype)) {
+                double x = load_f64(n->dtype, a, oa);
                 double lo = (float)n->attr.clip.lo, hi = (float)n->attr.clip.hi;
-                ((float *)out)[e] = (float)minimum_f64(maximum_f64(x, lo), hi);
+                clf__dtype_info_of(n->dtype)->put_f64(out, e, minimum_f64(maximum_f64(x, lo), hi));
             } else {
                 int32_t x = ((const int32_t *)a)[oa];
                 int32_t lo = clip_bound_i32(n->attr.clip.lo, INT32_MIN);
@@ -789,26 +737,20 @@ static void eval_node(const clf_graph *g, const clf__node *n, const view *views,
                 ((int32_t *)out)[e] = x < hi ? x : hi;
             }
             break;
-        case CLF__OP_CAST:
-            if (n->dtype == adt && adt != CLF_BOOL) { /* bool to bool gives 0 or 1, as from any type */
-                memcpy((char *)out + (size_t)e * esize, (const char *)a + (size_t)oa * esize,
-                       esize);
-            } else if (n->dtype == CLF_BOOL) {
-                ((uint8_t *)out)[e] = adt == CLF_F32 ? load_f64(adt, a, oa) != 0 : load_i64(adt, a, oa) != 0;
-            } else if (n->dtype == CLF_I32) {
-                /* from f32 (saturating), from i64 (wrapping) or bool (0/1) */
-                ((int32_t *)out)[e] = adt == CLF_F32 ? f64_to_i32_sat(load_f64(adt, a, oa))
-                                                     : wrap_i32((uint32_t)(uint64_t)load_i64(adt, a, oa));
-            } else if (n->dtype == CLF_I64) {
-                ((int64_t *)out)[e] =
-                    adt == CLF_F32 ? f64_to_i64_sat(load_f64(adt, a, oa)) : load_i64(adt, a, oa);
-            } else if (adt == CLF_F32) {
-                ((float *)out)[e] = ((const float *)a)[oa];
-            } else {
-                /* An integer rounds to the nearest float once (not through double). */
-                ((float *)out)[e] = (float)load_i64(adt, a, oa);
-            }
+        case CLF__OP_CAST: {
+            /* As ONNX's Cast: floats to integers truncate and saturate (NaN
+             * gives 0), to bool test != 0; integers wrap; an integer rounds
+             * to a float once, through f32 for the storage floats, as the
+             * kernels convert. */
+            const clf__dtype_info *from = clf__dtype_info_of(adt), *to = clf__dtype_info_of(n->dtype);
+            if (n->dtype == adt && adt != CLF_BOOL) /* bool to bool gives 0 or 1, as from any type */
+                memcpy((char *)out + (size_t)e * esize, (const char *)a + (size_t)oa * esize, esize);
+            else if (from->kind == CLF__DK_FLOAT)
+                to->put_f64(out, e, from->get_f64(a, oa));
+            else
+                to->put_i64(out, e, from->get_i64(a, oa));
             break;
+        }
         case CLF__OP_TRANSPOSE:
         case CLF__OP_EXPAND:
         case CLF__OP_SLICE:
