@@ -39,16 +39,26 @@ extern "C" {
 
 /* Element types. f32 is stored as float, i32 as int32_t, i64 as int64_t
  * (token ids, indices, shapes; arithmetic wraps as i32's does), bool as one
- * byte: any non-zero byte is true, and bool results hold 0 or 1. */
+ * byte: any non-zero byte is true, and bool results hold 0 or 1.
+ *
+ * f16 (IEEE binary16) and bf16 (bfloat16, the high half of an f32) are
+ * storage types, held in host memory as uint16_t bit patterns (see the
+ * conversions below). Kernels compute them in f32 and round every value of
+ * an f16 or bf16 tensor to its type (nearest even), as the reference
+ * interpreter does; reductions and matmul accumulate in f32 and round once;
+ * softmax, log_softmax, layer_norm, rms_norm, mean and var of them compute
+ * in f32 throughout and round their result. No device needs cl_khr_fp16. */
 typedef enum clf_dtype {
     CLF_F32 = 0,
     CLF_I32 = 1,
     CLF_BOOL = 2,
     CLF_I64 = 3,
+    CLF_F16 = 4,
+    CLF_BF16 = 5,
     CLF_DTYPE_COUNT
 } clf_dtype;
 
-/* "f32", "i32", "bool", "i64"; NULL for an unknown value. */
+/* "f32", "i32", "bool", "i64", "f16", "bf16"; NULL for an unknown value. */
 CLF_API const char *clf_dtype_name(clf_dtype dt);
 /* Bytes per element; 0 for an unknown value. */
 CLF_API size_t clf_dtype_size(clf_dtype dt);

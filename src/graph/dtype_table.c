@@ -6,7 +6,7 @@
 #include <math.h>
 #include <string.h>
 
-static_assert(CLF_DTYPE_COUNT == 4, "a row per dtype in clf__dtype_table");
+static_assert(CLF_DTYPE_COUNT == 6, "a row per dtype in clf__dtype_table");
 
 /* ---- f16 and bf16 bit conversions (round to nearest even) ---- */
 
@@ -124,6 +124,27 @@ static int64_t i64_get_i(const void *p, int64_t i) { return ((const int64_t *)p)
 static double i64_put(void *p, int64_t i, double v) { return (double)(((int64_t *)p)[i] = sat_i64(v)); }
 static void i64_put_i(void *p, int64_t i, int64_t v) { ((int64_t *)p)[i] = v; }
 
+/* The storage floats round through f32, as a kernel computing in f32 does. */
+static double f16_get(const void *p, int64_t i) { return clf_f32_from_f16(((const uint16_t *)p)[i]); }
+static int64_t f16_get_i(const void *p, int64_t i) { return sat_i64(f16_get(p, i)); }
+static double f16_put(void *p, int64_t i, double v)
+{
+    uint16_t h = clf_f16_from_f32((float)v);
+    ((uint16_t *)p)[i] = h;
+    return clf_f32_from_f16(h);
+}
+static void f16_put_i(void *p, int64_t i, int64_t v) { ((uint16_t *)p)[i] = clf_f16_from_f32((float)v); }
+
+static double bf16_get(const void *p, int64_t i) { return clf_f32_from_bf16(((const uint16_t *)p)[i]); }
+static int64_t bf16_get_i(const void *p, int64_t i) { return sat_i64(bf16_get(p, i)); }
+static double bf16_put(void *p, int64_t i, double v)
+{
+    uint16_t h = clf_bf16_from_f32((float)v);
+    ((uint16_t *)p)[i] = h;
+    return clf_f32_from_bf16(h);
+}
+static void bf16_put_i(void *p, int64_t i, int64_t v) { ((uint16_t *)p)[i] = clf_bf16_from_f32((float)v); }
+
 /* Rows: the plain types load and store as array elements (aligned vectors
  * through vector pointers, which NVIDIA's compiler turns into one wide
  * access where vloadN of an address it cannot prove aligned is not); f16
@@ -161,6 +182,26 @@ const clf__dtype_info clf__dtype_table[CLF_DTYPE_COUNT] = {
                  .store_vec_aligned = "*(__global long$w *)($b + $i) = $v",
                  .get_f64 = i64_get, .get_i64 = i64_get_i, .put_f64 = i64_put, .put_i64 = i64_put_i,
                  .onnx_type = 7, .onnx_name = "int64", .npy_descr = "<i8"},
+    [CLF_F16] = {.name = "f16", .size = 2, .kind = CLF__DK_FLOAT, .compute = CLF_F32,
+                 .cl_storage = "half", .cl_value = "float",
+                 .load = "vload_half($i, $b)", .load_vec = "vload_half$w(0, $b + $i)",
+                 .load_vec_aligned = "vload_half$w(0, $b + $i)",
+                 .store = "vstore_half_rte($v, $i, $b)", .store_vec = "vstore_half$w_rte($v, 0, $b + $i)",
+                 .store_vec_aligned = "vstore_half$w_rte($v, 0, $b + $i)",
+                 .round = "clf_round_f16($v)",
+                 .get_f64 = f16_get, .get_i64 = f16_get_i, .put_f64 = f16_put, .put_i64 = f16_put_i,
+                 .onnx_type = 10, .onnx_name = "float16", .npy_descr = "<f2"},
+    [CLF_BF16] = {.name = "bf16", .size = 2, .kind = CLF__DK_FLOAT, .compute = CLF_F32,
+                  .cl_storage = "ushort", .cl_value = "float",
+                  .load = "as_float((uint)$b[$i] << 16)",
+                  .load_vec = "as_float$w(convert_uint$w(vload$w(0, $b + $i)) << 16)",
+                  .load_vec_aligned = "as_float$w(convert_uint$w(*(const __global ushort$w *)($b + $i)) << 16)",
+                  .store = "$b[$i] = clf_bf16_bits($v)",
+                  .store_vec = "vstore$w(convert_ushort$w(as_uint$w($v) >> 16), 0, $b + $i)",
+                  .store_vec_aligned = "*(__global ushort$w *)($b + $i) = convert_ushort$w(as_uint$w($v) >> 16)",
+                  .round = "clf_round_bf16($v)",
+                  .get_f64 = bf16_get, .get_i64 = bf16_get_i, .put_f64 = bf16_put, .put_i64 = bf16_put_i,
+                  .onnx_type = 16, .onnx_name = "bfloat16", .npy_descr = "<u2"},
 };
 
 bool clf__dtype_from_onnx(int onnx_type, clf_dtype *out)

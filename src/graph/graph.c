@@ -481,20 +481,23 @@ clf_status clf_graph_output(clf_graph *g, const char *name, clf_tensor t)
 
 /* ---- Pointwise -------------------------------------------------------- */
 
-/* "f32", "f32 or i32", "f32, i32 or i64": the dtypes in mask, for
- * messages, written to buf. */
+/* "f32", "f32 or i32", "f32, f16, bf16, i32 or i64": the dtypes in mask,
+ * floats first, for messages, written to buf. */
 static const char *mask_str(unsigned mask, char *buf, size_t cap)
 {
+    static const clf_dtype order[] = {CLF_F32, CLF_F16, CLF_BF16, CLF_I32, CLF_I64, CLF_BOOL};
+    static_assert(sizeof order / sizeof order[0] == CLF_DTYPE_COUNT, "every dtype in the message order");
     int total = 0, seen = 0;
     for (int dt = 0; dt < CLF_DTYPE_COUNT; dt++)
         total += (mask >> dt) & 1u;
     size_t n = 0;
     buf[0] = '\0';
-    for (int dt = 0; dt < CLF_DTYPE_COUNT && n < cap; dt++) {
+    for (size_t k = 0; k < CLF_DTYPE_COUNT && n < cap; k++) {
+        clf_dtype dt = order[k];
         if (!((mask >> dt) & 1u))
             continue;
         const char *sep = seen == 0 ? "" : seen == total - 1 ? " or " : ", ";
-        n += (size_t)snprintf(buf + n, cap - n, "%s%s", sep, clf_dtype_name((clf_dtype)dt));
+        n += (size_t)snprintf(buf + n, cap - n, "%s%s", sep, clf_dtype_name(dt));
         seen++;
     }
     return buf;

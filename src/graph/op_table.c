@@ -70,11 +70,11 @@ static int64_t i_or(int64_t a, int64_t b) { return a != 0 || b != 0; }
 
 /* ---- The rows ------------------------------------------------------------------ */
 
-/* A unary pointwise row over f32 only. */
+/* A unary pointwise row over the floats. */
 #define UNARY_F32(E, nm, onnx_, since, fn, clf, cost_, dom)                                        \
     [CLF__OP_##E] = {.name = #nm, .builder = #nm, .onnx = onnx_, .onnx_since = since,            \
                      .cls = CLF__CLASS_POINTWISE, .min_inputs = 1, .max_inputs = 1,             \
-                     .dtypes = CLF__DTM_F32, .rule = CLF__DT_SAME, .ref_float = fn,             \
+                     .dtypes = CLF__DTM_FLOAT, .rule = CLF__DT_SAME, .ref_float = fn,             \
                      .cl = {[CLF_F32] = clf}, .cost = cost_, .fuzz = dom}
 /* A binary row of the arithmetic dtypes. */
 #define BINARY_NUM(E, nm, onnx_, since, ff, fi, clf, cli, cll, dom)                                \
@@ -143,7 +143,7 @@ const clf__op_info clf__op_table[CLF__OP_COUNT] = {
                      .cl = {[CLF_BOOL] = "(uchar)(!$1)"}, .fuzz = CLF__FUZZ_LOGIC},
     [CLF__OP_ISNAN] = {.name = "isnan", .builder = "isnan", .onnx = "IsNaN", .onnx_since = 9,
                        .cls = CLF__CLASS_POINTWISE, .min_inputs = 1, .max_inputs = 1,
-                       .dtypes = CLF__DTM_F32, .rule = CLF__DT_BOOL, .ref_float = f_isnan,
+                       .dtypes = CLF__DTM_FLOAT, .rule = CLF__DT_BOOL, .ref_float = f_isnan,
                        .cl = {[CLF_F32] = "(uchar)isnan($1)"}, .fuzz = CLF__FUZZ_PREDICATE},
 
     BINARY_NUM(ADD, add, "Add", 7, f_add, i_add, "($1 + $2)", "as_int(as_uint($1) + as_uint($2))",
@@ -157,7 +157,7 @@ const clf__op_info clf__op_table[CLF__OP_COUNT] = {
                "($2 == 0 ? 0L : ($2 == -1 ? as_long(0ul - as_ulong($1)) : $1 / $2))", CLF__FUZZ_QUOTIENT),
     [CLF__OP_POW] = {.name = "pow", .builder = "pow", .onnx = "Pow", .onnx_since = 7,
                      .cls = CLF__CLASS_POINTWISE, .min_inputs = 2, .max_inputs = 2,
-                     .dtypes = CLF__DTM_F32, .rule = CLF__DT_SAME, .ref_float = f_pow,
+                     .dtypes = CLF__DTM_FLOAT, .rule = CLF__DT_SAME, .ref_float = f_pow,
                      .cl = {[CLF_F32] = "pow($1, $2)"}, .cost = CLF__COST_COSTLY, .fuzz = CLF__FUZZ_POWER},
     BINARY_NUM(MAXIMUM, maximum, "Max", 8, f_maximum, i_maximum, "(($1 > $2 || isnan($1)) ? $1 : $2)",
                "max($1, $2)", "max($1, $2)", CLF__FUZZ_SELECT),

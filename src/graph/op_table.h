@@ -105,8 +105,13 @@ typedef enum clf__fuzz_domain {
 #define CLF__DTM_I32 CLF__DTM(CLF_I32)
 #define CLF__DTM_BOOL CLF__DTM(CLF_BOOL)
 #define CLF__DTM_I64 CLF__DTM(CLF_I64)
+#define CLF__DTM_F16 CLF__DTM(CLF_F16)
+#define CLF__DTM_BF16 CLF__DTM(CLF_BF16)
+/* The floats: f32 and the storage floats computed in it (dtype_table.h),
+ * which share its row's reference and OpenCL expression. */
+#define CLF__DTM_FLOAT (CLF__DTM_F32 | CLF__DTM_F16 | CLF__DTM_BF16)
 #define CLF__DTM_INT (CLF__DTM_I32 | CLF__DTM_I64)
-#define CLF__DTM_NUM (CLF__DTM_F32 | CLF__DTM_INT)
+#define CLF__DTM_NUM (CLF__DTM_FLOAT | CLF__DTM_INT)
 
 /* Reference arithmetic of a pointwise op (unary ops ignore b): in double
  * for float operands (then rounded to the storage type), in wrapping 64-bit
@@ -127,7 +132,8 @@ typedef struct clf__op_info {
     clf__ref_float_fn ref_float;   /* pointwise unary and binary ops */
     clf__ref_int_fn ref_int;
     /* printf-like OpenCL expression over $1, $2 by operand dtype; NULL where
-     * the op does not take the dtype or has its own writer. */
+     * the op does not take the dtype or has its own writer. Storage floats
+     * use their compute dtype's (f32's): their entries stay NULL. */
     const char *cl[CLF_DTYPE_COUNT];
     clf__op_cost cost;
     clf__fuzz_domain fuzz;

@@ -155,22 +155,6 @@ void clf__onnx_arena_free(clf__onnx_arena *a)
 
 /* ---- Tensor elements ------------------------------------------------------ */
 
-static double half_to_double(uint16_t h)
-{
-    int e = (h >> 10) & 0x1f;
-    double m = h & 0x3ff;
-    double v = e == 0 ? ldexp(m, -24) : e == 31 ? (m ? (double)NAN : (double)INFINITY) : ldexp(m + 1024, e - 25);
-    return h & 0x8000 ? -v : v;
-}
-
-static double bfloat16_to_double(uint16_t h)
-{
-    uint32_t bits = (uint32_t)h << 16;
-    float f;
-    memcpy(&f, &bits, sizeof f);
-    return f;
-}
-
 /* Element k, loaded through memcpy: tensor data in a mapped file need not
  * be aligned. */
 #define LOAD(T)                                                                                         \
@@ -200,8 +184,8 @@ double clf__onnx_tensor_double(const clf__onnx_tensor *t, size_t k)
     switch (t->type.elem) {
     case CLF__ONNX_FLOAT: { LOAD(float); return v; }
     case CLF__ONNX_DOUBLE: { LOAD(double); return v; }
-    case CLF__ONNX_FLOAT16: { LOAD(uint16_t); return half_to_double(v); }
-    case CLF__ONNX_BFLOAT16: { LOAD(uint16_t); return bfloat16_to_double(v); }
+    case CLF__ONNX_FLOAT16: { LOAD(uint16_t); return clf_f32_from_f16(v); }
+    case CLF__ONNX_BFLOAT16: { LOAD(uint16_t); return clf_f32_from_bf16(v); }
     case CLF__ONNX_UINT64: { LOAD(uint64_t); return (double)v; }
     default: return (double)clf__onnx_tensor_int(t, k);
     }

@@ -258,7 +258,7 @@ static clf_status materialize(importer *I, const clf__onnx_node *n, value *v, cl
         shape[d] = L->type.dims[d].value;
     clf_dtype dt;
     if (!elem_dtype(L->type.elem, &dt))
-        return unsupported(I, pos, "constant '%s' is %s; libclfuse computes in float, int32, int64 and bool",
+        return unsupported(I, pos, "constant '%s' is %s; libclfuse computes in float, float16, bfloat16, int32, int64 and bool",
                            v->name, clf__onnx_elem_name(L->type.elem));
     if (L->n && !L->data)
         return fail_status(I, CLF_ERR_INTERNAL, pos, "constant '%s': its data was released", v->name);
@@ -552,7 +552,7 @@ static clf_status cast_target(importer *I, const clf__onnx_node *n, int64_t to, 
 {
     if (to >= INT32_MIN && to <= INT32_MAX && clf__dtype_from_onnx((int)to, dt))
         return 0;
-    return unsupported(I, n->op_pos, "to %s is not supported by libclfuse (float, int32, int64, bool)",
+    return unsupported(I, n->op_pos, "to %s is not supported by libclfuse (float, float16, bfloat16, int32, int64, bool)",
                        clf__onnx_elem_name(to < INT32_MIN || to > INT32_MAX ? -1 : (int)to));
 }
 

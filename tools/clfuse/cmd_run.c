@@ -10,13 +10,35 @@
 
 static const char *npy_dtype_name(clf_dtype dt)
 {
-    return dt == CLF_F32 ? "float32" : dt == CLF_I32 ? "int32" : dt == CLF_I64 ? "int64" : "bool";
+    switch (dt) {
+    case CLF_F32: return "float32";
+    case CLF_F16: return "float16";
+    case CLF_BF16: return "bfloat16";
+    case CLF_I32: return "int32";
+    case CLF_I64: return "int64";
+    default: return "bool";
+    }
+}
+
+/* Element k of a float dtype's data as a double; false for other dtypes. */
+static bool float_at(clf_dtype dt, const void *data, size_t k, double *v)
+{
+    if (dt == CLF_F32)
+        *v = ((const float *)data)[k];
+    else if (dt == CLF_F16)
+        *v = clf_f32_from_f16(((const uint16_t *)data)[k]);
+    else if (dt == CLF_BF16)
+        *v = clf_f32_from_bf16(((const uint16_t *)data)[k]);
+    else
+        return false;
+    return true;
 }
 
 static void print_value(FILE *f, clf_dtype dt, const void *data, size_t k)
 {
-    if (dt == CLF_F32)
-        fprintf(f, "%.7g", (double)((const float *)data)[k]);
+    double v;
+    if (float_at(dt, data, k, &v))
+        fprintf(f, "%.7g", v);
     else if (dt == CLF_I32)
         fprintf(f, "%d", ((const int32_t *)data)[k]);
     else if (dt == CLF_I64)
@@ -200,8 +222,8 @@ int cmd_check(const cli_opts *o)
         size_t n = io.out_numel[k], at = 0, bad = 0;
         double worst = 0;
         for (size_t i = 0; i < n; i++) {
-            if (dt == CLF_F32) {
-                double g = ((float *)io.out[k].data)[i], w = ((float *)want[k].data)[i];
+            double g, w;
+            if (float_at(dt, io.out[k].data, i, &g) && float_at(dt, want[k].data, i, &w)) {
                 double e = isnan(g) && isnan(w) ? 0 : g == w ? 0 : fabs(g - w) / (1 + fabs(w));
                 if (isnan(e))
                     e = INFINITY;
@@ -217,8 +239,8 @@ int cmd_check(const cli_opts *o)
                 }
             }
         }
-        if (dt == CLF_F32) {
-            printf("  %-12s float32 %9zu elements  largest error %.3g", io.out[k].name, n, worst);
+        if (dt == CLF_F32 || dt == CLF_F16 || dt == CLF_BF16) {
+            printf("  %-12s %-7s %9zu elements  largest error %.3g", io.out[k].name, npy_dtype_name(dt), n, worst);
             if (worst > 0) {
                 printf(" (element %zu: got ", at);
                 print_value(stdout, dt, io.out[k].data, at);

@@ -59,8 +59,7 @@ static int parse_header(const char *h, npy_array *a, char *err, size_t cap)
     static const struct {
         const char *descr, *name;
     } wrong[] = {
-        {"<f8", "float64"}, {"<f2", "float16"}, {"<i2", "int16"}, {"|i1", "int8"},
-        {"<u4", "uint32"},  {"<u8", "uint64"},  {"<u2", "uint16"},
+        {"<f8", "float64"}, {"<i2", "int16"}, {"|i1", "int8"}, {"<u4", "uint32"}, {"<u8", "uint64"},
     };
     if (!strcmp(descr, "<f4"))
         a->dtype = CLF_F32;
@@ -70,18 +69,23 @@ static int parse_header(const char *h, npy_array *a, char *err, size_t cap)
         a->dtype = CLF_I64;
     else if (!strcmp(descr, "|b1") || !strcmp(descr, "|u1"))
         a->dtype = CLF_BOOL;
+    else if (!strcmp(descr, "<f2"))
+        a->dtype = CLF_F16;
+    else if (!strcmp(descr, "<u2")) /* numpy has no bfloat16: its bit patterns as uint16 */
+        a->dtype = CLF_BF16;
     else {
         for (size_t i = 0; i < sizeof wrong / sizeof wrong[0]; i++)
             if (!strcmp(descr, wrong[i].descr)) {
                 const char *to = descr[1] == 'f' ? "float32" : "int32";
-                snprintf(err, cap, "holds %s ('%s'); clfuse reads float32, int32, int64 and bool: save it with "
+                snprintf(err, cap, "holds %s ('%s'); clfuse reads float32, float16, int32, int64 and bool: save it with "
                          ".astype(numpy.%s)", wrong[i].name, descr, to);
                 return -1;
             }
         if (descr[0] == '>')
             snprintf(err, cap, "holds big-endian data ('%s'); save it with .astype('<%s')", descr, descr + 1);
         else
-            snprintf(err, cap, "has dtype '%s'; clfuse reads float32 ('<f4'), int32 ('<i4'), int64 ('<i8') and bool ('|b1')",
+            snprintf(err, cap, "has dtype '%s'; clfuse reads float32 ('<f4'), float16 ('<f2'), bfloat16 as uint16 bit patterns "
+                     "('<u2'), int32 ('<i4'), int64 ('<i8') and bool ('|b1')",
                      descr);
         return -1;
     }
@@ -204,7 +208,12 @@ done:
 int npy_write(const char *path, clf_dtype dtype, int rank, const int64_t *shape, const void *data, char *err,
               size_t cap)
 {
-    const char *descr = dtype == CLF_F32 ? "<f4" : dtype == CLF_I32 ? "<i4" : dtype == CLF_I64 ? "<i8" : "|b1";
+    const char *descr = dtype == CLF_F32    ? "<f4"
+                        : dtype == CLF_F16  ? "<f2"
+                        : dtype == CLF_BF16 ? "<u2"
+                        : dtype == CLF_I32  ? "<i4"
+                        : dtype == CLF_I64  ? "<i8"
+                                            : "|b1";
     char shp[256], dict[512];
     npy_shape_str(rank, shape, shp, sizeof shp);
     int n = snprintf(dict, sizeof dict, "{'descr': '%s', 'fortran_order': False, 'shape': %s, }", descr, shp);

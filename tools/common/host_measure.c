@@ -15,8 +15,13 @@ void hm_fill_random(void *p, clf_dtype dt, size_t n, double lo, double hi, uint6
 {
     for (size_t k = 0; k < n; k++) {
         uint64_t r = hm_xorshift(state) >> 11; /* 53 random bits */
+        float f = (float)(lo + (hi - lo) * ((double)r * (1.0 / 9007199254740992.0)));
         if (dt == CLF_F32)
-            ((float *)p)[k] = (float)(lo + (hi - lo) * ((double)r * (1.0 / 9007199254740992.0)));
+            ((float *)p)[k] = f;
+        else if (dt == CLF_F16)
+            ((uint16_t *)p)[k] = clf_f16_from_f32(f);
+        else if (dt == CLF_BF16)
+            ((uint16_t *)p)[k] = clf_bf16_from_f32(f);
         else if (dt == CLF_I32)
             ((int32_t *)p)[k] = (int32_t)(r % 21) - 10;
         else if (dt == CLF_I64)
