@@ -24,11 +24,15 @@ bool bench_parse_args(int argc, char **argv, const char *prog, unsigned opts, be
             i++;
         } else if ((opts & BENCH_OPT_AUTOTUNE) && strcmp(o, "--autotune") == 0) {
             a->autotune = true;
+        } else if (strcmp(o, "--dtype") == 0 && v &&
+                   (strcmp(v, "f32") == 0 || strcmp(v, "f16") == 0 || strcmp(v, "bf16") == 0)) {
+            a->dtype = strcmp(v, "f16") == 0 ? CLF_F16 : strcmp(v, "bf16") == 0 ? CLF_BF16 : CLF_F32;
+            i++;
         } else if ((opts & BENCH_OPT_SIZE) && strcmp(o, "--size") == 0 && v) {
             a->size = strtoll(v, NULL, 0);
             i++;
         } else {
-            fprintf(stderr, "usage: %s [--runs R] [--markdown]%s%s%s\n", prog,
+            fprintf(stderr, "usage: %s [--runs R] [--markdown] [--dtype f32|f16|bf16]%s%s%s\n", prog,
                     opts & BENCH_OPT_SIZE ? " [--size N]" : "",
                     opts & BENCH_OPT_ONLY ? " [--only NAME] [--style cpu|gpu]" : "",
                     opts & BENCH_OPT_AUTOTUNE ? " [--autotune]" : "");
@@ -38,6 +42,18 @@ bool bench_parse_args(int argc, char **argv, const char *prog, unsigned opts, be
     if (a->runs < 1)
         a->runs = 1;
     return true;
+}
+
+double bench_tolerance(clf_dtype dt) { return dt == CLF_F16 ? 4e-3 : dt == CLF_BF16 ? 3e-2 : 1e-4; }
+
+/* Element i of dtype dt as a double. */
+static double value_at(clf_dtype dt, const void *p, size_t i)
+{
+    if (dt == CLF_F16)
+        return clf_f32_from_f16(((const uint16_t *)p)[i]);
+    if (dt == CLF_BF16)
+        return clf_f32_from_bf16(((const uint16_t *)p)[i]);
+    return ((const float *)p)[i];
 }
 
 clf_context *bench_profiling_context(const char *prog)
@@ -89,10 +105,10 @@ int bench_io_create(clf_context *ctx, clf_executable *exe, float lo, float hi, b
         if (!m)
             return -1;
         if (is_in) {
-            float *h = malloc(bytes ? bytes : 4);
+            void *h = malloc(bytes ? bytes : 4);
             if (!h)
                 return -1;
-            hm_fill_random(h, CLF_F32, numel, lo, hi, &seed);
+            hm_fill_random(h, dt, numel, lo, hi, &seed);
             clEnqueueWriteBuffer(q, m, CL_TRUE, 0, bytes, h, 0, NULL, NULL);
             io->in[i] = (clf_buffer_binding){name, m};
             io->host_in[i] = h;
@@ -186,6 +202,7 @@ double bench_check(clf_context *ctx, clf_executable *exe, const clf_graph *g, be
     clf_host_binding got[8], want[8];
     double worst = 0;
     size_t counts[8];
+    clf_dtype dts[8];
     for (size_t o = 0; o < io->n_out; o++) {
         const char *name;
         clf_dtype dt;
@@ -196,6 +213,7 @@ double bench_check(clf_context *ctx, clf_executable *exe, const clf_graph *g, be
         for (int d = 0; d < rank; d++)
             numel *= (size_t)shape[d];
         counts[o] = numel;
+        dts[o] = dt;
         got[o] = (clf_host_binding){name, malloc(numel * 4 + 4)};
         want[o] = (clf_host_binding){name, malloc(numel * 4 + 4)};
         clEnqueueReadBuffer(q, io->out[o].buffer, CL_TRUE, 0, numel * clf_dtype_size(dt), got[o].data, 0, NULL,
@@ -207,9 +225,9 @@ double bench_check(clf_context *ctx, clf_executable *exe, const clf_graph *g, be
         worst = INFINITY;
     }
     for (size_t o = 0; o < io->n_out; o++) {
-        const float *a = got[o].data, *b = want[o].data;
         for (size_t i = 0; i < counts[o] && isfinite(worst); i++) {
-            double e = fabs((double)a[i] - b[i]) / (1 + fabs((double)b[i]));
+            double a = value_at(dts[o], got[o].data, i), b = value_at(dts[o], want[o].data, i);
+            double e = fabs(a - b) / (1 + fabs(b));
             if (!(e <= worst))
                 worst = isnan(e) ? INFINITY : e;
         }

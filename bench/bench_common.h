@@ -21,7 +21,8 @@ typedef struct bench_timing {
 
 /* The options the benchmark programs share: --runs R, --markdown, and
  * where opts has them --only NAME with --style cpu|gpu (BENCH_OPT_ONLY),
- * --autotune (BENCH_OPT_AUTOTUNE), --size N (BENCH_OPT_SIZE). */
+ * --autotune (BENCH_OPT_AUTOTUNE), --size N (BENCH_OPT_SIZE); every program
+ * takes --dtype f32|f16|bf16. */
 enum { BENCH_OPT_ONLY = 1, BENCH_OPT_AUTOTUNE = 2, BENCH_OPT_SIZE = 4 };
 typedef struct bench_args {
     int runs;              /* at least 1 */
@@ -29,11 +30,16 @@ typedef struct bench_args {
     const char *only;      /* NULL: every case */
     clf_kernel_style style;
     int64_t size;          /* 0: the program's default */
+    clf_dtype dtype;       /* --dtype f32|f16|bf16 (every program): the tensors' dtype */
 } bench_args;
 
 /* Parses argv into *a, which holds the defaults; on an option it does not
  * know, prints a usage line naming prog and returns false. */
 bool bench_parse_args(int argc, char **argv, const char *prog, unsigned opts, bench_args *a);
+
+/* The largest error bench_check may report for results of dtype dt: a few
+ * ulps of the type (f32 1e-4, f16 4e-3, bf16 3e-2). */
+double bench_tolerance(clf_dtype dt);
 
 /* A context on the default device with queue profiling, or NULL after
  * printing why (naming prog). */

@@ -108,7 +108,7 @@ int main(int argc, char **argv)
     printf("device: %s (%s)\n", d.device_name, d.platform_name);
 
     /* The seed example. */
-    clf_graph *g = bench_case_graph(&(bench_case){"chain", 1, 1 << 20, 3, 1});
+    clf_graph *g = bench_case_graph(&(bench_case){"chain", 1, 1 << 20, 3, 1, CLF_F32});
     double *nodisk = calloc((size_t)runs, sizeof *nodisk), *mem = calloc((size_t)runs, sizeof *mem);
     if (!g || !nodisk || !mem)
         return 1;
@@ -131,7 +131,7 @@ int main(int argc, char **argv)
 
     /* The suite. */
     bench_case cases[32];
-    size_t n = bench_suite_cases(d.is_gpu, cases, sizeof cases / sizeof cases[0]);
+    size_t n = bench_suite_cases(d.is_gpu, CLF_F32, cases, sizeof cases / sizeof cases[0]);
     double sum_cold = 0, sum_warm = 0, sum_min = 0;
     printf("\nBENCH.md suite (%s sizes), warm = median of %d:\n", d.is_gpu ? "GPU" : "CPU", runs);
     if (markdown)

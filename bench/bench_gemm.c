@@ -22,6 +22,7 @@
 typedef struct bench_case {
     const char *name;
     int64_t m, n, k; /* gemm_epilogue: M x K by K x N; mlp: M tokens, d = n, ff = k */
+    clf_dtype dt;    /* of every tensor */
 } bench_case;
 
 static clf_graph *case_graph(const bench_case *c)
@@ -29,14 +30,14 @@ static clf_graph *case_graph(const bench_case *c)
     clf_graph *g = clf_graph_create();
     if (strcmp(c->name, "gemm_epilogue") == 0) {
         int64_t sx[2] = {c->m, c->k}, sw[2] = {c->k, c->n}, sb[1] = {c->n};
-        clf_tensor x = clf_input(g, "x", CLF_F32, 2, sx), w = clf_input(g, "w", CLF_F32, 2, sw);
-        clf_tensor b = clf_input(g, "bias", CLF_F32, 1, sb);
+        clf_tensor x = clf_input(g, "x", c->dt, 2, sx), w = clf_input(g, "w", c->dt, 2, sw);
+        clf_tensor b = clf_input(g, "bias", c->dt, 1, sb);
         clf_graph_output(g, "y", clf_relu(g, clf_add(g, clf_matmul(g, x, w), b)));
     } else { /* mlp */
         int64_t sx[2] = {c->m, c->n}, s1[2] = {c->n, c->k}, s2[2] = {c->k, c->n}, b1s[1] = {c->k}, b2s[1] = {c->n};
-        clf_tensor x = clf_input(g, "x", CLF_F32, 2, sx);
-        clf_tensor w1 = clf_input(g, "w1", CLF_F32, 2, s1), b1 = clf_input(g, "b1", CLF_F32, 1, b1s);
-        clf_tensor w2 = clf_input(g, "w2", CLF_F32, 2, s2), b2 = clf_input(g, "b2", CLF_F32, 1, b2s);
+        clf_tensor x = clf_input(g, "x", c->dt, 2, sx);
+        clf_tensor w1 = clf_input(g, "w1", c->dt, 2, s1), b1 = clf_input(g, "b1", c->dt, 1, b1s);
+        clf_tensor w2 = clf_input(g, "w2", c->dt, 2, s2), b2 = clf_input(g, "b2", c->dt, 1, b2s);
         clf_tensor h = clf_gelu(g, clf_add(g, clf_matmul(g, x, w1), b1));
         clf_graph_output(g, "y", clf_add(g, x, clf_add(g, clf_matmul(g, h, w2), b2)));
     }
@@ -50,35 +51,51 @@ static double case_flops(const bench_case *c)
     return 4.0 * (double)c->m * (double)c->n * (double)c->k;
 }
 
-static const float *host_input(const bench_io *io, const char *name)
+/* A host input's element reader: its data and dtype. */
+typedef struct host_tensor {
+    const void *p;
+    clf_dtype dt;
+} host_tensor;
+
+static host_tensor host_input(const bench_io *io, const char *name, clf_dtype dt)
 {
     for (size_t i = 0; i < io->n_in; i++)
         if (strcmp(io->in[i].name, name) == 0)
-            return io->host_in[i];
-    return NULL;
+            return (host_tensor){io->host_in[i], dt};
+    return (host_tensor){NULL, dt};
+}
+
+/* Element i of t as a double. */
+static double at(host_tensor t, int64_t i)
+{
+    if (t.dt == CLF_F16)
+        return clf_f32_from_f16(((const uint16_t *)t.p)[i]);
+    if (t.dt == CLF_BF16)
+        return clf_f32_from_bf16(((const uint16_t *)t.p)[i]);
+    return ((const float *)t.p)[i];
 }
 
 /* The case's output at (i, j) in double from the host inputs. */
 static double case_element(const bench_case *c, const bench_io *io, int64_t i, int64_t j)
 {
     if (strcmp(c->name, "gemm_epilogue") == 0) {
-        const float *x = host_input(io, "x"), *w = host_input(io, "w"), *b = host_input(io, "bias");
-        double acc = b[j];
+        host_tensor x = host_input(io, "x", c->dt), w = host_input(io, "w", c->dt), b = host_input(io, "bias", c->dt);
+        double acc = at(b, j);
         for (int64_t k = 0; k < c->k; k++)
-            acc += (double)x[i * c->k + k] * w[k * c->n + j];
+            acc += at(x, i * c->k + k) * at(w, k * c->n + j);
         return acc < 0 ? 0 : acc;
     }
-    const float *x = host_input(io, "x"), *w1 = host_input(io, "w1"), *b1 = host_input(io, "b1");
-    const float *w2 = host_input(io, "w2"), *b2 = host_input(io, "b2");
-    double acc = b2[j];
+    host_tensor x = host_input(io, "x", c->dt), w1 = host_input(io, "w1", c->dt), b1 = host_input(io, "b1", c->dt);
+    host_tensor w2 = host_input(io, "w2", c->dt), b2 = host_input(io, "b2", c->dt);
+    double acc = at(b2, j);
     for (int64_t f = 0; f < c->k; f++) {
-        double h = b1[f];
+        double h = at(b1, f);
         for (int64_t d = 0; d < c->n; d++)
-            h += (double)x[i * c->n + d] * w1[d * c->k + f];
+            h += at(x, i * c->n + d) * at(w1, d * c->k + f);
         h = 0.5 * h * (1.0 + erf(h / sqrt(2.0)));
-        acc += h * w2[f * c->n + j];
+        acc += h * at(w2, f * c->n + j);
     }
-    return x[i * c->n + j] + acc;
+    return at(x, i * c->n + j) + acc;
 }
 
 /* The largest error, scaled by (1 + |want|), over 64 sampled elements (the
@@ -86,11 +103,11 @@ static double case_element(const bench_case *c, const bench_io *io, int64_t i, i
 static double sampled_check(clf_context *ctx, const bench_case *c, const bench_io *io)
 {
     int64_t rows = c->m, cols = c->n;
-    float *y = malloc((size_t)(rows * cols) * sizeof *y);
+    size_t bytes = (size_t)(rows * cols) * clf_dtype_size(c->dt);
+    void *y = malloc(bytes);
     if (!y)
         return INFINITY;
-    clEnqueueReadBuffer(clf_context_queue(ctx), io->out[0].buffer, CL_TRUE, 0, (size_t)(rows * cols) * sizeof *y, y, 0,
-                        NULL, NULL);
+    clEnqueueReadBuffer(clf_context_queue(ctx), io->out[0].buffer, CL_TRUE, 0, bytes, y, 0, NULL, NULL);
     double worst = 0;
     uint64_t seed = 88172645463325252ull;
     for (int s = 0; s < 64; s++) {
@@ -100,7 +117,7 @@ static double sampled_check(clf_context *ctx, const bench_case *c, const bench_i
         int64_t i = (int64_t)(seed % (uint64_t)rows), j = (int64_t)((seed >> 32) % (uint64_t)cols);
         if (s == 0)
             i = rows - 1, j = cols - 1;
-        double want = case_element(c, io, i, j), got = y[i * cols + j];
+        double want = case_element(c, io, i, j), got = at((host_tensor){y, c->dt}, i * cols + j);
         double e = fabs(got - want) / (1.0 + fabs(want));
         if (!(e <= worst))
             worst = e;
@@ -207,11 +224,11 @@ int main(int argc, char **argv)
     clf_context_device(ctx, &dev);
     bool gpu = dev.is_gpu;
     bench_case cases[] = {
-        {"gemm_epilogue", gpu ? 4096 : 1024, gpu ? 4096 : 1024, gpu ? 4096 : 1024},
-        {"mlp", gpu ? 8192 : 1024, gpu ? 1024 : 512, gpu ? 4096 : 2048},
+        {"gemm_epilogue", gpu ? 4096 : 1024, gpu ? 4096 : 1024, gpu ? 4096 : 1024, a.dtype},
+        {"mlp", gpu ? 8192 : 1024, gpu ? 1024 : 512, gpu ? 4096 : 2048, a.dtype},
     };
-    printf("device: %s (%s); medians of %d runs; device time from profiling events%s\n", dev.device_name,
-           dev.platform_name, runs, autotune ? "; autotuned" : "");
+    printf("device: %s (%s); %s tensors; medians of %d runs; device time from profiling events%s\n", dev.device_name,
+           dev.platform_name, clf_dtype_name(a.dtype), runs, autotune ? "; autotuned" : "");
 #ifdef HAVE_CLBLAST
     printf("CLBlast: the first product alone, and followed by libclfuse's relu(p + bias) kernel\n\n");
 #else
@@ -240,7 +257,7 @@ int main(int argc, char **argv)
         double ms[2] = {var[0].t.device_ms, var[1].t.device_ms};
         double cb = NAN, cbe = NAN;
 #ifdef HAVE_CLBLAST
-        if (ok && strcmp(c->name, "gemm_epilogue") == 0 && time_clblast(ctx, c, runs, &cb, &cbe) != 0)
+        if (ok && c->dt == CLF_F32 && strcmp(c->name, "gemm_epilogue") == 0 && time_clblast(ctx, c, runs, &cb, &cbe) != 0)
             fprintf(stderr, "%s: CLBlast run failed\n", c->name);
 #endif
         if (ok) {
@@ -262,7 +279,7 @@ int main(int argc, char **argv)
                        "+epilogue %.3f ms  error %.1e  [%s]\n",
                        c->name, shape, (unsigned long long)s.kernels, (unsigned long long)s.unfused_kernels, ms[0], gfs,
                        ms[1], cb, cbe, e, names);
-            if (!(e <= 1e-3)) {
+            if (!(e <= (c->dt == CLF_F32 ? 1e-3 : bench_tolerance(c->dt)))) {
                 fprintf(stderr, "%s: result wrong: error %g\n", c->name, e);
                 rc = 1;
             }

@@ -16,12 +16,13 @@ typedef struct bench_case {
     const char *name;
     int64_t rows, cols; /* x is [rows, cols]; the pointwise cases are [1, n] */
     int reads, writes;  /* full-size tensors moved at the floor */
+    clf_dtype dt;       /* of every tensor (0: f32; f16 and bf16 for the storage runs) */
 } bench_case;
 
-/* The reduction cases at BENCH.md's sizes; returns their number. */
-size_t bench_reduction_cases(bool gpu, bench_case *out, size_t cap);
+/* The reduction cases at BENCH.md's sizes, in dtype dt; returns their number. */
+size_t bench_reduction_cases(bool gpu, clf_dtype dt, bench_case *out, size_t cap);
 /* Every case of the suite (pointwise, then reductions); returns the number. */
-size_t bench_suite_cases(bool gpu, bench_case *out, size_t cap);
+size_t bench_suite_cases(bool gpu, clf_dtype dt, bench_case *out, size_t cap);
 /* The graph of a case (NULL when out of memory). */
 clf_graph *bench_case_graph(const bench_case *c);
 

@@ -20,7 +20,8 @@ typedef struct row {
     double err;
 } row;
 
-static int run_case(clf_context *ctx, const char *name, clf_graph *g, uint64_t min_bytes, int runs, row *r)
+static int run_case(clf_context *ctx, const char *name, clf_graph *g, uint64_t min_bytes, int runs, double tol,
+                    row *r)
 {
     bench_variant var[2] = {{0}};
     int rc = -1;
@@ -32,7 +33,7 @@ static int run_case(clf_context *ctx, const char *name, clf_graph *g, uint64_t m
             goto done;
         fprintf(stderr, "%s: %s compile %.1f ms\n", name, v ? "unfused" : "fused", var[v].compile_ms);
         double err = bench_check(ctx, var[v].exe, g, &var[v].io);
-        if (!(err <= 1e-5)) {
+        if (!(err <= tol)) {
             fprintf(stderr, "%s: %s result wrong: error %g\n", name, v ? "unfused" : "fused", err);
             goto done;
         }
@@ -73,10 +74,12 @@ int main(int argc, char **argv)
     double copy_gbs = 2.0 * 4 * (double)n / (copy_ms * 1e6);
 
     row rows[2];
-    clf_graph *g1 = bench_case_graph(&(bench_case){"chain", 1, n, 3, 1}),
-              *g2 = bench_case_graph(&(bench_case){"tiny", 1, 1024, 1, 1});
-    int rc = run_case(ctx, "chain", g1, 16ull * (uint64_t)n, runs, &rows[0]) ||
-             run_case(ctx, "tiny", g2, 8ull * 1024, runs * 4, &rows[1]);
+    uint64_t es = clf_dtype_size(a.dtype);
+    double tol = a.dtype == CLF_F32 ? 1e-5 : bench_tolerance(a.dtype);
+    clf_graph *g1 = bench_case_graph(&(bench_case){"chain", 1, n, 3, 1, a.dtype}),
+              *g2 = bench_case_graph(&(bench_case){"tiny", 1, 1024, 1, 1, a.dtype});
+    int rc = run_case(ctx, "chain", g1, 4 * es * (uint64_t)n, runs, tol, &rows[0]) ||
+             run_case(ctx, "tiny", g2, 2 * es * 1024, runs * 4, tol, &rows[1]);
     clf_graph_destroy(&g1);
     clf_graph_destroy(&g2);
     if (rc) {
@@ -84,8 +87,8 @@ int main(int argc, char **argv)
         return 1;
     }
     const char *sep = markdown ? " | " : "  ";
-    printf("device: %s (%s); chain size %lld; medians of %d runs; device time from profiling events\n",
-           dev.device_name, dev.platform_name, (long long)n, runs);
+    printf("device: %s (%s); %s tensors; chain size %lld; medians of %d runs; device time from profiling events\n",
+           dev.device_name, dev.platform_name, clf_dtype_name(a.dtype), (long long)n, runs);
     printf("copy roofline: %.3f ms for %lld floats = %.0f GB/s\n\n", copy_ms, (long long)n, copy_gbs);
     if (markdown)
         printf("| case | kernels fused/unfused | fused ms | unfused ms | speed-up | fused GB/s | of copy | "

@@ -31,12 +31,12 @@ int main(int argc, char **argv)
     clf_context_device(ctx, &dev);
     bool gpu = dev.is_gpu;
     bench_case cases[16];
-    size_t ncases = bench_reduction_cases(gpu, cases, sizeof cases / sizeof cases[0]);
+    size_t ncases = bench_reduction_cases(gpu, a.dtype, cases, sizeof cases / sizeof cases[0]);
     size_t copy_n = gpu ? (size_t)1 << 26 : (size_t)1 << 24;
     double copy_ms = hm_copy_ms(ctx, copy_n * 4, 3, runs);
     double copy_gbs = 2.0 * 4 * (double)copy_n / (copy_ms * 1e6);
-    printf("device: %s (%s); medians of %d runs; device time from profiling events\n", dev.device_name,
-           dev.platform_name, runs);
+    printf("device: %s (%s); %s tensors; medians of %d runs; device time from profiling events\n", dev.device_name,
+           dev.platform_name, clf_dtype_name(a.dtype), runs);
     printf("copy roofline: %.3f ms for %zu floats = %.0f GB/s\n\n", copy_ms, copy_n, copy_gbs);
     if (markdown)
         printf("| case | shape | kernels fused/unfused | fused kernel | fused ms | unfused ms | speed-up | fused GB/s | "
@@ -59,7 +59,7 @@ int main(int argc, char **argv)
                 break;
             }
             double err = bench_check(ctx, var[v].exe, g, &var[v].io);
-            if (!(err <= 1e-4)) {
+            if (!(err <= bench_tolerance(a.dtype))) {
                 fprintf(stderr, "%s: %s result wrong: error %g\n", c->name, v ? "unfused" : "fused", err);
                 ok = false;
             }
@@ -69,7 +69,7 @@ int main(int argc, char **argv)
         if (ok) {
             clf_plan_stats s;
             clf_executable_stats(ex[0], &s);
-            double bytes = 4.0 * (double)c->rows * (double)c->cols * (c->reads + c->writes);
+            double bytes = (double)clf_dtype_size(a.dtype) * (double)c->rows * (double)c->cols * (c->reads + c->writes);
             double gbs = bytes / (ms[0] * 1e6);
             char shape[32];
             snprintf(shape, sizeof shape, "%lldx%lld", (long long)c->rows, (long long)c->cols);
