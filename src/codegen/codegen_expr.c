@@ -72,14 +72,18 @@ void clf__cg_store_vec(clf__strbuf *sb, clf_dtype dt, uint32_t buffer, const cha
     clf__sb_puts(sb, ";\n");
 }
 
-void clf__cg_round(clf__strbuf *sb, clf_dtype dt, const char *value)
+void clf__cg_round_vec(clf__strbuf *sb, clf_dtype dt, const char *value, int width)
 {
-    const char *r = clf__dtype_info_of(dt)->round;
-    if (r)
-        spell(sb, r, "", "", value, 1);
-    else
+    const char *fn = clf__dtype_info_of(dt)->round_fn;
+    if (!fn)
         clf__sb_puts(sb, value);
+    else if (width > 1)
+        clf__sb_printf(sb, "%s_%d(%s)", fn, width, value);
+    else
+        clf__sb_printf(sb, "%s(%s)", fn, value);
 }
+
+void clf__cg_round(clf__strbuf *sb, clf_dtype dt, const char *value) { clf__cg_round_vec(sb, dt, value, 1); }
 
 void clf__cg_fn_init(clf__cg_fn *f, const clf_graph *g, const clf__plan *plan, uint32_t k,
                      const clf__cg_hooks *hooks)
@@ -277,11 +281,12 @@ static const char *compute(gen *G, const clf__node *n, const char *const *args, 
     clf__strbuf *b = &G->body;
     const clf__node *in0 = clf__graph_node(G->g, n->inputs[0]);
     if (G->vec > 1) {
-        /* Vector values are f32 only; scalar operands (literals, row
-         * results, loads that do not move with the element) widen. */
-        bool f32 = n->dtype == CLF_F32;
+        /* Vector values are floats (f32, and the storage floats computed in
+         * it); scalar operands (literals, row results, loads that do not
+         * move with the element) widen. */
+        bool f32 = clf__dtype_compute(n->dtype) == CLF_F32;
         for (int i = 0; i < n->ninputs; i++)
-            f32 = f32 && clf__graph_node(G->g, n->inputs[i])->dtype == CLF_F32;
+            f32 = f32 && clf__dtype_compute(clf__graph_node(G->g, n->inputs[i])->dtype) == CLF_F32;
         if (!f32)
             G->novec = true;
         snprintf(ty, sizeof ty, "float%d", G->vec);
@@ -291,10 +296,12 @@ static const char *compute(gen *G, const clf__node *n, const char *const *args, 
     clf__sb_printf(b, "    const %s %s = ", ty, name);
     /* A storage float's value is rounded to it (dtype_table.h): the
      * expression goes inside its rounding. */
-    const char *rnd = clf__dtype_info_of(n->dtype)->round, *rv = rnd ? strstr(rnd, "$v") : NULL;
-    if (rv)
-        clf__sb_putn(b, rnd, (size_t)(rv - rnd));
-    const char *rnd_tail = rv ? rv + 2 : "";
+    const char *rnd = clf__dtype_info_of(n->dtype)->round_fn;
+    if (rnd && G->vec > 1)
+        clf__sb_printf(b, "%s_%d(", rnd, G->vec);
+    else if (rnd)
+        clf__sb_printf(b, "%s(", rnd);
+    const char *rnd_tail = rnd ? ")" : "";
     const clf__op_info *info = clf__op_info_of(n->op);
     if (info->cls == CLF__CLASS_POINTWISE && info->rule != CLF__DT_OWN) {
         /* An op of the table: its expression for the operands' dtype. */
@@ -568,15 +575,17 @@ void clf__cg_source_header(clf__strbuf *src, const char *name, const char *ops)
     /* The storage floats' rounding (graph/dtype_table.h), without
      * cl_khr_fp16: f16 through vstore_half_rte into private memory and
      * vload_half back (half appears only as a pointer type), bf16 by integer
-     * rounding to nearest even (NaN stays a quiet NaN). */
+     * rounding to nearest even (NaN stays a quiet NaN); scalar and vector
+     * forms (clf_round_f16_4). */
     clf__sb_puts(src,
-                 "static inline float clf_round_f16(float x)\n"
-                 "{\n    ushort h;\n    vstore_half_rte(x, 0, (__private half *)&h);\n"
-                 "    return vload_half(0, (const __private half *)&h);\n}\n"
-                 "static inline float clf_round_bf16(float x)\n"
-                 "{\n    uint u = as_uint(x);\n"
-                 "    if ((u & 0x7fffffffu) > 0x7f800000u)\n        return as_float((u | 0x00400000u) & 0xffff0000u);\n"
-                 "    u += 0x7fffu + ((u >> 16) & 1u);\n    return as_float(u & 0xffff0000u);\n}\n"
+                 "#define CLF_ROUND_F16_(w, s) static inline float##w clf_round_f16##s(float##w x) { ushort##w h; "
+                 "vstore_half##w##_rte(x, 0, (__private half *)&h); return vload_half##w(0, (const __private half *)&h); }\n"
+                 "#define CLF_ROUND_BF16_(w, s, i) static inline float##w clf_round_bf16##s(float##w x) { uint##w u = "
+                 "as_uint##w(x); uint##w r = (u + 0x7fffu + ((u >> 16) & 1u)) & 0xffff0000u; return "
+                 "as_float##w(select(r, (u | 0x00400000u) & 0xffff0000u, as_##i((u & 0x7fffffffu) > 0x7f800000u))); }\n"
+                 "CLF_ROUND_F16_(, ) CLF_ROUND_F16_(2, _2) CLF_ROUND_F16_(4, _4) CLF_ROUND_F16_(8, _8) CLF_ROUND_F16_(16, _16)\n"
+                 "CLF_ROUND_BF16_(, , uint) CLF_ROUND_BF16_(2, _2, uint2) CLF_ROUND_BF16_(4, _4, uint4) "
+                 "CLF_ROUND_BF16_(8, _8, uint8) CLF_ROUND_BF16_(16, _16, uint16)\n"
                  "static inline ushort clf_bf16_bits(float x) { return (ushort)(as_uint(x) >> 16); }\n");
 }
 

@@ -125,9 +125,10 @@ void clf__cg_load_vec(clf__strbuf *sb, clf_dtype dt, uint32_t buffer, const char
 void clf__cg_store(clf__strbuf *sb, clf_dtype dt, uint32_t buffer, const char *index, const char *value);
 void clf__cg_store_vec(clf__strbuf *sb, clf_dtype dt, uint32_t buffer, const char *index, const char *value,
                        int width, bool aligned);
-/* Appends value rounded to dt (the value itself for dtypes computed in
- * their own type). */
+/* Appends value (width lanes: 1, or a vector of 2, 4, 8 or 16) rounded to
+ * dt (the value itself for dtypes computed in their own type). */
 void clf__cg_round(clf__strbuf *sb, clf_dtype dt, const char *value);
+void clf__cg_round_vec(clf__strbuf *sb, clf_dtype dt, const char *value, int width);
 /* An exact literal of a value of dtype. */
 void clf__cg_literal(clf__strbuf *sb, clf_dtype dt, double v);
 /* The C expression of a read of dtype dt: b<buffer>[index] (as the dtype

@@ -188,7 +188,7 @@ const clf__dtype_info clf__dtype_table[CLF_DTYPE_COUNT] = {
                  .load_vec_aligned = "vload_half$w(0, $b + $i)",
                  .store = "vstore_half_rte($v, $i, $b)", .store_vec = "vstore_half$w_rte($v, 0, $b + $i)",
                  .store_vec_aligned = "vstore_half$w_rte($v, 0, $b + $i)",
-                 .round = "clf_round_f16($v)",
+                 .round_fn = "clf_round_f16",
                  .get_f64 = f16_get, .get_i64 = f16_get_i, .put_f64 = f16_put, .put_i64 = f16_put_i,
                  .onnx_type = 10, .onnx_name = "float16", .npy_descr = "<f2"},
     [CLF_BF16] = {.name = "bf16", .size = 2, .kind = CLF__DK_FLOAT, .compute = CLF_F32,
@@ -199,7 +199,7 @@ const clf__dtype_info clf__dtype_table[CLF_DTYPE_COUNT] = {
                   .store = "$b[$i] = clf_bf16_bits($v)",
                   .store_vec = "vstore$w(convert_ushort$w(as_uint$w($v) >> 16), 0, $b + $i)",
                   .store_vec_aligned = "*(__global ushort$w *)($b + $i) = convert_ushort$w(as_uint$w($v) >> 16)",
-                  .round = "clf_round_bf16($v)",
+                  .round_fn = "clf_round_bf16",
                   .get_f64 = bf16_get, .get_i64 = bf16_get_i, .put_f64 = bf16_put, .put_i64 = bf16_put_i,
                   .onnx_type = 16, .onnx_name = "bfloat16", .npy_descr = "<u2"},
 };

@@ -44,7 +44,10 @@ typedef struct clf__dtype_info {
     const char *store;      /* a statement storing $v (already rounded) at $i */
     const char *store_vec;  /* $w consecutive values, any alignment */
     const char *store_vec_aligned;
-    const char *round;      /* $v of the compute type rounded to this one; NULL: nothing to do */
+    /* The kernel function rounding a value of the compute type to this one
+     * ("clf_round_f16"; its vector forms add _<width>: clf_round_f16_4);
+     * NULL: nothing to do. Codegen's prelude defines them. */
+    const char *round_fn;
     /* Reference conversions of element i of a host array of this dtype. */
     double (*get_f64)(const void *p, int64_t i);  /* bool: 0 or 1 */
     int64_t (*get_i64)(const void *p, int64_t i); /* integers and bool exactly; floats truncated */
@@ -72,7 +75,7 @@ static inline clf_dtype clf__dtype_compute(clf_dtype dt) { return clf__dtype_tab
 
 /* Whether dt is stored in fewer bits than it is computed in (a value of it
  * must be rounded after every computation). */
-static inline bool clf__dtype_is_storage(clf_dtype dt) { return clf__dtype_table[dt].round != NULL; }
+static inline bool clf__dtype_is_storage(clf_dtype dt) { return clf__dtype_table[dt].round_fn != NULL; }
 
 /* The dtype of an ONNX TensorProto.DataType; false when it has none. */
 bool clf__dtype_from_onnx(int onnx_type, clf_dtype *out);

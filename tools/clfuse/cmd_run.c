@@ -185,6 +185,8 @@ int cmd_check(const cli_opts *o)
     clf_executable *exe = NULL;
     cli_io io = {0};
     clf_host_binding *want = NULL;
+    /* Default tolerance by output dtype: a few ulps of it (f16's ulp at 1
+     * is 2^-10, bf16's 2^-7). */
     double tol = o->tol >= 0 ? o->tol : 1e-4;
 
     if ((rc = cli_load(o, NULL, 0, &cm)) != CLI_OK || (rc = cli_context(o, false, &ctx)) != CLI_OK ||
@@ -240,6 +242,7 @@ int cmd_check(const cli_opts *o)
             }
         }
         if (dt == CLF_F32 || dt == CLF_F16 || dt == CLF_BF16) {
+            double t = o->tol >= 0 ? o->tol : dt == CLF_F16 ? 2e-3 : dt == CLF_BF16 ? 1.6e-2 : 1e-4;
             printf("  %-12s %-7s %9zu elements  largest error %.3g", io.out[k].name, npy_dtype_name(dt), n, worst);
             if (worst > 0) {
                 printf(" (element %zu: got ", at);
@@ -248,10 +251,12 @@ int cmd_check(const cli_opts *o)
                 print_value(stdout, dt, want[k].data, at);
                 printf(")");
             }
+            if (t != tol)
+                printf("  (tolerance %g for %s)", t, npy_dtype_name(dt));
             printf("\n");
             if (worst > largest)
                 largest = worst;
-            if (worst > tol)
+            if (worst > t)
                 bad_total++;
         } else {
             printf("  %-12s %-7s %9zu elements  %zu mismatches", io.out[k].name, npy_dtype_name(dt), n, bad);
@@ -267,7 +272,10 @@ int cmd_check(const cli_opts *o)
             printf("\n");
         }
     }
-    printf("largest error: %.3g (tolerance %g)\n", largest, tol);
+    if (o->tol >= 0)
+        printf("largest error: %.3g (tolerance %g)\n", largest, tol);
+    else
+        printf("largest error: %.3g (tolerance %g, or as shown for float16 and bfloat16)\n", largest, tol);
     if (bad_total) {
         cli_error("check failed: %zu output%s differ from the reference beyond the tolerance", bad_total,
                   bad_total == 1 ? "" : "s");

@@ -79,8 +79,9 @@ static const command commands[] = {
      "                    [--seed S]\n\n"
      "Runs GRAPH on the device and on the reference interpreter with the same random\n"
      "inputs and reports the largest error of each output: |got - want| / (1 + |want|)\n"
-     "for float outputs, mismatches for int32 and bool. Exits 1 when an error exceeds\n"
-     "T (default 1e-4).\n"},
+     "for float outputs, mismatches for integer and bool ones. Exits 1 when an error\n"
+     "exceeds T (default 1e-4 for float32 outputs, 2e-3 for float16 and 1.6e-2 for\n"
+     "bfloat16: two ulps of the type).\n"},
 };
 
 static void main_usage(FILE *f)
