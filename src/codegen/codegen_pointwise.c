@@ -65,7 +65,17 @@ clf_status clf__codegen_pointwise(const clf_graph *g, const clf__plan *plan, uin
         out->items = 16;
         out->local = max_local < 16 ? max_local : 16;
     } else {
-        out->vec = vec_ok ? 4 : 1;
+        /* 16 bytes a work-item where the elements are 4 bytes: float4; 8
+         * lanes where none is wider than 2 (f16, bf16, bool), so that a
+         * storage-float kernel still moves 16 bytes per load. */
+        size_t widest = 0;
+        for (size_t s = 0; s < G.nslots; s++)
+            if (clf_dtype_size(G.slots[s].dtype) > widest)
+                widest = clf_dtype_size(G.slots[s].dtype);
+        for (uint32_t s = 0; s < K->nstores; s++)
+            if (clf_dtype_size(clf__graph_node(g, K->stores[s].node)->dtype) > widest)
+                widest = clf_dtype_size(clf__graph_node(g, K->stores[s].node)->dtype);
+        out->vec = vec_ok ? (widest <= 2 ? 8 : 4) : 1;
         out->items = 1;
         out->local = max_local < 256 ? max_local : 256;
     }
@@ -79,7 +89,7 @@ clf_status clf__codegen_pointwise(const clf_graph *g, const clf__plan *plan, uin
         goto done;
 
     /* The generated definitions. */
-    clf__cg_source_header(&src, out->name, out->ops);
+    clf__cg_source_header(&src, g, K, out->name, out->ops);
     clf__sb_printf(&src, "#define IDX_T %s\n#define VEC %d\n#define ITEMS %d\n#define BLOCKED %d\n",
                    out->wide_index ? "ulong" : "uint", out->vec, out->items, target->cpu ? 1 : 0);
     clf__cg_signature(&src, g, plan, out->name, out->params, out->nparams, K->nreads);

@@ -163,6 +163,13 @@ clf_tensor clf_gemm(clf_graph *g, clf_tensor a, clf_tensor b, clf_tensor c, doub
             return CLF_TENSOR_INVALID;
         }
     }
+    /* Gemm is one op: for storage floats alpha * a @ b + beta * c is
+     * computed in f32 and rounded once (the casts are loads in the GEMM). */
+    if (clf__dtype_is_storage(dt)) {
+        clf_tensor y = clf_gemm(g, clf_cast(g, a, CLF_F32), clf_cast(g, b, CLF_F32),
+                                has_c ? clf_cast(g, c, CLF_F32) : CLF_TENSOR_INVALID, alpha, beta, trans_a, trans_b);
+        return clf__graph_usable(g) ? clf_cast(g, y, dt) : CLF_TENSOR_INVALID;
+    }
     if (trans_a)
         a = clf_transpose(g, a, 0, NULL);
     if (trans_b)

@@ -438,6 +438,14 @@ static const struct {
 static const char *const not_yet[] = {"Conv", "ConvTranspose", "Einsum", "MatMulInteger", "QLinearMatMul"};
 
 
+/* Whether t is an f16 or bf16 tensor (its dtype in *dt): an ONNX node that
+ * the importer builds from several graph nodes computes those in f32 and
+ * rounds its result once, as one node of the storage type would. */
+static bool storage_float(importer *I, clf_tensor t, clf_dtype *dt)
+{
+    return clf_tensor_dtype(I->g, t, dt) == CLF_OK && clf__dtype_is_storage(*dt);
+}
+
 static clf_status import_reduce(importer *I, const clf__onnx_node *n, clf_reduce_op op, clf_tensor *out)
 {
     clf_tensor x;
@@ -452,6 +460,14 @@ static clf_status import_reduce(importer *I, const clf__onnx_node *n, clf_reduce
         return 0;
     }
     const char *o = n->op;
+    /* A composite reduction of a storage float is one ONNX node: computed
+     * in f32 and rounded once (sum of squares past 65504 is no overflow). */
+    clf_dtype sdt;
+    bool composite = strcmp(o, "ReduceSum") && strcmp(o, "ReduceMax") && strcmp(o, "ReduceMin") &&
+                     strcmp(o, "ReduceProd");
+    bool storage = composite && storage_float(I, x, &sdt);
+    if (storage)
+        x = clf_cast(I->g, x, CLF_F32);
     if (!strcmp(o, "ReduceSumSquare") || !strcmp(o, "ReduceL2"))
         x = clf_mul(I->g, x, x);
     else if (!strcmp(o, "ReduceL1"))
@@ -463,7 +479,7 @@ static clf_status import_reduce(importer *I, const clf__onnx_node *n, clf_reduce
         r = clf_sqrt(I->g, r);
     else if (!strcmp(o, "ReduceLogSum") || !strcmp(o, "ReduceLogSumExp"))
         r = clf_log(I->g, r);
-    *out = r;
+    *out = storage ? clf_cast(I->g, r, sdt) : r;
     return 0;
 }
 
@@ -566,16 +582,25 @@ static clf_status import_variadic(importer *I, const clf__onnx_node *n, clf_tens
         if (want_inputs(I, n, 1, 64) || input(I, n, 0, &a))
             return I->status;
         clf_binary_op op = o[1] == 'a' ? CLF_BINARY_MAXIMUM : o[1] == 'i' ? CLF_BINARY_MINIMUM : CLF_BINARY_ADD;
+        /* Sum and Mean of storage floats: one node, so added in f32 and
+         * rounded once (Max and Min are exact either way). */
+        clf_dtype sdt = CLF_F32;
+        bool storage = op == CLF_BINARY_ADD && n->ninputs > 1 && storage_float(I, a, &sdt);
+        if (storage)
+            a = clf_cast(g, a, CLF_F32);
         for (int k = 1; k < n->ninputs; k++) {
             if (!n->inputs[k][0])
                 return fail(I, n->op_pos, "input %d is empty", k + 1);
             if (input(I, n, k, &b))
                 return I->status;
-            a = clf_binary(g, op, a, b);
+            a = clf_binary(g, op, a, storage ? clf_cast(g, b, CLF_F32) : b);
         }
-        if (!strcmp(o, "Mean") && n->ninputs > 1)
-            a = clf_div(g, a, clf_scalar(g, CLF_F32, n->ninputs));
-        *out = a;
+        if (!strcmp(o, "Mean") && n->ninputs > 1) {
+            clf_dtype dt = CLF_F32;
+            clf_tensor_dtype(g, a, &dt);
+            a = clf_div(g, a, clf_scalar(g, dt, n->ninputs));
+        }
+        *out = storage ? clf_cast(g, a, sdt) : a;
         return 0;
     }
 }
