@@ -1897,6 +1897,55 @@ START_TEST(f16_bf16_casts_round_to_nearest_even)
 }
 END_TEST
 
+/* float16 and bfloat16 literals of the text syntax round to nearest even (2049 -> 2048,
+ * 65520 -> inf, 3e-8 -> the smallest subnormal; 1 + 2^-8 -> 1, 1 + 3 * 2^-8 -> 1 + 2^-6), keep
+ * -0, and multiply by ones unchanged, on the reference interpreter and on the device. */
+START_TEST(text_f16_and_bf16_literals_round_to_nearest_even)
+{
+    static const char text[] =
+        "<ir_version: 8, opset_import: [\"\" : 17]>\n"
+        "g (float16[6] a, bfloat16[4] b) => (float16[6] y, bfloat16[4] z)\n"
+        "  <float16[6] w = {1.5, 2049, 65520, -0.0, 3e-8, 65504},\n"
+        "   bfloat16[4] v = {1.00390625, 1.01171875, 3.0e38, -2.5}> {\n"
+        "  y = Mul(a, w)\n  z = Mul(b, v)\n}\n";
+    static const uint16_t want_y[6] = {0x3e00, 0x6800, 0x7c00, 0x8000, 0x0001, 0x7bff};
+    static const uint16_t want_z[4] = {0x3f80, 0x3f82, 0x7f62, 0xc020};
+    uint16_t a[6], b[4], y[6], z[4];
+    for (int i = 0; i < 6; i++)
+        a[i] = 0x3c00; /* 1 */
+    for (int i = 0; i < 4; i++)
+        b[i] = 0x3f80; /* 1 */
+    clf_onnx_model *m = load_mem(text, strlen(text), NULL, NULL);
+    expect_io(m, 0, 0, "a", CLF_F16, 10, "float16");
+    expect_io(m, 0, 1, "b", CLF_BF16, 16, "bfloat16");
+    expect_io(m, 1, 0, "y", CLF_F16, 10, "float16");
+    expect_io(m, 1, 1, "z", CLF_BF16, 16, "bfloat16");
+    clf_host_binding in[] = {{"a", a}, {"b", b}}, out[] = {{"y", y}, {"z", z}};
+    char why[512] = "";
+    memset(y, 0xff, sizeof y);
+    memset(z, 0xff, sizeof z);
+    clf_status st = clf_reference_run(clf_onnx_model_graph(m), 2, in, 2, out, why, sizeof why);
+    ck_assert_msg(st == CLF_OK, "reference: %s: %s", clf_status_name(st), why);
+    expect_close16("reference: y", CLF_F16, y, want_y, 6, 0, 0);
+    expect_close16("reference: z", CLF_BF16, z, want_z, 4, 0, 0);
+    ck_assert_uint_eq(y[3], 0x8000); /* -0, not +0 */
+    clf_context *ctx = clf_test_context();
+    clf_executable *exe = NULL;
+    st = clf_compile(ctx, clf_onnx_model_graph(m), NULL, &exe);
+    ck_assert_msg(st == CLF_OK, "compile: %s: %s", clf_status_name(st), clf_context_last_error(ctx));
+    memset(y, 0xff, sizeof y);
+    memset(z, 0xff, sizeof z);
+    st = clf_run_host(exe, 2, in, 2, out);
+    ck_assert_msg(st == CLF_OK, "run: %s: %s", clf_status_name(st), clf_context_last_error(ctx));
+    expect_close16("device: y", CLF_F16, y, want_y, 6, 0, 0);
+    expect_close16("device: z", CLF_BF16, z, want_z, 4, 0, 0);
+    ck_assert_uint_eq(y[3], 0x8000);
+    clf_executable_destroy(&exe);
+    clf_context_destroy(&ctx);
+    clf_onnx_model_destroy(&m);
+}
+END_TEST
+
 /* Float16 and bfloat16 initializers whose data does not fit, and a float input given as float16. */
 START_TEST(bad_f16_initializers_are_refused_clearly)
 {
@@ -1988,6 +2037,8 @@ int main(void)
     clf_test_add_case(s, "f16_layer_norm_and_softmax_near_the_max", f16_layer_norm_and_softmax_near_the_max);
     clf_test_add_case(s, "f16_bf16_casts_round_to_nearest_even", f16_bf16_casts_round_to_nearest_even);
     clf_test_add_case(s, "bad_f16_initializers_are_refused_clearly", bad_f16_initializers_are_refused_clearly);
+    clf_test_add_case(s, "text_f16_and_bf16_literals_round_to_nearest_even",
+                      text_f16_and_bf16_literals_round_to_nearest_even);
     tc = tcase_create("onnx_node_tests_match");
     tcase_add_loop_test(tc, onnx_node_tests_match, 0, (int)(sizeof node_tests / sizeof node_tests[0]));
     suite_add_tcase(s, tc);
