@@ -1946,6 +1946,64 @@ START_TEST(text_f16_and_bf16_literals_round_to_nearest_even)
 }
 END_TEST
 
+/* Every node's value is rounded to its float16 or bfloat16 type, also inside a fused kernel, after a
+ * MatMul and after a reduction: (v + 1024) - 1024 in float16 is v rounded to an integer (0.3 -> 0,
+ * 0.7 -> 1), (v + 256) - 256 in bfloat16 to an even integer; kept in float32 between nodes, it would
+ * be v. Exact, so bit for bit; fused and unfused on the device and on the reference interpreter. */
+START_TEST(f16_bf16_every_node_rounds)
+{
+    static const char text[] =
+        "<ir_version: 8, opset_import: [\"\" : 17]>\n"
+        "g (float16[4] x, bfloat16[4] b, float16[2, 2] p) => (float16[4] y, bfloat16[4] z, float16[2, 2] q,"
+        " float16[2] r)\n"
+        "  <float16[1] c = {1024}, bfloat16[1] d = {256}, float16[2, 2] eye = {1, 0, 0, 1}, int64[1] ax = {1}> {\n"
+        "  t = Add(x, c)\n  y = Sub(t, c)\n"
+        "  u = Add(b, d)\n  z = Sub(u, d)\n"
+        "  mm = MatMul(p, eye)\n  mc = Add(mm, c)\n  q = Sub(mc, c)\n"
+        "  s = ReduceSum <keepdims = 0> (p, ax)\n  sc = Add(s, c)\n  r = Sub(sc, c)\n}\n";
+    /* x and p: 0.3, 0.7, -0.2, 0.25 in float16; b: 0.3, 1.2, -0.2, 3 in bfloat16 */
+    uint16_t x[4] = {0x34cd, 0x399a, 0xb266, 0x3400}, b[4] = {0x3e9a, 0x3f9a, 0xbe4d, 0x4040};
+    uint16_t p[4] = {0x34cd, 0x399a, 0xb266, 0x3400};
+    static const uint16_t want_y[4] = {0, 0x3c00, 0, 0}, want_z[4] = {0, 0x4000, 0, 0x4080};
+    static const uint16_t want_q[4] = {0, 0x3c00, 0, 0}, want_r[2] = {0x3c00, 0}; /* r: 1 and 0.05 rounded */
+    uint16_t y[4], z[4], q[4], r[2];
+    clf_onnx_model *m = load_mem(text, strlen(text), NULL, NULL);
+    clf_host_binding in[] = {{"x", x}, {"b", b}, {"p", p}}, out[] = {{"y", y}, {"z", z}, {"q", q}, {"r", r}};
+    clf_context *ctx = clf_test_context();
+    for (int k = 0; k < 3; k++) {
+        memset(y, 0xff, sizeof y);
+        memset(z, 0xff, sizeof z);
+        memset(q, 0xff, sizeof q);
+        memset(r, 0xff, sizeof r);
+        const char *how = k == 0 ? "reference" : k == 1 ? "device" : "device, unfused";
+        char why[512] = "";
+        clf_status st;
+        if (k == 0) {
+            st = clf_reference_run(clf_onnx_model_graph(m), 3, in, 4, out, why, sizeof why);
+            ck_assert_msg(st == CLF_OK, "reference: %s: %s", clf_status_name(st), why);
+        } else {
+            clf_executable *exe = NULL;
+            st = clf_compile(ctx, clf_onnx_model_graph(m), clf_compile_params(.disable_fusion = k == 2), &exe);
+            ck_assert_msg(st == CLF_OK, "compile: %s: %s", clf_status_name(st), clf_context_last_error(ctx));
+            st = clf_run_host(exe, 3, in, 4, out);
+            ck_assert_msg(st == CLF_OK, "run: %s: %s", clf_status_name(st), clf_context_last_error(ctx));
+            clf_executable_destroy(&exe);
+        }
+        char what[64];
+        snprintf(what, sizeof what, "%s: y", how);
+        expect_close16(what, CLF_F16, y, want_y, 4, 0, 0);
+        snprintf(what, sizeof what, "%s: z", how);
+        expect_close16(what, CLF_BF16, z, want_z, 4, 0, 0);
+        snprintf(what, sizeof what, "%s: q", how);
+        expect_close16(what, CLF_F16, q, want_q, 4, 0, 0);
+        snprintf(what, sizeof what, "%s: r", how);
+        expect_close16(what, CLF_F16, r, want_r, 2, 0, 0);
+    }
+    clf_context_destroy(&ctx);
+    clf_onnx_model_destroy(&m);
+}
+END_TEST
+
 /* Float16 and bfloat16 initializers whose data does not fit, and a float input given as float16. */
 START_TEST(bad_f16_initializers_are_refused_clearly)
 {
@@ -2037,6 +2095,7 @@ int main(void)
     clf_test_add_case(s, "f16_layer_norm_and_softmax_near_the_max", f16_layer_norm_and_softmax_near_the_max);
     clf_test_add_case(s, "f16_bf16_casts_round_to_nearest_even", f16_bf16_casts_round_to_nearest_even);
     clf_test_add_case(s, "bad_f16_initializers_are_refused_clearly", bad_f16_initializers_are_refused_clearly);
+    clf_test_add_case(s, "f16_bf16_every_node_rounds", f16_bf16_every_node_rounds);
     clf_test_add_case(s, "text_f16_and_bf16_literals_round_to_nearest_even",
                       text_f16_and_bf16_literals_round_to_nearest_even);
     tc = tcase_create("onnx_node_tests_match");
