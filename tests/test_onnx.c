@@ -2004,6 +2004,71 @@ START_TEST(f16_bf16_every_node_rounds)
 }
 END_TEST
 
+/* One ONNX node is one value, rounded once to float16 even where libclfuse builds it from
+ * several graph ops: Gemm (the product is not rounded before C is added), a variadic Sum,
+ * ReduceL2 (the sum of squares is not rounded, so a norm over 256 is not infinite), and Mean of
+ * two float16 inputs (which must load). a = [1024, 300], b = [0.3, 0.3], c = [-1024, -300];
+ * Gemm: [1024, 0.3] @ [1, 1]^T + (-1024). Exact in float32, so bit for bit; onnxruntime 1.32.0's
+ * CPU provider gives these bits too. */
+static const struct {
+    const char *name, *text;
+    size_t n;
+    uint16_t want[2];
+} once16[] = {
+    {"Gemm", "g (float16[1, 2] p, float16[2, 1] w, float16[1, 1] d) => (float16[1, 1] y) {\n  y = Gemm(p, w, d)\n}\n",
+     1, {0x34cd}},
+    {"Sum", "g (float16[2] a, float16[2] b, float16[2] c) => (float16[2] y) {\n  y = Sum(a, b, c)\n}\n", 2,
+     {0x34cd, 0x34cd}},
+    {"ReduceL2", "<ir_version: 8, opset_import: [\"\" : 18]>\ng (float16[1, 2] a) => (float16[1, 1] y) <int64[1] ax = {1}> {\n"
+                 "  y = ReduceL2 <keepdims = 1> (a, ax)\n}\n", 1, {0x642b}}, /* 1067 */
+    {"Mean", "g (float16[2] a, float16[2] b) => (float16[2] y) {\n  y = Mean(a, b)\n}\n", 2,
+     {0x6000, 0x58b1}}, /* 512, 150.125 */
+};
+
+START_TEST(f16_single_onnx_nodes_round_once)
+{
+    static uint16_t a[2] = {0x6400, 0x5cb0}, b[2] = {0x34cd, 0x34cd}, c[2] = {0xe400, 0xdcb0};
+    static uint16_t p[2] = {0x6400, 0x34cd}, w[2] = {0x3c00, 0x3c00}, d[1] = {0xe400};
+    const char *text = once16[_i].text;
+    clf_onnx_model *m = NULL;
+    char text_msg[512] = "";
+    clf_status st = clf_onnx_load_memory(text, strlen(text), NULL,
+                                         clf_onnx_params(.message = text_msg, .message_cap = sizeof text_msg), &m);
+    ck_assert_msg(st == CLF_OK, "%s on float16: %s: %s", once16[_i].name, clf_status_name(st), text_msg);
+    clf_host_binding in[6];
+    size_t nin = 0;
+    for (size_t i = 0; i < clf_onnx_model_input_count(m); i++) {
+        clf_onnx_io io;
+        clf_onnx_model_input(m, i, &io);
+        void *data = !strcmp(io.name, "a") ? a : !strcmp(io.name, "b") ? b : !strcmp(io.name, "c") ? c
+                   : !strcmp(io.name, "p") ? p : !strcmp(io.name, "w") ? (void *)w : d;
+        in[nin++] = (clf_host_binding){io.name, data};
+    }
+    uint16_t y[2];
+    clf_host_binding out[] = {{"y", y}};
+    clf_context *ctx = clf_test_context();
+    for (int k = 0; k < 2; k++) {
+        char what[64], why[512] = "";
+        memset(y, 0xff, sizeof y);
+        if (k == 0) {
+            st = clf_reference_run(clf_onnx_model_graph(m), nin, in, 1, out, why, sizeof why);
+            ck_assert_msg(st == CLF_OK, "reference: %s: %s", clf_status_name(st), why);
+        } else {
+            clf_executable *exe = NULL;
+            st = clf_compile(ctx, clf_onnx_model_graph(m), NULL, &exe);
+            ck_assert_msg(st == CLF_OK, "compile: %s: %s", clf_status_name(st), clf_context_last_error(ctx));
+            st = clf_run_host(exe, nin, in, 1, out);
+            ck_assert_msg(st == CLF_OK, "run: %s: %s", clf_status_name(st), clf_context_last_error(ctx));
+            clf_executable_destroy(&exe);
+        }
+        snprintf(what, sizeof what, "%s, %s", once16[_i].name, k ? "device" : "reference");
+        expect_close16(what, CLF_F16, y, once16[_i].want, once16[_i].n, 0, 0);
+    }
+    clf_context_destroy(&ctx);
+    clf_onnx_model_destroy(&m);
+}
+END_TEST
+
 /* Float16 and bfloat16 initializers whose data does not fit, and a float input given as float16. */
 START_TEST(bad_f16_initializers_are_refused_clearly)
 {
@@ -2098,6 +2163,9 @@ int main(void)
     clf_test_add_case(s, "f16_bf16_every_node_rounds", f16_bf16_every_node_rounds);
     clf_test_add_case(s, "text_f16_and_bf16_literals_round_to_nearest_even",
                       text_f16_and_bf16_literals_round_to_nearest_even);
+    tc = tcase_create("f16_single_onnx_nodes_round_once");
+    tcase_add_loop_test(tc, f16_single_onnx_nodes_round_once, 0, (int)(sizeof once16 / sizeof once16[0]));
+    suite_add_tcase(s, tc);
     tc = tcase_create("onnx_node_tests_match");
     tcase_add_loop_test(tc, onnx_node_tests_match, 0, (int)(sizeof node_tests / sizeof node_tests[0]));
     suite_add_tcase(s, tc);
