@@ -378,6 +378,109 @@ def bad_binary_models_are_refused_with_one_line():
                "'mlp_external.bin': cannot open")
 
 
+# ---- float16 and bfloat16 models --------------------------------------------------
+# tests/onnx/{mlp16,cast16}.onnx with their inputs and expected outputs in
+# tests/onnx/half (numpy's emulation of the semantics, see make_models.py):
+# float16 tensors are '<f2' .npy files, bfloat16 ones '<u2' bit patterns.
+
+def half(name):
+    return os.path.join(ONNX, "half", name)
+
+
+def npy_descr(path):
+    """The descr of a .npy file's header, as written (not as numpy reads it back)."""
+    with open(path, "rb") as f:
+        head = f.read(256).decode("latin-1")
+    key = "'descr': '"
+    i = head.index(key) + len(key)
+    return head[i:head.index("'", i)]
+
+
+def close16(got, want, bf16=False, ulps=0, atol=0.0):
+    """float16 values, or bfloat16 bits in uint16: NaN where want is NaN, infinities exactly, others
+    within ulps units in the last place (+0 and -0 equal) or atol."""
+    assert got.shape == want.shape, (got.shape, want.shape)
+    assert got.dtype == want.dtype, (got.dtype, want.dtype)
+    bits = lambda a: a.view(np.uint16).astype(np.int64)
+    value = (lambda a: (a.astype(np.uint32) << 16).view(np.float32)) if bf16 else (lambda a: a.astype(np.float32))
+    g, w = bits(got), bits(want)
+    og, ow = (np.where(b & 0x8000, -(b & 0x7FFF), b) for b in (g, w))
+    gv, wv = value(got), value(want)
+    nan = np.isnan(wv)
+    assert np.array_equal(np.isnan(gv), nan), (gv, wv)
+    inf = np.isinf(wv)
+    assert np.array_equal(gv[inf], wv[inf]), (gv, wv)
+    with np.errstate(invalid="ignore"):  # inf - inf where both are infinite (checked above)
+        ok = (np.abs(og - ow) <= ulps) | (np.abs(gv.astype(np.float64) - wv) <= atol) | nan | inf
+    assert ok.all(), f"got {gv[~ok]}, want {wv[~ok]} at {np.argwhere(~ok).tolist()}"
+
+
+@test
+def run_f16_model_reads_and_writes_float16():
+    args = ["run", model("mlp16.onnx"), "--input", "x=" + half("mlp16.in.x.npy"),
+            "--output", "h=" + tmp("h16.npy"), "--output", "y=" + tmp("y16.npy")]
+    for name in ("mlp16.onnx", "mlp16_int32.onnx"):
+        for extra in ([], ["--no-fusion"]):
+            args[1] = model(name)
+            clfuse(*args, *extra)
+            for o in ("h", "y"):
+                assert npy_descr(tmp(o + "16.npy")) == "<f2", npy_descr(tmp(o + "16.npy"))
+            h, y = np.load(tmp("h16.npy")), np.load(tmp("y16.npy"))
+            # h = x @ w1 + b1 is exact; y within 2 ulps or 2^-8 (see test_onnx.c)
+            close16(h, np.load(half("mlp16.out.h.npy")))
+            close16(y, np.load(half("mlp16.out.y.npy")), ulps=2, atol=1 / 256)
+    p = clfuse("run", model("mlp16.onnx"), "--input", "x=" + half("mlp16.in.x.npy"))
+    assert p.stdout.startswith("h: float16 (3, 16) = [") and "\ny: float16 (3, 4) = [" in p.stdout, p.stdout
+
+
+@test
+def run_bf16_input_from_uint16_bits():
+    outs = {"xh": "<f2", "xb": "<u2", "xhf": "<f4", "zb": "<u2", "clb": "<u2", "wbx": "<f4", "whbx": "<u2",
+            "bm": "<u2", "bf": "<f4", "bh": "<f2"}
+    assert npy_descr(half("cast16.in.b.npy")) == "<u2"
+    clfuse("run", model("cast16.onnx"), "--input", "x=" + half("cast16.in.x.npy"), "--input",
+           "b=" + half("cast16.in.b.npy"), *sum((["--output", f"{o}={tmp('c16_' + o + '.npy')}"] for o in outs), []))
+    for o, descr in outs.items():
+        path = tmp("c16_" + o + ".npy")
+        assert npy_descr(path) == descr, (o, npy_descr(path), descr)
+        got, want = np.load(path), np.load(half(f"cast16.out.{o}.npy"))
+        if descr == "<f4":
+            assert np.array_equal(got, want, equal_nan=True), (o, got, want)
+        else:
+            close16(got, want, bf16=descr == "<u2")
+
+
+@test
+def half_inputs_of_the_wrong_dtype_are_refused():
+    # Never converted silently (as float64 or int32 for a float input is not):
+    # float32 -> float16 rounds and overflows, and float16 and bfloat16 bits
+    # differ, so the user is told what to save instead.
+    x32 = save("x32.npy", np.load(half("mlp16.in.x.npy")).astype(np.float32))
+    error_line(clfuse("run", model("mlp16.onnx"), "--input", "x=" + x32, expect=2),
+               "input 'x'", "x32.npy", "holds float", "float16[B, 8]")
+    xu = save("xu16.npy", np.load(half("mlp16.in.x.npy")).view(np.uint16))
+    error_line(clfuse("run", model("mlp16.onnx"), "--input", "x=" + xu, expect=2),
+               "input 'x'", "holds bfloat16", "float16[B, 8]")
+    x = half("cast16.in.x.npy")
+    bh = save("b16.npy", np.ones(6, np.float16))
+    error_line(clfuse("run", model("cast16.onnx"), "--input", "x=" + x, "--input", "b=" + bh, expect=2),
+               "input 'b'", "holds float16", "bfloat16[6]")
+    bf = save("bf32.npy", np.ones(6, np.float32))
+    error_line(clfuse("run", model("cast16.onnx"), "--input", "x=" + x, "--input", "b=" + bf, expect=2),
+               "input 'b'", "holds float", "bfloat16[6]")
+
+
+@test
+def half_models_check_plan_and_bench():
+    for name, dims in (("mlp16.onnx", ["--dim", "B=5"]), ("norm16.onnx", []), ("cast16.onnx", [])):
+        p = clfuse("check", model(name), *dims)
+        assert "largest error" in p.stdout, p.stdout
+    p = clfuse("plan", model("mlp16.onnx"), "--dim", "B=64")
+    assert p.stdout.startswith("graph mlp16 (") and "\nkernel " in p.stdout, p.stdout
+    p = clfuse("bench", model("mlp16.onnx"), "--dim", "B=64", "--runs", "3")
+    assert "GB/s" in p.stdout, p.stdout
+
+
 # ---- bad inputs ------------------------------------------------------------------
 
 @test

@@ -1553,6 +1553,585 @@ START_TEST(fuzzer_crashes_are_refused_in_one_line)
 }
 END_TEST
 
+/* ---- float16 and bfloat16 (tests/onnx/make_models.py: mlp16, norm16, cast16) ------------------ */
+
+/* The expected values are numpy's emulation of libclfuse's semantics (each node computes in
+ * float32 and rounds its value to float16 or bfloat16, to nearest even; LayerNormalization and
+ * Softmax round once), in tests/onnx/half/MODEL.{in,out}.NAME.npy: '<f2' for float16, '<u2'
+ * bfloat16 bits, '<f4' float. */
+
+typedef struct npy16 {
+    char descr[4];
+    int rank;
+    int64_t shape[CLF_MAX_RANK];
+    size_t n;
+    void *data;
+} npy16;
+
+/* tests/onnx/half/NAME: a version 1.0 .npy file in C order. */
+static void npy16_read(const char *name, npy16 *a)
+{
+    char path[1024], hdr[512];
+    unsigned char pre[10];
+    fixture(path, sizeof path, "onnx/half", name);
+    FILE *f = fopen(path, "rb");
+    ck_assert_msg(f != NULL, "%s: %s", path, strerror(errno));
+    ck_assert_uint_eq(fread(pre, 1, sizeof pre, f), sizeof pre);
+    ck_assert_msg(!memcmp(pre, "\x93NUMPY", 6) && pre[6] == 1, "%s: not a version 1.0 .npy file", path);
+    size_t len = pre[8] | (size_t)pre[9] << 8;
+    ck_assert_uint_lt(len, sizeof hdr);
+    ck_assert_uint_eq(fread(hdr, 1, len, f), len);
+    hdr[len] = 0;
+    memset(a, 0, sizeof *a);
+    const char *d = strstr(hdr, "'descr': '"), *s = strstr(hdr, "'shape': (");
+    ck_assert_msg(d && s && strstr(hdr, "'fortran_order': False"), "%s: header %s", path, hdr);
+    memcpy(a->descr, d + strlen("'descr': '"), 3);
+    ck_assert_msg(!strcmp(a->descr, "<f2") || !strcmp(a->descr, "<u2") || !strcmp(a->descr, "<f4"), "%s: %s",
+                  path, a->descr);
+    a->n = 1;
+    for (s += strlen("'shape': ("); *s != ')';) {
+        char *e;
+        long long v = strtoll(s, &e, 10);
+        ck_assert_msg(e != s && a->rank < CLF_MAX_RANK, "%s: shape in %s", path, hdr);
+        a->shape[a->rank++] = v;
+        a->n *= (size_t)v;
+        for (s = e; *s == ',' || *s == ' ';)
+            s++;
+    }
+    size_t es = (size_t)(a->descr[2] - '0');
+    a->data = calloc(a->n ? a->n : 1, es);
+    ck_assert_uint_eq(fread(a->data, es, a->n, f), a->n);
+    fclose(f);
+}
+
+/* The dtype a .npy file of tests/onnx/half holds. */
+static clf_dtype npy16_dtype(const npy16 *a)
+{
+    return !strcmp(a->descr, "<f2") ? CLF_F16 : !strcmp(a->descr, "<u2") ? CLF_BF16 : CLF_F32;
+}
+
+/* IEEE binary16 and bfloat16 bits as doubles, written here, not the library's. */
+static double f16_value(uint16_t h)
+{
+    int e = (h >> 10) & 0x1f, f = h & 0x3ff;
+    double v = e == 31 ? (f ? NAN : INFINITY) : e ? ldexp(1024 + f, e - 25) : ldexp(f, -24);
+    return h & 0x8000 ? -v : v;
+}
+
+static double bf16_value(uint16_t b)
+{
+    uint32_t u = (uint32_t)b << 16;
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+
+/* Bits of a float16 or bfloat16 as integers in the order of their values (+0 and -0 both 0), so
+ * that a difference counts units in the last place. */
+static long ord16(uint16_t h) { return h & 0x8000 ? -(long)(h & 0x7fff) : (long)h; }
+
+/* n elements of dt, got against want: NaN where want is NaN, infinities exactly, other values
+ * within ulps units in the last place of dt or atol (for float32: equal or within atol). */
+static void expect_close16(const char *what, clf_dtype dt, const void *got, const void *want, size_t n, long ulps,
+                           double atol)
+{
+    for (size_t i = 0; i < n; i++) {
+        double g, w;
+        long d = 0;
+        uint16_t gb = 0, wb = 0;
+        if (dt == CLF_F32) {
+            float gf, wf;
+            memcpy(&gf, (const float *)got + i, 4);
+            memcpy(&wf, (const float *)want + i, 4);
+            g = gf;
+            w = wf;
+        } else {
+            gb = ((const uint16_t *)got)[i];
+            wb = ((const uint16_t *)want)[i];
+            g = dt == CLF_F16 ? f16_value(gb) : bf16_value(gb);
+            w = dt == CLF_F16 ? f16_value(wb) : bf16_value(wb);
+            d = labs(ord16(gb) - ord16(wb));
+        }
+        if (isnan(w)) {
+            ck_assert_msg(isnan(g), "%s[%zu]: got %.9g (0x%04x), want NaN", what, i, g, gb);
+            continue;
+        }
+        int ok = isinf(w) ? g == w : g == w || (dt != CLF_F32 && d <= ulps) || fabs(g - w) <= atol;
+        ck_assert_msg(ok, "%s[%zu]: got %.9g (0x%04x), want %.9g (0x%04x): %ld %s ulps apart (%ld allowed, atol %g)",
+                      what, i, g, gb, w, wb, d, dt == CLF_F16 ? "float16" : "bfloat16", ulps, atol);
+    }
+}
+
+/* How closely an output must match: ulps of its dtype, or atol. */
+typedef struct tol16 {
+    const char *name;
+    long ulps;
+    double atol;
+} tol16;
+
+typedef struct run16 {
+    size_t nin, nout;
+    clf_host_binding in[16], out[16];
+    npy16 in_npy[16], want[16];
+    clf_dtype out_dt[16];
+} run16;
+
+/* m's inputs from tests/onnx/half/DATA.in.NAME.npy, buffers for its outputs and their expected
+ * values from DATA.out.NAME.npy; each file's dtype and size must be the model's. */
+static void run16_make(clf_onnx_model *m, const char *data, run16 *r)
+{
+    char file[256];
+    memset(r, 0, sizeof *r);
+    r->nin = clf_onnx_model_input_count(m);
+    r->nout = clf_onnx_model_output_count(m);
+    ck_assert_uint_le(r->nin, 16);
+    ck_assert_uint_le(r->nout, 16);
+    for (size_t i = 0; i < r->nin; i++) {
+        clf_onnx_io d;
+        ck_assert_int_eq(clf_onnx_model_input(m, i, &d), CLF_OK);
+        snprintf(file, sizeof file, "%s.in.%s.npy", data, d.name);
+        npy16_read(file, &r->in_npy[i]);
+        ck_assert_msg(npy16_dtype(&r->in_npy[i]) == d.dtype, "%s: %s, the input is %s", file, r->in_npy[i].descr,
+                      clf_dtype_name(d.dtype));
+        ck_assert_uint_eq(r->in_npy[i].n, numel(d.graph_rank, d.shape));
+        r->in[i] = (clf_host_binding){d.name, r->in_npy[i].data};
+    }
+    for (size_t i = 0; i < r->nout; i++) {
+        clf_onnx_io d;
+        ck_assert_int_eq(clf_onnx_model_output(m, i, &d), CLF_OK);
+        snprintf(file, sizeof file, "%s.out.%s.npy", data, d.name);
+        npy16_read(file, &r->want[i]);
+        ck_assert_msg(npy16_dtype(&r->want[i]) == d.dtype, "%s: %s, the output is %s", file, r->want[i].descr,
+                      clf_dtype_name(d.dtype));
+        ck_assert_uint_eq(r->want[i].n, numel(d.graph_rank, d.shape));
+        r->out_dt[i] = d.dtype;
+        ck_assert_uint_eq(clf_dtype_size(d.dtype), d.dtype == CLF_F32 ? 4 : 2);
+        r->out[i] = (clf_host_binding){d.name, calloc(r->want[i].n ? r->want[i].n : 1, clf_dtype_size(d.dtype))};
+    }
+}
+
+static void run16_free(run16 *r)
+{
+    for (size_t i = 0; i < r->nin; i++)
+        free(r->in_npy[i].data);
+    for (size_t i = 0; i < r->nout; i++) {
+        free(r->want[i].data);
+        free(r->out[i].data);
+    }
+}
+
+static void run16_check(const run16 *r, const char *how, const tol16 *tols, size_t ntols)
+{
+    for (size_t i = 0; i < r->nout; i++) {
+        long ulps = 0;
+        double atol = 0;
+        for (size_t t = 0; t < ntols; t++)
+            if (!strcmp(tols[t].name, r->out[i].name)) {
+                ulps = tols[t].ulps;
+                atol = tols[t].atol;
+            }
+        char what[128];
+        snprintf(what, sizeof what, "%s: %s", how, r->out[i].name);
+        expect_close16(what, r->out_dt[i], r->out[i].data, r->want[i].data, r->want[i].n, ulps, atol);
+    }
+}
+
+/* tests/onnx/MODEL.onnx (B = 3 where it has that dimension) on DATA's inputs, by the reference
+ * interpreter and on the device fused and unfused, against DATA's expected outputs within tols
+ * (outputs not named there: exactly). */
+static void check_half_model(const char *model, const char *data, const tol16 *tols, size_t ntols)
+{
+    char path[1024];
+    fixture(path, sizeof path, "onnx", model);
+    clf_onnx_model *m = load_path(path, clf_onnx_params(.dim_names = (const char *const[]){"B"},
+                                                        .dim_values = (const int64_t[]){3}, .ndims = 1));
+    run16 r;
+    run16_make(m, data, &r);
+    char why[512] = "", how[128];
+    clf_status st = clf_reference_run(clf_onnx_model_graph(m), r.nin, r.in, r.nout, r.out, why, sizeof why);
+    ck_assert_msg(st == CLF_OK, "%s: reference: %s: %s", model, clf_status_name(st), why);
+    snprintf(how, sizeof how, "%s, reference", model);
+    run16_check(&r, how, tols, ntols);
+    clf_context *ctx = clf_test_context();
+    for (int unfused = 0; unfused < 2; unfused++) {
+        for (size_t i = 0; i < r.nout; i++)
+            memset(r.out[i].data, 0xff, r.want[i].n * clf_dtype_size(r.out_dt[i]));
+        clf_executable *exe = NULL;
+        st = clf_compile(ctx, clf_onnx_model_graph(m), clf_compile_params(.disable_fusion = unfused), &exe);
+        ck_assert_msg(st == CLF_OK, "%s: compile: %s: %s", model, clf_status_name(st), clf_context_last_error(ctx));
+        st = clf_run_host(exe, r.nin, r.in, r.nout, r.out);
+        ck_assert_msg(st == CLF_OK, "%s: run: %s: %s", model, clf_status_name(st), clf_context_last_error(ctx));
+        snprintf(how, sizeof how, "%s, device%s", model, unfused ? ", unfused" : "");
+        run16_check(&r, how, tols, ntols);
+        clf_executable_destroy(&exe);
+    }
+    clf_context_destroy(&ctx);
+    run16_free(&r);
+    clf_onnx_model_destroy(&m);
+}
+
+static void expect_io(clf_onnx_model *m, int output, size_t i, const char *name, clf_dtype dt, int elem,
+                      const char *onnx_dtype)
+{
+    clf_onnx_io d;
+    ck_assert_int_eq(output ? clf_onnx_model_output(m, i, &d) : clf_onnx_model_input(m, i, &d), CLF_OK);
+    ck_assert_str_eq(d.name, name);
+    ck_assert_msg(d.dtype == dt, "%s '%s': dtype %s, want %s", output ? "output" : "input", name,
+                  clf_dtype_name(d.dtype) ? clf_dtype_name(d.dtype) : "?", clf_dtype_name(dt));
+    ck_assert_int_eq(d.onnx_elem_type, elem);
+    ck_assert_str_eq(d.onnx_dtype, onnx_dtype);
+    clf_dtype gd;
+    ck_assert_int_eq(clf_tensor_dtype(clf_onnx_model_graph(m), d.tensor, &gd), CLF_OK);
+    ck_assert_int_eq(gd, dt);
+}
+
+/* A value (an initializer) of m is a graph tensor of dtype dt. */
+static void expect_value_dtype(clf_onnx_model *m, const char *name, clf_dtype dt)
+{
+    clf_onnx_value v;
+    ck_assert_int_eq(clf_onnx_model_find_value(m, name, &v), CLF_OK);
+    ck_assert_msg(clf_tensor_valid(v.tensor), "'%s' has no graph tensor", name);
+    clf_dtype got;
+    ck_assert_int_eq(clf_tensor_dtype(clf_onnx_model_graph(m), v.tensor, &got), CLF_OK);
+    ck_assert_msg(got == dt, "'%s' is %s in the graph, want %s", name, clf_dtype_name(got) ? clf_dtype_name(got) : "?",
+                  clf_dtype_name(dt));
+}
+
+/* The dtypes' names and sizes; the models' inputs, outputs and initializers declared float16 and
+ * bfloat16 are CLF_F16 and CLF_BF16 in the graph (weights stay 2 bytes, not widened). */
+START_TEST(half_models_declare_f16_and_bf16)
+{
+    ck_assert_str_eq(clf_dtype_name(CLF_F16), "f16");
+    ck_assert_str_eq(clf_dtype_name(CLF_BF16), "bf16");
+    ck_assert_uint_eq(clf_dtype_size(CLF_F16), 2);
+    ck_assert_uint_eq(clf_dtype_size(CLF_BF16), 2);
+    char path[1024];
+    const clf_onnx_params *b3 = clf_onnx_params(.dim_names = (const char *const[]){"B"},
+                                                 .dim_values = (const int64_t[]){3}, .ndims = 1);
+    static const char *const mlps[] = {"mlp16.onnx", "mlp16_int32.onnx"};
+    for (int k = 0; k < 2; k++) {
+        fixture(path, sizeof path, "onnx", mlps[k]);
+        clf_onnx_model *m = load_path(path, b3);
+        ck_assert_uint_eq(clf_onnx_model_input_count(m), 1);
+        ck_assert_uint_eq(clf_onnx_model_output_count(m), 2);
+        expect_io(m, 0, 0, "x", CLF_F16, 10, "float16");
+        expect_io(m, 1, 0, "h", CLF_F16, 10, "float16");
+        expect_io(m, 1, 1, "y", CLF_F16, 10, "float16");
+        clf_onnx_io d;
+        clf_onnx_model_input(m, 0, &d);
+        ck_assert_int_eq(d.graph_rank, 2);
+        ck_assert_int_eq(d.shape[0], 3);
+        ck_assert_str_eq(d.dim_params[0], "B");
+        expect_value_dtype(m, "w1", CLF_F16);
+        expect_value_dtype(m, "w2", CLF_F16);
+        clf_onnx_model_destroy(&m);
+    }
+    fixture(path, sizeof path, "onnx", "norm16.onnx");
+    clf_onnx_model *m = load_path(path, NULL);
+    expect_io(m, 0, 0, "x", CLF_F16, 10, "float16");
+    expect_io(m, 1, 0, "ln", CLF_F16, 10, "float16");
+    expect_io(m, 1, 1, "sm", CLF_F16, 10, "float16");
+    clf_onnx_model_destroy(&m);
+    fixture(path, sizeof path, "onnx", "cast16.onnx");
+    m = load_path(path, NULL);
+    expect_io(m, 0, 0, "x", CLF_F32, 1, "float");
+    expect_io(m, 0, 1, "b", CLF_BF16, 16, "bfloat16");
+    static const struct {
+        const char *name;
+        clf_dtype dt;
+    } outs[] = {{"xh", CLF_F16},  {"xb", CLF_BF16},   {"xhf", CLF_F32},   {"xbf", CLF_F32},
+                {"zb", CLF_BF16}, {"cl16", CLF_F16},  {"clb", CLF_BF16},  {"wbx", CLF_F32},
+                {"whbx", CLF_BF16}, {"bm", CLF_BF16}, {"bf", CLF_F32},    {"bh", CLF_F16}};
+    ck_assert_uint_eq(clf_onnx_model_output_count(m), sizeof outs / sizeof outs[0]);
+    for (size_t i = 0; i < sizeof outs / sizeof outs[0]; i++)
+        expect_io(m, 1, i, outs[i].name, outs[i].dt, outs[i].dt == CLF_F16 ? 10 : outs[i].dt == CLF_BF16 ? 16 : 1,
+                  outs[i].dt == CLF_F16 ? "float16" : outs[i].dt == CLF_BF16 ? "bfloat16" : "float");
+    expect_value_dtype(m, "wb", CLF_BF16);
+    expect_value_dtype(m, "wr", CLF_BF16);
+    clf_onnx_model_destroy(&m);
+}
+END_TEST
+
+/* MatMul, Add, a GELU spelled out and Relu on float16: h = x @ w1 + b1 is exact (quarters), so
+ * bit for bit; y within 2 float16 ulps or 2^-8 (one ulp of Erf or of a float32 sum's rounding,
+ * carried through the second MatMul). The weights in raw_data and in int32_data (float16 bits,
+ * one per entry) give the same results. */
+START_TEST(f16_mlp_matches_numpy)
+{
+    static const tol16 tols[] = {{"h", 0, 0}, {"y", 2, 1.0 / 256}};
+    check_half_model("mlp16.onnx", "mlp16", tols, 2);
+    check_half_model("mlp16_int32.onnx", "mlp16", tols, 2);
+}
+END_TEST
+
+/* LayerNormalization and Softmax on float16 compute in float32 and round once: rows near the
+ * float16 maximum neither overflow nor become NaN; within 1 ulp, and exactly where the math is
+ * (a row of 65504s: ln = bias, sm = 1/16). */
+START_TEST(f16_layer_norm_and_softmax_near_the_max)
+{
+    static const tol16 tols[] = {{"ln", 1, 0}, {"sm", 1, 0}};
+    check_half_model("norm16.onnx", "norm16", tols, 2);
+    /* Row 3 exactly, on the reference interpreter. */
+    char path[1024];
+    fixture(path, sizeof path, "onnx", "norm16.onnx");
+    clf_onnx_model *m = load_path(path, NULL);
+    run16 r;
+    run16_make(m, "norm16", &r);
+    char why[512] = "";
+    ck_assert_int_eq(clf_reference_run(clf_onnx_model_graph(m), r.nin, r.in, r.nout, r.out, why, sizeof why), CLF_OK);
+    for (int k = 0; k < 16; k++)
+        ck_assert_uint_eq(((uint16_t *)r.out[1].data)[48 + k], 0x2c00); /* 0.0625 */
+    expect_close16("norm16 ln row 3", CLF_F16, (uint16_t *)r.out[0].data + 48, (uint16_t *)r.want[0].data + 48, 16, 0, 0);
+    run16_free(&r);
+    clf_onnx_model_destroy(&m);
+}
+END_TEST
+
+/* Cast and CastLike between float, float16 and bfloat16, Mul and Add on bfloat16, casts of
+ * initializers: every conversion rounds to nearest even (2049 -> 2048, 2051 -> 2052 in float16;
+ * 1 + 2^-8 -> 1 and 2052 -> 2048 in bfloat16), overflows to infinity (65520, -70000 in float16;
+ * 1e5 from bfloat16 to float16), keeps -0, subnormals and NaN; bit for bit. */
+START_TEST(f16_bf16_casts_round_to_nearest_even)
+{
+    check_half_model("cast16.onnx", "cast16", NULL, 0);
+}
+END_TEST
+
+/* float16 and bfloat16 literals of the text syntax round to nearest even (2049 -> 2048,
+ * 65520 -> inf, 3e-8 -> the smallest subnormal; 1 + 2^-8 -> 1, 1 + 3 * 2^-8 -> 1 + 2^-6), keep
+ * -0, and multiply by ones unchanged, on the reference interpreter and on the device. */
+START_TEST(text_f16_and_bf16_literals_round_to_nearest_even)
+{
+    static const char text[] =
+        "<ir_version: 8, opset_import: [\"\" : 17]>\n"
+        "g (float16[6] a, bfloat16[4] b) => (float16[6] y, bfloat16[4] z)\n"
+        "  <float16[6] w = {1.5, 2049, 65520, -0.0, 3e-8, 65504},\n"
+        "   bfloat16[4] v = {1.00390625, 1.01171875, 3.0e38, -2.5}> {\n"
+        "  y = Mul(a, w)\n  z = Mul(b, v)\n}\n";
+    static const uint16_t want_y[6] = {0x3e00, 0x6800, 0x7c00, 0x8000, 0x0001, 0x7bff};
+    static const uint16_t want_z[4] = {0x3f80, 0x3f82, 0x7f62, 0xc020};
+    uint16_t a[6], b[4], y[6], z[4];
+    for (int i = 0; i < 6; i++)
+        a[i] = 0x3c00; /* 1 */
+    for (int i = 0; i < 4; i++)
+        b[i] = 0x3f80; /* 1 */
+    clf_onnx_model *m = load_mem(text, strlen(text), NULL, NULL);
+    expect_io(m, 0, 0, "a", CLF_F16, 10, "float16");
+    expect_io(m, 0, 1, "b", CLF_BF16, 16, "bfloat16");
+    expect_io(m, 1, 0, "y", CLF_F16, 10, "float16");
+    expect_io(m, 1, 1, "z", CLF_BF16, 16, "bfloat16");
+    clf_host_binding in[] = {{"a", a}, {"b", b}}, out[] = {{"y", y}, {"z", z}};
+    char why[512] = "";
+    memset(y, 0xff, sizeof y);
+    memset(z, 0xff, sizeof z);
+    clf_status st = clf_reference_run(clf_onnx_model_graph(m), 2, in, 2, out, why, sizeof why);
+    ck_assert_msg(st == CLF_OK, "reference: %s: %s", clf_status_name(st), why);
+    expect_close16("reference: y", CLF_F16, y, want_y, 6, 0, 0);
+    expect_close16("reference: z", CLF_BF16, z, want_z, 4, 0, 0);
+    ck_assert_uint_eq(y[3], 0x8000); /* -0, not +0 */
+    clf_context *ctx = clf_test_context();
+    clf_executable *exe = NULL;
+    st = clf_compile(ctx, clf_onnx_model_graph(m), NULL, &exe);
+    ck_assert_msg(st == CLF_OK, "compile: %s: %s", clf_status_name(st), clf_context_last_error(ctx));
+    memset(y, 0xff, sizeof y);
+    memset(z, 0xff, sizeof z);
+    st = clf_run_host(exe, 2, in, 2, out);
+    ck_assert_msg(st == CLF_OK, "run: %s: %s", clf_status_name(st), clf_context_last_error(ctx));
+    expect_close16("device: y", CLF_F16, y, want_y, 6, 0, 0);
+    expect_close16("device: z", CLF_BF16, z, want_z, 4, 0, 0);
+    ck_assert_uint_eq(y[3], 0x8000);
+    clf_executable_destroy(&exe);
+    clf_context_destroy(&ctx);
+    clf_onnx_model_destroy(&m);
+}
+END_TEST
+
+/* Every node's value is rounded to its float16 or bfloat16 type, also inside a fused kernel, after a
+ * MatMul and after a reduction: (v + 1024) - 1024 in float16 is v rounded to an integer (0.3 -> 0,
+ * 0.7 -> 1), (v + 256) - 256 in bfloat16 to an even integer; kept in float32 between nodes, it would
+ * be v. Exact, so bit for bit; fused and unfused on the device and on the reference interpreter. */
+START_TEST(f16_bf16_every_node_rounds)
+{
+    static const char text[] =
+        "<ir_version: 8, opset_import: [\"\" : 17]>\n"
+        "g (float16[4] x, bfloat16[4] b, float16[2, 2] p) => (float16[4] y, bfloat16[4] z, float16[2, 2] q,"
+        " float16[2] r)\n"
+        "  <float16[1] c = {1024}, bfloat16[1] d = {256}, float16[2, 2] eye = {1, 0, 0, 1}, int64[1] ax = {1}> {\n"
+        "  t = Add(x, c)\n  y = Sub(t, c)\n"
+        "  u = Add(b, d)\n  z = Sub(u, d)\n"
+        "  mm = MatMul(p, eye)\n  mc = Add(mm, c)\n  q = Sub(mc, c)\n"
+        "  s = ReduceSum <keepdims = 0> (p, ax)\n  sc = Add(s, c)\n  r = Sub(sc, c)\n}\n";
+    /* x and p: 0.3, 0.7, -0.2, 0.25 in float16; b: 0.3, 1.2, -0.2, 3 in bfloat16 */
+    uint16_t x[4] = {0x34cd, 0x399a, 0xb266, 0x3400}, b[4] = {0x3e9a, 0x3f9a, 0xbe4d, 0x4040};
+    uint16_t p[4] = {0x34cd, 0x399a, 0xb266, 0x3400};
+    static const uint16_t want_y[4] = {0, 0x3c00, 0, 0}, want_z[4] = {0, 0x4000, 0, 0x4080};
+    static const uint16_t want_q[4] = {0, 0x3c00, 0, 0}, want_r[2] = {0x3c00, 0}; /* r: 1 and 0.05 rounded */
+    uint16_t y[4], z[4], q[4], r[2];
+    clf_onnx_model *m = load_mem(text, strlen(text), NULL, NULL);
+    clf_host_binding in[] = {{"x", x}, {"b", b}, {"p", p}}, out[] = {{"y", y}, {"z", z}, {"q", q}, {"r", r}};
+    clf_context *ctx = clf_test_context();
+    for (int k = 0; k < 3; k++) {
+        memset(y, 0xff, sizeof y);
+        memset(z, 0xff, sizeof z);
+        memset(q, 0xff, sizeof q);
+        memset(r, 0xff, sizeof r);
+        const char *how = k == 0 ? "reference" : k == 1 ? "device" : "device, unfused";
+        char why[512] = "";
+        clf_status st;
+        if (k == 0) {
+            st = clf_reference_run(clf_onnx_model_graph(m), 3, in, 4, out, why, sizeof why);
+            ck_assert_msg(st == CLF_OK, "reference: %s: %s", clf_status_name(st), why);
+        } else {
+            clf_executable *exe = NULL;
+            st = clf_compile(ctx, clf_onnx_model_graph(m), clf_compile_params(.disable_fusion = k == 2), &exe);
+            ck_assert_msg(st == CLF_OK, "compile: %s: %s", clf_status_name(st), clf_context_last_error(ctx));
+            st = clf_run_host(exe, 3, in, 4, out);
+            ck_assert_msg(st == CLF_OK, "run: %s: %s", clf_status_name(st), clf_context_last_error(ctx));
+            clf_executable_destroy(&exe);
+        }
+        char what[64];
+        snprintf(what, sizeof what, "%s: y", how);
+        expect_close16(what, CLF_F16, y, want_y, 4, 0, 0);
+        snprintf(what, sizeof what, "%s: z", how);
+        expect_close16(what, CLF_BF16, z, want_z, 4, 0, 0);
+        snprintf(what, sizeof what, "%s: q", how);
+        expect_close16(what, CLF_F16, q, want_q, 4, 0, 0);
+        snprintf(what, sizeof what, "%s: r", how);
+        expect_close16(what, CLF_F16, r, want_r, 2, 0, 0);
+    }
+    clf_context_destroy(&ctx);
+    clf_onnx_model_destroy(&m);
+}
+END_TEST
+
+/* One ONNX node is one value, rounded once to float16 even where libclfuse builds it from
+ * several graph ops: Gemm (the product is not rounded before C is added), a variadic Sum,
+ * ReduceL2 (the sum of squares is not rounded, so a norm over 256 is not infinite), and Mean of
+ * two float16 inputs (which must load). a = [1024, 300], b = [0.3, 0.3], c = [-1024, -300];
+ * Gemm: [1024, 0.3] @ [1, 1]^T + (-1024). Exact in float32, so bit for bit; onnxruntime 1.32.0's
+ * CPU provider gives these bits too. */
+static const struct {
+    const char *name, *text;
+    size_t n;
+    uint16_t want[2];
+} once16[] = {
+    {"Gemm", "g (float16[1, 2] p, float16[2, 1] w, float16[1, 1] d) => (float16[1, 1] y) {\n  y = Gemm(p, w, d)\n}\n",
+     1, {0x34cd}},
+    {"Sum", "g (float16[2] a, float16[2] b, float16[2] c) => (float16[2] y) {\n  y = Sum(a, b, c)\n}\n", 2,
+     {0x34cd, 0x34cd}},
+    {"ReduceL2", "<ir_version: 8, opset_import: [\"\" : 18]>\ng (float16[1, 2] a) => (float16[1, 1] y) <int64[1] ax = {1}> {\n"
+                 "  y = ReduceL2 <keepdims = 1> (a, ax)\n}\n", 1, {0x642b}}, /* 1067 */
+    {"Mean", "g (float16[2] a, float16[2] b) => (float16[2] y) {\n  y = Mean(a, b)\n}\n", 2,
+     {0x6000, 0x58b1}}, /* 512, 150.125 */
+};
+
+START_TEST(f16_single_onnx_nodes_round_once)
+{
+    static uint16_t a[2] = {0x6400, 0x5cb0}, b[2] = {0x34cd, 0x34cd}, c[2] = {0xe400, 0xdcb0};
+    static uint16_t p[2] = {0x6400, 0x34cd}, w[2] = {0x3c00, 0x3c00}, d[1] = {0xe400};
+    const char *text = once16[_i].text;
+    clf_onnx_model *m = NULL;
+    char text_msg[512] = "";
+    clf_status st = clf_onnx_load_memory(text, strlen(text), NULL,
+                                         clf_onnx_params(.message = text_msg, .message_cap = sizeof text_msg), &m);
+    ck_assert_msg(st == CLF_OK, "%s on float16: %s: %s", once16[_i].name, clf_status_name(st), text_msg);
+    clf_host_binding in[6];
+    size_t nin = 0;
+    for (size_t i = 0; i < clf_onnx_model_input_count(m); i++) {
+        clf_onnx_io io;
+        clf_onnx_model_input(m, i, &io);
+        void *data = !strcmp(io.name, "a") ? a : !strcmp(io.name, "b") ? b : !strcmp(io.name, "c") ? c
+                   : !strcmp(io.name, "p") ? p : !strcmp(io.name, "w") ? (void *)w : d;
+        in[nin++] = (clf_host_binding){io.name, data};
+    }
+    uint16_t y[2];
+    clf_host_binding out[] = {{"y", y}};
+    clf_context *ctx = clf_test_context();
+    for (int k = 0; k < 2; k++) {
+        char what[64], why[512] = "";
+        memset(y, 0xff, sizeof y);
+        if (k == 0) {
+            st = clf_reference_run(clf_onnx_model_graph(m), nin, in, 1, out, why, sizeof why);
+            ck_assert_msg(st == CLF_OK, "reference: %s: %s", clf_status_name(st), why);
+        } else {
+            clf_executable *exe = NULL;
+            st = clf_compile(ctx, clf_onnx_model_graph(m), NULL, &exe);
+            ck_assert_msg(st == CLF_OK, "compile: %s: %s", clf_status_name(st), clf_context_last_error(ctx));
+            st = clf_run_host(exe, nin, in, 1, out);
+            ck_assert_msg(st == CLF_OK, "run: %s: %s", clf_status_name(st), clf_context_last_error(ctx));
+            clf_executable_destroy(&exe);
+        }
+        snprintf(what, sizeof what, "%s, %s", once16[_i].name, k ? "device" : "reference");
+        expect_close16(what, CLF_F16, y, once16[_i].want, once16[_i].n, 0, 0);
+    }
+    clf_context_destroy(&ctx);
+    clf_onnx_model_destroy(&m);
+}
+END_TEST
+
+/* Float16 and bfloat16 initializers whose data does not fit, and a float input given as float16. */
+START_TEST(bad_f16_initializers_are_refused_clearly)
+{
+    static const char *const d4[] = {"4"};
+    static const uint16_t bits[4] = {0x3c00, 0x4000, 0xc000, 0x3800}; /* 1, 2, -2, 0.5 */
+    for (int elem = 10; elem <= 16; elem += 6) {
+        const char *tn = elem == 10 ? "float16" : "bfloat16";
+        mdl M;
+        mdl_init(&M, "bad16");
+        add_input(&M, vi("x", elem, 1, d4));
+        add_output(&M, vi("y", elem, 1, d4));
+        Onnx__TensorProto *w = tensor("w16", elem, 1, (const int64_t[]){4});
+        set_raw(w, bits, 8);
+        add_init(&M, w);
+        add_node(&M, "Add", "add", "x,w16", "y");
+        size_t len;
+        const uint8_t *bytes = pack(&M, &len);
+        clf_onnx_model *m = load_mem(bytes, len, NULL, NULL); /* the good model loads */
+        expect_io(m, 0, 0, "x", elem == 10 ? CLF_F16 : CLF_BF16, elem, tn);
+        clf_onnx_model_destroy(&m);
+
+        w->raw_data.len = 7;
+        char part[128];
+        snprintf(part, sizeof part, "a %s tensor of 4 elements needs 8", tn);
+        expect_model_fail(&M, CLF_ERR_MODEL, PARTS("initializer 'w16': raw_data holds 7 bytes", part));
+        w->raw_data.len = 10;
+        expect_model_fail(&M, CLF_ERR_MODEL, PARTS("initializer 'w16': raw_data holds 10 bytes", part));
+        /* int32_data: one value per element, each a uint16 bit pattern. */
+        w->has_raw_data = 0;
+        w->n_int32_data = 3;
+        w->int32_data = P(4 * sizeof(int32_t));
+        expect_model_fail(&M, CLF_ERR_MODEL,
+                          PARTS("initializer 'w16': int32_data holds 3 values but the tensor's shape has 4"));
+        w->n_int32_data = 4;
+        w->int32_data[2] = 70000;
+        snprintf(part, sizeof part, "int32_data value 70000 at 2 does not fit in %s", tn);
+        expect_model_fail(&M, CLF_ERR_MODEL, PARTS("initializer 'w16'", part));
+        w->int32_data[2] = 0xc000;
+        w->n_float_data = 4;
+        w->float_data = P(4 * sizeof(float));
+        snprintf(part, sizeof part, "%s values must be in int32_data or raw_data", tn);
+        expect_model_fail(&M, CLF_ERR_MODEL, PARTS("initializer 'w16'", part));
+        w->n_float_data = 0;
+        bytes = pack(&M, &len);
+        m = load_mem(bytes, len, NULL, NULL); /* int32_data that fits loads */
+        clf_onnx_model_destroy(&m);
+        pool_free();
+    }
+    /* mlp16's x is float16: a float32 array for it is refused, a float16 one taken. */
+    char path[1024];
+    fixture(path, sizeof path, "onnx", "mlp16.onnx");
+    clf_onnx_input_shape given = {.name = "x", .origin = "x32.npy", .dtype = CLF_F32, .rank = 2, .shape = {3, 8}};
+    expect_fail_path(path, clf_onnx_params(.inputs = &given, .ninputs = 1), CLF_ERR_DTYPE,
+                     PARTS("input 'x' (x32.npy) holds float but the graph declares float16[B, 8]"));
+    given.dtype = CLF_BF16;
+    expect_fail_path(path, clf_onnx_params(.inputs = &given, .ninputs = 1), CLF_ERR_DTYPE,
+                     PARTS("input 'x' (x32.npy) holds bfloat16 but the graph declares float16[B, 8]"));
+    given.dtype = CLF_F16;
+    clf_onnx_model *m = load_path(path, clf_onnx_params(.inputs = &given, .ninputs = 1));
+    clf_onnx_model_destroy(&m);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("onnx");
@@ -1576,6 +2155,17 @@ int main(void)
     clf_test_add_case(s, "fuzzer_crashes_are_refused_in_one_line", fuzzer_crashes_are_refused_in_one_line);
     clf_test_add_case(s, "identity_of_a_constant_and_concat_of_empty_tensors",
                       identity_of_a_constant_and_concat_of_empty_tensors);
+    clf_test_add_case(s, "half_models_declare_f16_and_bf16", half_models_declare_f16_and_bf16);
+    clf_test_add_case(s, "f16_mlp_matches_numpy", f16_mlp_matches_numpy);
+    clf_test_add_case(s, "f16_layer_norm_and_softmax_near_the_max", f16_layer_norm_and_softmax_near_the_max);
+    clf_test_add_case(s, "f16_bf16_casts_round_to_nearest_even", f16_bf16_casts_round_to_nearest_even);
+    clf_test_add_case(s, "bad_f16_initializers_are_refused_clearly", bad_f16_initializers_are_refused_clearly);
+    clf_test_add_case(s, "f16_bf16_every_node_rounds", f16_bf16_every_node_rounds);
+    clf_test_add_case(s, "text_f16_and_bf16_literals_round_to_nearest_even",
+                      text_f16_and_bf16_literals_round_to_nearest_even);
+    tc = tcase_create("f16_single_onnx_nodes_round_once");
+    tcase_add_loop_test(tc, f16_single_onnx_nodes_round_once, 0, (int)(sizeof once16 / sizeof once16[0]));
+    suite_add_tcase(s, tc);
     tc = tcase_create("onnx_node_tests_match");
     tcase_add_loop_test(tc, onnx_node_tests_match, 0, (int)(sizeof node_tests / sizeof node_tests[0]));
     suite_add_tcase(s, tc);

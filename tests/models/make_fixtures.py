@@ -24,6 +24,8 @@ and <outdir>/manifest.json lists every fixture (inputs and outputs with dtype
 and shape, exporter, opset, config, versions, ORT-vs-PyTorch error) plus any
 exporter failure. The script checks that ORT's outputs match PyTorch's and
 prints the normwise relative error ||ort - torch|| / ||torch|| per output.
+With --dtype f16 (see Options) the same models are exported in float16 to
+<name>_f16/ directories and manifest_f16.json.
 
 Usage (venv outside the repo, see tests/models/requirements.txt):
 
@@ -33,6 +35,8 @@ Usage (venv outside the repo, see tests/models/requirements.txt):
   /work/venv-models/bin/python tests/models/analyze_ops.py              # -> tests/models/OPS.md
   /work/venv-models/bin/python tests/models/make_fixtures.py --size bench --outdir /tmp/bench-fixtures
                       # 4 exports of the benchmark Llama, ~3.3 GB, ~3 min on 2 cores
+  /work/venv-models/bin/python tests/models/make_fixtures.py --dtype f16
+                      # the tiny fixtures in float16 (on a GPU machine: PyTorch on cuda)
 
 Options:
   --size tiny|bench   tiny (default): the committed fixtures, each < 1 MB.
@@ -52,6 +56,30 @@ Options:
   --attn IMPL         attention implementation of transformers (default
                       sdpa, transformers' default; eager is the other choice).
   --threads N         torch / onnxruntime threads (default 1).
+  --dtype f32|f16     f32 (default): the fixtures above. f16: the same models
+                      (same seeds, configs and inputs) converted with
+                      .half() before export, so that every weight is a
+                      float16 initializer and inputs_embeds a float16 input;
+                      PyTorch runs the half model on --device, onnxruntime's
+                      outputs on the saved inputs are the reference. Fixture
+                      directories get a _f16 suffix (llama_dynamo_ids_f16)
+                      and are listed in manifest_f16.json, never in
+                      manifest.json (whose fixtures tests/test_models.py runs
+                      at a float32 tolerance); inputs_embeds and float
+                      outputs are saved as float16 .npy ('<f2').
+  --device auto|cpu|cuda
+                      where PyTorch builds, runs and exports the model:
+                      auto (default) is cpu for f32 (as the committed
+                      fixtures were made) and cuda, where available, for f16.
+  --ort-provider cpu|cuda
+                      onnxruntime's execution provider for the reference
+                      outputs (default cpu: CPUExecutionProvider; cuda needs
+                      onnxruntime-gpu). Float16 nodes without a CPU kernel
+                      run in float32 behind Casts onnxruntime inserts.
+  --max-rel-err X     fail a fixture whose onnxruntime output is off
+                      PyTorch's by a normwise relative error of X or more
+                      (default 1e-4 for f32, 2e-2 for f16: float16 rounds at
+                      each op, differently in the two).
 
 Re-running is deterministic: same seeds, inputs and weights, and with the same
 package versions byte-identical files (model.onnx, .npy, manifest.json). For
@@ -60,7 +88,8 @@ numbers) are stripped from its model.onnx; its other node metadata stays. A
 fixture directory is removed and rewritten on each run; fixtures not selected
 by the flags keep their manifest entries. A tiny fixture over 1 MB, an ORT
 output off PyTorch's by a relative error of 1e-4 or more, or an exporter that
-writes external data fails the run (exit 1, recorded under "failures").
+writes external data fails the run (exit 1, recorded under "failures";
+for f16 the error bound is --max-rel-err's).
 """
 
 import argparse
@@ -125,6 +154,56 @@ def bench_configs():
 SHAPES = {"tiny": dict(batch=2, seq=8), "bench": dict(batch=1, seq=512)}
 ALT_SHAPE = (3, 5)  # batch, seq of the second input set of the _dyn fixtures
 SEEDS = {"llama": 1501, "gpt2": 1502, "bert": 1503}
+DTYPES = ("f32", "f16")
+MAX_REL_ERR = {"f32": 1e-4, "f16": 2e-2}
+
+
+class Precision:
+    """What --dtype, --device, --ort-provider and --max-rel-err chose for a run."""
+
+    def __init__(self, dtype="f32", device="cpu", ort_provider="cpu", max_rel_err=None):
+        self.dtype = dtype
+        self.device = device
+        self.ort_provider = ort_provider
+        self.max_rel_err = MAX_REL_ERR[dtype] if max_rel_err is None else max_rel_err
+
+    @property
+    def suffix(self):
+        return "" if self.dtype == "f32" else "_" + self.dtype
+
+    @property
+    def manifest(self):
+        return "manifest.json" if self.dtype == "f32" else f"manifest_{self.dtype}.json"
+
+    def np_float(self):
+        return np.float32 if self.dtype == "f32" else np.float16
+
+    def convert(self, model):
+        """The model on self.device, in float16 for f16 (every parameter and buffer: .half())."""
+        model = model.to(self.device)
+        return model.half() if self.dtype == "f16" else model
+
+    def providers(self):
+        if self.ort_provider == "cuda":
+            return ["CUDAExecutionProvider", "CPUExecutionProvider"]
+        return ["CPUExecutionProvider"]
+
+    def describe(self):
+        return {"dtype": self.dtype, "torch_device": self.device, "ort_providers": self.providers(),
+                "max_rel_err_vs_torch": self.max_rel_err}
+
+    def entry_fields(self):
+        """Manifest fields of a fixture: none for f32, so that its manifest.json stays as before."""
+        return {} if (self.dtype, self.device, self.ort_provider) == ("f32", "cpu", "cpu") else self.describe()
+
+
+def resolve_device(want, dtype):
+    import torch
+    if want == "auto":
+        return "cuda" if dtype == "f16" and torch.cuda.is_available() else "cpu"
+    if want == "cuda" and not torch.cuda.is_available():
+        raise SystemExit("--device cuda: torch.cuda.is_available() is False")
+    return want
 
 
 def build_model(family, cfg, attn):
@@ -204,14 +283,15 @@ def make_wrapper(model, family, kind):
     return W(model).eval(), in_names, out_names
 
 
-def make_inputs(family, kind, config, batch, seq):
+def make_inputs(family, kind, config, batch, seq, float_type=np.float32):
+    """The inputs; inputs_embeds drawn in float32 and, for f16 fixtures, rounded to float_type."""
     rng = np.random.RandomState(SEEDS[family] + (0 if kind == "ids" else 7))
     hidden = config.hidden_size
     d = {}
     if kind == "ids":
         d["input_ids"] = rng.randint(0, config.vocab_size, size=(batch, seq)).astype(np.int64)
     else:
-        d["inputs_embeds"] = rng.standard_normal((batch, seq, hidden)).astype(np.float32)
+        d["inputs_embeds"] = rng.standard_normal((batch, seq, hidden)).astype(np.float32).astype(float_type)
     mask = np.ones((batch, seq), dtype=np.int64)
     if batch > 1:
         mask[1, seq - max(1, seq // 4):] = 0   # right padding on row 1
@@ -332,12 +412,13 @@ def versions():
             "numpy": np.__version__}
 
 
-def run_fixture(family, exporter, kind, dynamic, cfg, shape, attn, outdir, threads, size):
+def run_fixture(family, exporter, kind, dynamic, cfg, shape, attn, outdir, threads, size, prec=None):
     import onnx
     import onnxruntime as ort
     import torch
 
-    name = f"{family}_{exporter}_{kind}" + ("_dyn" if dynamic else "")
+    prec = prec or Precision()
+    name = f"{family}_{exporter}_{kind}" + ("_dyn" if dynamic else "") + prec.suffix
     fdir = os.path.join(outdir, name)
     print(f"== {name}")
     if os.path.isdir(fdir):
@@ -345,12 +426,13 @@ def run_fixture(family, exporter, kind, dynamic, cfg, shape, attn, outdir, threa
     os.makedirs(fdir)
 
     model, config = build_model(family, cfg, attn)
+    model = prec.convert(model)   # built in float32 with the f32 fixtures' seeds, then .half() for f16
     wrapper, in_names, out_names = make_wrapper(model, family, kind)
-    inputs = make_inputs(family, kind, config, shape["batch"], shape["seq"])
+    inputs = make_inputs(family, kind, config, shape["batch"], shape["seq"], prec.np_float())
     assert list(inputs) == in_names, (list(inputs), in_names)
-    args = tuple(torch.from_numpy(inputs[n]) for n in in_names)
+    args = tuple(torch.from_numpy(inputs[n]).to(prec.device) for n in in_names)
     with torch.no_grad():
-        ref = [t.detach().numpy() for t in wrapper(*args)]
+        ref = [t.detach().cpu().numpy() for t in wrapper(*args)]
 
     path = os.path.join(fdir, "model.onnx")
     t0 = time.time()
@@ -368,7 +450,7 @@ def run_fixture(family, exporter, kind, dynamic, cfg, shape, attn, outdir, threa
     so = ort.SessionOptions()
     so.intra_op_num_threads = threads
     so.inter_op_num_threads = 1
-    sess = ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
+    sess = ort.InferenceSession(path, so, providers=prec.providers())
     feed = {i.name: inputs[i.name] for i in sess.get_inputs()}
     unused = sorted(set(in_names) - set(feed))
     outs = sess.run(None, feed)
@@ -381,7 +463,7 @@ def run_fixture(family, exporter, kind, dynamic, cfg, shape, attn, outdir, threa
         return onnx.helper.tensor_dtype_to_np_dtype(t.elem_type).name, dims
 
     entry = {
-        "name": name, "family": family, "exporter": exporter, "input_kind": kind,
+        "name": name, "family": family, "exporter": exporter, "input_kind": kind, **prec.entry_fields(),
         "dynamic_axes": dynamic, "opset": OPSET, "attn_implementation": attn,
         "model_class": type(model).__name__, "config": cfg, "size": size,
         "seed": SEEDS[family], "model_file": "model.onnx",
@@ -411,13 +493,14 @@ def run_fixture(family, exporter, kind, dynamic, cfg, shape, attn, outdir, threa
                                  "rel_err_vs_torch": e,
                                  "max_abs_err_vs_torch": float(np.max(np.abs(o.astype(np.float64) - ref[i])))})
         print(f"    {n} {list(o.shape)}: ||ort - torch|| / ||torch|| = {e:.3e}")
-        if not e < 1e-4:
+        if not e < prec.max_rel_err:
             raise RuntimeError(f"ORT output {n} differs from PyTorch: rel err {e:.3e}")
     if dynamic:
         # a second shape, to show the graph is not tied to the traced one
-        alt = make_inputs(family, kind, config, *ALT_SHAPE)
+        alt = make_inputs(family, kind, config, *ALT_SHAPE, prec.np_float())
         with torch.no_grad():
-            alt_ref = [t.detach().numpy() for t in wrapper(*(torch.from_numpy(alt[n]) for n in in_names))]
+            alt_ref = [t.detach().cpu().numpy()
+                       for t in wrapper(*(torch.from_numpy(alt[n]).to(prec.device) for n in in_names))]
         alt_outs = sess.run(None, {i.name: alt[i.name] for i in sess.get_inputs()})
         entry["alt_inputs"], entry["alt_outputs"] = [], []
         for n in in_names:
@@ -432,7 +515,7 @@ def run_fixture(family, exporter, kind, dynamic, cfg, shape, attn, outdir, threa
             entry["alt_outputs"].append({"name": n, "dtype": str(o.dtype), "shape": list(o.shape), "file": fn,
                                          "rel_err_vs_torch": e})
             print(f"    alt {n} {list(o.shape)}: ||ort - torch|| / ||torch|| = {e:.3e}")
-            if not e < 1e-4:
+            if not e < prec.max_rel_err:
                 raise RuntimeError(f"ORT output {n} (alt shape) differs from PyTorch: rel err {e:.3e}")
     entry["fixture_bytes"] = sum(os.path.getsize(os.path.join(fdir, f)) for f in os.listdir(fdir))
     print(f"    model.onnx {entry['model_bytes']} B, fixture {entry['fixture_bytes']} B, export {t_export:.1f} s")
@@ -451,10 +534,16 @@ def main():
     ap.add_argument("--dynamic", action=argparse.BooleanOptionalAction, default=None)
     ap.add_argument("--attn", choices=("sdpa", "eager"), default="sdpa")
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--dtype", choices=DTYPES, default="f32")
+    ap.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto")
+    ap.add_argument("--ort-provider", choices=("cpu", "cuda"), default="cpu")
+    ap.add_argument("--max-rel-err", type=float)
     a = ap.parse_args()
 
     import torch
     torch.set_num_threads(a.threads)
+    prec = Precision(a.dtype, resolve_device(a.device, a.dtype), a.ort_provider, a.max_rel_err)
+    print("precision:", json.dumps(prec.describe()))
 
     if a.size == "tiny":
         cfgs = tiny_configs()
@@ -475,7 +564,7 @@ def main():
     if a.dynamic is None:
         a.dynamic = a.size == "tiny"
 
-    man_path = os.path.join(outdir, "manifest.json")
+    man_path = os.path.join(outdir, prec.manifest)
     old = {}
     if os.path.exists(man_path):
         with open(man_path) as f:
@@ -490,15 +579,17 @@ def main():
             for kind in a.inputs:
                 variants = [False] + ([True] if a.dynamic and kind == "ids" else [])
                 for dyn in variants:
-                    name = f"{fam}_{exp}_{kind}" + ("_dyn" if dyn else "")
+                    name = f"{fam}_{exp}_{kind}" + ("_dyn" if dyn else "") + prec.suffix
                     try:
-                        e = run_fixture(fam, exp, kind, dyn, cfgs[fam], shape, a.attn, outdir, a.threads, a.size)
+                        e = run_fixture(fam, exp, kind, dyn, cfgs[fam], shape, a.attn, outdir, a.threads, a.size,
+                                        prec)
                         e["versions"] = vers
                         done[name] = e
                     except Exception as ex:  # noqa: BLE001 - recorded in the manifest
                         traceback.print_exc()
                         failures[name] = {"name": name, "family": fam, "exporter": exp, "input_kind": kind,
                                           "dynamic_axes": dyn, "opset": OPSET, "attn_implementation": a.attn,
+                                          **prec.entry_fields(),
                                           "error": f"{type(ex).__name__}: {clean(str(ex))[:4000]}", "versions": vers}
                         fdir = os.path.join(outdir, name)
                         if os.path.isdir(fdir):
@@ -515,6 +606,13 @@ def main():
         "fixtures": fixtures, "failures": fails,
         "total_bytes": sum(e["fixture_bytes"] for e in fixtures),
     }
+    if prec.entry_fields():
+        half = " (models converted with .half() before export)" if prec.dtype == "f16" else ""
+        manifest["description"] = (
+            f"Real-model ONNX fixtures of issue 15 in {prec.dtype}{half}, PyTorch on {prec.device}, made by "
+            f"tests/models/make_fixtures.py --dtype {prec.dtype}; outputs are onnxruntime's "
+            f"({', '.join(prec.providers())}) on the saved inputs.")
+        manifest["precision"] = prec.describe()
     with open(man_path, "w") as f:
         json.dump(manifest, f, indent=1, sort_keys=False)
         f.write("\n")
