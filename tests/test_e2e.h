@@ -217,10 +217,10 @@ static inline size_t e2e_check_style_tols(clf_context *ctx, const clf_graph *g, 
     clf_status st = clf_compile(ctx, g, clf_compile_params(.kernel_style = style), &exe);
     ck_assert_msg(st == CLF_OK, "compile: %s", clf_context_last_error(ctx));
     size_t nout = clf_executable_output_count(exe);
-    clf_host_binding got[16], want[16];
-    size_t numel[16];
-    clf_dtype dt[16];
-    ck_assert_uint_le(nout, 16);
+    clf_host_binding got[E2E_MAX_IO], want[E2E_MAX_IO];
+    size_t numel[E2E_MAX_IO];
+    clf_dtype dt[E2E_MAX_IO];
+    ck_assert_uint_le(nout, E2E_MAX_IO);
     for (size_t i = 0; i < nout; i++) {
         const char *name;
         int rank;
