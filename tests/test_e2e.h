@@ -29,7 +29,8 @@ static inline int64_t e2e_numel(int rank, const int64_t *shape)
 }
 
 /* Declares input `name` and fills it with random values in [lo, hi) (i32:
- * [lo, hi]; bool: random 0/1). The data stays reachable through
+ * [lo, hi]; bool: random 0/1; f16 and bf16: uint16_t bit patterns of
+ * values drawn in f32 and rounded to nearest even). The data stays reachable through
  * e2e_data(in, name) for planting special values. */
 static inline clf_tensor e2e_input(clf_graph *g, e2e_inputs *in, const char *name, clf_dtype dt,
                                    int rank, const int64_t *shape, double lo, double hi)
@@ -43,6 +44,10 @@ static inline clf_tensor e2e_input(clf_graph *g, e2e_inputs *in, const char *nam
         clf_test_fill_f32(p, numel, (float)lo, (float)hi);
     else if (dt == CLF_I32)
         clf_test_fill_i32(p, numel, (int32_t)lo, (int32_t)hi);
+    else if (dt == CLF_F16)
+        clf_test_fill_f16(p, numel, (float)lo, (float)hi);
+    else if (dt == CLF_BF16)
+        clf_test_fill_bf16(p, numel, (float)lo, (float)hi);
     else if (dt == CLF_I64)
         clf_test_fill_i64(p, numel, lo <= -9.2e18 ? INT64_MIN : (int64_t)lo, hi >= 9.2e18 ? INT64_MAX : (int64_t)hi);
     else
@@ -111,7 +116,8 @@ static inline const void *e2e_got(const e2e_run *r, const char *name)
 }
 
 /* Compiles g for each requested variant, runs it with every output
- * poisoned (0xff bytes: NaN for f32, -1 for i32, 255 for bool) and checks
+ * poisoned (0xff bytes: NaN for f32, f16 and bf16, -1 for i32, 255 for
+ * bool) and checks
  * every output against the reference within rtol/atol (or the output's
  * entry in tols). Fills *r when r is not NULL (free with e2e_run_free). */
 static inline void e2e_check(clf_context *ctx, const clf_graph *g, const e2e_inputs *in, double rtol,
@@ -202,18 +208,19 @@ static inline void e2e_check(clf_context *ctx, const clf_graph *g, const e2e_inp
 }
 
 /* Compiles g with a forced template style and checks it against the
- * reference; returns the kernel count. */
-static inline size_t e2e_check_style(clf_context *ctx, const clf_graph *g, const e2e_inputs *in, clf_kernel_style style,
-                          double rtol, double atol)
+ * reference within rtol/atol (or the output's entry in tols, a list ended
+ * by a NULL name; tols may be NULL); returns the kernel count. */
+static inline size_t e2e_check_style_tols(clf_context *ctx, const clf_graph *g, const e2e_inputs *in,
+                                          clf_kernel_style style, double rtol, double atol, const e2e_tol *tols)
 {
     clf_executable *exe = NULL;
     clf_status st = clf_compile(ctx, g, clf_compile_params(.kernel_style = style), &exe);
     ck_assert_msg(st == CLF_OK, "compile: %s", clf_context_last_error(ctx));
     size_t nout = clf_executable_output_count(exe);
-    clf_host_binding got[16], want[16];
-    size_t numel[16];
-    clf_dtype dt[16];
-    ck_assert_uint_le(nout, 16);
+    clf_host_binding got[E2E_MAX_IO], want[E2E_MAX_IO];
+    size_t numel[E2E_MAX_IO];
+    clf_dtype dt[E2E_MAX_IO];
+    ck_assert_uint_le(nout, E2E_MAX_IO);
     for (size_t i = 0; i < nout; i++) {
         const char *name;
         int rank;
@@ -231,7 +238,13 @@ static inline size_t e2e_check_style(clf_context *ctx, const clf_graph *g, const
     ck_assert_msg(st == CLF_OK, "run: %s", clf_context_last_error(ctx));
     for (size_t i = 0; i < nout; i++) {
         char why[256];
-        ck_assert_msg(clf_test_close(dt[i], got[i].data, want[i].data, numel[i], rtol, atol, why, sizeof why),
+        double rt = rtol, at = atol;
+        for (const e2e_tol *t = tols; t && t->name; t++)
+            if (strcmp(t->name, got[i].name) == 0) {
+                rt = t->rtol;
+                at = t->atol;
+            }
+        ck_assert_msg(clf_test_close(dt[i], got[i].data, want[i].data, numel[i], rt, at, why, sizeof why),
                       "%s style output %s: %s\n%s", style == CLF_KERNEL_STYLE_GPU ? "GPU" : "CPU", got[i].name, why,
                       clf_executable_kernel_source(exe, 0));
         free(got[i].data);
@@ -242,18 +255,40 @@ static inline size_t e2e_check_style(clf_context *ctx, const clf_graph *g, const
     return k;
 }
 
+/* e2e_check_style_tols with one tolerance for every output. */
+static inline size_t e2e_check_style(clf_context *ctx, const clf_graph *g, const e2e_inputs *in, clf_kernel_style style,
+                          double rtol, double atol)
+{
+    return e2e_check_style_tols(ctx, g, in, style, rtol, atol, NULL);
+}
+
+/* Fused (both styles) and unfused agree with the reference within
+ * rtol/atol or the output's entry in tols (NULL: none); the fused plan has
+ * the expected kernel count (E2E_ANY_KERNELS: any). Fills *r as e2e_check
+ * does when r is not NULL (free with e2e_run_free). */
+#define E2E_ANY_KERNELS ((size_t)-1)
+static inline void e2e_check_all_tols(const clf_graph *g, const e2e_inputs *in, size_t want_kernels, double rtol,
+                                      double atol, const e2e_tol *tols, e2e_run *r)
+{
+    clf_context *ctx = clf_test_context();
+    e2e_run local;
+    if (!r)
+        r = &local;
+    e2e_check(ctx, g, in, rtol, atol, tols, E2E_BOTH, r);
+    size_t want = want_kernels == E2E_ANY_KERNELS ? r->kernels : want_kernels;
+    ck_assert_uint_eq(r->kernels, want);
+    if (r == &local)
+        e2e_run_free(r);
+    ck_assert_uint_eq(e2e_check_style_tols(ctx, g, in, CLF_KERNEL_STYLE_CPU, rtol, atol, tols), want);
+    ck_assert_uint_eq(e2e_check_style_tols(ctx, g, in, CLF_KERNEL_STYLE_GPU, rtol, atol, tols), want);
+    clf_context_destroy(&ctx);
+}
+
 /* Fused (both styles) and unfused agree with the reference; the fused plan
  * has the expected kernel count. */
 static inline void e2e_check_all(const clf_graph *g, const e2e_inputs *in, size_t want_kernels, double rtol, double atol)
 {
-    clf_context *ctx = clf_test_context();
-    e2e_run r;
-    e2e_check(ctx, g, in, rtol, atol, NULL, E2E_BOTH, &r);
-    ck_assert_uint_eq(r.kernels, want_kernels);
-    e2e_run_free(&r);
-    ck_assert_uint_eq(e2e_check_style(ctx, g, in, CLF_KERNEL_STYLE_CPU, rtol, atol), want_kernels);
-    ck_assert_uint_eq(e2e_check_style(ctx, g, in, CLF_KERNEL_STYLE_GPU, rtol, atol), want_kernels);
-    clf_context_destroy(&ctx);
+    e2e_check_all_tols(g, in, want_kernels, rtol, atol, NULL, NULL);
 }
 
 

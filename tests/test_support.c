@@ -92,6 +92,72 @@ void clf_test_fill_bool(uint8_t *p, size_t n)
         p[i] = (uint8_t)(clf_test_rand() & 1);
 }
 
+uint16_t clf_test_to_f16(float x)
+{
+    uint32_t u;
+    memcpy(&u, &x, sizeof u);
+    uint16_t sign = (uint16_t)((u >> 16) & 0x8000u);
+    uint32_t a = u & 0x7fffffffu;
+    if (a > 0x7f800000u) /* NaN: quiet, the top payload bits kept */
+        return (uint16_t)(sign | 0x7e00u | ((a >> 13) & 0x3ffu));
+    if (a >= 0x477ff000u) /* 65520 and above (inf too) */
+        return (uint16_t)(sign | 0x7c00u);
+    uint32_t e = a >> 23;
+    if (a >= 0x38800000u) { /* a normal half: rebias the exponent, round 13 bits off */
+        uint32_t h = (a - 0x38000000u) >> 13, rem = a & 0x1fffu;
+        if (rem > 0x1000u || (rem == 0x1000u && (h & 1u)))
+            h++;
+        return (uint16_t)(sign | h);
+    }
+    if (e < 102) /* below 2^-25 (f32 subnormals too): +-0 */
+        return sign;
+    /* A subnormal half: the value in units of 2^-24 is m * 2^(e - 126). */
+    uint32_t m = (a & 0x7fffffu) | 0x800000u, shift = 126 - e; /* 14..24 */
+    uint32_t q = m >> shift, rem = m & ((1u << shift) - 1u), halfway = 1u << (shift - 1u);
+    if (rem > halfway || (rem == halfway && (q & 1u)))
+        q++;
+    return (uint16_t)(sign | q);
+}
+
+uint16_t clf_test_to_bf16(float x)
+{
+    uint32_t u;
+    memcpy(&u, &x, sizeof u);
+    if ((u & 0x7fffffffu) > 0x7f800000u)
+        return (uint16_t)((u >> 16) | 0x0040u);
+    uint32_t h = u >> 16, rem = u & 0xffffu;
+    if (rem > 0x8000u || (rem == 0x8000u && (h & 1u)))
+        h++; /* a carry into the exponent is right, up to inf */
+    return (uint16_t)h;
+}
+
+float clf_test_from_f16(uint16_t h)
+{
+    int e = (h >> 10) & 0x1f, m = h & 0x3ff;
+    double v = e == 0 ? ldexp(m, -24) : e == 31 ? (m ? NAN : INFINITY) : ldexp(m + 1024, e - 25);
+    return (float)((h & 0x8000u) ? copysign(v, -1.0) : v);
+}
+
+float clf_test_from_bf16(uint16_t h)
+{
+    uint32_t u = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+
+void clf_test_fill_f16(uint16_t *p, size_t n, float lo, float hi)
+{
+    for (size_t i = 0; i < n; i++)
+        p[i] = clf_test_to_f16(clf_test_uniform(lo, hi));
+}
+
+void clf_test_fill_bf16(uint16_t *p, size_t n, float lo, float hi)
+{
+    for (size_t i = 0; i < n; i++)
+        p[i] = clf_test_to_bf16(clf_test_uniform(lo, hi));
+}
+
 int clf_test_close(clf_dtype dt, const void *got, const void *want, size_t n, double rtol,
                    double atol, char *msg, size_t cap)
 {
@@ -107,6 +173,24 @@ int clf_test_close(clf_dtype dt, const void *got, const void *want, size_t n, do
                 ok = !isnan(g) && fabs(g - w) <= atol + rtol * fabs(w);
             if (!ok) {
                 snprintf(msg, cap, "element %zu: got %.9g, want %.9g", i, g, w);
+                return 0;
+            }
+        } else if (dt == CLF_F16 || dt == CLF_BF16) {
+            uint16_t gb = ((const uint16_t *)got)[i], wb = ((const uint16_t *)want)[i];
+            double g = dt == CLF_F16 ? clf_test_from_f16(gb) : clf_test_from_bf16(gb);
+            double w = dt == CLF_F16 ? clf_test_from_f16(wb) : clf_test_from_bf16(wb);
+            int ok;
+            if (isnan(w))
+                ok = isnan(g);
+            else if (rtol == 0 && atol == 0)
+                ok = gb == wb;
+            else if (isinf(w))
+                ok = g == w;
+            else
+                ok = !isnan(g) && fabs(g - w) <= atol + rtol * fabs(w);
+            if (!ok) {
+                snprintf(msg, cap, "element %zu: got %.9g (0x%04x), want %.9g (0x%04x)", i, g, (unsigned)gb, w,
+                         (unsigned)wb);
                 return 0;
             }
         } else if (dt == CLF_I64) {

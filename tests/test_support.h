@@ -29,10 +29,27 @@ void clf_test_fill_f32(float *p, size_t n, float lo, float hi);
 void clf_test_fill_i32(int32_t *p, size_t n, int32_t lo, int32_t hi);
 void clf_test_fill_i64(int64_t *p, size_t n, int64_t lo, int64_t hi);
 void clf_test_fill_bool(uint8_t *p, size_t n);
+/* Fills n f16 (IEEE binary16) or bf16 (bfloat16) bit patterns with values
+ * drawn uniformly from [lo, hi) in f32 and rounded to nearest even (so hi
+ * itself may appear). */
+void clf_test_fill_f16(uint16_t *p, size_t n, float lo, float hi);
+void clf_test_fill_bf16(uint16_t *p, size_t n, float lo, float hi);
+
+/* The tests' own conversions, written apart from the library's so that
+ * each checks the other: f32 to f16 and to bf16 round to nearest even
+ * (f16: |x| >= 65520 gives +-inf, subnormals kept; NaN gives a quiet NaN
+ * of the same sign); f16 and bf16 to f32 are exact. */
+uint16_t clf_test_to_f16(float x);
+uint16_t clf_test_to_bf16(float x);
+float clf_test_from_f16(uint16_t h);
+float clf_test_from_bf16(uint16_t h);
 
 /* Compares n elements of dtype: floats within atol + rtol*|want| (NaN must
- * match NaN, infinities must match exactly), others exactly. On mismatch
- * writes the first bad index and both values into msg and returns 0. */
+ * match NaN, infinities must match exactly), others exactly. f16 and bf16
+ * (uint16_t bit patterns) are compared by value the same way, except that
+ * with rtol and atol both 0 they must match bit for bit (so -0 is not +0;
+ * any NaN still matches any NaN). On mismatch writes the first bad index
+ * and both values into msg and returns 0. */
 int clf_test_close(clf_dtype dt, const void *got, const void *want, size_t n, double rtol,
                    double atol, char *msg, size_t cap);
 
