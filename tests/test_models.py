@@ -3,12 +3,14 @@
 
     test_models.py CLFUSE MODELS_DIR [NAME_SUBSTRING ...]
 
-For each fixture listed in MODELS_DIR/manifest.json (made by
-tests/models/make_fixtures.py; outputs are onnxruntime's), runs
+For each fixture listed in MODELS_DIR/manifest.json and manifest_f16.json
+(made by tests/models/make_fixtures.py, the second with --dtype f16: the
+models .half() before export; outputs are onnxruntime's), runs
 `clfuse run model.onnx --input NAME=input_NAME.npy ... --output ...` fused
 and with --no-fusion, and checks every output against onnxruntime's by the
 normwise relative error ||got - want|| / ||want|| <= 1e-4 (float64 norms;
-NaN fails). Fixtures with dynamic axes (*_ids_dyn) also run the alt_input_*
+NaN fails; 1e-2 for the f16 fixtures: libclfuse rounds every f16 node's
+value, onnxruntime keeps some of its kernels' intermediates in f32). Fixtures with dynamic axes (*_ids_dyn) also run the alt_input_*
 set (batch 3, seq 5) against alt_output_*: symbolic dimensions bind from
 the inputs' shapes. Before the runs, `clfuse plan` prints the fused plan's
 kernel count (to set against Inductor's).
@@ -19,8 +21,8 @@ anything failed, 77 (skip) when numpy is missing.
 
 NAME_SUBSTRING arguments (or, without them, the comma-separated list in
 CLFUSE_MODELS_ONLY, which .ci/run sets for its sanitizer build) keep only
-the fixtures whose name holds one of
-them. Environment: CLFUSE_MODELS_TIMEOUT (seconds per tool call, default
+the fixtures whose name holds one of them (an f16 fixture only for a
+substring that itself holds "_f16"). Environment: CLFUSE_MODELS_TIMEOUT (seconds per tool call, default
 900), CLFUSE_MODELS_JOBS (fixtures run at once, default 1). Each run has
 its own POCL_CACHE_DIR and CLFUSE_CACHE_DIR (a cold start, as in CI).
 """
@@ -39,7 +41,7 @@ except ImportError:
     print("numpy is not installed (apt-get install python3-numpy): skipping")
     sys.exit(77)
 
-TOL = 1e-4
+TOL = {"f32": 1e-4, "f16": 1e-2}
 CLFUSE = os.path.abspath(sys.argv[1])
 MODELS = os.path.abspath(sys.argv[2])
 FILTERS = sys.argv[3:] or [f for f in os.environ.get("CLFUSE_MODELS_ONLY", "").split(",") if f]
@@ -96,7 +98,7 @@ def plan(fixture, model):
     return f"plan: {m.group(1)} kernels fused, {m.group(2)} unfused ({dt:.1f} s)"
 
 
-def run_variant(name, model, inputs, outputs, fused, outdir):
+def run_variant(name, model, inputs, outputs, fused, outdir, dtype):
     """One run of the tool; returns (ok, line)."""
     variant = "fused" if fused else "unfused"
     args = ["run", model]
@@ -125,9 +127,10 @@ def run_variant(name, model, inputs, outputs, fused, outdir):
             parts.append(f"{o['name']} shape {got.shape}, want {want.shape}")
             continue
         e = rel_err(got, want)
-        good = e <= TOL  # False for NaN
+        tol = TOL[dtype]
+        good = e <= tol  # False for NaN
         ok &= good
-        parts.append(f"{o['name']} {e:.2e}" + ("" if good else f" > {TOL:g}"))
+        parts.append(f"{o['name']} {e:.2e}" + ("" if good else f" > {tol:g}"))
     return ok, f"{'PASS' if ok else 'FAIL'} {name} {variant}: {', '.join(parts)} ({dt:.1f} s)"
 
 
@@ -146,7 +149,8 @@ def run_fixture(fixture):
         shape = "x".join(str(s) for s in ins[0]["shape"]) if ins else ""
         for fused in (True, False):
             ok, line = run_variant(f"{name}{tag}[{shape}]", model, ins, outs, fused,
-                                   os.path.join(TMP, name, tag.strip() or "main", "fused" if fused else "unfused"))
+                                   os.path.join(TMP, name, tag.strip() or "main", "fused" if fused else "unfused"),
+                                   fixture.get("dtype", "f32"))
             lines.append(line)
             passed += ok
             failed += not ok
@@ -155,9 +159,18 @@ def run_fixture(fixture):
 
 
 def main():
-    with open(os.path.join(MODELS, "manifest.json")) as f:
-        manifest = json.load(f)
-    fixtures = [x for x in manifest["fixtures"] if not FILTERS or any(s in x["name"] for s in FILTERS)]
+    fixtures = []
+    for m in ("manifest.json", "manifest_f16.json"):
+        path = os.path.join(MODELS, m)
+        if m != "manifest.json" and not os.path.exists(path):
+            continue
+        with open(path) as f:
+            fixtures += json.load(f)["fixtures"]
+    # A filter keeps the fixtures whose name holds it; the f16 ones only when
+    # the filter itself names f16 ("_f16"), so that CI's sanitizer list of
+    # f32 fixtures does not grow with their f16 twins.
+    fixtures = [x for x in fixtures
+                if not FILTERS or any(s in x["name"] and ("_f16" in s) == x["name"].endswith("_f16") for s in FILTERS)]
     if not fixtures:
         print(f"no fixture matches {FILTERS}")
         return 1
@@ -174,7 +187,7 @@ def main():
         passed += p
         failed += f
     print(f"models: {passed} passed, {failed} failed ({len(fixtures)} fixtures, "
-          f"tolerance {TOL:g}, {time.monotonic() - t0:.0f} s)")
+          f"tolerance {TOL['f32']:g}, f16 {TOL['f16']:g}, {time.monotonic() - t0:.0f} s)")
     return 1 if failed else 0
 
 
