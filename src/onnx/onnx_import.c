@@ -1219,7 +1219,7 @@ static clf_status make_input(importer *I, const clf__onnx_value *v, const clf_on
     clf_dtype dt;
     char ty[160];
     if (!elem_dtype(v->type.elem, &dt))
-        return unsupported(I, v->type.pos, "input '%s' is %s; libclfuse takes float, int32, int64 and bool inputs",
+        return unsupported(I, v->type.pos, "input '%s' is %s; libclfuse takes float, float16, bfloat16, int32, int64 and bool inputs",
                            v->name, clf__onnx_elem_name(v->type.elem));
     const clf_onnx_input_shape *gv = NULL;
     for (size_t i = 0; i < p->ninputs; i++)
@@ -1276,7 +1276,7 @@ static clf_status check_output(importer *I, const clf__onnx_value *v, clf_tensor
         return CLF_OK;
     clf_dtype want;
     if (!elem_dtype(v->type.elem, &want))
-        return unsupported(I, v->type.pos, "output '%s' is declared %s; libclfuse computes float, int32, int64 and bool",
+        return unsupported(I, v->type.pos, "output '%s' is declared %s; libclfuse computes float, float16, bfloat16, int32, int64 and bool",
                            v->name, clf__onnx_elem_name(v->type.elem));
     bool ok = want == dt && (!v->type.has_shape || v->type.rank == rank);
     for (int d = 0; ok && v->type.has_shape && d < rank; d++) {
