@@ -46,14 +46,12 @@ bool bench_parse_args(int argc, char **argv, const char *prog, unsigned opts, be
 
 double bench_tolerance(clf_dtype dt) { return dt == CLF_F16 ? 4e-3 : dt == CLF_BF16 ? 3e-2 : 1e-4; }
 
-/* Element i of dtype dt as a double. */
+/* Element i of dtype dt as a double (the bench outputs are floats). */
 static double value_at(clf_dtype dt, const void *p, size_t i)
 {
-    if (dt == CLF_F16)
-        return clf_f32_from_f16(((const uint16_t *)p)[i]);
-    if (dt == CLF_BF16)
-        return clf_f32_from_bf16(((const uint16_t *)p)[i]);
-    return ((const float *)p)[i];
+    double v = 0;
+    hm_float_at(dt, p, i, &v);
+    return v;
 }
 
 clf_context *bench_profiling_context(const char *prog)

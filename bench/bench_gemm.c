@@ -68,11 +68,9 @@ static host_tensor host_input(const bench_io *io, const char *name, clf_dtype dt
 /* Element i of t as a double. */
 static double at(host_tensor t, int64_t i)
 {
-    if (t.dt == CLF_F16)
-        return clf_f32_from_f16(((const uint16_t *)t.p)[i]);
-    if (t.dt == CLF_BF16)
-        return clf_f32_from_bf16(((const uint16_t *)t.p)[i]);
-    return ((const float *)t.p)[i];
+    double v = 0;
+    hm_float_at(t.dt, t.p, (size_t)i, &v);
+    return v;
 }
 
 /* The case's output at (i, j) in double from the host inputs. */

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "host_measure.h"
 #include "npy.h"
 
 static const char *npy_dtype_name(clf_dtype dt)
@@ -20,24 +21,10 @@ static const char *npy_dtype_name(clf_dtype dt)
     }
 }
 
-/* Element k of a float dtype's data as a double; false for other dtypes. */
-static bool float_at(clf_dtype dt, const void *data, size_t k, double *v)
-{
-    if (dt == CLF_F32)
-        *v = ((const float *)data)[k];
-    else if (dt == CLF_F16)
-        *v = clf_f32_from_f16(((const uint16_t *)data)[k]);
-    else if (dt == CLF_BF16)
-        *v = clf_f32_from_bf16(((const uint16_t *)data)[k]);
-    else
-        return false;
-    return true;
-}
-
 static void print_value(FILE *f, clf_dtype dt, const void *data, size_t k)
 {
     double v;
-    if (float_at(dt, data, k, &v))
+    if (hm_float_at(dt, data, k, &v))
         fprintf(f, "%.7g", v);
     else if (dt == CLF_I32)
         fprintf(f, "%d", ((const int32_t *)data)[k]);
@@ -225,7 +212,7 @@ int cmd_check(const cli_opts *o)
         double worst = 0;
         for (size_t i = 0; i < n; i++) {
             double g, w;
-            if (float_at(dt, io.out[k].data, i, &g) && float_at(dt, want[k].data, i, &w)) {
+            if (hm_float_at(dt, io.out[k].data, i, &g) && hm_float_at(dt, want[k].data, i, &w)) {
                 double e = isnan(g) && isnan(w) ? 0 : g == w ? 0 : fabs(g - w) / (1 + fabs(w));
                 if (isnan(e))
                     e = INFINITY;

@@ -31,6 +31,19 @@ void hm_fill_random(void *p, clf_dtype dt, size_t n, double lo, double hi, uint6
     }
 }
 
+bool hm_float_at(clf_dtype dt, const void *p, size_t i, double *v)
+{
+    if (dt == CLF_F32)
+        *v = ((const float *)p)[i];
+    else if (dt == CLF_F16)
+        *v = clf_f32_from_f16(((const uint16_t *)p)[i]);
+    else if (dt == CLF_BF16)
+        *v = clf_f32_from_bf16(((const uint16_t *)p)[i]);
+    else
+        return false;
+    return true;
+}
+
 static int cmp_double(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;

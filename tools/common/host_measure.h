@@ -7,6 +7,7 @@
 
 #include <clfuse/clfuse.h>
 #include <stddef.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 /* The next value of a xorshift64 generator (state never 0). */
@@ -15,6 +16,9 @@ uint64_t hm_xorshift(uint64_t *state);
 /* Fills n values of dtype dt at p from the generator: f32 uniform in
  * [lo, hi), i32 in [-10, 10], bool 0 or 1. */
 void hm_fill_random(void *p, clf_dtype dt, size_t n, double lo, double hi, uint64_t *state);
+/* Element i of host data of a float dtype (f32, f16, bf16) as a double in
+ * *v; false for the other dtypes. */
+bool hm_float_at(clf_dtype dt, const void *p, size_t i, double *v);
 
 /* The median of v[0..n) (sorts v); n > 0. */
 double hm_median(double *v, int n);
