@@ -76,7 +76,7 @@ float clf_f32_from_bf16(uint16_t h) { return f32_of_bits((uint32_t)h << 16); }
 
 /* ---- reference conversions ---- */
 
-static int32_t sat_i32(double v)
+int32_t clf__dtype_sat_i32(double v)
 {
     if (isnan(v))
         return 0;
@@ -105,7 +105,7 @@ static void f32_put_i(void *p, int64_t i, int64_t v) { ((float *)p)[i] = (float)
 
 static double i32_get(const void *p, int64_t i) { return ((const int32_t *)p)[i]; }
 static int64_t i32_get_i(const void *p, int64_t i) { return ((const int32_t *)p)[i]; }
-static double i32_put(void *p, int64_t i, double v) { return ((int32_t *)p)[i] = sat_i32(v); }
+static double i32_put(void *p, int64_t i, double v) { return ((int32_t *)p)[i] = clf__dtype_sat_i32(v); }
 static void i32_put_i(void *p, int64_t i, int64_t v)
 {
     uint32_t w = (uint32_t)(uint64_t)v; /* two's-complement wrap without implementation-defined casts */

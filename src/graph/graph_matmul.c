@@ -19,7 +19,7 @@
 /* Operands are floats (f32, f16, bf16), all of one dtype: the product
  * accumulates in f32 and is rounded to it once (dtype_table.h). first is
  * the first operand's node, NULL when n is the first. */
-static bool check_f32(clf_graph *g, const char *call, const char *arg, const clf__node *n)
+static bool check_float(clf_graph *g, const char *call, const char *arg, const clf__node *n)
 {
     if (clf__dtype_is_float(n->dtype))
         return true;
@@ -87,13 +87,13 @@ clf_tensor clf_matmul(clf_graph *g, clf_tensor a, clf_tensor b)
     if (!clf__graph_usable(g))
         return CLF_TENSOR_INVALID;
     const clf__node *na = clf__graph_arg(g, call, "a", a);
-    if (!na || !check_f32(g, call, "a", na))
+    if (!na || !check_float(g, call, "a", na))
         return CLF_TENSOR_INVALID;
     int ra = na->rank;
     int64_t ka = ra ? na->shape[ra - 1] : 0;
     clf_dtype dt = na->dtype;
     const clf__node *nb = clf__graph_arg(g, call, "b", b);
-    if (!nb || !check_f32(g, call, "b", nb) || !check_same(g, call, "b", nb, dt))
+    if (!nb || !check_float(g, call, "b", nb) || !check_same(g, call, "b", nb, dt))
         return CLF_TENSOR_INVALID;
     int rb = nb->rank;
     int64_t kb = rb ? nb->shape[0] : 0;
@@ -132,7 +132,7 @@ clf_tensor clf_gemm(clf_graph *g, clf_tensor a, clf_tensor b, clf_tensor c, doub
     if (!clf__graph_usable(g))
         return CLF_TENSOR_INVALID;
     const clf__node *na = clf__graph_arg(g, call, "a", a);
-    if (!na || !check_f32(g, call, "a", na))
+    if (!na || !check_float(g, call, "a", na))
         return CLF_TENSOR_INVALID;
     if (na->rank != 2) {
         clf__graph_fail(g, CLF_ERR_SHAPE, call, "a has rank %d; gemm takes 2-D a and b", na->rank);
@@ -140,7 +140,7 @@ clf_tensor clf_gemm(clf_graph *g, clf_tensor a, clf_tensor b, clf_tensor c, doub
     }
     clf_dtype dt = na->dtype;
     const clf__node *nb = clf__graph_arg(g, call, "b", b);
-    if (!nb || !check_f32(g, call, "b", nb) || !check_same(g, call, "b", nb, dt))
+    if (!nb || !check_float(g, call, "b", nb) || !check_same(g, call, "b", nb, dt))
         return CLF_TENSOR_INVALID;
     if (nb->rank != 2) {
         clf__graph_fail(g, CLF_ERR_SHAPE, call, "b has rank %d; gemm takes 2-D a and b", nb->rank);
@@ -150,7 +150,7 @@ clf_tensor clf_gemm(clf_graph *g, clf_tensor a, clf_tensor b, clf_tensor c, doub
     bool has_c = clf_tensor_valid(c);
     if (has_c) {
         const clf__node *nc = clf__graph_arg(g, call, "c", c);
-        if (!nc || !check_f32(g, call, "c", nc) || !check_same(g, call, "c", nc, dt))
+        if (!nc || !check_float(g, call, "c", nc) || !check_same(g, call, "c", nc, dt))
             return CLF_TENSOR_INVALID;
         /* C broadcasts one way: to [M, N] and nothing bigger. */
         int64_t mn[2] = {m, n}, out[CLF_MAX_RANK];

@@ -267,24 +267,11 @@ static int64_t load_i64(clf_dtype dt, const void *p, int64_t off) { return clf__
 
 static double load_f64(clf_dtype dt, const void *p, int64_t off) { return clf__dtype_info_of(dt)->get_f64(p, off); }
 
-/* f32 -> i32 conversion: truncation toward zero, saturating, NaN -> 0. */
-static int32_t f64_to_i32_sat(double x)
-{
-    if (isnan(x))
-        return 0;
-    double t = trunc(x);
-    if (t >= 2147483647.0)
-        return INT32_MAX;
-    if (t <= -2147483648.0)
-        return INT32_MIN;
-    return (int32_t)t;
-}
-
 /* A clip bound for i32: rounded toward zero, clamped to the int32 range; a
  * NaN bound is no bound. */
 static int32_t clip_bound_i32(double v, int32_t none)
 {
-    return isnan(v) ? none : f64_to_i32_sat(v);
+    return isnan(v) ? none : clf__dtype_sat_i32(v);
 }
 
 /* The REDUCE checks of check_node: a known kind over input axes only, the
