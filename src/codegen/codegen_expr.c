@@ -214,19 +214,6 @@ static const char *cast_format(clf_dtype from_dt, clf_dtype to_dt)
     return "(float)$1";
 }
 
-/* The i32 bound of clip: rounded toward zero and clamped to int32. */
-static int32_t clip_bound_i32(double v)
-{
-    if (isnan(v))
-        return 0;
-    if (v <= (double)INT32_MIN)
-        return INT32_MIN;
-    if (v >= (double)INT32_MAX)
-        return INT32_MAX;
-    return (int32_t)v;
-}
-
-
 /* Appends fmt with $1, $2, $3 replaced by args[0..2]. */
 static void subst(clf__strbuf *sb, const char *fmt, const char *const *args)
 {
@@ -332,7 +319,7 @@ static const char *compute(gen *G, const clf__node *n, const char *const *args, 
         clf__strbuf lo = {0}, hi = {0};
         bool has_lo, has_hi;
         if (n->dtype == CLF_I32) {
-            int32_t l = clip_bound_i32(n->attr.clip.lo), h = clip_bound_i32(n->attr.clip.hi);
+            int32_t l = clf__dtype_sat_i32(n->attr.clip.lo), h = clf__dtype_sat_i32(n->attr.clip.hi);
             has_lo = !(isinf(n->attr.clip.lo) && n->attr.clip.lo < 0) && l != INT32_MIN;
             has_hi = !(isinf(n->attr.clip.hi) && n->attr.clip.hi > 0) && h != INT32_MAX;
             clf__cg_literal(&lo, CLF_I32, l);
