@@ -217,11 +217,14 @@ static bool compare_output(const fz_graph *G, const fz_io *io, int k, const void
         size_t es = clf_dtype_size(n->odt);
         for (size_t i = 0; i < count; i++)
             if (memcmp((const char *)got + i * es, (const char *)want + i * es, es)) {
+                /* Integers as numbers; f16/bf16 and bool as their bits. */
                 long long g = n->odt == CLF_I64   ? ((const int64_t *)got)[i]
                               : n->odt == CLF_I32 ? ((const int32_t *)got)[i]
+                              : es == 2           ? ((const uint16_t *)got)[i]
                                                   : ((const uint8_t *)got)[i];
                 long long w = n->odt == CLF_I64   ? ((const int64_t *)want)[i]
                               : n->odt == CLF_I32 ? ((const int32_t *)want)[i]
+                              : es == 2           ? ((const uint16_t *)want)[i]
                                                   : ((const uint8_t *)want)[i];
                 snprintf(why, cap, "%s output v%d (%s, %zu elements), element %zu: got %lld, %s %lld", label,
                          io->out_node[k], clf_dtype_name(n->odt), count, i, g, against, w);

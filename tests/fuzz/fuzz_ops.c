@@ -221,7 +221,15 @@ static int pick_node(fz_gen *G, fz_pred pred, const void *arg)
     return cand[fz_below(&G->r, (uint32_t)nc)];
 }
 
-static bool any_node(const fz_node *n, const void *arg) { return n->family != FZ_FAM_SCALAR; }
+/* Values of a storage float (f16, bf16) come only from casts of exact
+ * values (pick_cast), so they are exact too; only the families that move
+ * bits (casts, movement) take them, since arithmetic on them would need
+ * tolerances per dtype in fuzz_check.c. */
+static bool storage_float(clf_dtype dt) { return dt == CLF_F16 || dt == CLF_BF16; }
+/* Any node but a scalar, storage floats included: for families that move bits. */
+static bool bits_node(const fz_node *n, const void *arg) { return n->family != FZ_FAM_SCALAR; }
+/* Any node but a scalar or a storage float. */
+static bool any_node(const fz_node *n, const void *arg) { return bits_node(n, arg) && !storage_float(n->odt); }
 
 typedef struct partner_want {
     const fz_node *like;
@@ -604,17 +612,20 @@ static bool onnx_clip(FILE *f, const fz_graph *G, int i)
 
 static bool pick_cast(fz_gen *G, fz_node *n)
 {
-    int x = pick_node(G, any_node, NULL);
+    int x = pick_node(G, bits_node, NULL);
     if (x < 0)
         return false;
     const fz_node *a = &G->G->node[x];
-    /* The dtypes computed in their own type; the storage floats (f16,
-     * bf16) are not drawn yet: their rounding needs tolerances per dtype
-     * in fuzz_check.c (tests/test_half.c covers them). */
-    static const clf_dtype draw[] = {CLF_F32, CLF_I32, CLF_BOOL, CLF_I64};
+    /* The storage floats are drawn from exact values only (an f32 computed
+     * exactly, a bool, an integer within 2^24, which f32 holds exactly):
+     * their rounding is then the same on every correct device and in the
+     * reference, and the result is bitwise comparable. */
+    static const clf_dtype draw[] = {CLF_F32, CLF_I32, CLF_BOOL, CLF_I64, CLF_F16, CLF_BF16};
     clf_dtype to = draw[fz_below(&G->r, sizeof draw / sizeof draw[0])];
     /* f32 -> i32, i64 or bool is discontinuous: exact operands only. */
     if (a->odt == CLF_F32 && to != CLF_F32 && !a->facts.exact)
+        to = CLF_F32;
+    if (storage_float(to) && (a->odt == CLF_I32 || a->odt == CLF_I64) && a->facts.mag > 16777216.0)
         to = CLF_F32;
     n->nin = 1;
     n->in[0] = x;
@@ -625,10 +636,15 @@ static bool pick_cast(fz_gen *G, fz_node *n)
                               .reduced = a->facts.reduced};
     else if (to == CLF_I32 || to == CLF_I64)
         n->facts.special = false;
-    if (to == CLF_I32 && (a->odt == CLF_F32 || n->facts.mag > 2147483648.0))
+    const bool from_float = a->odt == CLF_F32 || storage_float(a->odt);
+    if (to == CLF_I32 && (from_float || n->facts.mag > 2147483648.0))
         n->facts.mag = 2147483648.0; /* saturated, or wrapped from i64 */
-    if (to == CLF_I64 && a->odt == CLF_F32)
+    if (to == CLF_I64 && from_float)
         n->facts.mag = I64_MAG;
+    if (to == CLF_F16 && n->facts.mag > 65504.0) {
+        n->facts.mag = 65504.0; /* larger values round to infinity */
+        n->facts.special = true;
+    }
     return true;
 }
 
@@ -652,7 +668,7 @@ enum { RESHAPE_FLATTEN, RESHAPE_MERGE, RESHAPE_SPLIT, RESHAPE_ZERO_COPY, RESHAPE
 
 static bool pick_reshape(fz_gen *G, fz_node *n)
 {
-    int x = pick_node(G, any_node, NULL);
+    int x = pick_node(G, bits_node, NULL);
     if (x < 0)
         return false;
     n->nin = 1;
@@ -738,7 +754,7 @@ static bool onnx_reshape(FILE *f, const fz_graph *G, int i)
 
 static bool pick_transpose(fz_gen *G, fz_node *n)
 {
-    int x = pick_node(G, any_node, NULL);
+    int x = pick_node(G, bits_node, NULL);
     if (x < 0)
         return false;
     int r = G->G->node[x].orank;
@@ -780,7 +796,7 @@ static bool onnx_transpose(FILE *f, const fz_graph *G, int i)
 
 static bool pick_expand(fz_gen *G, fz_node *n)
 {
-    int x = pick_node(G, any_node, NULL);
+    int x = pick_node(G, bits_node, NULL);
     if (x < 0)
         return false;
     n->nin = 1;
@@ -816,7 +832,7 @@ static bool pick_slice(fz_gen *G, fz_node *n)
 {
     static const int64_t ends[] = {-1000000000000LL, -7, -3, -2, -1, 0, 1, 2, 3, 5, 9, INT64_MAX, INT64_MIN};
     static const int64_t steps[] = {1, 1, 1, 1, 2, 3, -1, -1, -2};
-    int x = pick_node(G, any_node, NULL);
+    int x = pick_node(G, bits_node, NULL);
     if (x < 0 || G->G->node[x].orank == 0)
         return false;
     int r = G->G->node[x].orank;
@@ -916,7 +932,7 @@ static bool onnx_squeeze(FILE *f, const fz_graph *G, int i)
 
 static bool pick_unsqueeze(fz_gen *G, fz_node *n)
 {
-    int x = pick_node(G, any_node, NULL);
+    int x = pick_node(G, bits_node, NULL);
     if (x < 0 || G->G->node[x].orank >= FZ_MAX_RANK)
         return false;
     int r = G->G->node[x].orank;
