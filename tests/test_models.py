@@ -24,7 +24,8 @@ CLFUSE_MODELS_ONLY, which .ci/run sets for its sanitizer build) keep only
 the fixtures whose name holds one of them (an f16 fixture only for a
 substring that itself holds "_f16"). Environment: CLFUSE_MODELS_TIMEOUT (seconds per tool call, default
 900), CLFUSE_MODELS_JOBS (fixtures run at once, default 1). Each run has
-its own POCL_CACHE_DIR and CLFUSE_CACHE_DIR (a cold start, as in CI).
+its own CLFUSE_CACHE_DIR (a cold start of libclfuse) and PoCL's cache
+POCL_CACHE_DIR where it is set, else its own.
 """
 import json
 import os
@@ -48,7 +49,11 @@ FILTERS = sys.argv[3:] or [f for f in os.environ.get("CLFUSE_MODELS_ONLY", "").s
 TIMEOUT = float(os.environ.get("CLFUSE_MODELS_TIMEOUT", "900"))
 JOBS = max(1, int(os.environ.get("CLFUSE_MODELS_JOBS", "1")))
 TMP = tempfile.mkdtemp(prefix="clfuse-models-")
-ENV = dict(os.environ, POCL_CACHE_DIR=os.path.join(TMP, "pocl"), CLFUSE_CACHE_DIR=os.path.join(TMP, "cache"))
+# libclfuse's cache is always fresh; PoCL's compiled kernels are shared with
+# the rest of the run where POCL_CACHE_DIR is set (as .ci/run does): they
+# are the driver's business, and a cold PoCL costs minutes.
+ENV = dict(os.environ, POCL_CACHE_DIR=os.environ.get("POCL_CACHE_DIR") or os.path.join(TMP, "pocl"),
+           CLFUSE_CACHE_DIR=os.path.join(TMP, "cache"))
 ENV.pop("CLFUSE_LOGS", None)
 
 
