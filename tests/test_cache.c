@@ -713,8 +713,16 @@ START_TEST(plan_changed_key_field)
                                           clf_compile_params(.kernel_style = CLF_KERNEL_STYLE_GPU)};
     for (size_t i = 0; i < 2; i++) {
         c = compile_checked(g0, params[i], NULL);
-        ck_assert_msg(c.plans_built == 1 && c.plan_hits == 0, "params %zu hit the plan cache", i);
+        /* More than one plan built where a kernel did not fit the device's
+         * work-group limit (the GPU style on a CPU device of small limits,
+         * rusticl's llvmpipe): lowered again, stored once, under the key
+         * the next compile looks up, which then hits at once. */
+        ck_assert_msg(c.plans_built >= 1 && c.plan_hits == 0, "params %zu: %llu plans built, %llu plan cache hits", i,
+                      (unsigned long long)c.plans_built, (unsigned long long)c.plan_hits);
         ck_assert_int_eq(list_plans(dir, NULL, 0), ++plans);
+        c = compile_checked(g0, params[i], NULL);
+        ck_assert_msg(c.plans_built == 0 && c.plan_hits == 1, "params %zu again: %llu plans built, %llu hits", i,
+                      (unsigned long long)c.plans_built, (unsigned long long)c.plan_hits);
     }
     /* Params spelled out at their defaults are the same key: a hit. */
     c = compile_checked(g0, clf_compile_params(.kernel_style = CLF_KERNEL_STYLE_AUTO), NULL);

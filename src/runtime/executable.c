@@ -513,7 +513,7 @@ CLF_API clf_status clf_compile(clf_context *ctx, const clf_graph *g, const clf_c
 
     clf__codegen_target target;
     clf__compile_target(ctx, params, &target);
-    char *key = NULL;
+    char *key = NULL, *first_key = NULL;
     /* CLFUSE_GEMM_TILE=tm,tn,tk,wm,wn pins the GEMM tiling (for tuning by
      * hand; codegen refuses one the device type cannot run). */
     clf__gemm_config pinned;
@@ -529,24 +529,31 @@ CLF_API clf_status clf_compile(clf_context *ctx, const clf_graph *g, const clf_c
     /* Whoever asks for the planner's decisions gets them: plan (and store)
      * instead of loading the plan. */
     bool planner_logs = clf__log_enabled(CLF__LOG_FUSION) || clf__log_enabled(CLF__LOG_SCHEDULE);
+    /* first_key: the key of the first attempt, which is what the next
+     * compile of this graph looks up. A plan is stored only once it has
+     * instantiated, and under that key, so that a plan lowered again
+     * (below) is found at once next time, not the one that did not fit. */
     for (int attempt = 0;; attempt++) {
         key = clf__plan_cache_key(ctx, g, params, &target);
         if (key && planner_logs)
             clf__log(CLF__LOG_CACHE, "plan cache not read: CLFUSE_LOGS asks for the planner's decisions");
-        if (!key || planner_logs || !clf__plan_cache_load(ctx, key, g, e)) {
+        bool loaded = key && !planner_logs && clf__plan_cache_load(ctx, key, g, e);
+        if (!loaded) {
             pthread_mutex_lock(&ctx->lock);
             ctx->counts.plans_built++;
             pthread_mutex_unlock(&ctx->lock);
             st = lower(ctx, g, params, &target, e);
             if (st != CLF_OK)
                 goto fail;
-            if (key)
-                clf__plan_cache_store(ctx, key, e);
         }
         e->external_scratch = params && params->external_scratch;
         st = instantiate(ctx, g, e);
-        if (st == CLF_OK)
+        if (st == CLF_OK) {
+            const char *store_key = first_key ? first_key : key;
+            if (store_key && (!loaded || first_key))
+                clf__plan_cache_store(ctx, store_key, e);
             break;
+        }
         if (e->shuffles_refused && target.warp_shuffle) {
             /* A driver that does not take the PTX shuffles: the same plan
              * without them (local memory, every OpenCL device has it).
@@ -567,20 +574,27 @@ CLF_API clf_status clf_compile(clf_context *ctx, const clf_graph *g, const clf_c
             clf__log(CLF__LOG_PERF, "a kernel allows work-groups of %zu only: lowering again with %zu", fit, p2);
             target.max_local = p2;
         }
-        clf__free(key);
+        if (!first_key)
+            first_key = key;
+        else
+            clf__free(key);
         key = NULL;
         clf_executable_destroy(&e);
         st = exe_new(ctx, &e);
-        if (st != CLF_OK)
+        if (st != CLF_OK) {
+            clf__free(first_key);
             return st;
+        }
         clf__ctx_clear_error(ctx);
     }
     clf__free(key);
+    clf__free(first_key);
     *out = e;
     return CLF_OK;
 
 fail:
     clf__free(key);
+    clf__free(first_key);
     clf_executable_destroy(&e);
     return st;
 }
