@@ -305,6 +305,21 @@ FAULT_API cl_int clEnqueueMarkerWithWaitList(cl_command_queue q, cl_uint nw, con
 FAULT_API void clf_fault_cap_work_group(size_t cap) { wg_cap = cap; }
 FAULT_API void clf_fault_understate_work_group(size_t cap) { wg_said = cap; }
 
+/* clf_fault_fake_timestamps: every profiling timestamp reads the same. */
+static int fake_ts;
+FAULT_API void clf_fault_fake_timestamps(int on) { fake_ts = on; }
+
+typedef cl_int (*profiling_fn)(cl_event, cl_profiling_info, size_t, void *, size_t *);
+FAULT_API cl_int clGetEventProfilingInfo(cl_event e, cl_profiling_info p, size_t size, void *value, size_t *size_ret)
+{
+    REAL(profiling_fn, clGetEventProfilingInfo);
+    cl_int err = real_clGetEventProfilingInfo(e, p, size, value, size_ret);
+    const cl_ulong t = 1000;
+    if (err == CL_SUCCESS && fake_ts && value && size >= sizeof t)
+        memcpy(value, &t, sizeof t);
+    return err;
+}
+
 typedef cl_int (*kernel_wg_fn)(cl_kernel, cl_device_id, cl_kernel_work_group_info, size_t, void *, size_t *);
 FAULT_API cl_int clGetKernelWorkGroupInfo(cl_kernel k, cl_device_id d, cl_kernel_work_group_info p, size_t size,
                                           void *value, size_t *size_ret)

@@ -43,5 +43,9 @@ void clf_fault_cap_work_group(size_t cap);
  * but launches of larger work-groups still run: a driver whose answer is
  * pessimistic (NVIDIA's, for kernels of 56 registers and more). */
 void clf_fault_understate_work_group(size_t cap);
+/* Non-zero: every profiling timestamp (clGetEventProfilingInfo) reads the
+ * same value, as on a driver that does not really provide them (rusticl's
+ * llvmpipe). */
+void clf_fault_fake_timestamps(int on);
 
 #endif

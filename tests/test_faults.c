@@ -595,9 +595,48 @@ START_TEST(understated_work_group_limit)
 }
 END_TEST
 
+/* A driver whose profiling timestamps are not real: the context finds out
+ * when it is made (a timed fill), clf_executable_last_profile refuses and
+ * says why, and a context without the fault on the same device is believed. */
+START_TEST(fake_profiling_timestamps)
+{
+    clf_graph *g = clf_graph_create();
+    const int64_t n = 4096;
+    clf_tensor x = clf_input(g, "x", CLF_F32, 1, &n);
+    clf_graph_output(g, "y", clf_exp(g, x));
+    static float xd[4096], y[4096];
+    clf_test_fill_f32(xd, 4096, -1, 1);
+    clf_host_binding in[1] = {{"x", xd}}, out[1] = {{"y", y}};
+    for (int fake = 1; fake >= 0; fake--) {
+        clf_fault_fake_timestamps(fake);
+        clf_context *ctx = NULL;
+        ck_assert_int_eq(clf_context_create(clf_context_params(.profiling = true), &ctx), CLF_OK);
+        clf_fault_fake_timestamps(0);
+        clf_executable *exe = NULL;
+        ck_assert_int_eq(clf_compile(ctx, g, NULL, &exe), CLF_OK);
+        ck_assert_int_eq(clf_run_host(exe, 1, in, 1, out), CLF_OK);
+        clf_run_profile p;
+        clf_status st = clf_executable_last_profile(exe, &p, NULL, 0);
+        if (fake) {
+            ck_assert_int_eq(st, CLF_ERR_UNSUPPORTED);
+            const char *why = clf_context_last_error(ctx);
+            ck_assert_msg(strstr(why, "timestamps are not real") && strstr(why, "16 MiB fill"), "%s", why);
+        } else {
+            ck_assert_msg(st == CLF_OK, "%s", clf_context_last_error(ctx));
+            ck_assert_uint_eq(p.kernels, 1);
+            ck_assert_uint_gt(p.kernel_ns_total, 0);
+        }
+        clf_executable_destroy(&exe);
+        clf_context_destroy(&ctx);
+    }
+    clf_graph_destroy(&g);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("faults");
+    clf_test_add_case(s, "fake_profiling_timestamps", fake_profiling_timestamps);
     clf_test_add_case(s, "allocator_arguments", allocator_arguments);
     TCase *tc = tcase_create("allocation_failures");
     tcase_set_timeout(tc, 1000);

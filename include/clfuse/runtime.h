@@ -126,6 +126,13 @@ CLF_API const char *clf_context_last_error(const clf_context *ctx);
 CLF_API clf_status clf_context_device(const clf_context *ctx, clf_device_desc *out);
 CLF_API cl_command_queue clf_context_queue(const clf_context *ctx);
 CLF_API cl_context clf_context_cl(const clf_context *ctx);
+/* Whether the context's queue has profiling and the device's event
+ * timestamps measure time: a context with profiling times a 16 MiB fill
+ * when it is made, and some drivers (rusticl's llvmpipe) give 0 to 3 ns for
+ * any command. Where this is false, clf_executable_last_profile refuses
+ * (CLF_ERR_UNSUPPORTED, saying why) and figures must come from the host's
+ * clock. */
+CLF_API bool clf_context_timestamps_real(const clf_context *ctx);
 
 /* ---- Compiling --------------------------------------------------------- */
 

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "runtime/runtime_internal.h"
 #include "util/alloc.h"
@@ -196,6 +197,57 @@ static void write_msg(const clf_context_params *p, const char *msg)
 
 /* Finishes a context around a chosen device: limits, the lock, the disk
  * cache. Fails only when the lock cannot be made. */
+/* Whether the queue's profiling timestamps measure anything: a fill of
+ * 16 MiB timed by its event. A device that fills 16 MiB in under 300 ns
+ * (53 TB/s) does not exist; rusticl's llvmpipe reports 0 to 3 ns for every
+ * command (and a timer resolution of 0). Fake timestamps set
+ * c->profiling_fake with the figures in c->profiling_why; a device where
+ * the probe cannot run (no memory for the buffer) is taken at its word. */
+static void check_profiling_clock(clf_context *c)
+{
+    const size_t bytes = (size_t)16 << 20;
+    cl_int err;
+    cl_mem buf = clCreateBuffer(c->cl, CL_MEM_READ_WRITE, bytes, NULL, &err);
+    if (!buf)
+        return;
+    const cl_uint zero = 0;
+    cl_ulong t0 = 0, t1 = 0, ns = 0;
+    cl_event ev = NULL;
+    struct timespec h0, h1;
+    clock_gettime(CLOCK_MONOTONIC, &h0);
+    /* The second fill is the one timed: the first may carry the buffer's
+     * allocation on the device. */
+    for (int rep = 0; rep < 2 && err == CL_SUCCESS; rep++) {
+        if (ev)
+            clReleaseEvent(ev);
+        ev = NULL;
+        err = clEnqueueFillBuffer(c->queue, buf, &zero, sizeof zero, 0, bytes, 0, NULL, &ev);
+        if (err == CL_SUCCESS)
+            err = clWaitForEvents(1, &ev);
+        if (rep == 0)
+            clock_gettime(CLOCK_MONOTONIC, &h0);
+    }
+    clock_gettime(CLOCK_MONOTONIC, &h1);
+    if (err == CL_SUCCESS)
+        err = clGetEventProfilingInfo(ev, CL_PROFILING_COMMAND_START, sizeof t0, &t0, NULL);
+    if (err == CL_SUCCESS)
+        err = clGetEventProfilingInfo(ev, CL_PROFILING_COMMAND_END, sizeof t1, &t1, NULL);
+    if (ev)
+        clReleaseEvent(ev);
+    clReleaseMemObject(buf);
+    if (err != CL_SUCCESS)
+        return;
+    ns = t1 >= t0 ? t1 - t0 : 0;
+    double host_us = (double)(h1.tv_sec - h0.tv_sec) * 1e6 + (double)(h1.tv_nsec - h0.tv_nsec) * 1e-3;
+    if (t1 < t0 || ns < 300) {
+        c->profiling_fake = true;
+        snprintf(c->profiling_why, sizeof c->profiling_why,
+                 "%s's profiling timestamps are not real: a 16 MiB fill took %.0f us on the host and %llu ns by "
+                 "its event", c->desc.device_name, host_us, (unsigned long long)ns);
+        clf__log(CLF__LOG_PERF, "%s", c->profiling_why);
+    }
+}
+
 static clf_status finish_context(clf_context *c, bool disable_disk_cache)
 {
     size_t wg = 0;
@@ -220,6 +272,8 @@ static clf_status finish_context(clf_context *c, bool disable_disk_cache)
         return CLF_ERR_OUT_OF_MEMORY;
     c->lock_ready = true;
     clf__disk_cache_init(c, disable_disk_cache);
+    if (c->profiling)
+        check_profiling_clock(c);
     return CLF_OK;
 }
 
@@ -356,3 +410,8 @@ CLF_API clf_status clf_context_device(const clf_context *ctx, clf_device_desc *o
 CLF_API cl_command_queue clf_context_queue(const clf_context *ctx) { return ctx ? ctx->queue : NULL; }
 
 CLF_API cl_context clf_context_cl(const clf_context *ctx) { return ctx ? ctx->cl : NULL; }
+
+CLF_API bool clf_context_timestamps_real(const clf_context *ctx)
+{
+    return ctx && ctx->profiling && !ctx->profiling_fake;
+}

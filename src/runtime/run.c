@@ -609,6 +609,9 @@ CLF_API clf_status clf_executable_last_profile(clf_executable *e, clf_run_profil
         return clf__ctx_fail(e->ctx, CLF_ERR_UNSUPPORTED,
                              "clf_executable_last_profile: the context's queue has no profiling "
                              "(set clf_context_params.profiling)");
+    if (e->ctx->profiling_fake)
+        return clf__ctx_fail(e->ctx, CLF_ERR_UNSUPPORTED, "clf_executable_last_profile: %s; time runs on the host",
+                             e->ctx->profiling_why);
     cl_event *evs = clf__calloc(e->nkernels + 1, sizeof *evs);
     if (!evs)
         return clf__ctx_fail(e->ctx, CLF_ERR_OUT_OF_MEMORY, "clf_executable_last_profile: out of memory");

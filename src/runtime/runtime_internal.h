@@ -38,6 +38,11 @@ struct clf_context {
     cl_command_queue queue;
     clf_device_desc desc;
     bool profiling;
+    /* The queue has profiling but the device's event timestamps are not
+     * real (check_profiling_clock in context.c): 0 to 3 ns for any command
+     * on rusticl's llvmpipe. clf_executable_last_profile refuses, naming it. */
+    bool profiling_fake;
+    char profiling_why[384];
     size_t max_local;
     bool fp64; /* cl_khr_fp64 */
     bool nvidia_gpu; /* CL_DEVICE_VENDOR names NVIDIA on a GPU: inline PTX warp shuffles build */

@@ -20,12 +20,16 @@ void hm_fill_random(void *p, clf_dtype dt, size_t n, double lo, double hi, uint6
  * *v; false for the other dtypes. */
 bool hm_float_at(clf_dtype dt, const void *p, size_t i, double *v);
 
+/* The host's monotonic clock in ms. */
+double hm_now_ms(void);
+
 /* The median of v[0..n) (sorts v); n > 0. */
 double hm_median(double *v, int n);
 
 /* The median device time in ms of clEnqueueCopyBuffer of bytes bytes on
  * the context's queue (which must have profiling) over runs timed copies
- * after warmup untimed ones; -1 when a buffer or copy fails. */
+ * after warmup untimed ones (host time where the device's timestamps are
+ * not real: clf_context_timestamps_real); -1 when a buffer or copy fails. */
 double hm_copy_ms(clf_context *ctx, size_t bytes, int warmup, int runs);
 
 #endif
