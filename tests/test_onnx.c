@@ -2094,6 +2094,8 @@ START_TEST(bad_f16_initializers_are_refused_clearly)
         char part[128];
         snprintf(part, sizeof part, "a %s tensor of 4 elements needs 8", tn);
         expect_model_fail(&M, CLF_ERR_MODEL, PARTS("initializer 'w16': raw_data holds 7 bytes", part));
+        w->raw_data.data = P(10); /* room for the 10 bytes the packer reads */
+        memcpy(w->raw_data.data, bits, 8);
         w->raw_data.len = 10;
         expect_model_fail(&M, CLF_ERR_MODEL, PARTS("initializer 'w16': raw_data holds 10 bytes", part));
         /* int32_data: one value per element, each a uint16 bit pattern. */
