@@ -16,6 +16,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "runtime/driver_quirks.h"
 #include "runtime/runtime_internal.h"
 #include "test_support.h"
 #include "util/alloc.h"
@@ -763,10 +764,33 @@ static void add(Suite *s, const char *name, const TTest *t)
     suite_add_tcase(s, tc);
 }
 
+/* The driver quirk table's binary test (driver_quirks.h), without the
+ * driver: rusticl's format is taken, garbage and a wrong length are not,
+ * and PoCL has no such quirk. The driver's own behaviour is test_quirks'. */
+START_TEST(quirk_binary_format)
+{
+    ck_assert_uint_eq(clf__driver_quirks("Portable Computing Language"), 0);
+    ck_assert_uint_eq(clf__driver_quirks("rusticl"), CLF__QUIRK_ABORTS_ON_FOREIGN_BINARY);
+    const clf__driver_quirk *q = clf__driver_quirk_row("rusticl", CLF__QUIRK_ABORTS_ON_FOREIGN_BINARY);
+    ck_assert_ptr_nonnull(q);
+    ck_assert_ptr_null(clf__driver_quirk_row("Portable Computing Language", CLF__QUIRK_ABORTS_ON_FOREIGN_BINARY));
+    unsigned char bin[12 + 64] = {1, 0, 0, 0, 64, 0, 0, 0, 4, 0, 0, 0, 0x03, 0x02, 0x23, 0x07};
+    ck_assert(q->binary_is_own(bin, sizeof bin));
+    ck_assert(!q->binary_is_own(bin, sizeof bin - 4)); /* the length field disagrees */
+    ck_assert(!q->binary_is_own(bin, 8));
+    bin[12] = 0x5a; /* no SPIR-V magic */
+    ck_assert(!q->binary_is_own(bin, sizeof bin));
+    bin[12] = 0x03;
+    bin[0] = 2; /* another format version */
+    ck_assert(!q->binary_is_own(bin, sizeof bin));
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("cache");
     add(s, "cold_then_warm", cold_then_warm);
+    add(s, "quirk_binary_format", quirk_binary_format);
     TCase *tc = tcase_create("corrupt_entries");
     tcase_set_timeout(tc, 300);
     tcase_add_loop_test(tc, corrupt_entries, 0, (int)(sizeof corruptions / sizeof corruptions[0]));

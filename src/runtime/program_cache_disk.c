@@ -28,6 +28,7 @@
 #include "util/alloc.h"
 #include "codegen/templates.h"
 #include "runtime/cache_file.h"
+#include "runtime/driver_quirks.h"
 #include "runtime/runtime_internal.h"
 #include "util/hash.h"
 #include "util/log.h"
@@ -181,6 +182,15 @@ cl_program clf__disk_cache_load(clf_context *ctx, const char *source, const char
     size_t bl = entry.payload_len;
     const unsigned char *bin = entry.payload;
     cl_int binst = CL_SUCCESS, err = CL_SUCCESS;
+    if (ctx->quirks & CLF__QUIRK_ABORTS_ON_FOREIGN_BINARY) {
+        const clf__driver_quirk *q = clf__driver_quirk_row(ctx->desc.platform_name, CLF__QUIRK_ABORTS_ON_FOREIGN_BINARY);
+        if (q && !q->binary_is_own(bin, bl)) {
+            snprintf(why, sizeof why, "libclfuse rejected the binary for the driver: not in %s's own format (%s)",
+                     q->platform, q->what);
+            clf__cache_file_discard(ctx, "disk", path, &entry.st, &ctx->counts.disk_discards, why);
+            goto out;
+        }
+    }
     prog = clCreateProgramWithBinary(ctx->cl, 1, &ctx->device, &bl, &bin, &binst, &err);
     if (!prog || binst != CL_SUCCESS) {
         snprintf(why, sizeof why, "the driver rejected the binary (clCreateProgramWithBinary: %s)",

@@ -46,6 +46,7 @@ struct clf_context {
     size_t max_local;
     bool fp64; /* cl_khr_fp64 */
     bool nvidia_gpu; /* CL_DEVICE_VENDOR names NVIDIA on a GPU: inline PTX warp shuffles build */
+    uint32_t quirks; /* the driver's clf__quirk bits (driver_quirks.h) */
     uint64_t base_align; /* CL_DEVICE_MEM_BASE_ADDR_ALIGN in bytes: sub-buffer offsets */
     uint64_t id; /* unique in the process: names this context's per-thread errors */
     pthread_mutex_t lock; /* guards programs and counts */

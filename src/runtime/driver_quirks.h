@@ -1,0 +1,50 @@
+/* Driver quirks: what a particular OpenCL implementation gets wrong, each
+ * worked around in one place. A row names the platform (CL_PLATFORM_NAME,
+ * exactly), the driver versions it was seen on, what the driver does, what
+ * libclfuse does about it and the test case that reproduces it
+ * (tests/test_quirks.c, which fails when a row no longer reproduces, so
+ * the table stays true). README "Portability" lists the rows.
+ *
+ * Bugs that every driver may have and that cost nothing to avoid are not
+ * quirks: they are avoided everywhere (convert_int_sat_rtz of NaN is not
+ * trusted on any device: codegen tests isnan first). Facts that can be
+ * measured are measured rather than listed (timestamps that are not real:
+ * context.c's check_profiling_clock). */
+#ifndef CLF_RUNTIME_DRIVER_QUIRKS_H
+#define CLF_RUNTIME_DRIVER_QUIRKS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef enum clf__quirk {
+    /* clBuildProgram on a program binary the driver did not write aborts the
+     * process (rusticl: a Rust panic). Workaround: a binary from the disk
+     * cache goes to the driver only if it has the shape the driver writes
+     * (the row's binary_is_own); anything else is discarded and the kernel
+     * built from source, as for any binary the driver rejects. */
+    CLF__QUIRK_ABORTS_ON_FOREIGN_BINARY = 1u << 0,
+} clf__quirk;
+
+typedef struct clf__driver_quirk {
+    const char *platform;        /* CL_PLATFORM_NAME */
+    const char *seen_on;         /* the driver versions it was seen on (CL_DRIVER_VERSION) */
+    uint32_t quirk;              /* one clf__quirk */
+    const char *what;            /* what the driver does */
+    const char *workaround;      /* what libclfuse does */
+    const char *reproducer;      /* the tests/test_quirks.c case */
+    /* CLF__QUIRK_ABORTS_ON_FOREIGN_BINARY: whether bin has the driver's own
+     * binary format. */
+    bool (*binary_is_own)(const unsigned char *bin, size_t len);
+} clf__driver_quirk;
+
+extern const clf__driver_quirk clf__driver_quirk_table[];
+extern const size_t clf__driver_quirk_count;
+
+/* The quirks (clf__quirk bits) of the driver behind a platform name. */
+uint32_t clf__driver_quirks(const char *platform_name);
+
+/* The row of quirk q for platform_name, or NULL. */
+const clf__driver_quirk *clf__driver_quirk_row(const char *platform_name, uint32_t q);
+
+#endif
