@@ -769,11 +769,13 @@ static void add(Suite *s, const char *name, const TTest *t)
  * and PoCL has no such quirk. The driver's own behaviour is test_quirks'. */
 START_TEST(quirk_binary_format)
 {
-    ck_assert_uint_eq(clf__driver_quirks("Portable Computing Language"), 0);
-    ck_assert_uint_eq(clf__driver_quirks("rusticl"), CLF__QUIRK_ABORTS_ON_FOREIGN_BINARY);
-    const clf__driver_quirk *q = clf__driver_quirk_row("rusticl", CLF__QUIRK_ABORTS_ON_FOREIGN_BINARY);
+    ck_assert_uint_eq(clf__driver_quirks("Portable Computing Language", "pthread-x"), 0);
+    ck_assert_uint_eq(clf__driver_quirks("rusticl", "radeonsi (gfx1100)"), CLF__QUIRK_ABORTS_ON_FOREIGN_BINARY);
+    ck_assert_uint_eq(clf__driver_quirks("rusticl", "llvmpipe (LLVM 15.0.6, 256 bits)"),
+                      CLF__QUIRK_ABORTS_ON_FOREIGN_BINARY | CLF__QUIRK_LOOP_TRIPS_65535);
+    const clf__driver_quirk *q = clf__driver_quirk_row("rusticl", "llvmpipe", CLF__QUIRK_ABORTS_ON_FOREIGN_BINARY);
     ck_assert_ptr_nonnull(q);
-    ck_assert_ptr_null(clf__driver_quirk_row("Portable Computing Language", CLF__QUIRK_ABORTS_ON_FOREIGN_BINARY));
+    ck_assert_ptr_null(clf__driver_quirk_row("Portable Computing Language", "pthread", CLF__QUIRK_ABORTS_ON_FOREIGN_BINARY));
     unsigned char bin[12 + 64] = {1, 0, 0, 0, 64, 0, 0, 0, 4, 0, 0, 0, 0x03, 0x02, 0x23, 0x07};
     ck_assert(q->binary_is_own(bin, sizeof bin));
     ck_assert(!q->binary_is_own(bin, sizeof bin - 4)); /* the length field disagrees */

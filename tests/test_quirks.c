@@ -7,7 +7,10 @@
  *
  * Each reproducer runs in a child process, which makes its own OpenCL
  * context (PoCL hangs on a context made before fork()). */
+#define _POSIX_C_SOURCE 200809L
 #include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,8 +21,9 @@
 
 #include "runtime/driver_quirks.h"
 
-/* The first device of the platform named name, or NULL. */
-static cl_device_id device_of(const char *name, cl_platform_id *plat)
+/* The first device of the platform named name whose name starts with
+ * device (NULL: any), or NULL. */
+static cl_device_id device_of(const char *name, const char *device, cl_platform_id *plat)
 {
     cl_platform_id ps[16];
     cl_uint np = 0;
@@ -27,12 +31,18 @@ static cl_device_id device_of(const char *name, cl_platform_id *plat)
         return NULL;
     for (cl_uint i = 0; i < np && i < 16; i++) {
         char pn[256] = "";
-        cl_device_id d = NULL;
+        cl_device_id ds[16];
         cl_uint nd = 0;
         clGetPlatformInfo(ps[i], CL_PLATFORM_NAME, sizeof pn - 1, pn, NULL);
-        if (strcmp(pn, name) == 0 && clGetDeviceIDs(ps[i], CL_DEVICE_TYPE_ALL, 1, &d, &nd) == CL_SUCCESS && nd) {
-            *plat = ps[i];
-            return d;
+        if (strcmp(pn, name) != 0 || clGetDeviceIDs(ps[i], CL_DEVICE_TYPE_ALL, 16, ds, &nd) != CL_SUCCESS)
+            continue;
+        for (cl_uint j = 0; j < nd && j < 16; j++) {
+            char dn[256] = "";
+            clGetDeviceInfo(ds[j], CL_DEVICE_NAME, sizeof dn - 1, dn, NULL);
+            if (!device || strncmp(dn, device, strlen(device)) == 0) {
+                *plat = ps[i];
+                return ds[j];
+            }
         }
     }
     return NULL;
@@ -41,10 +51,10 @@ static cl_device_id device_of(const char *name, cl_platform_id *plat)
 /* CLF__QUIRK_ABORTS_ON_FOREIGN_BINARY: a binary of garbage (with the right
  * header length, so that only its content is foreign) handed to
  * clCreateProgramWithBinary and clBuildProgram. Returns the child's status. */
-static void foreign_binary(const char *platform)
+static void foreign_binary(const char *platform, const char *device)
 {
     cl_platform_id plat;
-    cl_device_id dev = device_of(platform, &plat);
+    cl_device_id dev = device_of(platform, device, &plat);
     cl_int err;
     cl_context ctx = clCreateContext(NULL, 1, &dev, NULL, NULL, &err);
     unsigned char bin[256];
@@ -62,37 +72,81 @@ static void foreign_binary(const char *platform)
     exit(0);
 }
 
+/* CLF__QUIRK_LOOP_TRIPS_65535: a loop of 100000 steps of an LCG (which no
+ * compiler folds) against the host's; exits 0 when the device stopped at
+ * 65535 steps, 1 when it ran them all, 2 on an OpenCL failure. */
+static uint32_t lcg(uint32_t c, uint32_t steps)
+{
+    for (uint32_t i = 0; i < steps; i++)
+        c = c * 1664525u + 1013904223u;
+    return c;
+}
+
+static void loop_trips(const char *platform, const char *device)
+{
+    cl_platform_id plat;
+    cl_device_id dev = device_of(platform, device, &plat);
+    cl_int err;
+    cl_context ctx = clCreateContext(NULL, 1, &dev, NULL, NULL, &err);
+    cl_command_queue q = ctx ? clCreateCommandQueue(ctx, dev, 0, &err) : NULL;
+    const char *src = "__kernel void k(__global uint *o, uint n)\n{\n    uint c = 7u;\n"
+                      "    for (uint i = 0; i < n; ++i)\n        c = c * 1664525u + 1013904223u;\n    o[0] = c;\n}\n";
+    cl_program p = q ? clCreateProgramWithSource(ctx, 1, &src, NULL, &err) : NULL;
+    if (!p || clBuildProgram(p, 1, &dev, "", NULL, NULL) != CL_SUCCESS)
+        exit(2);
+    cl_kernel k = clCreateKernel(p, "k", &err);
+    cl_mem o = clCreateBuffer(ctx, CL_MEM_READ_WRITE, 16, NULL, &err);
+    const cl_uint n = 100000;
+    uint32_t got = 0;
+    size_t one = 1;
+    if (!k || !o || clSetKernelArg(k, 0, sizeof o, &o) != CL_SUCCESS || clSetKernelArg(k, 1, sizeof n, &n) != CL_SUCCESS ||
+        clEnqueueNDRangeKernel(q, k, 1, NULL, &one, &one, 0, NULL, NULL) != CL_SUCCESS ||
+        clEnqueueReadBuffer(q, o, CL_TRUE, 0, sizeof got, &got, 0, NULL, NULL) != CL_SUCCESS)
+        exit(2);
+    printf("    a loop of %u steps gave %08x; all of them %08x, 65535 of them %08x\n", n, got, lcg(7u, n),
+           lcg(7u, 65535));
+    exit(got == lcg(7u, 65535) ? 0 : 1);
+}
+
 int main(void)
 {
     int ran = 0, failed = 0;
     for (size_t i = 0; i < clf__driver_quirk_count; i++) {
         const clf__driver_quirk *q = &clf__driver_quirk_table[i];
-        cl_platform_id plat;
-        if (!device_of(q->platform, &plat)) {
-            printf("SKIP %s: no %s device here\n", q->reproducer, q->platform);
-            continue;
-        }
         fflush(stdout);
+        /* Everything OpenCL in the child, the device lookup too: a driver
+         * initialised before fork() has no worker threads after it. */
         pid_t pid = fork();
         if (pid == 0) {
+            cl_platform_id plat;
+            if (!device_of(q->platform, q->device, &plat))
+                exit(77);
             if (q->quirk == CLF__QUIRK_ABORTS_ON_FOREIGN_BINARY)
-                foreign_binary(q->platform);
+                foreign_binary(q->platform, q->device);
+            if (q->quirk == CLF__QUIRK_LOOP_TRIPS_65535)
+                loop_trips(q->platform, q->device);
             exit(2);
         }
         int status = 0;
         waitpid(pid, &status, 0);
+        if (WIFEXITED(status) && WEXITSTATUS(status) == 77) {
+            printf("SKIP %s: no %s %s device here\n", q->reproducer, q->platform, q->device ? q->device : "");
+            continue;
+        }
         bool reproduced = false;
         if (q->quirk == CLF__QUIRK_ABORTS_ON_FOREIGN_BINARY)
             reproduced = WIFSIGNALED(status);
+        if (q->quirk == CLF__QUIRK_LOOP_TRIPS_65535)
+            reproduced = WIFEXITED(status) && WEXITSTATUS(status) == 0;
         ran++;
         if (reproduced) {
-            printf("PASS %s: %s %s (signal %d)\n", q->reproducer, q->platform, q->what,
-                   WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+            printf("PASS %s: %s %s\n", q->reproducer, q->platform, q->what);
         } else {
             failed++;
-            printf("FAIL %s: %s no longer %s (exit status %d): the row in src/runtime/driver_quirks.c, its "
-                   "workaround and its README line may go\n",
-                   q->reproducer, q->platform, q->what, WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+            printf("FAIL %s: %s no longer %s (%s %d): the row in src/runtime/driver_quirks.c, its workaround and "
+                   "its README line may go\n",
+                   q->reproducer, q->platform, q->what, WIFSIGNALED(status) ? "signal" : "exit status",
+                   WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status));
         }
     }
     printf("%d reproduced, %d did not, %zu rows\n", ran - failed, failed, clf__driver_quirk_count);

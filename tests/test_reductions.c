@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "runtime/driver_quirks.h"
 #include "runtime/runtime_internal.h"
 #include "test_e2e.h"
 #include "test_support.h"
@@ -1020,11 +1021,59 @@ START_TEST(softmax_over_each_axis_of_a_rank_4_tensor)
 }
 END_TEST
 
+/* A driver that ends every loop after 65535 iterations (llvmpipe,
+ * runtime/driver_quirks.h), its quirk set on this device's context: a long
+ * row's sum splits into chunks whose loops stay within the limit, in both
+ * forms, and stays exact; a softmax whose rows cannot split is refused,
+ * naming the limit, instead of computing a wrong result. */
+START_TEST(loop_trip_limit_splits_rows)
+{
+    clf_context *ctx = clf_test_context();
+    ctx->quirks |= CLF__QUIRK_LOOP_TRIPS_65535;
+    int64_t n = 3000000;
+    clf_graph *g = clf_graph_create();
+    clf_tensor x = clf_input(g, "x", CLF_F32, 1, &n);
+    clf_graph_output(g, "s", clf_reduce_sum(g, x, 0, NULL, false));
+    float *xd = malloc((size_t)n * sizeof *xd);
+    for (int64_t i = 0; i < n; i++)
+        xd[i] = 1.0f;
+    for (int style = CLF_KERNEL_STYLE_CPU; style <= CLF_KERNEL_STYLE_GPU; style++) {
+        clf_executable *exe = NULL;
+        ck_assert_int_eq(clf_compile(ctx, g, clf_compile_params(.kernel_style = (clf_kernel_style)style), &exe), CLF_OK);
+        const char *src = clf_executable_kernel_source(exe, 0), *chunk = strstr(src, "#define CHUNK "),
+                   *wg = strstr(src, "#define WG ");
+        ck_assert(chunk && wg);
+        long per_trip = style == CLF_KERNEL_STYLE_CPU ? 1 : atol(wg + 11);
+        ck_assert_msg(atol(chunk + 14) / per_trip <= 65535, "style %d: chunks of %ld, %ld a trip", style,
+                      atol(chunk + 14), per_trip);
+        float got = 0;
+        clf_host_binding in = {"x", xd}, out = {"s", &got};
+        ck_assert_int_eq(clf_run_host(exe, 1, &in, 1, &out), CLF_OK);
+        ck_assert_msg(got == 3000000.0f, "style %d: sum %.1f", style, (double)got);
+        clf_executable_destroy(&exe);
+    }
+    clf_graph_destroy(&g);
+    free(xd);
+    int64_t s2[2] = {1, 2000000};
+    int last = -1;
+    g = clf_graph_create();
+    x = clf_input(g, "x", CLF_F32, 2, s2);
+    clf_graph_output(g, "p", clf_softmax(g, x, last));
+    clf_executable *exe = NULL;
+    ck_assert_int_eq(clf_compile(ctx, g, clf_compile_params(.kernel_style = CLF_KERNEL_STYLE_CPU), &exe),
+                     CLF_ERR_UNSUPPORTED);
+    ck_assert_msg(strstr(clf_context_last_error(ctx), "ends every loop after 65535"), "%s", clf_context_last_error(ctx));
+    clf_graph_destroy(&g);
+    clf_context_destroy(&ctx);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("reductions");
     TCase *tc = tcase_create("reductions");
     tcase_set_timeout(tc, 600);
+    tcase_add_test(tc, loop_trip_limit_splits_rows);
     tcase_add_test(tc, rowsum_prologue_one_kernel);
     tcase_add_test(tc, every_reduction_over_axes);
     tcase_add_test(tc, softmax_one_kernel);

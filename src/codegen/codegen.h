@@ -29,6 +29,10 @@ typedef struct clf__codegen_target {
     uint32_t compute_units; /* 0: 1 */
     size_t local_mem; /* CL_DEVICE_LOCAL_MEM_SIZE (0: 32 KiB) */
     bool warp_shuffle; /* an NVIDIA GPU: inline PTX shuffles within a 32-lane warp */
+    /* The driver ends every loop after this many iterations, silently (0: no
+     * limit; llvmpipe's 65535, runtime/driver_quirks.h): loops are cut so
+     * that none runs longer, or codegen refuses the kernel. */
+    uint32_t max_loop_trips;
     const clf__gemm_config *gemm; /* GEMM tiling (autotuned); NULL: the device type's default */
 } clf__codegen_target;
 

@@ -1050,6 +1050,14 @@ clf_status clf__codegen_reduction(const clf_graph *g, const clf__plan *plan, uin
         chunk = ((uint64_t)K->rlen + split - 1) / split;
         split = ((uint64_t)K->rlen + chunk - 1) / chunk;
     }
+    /* A driver that ends loops early (target->max_loop_trips): chunks whose
+     * serial loop (one element a trip on CPUs, WG lanes' worth on GPUs)
+     * stays within the limit; rows that cannot split are checked below. */
+    const uint64_t trips_max = target->max_loop_trips;
+    if (trips_max && nstages == 1 && !has_epilogue && chunk > trips_max * (target->cpu ? 1 : wg)) {
+        chunk = trips_max * (target->cpu ? 1 : wg);
+        split = ((uint64_t)K->rlen + chunk - 1) / chunk;
+    }
 
     /* The vector form where every value of the kernel has one: on CPU
      * devices a loop over CPU_VEC elements at a time (the scalar loop takes
@@ -1126,6 +1134,21 @@ clf_status clf__codegen_reduction(const clf_graph *g, const clf__plan *plan, uin
         uint64_t rows_per_wg = wg / lanes;
         out->local = (size_t)wg;
         out->global = (size_t)(((uint64_t)K->rows + rows_per_wg - 1) / rows_per_wg * wg);
+    }
+    if (trips_max) {
+        /* The longest loop of the unsplit forms: a row's sweep, CPU_ACCUMULATORS
+         * (or one vector) elements a trip on CPUs, lanes x vec on GPUs. */
+        const uint64_t per_trip = split > 1 ? 1 : target->cpu ? (vec > 1 ? (uint64_t)vec * CPU_VACCS : CPU_ACCUMULATORS)
+                                                             : lanes * (uint64_t)vec;
+        const uint64_t trips = split > 1 ? chunk / (target->cpu ? 1 : wg) : (uint64_t)K->rlen / per_trip;
+        if (trips > trips_max) {
+            snprintf(err, errlen,
+                     "kernel %u: rows of %llu elements need loops of %llu iterations; this driver ends every loop "
+                     "after %llu (runtime/driver_quirks.h)",
+                     k, (unsigned long long)K->rlen, (unsigned long long)trips, (unsigned long long)trips_max);
+            st = CLF_ERR_UNSUPPORTED;
+            goto done;
+        }
     }
     if (split > 1)
         out->scratch_bytes = (uint64_t)K->rows * split * 16u * (uint64_t)nred0;

@@ -28,22 +28,35 @@ const clf__driver_quirk clf__driver_quirk_table[] = {
      .workaround = "a cached binary reaches the driver only in rusticl's own format; others are rebuilt from source",
      .reproducer = "rusticl_foreign_binary_aborts",
      .binary_is_own = rusticl_binary_is_own},
+    {.platform = "rusticl",
+     .device = "llvmpipe",
+     .seen_on = "Mesa 22.3.6 (Debian 12)",
+     .quirk = CLF__QUIRK_LOOP_TRIPS_65535,
+     .what = "ends every loop of a kernel after 65535 iterations, without an error",
+     .workaround = "reductions split rows so that no loop runs longer; a kernel that cannot is refused",
+     .reproducer = "llvmpipe_loops_end_at_65535"},
 };
 const size_t clf__driver_quirk_count = sizeof clf__driver_quirk_table / sizeof clf__driver_quirk_table[0];
 
-uint32_t clf__driver_quirks(const char *platform_name)
+static bool row_applies(const clf__driver_quirk *r, const char *platform_name, const char *device_name)
+{
+    return platform_name && strcmp(r->platform, platform_name) == 0 &&
+           (!r->device || (device_name && strncmp(device_name, r->device, strlen(r->device)) == 0));
+}
+
+uint32_t clf__driver_quirks(const char *platform_name, const char *device_name)
 {
     uint32_t q = 0;
     for (size_t i = 0; i < clf__driver_quirk_count; i++)
-        if (platform_name && strcmp(clf__driver_quirk_table[i].platform, platform_name) == 0)
+        if (row_applies(&clf__driver_quirk_table[i], platform_name, device_name))
             q |= clf__driver_quirk_table[i].quirk;
     return q;
 }
 
-const clf__driver_quirk *clf__driver_quirk_row(const char *platform_name, uint32_t q)
+const clf__driver_quirk *clf__driver_quirk_row(const char *platform_name, const char *device_name, uint32_t q)
 {
     for (size_t i = 0; i < clf__driver_quirk_count; i++)
-        if (platform_name && strcmp(clf__driver_quirk_table[i].platform, platform_name) == 0 &&
+        if (row_applies(&clf__driver_quirk_table[i], platform_name, device_name) &&
             (clf__driver_quirk_table[i].quirk & q))
             return &clf__driver_quirk_table[i];
     return NULL;

@@ -24,10 +24,17 @@ typedef enum clf__quirk {
      * (the row's binary_is_own); anything else is discarded and the kernel
      * built from source, as for any binary the driver rejects. */
     CLF__QUIRK_ABORTS_ON_FOREIGN_BINARY = 1u << 0,
+    /* Every loop of a kernel ends after 65535 iterations, silently
+     * (llvmpipe: gallivm's guard against endless loops), so a long serial
+     * loop computes a wrong result. Workaround: codegen's
+     * target->max_loop_trips: the reduction forms split rows into chunks
+     * whose loops stay within it, and refuse a kernel whose loop cannot. */
+    CLF__QUIRK_LOOP_TRIPS_65535 = 1u << 1,
 } clf__quirk;
 
 typedef struct clf__driver_quirk {
     const char *platform;        /* CL_PLATFORM_NAME */
+    const char *device;          /* CL_DEVICE_NAME starts so; NULL: every device of the platform */
     const char *seen_on;         /* the driver versions it was seen on (CL_DRIVER_VERSION) */
     uint32_t quirk;              /* one clf__quirk */
     const char *what;            /* what the driver does */
@@ -41,10 +48,10 @@ typedef struct clf__driver_quirk {
 extern const clf__driver_quirk clf__driver_quirk_table[];
 extern const size_t clf__driver_quirk_count;
 
-/* The quirks (clf__quirk bits) of the driver behind a platform name. */
-uint32_t clf__driver_quirks(const char *platform_name);
+/* The quirks (clf__quirk bits) of the driver of a platform and device. */
+uint32_t clf__driver_quirks(const char *platform_name, const char *device_name);
 
-/* The row of quirk q for platform_name, or NULL. */
-const clf__driver_quirk *clf__driver_quirk_row(const char *platform_name, uint32_t q);
+/* The row of quirk q for the platform and device, or NULL. */
+const clf__driver_quirk *clf__driver_quirk_row(const char *platform_name, const char *device_name, uint32_t q);
 
 #endif

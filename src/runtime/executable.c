@@ -8,6 +8,7 @@
 #include "codegen/codegen.h"
 #include "planner/memory_plan.h"
 #include "util/alloc.h"
+#include "runtime/driver_quirks.h"
 #include "runtime/runtime_internal.h"
 #include "util/strbuf.h"
 #include "util/log.h"
@@ -59,6 +60,8 @@ void clf__compile_target(const clf_context *ctx, const clf_compile_params *param
      * fails and clf_compile lowers again without them). */
     const char *force = getenv("CLFUSE_WARP_SHUFFLE");
     out->warp_shuffle = !out->cpu && (force && *force ? strcmp(force, "0") != 0 : ctx->nvidia_gpu);
+    if (ctx->quirks & CLF__QUIRK_LOOP_TRIPS_65535)
+        out->max_loop_trips = 65535;
 }
 
 /* A new, empty executable on ctx. */

@@ -183,7 +183,8 @@ cl_program clf__disk_cache_load(clf_context *ctx, const char *source, const char
     const unsigned char *bin = entry.payload;
     cl_int binst = CL_SUCCESS, err = CL_SUCCESS;
     if (ctx->quirks & CLF__QUIRK_ABORTS_ON_FOREIGN_BINARY) {
-        const clf__driver_quirk *q = clf__driver_quirk_row(ctx->desc.platform_name, CLF__QUIRK_ABORTS_ON_FOREIGN_BINARY);
+        const clf__driver_quirk *q = clf__driver_quirk_row(ctx->desc.platform_name, ctx->desc.device_name,
+                                                             CLF__QUIRK_ABORTS_ON_FOREIGN_BINARY);
         if (q && !q->binary_is_own(bin, bl)) {
             snprintf(why, sizeof why, "libclfuse rejected the binary for the driver: not in %s's own format (%s)",
                      q->platform, q->what);
