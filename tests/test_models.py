@@ -23,7 +23,10 @@ NAME_SUBSTRING arguments (or, without them, the comma-separated list in
 CLFUSE_MODELS_ONLY, which .ci/run sets for its sanitizer build) keep only
 the fixtures whose name holds one of them (an f16 fixture only for a
 substring that itself holds "_f16"). Environment: CLFUSE_MODELS_TIMEOUT (seconds per tool call, default
-900), CLFUSE_MODELS_JOBS (fixtures run at once, default 1). Each run has
+900), CLFUSE_MODELS_JOBS (fixtures run at once, default 1),
+CLFUSE_MODELS_UNFUSED (a comma-separated list as CLFUSE_MODELS_ONLY's: only
+the fixtures it names also run unfused, which builds 120-190 kernels each;
+unset: all of them; .ci/run names one fixture per family and exporter). Each run has
 its own CLFUSE_CACHE_DIR (a cold start of libclfuse) and PoCL's cache
 POCL_CACHE_DIR where it is set, else its own.
 """
@@ -46,6 +49,7 @@ TOL = {"f32": 1e-4, "f16": 1e-2}
 CLFUSE = os.path.abspath(sys.argv[1])
 MODELS = os.path.abspath(sys.argv[2])
 FILTERS = sys.argv[3:] or [f for f in os.environ.get("CLFUSE_MODELS_ONLY", "").split(",") if f]
+UNFUSED = [f for f in os.environ.get("CLFUSE_MODELS_UNFUSED", "").split(",") if f]
 TIMEOUT = float(os.environ.get("CLFUSE_MODELS_TIMEOUT", "900"))
 JOBS = max(1, int(os.environ.get("CLFUSE_MODELS_JOBS", "1")))
 TMP = tempfile.mkdtemp(prefix="clfuse-models-")
@@ -139,6 +143,12 @@ def run_variant(name, model, inputs, outputs, fused, outdir, dtype):
     return ok, f"{'PASS' if ok else 'FAIL'} {name} {variant}: {', '.join(parts)} ({dt:.1f} s)"
 
 
+def matches(name, subs):
+    """Whether a fixture name holds one of subs (an f16 fixture only for a
+    substring that itself holds "_f16")."""
+    return any(s in name and ("_f16" in s) == name.endswith("_f16") for s in subs)
+
+
 def run_fixture(fixture):
     """All the lines of one fixture; returns (lines, passed, failed)."""
     name = fixture["name"]
@@ -152,7 +162,7 @@ def run_fixture(fixture):
     passed = failed = 0
     for tag, ins, outs in sets:
         shape = "x".join(str(s) for s in ins[0]["shape"]) if ins else ""
-        for fused in (True, False):
+        for fused in (True, False) if not UNFUSED or matches(name, UNFUSED) else (True,):
             ok, line = run_variant(f"{name}{tag}[{shape}]", model, ins, outs, fused,
                                    os.path.join(TMP, name, tag.strip() or "main", "fused" if fused else "unfused"),
                                    fixture.get("dtype", "f32"))
@@ -174,8 +184,7 @@ def main():
     # A filter keeps the fixtures whose name holds it; the f16 ones only when
     # the filter itself names f16 ("_f16"), so that CI's sanitizer list of
     # f32 fixtures does not grow with their f16 twins.
-    fixtures = [x for x in fixtures
-                if not FILTERS or any(s in x["name"] and ("_f16" in s) == x["name"].endswith("_f16") for s in FILTERS)]
+    fixtures = [x for x in fixtures if not FILTERS or matches(x["name"], FILTERS)]
     if not fixtures:
         print(f"no fixture matches {FILTERS}")
         return 1
