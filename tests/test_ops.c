@@ -562,6 +562,27 @@ END_TEST
 
 /* GatherElements along each axis, indices smaller than data off the axis,
  * negative and out-of-range ones; and indices computed in the graph. */
+/* An i32 widened to i64, then compared with constants and used as a
+ * gather index with negative values: Mesa 22.3's compiler (rusticl) folds
+ * `(long)i < 0L` to false, which gave wrong gathers and comparisons until
+ * codegen widened by hand and tested gather signs in the indices' type. */
+START_TEST(widened_i32_compares_with_constants)
+{
+    clf_graph *g = clf_graph_create();
+    e2e_inputs in = {0};
+    const int64_t s[1] = {40}, ds[1] = {6};
+    clf_tensor x = e2e_input(g, &in, "x", CLF_I32, 1, s, -7, 7);
+    clf_tensor d = e2e_input(g, &in, "d", CLF_F32, 1, ds, -2, 2);
+    clf_tensor w = clf_cast(g, x, CLF_I64);
+    clf_graph_output(g, "neg", clf_lt(g, w, clf_scalar(g, CLF_I64, 0)));
+    clf_graph_output(g, "big", clf_gt(g, w, clf_scalar(g, CLF_I64, 5)));
+    clf_graph_output(g, "g", clf_gather(g, d, clf_clip(g, x, -6, 5), 0));
+    e2e_check_all(g, &in, 2, 0, 0);
+    clf_graph_destroy(&g);
+    e2e_inputs_free(&in);
+}
+END_TEST
+
 START_TEST(gather_elements_axes)
 {
     clf_graph *g = clf_graph_create();
@@ -862,6 +883,7 @@ static Suite *ops_suite(void)
     clf_test_add_case(s, "concat_axes_and_dtypes", concat_axes_and_dtypes);
     clf_test_add_case(s, "gather_and_concat_errors", gather_and_concat_errors);
     clf_test_add_case(s, "gather_elements_axes", gather_elements_axes);
+    clf_test_add_case(s, "widened_i32_compares_with_constants", widened_i32_compares_with_constants);
     clf_test_add_case(s, "concat_of_empty_inputs_and_empty_products", concat_of_empty_inputs_and_empty_products);
     clf_test_add_case(s, "broadcasting", broadcasting);
     clf_test_add_case(s, "rank0_and_size1", rank0_and_size1);

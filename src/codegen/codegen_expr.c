@@ -206,11 +206,14 @@ static const char *cast_format(clf_dtype from_dt, clf_dtype to_dt)
     if (from == CLF_F32)
         return to == CLF_I32 ? "(isnan($1) ? 0 : convert_int_sat_rtz($1))"
                              : "(isnan($1) ? 0L : convert_long_sat_rtz($1))";
-    /* Between integers: wrap, as C casts do in OpenCL C. */
+    /* Between integers: wrap, as C casts do in OpenCL C. i32 to i64 is
+     * sign-extended by hand: Mesa 22.3's compiler (rusticl) folds a
+     * comparison of `(long)i` with a constant wrongly (`(long)-3 < 0L` is
+     * false there), and LLVM makes the same instruction of either. */
     if (to == CLF_I32)
         return "(int)$1";
     if (to == CLF_I64)
-        return "(long)$1";
+        return from == CLF_I32 ? "upsample(($1) >> 31, as_uint($1))" : "(long)$1";
     return "(float)$1";
 }
 
