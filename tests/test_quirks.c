@@ -8,6 +8,7 @@
  * Each reproducer runs in a child process, which makes its own OpenCL
  * context (PoCL hangs on a context made before fork()). */
 #define _POSIX_C_SOURCE 200809L
+#include <math.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -108,6 +109,32 @@ static void loop_trips(const char *platform, const char *device)
     exit(got == lcg(7u, 65535) ? 0 : 1);
 }
 
+/* CLF__QUIRK_ZERO_PLUS_X_FOLDED: 0.0f + x for an x of -0 read from memory;
+ * exits 0 when the result is -0 (folded), 1 when +0 (IEEE), 2 on a
+ * failure. */
+static void zero_plus_x(const char *platform, const char *device)
+{
+    cl_platform_id plat;
+    cl_device_id dev = device_of(platform, device, &plat);
+    cl_int err;
+    cl_context ctx = clCreateContext(NULL, 1, &dev, NULL, NULL, &err);
+    cl_command_queue q = ctx ? clCreateCommandQueue(ctx, dev, 0, &err) : NULL;
+    const char *src = "__kernel void k(__global float *o) { o[0] = 0.0f + o[1]; }\n";
+    cl_program p = q ? clCreateProgramWithSource(ctx, 1, &src, NULL, &err) : NULL;
+    if (!p || clBuildProgram(p, 1, &dev, "", NULL, NULL) != CL_SUCCESS)
+        exit(2);
+    cl_kernel k = clCreateKernel(p, "k", &err);
+    float v[2] = {1.0f, -0.0f};
+    cl_mem o = clCreateBuffer(ctx, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, sizeof v, v, &err);
+    size_t one = 1;
+    if (!k || !o || clSetKernelArg(k, 0, sizeof o, &o) != CL_SUCCESS ||
+        clEnqueueNDRangeKernel(q, k, 1, NULL, &one, &one, 0, NULL, NULL) != CL_SUCCESS ||
+        clEnqueueReadBuffer(q, o, CL_TRUE, 0, sizeof v, v, 0, NULL, NULL) != CL_SUCCESS)
+        exit(2);
+    printf("    0.0f + -0.0f gave %s0\n", signbit(v[0]) ? "-" : "+");
+    exit(signbit(v[0]) ? 0 : 1);
+}
+
 int main(void)
 {
     int ran = 0, failed = 0;
@@ -125,6 +152,8 @@ int main(void)
                 foreign_binary(q->platform, q->device);
             if (q->quirk == CLF__QUIRK_LOOP_TRIPS_65535)
                 loop_trips(q->platform, q->device);
+            if (q->quirk == CLF__QUIRK_ZERO_PLUS_X_FOLDED)
+                zero_plus_x(q->platform, q->device);
             exit(2);
         }
         int status = 0;
@@ -136,7 +165,7 @@ int main(void)
         bool reproduced = false;
         if (q->quirk == CLF__QUIRK_ABORTS_ON_FOREIGN_BINARY)
             reproduced = WIFSIGNALED(status);
-        if (q->quirk == CLF__QUIRK_LOOP_TRIPS_65535)
+        if (q->quirk == CLF__QUIRK_LOOP_TRIPS_65535 || q->quirk == CLF__QUIRK_ZERO_PLUS_X_FOLDED)
             reproduced = WIFEXITED(status) && WEXITSTATUS(status) == 0;
         ran++;
         if (reproduced) {

@@ -35,6 +35,12 @@ const clf__driver_quirk clf__driver_quirk_table[] = {
      .what = "ends every loop of a kernel after 65535 iterations, without an error",
      .workaround = "reductions split rows so that no loop runs longer; a kernel that cannot is refused",
      .reproducer = "llvmpipe_loops_end_at_65535"},
+    {.platform = "rusticl",
+     .seen_on = "Mesa 22.3.6 (Debian 12), llvmpipe",
+     .quirk = CLF__QUIRK_ZERO_PLUS_X_FOLDED,
+     .what = "folds 0.0f + x to x, so 0 + (-0) gives -0 (IEEE 754: +0)",
+     .workaround = "none: the sign of such a zero is the compiler's; tests accept -0 there",
+     .reproducer = "rusticl_zero_plus_minus_zero_is_minus_zero"},
 };
 const size_t clf__driver_quirk_count = sizeof clf__driver_quirk_table / sizeof clf__driver_quirk_table[0];
 

@@ -30,6 +30,12 @@ typedef enum clf__quirk {
      * target->max_loop_trips: the reduction forms split rows into chunks
      * whose loops stay within it, and refuse a kernel whose loop cannot. */
     CLF__QUIRK_LOOP_TRIPS_65535 = 1u << 1,
+    /* The compiler folds 0.0f + x to x, so 0 + (-0) is -0 where IEEE 754
+     * gives +0. Seen in results as a GEMM with K = 0 (an accumulator that
+     * stays 0) plus a bias of -0. No workaround (the folding is the
+     * compiler's); tests that check the sign of such a zero accept -0 on
+     * this driver, and the README says so. */
+    CLF__QUIRK_ZERO_PLUS_X_FOLDED = 1u << 2,
 } clf__quirk;
 
 typedef struct clf__driver_quirk {
