@@ -6,7 +6,10 @@
 # binary ONNX reader protobuf-c (library and protoc-c) with the onnx.proto
 # schema of libonnx-dev; python3-onnx writes the test models
 # (tests/onnx/make_models.py); clang with its libFuzzer and sanitizer runtimes
-# builds the fuzzer over the ONNX loader (tests/fuzz_onnx/run.sh).
+# builds the fuzzer over the ONNX loader (tests/fuzz_onnx/run.sh);
+# mesa-opencl-icd is Mesa's rusticl, whose llvmpipe device is the second
+# OpenCL stack .ci/run tests on; libonnx-testdata holds ONNX's node tests
+# (suite onnx_node); graphviz renders `clfuse dot`.
 set -euo pipefail
 
 packages=(
@@ -16,6 +19,7 @@ packages=(
   oclgrind
   libprotobuf-c-dev protobuf-c-compiler libonnx-dev python3-onnx
   clang libclang-rt-14-dev
+  mesa-opencl-icd libonnx-testdata graphviz
 )
 export DEBIAN_FRONTEND=noninteractive
 apt-get update
