@@ -774,7 +774,8 @@ START_TEST(quirk_binary_format)
     ck_assert_uint_eq(clf__driver_quirks("rusticl", "radeonsi (gfx1100)"),
                       CLF__QUIRK_ABORTS_ON_FOREIGN_BINARY | CLF__QUIRK_ZERO_PLUS_X_FOLDED);
     ck_assert_uint_eq(clf__driver_quirks("rusticl", "llvmpipe (LLVM 15.0.6, 256 bits)"),
-                      CLF__QUIRK_ABORTS_ON_FOREIGN_BINARY | CLF__QUIRK_LOOP_TRIPS_65535 | CLF__QUIRK_ZERO_PLUS_X_FOLDED);
+                      CLF__QUIRK_ABORTS_ON_FOREIGN_BINARY | CLF__QUIRK_LOOP_TRIPS_65535 | CLF__QUIRK_ZERO_PLUS_X_FOLDED |
+                          CLF__QUIRK_SLOW_INLINED_CODE);
     const clf__driver_quirk *q = clf__driver_quirk_row("rusticl", "llvmpipe", CLF__QUIRK_ABORTS_ON_FOREIGN_BINARY);
     ck_assert_ptr_nonnull(q);
     ck_assert_ptr_null(clf__driver_quirk_row("Portable Computing Language", "pthread", CLF__QUIRK_ABORTS_ON_FOREIGN_BINARY));

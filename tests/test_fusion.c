@@ -9,6 +9,9 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "codegen/codegen.h"
+#include "runtime/driver_quirks.h"
+#include "runtime/runtime_internal.h"
 #include "test_e2e.h"
 
 #define RTOL 1e-5
@@ -253,7 +256,9 @@ START_TEST(deep_chain)
      * tanh keeps values in (-1, 1) so errors do not grow. */
     e2e_check(ctx, g, &in, 1e-4, 1e-5, NULL, E2E_FUSED, &r);
     ck_assert_uint_ge(r.kernels, 2);
-    ck_assert_uint_le(r.kernels, 20);
+    /* Chains are cut at 64 ops, or at CLF__SMALL_CODE_DEPTH on a compiler
+     * that builds large kernels slowly (runtime/driver_quirks.h). */
+    ck_assert_uint_le(r.kernels, ctx->quirks & CLF__QUIRK_SLOW_INLINED_CODE ? 200 / CLF__SMALL_CODE_DEPTH + 2 : 20);
     ck_assert_uint_eq(r.stats.unfused_kernels, 200);
     /* Each kernel writes one value: a cut that the next kernel reads, or y.
      * A cut buffer that no other kernel reads is a wasted write. */

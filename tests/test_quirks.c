@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <CL/cl.h>
@@ -135,6 +136,55 @@ static void zero_plus_x(const char *platform, const char *device)
     exit(signbit(v[0]) ? 0 : 1);
 }
 
+/* CLF__QUIRK_SLOW_INLINED_CODE: the build time of four chained sin
+ * written out for eight lanes against one lane (Mesa's shader cache off);
+ * exits 0 when eight lanes build at least four times slower, 1 when not. */
+static double build_s(cl_context ctx, cl_device_id dev, const char *src)
+{
+    struct timespec t0, t1;
+    cl_int err;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    /* rusticl compiles for the device when the kernel is made and first
+     * launched: time through one launch. */
+    cl_program p = clCreateProgramWithSource(ctx, 1, &src, NULL, &err);
+    if (!p || clBuildProgram(p, 1, &dev, "", NULL, NULL) != CL_SUCCESS)
+        exit(2);
+    cl_kernel k = clCreateKernel(p, "k", &err);
+    cl_mem y = clCreateBuffer(ctx, CL_MEM_READ_WRITE, 64 * sizeof(float), NULL, &err);
+    cl_command_queue q = clCreateCommandQueue(ctx, dev, 0, &err);
+    size_t one = 1;
+    if (!k || !y || !q || clSetKernelArg(k, 0, sizeof y, &y) != CL_SUCCESS ||
+        clEnqueueNDRangeKernel(q, k, 1, NULL, &one, &one, 0, NULL, NULL) != CL_SUCCESS || clFinish(q) != CL_SUCCESS)
+        exit(2);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    clReleaseCommandQueue(q);
+    clReleaseMemObject(y);
+    clReleaseKernel(k);
+    clReleaseProgram(p);
+    return (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9;
+}
+
+static void slow_inlined_code(const char *platform, const char *device)
+{
+    setenv("MESA_SHADER_CACHE_DISABLE", "true", 1);
+    cl_platform_id plat;
+    cl_device_id dev = device_of(platform, device, &plat);
+    cl_int err;
+    cl_context ctx = clCreateContext(NULL, 1, &dev, NULL, NULL, &err);
+    if (!ctx)
+        exit(2);
+    const char *one = "static float f(float x) { return sin(sin(sin(sin(x)))); }\n"
+                      "__kernel void k(__global float *y) { const size_t i = get_global_id(0); y[i] = f(y[i]); }\n";
+    const char *eight = "static float f(float x) { return sin(sin(sin(sin(x)))); }\n"
+                        "__kernel void k(__global float *y)\n{\n    const size_t i = get_global_id(0) * 8;\n"
+                        "    float8 v = vload8(0, y + i);\n"
+                        "    v = (float8)(f(v.s0), f(v.s1), f(v.s2), f(v.s3), f(v.s4), f(v.s5), f(v.s6), f(v.s7));\n"
+                        "    vstore8(v, 0, y + i);\n}\n";
+    double t1 = build_s(ctx, dev, one), t8 = build_s(ctx, dev, eight);
+    printf("    four chained sin build in %.2f s for one lane, %.2f s for eight\n", t1, t8);
+    exit(t8 >= 4 * t1 ? 0 : 1);
+}
+
 int main(void)
 {
     int ran = 0, failed = 0;
@@ -154,6 +204,8 @@ int main(void)
                 loop_trips(q->platform, q->device);
             if (q->quirk == CLF__QUIRK_ZERO_PLUS_X_FOLDED)
                 zero_plus_x(q->platform, q->device);
+            if (q->quirk == CLF__QUIRK_SLOW_INLINED_CODE)
+                slow_inlined_code(q->platform, q->device);
             exit(2);
         }
         int status = 0;
@@ -165,7 +217,8 @@ int main(void)
         bool reproduced = false;
         if (q->quirk == CLF__QUIRK_ABORTS_ON_FOREIGN_BINARY)
             reproduced = WIFSIGNALED(status);
-        if (q->quirk == CLF__QUIRK_LOOP_TRIPS_65535 || q->quirk == CLF__QUIRK_ZERO_PLUS_X_FOLDED)
+        if (q->quirk == CLF__QUIRK_LOOP_TRIPS_65535 || q->quirk == CLF__QUIRK_ZERO_PLUS_X_FOLDED ||
+            q->quirk == CLF__QUIRK_SLOW_INLINED_CODE)
             reproduced = WIFEXITED(status) && WEXITSTATUS(status) == 0;
         ran++;
         if (reproduced) {

@@ -22,6 +22,9 @@ typedef struct clf__gemm_config {
 } clf__gemm_config;
 
 /* What codegen needs to know of the device. Zero means a GPU-like default. */
+/* The deepest fused chain for target->small_code. */
+#define CLF__SMALL_CODE_DEPTH 8
+
 typedef struct clf__codegen_target {
     bool cpu;         /* a CPU device: blocked serial loops, no coalescing */
     size_t max_local; /* CL_DEVICE_MAX_WORK_GROUP_SIZE (0: 256) */
@@ -33,6 +36,11 @@ typedef struct clf__codegen_target {
      * limit; llvmpipe's 65535, runtime/driver_quirks.h): loops are cut so
      * that none runs longer, or codegen refuses the kernel. */
     uint32_t max_loop_trips;
+    /* The driver's compiler inlines every call and slows down faster than
+     * the code grows (Mesa's, on llvmpipe, with libclc's sin: driver_quirks.h):
+     * pointwise kernels take one element a work-item, and the planner cuts
+     * fused chains at SMALL_CODE_DEPTH ops. */
+    bool small_code;
     const clf__gemm_config *gemm; /* GEMM tiling (autotuned); NULL: the device type's default */
 } clf__codegen_target;
 

@@ -61,7 +61,7 @@ clf_status clf__codegen_pointwise(const clf_graph *g, const clf__plan *plan, uin
             vec_ok = false;
     size_t max_local = target->max_local ? target->max_local : 256;
     if (target->cpu) {
-        out->vec = vec_ok ? 8 : 1;
+        out->vec = vec_ok && !target->small_code ? 8 : 1;
         out->items = 16;
         out->local = max_local < 16 ? max_local : 16;
     } else {
@@ -75,7 +75,7 @@ clf_status clf__codegen_pointwise(const clf_graph *g, const clf__plan *plan, uin
         for (uint32_t s = 0; s < K->nstores; s++)
             if (clf_dtype_size(clf__graph_node(g, K->stores[s].node)->dtype) > widest)
                 widest = clf_dtype_size(clf__graph_node(g, K->stores[s].node)->dtype);
-        out->vec = vec_ok ? (widest <= 2 ? 8 : 4) : 1;
+        out->vec = vec_ok && !target->small_code ? (widest <= 2 ? 8 : 4) : 1;
         out->items = 1;
         out->local = max_local < 256 ? max_local : 256;
     }

@@ -41,6 +41,13 @@ const clf__driver_quirk clf__driver_quirk_table[] = {
      .what = "folds 0.0f + x to x, so 0 + (-0) gives -0 (IEEE 754: +0)",
      .workaround = "none: the sign of such a zero is the compiler's; tests accept -0 there",
      .reproducer = "rusticl_zero_plus_minus_zero_is_minus_zero"},
+    {.platform = "rusticl",
+     .device = "llvmpipe",
+     .seen_on = "Mesa 22.3.6 (Debian 12)",
+     .quirk = CLF__QUIRK_SLOW_INLINED_CODE,
+     .what = "inlines every call and builds slower than the code grows (libclc's sin above all)",
+     .workaround = "pointwise kernels take one element a work-item and fused chains are cut at 8 ops",
+     .reproducer = "llvmpipe_builds_unrolled_sin_slowly"},
 };
 const size_t clf__driver_quirk_count = sizeof clf__driver_quirk_table / sizeof clf__driver_quirk_table[0];
 

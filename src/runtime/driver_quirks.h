@@ -36,6 +36,13 @@ typedef enum clf__quirk {
      * compiler's); tests that check the sign of such a zero accept -0 on
      * this driver, and the README says so. */
     CLF__QUIRK_ZERO_PLUS_X_FOLDED = 1u << 2,
+    /* The compiler inlines every call and its build time grows faster than
+     * the code (Mesa 22.3 on llvmpipe with libclc's sin: 4 chained sin
+     * written out for 8 lanes build in ~10 s, for one lane in ~1 s; 64 of
+     * them in a fused chain did not finish in 14 minutes). Workaround:
+     * codegen's target->small_code: pointwise kernels of one element a
+     * work-item, fused chains cut at CLF__SMALL_CODE_DEPTH ops. */
+    CLF__QUIRK_SLOW_INLINED_CODE = 1u << 3,
 } clf__quirk;
 
 typedef struct clf__driver_quirk {

@@ -62,6 +62,7 @@ void clf__compile_target(const clf_context *ctx, const clf_compile_params *param
     out->warp_shuffle = !out->cpu && (force && *force ? strcmp(force, "0") != 0 : ctx->nvidia_gpu);
     if (ctx->quirks & CLF__QUIRK_LOOP_TRIPS_65535)
         out->max_loop_trips = 65535;
+    out->small_code = (ctx->quirks & CLF__QUIRK_SLOW_INLINED_CODE) != 0;
 }
 
 /* A new, empty executable on ctx. */
@@ -93,7 +94,8 @@ static clf_status lower(clf_context *ctx, const clf_graph *g, const clf_compile_
     uint64_t *ivoff = NULL;
     clf_status st;
     unsigned long failures = clf__alloc_failures();
-    clf__plan_options popt = {.disable_fusion = params && params->disable_fusion};
+    clf__plan_options popt = {.disable_fusion = params && params->disable_fusion,
+                              .max_fused_depth = target->small_code ? CLF__SMALL_CODE_DEPTH : 0};
     st = clf__plan_build(g, &popt, &plan, err, sizeof err);
     if (st != CLF_OK)
         goto fail_msg;

@@ -365,6 +365,12 @@ static clf_status run_bound(clf_executable *e, cl_command_queue queue, size_t ni
         st = check_aliasing(e, table);
     if (st == CLF_OK)
         st = enqueue(e, queue, table, nwait, wait, done, events);
+    /* Submitted, not only queued: the caller (or the next run, on another
+     * queue) may wait for this run's events from another queue, which
+     * OpenCL allows only once this queue is flushed. PoCL submits at once;
+     * rusticl waits for a flush, and such a wait hung there. */
+    if (st == CLF_OK)
+        clFlush(queue);
 done:
     /* Commands enqueued keep the sub-buffers they use alive. */
     for (size_t i = 0; i < nmade; i++)
