@@ -50,25 +50,69 @@ static cl_device_id device_of(const char *name, const char *device, cl_platform_
     return NULL;
 }
 
-/* CLF__QUIRK_ABORTS_ON_FOREIGN_BINARY: a binary of garbage (with the right
- * header length, so that only its content is foreign) handed to
- * clCreateProgramWithBinary and clBuildProgram. Returns the child's status. */
-static void foreign_binary(const char *platform, const char *device)
+/* What a reproducer works with: the row's device, a context and a queue
+ * on it, and (run_kernel) a kernel built from source. Any OpenCL failure
+ * ends the child with status 2. */
+typedef struct probe {
+    cl_device_id dev;
+    cl_context ctx;
+    cl_command_queue q;
+} probe;
+
+static probe probe_open(const char *platform, const char *device)
 {
+    probe P = {0};
     cl_platform_id plat;
-    cl_device_id dev = device_of(platform, device, &plat);
     cl_int err;
-    cl_context ctx = clCreateContext(NULL, 1, &dev, NULL, NULL, &err);
+    P.dev = device_of(platform, device, &plat);
+    P.ctx = P.dev ? clCreateContext(NULL, 1, &P.dev, NULL, NULL, &err) : NULL;
+    P.q = P.ctx ? clCreateCommandQueue(P.ctx, P.dev, 0, &err) : NULL;
+    if (!P.q)
+        exit(2);
+    return P;
+}
+
+/* Builds src's kernel k(__global T *buf[, uint n]), runs one work-item on
+ * buf (bytes, in and out) and returns the seconds from the build to the
+ * launch's end (rusticl compiles for the device at the kernel and its
+ * first launch, so this is its build time). */
+static double run_kernel(const probe *P, const char *src, void *buf, size_t bytes, const cl_uint *n)
+{
+    struct timespec t0, t1;
+    cl_int err;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    cl_program p = clCreateProgramWithSource(P->ctx, 1, &src, NULL, &err);
+    if (!p || clBuildProgram(p, 1, &P->dev, "", NULL, NULL) != CL_SUCCESS)
+        exit(2);
+    cl_kernel k = clCreateKernel(p, "k", &err);
+    cl_mem m = clCreateBuffer(P->ctx, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, bytes, buf, &err);
+    size_t one = 1;
+    if (!k || !m || clSetKernelArg(k, 0, sizeof m, &m) != CL_SUCCESS ||
+        (n && clSetKernelArg(k, 1, sizeof *n, n) != CL_SUCCESS) ||
+        clEnqueueNDRangeKernel(P->q, k, 1, NULL, &one, &one, 0, NULL, NULL) != CL_SUCCESS ||
+        clEnqueueReadBuffer(P->q, m, CL_TRUE, 0, bytes, buf, 0, NULL, NULL) != CL_SUCCESS)
+        exit(2);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    clReleaseMemObject(m);
+    clReleaseKernel(k);
+    clReleaseProgram(p);
+    return (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9;
+}
+
+/* CLF__QUIRK_ABORTS_ON_FOREIGN_BINARY: a binary of garbage handed to
+ * clCreateProgramWithBinary and clBuildProgram; the child dies of a signal
+ * where the row holds, exits 0 where the driver refused it. */
+static void foreign_binary(const probe *P)
+{
     unsigned char bin[256];
     for (size_t i = 0; i < sizeof bin; i++)
         bin[i] = (unsigned char)(i * 37 + 11);
     const unsigned char *b = bin;
     size_t len = sizeof bin;
-    cl_int st = CL_SUCCESS;
-    cl_program p = clCreateProgramWithBinary(ctx, 1, &dev, &len, &b, &st, &err);
+    cl_int st = CL_SUCCESS, err;
+    cl_program p = clCreateProgramWithBinary(P->ctx, 1, &P->dev, &len, &b, &st, &err);
     if (p)
-        err = clBuildProgram(p, 1, &dev, "", NULL, NULL);
-    /* Reaching here means the driver refused (or took) it without dying. */
+        err = clBuildProgram(p, 1, &P->dev, "", NULL, NULL);
     printf("    the driver returned: clCreateProgramWithBinary %d, binary status %d, clBuildProgram %d\n",
            p ? CL_SUCCESS : err, st, p ? err : 0);
     exit(0);
@@ -76,7 +120,7 @@ static void foreign_binary(const char *platform, const char *device)
 
 /* CLF__QUIRK_LOOP_TRIPS_65535: a loop of 100000 steps of an LCG (which no
  * compiler folds) against the host's; exits 0 when the device stopped at
- * 65535 steps, 1 when it ran them all, 2 on an OpenCL failure. */
+ * 65535 steps, 1 when it ran them all. */
 static uint32_t lcg(uint32_t c, uint32_t steps)
 {
     for (uint32_t i = 0; i < steps; i++)
@@ -84,103 +128,42 @@ static uint32_t lcg(uint32_t c, uint32_t steps)
     return c;
 }
 
-static void loop_trips(const char *platform, const char *device)
+static void loop_trips(const probe *P)
 {
-    cl_platform_id plat;
-    cl_device_id dev = device_of(platform, device, &plat);
-    cl_int err;
-    cl_context ctx = clCreateContext(NULL, 1, &dev, NULL, NULL, &err);
-    cl_command_queue q = ctx ? clCreateCommandQueue(ctx, dev, 0, &err) : NULL;
     const char *src = "__kernel void k(__global uint *o, uint n)\n{\n    uint c = 7u;\n"
                       "    for (uint i = 0; i < n; ++i)\n        c = c * 1664525u + 1013904223u;\n    o[0] = c;\n}\n";
-    cl_program p = q ? clCreateProgramWithSource(ctx, 1, &src, NULL, &err) : NULL;
-    if (!p || clBuildProgram(p, 1, &dev, "", NULL, NULL) != CL_SUCCESS)
-        exit(2);
-    cl_kernel k = clCreateKernel(p, "k", &err);
-    cl_mem o = clCreateBuffer(ctx, CL_MEM_READ_WRITE, 16, NULL, &err);
     const cl_uint n = 100000;
-    uint32_t got = 0;
-    size_t one = 1;
-    if (!k || !o || clSetKernelArg(k, 0, sizeof o, &o) != CL_SUCCESS || clSetKernelArg(k, 1, sizeof n, &n) != CL_SUCCESS ||
-        clEnqueueNDRangeKernel(q, k, 1, NULL, &one, &one, 0, NULL, NULL) != CL_SUCCESS ||
-        clEnqueueReadBuffer(q, o, CL_TRUE, 0, sizeof got, &got, 0, NULL, NULL) != CL_SUCCESS)
-        exit(2);
-    printf("    a loop of %u steps gave %08x; all of them %08x, 65535 of them %08x\n", n, got, lcg(7u, n),
+    uint32_t got[4] = {0};
+    run_kernel(P, src, got, sizeof got, &n);
+    printf("    a loop of %u steps gave %08x; all of them %08x, 65535 of them %08x\n", n, got[0], lcg(7u, n),
            lcg(7u, 65535));
-    exit(got == lcg(7u, 65535) ? 0 : 1);
+    exit(got[0] == lcg(7u, 65535) ? 0 : 1);
 }
 
 /* CLF__QUIRK_ZERO_PLUS_X_FOLDED: 0.0f + x for an x of -0 read from memory;
- * exits 0 when the result is -0 (folded), 1 when +0 (IEEE), 2 on a
- * failure. */
-static void zero_plus_x(const char *platform, const char *device)
+ * exits 0 when the result is -0 (folded), 1 when +0 (IEEE). */
+static void zero_plus_x(const probe *P)
 {
-    cl_platform_id plat;
-    cl_device_id dev = device_of(platform, device, &plat);
-    cl_int err;
-    cl_context ctx = clCreateContext(NULL, 1, &dev, NULL, NULL, &err);
-    cl_command_queue q = ctx ? clCreateCommandQueue(ctx, dev, 0, &err) : NULL;
-    const char *src = "__kernel void k(__global float *o) { o[0] = 0.0f + o[1]; }\n";
-    cl_program p = q ? clCreateProgramWithSource(ctx, 1, &src, NULL, &err) : NULL;
-    if (!p || clBuildProgram(p, 1, &dev, "", NULL, NULL) != CL_SUCCESS)
-        exit(2);
-    cl_kernel k = clCreateKernel(p, "k", &err);
     float v[2] = {1.0f, -0.0f};
-    cl_mem o = clCreateBuffer(ctx, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, sizeof v, v, &err);
-    size_t one = 1;
-    if (!k || !o || clSetKernelArg(k, 0, sizeof o, &o) != CL_SUCCESS ||
-        clEnqueueNDRangeKernel(q, k, 1, NULL, &one, &one, 0, NULL, NULL) != CL_SUCCESS ||
-        clEnqueueReadBuffer(q, o, CL_TRUE, 0, sizeof v, v, 0, NULL, NULL) != CL_SUCCESS)
-        exit(2);
+    run_kernel(P, "__kernel void k(__global float *o) { o[0] = 0.0f + o[1]; }\n", v, sizeof v, NULL);
     printf("    0.0f + -0.0f gave %s0\n", signbit(v[0]) ? "-" : "+");
     exit(signbit(v[0]) ? 0 : 1);
 }
 
 /* CLF__QUIRK_SLOW_INLINED_CODE: the build time of four chained sin
- * written out for eight lanes against one lane (Mesa's shader cache off);
- * exits 0 when eight lanes build at least four times slower, 1 when not. */
-static double build_s(cl_context ctx, cl_device_id dev, const char *src)
+ * written out for eight lanes against one lane (Mesa's shader cache off:
+ * probe_open comes after the setenv); exits 0 when eight lanes build at
+ * least four times slower, 1 when not. */
+static void slow_inlined_code(const probe *P)
 {
-    struct timespec t0, t1;
-    cl_int err;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
-    /* rusticl compiles for the device when the kernel is made and first
-     * launched: time through one launch. */
-    cl_program p = clCreateProgramWithSource(ctx, 1, &src, NULL, &err);
-    if (!p || clBuildProgram(p, 1, &dev, "", NULL, NULL) != CL_SUCCESS)
-        exit(2);
-    cl_kernel k = clCreateKernel(p, "k", &err);
-    cl_mem y = clCreateBuffer(ctx, CL_MEM_READ_WRITE, 64 * sizeof(float), NULL, &err);
-    cl_command_queue q = clCreateCommandQueue(ctx, dev, 0, &err);
-    size_t one = 1;
-    if (!k || !y || !q || clSetKernelArg(k, 0, sizeof y, &y) != CL_SUCCESS ||
-        clEnqueueNDRangeKernel(q, k, 1, NULL, &one, &one, 0, NULL, NULL) != CL_SUCCESS || clFinish(q) != CL_SUCCESS)
-        exit(2);
-    clock_gettime(CLOCK_MONOTONIC, &t1);
-    clReleaseCommandQueue(q);
-    clReleaseMemObject(y);
-    clReleaseKernel(k);
-    clReleaseProgram(p);
-    return (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9;
-}
-
-static void slow_inlined_code(const char *platform, const char *device)
-{
-    setenv("MESA_SHADER_CACHE_DISABLE", "true", 1);
-    cl_platform_id plat;
-    cl_device_id dev = device_of(platform, device, &plat);
-    cl_int err;
-    cl_context ctx = clCreateContext(NULL, 1, &dev, NULL, NULL, &err);
-    if (!ctx)
-        exit(2);
     const char *one = "static float f(float x) { return sin(sin(sin(sin(x)))); }\n"
-                      "__kernel void k(__global float *y) { const size_t i = get_global_id(0); y[i] = f(y[i]); }\n";
+                      "__kernel void k(__global float *y) { y[0] = f(y[0]); }\n";
     const char *eight = "static float f(float x) { return sin(sin(sin(sin(x)))); }\n"
-                        "__kernel void k(__global float *y)\n{\n    const size_t i = get_global_id(0) * 8;\n"
-                        "    float8 v = vload8(0, y + i);\n"
+                        "__kernel void k(__global float *y)\n{\n    float8 v = vload8(0, y);\n"
                         "    v = (float8)(f(v.s0), f(v.s1), f(v.s2), f(v.s3), f(v.s4), f(v.s5), f(v.s6), f(v.s7));\n"
-                        "    vstore8(v, 0, y + i);\n}\n";
-    double t1 = build_s(ctx, dev, one), t8 = build_s(ctx, dev, eight);
+                        "    vstore8(v, 0, y);\n}\n";
+    float y[8] = {0.5f};
+    double t1 = run_kernel(P, one, y, sizeof y, NULL), t8 = run_kernel(P, eight, y, sizeof y, NULL);
     printf("    four chained sin build in %.2f s for one lane, %.2f s for eight\n", t1, t8);
     exit(t8 >= 4 * t1 ? 0 : 1);
 }
@@ -198,14 +181,17 @@ int main(void)
             cl_platform_id plat;
             if (!device_of(q->platform, q->device, &plat))
                 exit(77);
-            if (q->quirk == CLF__QUIRK_ABORTS_ON_FOREIGN_BINARY)
-                foreign_binary(q->platform, q->device);
-            if (q->quirk == CLF__QUIRK_LOOP_TRIPS_65535)
-                loop_trips(q->platform, q->device);
-            if (q->quirk == CLF__QUIRK_ZERO_PLUS_X_FOLDED)
-                zero_plus_x(q->platform, q->device);
             if (q->quirk == CLF__QUIRK_SLOW_INLINED_CODE)
-                slow_inlined_code(q->platform, q->device);
+                setenv("MESA_SHADER_CACHE_DISABLE", "true", 1);
+            const probe P = probe_open(q->platform, q->device);
+            if (q->quirk == CLF__QUIRK_ABORTS_ON_FOREIGN_BINARY)
+                foreign_binary(&P);
+            if (q->quirk == CLF__QUIRK_LOOP_TRIPS_65535)
+                loop_trips(&P);
+            if (q->quirk == CLF__QUIRK_ZERO_PLUS_X_FOLDED)
+                zero_plus_x(&P);
+            if (q->quirk == CLF__QUIRK_SLOW_INLINED_CODE)
+                slow_inlined_code(&P);
             exit(2);
         }
         int status = 0;
