@@ -21,10 +21,10 @@ typedef struct clf__gemm_config {
     int tm, tn, tk, wm, wn;
 } clf__gemm_config;
 
-/* What codegen needs to know of the device. Zero means a GPU-like default. */
 /* The deepest fused chain for target->small_code. */
 #define CLF__SMALL_CODE_DEPTH 8
 
+/* What codegen needs to know of the device. Zero means a GPU-like default. */
 typedef struct clf__codegen_target {
     bool cpu;         /* a CPU device: blocked serial loops, no coalescing */
     size_t max_local; /* CL_DEVICE_MAX_WORK_GROUP_SIZE (0: 256) */

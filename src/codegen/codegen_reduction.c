@@ -1136,11 +1136,12 @@ clf_status clf__codegen_reduction(const clf_graph *g, const clf__plan *plan, uin
         out->global = (size_t)(((uint64_t)K->rows + rows_per_wg - 1) / rows_per_wg * wg);
     }
     if (trips_max) {
-        /* The longest loop of the unsplit forms: a row's sweep, CPU_ACCUMULATORS
-         * (or one vector) elements a trip on CPUs, lanes x vec on GPUs. */
-        const uint64_t per_trip = split > 1 ? 1 : target->cpu ? (vec > 1 ? (uint64_t)vec * CPU_VACCS : CPU_ACCUMULATORS)
-                                                             : lanes * (uint64_t)vec;
-        const uint64_t trips = split > 1 ? chunk / (target->cpu ? 1 : wg) : (uint64_t)K->rlen / per_trip;
+        /* The longest loop: a chunk's sweep in the split form (one element
+         * a trip on CPUs, WG on GPUs), else a row's, CPU_ACCUMULATORS (or
+         * one vector) elements a trip on CPUs, lanes x vec on GPUs. */
+        const uint64_t trips = split > 1      ? chunk / (target->cpu ? 1 : wg)
+                               : target->cpu ? (uint64_t)K->rlen / (vec > 1 ? (uint64_t)vec * CPU_VACCS : CPU_ACCUMULATORS)
+                                              : (uint64_t)K->rlen / (lanes * (uint64_t)vec);
         if (trips > trips_max) {
             snprintf(err, errlen,
                      "kernel %u: rows of %llu elements need loops of %llu iterations; this driver ends every loop "

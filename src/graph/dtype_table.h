@@ -73,11 +73,12 @@ static inline bool clf__dtype_is_float(clf_dtype dt) { return clf__dtype_table[d
  * expressions (f16, bf16: f32). */
 static inline clf_dtype clf__dtype_compute(clf_dtype dt) { return clf__dtype_table[dt].compute; }
 
-/* Whether dt is stored in fewer bits than it is computed in (a value of it
- * must be rounded after every computation). */
 /* f64 -> i32 as every conversion to i32 in the reference does: toward
  * zero, saturating at the int32 range, NaN to 0. */
 int32_t clf__dtype_sat_i32(double v);
+
+/* Whether dt is stored in fewer bits than it is computed in (a value of it
+ * must be rounded after every computation). */
 static inline bool clf__dtype_is_storage(clf_dtype dt) { return clf__dtype_table[dt].round_fn != NULL; }
 
 /* The dtype of an ONNX TensorProto.DataType; false when it has none. */

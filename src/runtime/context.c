@@ -196,8 +196,6 @@ static void write_msg(const clf_context_params *p, const char *msg)
     }
 }
 
-/* Finishes a context around a chosen device: limits, the lock, the disk
- * cache. Fails only when the lock cannot be made. */
 /* Whether the queue's profiling timestamps measure anything: a fill of
  * 16 MiB timed by its event. A device that fills 16 MiB in under 300 ns
  * (53 TB/s) does not exist; rusticl's llvmpipe reports 0 to 3 ns for every
@@ -214,8 +212,7 @@ static void check_profiling_clock(clf_context *c)
     const cl_uint zero = 0;
     cl_ulong t0 = 0, t1 = 0, ns = 0;
     cl_event ev = NULL;
-    struct timespec h0, h1;
-    clock_gettime(CLOCK_MONOTONIC, &h0);
+    struct timespec h0 = {0}, h1;
     /* The second fill is the one timed: the first may carry the buffer's
      * allocation on the device. */
     for (int rep = 0; rep < 2 && err == CL_SUCCESS; rep++) {
@@ -249,6 +246,9 @@ static void check_profiling_clock(clf_context *c)
     }
 }
 
+/* Finishes a context around a chosen device: limits, the lock, the disk
+ * cache, the check of its profiling clock. Fails only when the lock cannot
+ * be made. */
 static clf_status finish_context(clf_context *c, bool disable_disk_cache)
 {
     size_t wg = 0;
