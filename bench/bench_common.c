@@ -74,8 +74,6 @@ clf_context *bench_profiling_context(const char *prog)
     return ctx;
 }
 
-double bench_now_ms(void) { return hm_now_ms(); }
-
 int bench_io_create(clf_context *ctx, clf_executable *exe, float lo, float hi, bench_io *io)
 {
     memset(io, 0, sizeof *io);
@@ -141,9 +139,9 @@ int bench_variant_time(clf_context *ctx, const clf_graph *g, const clf_compile_p
                        const char *name, bench_variant *v)
 {
     memset(v, 0, sizeof *v);
-    double t0 = bench_now_ms();
+    double t0 = hm_now_ms();
     clf_status st = clf_compile(ctx, g, p, &v->exe);
-    v->compile_ms = bench_now_ms() - t0;
+    v->compile_ms = hm_now_ms() - t0;
     if (st != CLF_OK) {
         fprintf(stderr, "%s: compile: %s: %s\n", name, clf_status_name(st), clf_context_last_error(ctx));
         return -1;
@@ -174,11 +172,11 @@ int bench_time(clf_executable *exe, bench_io *io, int warmup, int runs, bench_ti
         goto done;
     for (int r = -warmup; r < runs; r++) {
         cl_event done;
-        double t0 = bench_now_ms();
+        double t0 = hm_now_ms();
         if (clf_run(exe, io->n_in, io->in, io->n_out, io->out, 0, NULL, &done) != CLF_OK)
             goto done;
         clWaitForEvents(1, &done);
-        double t1 = bench_now_ms();
+        double t1 = hm_now_ms();
         clReleaseEvent(done);
         /* A device whose timestamps are not real: its "device time" is the
          * host's (bench_profiling_context says so once). */

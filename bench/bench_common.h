@@ -45,8 +45,6 @@ double bench_tolerance(clf_dtype dt);
  * printing why (naming prog). */
 clf_context *bench_profiling_context(const char *prog);
 
-double bench_now_ms(void);
-
 /* Device buffers for each input and output of exe; inputs filled with
  * uniform values in [lo, hi) (host copies kept in host_in), outputs
  * poisoned. */

@@ -32,9 +32,9 @@ static double time_compile(const clf_graph *g, bool disable_disk, double *again,
         return -1;
     }
     clf_executable *exe = NULL;
-    double t0 = bench_now_ms();
+    double t0 = hm_now_ms();
     clf_status st = clf_compile(ctx, g, NULL, &exe);
-    double t = bench_now_ms() - t0;
+    double t = hm_now_ms() - t0;
     if (st == CLF_OK && kernels) {
         clf_plan_stats s;
         clf_executable_stats(exe, &s);
@@ -42,9 +42,9 @@ static double time_compile(const clf_graph *g, bool disable_disk, double *again,
     }
     if (st == CLF_OK && again) {
         clf_executable *exe2 = NULL;
-        t0 = bench_now_ms();
+        t0 = hm_now_ms();
         st = clf_compile(ctx, g, NULL, &exe2);
-        *again = bench_now_ms() - t0;
+        *again = hm_now_ms() - t0;
         clf_executable_destroy(&exe2);
     }
     if (st != CLF_OK)
