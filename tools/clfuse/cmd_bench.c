@@ -13,12 +13,8 @@
 
 #define WARMUP 3
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
+/* The host's monotonic clock in seconds (tools/common's, in ms). */
+static double now_s(void) { return hm_now_ms() * 1e-3; }
 
 /* Progress on stderr for runs that take a while: a line at most every
  * second, rewritten in place on a terminal. */
