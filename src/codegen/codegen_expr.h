@@ -9,7 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "codegen/codegen_index.h"
+#include "index/index_algebra.h"
 #include "planner/planner.h"
 #include "util/strbuf.h"
 

@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "codegen/codegen_index.h"
+#include "index/index_algebra.h"
 #include "util/log.h"
 
 #define DEFAULT_MAX_FUSED_DEPTH 64

@@ -1,11 +1,13 @@
-/* Index arithmetic for generated kernels. An index value is either a
+/* Index algebra: the index arithmetic of generated kernels, below both the
+ * planner (which walks views to check that fused values line up) and
+ * codegen (which emits them). An index value is either a
  * constant or a named temporary ("t3") of type IDX_T emitted once into the
  * kernel; each carries an exclusive upper bound so that needless `%` and
  * `/` disappear. A view is how a region reaches a node's elements: either
  * the node's C-order linear index, or one index per axis. Movement ops map
  * a view of their output to a view of their input; nothing is copied. */
-#ifndef CLFUSE_CODEGEN_INDEX_H
-#define CLFUSE_CODEGEN_INDEX_H
+#ifndef CLFUSE_INDEX_ALGEBRA_H
+#define CLFUSE_INDEX_ALGEBRA_H
 
 #include <stdbool.h>
 #include <stdint.h>

@@ -1,4 +1,4 @@
-#include "codegen/codegen_index.h"
+#include "index/index_algebra.h"
 #include "util/alloc.h"
 
 #include <stdio.h>
