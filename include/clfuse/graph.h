@@ -293,6 +293,24 @@ CLF_API clf_tensor clf_gemm(clf_graph *g, clf_tensor a, clf_tensor b, clf_tensor
  * sum(exp(x - max)); log_softmax is (x - max) - log(sum(exp(x - max))). */
 CLF_API clf_tensor clf_softmax(clf_graph *g, clf_tensor x, int axis);
 CLF_API clf_tensor clf_log_softmax(clf_graph *g, clf_tensor x, int axis);
+/* Scaled dot-product attention, softmax(q @ kT * scale + mask) @ v, as
+ * PyTorch's scaled_dot_product_attention computes it: q [..., Sq, D],
+ * k [..., Sk, D] and v [..., Sk, Dv] of one dtype (f32, f16 or bf16), their
+ * batch axes broadcast numpy-style (a k and v with a head axis of 1 serve
+ * every query head), giving [..., Sq, Dv]. mask is optional
+ * (CLF_TENSOR_INVALID) and broadcasts to the scores [..., Sq, Sk] without
+ * enlarging them: a bool mask keeps the scores where it is true (true: the
+ * key takes part, as SDPA's boolean attn_mask) and makes them -inf
+ * elsewhere; a mask of q's dtype is added to them. scale 0 means
+ * 1/sqrt(D); any other value must be finite. causal lets query i see keys
+ * j <= i + Sk - Sq (aligned to the bottom right, as FlashAttention: the
+ * last query sees every key, which suits a KV cache; with Sq == Sk it is
+ * PyTorch's is_causal). A query that sees no key (a fully masked row, or
+ * causal with Sq > Sk) gives NaN, as in PyTorch. Decomposed into
+ * transpose, matmul, mul, where or add, softmax and matmul, which the
+ * planner fuses; f16 and bf16 round every intermediate as those ops do. */
+CLF_API clf_tensor clf_attention(clf_graph *g, clf_tensor q, clf_tensor k, clf_tensor v, clf_tensor mask,
+                                 double scale, bool causal);
 /* ONNX LayerNormalization of f32 x over axes [axis, rank): (x - mean) /
  * sqrt(var + epsilon) * scale + bias, var the population variance. scale
  * and bias are optional (CLF_TENSOR_INVALID) and broadcast against
