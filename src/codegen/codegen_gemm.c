@@ -240,7 +240,7 @@ static uint64_t pow2_ceil(int64_t v)
 void clf__gemm_problem_class(const clf_graph *g, const clf__plan *plan, uint32_t k, const clf__codegen_target *target,
                              clf__strbuf *out)
 {
-    const clf__node *mm = clf__graph_node(g, plan->kernels[k].matmul);
+    const clf__node *mm = clf__graph_node(g, plan->kernels[k].anchor);
     const clf__node *a = clf__graph_node(g, mm->inputs[0]);
     int r = mm->rank;
     int64_t batch = 1;
@@ -258,7 +258,7 @@ clf_status clf__codegen_gemm(const clf_graph *g, const clf__plan *plan, uint32_t
                              size_t errlen)
 {
     const clf__plan_kernel *K = &plan->kernels[k];
-    const clf__node *mm = clf__graph_node(g, K->matmul);
+    const clf__node *mm = clf__graph_node(g, K->anchor);
     clf__cg_hooks hooks = {.load = load_direct, .product = product_acc};
     clf__cg_fn G;
     clf__strbuf src = {0};
@@ -316,7 +316,7 @@ clf_status clf__codegen_gemm(const clf_graph *g, const clf__plan *plan, uint32_t
         goto done;
     uint32_t nnamed = 0;
     for (uint32_t i = 0; i < K->nops; i++)
-        if (K->ops[i] != K->matmul)
+        if (K->ops[i] != K->anchor)
             named[nnamed++] = K->ops[i];
     if (nnamed) {
         out->name = clf__cg_kernel_name(g, named, nnamed, "clf_gemm", k);

@@ -34,18 +34,31 @@ typedef struct clf__plan_store {
     uint32_t buffer;
 } clf__plan_store;
 
+/* The kinds of kernel the planner makes. Each kind's rules are a row of
+ * the planner's kind table (planner/region_kinds.c: what starts a region,
+ * what may join it) and of codegen's (codegen/codegen.c: its writer,
+ * templates and device forms). */
+typedef enum clf__region_kind {
+    CLF__REGION_POINTWISE, /* elementwise over one shape, several stores */
+    CLF__REGION_REDUCTION, /* rows of a reduced space, prologue and epilogue */
+    CLF__REGION_GEMM,      /* one MATMUL, prologues in its loads, epilogue in its stores */
+    CLF__REGION_KIND_COUNT
+} clf__region_kind;
+
+/* "pointwise", "reduction", "GEMM". */
+const char *clf__region_kind_name(clf__region_kind kind);
+
 typedef struct clf__plan_kernel {
     /* A pointwise kernel iterates over shape, the shape every store shares.
      * A reduction kernel iterates over rows x elements of shape, the input
      * of its reductions, with the axes in reduce_mask reduced: rows is the
-     * product of the kept extents, rlen of the reduced ones. */
-    bool reduction;
-    /* A GEMM kernel computes the MATMUL node matmul (its operands through
+     * product of the kept extents, rlen of the reduced ones.
+     * A GEMM kernel computes the MATMUL node anchor (its operands through
      * their prologues in its loads) and stores every store of shape, the
      * product's, from its accumulator (the epilogue). numel is the
      * product's element count. */
-    bool gemm;
-    uint32_t matmul;
+    clf__region_kind kind;
+    uint32_t anchor;
     uint32_t reduce_mask;
     int64_t rows, rlen;
     int rank;

@@ -1,0 +1,290 @@
+/* The planner's region kinds as data: one row per kind with what starts a
+ * region of it, how a materialised node would sit in it and the kind's own
+ * legality rule (planner_internal.h). The growth phase (planner.c) asks
+ * these rows and knows no kind by name. */
+#include "planner/planner_internal.h"
+#include "util/alloc.h"
+
+#include <string.h>
+
+#include "index/index_algebra.h"
+#include "util/strbuf.h"
+
+bool clf__plan_same_shape(int ra, const int64_t *a, int rb, const int64_t *b)
+{
+    if (ra != rb)
+        return false;
+    for (int i = 0; i < ra; i++)
+        if (a[i] != b[i])
+            return false;
+    return true;
+}
+
+bool clf__plan_is_computed(const clf__node *n) { return clf__node_class_of(n) != CLF__CLASS_LEAF; }
+
+static int64_t space_numel(const clf__region *R)
+{
+    int64_t numel = 1;
+    for (int d = 0; d < R->rank; d++)
+        numel *= R->shape[d];
+    return numel;
+}
+
+/* Walks what a kernel would inline below a node, checking the rule that
+ * makes a reduction's result usable in registers: every read of one of the
+ * region's reductions is at the current row. Also finds the reduction stage
+ * (1 + the deepest stage read). */
+typedef struct align_walk {
+    const clf_graph *g;
+    const bool *mat;
+    const int32_t *region_of;
+    const int8_t *stage;
+    int32_t region;
+    clf__ixgen ix;
+    clf__strbuf code, key;
+    clf__ix x;
+    char **seen;
+    size_t nseen, cap_seen;
+    int max_stage;
+    bool ok;
+} align_walk;
+
+size_t clf__align_walk_cap = (size_t)1 << 16;
+
+static bool seen_before(align_walk *w, uint32_t id, const clf__view *v, int rank)
+{
+    clf__sb_clear(&w->key);
+    clf__sb_printf(&w->key, "n%u:", id);
+    clf__view_key(v, rank, &w->key);
+    const char *k = clf__sb_str(&w->key);
+    for (size_t i = 0; i < w->nseen; i++)
+        if (strcmp(w->seen[i], k) == 0)
+            return true;
+    if (w->nseen == w->cap_seen) {
+        size_t cap = w->cap_seen ? w->cap_seen * 2 : 64;
+        if (cap > clf__align_walk_cap && w->cap_seen < clf__align_walk_cap)
+            cap = clf__align_walk_cap;
+        char **p = w->nseen >= clf__align_walk_cap ? NULL : clf__realloc(w->seen, cap * sizeof *p);
+        if (!p) { /* too big to check, or out of memory: refuse the merge */
+            w->ok = false;
+            return true;
+        }
+        w->seen = p;
+        w->cap_seen = cap;
+    }
+    w->seen[w->nseen] = clf__strdup(k);
+    if (!w->seen[w->nseen]) {
+        w->ok = false;
+        return true;
+    }
+    w->nseen++;
+    return false;
+}
+
+static void walk_inputs(align_walk *w, const clf__node *n, const clf__view *v);
+
+static void walk_node(align_walk *w, uint32_t id, const clf__view *v)
+{
+    const clf__node *n = clf__graph_node(w->g, id);
+    if (!w->ok || !clf__plan_is_computed(n) || (w->mat[id] && w->region_of[id] != w->region))
+        return; /* a leaf or another kernel's value: a load */
+    if (seen_before(w, id, v, n->rank))
+        return;
+    if (n->op == CLF__OP_REDUCE || n->op == CLF__OP_MATMUL) {
+        clf__ix at = clf__view_linear(&w->ix, v, n->rank, n->shape);
+        if (!clf__ix_same(&at, &w->x))
+            w->ok = false;
+        else if (n->op == CLF__OP_REDUCE && w->stage[id] + 1 > w->max_stage)
+            w->max_stage = w->stage[id] + 1;
+        return;
+    }
+    walk_inputs(w, n, v);
+}
+
+static void walk_inputs(align_walk *w, const clf__node *n, const clf__view *v)
+{
+    for (int i = 0; i < n->ninputs && w->ok; i++) {
+        clf__view in;
+        clf__view_input(&w->ix, w->g, n, i, v, &in);
+        walk_node(w, n->inputs[i], &in);
+    }
+}
+
+/* Frees a walk's state and gives its verdict. */
+static bool align_walk_end(align_walk *w)
+{
+    for (size_t i = 0; i < w->nseen; i++)
+        clf__free(w->seen[i]);
+    clf__free(w->seen);
+    clf__ixgen_free(&w->ix);
+    clf__sb_free(&w->code);
+    clf__sb_free(&w->key);
+    return w->ok;
+}
+
+/* Whether m may join reduction region R (number r) in role ro; *stage gets
+ * m's reduction stage when m is a reduction. */
+static bool reduction_aligned(const clf__plan_state *S, uint32_t r, const clf__region *R, uint32_t m, clf__role ro,
+                              int *stage_out)
+{
+    const clf_graph *g = S->g;
+    align_walk w = {.g = g, .mat = S->mat, .region_of = S->region_of, .stage = S->out->stage, .region = (int32_t)r,
+                    .ok = true};
+    clf__ixgen_init(&w.ix, &w.code, 0);
+    int64_t rows = 1, rlen = 1;
+    for (int d = 0; d < R->rank; d++)
+        *(((R->mask >> d) & 1u) ? &rlen : &rows) *= R->shape[d];
+    w.x = clf__ixgen_var(&w.ix, "x", (uint64_t)rows);
+    clf__ix rv = clf__ixgen_var(&w.ix, "r", (uint64_t)rlen);
+    clf__view full, row = {.linear = true, .lin = w.x};
+    clf__view_reduction(&w.ix, R->rank, R->shape, R->mask, w.x, rv, &full);
+    const clf__node *mn = clf__graph_node(g, m);
+    if (ro == CLF__ROLE_REDUCE)
+        walk_node(&w, mn->inputs[0], &full);
+    else
+        walk_inputs(&w, mn, ro == CLF__ROLE_ROW ? &row : &full);
+    if (w.ix.failed || (ro == CLF__ROLE_REDUCE && w.max_stage >= CLF__MAX_REDUCTION_STAGES))
+        w.ok = false;
+    *stage_out = w.max_stage;
+    return align_walk_end(&w);
+}
+
+/* Whether pointwise node m may join GEMM region R (number r): every read of
+ * the region's product is at the element being stored, where the
+ * accumulator holds it. */
+static bool gemm_aligned(const clf__plan_state *S, uint32_t r, const clf__region *R, uint32_t m)
+{
+    const clf_graph *g = S->g;
+    align_walk w = {.g = g, .mat = S->mat, .region_of = S->region_of, .stage = S->out->stage, .region = (int32_t)r,
+                    .ok = true};
+    int64_t numel = 1;
+    for (int d = 0; d < R->rank; d++)
+        numel *= R->shape[d];
+    clf__ixgen_init(&w.ix, &w.code, (uint64_t)numel);
+    w.x = clf__ix_i((uint64_t)numel);
+    clf__view at = {.linear = true, .lin = w.x};
+    walk_inputs(&w, clf__graph_node(g, m), &at);
+    if (w.ix.failed)
+        w.ok = false;
+    return align_walk_end(&w);
+}
+
+
+/* ---- Pointwise ---------------------------------------------------------- */
+
+static bool pointwise_anchors(const clf__node *m) { return m->op != CLF__OP_REDUCE && m->op != CLF__OP_MATMUL; }
+
+static void pointwise_start(clf__plan_state *S, clf__region *R, uint32_t m)
+{
+    const clf__node *mn = clf__graph_node(S->g, m);
+    R->rank = mn->rank;
+    memcpy(R->shape, mn->shape, sizeof mn->shape);
+}
+
+static clf__role pointwise_role(const clf_graph *g, const clf__region *R, const clf__node *m)
+{
+    (void)g;
+    return pointwise_anchors(m) && clf__plan_same_shape(R->rank, R->shape, m->rank, m->shape) ? CLF__ROLE_POINTWISE
+                                                                                               : CLF__ROLE_NONE;
+}
+
+/* ---- Reduction ---------------------------------------------------------- */
+
+static bool reduction_anchors(const clf__node *m) { return m->op == CLF__OP_REDUCE; }
+
+static void reduction_start(clf__plan_state *S, clf__region *R, uint32_t m)
+{
+    const clf__node *mn = clf__graph_node(S->g, m);
+    const clf__node *in = clf__graph_node(S->g, mn->inputs[0]);
+    R->mask = mn->attr.reduce.mask;
+    R->rank = in->rank;
+    memcpy(R->shape, in->shape, sizeof in->shape);
+    S->out->stage[m] = 0;
+}
+
+static clf__role reduction_role(const clf_graph *g, const clf__region *R, const clf__node *m)
+{
+    if (m->op == CLF__OP_MATMUL)
+        return CLF__ROLE_NONE; /* a product anchors its own kernel */
+    if (m->op == CLF__OP_REDUCE) {
+        const clf__node *in = clf__graph_node(g, m->inputs[0]);
+        return m->attr.reduce.mask == R->mask && clf__plan_same_shape(R->rank, R->shape, in->rank, in->shape)
+                   ? CLF__ROLE_REDUCE
+                   : CLF__ROLE_NONE;
+    }
+    if (clf__plan_same_shape(R->rank, R->shape, m->rank, m->shape))
+        return CLF__ROLE_FULL;
+    int64_t keep[CLF_MAX_RANK], drop[CLF_MAX_RANK];
+    int nd = 0;
+    for (int d = 0; d < R->rank; d++) {
+        bool red = (R->mask >> d) & 1u;
+        keep[d] = red ? 1 : R->shape[d];
+        if (!red)
+            drop[nd++] = R->shape[d];
+    }
+    if (clf__plan_same_shape(R->rank, keep, m->rank, m->shape) || clf__plan_same_shape(nd, drop, m->rank, m->shape))
+        return CLF__ROLE_ROW;
+    return CLF__ROLE_NONE;
+}
+
+static const char *reduction_refusal(clf__plan_state *S, uint32_t r, uint32_t m, clf__role ro, int *stage)
+{
+    return reduction_aligned(S, r, &S->rs[r], m, ro, stage) ? NULL
+                                                            : "it reads a result of that region at another row";
+}
+
+/* ---- GEMM --------------------------------------------------------------- */
+
+static bool gemm_anchors(const clf__node *m) { return m->op == CLF__OP_MATMUL; }
+
+static void gemm_start(clf__plan_state *S, clf__region *R, uint32_t m)
+{
+    const clf__node *mn = clf__graph_node(S->g, m);
+    R->anchor = m;
+    R->rank = mn->rank;
+    memcpy(R->shape, mn->shape, sizeof mn->shape);
+}
+
+/* The epilogue stores element i of each member at the product's element
+ * i: any member of the same size (a reshape of the product too) fits, if it
+ * reads the product only there (gemm_aligned). An empty product has no
+ * element to store at: nothing joins it. */
+static clf__role gemm_role(const clf_graph *g, const clf__region *R, const clf__node *m)
+{
+    (void)g;
+    int64_t numel = space_numel(R);
+    return m->op != CLF__OP_REDUCE && m->op != CLF__OP_MATMUL && numel > 0 && clf__node_numel(m) == numel
+               ? CLF__ROLE_POINTWISE
+               : CLF__ROLE_NONE;
+}
+
+static const char *gemm_refusal(clf__plan_state *S, uint32_t r, uint32_t m, clf__role ro, int *stage)
+{
+    (void)ro;
+    (void)stage;
+    return gemm_aligned(S, r, &S->rs[r], m) ? NULL : "it reads the product at another element than the one it stores";
+}
+
+/* ---- The table ---------------------------------------------------------- */
+
+const clf__region_rules clf__region_kinds[CLF__REGION_KIND_COUNT] = {
+    [CLF__REGION_POINTWISE] = {CLF__REGION_POINTWISE, "pointwise", pointwise_anchors, pointwise_start, pointwise_role,
+                               NULL},
+    [CLF__REGION_REDUCTION] = {CLF__REGION_REDUCTION, "reduction", reduction_anchors, reduction_start, reduction_role,
+                               reduction_refusal},
+    [CLF__REGION_GEMM] = {CLF__REGION_GEMM, "GEMM", gemm_anchors, gemm_start, gemm_role, gemm_refusal},
+};
+_Static_assert(CLF__REGION_KIND_COUNT == 3, "a new region kind needs its row in clf__region_kinds");
+
+clf__region_kind clf__region_kind_of_anchor(const clf__node *m)
+{
+    for (int k = CLF__REGION_KIND_COUNT; k-- > 1;)
+        if (clf__region_kinds[k].anchors(m))
+            return (clf__region_kind)k;
+    return CLF__REGION_POINTWISE;
+}
+
+const char *clf__region_kind_name(clf__region_kind kind)
+{
+    return (unsigned)kind < CLF__REGION_KIND_COUNT ? clf__region_kinds[kind].name : "?";
+}

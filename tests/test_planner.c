@@ -1,0 +1,166 @@
+/* The planner's phases one at a time, and its region-kind table, without a
+ * device: what each phase writes for small graphs whose answer is known. */
+#include <string.h>
+
+#include "planner/planner_internal.h"
+#include "test_support.h"
+
+/* Runs the phases of g up to and including `last` (1 liveness ...
+ * 7 count) into S and p. */
+static void run_phases(const clf_graph *g, const clf__plan_options *o, int last, clf__plan_state *S, clf__plan *p)
+{
+    char err[256] = "";
+    ck_assert_int_eq(clf__plan_state_init(S, g, o, p), CLF_OK);
+    clf_status st = CLF_OK;
+    if (st == CLF_OK && last >= 1)
+        st = clf__plan_liveness(S);
+    if (st == CLF_OK && last >= 2)
+        st = clf__plan_materialise(S);
+    if (st == CLF_OK && last >= 3)
+        st = clf__plan_grow(S);
+    if (st == CLF_OK && last >= 4)
+        st = clf__plan_order(S, err, sizeof err);
+    if (st == CLF_OK && last >= 5)
+        st = clf__plan_buffers(S);
+    if (st == CLF_OK && last >= 6)
+        st = clf__plan_kernels(S);
+    if (st == CLF_OK && last >= 7)
+        clf__plan_count(S);
+    ck_assert_msg(st == CLF_OK, "phase failed: %s", err);
+}
+
+static void end_phases(clf__plan_state *S, clf__plan *p)
+{
+    clf__plan_state_free(S);
+    clf__plan_free(p);
+}
+
+START_TEST(liveness_skips_unused_nodes)
+{
+    int64_t n = 64;
+    clf_graph *g = clf_graph_create();
+    clf_tensor a = clf_input(g, "a", CLF_F32, 1, &n);
+    clf_tensor used = clf_relu(g, a), unused = clf_exp(g, a);
+    clf_graph_output(g, "y", clf_neg(g, used));
+    clf__plan_state S;
+    clf__plan p;
+    run_phases(g, NULL, 1, &S, &p);
+    ck_assert(S.needed[a.node] && S.needed[used.node]);
+    ck_assert(!S.needed[unused.node]);
+    ck_assert(!S.is_out[used.node]);
+    end_phases(&S, &p);
+    clf_graph_destroy(&g);
+}
+END_TEST
+
+START_TEST(materialise_anchors_outputs_and_cuts)
+{
+    int64_t sh[2] = {8, 16};
+    clf_graph *g = clf_graph_create();
+    clf_tensor x = clf_input(g, "x", CLF_F32, 2, sh), w = clf_input(g, "w", CLF_F32, 2, (int64_t[]){16, 4});
+    clf_tensor chain = x;
+    clf_tensor links[5];
+    for (int i = 0; i < 5; i++)
+        chain = links[i] = clf_exp(g, chain);
+    clf_tensor sum = clf_reduce(g, CLF_REDUCE_SUM, chain, 1, (int[]){1}, true);
+    clf_tensor mm = clf_matmul(g, x, w);
+    clf_graph_output(g, "s", sum);
+    clf_graph_output(g, "m", mm);
+    clf__plan_state S;
+    clf__plan p;
+    run_phases(g, &(clf__plan_options){.max_fused_depth = 2}, 2, &S, &p);
+    ck_assert(S.mat[sum.node] && S.mat[mm.node]);
+    ck_assert(!S.mat[x.node]); /* an input that is not an output is read, not stored */
+    /* depth 1, 2, then a cut at the third link (depth 3 > 2), 1, 2. */
+    ck_assert(!S.mat[links[0].node] && !S.mat[links[1].node]);
+    ck_assert(S.mat[links[2].node] && S.cut[links[2].node]);
+    ck_assert(!S.mat[links[3].node] && !S.mat[links[4].node]);
+    end_phases(&S, &p);
+    clf_graph_destroy(&g);
+}
+END_TEST
+
+START_TEST(grow_gives_each_kind_its_region)
+{
+    int64_t sh[2] = {8, 16};
+    clf_graph *g = clf_graph_create();
+    clf_tensor x = clf_input(g, "x", CLF_F32, 2, sh), w = clf_input(g, "w", CLF_F32, 2, (int64_t[]){16, 4});
+    clf_tensor sm = clf_reduce(g, CLF_REDUCE_SUM, x, 1, (int[]){1}, true);
+    clf_tensor y = clf_relu(g, clf_matmul(g, clf_div(g, x, sm), w));
+    clf_tensor z = clf_add(g, x, x);
+    clf_graph_output(g, "y", y);
+    clf_graph_output(g, "z", z);
+    clf__plan_state S;
+    clf__plan p;
+    run_phases(g, NULL, 3, &S, &p);
+    /* The sum and z: one reduction region (z is over the full space); the
+     * product and its relu: one GEMM region (x / sum in its loads). */
+    ck_assert_uint_eq(S.nr, 2);
+    int32_t rs = S.region_of[sm.node], ry = S.region_of[y.node];
+    ck_assert_int_ge(rs, 0);
+    ck_assert_int_ge(ry, 0);
+    ck_assert_int_eq(S.rs[rs].kind, CLF__REGION_REDUCTION);
+    ck_assert_int_eq(S.rs[ry].kind, CLF__REGION_GEMM);
+    ck_assert_int_eq(S.region_of[z.node], rs);
+    ck_assert(clf__u32vec_has(&S.rs[ry].deps, (uint32_t)rs));
+    end_phases(&S, &p);
+    clf_graph_destroy(&g);
+}
+END_TEST
+
+START_TEST(order_and_buffers)
+{
+    int64_t sh[2] = {8, 16};
+    clf_graph *g = clf_graph_create();
+    clf_tensor x = clf_input(g, "x", CLF_F32, 2, sh), w = clf_input(g, "w", CLF_F32, 2, (int64_t[]){16, 16});
+    /* Two products in a row: the first crosses into the second's kernel
+     * (a product is never a prologue). */
+    clf_tensor m1 = clf_matmul(g, x, w), m2 = clf_matmul(g, m1, w);
+    clf_graph_output(g, "y", m2);
+    clf__plan_state S;
+    clf__plan p;
+    run_phases(g, NULL, 7, &S, &p);
+    ck_assert_uint_eq(S.nr, 2);
+    ck_assert_uint_eq(S.order[0], (uint32_t)S.region_of[m1.node]);
+    ck_assert_uint_eq(S.order[1], (uint32_t)S.region_of[m2.node]);
+    ck_assert(S.crosses[m1.node]);
+    ck_assert(!S.crosses[m2.node]);
+    ck_assert_int_ge(p.src_buffer[m1.node], 0);
+    ck_assert_int_eq(p.buffers[p.src_buffer[m1.node]].kind, CLF__BUF_INTERMEDIATE);
+    ck_assert_uint_eq(p.nkernels, 2);
+    ck_assert_int_eq(p.kernels[0].kind, CLF__REGION_GEMM);
+    ck_assert_uint_eq(p.kernels[1].anchor, m2.node);
+    ck_assert_uint_eq(p.stats.launches, 2);
+    end_phases(&S, &p);
+    clf_graph_destroy(&g);
+}
+END_TEST
+
+START_TEST(kind_table_rows)
+{
+    for (int k = 0; k < CLF__REGION_KIND_COUNT; k++) {
+        ck_assert_int_eq(clf__region_kinds[k].kind, k);
+        ck_assert_ptr_nonnull(clf__region_kinds[k].name);
+        ck_assert(clf__region_kinds[k].anchors != NULL && clf__region_kinds[k].start != NULL &&
+                  clf__region_kinds[k].role != NULL);
+        ck_assert_str_eq(clf__region_kind_name((clf__region_kind)k), clf__region_kinds[k].name);
+    }
+    ck_assert_str_eq(clf__region_kind_name(CLF__REGION_KIND_COUNT), "?");
+    clf__node red = {.op = CLF__OP_REDUCE}, mm = {.op = CLF__OP_MATMUL}, add = {.op = CLF__OP_ADD};
+    ck_assert_int_eq(clf__region_kind_of_anchor(&red), CLF__REGION_REDUCTION);
+    ck_assert_int_eq(clf__region_kind_of_anchor(&mm), CLF__REGION_GEMM);
+    ck_assert_int_eq(clf__region_kind_of_anchor(&add), CLF__REGION_POINTWISE);
+}
+END_TEST
+
+int main(void)
+{
+    clf_test_setup_env();
+    Suite *s = suite_create("planner");
+    clf_test_add_case(s, "liveness_skips_unused_nodes", liveness_skips_unused_nodes);
+    clf_test_add_case(s, "materialise_anchors_outputs_and_cuts", materialise_anchors_outputs_and_cuts);
+    clf_test_add_case(s, "grow_gives_each_kind_its_region", grow_gives_each_kind_its_region);
+    clf_test_add_case(s, "order_and_buffers", order_and_buffers);
+    clf_test_add_case(s, "kind_table_rows", kind_table_rows);
+    return clf_test_run_suite(s);
+}
