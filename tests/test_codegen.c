@@ -438,6 +438,80 @@ START_TEST(gemm_default_tiles_fit_small_products)
 }
 END_TEST
 
+/* The schedule each writer records (CLFUSE_LOGS=schedule): the device
+ * form and the choices behind it, for cases whose choice is known. */
+START_TEST(schedules_name_their_choices)
+{
+    clf__codegen_target gpu = {.cpu = false, .max_local = 1024, .compute_units = 132, .local_mem = 49152},
+                        nv = gpu, cpu = {.cpu = true, .max_local = 4096, .compute_units = 2, .fp64 = true};
+    nv.warp_shuffle = true;
+    char err[256], line[320];
+    /* A softmax over rows of 256: a multi-sweep row in registers on GPUs
+     * (lanes of a warp with shuffles on NVIDIA), a row loop on CPUs. */
+    int64_t sh[2] = {64, 256};
+    clf_graph *g = clf_graph_create();
+    clf_graph_output(g, "y", clf_softmax(g, clf_input(g, "x", CLF_F32, 2, sh), 1));
+    clf__plan p = plan_of(g, true);
+    ck_assert_uint_eq(p.nkernels, 1);
+    clf__kernel_code c;
+    ck_assert(clf__codegen_kernel(g, &p, 0, &nv, &c, err, sizeof err) == CLF_OK);
+    ck_assert_str_eq(c.schedule.form, "persistent");
+    ck_assert(c.schedule.warp_shuffle && c.schedule.lanes <= 32 && c.schedule.wg == 64);
+    ck_assert_ptr_nonnull(strstr(clf__schedule_str(&c, line, sizeof line), "warp-shuffle"));
+    clf__kernel_code_free(&c);
+    ck_assert(clf__codegen_kernel(g, &p, 0, &gpu, &c, err, sizeof err) == CLF_OK);
+    ck_assert(!c.schedule.warp_shuffle);
+    clf__kernel_code_free(&c);
+    ck_assert(clf__codegen_kernel(g, &p, 0, &cpu, &c, err, sizeof err) == CLF_OK);
+    ck_assert_str_eq(c.schedule.form, "cpu");
+    ck_assert_str_eq(c.schedule.sum, "double");
+    ck_assert_uint_eq(c.schedule.wg, 1);
+    clf__kernel_code_free(&c);
+    clf__plan_free(&p);
+    clf_graph_destroy(&g);
+
+    /* A sum of one long row: split into chunks and a final combine. */
+    int64_t n = 1 << 22;
+    g = clf_graph_create();
+    clf_graph_output(g, "s", clf_reduce(g, CLF_REDUCE_SUM, clf_input(g, "x", CLF_F32, 1, &n), 1, (int[]){0}, false));
+    p = plan_of(g, true);
+    ck_assert(clf__codegen_kernel(g, &p, 0, &gpu, &c, err, sizeof err) == CLF_OK);
+    ck_assert_str_eq(c.schedule.form, "split");
+    ck_assert(c.schedule.split > 1 && c.schedule.split * c.schedule.chunk >= (uint64_t)n);
+    ck_assert_ptr_nonnull(strstr(clf__schedule_str(&c, line, sizeof line), " split="));
+    clf__kernel_code_free(&c);
+    clf__plan_free(&p);
+    clf_graph_destroy(&g);
+
+    /* A product: its tiles, float4 loads of plain operands on GPUs. */
+    g = clf_graph_create();
+    clf_graph_output(g, "y", clf_matmul(g, clf_input(g, "a", CLF_F32, 2, (int64_t[]){512, 512}),
+                                        clf_input(g, "b", CLF_F32, 2, (int64_t[]){512, 512})));
+    p = plan_of(g, true);
+    ck_assert(clf__codegen_kernel(g, &p, 0, &gpu, &c, err, sizeof err) == CLF_OK);
+    ck_assert_str_eq(c.schedule.form, "gpu-tiles");
+    ck_assert(c.schedule.tiles.tm > 0 && c.schedule.vec_a && c.schedule.vec_b);
+    clf__kernel_code_free(&c);
+    ck_assert(clf__codegen_kernel(g, &p, 0, &cpu, &c, err, sizeof err) == CLF_OK);
+    ck_assert_str_eq(c.schedule.form, "cpu-blocks");
+    clf__kernel_code_free(&c);
+    clf__plan_free(&p);
+    clf_graph_destroy(&g);
+
+    /* A pointwise chain: vector lanes. */
+    g = clf_graph_create();
+    int64_t m = 4096;
+    clf_graph_output(g, "y", clf_relu(g, clf_input(g, "x", CLF_F32, 1, &m)));
+    p = plan_of(g, true);
+    ck_assert(clf__codegen_kernel(g, &p, 0, &gpu, &c, err, sizeof err) == CLF_OK);
+    ck_assert_str_eq(c.schedule.form, "gpu");
+    ck_assert_int_eq(c.schedule.vec, 4);
+    clf__kernel_code_free(&c);
+    clf__plan_free(&p);
+    clf_graph_destroy(&g);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("codegen");
@@ -454,6 +528,7 @@ int main(void)
     tcase_add_test(tc, gpu_lanes_of_a_warp_combine_by_shuffles);
     tcase_add_test(tc, rows_of_rank_3_and_4_in_both_forms);
     tcase_add_test(tc, gemm_default_tiles_fit_small_products);
+    tcase_add_test(tc, schedules_name_their_choices);
     suite_add_tcase(s, tc);
     return clf_test_run_suite(s);
 }

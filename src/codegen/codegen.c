@@ -47,3 +47,41 @@ void clf__kernel_code_free(clf__kernel_code *c)
     clf__free(c->params);
     memset(c, 0, sizeof *c);
 }
+
+const char *clf__schedule_str(const clf__kernel_code *c, char *buf, size_t cap)
+{
+    const clf__schedule *s = &c->schedule;
+    size_t off = 0;
+#define PUT(...)                                                                                        \
+    do {                                                                                                \
+        if (off < cap)                                                                                  \
+            off += (size_t)snprintf(buf + off, cap - off, __VA_ARGS__);                                 \
+    } while (0)
+    if (cap)
+        buf[0] = '\0';
+    PUT("form=%s vec=%d", s->form ? s->form : "?", s->vec ? s->vec : 1);
+    if (s->lanes)
+        PUT(" lanes=%llu", (unsigned long long)s->lanes);
+    if (s->wg)
+        PUT(" wg=%llu", (unsigned long long)s->wg);
+    if (s->cache)
+        PUT(" cache=%llu", (unsigned long long)s->cache);
+    if (s->split > 1)
+        PUT(" split=%llu chunk=%llu", (unsigned long long)s->split, (unsigned long long)s->chunk);
+    if (s->online_softmax)
+        PUT(" online-softmax");
+    if (s->warp_shuffle)
+        PUT(" warp-shuffle");
+    if (s->sum)
+        PUT(" sum=%s", s->sum);
+    if (s->tiles.tm)
+        PUT(" tiles=%dx%dx%d/%dx%d%s%s", s->tiles.tm, s->tiles.tn, s->tiles.tk, s->tiles.wm, s->tiles.wn,
+            s->vec_a ? " a4" : "", s->vec_b ? " b4" : "");
+    if (s->tensor_cores)
+        PUT(" tensor-cores=%s", s->tensor_cores);
+    PUT(" global=%zu local=%zu", c->global, c->local);
+    if (c->final_name)
+        PUT(" final=%zu/%zu", c->final_global, c->final_local);
+#undef PUT
+    return buf;
+}

@@ -44,6 +44,25 @@ typedef struct clf__codegen_target {
     const clf__gemm_config *gemm; /* GEMM tiling (autotuned); NULL: the device type's default */
 } clf__codegen_target;
 
+/* The per-kernel choices a writer makes from the plan, the target and what
+ * the kernel's loads allow, before it emits the source; kept with the code
+ * and printed under CLFUSE_LOGS=schedule (clf__schedule_str). Fields that do
+ * not apply to a kind stay 0 / NULL. */
+typedef struct clf__schedule {
+    const char *form; /* the device form: "cpu", "gpu", "persistent", "split", "cpu-blocks", "gpu-tiles" */
+    int vec;          /* elements a vector unit carries (1: scalar) */
+    uint64_t lanes;   /* GPU reductions: work-items a row is spread over */
+    uint64_t wg;      /* work-group size the form is written for */
+    uint64_t cache;   /* persistent reductions: elements a lane keeps in registers */
+    uint64_t split, chunk; /* split reductions: chunks a row is cut into, elements each */
+    bool online_softmax;   /* max and sum in one sweep */
+    bool warp_shuffle;     /* lanes combine through inline-PTX shuffles */
+    const char *sum;       /* how f32 sums accumulate: "double", "plain", "kahan" */
+    clf__gemm_config tiles; /* GEMM tiling (tm 0: none) */
+    bool vec_a, vec_b;      /* GEMM: float4 tile loads of a, b */
+    const char *tensor_cores; /* the tensor-core instruction used, or NULL */
+} clf__schedule;
+
 typedef struct clf__kernel_code {
     char *name;   /* clf_poi_fused_add_mul_relu_0 */
     char *ops;    /* "mul add relu", in evaluation order */
@@ -59,7 +78,12 @@ typedef struct clf__kernel_code {
     char *final_name;
     size_t final_global, final_local;
     uint64_t scratch_bytes;
+    clf__schedule schedule;
 } clf__kernel_code;
+
+/* One line: "form=gpu vec=4 lanes=64 wg=256 ...", with the launch
+ * geometry; the fields that apply only. Returns buf. */
+const char *clf__schedule_str(const clf__kernel_code *code, char *buf, size_t cap);
 
 /* Dispatches to the writer of the kernel's kind (codegen_pointwise.c,
  * codegen_reduction.c). */

@@ -361,6 +361,8 @@ clf_status clf__codegen_gemm(const clf_graph *g, const clf__plan *plan, uint32_t
     clf__sb_printf(&src, "#define A_K_FAST %d\n#define B_N_FAST %d\n#define VEC_A %d\n#define VEC_B %d\n",
                    operand_transposed(g, mm->inputs[0]) ? 0 : 1, operand_transposed(g, mm->inputs[1]) ? 0 : 1,
                    vec_a ? 1 : 0, vec_b ? 1 : 0);
+    out->schedule = (clf__schedule){.form = target->cpu ? "cpu-blocks" : "gpu-tiles", .vec = 1, .wg = out->local,
+                                    .tiles = cfg, .vec_a = vec_a, .vec_b = vec_b};
     clf__cg_signature(&src, g, plan, out->name, out->params, out->nparams, K->nreads);
     clf__cg_gather_defs(&src, g, plan, K);
     clf__sb_puts(&src, "\n");

@@ -79,6 +79,7 @@ clf_status clf__codegen_pointwise(const clf_graph *g, const clf__plan *plan, uin
         out->items = 1;
         out->local = max_local < 256 ? max_local : 256;
     }
+    out->schedule = (clf__schedule){.form = target->cpu ? "cpu" : "gpu", .vec = out->vec, .wg = out->local};
     uint64_t groups = ((uint64_t)K->numel + (uint64_t)out->vec - 1) / (uint64_t)out->vec;
     uint64_t items = (groups + (uint64_t)out->items - 1) / (uint64_t)out->items;
     out->global = (size_t)((items + out->local - 1) / out->local * out->local);

@@ -1155,6 +1155,16 @@ clf_status clf__codegen_reduction(const clf_graph *g, const clf__plan *plan, uin
         out->scratch_bytes = (uint64_t)K->rows * split * 16u * (uint64_t)nred0;
     out->vec = 1;
     out->items = 1;
+    out->schedule = (clf__schedule){.form = split > 1 ? "split" : target->cpu ? "cpu" : cache ? "persistent" : "gpu",
+                                    .vec = vec,
+                                    .lanes = target->cpu || split > 1 ? 0 : lanes,
+                                    .wg = target->cpu ? 1 : wg,
+                                    .cache = (uint64_t)cache,
+                                    .split = split,
+                                    .chunk = chunk,
+                                    .online_softmax = online,
+                                    .warp_shuffle = shfl,
+                                    .sum = sk == SUM_DOUBLE ? "double" : sk == SUM_PLAIN ? "plain" : "kahan"};
 
     out->name = clf__cg_kernel_name(g, K->ops, K->nops, cache ? "clf_per" : "clf_red", k);
     out->ops = clf__cg_op_list(g, K->ops, K->nops);

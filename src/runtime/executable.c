@@ -143,6 +143,11 @@ static clf_status lower(clf_context *ctx, const clf_graph *g, const clf_compile_
         st = clf__codegen_kernel(g, &plan, k, &tk, &code, err, sizeof err);
         if (st != CLF_OK)
             goto fail_msg;
+        if (clf__log_enabled(CLF__LOG_SCHEDULE)) {
+            char line[320];
+            clf__log(CLF__LOG_SCHEDULE, "kernel %u %s (%s): %s", k, code.name,
+                     clf__region_kind_name(plan.kernels[k].kind), clf__schedule_str(&code, line, sizeof line));
+        }
         clf__exe_kernel *K = &e->kernels[e->nkernels++];
         K->name = code.name;
         K->ops = code.ops;
