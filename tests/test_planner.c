@@ -1,12 +1,13 @@
 /* The planner's phases one at a time, and its region-kind table, without a
  * device: what each phase writes for small graphs whose answer is known. */
+#include <math.h>
 #include <string.h>
 
 #include "planner/planner_internal.h"
 #include "test_support.h"
 
-/* Runs the phases of g up to and including `last` (1 liveness ...
- * 7 count) into S and p. */
+/* Runs the phases of g up to and including `last` (1 liveness, 2 attention
+ * and materialisation, ... 7 count) into S and p. */
 static void run_phases(const clf_graph *g, const clf__plan_options *o, int last, clf__plan_state *S, clf__plan *p)
 {
     char err[256] = "";
@@ -14,6 +15,8 @@ static void run_phases(const clf_graph *g, const clf__plan_options *o, int last,
     clf_status st = CLF_OK;
     if (st == CLF_OK && last >= 1)
         st = clf__plan_liveness(S);
+    if (st == CLF_OK && last >= 2)
+        st = clf__plan_find_attention(S);
     if (st == CLF_OK && last >= 2)
         st = clf__plan_materialise(S);
     if (st == CLF_OK && last >= 3)
@@ -146,10 +149,98 @@ START_TEST(kind_table_rows)
         ck_assert_str_eq(clf__region_kind_name((clf__region_kind)k), clf__region_kinds[k].name);
     }
     ck_assert_str_eq(clf__region_kind_name(CLF__REGION_KIND_COUNT), "?");
-    clf__node red = {.op = CLF__OP_REDUCE}, mm = {.op = CLF__OP_MATMUL}, add = {.op = CLF__OP_ADD};
-    ck_assert_int_eq(clf__region_kind_of_anchor(&red), CLF__REGION_REDUCTION);
-    ck_assert_int_eq(clf__region_kind_of_anchor(&mm), CLF__REGION_GEMM);
-    ck_assert_int_eq(clf__region_kind_of_anchor(&add), CLF__REGION_POINTWISE);
+    int64_t sh[2] = {4, 4};
+    clf_graph *g = clf_graph_create();
+    clf_tensor x = clf_input(g, "x", CLF_F32, 2, sh);
+    clf_tensor red = clf_reduce(g, CLF_REDUCE_SUM, x, 1, (int[]){1}, true), mm = clf_matmul(g, x, x),
+               add = clf_add(g, x, x);
+    clf_graph_output(g, "r", red);
+    clf_graph_output(g, "m", mm);
+    clf_graph_output(g, "a", add);
+    clf__plan_state S;
+    clf__plan p;
+    run_phases(g, NULL, 2, &S, &p);
+    ck_assert_int_eq(clf__region_kind_of_anchor(&S, red.node), CLF__REGION_REDUCTION);
+    ck_assert_int_eq(clf__region_kind_of_anchor(&S, mm.node), CLF__REGION_GEMM);
+    ck_assert_int_eq(clf__region_kind_of_anchor(&S, add.node), CLF__REGION_POINTWISE);
+    end_phases(&S, &p);
+    clf_graph_destroy(&g);
+}
+END_TEST
+
+/* An attention graph of clf_attention: bool mask, causal with Sq < Sk.
+ * which: 0 the output only; 1 the scores an output too; 2 the causal WHERE
+ * before an additive mask (not the last op before the softmax). */
+static clf_graph *attention_graph(int which, clf_tensor *out, clf_tensor *scores)
+{
+    clf_graph *g = clf_graph_create();
+    int64_t qs[4] = {1, 2, 4, 8}, ks[4] = {1, 2, 6, 8}, ms[4] = {1, 1, 4, 6};
+    clf_tensor q = clf_input(g, "q", CLF_F32, 4, qs), k = clf_input(g, "k", CLF_F32, 4, ks),
+               v = clf_input(g, "v", CLF_F32, 4, ks);
+    if (which < 2) {
+        clf_tensor m = clf_input(g, "m", CLF_BOOL, 4, ms);
+        *out = clf_attention(g, q, k, v, m, 0, true);
+        *scores = CLF_TENSOR_INVALID;
+        for (uint32_t i = 0; i < g->nnodes; i++)
+            if (clf__graph_node(g, i)->op == CLF__OP_MATMUL) {
+                *scores = (clf_tensor){.graph = out->graph, .node = i};
+                break;
+            }
+        if (which == 1)
+            clf_graph_output(g, "s", *scores);
+    } else {
+        /* causal (j <= i + 2) by hand, then an additive mask */
+        clf_tensor m = clf_input(g, "m", CLF_F32, 4, ms);
+        uint8_t c[24];
+        for (int i = 0; i < 4; i++)
+            for (int j = 0; j < 6; j++)
+                c[i * 6 + j] = j <= i + 2;
+        clf_tensor cc = clf_constant(g, CLF_BOOL, 2, (int64_t[]){4, 6}, c);
+        *scores = clf_matmul(g, q, clf_transpose(g, k, 4, (int[]){0, 1, 3, 2}));
+        clf_tensor s = clf_where(g, cc, *scores, clf_scalar(g, CLF_F32, -INFINITY));
+        *out = clf_matmul(g, clf_softmax(g, clf_add(g, s, m), -1), v);
+    }
+    clf_graph_output(g, "o", *out);
+    const char *msg;
+    ck_assert_msg(clf_graph_status(g, &msg) == CLF_OK, "%s", msg);
+    return g;
+}
+
+START_TEST(find_attention_matches_and_refuses)
+{
+    for (int which = 0; which < 3; which++) {
+        clf_tensor out, scores;
+        clf_graph *g = attention_graph(which, &out, &scores);
+        clf__plan_state S;
+        clf__plan p;
+        run_phases(g, NULL, 2, &S, &p);
+        if (which == 1) {
+            /* The scores must be stored: no attention region. */
+            ck_assert_uint_eq(S.nmatches, 0);
+            ck_assert_int_eq(clf__region_kind_of_anchor(&S, out.node), CLF__REGION_GEMM);
+            ck_assert(S.mat[scores.node]);
+        } else {
+            ck_assert_uint_eq(S.nmatches, 1);
+            const clf__attention_match *M = &S.matches[0];
+            ck_assert_uint_eq(M->anchor, out.node);
+            ck_assert_uint_eq(M->scores, scores.node);
+            ck_assert_int_eq(clf__region_kind_of_anchor(&S, out.node), CLF__REGION_ATTENTION);
+            /* Causal is skipped only where its WHERE is the last op. */
+            ck_assert_int_eq(M->causal, which == 0);
+            if (which == 0) {
+                ck_assert_int_eq(M->causal_offset, 2);
+                ck_assert(isinf(M->causal_fill) && M->causal_fill < 0);
+            }
+            /* Nothing between the two products is materialised. */
+            for (uint32_t i = 0; i < S.n; i++)
+                if (S.attention_of[i] == (int32_t)out.node && i != out.node)
+                    ck_assert_msg(!S.mat[i], "node %u inside the attention is materialised", i);
+            ck_assert(S.mat[out.node]);
+            ck_assert(!S.mat[scores.node]);
+        }
+        end_phases(&S, &p);
+        clf_graph_destroy(&g);
+    }
 }
 END_TEST
 
@@ -162,5 +253,6 @@ int main(void)
     clf_test_add_case(s, "grow_gives_each_kind_its_region", grow_gives_each_kind_its_region);
     clf_test_add_case(s, "order_and_buffers", order_and_buffers);
     clf_test_add_case(s, "kind_table_rows", kind_table_rows);
+    clf_test_add_case(s, "find_attention_matches_and_refuses", find_attention_matches_and_refuses);
     return clf_test_run_suite(s);
 }

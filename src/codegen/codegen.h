@@ -99,6 +99,8 @@ clf_status clf__codegen_reduction(const clf_graph *g, const clf__plan *plan, uin
 clf_status clf__codegen_gemm(const clf_graph *g, const clf__plan *plan, uint32_t k,
                              const clf__codegen_target *target, clf__kernel_code *out, char *err,
                              size_t errlen);
+clf_status clf__codegen_attention(const clf_graph *g, const clf__plan *plan, uint32_t k,
+                                  const clf__codegen_target *target, clf__kernel_code *out, char *err, size_t errlen);
 void clf__kernel_code_free(clf__kernel_code *code);
 /* Whether a generated kernel's source is in the warp-shuffle form (inline
  * PTX, target->warp_shuffle): the form a driver other than NVIDIA's may

@@ -10,11 +10,12 @@
 #include <string.h>
 
 #include "codegen/codegen_expr.h"
+#include "codegen/codegen_product.h"
 #include "codegen/templates.h"
 #include "util/strbuf.h"
 
 /* Operand loads are plain buffer reads inside the load functions. */
-static const char *load_direct(clf__cg_fn *f, uint32_t buffer, clf__ix index, clf_dtype dt, char *name,
+const char *clf__cg_load_direct(clf__cg_fn *f, uint32_t buffer, clf__ix index, clf_dtype dt, char *name,
                                size_t cap)
 {
     (void)f;
@@ -23,7 +24,7 @@ static const char *load_direct(clf__cg_fn *f, uint32_t buffer, clf__ix index, cl
 
 /* The product at the element being stored is the accumulator; the planner
  * admits no other read of it into the kernel. */
-static const char *product_acc(clf__cg_fn *f, uint32_t node, const clf__view *v, char *name, size_t cap)
+const char *clf__cg_product_acc(clf__cg_fn *f, uint32_t node, const clf__view *v, char *name, size_t cap)
 {
     const clf__node *n = clf__graph_node(f->g, node);
     clf__ix at = clf__view_linear(f->ix, v, n->rank, n->shape);
@@ -186,13 +187,10 @@ static void emit_load_vec(const clf_graph *g, const clf__plan *plan, uint32_t k,
     clf__sb_puts(src, ");\n}\n\n");
 }
 
-/* Emits "static inline float clf_load_<which>(IDX_T bt, IDX_T <r>, IDX_T
- * <c>, CLF_PARAMS)" returning operand node id at (batch bt, row r, column
- * c), batch axes broadcast from the product's. */
-static bool emit_load(const clf_graph *g, const clf__plan *plan, uint32_t k, const clf__node *mm, int which,
-                      clf__strbuf *src)
+bool clf__cg_emit_operand_load(const clf_graph *g, const clf__plan *plan, uint32_t k, const clf__node *mm, int which,
+                               const char *fname, clf__strbuf *src)
 {
-    clf__cg_hooks hooks = {.load = load_direct};
+    clf__cg_hooks hooks = {.load = clf__cg_load_direct};
     clf__cg_fn F;
     clf__cg_fn_init(&F, g, plan, k, &hooks);
     uint32_t id = mm->inputs[which];
@@ -218,9 +216,8 @@ static bool emit_load(const clf_graph *g, const clf__plan *plan, uint32_t k, con
     char *val = clf__strdup(clf__cg_value(&F, id, &v));
     bool ok = val && !F.failed && !F.ix->failed && clf__sb_ok(&F.idx_code) && clf__sb_ok(&F.body);
     if (ok) {
-        clf__sb_printf(src,
-                       "static inline float clf_load_%c(IDX_T bt, IDX_T %s, IDX_T %s, CLF_PARAMS)\n{\n",
-                       which == 0 ? 'a' : 'b', rname, cname);
+        clf__sb_printf(src, "static inline float %s(IDX_T bt, IDX_T %s, IDX_T %s, CLF_PARAMS)\n{\n", fname, rname,
+                       cname);
         clf__sb_printf(src, "    (void)bt;\n%s%s    return %s;\n}\n\n", clf__sb_str(&F.idx_code),
                        clf__sb_str(&F.body), val);
     }
@@ -253,22 +250,56 @@ void clf__gemm_problem_class(const clf_graph *g, const clf__plan *plan, uint32_t
                    operand_transposed(g, mm->inputs[1]) ? "t" : "n", operand_plain(plan, k, g, mm->inputs[1]) ? "" : "p");
 }
 
+clf_status clf__cg_emit_product_store(const clf_graph *g, const clf__plan *plan, uint32_t k, clf__strbuf *src,
+                                      char *err, size_t errlen)
+{
+    const clf__plan_kernel *K = &plan->kernels[k];
+    clf__cg_hooks hooks = {.load = clf__cg_load_direct, .product = clf__cg_product_acc};
+    clf__cg_fn G;
+    clf_status st = CLF_ERR_OUT_OF_MEMORY;
+    clf__cg_fn_init(&G, g, plan, k, &hooks);
+    clf__view at_i = {.linear = true, .lin = clf__ix_i((uint64_t)K->numel)};
+    char **vals = clf__calloc(K->nstores ? K->nstores : 1, sizeof *vals);
+    if (!vals)
+        goto done;
+    for (uint32_t s = 0; s < K->nstores; s++) {
+        vals[s] = clf__strdup(clf__cg_value(&G, K->stores[s].node, &at_i));
+        if (!vals[s])
+            G.failed = true;
+    }
+    if (G.failed || G.ix->failed || !clf__sb_ok(&G.idx_code) || !clf__sb_ok(&G.body)) {
+        snprintf(err, errlen, "codegen: kernel %u: the %s epilogue reads the product at another element", k,
+                 K->kind == CLF__REGION_ATTENTION ? "attention" : "GEMM");
+        st = CLF_ERR_INTERNAL;
+        goto done;
+    }
+    clf__sb_puts(src, "static inline void clf_store(IDX_T bt, IDX_T m, IDX_T n, float acc, CLF_PARAMS)\n{\n");
+    clf__sb_puts(src, "    const IDX_T i = (bt * (IDX_T)M + m) * (IDX_T)N + n;\n");
+    clf__sb_printf(src, "%s%s", clf__sb_str(&G.idx_code), clf__sb_str(&G.body));
+    for (uint32_t s = 0; s < K->nstores; s++)
+        clf__cg_store(src, clf__graph_node(g, K->stores[s].node)->dtype, K->stores[s].buffer, "i", vals[s]);
+    clf__sb_puts(src, "}\n\n");
+    st = clf__sb_ok(src) ? CLF_OK : CLF_ERR_OUT_OF_MEMORY;
+done:
+    for (uint32_t s = 0; vals && s < K->nstores; s++)
+        clf__free(vals[s]);
+    clf__free(vals);
+    clf__cg_fn_free(&G);
+    return st;
+}
+
 clf_status clf__codegen_gemm(const clf_graph *g, const clf__plan *plan, uint32_t k,
                              const clf__codegen_target *target, clf__kernel_code *out, char *err,
                              size_t errlen)
 {
     const clf__plan_kernel *K = &plan->kernels[k];
     const clf__node *mm = clf__graph_node(g, K->anchor);
-    clf__cg_hooks hooks = {.load = load_direct, .product = product_acc};
-    clf__cg_fn G;
-    clf__strbuf src = {0};
+    clf__strbuf src = {0}, store_fn = {0};
     clf_status st = CLF_ERR_OUT_OF_MEMORY;
-    char **store_vals = NULL;
     uint32_t *named = NULL;
     memset(out, 0, sizeof *out);
     if (errlen)
         err[0] = '\0';
-    clf__cg_fn_init(&G, g, plan, k, &hooks);
 
     int r = mm->rank;
     int64_t M = mm->shape[r - 2], N = mm->shape[r - 1];
@@ -291,21 +322,12 @@ clf_status clf__codegen_gemm(const clf_graph *g, const clf__plan *plan, uint32_t
     out->wide_index = clf__cg_wide_index(g, plan, K, (uint64_t)K->numel);
 
     /* The epilogue: every store's value at the product's element i. */
-    clf__view at_i = {.linear = true, .lin = clf__ix_i((uint64_t)K->numel)};
-    store_vals = clf__calloc(K->nstores ? K->nstores : 1, sizeof *store_vals);
-    if (!store_vals)
-        goto done;
-    for (uint32_t s = 0; s < K->nstores; s++) {
-        store_vals[s] = clf__strdup(clf__cg_value(&G, K->stores[s].node, &at_i));
-        if (!store_vals[s])
-            G.failed = true;
-    }
-    if (G.failed || G.ix->failed || !clf__sb_ok(&G.idx_code) || !clf__sb_ok(&G.body)) {
-        snprintf(err, errlen, "codegen: kernel %u: the GEMM epilogue reads the product at another element",
-                 k);
-        st = CLF_ERR_INTERNAL;
+    st = clf__cg_emit_product_store(g, plan, k, &store_fn, err, errlen);
+    if (st != CLF_OK) {
+        clf__sb_free(&store_fn);
         goto done;
     }
+    st = CLF_ERR_OUT_OF_MEMORY;
 
     if (!clf__cg_params(K, &out->params, &out->nparams))
         goto done;
@@ -367,7 +389,8 @@ clf_status clf__codegen_gemm(const clf_graph *g, const clf__plan *plan, uint32_t
     clf__cg_gather_defs(&src, g, plan, K);
     clf__sb_puts(&src, "\n");
 
-    if (!emit_load(g, plan, k, mm, 0, &src) || !emit_load(g, plan, k, mm, 1, &src)) {
+    if (!clf__cg_emit_operand_load(g, plan, k, mm, 0, "clf_load_a", &src) ||
+        !clf__cg_emit_operand_load(g, plan, k, mm, 1, "clf_load_b", &src)) {
         snprintf(err, errlen, "codegen: kernel %u: out of memory or unsupported operand prologue", k);
         goto done;
     }
@@ -380,12 +403,7 @@ clf_status clf__codegen_gemm(const clf_graph *g, const clf__plan *plan, uint32_t
             emit_load_vec(g, plan, k, mm, 1, 4, true, "clf_load_b4", &src);
     }
 
-    clf__sb_puts(&src, "static inline void clf_store(IDX_T bt, IDX_T m, IDX_T n, float acc, CLF_PARAMS)\n{\n");
-    clf__sb_puts(&src, "    const IDX_T i = (bt * (IDX_T)M + m) * (IDX_T)N + n;\n");
-    clf__sb_printf(&src, "%s%s", clf__sb_str(&G.idx_code), clf__sb_str(&G.body));
-    for (uint32_t s = 0; s < K->nstores; s++)
-        clf__cg_store(&src, clf__graph_node(g, K->stores[s].node)->dtype, K->stores[s].buffer, "i", store_vals[s]);
-    clf__sb_puts(&src, "}\n\n");
+    clf__sb_puts(&src, clf__sb_str(&store_fn));
 
     clf__sb_printf(&src, "/* ---- kernels_templates/%s ---- */\n", target->cpu ? "gemm_cpu.cl" : "gemm.cl");
     clf__sb_puts(&src, target->cpu ? clf__template_gemm_cpu : clf__template_gemm);
@@ -400,11 +418,8 @@ done:
         snprintf(err, errlen, "codegen: kernel %u: out of memory", k);
     if (st != CLF_OK)
         clf__kernel_code_free(out);
-    for (uint32_t s = 0; store_vals && s < K->nstores; s++)
-        clf__free(store_vals[s]);
-    clf__free(store_vals);
     clf__free(named);
-    clf__cg_fn_free(&G);
+    clf__sb_free(&store_fn);
     clf__sb_free(&src);
     return st;
 }

@@ -5,9 +5,10 @@
  *   kt  = TRANSPOSE(k, last two axes swapped)
  *   s   = MATMUL(q, kt)
  *   s   = MUL(s, scalar scale)                   unless scale == 1
- *   s   = WHERE(C, s, scalar -inf)               causal: C a bool constant [Sq, Sk]
  *   s   = WHERE(mask, s, scalar -inf)            bool mask
  *   s   = ADD(s, mask)                           float mask
+ *   s   = WHERE(C, s, scalar -inf)               causal: C a bool constant [Sq, Sk],
+ *                                                last, so the kernel may skip what it hides
  *   p   = clf_softmax(s, -1)                     (its own 5 nodes; casts for f16/bf16)
  *   out = MATMUL(p, v)
  *
@@ -188,11 +189,6 @@ clf_tensor clf_attention(clf_graph *g, clf_tensor q, clf_tensor k, clf_tensor v,
     clf_tensor s = clf_matmul(g, q, kt);
     if (scale != 1.0)
         s = clf__graph_binary(g, CALL, CLF_BINARY_MUL, s, clf__graph_scalar(g, CALL, oq.dtype, scale));
-    if (causal) {
-        clf_tensor c = causal_constant(g, sq, sk);
-        clf_tensor ninf = clf__graph_scalar(g, CALL, oq.dtype, -INFINITY);
-        s = clf_where(g, c, s, ninf);
-    }
     if (has_mask) {
         if (mdt == CLF_BOOL) {
             clf_tensor ninf = clf__graph_scalar(g, CALL, oq.dtype, -INFINITY);
@@ -200,6 +196,11 @@ clf_tensor clf_attention(clf_graph *g, clf_tensor q, clf_tensor k, clf_tensor v,
         } else {
             s = clf__graph_binary(g, CALL, CLF_BINARY_ADD, s, mask);
         }
+    }
+    if (causal) { /* last: the planner skips the keys it hides */
+        clf_tensor c = causal_constant(g, sq, sk);
+        clf_tensor ninf = clf__graph_scalar(g, CALL, oq.dtype, -INFINITY);
+        s = clf_where(g, c, s, ninf);
     }
     clf_tensor p = clf_softmax(g, s, -1);
     clf_tensor out = clf_matmul(g, p, v);

@@ -297,6 +297,8 @@ void clf__plan_state_free(clf__plan_state *S)
     clf__free(S->stamp);
     clf__free(S->stack.v);
     clf__free(S->order);
+    clf__free(S->attention_of);
+    clf__free(S->matches);
     memset(S, 0, sizeof *S);
 }
 
@@ -333,11 +335,22 @@ clf_status clf__plan_materialise(clf__plan_state *S)
             mat[i] = S->is_out[i]; /* a leaf output still needs a copy kernel */
             continue;
         }
+        /* An attention kernel computes everything from its scores to its
+         * weights in registers (attention_match.c). */
+        int32_t att = S->attention_of ? S->attention_of[i] : -1;
+        if (att >= 0 && att != (int32_t)i) {
+            S->depth[i] = 0;
+            if (nd->op != CLF__OP_MATMUL)
+                continue;
+        }
         /* A GEMM computes its operands in its loads unless that costs
-         * more than storing them (then they are stored by another kernel). */
+         * more than storing them (then they are stored by another kernel);
+         * so do attention's products, except for the weights. */
         if (nd->op == CLF__OP_MATMUL && S->fuse) {
             for (int k = 0; k < nd->ninputs; k++) {
                 uint32_t in = nd->inputs[k];
+                if (att == (int32_t)i && k == 0)
+                    continue;
                 while (clf__node_class_of(clf__graph_node(g, in)) == CLF__CLASS_MOVEMENT && !mat[in])
                     in = clf__graph_node(g, in)->inputs[0];
                 const char *why = prologue_refusal(g, mat, nd->inputs[k]);
@@ -362,6 +375,8 @@ clf_status clf__plan_materialise(clf__plan_state *S)
                          clf__node_op_name(clf__graph_node(g, ix)), i);
             }
         }
+        if (att >= 0 && att != (int32_t)i)
+            continue; /* attention's scores */
         /* Reductions and products anchor their kernels; outputs must be
          * stored. */
         if (S->is_out[i] || nd->op == CLF__OP_REDUCE || nd->op == CLF__OP_MATMUL ||
@@ -455,7 +470,7 @@ static int32_t start_region(clf__plan_state *S, uint32_t m)
     const clf__node *mn = clf__graph_node(S->g, m);
     clf__region *R = &S->rs[S->nr];
     memset(R, 0, sizeof *R);
-    R->kind = clf__region_kind_of_anchor(mn);
+    R->kind = clf__region_kind_of_anchor(S, m);
     clf__region_kinds[R->kind].start(S, R, m);
     /* Joining a cut's kernel would grow the chain the cut bounds and store
      * the cut for no reader. */
@@ -633,6 +648,18 @@ static clf_status fill_kernel(clf__plan_state *S, uint32_t k)
     memcpy(K->shape, R->shape, sizeof K->shape);
     K->kind = R->kind;
     K->anchor = R->anchor;
+    if (R->kind == CLF__REGION_ATTENTION) {
+        K->attention.scores = R->attention.scores;
+        K->attention.logits = R->attention.logits;
+        K->attention.max = R->attention.max;
+        K->attention.sum = R->attention.sum;
+        K->attention.probs = R->attention.probs;
+        K->attention.causal = R->attention.causal;
+        K->attention.causal_offset = R->attention.causal_offset;
+        K->attention.causal_fill = R->attention.causal_fill;
+        K->attention.has_nan_fill = R->attention.has_nan_fill;
+        K->attention.nan_fill = R->attention.nan_fill;
+    }
     K->reduce_mask = R->mask;
     K->rows = K->rlen = 1;
     for (int d = 0; d < R->rank; d++)
@@ -735,6 +762,8 @@ clf_status clf__plan_build(const clf_graph *g, const clf__plan_options *opt, clf
     clf_status st = clf__plan_state_init(&S, g, opt, out);
     if (st == CLF_OK)
         st = clf__plan_liveness(&S);
+    if (st == CLF_OK)
+        st = clf__plan_find_attention(&S);
     if (st == CLF_OK)
         st = clf__plan_materialise(&S);
     if (st == CLF_OK)

@@ -42,10 +42,11 @@ typedef enum clf__region_kind {
     CLF__REGION_POINTWISE, /* elementwise over one shape, several stores */
     CLF__REGION_REDUCTION, /* rows of a reduced space, prologue and epilogue */
     CLF__REGION_GEMM,      /* one MATMUL, prologues in its loads, epilogue in its stores */
+    CLF__REGION_ATTENTION, /* softmax(Q Kt + ...) V: scores and weights in registers */
     CLF__REGION_KIND_COUNT
 } clf__region_kind;
 
-/* "pointwise", "reduction", "GEMM". */
+/* "pointwise", "reduction", "GEMM", "attention". */
 const char *clf__region_kind_name(clf__region_kind kind);
 
 typedef struct clf__plan_kernel {
@@ -59,6 +60,25 @@ typedef struct clf__plan_kernel {
      * product's element count. */
     clf__region_kind kind;
     uint32_t anchor;
+    /* An attention kernel computes the MATMUL anchor (the weights times V)
+     * as a GEMM kernel would, its epilogue likewise, but its first operand
+     * in registers: for each query row the scores (the MATMUL node scores,
+     * Q times Kt), the logits (the value softmax normalises: the scores
+     * through scale, masks, casts, evaluated per score), their softmax
+     * (the REDUCE nodes max and sum, never stored) and probs (the DIV or
+     * its cast that anchor reads). Keys j > i + causal_offset of query i
+     * are skipped where causal is set: the logits there are -inf, or so far
+     * below the row's maximum that they weigh exactly 0 (region_kinds.c). */
+    struct {
+        uint32_t scores, logits, max, sum, probs;
+        bool causal;
+        int64_t causal_offset;
+        double causal_fill; /* the logits' value at the keys skipped */
+        /* The weights pass WHERE(ISNAN(w), nan_fill, w): a row whose
+         * softmax is NaN (every weight at once) weighs every key nan_fill. */
+        bool has_nan_fill;
+        double nan_fill;
+    } attention;
     uint32_t reduce_mask;
     int64_t rows, rlen;
     int rank;

@@ -19,8 +19,19 @@ bool clf__u32vec_has(const clf__u32vec *a, uint32_t x);
 
 /* A kernel in the making: its kind's space (see clf__plan_kernel), the
  * materialised nodes it stores and the regions it reads from. */
+/* An attention pattern found before materialisation (clf__plan_find_attention). */
+typedef struct clf__attention_match {
+    uint32_t anchor, scores, logits, max, sum, probs;
+    bool causal;
+    int64_t causal_offset;
+    double causal_fill;
+    bool has_nan_fill; /* weights that are NaN become nan_fill (a whole row at once) */
+    double nan_fill;
+} clf__attention_match;
+
 typedef struct clf__region {
     clf__region_kind kind;
+    clf__attention_match attention; /* attention regions */
     uint32_t anchor; /* GEMM, attention: the MATMUL node the kernel ends in */
     uint32_t mask;   /* reduction: the reduced axes of shape */
     int rank;
@@ -38,6 +49,7 @@ typedef enum clf__role { CLF__ROLE_NONE, CLF__ROLE_POINTWISE, CLF__ROLE_FULL, CL
 
 /* What the phases share. Each phase reads what the ones before it wrote:
  *   liveness     needed, is_out
+ *   attention    attention_of, matches (fusion on only)
  *   materialise  mat, cut, depth (and which operands GEMMs compute in loads)
  *   grow         regions rs[0..nr), region_of, out->stage
  *   order        order (regions in execution order)
@@ -59,6 +71,12 @@ typedef struct clf__plan_state {
     uint32_t nr, cap_r;
     uint32_t *order;
     clf__u32vec stack;
+    /* Attention patterns (clf__plan_find_attention): for each node the
+     * anchor of the attention kernel computing it in registers, or -1 (the
+     * anchor itself holds its own id); matches[] one per anchor. */
+    int32_t *attention_of;
+    clf__attention_match *matches;
+    uint32_t nmatches;
 } clf__plan_state;
 
 /* Allocates the state for planning g into out (zeroed). */
@@ -68,6 +86,7 @@ void clf__plan_state_free(clf__plan_state *S);
 
 /* The phases, in order; each returns CLF_OK or the failure (err filled). */
 clf_status clf__plan_liveness(clf__plan_state *S);
+clf_status clf__plan_find_attention(clf__plan_state *S);
 clf_status clf__plan_materialise(clf__plan_state *S);
 clf_status clf__plan_grow(clf__plan_state *S);
 clf_status clf__plan_order(clf__plan_state *S, char *err, size_t errlen);
@@ -83,7 +102,7 @@ typedef struct clf__region_rules {
     const char *name; /* "pointwise", "reduction", "GEMM": in plans and logs */
     /* Whether materialised node m, joining no region, starts one of this
      * kind (the kinds are asked last row first; pointwise takes the rest). */
-    bool (*anchors)(const clf__node *m);
+    bool (*anchors)(const clf__plan_state *S, uint32_t m);
     /* Sets R's space from its first member m. */
     void (*start)(clf__plan_state *S, clf__region *R, uint32_t m);
     /* How m would sit in region R of this kind. */
@@ -97,7 +116,7 @@ typedef struct clf__region_rules {
 extern const clf__region_rules clf__region_kinds[CLF__REGION_KIND_COUNT];
 
 /* The kind a materialised node starts when it joins no region. */
-clf__region_kind clf__region_kind_of_anchor(const clf__node *m);
+clf__region_kind clf__region_kind_of_anchor(const clf__plan_state *S, uint32_t m);
 
 bool clf__plan_same_shape(int ra, const int64_t *a, int rb, const int64_t *b);
 bool clf__plan_is_computed(const clf__node *n);

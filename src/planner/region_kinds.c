@@ -172,7 +172,9 @@ static bool gemm_aligned(const clf__plan_state *S, uint32_t r, const clf__region
 
 /* ---- Pointwise ---------------------------------------------------------- */
 
-static bool pointwise_anchors(const clf__node *m) { return m->op != CLF__OP_REDUCE && m->op != CLF__OP_MATMUL; }
+static bool pointwise_node(const clf__node *m) { return m->op != CLF__OP_REDUCE && m->op != CLF__OP_MATMUL; }
+
+static bool pointwise_anchors(const clf__plan_state *S, uint32_t m) { return pointwise_node(clf__graph_node(S->g, m)); }
 
 static void pointwise_start(clf__plan_state *S, clf__region *R, uint32_t m)
 {
@@ -184,13 +186,13 @@ static void pointwise_start(clf__plan_state *S, clf__region *R, uint32_t m)
 static clf__role pointwise_role(const clf_graph *g, const clf__region *R, const clf__node *m)
 {
     (void)g;
-    return pointwise_anchors(m) && clf__plan_same_shape(R->rank, R->shape, m->rank, m->shape) ? CLF__ROLE_POINTWISE
+    return pointwise_node(m) && clf__plan_same_shape(R->rank, R->shape, m->rank, m->shape) ? CLF__ROLE_POINTWISE
                                                                                                : CLF__ROLE_NONE;
 }
 
 /* ---- Reduction ---------------------------------------------------------- */
 
-static bool reduction_anchors(const clf__node *m) { return m->op == CLF__OP_REDUCE; }
+static bool reduction_anchors(const clf__plan_state *S, uint32_t m) { return clf__graph_node(S->g, m)->op == CLF__OP_REDUCE; }
 
 static void reduction_start(clf__plan_state *S, clf__region *R, uint32_t m)
 {
@@ -235,7 +237,10 @@ static const char *reduction_refusal(clf__plan_state *S, uint32_t r, uint32_t m,
 
 /* ---- GEMM --------------------------------------------------------------- */
 
-static bool gemm_anchors(const clf__node *m) { return m->op == CLF__OP_MATMUL; }
+static bool gemm_anchors(const clf__plan_state *S, uint32_t m)
+{
+    return clf__graph_node(S->g, m)->op == CLF__OP_MATMUL && !(S->attention_of && S->attention_of[m] == (int32_t)m);
+}
 
 static void gemm_start(clf__plan_state *S, clf__region *R, uint32_t m)
 {
@@ -265,6 +270,26 @@ static const char *gemm_refusal(clf__plan_state *S, uint32_t r, uint32_t m, clf_
     return gemm_aligned(S, r, &S->rs[r], m) ? NULL : "it reads the product at another element than the one it stores";
 }
 
+/* ---- Attention ---------------------------------------------------------- */
+
+static bool attention_anchors(const clf__plan_state *S, uint32_t m)
+{
+    return S->attention_of && S->attention_of[m] == (int32_t)m;
+}
+
+static void attention_start(clf__plan_state *S, clf__region *R, uint32_t m)
+{
+    gemm_start(S, R, m);
+    for (uint32_t i = 0; i < S->nmatches; i++)
+        if (S->matches[i].anchor == m)
+            R->attention = S->matches[i];
+}
+
+/* The epilogue's rule is the GEMM's: a member stores element i of the
+ * product, reading the product only there. */
+#define attention_role gemm_role
+#define attention_refusal gemm_refusal
+
 /* ---- The table ---------------------------------------------------------- */
 
 const clf__region_rules clf__region_kinds[CLF__REGION_KIND_COUNT] = {
@@ -273,13 +298,15 @@ const clf__region_rules clf__region_kinds[CLF__REGION_KIND_COUNT] = {
     [CLF__REGION_REDUCTION] = {CLF__REGION_REDUCTION, "reduction", reduction_anchors, reduction_start, reduction_role,
                                reduction_refusal},
     [CLF__REGION_GEMM] = {CLF__REGION_GEMM, "GEMM", gemm_anchors, gemm_start, gemm_role, gemm_refusal},
+    [CLF__REGION_ATTENTION] = {CLF__REGION_ATTENTION, "attention", attention_anchors, attention_start, attention_role,
+                               attention_refusal},
 };
-_Static_assert(CLF__REGION_KIND_COUNT == 3, "a new region kind needs its row in clf__region_kinds");
+_Static_assert(CLF__REGION_KIND_COUNT == 4, "a new region kind needs its row in clf__region_kinds");
 
-clf__region_kind clf__region_kind_of_anchor(const clf__node *m)
+clf__region_kind clf__region_kind_of_anchor(const clf__plan_state *S, uint32_t m)
 {
     for (int k = CLF__REGION_KIND_COUNT; k-- > 1;)
-        if (clf__region_kinds[k].anchors(m))
+        if (clf__region_kinds[k].anchors(S, m))
             return (clf__region_kind)k;
     return CLF__REGION_POINTWISE;
 }

@@ -1,0 +1,30 @@
+/* What the two writers of kernels that end in a product share (GEMM,
+ * codegen_gemm.c; attention, codegen_attention.c): operand loads through
+ * their prologues, the accumulator standing for the product, and the
+ * epilogue's store function. */
+#ifndef CLFUSE_CODEGEN_PRODUCT_H
+#define CLFUSE_CODEGEN_PRODUCT_H
+
+#include "codegen/codegen.h"
+#include "codegen/codegen_expr.h"
+
+/* Load hook: a plain buffer read inside a load function. */
+const char *clf__cg_load_direct(clf__cg_fn *f, uint32_t buffer, clf__ix index, clf_dtype dt, char *name, size_t cap);
+/* Product hook: the product at the element being stored is `acc`
+ * (rounded to a storage float's dtype); NULL for any other element. */
+const char *clf__cg_product_acc(clf__cg_fn *f, uint32_t node, const clf__view *v, char *name, size_t cap);
+
+/* Emits "static inline float <fname>(IDX_T bt, IDX_T r, IDX_T c,
+ * CLF_PARAMS)" returning operand `which` (0: a [.., M, K] as (m, k); 1: b
+ * [.., K, N] as (k, n)) of MATMUL node mm at batch bt, its batch axes
+ * broadcast from the product's. */
+bool clf__cg_emit_operand_load(const clf_graph *g, const clf__plan *plan, uint32_t k, const clf__node *mm, int which,
+                               const char *fname, clf__strbuf *src);
+
+/* Emits "static inline void clf_store(IDX_T bt, IDX_T m, IDX_T n, float
+ * acc, CLF_PARAMS)": every store of kernel k at the product's element
+ * (bt, m, n) whose f32 value is acc (uses the M and N macros). */
+clf_status clf__cg_emit_product_store(const clf_graph *g, const clf__plan *plan, uint32_t k, clf__strbuf *src,
+                                      char *err, size_t errlen);
+
+#endif

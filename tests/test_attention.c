@@ -1,0 +1,1198 @@
+/* Suite "attention": softmax(Q·Kᵀ·scale + mask)·V, built by clf_attention,
+ * by hand from primitives the way exporters write it, and loaded from ONNX
+ * text, checked against the reference interpreter on the default device.
+ *
+ * Every graph runs four ways, fused and with disable_fusion, each in the
+ * CPU and the GPU form of the kernels (both forced on PoCL), and every
+ * output must agree with the reference: f32 within rtol 1e-4, atol 1e-5;
+ * f16 and bf16 within a few ulps of the storage type. The reference's own
+ * answers are checked too where they are known without it: clf_attention
+ * against a plain double-precision attention on the host, NaN rows where
+ * no key is visible (as PyTorch), the mean of V where a finite fill masks
+ * a whole row.
+ *
+ * The fused plan's kernel count is asserted in one place,
+ * assert_kernel_counts(), at the end of each test, after every correctness
+ * check has passed: one kernel for prefill-shaped attention (the planner's
+ * ATTENTION region), at most two for decode (Sq <= 4 with Sk >= 1024: a
+ * split over the keys and a combine), two where the output is transposed
+ * back to [B, S, H*D] as a graph output (the copy is its own kernel; a
+ * model's next GEMM reads the transpose in its prologue instead), more
+ * than one where the scores or probabilities are graph outputs themselves
+ * (no fusion then).
+ *
+ * Shapes are small and shared between cases where possible (B = 2, H = 4,
+ * S = 32, D = 64), so that PoCL's and libclfuse's caches, shared by the
+ * forked cases, build each unfused kernel once. */
+#include <check.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "graph/graph_internal.h"
+#include "test_e2e.h"
+#include "test_support.h"
+
+/* ---- Tolerances ---------------------------------------------------------- */
+
+/* f32: the GEMMs and the row sums accumulate in f32 against the
+ * reference's f64. f16 and bf16 (4 ulps of the storage type relative, and
+ * 4 ulps at 1/8 absolute for outputs near 0, which are weighted means of
+ * values in [-1, 1) that cancel). */
+static double rtol_of(clf_dtype dt)
+{
+    return dt == CLF_F16 ? 4 * 0x1p-11 : dt == CLF_BF16 ? 4 * 0x1p-8 : 1e-4;
+}
+static double atol_of(clf_dtype dt)
+{
+    return dt == CLF_F16 ? 4 * 0x1p-14 : dt == CLF_BF16 ? 4 * 0x1p-11 : 1e-5;
+}
+
+/* ---- Kernel counts: the one place they are asserted ---------------------- */
+
+typedef enum want_kernels {
+    PREFILL,   /* exactly 1 */
+    PERMUTED,  /* exactly 2: attention, then its output transposed into
+                * [B, S, H*D] by a copy (a permuted store is not fused; in
+                * a model the next GEMM reads the transpose instead) */
+    DECODE,    /* Sq <= 4, Sk >= 1024: at most 2 */
+    NOT_FUSED, /* scores or probabilities are outputs: more than 1 */
+} want_kernels;
+
+static const char *want_str(want_kernels w)
+{
+    return w == PREFILL    ? "1 (prefill)"
+           : w == PERMUTED ? "2 (attention, a transposing copy)"
+           : w == DECODE   ? "<= 2 (decode)"
+                           : "> 1 (scores are an output)";
+}
+
+static bool kernels_ok(size_t got, want_kernels w)
+{
+    switch (w) {
+    case PREFILL: return got == 1;
+    case PERMUTED: return got == 2;
+    case DECODE: return got >= 1 && got <= 2;
+    case NOT_FUSED: return got > 1;
+    }
+    return false;
+}
+
+/* The counts seen so far in this (forked) test, asserted by
+ * assert_kernel_counts() once every correctness check has passed, so that
+ * a wrong count never hides a wrong result. */
+static char kernel_log[4096];
+static size_t kernel_log_len;
+static int kernel_mismatches;
+
+static void note_kernels(const char *label, const char *form, size_t got, want_kernels w)
+{
+    bool ok = kernels_ok(got, w);
+    kernel_mismatches += !ok;
+    if (kernel_log_len < sizeof kernel_log) {
+        int n = snprintf(kernel_log + kernel_log_len, sizeof kernel_log - kernel_log_len, "\n  %s %s (%s form): %zu kernels, want %s",
+                         ok ? "  " : "!!", label, form, got, want_str(w));
+        if (n > 0)
+            kernel_log_len += (size_t)n;
+    }
+}
+
+static void assert_kernel_counts(void)
+{
+    int bad = kernel_mismatches;
+    kernel_mismatches = 0;
+    kernel_log_len = 0;
+    ck_assert_msg(bad == 0, "fused kernel counts (!! marks the wrong ones; every result was right):%s", kernel_log);
+    kernel_log[0] = '\0';
+}
+
+/* ---- Running a graph four ways against the reference --------------------- */
+
+/* The reference's outputs, kept for checks of their own. */
+typedef struct ref_outputs {
+    size_t n;
+    char name[8][64];
+    clf_dtype dtype[8];
+    int rank[8];
+    int64_t shape[8][CLF_MAX_RANK];
+    size_t numel[8];
+    void *data[8];
+} ref_outputs;
+
+static void ref_free(ref_outputs *r)
+{
+    for (size_t i = 0; i < r->n; i++)
+        free(r->data[i]);
+    memset(r, 0, sizeof *r);
+}
+
+static const void *ref_get(const ref_outputs *r, const char *name)
+{
+    for (size_t i = 0; i < r->n; i++)
+        if (strcmp(r->name[i], name) == 0)
+            return r->data[i];
+    ck_abort_msg("no output %s", name);
+    return NULL;
+}
+
+static const struct variant {
+    const char *name;
+    bool unfused;
+    clf_kernel_style style;
+} VARIANTS[] = {
+    {"fused, CPU", false, CLF_KERNEL_STYLE_CPU},
+    {"fused, GPU", false, CLF_KERNEL_STYLE_GPU},
+    {"unfused, CPU", true, CLF_KERNEL_STYLE_CPU},
+    {"unfused, GPU", true, CLF_KERNEL_STYLE_GPU},
+};
+
+/* Runs g fused and unfused in both kernel forms, every output poisoned
+ * first and compared with the reference within the tolerance of its dtype;
+ * notes the fused kernel counts against want under label. Gives the
+ * reference outputs in *ref when ref is not NULL (free with ref_free). */
+static void check_graph(clf_context *ctx, const char *label, const clf_graph *g, const e2e_inputs *in,
+                        want_kernels want, ref_outputs *ref)
+{
+    const char *gmsg = "";
+    ck_assert_msg(clf_graph_status(g, &gmsg) == CLF_OK, "%s: graph: %s", label, gmsg);
+    ref_outputs local = {0};
+    ref_outputs *r = ref ? ref : &local;
+    memset(r, 0, sizeof *r);
+    void *got[8];
+    clf_host_binding want_b[8], got_b[8];
+    size_t bytes[8];
+    size_t nv = sizeof VARIANTS / sizeof VARIANTS[0];
+    for (size_t v = 0; v < nv; v++) {
+        clf_executable *exe = NULL;
+        clf_status st = clf_compile(ctx, g, clf_compile_params(.disable_fusion = VARIANTS[v].unfused,
+                                                               .kernel_style = VARIANTS[v].style),
+                                    &exe);
+        ck_assert_msg(st == CLF_OK, "%s (%s): clf_compile: %s: %s", label, VARIANTS[v].name, clf_status_name(st),
+                      clf_context_last_error(ctx));
+        if (v == 0) {
+            /* The outputs, and the reference once. */
+            r->n = clf_executable_output_count(exe);
+            ck_assert_uint_le(r->n, 8);
+            for (size_t i = 0; i < r->n; i++) {
+                const char *name = NULL;
+                ck_assert_int_eq(clf_executable_output(exe, i, &name, &r->dtype[i], &r->rank[i], r->shape[i]), CLF_OK);
+                ck_assert_uint_lt(strlen(name), sizeof r->name[i]);
+                strcpy(r->name[i], name); /* the executable's copy dies with it */
+                r->numel[i] = (size_t)e2e_numel(r->rank[i], r->shape[i]);
+                bytes[i] = r->numel[i] * clf_dtype_size(r->dtype[i]);
+                r->data[i] = malloc(bytes[i] + 1);
+                got[i] = malloc(bytes[i] + 1);
+                ck_assert(r->data[i] && got[i]);
+                memset(r->data[i], 0xff, bytes[i]);
+                want_b[i] = (clf_host_binding){r->name[i], r->data[i]};
+                got_b[i] = (clf_host_binding){r->name[i], bytes[i] ? got[i] : NULL};
+            }
+            char msg[512] = "";
+            st = clf_reference_run(g, in->n, in->b, r->n, want_b, msg, sizeof msg);
+            ck_assert_msg(st == CLF_OK, "%s: clf_reference_run: %s: %s", label, clf_status_name(st), msg);
+        }
+        for (size_t i = 0; i < r->n; i++)
+            memset(got[i], 0xff, bytes[i]);
+        st = clf_run_host(exe, in->n, in->b, r->n, got_b);
+        ck_assert_msg(st == CLF_OK, "%s (%s): clf_run_host: %s: %s", label, VARIANTS[v].name, clf_status_name(st),
+                      clf_context_last_error(ctx));
+        for (size_t i = 0; i < r->n; i++) {
+            char why[256] = "";
+            ck_assert_msg(clf_test_close(r->dtype[i], got[i], r->data[i], r->numel[i], rtol_of(r->dtype[i]),
+                                         atol_of(r->dtype[i]), why, sizeof why),
+                          "%s (%s): output \"%s\" (%s, %zu elements) differs from the reference: %s", label,
+                          VARIANTS[v].name, r->name[i], clf_dtype_name(r->dtype[i]), r->numel[i], why);
+        }
+        if (!VARIANTS[v].unfused) {
+            clf_plan_stats s;
+            ck_assert_int_eq(clf_executable_stats(exe, &s), CLF_OK);
+            note_kernels(label, VARIANTS[v].style == CLF_KERNEL_STYLE_GPU ? "GPU" : "CPU", (size_t)s.kernels, want);
+        }
+        clf_executable_destroy(&exe);
+    }
+    for (size_t i = 0; i < r->n; i++)
+        free(got[i]);
+    if (r == &local)
+        ref_free(r);
+}
+
+/* ---- An attention computed apart from the library ------------------------ */
+
+/* softmax(q kT scale + bias) v in double on the host, for f32 q [n, sq, d]
+ * and k [n / group, sk, d], v [n / group, sk, dv] (query head h reads
+ * key/value head h / group), bias NULL or [n, sq, sk] (-inf: masked);
+ * causal as clf_attention has it (j <= i + sk - sq). out is [n, sq, dv]. */
+static void host_attention(const float *q, const float *k, const float *v, const double *bias, int64_t n,
+                           int64_t group, int64_t sq, int64_t sk, int64_t d, int64_t dv, double scale, bool causal,
+                           double *out)
+{
+    double *s = malloc((size_t)(sk ? sk : 1) * sizeof *s);
+    ck_assert_ptr_nonnull(s);
+    for (int64_t h = 0; h < n; h++) {
+        const float *kh = k + (h / group) * sk * d, *vh = v + (h / group) * sk * dv;
+        for (int64_t i = 0; i < sq; i++) {
+            double m = -INFINITY;
+            for (int64_t j = 0; j < sk; j++) {
+                double acc = 0;
+                for (int64_t c = 0; c < d; c++)
+                    acc += (double)q[(h * sq + i) * d + c] * kh[j * d + c];
+                acc *= scale;
+                if (bias)
+                    acc += bias[(h * sq + i) * sk + j];
+                if (causal && j > i + sk - sq)
+                    acc = -INFINITY;
+                s[j] = acc;
+                m = isnan(acc) || isnan(m) ? NAN : fmax(m, acc);
+            }
+            double sum = 0;
+            for (int64_t j = 0; j < sk; j++) {
+                s[j] = exp(s[j] - m);
+                sum += s[j];
+            }
+            for (int64_t c = 0; c < dv; c++) {
+                double acc = 0;
+                for (int64_t j = 0; j < sk; j++)
+                    acc += s[j] / sum * vh[j * dv + c];
+                out[(h * sq + i) * dv + c] = acc;
+            }
+        }
+    }
+    free(s);
+}
+
+/* The reference's f32 output against host_attention's (NaN where it has
+ * NaN), within rtol 1e-4 and atol 1e-5. */
+static void check_against_host(const char *label, const float *got, const double *want, size_t numel)
+{
+    for (size_t i = 0; i < numel; i++) {
+        if (isnan(want[i])) {
+            ck_assert_msg(isnan(got[i]), "%s: element %zu is %g; a plain attention gives NaN", label, i, got[i]);
+            continue;
+        }
+        ck_assert_msg(fabs(got[i] - want[i]) <= 1e-5 + 1e-4 * fabs(want[i]),
+                      "%s: element %zu is %.9g; a plain attention gives %.9g", label, i, got[i], want[i]);
+    }
+}
+
+/* ---- Graph building helpers ----------------------------------------------- */
+
+static clf_tensor in4(clf_graph *g, e2e_inputs *in, const char *name, clf_dtype dt, int64_t a, int64_t b, int64_t c,
+                      int64_t d)
+{
+    int64_t s[4] = {a, b, c, d};
+    return e2e_input(g, in, name, dt, 4, s, -1.0, 1.0);
+}
+
+static clf_tensor scalar_f32(clf_graph *g, double v) { return clf_scalar(g, CLF_F32, v); }
+
+/* kT: the last two axes of a rank-4 k swapped. */
+static clf_tensor transpose_last2(clf_graph *g, clf_tensor k)
+{
+    static const int perm[4] = {0, 1, 3, 2};
+    return clf_transpose(g, k, 4, perm);
+}
+
+/* One attention built with clf_attention on f32 q [b, h, sq, d] and k, v
+ * [b, h, sk, d] / [b, h, sk, dv], no mask, checked four ways and against
+ * host_attention. */
+static void check_plain(clf_context *ctx, const char *label, int64_t b, int64_t h, int64_t sq, int64_t sk, int64_t d,
+                        int64_t dv, bool causal, want_kernels want)
+{
+    clf_graph *g = clf_graph_create();
+    e2e_inputs in = {0};
+    clf_tensor q = in4(g, &in, "q", CLF_F32, b, h, sq, d);
+    clf_tensor k = in4(g, &in, "k", CLF_F32, b, h, sk, d);
+    clf_tensor v = in4(g, &in, "v", CLF_F32, b, h, sk, dv);
+    ck_assert_int_eq(clf_graph_output(g, "out", clf_attention(g, q, k, v, CLF_TENSOR_INVALID, 0, causal)), CLF_OK);
+    ref_outputs ref;
+    check_graph(ctx, label, g, &in, want, &ref);
+    size_t numel = (size_t)(b * h * sq * dv);
+    double *host = malloc(numel * sizeof *host + 1);
+    ck_assert_ptr_nonnull(host);
+    host_attention(e2e_data(&in, "q"), e2e_data(&in, "k"), e2e_data(&in, "v"), NULL, b * h, 1, sq, sk, d, dv,
+                   1.0 / sqrt((double)d), causal, host);
+    check_against_host(label, ref_get(&ref, "out"), host, numel);
+    free(host);
+    ref_free(&ref);
+    e2e_inputs_free(&in);
+    clf_graph_destroy(&g);
+}
+
+/* ---- clf_attention --------------------------------------------------------- */
+
+/* The node sequence the planner recognises (graph_attention.c): the
+ * builder must keep it. Leaves (inputs, constants, scalars) are left out. */
+static void op_sequence(const clf_graph *g, char *buf, size_t cap)
+{
+    size_t len = 0;
+    buf[0] = '\0';
+    for (uint32_t i = 0; i < g->nnodes; i++) {
+        const clf__node *n = clf__graph_node(g, i);
+        if (n->op == CLF__OP_INPUT || n->op == CLF__OP_CONSTANT)
+            continue;
+        int w = snprintf(buf + len, cap - len, "%s%s", len ? " " : "", clf__node_op_name(n));
+        ck_assert(w > 0 && (size_t)w < cap - len);
+        len += (size_t)w;
+    }
+}
+
+START_TEST(builder_records_the_pattern)
+{
+    static const struct {
+        clf_dtype dt;
+        double scale;
+        bool causal;
+        int mask; /* 0 none, 1 bool, 2 float */
+        const char *want;
+    } cases[] = {
+        {CLF_F32, 1.0, false, 0, "transpose matmul max sub exp sum div matmul"},
+        {CLF_F32, 0.0, false, 0, "transpose matmul mul max sub exp sum div matmul"},
+        {CLF_F32, 0.5, true, 0, "transpose matmul mul where max sub exp sum div matmul"},
+        {CLF_F32, 0.0, true, 1, "transpose matmul mul where where max sub exp sum div matmul"},
+        {CLF_F32, 0.0, false, 2, "transpose matmul mul add max sub exp sum div matmul"},
+        {CLF_F16, 0.0, true, 2, "transpose matmul mul add where cast max sub exp sum div cast matmul"},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        clf_graph *g = clf_graph_create();
+        int64_t qs[4] = {2, 4, 8, 16}, ks[4] = {2, 1, 10, 16}, ms[4] = {2, 1, 8, 10};
+        clf_tensor q = clf_input(g, "q", cases[c].dt, 4, qs);
+        clf_tensor k = clf_input(g, "k", cases[c].dt, 4, ks);
+        clf_tensor v = clf_input(g, "v", cases[c].dt, 4, ks);
+        clf_tensor m = cases[c].mask == 0 ? CLF_TENSOR_INVALID
+                       : clf_input(g, "m", cases[c].mask == 1 ? CLF_BOOL : cases[c].dt, 4, ms);
+        size_t before = clf_graph_node_count(g);
+        clf_tensor out = clf_attention(g, q, k, v, m, cases[c].scale, cases[c].causal);
+        const char *msg;
+        ck_assert_msg(clf_graph_status(g, &msg) == CLF_OK, "%s", msg);
+        ck_assert(clf_tensor_valid(out));
+        ck_assert_uint_gt(clf_graph_node_count(g), before);
+        char seq[512];
+        op_sequence(g, seq, sizeof seq);
+        ck_assert_msg(strcmp(seq, cases[c].want) == 0, "case %zu: %s, want %s", c, seq, cases[c].want);
+        /* The result: [2, 4, 8, 16] of q's dtype (k and v broadcast over heads). */
+        int rank;
+        int64_t shape[CLF_MAX_RANK];
+        clf_dtype dt;
+        ck_assert_int_eq(clf_tensor_shape(g, out, &rank, shape), CLF_OK);
+        ck_assert_int_eq(clf_tensor_dtype(g, out, &dt), CLF_OK);
+        ck_assert_int_eq(rank, 4);
+        ck_assert(shape[0] == 2 && shape[1] == 4 && shape[2] == 8 && shape[3] == 16);
+        ck_assert_int_eq(dt, cases[c].dt);
+        /* The scale's scalar is of the scores' dtype; the causal constant is
+         * bool [Sq, Sk] with C[i][j] = j <= i + Sk - Sq. */
+        for (uint32_t i = 0; i < g->nnodes; i++) {
+            const clf__node *n = clf__graph_node(g, i);
+            if (n->op == CLF__OP_MUL) {
+                const clf__node *s = clf__graph_node(g, n->inputs[1]);
+                ck_assert_int_eq(s->op, CLF__OP_CONSTANT);
+                ck_assert_int_eq(s->dtype, cases[c].dt);
+                ck_assert_int_eq(s->rank, 0);
+                double want = cases[c].scale ? cases[c].scale : 0.25;
+                ck_assert(s->attr.constant.scalar == want);
+            }
+            if (n->op == CLF__OP_CONSTANT && n->dtype == CLF_BOOL) {
+                ck_assert_int_eq(n->rank, 2);
+                ck_assert(n->shape[0] == 8 && n->shape[1] == 10);
+                const uint8_t *d = n->data;
+                for (int a = 0; a < 8; a++)
+                    for (int b = 0; b < 10; b++)
+                        ck_assert_int_eq(d[a * 10 + b], b <= a + 2);
+            }
+        }
+        clf_graph_destroy(&g);
+    }
+}
+END_TEST
+
+START_TEST(no_mask)
+{
+    clf_context *ctx = clf_test_context();
+    check_plain(ctx, "no mask [2,4,32,64]", 2, 4, 32, 32, 64, 64, false, PREFILL);
+    clf_context_destroy(&ctx);
+    assert_kernel_counts();
+}
+END_TEST
+
+START_TEST(causal_square)
+{
+    clf_context *ctx = clf_test_context();
+    static const int64_t S[] = {1, 7, 64};
+    for (size_t i = 0; i < sizeof S / sizeof S[0]; i++) {
+        char label[64];
+        snprintf(label, sizeof label, "causal S = %lld", (long long)S[i]);
+        check_plain(ctx, label, 2, 2, S[i], S[i], 32, 32, true, PREFILL);
+    }
+    clf_context_destroy(&ctx);
+    assert_kernel_counts();
+}
+END_TEST
+
+START_TEST(causal_long_sequence)
+{
+    clf_context *ctx = clf_test_context();
+    check_plain(ctx, "causal S = 1000", 1, 1, 1000, 1000, 64, 64, true, PREFILL);
+    clf_context_destroy(&ctx);
+    assert_kernel_counts();
+}
+END_TEST
+
+/* One query against a long KV cache (causal with Sq = 1 sees every key). */
+START_TEST(decode)
+{
+    clf_context *ctx = clf_test_context();
+    check_plain(ctx, "decode Sq = 1, Sk = 4096", 1, 4, 1, 4096, 64, 64, false, DECODE);
+    check_plain(ctx, "decode Sq = 1, Sk = 1000, causal", 1, 4, 1, 1000, 64, 64, true, DECODE);
+    clf_context_destroy(&ctx);
+    assert_kernel_counts();
+}
+END_TEST
+
+/* Sq != Sk: the causal diagonal is aligned to the bottom right. Sq < Sk is
+ * a chunk of queries after a KV cache; Sq > Sk leaves the first Sq - Sk
+ * queries without a key: NaN rows. */
+START_TEST(causal_bottom_right)
+{
+    clf_context *ctx = clf_test_context();
+    check_plain(ctx, "causal Sq = 5, Sk = 12", 2, 2, 5, 12, 32, 32, true, PREFILL);
+    check_plain(ctx, "causal Sq = 12, Sk = 5", 2, 2, 12, 5, 32, 32, true, PREFILL);
+
+    /* The last query of Sq < Sk sees every key: it is the plain attention's
+     * last row; the first sees Sk - Sq + 1 keys. */
+    clf_graph *g = clf_graph_create();
+    e2e_inputs in = {0};
+    clf_tensor q = in4(g, &in, "q", CLF_F32, 1, 1, 3, 16);
+    clf_tensor k = in4(g, &in, "k", CLF_F32, 1, 1, 8, 16);
+    clf_tensor v = in4(g, &in, "v", CLF_F32, 1, 1, 8, 16);
+    ck_assert_int_eq(clf_graph_output(g, "c", clf_attention(g, q, k, v, CLF_TENSOR_INVALID, 0, true)), CLF_OK);
+    ck_assert_int_eq(clf_graph_output(g, "p", clf_attention(g, q, k, v, CLF_TENSOR_INVALID, 0, false)), CLF_OK);
+    float c[48], p[48];
+    clf_host_binding out[2] = {{"c", c}, {"p", p}};
+    char msg[256];
+    ck_assert_int_eq(clf_reference_run(g, in.n, in.b, 2, out, msg, sizeof msg), CLF_OK);
+    for (int d = 0; d < 16; d++)
+        ck_assert_float_eq(c[2 * 16 + d], p[2 * 16 + d]);
+    ck_assert(memcmp(c, p, sizeof c) != 0);
+    e2e_inputs_free(&in);
+    clf_graph_destroy(&g);
+    clf_context_destroy(&ctx);
+    assert_kernel_counts();
+}
+END_TEST
+
+START_TEST(head_sizes)
+{
+    clf_context *ctx = clf_test_context();
+    static const int64_t D[][2] = {{32, 32}, {80, 80}, {128, 128}, {64, 40}}; /* 64 is every other case's */
+    for (size_t i = 0; i < sizeof D / sizeof D[0]; i++) {
+        char label[64];
+        snprintf(label, sizeof label, "D = %lld, Dv = %lld", (long long)D[i][0], (long long)D[i][1]);
+        check_plain(ctx, label, 1, 2, 33, 33, D[i][0], D[i][1], false, PREFILL);
+    }
+    clf_context_destroy(&ctx);
+    assert_kernel_counts();
+}
+END_TEST
+
+/* k and v with a head axis of 1 serve every query head (MQA), and
+ * [B, Hkv, 1, Sk, D] serves G query heads each ([B, Hkv, G, Sq, D], GQA). */
+START_TEST(kv_heads_broadcast)
+{
+    clf_context *ctx = clf_test_context();
+    for (int gqa = 0; gqa < 2; gqa++) {
+        clf_graph *g = clf_graph_create();
+        e2e_inputs in = {0};
+        int64_t qs[5] = {1, 2, 4, 32, 64}, ks[5] = {1, 2, 1, 32, 64};
+        int64_t mq[4] = {1, 8, 32, 64}, mk[4] = {1, 1, 32, 64};
+        clf_tensor q = gqa ? e2e_input(g, &in, "q", CLF_F32, 5, qs, -1, 1) : e2e_input(g, &in, "q", CLF_F32, 4, mq, -1, 1);
+        clf_tensor k = gqa ? e2e_input(g, &in, "k", CLF_F32, 5, ks, -1, 1) : e2e_input(g, &in, "k", CLF_F32, 4, mk, -1, 1);
+        clf_tensor v = gqa ? e2e_input(g, &in, "v", CLF_F32, 5, ks, -1, 1) : e2e_input(g, &in, "v", CLF_F32, 4, mk, -1, 1);
+        ck_assert_int_eq(clf_graph_output(g, "out", clf_attention(g, q, k, v, CLF_TENSOR_INVALID, 0, true)), CLF_OK);
+        ref_outputs ref;
+        check_graph(ctx, gqa ? "GQA by broadcast (2 kv heads, 4 each)" : "MQA by broadcast (8 heads)", g, &in, PREFILL,
+                    &ref);
+        double host[8 * 32 * 64];
+        host_attention(e2e_data(&in, "q"), e2e_data(&in, "k"), e2e_data(&in, "v"), NULL, 8, gqa ? 4 : 8, 32, 32, 64, 64,
+                       0.125, true, host);
+        check_against_host("kv heads broadcast", ref_get(&ref, "out"), host, 8 * 32 * 64);
+        ref_free(&ref);
+        e2e_inputs_free(&in);
+        clf_graph_destroy(&g);
+    }
+    clf_context_destroy(&ctx);
+    assert_kernel_counts();
+}
+END_TEST
+
+/* A bool mask [B, 1, Sq, Sk] (true: the key takes part) with some rows
+ * fully masked: those rows are NaN, as PyTorch gives, and only those. */
+START_TEST(bool_mask_fully_masked_rows)
+{
+    clf_context *ctx = clf_test_context();
+    enum { B = 2, H = 4, S = 32, D = 64 };
+    clf_graph *g = clf_graph_create();
+    e2e_inputs in = {0};
+    clf_tensor q = in4(g, &in, "q", CLF_F32, B, H, S, D);
+    clf_tensor k = in4(g, &in, "k", CLF_F32, B, H, S, D);
+    clf_tensor v = in4(g, &in, "v", CLF_F32, B, H, S, D);
+    clf_tensor m = in4(g, &in, "m", CLF_BOOL, B, 1, S, S);
+    uint8_t *md = e2e_data(&in, "m");
+    bool dead[B][S] = {{false}};
+    static const int rows[][2] = {{0, 0}, {0, 5}, {1, 31}};
+    for (size_t r = 0; r < 3; r++) {
+        memset(md + (rows[r][0] * S + rows[r][1]) * S, 0, S);
+        dead[rows[r][0]][rows[r][1]] = true;
+    }
+    memset(md + (1 * S + 3) * S, 1, S); /* and one row with every key */
+    ck_assert_int_eq(clf_graph_output(g, "out", clf_attention(g, q, k, v, m, 0, false)), CLF_OK);
+    ref_outputs ref;
+    check_graph(ctx, "bool mask", g, &in, PREFILL, &ref);
+    const float *out = ref_get(&ref, "out");
+    for (int b = 0; b < B; b++)
+        for (int h = 0; h < H; h++)
+            for (int i = 0; i < S; i++)
+                for (int d = 0; d < D; d++) {
+                    float x = out[((b * H + h) * S + i) * D + d];
+                    ck_assert_msg(dead[b][i] ? isnan(x) : isfinite(x), "b %d h %d row %d: %g", b, h, i, x);
+                }
+    double *bias = malloc(sizeof(double) * B * H * S * S), *host = malloc(sizeof(double) * B * H * S * D);
+    ck_assert(bias && host);
+    for (int b = 0; b < B; b++)
+        for (int h = 0; h < H; h++)
+            for (int ij = 0; ij < S * S; ij++)
+                bias[(b * H + h) * S * S + ij] = md[b * S * S + ij] ? 0.0 : -INFINITY;
+    host_attention(e2e_data(&in, "q"), e2e_data(&in, "k"), e2e_data(&in, "v"), bias, B * H, 1, S, S, D, D, 0.125, false,
+                   host);
+    check_against_host("bool mask", out, host, B * H * S * D);
+    free(bias);
+    free(host);
+    ref_free(&ref);
+    e2e_inputs_free(&in);
+    clf_graph_destroy(&g);
+    clf_context_destroy(&ctx);
+    assert_kernel_counts();
+}
+END_TEST
+
+/* A float mask added to the scores, [B, 1, Sq, Sk] and [1, 1, Sq, Sk],
+ * with a few -inf entries (no whole row). */
+START_TEST(additive_mask)
+{
+    clf_context *ctx = clf_test_context();
+    enum { B = 2, H = 4, S = 32, D = 64 };
+    for (int per_batch = 1; per_batch >= 0; per_batch--) {
+        int64_t mb = per_batch ? B : 1;
+        clf_graph *g = clf_graph_create();
+        e2e_inputs in = {0};
+        clf_tensor q = in4(g, &in, "q", CLF_F32, B, H, S, D);
+        clf_tensor k = in4(g, &in, "k", CLF_F32, B, H, S, D);
+        clf_tensor v = in4(g, &in, "v", CLF_F32, B, H, S, D);
+        int64_t ms[4] = {mb, 1, S, S};
+        clf_tensor m = e2e_input(g, &in, "m", CLF_F32, 4, ms, -4.0, 0.0);
+        float *md = e2e_data(&in, "m");
+        for (int64_t i = 0; i < mb * S * S; i += 37)
+            md[i] = -INFINITY;
+        ck_assert_int_eq(clf_graph_output(g, "out", clf_attention(g, q, k, v, m, 0, false)), CLF_OK);
+        ref_outputs ref;
+        check_graph(ctx, per_batch ? "additive mask [B,1,Sq,Sk]" : "additive mask [1,1,Sq,Sk]", g, &in, PREFILL, &ref);
+        double *bias = malloc(sizeof(double) * B * H * S * S), *host = malloc(sizeof(double) * B * H * S * D);
+        ck_assert(bias && host);
+        for (int b = 0; b < B; b++)
+            for (int h = 0; h < H; h++)
+                for (int ij = 0; ij < S * S; ij++)
+                    bias[(b * H + h) * S * S + ij] = md[(per_batch ? b : 0) * S * S + ij];
+        host_attention(e2e_data(&in, "q"), e2e_data(&in, "k"), e2e_data(&in, "v"), bias, B * H, 1, S, S, D, D, 0.125,
+                       false, host);
+        check_against_host("additive mask", ref_get(&ref, "out"), host, B * H * S * D);
+        free(bias);
+        free(host);
+        ref_free(&ref);
+        e2e_inputs_free(&in);
+        clf_graph_destroy(&g);
+    }
+    clf_context_destroy(&ctx);
+    assert_kernel_counts();
+}
+END_TEST
+
+/* A NaN in one element of Q makes that query's scores, and so its output
+ * row, NaN (the row max propagates it); every other row is unaffected. */
+START_TEST(nan_in_q_propagates_to_its_row)
+{
+    clf_context *ctx = clf_test_context();
+    enum { B = 2, H = 4, S = 32, D = 64 };
+    clf_graph *g = clf_graph_create();
+    e2e_inputs in = {0};
+    clf_tensor q = in4(g, &in, "q", CLF_F32, B, H, S, D);
+    clf_tensor k = in4(g, &in, "k", CLF_F32, B, H, S, D);
+    clf_tensor v = in4(g, &in, "v", CLF_F32, B, H, S, D);
+    int nb = 1, nh = 2, ni = 3;
+    ((float *)e2e_data(&in, "q"))[((nb * H + nh) * S + ni) * D + 5] = NAN;
+    ck_assert_int_eq(clf_graph_output(g, "out", clf_attention(g, q, k, v, CLF_TENSOR_INVALID, 0, true)), CLF_OK);
+    ref_outputs ref;
+    check_graph(ctx, "NaN in q", g, &in, PREFILL, &ref);
+    const float *out = ref_get(&ref, "out");
+    for (int b = 0; b < B; b++)
+        for (int h = 0; h < H; h++)
+            for (int i = 0; i < S; i++)
+                for (int d = 0; d < D; d++) {
+                    float x = out[((b * H + h) * S + i) * D + d];
+                    bool bad = b == nb && h == nh && i == ni;
+                    ck_assert_msg(bad ? isnan(x) : isfinite(x), "b %d h %d row %d: %g", b, h, i, x);
+                }
+    ref_free(&ref);
+    e2e_inputs_free(&in);
+    clf_graph_destroy(&g);
+    clf_context_destroy(&ctx);
+    assert_kernel_counts();
+}
+END_TEST
+
+/* f16 and bf16 storage: causal with an additive mask of the same dtype. */
+static void check_half(clf_dtype dt)
+{
+    clf_context *ctx = clf_test_context();
+    enum { B = 2, H = 2, S = 32, D = 64 };
+    clf_graph *g = clf_graph_create();
+    e2e_inputs in = {0};
+    clf_tensor q = in4(g, &in, "q", dt, B, H, S, D);
+    clf_tensor k = in4(g, &in, "k", dt, B, H, S, D);
+    clf_tensor v = in4(g, &in, "v", dt, B, H, S, D);
+    int64_t ms[4] = {B, 1, S, S};
+    clf_tensor m = e2e_input(g, &in, "m", dt, 4, ms, -2.0, 0.0);
+    ck_assert_int_eq(clf_graph_output(g, "out", clf_attention(g, q, k, v, m, 0, true)), CLF_OK);
+    check_graph(ctx, dt == CLF_F16 ? "f16" : "bf16", g, &in, PREFILL, NULL);
+    e2e_inputs_free(&in);
+    clf_graph_destroy(&g);
+    clf_context_destroy(&ctx);
+    assert_kernel_counts();
+}
+
+START_TEST(f16_storage) { check_half(CLF_F16); }
+END_TEST
+
+START_TEST(bf16_storage) { check_half(CLF_BF16); }
+END_TEST
+
+/* ---- Exporter idioms, built from primitives ------------------------------ */
+
+enum { IB = 2, IH = 4, IS = 32, ID = 64 };
+
+/* softmax(s, -1) @ v as the output "out", checked four ways. */
+static void finish_idiom(clf_context *ctx, const char *label, clf_graph *g, e2e_inputs *in, clf_tensor s, clf_tensor v,
+                         want_kernels want, ref_outputs *ref)
+{
+    ck_assert_int_eq(clf_graph_output(g, "out", clf_matmul(g, clf_softmax(g, s, -1), v)), CLF_OK);
+    check_graph(ctx, label, g, in, want, ref);
+}
+
+/* The plain attention of the idioms' inputs q, k, v [IB, IH, IS, ID]
+ * (host, double), for comparison with what an idiom computes. */
+static double *plain_host(const e2e_inputs *in, const double *bias)
+{
+    double *host = malloc(sizeof(double) * IB * IH * IS * ID);
+    ck_assert_ptr_nonnull(host);
+    host_attention(e2e_data(in, "q"), e2e_data(in, "k"), e2e_data(in, "v"), bias, IB * IH, 1, IS, IS, ID, ID, 0.125,
+                   false, host);
+    return host;
+}
+
+START_TEST(idiom_div_by_sqrt_d)
+{
+    clf_context *ctx = clf_test_context();
+    clf_graph *g = clf_graph_create();
+    e2e_inputs in = {0};
+    clf_tensor q = in4(g, &in, "q", CLF_F32, IB, IH, IS, ID);
+    clf_tensor k = in4(g, &in, "k", CLF_F32, IB, IH, IS, ID);
+    clf_tensor v = in4(g, &in, "v", CLF_F32, IB, IH, IS, ID);
+    clf_tensor s = clf_div(g, clf_matmul(g, q, transpose_last2(g, k)), clf_sqrt(g, scalar_f32(g, ID)));
+    ref_outputs ref;
+    finish_idiom(ctx, "div by sqrt(d)", g, &in, s, v, PREFILL, &ref);
+    double *host = plain_host(&in, NULL);
+    check_against_host("div by sqrt(d)", ref_get(&ref, "out"), host, IB * IH * IS * ID);
+    free(host);
+    ref_free(&ref);
+    e2e_inputs_free(&in);
+    clf_graph_destroy(&g);
+    clf_context_destroy(&ctx);
+    assert_kernel_counts();
+}
+END_TEST
+
+/* The scale on q before the product, and (as some exporters split it)
+ * d^-1/4 on both q and kT. */
+START_TEST(idiom_scale_q_before_matmul)
+{
+    clf_context *ctx = clf_test_context();
+    for (int both = 0; both < 2; both++) {
+        clf_graph *g = clf_graph_create();
+        e2e_inputs in = {0};
+        clf_tensor q = in4(g, &in, "q", CLF_F32, IB, IH, IS, ID);
+        clf_tensor k = in4(g, &in, "k", CLF_F32, IB, IH, IS, ID);
+        clf_tensor v = in4(g, &in, "v", CLF_F32, IB, IH, IS, ID);
+        double f = both ? pow(ID, -0.25) : 0.125;
+        clf_tensor qs = clf_mul(g, q, scalar_f32(g, f));
+        clf_tensor kt = transpose_last2(g, k);
+        if (both)
+            kt = clf_mul(g, kt, scalar_f32(g, f));
+        ref_outputs ref;
+        finish_idiom(ctx, both ? "d^-1/4 on q and kT" : "scale on q", g, &in, clf_matmul(g, qs, kt), v, PREFILL, &ref);
+        double *host = plain_host(&in, NULL);
+        check_against_host("scale on q", ref_get(&ref, "out"), host, IB * IH * IS * ID);
+        free(host);
+        ref_free(&ref);
+        e2e_inputs_free(&in);
+        clf_graph_destroy(&g);
+    }
+    clf_context_destroy(&ctx);
+    assert_kernel_counts();
+}
+END_TEST
+
+/* K arrives transposed already: an input [B, H, D, Sk]. */
+START_TEST(idiom_k_pretransposed)
+{
+    clf_context *ctx = clf_test_context();
+    clf_graph *g = clf_graph_create();
+    e2e_inputs in = {0};
+    clf_tensor q = in4(g, &in, "q", CLF_F32, IB, IH, IS, ID);
+    clf_tensor kt = in4(g, &in, "kt", CLF_F32, IB, IH, ID, IS);
+    clf_tensor v = in4(g, &in, "v", CLF_F32, IB, IH, IS, ID);
+    clf_tensor s = clf_mul(g, clf_matmul(g, q, kt), scalar_f32(g, 0.125));
+    ref_outputs ref;
+    finish_idiom(ctx, "k given transposed", g, &in, s, v, PREFILL, &ref);
+    /* The host attention takes k [.., Sk, D]: transpose kt back. */
+    const float *ktd = e2e_data(&in, "kt");
+    float *kd = malloc(sizeof(float) * IB * IH * IS * ID);
+    double *host = malloc(sizeof(double) * IB * IH * IS * ID);
+    ck_assert(kd && host);
+    for (int n = 0; n < IB * IH; n++)
+        for (int j = 0; j < IS; j++)
+            for (int c = 0; c < ID; c++)
+                kd[(n * IS + j) * ID + c] = ktd[(n * ID + c) * IS + j];
+    host_attention(e2e_data(&in, "q"), kd, e2e_data(&in, "v"), NULL, IB * IH, 1, IS, IS, ID, ID, 0.125, false, host);
+    check_against_host("k given transposed", ref_get(&ref, "out"), host, IB * IH * IS * ID);
+    free(kd);
+    free(host);
+    ref_free(&ref);
+    e2e_inputs_free(&in);
+    clf_graph_destroy(&g);
+    clf_context_destroy(&ctx);
+    assert_kernel_counts();
+}
+END_TEST
+
+/* where(mask, s, fill) with a finite fill (float32's lowest as HF writes
+ * it, and -1e9): a fully masked row then has equal scores everywhere,
+ * uniform weights, and its output is the mean of V over the keys. */
+START_TEST(idiom_where_finite_fill)
+{
+    clf_context *ctx = clf_test_context();
+    static const double fills[] = {-3.4028e38, -1e9};
+    for (size_t f = 0; f < 2; f++) {
+        clf_graph *g = clf_graph_create();
+        e2e_inputs in = {0};
+        clf_tensor q = in4(g, &in, "q", CLF_F32, IB, IH, IS, ID);
+        clf_tensor k = in4(g, &in, "k", CLF_F32, IB, IH, IS, ID);
+        clf_tensor v = in4(g, &in, "v", CLF_F32, IB, IH, IS, ID);
+        clf_tensor m = in4(g, &in, "m", CLF_BOOL, IB, 1, IS, IS);
+        uint8_t *md = e2e_data(&in, "m");
+        memset(md + (1 * IS + 7) * IS, 0, IS); /* batch 1, query 7: no key */
+        clf_tensor s = clf_mul(g, clf_matmul(g, q, transpose_last2(g, k)), scalar_f32(g, 0.125));
+        s = clf_where(g, m, s, scalar_f32(g, fills[f]));
+        char label[64];
+        snprintf(label, sizeof label, "where fill %g", fills[f]);
+        ref_outputs ref;
+        finish_idiom(ctx, label, g, &in, s, v, PREFILL, &ref);
+        const float *out = ref_get(&ref, "out"), *vd = e2e_data(&in, "v");
+        for (int h = 0; h < IH; h++)
+            for (int c = 0; c < ID; c++) {
+                double mean = 0;
+                for (int j = 0; j < IS; j++)
+                    mean += vd[((1 * IH + h) * IS + j) * ID + c];
+                mean /= IS;
+                float x = out[((1 * IH + h) * IS + 7) * ID + c];
+                ck_assert_msg(fabs(x - mean) <= 1e-5 + 1e-4 * fabs(mean), "%s: head %d, element %d is %g; mean of v %g",
+                              label, h, c, x, mean);
+            }
+        ref_free(&ref);
+        e2e_inputs_free(&in);
+        clf_graph_destroy(&g);
+    }
+    clf_context_destroy(&ctx);
+    assert_kernel_counts();
+}
+END_TEST
+
+/* An additive mask broadcast over batch and heads: [Sq, Sk] (rank 2), and
+ * a key-padding mask [B, 1, 1, Sk]. */
+START_TEST(idiom_additive_mask_broadcast)
+{
+    clf_context *ctx = clf_test_context();
+    for (int pad = 0; pad < 2; pad++) {
+        clf_graph *g = clf_graph_create();
+        e2e_inputs in = {0};
+        clf_tensor q = in4(g, &in, "q", CLF_F32, IB, IH, IS, ID);
+        clf_tensor k = in4(g, &in, "k", CLF_F32, IB, IH, IS, ID);
+        clf_tensor v = in4(g, &in, "v", CLF_F32, IB, IH, IS, ID);
+        int64_t ms2[2] = {IS, IS}, ms4[4] = {IB, 1, 1, IS};
+        clf_tensor m = pad ? e2e_input(g, &in, "m", CLF_F32, 4, ms4, -3.0, 0.0)
+                           : e2e_input(g, &in, "m", CLF_F32, 2, ms2, -3.0, 0.0);
+        float *md = e2e_data(&in, "m");
+        if (pad)
+            for (int j = IS - 5; j < IS; j++)
+                md[1 * IS + j] = -3.4028e38f; /* batch 1: the last 5 keys are padding */
+        clf_tensor s = clf_add(g, clf_mul(g, clf_matmul(g, q, transpose_last2(g, k)), scalar_f32(g, 0.125)), m);
+        ref_outputs ref;
+        finish_idiom(ctx, pad ? "key padding mask [B,1,1,Sk]" : "mask [Sq,Sk]", g, &in, s, v, PREFILL, &ref);
+        double *bias = malloc(sizeof(double) * IB * IH * IS * IS);
+        ck_assert_ptr_nonnull(bias);
+        for (int b = 0; b < IB; b++)
+            for (int h = 0; h < IH; h++)
+                for (int i = 0; i < IS; i++)
+                    for (int j = 0; j < IS; j++)
+                        bias[((b * IH + h) * IS + i) * IS + j] = pad ? md[b * IS + j] : md[i * IS + j];
+        double *host = plain_host(&in, bias);
+        check_against_host("additive mask broadcast", ref_get(&ref, "out"), host, IB * IH * IS * ID);
+        free(bias);
+        free(host);
+        ref_free(&ref);
+        e2e_inputs_free(&in);
+        clf_graph_destroy(&g);
+    }
+    clf_context_destroy(&ctx);
+    assert_kernel_counts();
+}
+END_TEST
+
+/* GQA and MQA as HF's repeat_kv writes them: K and V [B, Hkv, Sk, D]
+ * unsqueezed to [B, Hkv, 1, Sk, D], expanded to [B, Hkv, G, Sk, D] and
+ * reshaped to [B, Hkv * G, Sk, D]; G = 4 (Hkv = 2) and 8 (Hkv = 1). */
+START_TEST(idiom_gqa_repeat_kv)
+{
+    clf_context *ctx = clf_test_context();
+    static const int64_t cfg[][2] = {{2, 4}, {1, 8}}; /* Hkv, G */
+    for (size_t c = 0; c < 2; c++) {
+        int64_t hkv = cfg[c][0], grp = cfg[c][1], h = hkv * grp;
+        clf_graph *g = clf_graph_create();
+        e2e_inputs in = {0};
+        clf_tensor q = in4(g, &in, "q", CLF_F32, 1, h, IS, ID);
+        clf_tensor kv[2];
+        for (int t = 0; t < 2; t++) {
+            clf_tensor x = in4(g, &in, t ? "v" : "k", CLF_F32, 1, hkv, IS, ID);
+            int ax = 2;
+            int64_t es[5] = {1, hkv, grp, IS, ID}, rs[4] = {1, h, IS, ID};
+            kv[t] = clf_reshape(g, clf_expand(g, clf_unsqueeze(g, x, 1, &ax), 5, es), 4, rs);
+        }
+        clf_tensor s = clf_mul(g, clf_matmul(g, q, transpose_last2(g, kv[0])), scalar_f32(g, 0.125));
+        char label[64];
+        snprintf(label, sizeof label, "repeat_kv Hkv = %lld, G = %lld", (long long)hkv, (long long)grp);
+        ref_outputs ref;
+        finish_idiom(ctx, label, g, &in, s, kv[1], PREFILL, &ref);
+        double *host = malloc(sizeof(double) * h * IS * ID);
+        ck_assert_ptr_nonnull(host);
+        host_attention(e2e_data(&in, "q"), e2e_data(&in, "k"), e2e_data(&in, "v"), NULL, h, grp, IS, IS, ID, ID, 0.125,
+                       false, host);
+        check_against_host(label, ref_get(&ref, "out"), host, (size_t)(h * IS * ID));
+        free(host);
+        ref_free(&ref);
+        e2e_inputs_free(&in);
+        clf_graph_destroy(&g);
+    }
+    clf_context_destroy(&ctx);
+    assert_kernel_counts();
+}
+END_TEST
+
+/* The layout around attention in a transformer block: q, k, v come from
+ * projections as [B, S, H*D], are reshaped to [B, S, H, D] and transposed
+ * to [B, H, S, D]; the output goes back the same way to [B, S, H*D]. */
+START_TEST(idiom_output_transposed_reshaped)
+{
+    clf_context *ctx = clf_test_context();
+    clf_graph *g = clf_graph_create();
+    e2e_inputs in = {0};
+    static const int perm[4] = {0, 2, 1, 3};
+    int64_t flat[3] = {IB, IS, IH * ID}, split[4] = {IB, IS, IH, ID};
+    clf_tensor x[3];
+    static const char *names[3] = {"q", "k", "v"};
+    for (int t = 0; t < 3; t++)
+        x[t] = clf_transpose(g, clf_reshape(g, e2e_input(g, &in, names[t], CLF_F32, 3, flat, -1, 1), 4, split), 4, perm);
+    clf_tensor s = clf_mul(g, clf_matmul(g, x[0], transpose_last2(g, x[1])), scalar_f32(g, 0.125));
+    clf_tensor o = clf_matmul(g, clf_softmax(g, s, -1), x[2]);
+    o = clf_reshape(g, clf_transpose(g, o, 4, perm), 3, flat);
+    ck_assert_int_eq(clf_graph_output(g, "out", o), CLF_OK);
+    ref_outputs ref;
+    check_graph(ctx, "[B,S,H*D] in and out", g, &in, PERMUTED, &ref);
+    /* The host attention on [B*H, S, D] copies. */
+    float *c[3];
+    for (int t = 0; t < 3; t++) {
+        const float *src = e2e_data(&in, names[t]);
+        c[t] = malloc(sizeof(float) * IB * IH * IS * ID);
+        ck_assert_ptr_nonnull(c[t]);
+        for (int b = 0; b < IB; b++)
+            for (int i = 0; i < IS; i++)
+                for (int h = 0; h < IH; h++)
+                    for (int d = 0; d < ID; d++)
+                        c[t][((b * IH + h) * IS + i) * ID + d] = src[((b * IS + i) * IH + h) * ID + d];
+    }
+    double *host = malloc(sizeof(double) * IB * IH * IS * ID), *back = malloc(sizeof(double) * IB * IH * IS * ID);
+    ck_assert(host && back);
+    host_attention(c[0], c[1], c[2], NULL, IB * IH, 1, IS, IS, ID, ID, 0.125, false, host);
+    for (int b = 0; b < IB; b++)
+        for (int i = 0; i < IS; i++)
+            for (int h = 0; h < IH; h++)
+                for (int d = 0; d < ID; d++)
+                    back[((b * IS + i) * IH + h) * ID + d] = host[((b * IH + h) * IS + i) * ID + d];
+    check_against_host("[B,S,H*D]", ref_get(&ref, "out"), back, IB * IH * IS * ID);
+    for (int t = 0; t < 3; t++)
+        free(c[t]);
+    free(host);
+    free(back);
+    ref_free(&ref);
+    e2e_inputs_free(&in);
+    clf_graph_destroy(&g);
+    clf_context_destroy(&ctx);
+    assert_kernel_counts();
+}
+END_TEST
+
+/* The scores (or the probabilities, HF's output_attentions) are graph
+ * outputs too: they must be written, so attention is not one kernel. */
+START_TEST(scores_also_an_output)
+{
+    clf_context *ctx = clf_test_context();
+    for (int probs = 0; probs < 2; probs++) {
+        clf_graph *g = clf_graph_create();
+        e2e_inputs in = {0};
+        clf_tensor q = in4(g, &in, "q", CLF_F32, IB, IH, IS, ID);
+        clf_tensor k = in4(g, &in, "k", CLF_F32, IB, IH, IS, ID);
+        clf_tensor v = in4(g, &in, "v", CLF_F32, IB, IH, IS, ID);
+        clf_tensor s = clf_mul(g, clf_matmul(g, q, transpose_last2(g, k)), scalar_f32(g, 0.125));
+        clf_tensor p = clf_softmax(g, s, -1);
+        ck_assert_int_eq(clf_graph_output(g, probs ? "probs" : "scores", probs ? p : s), CLF_OK);
+        ck_assert_int_eq(clf_graph_output(g, "out", clf_matmul(g, p, v)), CLF_OK);
+        ref_outputs ref;
+        check_graph(ctx, probs ? "probabilities an output" : "scores an output", g, &in, NOT_FUSED, &ref);
+        double *host = plain_host(&in, NULL);
+        check_against_host("scores an output", ref_get(&ref, "out"), host, IB * IH * IS * ID);
+        free(host);
+        ref_free(&ref);
+        e2e_inputs_free(&in);
+        clf_graph_destroy(&g);
+    }
+    clf_context_destroy(&ctx);
+    assert_kernel_counts();
+}
+END_TEST
+
+/* ---- ONNX text models ----------------------------------------------------- */
+
+static clf_onnx_model *load_fixture(const char *file)
+{
+    const char *dir = getenv("CLFUSE_TEST_SOURCE_DIR");
+    ck_assert_msg(dir != NULL, "CLFUSE_TEST_SOURCE_DIR is not set (tests/meson.build sets it)");
+    char path[1024], msg[512] = "";
+    snprintf(path, sizeof path, "%s/onnx/%s", dir, file);
+    clf_onnx_model *m = NULL;
+    clf_status st = clf_onnx_load_file(path, clf_onnx_params(.message = msg, .message_cap = sizeof msg), &m);
+    ck_assert_msg(st == CLF_OK, "%s: %s: %s", file, clf_status_name(st), msg);
+    return m;
+}
+
+/* Random data for every input of m (named by the model, which must outlive
+ * in): values in [-1, 1), an input named "mask" in [-2, 0). */
+static void onnx_inputs(const clf_onnx_model *m, e2e_inputs *in)
+{
+    for (size_t i = 0; i < clf_onnx_model_input_count(m); i++) {
+        clf_onnx_io io;
+        ck_assert_int_eq(clf_onnx_model_input(m, i, &io), CLF_OK);
+        ck_assert_int_eq(io.dtype, CLF_F32);
+        size_t numel = (size_t)e2e_numel(io.graph_rank, io.shape);
+        float *p = malloc(numel * sizeof *p + 1);
+        ck_assert_ptr_nonnull(p);
+        bool mask = strcmp(io.name, "mask") == 0;
+        clf_test_fill_f32(p, numel, mask ? -2.0f : -1.0f, mask ? 0.0f : 1.0f);
+        ck_assert_uint_lt(in->n, E2E_MAX_IO);
+        in->b[in->n] = (clf_host_binding){io.name, p};
+        in->bytes[in->n] = numel * sizeof *p;
+        in->n++;
+    }
+}
+
+/* Checks fixture file four ways, and that its output "out" is the
+ * attention clf_attention builds on the same inputs (q, k, v [B, H, S, D],
+ * "mask" if the model has one, causal as given); out_bshd: the model
+ * writes [B, S, H*D]. */
+static void check_onnx(const char *file, bool causal, bool out_bshd)
+{
+    clf_context *ctx = clf_test_context();
+    clf_onnx_model *m = load_fixture(file);
+    e2e_inputs in = {0};
+    onnx_inputs(m, &in);
+    ref_outputs ref;
+    check_graph(ctx, file, clf_onnx_model_graph(m), &in, out_bshd ? PERMUTED : PREFILL, &ref);
+
+    /* The same attention from clf_attention, by the reference. */
+    clf_graph *g = clf_graph_create();
+    clf_tensor t[4] = {CLF_TENSOR_INVALID, CLF_TENSOR_INVALID, CLF_TENSOR_INVALID, CLF_TENSOR_INVALID};
+    static const char *names[4] = {"q", "k", "v", "mask"};
+    int64_t qshape[CLF_MAX_RANK] = {0};
+    for (size_t i = 0; i < clf_onnx_model_input_count(m); i++) {
+        clf_onnx_io io;
+        clf_onnx_model_input(m, i, &io);
+        for (int n = 0; n < 4; n++)
+            if (strcmp(io.name, names[n]) == 0) {
+                t[n] = clf_input(g, io.name, io.dtype, io.graph_rank, io.shape);
+                if (n == 0)
+                    memcpy(qshape, io.shape, sizeof qshape);
+            }
+    }
+    clf_tensor o = clf_attention(g, t[0], t[1], t[2], t[3], 0, causal);
+    if (out_bshd) {
+        static const int perm[4] = {0, 2, 1, 3};
+        int64_t flat[3] = {qshape[0], qshape[2], qshape[1] * qshape[3]};
+        o = clf_reshape(g, clf_transpose(g, o, 4, perm), 3, flat);
+    }
+    ck_assert_int_eq(clf_graph_output(g, "out", o), CLF_OK);
+    size_t numel = ref.numel[0];
+    ck_assert_str_eq(ref.name[0], "out");
+    float *want = malloc(numel * sizeof *want + 1);
+    ck_assert_ptr_nonnull(want);
+    clf_host_binding ob = {"out", want};
+    char msg[512];
+    ck_assert_msg(clf_reference_run(g, in.n, in.b, 1, &ob, msg, sizeof msg) == CLF_OK, "%s", msg);
+    char why[256];
+    ck_assert_msg(clf_test_close(CLF_F32, ref.data[0], want, numel, 1e-5, 1e-6, why, sizeof why),
+                  "%s is not clf_attention's attention: %s", file, why);
+    free(want);
+    clf_graph_destroy(&g);
+    ref_free(&ref);
+    e2e_inputs_free(&in);
+    clf_onnx_model_destroy(&m);
+    clf_context_destroy(&ctx);
+    assert_kernel_counts();
+}
+
+/* The HF / exporter form: Transpose, MatMul, Div by Sqrt(d), Add mask,
+ * Softmax, MatMul, then the heads merged back to [B, S, H*D]. */
+START_TEST(onnx_hf_additive_mask) { check_onnx("attention_hf_mask.onnxtxt", false, true); }
+END_TEST
+
+/* The causal mask of torch's exporter: Trilu of ones, Equal 0, Where into
+ * -inf and 0, added to the scores; the frontend folds it into a constant. */
+START_TEST(onnx_causal_trilu) { check_onnx("attention_causal_trilu.onnxtxt", true, false); }
+END_TEST
+
+/* The causal mask of GPT-2's export: Range, Unsqueeze and LessOrEqual into
+ * a bool constant, Where with float32's lowest. */
+START_TEST(onnx_causal_range) { check_onnx("attention_causal_range.onnxtxt", true, false); }
+END_TEST
+
+/* ---- Bad input -------------------------------------------------------------- */
+
+/* Builds q, k, v (and a mask) of the given shapes and dtypes on a fresh
+ * graph and calls clf_attention: it must fail with status want, a message
+ * holding every part, record no node, and leave the graph failed. */
+typedef struct spec {
+    clf_dtype dt;
+    int rank;
+    int64_t shape[CLF_MAX_RANK];
+} spec;
+
+static void expect_bad(spec q, spec k, spec v, const spec *mask, double scale, clf_status want, const char *part1,
+                       const char *part2)
+{
+    clf_graph *g = clf_graph_create();
+    clf_tensor tq = clf_input(g, "q", q.dt, q.rank, q.shape);
+    clf_tensor tk = clf_input(g, "k", k.dt, k.rank, k.shape);
+    clf_tensor tv = clf_input(g, "v", v.dt, v.rank, v.shape);
+    clf_tensor tm = mask ? clf_input(g, "m", mask->dt, mask->rank, mask->shape) : CLF_TENSOR_INVALID;
+    ck_assert_int_eq(clf_graph_status(g, NULL), CLF_OK);
+    size_t before = clf_graph_node_count(g);
+    clf_tensor o = clf_attention(g, tq, tk, tv, tm, scale, false);
+    ck_assert(!clf_tensor_valid(o));
+    const char *msg = NULL;
+    ck_assert_int_eq(clf_graph_status(g, &msg), want);
+    ck_assert_msg(strncmp(msg, "clf_attention: ", 15) == 0, "message: %s", msg);
+    ck_assert_msg(strstr(msg, part1) != NULL, "'%s' not in: %s", part1, msg);
+    ck_assert_msg(!part2 || strstr(msg, part2) != NULL, "'%s' not in: %s", part2, msg);
+    ck_assert_uint_eq(clf_graph_node_count(g), before);
+    /* Sticky: a later good call does nothing. */
+    ck_assert(!clf_tensor_valid(clf_attention(g, tq, tq, tq, CLF_TENSOR_INVALID, 0, false)));
+    ck_assert_int_eq(clf_graph_status(g, NULL), want);
+    clf_graph_destroy(&g);
+}
+
+START_TEST(bad_arguments_are_clear_errors)
+{
+    const spec q = {CLF_F32, 4, {2, 4, 8, 64}}, kv = {CLF_F32, 4, {2, 4, 10, 64}};
+    /* Mismatched D. */
+    expect_bad(q, (spec){CLF_F32, 4, {2, 4, 10, 32}}, kv, NULL, 0, CLF_ERR_SHAPE, "head sizes", "64 and 32");
+    /* Mismatched Sk. */
+    expect_bad(q, kv, (spec){CLF_F32, 4, {2, 4, 11, 64}}, NULL, 0, CLF_ERR_SHAPE, "key counts", "10 and 11");
+    /* Integer dtypes, and floats that differ. */
+    expect_bad((spec){CLF_I32, 4, {2, 4, 8, 64}}, kv, kv, NULL, 0, CLF_ERR_DTYPE, "q has dtype i32", "f32, f16 or bf16");
+    expect_bad(q, (spec){CLF_I32, 4, {2, 4, 10, 64}}, kv, NULL, 0, CLF_ERR_DTYPE, "k has dtype i32", NULL);
+    expect_bad(q, kv, (spec){CLF_F16, 4, {2, 4, 10, 64}}, NULL, 0, CLF_ERR_DTYPE, "v has dtype f16", "q has f32");
+    /* Masks: unbroadcastable, enlarging the scores, of another dtype. */
+    expect_bad(q, kv, kv, &(spec){CLF_BOOL, 4, {2, 1, 8, 9}}, 0, CLF_ERR_SHAPE, "mask [2,1,8,9] does not broadcast",
+               "[2,4,8,10]");
+    expect_bad(q, kv, kv, &(spec){CLF_F32, 5, {3, 2, 4, 8, 10}}, 0, CLF_ERR_SHAPE, "mask [3,2,4,8,10]", NULL);
+    expect_bad(q, kv, kv, &(spec){CLF_I32, 4, {2, 1, 8, 10}}, 0, CLF_ERR_DTYPE, "mask has dtype i32", "bool");
+    expect_bad(q, kv, kv, &(spec){CLF_F16, 4, {2, 1, 8, 10}}, 0, CLF_ERR_DTYPE, "mask has dtype f16", NULL);
+    /* Ranks below 2; batch axes that do not broadcast. */
+    expect_bad((spec){CLF_F32, 1, {64}}, kv, kv, NULL, 0, CLF_ERR_SHAPE, "q [64] has rank 1", NULL);
+    expect_bad(q, (spec){CLF_F32, 4, {3, 4, 10, 64}}, (spec){CLF_F32, 4, {3, 4, 10, 64}}, NULL, 0, CLF_ERR_SHAPE,
+               "batch axes", NULL);
+    /* A scale that is not finite. */
+    expect_bad(q, kv, kv, NULL, NAN, CLF_ERR_INVALID_ARGUMENT, "scale is nan", NULL);
+    expect_bad(q, kv, kv, NULL, INFINITY, CLF_ERR_INVALID_ARGUMENT, "scale is inf", NULL);
+
+    /* Handles: NULL graph, an invalid or foreign tensor. */
+    ck_assert(!clf_tensor_valid(clf_attention(NULL, CLF_TENSOR_INVALID, CLF_TENSOR_INVALID, CLF_TENSOR_INVALID,
+                                              CLF_TENSOR_INVALID, 0, false)));
+    clf_graph *g = clf_graph_create(), *other = clf_graph_create();
+    clf_tensor tq = clf_input(g, "q", CLF_F32, 4, q.shape);
+    clf_tensor tk = clf_input(other, "k", CLF_F32, 4, kv.shape);
+    ck_assert(!clf_tensor_valid(clf_attention(g, tq, tk, tq, CLF_TENSOR_INVALID, 0, false)));
+    const char *msg;
+    ck_assert_int_eq(clf_graph_status(g, &msg), CLF_ERR_INVALID_ARGUMENT);
+    ck_assert_msg(strstr(msg, "clf_attention: k") != NULL, "%s", msg);
+    clf_graph_destroy(&g);
+    clf_graph_destroy(&other);
+}
+END_TEST
+
+int main(void)
+{
+    clf_test_setup_env();
+    Suite *s = suite_create("attention");
+    clf_test_add_case(s, "builder_records_the_pattern", builder_records_the_pattern);
+    clf_test_add_case(s, "bad_arguments_are_clear_errors", bad_arguments_are_clear_errors);
+    clf_test_add_case(s, "no_mask", no_mask);
+    clf_test_add_case(s, "causal_square", causal_square);
+    clf_test_add_case(s, "causal_long_sequence", causal_long_sequence);
+    clf_test_add_case(s, "decode", decode);
+    clf_test_add_case(s, "causal_bottom_right", causal_bottom_right);
+    clf_test_add_case(s, "head_sizes", head_sizes);
+    clf_test_add_case(s, "kv_heads_broadcast", kv_heads_broadcast);
+    clf_test_add_case(s, "bool_mask_fully_masked_rows", bool_mask_fully_masked_rows);
+    clf_test_add_case(s, "additive_mask", additive_mask);
+    clf_test_add_case(s, "nan_in_q_propagates_to_its_row", nan_in_q_propagates_to_its_row);
+    clf_test_add_case(s, "f16_storage", f16_storage);
+    clf_test_add_case(s, "bf16_storage", bf16_storage);
+    clf_test_add_case(s, "idiom_div_by_sqrt_d", idiom_div_by_sqrt_d);
+    clf_test_add_case(s, "idiom_scale_q_before_matmul", idiom_scale_q_before_matmul);
+    clf_test_add_case(s, "idiom_k_pretransposed", idiom_k_pretransposed);
+    clf_test_add_case(s, "idiom_where_finite_fill", idiom_where_finite_fill);
+    clf_test_add_case(s, "idiom_additive_mask_broadcast", idiom_additive_mask_broadcast);
+    clf_test_add_case(s, "idiom_gqa_repeat_kv", idiom_gqa_repeat_kv);
+    clf_test_add_case(s, "idiom_output_transposed_reshaped", idiom_output_transposed_reshaped);
+    clf_test_add_case(s, "scores_also_an_output", scores_also_an_output);
+    clf_test_add_case(s, "onnx_hf_additive_mask", onnx_hf_additive_mask);
+    clf_test_add_case(s, "onnx_causal_trilu", onnx_causal_trilu);
+    clf_test_add_case(s, "onnx_causal_range", onnx_causal_range);
+    return clf_test_run_suite(s);
+}
