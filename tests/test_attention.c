@@ -905,6 +905,67 @@ START_TEST(idiom_gqa_repeat_kv)
 }
 END_TEST
 
+/* A causal WHERE with a finite fill (f16's lowest) after an additive mask
+ * that brings every visible logit within 2 of it: the hidden keys weigh
+ * (about e^-1 each), so the kernels must visit them after all, in the tile
+ * form (Sq = 40) and the split-keys form (Sq = 2 over 300 keys); and the
+ * split-keys form with a bool mask that hides one query's every key. */
+START_TEST(finite_fill_and_decode_masks)
+{
+    clf_context *ctx = clf_test_context();
+    static const int64_t shapes[][2] = {{40, 40}, {2, 300}};
+    for (size_t c = 0; c < 2; c++) {
+        int64_t sq = shapes[c][0], sk = shapes[c][1];
+        clf_graph *g = clf_graph_create();
+        e2e_inputs in = {0};
+        clf_tensor q = in4(g, &in, "q", CLF_F32, 1, 2, sq, 64);
+        clf_tensor k = in4(g, &in, "k", CLF_F32, 1, 2, sk, 64);
+        clf_tensor v = in4(g, &in, "v", CLF_F32, 1, 2, sk, 64);
+        int64_t ms[4] = {1, 1, sq, sk};
+        clf_tensor m = e2e_input(g, &in, "m", CLF_F32, 4, ms, -65503.5, -65502.5);
+        uint8_t *cm = malloc((size_t)(sq * sk));
+        ck_assert_ptr_nonnull(cm);
+        for (int64_t i = 0; i < sq; i++)
+            for (int64_t j = 0; j < sk; j++)
+                cm[i * sk + j] = j <= i + sk - sq;
+        clf_tensor causal = clf_constant(g, CLF_BOOL, 2, (int64_t[]){sq, sk}, cm);
+        free(cm);
+        clf_tensor s = clf_mul(g, clf_matmul(g, q, transpose_last2(g, k)), scalar_f32(g, 0.125));
+        s = clf_where(g, causal, clf_add(g, s, m), scalar_f32(g, -65504.0));
+        char label[64];
+        snprintf(label, sizeof label, "finite fill in reach, Sq = %lld, Sk = %lld", (long long)sq, (long long)sk);
+        finish_idiom(ctx, label, g, &in, s, v, c ? DECODE : PREFILL, NULL);
+        e2e_inputs_free(&in);
+        clf_graph_destroy(&g);
+    }
+    /* Decode with a bool mask: query 1 sees no key (NaN), query 0 half. */
+    clf_graph *g = clf_graph_create();
+    e2e_inputs in = {0};
+    clf_tensor q = in4(g, &in, "q", CLF_F32, 2, 2, 2, 64);
+    clf_tensor k = in4(g, &in, "k", CLF_F32, 2, 2, 300, 64);
+    clf_tensor v = in4(g, &in, "v", CLF_F32, 2, 2, 300, 64);
+    clf_tensor m = in4(g, &in, "m", CLF_BOOL, 2, 1, 2, 300);
+    uint8_t *md = e2e_data(&in, "m");
+    for (int j = 0; j < 300; j++) {
+        md[j] = j % 2;
+        md[300 + j] = 0;
+    }
+    ck_assert_int_eq(clf_graph_output(g, "out", clf_attention(g, q, k, v, m, 0, false)), CLF_OK);
+    ref_outputs ref;
+    check_graph(ctx, "decode, bool mask", g, &in, DECODE, &ref);
+    const float *out = ref_get(&ref, "out");
+    for (int i = 0; i < 2 * 2 * 2 * 64; i++) {
+        bool dead = (i / 64) % 2 == 1 && i / (2 * 2 * 64) == 0;
+        ck_assert_msg(dead ? isnan(out[i]) : isfinite(out[i]), "element %d: %g", i, out[i]);
+    }
+    ref_free(&ref);
+    e2e_inputs_free(&in);
+    clf_graph_destroy(&g);
+    clf_context_destroy(&ctx);
+    assert_kernel_counts();
+}
+END_TEST
+
 /* The layout around attention in a transformer block: q, k, v come from
  * projections as [B, S, H*D], are reshaped to [B, S, H, D] and transposed
  * to [B, H, S, D]; the output goes back the same way to [B, S, H*D]. */
@@ -1190,6 +1251,7 @@ int main(void)
     clf_test_add_case(s, "idiom_additive_mask_broadcast", idiom_additive_mask_broadcast);
     clf_test_add_case(s, "idiom_gqa_repeat_kv", idiom_gqa_repeat_kv);
     clf_test_add_case(s, "idiom_output_transposed_reshaped", idiom_output_transposed_reshaped);
+    clf_test_add_case(s, "finite_fill_and_decode_masks", finite_fill_and_decode_masks);
     clf_test_add_case(s, "scores_also_an_output", scores_also_an_output);
     clf_test_add_case(s, "onnx_hf_additive_mask", onnx_hf_additive_mask);
     clf_test_add_case(s, "onnx_causal_trilu", onnx_causal_trilu);

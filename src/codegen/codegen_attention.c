@@ -90,6 +90,15 @@ clf_status clf__codegen_attention(const clf_graph *g, const clf__plan *plan, uin
         st = CLF_ERR_UNSUPPORTED;
         goto done;
     }
+    /* A few query rows over many keys (decode): the split-keys form, a
+     * work-group of W per row, each work-item a share of the keys; W = 64,
+     * halved until its W partial accumulators take at most half of local
+     * memory. */
+    bool split_keys = !target->cpu && sq <= 4 && sk >= 64;
+    uint64_t w = pow2_at_most(max_local < 64 ? max_local : 64);
+    uint64_t dvp = (uint64_t)((dv + 3) / 4 * 4);
+    while (w > 1 && w * (dvp + 2) * sizeof(float) > local_mem / 2)
+        w /= 2;
     /* A driver that ends loops early (target->max_loop_trips): the sweep
      * over the keys is the longest loop. */
     if (target->max_loop_trips && (uint64_t)sk > target->max_loop_trips) {
@@ -121,6 +130,9 @@ clf_status clf__codegen_attention(const clf_graph *g, const clf__plan *plan, uin
     if (target->cpu) {
         out->local = 1;
         out->global = (size_t)rows;
+    } else if (split_keys) {
+        out->local = (size_t)w;
+        out->global = (size_t)(rows * w);
     } else {
         out->local = (size_t)bq;
         out->global = (size_t)((uint64_t)batch * (((uint64_t)sq + bq - 1) / bq) * bq);
@@ -131,8 +143,12 @@ clf_status clf__codegen_attention(const clf_graph *g, const clf__plan *plan, uin
     out->items = 1;
     out->schedule = (clf__schedule){.form = target->cpu ? "cpu" : "gpu", .vec = 1, .wg = out->local,
                                     .online_softmax = true};
-    if (!target->cpu)
+    if (split_keys) {
+        out->schedule.form = "split-keys";
+        out->schedule.lanes = w;
+    } else if (!target->cpu) {
         out->schedule.tiles = (clf__gemm_config){.tm = (int)bq, .tn = (int)bk, .tk = (int)d, .wm = 1, .wn = (int)dv};
+    }
 
     clf__cg_source_header(&src, g, K, out->name, out->ops);
     clf__sb_printf(&src, "#define IDX_T %s\n", out->wide_index ? "ulong" : "uint");
@@ -156,6 +172,8 @@ clf_status clf__codegen_attention(const clf_graph *g, const clf__plan *plan, uin
     }
     if (!target->cpu)
         clf__sb_printf(&src, "#define BQ %llu\n#define BK %llu\n", (unsigned long long)bq, (unsigned long long)bk);
+    if (split_keys)
+        clf__sb_printf(&src, "#define SPLIT_KEYS 1\n#define W %llu\n", (unsigned long long)w);
     clf__cg_signature(&src, g, plan, out->name, out->params, out->nparams, K->nreads);
     clf__cg_gather_defs(&src, g, plan, K);
     clf__sb_puts(&src, "\n");
