@@ -259,50 +259,6 @@ done:
 static double max_err_tolerance(clf_dtype dt) { return dt == CLF_F16 ? 1e-2 : dt == CLF_BF16 ? 8e-2 : 1e-4; }
 static double rel_tolerance(clf_dtype dt) { return dt == CLF_F16 ? 1e-2 : dt == CLF_BF16 ? 8e-2 : 1e-4; }
 
-typedef struct timing {
-    double median_ms, min_ms, wall_median_ms;
-} timing;
-
-/* Runs exe `warmup` times untimed and `iters` times timed, set r % nsets
- * on run r; device time from the executable's profile, or the host's clock
- * where host_timed. */
-static int time_runs(clf_executable *exe, bench_io *sets, int nsets, int warmup, int iters, bool host_timed,
-                     timing *out)
-{
-    double *dev = malloc((size_t)iters * sizeof *dev), *wall = malloc((size_t)iters * sizeof *wall);
-    int rc = -1;
-    if (!dev || !wall)
-        goto done;
-    for (int r = -warmup; r < iters; r++) {
-        bench_io *io = &sets[(r + warmup) % nsets];
-        cl_event ev;
-        double t0 = hm_now_ms();
-        if (clf_run(exe, io->n_in, io->in, io->n_out, io->out, 0, NULL, &ev) != CLF_OK)
-            goto done;
-        clWaitForEvents(1, &ev);
-        double t1 = hm_now_ms();
-        clReleaseEvent(ev);
-        clf_run_profile p = {0};
-        if (!host_timed && clf_executable_last_profile(exe, &p, NULL, 0) != CLF_OK)
-            goto done;
-        if (r >= 0) {
-            dev[r] = host_timed ? t1 - t0 : (double)p.span_ns * 1e-6;
-            wall[r] = t1 - t0;
-        }
-    }
-    out->min_ms = dev[0];
-    for (int r = 1; r < iters; r++)
-        if (dev[r] < out->min_ms)
-            out->min_ms = dev[r];
-    out->median_ms = hm_median(dev, iters);
-    out->wall_median_ms = hm_median(wall, iters);
-    rc = 0;
-done:
-    free(dev);
-    free(wall);
-    return rc;
-}
-
 typedef struct options {
     attn_case c;
     int iters, warmup, sets, rows;
@@ -409,11 +365,11 @@ static int run_variant(clf_context *ctx, const options *o, const clf_graph *g, b
             fprintf(stderr, "%s: could not create buffers for the inputs and outputs\n", name);
             goto done;
         }
-    timing t;
+    bench_timing t;
     int iters = unfused ? (o->iters + 3) / 4 : o->iters, warmup = unfused ? (o->warmup + 1) / 2 : o->warmup;
     if (iters < 1)
         iters = 1;
-    if (time_runs(exe, sets, nsets, warmup, iters, host_timed, &t) != 0) {
+    if (bench_time_sets(exe, sets, nsets, warmup, iters, &t) != 0) {
         fprintf(stderr, "%s: run: %s\n", name, clf_context_last_error(ctx));
         printf("RESULT variant=%s ok=0 why=run\n", name);
         goto done;
@@ -450,21 +406,21 @@ static int run_variant(clf_context *ctx, const options *o, const clf_graph *g, b
         }
         snprintf(names + len, sizeof names - len, "%s%s", k ? " " : "", clf_executable_kernel_name(exe, k));
     }
-    double tflops = case_flops(c) / (t.median_ms * 1e9), gbs = case_bytes(c) / (t.median_ms * 1e6);
+    double tflops = case_flops(c) / (t.device_ms * 1e9), gbs = case_bytes(c) / (t.device_ms * 1e6);
     bool ok = cr.unwritten == 0 && cr.max_err <= max_err_tolerance(c->dt) && cr.rel_norm <= rel_tolerance(c->dt);
     printf("%s: %llu kernels (%llu unfused) [%s]; compile %.0f ms; scratch %.1f MB\n", name,
            (unsigned long long)s.kernels, (unsigned long long)s.unfused_kernels, names, compile_ms,
            (double)s.peak_intermediate_bytes / 1e6);
     printf("%s: device median %.4f ms, min %.4f ms over %d runs (%d warm-up, %d input sets); host median %.4f ms; "
            "%.2f TFLOP/s, %.0f GB/s\n",
-           name, t.median_ms, t.min_ms, iters, warmup, nsets, t.wall_median_ms, tflops, gbs);
+           name, t.device_ms, t.min_ms, iters, warmup, nsets, t.wall_ms, tflops, gbs);
     printf("%s: check of %d rows: max error %.2e (tolerance %.0e), relative norm error %.2e (tolerance %.0e), "
            "%lld elements unwritten: %s\n",
            name, cr.rows, cr.max_err, max_err_tolerance(c->dt), cr.rel_norm, rel_tolerance(c->dt),
            (long long)cr.unwritten, ok ? "ok" : "WRONG");
     printf("RESULT variant=%s ok=%d graph=%s kernels=%llu median_ms=%.5f min_ms=%.5f tflops=%.3f gbs=%.1f "
            "max_err=%.3e rel_err=%.3e compile_ms=%.0f timing=%s\n",
-           name, ok, graph_kind, (unsigned long long)s.kernels, t.median_ms, t.min_ms, tflops, gbs, cr.max_err,
+           name, ok, graph_kind, (unsigned long long)s.kernels, t.device_ms, t.min_ms, tflops, gbs, cr.max_err,
            cr.rel_norm, compile_ms, host_timed ? "host" : "events");
     if (!ok)
         fprintf(stderr, "bench_attention: %s result WRONG: max error %g, relative norm error %g, %lld unwritten\n",

@@ -166,11 +166,17 @@ void bench_variant_release(bench_variant *v)
 
 int bench_time(clf_executable *exe, bench_io *io, int warmup, int runs, bench_timing *out)
 {
+    return bench_time_sets(exe, io, 1, warmup, runs, out);
+}
+
+int bench_time_sets(clf_executable *exe, bench_io *sets, int nsets, int warmup, int runs, bench_timing *out)
+{
     double *dev = malloc((size_t)runs * sizeof *dev), *wall = malloc((size_t)runs * sizeof *wall);
     int rc = -1;
     if (!dev || !wall)
         goto done;
     for (int r = -warmup; r < runs; r++) {
+        const bench_io *io = &sets[(r + warmup) % nsets];
         cl_event done;
         double t0 = hm_now_ms();
         if (clf_run(exe, io->n_in, io->in, io->n_out, io->out, 0, NULL, &done) != CLF_OK)
@@ -188,6 +194,10 @@ int bench_time(clf_executable *exe, bench_io *io, int warmup, int runs, bench_ti
             wall[r] = t1 - t0;
         }
     }
+    out->min_ms = dev[0];
+    for (int r = 1; r < runs; r++)
+        if (dev[r] < out->min_ms)
+            out->min_ms = dev[r];
     out->device_ms = hm_median(dev, runs);
     out->wall_ms = hm_median(wall, runs);
     rc = 0;

@@ -17,6 +17,7 @@
 typedef struct bench_timing {
     double device_ms; /* median span from first kernel start to last kernel end */
     double wall_ms;   /* median host time of enqueue + finish */
+    double min_ms;    /* the shortest device time */
 } bench_timing;
 
 /* The options the benchmark programs share: --runs R, --markdown, and
@@ -60,6 +61,10 @@ void bench_io_destroy(bench_io *io);
 
 /* Times exe over runs after warm-up runs. Returns 0 on success. */
 int bench_time(clf_executable *exe, bench_io *io, int warmup, int runs, bench_timing *out);
+/* The same over nsets input/output sets, set r % nsets on run r (warm-up
+ * runs counted in), so that inputs larger together than the caches are
+ * not all in them. */
+int bench_time_sets(clf_executable *exe, bench_io *sets, int nsets, int warmup, int runs, bench_timing *out);
 
 /* One variant of a benchmark graph (fused, unfused, autotuned...): its
  * executable, its buffers (inputs uniform in [-1, 1)) and its timing. */
