@@ -10,6 +10,7 @@
  * through local memory). */
 #include "codegen/codegen.h"
 #include "util/alloc.h"
+#include "util/pow2.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -47,14 +48,6 @@ static bool emit_logit(const clf_graph *g, const clf__plan *plan, uint32_t k, cl
     return ok;
 }
 
-static uint64_t pow2_at_most(uint64_t v)
-{
-    uint64_t p = 1;
-    while (p * 2 <= v)
-        p *= 2;
-    return p;
-}
-
 clf_status clf__codegen_attention(const clf_graph *g, const clf__plan *plan, uint32_t k,
                                   const clf__codegen_target *target, clf__kernel_code *out, char *err, size_t errlen)
 {
@@ -78,7 +71,7 @@ clf_status clf__codegen_attention(const clf_graph *g, const clf__plan *plan, uin
      * float4s, take at most half of it). */
     size_t max_local = target->max_local ? target->max_local : 256;
     size_t local_mem = target->local_mem ? target->local_mem : 32768;
-    uint64_t bq = pow2_at_most(max_local < 64 ? max_local : 64);
+    uint64_t bq = clf__pow2_at_most(max_local < 64 ? max_local : 64);
     while (bq > 1 && bq / 2 >= (uint64_t)sq)
         bq /= 2;
     uint64_t bk = 64, row_floats = (uint64_t)((d + 3) / 4 * 4 + (dv + 3) / 4 * 4); /* rows padded to float4s */
@@ -95,7 +88,7 @@ clf_status clf__codegen_attention(const clf_graph *g, const clf__plan *plan, uin
      * halved until its W partial accumulators take at most half of local
      * memory. */
     bool split_keys = !target->cpu && sq <= 4 && sk >= 64;
-    uint64_t w = pow2_at_most(max_local < 64 ? max_local : 64);
+    uint64_t w = clf__pow2_at_most(max_local < 64 ? max_local : 64);
     uint64_t dvp = (uint64_t)((dv + 3) / 4 * 4);
     while (w > 1 && w * (dvp + 2) * sizeof(float) > local_mem / 2)
         w /= 2;

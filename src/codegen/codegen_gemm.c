@@ -4,6 +4,7 @@
  * to kernels_templates/gemm.cl (GPUs) or gemm_cpu.cl (CPU devices). */
 #include "codegen/codegen.h"
 #include "util/alloc.h"
+#include "util/pow2.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -56,15 +57,6 @@ static bool operand_transposed(const clf_graph *g, uint32_t id)
     }
 }
 
-/* The smallest power of two at least v (v >= 1), capped at cap. */
-static int pow2_at_least(int64_t v, int cap)
-{
-    int p = 1;
-    while (p < cap && p < v)
-        p *= 2;
-    return p;
-}
-
 clf__gemm_config clf__gemm_default_config(const clf__codegen_target *target, int64_t m, int64_t n,
                                           int64_t k, int64_t batch)
 {
@@ -84,7 +76,8 @@ clf__gemm_config clf__gemm_default_config(const clf__codegen_target *target, int
      * every 8 work-items and took one compute unit of 132.
      * The tile also shrinks until its work-items (one per 4 x 4 block) fit
      * the device's work-group limit (32 on rusticl's llvmpipe). */
-    int tm = pow2_at_least(m, 64), tn = pow2_at_least(n, 64);
+    int tm = (int)clf__pow2_at_least((uint64_t)(m < 64 ? m : 64));
+    int tn = (int)clf__pow2_at_least((uint64_t)(n < 64 ? n : 64));
     tm = tm < 16 ? 16 : tm;
     tn = tn < 16 ? 16 : tn;
     uint64_t units = target->compute_units ? target->compute_units : 1;
@@ -226,14 +219,6 @@ bool clf__cg_emit_operand_load(const clf_graph *g, const clf__plan *plan, uint32
     return ok;
 }
 
-static uint64_t pow2_ceil(int64_t v)
-{
-    uint64_t p = 1;
-    while (p < (uint64_t)v)
-        p <<= 1;
-    return p;
-}
-
 void clf__gemm_problem_class(const clf_graph *g, const clf__plan *plan, uint32_t k, const clf__codegen_target *target,
                              clf__strbuf *out)
 {
@@ -244,8 +229,8 @@ void clf__gemm_problem_class(const clf_graph *g, const clf__plan *plan, uint32_t
     for (int d = 0; d < r - 2; d++)
         batch *= mm->shape[d];
     clf__sb_printf(out, "gemm %s m=%llu n=%llu k=%llu batch=%s a=%s%s b=%s%s", target->cpu ? "cpu" : "gpu",
-                   (unsigned long long)pow2_ceil(mm->shape[r - 2]), (unsigned long long)pow2_ceil(mm->shape[r - 1]),
-                   (unsigned long long)pow2_ceil(a->shape[a->rank - 1]), batch > 1 ? "many" : "one",
+                   (unsigned long long)clf__pow2_at_least((uint64_t)mm->shape[r - 2]), (unsigned long long)clf__pow2_at_least((uint64_t)mm->shape[r - 1]),
+                   (unsigned long long)clf__pow2_at_least((uint64_t)a->shape[a->rank - 1]), batch > 1 ? "many" : "one",
                    operand_transposed(g, mm->inputs[0]) ? "t" : "n", operand_plain(plan, k, g, mm->inputs[0]) ? "" : "p",
                    operand_transposed(g, mm->inputs[1]) ? "t" : "n", operand_plain(plan, k, g, mm->inputs[1]) ? "" : "p");
 }

@@ -10,6 +10,7 @@
  * template can keep in registers across sweeps; other loads are inline. */
 #include "codegen/codegen.h"
 #include "util/alloc.h"
+#include "util/pow2.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -565,22 +566,6 @@ static void emit_online_finish(clf__strbuf *sb, uint32_t m, uint32_t s)
                    s, m, s);
 }
 
-static uint64_t pow2_at_least(uint64_t v)
-{
-    uint64_t p = 1;
-    while (p < v)
-        p <<= 1;
-    return p;
-}
-
-static uint64_t pow2_at_most(uint64_t v)
-{
-    uint64_t p = 1;
-    while (p * 2 <= v)
-        p <<= 1;
-    return p;
-}
-
 /* Appends a function's index temporaries and statements. */
 static void append_fn_body(clf__strbuf *src, const clf__cg_fn *f, bool own_index)
 {
@@ -951,7 +936,7 @@ clf_status clf__codegen_reduction(const clf_graph *g, const clf__plan *plan, uin
      * (bench/results/2026-11-29-reductions-h200.md, bench/probes). */
     uint32_t on_m = 0, on_s = 0;
     size_t max_local = target->max_local ? target->max_local : 256;
-    const uint64_t lanes_max = pow2_at_most(max_local < 1024 ? max_local : 1024);
+    const uint64_t lanes_max = clf__pow2_at_most(max_local < 1024 ? max_local : 1024);
     const bool online = !target->cpu && K->rlen % GPU_VEC != 0 && (uint64_t)K->rlen > lanes_max * CACHE_PER_LANE &&
                         online_softmax_pair(g, plan, K, k, &on_m, &on_s);
     for (uint32_t i = 0; i < K->nops; i++) {
@@ -1105,8 +1090,8 @@ clf_status clf__codegen_reduction(const clf_graph *g, const clf__plan *plan, uin
             uint64_t per = budget / ((uint64_t)vec * slots);
             if (per == 0)
                 per = 1;
-            lanes = pow2_at_least((units + per - 1) / per);
-            uint64_t floor = pow2_at_most(units < GPU_MIN_LANES ? (units ? units : 1) : GPU_MIN_LANES);
+            lanes = clf__pow2_at_least((units + per - 1) / per);
+            uint64_t floor = clf__pow2_at_most(units < GPU_MIN_LANES ? (units ? units : 1) : GPU_MIN_LANES);
             if (lanes < floor)
                 lanes = floor;
             if (lanes > lanes_max)
@@ -1118,7 +1103,7 @@ clf_status clf__codegen_reduction(const clf_graph *g, const clf__plan *plan, uin
             if (lanes > wg)
                 wg = lanes;
         } else {
-            lanes = pow2_at_least((units + 3) / 4);
+            lanes = clf__pow2_at_least((units + 3) / 4);
             if (lanes > wg)
                 lanes = wg;
         }
