@@ -223,13 +223,13 @@ START_TEST(find_attention_matches_and_refuses)
             ck_assert_uint_eq(S.nmatches, 1);
             const clf__attention_match *M = &S.matches[0];
             ck_assert_uint_eq(M->anchor, out.node);
-            ck_assert_uint_eq(M->scores, scores.node);
+            ck_assert_uint_eq(M->at.scores, scores.node);
             ck_assert_int_eq(clf__region_kind_of_anchor(&S, out.node), CLF__REGION_ATTENTION);
             /* Causal is skipped only where its WHERE is the last op. */
-            ck_assert_int_eq(M->causal, which == 0);
+            ck_assert_int_eq(M->at.causal, which == 0);
             if (which == 0) {
-                ck_assert_int_eq(M->causal_offset, 2);
-                ck_assert(isinf(M->causal_fill) && M->causal_fill < 0);
+                ck_assert_int_eq(M->at.causal_offset, 2);
+                ck_assert(isinf(M->at.causal_fill) && M->at.causal_fill < 0);
             }
             /* Nothing between the two products is materialised. */
             for (uint32_t i = 0; i < S.n; i++)

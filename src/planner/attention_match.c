@@ -127,7 +127,7 @@ static bool fill_value(const clf_graph *g, uint32_t id, double *fill)
 
 /* The causal flag: the logits end in WHERE(c, x, fill) or WHERE(c, fill, x)
  * (through casts only) with c the causal pattern. */
-static void find_causal(const clf_graph *g, clf__attention_match *M, int64_t sq, int64_t sk)
+static void find_causal(const clf_graph *g, clf__plan_attention *M, int64_t sq, int64_t sk)
 {
     uint32_t id = M->logits;
     while (clf__graph_node(g, id)->op == CLF__OP_CAST)
@@ -172,7 +172,7 @@ static bool match(clf__plan_state *S, const uses *u, uint32_t o, clf__attention_
             p = n->inputs[0];
             continue;
         }
-        if (n->op == CLF__OP_WHERE && !has_nan_fill) {
+        if (n->op == CLF__OP_WHERE && !has_nan_fill && ntail + 2 <= 8) {
             const clf__node *c = clf__graph_node(g, n->inputs[0]), *f = clf__graph_node(g, n->inputs[1]);
             if (c->op == CLF__OP_ISNAN && c->inputs[0] == n->inputs[2] && clf__plan_is_literal(f) &&
                 clf__dtype_is_float(f->dtype)) {
@@ -293,9 +293,10 @@ static bool match(clf__plan_state *S, const uses *u, uint32_t o, clf__attention_
             }
         }
     }
-    *M = (clf__attention_match){.anchor = o, .scores = scores, .logits = t, .max = mx, .sum = sm, .probs = pp,
-                                .has_nan_fill = has_nan_fill, .nan_fill = nan_fill};
-    find_causal(g, M, sq, sk);
+    *M = (clf__attention_match){.anchor = o,
+                                .at = {.scores = scores, .logits = t, .max = mx, .sum = sm, .probs = pp,
+                                       .has_nan_fill = has_nan_fill, .nan_fill = nan_fill}};
+    find_causal(g, &M->at, sq, sk);
     return true;
 }
 
@@ -330,12 +331,12 @@ clf_status clf__plan_find_attention(clf__plan_state *S)
             goto done;
         S->matches = grown;
         S->matches[S->nmatches++] = M;
-        for (uint32_t id = M.scores; id <= M.probs; id++)
+        for (uint32_t id = M.at.scores; id <= M.at.probs; id++)
             if (inner[id])
                 S->attention_of[id] = (int32_t)o;
         S->attention_of[o] = (int32_t)o;
         clf__log(CLF__LOG_FUSION, "matmul %u: attention over the scores of matmul %u (softmax %u/%u in registers)%s",
-                 o, M.scores, M.max, M.sum, M.causal ? ", causal" : "");
+                 o, M.at.scores, M.at.max, M.at.sum, M.at.causal ? ", causal" : "");
     }
     st = CLF_OK;
 done:

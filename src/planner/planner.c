@@ -648,18 +648,8 @@ static clf_status fill_kernel(clf__plan_state *S, uint32_t k)
     memcpy(K->shape, R->shape, sizeof K->shape);
     K->kind = R->kind;
     K->anchor = R->anchor;
-    if (R->kind == CLF__REGION_ATTENTION) {
-        K->attention.scores = R->attention.scores;
-        K->attention.logits = R->attention.logits;
-        K->attention.max = R->attention.max;
-        K->attention.sum = R->attention.sum;
-        K->attention.probs = R->attention.probs;
-        K->attention.causal = R->attention.causal;
-        K->attention.causal_offset = R->attention.causal_offset;
-        K->attention.causal_fill = R->attention.causal_fill;
-        K->attention.has_nan_fill = R->attention.has_nan_fill;
-        K->attention.nan_fill = R->attention.nan_fill;
-    }
+    if (R->kind == CLF__REGION_ATTENTION)
+        K->attention = R->attention;
     K->reduce_mask = R->mask;
     K->rows = K->rlen = 1;
     for (int d = 0; d < R->rank; d++)

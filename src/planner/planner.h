@@ -49,6 +49,18 @@ typedef enum clf__region_kind {
 /* "pointwise", "reduction", "GEMM", "attention". */
 const char *clf__region_kind_name(clf__region_kind kind);
 
+/* What an attention kernel computes in registers (clf__plan_kernel). */
+typedef struct clf__plan_attention {
+    uint32_t scores, logits, max, sum, probs;
+    bool causal;
+    int64_t causal_offset;
+    double causal_fill; /* the logits' value at the keys skipped */
+    /* The weights pass WHERE(ISNAN(w), nan_fill, w): a row whose softmax
+     * is NaN (every weight at once) weighs every key nan_fill. */
+    bool has_nan_fill;
+    double nan_fill;
+} clf__plan_attention;
+
 typedef struct clf__plan_kernel {
     /* A pointwise kernel iterates over shape, the shape every store shares.
      * A reduction kernel iterates over rows x elements of shape, the input
@@ -68,17 +80,8 @@ typedef struct clf__plan_kernel {
      * (the REDUCE nodes max and sum, never stored) and probs (the DIV or
      * its cast that anchor reads). Keys j > i + causal_offset of query i
      * are skipped where causal is set: the logits there are -inf, or so far
-     * below the row's maximum that they weigh exactly 0 (region_kinds.c). */
-    struct {
-        uint32_t scores, logits, max, sum, probs;
-        bool causal;
-        int64_t causal_offset;
-        double causal_fill; /* the logits' value at the keys skipped */
-        /* The weights pass WHERE(ISNAN(w), nan_fill, w): a row whose
-         * softmax is NaN (every weight at once) weighs every key nan_fill. */
-        bool has_nan_fill;
-        double nan_fill;
-    } attention;
+     * below the row's maximum that they weigh exactly 0 (attention_match.c). */
+    clf__plan_attention attention;
     uint32_t reduce_mask;
     int64_t rows, rlen;
     int rank;

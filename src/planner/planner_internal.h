@@ -21,17 +21,13 @@ bool clf__u32vec_has(const clf__u32vec *a, uint32_t x);
  * materialised nodes it stores and the regions it reads from. */
 /* An attention pattern found before materialisation (clf__plan_find_attention). */
 typedef struct clf__attention_match {
-    uint32_t anchor, scores, logits, max, sum, probs;
-    bool causal;
-    int64_t causal_offset;
-    double causal_fill;
-    bool has_nan_fill; /* weights that are NaN become nan_fill (a whole row at once) */
-    double nan_fill;
+    uint32_t anchor; /* the MATMUL of the weights and V */
+    clf__plan_attention at;
 } clf__attention_match;
 
 typedef struct clf__region {
     clf__region_kind kind;
-    clf__attention_match attention; /* attention regions */
+    clf__plan_attention attention; /* attention regions */
     uint32_t anchor; /* GEMM, attention: the MATMUL node the kernel ends in */
     uint32_t mask;   /* reduction: the reduced axes of shape */
     int rank;

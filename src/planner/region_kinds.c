@@ -282,7 +282,7 @@ static void attention_start(clf__plan_state *S, clf__region *R, uint32_t m)
     gemm_start(S, R, m);
     for (uint32_t i = 0; i < S->nmatches; i++)
         if (S->matches[i].anchor == m)
-            R->attention = S->matches[i];
+            R->attention = S->matches[i].at;
 }
 
 /* The epilogue's rule is the GEMM's: a member stores element i of the
