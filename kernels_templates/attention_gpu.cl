@@ -113,6 +113,29 @@ static inline float clf_dot4(const float4 *q4, __local const float4 *k4)
  * unfused softmax gives). */
 static inline float clf_base(float mx) { return mx == -INFINITY ? 0.0f : mx; }
 
+/* Folds one key's logit t into the running maximum and sum: returns its
+ * weight, *corr the factor the accumulators are rescaled by first. */
+static inline float clf_fold(float t, float *mx, float *l, float *corr)
+{
+    const float tmax = fmax(*mx, t), base = clf_base(tmax);
+    const float p = exp(t - base);
+    *corr = exp(*mx - base);
+    *l = *l * *corr + p;
+    *mx = tmax;
+    return p;
+}
+
+/* Folds key n with logit t into one row's state, its V row read from
+ * global memory. */
+static inline void clf_fold_global(IDX_T bt, IDX_T n, float t, float4 *a4, float *mx, float *l, CLF_PARAMS)
+{
+    float corr;
+    const float p = clf_fold(t, mx, l, &corr);
+#pragma unroll
+    for (int d = 0; d < DV4; ++d)
+        a4[d] = fma((float4)(p), clf_load_v4(bt, n, d, CLF_ARGS), a4[d] * corr);
+}
+
 /* Folds keys n0 + j0 .. n0 + j1 - 1 of the tile into one row's state. */
 static inline void clf_attend_tile(IDX_T bt, IDX_T m, IDX_T n0, IDX_T j0, IDX_T j1, const float4 *q4, float4 *a4,
                                    float *mx, float *l, __local const float4 *kt4, __local const float4 *vt4,
@@ -146,14 +169,11 @@ static inline void clf_attend_tile(IDX_T bt, IDX_T m, IDX_T n0, IDX_T j0, IDX_T 
         *mx = tmax;
     }
     for (; j < j1; ++j) {
-        const float t = clf_logit(bt, m, n0 + j, clf_dot4(q4, kt4 + j * D4), CLF_ARGS);
-        const float tmax = fmax(*mx, t), base = clf_base(tmax);
-        const float corr = exp(*mx - base), p = exp(t - base);
-        *l = *l * corr + p;
+        float corr;
+        const float p = clf_fold(clf_logit(bt, m, n0 + j, clf_dot4(q4, kt4 + j * D4), CLF_ARGS), mx, l, &corr);
 #pragma unroll
         for (int d = 0; d < DV4; ++d)
             a4[d] = fma((float4)(p), vt4[j * DV4 + d], a4[d] * corr);
-        *mx = tmax;
     }
 }
 
@@ -169,18 +189,11 @@ static inline float clf_lane(const float4 *x, int d)
 static inline void clf_attend_global(IDX_T bt, IDX_T m, IDX_T n, const float4 *q4, float4 *a4, float *mx, float *l,
                                      CLF_PARAMS)
 {
-    float s = 0.0f;
-    for (int d = 0; d < D; ++d)
-        s += clf_lane(q4, d) * clf_load_k(bt, d, n, CLF_ARGS);
-    const float t = clf_logit(bt, m, n, s, CLF_ARGS);
-    const float tmax = fmax(*mx, t), base = clf_base(tmax);
-    const float corr = exp(*mx - base), p = exp(t - base);
-    *l = *l * corr + p;
-    for (int d = 0; d < DV4; ++d) {
-        const float4 v = clf_load_v4(bt, n, d, CLF_ARGS);
-        a4[d] = fma((float4)(p), v, a4[d] * corr);
-    }
-    *mx = tmax;
+    float4 s4 = (float4)(0.0f);
+#pragma unroll
+    for (int d = 0; d < D4; ++d)
+        s4 = fma(q4[d], clf_load_k4(bt, d, n, CLF_ARGS), s4);
+    clf_fold_global(bt, n, clf_logit(bt, m, n, (s4.x + s4.y) + (s4.z + s4.w), CLF_ARGS), a4, mx, l, CLF_ARGS);
 }
 
 #ifndef SPLIT_KEYS
@@ -260,19 +273,9 @@ static inline void clf_attend_split(IDX_T bt, IDX_T m, IDX_T n, __local const fl
 {
     float4 s4 = (float4)(0.0f);
 #pragma unroll
-    for (int d = 0; d < D4; ++d) {
+    for (int d = 0; d < D4; ++d)
         s4 = fma(ql[d], clf_load_k4(bt, d, n, CLF_ARGS), s4);
-    }
-    const float t = clf_logit(bt, m, n, (s4.x + s4.y) + (s4.z + s4.w), CLF_ARGS);
-    const float tmax = fmax(*mx, t), base = clf_base(tmax);
-    const float corr = exp(*mx - base), p = exp(t - base);
-    *l = *l * corr + p;
-#pragma unroll
-    for (int d = 0; d < DV4; ++d) {
-        const float4 v = clf_load_v4(bt, n, d, CLF_ARGS);
-        a4[d] = fma((float4)(p), v, a4[d] * corr);
-    }
-    *mx = tmax;
+    clf_fold_global(bt, n, clf_logit(bt, m, n, (s4.x + s4.y) + (s4.z + s4.w), CLF_ARGS), a4, mx, l, CLF_ARGS);
 }
 
 __kernel __attribute__((reqd_work_group_size(W, 1, 1))) void CLF_KERNEL_NAME(CLF_PARAMS, const IDX_T numel)
