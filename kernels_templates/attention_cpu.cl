@@ -19,7 +19,9 @@
  * others are CAUSAL_FILL (-inf when CAUSAL_FILL_INF), which weighs 0 next
  * to any key more than 110 above it (exp underflows to 0 in f32). A row
  * whose visible keys do not rise that far above a finite fill visits the
- * skipped keys too, so the result is the one the unskipped sweep gives. */
+ * skipped keys too, so the result is the one the unskipped sweep gives.
+ * clf_logit is only asked for visible keys (codegen evaluates the causal
+ * WHERE as the scores it keeps); a skipped key's logit is CAUSAL_FILL. */
 #ifndef IDX_T
 #define IDX_T uint
 #endif
@@ -42,14 +44,9 @@ static inline float clf_logit(IDX_T bt, IDX_T m, IDX_T n, float acc, CLF_PARAMS)
 static inline void clf_store(IDX_T bt, IDX_T m, IDX_T n, float acc, CLF_PARAMS) { o[m * DV + n] = acc; }
 #endif
 
-/* One key: its score, logit and weight folded into the running state. */
-static inline void clf_attend(IDX_T bt, IDX_T m, IDX_T n, const float *qrow, float *acc, float *mx, float *l,
-                              CLF_PARAMS)
+/* Key n with logit t folded into the running state. */
+static inline void clf_fold(IDX_T bt, IDX_T n, float t, float *acc, float *mx, float *l, CLF_PARAMS)
 {
-    float s = 0.0f;
-    for (IDX_T d = 0; d < D; ++d)
-        s += qrow[d] * clf_load_k(bt, d, n, CLF_ARGS);
-    const float t = clf_logit(bt, m, n, s, CLF_ARGS);
     const float mnew = fmax(*mx, t);
     /* The maximum stays -inf while every logit so far is -inf: exp is then
      * taken against 0, so those keys weigh 0 (not -inf - -inf = NaN) and
@@ -60,6 +57,16 @@ static inline void clf_attend(IDX_T bt, IDX_T m, IDX_T n, const float *qrow, flo
     for (IDX_T d = 0; d < DV; ++d)
         acc[d] = acc[d] * corr + p * clf_load_v(bt, n, d, CLF_ARGS);
     *mx = mnew;
+}
+
+/* One key: its score, logit and weight folded into the running state. */
+static inline void clf_attend(IDX_T bt, IDX_T m, IDX_T n, const float *qrow, float *acc, float *mx, float *l,
+                              CLF_PARAMS)
+{
+    float s = 0.0f;
+    for (IDX_T d = 0; d < D; ++d)
+        s += qrow[d] * clf_load_k(bt, d, n, CLF_ARGS);
+    clf_fold(bt, n, clf_logit(bt, m, n, s, CLF_ARGS), acc, mx, l, CLF_ARGS);
 }
 
 __kernel void CLF_KERNEL_NAME(CLF_PARAMS, const IDX_T numel)
@@ -85,7 +92,7 @@ __kernel void CLF_KERNEL_NAME(CLF_PARAMS, const IDX_T numel)
 #if CAUSAL && !CAUSAL_FILL_INF
     if (!(mx - CAUSAL_FILL > 110.0f))
         for (; n < SK; ++n)
-            clf_attend(bt, m, n, qrow, acc, &mx, &l, CLF_ARGS);
+            clf_fold(bt, n, CAUSAL_FILL, acc, &mx, &l, CLF_ARGS);
 #endif
 #if NAN_FILL
     /* Every weight of the row is NaN (the softmax of a NaN, +inf or

@@ -185,17 +185,6 @@ static inline float clf_lane(const float4 *x, int d)
     return c == 0 ? v.x : c == 1 ? v.y : c == 2 ? v.z : v.w;
 }
 
-/* Folds key n, read from global memory, into one row's state. */
-static inline void clf_attend_global(IDX_T bt, IDX_T m, IDX_T n, const float4 *q4, float4 *a4, float *mx, float *l,
-                                     CLF_PARAMS)
-{
-    float4 s4 = (float4)(0.0f);
-#pragma unroll
-    for (int d = 0; d < D4; ++d)
-        s4 = fma(q4[d], clf_load_k4(bt, d, n, CLF_ARGS), s4);
-    clf_fold_global(bt, n, clf_logit(bt, m, n, (s4.x + s4.y) + (s4.z + s4.w), CLF_ARGS), a4, mx, l, CLF_ARGS);
-}
-
 #ifndef SPLIT_KEYS
 #define SPLIT_KEYS 0
 #endif
@@ -236,7 +225,7 @@ __kernel __attribute__((reqd_work_group_size(BQ, 1, 1))) void CLF_KERNEL_NAME(CL
      * (rare: no barrier, the rest of the group does not wait). */
     if (active && !(mx - CAUSAL_FILL > 110.0f))
         for (IDX_T n = row_keys; n < SK; ++n)
-            clf_attend_global(bt, m, n, q4, a4, &mx, &l, CLF_ARGS);
+            clf_fold_global(bt, n, CAUSAL_FILL, a4, &mx, &l, CLF_ARGS);
 #endif
 #if NAN_FILL
     /* A row whose weights are all NaN weighs every key NAN_FILL_VALUE
@@ -267,15 +256,25 @@ __kernel __attribute__((reqd_work_group_size(BQ, 1, 1))) void CLF_KERNEL_NAME(CL
  * row's maximum, each state rescaled to it, the sums and accumulators
  * added. Launch: BATCH * SQ work-groups of W. */
 
-/* Folds key n, read from global memory, into one work-item's state. */
-static inline void clf_attend_split(IDX_T bt, IDX_T m, IDX_T n, __local const float4 *ql, float4 *a4, float *mx,
-                                    float *l, CLF_PARAMS)
+/* Folds key n, read from global memory, into one work-item's state; a
+ * key the causal mask hides (not visible) has logit CAUSAL_FILL. */
+static inline void clf_attend_split(IDX_T bt, IDX_T m, IDX_T n, bool visible, __local const float4 *ql, float4 *a4,
+                                    float *mx, float *l, CLF_PARAMS)
 {
-    float4 s4 = (float4)(0.0f);
+    float t;
+#if CAUSAL
+    if (!visible) {
+        t = CAUSAL_FILL;
+    } else
+#endif
+    {
+        float4 s4 = (float4)(0.0f);
 #pragma unroll
-    for (int d = 0; d < D4; ++d)
-        s4 = fma(ql[d], clf_load_k4(bt, d, n, CLF_ARGS), s4);
-    clf_fold_global(bt, n, clf_logit(bt, m, n, (s4.x + s4.y) + (s4.z + s4.w), CLF_ARGS), a4, mx, l, CLF_ARGS);
+        for (int d = 0; d < D4; ++d)
+            s4 = fma(ql[d], clf_load_k4(bt, d, n, CLF_ARGS), s4);
+        t = clf_logit(bt, m, n, (s4.x + s4.y) + (s4.z + s4.w), CLF_ARGS);
+    }
+    clf_fold_global(bt, n, t, a4, mx, l, CLF_ARGS);
 }
 
 __kernel __attribute__((reqd_work_group_size(W, 1, 1))) void CLF_KERNEL_NAME(CLF_PARAMS, const IDX_T numel)
@@ -307,11 +306,11 @@ __kernel __attribute__((reqd_work_group_size(W, 1, 1))) void CLF_KERNEL_NAME(CLF
     for (IDX_T n = lid; n < SK; n += W) {
         if (n >= row_keys && mx - CAUSAL_FILL > 110.0f)
             break;
-        clf_attend_split(bt, m, n, ql, a4, &mx, &l, CLF_ARGS);
+        clf_attend_split(bt, m, n, n < row_keys, ql, a4, &mx, &l, CLF_ARGS);
     }
 #else
     for (IDX_T n = lid; n < row_keys; n += W)
-        clf_attend_split(bt, m, n, ql, a4, &mx, &l, CLF_ARGS);
+        clf_attend_split(bt, m, n, true, ql, a4, &mx, &l, CLF_ARGS);
 #endif
     smx[lid] = mx;
     barrier(CLK_LOCAL_MEM_FENCE);

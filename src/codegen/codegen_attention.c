@@ -27,7 +27,9 @@
 
 /* Emits "static inline float clf_logit(IDX_T bt, IDX_T m, IDX_T n, float
  * acc, CLF_PARAMS)": the logits at query m, key n of batch bt whose
- * scores are acc. */
+ * scores are acc. Causal: asked only at keys the mask keeps, so its WHERE
+ * is evaluated as the input it keeps (no load of the mask, whose rows lie
+ * SK bytes apart across a work-group's query rows). */
 static bool emit_logit(const clf_graph *g, const clf__plan *plan, uint32_t k, clf__strbuf *src)
 {
     const clf__plan_kernel *K = &plan->kernels[k];
@@ -35,6 +37,12 @@ static bool emit_logit(const clf_graph *g, const clf__plan *plan, uint32_t k, cl
     clf__cg_hooks hooks = {.load = clf__cg_load_direct, .product = logits_product};
     clf__cg_fn F;
     clf__cg_fn_init(&F, g, plan, k, &hooks);
+    if (K->attention.causal) {
+        /* The kernel asks for the logits only at keys the causal mask
+         * keeps: there its WHERE is the kept input. */
+        F.forward_node = K->attention.causal_where;
+        F.forward_input = K->attention.causal_keep;
+    }
     clf__view at = {.linear = true, .lin = clf__ix_i((uint64_t)clf__node_numel(T))};
     char *val = clf__strdup(clf__cg_value(&F, K->attention.logits, &at));
     bool ok = val && !F.failed && !F.ix->failed && clf__sb_ok(&F.idx_code) && clf__sb_ok(&F.body);

@@ -93,6 +93,7 @@ void clf__cg_fn_init(clf__cg_fn *f, const clf_graph *g, const clf__plan *plan, u
     f->plan = plan;
     f->k = k;
     f->hooks = *hooks;
+    f->forward_node = UINT32_MAX;
     clf__ixgen_init(&f->own_ix, &f->idx_code, 0);
     f->ix = &f->own_ix;
 }
@@ -465,7 +466,11 @@ const char *clf__cg_value(gen *G, uint32_t id, const clf__view *v)
     char buf[48];
     int32_t src = G->plan->src_buffer[id];
     bool leaf = clf__node_class_of(n) == CLF__CLASS_LEAF;
-    if (clf__plan_is_literal(n)) {
+    if (id == G->forward_node) {
+        clf__view in;
+        clf__view_input(G->ix, G->g, n, G->forward_input, v, &in);
+        result = memo_put(G, clf__sb_str(&key), clf__cg_value(G, n->inputs[G->forward_input], &in));
+    } else if (clf__plan_is_literal(n)) {
         clf__strbuf lit = {0};
         constant_literal(&lit, n);
         result = memo_put(G, clf__sb_str(&key), clf__sb_ok(&lit) ? clf__sb_str(&lit) : "0");

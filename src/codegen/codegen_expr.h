@@ -65,6 +65,11 @@ struct clf__cg_fn {
      * novec instead of failing, and the writer falls back to scalar code. */
     int vec;
     bool novec;
+    /* A node this function evaluates as its input forward_input, where the
+     * writer knows the two agree at every element it asks for (attention's
+     * causal WHERE at the keys it visits); UINT32_MAX: none. */
+    uint32_t forward_node;
+    int forward_input;
 };
 
 void clf__cg_fn_init(clf__cg_fn *f, const clf_graph *g, const clf__plan *plan, uint32_t k,

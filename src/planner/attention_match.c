@@ -126,12 +126,18 @@ static bool fill_value(const clf_graph *g, uint32_t id, double *fill)
 }
 
 /* The causal flag: the logits end in WHERE(c, x, fill) or WHERE(c, fill, x)
- * (through casts only) with c the causal pattern. */
+ * (through float casts only) with c the causal pattern. The fill is taken
+ * through those casts, as the logits hold it. */
 static void find_causal(const clf_graph *g, clf__plan_attention *M, int64_t sq, int64_t sk)
 {
-    uint32_t id = M->logits;
-    while (clf__graph_node(g, id)->op == CLF__OP_CAST)
+    uint32_t id = M->logits, casts[8];
+    int ncasts = 0;
+    while (clf__graph_node(g, id)->op == CLF__OP_CAST) {
+        if (ncasts == 8 || !clf__dtype_is_float(clf__graph_node(g, id)->dtype))
+            return;
+        casts[ncasts++] = id;
         id = clf__graph_node(g, id)->inputs[0];
+    }
     const clf__node *w = clf__graph_node(g, id);
     if (w->op != CLF__OP_WHERE)
         return;
@@ -140,9 +146,14 @@ static void find_causal(const clf_graph *g, clf__plan_attention *M, int64_t sq, 
         const clf__node *c = trailing_constant(g, w->inputs[0], sq, sk);
         int64_t off;
         if (c && fill_value(g, w->inputs[3 - keep_side], &fill) && causal_pattern(c, sq, sk, keep_side == 1, &off)) {
+            unsigned char cell[8];
+            for (int i = ncasts - 1; i >= 0; i--)
+                fill = clf__dtype_info_of(clf__graph_node(g, casts[i])->dtype)->put_f64(cell, 0, fill);
             M->causal = true;
             M->causal_offset = off;
             M->causal_fill = fill;
+            M->causal_where = id;
+            M->causal_keep = keep_side;
             return;
         }
     }

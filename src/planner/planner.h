@@ -54,7 +54,11 @@ typedef struct clf__plan_attention {
     uint32_t scores, logits, max, sum, probs;
     bool causal;
     int64_t causal_offset;
-    double causal_fill; /* the logits' value at the keys skipped */
+    double causal_fill; /* the logits' value at the keys skipped (through the casts after the WHERE) */
+    /* The causal WHERE and the input it keeps (1 or 2): at every key the
+     * kernel computes the logits of, the WHERE is that input. */
+    uint32_t causal_where;
+    int causal_keep;
     /* The weights pass WHERE(ISNAN(w), nan_fill, w): a row whose softmax
      * is NaN (every weight at once) weighs every key nan_fill. */
     bool has_nan_fill;
@@ -80,7 +84,9 @@ typedef struct clf__plan_kernel {
      * (the REDUCE nodes max and sum, never stored) and probs (the DIV or
      * its cast that anchor reads). Keys j > i + causal_offset of query i
      * are skipped where causal is set: the logits there are -inf, or so far
-     * below the row's maximum that they weigh exactly 0 (attention_match.c). */
+     * below the row's maximum that they weigh exactly 0 (attention_match.c);
+     * the kernel evaluates the logits only at the keys it keeps, where the
+     * causal WHERE is its kept input, and takes causal_fill elsewhere. */
     clf__plan_attention attention;
     uint32_t reduce_mask;
     int64_t rows, rlen;
