@@ -11,6 +11,9 @@
 #include "planner/planner.h"
 #include "util/strbuf.h"
 
+/* The line a tensor-core kernel's source carries (inline PTX mma.sync). */
+#define CLF__MMA_LINE "#define CLF_MMA 1\n"
+
 /* Bumped whenever generated code changes meaning; part of cache keys. */
 #define CLF__CODEGEN_VERSION 1
 
@@ -32,6 +35,7 @@ typedef struct clf__codegen_target {
     uint32_t compute_units; /* 0: 1 */
     size_t local_mem; /* CL_DEVICE_LOCAL_MEM_SIZE (0: 32 KiB) */
     bool warp_shuffle; /* an NVIDIA GPU: inline PTX shuffles within a 32-lane warp */
+    bool tensor_cores; /* an NVIDIA GPU of sm_80 or later: inline PTX mma.sync on f16/bf16 operands */
     /* The driver ends every loop after this many iterations, silently (0: no
      * limit; llvmpipe's 65535, runtime/driver_quirks.h): loops are cut so
      * that none runs longer, or codegen refuses the kernel. */
@@ -102,10 +106,11 @@ clf_status clf__codegen_gemm(const clf_graph *g, const clf__plan *plan, uint32_t
 clf_status clf__codegen_attention(const clf_graph *g, const clf__plan *plan, uint32_t k,
                                   const clf__codegen_target *target, clf__kernel_code *out, char *err, size_t errlen);
 void clf__kernel_code_free(clf__kernel_code *code);
-/* Whether a generated kernel's source is in the warp-shuffle form (inline
- * PTX, target->warp_shuffle): the form a driver other than NVIDIA's may
- * refuse to build. Read from the source, which the plan cache keeps. */
-bool clf__codegen_uses_warp_shuffles(const char *source);
+/* Whether a generated kernel's source uses inline PTX (the warp-shuffle
+ * form, target->warp_shuffle, or a tensor-core form, target->tensor_cores):
+ * a form a driver other than NVIDIA's, or an older GPU, may refuse to
+ * build. Read from the source, which the plan cache keeps. */
+bool clf__codegen_uses_inline_ptx(const char *source);
 
 /* The class of GEMM kernel k's problem, for autotuning's cache key: form,
  * extents rounded up to powers of two, batch, operand layouts. */

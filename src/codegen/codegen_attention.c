@@ -25,18 +25,30 @@
  * accumulated dot product (rounded to the scores' dtype). */
 #define logits_product clf__cg_product_acc
 
+/* The same in f32, unrounded (the tensor-core form's logits). */
+static const char *logits_product_f32(clf__cg_fn *f, uint32_t node, const clf__view *v, char *name, size_t cap)
+{
+    const clf__node *n = clf__graph_node(f->g, node);
+    clf__ix at = clf__view_linear(f->ix, v, n->rank, n->shape);
+    if (at.temp != 0)
+        return NULL;
+    snprintf(name, cap, "acc");
+    return name;
+}
+
 /* Emits "static inline float clf_logit(IDX_T bt, IDX_T m, IDX_T n, float
  * acc, CLF_PARAMS)": the logits at query m, key n of batch bt whose
  * scores are acc. Causal: asked only at keys the mask keeps, so its WHERE
  * is evaluated as the input it keeps (no load of the mask, whose rows lie
  * SK bytes apart across a work-group's query rows). */
-static bool emit_logit(const clf_graph *g, const clf__plan *plan, uint32_t k, clf__strbuf *src)
+static bool emit_logit(const clf_graph *g, const clf__plan *plan, uint32_t k, bool f32, clf__strbuf *src)
 {
     const clf__plan_kernel *K = &plan->kernels[k];
     const clf__node *T = clf__graph_node(g, K->attention.logits);
-    clf__cg_hooks hooks = {.load = clf__cg_load_direct, .product = logits_product};
+    clf__cg_hooks hooks = {.load = clf__cg_load_direct, .product = f32 ? logits_product_f32 : logits_product};
     clf__cg_fn F;
     clf__cg_fn_init(&F, g, plan, k, &hooks);
+    F.no_round = f32;
     if (K->attention.causal) {
         /* The kernel asks for the logits only at keys the causal mask
          * keeps: there its WHERE is the kept input. */
@@ -54,6 +66,59 @@ static bool emit_logit(const clf_graph *g, const clf__plan *plan, uint32_t k, cl
     clf__free(val);
     clf__cg_fn_free(&F);
     return ok;
+}
+
+/* The operands' 16-bit type when both products can run on the tensor
+ * cores: Q, K and V all f16 or all bf16, on a target with them (else
+ * CLF_F32: the f32 FMA forms). */
+static clf_dtype mma_dtype(const clf_graph *g, const clf__node *SC, const clf__node *O,
+                           const clf__codegen_target *target)
+{
+    clf_dtype q = clf__graph_node(g, SC->inputs[0])->dtype, k = clf__graph_node(g, SC->inputs[1])->dtype;
+    clf_dtype v = clf__graph_node(g, O->inputs[1])->dtype;
+    if (target->cpu || !target->tensor_cores || q != k || q != v || (q != CLF_F16 && q != CLF_BF16))
+        return CLF_F32;
+    return q;
+}
+
+/* Emits clf_stage_k or clf_stage_v (attention_mma.cl), with the CLF_HAVE_
+ * line that selects it, when that operand's rows lie in a buffer as they
+ * are, row-major with rows of a multiple of 8 values: 8 raw 16-bit values
+ * in one 16-byte load. K reaches the scores transposed (a swap of its last
+ * two axes), V the output as it is. Else emits nothing: the template's
+ * version goes through the generated loads. */
+static void emit_stage(const clf_graph *g, const clf__plan *plan, uint32_t k, const clf__node *mm, int which,
+                       clf__strbuf *src)
+{
+    uint32_t id = mm->inputs[which];
+    const clf__node *op = clf__graph_node(g, id);
+    if (which == 1 && mm == clf__graph_node(g, plan->kernels[k].attention.scores)) {
+        /* K: Kt must be a transpose of the last two axes of a plain K. */
+        if (clf__cg_operand_plain(plan, k, g, id) || op->op != CLF__OP_TRANSPOSE || op->rank < 2)
+            return;
+        for (int a = 0; a < op->rank; a++) {
+            int want = a == op->rank - 1 ? a - 1 : a == op->rank - 2 ? a + 1 : a;
+            if (op->attr.transpose.perm[a] != want)
+                return;
+        }
+        id = op->inputs[0];
+        op = clf__graph_node(g, id);
+        if (!clf__cg_operand_plain(plan, k, g, id))
+            return;
+    } else if (!clf__cg_operand_plain(plan, k, g, id)) {
+        return;
+    }
+    int64_t row = op->shape[op->rank - 1];
+    if (row % 8 != 0)
+        return;
+    const char *name = which == 1 && mm != clf__graph_node(g, plan->kernels[k].anchor) ? "k" : "v";
+    clf__sb_printf(src, "#define CLF_HAVE_STAGE_%s 1\n", name[0] == 'k' ? "K" : "V");
+    clf__sb_printf(src, "static inline uint4 clf_stage_%s(IDX_T bt, IDX_T n, IDX_T d8, CLF_PARAMS)\n{\n", name);
+    clf__cg_emit_batch_offset(mm, op, src);
+    clf__sb_printf(src,
+                   "    return d8 * 8 < %lldu ? ((__global const uint4 *)b%d)[(off + n * %lldu + d8 * 8) / 8] "
+                   ": (uint4)(0);\n}\n\n",
+                   (long long)row, plan->src_buffer[id], (long long)row);
 }
 
 clf_status clf__codegen_attention(const clf_graph *g, const clf__plan *plan, uint32_t k,
@@ -96,6 +161,18 @@ clf_status clf__codegen_attention(const clf_graph *g, const clf__plan *plan, uin
      * halved until its W partial accumulators take at most half of local
      * memory. */
     bool split_keys = !target->cpu && sq <= 4 && sk >= 64;
+    /* The tensor-core form (attention_mma.cl): f16 or bf16 operands on a
+     * target with mma.sync, four warps a work-group, tiles of BKT keys
+     * (64, halved while K's and V's tiles of 16-bit values, rows padded,
+     * exceed 48 KiB, the static local memory a kernel may take, or the
+     * device's). */
+    clf_dtype mma = split_keys || max_local < 128 || d > 256 || dv > 256 ? CLF_F32 : mma_dtype(g, SC, O, target);
+    uint64_t bkt = 64, dp16 = (uint64_t)((d + 15) / 16 * 16), dvp16 = (uint64_t)((dv + 15) / 16 * 16);
+    size_t mma_local = local_mem < 49152 ? local_mem : 49152;
+    while (bkt > 16 && (bkt * (dp16 + 8) + dvp16 * (bkt + 8)) * 2 > mma_local)
+        bkt /= 2;
+    if ((bkt * (dp16 + 8) + dvp16 * (bkt + 8)) * 2 > mma_local)
+        mma = CLF_F32;
     uint64_t w = clf__pow2_at_most(max_local < 64 ? max_local : 64);
     uint64_t dvp = (uint64_t)((dv + 3) / 4 * 4);
     while (w > 1 && w * (dvp + 2) * sizeof(float) > local_mem / 2)
@@ -134,6 +211,9 @@ clf_status clf__codegen_attention(const clf_graph *g, const clf__plan *plan, uin
     } else if (split_keys) {
         out->local = (size_t)w;
         out->global = (size_t)(rows * w);
+    } else if (mma != CLF_F32) {
+        out->local = 128;
+        out->global = (size_t)((uint64_t)batch * (((uint64_t)sq + 63) / 64) * 128);
     } else {
         out->local = (size_t)bq;
         out->global = (size_t)((uint64_t)batch * (((uint64_t)sq + bq - 1) / bq) * bq);
@@ -147,6 +227,10 @@ clf_status clf__codegen_attention(const clf_graph *g, const clf__plan *plan, uin
     if (split_keys) {
         out->schedule.form = "split-keys";
         out->schedule.lanes = w;
+    } else if (mma != CLF_F32) {
+        out->schedule.form = "tensor-cores";
+        out->schedule.tiles = (clf__gemm_config){.tm = 64, .tn = (int)bkt, .tk = 16, .wm = 16, .wn = (int)bkt};
+        out->schedule.tensor_cores = mma == CLF_F16 ? "mma.m16n8k16.f16" : "mma.m16n8k16.bf16";
     } else if (!target->cpu) {
         out->schedule.tiles = (clf__gemm_config){.tm = (int)bq, .tn = (int)bk, .tk = (int)d, .wm = 1, .wn = (int)dv};
     }
@@ -171,7 +255,10 @@ clf_status clf__codegen_attention(const clf_graph *g, const clf__plan *plan, uin
         clf__cg_literal(&src, CLF_F32, K->attention.nan_fill);
         clf__sb_puts(&src, "\n");
     }
-    if (!target->cpu)
+    if (mma != CLF_F32)
+        clf__sb_printf(&src, CLF__MMA_LINE "#define MMA_BF16 %d\n#define WARPS 4\n#define BKT %llu\n",
+                       mma == CLF_BF16 ? 1 : 0, (unsigned long long)bkt);
+    else if (!target->cpu)
         clf__sb_printf(&src, "#define BQ %llu\n#define BK %llu\n", (unsigned long long)bq, (unsigned long long)bk);
     if (split_keys)
         clf__sb_printf(&src, "#define SPLIT_KEYS 1\n#define W %llu\n", (unsigned long long)w);
@@ -180,14 +267,22 @@ clf_status clf__codegen_attention(const clf_graph *g, const clf__plan *plan, uin
     clf__sb_puts(&src, "\n");
     if (!clf__cg_emit_operand_load(g, plan, k, SC, 0, "clf_load_q", &src) ||
         !clf__cg_emit_operand_load(g, plan, k, SC, 1, "clf_load_k", &src) ||
-        !clf__cg_emit_operand_load(g, plan, k, O, 1, "clf_load_v", &src) || !emit_logit(g, plan, k, &src)) {
+        !clf__cg_emit_operand_load(g, plan, k, O, 1, "clf_load_v", &src) ||
+        !emit_logit(g, plan, k, mma != CLF_F32, &src)) {
         snprintf(err, errlen, "codegen: kernel %u: out of memory or an attention operand it cannot load", k);
         st = CLF_ERR_INTERNAL;
         goto done;
     }
     clf__sb_puts(&src, clf__sb_str(&store_fn));
-    clf__sb_printf(&src, "/* ---- kernels_templates/%s ---- */\n", target->cpu ? "attention_cpu.cl" : "attention_gpu.cl");
-    clf__sb_puts(&src, target->cpu ? clf__template_attention_cpu : clf__template_attention_gpu);
+    if (mma != CLF_F32) {
+        emit_stage(g, plan, k, SC, 1, &src);
+        emit_stage(g, plan, k, O, 1, &src);
+    }
+    const char *tname = target->cpu ? "attention_cpu.cl" : mma != CLF_F32 ? "attention_mma.cl" : "attention_gpu.cl";
+    clf__sb_printf(&src, "/* ---- kernels_templates/%s ---- */\n", tname);
+    clf__sb_puts(&src, target->cpu            ? clf__template_attention_cpu
+                       : mma != CLF_F32 ? clf__template_attention_mma
+                                        : clf__template_attention_gpu);
     if (!clf__sb_ok(&src))
         goto done;
     out->source = clf__sb_take(&src);

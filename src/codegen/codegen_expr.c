@@ -287,7 +287,7 @@ static const char *compute(gen *G, const clf__node *n, const char *const *args, 
     clf__sb_printf(b, "    const %s %s = ", ty, name);
     /* A storage float's value is rounded to it (dtype_table.h): the
      * expression goes inside its rounding. */
-    const char *rnd = clf__dtype_info_of(n->dtype)->round_fn;
+    const char *rnd = G->no_round ? NULL : clf__dtype_info_of(n->dtype)->round_fn;
     if (rnd && G->vec > 1)
         clf__sb_printf(b, "%s_%d(", rnd, G->vec);
     else if (rnd)

@@ -70,6 +70,11 @@ struct clf__cg_fn {
      * causal WHERE at the keys it visits); UINT32_MAX: none. */
     uint32_t forward_node;
     int forward_input;
+    /* Storage floats (f16, bf16) computed in f32 without their rounding:
+     * the tensor-core attention form's logits stay in f32 between the f32
+     * accumulator and the softmax, as FlashAttention keeps them (a rounding
+     * per score would cost more than the score's share of the mma). */
+    bool no_round;
 };
 
 void clf__cg_fn_init(clf__cg_fn *f, const clf_graph *g, const clf__plan *plan, uint32_t k,

@@ -129,13 +129,30 @@ bool clf__gemm_config_valid(const clf__gemm_config *c, bool cpu, size_t max_loca
     return true;
 }
 
-/* Whether a MATMUL's operand is read straight from a buffer in its own
- * row-major layout (no prologue, no movement op in between). */
-static bool operand_plain(const clf__plan *plan, uint32_t k, const clf_graph *g, uint32_t id)
+bool clf__cg_operand_plain(const clf__plan *plan, uint32_t k, const clf_graph *g, uint32_t id)
 {
     const clf__node *n = clf__graph_node(g, id);
     return plan->src_buffer[id] >= 0 &&
            (clf__node_class_of(n) == CLF__CLASS_LEAF || plan->producer[id] != (int32_t)k);
+}
+
+void clf__cg_emit_batch_offset(const clf__node *mm, const clf__node *op, clf__strbuf *src)
+{
+    int ob = op->rank - 2, nb = mm->rank - 2;
+    /* Row-major: element (b..., r, c) is at ((b...) * R + r) * C + c, the
+     * batch axes broadcast from the product's. */
+    clf__sb_puts(src, "    IDX_T off = 0, rest = bt;\n");
+    int64_t stride = op->shape[ob] * op->shape[ob + 1];
+    for (int d = nb - 1; d >= 0; d--) {
+        int od = d - (nb - ob);
+        clf__sb_printf(src, "    const IDX_T d%d = rest %% %lluu; rest /= %lluu;\n", d,
+                       (unsigned long long)mm->shape[d], (unsigned long long)mm->shape[d]);
+        if (od >= 0 && op->shape[od] != 1)
+            clf__sb_printf(src, "    off += d%d * %lluu;\n", d, (unsigned long long)stride);
+        if (od >= 0)
+            stride *= op->shape[od];
+    }
+    clf__sb_puts(src, "    (void)rest;\n");
 }
 
 /* Emits "static inline float<w> <fname>(IDX_T bt, IDX_T r, IDX_T c, ...)":
@@ -150,25 +167,12 @@ static void emit_load_vec(const clf_graph *g, const clf__plan *plan, uint32_t k,
     clf__sb_printf(src, "static inline float%d %s(IDX_T bt, IDX_T %s, IDX_T %s, CLF_PARAMS)\n{\n", w, fname, rname,
                    cname);
     uint32_t id = mm->inputs[which];
-    if (operand_plain(plan, k, g, id)) {
+    if (clf__cg_operand_plain(plan, k, g, id)) {
         const clf__node *op = clf__graph_node(g, id);
-        int ob = op->rank - 2, nb = mm->rank - 2;
-        /* Row-major: element (b..., r, c) is at ((b...) * R + r) * C + c,
-         * the batch axes broadcast from the product's. */
-        clf__sb_puts(src, "    IDX_T off = 0, rest = bt;\n");
-        int64_t stride = op->shape[ob] * op->shape[ob + 1];
-        for (int d = nb - 1; d >= 0; d--) {
-            int od = d - (nb - ob);
-            clf__sb_printf(src, "    const IDX_T d%d = rest %% %lluu; rest /= %lluu;\n", d,
-                           (unsigned long long)mm->shape[d], (unsigned long long)mm->shape[d]);
-            if (od >= 0 && op->shape[od] != 1)
-                clf__sb_printf(src, "    off += d%d * %lluu;\n", d, (unsigned long long)stride);
-            if (od >= 0)
-                stride *= op->shape[od];
-        }
+        clf__cg_emit_batch_offset(mm, op, src);
         char at[96];
-        snprintf(at, sizeof at, "off + %s * %lluu + %s", rname, (unsigned long long)op->shape[ob + 1], cname);
-        clf__sb_puts(src, "    (void)rest;\n    return ");
+        snprintf(at, sizeof at, "off + %s * %lluu + %s", rname, (unsigned long long)op->shape[op->rank - 1], cname);
+        clf__sb_puts(src, "    return ");
         clf__cg_load_vec(src, op->dtype, (uint32_t)plan->src_buffer[id], at, w, aligned);
         clf__sb_puts(src, ";\n}\n\n");
         return;
@@ -231,8 +235,8 @@ void clf__gemm_problem_class(const clf_graph *g, const clf__plan *plan, uint32_t
     clf__sb_printf(out, "gemm %s m=%llu n=%llu k=%llu batch=%s a=%s%s b=%s%s", target->cpu ? "cpu" : "gpu",
                    (unsigned long long)clf__pow2_at_least((uint64_t)mm->shape[r - 2]), (unsigned long long)clf__pow2_at_least((uint64_t)mm->shape[r - 1]),
                    (unsigned long long)clf__pow2_at_least((uint64_t)a->shape[a->rank - 1]), batch > 1 ? "many" : "one",
-                   operand_transposed(g, mm->inputs[0]) ? "t" : "n", operand_plain(plan, k, g, mm->inputs[0]) ? "" : "p",
-                   operand_transposed(g, mm->inputs[1]) ? "t" : "n", operand_plain(plan, k, g, mm->inputs[1]) ? "" : "p");
+                   operand_transposed(g, mm->inputs[0]) ? "t" : "n", clf__cg_operand_plain(plan, k, g, mm->inputs[0]) ? "" : "p",
+                   operand_transposed(g, mm->inputs[1]) ? "t" : "n", clf__cg_operand_plain(plan, k, g, mm->inputs[1]) ? "" : "p");
 }
 
 clf_status clf__cg_emit_product_store(const clf_graph *g, const clf__plan *plan, uint32_t k, clf__strbuf *src,
@@ -363,8 +367,8 @@ clf_status clf__codegen_gemm(const clf_graph *g, const clf__plan *plan, uint32_t
      * pointers: NVIDIA's compiler makes vload4 of an address it cannot
      * prove aligned four scalar loads (an H200 ran the 4096^3 product in
      * 3.17 ms with float4 pointers, 3.54 with vload4; bench/probes). */
-    bool vec_a = !target->cpu && operand_plain(plan, k, g, mm->inputs[0]) && KK % 4 == 0 && cfg.tk % 4 == 0;
-    bool vec_b = !target->cpu && operand_plain(plan, k, g, mm->inputs[1]) && N % 4 == 0 && cfg.tn % 4 == 0;
+    bool vec_a = !target->cpu && clf__cg_operand_plain(plan, k, g, mm->inputs[0]) && KK % 4 == 0 && cfg.tk % 4 == 0;
+    bool vec_b = !target->cpu && clf__cg_operand_plain(plan, k, g, mm->inputs[1]) && N % 4 == 0 && cfg.tn % 4 == 0;
     clf__sb_printf(&src, "#define A_K_FAST %d\n#define B_N_FAST %d\n#define VEC_A %d\n#define VEC_B %d\n",
                    operand_transposed(g, mm->inputs[0]) ? 0 : 1, operand_transposed(g, mm->inputs[1]) ? 0 : 1,
                    vec_a ? 1 : 0, vec_b ? 1 : 0);

@@ -14,6 +14,15 @@ const char *clf__cg_load_direct(clf__cg_fn *f, uint32_t buffer, clf__ix index, c
  * (rounded to a storage float's dtype); NULL for any other element. */
 const char *clf__cg_product_acc(clf__cg_fn *f, uint32_t node, const clf__view *v, char *name, size_t cap);
 
+/* Whether a MATMUL's operand is read straight from a buffer in its own
+ * row-major layout (no prologue, no movement op in between). */
+bool clf__cg_operand_plain(const clf__plan *plan, uint32_t k, const clf_graph *g, uint32_t id);
+
+/* Emits "IDX_T off = ..." (and its temporaries): the offset of batch bt of
+ * MATMUL mm's batch axes in the row-major buffer of node op, op's batch
+ * axes broadcast from mm's (the last two axes of op are a matrix). */
+void clf__cg_emit_batch_offset(const clf__node *mm, const clf__node *op, clf__strbuf *src);
+
 /* Emits "static inline float <fname>(IDX_T bt, IDX_T r, IDX_T c,
  * CLF_PARAMS)" returning operand `which` (0: a [.., M, K] as (m, k); 1: b
  * [.., K, N] as (k, n)) of MATMUL node mm at batch bt, its batch axes

@@ -697,11 +697,11 @@ static bool shfl_fns(clf__strbuf *out, const clf__strbuf *fields, int k)
 /* The line that says whether a GPU kernel is in the warp-shuffle form. */
 #define SHFL_LINE "#define CLF_SHFL %d\n"
 
-bool clf__codegen_uses_warp_shuffles(const char *source)
+bool clf__codegen_uses_inline_ptx(const char *source)
 {
     char on[32];
     snprintf(on, sizeof on, SHFL_LINE, 1);
-    return strstr(source, on) != NULL;
+    return strstr(source, on) != NULL || strstr(source, CLF__MMA_LINE) != NULL;
 }
 
 /* The 32-bit butterfly shuffles shfl_fns' functions use (PTX shfl.sync). */

@@ -269,6 +269,12 @@ static clf_status finish_context(clf_context *c, bool disable_disk_cache)
     c->nvidia_gpu = c->desc.is_gpu &&
                     clGetDeviceInfo(c->device, CL_DEVICE_VENDOR, sizeof vendor - 1, vendor, NULL) == CL_SUCCESS &&
                     strstr(vendor, "NVIDIA") != NULL;
+    /* cl_nv_device_attribute_query's CL_DEVICE_COMPUTE_CAPABILITY_MAJOR_NV:
+     * mma.sync m16n8k16 (the tensor-core forms) needs sm_80 or later. */
+    cl_uint cc_major = 0;
+    if (c->nvidia_gpu && clGetDeviceInfo(c->device, 0x4000, sizeof cc_major, &cc_major, NULL) != CL_SUCCESS)
+        cc_major = 0;
+    c->nvidia_sm80 = cc_major >= 8;
     c->quirks = clf__driver_quirks(c->desc.platform_name, c->desc.device_name);
     if (pthread_mutex_init(&c->lock, NULL) != 0)
         return CLF_ERR_OUT_OF_MEMORY;

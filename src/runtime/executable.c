@@ -60,6 +60,10 @@ void clf__compile_target(const clf_context *ctx, const clf_compile_params *param
      * fails and clf_compile lowers again without them). */
     const char *force = getenv("CLFUSE_WARP_SHUFFLE");
     out->warp_shuffle = !out->cpu && (force && *force ? strcmp(force, "0") != 0 : ctx->nvidia_gpu);
+    /* Tensor cores through inline PTX mma.sync (sm_80 and later);
+     * CLFUSE_TENSOR_CORES=0 or 1 overrides, with the same fallback. */
+    const char *tc = getenv("CLFUSE_TENSOR_CORES");
+    out->tensor_cores = !out->cpu && (tc && *tc ? strcmp(tc, "0") != 0 : ctx->nvidia_sm80);
     if (ctx->quirks & CLF__QUIRK_LOOP_TRIPS_65535)
         out->max_loop_trips = 65535;
     out->small_code = (ctx->quirks & CLF__QUIRK_SLOW_INLINED_CODE) != 0;
@@ -444,8 +448,7 @@ static clf_status instantiate(clf_context *ctx, const clf_graph *g, clf_executab
         cl_int build_err;
         st = clf__program_get(ctx, K->source, "", &prog, &build_err);
         if (st != CLF_OK) {
-            e->shuffles_refused =
-                build_err == CL_BUILD_PROGRAM_FAILURE && clf__codegen_uses_warp_shuffles(K->source);
+            e->ptx_refused = build_err == CL_BUILD_PROGRAM_FAILURE && clf__codegen_uses_inline_ptx(K->source);
             if (st == CLF_ERR_BUILD) {
                 /* Keep the log, name the kernel. */
                 char *log = clf__strdup(clf_context_last_error(ctx));
@@ -564,13 +567,15 @@ CLF_API clf_status clf_compile(clf_context *ctx, const clf_graph *g, const clf_c
                 clf__plan_cache_store(ctx, store_key, e);
             break;
         }
-        if (e->shuffles_refused && target.warp_shuffle) {
-            /* A driver that does not take the PTX shuffles: the same plan
-             * without them (local memory, every OpenCL device has it).
-             * Other build errors leave fit_local 0 and fail below. */
-            clf__log(CLF__LOG_PERF, "a kernel with warp shuffles did not build, lowering again without them: %s",
+        if (e->ptx_refused && (target.warp_shuffle || target.tensor_cores)) {
+            /* A driver that does not take the inline PTX (shuffles, mma):
+             * the same plan without it (local memory and f32 FMAs, which
+             * every OpenCL device has). Other build errors leave fit_local
+             * 0 and fail below. */
+            clf__log(CLF__LOG_PERF, "a kernel with inline PTX did not build, lowering again without it: %s",
                      clf_context_last_error(ctx));
             target.warp_shuffle = false;
+            target.tensor_cores = false;
         } else {
             /* A kernel's registers allow smaller work-groups than planned:
              * lower again within the largest power of two every kernel

@@ -64,6 +64,8 @@ char *clf__plan_cache_key(const clf_context *ctx, const clf_graph *g, const clf_
     clf__cache_key_field(&sb, "target-local-mem", num);
     snprintf(num, sizeof num, "%d", (int)target->warp_shuffle);
     clf__cache_key_field(&sb, "target-warp-shuffle", num);
+    snprintf(num, sizeof num, "%d", (int)target->tensor_cores);
+    clf__cache_key_field(&sb, "target-tensor-cores", num);
     snprintf(num, sizeof num, "%" PRIu32, target->max_loop_trips);
     clf__cache_key_field(&sb, "target-max-loop-trips", num);
     snprintf(num, sizeof num, "%d", (int)target->small_code);

@@ -46,6 +46,7 @@ struct clf_context {
     size_t max_local;
     bool fp64; /* cl_khr_fp64 */
     bool nvidia_gpu; /* CL_DEVICE_VENDOR names NVIDIA on a GPU: inline PTX warp shuffles build */
+    bool nvidia_sm80; /* an NVIDIA GPU of compute capability 8.0 or later: mma.sync m16n8k16 */
     uint32_t quirks; /* the driver's clf__quirk bits (driver_quirks.h) */
     uint64_t base_align; /* CL_DEVICE_MEM_BASE_ADDR_ALIGN in bytes: sub-buffer offsets */
     uint64_t id; /* unique in the process: names this context's per-thread errors */
@@ -117,9 +118,9 @@ struct clf_executable {
      * on GPUs): the largest that every such kernel allows. */
     size_t fit_local;
     /* Set by instantiation when the driver refused (CL_BUILD_PROGRAM_FAILURE)
-     * a kernel written with warp shuffles: clf_compile lowers again
-     * without them. */
-    bool shuffles_refused;
+     * a kernel written with inline PTX (warp shuffles, tensor cores):
+     * clf_compile lowers again without them. */
+    bool ptx_refused;
     cl_mem scratch;
     clf__exe_kernel *kernels;
     size_t nkernels;

@@ -1,0 +1,355 @@
+/* Attention region, tensor-core form (NVIDIA sm_80 and later, f16 or bf16
+ * operands): O = softmax(logits(Q Kt)) V for BATCH x SQ query rows over SK
+ * keys, both products on the tensor cores through inline PTX
+ * (mma.sync.aligned.m16n8k16, f32 accumulators), as FlashAttention-2
+ * computes it.
+ *
+ * A work-group of WARPS warps takes BQ = 16 * WARPS consecutive query rows
+ * of one batch, a warp 16 rows. The group walks the keys in tiles of BKT:
+ * K's tile staged in local memory as rows of 16-bit values ([key][d]), V's
+ * transposed ([d][key]), both rows padded by 8 values so that the 32 lanes'
+ * fragment reads fall in 32 different banks. Each warp keeps its 16 query
+ * rows as mma A fragments in registers (loaded once), multiplies them by
+ * the K tile into 16 x BKT f32 scores (the mma C layout: lane l holds rows
+ * l/4 and l/4 + 8, columns 2(l%4) and 2(l%4)+1 of every 8-column tile),
+ * evaluates the logits there (clf_logit: scale, masks; in f32, codegen
+ * leaves out the storage float's rounding), folds them into each row's
+ * running maximum (the four lanes of a row agree through two shuffles) and
+ * sum, rescales its output accumulators, and multiplies the weights,
+ * packed to 16 bits in registers (the C layout of two score tiles is the A
+ * layout of one k-step), by the V tile. The scores and weights are never
+ * stored. The sum is kept per lane over the lane's own keys and added over
+ * the row's four lanes at the end.
+ *
+ * Semantics as attention_cpu.cl's header: a row of -inf logits ends in 0 /
+ * 0 = NaN, NaN in Q, K or V reaches its row, CAUSAL skips the tiles past
+ * the group's last visible key and takes -inf at a row's hidden keys
+ * within a tile; with a finite CAUSAL_FILL within 110 of a row's maximum
+ * the row visits its hidden keys from global memory afterwards (rare);
+ * NAN_FILL weighs every key NAN_FILL_VALUE in a row whose sum is NaN. The
+ * weights are rounded to the operands' 16-bit type before the second
+ * product (f16: 11 significant bits, bf16: 8), the scores and logits are
+ * not: the result differs from the unfused graph by that rounding.
+ *
+ * Codegen prepends what attention_cpu.cl takes, MMA_BF16 (1: bf16
+ * operands, 0: f16), WARPS and BKT; it may define clf_stage_k (with
+ * CLF_HAVE_STAGE_K) and clf_stage_v (CLF_HAVE_STAGE_V) to load 8 values of a K or V row as raw 16-bit values
+ * in one vector load when the operand is a plain buffer. Launch: BATCH *
+ * ceil(SQ / BQ) work-groups of 32 * WARPS. */
+#ifndef IDX_T
+#define IDX_T uint
+#endif
+
+#ifndef CLF_KERNEL_NAME
+#define CLF_KERNEL_NAME clf_attention_mma_example
+#define BATCH 1
+#define SQ 16
+#define SK 16
+#define D 16
+#define DV 16
+#define CAUSAL 0
+#define NAN_FILL 0
+#define MMA_BF16 0
+#define CLF_PARAMS __global const half *restrict q, __global const half *restrict k, __global const half *restrict v, __global half *restrict o
+#define CLF_ARGS q, k, v, o
+static inline float clf_load_q(IDX_T bt, IDX_T m, IDX_T d, CLF_PARAMS) { return vload_half(m * D + d, q); }
+static inline float clf_load_k(IDX_T bt, IDX_T d, IDX_T n, CLF_PARAMS) { return vload_half(n * D + d, k); }
+static inline float clf_load_v(IDX_T bt, IDX_T n, IDX_T d, CLF_PARAMS) { return vload_half(n * DV + d, v); }
+static inline float clf_logit(IDX_T bt, IDX_T m, IDX_T n, float acc, CLF_PARAMS) { return acc * 0.25f; }
+static inline void clf_store(IDX_T bt, IDX_T m, IDX_T n, float acc, CLF_PARAMS) { vstore_half_rte(acc, m * DV + n, o); }
+#endif
+
+#ifndef WARPS
+#define WARPS 4
+#endif
+#define BQ (16 * WARPS)
+#ifndef BKT
+#define BKT 64
+#endif
+#define QBLOCKS ((SQ + BQ - 1) / BQ)
+#define DP ((D + 15) / 16 * 16)
+#define DVP ((DV + 15) / 16 * 16)
+#define KROW (DP + 8)  /* 16-bit values a K row takes in local memory */
+#define VROW (BKT + 8) /* values a row of the transposed V tile takes */
+#define NT (BKT / 8)   /* 8-key tiles of the scores */
+#define KSTEPS (DP / 16)
+#define OT (DVP / 8)   /* 8-column tiles of the output */
+#define PSTEPS (BKT / 16)
+
+/* Two f32 values as one register of two 16-bit values, lo in the low half
+ * (the element of the lower index in an mma fragment). */
+static inline uint clf_pack2(float lo, float hi)
+{
+    uint r;
+#if MMA_BF16
+    asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+#else
+    asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+#endif
+    return r;
+}
+
+/* c += a b for one 16 x 8 tile over 16 terms: a the four A registers, b0
+ * and b1 the two B registers, c the four f32 accumulators. */
+static inline void clf_mma(float *c, uint a0, uint a1, uint a2, uint a3, uint b0, uint b1)
+{
+#if MMA_BF16
+    asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+        "{%10, %11, %12, %13};"
+        : "=f"(c[0]), "=f"(c[1]), "=f"(c[2]), "=f"(c[3])
+        : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1), "f"(c[0]), "f"(c[1]), "f"(c[2]), "f"(c[3]));
+#else
+    asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+        "{%10, %11, %12, %13};"
+        : "=f"(c[0]), "=f"(c[1]), "=f"(c[2]), "=f"(c[3])
+        : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1), "f"(c[0]), "f"(c[1]), "f"(c[2]), "f"(c[3]));
+#endif
+}
+
+static inline float clf_shfl_xor(float v, int m)
+{
+    float r;
+    asm volatile("shfl.sync.bfly.b32 %0, %1, %2, 0x1f, 0xffffffff;" : "=f"(r) : "f"(v), "r"(m));
+    return r;
+}
+
+/* The maximum and the sum over the four lanes of a row (lanes 4g .. 4g+3). */
+static inline float clf_row_max(float v) { v = fmax(v, clf_shfl_xor(v, 1)); return fmax(v, clf_shfl_xor(v, 2)); }
+static inline float clf_row_sum(float v) { v += clf_shfl_xor(v, 1); return v + clf_shfl_xor(v, 2); }
+
+/* Values d8 * 8 .. d8 * 8 + 7 of K's row n (V's row n), as 16-bit values
+ * (zeros past D, DV): through the generated loads, whatever their
+ * prologue. The values are the 16-bit type's own (the loads return them
+ * exactly), so packing them again is exact. */
+#ifndef CLF_HAVE_STAGE_K
+static inline uint4 clf_stage_k(IDX_T bt, IDX_T n, IDX_T d8, CLF_PARAMS)
+{
+    float x[8];
+#pragma unroll
+    for (int i = 0; i < 8; ++i)
+        x[i] = d8 * 8 + i < D ? clf_load_k(bt, d8 * 8 + i, n, CLF_ARGS) : 0.0f;
+    return (uint4)(clf_pack2(x[0], x[1]), clf_pack2(x[2], x[3]), clf_pack2(x[4], x[5]), clf_pack2(x[6], x[7]));
+}
+#endif
+#ifndef CLF_HAVE_STAGE_V
+static inline uint4 clf_stage_v(IDX_T bt, IDX_T n, IDX_T d8, CLF_PARAMS)
+{
+    float x[8];
+#pragma unroll
+    for (int i = 0; i < 8; ++i)
+        x[i] = d8 * 8 + i < DV ? clf_load_v(bt, n, d8 * 8 + i, CLF_ARGS) : 0.0f;
+    return (uint4)(clf_pack2(x[0], x[1]), clf_pack2(x[2], x[3]), clf_pack2(x[4], x[5]), clf_pack2(x[6], x[7]));
+}
+#endif
+
+/* Stages keys n0 .. n0 + BKT - 1: K as rows of KROW values, V transposed
+ * as rows of VROW (zeros past SK: a key past the end must weigh 0 times a
+ * finite value). Lanes take consecutive 8-value pieces of K rows (the
+ * global reads coalesce) and consecutive keys of V (the 16-bit local
+ * writes of a warp fill consecutive words). */
+static inline void clf_stage_tile(IDX_T bt, IDX_T n0, IDX_T lid, __local ushort *ks, __local ushort *vt, CLF_PARAMS)
+{
+    for (IDX_T e = lid; e < (IDX_T)(BKT * (DP / 8)); e += 32 * WARPS) {
+        const IDX_T j = e / (DP / 8), c = e % (DP / 8);
+        const uint4 x = n0 + j < SK ? clf_stage_k(bt, n0 + j, c, CLF_ARGS) : (uint4)(0);
+        *(__local uint4 *)(ks + j * KROW + c * 8) = x;
+    }
+    for (IDX_T e = lid; e < (IDX_T)(BKT * (DVP / 8)); e += 32 * WARPS) {
+        const IDX_T j = e % BKT, c = e / BKT;
+        const uint4 x = n0 + j < SK ? clf_stage_v(bt, n0 + j, c, CLF_ARGS) : (uint4)(0);
+        __local ushort *col = vt + c * 8 * VROW + j;
+        col[0 * VROW] = (ushort)x.x;
+        col[1 * VROW] = (ushort)(x.x >> 16);
+        col[2 * VROW] = (ushort)x.y;
+        col[3 * VROW] = (ushort)(x.y >> 16);
+        col[4 * VROW] = (ushort)x.z;
+        col[5 * VROW] = (ushort)(x.z >> 16);
+        col[6 * VROW] = (ushort)x.w;
+        col[7 * VROW] = (ushort)(x.w >> 16);
+    }
+}
+
+/* Query m's value at d (0 past SQ and D). */
+static inline float clf_q_at(IDX_T bt, IDX_T m, IDX_T d, CLF_PARAMS)
+{
+    return m < SQ && d < D ? clf_load_q(bt, m, d, CLF_ARGS) : 0.0f;
+}
+
+/* Keys query m sees: n < clf_row_keys(m). */
+static inline IDX_T clf_row_keys(IDX_T m)
+{
+#if CAUSAL
+    return min((IDX_T)SK, (IDX_T)(m + CAUSAL_OFFSET + 1));
+#else
+    return (IDX_T)SK;
+#endif
+}
+
+__kernel __attribute__((reqd_work_group_size(32 * WARPS, 1, 1))) void CLF_KERNEL_NAME(CLF_PARAMS, const IDX_T numel)
+{
+    __local ushort ks[BKT * KROW] __attribute__((aligned(16)));
+    __local ushort vt[DVP * VROW] __attribute__((aligned(16)));
+    const IDX_T lid = (IDX_T)get_local_id(0), grp = (IDX_T)get_group_id(0);
+    const IDX_T warp = lid / 32, lane = lid % 32, g = lane / 4, t = lane % 4;
+    const IDX_T bt = grp / QBLOCKS, m0 = grp % QBLOCKS * BQ, mw = m0 + warp * 16;
+    const IDX_T r0 = mw + g, r1 = mw + g + 8; /* this lane's two rows */
+    /* The rows the logits are evaluated at (a row past SQ computes on
+     * zeros and is not stored, but its masks must not be read past theirs). */
+    const IDX_T lr0 = min(r0, (IDX_T)(SQ - 1)), lr1 = min(r1, (IDX_T)(SQ - 1));
+
+    /* The warp's 16 query rows as A fragments. */
+    uint qa[KSTEPS][4];
+#pragma unroll
+    for (int s = 0; s < KSTEPS; ++s) {
+        const IDX_T c = s * 16 + 2 * t;
+        qa[s][0] = clf_pack2(clf_q_at(bt, r0, c, CLF_ARGS), clf_q_at(bt, r0, c + 1, CLF_ARGS));
+        qa[s][1] = clf_pack2(clf_q_at(bt, r1, c, CLF_ARGS), clf_q_at(bt, r1, c + 1, CLF_ARGS));
+        qa[s][2] = clf_pack2(clf_q_at(bt, r0, c + 8, CLF_ARGS), clf_q_at(bt, r0, c + 9, CLF_ARGS));
+        qa[s][3] = clf_pack2(clf_q_at(bt, r1, c + 8, CLF_ARGS), clf_q_at(bt, r1, c + 9, CLF_ARGS));
+    }
+    float o[OT][4];
+#pragma unroll
+    for (int j = 0; j < OT; ++j)
+        o[j][0] = o[j][1] = o[j][2] = o[j][3] = 0.0f;
+    float mx[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f};
+
+    /* Keys of the group's last row, of the warp's last and first rows. */
+    const IDX_T last = min((IDX_T)SQ, (IDX_T)(m0 + BQ)) - 1;
+    const IDX_T group_keys = clf_row_keys(last);
+    const IDX_T warp_keys = clf_row_keys(min((IDX_T)(SQ - 1), (IDX_T)(mw + 15)));
+    const IDX_T warp_first_keys = clf_row_keys(min((IDX_T)(SQ - 1), mw));
+    const IDX_T keys0 = clf_row_keys(r0), keys1 = clf_row_keys(r1);
+    const bool warp_active = mw < SQ;
+
+    for (IDX_T n0 = 0; n0 < group_keys; n0 += BKT) {
+        barrier(CLK_LOCAL_MEM_FENCE);
+        clf_stage_tile(bt, n0, lid, ks, vt, CLF_ARGS);
+        barrier(CLK_LOCAL_MEM_FENCE);
+        if (!warp_active || n0 >= warp_keys)
+            continue;
+        float s[NT][4];
+#pragma unroll
+        for (int j = 0; j < NT; ++j)
+            s[j][0] = s[j][1] = s[j][2] = s[j][3] = 0.0f;
+#pragma unroll
+        for (int kk = 0; kk < KSTEPS; ++kk) {
+#pragma unroll
+            for (int j = 0; j < NT; ++j) {
+                __local const ushort *kr = ks + (j * 8 + g) * KROW + kk * 16 + 2 * t;
+                clf_mma(s[j], qa[kk][0], qa[kk][1], qa[kk][2], qa[kk][3], *(__local const uint *)kr,
+                        *(__local const uint *)(kr + 8));
+            }
+        }
+        /* Logits; -inf at keys a row does not see (past its causal limit
+         * or past SK), checked only in tiles that reach such keys. */
+        const bool edge = n0 + BKT > warp_first_keys;
+        float tmax0 = -INFINITY, tmax1 = -INFINITY;
+#pragma unroll
+        for (int j = 0; j < NT; ++j) {
+#pragma unroll
+            for (int e = 0; e < 4; ++e) {
+                const IDX_T row = e < 2 ? lr0 : lr1, n = n0 + j * 8 + 2 * t + (e & 1);
+                const bool seen = !edge || n < (e < 2 ? keys0 : keys1);
+                const float x = seen ? clf_logit(bt, row, n, s[j][e], CLF_ARGS) : -INFINITY;
+                s[j][e] = x;
+                if (e < 2)
+                    tmax0 = fmax(tmax0, x);
+                else
+                    tmax1 = fmax(tmax1, x);
+            }
+        }
+        tmax0 = fmax(mx[0], clf_row_max(tmax0));
+        tmax1 = fmax(mx[1], clf_row_max(tmax1));
+        /* The base is 0 while every logit so far is -inf (attention_gpu.cl's
+         * clf_base). */
+        const float base0 = tmax0 == -INFINITY ? 0.0f : tmax0, base1 = tmax1 == -INFINITY ? 0.0f : tmax1;
+        const float corr0 = native_exp(mx[0] - base0), corr1 = native_exp(mx[1] - base1);
+        mx[0] = tmax0;
+        mx[1] = tmax1;
+        float ps0 = 0.0f, ps1 = 0.0f;
+#pragma unroll
+        for (int j = 0; j < NT; ++j) {
+            s[j][0] = native_exp(s[j][0] - base0);
+            s[j][1] = native_exp(s[j][1] - base0);
+            s[j][2] = native_exp(s[j][2] - base1);
+            s[j][3] = native_exp(s[j][3] - base1);
+            ps0 += s[j][0] + s[j][1];
+            ps1 += s[j][2] + s[j][3];
+        }
+        l[0] = l[0] * corr0 + ps0;
+        l[1] = l[1] * corr1 + ps1;
+#pragma unroll
+        for (int j = 0; j < OT; ++j) {
+            o[j][0] *= corr0;
+            o[j][1] *= corr0;
+            o[j][2] *= corr1;
+            o[j][3] *= corr1;
+        }
+#pragma unroll
+        for (int kk = 0; kk < PSTEPS; ++kk) {
+            const uint a0 = clf_pack2(s[2 * kk][0], s[2 * kk][1]), a1 = clf_pack2(s[2 * kk][2], s[2 * kk][3]);
+            const uint a2 = clf_pack2(s[2 * kk + 1][0], s[2 * kk + 1][1]);
+            const uint a3 = clf_pack2(s[2 * kk + 1][2], s[2 * kk + 1][3]);
+#pragma unroll
+            for (int j = 0; j < OT; ++j) {
+                __local const ushort *vr = vt + (j * 8 + g) * VROW + kk * 16 + 2 * t;
+                clf_mma(o[j], a0, a1, a2, a3, *(__local const uint *)vr, *(__local const uint *)(vr + 8));
+            }
+        }
+    }
+    if (!warp_active)
+        return;
+#if CAUSAL && !CAUSAL_FILL_INF
+    /* A row whose visible keys stay within 110 of a finite fill: the hidden
+     * keys weigh, so its four lanes visit them from global memory, each for
+     * its own columns; the sum counts them once, in lane t == 0. */
+    for (int h = 0; h < 2; ++h) {
+        const IDX_T row = h ? r1 : r0;
+        if (row >= SQ || mx[h] - CAUSAL_FILL > 110.0f)
+            continue;
+        for (IDX_T n = h ? keys1 : keys0; n < SK; ++n) {
+            const float tmax = fmax(mx[h], CAUSAL_FILL), base = tmax == -INFINITY ? 0.0f : tmax;
+            const float corr = exp(mx[h] - base), p = exp(CAUSAL_FILL - base);
+            mx[h] = tmax;
+            l[h] = l[h] * corr + (t == 0 ? p : 0.0f);
+#pragma unroll
+            for (int j = 0; j < OT; ++j)
+#pragma unroll
+                for (int e = 0; e < 2; ++e) {
+                    const IDX_T c = j * 8 + 2 * t + e;
+                    const float vv = c < DV ? clf_load_v(bt, n, c, CLF_ARGS) : 0.0f;
+                    o[j][2 * h + e] = o[j][2 * h + e] * corr + p * vv;
+                }
+        }
+    }
+#endif
+    float lsum[2] = {clf_row_sum(l[0]), clf_row_sum(l[1])};
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+        const IDX_T row = h ? r1 : r0;
+        if (row >= SQ)
+            continue;
+#if NAN_FILL
+        /* Every weight of the row NaN: each key weighs NAN_FILL_VALUE. */
+        if (isnan(lsum[h])) {
+            for (int j = 0; j < OT; ++j)
+                for (int e = 0; e < 2; ++e) {
+                    const IDX_T c = j * 8 + 2 * t + e;
+                    float acc = 0.0f;
+                    for (IDX_T n = 0; c < DV && n < SK; ++n)
+                        acc += clf_load_v(bt, n, c, CLF_ARGS);
+                    o[j][2 * h + e] = NAN_FILL_VALUE * acc;
+                }
+            lsum[h] = 1.0f;
+        }
+#endif
+#pragma unroll
+        for (int j = 0; j < OT; ++j)
+#pragma unroll
+            for (int e = 0; e < 2; ++e) {
+                const IDX_T c = j * 8 + 2 * t + e;
+                if (c < DV)
+                    clf_store(bt, row, c, o[j][2 * h + e] / lsum[h], CLF_ARGS);
+            }
+    }
+}
