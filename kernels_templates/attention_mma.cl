@@ -66,6 +66,9 @@ static inline void clf_store(IDX_T bt, IDX_T m, IDX_T n, float acc, CLF_PARAMS) 
 #ifndef BKT
 #define BKT 64
 #endif
+#ifndef PREFETCH
+#define PREFETCH 1
+#endif
 #define QBLOCKS ((SQ + BQ - 1) / BQ)
 #define DP ((D + 15) / 16 * 16)
 #define DVP ((DV + 15) / 16 * 16)
@@ -142,21 +145,48 @@ static inline uint4 clf_stage_v(IDX_T bt, IDX_T n, IDX_T d8, CLF_PARAMS)
 }
 #endif
 
-/* Stages keys n0 .. n0 + BKT - 1: K as rows of KROW values, V transposed
- * as rows of VROW (zeros past SK: a key past the end must weigh 0 times a
- * finite value). Lanes take consecutive 8-value pieces of K rows (the
- * global reads coalesce) and consecutive keys of V (the 16-bit local
- * writes of a warp fill consecutive words). */
-static inline void clf_stage_tile(IDX_T bt, IDX_T n0, IDX_T lid, __local ushort *ks, __local ushort *vt, CLF_PARAMS)
+/* A tile of keys n0 .. n0 + BKT - 1 moves in two steps, so that its
+ * global reads can be in flight while the previous tile is multiplied:
+ * clf_fetch_tile reads it into each work-item's registers (KCH pieces of 8
+ * values of K rows, VCH of V rows; zeros past SK: a key past the end must
+ * weigh 0 times a finite value), clf_put_tile writes them to local memory,
+ * K as rows of KROW values, V transposed as rows of VROW. Lanes take
+ * consecutive pieces of K rows (the global reads coalesce) and consecutive
+ * keys of V (the 16-bit local writes of a warp fill consecutive words). */
+#define NTHREADS (32 * WARPS)
+#define KPIECES (BKT * (DP / 8))
+#define VPIECES (BKT * (DVP / 8))
+#define KCH ((KPIECES + NTHREADS - 1) / NTHREADS)
+#define VCH ((VPIECES + NTHREADS - 1) / NTHREADS)
+
+static inline void clf_fetch_tile(IDX_T bt, IDX_T n0, IDX_T lid, uint4 *kr, uint4 *vr, CLF_PARAMS)
 {
-    for (IDX_T e = lid; e < (IDX_T)(BKT * (DP / 8)); e += 32 * WARPS) {
-        const IDX_T j = e / (DP / 8), c = e % (DP / 8);
-        const uint4 x = n0 + j < SK ? clf_stage_k(bt, n0 + j, c, CLF_ARGS) : (uint4)(0);
-        *(__local uint4 *)(ks + j * KROW + c * 8) = x;
+#pragma unroll
+    for (int i = 0; i < KCH; ++i) {
+        const IDX_T e = lid + (IDX_T)i * NTHREADS, j = e / (DP / 8), c = e % (DP / 8);
+        kr[i] = e < KPIECES && n0 + j < SK ? clf_stage_k(bt, n0 + j, c, CLF_ARGS) : (uint4)(0);
     }
-    for (IDX_T e = lid; e < (IDX_T)(BKT * (DVP / 8)); e += 32 * WARPS) {
-        const IDX_T j = e % BKT, c = e / BKT;
-        const uint4 x = n0 + j < SK ? clf_stage_v(bt, n0 + j, c, CLF_ARGS) : (uint4)(0);
+#pragma unroll
+    for (int i = 0; i < VCH; ++i) {
+        const IDX_T e = lid + (IDX_T)i * NTHREADS, j = e % BKT, c = e / BKT;
+        vr[i] = e < VPIECES && n0 + j < SK ? clf_stage_v(bt, n0 + j, c, CLF_ARGS) : (uint4)(0);
+    }
+}
+
+static inline void clf_put_tile(IDX_T lid, const uint4 *kr, const uint4 *vr, __local ushort *ks, __local ushort *vt)
+{
+#pragma unroll
+    for (int i = 0; i < KCH; ++i) {
+        const IDX_T e = lid + (IDX_T)i * NTHREADS, j = e / (DP / 8), c = e % (DP / 8);
+        if (e < KPIECES)
+            *(__local uint4 *)(ks + j * KROW + c * 8) = kr[i];
+    }
+#pragma unroll
+    for (int i = 0; i < VCH; ++i) {
+        const IDX_T e = lid + (IDX_T)i * NTHREADS, j = e % BKT, c = e / BKT;
+        if (e >= VPIECES)
+            continue;
+        const uint4 x = vr[i];
         __local ushort *col = vt + c * 8 * VROW + j;
         col[0 * VROW] = (ushort)x.x;
         col[1 * VROW] = (ushort)(x.x >> 16);
@@ -221,12 +251,23 @@ __kernel __attribute__((reqd_work_group_size(32 * WARPS, 1, 1))) void CLF_KERNEL
     const IDX_T keys0 = clf_row_keys(r0), keys1 = clf_row_keys(r1);
     const bool warp_active = mw < SQ;
 
+    uint4 kr[KCH], vr[VCH];
+    clf_fetch_tile(bt, 0, lid, kr, vr, CLF_ARGS);
     for (IDX_T n0 = 0; n0 < group_keys; n0 += BKT) {
         barrier(CLK_LOCAL_MEM_FENCE);
-        clf_stage_tile(bt, n0, lid, ks, vt, CLF_ARGS);
+        clf_put_tile(lid, kr, vr, ks, vt);
         barrier(CLK_LOCAL_MEM_FENCE);
-        if (!warp_active || n0 >= warp_keys)
+#if PREFETCH
+        if (n0 + BKT < group_keys)
+            clf_fetch_tile(bt, n0 + BKT, lid, kr, vr, CLF_ARGS);
+#endif
+        if (!warp_active || n0 >= warp_keys) {
+#if !PREFETCH
+            if (n0 + BKT < group_keys)
+                clf_fetch_tile(bt, n0 + BKT, lid, kr, vr, CLF_ARGS);
+#endif
             continue;
+        }
         float s[NT][4];
 #pragma unroll
         for (int j = 0; j < NT; ++j)
@@ -235,9 +276,9 @@ __kernel __attribute__((reqd_work_group_size(32 * WARPS, 1, 1))) void CLF_KERNEL
         for (int kk = 0; kk < KSTEPS; ++kk) {
 #pragma unroll
             for (int j = 0; j < NT; ++j) {
-                __local const ushort *kr = ks + (j * 8 + g) * KROW + kk * 16 + 2 * t;
-                clf_mma(s[j], qa[kk][0], qa[kk][1], qa[kk][2], qa[kk][3], *(__local const uint *)kr,
-                        *(__local const uint *)(kr + 8));
+                __local const ushort *kp = ks + (j * 8 + g) * KROW + kk * 16 + 2 * t;
+                clf_mma(s[j], qa[kk][0], qa[kk][1], qa[kk][2], qa[kk][3], *(__local const uint *)kp,
+                        *(__local const uint *)(kp + 8));
             }
         }
         /* Logits; -inf at keys a row does not see (past its causal limit
@@ -292,10 +333,14 @@ __kernel __attribute__((reqd_work_group_size(32 * WARPS, 1, 1))) void CLF_KERNEL
             const uint a3 = clf_pack2(s[2 * kk + 1][2], s[2 * kk + 1][3]);
 #pragma unroll
             for (int j = 0; j < OT; ++j) {
-                __local const ushort *vr = vt + (j * 8 + g) * VROW + kk * 16 + 2 * t;
-                clf_mma(o[j], a0, a1, a2, a3, *(__local const uint *)vr, *(__local const uint *)(vr + 8));
+                __local const ushort *vp = vt + (j * 8 + g) * VROW + kk * 16 + 2 * t;
+                clf_mma(o[j], a0, a1, a2, a3, *(__local const uint *)vp, *(__local const uint *)(vp + 8));
             }
         }
+#if !PREFETCH
+        if (n0 + BKT < group_keys)
+            clf_fetch_tile(bt, n0 + BKT, lid, kr, vr, CLF_ARGS);
+#endif
     }
     if (!warp_active)
         return;

@@ -38,16 +38,20 @@
 /* ---- Tolerances ---------------------------------------------------------- */
 
 /* f32: the GEMMs and the row sums accumulate in f32 against the
- * reference's f64. f16 and bf16 (4 ulps of the storage type relative, and
- * 4 ulps at 1/8 absolute for outputs near 0, which are weighted means of
- * values in [-1, 1) that cancel). */
+ * reference's f64. f16 and bf16: 4 ulps of the storage type relative, and
+ * 4 ulps at 1/2 absolute for outputs near 0 (weighted means of values in
+ * [-1, 1) that cancel): the reference rounds the scores, the logits and
+ * the weights node by node, the fused forms keep the softmax in f32 and
+ * the tensor-core form rounds the unnormalised weights to the operands'
+ * type instead, which moves an output by a few ulps of its inputs' scale
+ * (1.4 and 1.2 ulps at 1/2 seen on the H200 in f16 and bf16). */
 static double rtol_of(clf_dtype dt)
 {
     return dt == CLF_F16 ? 4 * 0x1p-11 : dt == CLF_BF16 ? 4 * 0x1p-8 : 1e-4;
 }
 static double atol_of(clf_dtype dt)
 {
-    return dt == CLF_F16 ? 4 * 0x1p-14 : dt == CLF_BF16 ? 4 * 0x1p-11 : 1e-5;
+    return dt == CLF_F16 ? 4 * 0x1p-12 : dt == CLF_BF16 ? 4 * 0x1p-9 : 1e-5;
 }
 
 /* ---- Kernel counts: the one place they are asserted ---------------------- */
@@ -675,6 +679,40 @@ END_TEST
 START_TEST(bf16_storage) { check_half(CLF_BF16); }
 END_TEST
 
+/* CLFUSE_TENSOR_CORES=1 asks for the tensor-core form (inline PTX
+ * mma.sync) whatever the device: a driver that refuses it (PoCL, any
+ * device but NVIDIA's) must give the FMA form, built and right, through
+ * clf_compile's lowering again; on NVIDIA the form itself runs. */
+START_TEST(tensor_cores_a_driver_refuses_fall_back)
+{
+    clf_context *ctx = clf_test_context();
+    clf_device_desc dev;
+    ck_assert_int_eq(clf_context_device(ctx, &dev), CLF_OK);
+    bool nvidia = strstr(dev.platform_name, "NVIDIA") != NULL;
+    ck_assert_int_eq(setenv("CLFUSE_TENSOR_CORES", "1", 1), 0);
+    for (int t = 0; t < 2; t++) {
+        clf_dtype dt = t ? CLF_BF16 : CLF_F16;
+        clf_graph *g = clf_graph_create();
+        e2e_inputs in = {0};
+        clf_tensor q = in4(g, &in, "q", dt, 1, 2, 40, 32);
+        clf_tensor k = in4(g, &in, "k", dt, 1, 2, 70, 32);
+        clf_tensor v = in4(g, &in, "v", dt, 1, 2, 70, 24);
+        ck_assert_int_eq(clf_graph_output(g, "out", clf_attention(g, q, k, v, CLF_TENSOR_INVALID, 0, true)), CLF_OK);
+        check_graph(ctx, t ? "tensor cores asked, bf16" : "tensor cores asked, f16", g, &in, PREFILL, NULL);
+        clf_executable *exe = NULL;
+        ck_assert_int_eq(clf_compile(ctx, g, clf_compile_params(.kernel_style = CLF_KERNEL_STYLE_GPU), &exe), CLF_OK);
+        bool mma = strstr(clf_executable_kernel_source(exe, 0), "#define CLF_MMA 1") != NULL;
+        ck_assert_msg(mma == nvidia, "tensor-core form %s on %s", mma ? "kept" : "dropped", dev.platform_name);
+        clf_executable_destroy(&exe);
+        e2e_inputs_free(&in);
+        clf_graph_destroy(&g);
+    }
+    unsetenv("CLFUSE_TENSOR_CORES");
+    clf_context_destroy(&ctx);
+    assert_kernel_counts();
+}
+END_TEST
+
 /* ---- Exporter idioms, built from primitives ------------------------------ */
 
 enum { IB = 2, IH = 4, IS = 32, ID = 64 };
@@ -1244,6 +1282,7 @@ int main(void)
     clf_test_add_case(s, "nan_in_q_propagates_to_its_row", nan_in_q_propagates_to_its_row);
     clf_test_add_case(s, "f16_storage", f16_storage);
     clf_test_add_case(s, "bf16_storage", bf16_storage);
+    clf_test_add_case(s, "tensor_cores_a_driver_refuses_fall_back", tensor_cores_a_driver_refuses_fall_back);
     clf_test_add_case(s, "idiom_div_by_sqrt_d", idiom_div_by_sqrt_d);
     clf_test_add_case(s, "idiom_scale_q_before_matmul", idiom_scale_q_before_matmul);
     clf_test_add_case(s, "idiom_k_pretransposed", idiom_k_pretransposed);

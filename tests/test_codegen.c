@@ -512,6 +512,75 @@ START_TEST(schedules_name_their_choices)
 }
 END_TEST
 
+/* The attention source of q, k, v [2, 4, 40, d] of dtype dt (k and v
+ * broadcast from one head when gqa), for target t; the kernel's schedule
+ * form in *form (static strings). */
+static char *attention_source(clf_dtype dt, int64_t d, bool gqa, const clf__codegen_target *t, const char **form)
+{
+    int64_t qs[4] = {2, 4, 40, d}, ks[4] = {2, gqa ? 1 : 4, 40, d};
+    clf_graph *g = clf_graph_create();
+    clf_tensor q = clf_input(g, "q", dt, 4, qs);
+    clf_tensor k = clf_input(g, "k", dt, 4, ks), v = clf_input(g, "v", dt, 4, ks);
+    ck_assert_int_eq(clf_graph_output(g, "o", clf_attention(g, q, k, v, CLF_TENSOR_INVALID, 0, true)), CLF_OK);
+    clf__plan p = plan_of(g, true);
+    ck_assert_uint_eq(p.nkernels, 1);
+    clf__kernel_code c;
+    char err[256] = "";
+    ck_assert_msg(clf__codegen_kernel(g, &p, 0, t, &c, err, sizeof err) == CLF_OK, "%s", err);
+    *form = c.schedule.form;
+    char *src = strdup(c.source);
+    clf__kernel_code_free(&c);
+    clf__plan_free(&p);
+    clf_graph_destroy(&g);
+    return src;
+}
+
+START_TEST(attention_tensor_cores_where_the_operands_allow)
+{
+    /* The tensor-core form (inline PTX mma.sync) for f16 and bf16 q, k, v
+     * on a target with tensor cores; its source is marked so that a
+     * driver's refusal lowers again (clf__codegen_uses_inline_ptx). f32
+     * operands, other GPUs and CPUs keep the FMA forms. K and V rows are
+     * staged by 16-byte loads when they lie in their buffers as they are
+     * (a head broadcast over a batch axis too: GQA), through the generated
+     * loads when their rows are not whole 16-byte pieces. */
+    clf__codegen_target tc = {.cpu = false, .max_local = 1024, .compute_units = 132, .local_mem = 49152,
+                              .warp_shuffle = true, .tensor_cores = true},
+                        gpu = {.cpu = false, .max_local = 1024, .compute_units = 132, .local_mem = 49152},
+                        cpu = {.cpu = true, .max_local = 4096, .compute_units = 2};
+    const char *form = NULL;
+    char *src = attention_source(CLF_F16, 64, false, &tc, &form);
+    ck_assert_str_eq(form, "tensor-cores");
+    ck_assert(clf__codegen_uses_inline_ptx(src));
+    ck_assert_ptr_nonnull(strstr(src, "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32"));
+    ck_assert_ptr_nonnull(strstr(src, "#define MMA_BF16 0"));
+    ck_assert_ptr_nonnull(strstr(src, "#define CLF_HAVE_STAGE_K 1"));
+    ck_assert_ptr_nonnull(strstr(src, "#define CLF_HAVE_STAGE_V 1"));
+    free(src);
+    src = attention_source(CLF_BF16, 80, true, &tc, &form);
+    ck_assert_str_eq(form, "tensor-cores");
+    ck_assert_ptr_nonnull(strstr(src, "#define MMA_BF16 1"));
+    ck_assert_ptr_nonnull(strstr(src, "#define CLF_HAVE_STAGE_K 1")); /* the shared head read by index */
+    free(src);
+    src = attention_source(CLF_F16, 36, false, &tc, &form); /* rows of 36: not whole 16-byte pieces */
+    ck_assert_str_eq(form, "tensor-cores");
+    ck_assert_ptr_null(strstr(src, "#define CLF_HAVE_STAGE_K 1"));
+    ck_assert_ptr_null(strstr(src, "#define CLF_HAVE_STAGE_V 1"));
+    free(src);
+    src = attention_source(CLF_F32, 64, false, &tc, &form);
+    ck_assert_str_eq(form, "gpu");
+    ck_assert(!clf__codegen_uses_inline_ptx(src));
+    free(src);
+    src = attention_source(CLF_F16, 64, false, &gpu, &form);
+    ck_assert_str_eq(form, "gpu");
+    ck_assert(!clf__codegen_uses_inline_ptx(src));
+    free(src);
+    src = attention_source(CLF_F16, 64, false, &cpu, &form);
+    ck_assert_str_eq(form, "cpu");
+    free(src);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("codegen");
@@ -529,6 +598,7 @@ int main(void)
     tcase_add_test(tc, rows_of_rank_3_and_4_in_both_forms);
     tcase_add_test(tc, gemm_default_tiles_fit_small_products);
     tcase_add_test(tc, schedules_name_their_choices);
+    tcase_add_test(tc, attention_tensor_cores_where_the_operands_allow);
     suite_add_tcase(s, tc);
     return clf_test_run_suite(s);
 }

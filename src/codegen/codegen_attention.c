@@ -14,6 +14,7 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "codegen/codegen_expr.h"
@@ -173,6 +174,12 @@ clf_status clf__codegen_attention(const clf_graph *g, const clf__plan *plan, uin
         bkt /= 2;
     if ((bkt * (dp16 + 8) + dvp16 * (bkt + 8)) * 2 > mma_local)
         mma = CLF_F32;
+    int mma_warps = 4, mma_prefetch = 1;
+    const char *tune = getenv("CLFUSE_ATTENTION_MMA"); /* experiment: "warps,prefetch" */
+    if (tune && sscanf(tune, "%d,%d", &mma_warps, &mma_prefetch) != 2)
+        mma_warps = 4, mma_prefetch = 1;
+    if ((size_t)(32 * mma_warps) > max_local)
+        mma = CLF_F32;
     uint64_t w = clf__pow2_at_most(max_local < 64 ? max_local : 64);
     uint64_t dvp = (uint64_t)((dv + 3) / 4 * 4);
     while (w > 1 && w * (dvp + 2) * sizeof(float) > local_mem / 2)
@@ -212,8 +219,8 @@ clf_status clf__codegen_attention(const clf_graph *g, const clf__plan *plan, uin
         out->local = (size_t)w;
         out->global = (size_t)(rows * w);
     } else if (mma != CLF_F32) {
-        out->local = 128;
-        out->global = (size_t)((uint64_t)batch * (((uint64_t)sq + 63) / 64) * 128);
+        out->local = (size_t)(32 * mma_warps);
+        out->global = (size_t)((uint64_t)batch * (((uint64_t)sq + 16 * mma_warps - 1) / (16 * mma_warps)) * out->local);
     } else {
         out->local = (size_t)bq;
         out->global = (size_t)((uint64_t)batch * (((uint64_t)sq + bq - 1) / bq) * bq);
@@ -229,7 +236,7 @@ clf_status clf__codegen_attention(const clf_graph *g, const clf__plan *plan, uin
         out->schedule.lanes = w;
     } else if (mma != CLF_F32) {
         out->schedule.form = "tensor-cores";
-        out->schedule.tiles = (clf__gemm_config){.tm = 64, .tn = (int)bkt, .tk = 16, .wm = 16, .wn = (int)bkt};
+        out->schedule.tiles = (clf__gemm_config){.tm = 16 * mma_warps, .tn = (int)bkt, .tk = 16, .wm = 16, .wn = (int)bkt};
         out->schedule.tensor_cores = mma == CLF_F16 ? "mma.m16n8k16.f16" : "mma.m16n8k16.bf16";
     } else if (!target->cpu) {
         out->schedule.tiles = (clf__gemm_config){.tm = (int)bq, .tn = (int)bk, .tk = (int)d, .wm = 1, .wn = (int)dv};
@@ -256,8 +263,8 @@ clf_status clf__codegen_attention(const clf_graph *g, const clf__plan *plan, uin
         clf__sb_puts(&src, "\n");
     }
     if (mma != CLF_F32)
-        clf__sb_printf(&src, CLF__MMA_LINE "#define MMA_BF16 %d\n#define WARPS 4\n#define BKT %llu\n",
-                       mma == CLF_BF16 ? 1 : 0, (unsigned long long)bkt);
+        clf__sb_printf(&src, CLF__MMA_LINE "#define MMA_BF16 %d\n#define WARPS %d\n#define BKT %llu\n#define PREFETCH %d\n",
+                       mma == CLF_BF16 ? 1 : 0, mma_warps, (unsigned long long)bkt, mma_prefetch);
     else if (!target->cpu)
         clf__sb_printf(&src, "#define BQ %llu\n#define BK %llu\n", (unsigned long long)bq, (unsigned long long)bk);
     if (split_keys)
