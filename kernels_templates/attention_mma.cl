@@ -32,7 +32,8 @@
  * not: the result differs from the unfused graph by that rounding.
  *
  * Codegen prepends what attention_cpu.cl takes, MMA_BF16 (1: bf16
- * operands, 0: f16), WARPS and BKT; it may define clf_stage_k (with
+ * operands, 0: f16), WARPS and BKT (PREFETCH 0 reads each tile only after
+ * the previous one is multiplied, as a baseline); it may define clf_stage_k (with
  * CLF_HAVE_STAGE_K) and clf_stage_v (CLF_HAVE_STAGE_V) to load 8 values of a K or V row as raw 16-bit values
  * in one vector load when the operand is a plain buffer. Launch: BATCH *
  * ceil(SQ / BQ) work-groups of 32 * WARPS. */
