@@ -110,6 +110,24 @@ static inline void clf_mma(float *c, uint a0, uint a1, uint a2, uint a3, uint b0
 #endif
 }
 
+#ifndef LDMATRIX
+#define LDMATRIX 0
+#endif
+#if LDMATRIX
+/* Four B fragments (b0, b1 of an 8-row tile and b0, b1 of the next) from
+ * rows of 16-bit values in local memory in one ldmatrix.x4: lane L gives
+ * the address of row L % 8 of matrix L / 8, matrices 0 and 1 the tile's
+ * two 8-value halves of a k-step, 2 and 3 the next tile's. row0: the
+ * tile's first row; stride: values a row. */
+static inline void clf_ldsm_b4(__local const ushort *row0, int stride, IDX_T lane, uint *b)
+{
+    __local const ushort *p = row0 + (lane % 8 + (lane / 16) * 8) * stride + (lane / 8) % 2 * 8;
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(b[0]), "=r"(b[1]), "=r"(b[2]), "=r"(b[3])
+                 : "r"((uint)(ulong)p));
+}
+#endif
+
 static inline float clf_shfl_xor(float v, int m)
 {
     float r;
@@ -275,12 +293,22 @@ __kernel __attribute__((reqd_work_group_size(32 * WARPS, 1, 1))) void CLF_KERNEL
             s[j][0] = s[j][1] = s[j][2] = s[j][3] = 0.0f;
 #pragma unroll
         for (int kk = 0; kk < KSTEPS; ++kk) {
+#if LDMATRIX
+#pragma unroll
+            for (int j = 0; j < NT; j += 2) {
+                uint b[4];
+                clf_ldsm_b4(ks + j * 8 * KROW + kk * 16, KROW, lane, b);
+                clf_mma(s[j], qa[kk][0], qa[kk][1], qa[kk][2], qa[kk][3], b[0], b[1]);
+                clf_mma(s[j + 1], qa[kk][0], qa[kk][1], qa[kk][2], qa[kk][3], b[2], b[3]);
+            }
+#else
 #pragma unroll
             for (int j = 0; j < NT; ++j) {
                 __local const ushort *kp = ks + (j * 8 + g) * KROW + kk * 16 + 2 * t;
                 clf_mma(s[j], qa[kk][0], qa[kk][1], qa[kk][2], qa[kk][3], *(__local const uint *)kp,
                         *(__local const uint *)(kp + 8));
             }
+#endif
         }
         /* Logits; -inf at keys a row does not see (past its causal limit
          * or past SK), checked only in tiles that reach such keys. */
@@ -332,11 +360,21 @@ __kernel __attribute__((reqd_work_group_size(32 * WARPS, 1, 1))) void CLF_KERNEL
             const uint a0 = clf_pack2(s[2 * kk][0], s[2 * kk][1]), a1 = clf_pack2(s[2 * kk][2], s[2 * kk][3]);
             const uint a2 = clf_pack2(s[2 * kk + 1][0], s[2 * kk + 1][1]);
             const uint a3 = clf_pack2(s[2 * kk + 1][2], s[2 * kk + 1][3]);
+#if LDMATRIX
+#pragma unroll
+            for (int j = 0; j < OT; j += 2) {
+                uint b[4];
+                clf_ldsm_b4(vt + j * 8 * VROW + kk * 16, VROW, lane, b);
+                clf_mma(o[j], a0, a1, a2, a3, b[0], b[1]);
+                clf_mma(o[j + 1], a0, a1, a2, a3, b[2], b[3]);
+            }
+#else
 #pragma unroll
             for (int j = 0; j < OT; ++j) {
                 __local const ushort *vp = vt + (j * 8 + g) * VROW + kk * 16 + 2 * t;
                 clf_mma(o[j], a0, a1, a2, a3, *(__local const uint *)vp, *(__local const uint *)(vp + 8));
             }
+#endif
         }
 #if !PREFETCH
         if (n0 + BKT < group_keys)
