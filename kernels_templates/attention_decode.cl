@@ -34,8 +34,9 @@
  * last visible key hold an empty state: max -inf, sum 0), with a finite
  * fill every key is (logit CAUSAL_FILL for the hidden ones, clf_logit for
  * the others), which is exactly the unskipped sweep: decode rows have few
- * hidden keys, if any. NAN_FILL: a row whose sum is NaN weighs every key
- * NAN_FILL_VALUE instead, from one more pass over V in the combine (rare).
+ * hidden keys, if any. NAN_FILL: a row whose sum is NaN (or 0: every
+ * logit -inf) weighs every key NAN_FILL_VALUE instead, from one more pass
+ * over V in the combine (rare).
  *
  * Codegen prepends what attention_cpu.cl takes, and SPLIT, CHUNK, WG, VL,
  * KG and CLF_FINAL_NAME. Launch: BATCH * SQ * SPLIT work-groups of WG,
@@ -222,8 +223,9 @@ __kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void CLF_FINAL_NAME(CLF
             acc += rec[s * REC + 2 + d] * exp(rec[s * REC] - base);
         float lr = l;
 #if NAN_FILL
-        /* Every weight of the row NaN: each key weighs NAN_FILL_VALUE. */
-        if (isnan(l)) {
+        /* Every weight of the row NaN (its sum NaN, or 0 for a row of
+         * -inf): each key weighs NAN_FILL_VALUE. */
+        if (!(l > 0.0f)) {
             acc = 0.0f;
             for (IDX_T n = 0; n < SK; ++n)
                 acc += clf_load_v(bt, n, d, CLF_ARGS);

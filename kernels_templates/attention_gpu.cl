@@ -214,9 +214,10 @@ __kernel __attribute__((reqd_work_group_size(BQ, 1, 1))) void CLF_KERNEL_NAME(CL
             clf_fold_global(bt, n, CAUSAL_FILL, a4, &mx, &l, CLF_ARGS);
 #endif
 #if NAN_FILL
-    /* A row whose weights are all NaN weighs every key NAN_FILL_VALUE
-     * instead (attention_cpu.cl), reading V from global memory. */
-    if (active && isnan(l)) {
+    /* A row whose weights are all NaN (its sum NaN, or 0 for a row of
+     * -inf) weighs every key NAN_FILL_VALUE instead (attention_cpu.cl),
+     * reading V from global memory. */
+    if (active && !(l > 0.0f)) {
         for (int d = 0; d < DV4; ++d)
             a4[d] = (float4)(0.0f);
         for (IDX_T n = 0; n < SK; ++n)

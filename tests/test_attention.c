@@ -1088,6 +1088,57 @@ START_TEST(decode_nan_and_masked_rows)
 }
 END_TEST
 
+/* The exporters' guard WHERE(ISNAN(p), 0, p) after the softmax, over sq
+ * queries (see nan_guard_rows). */
+static void nan_guard_case(clf_context *ctx, int64_t sq)
+{
+    enum { H = 2, SK = 300, D = 64 };
+    clf_graph *g = clf_graph_create();
+    e2e_inputs in = {0};
+    clf_tensor q = in4(g, &in, "q", CLF_F32, 1, H, sq, D);
+    clf_tensor k = in4(g, &in, "k", CLF_F32, 1, H, SK, D);
+    clf_tensor v = in4(g, &in, "v", CLF_F32, 1, H, SK, D);
+    clf_tensor m = in4(g, &in, "m", CLF_BOOL, 1, 1, sq, SK);
+    ((float *)e2e_data(&in, "q"))[(1 * sq + 0) * D + 3] = NAN;
+    uint8_t *md = e2e_data(&in, "m");
+    for (int64_t i = 0; i < sq; i++)
+        for (int j = 0; j < SK; j++)
+            md[i * SK + j] = i == 0 ? 1 : i == 1 ? 0 : j % 3 != 0;
+    clf_tensor sc = clf_mul(g, clf_matmul(g, q, transpose_last2(g, k)), scalar_f32(g, 0.125));
+    sc = clf_where(g, m, sc, scalar_f32(g, -INFINITY));
+    clf_tensor p = clf_softmax(g, sc, -1);
+    p = clf_where(g, clf_isnan(g, p), scalar_f32(g, 0.0), p);
+    ck_assert_int_eq(clf_graph_output(g, "out", clf_matmul(g, p, v)), CLF_OK);
+    ref_outputs ref;
+    check_graph(ctx, sq <= 4 ? "NaN guard, decode" : "NaN guard, tiles", g, &in, sq <= 4 ? DECODE : PREFILL, &ref);
+    const float *out = ref_get(&ref, "out");
+    for (int h = 0; h < H; h++)
+        for (int64_t i = 0; i < sq; i++)
+            for (int d = 0; d < D; d++) {
+                float x = out[(h * sq + i) * D + d];
+                bool zero = i == 1 || (h == 1 && i == 0);
+                ck_assert_msg(zero ? x == 0.0f : isfinite(x), "head %d query %lld: %g", h, (long long)i, x);
+            }
+    ref_free(&ref);
+    e2e_inputs_free(&in);
+    clf_graph_destroy(&g);
+}
+
+/* A row whose weights are all NaN weighs every key 0 under the guard, so
+ * its output is 0: query 0 of head 1 has a NaN in q (every logit NaN),
+ * query 1 sees no key (every weight -inf - -inf = NaN; the kernels gave
+ * NaN there while they took only a NaN sum for NaN weights, where a row of
+ * -inf sums to 0). Decode (Sq = 2) and the tile form (Sq = 40). */
+START_TEST(nan_guard_rows)
+{
+    clf_context *ctx = clf_test_context();
+    nan_guard_case(ctx, 2);
+    nan_guard_case(ctx, 40);
+    clf_context_destroy(&ctx);
+    assert_kernel_counts();
+}
+END_TEST
+
 /* The shape of the issue's decode benchmark, f16: one query over 4096
  * keys of 128 (two heads rather than 32), within f16's tolerance. */
 START_TEST(decode_f16_long)
@@ -1396,6 +1447,7 @@ int main(void)
     clf_test_add_case(s, "decode_chunk_edges", decode_chunk_edges);
     clf_test_add_case(s, "decode_causal_few_queries", decode_causal_few_queries);
     clf_test_add_case(s, "decode_nan_and_masked_rows", decode_nan_and_masked_rows);
+    clf_test_add_case(s, "nan_guard_rows", nan_guard_rows);
     clf_test_add_case(s, "decode_f16_long", decode_f16_long);
     clf_test_add_case(s, "scores_also_an_output", scores_also_an_output);
     clf_test_add_case(s, "onnx_hf_additive_mask", onnx_hf_additive_mask);
