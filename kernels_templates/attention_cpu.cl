@@ -96,8 +96,10 @@ __kernel void CLF_KERNEL_NAME(CLF_PARAMS, const IDX_T numel)
 #endif
 #if NAN_FILL
     /* Every weight of the row is NaN (the softmax of a NaN, +inf or
-     * all -inf row): each key weighs NAN_FILL_VALUE instead. */
-    if (isnan(l)) {
+     * all -inf row): each key weighs NAN_FILL_VALUE instead. The sum is
+     * then NaN, or 0 for a row of -inf (the online sum weighs those keys
+     * 0 where the softmax takes -inf - -inf). */
+    if (!(l > 0.0f)) {
         for (IDX_T d = 0; d < DV; ++d)
             acc[d] = 0.0f;
         for (IDX_T k = 0; k < SK; ++k)

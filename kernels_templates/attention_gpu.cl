@@ -19,8 +19,8 @@
  * at its own (see attention_cpu.cl for the finite-fill check; a row that
  * needs the skipped keys visits them alone, from global memory).
  *
- * Launch: BATCH * ceil(SQ / BQ) work-groups of BQ. SPLIT_KEYS (with W)
- * selects the form for a few rows over many keys, at the end. */
+ * Launch: BATCH * ceil(SQ / BQ) work-groups of BQ. A few rows over many
+ * keys (decode) take attention_decode.cl instead. */
 #ifndef IDX_T
 #define IDX_T uint
 #endif
@@ -54,8 +54,8 @@ static inline void clf_store(IDX_T bt, IDX_T m, IDX_T n, float acc, CLF_PARAMS) 
 #define CH 4
 #endif
 
-/* Four consecutive elements of a q row, k column or v row from global
- * memory as a float4, from element 4 * d4 (zeros past D or DV). */
+/* Four consecutive elements of a q row or v row from global memory as a
+ * float4, from element 4 * d4 (zeros past D or DV). */
 static inline float4 clf_load_q4(IDX_T bt, IDX_T m, IDX_T d4, CLF_PARAMS)
 {
     float4 x;
@@ -63,15 +63,6 @@ static inline float4 clf_load_q4(IDX_T bt, IDX_T m, IDX_T d4, CLF_PARAMS)
     x.y = 4 * d4 + 1 < D ? clf_load_q(bt, m, 4 * d4 + 1, CLF_ARGS) : 0.0f;
     x.z = 4 * d4 + 2 < D ? clf_load_q(bt, m, 4 * d4 + 2, CLF_ARGS) : 0.0f;
     x.w = 4 * d4 + 3 < D ? clf_load_q(bt, m, 4 * d4 + 3, CLF_ARGS) : 0.0f;
-    return x;
-}
-static inline float4 clf_load_k4(IDX_T bt, IDX_T d4, IDX_T n, CLF_PARAMS)
-{
-    float4 x;
-    x.x = 4 * d4 + 0 < D ? clf_load_k(bt, 4 * d4 + 0, n, CLF_ARGS) : 0.0f;
-    x.y = 4 * d4 + 1 < D ? clf_load_k(bt, 4 * d4 + 1, n, CLF_ARGS) : 0.0f;
-    x.z = 4 * d4 + 2 < D ? clf_load_k(bt, 4 * d4 + 2, n, CLF_ARGS) : 0.0f;
-    x.w = 4 * d4 + 3 < D ? clf_load_k(bt, 4 * d4 + 3, n, CLF_ARGS) : 0.0f;
     return x;
 }
 static inline float4 clf_load_v4(IDX_T bt, IDX_T n, IDX_T d4, CLF_PARAMS)
@@ -185,11 +176,6 @@ static inline float clf_lane(const float4 *x, int d)
     return c == 0 ? v.x : c == 1 ? v.y : c == 2 ? v.z : v.w;
 }
 
-#ifndef SPLIT_KEYS
-#define SPLIT_KEYS 0
-#endif
-
-#if !SPLIT_KEYS
 __kernel __attribute__((reqd_work_group_size(BQ, 1, 1))) void CLF_KERNEL_NAME(CLF_PARAMS, const IDX_T numel)
 {
     __local float4 kt4[BK * D4], vt4[BK * DV4];
@@ -228,9 +214,10 @@ __kernel __attribute__((reqd_work_group_size(BQ, 1, 1))) void CLF_KERNEL_NAME(CL
             clf_fold_global(bt, n, CAUSAL_FILL, a4, &mx, &l, CLF_ARGS);
 #endif
 #if NAN_FILL
-    /* A row whose weights are all NaN weighs every key NAN_FILL_VALUE
-     * instead (attention_cpu.cl), reading V from global memory. */
-    if (active && isnan(l)) {
+    /* A row whose weights are all NaN (its sum NaN, or 0 for a row of
+     * -inf) weighs every key NAN_FILL_VALUE instead (attention_cpu.cl),
+     * reading V from global memory. */
+    if (active && !(l > 0.0f)) {
         for (int d = 0; d < DV4; ++d)
             a4[d] = (float4)(0.0f);
         for (IDX_T n = 0; n < SK; ++n)
@@ -247,105 +234,3 @@ __kernel __attribute__((reqd_work_group_size(BQ, 1, 1))) void CLF_KERNEL_NAME(CL
             clf_store(bt, m, d, clf_lane(a4, d) / l, CLF_ARGS);
     }
 }
-#else /* SPLIT_KEYS */
-
-/* The form for a few query rows over many keys (decode): a work-group of
- * W work-items per query row, work-item w folding keys w, w + W, ... into
- * its own running state (the query in local memory, K and V read from
- * global memory), then the W states combined through local memory: the
- * row's maximum, each state rescaled to it, the sums and accumulators
- * added. Launch: BATCH * SQ work-groups of W. */
-
-/* Folds key n, read from global memory, into one work-item's state; a
- * key the causal mask hides (not visible) has logit CAUSAL_FILL. */
-static inline void clf_attend_split(IDX_T bt, IDX_T m, IDX_T n, bool visible, __local const float4 *ql, float4 *a4,
-                                    float *mx, float *l, CLF_PARAMS)
-{
-    float t;
-#if CAUSAL
-    if (!visible) {
-        t = CAUSAL_FILL;
-    } else
-#endif
-    {
-        float4 s4 = (float4)(0.0f);
-#pragma unroll
-        for (int d = 0; d < D4; ++d)
-            s4 = fma(ql[d], clf_load_k4(bt, d, n, CLF_ARGS), s4);
-        t = clf_logit(bt, m, n, (s4.x + s4.y) + (s4.z + s4.w), CLF_ARGS);
-    }
-    clf_fold_global(bt, n, t, a4, mx, l, CLF_ARGS);
-}
-
-__kernel __attribute__((reqd_work_group_size(W, 1, 1))) void CLF_KERNEL_NAME(CLF_PARAMS, const IDX_T numel)
-{
-    __local float4 ql[D4], sa[W * DV4];
-    __local float smx[W], sl[W];
-    const IDX_T lid = (IDX_T)get_local_id(0), row = (IDX_T)get_group_id(0);
-    const IDX_T bt = row / SQ, m = row % SQ;
-    for (IDX_T d = lid; d < (IDX_T)D4; d += W) {
-        ql[d] = clf_load_q4(bt, m, d, CLF_ARGS);
-    }
-    barrier(CLK_LOCAL_MEM_FENCE);
-    float4 a4[DV4];
-#pragma unroll
-    for (int d = 0; d < DV4; ++d)
-        a4[d] = (float4)(0.0f);
-    float mx = -INFINITY, l = 0.0f;
-#if CAUSAL
-    const IDX_T row_keys = min((IDX_T)SK, (IDX_T)(m + CAUSAL_OFFSET + 1));
-#else
-    const IDX_T row_keys = SK;
-#endif
-#if CAUSAL && !CAUSAL_FILL_INF
-    /* A work-item whose keys stay within 110 of a finite fill goes on into
-     * its share of the hidden keys (exactly what the unskipped sweep
-     * computes for them; a work-item above that bound is at or below the
-     * row's maximum, against which the hidden keys weigh 0). One loop: two
-     * inlined copies of the fold crash PoCL's LLVM 15. */
-    for (IDX_T n = lid; n < SK; n += W) {
-        if (n >= row_keys && mx - CAUSAL_FILL > 110.0f)
-            break;
-        clf_attend_split(bt, m, n, n < row_keys, ql, a4, &mx, &l, CLF_ARGS);
-    }
-#else
-    for (IDX_T n = lid; n < row_keys; n += W)
-        clf_attend_split(bt, m, n, true, ql, a4, &mx, &l, CLF_ARGS);
-#endif
-    smx[lid] = mx;
-    barrier(CLK_LOCAL_MEM_FENCE);
-    float rowmax = -INFINITY;
-    for (int w = 0; w < W; ++w)
-        rowmax = fmax(rowmax, smx[w]);
-    const float sc = exp(mx - clf_base(rowmax));
-    sl[lid] = l * sc;
-#pragma unroll
-    for (int d = 0; d < DV4; ++d)
-        sa[lid * DV4 + d] = a4[d] * sc;
-    barrier(CLK_LOCAL_MEM_FENCE);
-    float total = 0.0f;
-    for (int w = 0; w < W; ++w)
-        total += sl[w];
-    for (IDX_T d4 = lid; d4 < (IDX_T)DV4; d4 += W) {
-        float4 o = (float4)(0.0f);
-        for (int w = 0; w < W; ++w)
-            o += sa[w * DV4 + d4];
-#if NAN_FILL
-        /* Every weight of the row NaN: each key weighs NAN_FILL_VALUE. */
-        if (isnan(total)) {
-            o = (float4)(0.0f);
-            for (IDX_T n = 0; n < SK; ++n)
-                o += clf_load_v4(bt, n, d4, CLF_ARGS);
-            o *= NAN_FILL_VALUE;
-        }
-        const float l_row = isnan(total) ? 1.0f : total;
-#else
-        const float l_row = total;
-#endif
-        if (4 * d4 + 0 < DV) clf_store(bt, m, 4 * d4 + 0, o.x / l_row, CLF_ARGS);
-        if (4 * d4 + 1 < DV) clf_store(bt, m, 4 * d4 + 1, o.y / l_row, CLF_ARGS);
-        if (4 * d4 + 2 < DV) clf_store(bt, m, 4 * d4 + 2, o.z / l_row, CLF_ARGS);
-        if (4 * d4 + 3 < DV) clf_store(bt, m, 4 * d4 + 3, o.w / l_row, CLF_ARGS);
-    }
-}
-#endif /* SPLIT_KEYS */

@@ -414,8 +414,9 @@ __kernel __attribute__((reqd_work_group_size(32 * WARPS, 1, 1))) void CLF_KERNEL
         if (row >= SQ)
             continue;
 #if NAN_FILL
-        /* Every weight of the row NaN: each key weighs NAN_FILL_VALUE. */
-        if (isnan(lsum[h])) {
+        /* Every weight of the row NaN, or a row of -inf logits (its sum
+         * 0): each key weighs NAN_FILL_VALUE. */
+        if (!(lsum[h] > 0.0f)) {
             for (int j = 0; j < OT; ++j)
                 for (int e = 0; e < 2; ++e) {
                     const IDX_T c = j * 8 + 2 * t + e;

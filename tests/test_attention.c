@@ -1004,6 +1004,198 @@ START_TEST(finite_fill_and_decode_masks)
 }
 END_TEST
 
+/* ---- Decode: the keys split into chunks over work-groups ---------------- */
+
+/* The GPU decode form (attention_decode.cl) cuts the keys into chunks of
+ * 128 to 512, whole multiples of its work-group (64 here, or a work-item
+ * per column of V up to 256), and sums V with its work-items across DV.
+ * Keys fewer than the smallest chunk (one short chunk on every device),
+ * counts that are no multiple of 64 (a short last chunk), value rows
+ * narrower than the work-group (its groups of work-items take alternate
+ * keys and are added at the end), not a power of two, and wider than 256
+ * (two accumulators a work-item). */
+START_TEST(decode_chunk_edges)
+{
+    clf_context *ctx = clf_test_context();
+    static const int64_t cases[][4] = {/* sk, d, dv, heads */
+                                       {100, 64, 64, 2},
+                                       {777, 32, 32, 4},
+                                       {1000, 16, 16, 2},
+                                       {300, 80, 40, 2},
+                                       {200, 16, 320, 1}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char label[96];
+        snprintf(label, sizeof label, "decode Sk = %lld, D = %lld, Dv = %lld", (long long)cases[i][0],
+                 (long long)cases[i][1], (long long)cases[i][2]);
+        check_plain(ctx, label, 1, cases[i][3], 1, cases[i][0], cases[i][1], cases[i][2], false, DECODE);
+    }
+    clf_context_destroy(&ctx);
+    assert_kernel_counts();
+}
+END_TEST
+
+/* Two to four queries, causal: the bottom-right diagonal hides the last
+ * Sq - 1 - i keys from query i (clf_attention); and a causal constant of
+ * offset 10 with a -inf fill, so that each query sees only its first
+ * 11 to 14 keys and every later chunk is empty (its state max -inf, sum
+ * 0, which the combine must weigh 0 and not NaN). */
+START_TEST(decode_causal_few_queries)
+{
+    clf_context *ctx = clf_test_context();
+    for (int64_t sq = 2; sq <= 4; sq++) {
+        char label[64];
+        snprintf(label, sizeof label, "decode causal Sq = %lld, Sk = 700", (long long)sq);
+        check_plain(ctx, label, 1, 2, sq, 700, 32, 32, true, DECODE);
+    }
+    enum { SQ = 4, SK = 300, OFF = 10, H = 2, D = 64 };
+    clf_graph *g = clf_graph_create();
+    e2e_inputs in = {0};
+    clf_tensor q = in4(g, &in, "q", CLF_F32, 1, H, SQ, D);
+    clf_tensor k = in4(g, &in, "k", CLF_F32, 1, H, SK, D);
+    clf_tensor v = in4(g, &in, "v", CLF_F32, 1, H, SK, D);
+    uint8_t cm[SQ * SK];
+    double *bias = malloc(sizeof(double) * H * SQ * SK), *host = malloc(sizeof(double) * H * SQ * D);
+    ck_assert(bias && host);
+    for (int i = 0; i < SQ; i++)
+        for (int j = 0; j < SK; j++) {
+            cm[i * SK + j] = j <= i + OFF;
+            for (int h = 0; h < H; h++)
+                bias[(h * SQ + i) * SK + j] = cm[i * SK + j] ? 0.0 : -INFINITY;
+        }
+    clf_tensor causal = clf_constant(g, CLF_BOOL, 2, (int64_t[]){SQ, SK}, cm);
+    clf_tensor sc = clf_mul(g, clf_matmul(g, q, transpose_last2(g, k)), scalar_f32(g, 0.125));
+    sc = clf_where(g, causal, sc, scalar_f32(g, -INFINITY));
+    ref_outputs ref;
+    finish_idiom(ctx, "decode causal offset 10 of 300 keys", g, &in, sc, v, DECODE, &ref);
+    host_attention(e2e_data(&in, "q"), e2e_data(&in, "k"), e2e_data(&in, "v"), bias, H, 1, SQ, SK, D, D, 0.125, false,
+                   host);
+    check_against_host("decode causal offset 10", ref_get(&ref, "out"), host, H * SQ * D);
+    free(bias);
+    free(host);
+    ref_free(&ref);
+    e2e_inputs_free(&in);
+    clf_graph_destroy(&g);
+    clf_context_destroy(&ctx);
+    assert_kernel_counts();
+}
+END_TEST
+
+/* Decode over 1000 keys (several chunks) with a bool mask and a NaN in
+ * k: query 0 sees no key (NaN in both heads, as PyTorch), query 1 only
+ * the last key (its V row, from the last chunk alone), query 2 every key
+ * (NaN in head 1, whose key 700 holds the NaN), query 3 every key but
+ * 700 (finite in both: a masked key's logit is the fill, whatever its
+ * score). */
+START_TEST(decode_nan_and_masked_rows)
+{
+    clf_context *ctx = clf_test_context();
+    enum { H = 2, SQ = 4, SK = 1000, D = 64, NAN_KEY = 700 };
+    clf_graph *g = clf_graph_create();
+    e2e_inputs in = {0};
+    clf_tensor q = in4(g, &in, "q", CLF_F32, 1, H, SQ, D);
+    clf_tensor k = in4(g, &in, "k", CLF_F32, 1, H, SK, D);
+    clf_tensor v = in4(g, &in, "v", CLF_F32, 1, H, SK, D);
+    clf_tensor m = in4(g, &in, "m", CLF_BOOL, 1, 1, SQ, SK);
+    ((float *)e2e_data(&in, "k"))[(1 * SK + NAN_KEY) * D + 5] = NAN;
+    uint8_t *md = e2e_data(&in, "m");
+    for (int j = 0; j < SK; j++) {
+        md[0 * SK + j] = 0;
+        md[1 * SK + j] = j == SK - 1;
+        md[2 * SK + j] = 1;
+        md[3 * SK + j] = j != NAN_KEY;
+    }
+    ck_assert_int_eq(clf_graph_output(g, "out", clf_attention(g, q, k, v, m, 0, false)), CLF_OK);
+    ref_outputs ref;
+    check_graph(ctx, "decode, NaN in k and masked rows", g, &in, DECODE, &ref);
+    const float *out = ref_get(&ref, "out"), *vd = e2e_data(&in, "v");
+    for (int h = 0; h < H; h++)
+        for (int i = 0; i < SQ; i++)
+            for (int d = 0; d < D; d++) {
+                float x = out[(h * SQ + i) * D + d];
+                bool nan = i == 0 || (i == 2 && h == 1);
+                ck_assert_msg(nan ? isnan(x) : isfinite(x), "head %d query %d: %g", h, i, x);
+                if (i == 1)
+                    ck_assert_msg(fabsf(x - vd[(h * SK + SK - 1) * D + d]) <= 1e-6f, "head %d query 1: %g, v %g", h,
+                                  x, vd[(h * SK + SK - 1) * D + d]);
+            }
+    ref_free(&ref);
+    e2e_inputs_free(&in);
+    clf_graph_destroy(&g);
+    clf_context_destroy(&ctx);
+    assert_kernel_counts();
+}
+END_TEST
+
+/* The exporters' guard WHERE(ISNAN(p), 0, p) after the softmax, over sq
+ * queries (see nan_guard_rows). */
+static void nan_guard_case(clf_context *ctx, int64_t sq)
+{
+    enum { H = 2, SK = 300, D = 64 };
+    clf_graph *g = clf_graph_create();
+    e2e_inputs in = {0};
+    clf_tensor q = in4(g, &in, "q", CLF_F32, 1, H, sq, D);
+    clf_tensor k = in4(g, &in, "k", CLF_F32, 1, H, SK, D);
+    clf_tensor v = in4(g, &in, "v", CLF_F32, 1, H, SK, D);
+    clf_tensor m = in4(g, &in, "m", CLF_BOOL, 1, 1, sq, SK);
+    ((float *)e2e_data(&in, "q"))[(1 * sq + 0) * D + 3] = NAN;
+    uint8_t *md = e2e_data(&in, "m");
+    for (int64_t i = 0; i < sq; i++)
+        for (int j = 0; j < SK; j++)
+            md[i * SK + j] = i == 0 ? 1 : i == 1 ? 0 : j % 3 != 0;
+    clf_tensor sc = clf_mul(g, clf_matmul(g, q, transpose_last2(g, k)), scalar_f32(g, 0.125));
+    sc = clf_where(g, m, sc, scalar_f32(g, -INFINITY));
+    clf_tensor p = clf_softmax(g, sc, -1);
+    p = clf_where(g, clf_isnan(g, p), scalar_f32(g, 0.0), p);
+    ck_assert_int_eq(clf_graph_output(g, "out", clf_matmul(g, p, v)), CLF_OK);
+    ref_outputs ref;
+    check_graph(ctx, sq <= 4 ? "NaN guard, decode" : "NaN guard, tiles", g, &in, sq <= 4 ? DECODE : PREFILL, &ref);
+    const float *out = ref_get(&ref, "out");
+    for (int h = 0; h < H; h++)
+        for (int64_t i = 0; i < sq; i++)
+            for (int d = 0; d < D; d++) {
+                float x = out[(h * sq + i) * D + d];
+                bool zero = i == 1 || (h == 1 && i == 0);
+                ck_assert_msg(zero ? x == 0.0f : isfinite(x), "head %d query %lld: %g", h, (long long)i, x);
+            }
+    ref_free(&ref);
+    e2e_inputs_free(&in);
+    clf_graph_destroy(&g);
+}
+
+/* A row whose weights are all NaN weighs every key 0 under the guard, so
+ * its output is 0: query 0 of head 1 has a NaN in q (every logit NaN),
+ * query 1 sees no key (every weight -inf - -inf = NaN; the kernels gave
+ * NaN there while they took only a NaN sum for NaN weights, where a row of
+ * -inf sums to 0). Decode (Sq = 2) and the tile form (Sq = 40). */
+START_TEST(nan_guard_rows)
+{
+    clf_context *ctx = clf_test_context();
+    nan_guard_case(ctx, 2);
+    nan_guard_case(ctx, 40);
+    clf_context_destroy(&ctx);
+    assert_kernel_counts();
+}
+END_TEST
+
+/* The shape of the issue's decode benchmark, f16: one query over 4096
+ * keys of 128 (two heads rather than 32), within f16's tolerance. */
+START_TEST(decode_f16_long)
+{
+    clf_context *ctx = clf_test_context();
+    clf_graph *g = clf_graph_create();
+    e2e_inputs in = {0};
+    clf_tensor q = in4(g, &in, "q", CLF_F16, 1, 2, 1, 128);
+    clf_tensor k = in4(g, &in, "k", CLF_F16, 1, 2, 4096, 128);
+    clf_tensor v = in4(g, &in, "v", CLF_F16, 1, 2, 4096, 128);
+    ck_assert_int_eq(clf_graph_output(g, "out", clf_attention(g, q, k, v, CLF_TENSOR_INVALID, 0, true)), CLF_OK);
+    check_graph(ctx, "decode f16 Sk = 4096, D = 128", g, &in, DECODE, NULL);
+    e2e_inputs_free(&in);
+    clf_graph_destroy(&g);
+    clf_context_destroy(&ctx);
+    assert_kernel_counts();
+}
+END_TEST
+
 /* The layout around attention in a transformer block: q, k, v come from
  * projections as [B, S, H*D], are reshaped to [B, S, H, D] and transposed
  * to [B, H, S, D]; the output goes back the same way to [B, S, H*D]. */
@@ -1291,6 +1483,11 @@ int main(void)
     clf_test_add_case(s, "idiom_gqa_repeat_kv", idiom_gqa_repeat_kv);
     clf_test_add_case(s, "idiom_output_transposed_reshaped", idiom_output_transposed_reshaped);
     clf_test_add_case(s, "finite_fill_and_decode_masks", finite_fill_and_decode_masks);
+    clf_test_add_case(s, "decode_chunk_edges", decode_chunk_edges);
+    clf_test_add_case(s, "decode_causal_few_queries", decode_causal_few_queries);
+    clf_test_add_case(s, "decode_nan_and_masked_rows", decode_nan_and_masked_rows);
+    clf_test_add_case(s, "nan_guard_rows", nan_guard_rows);
+    clf_test_add_case(s, "decode_f16_long", decode_f16_long);
     clf_test_add_case(s, "scores_also_an_output", scores_also_an_output);
     clf_test_add_case(s, "onnx_hf_additive_mask", onnx_hf_additive_mask);
     clf_test_add_case(s, "onnx_causal_trilu", onnx_causal_trilu);

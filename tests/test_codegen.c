@@ -498,6 +498,38 @@ START_TEST(schedules_name_their_choices)
     clf__plan_free(&p);
     clf_graph_destroy(&g);
 
+    /* Decode attention, f16, 32 heads of one query over 4096 keys of 128:
+     * on a GPU of 132 units the keys split into chunks of 128, a
+     * work-group of 128 (a work-item per column of V) per head and chunk,
+     * 1024 in all, then a combine per head; on CPUs a work-item per row. */
+    g = clf_graph_create();
+    clf_tensor q = clf_input(g, "q", CLF_F16, 4, (int64_t[]){1, 32, 1, 128});
+    clf_tensor kk = clf_input(g, "k", CLF_F16, 4, (int64_t[]){1, 32, 4096, 128});
+    clf_tensor vv = clf_input(g, "v", CLF_F16, 4, (int64_t[]){1, 32, 4096, 128});
+    clf_graph_output(g, "o", clf_attention(g, q, kk, vv, CLF_TENSOR_INVALID, 0, false));
+    p = plan_of(g, true);
+    ck_assert_uint_eq(p.nkernels, 1);
+    ck_assert(clf__codegen_kernel(g, &p, 0, &gpu, &c, err, sizeof err) == CLF_OK);
+    ck_assert_str_eq(c.schedule.form, "split-keys");
+    ck_assert_uint_eq(c.schedule.split, 32);
+    ck_assert_uint_eq(c.schedule.chunk, 128);
+    ck_assert_uint_eq(c.schedule.wg, 128);
+    ck_assert_uint_eq(c.global, 32 * 32 * 128);
+    ck_assert_uint_eq(c.local, 128);
+    ck_assert_ptr_nonnull(c.final_name);
+    ck_assert_uint_eq(c.final_global, 32 * 128);
+    ck_assert_uint_eq(c.final_local, 128);
+    ck_assert_uint_eq(c.scratch_bytes, 32 * 32 * (128 + 2) * sizeof(float));
+    ck_assert_ptr_nonnull(strstr(c.source, "kernels_templates/attention_decode.cl"));
+    ck_assert_ptr_nonnull(strstr(clf__schedule_str(&c, line, sizeof line), " split=32 chunk=128"));
+    clf__kernel_code_free(&c);
+    ck_assert(clf__codegen_kernel(g, &p, 0, &cpu, &c, err, sizeof err) == CLF_OK);
+    ck_assert_str_eq(c.schedule.form, "cpu");
+    ck_assert_ptr_null(c.final_name);
+    clf__kernel_code_free(&c);
+    clf__plan_free(&p);
+    clf_graph_destroy(&g);
+
     /* A pointwise chain: vector lanes. */
     g = clf_graph_create();
     int64_t m = 4096;

@@ -21,8 +21,9 @@ static const codegen_kind kinds[CLF__REGION_KIND_COUNT] = {
     [CLF__REGION_REDUCTION] = {clf__codegen_reduction, "reduction_cpu.cl reduction_gpu.cl reduction_split.cl",
                                "row loop (CPU), lanes + tree or warp shuffles (GPU), persistent row, split + final"},
     [CLF__REGION_GEMM] = {clf__codegen_gemm, "gemm_cpu.cl gemm.cl", "register blocks (CPU), local-memory tiles (GPU)"},
-    [CLF__REGION_ATTENTION] = {clf__codegen_attention, "attention_cpu.cl attention_gpu.cl",
-                               "a query row a work-item (CPU), query blocks over K/V tiles in local memory (GPU)"},
+    [CLF__REGION_ATTENTION] = {clf__codegen_attention, "attention_cpu.cl attention_gpu.cl attention_decode.cl",
+                               "a query row a work-item (CPU), query blocks over K/V tiles in local memory (GPU), "
+                               "key chunks + combine (GPU decode)"},
 };
 _Static_assert(CLF__REGION_KIND_COUNT == 4, "a new region kind needs its codegen row");
 

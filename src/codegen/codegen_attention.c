@@ -5,9 +5,11 @@
  * clf_load_k, clf_load_v), the logits of one score (clf_logit: scale,
  * masks, casts) and the epilogue's stores of one output element
  * (clf_store); the template holds the online softmax:
- * kernels_templates/attention_cpu.cl (a work-item per query row) or
+ * kernels_templates/attention_cpu.cl (a work-item per query row),
  * attention_gpu.cl (a work-group per block of query rows, K and V tiles
- * through local memory). */
+ * through local memory) or, for a few query rows over many keys on a GPU,
+ * attention_decode.cl (the keys cut into chunks over work-groups, then a
+ * second launch combining each row's chunks). */
 #include "codegen/codegen.h"
 #include "util/alloc.h"
 #include "util/pow2.h"
@@ -34,6 +36,50 @@ static const char *logits_product_f32(clf__cg_fn *f, uint32_t node, const clf__v
         return NULL;
     snprintf(name, cap, "acc");
     return name;
+}
+
+/* The decode form (attention_decode.cl) aims for this many work-groups a
+ * compute unit: its sweep is bound by memory, which wants many loads in
+ * flight on every unit. */
+#define DECODE_GROUPS_PER_UNIT 8
+/* Keys a chunk of the decode form: at least two passes of 64 work-items'
+ * keys (the chunk's fixed costs, the query load and the state written,
+ * spread over enough keys), at most 512 (its weights sit in local memory,
+ * and the states stay a small part of the traffic). */
+#define DECODE_CHUNK_MIN 128
+#define DECODE_CHUNK_MAX 512
+
+/* The decode form's geometry for rows query rows over sk keys with value
+ * rows of dv: wg work-items a work-group, vl of them across DV in the
+ * weighted sum of V (kg = wg / vl groups of them take alternate keys),
+ * split chunks of chunk keys a row. */
+typedef struct decode_geometry {
+    uint64_t wg, vl, kg, split, chunk;
+} decode_geometry;
+
+static decode_geometry decode_geometry_of(const clf__codegen_target *target, uint64_t rows, int64_t sk, int64_t dv)
+{
+    decode_geometry G;
+    const uint64_t lanes_max = clf__pow2_at_most(target->max_local ? target->max_local : 256);
+    const uint64_t cus = target->compute_units ? target->compute_units : 1;
+    /* A work-item per column of V up to 256 columns, and at least 64 so
+     * that a chunk's logits take few passes. */
+    const uint64_t dv2 = clf__pow2_at_least((uint64_t)dv);
+    G.wg = dv2 < 64 ? 64 : dv2 > 256 ? 256 : dv2;
+    if (G.wg > lanes_max)
+        G.wg = lanes_max;
+    G.vl = dv2 < G.wg ? dv2 : G.wg;
+    G.kg = G.wg / G.vl;
+    /* Enough chunks that rows x split work-groups fill the device, each a
+     * whole number of passes of wg keys within the bounds above. */
+    const uint64_t want = DECODE_GROUPS_PER_UNIT * cus, nrows = rows ? rows : 1;
+    G.split = (want + nrows - 1) / nrows;
+    uint64_t chunk = ((uint64_t)sk + G.split - 1) / G.split;
+    chunk = (chunk + G.wg - 1) / G.wg * G.wg;
+    const uint64_t lo = G.wg > DECODE_CHUNK_MIN ? G.wg : DECODE_CHUNK_MIN;
+    G.chunk = chunk < lo ? lo : chunk > DECODE_CHUNK_MAX ? DECODE_CHUNK_MAX : chunk;
+    G.split = ((uint64_t)sk + G.chunk - 1) / G.chunk;
+    return G;
 }
 
 /* Emits "static inline float clf_logit(IDX_T bt, IDX_T m, IDX_T n, float
@@ -156,11 +202,11 @@ clf_status clf__codegen_attention(const clf_graph *g, const clf__plan *plan, uin
         st = CLF_ERR_UNSUPPORTED;
         goto done;
     }
-    /* A few query rows over many keys (decode): the split-keys form, a
-     * work-group of W per row, each work-item a share of the keys; W = 64,
-     * halved until its W partial accumulators take at most half of local
-     * memory. */
-    bool split_keys = !target->cpu && sq <= 4 && sk >= 64;
+    /* A few query rows over many keys (decode): the keys split over
+     * work-groups, then a combine (attention_decode.cl). */
+    const uint64_t rows = (uint64_t)batch * (uint64_t)sq;
+    const bool decode = !target->cpu && sq <= 4 && sk >= 64;
+    const decode_geometry G = decode ? decode_geometry_of(target, rows, sk, dv) : (decode_geometry){0};
     /* The tensor-core form (attention_mma.cl): f16 or bf16 operands on a
      * target with mma.sync, eight warps a work-group (four where the
      * device allows fewer than 256 work-items), tiles of BKT keys (32 for
@@ -172,7 +218,7 @@ clf_status clf__codegen_attention(const clf_graph *g, const clf__plan *plan, uin
      * warps, tiles of 64: 0.273 / 0.179, 0.351 ms without reading ahead,
      * 0.309 / 0.187, 0.352 with; 8 warps reading ahead: tiles of 64 0.255 /
      * 0.177, 0.313; tiles of 32 0.233 / 0.167, 0.342. */
-    clf_dtype mma = split_keys || max_local < 128 || d > 256 || dv > 256 ? CLF_F32 : mma_dtype(g, SC, O, target);
+    clf_dtype mma = decode || max_local < 128 || d > 256 || dv > 256 ? CLF_F32 : mma_dtype(g, SC, O, target);
     int mma_warps = max_local >= 256 ? 8 : 4;
     uint64_t bkt = d <= 64 ? 32 : 64, dp16 = (uint64_t)((d + 15) / 16 * 16), dvp16 = (uint64_t)((dv + 15) / 16 * 16);
     size_t mma_local = local_mem < 49152 ? local_mem : 49152;
@@ -180,10 +226,6 @@ clf_status clf__codegen_attention(const clf_graph *g, const clf__plan *plan, uin
         bkt /= 2;
     if ((bkt * (dp16 + 8) + dvp16 * (bkt + 8)) * 2 > mma_local)
         mma = CLF_F32;
-    uint64_t w = clf__pow2_at_most(max_local < 64 ? max_local : 64);
-    uint64_t dvp = (uint64_t)((dv + 3) / 4 * 4);
-    while (w > 1 && w * (dvp + 2) * sizeof(float) > local_mem / 2)
-        w /= 2;
     /* A driver that ends loops early (target->max_loop_trips): the sweep
      * over the keys is the longest loop. */
     if (target->max_loop_trips && (uint64_t)sk > target->max_loop_trips) {
@@ -197,6 +239,10 @@ clf_status clf__codegen_attention(const clf_graph *g, const clf__plan *plan, uin
 
     uint64_t space = (uint64_t)clf__node_numel(SC) > (uint64_t)K->numel ? (uint64_t)clf__node_numel(SC)
                                                                          : (uint64_t)K->numel;
+    /* The decode form indexes its chunks' states too. */
+    const uint64_t state_floats = rows * G.split * (uint64_t)(dv + 2);
+    if (decode && state_floats > space)
+        space = state_floats;
     out->wide_index = clf__cg_wide_index(g, plan, K, space);
     st = clf__cg_emit_product_store(g, plan, k, &store_fn, err, errlen);
     if (st != CLF_OK)
@@ -211,13 +257,20 @@ clf_status clf__codegen_attention(const clf_graph *g, const clf__plan *plan, uin
     if (!out->name || !out->ops)
         goto done;
 
-    uint64_t rows = (uint64_t)batch * (uint64_t)sq;
     if (target->cpu) {
         out->local = 1;
         out->global = (size_t)rows;
-    } else if (split_keys) {
-        out->local = (size_t)w;
-        out->global = (size_t)(rows * w);
+    } else if (decode) {
+        out->local = (size_t)G.wg;
+        out->global = (size_t)(rows * G.split * G.wg);
+        out->final_local = (size_t)G.wg;
+        out->final_global = (size_t)(rows * G.wg);
+        out->scratch_bytes = state_floats * sizeof(float);
+        clf__strbuf fn = {0};
+        clf__sb_printf(&fn, "%s_final", out->name);
+        out->final_name = clf__sb_take(&fn);
+        if (!out->final_name)
+            goto done;
     } else if (mma != CLF_F32) {
         out->local = (size_t)(32 * mma_warps);
         out->global = (size_t)((uint64_t)batch * (((uint64_t)sq + 16 * mma_warps - 1) / (16 * mma_warps)) * out->local);
@@ -231,9 +284,11 @@ clf_status clf__codegen_attention(const clf_graph *g, const clf__plan *plan, uin
     out->items = 1;
     out->schedule = (clf__schedule){.form = target->cpu ? "cpu" : "gpu", .vec = 1, .wg = out->local,
                                     .online_softmax = true};
-    if (split_keys) {
+    if (decode) {
         out->schedule.form = "split-keys";
-        out->schedule.lanes = w;
+        out->schedule.lanes = G.vl;
+        out->schedule.split = G.split;
+        out->schedule.chunk = G.chunk;
     } else if (mma != CLF_F32) {
         out->schedule.form = "tensor-cores";
         out->schedule.tiles = (clf__gemm_config){.tm = 16 * mma_warps, .tn = (int)bkt, .tk = 16, .wm = 16, .wn = (int)bkt};
@@ -262,13 +317,16 @@ clf_status clf__codegen_attention(const clf_graph *g, const clf__plan *plan, uin
         clf__cg_literal(&src, CLF_F32, K->attention.nan_fill);
         clf__sb_puts(&src, "\n");
     }
-    if (mma != CLF_F32)
+    if (decode)
+        clf__sb_printf(&src, "#define SPLIT %llu\n#define CHUNK %llu\n#define WG %llu\n#define VL %llu\n#define KG %llu\n"
+                             "#define CLF_FINAL_NAME %s\n",
+                       (unsigned long long)G.split, (unsigned long long)G.chunk, (unsigned long long)G.wg,
+                       (unsigned long long)G.vl, (unsigned long long)G.kg, out->final_name);
+    else if (mma != CLF_F32)
         clf__sb_printf(&src, CLF__MMA_LINE "#define MMA_BF16 %d\n#define WARPS %d\n#define BKT %llu\n",
                        mma == CLF_BF16 ? 1 : 0, mma_warps, (unsigned long long)bkt);
     else if (!target->cpu)
         clf__sb_printf(&src, "#define BQ %llu\n#define BK %llu\n", (unsigned long long)bq, (unsigned long long)bk);
-    if (split_keys)
-        clf__sb_printf(&src, "#define SPLIT_KEYS 1\n#define W %llu\n", (unsigned long long)w);
     clf__cg_signature(&src, g, plan, out->name, out->params, out->nparams, K->nreads);
     clf__cg_gather_defs(&src, g, plan, K);
     clf__sb_puts(&src, "\n");
@@ -285,11 +343,15 @@ clf_status clf__codegen_attention(const clf_graph *g, const clf__plan *plan, uin
         emit_stage(g, plan, k, SC, 1, &src);
         emit_stage(g, plan, k, O, 1, &src);
     }
-    const char *tname = target->cpu ? "attention_cpu.cl" : mma != CLF_F32 ? "attention_mma.cl" : "attention_gpu.cl";
+    const char *tname = target->cpu       ? "attention_cpu.cl"
+                        : decode          ? "attention_decode.cl"
+                        : mma != CLF_F32 ? "attention_mma.cl"
+                                          : "attention_gpu.cl";
     clf__sb_printf(&src, "/* ---- kernels_templates/%s ---- */\n", tname);
-    clf__sb_puts(&src, target->cpu            ? clf__template_attention_cpu
+    clf__sb_puts(&src, target->cpu       ? clf__template_attention_cpu
+                       : decode          ? clf__template_attention_decode
                        : mma != CLF_F32 ? clf__template_attention_mma
-                                        : clf__template_attention_gpu);
+                                         : clf__template_attention_gpu);
     if (!clf__sb_ok(&src))
         goto done;
     out->source = clf__sb_take(&src);

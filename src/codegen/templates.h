@@ -12,6 +12,7 @@ extern const char clf__template_gemm_cpu[];
 extern const char clf__template_attention_cpu[];
 extern const char clf__template_attention_gpu[];
 extern const char clf__template_attention_mma[];
+extern const char clf__template_attention_decode[];
 /* Changes whenever any template changes: part of every cache key. */
 extern const char clf__templates_hash[];
 
