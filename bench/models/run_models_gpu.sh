@@ -4,7 +4,8 @@
 #     bash bench/models/run_models_gpu.sh tiny     # fixtures: GPU, PoCL, torch, onnxruntime, suites on the GPU
 #     bash bench/models/run_models_gpu.sh large    # the Llama-shaped stack (hidden 2048, 2 layers, seq 512, f32)
 #     bash bench/models/run_models_gpu.sh quick    # the three TorchScript tiny fixtures on the GPU (default and
-#                                                  # autotuned tiles), a launch-floor chain, torch in the same call
+#                                                  # autotuned tiles; MODELS_AUTOTUNE=0: default only), a
+#                                                  # launch-floor chain, torch in the same call
 # Everything lands in $OUT; a summary is printed last.
 set -uo pipefail
 source .gpu/env.sh
@@ -43,8 +44,10 @@ PY
     d=tests/models/${fam}_torchscript_ids
     CLFUSE_DEVICE=gpu timeout 200 $CLI bench "$d/model.onnx" --runs 300 > "$OUT/bench_${fam}_gpu.txt" 2>&1
     echo "== $fam default tiles"; grep -E "^(unfused|fused) " "$OUT/bench_${fam}_gpu.txt"
-    CLFUSE_DEVICE=gpu CLFUSE_AUTOTUNE=1 timeout 200 $CLI bench "$d/model.onnx" --runs 300 > "$OUT/bench_${fam}_tuned_gpu.txt" 2>&1
-    echo "== $fam autotuned"; grep -E "^(unfused|fused) " "$OUT/bench_${fam}_tuned_gpu.txt"
+    if [ "${MODELS_AUTOTUNE:-1}" != 0 ]; then
+      CLFUSE_DEVICE=gpu CLFUSE_AUTOTUNE=1 timeout 200 $CLI bench "$d/model.onnx" --runs 300 > "$OUT/bench_${fam}_tuned_gpu.txt" 2>&1
+      echo "== $fam autotuned"; grep -E "^(unfused|fused) " "$OUT/bench_${fam}_tuned_gpu.txt"
+    fi
     CLFUSE_DEVICE=gpu CLFUSE_LOGS=perf timeout 120 $CLI run "$d/model.onnx" $(for f in "$d"/input_*.npy; do n=$(basename "$f" .npy); echo --input "${n#input_}=$f"; done) \
       > /dev/null 2> "$OUT/perf_${fam}_gpu.txt"
   done
