@@ -659,13 +659,26 @@ static clf_status fill_kernel(clf__plan_state *S, uint32_t k)
     K->stores = clf__malloc(cap_s * sizeof *K->stores);
     if (!K->stores)
         return CLF_ERR_OUT_OF_MEMORY;
+    const clf__region_rules *kind = &clf__region_kinds[R->kind];
     for (uint32_t j = 0; j < R->members.n; j++) {
-        uint32_t m = R->members.v[j];
+        uint32_t m = R->members.v[j], from = m;
         out->producer[m] = (int32_t)k;
         for (uint32_t b = 0; b < out->nbuffers; b++) {
             const clf__plan_buffer *B = &out->buffers[b];
-            if (B->node == m && (B->kind == CLF__BUF_OUTPUT || B->kind == CLF__BUF_INTERMEDIATE))
-                K->stores[K->nstores++] = (clf__plan_store){m, b};
+            if (B->node != m || (B->kind != CLF__BUF_OUTPUT && B->kind != CLF__BUF_INTERMEDIATE))
+                continue;
+            if (from == m && kind->store_from) {
+                from = kind->store_from(S, rid, m);
+                if (from == UINT32_MAX)
+                    return CLF_ERR_INTERNAL; /* growth admitted m by this rule */
+                if (from != m)
+                    clf__log(CLF__LOG_FUSION,
+                             "node %u (%s): stored by kernel %u as node %u (%s) at permuted positions: the "
+                             "movement ops between them permute elements (no copy kernel)",
+                             m, clf__node_op_name(clf__graph_node(g, m)), k, from,
+                             clf__node_op_name(clf__graph_node(g, from)));
+            }
+            K->stores[K->nstores++] = (clf__plan_store){m, b, from};
         }
     }
     /* Walk from the members through what this kernel computes. */
@@ -749,6 +762,8 @@ clf_status clf__plan_build(const clf_graph *g, const clf__plan_options *opt, clf
                            size_t errlen)
 {
     clf__plan_state S;
+    if (errlen)
+        err[0] = '\0';
     clf_status st = clf__plan_state_init(&S, g, opt, out);
     if (st == CLF_OK)
         st = clf__plan_liveness(&S);
@@ -768,6 +783,8 @@ clf_status clf__plan_build(const clf_graph *g, const clf__plan_options *opt, clf
         clf__plan_count(&S);
     if (st == CLF_ERR_OUT_OF_MEMORY)
         snprintf(err, errlen, "planner: out of memory");
+    else if (st == CLF_ERR_INTERNAL && errlen && !err[0])
+        snprintf(err, errlen, "planner: a kernel cannot store a value its region admitted");
     if (st != CLF_OK)
         clf__plan_free(out);
     clf__plan_state_free(&S);
