@@ -257,11 +257,12 @@ static const clf__plan_store *store_of(const clf__plan *p, uint32_t k, uint32_t 
 /* Permuted stores (region_kinds.c's clf__product_store_from): attention's
  * output O [1, 2, 4, 8] with its heads merged back to [1, 4, 16] is stored
  * by the attention kernel itself, from O's values, and O is not stored;
- * which: 0 the merged heads an output; 2 half of them (a slice: no
- * permutation) an output, which takes a copy kernel. */
+ * which: 0 the merged heads an output; 1 they feed a GEMM, which reads
+ * them from the attention kernel's store (a plain operand); 2 half of them
+ * (a slice: no permutation) an output, which takes a copy kernel. */
 START_TEST(permuted_store_of_merged_heads)
 {
-    for (int which = 0; which < 3; which += 2) {
+    for (int which = 0; which < 3; which++) {
         clf_graph *g = clf_graph_create();
         int64_t qs[4] = {1, 2, 4, 8}, flat[3] = {1, 4, 16};
         clf_tensor q = clf_input(g, "q", CLF_F32, 4, qs), k = clf_input(g, "k", CLF_F32, 4, qs),
@@ -285,6 +286,17 @@ START_TEST(permuted_store_of_merged_heads)
             ck_assert_int_lt(p.src_buffer[o.node], 0); /* O itself is never stored */
         } else {
             ck_assert_uint_eq(store_of(&p, 0, o.node)->from, o.node);
+        }
+        if (which == 1) {
+            /* The GEMM reads the merged heads from their buffer, not O
+             * through a transpose. */
+            ck_assert(S.mat[m.node]);
+            const clf__plan_kernel *K = &p.kernels[1];
+            ck_assert_int_eq(K->kind, CLF__REGION_GEMM);
+            bool reads_m = false;
+            for (uint32_t i = 0; i < K->nreads; i++)
+                reads_m = reads_m || K->reads[i] == (uint32_t)p.src_buffer[m.node];
+            ck_assert(reads_m);
         }
         end_phases(&S, &p);
         clf_graph_destroy(&g);

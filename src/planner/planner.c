@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "index/index_algebra.h"
 #include "util/log.h"
 
 #define DEFAULT_MAX_FUSED_DEPTH 64
@@ -323,10 +324,46 @@ clf_status clf__plan_liveness(clf__plan_state *S)
 
 /* ---- Materialisation: what lives in memory ------------------------------ */
 
+/* Whether the GEMM that reads operand node op should read it as stored by
+ * an attention kernel in op's own layout: op is the attention's output
+ * moved by movement ops that permute elements (its heads merged back, O
+ * [B, H, S, Dv] to [B, S, H * Dv], as a model's o_proj reads it), and
+ * nothing else reads the output or the ops between. The attention kernel
+ * then stores op instead of its output (a permuted store, region_kinds.c)
+ * for the same bytes, and the GEMM's loads of op are plain row-major reads
+ * (float4 tiles) instead of index arithmetic through a transpose.
+ * readers: each node's consumers, graph outputs counted. */
+static bool operand_stored_by_attention(const clf__plan_state *S, const uint32_t *readers, uint32_t op)
+{
+    const clf_graph *g = S->g;
+    uint32_t id = op;
+    for (;;) {
+        const clf__node *n = clf__graph_node(g, id);
+        if (clf__node_class_of(n) != CLF__CLASS_MOVEMENT || !clf__movement_permutes(g, n) || S->mat[id])
+            return false;
+        id = n->inputs[0];
+        if (readers[id] != 1)
+            return false;
+        if (S->attention_of[id] == (int32_t)id)
+            return true;
+    }
+}
+
 clf_status clf__plan_materialise(clf__plan_state *S)
 {
     const clf_graph *g = S->g;
     bool *mat = S->mat;
+    uint32_t *readers = NULL;
+    if (S->fuse && S->nmatches) {
+        readers = clf__calloc(S->n ? S->n : 1, sizeof *readers);
+        if (!readers)
+            return CLF_ERR_OUT_OF_MEMORY;
+        for (uint32_t i = 0; i < S->n; i++)
+            for (int k = 0; S->needed[i] && k < clf__graph_node(g, i)->ninputs; k++)
+                readers[clf__graph_node(g, i)->inputs[k]]++;
+        for (size_t o = 0; o < g->noutputs; o++)
+            readers[g->outputs[o].node]++;
+    }
     for (uint32_t i = 0; i < S->n; i++) {
         if (!S->needed[i])
             continue;
@@ -351,6 +388,13 @@ clf_status clf__plan_materialise(clf__plan_state *S)
                 uint32_t in = nd->inputs[k];
                 if (att == (int32_t)i && k == 0)
                     continue;
+                if (readers && operand_stored_by_attention(S, readers, in)) {
+                    mat[in] = true;
+                    clf__log(CLF__LOG_FUSION, "node %u (%s): operand %c of matmul %u stored by the attention "
+                             "kernel it permutes, in the layout the matmul reads",
+                             in, clf__node_op_name(clf__graph_node(g, in)), k ? 'b' : 'a', i);
+                    continue;
+                }
                 while (clf__node_class_of(clf__graph_node(g, in)) == CLF__CLASS_MOVEMENT && !mat[in])
                     in = clf__graph_node(g, in)->inputs[0];
                 const char *why = prologue_refusal(g, mat, nd->inputs[k]);
@@ -399,6 +443,7 @@ clf_status clf__plan_materialise(clf__plan_state *S)
         }
         S->depth[i] = d;
     }
+    clf__free(readers);
     return CLF_OK;
 }
 
