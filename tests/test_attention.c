@@ -15,11 +15,12 @@
  * assert_kernel_counts(), at the end of each test, after every correctness
  * check has passed: one kernel for prefill-shaped attention (the planner's
  * ATTENTION region), at most two for decode (Sq <= 4 with Sk >= 1024: a
- * split over the keys and a combine), two where the output is transposed
- * back to [B, S, H*D] as a graph output (the copy is its own kernel; a
- * model's next GEMM reads the transpose in its prologue instead), more
- * than one where the scores or probabilities are graph outputs themselves
- * (no fusion then).
+ * split over the keys and a combine), one where the output is transposed
+ * back to [B, S, H*D] (the attention kernel stores it there: a permuted
+ * store), two where one more kernel follows (a GEMM reading that
+ * transposed output, or a copy through a view that moves elements other
+ * than by a permutation: a slice, a broadcast), more than one where the
+ * scores or probabilities are graph outputs themselves (no fusion then).
  *
  * Shapes are small and shared between cases where possible (B = 2, H = 4,
  * S = 32, D = 64), so that PoCL's and libclfuse's caches, shared by the
@@ -57,10 +58,10 @@ static double atol_of(clf_dtype dt)
 /* ---- Kernel counts: the one place they are asserted ---------------------- */
 
 typedef enum want_kernels {
-    PREFILL,   /* exactly 1 */
-    PERMUTED,  /* exactly 2: attention, then its output transposed into
-                * [B, S, H*D] by a copy (a permuted store is not fused; in
-                * a model the next GEMM reads the transpose instead) */
+    PREFILL,   /* exactly 1 (an output transposed back to [B, S, H*D]
+                * included: a permuted store) */
+    TWO,       /* exactly 2: attention, then a GEMM reading its output or a
+                * copy of it through a slice or a broadcast */
     DECODE,    /* Sq <= 4, Sk >= 1024: at most 2 */
     NOT_FUSED, /* scores or probabilities are outputs: more than 1 */
 } want_kernels;
@@ -68,7 +69,7 @@ typedef enum want_kernels {
 static const char *want_str(want_kernels w)
 {
     return w == PREFILL    ? "1 (prefill)"
-           : w == PERMUTED ? "2 (attention, a transposing copy)"
+           : w == TWO      ? "2 (attention, then a GEMM or a copy)"
            : w == DECODE   ? "<= 2 (decode)"
                            : "> 1 (scores are an output)";
 }
@@ -77,7 +78,7 @@ static bool kernels_ok(size_t got, want_kernels w)
 {
     switch (w) {
     case PREFILL: return got == 1;
-    case PERMUTED: return got == 2;
+    case TWO: return got == 2;
     case DECODE: return got >= 1 && got <= 2;
     case NOT_FUSED: return got > 1;
     }
@@ -1215,7 +1216,7 @@ START_TEST(idiom_output_transposed_reshaped)
     o = clf_reshape(g, clf_transpose(g, o, 4, perm), 3, flat);
     ck_assert_int_eq(clf_graph_output(g, "out", o), CLF_OK);
     ref_outputs ref;
-    check_graph(ctx, "[B,S,H*D] in and out", g, &in, PERMUTED, &ref);
+    check_graph(ctx, "[B,S,H*D] in and out", g, &in, PREFILL, &ref);
     /* The host attention on [B*H, S, D] copies. */
     float *c[3];
     for (int t = 0; t < 3; t++) {
@@ -1244,6 +1245,139 @@ START_TEST(idiom_output_transposed_reshaped)
     ref_free(&ref);
     e2e_inputs_free(&in);
     clf_graph_destroy(&g);
+    clf_context_destroy(&ctx);
+    assert_kernel_counts();
+}
+END_TEST
+
+/* ---- The output's layout: permuted stores --------------------------------- */
+
+static const int BSHD[4] = {0, 2, 1, 3};
+
+/* clf_attention on f32 (or dt) inputs q, k, v [IB, IH, IS, ID]. */
+static clf_tensor idiom_attention(clf_graph *g, e2e_inputs *in, clf_dtype dt)
+{
+    clf_tensor q = in4(g, in, "q", dt, IB, IH, IS, ID);
+    clf_tensor k = in4(g, in, "k", dt, IB, IH, IS, ID);
+    clf_tensor v = in4(g, in, "v", dt, IB, IH, IS, ID);
+    return clf_attention(g, q, k, v, CLF_TENSOR_INVALID, 0, false);
+}
+
+/* O [B, H, S, D] to [B, S, H*D], as a transformer merges the heads. */
+static clf_tensor merge_heads(clf_graph *g, clf_tensor o)
+{
+    int64_t flat[3] = {IB, IS, IH * ID};
+    return clf_reshape(g, clf_transpose(g, o, 4, BSHD), 3, flat);
+}
+
+/* The merged heads feed the next projection (a model's o_proj): the
+ * attention kernel stores them in the layout the GEMM reads, and the GEMM
+ * is the second kernel. */
+START_TEST(transposed_output_feeds_a_matmul)
+{
+    clf_context *ctx = clf_test_context();
+    clf_graph *g = clf_graph_create();
+    e2e_inputs in = {0};
+    clf_tensor o = merge_heads(g, idiom_attention(g, &in, CLF_F32));
+    int64_t ws[2] = {IH * ID, 48};
+    clf_tensor w = e2e_input(g, &in, "w", CLF_F32, 2, ws, -0.1, 0.1);
+    ck_assert_int_eq(clf_graph_output(g, "y", clf_matmul(g, o, w)), CLF_OK);
+    check_graph(ctx, "merged heads into a matmul", g, &in, TWO, NULL);
+    e2e_inputs_free(&in);
+    clf_graph_destroy(&g);
+    clf_context_destroy(&ctx);
+    assert_kernel_counts();
+}
+END_TEST
+
+/* Permuted stores beside others: the output read directly and through the
+ * merged heads (both stored by the one kernel); an epilogue before the
+ * transpose; a transpose alone ([B, S, H, D]); the merged heads both an
+ * output and read by a GEMM. */
+START_TEST(transposed_output_variants)
+{
+    clf_context *ctx = clf_test_context();
+    static const char *labels[] = {"output direct and merged", "epilogue, then merged", "transposed only",
+                                   "merged, an output and a GEMM operand"};
+    for (int c = 0; c < 4; c++) {
+        clf_graph *g = clf_graph_create();
+        e2e_inputs in = {0};
+        clf_tensor o = idiom_attention(g, &in, CLF_F32);
+        want_kernels want = PREFILL;
+        if (c == 0) {
+            ck_assert_int_eq(clf_graph_output(g, "o", o), CLF_OK);
+            ck_assert_int_eq(clf_graph_output(g, "out", merge_heads(g, o)), CLF_OK);
+        } else if (c == 1) {
+            clf_tensor e = clf_add(g, clf_mul(g, o, scalar_f32(g, 2.0)), scalar_f32(g, 0.5));
+            ck_assert_int_eq(clf_graph_output(g, "out", merge_heads(g, e)), CLF_OK);
+        } else if (c == 2) {
+            ck_assert_int_eq(clf_graph_output(g, "out", clf_transpose(g, o, 4, BSHD)), CLF_OK);
+        } else {
+            clf_tensor m = merge_heads(g, o);
+            int64_t ws[2] = {IH * ID, 16};
+            clf_tensor w = e2e_input(g, &in, "w", CLF_F32, 2, ws, -0.1, 0.1);
+            ck_assert_int_eq(clf_graph_output(g, "out", m), CLF_OK);
+            ck_assert_int_eq(clf_graph_output(g, "y", clf_matmul(g, m, w)), CLF_OK);
+            want = TWO;
+        }
+        check_graph(ctx, labels[c], g, &in, want, NULL);
+        e2e_inputs_free(&in);
+        clf_graph_destroy(&g);
+    }
+    clf_context_destroy(&ctx);
+    assert_kernel_counts();
+}
+END_TEST
+
+/* Views of the output that are no permutation the planner knows (half the
+ * rows of the merged heads, a broadcast, the rows reversed by a slice of
+ * step -1): the attention kernel stores O and a copy kernel the view, as
+ * before permuted stores. */
+START_TEST(view_after_attention_not_a_permutation)
+{
+    clf_context *ctx = clf_test_context();
+    static const char *labels[] = {"slice of the merged heads", "broadcast", "rows reversed"};
+    for (int c = 0; c < 3; c++) {
+        clf_graph *g = clf_graph_create();
+        e2e_inputs in = {0};
+        clf_tensor o = idiom_attention(g, &in, CLF_F32), out;
+        if (c == 0) {
+            int64_t start = 0, end = IS / 2;
+            int axis = 1;
+            out = clf_slice(g, merge_heads(g, o), 1, &start, &end, &axis, NULL);
+        } else if (c == 1) {
+            int axis = 0;
+            int64_t es[5] = {2, IB, IH, IS, ID};
+            out = clf_expand(g, clf_unsqueeze(g, o, 1, &axis), 5, es);
+        } else {
+            int64_t start = -1, end = INT64_MIN, step = -1;
+            int axis = 2;
+            out = clf_slice(g, o, 1, &start, &end, &axis, &step);
+        }
+        ck_assert_int_eq(clf_graph_output(g, "out", out), CLF_OK);
+        check_graph(ctx, labels[c], g, &in, TWO, NULL);
+        e2e_inputs_free(&in);
+        clf_graph_destroy(&g);
+    }
+    clf_context_destroy(&ctx);
+    assert_kernel_counts();
+}
+END_TEST
+
+/* f16 and bf16 storage: the merged heads stored by the attention kernel,
+ * rounded once. */
+START_TEST(transposed_output_half)
+{
+    clf_context *ctx = clf_test_context();
+    for (int b = 0; b < 2; b++) {
+        clf_dtype dt = b ? CLF_BF16 : CLF_F16;
+        clf_graph *g = clf_graph_create();
+        e2e_inputs in = {0};
+        ck_assert_int_eq(clf_graph_output(g, "out", merge_heads(g, idiom_attention(g, &in, dt))), CLF_OK);
+        check_graph(ctx, b ? "bf16 merged heads" : "f16 merged heads", g, &in, PREFILL, NULL);
+        e2e_inputs_free(&in);
+        clf_graph_destroy(&g);
+    }
     clf_context_destroy(&ctx);
     assert_kernel_counts();
 }
@@ -1323,7 +1457,7 @@ static void check_onnx(const char *file, bool causal, bool out_bshd)
     e2e_inputs in = {0};
     onnx_inputs(m, &in);
     ref_outputs ref;
-    check_graph(ctx, file, clf_onnx_model_graph(m), &in, out_bshd ? PERMUTED : PREFILL, &ref);
+    check_graph(ctx, file, clf_onnx_model_graph(m), &in, PREFILL, &ref);
 
     /* The same attention from clf_attention, by the reference. */
     clf_graph *g = clf_graph_create();
@@ -1482,6 +1616,10 @@ int main(void)
     clf_test_add_case(s, "idiom_additive_mask_broadcast", idiom_additive_mask_broadcast);
     clf_test_add_case(s, "idiom_gqa_repeat_kv", idiom_gqa_repeat_kv);
     clf_test_add_case(s, "idiom_output_transposed_reshaped", idiom_output_transposed_reshaped);
+    clf_test_add_case(s, "transposed_output_feeds_a_matmul", transposed_output_feeds_a_matmul);
+    clf_test_add_case(s, "transposed_output_variants", transposed_output_variants);
+    clf_test_add_case(s, "view_after_attention_not_a_permutation", view_after_attention_not_a_permutation);
+    clf_test_add_case(s, "transposed_output_half", transposed_output_half);
     clf_test_add_case(s, "finite_fill_and_decode_masks", finite_fill_and_decode_masks);
     clf_test_add_case(s, "decode_chunk_edges", decode_chunk_edges);
     clf_test_add_case(s, "decode_causal_few_queries", decode_causal_few_queries);

@@ -1,6 +1,7 @@
 /* Planner and codegen without a device: plans, kernel names, generated
  * source properties (index width, vector path, template), and the fusion
  * legality rule. Nothing here touches OpenCL. */
+#include <stdio.h>
 #include <string.h>
 
 #include "codegen/codegen.h"
@@ -613,6 +614,39 @@ START_TEST(attention_tensor_cores_where_the_operands_allow)
 }
 END_TEST
 
+/* Attention's heads merged back to [B, S, H*D] and fed to a projection:
+ * the attention kernel stores them at permuted positions (not at the
+ * product's own index i), and the projection's operand is a plain buffer,
+ * loaded as float4 tiles on GPUs. */
+START_TEST(permuted_store_feeds_a_plain_operand)
+{
+    clf__codegen_target gpu = {.cpu = false, .max_local = 1024, .compute_units = 132, .local_mem = 49152};
+    clf_graph *g = clf_graph_create();
+    int64_t qs[4] = {2, 4, 16, 32}, flat[3] = {2, 16, 128};
+    clf_tensor q = clf_input(g, "q", CLF_F32, 4, qs), k = clf_input(g, "k", CLF_F32, 4, qs),
+               v = clf_input(g, "v", CLF_F32, 4, qs);
+    clf_tensor o = clf_attention(g, q, k, v, CLF_TENSOR_INVALID, 0, false);
+    clf_tensor m = clf_reshape(g, clf_transpose(g, o, 4, (int[]){0, 2, 1, 3}), 3, flat);
+    clf_graph_output(g, "y", clf_matmul(g, m, clf_input(g, "w", CLF_F32, 2, (int64_t[]){128, 64})));
+    clf__plan p = plan_of(g, true);
+    ck_assert_uint_eq(p.nkernels, 2);
+    char err[256];
+    clf__kernel_code c;
+    ck_assert(clf__codegen_kernel(g, &p, 0, &gpu, &c, err, sizeof err) == CLF_OK);
+    const char *store = strstr(c.source, "static inline void clf_store(");
+    ck_assert_ptr_nonnull(store);
+    char plain[32];
+    snprintf(plain, sizeof plain, "b%d[i] =", p.src_buffer[m.node]);
+    ck_assert_msg(!strstr(store, plain) && strstr(store, "* 128u"), "%s", store);
+    clf__kernel_code_free(&c);
+    ck_assert(clf__codegen_kernel(g, &p, 1, &gpu, &c, err, sizeof err) == CLF_OK);
+    ck_assert(c.schedule.vec_a);
+    clf__kernel_code_free(&c);
+    clf__plan_free(&p);
+    clf_graph_destroy(&g);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("codegen");
@@ -631,6 +665,7 @@ int main(void)
     tcase_add_test(tc, gemm_default_tiles_fit_small_products);
     tcase_add_test(tc, schedules_name_their_choices);
     tcase_add_test(tc, attention_tensor_cores_where_the_operands_allow);
+    tcase_add_test(tc, permuted_store_feeds_a_plain_operand);
     suite_add_tcase(s, tc);
     return clf_test_run_suite(s);
 }

@@ -386,6 +386,34 @@ START_TEST(epilogue_outputs_and_misaligned_reads)
 }
 END_TEST
 
+/* The product transposed (after an epilogue, then reshaped) as an output
+ * beside a plain one: the GEMM stores it at permuted positions, one kernel;
+ * batched, the last two axes swapped with a head axis between. */
+START_TEST(transposed_outputs_stored_by_the_gemm)
+{
+    clf_graph *g = clf_graph_create();
+    e2e_inputs in = {0};
+    clf_tensor x = input2(g, &in, "x", 16, 9);
+    clf_tensor w = input2(g, &in, "w", 9, 12);
+    clf_tensor p = clf_matmul(g, x, w);
+    clf_tensor t = clf_transpose(g, clf_relu(g, p), 0, NULL);
+    ck_assert_int_eq(clf_graph_output(g, "t", clf_reshape(g, t, 2, (int64_t[]){6, 32})), CLF_OK);
+    ck_assert_int_eq(clf_graph_output(g, "plus", clf_add(g, p, clf_scalar(g, CLF_F32, 1.0))), CLF_OK);
+    e2e_check_all(g, &in, 1, RTOL, ATOL);
+    e2e_inputs_free(&in);
+    clf_graph_destroy(&g);
+
+    g = clf_graph_create();
+    in = (e2e_inputs){0};
+    int64_t xs[3] = {3, 10, 7}, ws[3] = {3, 7, 6};
+    clf_tensor b = clf_matmul(g, e2e_input(g, &in, "x", CLF_F32, 3, xs, -1, 1), e2e_input(g, &in, "w", CLF_F32, 3, ws, -1, 1));
+    ck_assert_int_eq(clf_graph_output(g, "t", clf_transpose(g, b, 3, (int[]){2, 0, 1})), CLF_OK);
+    e2e_check_all(g, &in, 1, RTOL, ATOL);
+    e2e_inputs_free(&in);
+    clf_graph_destroy(&g);
+}
+END_TEST
+
 START_TEST(bad_arguments_are_clear_errors)
 {
     int64_t s23[2] = {2, 3}, s43[2] = {4, 3}, s3[1] = {3};
@@ -536,6 +564,7 @@ int main(void)
     clf_test_add_case(s, "kernel_named_after_epilogue", kernel_named_after_epilogue);
     clf_test_add_case(s, "long_epilogue_one_kernel", long_epilogue_one_kernel);
     clf_test_add_case(s, "epilogue_outputs_and_misaligned_reads", epilogue_outputs_and_misaligned_reads);
+    clf_test_add_case(s, "transposed_outputs_stored_by_the_gemm", transposed_outputs_stored_by_the_gemm);
     clf_test_add_case(s, "bad_arguments_are_clear_errors", bad_arguments_are_clear_errors);
     clf_test_add_case(s, "autotune_keeps_the_winner_on_disk", autotune_keeps_the_winner_on_disk);
     return clf_test_run_suite(s);

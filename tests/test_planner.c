@@ -244,6 +244,94 @@ START_TEST(find_attention_matches_and_refuses)
 }
 END_TEST
 
+/* The one store of kernel k of node id; fails the test when there is none. */
+static const clf__plan_store *store_of(const clf__plan *p, uint32_t k, uint32_t id)
+{
+    for (uint32_t s = 0; s < p->kernels[k].nstores; s++)
+        if (p->kernels[k].stores[s].node == id)
+            return &p->kernels[k].stores[s];
+    ck_abort_msg("kernel %u does not store node %u", k, id);
+    return NULL;
+}
+
+/* Permuted stores (region_kinds.c's clf__product_store_from): attention's
+ * output O [1, 2, 4, 8] with its heads merged back to [1, 4, 16] is stored
+ * by the attention kernel itself, from O's values, and O is not stored;
+ * which: 0 the merged heads an output; 1 they feed a GEMM, which reads
+ * them from the attention kernel's store (a plain operand); 2 half of them
+ * (a slice: no permutation) an output, which takes a copy kernel. */
+START_TEST(permuted_store_of_merged_heads)
+{
+    for (int which = 0; which < 3; which++) {
+        clf_graph *g = clf_graph_create();
+        int64_t qs[4] = {1, 2, 4, 8}, flat[3] = {1, 4, 16};
+        clf_tensor q = clf_input(g, "q", CLF_F32, 4, qs), k = clf_input(g, "k", CLF_F32, 4, qs),
+                   v = clf_input(g, "v", CLF_F32, 4, qs);
+        clf_tensor o = clf_attention(g, q, k, v, CLF_TENSOR_INVALID, 0, false);
+        clf_tensor m = clf_reshape(g, clf_transpose(g, o, 4, (int[]){0, 2, 1, 3}), 3, flat), y = m;
+        if (which == 1)
+            y = clf_matmul(g, m, clf_input(g, "w", CLF_F32, 2, (int64_t[]){16, 8}));
+        else if (which == 2)
+            y = clf_slice(g, m, 1, (int64_t[]){0}, (int64_t[]){2}, (int[]){1}, NULL);
+        clf_graph_output(g, "y", y);
+        clf__plan_state S;
+        clf__plan p;
+        run_phases(g, NULL, 7, &S, &p);
+        ck_assert_uint_eq(p.nkernels, which == 0 ? 1 : 2);
+        ck_assert_int_eq(p.kernels[0].kind, CLF__REGION_ATTENTION);
+        ck_assert_uint_eq(p.kernels[0].nstores, 1);
+        if (which < 2) {
+            const clf__plan_store *st = store_of(&p, 0, m.node);
+            ck_assert_uint_eq(st->from, o.node);
+            ck_assert_int_lt(p.src_buffer[o.node], 0); /* O itself is never stored */
+        } else {
+            ck_assert_uint_eq(store_of(&p, 0, o.node)->from, o.node);
+        }
+        if (which == 1) {
+            /* The GEMM reads the merged heads from their buffer, not O
+             * through a transpose. */
+            ck_assert(S.mat[m.node]);
+            const clf__plan_kernel *K = &p.kernels[1];
+            ck_assert_int_eq(K->kind, CLF__REGION_GEMM);
+            bool reads_m = false;
+            for (uint32_t i = 0; i < K->nreads; i++)
+                reads_m = reads_m || K->reads[i] == (uint32_t)p.src_buffer[m.node];
+            ck_assert(reads_m);
+        }
+        end_phases(&S, &p);
+        clf_graph_destroy(&g);
+    }
+}
+END_TEST
+
+/* A GEMM's product transposed as an output, after an epilogue and
+ * reshaped (0) or beside a plain epilogue output (1): the GEMM stores it
+ * at permuted positions, one kernel. */
+START_TEST(permuted_store_of_a_gemm)
+{
+    for (int which = 0; which < 2; which++) {
+        clf_graph *g = clf_graph_create();
+        clf_tensor x = clf_input(g, "x", CLF_F32, 2, (int64_t[]){6, 5}),
+                   w = clf_input(g, "w", CLF_F32, 2, (int64_t[]){5, 4});
+        clf_tensor pr = clf_matmul(g, x, w), from = which ? pr : clf_relu(g, pr);
+        clf_tensor y = clf_transpose(g, from, 0, NULL);
+        if (which == 0)
+            y = clf_reshape(g, y, 1, (int64_t[]){24});
+        clf_graph_output(g, "y", y);
+        if (which == 1)
+            clf_graph_output(g, "z", clf_add(g, pr, clf_scalar(g, CLF_F32, 1.0)));
+        clf__plan_state S;
+        clf__plan p;
+        run_phases(g, NULL, 7, &S, &p);
+        ck_assert_uint_eq(p.nkernels, 1);
+        ck_assert_int_eq(p.kernels[0].kind, CLF__REGION_GEMM);
+        ck_assert_uint_eq(store_of(&p, 0, y.node)->from, from.node);
+        end_phases(&S, &p);
+        clf_graph_destroy(&g);
+    }
+}
+END_TEST
+
 int main(void)
 {
     clf_test_setup_env();
@@ -254,5 +342,7 @@ int main(void)
     clf_test_add_case(s, "order_and_buffers", order_and_buffers);
     clf_test_add_case(s, "kind_table_rows", kind_table_rows);
     clf_test_add_case(s, "find_attention_matches_and_refuses", find_attention_matches_and_refuses);
+    clf_test_add_case(s, "permuted_store_of_merged_heads", permuted_store_of_merged_heads);
+    clf_test_add_case(s, "permuted_store_of_a_gemm", permuted_store_of_a_gemm);
     return clf_test_run_suite(s);
 }

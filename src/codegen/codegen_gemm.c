@@ -239,6 +239,33 @@ void clf__gemm_problem_class(const clf_graph *g, const clf__plan *plan, uint32_t
                    operand_transposed(g, mm->inputs[1]) ? "t" : "n", clf__cg_operand_plain(plan, k, g, mm->inputs[1]) ? "" : "p");
 }
 
+/* The index in node's buffer of the element the movement ops from `from`
+ * up to node put from's element i at (a permuted store: each op permutes
+ * elements, clf__movement_permutes). */
+static clf__ix permuted_index(clf__cg_fn *G, uint32_t node, uint32_t from, uint64_t numel)
+{
+    const clf__node *n = clf__graph_node(G->g, node);
+    uint32_t len = 0;
+    for (uint32_t id = node; id != from; id = clf__graph_node(G->g, id)->inputs[0])
+        len++;
+    uint32_t *chain = clf__malloc((len ? len : 1) * sizeof *chain);
+    if (!chain) {
+        G->failed = true;
+        return clf__ix_const(0);
+    }
+    uint32_t j = len;
+    for (uint32_t id = node; id != from; id = clf__graph_node(G->g, id)->inputs[0])
+        chain[--j] = id; /* chain[0] reads from, chain[len - 1] is node */
+    clf__view v = {.linear = true, .lin = clf__ix_i(numel)};
+    for (j = 0; j < len; j++) {
+        clf__view up;
+        clf__view_output(G->ix, G->g, clf__graph_node(G->g, chain[j]), &v, &up);
+        v = up;
+    }
+    clf__free(chain);
+    return clf__view_linear(G->ix, &v, n->rank, n->shape);
+}
+
 clf_status clf__cg_emit_product_store(const clf_graph *g, const clf__plan *plan, uint32_t k, clf__strbuf *src,
                                       char *err, size_t errlen)
 {
@@ -249,12 +276,18 @@ clf_status clf__cg_emit_product_store(const clf_graph *g, const clf__plan *plan,
     clf__cg_fn_init(&G, g, plan, k, &hooks);
     clf__view at_i = {.linear = true, .lin = clf__ix_i((uint64_t)K->numel)};
     char **vals = clf__calloc(K->nstores ? K->nstores : 1, sizeof *vals);
-    if (!vals)
+    char(*at)[32] = clf__calloc(K->nstores ? K->nstores : 1, sizeof *at);
+    if (!vals || !at)
         goto done;
+    /* Each store's value at the product's element i: stored at i, or for a
+     * permuted store where its movement ops put element i. */
     for (uint32_t s = 0; s < K->nstores; s++) {
-        vals[s] = clf__strdup(clf__cg_value(&G, K->stores[s].node, &at_i));
+        const clf__plan_store *P = &K->stores[s];
+        vals[s] = clf__strdup(clf__cg_value(&G, P->from, &at_i));
         if (!vals[s])
             G.failed = true;
+        clf__ix dst = P->from == P->node ? at_i.lin : permuted_index(&G, P->node, P->from, (uint64_t)K->numel);
+        clf__ix_str(&dst, at[s], sizeof at[s]);
     }
     if (G.failed || G.ix->failed || !clf__sb_ok(&G.idx_code) || !clf__sb_ok(&G.body)) {
         snprintf(err, errlen, "codegen: kernel %u: the %s epilogue reads the product at another element", k,
@@ -266,13 +299,14 @@ clf_status clf__cg_emit_product_store(const clf_graph *g, const clf__plan *plan,
     clf__sb_puts(src, "    const IDX_T i = (bt * (IDX_T)M + m) * (IDX_T)N + n;\n");
     clf__sb_printf(src, "%s%s", clf__sb_str(&G.idx_code), clf__sb_str(&G.body));
     for (uint32_t s = 0; s < K->nstores; s++)
-        clf__cg_store(src, clf__graph_node(g, K->stores[s].node)->dtype, K->stores[s].buffer, "i", vals[s]);
+        clf__cg_store(src, clf__graph_node(g, K->stores[s].node)->dtype, K->stores[s].buffer, at[s], vals[s]);
     clf__sb_puts(src, "}\n\n");
     st = clf__sb_ok(src) ? CLF_OK : CLF_ERR_OUT_OF_MEMORY;
 done:
     for (uint32_t s = 0; vals && s < K->nstores; s++)
         clf__free(vals[s]);
     clf__free(vals);
+    clf__free(at);
     clf__cg_fn_free(&G);
     return st;
 }

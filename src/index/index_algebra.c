@@ -472,3 +472,36 @@ void clf__view_input(clf__ixgen *gen, const clf_graph *g, const clf__node *n, in
         return;
     }
 }
+
+bool clf__movement_permutes(const clf_graph *g, const clf__node *n)
+{
+    switch (n->op) {
+    case CLF__OP_RESHAPE:
+    case CLF__OP_SQUEEZE:
+    case CLF__OP_UNSQUEEZE:
+    case CLF__OP_TRANSPOSE:
+        return true;
+    case CLF__OP_EXPAND: /* as many elements out as in: only unit axes added */
+        return clf__node_numel(n) == clf__node_numel(clf__graph_node(g, n->inputs[0]));
+    default:
+        return false;
+    }
+}
+
+void clf__view_output(clf__ixgen *gen, const clf_graph *g, const clf__node *n, const clf__view *in,
+                      clf__view *out)
+{
+    const clf__node *src = clf__graph_node(g, n->inputs[0]);
+    if (n->op == CLF__OP_TRANSPOSE) {
+        /* Output axis d is input axis perm[d]. */
+        clf__ix dims[CLF_MAX_RANK];
+        clf__view_dims(gen, in, src->rank, src->shape, dims);
+        out->linear = false;
+        for (int d = 0; d < n->rank; d++)
+            out->dims[d] = dims[n->attr.transpose.perm[d]];
+        return;
+    }
+    /* The rest keep the C-order linear index. */
+    out->linear = true;
+    out->lin = clf__view_linear(gen, in, src->rank, src->shape);
+}

@@ -86,4 +86,14 @@ void clf__view_dims(clf__ixgen *gen, const clf__view *v, int rank, const int64_t
 void clf__view_input(clf__ixgen *gen, const clf_graph *g, const clf__node *n, int k,
                      const clf__view *v, clf__view *in);
 
+/* Whether movement op n permutes the elements of its input: every element
+ * lands at exactly one place of n and every place of n holds one (transpose,
+ * reshape, squeeze, unsqueeze, an expand that adds only unit axes; not a
+ * broadcast, a slice or a gather). */
+bool clf__movement_permutes(const clf_graph *g, const clf__node *n);
+/* The other direction of clf__view_input for such an op: given the view of
+ * n's input, the view of n at which the same element sits. */
+void clf__view_output(clf__ixgen *gen, const clf_graph *g, const clf__node *n, const clf__view *in,
+                      clf__view *out);
+
 #endif

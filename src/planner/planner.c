@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "index/index_algebra.h"
 #include "util/log.h"
 
 #define DEFAULT_MAX_FUSED_DEPTH 64
@@ -323,10 +324,46 @@ clf_status clf__plan_liveness(clf__plan_state *S)
 
 /* ---- Materialisation: what lives in memory ------------------------------ */
 
+/* Whether the GEMM that reads operand node op should read it as stored by
+ * an attention kernel in op's own layout: op is the attention's output
+ * moved by movement ops that permute elements (its heads merged back, O
+ * [B, H, S, Dv] to [B, S, H * Dv], as a model's o_proj reads it), and
+ * nothing else reads the output or the ops between. The attention kernel
+ * then stores op instead of its output (a permuted store, region_kinds.c)
+ * for the same bytes, and the GEMM's loads of op are plain row-major reads
+ * (float4 tiles) instead of index arithmetic through a transpose.
+ * readers: each node's consumers, graph outputs counted. */
+static bool operand_stored_by_attention(const clf__plan_state *S, const uint32_t *readers, uint32_t op)
+{
+    const clf_graph *g = S->g;
+    uint32_t id = op;
+    for (;;) {
+        const clf__node *n = clf__graph_node(g, id);
+        if (clf__node_class_of(n) != CLF__CLASS_MOVEMENT || !clf__movement_permutes(g, n) || S->mat[id])
+            return false;
+        id = n->inputs[0];
+        if (readers[id] != 1)
+            return false;
+        if (S->attention_of[id] == (int32_t)id)
+            return true;
+    }
+}
+
 clf_status clf__plan_materialise(clf__plan_state *S)
 {
     const clf_graph *g = S->g;
     bool *mat = S->mat;
+    uint32_t *readers = NULL;
+    if (S->fuse && S->nmatches) {
+        readers = clf__calloc(S->n ? S->n : 1, sizeof *readers);
+        if (!readers)
+            return CLF_ERR_OUT_OF_MEMORY;
+        for (uint32_t i = 0; i < S->n; i++)
+            for (int k = 0; S->needed[i] && k < clf__graph_node(g, i)->ninputs; k++)
+                readers[clf__graph_node(g, i)->inputs[k]]++;
+        for (size_t o = 0; o < g->noutputs; o++)
+            readers[g->outputs[o].node]++;
+    }
     for (uint32_t i = 0; i < S->n; i++) {
         if (!S->needed[i])
             continue;
@@ -351,6 +388,13 @@ clf_status clf__plan_materialise(clf__plan_state *S)
                 uint32_t in = nd->inputs[k];
                 if (att == (int32_t)i && k == 0)
                     continue;
+                if (readers && operand_stored_by_attention(S, readers, in)) {
+                    mat[in] = true;
+                    clf__log(CLF__LOG_FUSION, "node %u (%s): operand %c of matmul %u stored by the attention "
+                             "kernel it permutes, in the layout the matmul reads",
+                             in, clf__node_op_name(clf__graph_node(g, in)), k ? 'b' : 'a', i);
+                    continue;
+                }
                 while (clf__node_class_of(clf__graph_node(g, in)) == CLF__CLASS_MOVEMENT && !mat[in])
                     in = clf__graph_node(g, in)->inputs[0];
                 const char *why = prologue_refusal(g, mat, nd->inputs[k]);
@@ -399,6 +443,7 @@ clf_status clf__plan_materialise(clf__plan_state *S)
         }
         S->depth[i] = d;
     }
+    clf__free(readers);
     return CLF_OK;
 }
 
@@ -659,13 +704,26 @@ static clf_status fill_kernel(clf__plan_state *S, uint32_t k)
     K->stores = clf__malloc(cap_s * sizeof *K->stores);
     if (!K->stores)
         return CLF_ERR_OUT_OF_MEMORY;
+    const clf__region_rules *kind = &clf__region_kinds[R->kind];
     for (uint32_t j = 0; j < R->members.n; j++) {
-        uint32_t m = R->members.v[j];
+        uint32_t m = R->members.v[j], from = m;
         out->producer[m] = (int32_t)k;
         for (uint32_t b = 0; b < out->nbuffers; b++) {
             const clf__plan_buffer *B = &out->buffers[b];
-            if (B->node == m && (B->kind == CLF__BUF_OUTPUT || B->kind == CLF__BUF_INTERMEDIATE))
-                K->stores[K->nstores++] = (clf__plan_store){m, b};
+            if (B->node != m || (B->kind != CLF__BUF_OUTPUT && B->kind != CLF__BUF_INTERMEDIATE))
+                continue;
+            if (from == m && kind->store_from) {
+                from = kind->store_from(S, rid, m);
+                if (from == UINT32_MAX)
+                    return CLF_ERR_INTERNAL; /* growth admitted m by this rule */
+                if (from != m)
+                    clf__log(CLF__LOG_FUSION,
+                             "node %u (%s): stored by kernel %u as node %u (%s) at permuted positions: the "
+                             "movement ops between them permute elements (no copy kernel)",
+                             m, clf__node_op_name(clf__graph_node(g, m)), k, from,
+                             clf__node_op_name(clf__graph_node(g, from)));
+            }
+            K->stores[K->nstores++] = (clf__plan_store){m, b, from};
         }
     }
     /* Walk from the members through what this kernel computes. */
@@ -749,6 +807,8 @@ clf_status clf__plan_build(const clf_graph *g, const clf__plan_options *opt, clf
                            size_t errlen)
 {
     clf__plan_state S;
+    if (errlen)
+        err[0] = '\0';
     clf_status st = clf__plan_state_init(&S, g, opt, out);
     if (st == CLF_OK)
         st = clf__plan_liveness(&S);
@@ -768,6 +828,8 @@ clf_status clf__plan_build(const clf_graph *g, const clf__plan_options *opt, clf
         clf__plan_count(&S);
     if (st == CLF_ERR_OUT_OF_MEMORY)
         snprintf(err, errlen, "planner: out of memory");
+    else if (st == CLF_ERR_INTERNAL && errlen && !err[0])
+        snprintf(err, errlen, "planner: a kernel cannot store a value its region admitted");
     if (st != CLF_OK)
         clf__plan_free(out);
     clf__plan_state_free(&S);

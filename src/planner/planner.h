@@ -28,10 +28,16 @@ typedef struct clf__plan_buffer {
     uint64_t bytes;
 } clf__plan_buffer;
 
-/* One value a kernel writes: node's value into buffer. */
+/* One value a kernel writes: node's value into buffer. A kernel that ends
+ * in a product (GEMM, attention) may write it as the value `from` that it
+ * computes at the product's element i, stored where the movement ops
+ * between from and node put element i (a permuted store: the heads of an
+ * attention output merged back into [B, S, H * Dv] without a copy kernel;
+ * region_kinds.c has the rule). from == node otherwise. */
 typedef struct clf__plan_store {
     uint32_t node;
     uint32_t buffer;
+    uint32_t from;
 } clf__plan_store;
 
 /* The kinds of kernel the planner makes. Each kind's rules are a row of

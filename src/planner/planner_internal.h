@@ -107,9 +107,19 @@ typedef struct clf__region_rules {
      * NULL when m may join region r in role ro (*stage: its reduction
      * stage), else why not. NULL pointer: no rule of its own. */
     const char *(*refusal)(clf__plan_state *S, uint32_t r, uint32_t m, clf__role ro, int *stage);
+    /* The node whose value the kernel of region r stores as its member m
+     * (clf__plan_store's from). NULL pointer: m itself. */
+    uint32_t (*store_from)(const clf__plan_state *S, uint32_t r, uint32_t m);
 } clf__region_rules;
 
 extern const clf__region_rules clf__region_kinds[CLF__REGION_KIND_COUNT];
+
+/* The node whose value the kernel of product region r (GEMM, attention)
+ * stores as materialised node m: m itself, stored at the product's element
+ * i; the value m permutes, stored at the place m's movement ops put i; or
+ * UINT32_MAX when the kernel cannot store m (region_kinds.c states the
+ * rule). */
+uint32_t clf__product_store_from(const clf__plan_state *S, uint32_t r, uint32_t m);
 
 /* The kind a materialised node starts when it joins no region. */
 clf__region_kind clf__region_kind_of_anchor(const clf__plan_state *S, uint32_t m);

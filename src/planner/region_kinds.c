@@ -149,10 +149,11 @@ static bool reduction_aligned(const clf__plan_state *S, uint32_t r, const clf__r
     return align_walk_end(&w);
 }
 
-/* Whether pointwise node m may join GEMM region R (number r): every read of
- * the region's product is at the element being stored, where the
- * accumulator holds it. */
-static bool gemm_aligned(const clf__plan_state *S, uint32_t r, const clf__region *R, uint32_t m)
+/* Whether node id, computed at element i of GEMM region R (number r),
+ * reads the region's product only at i, where the accumulator holds it:
+ * the walk starts at id's inputs (a member joining the region) or, with
+ * self, at id itself (which may be the product). */
+static bool gemm_aligned(const clf__plan_state *S, uint32_t r, const clf__region *R, uint32_t id, bool self)
 {
     const clf_graph *g = S->g;
     align_walk w = {.g = g, .mat = S->mat, .region_of = S->region_of, .stage = S->out->stage, .region = (int32_t)r,
@@ -163,7 +164,10 @@ static bool gemm_aligned(const clf__plan_state *S, uint32_t r, const clf__region
     clf__ixgen_init(&w.ix, &w.code, (uint64_t)numel);
     w.x = clf__ix_i((uint64_t)numel);
     clf__view at = {.linear = true, .lin = w.x};
-    walk_inputs(&w, clf__graph_node(g, m), &at);
+    if (self)
+        walk_node(&w, id, &at);
+    else
+        walk_inputs(&w, clf__graph_node(g, id), &at);
     if (w.ix.failed)
         w.ok = false;
     return align_walk_end(&w);
@@ -263,11 +267,48 @@ static clf__role gemm_role(const clf_graph *g, const clf__region *R, const clf__
                : CLF__ROLE_NONE;
 }
 
+/* The rule of a product kernel's stores, in words: the kernel computes its
+ * product one element i at a time, so it can store a member m that is
+ * (a) m's element i, when m is the product or reads it only at i (an
+ *     epilogue: bias, activation, a reshape); or
+ * (b) a permutation of such a value `from`: m is from moved by movement ops
+ *     that move every element to exactly one place (transpose, reshape,
+ *     squeeze, unsqueeze; clf__movement_permutes: no broadcast, no slice),
+ *     so from's element i is stored at the place those ops put it in m.
+ * That is attention's output O [B, H, S, Dv] transposed and reshaped back
+ * to [B, S, H * Dv] written by the attention kernel itself, with no copy
+ * kernel; O is then stored only if something else reads it. from must be
+ * the kernel's own value (the product, or computed from it in registers):
+ * moving another kernel's stored value into place is a copy, not an
+ * epilogue. */
+uint32_t clf__product_store_from(const clf__plan_state *S, uint32_t r, uint32_t m)
+{
+    const clf_graph *g = S->g;
+    const clf__region *R = &S->rs[r];
+    if (m == R->anchor || gemm_aligned(S, r, R, m, false))
+        return m;
+    uint32_t from = m;
+    for (;;) {
+        const clf__node *n = clf__graph_node(g, from);
+        if (clf__node_class_of(n) != CLF__CLASS_MOVEMENT || !clf__movement_permutes(g, n))
+            break;
+        from = n->inputs[0];
+        if (S->mat[from] && S->region_of[from] != (int32_t)r)
+            return UINT32_MAX;
+    }
+    if (from == m || !clf__plan_is_computed(clf__graph_node(g, from)))
+        return UINT32_MAX;
+    return gemm_aligned(S, r, R, from, true) ? from : UINT32_MAX;
+}
+
 static const char *gemm_refusal(clf__plan_state *S, uint32_t r, uint32_t m, clf__role ro, int *stage)
 {
     (void)ro;
     (void)stage;
-    return gemm_aligned(S, r, &S->rs[r], m) ? NULL : "it reads the product at another element than the one it stores";
+    return clf__product_store_from(S, r, m) != UINT32_MAX
+               ? NULL
+               : "it reads the product at another element than the one it stores, and is no permutation of a value "
+                 "the kernel computes there";
 }
 
 /* ---- Attention ---------------------------------------------------------- */
@@ -289,17 +330,19 @@ static void attention_start(clf__plan_state *S, clf__region *R, uint32_t m)
  * product, reading the product only there. */
 #define attention_role gemm_role
 #define attention_refusal gemm_refusal
+#define attention_store_from clf__product_store_from
+#define gemm_store_from clf__product_store_from
 
 /* ---- The table ---------------------------------------------------------- */
 
 const clf__region_rules clf__region_kinds[CLF__REGION_KIND_COUNT] = {
     [CLF__REGION_POINTWISE] = {CLF__REGION_POINTWISE, "pointwise", pointwise_anchors, pointwise_start, pointwise_role,
-                               NULL},
+                               NULL, NULL},
     [CLF__REGION_REDUCTION] = {CLF__REGION_REDUCTION, "reduction", reduction_anchors, reduction_start, reduction_role,
-                               reduction_refusal},
-    [CLF__REGION_GEMM] = {CLF__REGION_GEMM, "GEMM", gemm_anchors, gemm_start, gemm_role, gemm_refusal},
+                               reduction_refusal, NULL},
+    [CLF__REGION_GEMM] = {CLF__REGION_GEMM, "GEMM", gemm_anchors, gemm_start, gemm_role, gemm_refusal, gemm_store_from},
     [CLF__REGION_ATTENTION] = {CLF__REGION_ATTENTION, "attention", attention_anchors, attention_start, attention_role,
-                               attention_refusal},
+                               attention_refusal, attention_store_from},
 };
 _Static_assert(CLF__REGION_KIND_COUNT == 4, "a new region kind needs its row in clf__region_kinds");
 
