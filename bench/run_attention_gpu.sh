@@ -27,7 +27,7 @@ B=/tmp/build-gpu
 W=/tmp/attention-work
 rm -rf "$W"; mkdir -p "$W"
 BUDGET=${ATTN_BUDGET_S:-540}
-TORCH_RESERVE=240 # seconds kept for torch (import, six torch.compile builds, the runs)
+TORCH_RESERVE=240 # seconds kept for torch (import, nine torch.compile builds, the runs)
 left() { echo $((BUDGET - (SECONDS - START))); }
 
 # name, bench_attention options, the torch case it is compared with (empty: its own)
@@ -36,6 +36,8 @@ f32_full	--dtype f32 --b 8 --h 16 --s 1024 --d 64
 f32_causal	--dtype f32 --b 8 --h 16 --s 1024 --d 64 --causal	
 f16_full	--dtype f16 --b 8 --h 16 --s 1024 --d 64	
 f16_causal	--dtype f16 --b 8 --h 16 --s 1024 --d 64 --causal	
+bf16_full	--dtype bf16 --b 8 --h 16 --s 1024 --d 64	
+f16_d128_causal	--dtype f16 --b 4 --h 32 --s 1024 --d 128 --causal	
 decode_f16_b1	--dtype f16 --b 1 --h 32 --sq 1 --sk 4096 --d 128	
 decode_f16_b8	--dtype f16 --b 8 --h 32 --sq 1 --sk 4096 --d 128	
 gqa_f16_causal	--dtype f16 --b 4 --h 32 --hkv 8 --s 1024 --d 128 --causal	
