@@ -5,18 +5,28 @@
  * of CHUNK and every (row, chunk) pair is a work-group:
  *
  * CLF_KERNEL_NAME, the split: a work-group of WG work-items scores its
- * chunk's keys, a key a work-item: the query sits in local memory (every
- * work-item reads the same float4: a broadcast) and each work-item reads
- * its key's row of K as float4s, so a work-item's loads walk one row from
- * start to end and every cache line fetched is used whole. (Lanes across
- * D would coalesce each load but need a reduction per key; a key per lane
- * needs none.) The chunk's logits go to local memory; their maximum, then
- * each key's weight exp(logit - max) against it, then the weighted sum of
- * V with the work-items across DV: VL consecutive work-items read
- * consecutive elements of a V row (coalesced), KG = WG / VL groups of
- * them take every KG-th key when DV is narrower than the work-group. The
- * chunk's state, its maximum, its sum of weights and its DV unnormalised
- * accumulators, is written to `part` (f32, DV + 2 floats a chunk).
+ * chunk's keys, a key a work-item, WG keys a pass. The query sits in
+ * local memory (every work-item reads the same element: a broadcast). K
+ * goes through local memory in pieces of WG keys x KP columns (kt, f32,
+ * rows padded by one float): for each piece consecutive work-items load
+ * consecutive columns of a K row, so a warp's load covers whole sectors
+ * of one row rather than touching 32 rows at one column (a key's own row
+ * a work-item made every load instruction fetch 32 sectors and use 8
+ * bytes of each, f16); after a barrier each work-item adds its key's
+ * partial dot product from its row of the piece, the padding putting the
+ * rows that a warp's work-items read at one column in different banks.
+ * All KP loads of a work-item's share of a piece are issued before the
+ * barrier, and codegen shrinks KP (32 at most) until the kernel's local
+ * memory fits the device's. The chunk's logits go to local memory; their
+ * maximum, then each key's weight exp(logit - max) against it, then the
+ * weighted sum of V with the work-items across DV: VL consecutive
+ * work-items read consecutive elements of a V row (coalesced), KG = WG /
+ * VL groups of them take every KG-th key when DV is narrower than the
+ * work-group, and each work-item loads VU keys' values before adding
+ * them (VU x its DVL columns of loads in flight, not one: the sweep is
+ * bound by how many loads wait on memory at once). The chunk's state,
+ * its maximum, its sum of weights and its DV unnormalised accumulators,
+ * is written to `part` (f32, DV + 2 floats a chunk).
  *
  * CLF_FINAL_NAME, the combine: a work-group of WG per query row, the
  * work-items across DV; each takes the row's maximum over the chunks, then
@@ -39,7 +49,7 @@
  * over V in the combine (rare).
  *
  * Codegen prepends what attention_cpu.cl takes, and SPLIT, CHUNK, WG, VL,
- * KG and CLF_FINAL_NAME. Launch: BATCH * SQ * SPLIT work-groups of WG,
+ * KG, KP, VU and CLF_FINAL_NAME. Launch: BATCH * SQ * SPLIT work-groups of WG,
  * then BATCH * SQ work-groups of WG. Both kernels take the parameters,
  * then `part` (BATCH * SQ * SPLIT * (DV + 2) floats), then numel. Without
  * the definitions this file is valid OpenCL C: one 8 x 8 head over 300
@@ -63,6 +73,8 @@
 #define WG 64
 #define VL 8
 #define KG 8
+#define KP 8
+#define VU 4
 #define CLF_PARAMS __global const float *restrict q, __global const float *restrict k, __global const float *restrict v, __global float *restrict o
 #define CLF_ARGS q, k, v, o
 static inline float clf_load_q(IDX_T bt, IDX_T m, IDX_T d, CLF_PARAMS) { return q[m * D + d]; }
@@ -72,58 +84,35 @@ static inline float clf_logit(IDX_T bt, IDX_T m, IDX_T n, float acc, CLF_PARAMS)
 static inline void clf_store(IDX_T bt, IDX_T m, IDX_T n, float acc, CLF_PARAMS) { o[m * DV + n] = acc; }
 #endif
 
-#define DP ((D + 3) / 4 * 4)
-#define D4 (DP / 4)
+/* D rounded up to whole pieces of KP columns (q is zero past D). */
+#define DK ((D + KP - 1) / KP * KP)
 /* Accumulators a work-item keeps in the weighted sum of V. */
 #define DVL ((DV + VL - 1) / VL)
 /* A chunk's state in `part`: max, sum, then DV accumulators. */
 #define REC (DV + 2)
 
-/* Four consecutive elements of a q row or k column from global memory as
- * a float4, from element 4 * d4 (zeros past D). */
-static inline float4 clf_load_q4(IDX_T bt, IDX_T m, IDX_T d4, CLF_PARAMS)
-{
-    float4 x;
-    x.x = 4 * d4 + 0 < D ? clf_load_q(bt, m, 4 * d4 + 0, CLF_ARGS) : 0.0f;
-    x.y = 4 * d4 + 1 < D ? clf_load_q(bt, m, 4 * d4 + 1, CLF_ARGS) : 0.0f;
-    x.z = 4 * d4 + 2 < D ? clf_load_q(bt, m, 4 * d4 + 2, CLF_ARGS) : 0.0f;
-    x.w = 4 * d4 + 3 < D ? clf_load_q(bt, m, 4 * d4 + 3, CLF_ARGS) : 0.0f;
-    return x;
-}
-static inline float4 clf_load_k4(IDX_T bt, IDX_T d4, IDX_T n, CLF_PARAMS)
-{
-    float4 x;
-    x.x = 4 * d4 + 0 < D ? clf_load_k(bt, 4 * d4 + 0, n, CLF_ARGS) : 0.0f;
-    x.y = 4 * d4 + 1 < D ? clf_load_k(bt, 4 * d4 + 1, n, CLF_ARGS) : 0.0f;
-    x.z = 4 * d4 + 2 < D ? clf_load_k(bt, 4 * d4 + 2, n, CLF_ARGS) : 0.0f;
-    x.w = 4 * d4 + 3 < D ? clf_load_k(bt, 4 * d4 + 3, n, CLF_ARGS) : 0.0f;
-    return x;
-}
-
 /* The exponents' base for a maximum mx: mx, or 0 while every logit is
  * -inf (those keys then weigh exp(-inf) = 0, not exp(-inf - -inf) = NaN). */
 static inline float clf_base(float mx) { return mx == -INFINITY ? 0.0f : mx; }
 
-/* The logit of key n for query m; a key the causal mask hides (reached
- * only with a finite fill) has logit CAUSAL_FILL. */
-static inline float clf_decode_logit(IDX_T bt, IDX_T m, IDX_T n, __local const float4 *ql, CLF_PARAMS)
+/* The logit of key n for query m whose dot product with q is acc; a key
+ * the causal mask hides (reached only with a finite fill) has logit
+ * CAUSAL_FILL, whatever its row of K holds. */
+static inline float clf_decode_logit(IDX_T bt, IDX_T m, IDX_T n, float acc, CLF_PARAMS)
 {
 #if CAUSAL
     if (n > m + CAUSAL_OFFSET)
         return CAUSAL_FILL;
 #endif
-    float4 s4 = (float4)(0.0f);
-#pragma unroll
-    for (int d = 0; d < D4; ++d)
-        s4 = fma(ql[d], clf_load_k4(bt, d, n, CLF_ARGS), s4);
-    return clf_logit(bt, m, n, (s4.x + s4.y) + (s4.z + s4.w), CLF_ARGS);
+    return clf_logit(bt, m, n, acc, CLF_ARGS);
 }
 
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void CLF_KERNEL_NAME(CLF_PARAMS, __global float *restrict part,
                                                                             const IDX_T numel)
 {
-    __local float4 ql[D4];
-    __local float w[CHUNK]; /* the chunk's logits, then their weights */
+    __local float ql[DK];
+    __local float kt[WG * (KP + 1)]; /* a piece of K: WG keys x KP columns */
+    __local float w[CHUNK];          /* the chunk's logits, then their weights */
     __local float red[WG];
     const IDX_T lid = (IDX_T)get_local_id(0), grp = (IDX_T)get_group_id(0);
     const IDX_T row = grp / SPLIT, n0 = grp % SPLIT * CHUNK;
@@ -134,16 +123,37 @@ __kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void CLF_KERNEL_NAME(CL
     const IDX_T keys = SK;
 #endif
     const IDX_T len = n0 < keys ? min((IDX_T)CHUNK, keys - n0) : 0;
-    for (IDX_T d = lid; d < (IDX_T)D4; d += WG)
-        ql[d] = clf_load_q4(bt, m, d, CLF_ARGS);
-    barrier(CLK_LOCAL_MEM_FENCE);
+    for (IDX_T d = lid; d < (IDX_T)DK; d += WG)
+        ql[d] = d < (IDX_T)D ? clf_load_q(bt, m, d, CLF_ARGS) : 0.0f;
 
     /* The logits, a key a work-item, and the chunk's maximum. */
     float mx = -INFINITY;
-    for (IDX_T j = lid; j < len; j += WG) {
-        const float t = clf_decode_logit(bt, m, n0 + j, ql, CLF_ARGS);
-        w[j] = t;
-        mx = fmax(mx, t);
+    for (IDX_T j0 = 0; j0 < len; j0 += WG) {
+        float s[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+        for (IDX_T d0 = 0; d0 < (IDX_T)DK; d0 += KP) {
+            /* Element e of the piece: key e / KP, column e % KP. */
+            float x[KP];
+#pragma unroll
+            for (int i = 0; i < KP; ++i) {
+                const IDX_T e = lid + (IDX_T)i * WG, r = e / KP, c = e % KP;
+                x[i] = r < len - j0 && d0 + c < (IDX_T)D ? clf_load_k(bt, d0 + c, n0 + j0 + r, CLF_ARGS) : 0.0f;
+            }
+            barrier(CLK_LOCAL_MEM_FENCE); /* the previous piece read (and q stored) */
+#pragma unroll
+            for (int i = 0; i < KP; ++i) {
+                const IDX_T e = lid + (IDX_T)i * WG;
+                kt[e / KP * (KP + 1) + e % KP] = x[i];
+            }
+            barrier(CLK_LOCAL_MEM_FENCE);
+#pragma unroll
+            for (int c = 0; c < KP; ++c)
+                s[c & 3] = fma(ql[d0 + c], kt[lid * (KP + 1) + c], s[c & 3]);
+        }
+        if (lid < len - j0) {
+            const float t = clf_decode_logit(bt, m, n0 + j0 + lid, (s[0] + s[1]) + (s[2] + s[3]), CLF_ARGS);
+            w[j0 + lid] = t;
+            mx = fmax(mx, t);
+        }
     }
     red[lid] = mx;
     barrier(CLK_LOCAL_MEM_FENCE);
@@ -168,7 +178,24 @@ __kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void CLF_KERNEL_NAME(CL
 #pragma unroll
     for (int e = 0; e < DVL; ++e)
         acc[e] = 0.0f;
-    for (IDX_T j = g; j < len; j += KG) {
+    IDX_T j = g;
+    for (; j + (VU - 1) * KG < len; j += VU * KG) {
+        /* VU keys' values loaded before any is used. */
+        float x[VU][DVL];
+#pragma unroll
+        for (int u = 0; u < VU; ++u)
+#pragma unroll
+            for (int e = 0; e < DVL; ++e)
+                x[u][e] = c + e * VL < DV ? clf_load_v(bt, n0 + j + u * KG, c + e * VL, CLF_ARGS) : 0.0f;
+#pragma unroll
+        for (int u = 0; u < VU; ++u) {
+            const float p = w[j + u * KG];
+#pragma unroll
+            for (int e = 0; e < DVL; ++e)
+                acc[e] = fma(p, x[u][e], acc[e]);
+        }
+    }
+    for (; j < len; j += KG) {
         const float p = w[j];
 #pragma unroll
         for (int e = 0; e < DVL; ++e)

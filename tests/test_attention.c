@@ -1014,7 +1014,11 @@ END_TEST
  * counts that are no multiple of 64 (a short last chunk), value rows
  * narrower than the work-group (its groups of work-items take alternate
  * keys and are added at the end), not a power of two, and wider than 256
- * (two accumulators a work-item). */
+ * (two accumulators a work-item). K goes through local memory in pieces
+ * of up to 32 columns: D = 80 ends in a half piece, D = 37 (odd, no
+ * multiple of 4) in a piece of 5 columns, D = 16 is one narrower piece.
+ * V is read 16 keys at a time a work-item: short chunks (22 keys, 44)
+ * end in single keys. */
 START_TEST(decode_chunk_edges)
 {
     clf_context *ctx = clf_test_context();
@@ -1023,7 +1027,8 @@ START_TEST(decode_chunk_edges)
                                        {777, 32, 32, 4},
                                        {1000, 16, 16, 2},
                                        {300, 80, 40, 2},
-                                       {200, 16, 320, 1}};
+                                       {200, 16, 320, 1},
+                                       {150, 37, 19, 2}};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char label[96];
         snprintf(label, sizeof label, "decode Sk = %lld, D = %lld, Dv = %lld", (long long)cases[i][0],

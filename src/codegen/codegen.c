@@ -82,6 +82,10 @@ const char *clf__schedule_str(const clf__kernel_code *c, char *buf, size_t cap)
             s->vec_a ? " a4" : "", s->vec_b ? " b4" : "");
     if (s->tensor_cores)
         PUT(" tensor-cores=%s", s->tensor_cores);
+    if (s->unroll)
+        PUT(" unroll=%llu", (unsigned long long)s->unroll);
+    if (s->local_bytes)
+        PUT(" local-mem=%llu", (unsigned long long)s->local_bytes);
     PUT(" global=%zu local=%zu", c->global, c->local);
     if (c->final_name)
         PUT(" final=%zu/%zu", c->final_global, c->final_local);

@@ -65,6 +65,8 @@ typedef struct clf__schedule {
     clf__gemm_config tiles; /* GEMM tiling (tm 0: none) */
     bool vec_a, vec_b;      /* GEMM: float4 tile loads of a, b */
     const char *tensor_cores; /* the tensor-core instruction used, or NULL */
+    uint64_t unroll;          /* loads a work-item issues before using them (decode attention's V) */
+    uint64_t local_bytes;     /* local memory the kernel takes, where the form sizes it to the device */
 } clf__schedule;
 
 typedef struct clf__kernel_code {

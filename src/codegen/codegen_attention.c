@@ -49,19 +49,42 @@ static const char *logits_product_f32(clf__cg_fn *f, uint32_t node, const clf__v
 #define DECODE_CHUNK_MIN 128
 #define DECODE_CHUNK_MAX 512
 
-/* The decode form's geometry for rows query rows over sk keys with value
- * rows of dv: wg work-items a work-group, vl of them across DV in the
- * weighted sum of V (kg = wg / vl groups of them take alternate keys),
- * split chunks of chunk keys a row. */
+/* Columns of K a piece of the decode form's staging (kt, WG keys x KP
+ * columns through local memory) at most: a warp's 32 work-items load 32
+ * consecutive columns of one row. */
+#define DECODE_PIECE_MAX 32
+/* Loads of V a work-item of the decode form issues before using them: a
+ * few in flight per work-item, as the sweep over V is bound by how many
+ * loads wait on memory at once. */
+#define DECODE_V_LOADS 16
+
+/* The decode form's geometry for rows query rows over sk keys of d with
+ * value rows of dv: wg work-items a work-group, vl of them across DV in
+ * the weighted sum of V (kg = wg / vl groups of them take alternate keys),
+ * split chunks of chunk keys a row; K staged in pieces of wg keys x kp
+ * columns, V read vu keys at a time. local: the bytes of local memory the
+ * split kernel takes (kp shrinks until they fit local_mem; 0 if they do
+ * not fit even at kp 1). */
 typedef struct decode_geometry {
-    uint64_t wg, vl, kg, split, chunk;
+    uint64_t wg, vl, kg, split, chunk, kp, vu, local;
 } decode_geometry;
 
-static decode_geometry decode_geometry_of(const clf__codegen_target *target, uint64_t rows, int64_t sk, int64_t dv)
+/* The split kernel's local memory: q (d rounded up to whole pieces), the
+ * piece of K (rows padded by one float), the chunk's weights, and one
+ * float a work-item for the reductions. */
+static uint64_t decode_local_bytes(const decode_geometry *G, int64_t d)
+{
+    uint64_t dk = ((uint64_t)d + G->kp - 1) / G->kp * G->kp;
+    return (dk + G->wg * (G->kp + 1) + G->chunk + G->wg) * sizeof(float);
+}
+
+static decode_geometry decode_geometry_of(const clf__codegen_target *target, uint64_t rows, int64_t sk, int64_t d,
+                                          int64_t dv)
 {
     decode_geometry G;
     const uint64_t lanes_max = clf__pow2_at_most(target->max_local ? target->max_local : 256);
     const uint64_t cus = target->compute_units ? target->compute_units : 1;
+    const uint64_t local_mem = target->local_mem ? target->local_mem : 32768;
     /* A work-item per column of V up to 256 columns, and at least 64 so
      * that a chunk's logits take few passes. */
     const uint64_t dv2 = clf__pow2_at_least((uint64_t)dv);
@@ -79,6 +102,16 @@ static decode_geometry decode_geometry_of(const clf__codegen_target *target, uin
     const uint64_t lo = G.wg > DECODE_CHUNK_MIN ? G.wg : DECODE_CHUNK_MIN;
     G.chunk = chunk < lo ? lo : chunk > DECODE_CHUNK_MAX ? DECODE_CHUNK_MAX : chunk;
     G.split = ((uint64_t)sk + G.chunk - 1) / G.chunk;
+    /* Pieces as wide as D up to DECODE_PIECE_MAX columns, narrower while
+     * the local memory does not fit. */
+    const uint64_t d2 = clf__pow2_at_least((uint64_t)d);
+    G.kp = d2 < DECODE_PIECE_MAX ? d2 : DECODE_PIECE_MAX;
+    while (G.kp > 1 && decode_local_bytes(&G, d) > local_mem)
+        G.kp /= 2;
+    G.local = decode_local_bytes(&G, d) <= local_mem ? decode_local_bytes(&G, d) : 0;
+    /* DECODE_V_LOADS loads of V in flight: vu keys of dvl columns each. */
+    const uint64_t dvl = ((uint64_t)dv + G.vl - 1) / G.vl;
+    G.vu = DECODE_V_LOADS / dvl > 1 ? DECODE_V_LOADS / dvl : 2;
     return G;
 }
 
@@ -206,7 +239,7 @@ clf_status clf__codegen_attention(const clf_graph *g, const clf__plan *plan, uin
      * work-groups, then a combine (attention_decode.cl). */
     const uint64_t rows = (uint64_t)batch * (uint64_t)sq;
     const bool decode = !target->cpu && sq <= 4 && sk >= 64;
-    const decode_geometry G = decode ? decode_geometry_of(target, rows, sk, dv) : (decode_geometry){0};
+    const decode_geometry G = decode ? decode_geometry_of(target, rows, sk, d, dv) : (decode_geometry){0};
     /* The tensor-core form (attention_mma.cl): f16 or bf16 operands on a
      * target with mma.sync, eight warps a work-group (four where the
      * device allows fewer than 256 work-items), tiles of BKT keys (32 for
@@ -218,6 +251,12 @@ clf_status clf__codegen_attention(const clf_graph *g, const clf__plan *plan, uin
      * warps, tiles of 64: 0.273 / 0.179, 0.351 ms without reading ahead,
      * 0.309 / 0.187, 0.352 with; 8 warps reading ahead: tiles of 64 0.255 /
      * 0.177, 0.313; tiles of 32 0.233 / 0.167, 0.342. */
+    if (decode && G.local == 0) {
+        snprintf(err, errlen, "codegen: kernel %u: decode attention with head size %lld does not fit local memory", k,
+                 (long long)d);
+        st = CLF_ERR_UNSUPPORTED;
+        goto done;
+    }
     clf_dtype mma = decode || max_local < 128 || d > 256 || dv > 256 ? CLF_F32 : mma_dtype(g, SC, O, target);
     int mma_warps = max_local >= 256 ? 8 : 4;
     uint64_t bkt = d <= 64 ? 32 : 64, dp16 = (uint64_t)((d + 15) / 16 * 16), dvp16 = (uint64_t)((dv + 15) / 16 * 16);
@@ -289,6 +328,11 @@ clf_status clf__codegen_attention(const clf_graph *g, const clf__plan *plan, uin
         out->schedule.lanes = G.vl;
         out->schedule.split = G.split;
         out->schedule.chunk = G.chunk;
+        /* The scores' tile: one query row x wg keys, kp columns of K a
+         * piece, a key a work-item. */
+        out->schedule.tiles = (clf__gemm_config){.tm = 1, .tn = (int)G.wg, .tk = (int)G.kp, .wm = 1, .wn = 1};
+        out->schedule.unroll = G.vu;
+        out->schedule.local_bytes = G.local;
     } else if (mma != CLF_F32) {
         out->schedule.form = "tensor-cores";
         out->schedule.tiles = (clf__gemm_config){.tm = 16 * mma_warps, .tn = (int)bkt, .tk = 16, .wm = 16, .wn = (int)bkt};
@@ -319,9 +363,10 @@ clf_status clf__codegen_attention(const clf_graph *g, const clf__plan *plan, uin
     }
     if (decode)
         clf__sb_printf(&src, "#define SPLIT %llu\n#define CHUNK %llu\n#define WG %llu\n#define VL %llu\n#define KG %llu\n"
-                             "#define CLF_FINAL_NAME %s\n",
+                             "#define KP %llu\n#define VU %llu\n#define CLF_FINAL_NAME %s\n",
                        (unsigned long long)G.split, (unsigned long long)G.chunk, (unsigned long long)G.wg,
-                       (unsigned long long)G.vl, (unsigned long long)G.kg, out->final_name);
+                       (unsigned long long)G.vl, (unsigned long long)G.kg, (unsigned long long)G.kp,
+                       (unsigned long long)G.vu, out->final_name);
     else if (mma != CLF_F32)
         clf__sb_printf(&src, CLF__MMA_LINE "#define MMA_BF16 %d\n#define WARPS %d\n#define BKT %llu\n",
                        mma == CLF_BF16 ? 1 : 0, mma_warps, (unsigned long long)bkt);
