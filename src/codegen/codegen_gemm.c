@@ -136,6 +136,21 @@ bool clf__cg_operand_plain(const clf__plan *plan, uint32_t k, const clf_graph *g
            (clf__node_class_of(n) == CLF__CLASS_LEAF || plan->producer[id] != (int32_t)k);
 }
 
+bool clf__cg_operand_plain_swapped(const clf__plan *plan, uint32_t k, const clf_graph *g, uint32_t id,
+                                   uint32_t *plain)
+{
+    const clf__node *op = clf__graph_node(g, id);
+    if (clf__cg_operand_plain(plan, k, g, id) || op->op != CLF__OP_TRANSPOSE || op->rank < 2)
+        return false;
+    for (int a = 0; a < op->rank; a++) {
+        int want = a == op->rank - 1 ? a - 1 : a == op->rank - 2 ? a + 1 : a;
+        if (op->attr.transpose.perm[a] != want)
+            return false;
+    }
+    *plain = op->inputs[0];
+    return clf__cg_operand_plain(plan, k, g, op->inputs[0]);
+}
+
 void clf__cg_emit_batch_offset(const clf__node *mm, const clf__node *op, clf__strbuf *src)
 {
     int ob = op->rank - 2, nb = mm->rank - 2;
