@@ -1623,7 +1623,7 @@ END_TEST
 
 /* The kernels of graphs of every family on f16 and on bf16, as codegen
  * writes them for a CPU device and for GPUs (with and without fp64, NVIDIA
- * warp shuffles), fused and unfused: pointwise chains, casts both ways,
+ * warp shuffles, tensor cores), fused and unfused: pointwise chains, casts both ways,
  * where, gather, concat, row reductions, a split reduction (few long
  * rows), softmax over short rows and over long ones (the online form),
  * layer norm, argmax, GEMM with an epilogue and a prologue. No half
@@ -1632,12 +1632,14 @@ END_TEST
  * without the device (as in the codegen suite), so nothing is built. */
 START_TEST(generated_source_has_no_half_arithmetic)
 {
-    const clf__codegen_target targets[4] = {
+    const clf__codegen_target targets[5] = {
         {.cpu = true, .fp64 = true, .compute_units = 2},
         {.cpu = true, .fp64 = false, .compute_units = 2},
         {.cpu = false, .fp64 = true, .max_local = 1024, .compute_units = 132, .local_mem = 228 * 1024,
          .warp_shuffle = true},
         {.cpu = false, .fp64 = false, .max_local = 256, .compute_units = 8, .local_mem = 32 * 1024},
+        {.cpu = false, .fp64 = true, .max_local = 1024, .compute_units = 132, .local_mem = 228 * 1024,
+         .warp_shuffle = true, .tensor_cores = true},
     };
     for (int d = 0; d < 2; d++) {
         clf_dtype dt = HALF_DTYPES[d];
@@ -1675,7 +1677,7 @@ START_TEST(generated_source_has_no_half_arithmetic)
             char err[256] = "";
             clf__plan_options o = {.disable_fusion = !fuse};
             ck_assert_msg(clf__plan_build(g, &o, &p, err, sizeof err) == CLF_OK, "plan: %s", err);
-            for (int t = 0; t < 4; t++)
+            for (int t = 0; t < 5; t++)
                 for (uint32_t k = 0; k < p.nkernels; k++) {
                     clf__kernel_code code;
                     ck_assert_msg(clf__codegen_kernel(g, &p, k, &targets[t], &code, err, sizeof err) == CLF_OK,
