@@ -681,6 +681,120 @@ START_TEST(permuted_store_feeds_a_plain_operand)
 }
 END_TEST
 
+/* The GEMM source of relu(a @ b + bias) for a of [m, k] (or, transposed,
+ * k x m read through a transpose) and b of [k, n] (or n x k), of dtype
+ * dt (a cast from f32 to dt when cast_a), batched over 3 when batched,
+ * for target t; the kernel's code in *out (free with
+ * clf__kernel_code_free). */
+static void gemm_code(clf_dtype dt, int64_t m, int64_t n, int64_t k, bool ta, bool tb, bool cast_a, bool batched,
+                      const clf__codegen_target *t, clf__kernel_code *out)
+{
+    clf_graph *g = clf_graph_create();
+    int64_t as[3] = {3, ta ? k : m, ta ? m : k}, bs[3] = {3, tb ? n : k, tb ? k : n}, cs[1] = {n};
+    int r = batched ? 3 : 2, off = batched ? 0 : 1;
+    clf_tensor a = clf_input(g, "a", cast_a ? CLF_F32 : dt, r, as + off);
+    clf_tensor b = clf_input(g, "b", dt, r, bs + off);
+    if (cast_a)
+        a = clf_cast(g, a, dt);
+    const int swap3[3] = {0, 2, 1}, swap2[2] = {1, 0};
+    if (ta)
+        a = clf_transpose(g, a, r, batched ? swap3 : swap2);
+    if (tb)
+        b = clf_transpose(g, b, r, batched ? swap3 : swap2);
+    clf_tensor y = clf_relu(g, clf_add(g, clf_matmul(g, a, b), clf_input(g, "bias", dt, 1, cs)));
+    ck_assert_int_eq(clf_graph_output(g, "y", y), CLF_OK);
+    clf__plan p = plan_of(g, true);
+    ck_assert_uint_eq(p.nkernels, 1);
+    char err[256] = "";
+    ck_assert_msg(clf__codegen_kernel(g, &p, 0, t, out, err, sizeof err) == CLF_OK, "%s", err);
+    clf__plan_free(&p);
+    clf_graph_destroy(&g);
+}
+
+START_TEST(gemm_tensor_cores_where_the_operands_allow)
+{
+    /* The tensor-core form (gemm_mma.cl) for f16 and bf16 operands on a
+     * target with tensor cores, its source marked for the fallback; raw
+     * 16-byte stages of operands that lie in their buffers as they are
+     * (rows of a multiple of 8 values: A's k, B's n; transposed, the
+     * underlying rows), the generated loads otherwise (a prologue, odd
+     * rows). f32 operands, other GPUs, CPUs, small work-groups and a
+     * pinned tiling keep the portable forms. (Operands of two dtypes are
+     * refused by the builder; casting one makes both the same.) */
+    clf__codegen_target tc = {.cpu = false, .max_local = 1024, .compute_units = 132, .local_mem = 49152,
+                              .warp_shuffle = true, .tensor_cores = true};
+    clf__codegen_target gpu = tc, cpu = tc, small = tc, pinned = tc;
+    gpu.tensor_cores = false;
+    cpu.cpu = true;
+    small.max_local = 64;
+    clf__gemm_config pin = {.tm = 64, .tn = 64, .tk = 16, .wm = 4, .wn = 4};
+    pinned.gemm = &pin;
+    clf__kernel_code c;
+    char line[320];
+
+    gemm_code(CLF_F16, 130, 64, 64, false, false, false, false, &tc, &c);
+    ck_assert_str_eq(c.schedule.form, "tensor-cores");
+    ck_assert_str_eq(c.schedule.tensor_cores, "mma.m16n8k16.f16");
+    ck_assert_str_eq(c.name, "clf_gemm_fused_add_relu_0");
+    ck_assert(clf__codegen_uses_inline_ptx(c.source));
+    ck_assert_ptr_nonnull(strstr(c.source, CLF__MMA_LINE));
+    ck_assert_ptr_nonnull(strstr(c.source, "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32"));
+    ck_assert_ptr_nonnull(strstr(c.source, "kernels_templates/gemm_mma.cl"));
+    ck_assert_ptr_nonnull(strstr(c.source, "#define MMA_BF16 0\n"));
+    ck_assert_ptr_nonnull(strstr(c.source, "#define CLF_HAVE_STAGE_A 1"));
+    ck_assert_ptr_nonnull(strstr(c.source, "#define CLF_HAVE_STAGE_B 1"));
+    ck_assert_ptr_nonnull(strstr(c.source, "clf_store(bt, m, n, acc"));
+    ck_assert_uint_eq(c.local, 128);
+    /* 130 rows: two 128-row blocks would leave most units idle, 64 rows. */
+    ck_assert_int_eq(c.schedule.tiles.tm, 64);
+    ck_assert_uint_eq(c.global, 3 * 128);
+    ck_assert_ptr_nonnull(strstr(clf__schedule_str(&c, line, sizeof line), " tensor-cores=mma.m16n8k16.f16"));
+    clf__kernel_code_free(&c);
+
+    /* Large enough for 128-row blocks on every unit. */
+    gemm_code(CLF_F16, 2048, 2048, 64, false, false, false, false, &tc, &c);
+    ck_assert_int_eq(c.schedule.tiles.tm, 128);
+    ck_assert_ptr_nonnull(strstr(c.source, "#define FM 4\n"));
+    clf__kernel_code_free(&c);
+
+    /* bf16, batched, transposed operands whose rows lie in their buffers:
+     * raw stages of the underlying rows. */
+    gemm_code(CLF_BF16, 24, 40, 48, true, true, false, true, &tc, &c);
+    ck_assert_str_eq(c.schedule.form, "tensor-cores");
+    ck_assert_str_eq(c.schedule.tensor_cores, "mma.m16n8k16.bf16");
+    ck_assert_ptr_nonnull(strstr(c.source, "#define MMA_BF16 1\n"));
+    ck_assert_ptr_nonnull(strstr(c.source, "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32"));
+    ck_assert_ptr_nonnull(strstr(c.source, "#define A_K_FAST 0\n#define B_N_FAST 0\n"));
+    ck_assert_ptr_nonnull(strstr(c.source, "#define CLF_HAVE_STAGE_A 1")); /* rows of 24 m */
+    ck_assert_ptr_nonnull(strstr(c.source, "#define CLF_HAVE_STAGE_B 1"));
+    ck_assert_ptr_nonnull(strstr(c.source, "#define FM 1\n"));
+    clf__kernel_code_free(&c);
+
+    /* Odd rows and a prologue (a cast): the generated loads. */
+    gemm_code(CLF_F16, 70, 17, 70, false, false, true, false, &tc, &c);
+    ck_assert_str_eq(c.schedule.form, "tensor-cores");
+    ck_assert_ptr_null(strstr(c.source, "#define CLF_HAVE_STAGE_A 1"));
+    ck_assert_ptr_null(strstr(c.source, "#define CLF_HAVE_STAGE_B 1"));
+    clf__kernel_code_free(&c);
+
+    const clf__codegen_target *portable[] = {&gpu, &small, &pinned};
+    for (size_t i = 0; i < 3; i++) {
+        gemm_code(CLF_F16, 130, 64, 64, false, false, false, false, portable[i], &c);
+        ck_assert_str_eq(c.schedule.form, "gpu-tiles");
+        ck_assert(!clf__codegen_uses_inline_ptx(c.source));
+        clf__kernel_code_free(&c);
+    }
+    gemm_code(CLF_F16, 130, 64, 64, false, false, false, false, &cpu, &c);
+    ck_assert_str_eq(c.schedule.form, "cpu-blocks");
+    ck_assert(!clf__codegen_uses_inline_ptx(c.source));
+    clf__kernel_code_free(&c);
+    gemm_code(CLF_F32, 130, 64, 64, false, false, false, false, &tc, &c);
+    ck_assert_str_eq(c.schedule.form, "gpu-tiles");
+    ck_assert(!clf__codegen_uses_inline_ptx(c.source));
+    clf__kernel_code_free(&c);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("codegen");
@@ -700,6 +814,7 @@ int main(void)
     tcase_add_test(tc, schedules_name_their_choices);
     tcase_add_test(tc, attention_tensor_cores_where_the_operands_allow);
     tcase_add_test(tc, permuted_store_feeds_a_plain_operand);
+    tcase_add_test(tc, gemm_tensor_cores_where_the_operands_allow);
     suite_add_tcase(s, tc);
     return clf_test_run_suite(s);
 }

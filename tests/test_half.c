@@ -1489,6 +1489,112 @@ START_TEST(gemm_prologue_and_epilogue_one_kernel)
 }
 END_TEST
 
+/* ---- GEMM on the tensor cores -------------------------------------------- */
+
+/* The graphs the tensor-core GEMM form (gemm_mma.cl) must get right, at
+ * the edges of its 64-column blocks, 32-value K steps and 16 x 8 mma
+ * tiles (extents 1, 17, 70, 130; K = 0), built with case c into g:
+ *   0-3  f16 relu(x @ w + bias), odd extents (the generated loads);
+ *   4    f16 relu(x @ w + bias) with K and N multiples of 8 (raw 16-byte
+ *        stages) and partial blocks;
+ *   5    bf16 x @ wt^T + res, wt [N, K] (a transposed B whose rows are
+ *        raw stages) and a residual;
+ *   6    bf16 with both operands transposed at odd extents, alpha, beta
+ *        and a bias (clf_gemm);
+ *   7    f16 cast(x @ w, f32): an f32 output;
+ *   8    f16 batched [3, 17, 70] @ [70, 40] (B broadcast over the batch,
+ *        raw stages) + bias;
+ *   9    bf16 batched [3, 1, 130] @ [3, 130, 17]: M = 1 per batch;
+ *   10   f16 K = 0: the bias (the epilogue of 0).
+ * Returns the case's dtype; every case is one kernel. */
+enum { TC_CASES = 11 };
+static clf_dtype tensor_core_case(int c, clf_graph *g, e2e_inputs *in)
+{
+    static const int64_t odd[4][3] = {{1, 17, 70}, {17, 130, 1}, {70, 1, 130}, {130, 70, 17}};
+    clf_dtype dt = c == 5 || c == 6 || c == 9 ? CLF_BF16 : CLF_F16;
+    clf_tensor y;
+    if (c <= 4) {
+        int64_t m = c < 4 ? odd[c][0] : 70, n = c < 4 ? odd[c][1] : 136, k = c < 4 ? odd[c][2] : 64;
+        clf_tensor x = input2(g, in, "x", dt, m, k), w = input2(g, in, "w", dt, k, n);
+        clf_tensor b = e2e_input(g, in, "b", dt, 1, &n, -1.0, 1.0);
+        y = clf_relu(g, clf_add(g, clf_matmul(g, x, w), b));
+    } else if (c == 5) {
+        clf_tensor x = input2(g, in, "x", dt, 130, 64), wt = input2(g, in, "wt", dt, 17, 64);
+        clf_tensor res = input2(g, in, "res", dt, 130, 17);
+        y = clf_add(g, clf_matmul(g, x, clf_transpose(g, wt, 0, NULL)), res);
+    } else if (c == 6) {
+        int64_t cn[1] = {70};
+        clf_tensor a = input2(g, in, "a", dt, 17, 130), b = input2(g, in, "b", dt, 70, 17);
+        y = clf_gemm(g, a, b, e2e_input(g, in, "c", dt, 1, cn, -1.0, 1.0), 0.5, -2.0, true, true);
+    } else if (c == 7) {
+        clf_tensor x = input2(g, in, "x", dt, 17, 70), w = input2(g, in, "w", dt, 70, 130);
+        y = clf_cast(g, clf_matmul(g, x, w), CLF_F32);
+    } else if (c == 8) {
+        int64_t xs[3] = {3, 17, 70}, n = 40;
+        clf_tensor x = e2e_input(g, in, "x", dt, 3, xs, -1.0, 1.0), w = input2(g, in, "w", dt, 70, 40);
+        y = clf_add(g, clf_matmul(g, x, w), e2e_input(g, in, "b", dt, 1, &n, -1.0, 1.0));
+    } else if (c == 9) {
+        int64_t xs[3] = {3, 1, 130}, ws[3] = {3, 130, 17};
+        y = clf_matmul(g, e2e_input(g, in, "x", dt, 3, xs, -1.0, 1.0), e2e_input(g, in, "w", dt, 3, ws, -1.0, 1.0));
+    } else {
+        int64_t n = 5;
+        clf_tensor x = input2(g, in, "x", dt, 6, 0), w = input2(g, in, "w", dt, 0, 5);
+        y = clf_add(g, clf_matmul(g, x, w), e2e_input(g, in, "b", dt, 1, &n, -1.0, 1.0));
+    }
+    ck_assert_int_eq(clf_graph_output(g, "y", y), CLF_OK);
+    return dt;
+}
+
+/* Runs every tensor_core_case in the GPU form with CLFUSE_TENSOR_CORES=1
+ * (and CLFUSE_BUILD_OPTIONS=options when not NULL) against the reference:
+ * f32 accumulation of exact 16-bit products, rounded once, as the
+ * portable form (K = 0 bit for bit); and checks that the kernel kept the
+ * tensor-core form exactly where it builds: on NVIDIA's driver, or
+ * emulated, on devices that run work-groups of 128. */
+static void check_tensor_core_cases(const char *options, bool emulated)
+{
+    clf_context *ctx = clf_test_context();
+    clf_device_desc dev;
+    ck_assert_int_eq(clf_context_device(ctx, &dev), CLF_OK);
+    bool nvidia = strstr(dev.platform_name, "NVIDIA") != NULL;
+    /* The form needs work-groups of 128 (llvmpipe allows 32). */
+    bool want = ctx->max_local >= 128 && (emulated || nvidia);
+    ck_assert_int_eq(setenv("CLFUSE_TENSOR_CORES", "1", 1), 0);
+    if (options)
+        ck_assert_int_eq(setenv("CLFUSE_BUILD_OPTIONS", options, 1), 0);
+    for (int c = 0; c < TC_CASES; c++) {
+        clf_graph *g = clf_graph_create();
+        e2e_inputs in = {0};
+        clf_dtype dt = tensor_core_case(c, g, &in);
+        double rt = c == 10 ? 0 : half_rtol(dt), at = c == 10 ? 0 : gemm_atol(dt);
+        ck_assert_uint_eq(e2e_check_style(ctx, g, &in, CLF_KERNEL_STYLE_GPU, rt, at), 1);
+        clf_executable *exe = NULL;
+        ck_assert_int_eq(clf_compile(ctx, g, clf_compile_params(.kernel_style = CLF_KERNEL_STYLE_GPU), &exe), CLF_OK);
+        bool mma = strstr(clf_executable_kernel_source(exe, 0), CLF__MMA_LINE) != NULL;
+        ck_assert_msg(mma == want, "case %d: tensor-core form %s on %s", c, mma ? "kept" : "dropped",
+                      dev.platform_name);
+        clf_executable_destroy(&exe);
+        e2e_inputs_free(&in);
+        clf_graph_destroy(&g);
+    }
+    unsetenv("CLFUSE_TENSOR_CORES");
+    unsetenv("CLFUSE_BUILD_OPTIONS");
+    clf_context_destroy(&ctx);
+}
+
+/* CLFUSE_TENSOR_CORES=1 asks for the tensor-core form whatever the
+ * device: a driver that refuses its inline PTX (PoCL, any but NVIDIA's)
+ * gets the portable form through clf_compile's lowering again, built and
+ * right; on NVIDIA the form itself runs these shapes. */
+START_TEST(gemm_tensor_cores_a_driver_refuses_fall_back) { check_tensor_core_cases(NULL, false); }
+END_TEST
+
+/* The tensor-core form with its mma emulated in OpenCL C (gemm_mma.cl's
+ * CLF_MMA_EMULATE): its staging, fragment layouts, edges and epilogue
+ * checked on any device that runs work-groups of 128. */
+START_TEST(gemm_tensor_cores_emulated) { check_tensor_core_cases("-DCLF_MMA_EMULATE=1", true); }
+END_TEST
+
 /* ---- Generated source ---------------------------------------------------- */
 
 static bool is_ident_char(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_'; }
@@ -1623,7 +1729,7 @@ END_TEST
 
 /* The kernels of graphs of every family on f16 and on bf16, as codegen
  * writes them for a CPU device and for GPUs (with and without fp64, NVIDIA
- * warp shuffles), fused and unfused: pointwise chains, casts both ways,
+ * warp shuffles, tensor cores), fused and unfused: pointwise chains, casts both ways,
  * where, gather, concat, row reductions, a split reduction (few long
  * rows), softmax over short rows and over long ones (the online form),
  * layer norm, argmax, GEMM with an epilogue and a prologue. No half
@@ -1632,12 +1738,14 @@ END_TEST
  * without the device (as in the codegen suite), so nothing is built. */
 START_TEST(generated_source_has_no_half_arithmetic)
 {
-    const clf__codegen_target targets[4] = {
+    const clf__codegen_target targets[5] = {
         {.cpu = true, .fp64 = true, .compute_units = 2},
         {.cpu = true, .fp64 = false, .compute_units = 2},
         {.cpu = false, .fp64 = true, .max_local = 1024, .compute_units = 132, .local_mem = 228 * 1024,
          .warp_shuffle = true},
         {.cpu = false, .fp64 = false, .max_local = 256, .compute_units = 8, .local_mem = 32 * 1024},
+        {.cpu = false, .fp64 = true, .max_local = 1024, .compute_units = 132, .local_mem = 228 * 1024,
+         .warp_shuffle = true, .tensor_cores = true},
     };
     for (int d = 0; d < 2; d++) {
         clf_dtype dt = HALF_DTYPES[d];
@@ -1675,7 +1783,7 @@ START_TEST(generated_source_has_no_half_arithmetic)
             char err[256] = "";
             clf__plan_options o = {.disable_fusion = !fuse};
             ck_assert_msg(clf__plan_build(g, &o, &p, err, sizeof err) == CLF_OK, "plan: %s", err);
-            for (int t = 0; t < 4; t++)
+            for (int t = 0; t < 5; t++)
                 for (uint32_t k = 0; k < p.nkernels; k++) {
                     clf__kernel_code code;
                     ck_assert_msg(clf__codegen_kernel(g, &p, k, &targets[t], &code, err, sizeof err) == CLF_OK,
@@ -1724,6 +1832,8 @@ int main(void)
     clf_test_add_case(s, "gemm_transposes_and_batches", gemm_transposes_and_batches);
     clf_test_add_case(s, "gemm_with_k_zero_is_the_bias", gemm_with_k_zero_is_the_bias);
     clf_test_add_case(s, "gemm_prologue_and_epilogue_one_kernel", gemm_prologue_and_epilogue_one_kernel);
+    clf_test_add_case(s, "gemm_tensor_cores_a_driver_refuses_fall_back", gemm_tensor_cores_a_driver_refuses_fall_back);
+    clf_test_add_case(s, "gemm_tensor_cores_emulated", gemm_tensor_cores_emulated);
     clf_test_add_case(s, "source_checker_accepts_and_refuses", source_checker_accepts_and_refuses);
     clf_test_add_case(s, "generated_source_has_no_half_arithmetic", generated_source_has_no_half_arithmetic);
     return clf_test_run_suite(s);

@@ -118,6 +118,9 @@ bool clf__codegen_uses_inline_ptx(const char *source);
  * extents rounded up to powers of two, batch, operand layouts. */
 void clf__gemm_problem_class(const clf_graph *g, const clf__plan *plan, uint32_t k, const clf__codegen_target *target,
                              clf__strbuf *out);
+/* Whether GEMM kernel k runs in the tensor-core form (gemm_mma.cl) on
+ * target: the autotuner, which knows the portable form only, leaves it. */
+bool clf__gemm_tensor_cores(const clf_graph *g, const clf__plan *plan, uint32_t k, const clf__codegen_target *target);
 /* The GEMM tiling used without autotuning, for batch M x N x K products. */
 clf__gemm_config clf__gemm_default_config(const clf__codegen_target *target, int64_t m, int64_t n, int64_t k,
                                           int64_t batch);

@@ -173,17 +173,9 @@ static void emit_stage(const clf_graph *g, const clf__plan *plan, uint32_t k, co
     const clf__node *op = clf__graph_node(g, id);
     if (which == 1 && mm == clf__graph_node(g, plan->kernels[k].attention.scores)) {
         /* K: Kt must be a transpose of the last two axes of a plain K. */
-        if (clf__cg_operand_plain(plan, k, g, id) || op->op != CLF__OP_TRANSPOSE || op->rank < 2)
+        if (!clf__cg_operand_plain_swapped(plan, k, g, id, &id))
             return;
-        for (int a = 0; a < op->rank; a++) {
-            int want = a == op->rank - 1 ? a - 1 : a == op->rank - 2 ? a + 1 : a;
-            if (op->attr.transpose.perm[a] != want)
-                return;
-        }
-        id = op->inputs[0];
         op = clf__graph_node(g, id);
-        if (!clf__cg_operand_plain(plan, k, g, id))
-            return;
     } else if (!clf__cg_operand_plain(plan, k, g, id)) {
         return;
     }

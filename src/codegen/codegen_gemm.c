@@ -136,6 +136,21 @@ bool clf__cg_operand_plain(const clf__plan *plan, uint32_t k, const clf_graph *g
            (clf__node_class_of(n) == CLF__CLASS_LEAF || plan->producer[id] != (int32_t)k);
 }
 
+bool clf__cg_operand_plain_swapped(const clf__plan *plan, uint32_t k, const clf_graph *g, uint32_t id,
+                                   uint32_t *plain)
+{
+    const clf__node *op = clf__graph_node(g, id);
+    if (clf__cg_operand_plain(plan, k, g, id) || op->op != CLF__OP_TRANSPOSE || op->rank < 2)
+        return false;
+    for (int a = 0; a < op->rank; a++) {
+        int want = a == op->rank - 1 ? a - 1 : a == op->rank - 2 ? a + 1 : a;
+        if (op->attr.transpose.perm[a] != want)
+            return false;
+    }
+    *plain = op->inputs[0];
+    return clf__cg_operand_plain(plan, k, g, op->inputs[0]);
+}
+
 void clf__cg_emit_batch_offset(const clf__node *mm, const clf__node *op, clf__strbuf *src)
 {
     int ob = op->rank - 2, nb = mm->rank - 2;
@@ -311,6 +326,101 @@ done:
     return st;
 }
 
+/* The 16-bit dtype whose values an operand's loads return (CLF_F32 when
+ * none): the operand's own dtype, or the source of a cast to f32 (through
+ * movement ops), as clf_gemm computes a storage float's product in f32. */
+static clf_dtype operand_16bit(const clf_graph *g, uint32_t id)
+{
+    for (;;) {
+        const clf__node *n = clf__graph_node(g, id);
+        if (n->dtype == CLF_F16 || n->dtype == CLF_BF16)
+            return n->dtype;
+        if (n->op == CLF__OP_CAST && n->dtype == CLF_F32) {
+            clf_dtype from = clf__graph_node(g, n->inputs[0])->dtype;
+            return from == CLF_F16 || from == CLF_BF16 ? from : CLF_F32;
+        }
+        if (clf__node_class_of(n) != CLF__CLASS_MOVEMENT)
+            return CLF_F32;
+        id = n->inputs[0];
+    }
+}
+
+/* The tensor-core form (gemm_mma.cl): its operands' 16-bit type, or CLF_F32
+ * where the portable forms run instead. It needs A and B both f16 or both
+ * bf16 values (an operand's prologue ends in that dtype, or in a cast of
+ * it to f32, so its loads return exact 16-bit values), a GPU target with mma.sync, the default tiling (a
+ * tiling pinned by CLFUSE_GEMM_TILE or found by autotuning is the portable
+ * form's), work-groups of 128 and the two stages in local memory (at most
+ * 48 KiB, the static local memory a kernel may take). *fm: the 16-row mma
+ * tiles down a warp's block, so the block is 32 fm rows by 64 columns:
+ * 1 for products of up to 32 rows, 4 (128-row blocks) where they still
+ * give every compute unit a block, else 2. */
+static clf_dtype mma_form(const clf_graph *g, const clf__node *mm, const clf__codegen_target *target, int64_t M,
+                          int64_t N, int64_t batch, int *fm)
+{
+    clf_dtype a = operand_16bit(g, mm->inputs[0]), b = operand_16bit(g, mm->inputs[1]);
+    size_t max_local = target->max_local ? target->max_local : 256;
+    size_t local_mem = target->local_mem ? target->local_mem : 32768;
+    if (local_mem > 49152)
+        local_mem = 49152;
+    if (target->cpu || !target->tensor_cores || target->gemm || max_local < 128 || a != b ||
+        (a != CLF_F16 && a != CLF_BF16))
+        return CLF_F32;
+    uint64_t units = target->compute_units ? target->compute_units : 1;
+    uint64_t blocks128 = (uint64_t)(batch > 0 ? batch : 1) * (uint64_t)((M + 127) / 128) * (uint64_t)((N + 63) / 64);
+    *fm = M <= 32 ? 1 : M > 64 && blocks128 >= units ? 4 : 2;
+    /* Two stages of A's 32 fm rows and B's 64, each of 32 + 8 values. */
+    while (*fm > 1 && 2u * (32u * (unsigned)*fm + 64u) * 40u * 2u > local_mem)
+        *fm /= 2;
+    return 2u * (32u * (unsigned)*fm + 64u) * 40u * 2u > local_mem ? CLF_F32 : a;
+}
+
+bool clf__gemm_tensor_cores(const clf_graph *g, const clf__plan *plan, uint32_t k, const clf__codegen_target *target)
+{
+    const clf__node *mm = clf__graph_node(g, plan->kernels[k].anchor);
+    int r = mm->rank, fm;
+    int64_t batch = 1;
+    for (int d = 0; d < r - 2; d++)
+        batch *= mm->shape[d];
+    return mma_form(g, mm, target, mm->shape[r - 2], mm->shape[r - 1], batch, &fm) != CLF_F32;
+}
+
+/* Emits gemm_mma.cl's clf_stage_a (which 0) or clf_stage_b (1), with the
+ * CLF_HAVE_STAGE_ line that selects it, where the operand's pieces of 8
+ * values lie in a buffer as they are, rows a multiple of 8 values: a plain
+ * operand staged along its rows (fast: A's k, B's n), or a transpose of
+ * the last two axes of a plain node staged along that node's rows (A's m,
+ * B's k). One 16-byte load of raw 16-bit values (the buffer starts at
+ * CL_DEVICE_MEM_BASE_ADDR_ALIGN, batches and rows at multiples of 8
+ * values); the template checks the piece's row and first value against
+ * the extents. Else emits nothing: the template's stage goes through the
+ * generated loads. */
+static void emit_mma_stage(const clf_graph *g, const clf__plan *plan, uint32_t k, const clf__node *mm, int which,
+                           bool fast, clf__strbuf *src)
+{
+    uint32_t id = mm->inputs[which];
+    const char *r, *c;
+    if (fast && clf__cg_operand_plain(plan, k, g, id)) {
+        r = which == 0 ? "m" : "k";
+        c = which == 0 ? "k" : "n";
+    } else if (!fast && clf__cg_operand_plain_swapped(plan, k, g, id, &id)) {
+        r = which == 0 ? "k" : "n";
+        c = which == 0 ? "m" : "k";
+    } else {
+        return;
+    }
+    const clf__node *op = clf__graph_node(g, id);
+    int64_t row = op->shape[op->rank - 1];
+    if (row % 8 != 0)
+        return;
+    clf__sb_printf(src, "#define CLF_HAVE_STAGE_%c 1\n", which == 0 ? 'A' : 'B');
+    clf__sb_printf(src, "static inline uint4 clf_stage_%c(IDX_T bt, IDX_T %s, IDX_T %s, CLF_PARAMS)\n{\n",
+                   which == 0 ? 'a' : 'b', which == 0 ? "m" : "k", which == 0 ? "k" : "n");
+    clf__cg_emit_batch_offset(mm, op, src);
+    clf__sb_printf(src, "    return ((__global const uint4 *)b%d)[(off + %s * %lldu + %s) / 8];\n}\n\n",
+                   plan->src_buffer[id], r, (long long)row, c);
+}
+
 clf_status clf__codegen_gemm(const clf_graph *g, const clf__plan *plan, uint32_t k,
                              const clf__codegen_target *target, clf__kernel_code *out, char *err,
                              size_t errlen)
@@ -334,7 +444,11 @@ clf_status clf__codegen_gemm(const clf_graph *g, const clf__plan *plan, uint32_t
     clf__gemm_config cfg = target->gemm ? *target->gemm : clf__gemm_default_config(target, M, N, KK, batch);
     size_t max_local = target->max_local ? target->max_local : 256;
     char why[160];
-    if (!clf__gemm_config_valid(&cfg, target->cpu, max_local, target->local_mem, why, sizeof why)) {
+    int fm = 0;
+    clf_dtype mma = mma_form(g, mm, target, M, N, batch, &fm);
+    if (mma != CLF_F32) /* blocks of 32 fm x 64 in steps of 32, warps of 16 fm x 32 */
+        cfg = (clf__gemm_config){.tm = 32 * fm, .tn = 64, .tk = 32, .wm = 16 * fm, .wn = 32};
+    if (mma == CLF_F32 && !clf__gemm_config_valid(&cfg, target->cpu, max_local, target->local_mem, why, sizeof why)) {
         snprintf(err, errlen, "codegen: kernel %u: GEMM tile configuration %dx%dx%d/%dx%d: %s", k, cfg.tm,
                  cfg.tn, cfg.tk, cfg.wm, cfg.wn, why);
         st = CLF_ERR_INVALID_ARGUMENT;
@@ -379,6 +493,9 @@ clf_status clf__codegen_gemm(const clf_graph *g, const clf__plan *plan, uint32_t
     if (target->cpu) {
         out->local = 1;
         out->global = (size_t)tiles;
+    } else if (mma != CLF_F32) {
+        out->local = 128;
+        out->global = (size_t)tiles * out->local;
     } else {
         out->local = (size_t)(cfg.tm / cfg.wm) * (size_t)(cfg.tn / cfg.wn);
         out->global = (size_t)tiles * out->local;
@@ -392,8 +509,7 @@ clf_status clf__codegen_gemm(const clf_graph *g, const clf__plan *plan, uint32_t
     clf__sb_printf(&src, "#define IDX_T %s\n", out->wide_index ? "ulong" : "uint");
     clf__sb_printf(&src, "#define M %lld\n#define N %lld\n#define K %lld\n#define BATCH %lld\n", (long long)M,
                    (long long)N, (long long)KK, (long long)batch);
-    clf__sb_printf(&src, "#define TM %d\n#define TN %d\n#define TK %d\n#define WM %d\n#define WN %d\n", cfg.tm,
-                   cfg.tn, cfg.tk, cfg.wm, cfg.wn);
+    bool a_k_fast = !operand_transposed(g, mm->inputs[0]), b_n_fast = !operand_transposed(g, mm->inputs[1]);
     /* float4 tile loads where an operand is a plain row-major buffer whose
      * rows split into whole float4s (aligned: every row starts at a
      * multiple of 4 elements, every tile column at a multiple of 4, and
@@ -401,13 +517,23 @@ clf_status clf__codegen_gemm(const clf_graph *g, const clf__plan *plan, uint32_t
      * pointers: NVIDIA's compiler makes vload4 of an address it cannot
      * prove aligned four scalar loads (an H200 ran the 4096^3 product in
      * 3.17 ms with float4 pointers, 3.54 with vload4; bench/probes). */
-    bool vec_a = !target->cpu && clf__cg_operand_plain(plan, k, g, mm->inputs[0]) && KK % 4 == 0 && cfg.tk % 4 == 0;
-    bool vec_b = !target->cpu && clf__cg_operand_plain(plan, k, g, mm->inputs[1]) && N % 4 == 0 && cfg.tn % 4 == 0;
-    clf__sb_printf(&src, "#define A_K_FAST %d\n#define B_N_FAST %d\n#define VEC_A %d\n#define VEC_B %d\n",
-                   operand_transposed(g, mm->inputs[0]) ? 0 : 1, operand_transposed(g, mm->inputs[1]) ? 0 : 1,
-                   vec_a ? 1 : 0, vec_b ? 1 : 0);
-    out->schedule = (clf__schedule){.form = target->cpu ? "cpu-blocks" : "gpu-tiles", .vec = 1, .wg = out->local,
-                                    .tiles = cfg, .vec_a = vec_a, .vec_b = vec_b};
+    bool vec_a = !target->cpu && mma == CLF_F32 && clf__cg_operand_plain(plan, k, g, mm->inputs[0]) && KK % 4 == 0 &&
+                 cfg.tk % 4 == 0;
+    bool vec_b = !target->cpu && mma == CLF_F32 && clf__cg_operand_plain(plan, k, g, mm->inputs[1]) && N % 4 == 0 &&
+                 cfg.tn % 4 == 0;
+    if (mma != CLF_F32) {
+        clf__sb_printf(&src, CLF__MMA_LINE "#define MMA_BF16 %d\n#define FM %d\n#define A_K_FAST %d\n#define B_N_FAST %d\n",
+                       mma == CLF_BF16 ? 1 : 0, fm, a_k_fast ? 1 : 0, b_n_fast ? 1 : 0);
+        out->schedule = (clf__schedule){.form = "tensor-cores", .vec = 1, .wg = out->local, .tiles = cfg,
+                                        .tensor_cores = mma == CLF_F16 ? "mma.m16n8k16.f16" : "mma.m16n8k16.bf16"};
+    } else {
+        clf__sb_printf(&src, "#define TM %d\n#define TN %d\n#define TK %d\n#define WM %d\n#define WN %d\n", cfg.tm,
+                       cfg.tn, cfg.tk, cfg.wm, cfg.wn);
+        clf__sb_printf(&src, "#define A_K_FAST %d\n#define B_N_FAST %d\n#define VEC_A %d\n#define VEC_B %d\n",
+                       a_k_fast ? 1 : 0, b_n_fast ? 1 : 0, vec_a ? 1 : 0, vec_b ? 1 : 0);
+        out->schedule = (clf__schedule){.form = target->cpu ? "cpu-blocks" : "gpu-tiles", .vec = 1,
+                                        .wg = out->local, .tiles = cfg, .vec_a = vec_a, .vec_b = vec_b};
+    }
     clf__cg_signature(&src, g, plan, out->name, out->params, out->nparams, K->nreads);
     clf__cg_gather_defs(&src, g, plan, K);
     clf__sb_puts(&src, "\n");
@@ -417,7 +543,10 @@ clf_status clf__codegen_gemm(const clf_graph *g, const clf__plan *plan, uint32_t
         snprintf(err, errlen, "codegen: kernel %u: out of memory or unsupported operand prologue", k);
         goto done;
     }
-    if (target->cpu) {
+    if (mma != CLF_F32) {
+        emit_mma_stage(g, plan, k, mm, 0, a_k_fast, &src);
+        emit_mma_stage(g, plan, k, mm, 1, b_n_fast, &src);
+    } else if (target->cpu) {
         emit_load_vec(g, plan, k, mm, 1, cfg.wn, false, "clf_load_bv", &src);
     } else {
         if (vec_a)
@@ -428,8 +557,9 @@ clf_status clf__codegen_gemm(const clf_graph *g, const clf__plan *plan, uint32_t
 
     clf__sb_puts(&src, clf__sb_str(&store_fn));
 
-    clf__sb_printf(&src, "/* ---- kernels_templates/%s ---- */\n", target->cpu ? "gemm_cpu.cl" : "gemm.cl");
-    clf__sb_puts(&src, target->cpu ? clf__template_gemm_cpu : clf__template_gemm);
+    clf__sb_printf(&src, "/* ---- kernels_templates/%s ---- */\n",
+                   target->cpu ? "gemm_cpu.cl" : mma != CLF_F32 ? "gemm_mma.cl" : "gemm.cl");
+    clf__sb_puts(&src, target->cpu ? clf__template_gemm_cpu : mma != CLF_F32 ? clf__template_gemm_mma : clf__template_gemm);
     if (!clf__sb_ok(&src))
         goto done;
     out->source = clf__sb_take(&src);

@@ -18,6 +18,13 @@ const char *clf__cg_product_acc(clf__cg_fn *f, uint32_t node, const clf__view *v
  * row-major layout (no prologue, no movement op in between). */
 bool clf__cg_operand_plain(const clf__plan *plan, uint32_t k, const clf_graph *g, uint32_t id);
 
+/* Whether a MATMUL's operand id is a transpose of the last two axes (and
+ * no other) of a node read straight from a buffer (clf__cg_operand_plain):
+ * a transposed operand whose rows lie in that buffer as they are. Sets
+ * *plain to that node. */
+bool clf__cg_operand_plain_swapped(const clf__plan *plan, uint32_t k, const clf_graph *g, uint32_t id,
+                                   uint32_t *plain);
+
 /* Emits "IDX_T off = ..." (and its temporaries): the offset of batch bt of
  * MATMUL mm's batch axes in the row-major buffer of node op, op's batch
  * axes broadcast from mm's (the last two axes of op are a matrix). */

@@ -142,7 +142,10 @@ static clf_status lower(clf_context *ctx, const clf_graph *g, const clf_compile_
         clf__kernel_code code;
         clf__codegen_target tk = *target;
         clf__gemm_config tuned;
-        if (autotune && plan.kernels[k].kind == CLF__REGION_GEMM && !target->gemm && clf__gemm_autotune(ctx, g, &plan, k, target, &tuned))
+        /* The autotuner times the portable GEMM form's tilings; a kernel in
+         * the tensor-core form keeps it. */
+        if (autotune && plan.kernels[k].kind == CLF__REGION_GEMM && !target->gemm &&
+            !clf__gemm_tensor_cores(g, &plan, k, target) && clf__gemm_autotune(ctx, g, &plan, k, target, &tuned))
             tk.gemm = &tuned;
         st = clf__codegen_kernel(g, &plan, k, &tk, &code, err, sizeof err);
         if (st != CLF_OK)
