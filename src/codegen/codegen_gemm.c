@@ -138,23 +138,48 @@ static bool operand_plain(const clf__plan *plan, uint32_t k, const clf_graph *g,
            (clf__node_class_of(n) == CLF__CLASS_LEAF || plan->producer[id] != (int32_t)k);
 }
 
-/* Emits "static inline float<w> <fname>(IDX_T bt, IDX_T r, IDX_T c, ...)":
- * w consecutive elements along the last axis of operand which (0: A at
- * (m, k..k+w-1), 1: B at (k, n..n+w-1)); one vector load when the operand
- * is a plain buffer (through a floatw pointer when the caller proved the
- * address aligned, else vloadw), else w calls of its scalar load. */
-static void emit_load_vec(const clf_graph *g, const clf__plan *plan, uint32_t k, const clf__node *mm, int which,
-                          int w, bool aligned, const char *fname, clf__strbuf *src)
+/* The buffer holding a MATMUL's operand `id` with `along` (0: the
+ * operand's rows, its second-last axis; 1: its columns, the last axis) the
+ * contiguous axis, or NULL: the operand itself read in its own row-major
+ * layout (along 1), or a TRANSPOSE swapping only the last two axes of a
+ * buffer read as it is (along 0: K of Q Kt from K [.., S, D]). *swapped
+ * says which. */
+static const clf__node *operand_contiguous(const clf__plan *plan, uint32_t k, const clf_graph *g, uint32_t id,
+                                           int along, bool *swapped, int32_t *buffer)
+{
+    *swapped = false;
+    if (along == 1) {
+        *buffer = plan->src_buffer[id];
+        return operand_plain(plan, k, g, id) ? clf__graph_node(g, id) : NULL;
+    }
+    const clf__node *t = clf__graph_node(g, id);
+    if (t->op != CLF__OP_TRANSPOSE || plan->src_buffer[id] >= 0 || t->rank < 2 || !operand_plain(plan, k, g, t->inputs[0]))
+        return NULL;
+    for (int a = 0; a < t->rank - 2; a++)
+        if (t->attr.transpose.perm[a] != a)
+            return NULL;
+    if (t->attr.transpose.perm[t->rank - 2] != t->rank - 1 || t->attr.transpose.perm[t->rank - 1] != t->rank - 2)
+        return NULL;
+    *swapped = true;
+    *buffer = plan->src_buffer[t->inputs[0]];
+    return clf__graph_node(g, t->inputs[0]);
+}
+
+bool clf__cg_emit_operand_load_vec(const clf_graph *g, const clf__plan *plan, uint32_t k, const clf__node *mm,
+                                   int which, int along, int w, bool aligned, const char *scalar, const char *fname,
+                                   clf__strbuf *src)
 {
     const char *rname = which == 0 ? "m" : "k", *cname = which == 0 ? "k" : "n";
     clf__sb_printf(src, "static inline float%d %s(IDX_T bt, IDX_T %s, IDX_T %s, CLF_PARAMS)\n{\n", w, fname, rname,
                    cname);
-    uint32_t id = mm->inputs[which];
-    if (operand_plain(plan, k, g, id)) {
-        const clf__node *op = clf__graph_node(g, id);
+    bool swapped;
+    int32_t buffer;
+    const clf__node *op = operand_contiguous(plan, k, g, mm->inputs[which], along, &swapped, &buffer);
+    if (op) {
         int ob = op->rank - 2, nb = mm->rank - 2;
         /* Row-major: element (b..., r, c) is at ((b...) * R + r) * C + c,
-         * the batch axes broadcast from the product's. */
+         * the batch axes broadcast from the product's (r and c swapped
+         * for a transposed buffer). */
         clf__sb_puts(src, "    IDX_T off = 0, rest = bt;\n");
         int64_t stride = op->shape[ob] * op->shape[ob + 1];
         for (int d = nb - 1; d >= 0; d--) {
@@ -167,17 +192,22 @@ static void emit_load_vec(const clf_graph *g, const clf__plan *plan, uint32_t k,
                 stride *= op->shape[od];
         }
         char at[96];
-        snprintf(at, sizeof at, "off + %s * %lluu + %s", rname, (unsigned long long)op->shape[ob + 1], cname);
+        snprintf(at, sizeof at, "off + %s * %lluu + %s", swapped ? cname : rname,
+                 (unsigned long long)op->shape[ob + 1], swapped ? rname : cname);
         clf__sb_puts(src, "    (void)rest;\n    return ");
-        clf__cg_load_vec(src, op->dtype, (uint32_t)plan->src_buffer[id], at, w, aligned);
+        clf__cg_load_vec(src, op->dtype, (uint32_t)buffer, at, w, aligned);
         clf__sb_puts(src, ";\n}\n\n");
-        return;
+        return true;
     }
     clf__sb_printf(src, "    return (float%d)(", w);
-    for (int j = 0; j < w; j++)
-        clf__sb_printf(src, which == 0 ? "%sclf_load_a(bt, m, k + %du, CLF_ARGS)" : "%sclf_load_b(bt, k, n + %du, CLF_ARGS)",
-                       j ? ", " : "", j);
+    for (int j = 0; j < w; j++) {
+        if (along)
+            clf__sb_printf(src, "%s%s(bt, %s, %s + %du, CLF_ARGS)", j ? ", " : "", scalar, rname, cname, j);
+        else
+            clf__sb_printf(src, "%s%s(bt, %s + %du, %s, CLF_ARGS)", j ? ", " : "", scalar, rname, j, cname);
+    }
     clf__sb_puts(src, ");\n}\n\n");
+    return false;
 }
 
 bool clf__cg_emit_operand_load(const clf_graph *g, const clf__plan *plan, uint32_t k, const clf__node *mm, int which,
@@ -380,12 +410,12 @@ clf_status clf__codegen_gemm(const clf_graph *g, const clf__plan *plan, uint32_t
         goto done;
     }
     if (target->cpu) {
-        emit_load_vec(g, plan, k, mm, 1, cfg.wn, false, "clf_load_bv", &src);
+        clf__cg_emit_operand_load_vec(g, plan, k, mm, 1, 1, cfg.wn, false, "clf_load_b", "clf_load_bv", &src);
     } else {
         if (vec_a)
-            emit_load_vec(g, plan, k, mm, 0, 4, true, "clf_load_a4", &src);
+            clf__cg_emit_operand_load_vec(g, plan, k, mm, 0, 1, 4, true, "clf_load_a", "clf_load_a4", &src);
         if (vec_b)
-            emit_load_vec(g, plan, k, mm, 1, 4, true, "clf_load_b4", &src);
+            clf__cg_emit_operand_load_vec(g, plan, k, mm, 1, 1, 4, true, "clf_load_b", "clf_load_b4", &src);
     }
 
     clf__sb_puts(&src, clf__sb_str(&store_fn));
