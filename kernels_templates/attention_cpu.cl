@@ -247,7 +247,7 @@ static inline void clf_fold(IDX_T bt, IDX_T n, float t, VEC_T *ar, float *mx, fl
 
 /* The logits of keys n0 .. n0 + CH - 1 for each of the RB rows (t[r]),
  * each K row loaded once for all of them. */
-static inline __attribute__((always_inline)) void clf_logits_group(IDX_T bt, const IDX_T *m, IDX_T n0, const VEC_T *qv, KEYS_T *t, CLF_PARAMS)
+static inline void clf_logits_group(IDX_T bt, const IDX_T *m, IDX_T n0, const VEC_T *qv, KEYS_T *t, CLF_PARAMS)
 {
     VEC_T s[RB][CH];
 #pragma unroll
@@ -300,7 +300,7 @@ static inline __attribute__((always_inline)) void clf_logits_group(IDX_T bt, con
 /* Keys n0 .. n0 + CH - 1 with logits t[r], visible to every one of the RB
  * rows, folded into their states: one exp of the group's logits and one
  * rescale a row, each V row loaded once for all of them. */
-static inline __attribute__((always_inline)) void clf_fold_group(IDX_T bt, IDX_T n0, const KEYS_T *t, VEC_T *av, float *mx, float *l, CLF_PARAMS)
+static inline void clf_fold_group(IDX_T bt, IDX_T n0, const KEYS_T *t, VEC_T *av, float *mx, float *l, CLF_PARAMS)
 {
     KEYS_T p[RB];
 #pragma unroll
@@ -370,6 +370,10 @@ __kernel void CLF_KERNEL_NAME(CLF_PARAMS, const IDX_T numel)
         mx[r] = -INFINITY;
         l[r] = 0.0f;
     }
+    KEYS_T t[RB], tnext[RB];
+#pragma unroll
+    for (int r = 0; r < RB; ++r)
+        tnext[r] = (KEYS_T)(0.0f);
     /* Keys the first row sees (and so every row of the block) together,
      * CH at a time, the rest of them one at a time. */
 #if CAUSAL
@@ -377,20 +381,20 @@ __kernel void CLF_KERNEL_NAME(CLF_PARAMS, const IDX_T numel)
 #else
     const IDX_T common = SK;
 #endif
-    /* Software-pipelined: the logits of the next group are computed
-     * before the current one is folded, so that the fold's chain (max,
-     * exp, rescale) runs beside independent work. */
-    IDX_T n = 0;
-    KEYS_T t[RB], tnext[RB];
-    if (CH <= common)
-        clf_logits_group(bt, m, 0, qv, tnext, CLF_ARGS);
-    for (; n + CH <= common; n += CH) {
+    /* Software-pipelined: the logits of group i are computed before group
+     * i - 1 folds, so that the fold's chain (max, exp, FMAs) runs beside
+     * independent work. One call of each (inlined at -O2 for being the
+     * only one; a second made PoCL keep the logits out of line, and
+     * always_inline makes clang emit what oclgrind cannot run at -O0). */
+    const IDX_T groups = common / CH, n = groups * CH;
+    for (IDX_T i = 0; i <= groups; ++i) {
 #pragma unroll
         for (int r = 0; r < RB; ++r)
             t[r] = tnext[r];
-        /* The last group computes its own logits again, unused. */
-        clf_logits_group(bt, m, n + 2 * CH <= common ? n + CH : n, qv, tnext, CLF_ARGS);
-        clf_fold_group(bt, n, t, av, mx, l, CLF_ARGS);
+        if (i < groups)
+            clf_logits_group(bt, m, i * CH, qv, tnext, CLF_ARGS);
+        if (i > 0)
+            clf_fold_group(bt, (i - 1) * CH, t, av, mx, l, CLF_ARGS);
     }
 #pragma unroll
     for (int r = 0; r < RB; ++r) {
