@@ -524,6 +524,21 @@ START_TEST(cpu_form_blocks_and_tails)
 }
 END_TEST
 
+/* The GPU form with a last block of query rows short of a work-group
+ * (idle work-items) and more than one tile of keys, without a causal mask:
+ * PoCL 3.1 gave garbage for every row (the `active` test around the tile
+ * fold, the same every iteration, was taken out of the loop of barriers);
+ * oclgrind found the kernel right. */
+START_TEST(gpu_form_partial_block_many_tiles)
+{
+    clf_context *ctx = clf_test_context();
+    check_plain(ctx, "Sq 37 (of a block of 64), Sk 70 (two tiles)", 2, 2, 37, 70, 20, 12, false, PREFILL);
+    check_plain(ctx, "Sq 100, Sk 100", 1, 2, 100, 100, 16, 16, false, PREFILL);
+    clf_context_destroy(&ctx);
+    assert_kernel_counts();
+}
+END_TEST
+
 /* k and v with a head axis of 1 serve every query head (MQA), and
  * [B, Hkv, 1, Sk, D] serves G query heads each ([B, Hkv, G, Sq, D], GQA). */
 START_TEST(kv_heads_broadcast)
@@ -1268,6 +1283,7 @@ int main(void)
     clf_test_add_case(s, "causal_bottom_right", causal_bottom_right);
     clf_test_add_case(s, "head_sizes", head_sizes);
     clf_test_add_case(s, "cpu_form_blocks_and_tails", cpu_form_blocks_and_tails);
+    clf_test_add_case(s, "gpu_form_partial_block_many_tiles", gpu_form_partial_block_many_tiles);
     clf_test_add_case(s, "kv_heads_broadcast", kv_heads_broadcast);
     clf_test_add_case(s, "bool_mask_fully_masked_rows", bool_mask_fully_masked_rows);
     clf_test_add_case(s, "additive_mask", additive_mask);
