@@ -20,7 +20,7 @@
  *
  * On PoCL (AVX-512, one thread, f32 B1 H8 S512 D64): 10.8 ms against
  * about 245 for the scalar form this replaced (one row, one key at a time);
- * what each step gave is in codegen_attention.c and NOTES.md.
+ * what each step gave: bench/results/2026-12-02-attention-cpu-pocl.md.
  *
  * Codegen prepends CLF_KERNEL_NAME, CLF_PARAMS, CLF_ARGS, BATCH, SQ, SK, D,
  * DV, VW, CH, RB, CAUSAL (with CAUSAL_OFFSET, CAUSAL_FILL, CAUSAL_FILL_INF),
