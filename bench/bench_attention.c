@@ -4,6 +4,7 @@
  *     bench_attention [--dtype f32|f16|bf16] [--b B] [--h H] [--hkv HKV] [--sq SQ] [--sk SK]
  *                     [--s S] [--d D] [--dv DV] [--scale X] [--causal] [--iters N] [--warmup W]
  *                     [--sets N] [--rows N] [--unfused] [--primitives] [--gqa expand|broadcast]
+ *                     [--source FILE]
  *
  * q is [B, H, Sq, D], k [B, Hkv, Sk, D], v [B, Hkv, Sk, Dv]; with Hkv < H
  * (grouped-query attention) k and v are broadcast to H heads in the graph
@@ -28,7 +29,8 @@
  * rows (and that every element was written); a wrong result fails the
  * program. Inputs are uniform in [-2, 2), rotated among --sets copies so
  * that repeated runs do not all hit the cache. The last line of each
- * variant is a RESULT line of key=value pairs for scripts. */
+ * variant is a RESULT line of key=value pairs for scripts. --source writes
+ * the fused plan's kernel sources to FILE. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -263,6 +265,7 @@ typedef struct options {
     attn_case c;
     int iters, warmup, sets, rows;
     bool unfused, primitives, gqa_broadcast;
+    const char *source; /* --source: where the fused kernels' sources go */
 } options;
 
 static bool parse_args(int argc, char **argv, options *o)
@@ -304,6 +307,9 @@ static bool parse_args(int argc, char **argv, options *o)
             o->unfused = true;
         } else if (strcmp(a, "--primitives") == 0) {
             o->primitives = true;
+        } else if (strcmp(a, "--source") == 0 && v) {
+            o->source = v;
+            i++;
         } else if (strcmp(a, "--gqa") == 0 && v && (strcmp(v, "expand") == 0 || strcmp(v, "broadcast") == 0)) {
             o->gqa_broadcast = strcmp(v, "broadcast") == 0;
             i++;
@@ -311,7 +317,7 @@ static bool parse_args(int argc, char **argv, options *o)
             fprintf(stderr,
                     "usage: bench_attention [--dtype f32|f16|bf16] [--b B] [--h H] [--hkv HKV] [--sq SQ] [--sk SK] "
                     "[--s S] [--d D] [--dv DV] [--scale X] [--causal] [--iters N] [--warmup W] [--sets N] "
-                    "[--rows N] [--unfused] [--primitives] [--gqa expand|broadcast]\n");
+                    "[--rows N] [--unfused] [--primitives] [--gqa expand|broadcast] [--source FILE]\n");
             return false;
         }
     }
@@ -355,6 +361,13 @@ static int run_variant(clf_context *ctx, const options *o, const clf_graph *g, b
         fprintf(stderr, "%s: compile: %s: %s\n", name, clf_status_name(st), clf_context_last_error(ctx));
         printf("RESULT variant=%s ok=0 why=compile\n", name);
         return 1;
+    }
+    if (o->source && !unfused) {
+        FILE *f = fopen(o->source, "w");
+        for (size_t k = 0; f && k < clf_executable_kernel_count(exe); k++)
+            fprintf(f, "/* ==== kernel %zu ==== */\n%s\n", k, clf_executable_kernel_source(exe, k));
+        if (!f || fclose(f) != 0)
+            fprintf(stderr, "%s: could not write %s\n", name, o->source);
     }
     /* Enough copies of the inputs that one pass over them exceeds 256 MiB
      * (a GPU's last-level cache is 50-100 MB), at most 8. */

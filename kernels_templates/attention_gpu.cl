@@ -182,10 +182,17 @@ __kernel __attribute__((reqd_work_group_size(BQ, 1, 1))) void CLF_KERNEL_NAME(CL
     const IDX_T lid = (IDX_T)get_local_id(0), grp = (IDX_T)get_group_id(0);
     const IDX_T bt = grp / QBLOCKS, m0 = grp % QBLOCKS * BQ, m = m0 + lid;
     const bool active = m < SQ;
+    /* Work-items past the last row fold the last row again and store
+     * nothing: with a test of `active` around the fold, loop-invariant
+     * without a causal mask, PoCL 3.1 gave garbage for every row of a
+     * block with idle work-items and more than one tile (the test taken
+     * out of the loop of barriers, it seems; oclgrind found the kernel
+     * right). */
+    const IDX_T mc = active ? m : (IDX_T)(SQ - 1);
     float4 q4[D4], a4[DV4];
 #pragma unroll
     for (int d = 0; d < D4; ++d) {
-        q4[d] = active ? clf_load_q4(bt, m, d, CLF_ARGS) : (float4)(0.0f);
+        q4[d] = clf_load_q4(bt, mc, d, CLF_ARGS);
     }
 #pragma unroll
     for (int d = 0; d < DV4; ++d)
@@ -194,7 +201,7 @@ __kernel __attribute__((reqd_work_group_size(BQ, 1, 1))) void CLF_KERNEL_NAME(CL
 #if CAUSAL
     const IDX_T last = min((IDX_T)SQ, (IDX_T)(m0 + BQ)) - 1;
     const IDX_T group_keys = min((IDX_T)SK, (IDX_T)(last + CAUSAL_OFFSET + 1));
-    const IDX_T row_keys = min((IDX_T)SK, (IDX_T)(m + CAUSAL_OFFSET + 1));
+    const IDX_T row_keys = min((IDX_T)SK, (IDX_T)(mc + CAUSAL_OFFSET + 1));
 #else
     const IDX_T group_keys = SK, row_keys = SK;
 #endif
@@ -202,8 +209,8 @@ __kernel __attribute__((reqd_work_group_size(BQ, 1, 1))) void CLF_KERNEL_NAME(CL
         barrier(CLK_LOCAL_MEM_FENCE);
         clf_load_tile(bt, n0, lid, (__local float *)kt4, (__local float *)vt4, CLF_ARGS);
         barrier(CLK_LOCAL_MEM_FENCE);
-        if (active && n0 < row_keys)
-            clf_attend_tile(bt, m, n0, 0, min((IDX_T)BK, row_keys - n0), q4, a4, &mx, &l, kt4, vt4, CLF_ARGS);
+        if (n0 < row_keys)
+            clf_attend_tile(bt, mc, n0, 0, min((IDX_T)BK, row_keys - n0), q4, a4, &mx, &l, kt4, vt4, CLF_ARGS);
     }
 #if CAUSAL && !CAUSAL_FILL_INF
     /* Rows whose visible keys stay within 110 of a finite fill: the

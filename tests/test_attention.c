@@ -500,6 +500,50 @@ START_TEST(head_sizes)
 }
 END_TEST
 
+/* The CPU form's blocks and tails (attention_cpu.cl): several query rows a
+ * work-item with Sq not a multiple of them (the last block repeats its last
+ * row and stores it once), causal rows of one block seeing different
+ * numbers of keys, fewer keys than a fold group, D and Dv not multiples of
+ * the vector width (zeros past them). */
+START_TEST(cpu_form_blocks_and_tails)
+{
+    clf_context *ctx = clf_test_context();
+    static const struct {
+        int64_t b, h, sq, sk, d, dv;
+        bool causal;
+    } C[] = {
+        {2, 4, 10, 10, 20, 12, true}, /* 3 blocks of 4 rows, the last with 2; no group before row 7 */
+        {1, 8, 37, 53, 80, 80, true}, /* bottom-right diagonal, groups and single keys */
+        {1, 8, 5, 3, 16, 8, false},   /* 3 keys: no group of 8 */
+        {3, 3, 7, 29, 24, 40, false},
+    };
+    for (size_t i = 0; i < sizeof C / sizeof C[0]; i++) {
+        char label[96];
+        snprintf(label, sizeof label, "B %lld H %lld Sq %lld Sk %lld D %lld Dv %lld%s", (long long)C[i].b,
+                 (long long)C[i].h, (long long)C[i].sq, (long long)C[i].sk, (long long)C[i].d, (long long)C[i].dv,
+                 C[i].causal ? " causal" : "");
+        check_plain(ctx, label, C[i].b, C[i].h, C[i].sq, C[i].sk, C[i].d, C[i].dv, C[i].causal, PREFILL);
+    }
+    clf_context_destroy(&ctx);
+    assert_kernel_counts();
+}
+END_TEST
+
+/* The GPU form with a last block of query rows short of a work-group
+ * (idle work-items) and more than one tile of keys, without a causal mask:
+ * PoCL 3.1 gave garbage for every row (the `active` test around the tile
+ * fold, the same every iteration, was taken out of the loop of barriers);
+ * oclgrind found the kernel right. */
+START_TEST(gpu_form_partial_block_many_tiles)
+{
+    clf_context *ctx = clf_test_context();
+    check_plain(ctx, "Sq 37 (of a block of 64), Sk 70 (two tiles)", 2, 2, 37, 70, 20, 12, false, PREFILL);
+    check_plain(ctx, "Sq 100, Sk 100", 1, 2, 100, 100, 16, 16, false, PREFILL);
+    clf_context_destroy(&ctx);
+    assert_kernel_counts();
+}
+END_TEST
+
 /* k and v with a head axis of 1 serve every query head (MQA), and
  * [B, Hkv, 1, Sk, D] serves G query heads each ([B, Hkv, G, Sq, D], GQA). */
 START_TEST(kv_heads_broadcast)
@@ -1607,6 +1651,8 @@ int main(void)
     clf_test_add_case(s, "decode", decode);
     clf_test_add_case(s, "causal_bottom_right", causal_bottom_right);
     clf_test_add_case(s, "head_sizes", head_sizes);
+    clf_test_add_case(s, "cpu_form_blocks_and_tails", cpu_form_blocks_and_tails);
+    clf_test_add_case(s, "gpu_form_partial_block_many_tiles", gpu_form_partial_block_many_tiles);
     clf_test_add_case(s, "kv_heads_broadcast", kv_heads_broadcast);
     clf_test_add_case(s, "bool_mask_fully_masked_rows", bool_mask_fully_masked_rows);
     clf_test_add_case(s, "additive_mask", additive_mask);

@@ -1,10 +1,10 @@
-"""Writes the markdown table of bench/run_attention_gpu.sh from its work
-folder: cases.tsv (name, bench_attention options, the torch case it is
+"""Writes the markdown table of bench/run_attention_gpu.sh (and of
+run_attention_cpu.sh, with --torch-device cpu) from its work folder: cases.tsv (name, bench_attention options, the torch case it is
 compared with), clf_NAME.txt and clf_NAME.rc (bench_attention's output and
 exit status) and torch.log (torch_attention.py's output). A case that failed
 or never ran says so in its cells; nothing here fails on a missing file.
 
-    python3 make_table.py --work DIR --mode quick|final --out FILE [--note TEXT ...]"""
+    python3 make_table.py --work DIR --mode quick|final --out FILE [--torch-device cuda|cpu] [--note TEXT ...]"""
 import argparse
 import os
 import re
@@ -52,7 +52,9 @@ def main():
     p.add_argument("--mode", default="quick")
     p.add_argument("--out", required=True)
     p.add_argument("--note", action="append", default=[])
+    p.add_argument("--torch-device", default="cuda", choices=("cuda", "cpu"))
     a = p.parse_args()
+    cpu = a.torch_device == "cpu"
     cases = []
     for line in (read(os.path.join(a.work, "cases.tsv")) or "").splitlines():
         f = line.split("\t")
@@ -89,20 +91,23 @@ def main():
             check = f"{'ok' if fused.get('ok') == '1' else 'WRONG'} {float(fused['max_err']):.1e}"
         perf = ""
         if ms(fused):
-            perf = f"{float(fused['tflops']):.1f} / {float(fused['gbs']):.0f}"
+            perf = f"{float(fused['tflops']):.{3 if cpu else 1}f} / {float(fused['gbs']):.{1 if cpu else 0}f}"
         rows.append(
             f"| {name} | {clf_cell} | {cell(sd, 'torch')} | {cell(co, 'torch')} | {ratio(ms(fused), ms(sd))} | "
             f"{ratio(ms(fused), ms(co))} | {kern} | {perf} | {unf} | {check} | `{opts}` |")
     lines = [
-        f"# Attention: libclfuse against PyTorch SDPA and torch.compile ({a.mode})",
+        f"# Attention{' on the CPU' if cpu else ''}: libclfuse against PyTorch SDPA and torch.compile ({a.mode})",
         "",
         f"libclfuse device: {device}. {torch_head}.",
         *[n for n in a.note if n],
         "",
         "Medians in ms (libclfuse: OpenCL profiling events, first kernel start to last kernel end of one run; "
-        "torch: CUDA events around each call); ratio = libclfuse / torch (below 1: libclfuse faster). "
-        "f32 is f32 on both sides (no TF32: torch.backends.cuda.matmul.allow_tf32 = False). "
-        "kernels: libclfuse's fused plan / SDPA / torch.compile (torch's from its profiler, one call). "
+        + ("torch: the host's clock around each call, which allocates its output (libclfuse writes into buffers "
+           "it already has)" if cpu else "torch: CUDA events around each call")
+        + "); ratio = libclfuse / torch (below 1: libclfuse faster). "
+        + ("" if cpu else "f32 is f32 on both sides (no TF32: torch.backends.cuda.matmul.allow_tf32 = False). ")
+        + "kernels: libclfuse's fused plan / SDPA / torch.compile (torch's from its profiler, one call"
+        + ("; not counted on the CPU: -). " if cpu else "). ") +
         "TFLOP/s count 4·B·H·Sq·Sk·D (halved for causal with Sq = Sk); GB/s q, k, v read once and the output "
         "written once. check: libclfuse against a double-precision host reference on sampled rows "
         "(max |err| / (1 + |ref|)). Minimum times and every detail are in clfuse.log and torch.log.",

@@ -1,5 +1,6 @@
-"""PyTorch's side of bench/bench_attention.c on CUDA: the same attention
-cases, softmax(q @ kT * scale + mask) @ v, through
+"""PyTorch's side of bench/bench_attention.c on CUDA (or, with --device cpu,
+on the CPU): the same attention cases, softmax(q @ kT * scale + mask) @ v,
+through
 
   sdpa     torch.nn.functional.scaled_dot_product_attention (is_causal when
            Sq == Sk, else a bottom-right boolean mask; GQA with enable_gqa,
@@ -8,13 +9,14 @@ cases, softmax(q @ kT * scale + mask) @ v, through
            (unsqueeze, expand, reshape), matmul, mul by the scale, where
            against the causal mask, softmax, matmul
 
-timed with CUDA events around each call: the median and minimum of --iters
-calls after --warmup, inputs uniform in [-2, 2) rotated among as many copies
+timed with CUDA events around each call (on the CPU: the host's
+perf_counter around each call, torch's own threads, torch.get_num_threads()
+printed): the median and minimum of --iters calls after --warmup, inputs uniform in [-2, 2) rotated among as many copies
 as bench_attention uses (one pass over them exceeds 256 MiB). f32 is f32:
 torch.backends.cuda.matmul.allow_tf32 (and cuDNN's) are off. Each result is also compared, on batch 0, with the
 explicit graph in float64.
 
-    python3 torch_attention.py [--iters N] [--warmup W] --case NAME "OPTIONS" [--case NAME "OPTIONS" ...]
+    python3 torch_attention.py [--device cuda|cpu] [--iters N] [--warmup W] --case NAME "OPTIONS" [--case NAME "OPTIONS" ...]
 
 OPTIONS are bench_attention's (--dtype f32|f16|bf16 --b --h --hkv --sq --sk
 --s --d --dv --scale --causal; the others are ignored). A line
@@ -39,6 +41,12 @@ torch.backends.cuda.matmul.allow_tf32 = False
 torch.backends.cudnn.allow_tf32 = False
 
 DTYPES = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}
+DEV = "cuda"  # --device
+
+
+def sync():
+    if DEV == "cuda":
+        torch.cuda.synchronize()
 
 
 def parse_case(text):
@@ -71,8 +79,8 @@ def case_flops(c):
 
 def causal_mask(c):
     """True where query i sees key j: j <= i + Sk - Sq (bottom right)."""
-    i = torch.arange(c.sq, device="cuda")[:, None]
-    j = torch.arange(c.sk, device="cuda")[None, :]
+    i = torch.arange(c.sq, device=DEV)[:, None]
+    j = torch.arange(c.sk, device=DEV)[None, :]
     return j <= i + (c.sk - c.sq)
 
 
@@ -113,8 +121,8 @@ def make_sdpa(c):
     if not gqa:
         return sdpa, note
     try:
-        q = torch.zeros(1, c.h, 2, c.d, device="cuda", dtype=DTYPES[c.dtype])
-        k = torch.zeros(1, c.hkv, 2, c.d, device="cuda", dtype=DTYPES[c.dtype])
+        q = torch.zeros(1, c.h, 2, c.d, device=DEV, dtype=DTYPES[c.dtype])
+        k = torch.zeros(1, c.hkv, 2, c.d, device=DEV, dtype=DTYPES[c.dtype])
         F.scaled_dot_product_attention(q, k, k, enable_gqa=True)
         kw["enable_gqa"] = True
         return sdpa, (note + " enable_gqa").strip()
@@ -123,7 +131,10 @@ def make_sdpa(c):
 
 
 def cuda_kernels(fn, args):
-    """The names of the CUDA kernels one call launches (the profiler's)."""
+    """The names of the CUDA kernels one call launches (the profiler's);
+    none on the CPU."""
+    if DEV != "cuda":
+        return []
     try:
         from torch.profiler import ProfilerActivity, profile
         with profile(activities=[ProfilerActivity.CUDA]) as prof:
@@ -138,7 +149,15 @@ def cuda_kernels(fn, args):
 def time_calls(fn, sets, mask, warmup, iters):
     for i in range(warmup):
         fn(*sets[i % len(sets)], mask)
-    torch.cuda.synchronize()
+    sync()
+    if DEV != "cuda":
+        t = []
+        for i in range(iters):
+            q, k, v = sets[(warmup + i) % len(sets)]
+            t0 = time.perf_counter()
+            fn(q, k, v, mask)
+            t.append((time.perf_counter() - t0) * 1e3)
+        return statistics.median(t), min(t)
     ev = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(iters)]
     for i, (a, b) in enumerate(ev):
         q, k, v = sets[(warmup + i) % len(sets)]
@@ -160,8 +179,8 @@ def run_case(name, text, warmup, iters):
     c = parse_case(text)
     dt = DTYPES[c.dtype]
     nsets = max(1, min(8, math.ceil(256 * 2**20 / case_bytes(c))))
-    g = torch.Generator(device="cuda").manual_seed(1234)
-    rnd = lambda *s: (torch.rand(*s, device="cuda", generator=g) * 4 - 2).to(dt)
+    g = torch.Generator(device=DEV).manual_seed(1234)
+    rnd = lambda *s: (torch.rand(*s, device=DEV, generator=g) * 4 - 2).to(dt)
     sets = [(rnd(c.b, c.h, c.sq, c.d), rnd(c.b, c.hkv, c.sk, c.d), rnd(c.b, c.hkv, c.sk, c.dv)) for _ in range(nsets)]
     mask = causal_mask(c) if c.causal else None
     explicit = make_explicit(c)
@@ -180,7 +199,7 @@ def run_case(name, text, warmup, iters):
         fn = torch.compile(explicit, dynamic=False, fullgraph=True)
         t0 = time.time()
         fn(q, k, v, mask)
-        torch.cuda.synchronize()
+        sync()
         rewrites = sum(n for key, n in counters["inductor"].items() if "fuse_attention" in key)
         return fn, mask, f"compiled in {time.time() - t0:.1f} s; SDPA pattern rewrites {rewrites}"
 
@@ -197,26 +216,45 @@ def run_case(name, text, warmup, iters):
             print(f"{impl}: median {med:.4f} ms, min {mn:.4f} ms over {iters} calls; "
                   f"{case_flops(c) / med / 1e9:.2f} TFLOP/s, {case_bytes(c) / med / 1e6:.0f} GB/s; "
                   f"error vs float64 on batch 0 {err:.2e}{'' if ok else ' WRONG'}; {info}", flush=True)
-            print(f"{impl}: {len(ks)} CUDA kernels: {' | '.join(k[:100] for k in ks)}", flush=True)
+            if DEV == "cuda":
+                print(f"{impl}: {len(ks)} CUDA kernels: {' | '.join(k[:100] for k in ks)}", flush=True)
             print(f"RESULT case={name} impl={impl} ok={ok} median_ms={med:.5f} min_ms={mn:.5f} rel_err={err:.3e}"
-                  f" kernels={len(ks)}"
+                  f" kernels={len(ks) if DEV == 'cuda' else '-'}"
                   f"{'' if ok else ' why=wrong'}", flush=True)
         except Exception as e:  # one failure must not lose the other cases
             traceback.print_exc()
             why = type(e).__name__
             print(f"RESULT case={name} impl={impl} ok=0 why={why}", flush=True)
-        torch.cuda.synchronize()
+        sync()
+
+
+def cpu_name():
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return "unknown CPU"
 
 
 def main():
+    global DEV
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--device", default="cuda", choices=("cuda", "cpu"))
     p.add_argument("--iters", type=int, default=100)
     p.add_argument("--warmup", type=int, default=10)
     p.add_argument("--case", nargs=2, action="append", metavar=("NAME", "OPTIONS"), default=[])
     a = p.parse_args()
-    print(f"torch {torch.__version__} on {torch.cuda.get_device_name()}; "
-          f"allow_tf32 matmul={torch.backends.cuda.matmul.allow_tf32} cudnn={torch.backends.cudnn.allow_tf32}",
-          flush=True)
+    DEV = a.device
+    if DEV == "cuda":
+        print(f"torch {torch.__version__} on {torch.cuda.get_device_name()}; "
+              f"allow_tf32 matmul={torch.backends.cuda.matmul.allow_tf32} cudnn={torch.backends.cudnn.allow_tf32}",
+              flush=True)
+    else:
+        print(f"torch {torch.__version__} on the CPU ({cpu_name()}), {torch.get_num_threads()} threads; "
+              f"{torch.backends.cpu.get_cpu_capability() if hasattr(torch.backends, 'cpu') else ''}", flush=True)
     for name, text in a.case:
         try:
             run_case(name, text, a.warmup, max(1, a.iters))
@@ -224,7 +262,8 @@ def main():
             traceback.print_exc()
             for impl in ("sdpa", "compile"):
                 print(f"RESULT case={name} impl={impl} ok=0 why={type(e).__name__}", flush=True)
-        torch.cuda.empty_cache()  # the case's tensors are gone with run_case
+        if DEV == "cuda":
+            torch.cuda.empty_cache()  # the case's tensors are gone with run_case
     return 0
 
 

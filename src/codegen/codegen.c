@@ -82,6 +82,9 @@ const char *clf__schedule_str(const clf__kernel_code *c, char *buf, size_t cap)
     if (s->tiles.tm)
         PUT(" tiles=%dx%dx%d/%dx%d%s%s", s->tiles.tm, s->tiles.tn, s->tiles.tk, s->tiles.wm, s->tiles.wn,
             s->vec_a ? " a4" : "", s->vec_b ? " b4" : "");
+    if (s->rows)
+        PUT(" rows=%llu keys=%d kv-loads=%s/%s", (unsigned long long)s->rows, s->keys, s->vec_a ? "vector" : "scalar",
+            s->vec_b ? "vector" : "scalar");
     if (s->tensor_cores)
         PUT(" tensor-cores=%s", s->tensor_cores);
     if (s->unroll)

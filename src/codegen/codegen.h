@@ -34,6 +34,7 @@ typedef struct clf__codegen_target {
     bool fp64;        /* the device has cl_khr_fp64 */
     uint32_t compute_units; /* 0: 1 */
     size_t local_mem; /* CL_DEVICE_LOCAL_MEM_SIZE (0: 32 KiB) */
+    int float_width;  /* CL_DEVICE_NATIVE_VECTOR_WIDTH_FLOAT (0: unknown, 8 assumed) */
     bool warp_shuffle; /* an NVIDIA GPU: inline PTX shuffles within a 32-lane warp */
     bool tensor_cores; /* an NVIDIA GPU of sm_80 or later: inline PTX mma.sync on f16/bf16 operands */
     /* The driver ends every loop after this many iterations, silently (0: no
@@ -63,7 +64,9 @@ typedef struct clf__schedule {
     bool warp_shuffle;     /* lanes combine through inline-PTX shuffles */
     const char *sum;       /* how f32 sums accumulate: "double", "plain", "kahan" */
     clf__gemm_config tiles; /* GEMM tiling (tm 0: none) */
-    bool vec_a, vec_b;      /* GEMM: float4 tile loads of a, b */
+    bool vec_a, vec_b;      /* GEMM: float4 tile loads of a, b; CPU attention: vector loads of K, V rows */
+    uint64_t rows;          /* CPU attention: query rows a work-item */
+    int keys;               /* CPU attention: keys folded at a time */
     const char *tensor_cores; /* the tensor-core instruction used, or NULL */
     uint64_t unroll;          /* loads a work-item issues before using them (decode attention's V) */
     uint64_t local_bytes;     /* local memory the kernel takes, where the form sizes it to the device */

@@ -170,33 +170,54 @@ void clf__cg_emit_batch_offset(const clf__node *mm, const clf__node *op, clf__st
     clf__sb_puts(src, "    (void)rest;\n");
 }
 
-/* Emits "static inline float<w> <fname>(IDX_T bt, IDX_T r, IDX_T c, ...)":
- * w consecutive elements along the last axis of operand which (0: A at
- * (m, k..k+w-1), 1: B at (k, n..n+w-1)); one vector load when the operand
- * is a plain buffer (through a floatw pointer when the caller proved the
- * address aligned, else vloadw), else w calls of its scalar load. */
-static void emit_load_vec(const clf_graph *g, const clf__plan *plan, uint32_t k, const clf__node *mm, int which,
-                          int w, bool aligned, const char *fname, clf__strbuf *src)
+/* The buffer holding a MATMUL's operand `id` with `along` (0: the
+ * operand's rows, its second-last axis; 1: its columns, the last axis) the
+ * contiguous axis, or NULL: the operand itself read in its own row-major
+ * layout (along 1), or a TRANSPOSE swapping only the last two axes of a
+ * buffer read as it is (along 0: K of Q Kt from K [.., S, D]). *swapped
+ * says which. */
+static const clf__node *operand_contiguous(const clf__plan *plan, uint32_t k, const clf_graph *g, uint32_t id,
+                                           int along, bool *swapped, int32_t *buffer)
+{
+    uint32_t plain = id;
+    *swapped = false;
+    if (along == 1 ? !clf__cg_operand_plain(plan, k, g, id) : !clf__cg_operand_plain_swapped(plan, k, g, id, &plain))
+        return NULL;
+    *swapped = along == 0;
+    *buffer = plan->src_buffer[plain];
+    return clf__graph_node(g, plain);
+}
+
+bool clf__cg_emit_operand_load_vec(const clf_graph *g, const clf__plan *plan, uint32_t k, const clf__node *mm,
+                                   int which, int along, int w, bool aligned, const char *scalar, const char *fname,
+                                   clf__strbuf *src)
 {
     const char *rname = which == 0 ? "m" : "k", *cname = which == 0 ? "k" : "n";
     clf__sb_printf(src, "static inline float%d %s(IDX_T bt, IDX_T %s, IDX_T %s, CLF_PARAMS)\n{\n", w, fname, rname,
                    cname);
-    uint32_t id = mm->inputs[which];
-    if (clf__cg_operand_plain(plan, k, g, id)) {
-        const clf__node *op = clf__graph_node(g, id);
+    bool swapped;
+    int32_t buffer;
+    const clf__node *op = operand_contiguous(plan, k, g, mm->inputs[which], along, &swapped, &buffer);
+    if (op) {
+        /* r and c swapped for a transposed buffer. */
         clf__cg_emit_batch_offset(mm, op, src);
         char at[96];
-        snprintf(at, sizeof at, "off + %s * %lluu + %s", rname, (unsigned long long)op->shape[op->rank - 1], cname);
+        snprintf(at, sizeof at, "off + %s * %lluu + %s", swapped ? cname : rname,
+                 (unsigned long long)op->shape[op->rank - 1], swapped ? rname : cname);
         clf__sb_puts(src, "    return ");
-        clf__cg_load_vec(src, op->dtype, (uint32_t)plan->src_buffer[id], at, w, aligned);
+        clf__cg_load_vec(src, op->dtype, (uint32_t)buffer, at, w, aligned);
         clf__sb_puts(src, ";\n}\n\n");
-        return;
+        return true;
     }
     clf__sb_printf(src, "    return (float%d)(", w);
-    for (int j = 0; j < w; j++)
-        clf__sb_printf(src, which == 0 ? "%sclf_load_a(bt, m, k + %du, CLF_ARGS)" : "%sclf_load_b(bt, k, n + %du, CLF_ARGS)",
-                       j ? ", " : "", j);
+    for (int j = 0; j < w; j++) {
+        if (along)
+            clf__sb_printf(src, "%s%s(bt, %s, %s + %du, CLF_ARGS)", j ? ", " : "", scalar, rname, cname, j);
+        else
+            clf__sb_printf(src, "%s%s(bt, %s + %du, %s, CLF_ARGS)", j ? ", " : "", scalar, rname, j, cname);
+    }
     clf__sb_puts(src, ");\n}\n\n");
+    return false;
 }
 
 bool clf__cg_emit_operand_load(const clf_graph *g, const clf__plan *plan, uint32_t k, const clf__node *mm, int which,
@@ -547,12 +568,12 @@ clf_status clf__codegen_gemm(const clf_graph *g, const clf__plan *plan, uint32_t
         emit_mma_stage(g, plan, k, mm, 0, a_k_fast, &src);
         emit_mma_stage(g, plan, k, mm, 1, b_n_fast, &src);
     } else if (target->cpu) {
-        emit_load_vec(g, plan, k, mm, 1, cfg.wn, false, "clf_load_bv", &src);
+        clf__cg_emit_operand_load_vec(g, plan, k, mm, 1, 1, cfg.wn, false, "clf_load_b", "clf_load_bv", &src);
     } else {
         if (vec_a)
-            emit_load_vec(g, plan, k, mm, 0, 4, true, "clf_load_a4", &src);
+            clf__cg_emit_operand_load_vec(g, plan, k, mm, 0, 1, 4, true, "clf_load_a", "clf_load_a4", &src);
         if (vec_b)
-            emit_load_vec(g, plan, k, mm, 1, 4, true, "clf_load_b4", &src);
+            clf__cg_emit_operand_load_vec(g, plan, k, mm, 1, 1, 4, true, "clf_load_b", "clf_load_b4", &src);
     }
 
     clf__sb_puts(&src, clf__sb_str(&store_fn));

@@ -37,6 +37,19 @@ void clf__cg_emit_batch_offset(const clf__node *mm, const clf__node *op, clf__st
 bool clf__cg_emit_operand_load(const clf_graph *g, const clf__plan *plan, uint32_t k, const clf__node *mm, int which,
                                const char *fname, clf__strbuf *src);
 
+/* Emits "static inline float<w> <fname>(IDX_T bt, IDX_T r, IDX_T c,
+ * CLF_PARAMS)": w consecutive elements of operand `which` of MATMUL node mm
+ * along its rows (along 0: r .. r+w-1 at column c) or columns (along 1: c
+ * .. c+w-1 of row r). One vector load (through a floatw pointer when the
+ * caller proved the address aligned, else vloadw) when the operand is a
+ * buffer contiguous along that axis: read as it is (columns), or a
+ * TRANSPOSE of the last two axes of one (rows: K of Q Kt); returns true
+ * then. Else w calls of the scalar load `scalar` (same arguments), and
+ * false. */
+bool clf__cg_emit_operand_load_vec(const clf_graph *g, const clf__plan *plan, uint32_t k, const clf__node *mm,
+                                   int which, int along, int w, bool aligned, const char *scalar, const char *fname,
+                                   clf__strbuf *src);
+
 /* Emits "static inline void clf_store(IDX_T bt, IDX_T m, IDX_T n, float
  * acc, CLF_PARAMS)": every store of kernel k at the product's element
  * (bt, m, n) whose f32 value is acc (uses the M and N macros). */

@@ -62,6 +62,8 @@ char *clf__plan_cache_key(const clf_context *ctx, const clf_graph *g, const clf_
     clf__cache_key_field(&sb, "kernel-style", num);
     snprintf(num, sizeof num, "%zu", target->local_mem);
     clf__cache_key_field(&sb, "target-local-mem", num);
+    snprintf(num, sizeof num, "%d", target->float_width);
+    clf__cache_key_field(&sb, "target-float-width", num);
     snprintf(num, sizeof num, "%d", (int)target->warp_shuffle);
     clf__cache_key_field(&sb, "target-warp-shuffle", num);
     snprintf(num, sizeof num, "%d", (int)target->tensor_cores);

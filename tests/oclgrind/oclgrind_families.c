@@ -123,6 +123,22 @@ static void build_gemm_transposed(clf_graph *g, inputs *in)
     clf_graph_output(g, "z", clf_matmul(g, input(g, in, "p", 2, sz), input(g, in, "q", 2, sz2)));
 }
 
+/* Attention, softmax(q kT / sqrt(d)) v as one kernel, on q [2, 2, 37, 20]
+ * against 70 keys (k [.., 70, 20], v [.., 70, 12]): in the GPU form two
+ * tiles of keys, the second partial, D and Dv not multiples of 4; in the
+ * CPU form blocks of rows with a short last one, a last group of keys
+ * taken one by one, vectors with zeros past D and Dv. */
+static void attention(clf_graph *g, inputs *in, int64_t sq, int64_t sk, bool causal)
+{
+    int64_t sq4[4] = {2, 2, sq, 20}, sk4[4] = {2, 2, sk, 20}, sv4[4] = {2, 2, sk, 12};
+    clf_tensor q = input(g, in, "q", 4, sq4), k = input(g, in, "k", 4, sk4), v = input(g, in, "v", 4, sv4);
+    clf_graph_output(g, "o", clf_attention(g, q, k, v, CLF_TENSOR_INVALID, 0, causal));
+}
+static void build_attention(clf_graph *g, inputs *in) { attention(g, in, 37, 70, false); }
+/* Causal, square: rows stop at their diagonal, tiles past a work-group's
+ * last row are skipped. */
+static void build_attention_causal(clf_graph *g, inputs *in) { attention(g, in, 37, 37, true); }
+
 typedef struct family_case {
     const char *name;
     void (*build)(clf_graph *g, inputs *in);
@@ -146,6 +162,13 @@ static const family_case cases[] = {
     {"gemm_cpu (partial blocks)", build_gemm_partial, CLF_KERNEL_STYLE_CPU, "GEMM region, CPU form", NULL},
     {"gemm_cpu (transposed, prologue, K = 0)", build_gemm_transposed, CLF_KERNEL_STYLE_CPU, "GEMM region, CPU form",
      NULL},
+    {"attention_gpu (tiles)", build_attention, CLF_KERNEL_STYLE_GPU, "Attention region, GPU form", "#define CAUSAL 0"},
+    {"attention_gpu (causal)", build_attention_causal, CLF_KERNEL_STYLE_GPU, "Attention region, GPU form",
+     "#define CAUSAL 1"},
+    {"attention_cpu (row blocks)", build_attention, CLF_KERNEL_STYLE_CPU, "Attention region, CPU form",
+     "#define CAUSAL 0"},
+    {"attention_cpu (causal)", build_attention_causal, CLF_KERNEL_STYLE_CPU, "Attention region, CPU form",
+     "#define CAUSAL 1"},
 };
 
 static bool close_enough(clf_dtype dt, const void *got, const void *want, size_t n, char *why, size_t cap)
