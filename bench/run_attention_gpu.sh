@@ -52,8 +52,12 @@ commit=$(sed -n 2p "$OUT/env.txt")
 proto=/tmp/gpu-root/usr/include/onnx/onnx.proto
 [ -f "$proto" ] || proto=/usr/include/onnx/onnx.proto
 built=false
-if timeout $(( $(left) > 300 ? 300 : $(left) )) bash -c "meson setup $B -Dtests=false --buildtype=release \
-     --wrap-mode=nodownload -Donnx_proto=$proto && ninja -C $B bench/bench_attention" > "$OUT/build.log" 2>&1; then
+# An existing build directory (ATTN_BUILD, e.g. one with the tests) is reused.
+B=${ATTN_BUILD:-$B}
+setup="meson setup $B -Dtests=false --buildtype=release --wrap-mode=nodownload -Donnx_proto=$proto"
+[ -f "$B/build.ninja" ] && setup=true
+if timeout $(( $(left) > 300 ? 300 : $(left) )) bash -c "$setup && ninja -C $B bench/bench_attention" \
+     > "$OUT/build.log" 2>&1; then
   built=true
 else
   echo "build failed; libclfuse cases not run:"; tail -25 "$OUT/build.log"

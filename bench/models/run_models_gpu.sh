@@ -12,11 +12,13 @@ source .gpu/env.sh
 OUT=${OUT:-/tmp/clfuse-out}
 mkdir -p "$OUT"
 export POCL_CACHE_DIR=/tmp/pocl-cache CLFUSE_CACHE_DIR=/tmp/clfuse-cache
-B=/tmp/build-gpu
+B=${MODELS_BUILD:-/tmp/build-gpu} # an existing build directory is reused
 stage=${1:-tiny}
 tests=false; [ "$stage" = tiny ] && tests=true
-if ! { meson setup $B -Dtests=$tests --buildtype=release --wrap-mode=nodownload \
-         -Donnx_proto=/tmp/gpu-root/usr/include/onnx/onnx.proto && ninja -C $B; } > "$OUT/build.log" 2>&1; then
+setup="meson setup $B -Dtests=$tests --buildtype=release --wrap-mode=nodownload \
+         -Donnx_proto=/tmp/gpu-root/usr/include/onnx/onnx.proto"
+[ -f "$B/build.ninja" ] && setup=true
+if ! { $setup && ninja -C $B; } > "$OUT/build.log" 2>&1; then
   tail -40 "$OUT/build.log"; exit 1
 fi
 { clinfo -l; nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv; git log -1 --format=%H 2>/dev/null; } > "$OUT/log.txt" 2>&1
