@@ -15,8 +15,8 @@ export POCL_CACHE_DIR=/tmp/pocl-cache CLFUSE_CACHE_DIR=/tmp/clfuse-cache
 B=${MODELS_BUILD:-/tmp/build-gpu} # an existing build directory is reused
 stage=${1:-tiny}
 tests=false; [ "$stage" = tiny ] && tests=true
-setup="meson setup $B -Dtests=$tests --buildtype=release --wrap-mode=nodownload \
-         -Donnx_proto=/tmp/gpu-root/usr/include/onnx/onnx.proto"
+setup="meson setup $B -Dtests=$tests --buildtype=release --wrap-mode=nodownload"
+setup+=" -Donnx_proto=/tmp/gpu-root/usr/include/onnx/onnx.proto"
 [ -f "$B/build.ninja" ] && setup=true
 if ! { $setup && ninja -C $B; } > "$OUT/build.log" 2>&1; then
   tail -40 "$OUT/build.log"; exit 1
