@@ -1595,6 +1595,39 @@ END_TEST
 START_TEST(gemm_tensor_cores_emulated) { check_tensor_core_cases("-DCLF_MMA_EMULATE=1", true); }
 END_TEST
 
+/* A plan lowered again because the driver refused the tensor-core form is
+ * stored in the plan cache; a compile whose build options let the form
+ * build (the emulation) must not take that plan (the build options are in
+ * the plan key): the suite failed this way when the fallback test ran
+ * first with the same cache directory. */
+START_TEST(plan_lowered_again_not_reused_under_other_build_options)
+{
+    clf_context *ctx = clf_test_context();
+    ck_assert_int_eq(setenv("CLFUSE_TENSOR_CORES", "1", 1), 0);
+    clf_graph *g = clf_graph_create();
+    e2e_inputs in = {0};
+    tensor_core_case(0, g, &in);
+    const char *options[2] = {NULL, "-DCLF_MMA_EMULATE=1"};
+    for (int i = 0; i < 2; i++) {
+        if (options[i])
+            ck_assert_int_eq(setenv("CLFUSE_BUILD_OPTIONS", options[i], 1), 0);
+        clf_executable *exe = NULL;
+        ck_assert_int_eq(clf_compile(ctx, g, clf_compile_params(.kernel_style = CLF_KERNEL_STYLE_GPU), &exe), CLF_OK);
+        bool mma = strstr(clf_executable_kernel_source(exe, 0), CLF__MMA_LINE) != NULL;
+        clf_device_desc dev;
+        ck_assert_int_eq(clf_context_device(ctx, &dev), CLF_OK);
+        bool want = ctx->max_local >= 128 && (i == 1 || strstr(dev.platform_name, "NVIDIA") != NULL);
+        ck_assert_msg(mma == want, "compile %d: tensor-core form %s", i, mma ? "kept" : "dropped");
+        clf_executable_destroy(&exe);
+    }
+    unsetenv("CLFUSE_BUILD_OPTIONS");
+    unsetenv("CLFUSE_TENSOR_CORES");
+    e2e_inputs_free(&in);
+    clf_graph_destroy(&g);
+    clf_context_destroy(&ctx);
+}
+END_TEST
+
 /* ---- Generated source ---------------------------------------------------- */
 
 static bool is_ident_char(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_'; }
@@ -1834,6 +1867,8 @@ int main(void)
     clf_test_add_case(s, "gemm_prologue_and_epilogue_one_kernel", gemm_prologue_and_epilogue_one_kernel);
     clf_test_add_case(s, "gemm_tensor_cores_a_driver_refuses_fall_back", gemm_tensor_cores_a_driver_refuses_fall_back);
     clf_test_add_case(s, "gemm_tensor_cores_emulated", gemm_tensor_cores_emulated);
+    clf_test_add_case(s, "plan_lowered_again_not_reused_under_other_build_options",
+                      plan_lowered_again_not_reused_under_other_build_options);
     clf_test_add_case(s, "source_checker_accepts_and_refuses", source_checker_accepts_and_refuses);
     clf_test_add_case(s, "generated_source_has_no_half_arithmetic", generated_source_has_no_half_arithmetic);
     return clf_test_run_suite(s);

@@ -68,6 +68,11 @@ char *clf__plan_cache_key(const clf_context *ctx, const clf_graph *g, const clf_
     clf__cache_key_field(&sb, "target-warp-shuffle", num);
     snprintf(num, sizeof num, "%d", (int)target->tensor_cores);
     clf__cache_key_field(&sb, "target-tensor-cores", num);
+    /* Build options decide whether a form builds (inline PTX, or its
+     * emulation under -DCLF_MMA_EMULATE=1), and so which plan a compile
+     * that lowered again stored. */
+    const char *build_options = getenv("CLFUSE_BUILD_OPTIONS");
+    clf__cache_key_field(&sb, "build-options", build_options ? build_options : "");
     snprintf(num, sizeof num, "%" PRIu32, target->max_loop_trips);
     clf__cache_key_field(&sb, "target-max-loop-trips", num);
     snprintf(num, sizeof num, "%d", (int)target->small_code);
