@@ -1595,6 +1595,43 @@ END_TEST
 START_TEST(gemm_tensor_cores_emulated) { check_tensor_core_cases("-DCLF_MMA_EMULATE=1", true); }
 END_TEST
 
+/* clf_gemm on f16 operands computes in f32 through casts; unfused, the
+ * casts are stored as f32 buffers by kernels of their own, and the
+ * tensor-core form (emulated here) must read those as f32, not as the raw
+ * 16-bit stages a plain f16 operand gets (rows of 64 and 24 values, whole
+ * 16-byte pieces: it read f32 bits as f16 pairs before). */
+START_TEST(gemm_tensor_cores_unfused_casts_are_f32)
+{
+    clf_context *ctx = clf_test_context();
+    ck_assert_int_eq(setenv("CLFUSE_TENSOR_CORES", "1", 1), 0);
+    ck_assert_int_eq(setenv("CLFUSE_BUILD_OPTIONS", "-DCLF_MMA_EMULATE=1", 1), 0);
+    clf_graph *g = clf_graph_create();
+    e2e_inputs in = {0};
+    clf_tensor a = input2(g, &in, "a", CLF_F16, 17, 64), b = input2(g, &in, "b", CLF_F16, 64, 24);
+    ck_assert_int_eq(clf_graph_output(g, "y", clf_gemm(g, a, b, CLF_TENSOR_INVALID, 1.0, 0.0, false, false)),
+                     CLF_OK);
+    clf_executable *exe = NULL;
+    ck_assert_int_eq(clf_compile(ctx, g, clf_compile_params(.kernel_style = CLF_KERNEL_STYLE_GPU, .disable_fusion = true),
+                                 &exe),
+                     CLF_OK);
+    uint16_t got[17 * 24], want[17 * 24];
+    memset(got, 0xff, sizeof got);
+    clf_host_binding go = {"y", got}, wo = {"y", want};
+    char msg[256];
+    ck_assert_int_eq(clf_reference_run(g, in.n, in.b, 1, &wo, msg, sizeof msg), CLF_OK);
+    ck_assert_int_eq(clf_run_host(exe, in.n, in.b, 1, &go), CLF_OK);
+    char why[256];
+    ck_assert_msg(clf_test_close(CLF_F16, got, want, 17 * 24, half_rtol(CLF_F16), gemm_atol(CLF_F16), why, sizeof why),
+                  "%s", why);
+    clf_executable_destroy(&exe);
+    unsetenv("CLFUSE_BUILD_OPTIONS");
+    unsetenv("CLFUSE_TENSOR_CORES");
+    e2e_inputs_free(&in);
+    clf_graph_destroy(&g);
+    clf_context_destroy(&ctx);
+}
+END_TEST
+
 /* A plan lowered again because the driver refused the tensor-core form is
  * stored in the plan cache; a compile whose build options let the form
  * build (the emulation) must not take that plan (the build options are in
@@ -1867,6 +1904,7 @@ int main(void)
     clf_test_add_case(s, "gemm_prologue_and_epilogue_one_kernel", gemm_prologue_and_epilogue_one_kernel);
     clf_test_add_case(s, "gemm_tensor_cores_a_driver_refuses_fall_back", gemm_tensor_cores_a_driver_refuses_fall_back);
     clf_test_add_case(s, "gemm_tensor_cores_emulated", gemm_tensor_cores_emulated);
+    clf_test_add_case(s, "gemm_tensor_cores_unfused_casts_are_f32", gemm_tensor_cores_unfused_casts_are_f32);
     clf_test_add_case(s, "plan_lowered_again_not_reused_under_other_build_options",
                       plan_lowered_again_not_reused_under_other_build_options);
     clf_test_add_case(s, "source_checker_accepts_and_refuses", source_checker_accepts_and_refuses);

@@ -432,7 +432,10 @@ static void emit_mma_stage(const clf_graph *g, const clf__plan *plan, uint32_t k
     }
     const clf__node *op = clf__graph_node(g, id);
     int64_t row = op->shape[op->rank - 1];
-    if (row % 8 != 0)
+    /* The buffer must hold 16-bit values: an operand that is clf_gemm's
+     * cast to f32, stored by another kernel (unfused, or an output), holds
+     * f32 ones, which the generated loads read. */
+    if (row % 8 != 0 || (op->dtype != CLF_F16 && op->dtype != CLF_BF16))
         return;
     clf__sb_printf(src, "#define CLF_HAVE_STAGE_%c 1\n", which == 0 ? 'A' : 'B');
     clf__sb_printf(src, "static inline uint4 clf_stage_%c(IDX_T bt, IDX_T %s, IDX_T %s, CLF_PARAMS)\n{\n",
