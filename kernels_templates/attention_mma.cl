@@ -29,7 +29,12 @@
  * NAN_FILL weighs every key NAN_FILL_VALUE in a row whose sum is NaN. The
  * weights are rounded to the operands' 16-bit type before the second
  * product (f16: 11 significant bits, bf16: 8), the scores and logits are
- * not: the result differs from the unfused graph by that rounding.
+ * not: the result differs from the unfused graph by that rounding. One
+ * more difference, FlashAttention's too: within the tile of keys that
+ * crosses a row's causal limit, a key the row does not see weighs 0 but
+ * its V row is still multiplied, so a NaN or an infinity in V at a key
+ * that some later row of the work-group sees reaches the earlier rows
+ * (the other forms never read it for them).
  *
  * Codegen prepends what attention_cpu.cl takes, MMA_BF16 (1: bf16
  * operands, 0: f16), WARPS and BKT (PREFETCH 0 reads each tile only after
@@ -172,8 +177,9 @@ static inline uint4 clf_stage_v(IDX_T bt, IDX_T n, IDX_T d8, CLF_PARAMS)
 /* A tile of keys n0 .. n0 + BKT - 1 moves in two steps, so that its
  * global reads can be in flight while the previous tile is multiplied:
  * clf_fetch_tile reads it into each work-item's registers (KCH pieces of 8
- * values of K rows, VCH of V rows; zeros past SK: a key past the end must
- * weigh 0 times a finite value), clf_put_tile writes them to local memory,
+ * values of K rows, VCH of V rows; zeros past `keys`, SK or the last key
+ * the group's rows see: such a key must weigh 0 times a finite value),
+ * clf_put_tile writes them to local memory,
  * K as rows of KROW values, V transposed as rows of VROW. Lanes take
  * consecutive pieces of K rows (the global reads coalesce) and consecutive
  * keys of V (the 16-bit local writes of a warp fill consecutive words). */
@@ -183,17 +189,17 @@ static inline uint4 clf_stage_v(IDX_T bt, IDX_T n, IDX_T d8, CLF_PARAMS)
 #define KCH ((KPIECES + NTHREADS - 1) / NTHREADS)
 #define VCH ((VPIECES + NTHREADS - 1) / NTHREADS)
 
-static inline void clf_fetch_tile(IDX_T bt, IDX_T n0, IDX_T lid, uint4 *kr, uint4 *vr, CLF_PARAMS)
+static inline void clf_fetch_tile(IDX_T bt, IDX_T n0, IDX_T keys, IDX_T lid, uint4 *kr, uint4 *vr, CLF_PARAMS)
 {
 #pragma unroll
     for (int i = 0; i < KCH; ++i) {
         const IDX_T e = lid + (IDX_T)i * NTHREADS, j = e / (DP / 8), c = e % (DP / 8);
-        kr[i] = e < KPIECES && n0 + j < SK ? clf_stage_k(bt, n0 + j, c, CLF_ARGS) : (uint4)(0);
+        kr[i] = e < KPIECES && n0 + j < keys ? clf_stage_k(bt, n0 + j, c, CLF_ARGS) : (uint4)(0);
     }
 #pragma unroll
     for (int i = 0; i < VCH; ++i) {
         const IDX_T e = lid + (IDX_T)i * NTHREADS, j = e % BKT, c = e / BKT;
-        vr[i] = e < VPIECES && n0 + j < SK ? clf_stage_v(bt, n0 + j, c, CLF_ARGS) : (uint4)(0);
+        vr[i] = e < VPIECES && n0 + j < keys ? clf_stage_v(bt, n0 + j, c, CLF_ARGS) : (uint4)(0);
     }
 }
 
@@ -276,19 +282,19 @@ __kernel __attribute__((reqd_work_group_size(32 * WARPS, 1, 1))) void CLF_KERNEL
     const bool warp_active = mw < SQ;
 
     uint4 kr[KCH], vr[VCH];
-    clf_fetch_tile(bt, 0, lid, kr, vr, CLF_ARGS);
+    clf_fetch_tile(bt, 0, group_keys, lid, kr, vr, CLF_ARGS);
     for (IDX_T n0 = 0; n0 < group_keys; n0 += BKT) {
         barrier(CLK_LOCAL_MEM_FENCE);
         clf_put_tile(lid, kr, vr, ks, vt);
         barrier(CLK_LOCAL_MEM_FENCE);
 #if PREFETCH
         if (n0 + BKT < group_keys)
-            clf_fetch_tile(bt, n0 + BKT, lid, kr, vr, CLF_ARGS);
+            clf_fetch_tile(bt, n0 + BKT, group_keys, lid, kr, vr, CLF_ARGS);
 #endif
         if (!warp_active || n0 >= warp_keys) {
 #if !PREFETCH
             if (n0 + BKT < group_keys)
-                clf_fetch_tile(bt, n0 + BKT, lid, kr, vr, CLF_ARGS);
+                clf_fetch_tile(bt, n0 + BKT, group_keys, lid, kr, vr, CLF_ARGS);
 #endif
             continue;
         }
@@ -383,7 +389,7 @@ __kernel __attribute__((reqd_work_group_size(32 * WARPS, 1, 1))) void CLF_KERNEL
         }
 #if !PREFETCH
         if (n0 + BKT < group_keys)
-            clf_fetch_tile(bt, n0 + BKT, lid, kr, vr, CLF_ARGS);
+            clf_fetch_tile(bt, n0 + BKT, group_keys, lid, kr, vr, CLF_ARGS);
 #endif
     }
     if (!warp_active)

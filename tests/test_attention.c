@@ -32,6 +32,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "codegen/codegen.h"
 #include "graph/graph_internal.h"
 #include "test_e2e.h"
 #include "test_support.h"
@@ -746,7 +747,7 @@ START_TEST(tensor_cores_a_driver_refuses_fall_back)
         check_graph(ctx, t ? "tensor cores asked, bf16" : "tensor cores asked, f16", g, &in, PREFILL, NULL);
         clf_executable *exe = NULL;
         ck_assert_int_eq(clf_compile(ctx, g, clf_compile_params(.kernel_style = CLF_KERNEL_STYLE_GPU), &exe), CLF_OK);
-        bool mma = strstr(clf_executable_kernel_source(exe, 0), "#define CLF_MMA 1") != NULL;
+        bool mma = strstr(clf_executable_kernel_source(exe, 0), CLF__MMA_LINE) != NULL;
         ck_assert_msg(mma == nvidia, "tensor-core form %s on %s", mma ? "kept" : "dropped", dev.platform_name);
         clf_executable_destroy(&exe);
         e2e_inputs_free(&in);

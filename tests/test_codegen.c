@@ -602,6 +602,16 @@ static char *attention_source(clf_dtype dt, int64_t d, bool gqa, const clf__code
     return src;
 }
 
+/* Whether an attention source's clf_logit rounds the scores to f16. */
+static bool logit_rounds(const char *src)
+{
+    const char *fn = strstr(src, "static inline float clf_logit(");
+    ck_assert_ptr_nonnull(fn);
+    const char *end = strstr(fn, "\n}\n"), *r = strstr(fn, "clf_round_f16(acc)");
+    ck_assert_ptr_nonnull(end);
+    return r && r < end;
+}
+
 START_TEST(attention_tensor_cores_where_the_operands_allow)
 {
     /* The tensor-core form (inline PTX mma.sync) for f16 and bf16 q, k, v
@@ -623,6 +633,8 @@ START_TEST(attention_tensor_cores_where_the_operands_allow)
     ck_assert_ptr_nonnull(strstr(src, "#define MMA_BF16 0"));
     ck_assert_ptr_nonnull(strstr(src, "#define CLF_HAVE_STAGE_K 1"));
     ck_assert_ptr_nonnull(strstr(src, "#define CLF_HAVE_STAGE_V 1"));
+    /* Its logits stay in f32: the scores are not rounded to f16. */
+    ck_assert(!logit_rounds(src));
     free(src);
     src = attention_source(CLF_BF16, 80, true, &tc, &form);
     ck_assert_str_eq(form, "tensor-cores");
@@ -641,6 +653,7 @@ START_TEST(attention_tensor_cores_where_the_operands_allow)
     src = attention_source(CLF_F16, 64, false, &gpu, &form);
     ck_assert_str_eq(form, "gpu");
     ck_assert(!clf__codegen_uses_inline_ptx(src));
+    ck_assert(logit_rounds(src));
     free(src);
     src = attention_source(CLF_F16, 64, false, &cpu, &form);
     ck_assert_str_eq(form, "cpu");

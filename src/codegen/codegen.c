@@ -24,7 +24,7 @@ static const codegen_kind kinds[CLF__REGION_KIND_COUNT] = {
                           "register blocks (CPU), local-memory tiles (GPU), mma.sync on f16/bf16 (tensor cores)"},
     [CLF__REGION_ATTENTION] = {clf__codegen_attention,
                                "attention_cpu.cl attention_gpu.cl attention_mma.cl attention_decode.cl",
-                               "a query row a work-item (CPU), query blocks over K/V tiles in local memory (GPU), "
+                               "query-row blocks a work-item in vectors (CPU), query blocks over K/V tiles in local memory (GPU), "
                                "mma.sync on f16/bf16 (tensor cores), key chunks + combine (GPU decode)"},
 };
 _Static_assert(CLF__REGION_KIND_COUNT == 4, "a new region kind needs its codegen row");

@@ -4,12 +4,16 @@
  * part is the operand loads through their prologues (clf_load_q,
  * clf_load_k, clf_load_v), the logits of one score (clf_logit: scale,
  * masks, casts) and the epilogue's stores of one output element
- * (clf_store); the template holds the online softmax:
- * kernels_templates/attention_cpu.cl (a work-item per query row),
- * attention_gpu.cl (a work-group per block of query rows, K and V tiles
- * through local memory) or, for a few query rows over many keys on a GPU,
- * attention_decode.cl (the keys cut into chunks over work-groups, then a
- * second launch combining each row's chunks). */
+ * (clf_store), with vector loads of K and V rows for the CPU form and
+ * 16-byte raw stages of them for the tensor-core form where they lie in
+ * their buffers as they are; the template holds the online softmax:
+ * kernels_templates/attention_cpu.cl (a work-item per block of query
+ * rows, vectors along D), attention_gpu.cl (a work-group per block of
+ * query rows, K and V tiles through local memory), attention_mma.cl (the
+ * same on NVIDIA's tensor cores for f16/bf16 operands) or, for a few query
+ * rows over many keys on a GPU, attention_decode.cl (the keys cut into
+ * chunks over work-groups, then a second launch combining each row's
+ * chunks). */
 #include "codegen/codegen.h"
 #include "util/alloc.h"
 #include "util/pow2.h"
@@ -33,19 +37,9 @@
 #define CPU_ITEMS_PER_UNIT 4
 
 /* The scores at the element the logits are evaluated at are `acc`, the
- * accumulated dot product (rounded to the scores' dtype). */
+ * accumulated dot product (rounded to the scores' dtype, unless the
+ * function keeps storage floats in f32: the tensor-core form). */
 #define logits_product clf__cg_product_acc
-
-/* The same in f32, unrounded (the tensor-core form's logits). */
-static const char *logits_product_f32(clf__cg_fn *f, uint32_t node, const clf__view *v, char *name, size_t cap)
-{
-    const clf__node *n = clf__graph_node(f->g, node);
-    clf__ix at = clf__view_linear(f->ix, v, n->rank, n->shape);
-    if (at.temp != 0)
-        return NULL;
-    snprintf(name, cap, "acc");
-    return name;
-}
 
 /* The decode form (attention_decode.cl) aims for this many work-groups a
  * compute unit: its sweep is bound by memory, which wants many loads in
@@ -133,7 +127,7 @@ static bool emit_logit(const clf_graph *g, const clf__plan *plan, uint32_t k, bo
 {
     const clf__plan_kernel *K = &plan->kernels[k];
     const clf__node *T = clf__graph_node(g, K->attention.logits);
-    clf__cg_hooks hooks = {.load = clf__cg_load_direct, .product = f32 ? logits_product_f32 : logits_product};
+    clf__cg_hooks hooks = {.load = clf__cg_load_direct, .product = logits_product};
     clf__cg_fn F;
     clf__cg_fn_init(&F, g, plan, k, &hooks);
     F.no_round = f32;
@@ -305,7 +299,8 @@ clf_status clf__codegen_attention(const clf_graph *g, const clf__plan *plan, uin
      * unit (decode: one row a head). */
     int vw = target->float_width >= 16 ? 16 : target->float_width == 0 || target->float_width >= 8 ? 8 : 4;
     uint64_t rb = CPU_RB, units = target->compute_units ? target->compute_units : 1;
-    while (rb > 1 && (rb > (uint64_t)sq || (uint64_t)batch * (((uint64_t)sq + rb - 1) / rb) < CPU_ITEMS_PER_UNIT * units))
+    while (rb > 1 &&
+           (rb > (uint64_t)sq || (uint64_t)batch * (((uint64_t)sq + rb - 1) / rb) < CPU_ITEMS_PER_UNIT * units))
         rb /= 2;
     if (target->cpu) {
         out->local = 1;
@@ -346,7 +341,8 @@ clf_status clf__codegen_attention(const clf_graph *g, const clf__plan *plan, uin
         out->schedule.local_bytes = G.local;
     } else if (mma != CLF_F32) {
         out->schedule.form = "tensor-cores";
-        out->schedule.tiles = (clf__gemm_config){.tm = 16 * mma_warps, .tn = (int)bkt, .tk = 16, .wm = 16, .wn = (int)bkt};
+        out->schedule.tiles =
+            (clf__gemm_config){.tm = 16 * mma_warps, .tn = (int)bkt, .tk = 16, .wm = 16, .wn = (int)bkt};
         out->schedule.tensor_cores = mma == CLF_F16 ? "mma.m16n8k16.f16" : "mma.m16n8k16.bf16";
     } else if (!target->cpu) {
         out->schedule.tiles = (clf__gemm_config){.tm = (int)bq, .tn = (int)bk, .tk = (int)d, .wm = 1, .wn = (int)dv};
@@ -373,7 +369,8 @@ clf_status clf__codegen_attention(const clf_graph *g, const clf__plan *plan, uin
         clf__sb_puts(&src, "\n");
     }
     if (decode)
-        clf__sb_printf(&src, "#define SPLIT %llu\n#define CHUNK %llu\n#define WG %llu\n#define VL %llu\n#define KG %llu\n"
+        clf__sb_printf(&src,
+                       "#define SPLIT %llu\n#define CHUNK %llu\n#define WG %llu\n#define VL %llu\n#define KG %llu\n"
                              "#define KP %llu\n#define VU %llu\n#define CLF_FINAL_NAME %s\n",
                        (unsigned long long)G.split, (unsigned long long)G.chunk, (unsigned long long)G.wg,
                        (unsigned long long)G.vl, (unsigned long long)G.kg, (unsigned long long)G.kp,

@@ -32,9 +32,9 @@ const char *clf__cg_product_acc(clf__cg_fn *f, uint32_t node, const clf__view *v
     if (at.temp != 0)
         return NULL;
     /* The product of storage floats is rounded to them once, from the f32
-     * accumulator. */
+     * accumulator (not where the function keeps them in f32: no_round). */
     clf__strbuf sb = {0};
-    clf__cg_round(&sb, n->dtype, "acc");
+    clf__cg_round(&sb, f->no_round ? CLF_F32 : n->dtype, "acc");
     snprintf(name, cap, "%s", clf__sb_ok(&sb) ? clf__sb_str(&sb) : "acc");
     clf__sb_free(&sb);
     return name;
@@ -271,8 +271,10 @@ void clf__gemm_problem_class(const clf_graph *g, const clf__plan *plan, uint32_t
     clf__sb_printf(out, "gemm %s m=%llu n=%llu k=%llu batch=%s a=%s%s b=%s%s", target->cpu ? "cpu" : "gpu",
                    (unsigned long long)clf__pow2_at_least((uint64_t)mm->shape[r - 2]), (unsigned long long)clf__pow2_at_least((uint64_t)mm->shape[r - 1]),
                    (unsigned long long)clf__pow2_at_least((uint64_t)a->shape[a->rank - 1]), batch > 1 ? "many" : "one",
-                   operand_transposed(g, mm->inputs[0]) ? "t" : "n", clf__cg_operand_plain(plan, k, g, mm->inputs[0]) ? "" : "p",
-                   operand_transposed(g, mm->inputs[1]) ? "t" : "n", clf__cg_operand_plain(plan, k, g, mm->inputs[1]) ? "" : "p");
+                   operand_transposed(g, mm->inputs[0]) ? "t" : "n",
+                   clf__cg_operand_plain(plan, k, g, mm->inputs[0]) ? "" : "p",
+                   operand_transposed(g, mm->inputs[1]) ? "t" : "n",
+                   clf__cg_operand_plain(plan, k, g, mm->inputs[1]) ? "" : "p");
 }
 
 /* The index in node's buffer of the element the movement ops from `from`
@@ -546,7 +548,8 @@ clf_status clf__codegen_gemm(const clf_graph *g, const clf__plan *plan, uint32_t
     bool vec_b = !target->cpu && mma == CLF_F32 && clf__cg_operand_plain(plan, k, g, mm->inputs[1]) && N % 4 == 0 &&
                  cfg.tn % 4 == 0;
     if (mma != CLF_F32) {
-        clf__sb_printf(&src, CLF__MMA_LINE "#define MMA_BF16 %d\n#define FM %d\n#define A_K_FAST %d\n#define B_N_FAST %d\n",
+        clf__sb_printf(&src,
+                       CLF__MMA_LINE "#define MMA_BF16 %d\n#define FM %d\n#define A_K_FAST %d\n#define B_N_FAST %d\n",
                        mma == CLF_BF16 ? 1 : 0, fm, a_k_fast ? 1 : 0, b_n_fast ? 1 : 0);
         out->schedule = (clf__schedule){.form = "tensor-cores", .vec = 1, .wg = out->local, .tiles = cfg,
                                         .tensor_cores = mma == CLF_F16 ? "mma.m16n8k16.f16" : "mma.m16n8k16.bf16"};
@@ -583,7 +586,9 @@ clf_status clf__codegen_gemm(const clf_graph *g, const clf__plan *plan, uint32_t
 
     clf__sb_printf(&src, "/* ---- kernels_templates/%s ---- */\n",
                    target->cpu ? "gemm_cpu.cl" : mma != CLF_F32 ? "gemm_mma.cl" : "gemm.cl");
-    clf__sb_puts(&src, target->cpu ? clf__template_gemm_cpu : mma != CLF_F32 ? clf__template_gemm_mma : clf__template_gemm);
+    clf__sb_puts(&src, target->cpu       ? clf__template_gemm_cpu
+                       : mma != CLF_F32 ? clf__template_gemm_mma
+                                         : clf__template_gemm);
     if (!clf__sb_ok(&src))
         goto done;
     out->source = clf__sb_take(&src);

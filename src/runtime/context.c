@@ -14,6 +14,12 @@
 #include "util/alloc.h"
 #include "util/log.h"
 
+/* cl_nv_device_attribute_query (NVIDIA's cl_ext.h; the Khronos headers
+ * Debian ships may lack it). */
+#ifndef CL_DEVICE_COMPUTE_CAPABILITY_MAJOR_NV
+#define CL_DEVICE_COMPUTE_CAPABILITY_MAJOR_NV 0x4000
+#endif
+
 const char *clf__cl_error_name(cl_int err)
 {
     switch (err) {
@@ -272,7 +278,8 @@ static clf_status finish_context(clf_context *c, bool disable_disk_cache)
     /* cl_nv_device_attribute_query's CL_DEVICE_COMPUTE_CAPABILITY_MAJOR_NV:
      * mma.sync m16n8k16 (the tensor-core forms) needs sm_80 or later. */
     cl_uint cc_major = 0;
-    if (c->nvidia_gpu && clGetDeviceInfo(c->device, 0x4000, sizeof cc_major, &cc_major, NULL) != CL_SUCCESS)
+    if (c->nvidia_gpu &&
+        clGetDeviceInfo(c->device, CL_DEVICE_COMPUTE_CAPABILITY_MAJOR_NV, sizeof cc_major, &cc_major, NULL) != CL_SUCCESS)
         cc_major = 0;
     c->nvidia_sm80 = cc_major >= 8;
     c->quirks = clf__driver_quirks(c->desc.platform_name, c->desc.device_name);
