@@ -1,0 +1,243 @@
+/* What the writers of kernels that end in a product share (GEMM,
+ * codegen_gemm.c; attention, codegen_attention.c; codegen_product.h):
+ * operand loads through their prologues, scalar and vector, the tests of
+ * whether an operand lies in a buffer as it is, the accumulator standing
+ * for the product, and the epilogue's store function (at permuted
+ * positions where movement ops lie between the product and what is
+ * stored). */
+#include "codegen/codegen_product.h"
+#include "util/alloc.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "codegen/codegen.h"
+#include "codegen/codegen_expr.h"
+#include "util/strbuf.h"
+
+/* Operand loads are plain buffer reads inside the load functions. */
+const char *clf__cg_load_direct(clf__cg_fn *f, uint32_t buffer, clf__ix index, clf_dtype dt, char *name,
+                               size_t cap)
+{
+    (void)f;
+    return clf__cg_read_expr(buffer, &index, dt, name, cap);
+}
+
+/* The product at the element being stored is the accumulator; the planner
+ * admits no other read of it into the kernel. */
+const char *clf__cg_product_acc(clf__cg_fn *f, uint32_t node, const clf__view *v, char *name, size_t cap)
+{
+    const clf__node *n = clf__graph_node(f->g, node);
+    clf__ix at = clf__view_linear(f->ix, v, n->rank, n->shape);
+    if (at.temp != 0)
+        return NULL;
+    /* The product of storage floats is rounded to them once, from the f32
+     * accumulator (not where the function keeps them in f32: no_round). */
+    clf__strbuf sb = {0};
+    clf__cg_round(&sb, f->no_round ? CLF_F32 : n->dtype, "acc");
+    snprintf(name, cap, "%s", clf__sb_ok(&sb) ? clf__sb_str(&sb) : "acc");
+    clf__sb_free(&sb);
+    return name;
+}
+
+bool clf__cg_operand_plain(const clf__plan *plan, uint32_t k, const clf_graph *g, uint32_t id)
+{
+    const clf__node *n = clf__graph_node(g, id);
+    return plan->src_buffer[id] >= 0 &&
+           (clf__node_class_of(n) == CLF__CLASS_LEAF || plan->producer[id] != (int32_t)k);
+}
+
+bool clf__cg_operand_plain_swapped(const clf__plan *plan, uint32_t k, const clf_graph *g, uint32_t id,
+                                   uint32_t *plain)
+{
+    const clf__node *op = clf__graph_node(g, id);
+    if (clf__cg_operand_plain(plan, k, g, id) || op->op != CLF__OP_TRANSPOSE || op->rank < 2)
+        return false;
+    for (int a = 0; a < op->rank; a++) {
+        int want = a == op->rank - 1 ? a - 1 : a == op->rank - 2 ? a + 1 : a;
+        if (op->attr.transpose.perm[a] != want)
+            return false;
+    }
+    *plain = op->inputs[0];
+    return clf__cg_operand_plain(plan, k, g, op->inputs[0]);
+}
+
+void clf__cg_emit_batch_offset(const clf__node *mm, const clf__node *op, clf__strbuf *src)
+{
+    int ob = op->rank - 2, nb = mm->rank - 2;
+    /* Row-major: element (b..., r, c) is at ((b...) * R + r) * C + c, the
+     * batch axes broadcast from the product's. */
+    clf__sb_puts(src, "    IDX_T off = 0, rest = bt;\n");
+    int64_t stride = op->shape[ob] * op->shape[ob + 1];
+    for (int d = nb - 1; d >= 0; d--) {
+        int od = d - (nb - ob);
+        clf__sb_printf(src, "    const IDX_T d%d = rest %% %lluu; rest /= %lluu;\n", d,
+                       (unsigned long long)mm->shape[d], (unsigned long long)mm->shape[d]);
+        if (od >= 0 && op->shape[od] != 1)
+            clf__sb_printf(src, "    off += d%d * %lluu;\n", d, (unsigned long long)stride);
+        if (od >= 0)
+            stride *= op->shape[od];
+    }
+    clf__sb_puts(src, "    (void)rest;\n");
+}
+
+/* The buffer holding a MATMUL's operand `id` with `along` (0: the
+ * operand's rows, its second-last axis; 1: its columns, the last axis) the
+ * contiguous axis, or NULL: the operand itself read in its own row-major
+ * layout (along 1), or a TRANSPOSE swapping only the last two axes of a
+ * buffer read as it is (along 0: K of Q Kt from K [.., S, D]). *swapped
+ * says which. */
+static const clf__node *operand_contiguous(const clf__plan *plan, uint32_t k, const clf_graph *g, uint32_t id,
+                                           int along, bool *swapped, int32_t *buffer)
+{
+    uint32_t plain = id;
+    *swapped = false;
+    if (along == 1 ? !clf__cg_operand_plain(plan, k, g, id) : !clf__cg_operand_plain_swapped(plan, k, g, id, &plain))
+        return NULL;
+    *swapped = along == 0;
+    *buffer = plan->src_buffer[plain];
+    return clf__graph_node(g, plain);
+}
+
+bool clf__cg_emit_operand_load_vec(const clf_graph *g, const clf__plan *plan, uint32_t k, const clf__node *mm,
+                                   int which, int along, int w, bool aligned, const char *scalar, const char *fname,
+                                   clf__strbuf *src)
+{
+    const char *rname = which == 0 ? "m" : "k", *cname = which == 0 ? "k" : "n";
+    clf__sb_printf(src, "static inline float%d %s(IDX_T bt, IDX_T %s, IDX_T %s, CLF_PARAMS)\n{\n", w, fname, rname,
+                   cname);
+    bool swapped;
+    int32_t buffer;
+    const clf__node *op = operand_contiguous(plan, k, g, mm->inputs[which], along, &swapped, &buffer);
+    if (op) {
+        /* r and c swapped for a transposed buffer. */
+        clf__cg_emit_batch_offset(mm, op, src);
+        char at[96];
+        snprintf(at, sizeof at, "off + %s * %lluu + %s", swapped ? cname : rname,
+                 (unsigned long long)op->shape[op->rank - 1], swapped ? rname : cname);
+        clf__sb_puts(src, "    return ");
+        clf__cg_load_vec(src, op->dtype, (uint32_t)buffer, at, w, aligned);
+        clf__sb_puts(src, ";\n}\n\n");
+        return true;
+    }
+    clf__sb_printf(src, "    return (float%d)(", w);
+    for (int j = 0; j < w; j++) {
+        if (along)
+            clf__sb_printf(src, "%s%s(bt, %s, %s + %du, CLF_ARGS)", j ? ", " : "", scalar, rname, cname, j);
+        else
+            clf__sb_printf(src, "%s%s(bt, %s + %du, %s, CLF_ARGS)", j ? ", " : "", scalar, rname, j, cname);
+    }
+    clf__sb_puts(src, ");\n}\n\n");
+    return false;
+}
+
+bool clf__cg_emit_operand_load(const clf_graph *g, const clf__plan *plan, uint32_t k, const clf__node *mm, int which,
+                               const char *fname, clf__strbuf *src)
+{
+    clf__cg_hooks hooks = {.load = clf__cg_load_direct};
+    clf__cg_fn F;
+    clf__cg_fn_init(&F, g, plan, k, &hooks);
+    uint32_t id = mm->inputs[which];
+    const clf__node *op = clf__graph_node(g, id);
+    int nb = mm->rank - 2, ob = op->rank - 2;
+    int64_t batch = 1;
+    for (int d = 0; d < nb; d++)
+        batch *= mm->shape[d];
+    const char *rname = which == 0 ? "m" : "k", *cname = which == 0 ? "k" : "n";
+    clf__ix bt = clf__ixgen_var(F.ix, "bt", (uint64_t)(batch ? batch : 1));
+    clf__ix r = clf__ixgen_var(F.ix, rname, (uint64_t)op->shape[op->rank - 2]);
+    clf__ix c = clf__ixgen_var(F.ix, cname, (uint64_t)op->shape[op->rank - 1]);
+    clf__ix bdims[CLF_MAX_RANK];
+    if (nb > 0) {
+        clf__view bv = {.linear = true, .lin = bt};
+        clf__view_dims(F.ix, &bv, nb, mm->shape, bdims);
+    }
+    clf__view v = {.linear = false};
+    for (int d = 0; d < ob; d++)
+        v.dims[d] = op->shape[d] == 1 ? clf__ix_const(0) : bdims[d + nb - ob];
+    v.dims[ob] = r;
+    v.dims[ob + 1] = c;
+    char *val = clf__strdup(clf__cg_value(&F, id, &v));
+    bool ok = val && !F.failed && !F.ix->failed && clf__sb_ok(&F.idx_code) && clf__sb_ok(&F.body);
+    if (ok) {
+        clf__sb_printf(src, "static inline float %s(IDX_T bt, IDX_T %s, IDX_T %s, CLF_PARAMS)\n{\n", fname, rname,
+                       cname);
+        clf__sb_printf(src, "    (void)bt;\n%s%s    return %s;\n}\n\n", clf__sb_str(&F.idx_code),
+                       clf__sb_str(&F.body), val);
+    }
+    clf__free(val);
+    clf__cg_fn_free(&F);
+    return ok;
+}
+
+/* The index in node's buffer of the element the movement ops from `from`
+ * up to node put from's element i at (a permuted store: each op permutes
+ * elements, clf__movement_permutes). */
+static clf__ix permuted_index(clf__cg_fn *G, uint32_t node, uint32_t from, uint64_t numel)
+{
+    const clf__node *n = clf__graph_node(G->g, node);
+    uint32_t len = 0;
+    for (uint32_t id = node; id != from; id = clf__graph_node(G->g, id)->inputs[0])
+        len++;
+    uint32_t *chain = clf__malloc((len ? len : 1) * sizeof *chain);
+    if (!chain) {
+        G->failed = true;
+        return clf__ix_const(0);
+    }
+    uint32_t j = len;
+    for (uint32_t id = node; id != from; id = clf__graph_node(G->g, id)->inputs[0])
+        chain[--j] = id; /* chain[0] reads from, chain[len - 1] is node */
+    clf__view v = {.linear = true, .lin = clf__ix_i(numel)};
+    for (j = 0; j < len; j++) {
+        clf__view up;
+        clf__view_output(G->ix, G->g, clf__graph_node(G->g, chain[j]), &v, &up);
+        v = up;
+    }
+    clf__free(chain);
+    return clf__view_linear(G->ix, &v, n->rank, n->shape);
+}
+
+clf_status clf__cg_emit_product_store(const clf_graph *g, const clf__plan *plan, uint32_t k, clf__strbuf *src,
+                                      char *err, size_t errlen)
+{
+    const clf__plan_kernel *K = &plan->kernels[k];
+    clf__cg_hooks hooks = {.load = clf__cg_load_direct, .product = clf__cg_product_acc};
+    clf__cg_fn G;
+    clf_status st = CLF_ERR_OUT_OF_MEMORY;
+    clf__cg_fn_init(&G, g, plan, k, &hooks);
+    clf__view at_i = {.linear = true, .lin = clf__ix_i((uint64_t)K->numel)};
+    char **vals = clf__calloc(K->nstores ? K->nstores : 1, sizeof *vals);
+    char(*at)[32] = clf__calloc(K->nstores ? K->nstores : 1, sizeof *at);
+    if (!vals || !at)
+        goto done;
+    /* Each store's value at the product's element i: stored at i, or for a
+     * permuted store where its movement ops put element i. */
+    for (uint32_t s = 0; s < K->nstores; s++) {
+        const clf__plan_store *P = &K->stores[s];
+        vals[s] = clf__strdup(clf__cg_value(&G, P->from, &at_i));
+        if (!vals[s])
+            G.failed = true;
+        clf__ix dst = P->from == P->node ? at_i.lin : permuted_index(&G, P->node, P->from, (uint64_t)K->numel);
+        clf__ix_str(&dst, at[s], sizeof at[s]);
+    }
+    if (G.failed || G.ix->failed || !clf__sb_ok(&G.idx_code) || !clf__sb_ok(&G.body)) {
+        snprintf(err, errlen, "codegen: kernel %u: the %s epilogue reads the product at another element", k,
+                 K->kind == CLF__REGION_ATTENTION ? "attention" : "GEMM");
+        st = CLF_ERR_INTERNAL;
+        goto done;
+    }
+    clf__sb_puts(src, "static inline void clf_store(IDX_T bt, IDX_T m, IDX_T n, float acc, CLF_PARAMS)\n{\n");
+    clf__sb_puts(src, "    const IDX_T i = (bt * (IDX_T)M + m) * (IDX_T)N + n;\n");
+    clf__sb_printf(src, "%s%s", clf__sb_str(&G.idx_code), clf__sb_str(&G.body));
+    for (uint32_t s = 0; s < K->nstores; s++)
+        clf__cg_store(src, clf__graph_node(g, K->stores[s].node)->dtype, K->stores[s].buffer, at[s], vals[s]);
+    clf__sb_puts(src, "}\n\n");
+    st = clf__sb_ok(src) ? CLF_OK : CLF_ERR_OUT_OF_MEMORY;
+done:
+    for (uint32_t s = 0; vals && s < K->nstores; s++)
+        clf__free(vals[s]);
+    clf__free(vals);
+    clf__free(at);
+    clf__cg_fn_free(&G);
+    return st;
+}
