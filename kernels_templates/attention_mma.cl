@@ -36,8 +36,9 @@
  * that some later row of the work-group sees reaches the earlier rows
  * (the other forms never read it for them).
  *
- * Codegen prepends what attention_cpu.cl takes, MMA_BF16 (1: bf16
- * operands, 0: f16), WARPS and BKT (PREFETCH 0 reads each tile only after
+ * Codegen prepends kernels_templates/mma_sync.cl (clf_pack2, clf_mma),
+ * what attention_cpu.cl takes, MMA_BF16 (1: bf16 operands, 0: f16), WARPS
+ * and BKT (PREFETCH 0 reads each tile only after
  * the previous one is multiplied, as a baseline); it may define clf_stage_k (with
  * CLF_HAVE_STAGE_K) and clf_stage_v (CLF_HAVE_STAGE_V) to load 8 values of a K or V row as raw 16-bit values
  * in one vector load when the operand is a plain buffer. Launch: BATCH *
@@ -84,36 +85,6 @@ static inline void clf_store(IDX_T bt, IDX_T m, IDX_T n, float acc, CLF_PARAMS) 
 #define KSTEPS (DP / 16)
 #define OT (DVP / 8)   /* 8-column tiles of the output */
 #define PSTEPS (BKT / 16)
-
-/* Two f32 values as one register of two 16-bit values, lo in the low half
- * (the element of the lower index in an mma fragment). */
-static inline uint clf_pack2(float lo, float hi)
-{
-    uint r;
-#if MMA_BF16
-    asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
-#else
-    asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
-#endif
-    return r;
-}
-
-/* c += a b for one 16 x 8 tile over 16 terms: a the four A registers, b0
- * and b1 the two B registers, c the four f32 accumulators. */
-static inline void clf_mma(float *c, uint a0, uint a1, uint a2, uint a3, uint b0, uint b1)
-{
-#if MMA_BF16
-    asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
-        "{%10, %11, %12, %13};"
-        : "=f"(c[0]), "=f"(c[1]), "=f"(c[2]), "=f"(c[3])
-        : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1), "f"(c[0]), "f"(c[1]), "f"(c[2]), "f"(c[3]));
-#else
-    asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
-        "{%10, %11, %12, %13};"
-        : "=f"(c[0]), "=f"(c[1]), "=f"(c[2]), "=f"(c[3])
-        : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1), "f"(c[0]), "f"(c[1]), "f"(c[2]), "f"(c[3]));
-#endif
-}
 
 /* B fragments by ldmatrix (1) or by two 32-bit local reads each (0).
  * H200, f16, B8 H16 S1024 D64, full / causal, medians of 50 in one call:

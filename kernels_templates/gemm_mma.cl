@@ -28,7 +28,8 @@
  * CLF_HAVE_STAGE_A, CLF_HAVE_STAGE_B) as one 16-byte load of raw values
  * when the operand lies in a buffer as it is, rows a multiple of 8 values.
  *
- * Codegen prepends what gemm.cl takes (without the tiling), MMA_BF16 (1:
+ * Codegen prepends kernels_templates/mma_sync.cl (clf_pack2, clf_mma) and
+ * what gemm.cl takes (without the tiling), MMA_BF16 (1:
  * bf16 operands, 0: f16), FM, A_K_FAST and B_N_FAST. Launch: BATCH *
  * ceil(M / BM) * ceil(N / BN) work-groups of 128.
  *
@@ -146,38 +147,7 @@ static inline void clf_mma_block(float acc[FM][FN][4], uint af[FM][4], uint bf[F
 }
 #define CLF_MMA_X , mma_x
 #else
-/* Two f32 values as one register of two 16-bit values, lo in the low half
- * (the element of the lower index in an mma fragment). */
-static inline uint clf_pack2(float lo, float hi)
-{
-    uint r;
-#if MMA_BF16
-    asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
-#else
-    asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
-#endif
-    return r;
-}
-
-/* c += a b for one 16 x 8 tile over 16 terms: a the four A registers
- * (lane l = 4g + t: A[g][2t, 2t+1], A[g+8][2t, 2t+1], A[g][2t+8, 2t+9],
- * A[g+8][2t+8, 2t+9]), b the two B registers (B[2t, 2t+1][g], B[2t+8,
- * 2t+9][g]), c the four f32 accumulators (C[g][2t, 2t+1], C[g+8][2t,
- * 2t+1]). */
-static inline void clf_mma(float *c, uint a0, uint a1, uint a2, uint a3, uint b0, uint b1)
-{
-#if MMA_BF16
-    asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
-        "{%10, %11, %12, %13};"
-        : "=f"(c[0]), "=f"(c[1]), "=f"(c[2]), "=f"(c[3])
-        : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1), "f"(c[0]), "f"(c[1]), "f"(c[2]), "f"(c[3]));
-#else
-    asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
-        "{%10, %11, %12, %13};"
-        : "=f"(c[0]), "=f"(c[1]), "=f"(c[2]), "=f"(c[3])
-        : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1), "f"(c[0]), "f"(c[1]), "f"(c[2]), "f"(c[3]));
-#endif
-}
+/* clf_pack2 and clf_mma: kernels_templates/mma_sync.cl, prepended. */
 
 /* acc[i][j] += A tile i (af[i]) times B tile j (bf[j]) over one 16-deep
  * k step, for every 16 x 8 tile of the warp's block. */

@@ -20,10 +20,11 @@ static const codegen_kind kinds[CLF__REGION_KIND_COUNT] = {
     [CLF__REGION_POINTWISE] = {clf__codegen_pointwise, "pointwise.cl", "blocked loops (CPU), vector lanes (GPU)"},
     [CLF__REGION_REDUCTION] = {clf__codegen_reduction, "reduction_cpu.cl reduction_gpu.cl reduction_split.cl",
                                "row loop (CPU), lanes + tree or warp shuffles (GPU), persistent row, split + final"},
-    [CLF__REGION_GEMM] = {clf__codegen_gemm, "gemm_cpu.cl gemm.cl gemm_mma.cl",
+    [CLF__REGION_GEMM] = {clf__codegen_gemm, "gemm_cpu.cl gemm.cl gemm_mma.cl mma_sync.cl",
                           "register blocks (CPU), local-memory tiles (GPU), mma.sync on f16/bf16 (tensor cores)"},
     [CLF__REGION_ATTENTION] = {clf__codegen_attention,
-                               "attention_cpu.cl attention_gpu.cl attention_mma.cl attention_decode.cl",
+                               "attention_cpu.cl attention_gpu.cl attention_mma.cl attention_decode.cl "
+                               "mma_sync.cl",
                                "query-row blocks a work-item in vectors (CPU), query blocks over K/V tiles in local memory (GPU), "
                                "mma.sync on f16/bf16 (tensor cores), key chunks + combine (GPU decode)"},
 };

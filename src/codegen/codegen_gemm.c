@@ -357,6 +357,8 @@ clf_status clf__codegen_gemm(const clf_graph *g, const clf__plan *plan, uint32_t
 
     clf__sb_puts(&src, clf__sb_str(&store_fn));
 
+    if (mma != CLF_F32)
+        clf__sb_printf(&src, "/* ---- kernels_templates/mma_sync.cl ---- */\n%s", clf__template_mma_sync);
     clf__sb_printf(&src, "/* ---- kernels_templates/%s ---- */\n",
                    target->cpu ? "gemm_cpu.cl" : mma != CLF_F32 ? "gemm_mma.cl" : "gemm.cl");
     clf__sb_puts(&src, target->cpu       ? clf__template_gemm_cpu

@@ -14,6 +14,7 @@ extern const char clf__template_attention_cpu[];
 extern const char clf__template_attention_gpu[];
 extern const char clf__template_attention_mma[];
 extern const char clf__template_attention_decode[];
+extern const char clf__template_mma_sync[];
 /* Changes whenever any template changes: part of every cache key. */
 extern const char clf__templates_hash[];
 
