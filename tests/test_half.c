@@ -1632,6 +1632,45 @@ START_TEST(gemm_tensor_cores_unfused_casts_are_f32)
 }
 END_TEST
 
+/* A refused inline-PTX form is turned off alone: with the tensor-core
+ * form building (emulated) and the warp shuffles not (any driver but
+ * NVIDIA's), a graph with both a GEMM and a softmax keeps the GEMM's
+ * tensor cores and lowers the softmax without shuffles (both forms went
+ * off together before). NVIDIA builds both; a device with work-groups
+ * under 128 takes no tensor-core form. */
+START_TEST(refused_shuffles_keep_the_tensor_cores)
+{
+    clf_context *ctx = clf_test_context();
+    clf_device_desc dev;
+    ck_assert_int_eq(clf_context_device(ctx, &dev), CLF_OK);
+    bool nvidia = strstr(dev.platform_name, "NVIDIA") != NULL, want_mma = ctx->max_local >= 128;
+    ck_assert_int_eq(setenv("CLFUSE_TENSOR_CORES", "1", 1), 0);
+    ck_assert_int_eq(setenv("CLFUSE_WARP_SHUFFLE", "1", 1), 0);
+    ck_assert_int_eq(setenv("CLFUSE_BUILD_OPTIONS", "-DCLF_MMA_EMULATE=1", 1), 0);
+    clf_graph *g = clf_graph_create();
+    e2e_inputs in = {0};
+    clf_tensor x = input2(g, &in, "x", CLF_F16, 40, 64), w = input2(g, &in, "w", CLF_F16, 64, 256);
+    ck_assert_int_eq(clf_graph_output(g, "y", clf_softmax(g, clf_matmul(g, x, w), -1)), CLF_OK);
+    ck_assert_uint_ge(e2e_check_style(ctx, g, &in, CLF_KERNEL_STYLE_GPU, half_rtol(CLF_F16), gemm_atol(CLF_F16)), 2);
+    clf_executable *exe = NULL;
+    ck_assert_int_eq(clf_compile(ctx, g, clf_compile_params(.kernel_style = CLF_KERNEL_STYLE_GPU), &exe), CLF_OK);
+    bool mma = false, shfl = false;
+    for (size_t k = 0; k < clf_executable_kernel_count(exe); k++) {
+        mma = mma || strstr(clf_executable_kernel_source(exe, k), CLF__MMA_LINE) != NULL;
+        shfl = shfl || strstr(clf_executable_kernel_source(exe, k), "#define CLF_SHFL 1") != NULL;
+    }
+    ck_assert_msg(mma == want_mma && shfl == nvidia, "tensor cores %s, shuffles %s", mma ? "kept" : "dropped",
+                  shfl ? "kept" : "dropped");
+    clf_executable_destroy(&exe);
+    unsetenv("CLFUSE_BUILD_OPTIONS");
+    unsetenv("CLFUSE_WARP_SHUFFLE");
+    unsetenv("CLFUSE_TENSOR_CORES");
+    e2e_inputs_free(&in);
+    clf_graph_destroy(&g);
+    clf_context_destroy(&ctx);
+}
+END_TEST
+
 /* A plan lowered again because the driver refused the tensor-core form is
  * stored in the plan cache; a compile whose build options let the form
  * build (the emulation) must not take that plan (the build options are in
@@ -1905,6 +1944,7 @@ int main(void)
     clf_test_add_case(s, "gemm_tensor_cores_a_driver_refuses_fall_back", gemm_tensor_cores_a_driver_refuses_fall_back);
     clf_test_add_case(s, "gemm_tensor_cores_emulated", gemm_tensor_cores_emulated);
     clf_test_add_case(s, "gemm_tensor_cores_unfused_casts_are_f32", gemm_tensor_cores_unfused_casts_are_f32);
+    clf_test_add_case(s, "refused_shuffles_keep_the_tensor_cores", refused_shuffles_keep_the_tensor_cores);
     clf_test_add_case(s, "plan_lowered_again_not_reused_under_other_build_options",
                       plan_lowered_again_not_reused_under_other_build_options);
     clf_test_add_case(s, "source_checker_accepts_and_refuses", source_checker_accepts_and_refuses);

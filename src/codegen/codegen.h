@@ -116,6 +116,10 @@ void clf__kernel_code_free(clf__kernel_code *code);
  * a form a driver other than NVIDIA's, or an older GPU, may refuse to
  * build. Read from the source, which the plan cache keeps. */
 bool clf__codegen_uses_inline_ptx(const char *source);
+/* Which inline-PTX forms a source uses: CLF__PTX_SHUFFLES, CLF__PTX_MMA. */
+#define CLF__PTX_SHUFFLES 1u
+#define CLF__PTX_MMA 2u
+unsigned clf__codegen_inline_ptx_forms(const char *source);
 
 /* The class of GEMM kernel k's problem, for autotuning's cache key: form,
  * extents rounded up to powers of two, batch, operand layouts. */

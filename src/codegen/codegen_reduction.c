@@ -697,12 +697,14 @@ static bool shfl_fns(clf__strbuf *out, const clf__strbuf *fields, int k)
 /* The line that says whether a GPU kernel is in the warp-shuffle form. */
 #define SHFL_LINE "#define CLF_SHFL %d\n"
 
-bool clf__codegen_uses_inline_ptx(const char *source)
+unsigned clf__codegen_inline_ptx_forms(const char *source)
 {
     char on[32];
     snprintf(on, sizeof on, SHFL_LINE, 1);
-    return strstr(source, on) != NULL || strstr(source, CLF__MMA_LINE) != NULL;
+    return (strstr(source, on) ? CLF__PTX_SHUFFLES : 0u) | (strstr(source, CLF__MMA_LINE) ? CLF__PTX_MMA : 0u);
 }
+
+bool clf__codegen_uses_inline_ptx(const char *source) { return clf__codegen_inline_ptx_forms(source) != 0; }
 
 /* The 32-bit butterfly shuffles shfl_fns' functions use (PTX shfl.sync). */
 static const char shfl_prims[] =

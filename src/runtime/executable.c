@@ -455,7 +455,7 @@ static clf_status instantiate(clf_context *ctx, const clf_graph *g, clf_executab
         cl_int build_err;
         st = clf__program_get(ctx, K->source, "", &prog, &build_err);
         if (st != CLF_OK) {
-            e->ptx_refused = build_err == CL_BUILD_PROGRAM_FAILURE && clf__codegen_uses_inline_ptx(K->source);
+            e->ptx_refused = build_err == CL_BUILD_PROGRAM_FAILURE ? clf__codegen_inline_ptx_forms(K->source) : 0u;
             if (st == CLF_ERR_BUILD) {
                 /* Keep the log, name the kernel. */
                 char *log = clf__strdup(clf_context_last_error(ctx));
@@ -574,15 +574,19 @@ CLF_API clf_status clf_compile(clf_context *ctx, const clf_graph *g, const clf_c
                 clf__plan_cache_store(ctx, store_key, e);
             break;
         }
-        if (e->ptx_refused && (target.warp_shuffle || target.tensor_cores)) {
-            /* A driver that does not take the inline PTX (shuffles, mma):
-             * the same plan without it (local memory and f32 FMAs, which
-             * every OpenCL device has). Other build errors leave fit_local
-             * 0 and fail below. */
-            clf__log(CLF__LOG_PERF, "a kernel with inline PTX did not build, lowering again without it: %s",
+        if (((e->ptx_refused & CLF__PTX_SHUFFLES) && target.warp_shuffle) ||
+            ((e->ptx_refused & CLF__PTX_MMA) && target.tensor_cores)) {
+            /* A driver that does not take a form's inline PTX (shuffles,
+             * mma): the same plan without that form (local memory, f32
+             * FMAs, which every OpenCL device has); a kernel of the other
+             * form that fails too comes back here. Other build errors
+             * leave fit_local 0 and fail below. */
+            clf__log(CLF__LOG_PERF, "a kernel with inline PTX did not build, lowering again without its form: %s",
                      clf_context_last_error(ctx));
-            target.warp_shuffle = false;
-            target.tensor_cores = false;
+            if (e->ptx_refused & CLF__PTX_SHUFFLES)
+                target.warp_shuffle = false;
+            if (e->ptx_refused & CLF__PTX_MMA)
+                target.tensor_cores = false;
         } else {
             /* A kernel's registers allow smaller work-groups than planned:
              * lower again within the largest power of two every kernel

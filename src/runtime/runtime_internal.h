@@ -118,9 +118,9 @@ struct clf_executable {
      * on GPUs): the largest that every such kernel allows. */
     size_t fit_local;
     /* Set by instantiation when the driver refused (CL_BUILD_PROGRAM_FAILURE)
-     * a kernel written with inline PTX (warp shuffles, tensor cores):
-     * clf_compile lowers again without them. */
-    bool ptx_refused;
+     * a kernel written with inline PTX: the forms it used (CLF__PTX_*,
+     * warp shuffles, tensor cores); clf_compile lowers again without them. */
+    unsigned ptx_refused;
     cl_mem scratch;
     clf__exe_kernel *kernels;
     size_t nkernels;
