@@ -163,38 +163,6 @@ static clf_dtype mma_dtype(const clf_graph *g, const clf__node *SC, const clf__n
     return q;
 }
 
-/* Emits clf_stage_k or clf_stage_v (attention_mma.cl), with the CLF_HAVE_
- * line that selects it, when that operand's rows lie in a buffer as they
- * are, row-major with rows of a multiple of 8 values: 8 raw 16-bit values
- * in one 16-byte load. K reaches the scores transposed (a swap of its last
- * two axes), V the output as it is. Else emits nothing: the template's
- * version goes through the generated loads. */
-static void emit_stage(const clf_graph *g, const clf__plan *plan, uint32_t k, const clf__node *mm, int which,
-                       clf__strbuf *src)
-{
-    uint32_t id = mm->inputs[which];
-    const clf__node *op = clf__graph_node(g, id);
-    if (which == 1 && mm == clf__graph_node(g, plan->kernels[k].attention.scores)) {
-        /* K: Kt must be a transpose of the last two axes of a plain K. */
-        if (!clf__cg_operand_plain_swapped(plan, k, g, id, &id))
-            return;
-        op = clf__graph_node(g, id);
-    } else if (!clf__cg_operand_plain(plan, k, g, id)) {
-        return;
-    }
-    int64_t row = op->shape[op->rank - 1];
-    if (row % 8 != 0)
-        return;
-    const char *name = which == 1 && mm != clf__graph_node(g, plan->kernels[k].anchor) ? "k" : "v";
-    clf__sb_printf(src, "#define CLF_HAVE_STAGE_%s 1\n", name[0] == 'k' ? "K" : "V");
-    clf__sb_printf(src, "static inline uint4 clf_stage_%s(IDX_T bt, IDX_T n, IDX_T d8, CLF_PARAMS)\n{\n", name);
-    clf__cg_emit_batch_offset(mm, op, src);
-    clf__sb_printf(src,
-                   "    return d8 * 8 < %lldu ? ((__global const uint4 *)b%d)[(off + n * %lldu + d8 * 8) / 8] "
-                   ": (uint4)(0);\n}\n\n",
-                   (long long)row, plan->src_buffer[id], (long long)row);
-}
-
 clf_status clf__codegen_attention(const clf_graph *g, const clf__plan *plan, uint32_t k,
                                   const clf__codegen_target *target, clf__kernel_code *out, char *err, size_t errlen)
 {
@@ -405,8 +373,10 @@ clf_status clf__codegen_attention(const clf_graph *g, const clf__plan *plan, uin
     }
     clf__sb_puts(&src, clf__sb_str(&store_fn));
     if (mma != CLF_F32) {
-        emit_stage(g, plan, k, SC, 1, &src);
-        emit_stage(g, plan, k, O, 1, &src);
+        /* K reaches the scores transposed, V the output as it is; the
+         * template asks for piece d8 of a row (values 8 d8 on). */
+        clf__cg_emit_stage16(g, plan, k, SC, 1, true, "k", "IDX_T n, IDX_T d8", "n", "d8 * 8", true, &src);
+        clf__cg_emit_stage16(g, plan, k, O, 1, false, "v", "IDX_T n, IDX_T d8", "n", "d8 * 8", true, &src);
     }
     const char *tname = target->cpu       ? "attention_cpu.cl"
                         : decode          ? "attention_decode.cl"

@@ -181,45 +181,6 @@ bool clf__gemm_tensor_cores(const clf_graph *g, const clf__plan *plan, uint32_t 
     return mma_form(g, mm, target, mm->shape[r - 2], mm->shape[r - 1], batch, &fm) != CLF_F32;
 }
 
-/* Emits gemm_mma.cl's clf_stage_a (which 0) or clf_stage_b (1), with the
- * CLF_HAVE_STAGE_ line that selects it, where the operand's pieces of 8
- * values lie in a buffer as they are, rows a multiple of 8 values: a plain
- * operand staged along its rows (fast: A's k, B's n), or a transpose of
- * the last two axes of a plain node staged along that node's rows (A's m,
- * B's k). One 16-byte load of raw 16-bit values (the buffer starts at
- * CL_DEVICE_MEM_BASE_ADDR_ALIGN, batches and rows at multiples of 8
- * values); the template checks the piece's row and first value against
- * the extents. Else emits nothing: the template's stage goes through the
- * generated loads. */
-static void emit_mma_stage(const clf_graph *g, const clf__plan *plan, uint32_t k, const clf__node *mm, int which,
-                           bool fast, clf__strbuf *src)
-{
-    uint32_t id = mm->inputs[which];
-    const char *r, *c;
-    if (fast && clf__cg_operand_plain(plan, k, g, id)) {
-        r = which == 0 ? "m" : "k";
-        c = which == 0 ? "k" : "n";
-    } else if (!fast && clf__cg_operand_plain_swapped(plan, k, g, id, &id)) {
-        r = which == 0 ? "k" : "n";
-        c = which == 0 ? "m" : "k";
-    } else {
-        return;
-    }
-    const clf__node *op = clf__graph_node(g, id);
-    int64_t row = op->shape[op->rank - 1];
-    /* The buffer must hold 16-bit values: an operand that is clf_gemm's
-     * cast to f32, stored by another kernel (unfused, or an output), holds
-     * f32 ones, which the generated loads read. */
-    if (row % 8 != 0 || (op->dtype != CLF_F16 && op->dtype != CLF_BF16))
-        return;
-    clf__sb_printf(src, "#define CLF_HAVE_STAGE_%c 1\n", which == 0 ? 'A' : 'B');
-    clf__sb_printf(src, "static inline uint4 clf_stage_%c(IDX_T bt, IDX_T %s, IDX_T %s, CLF_PARAMS)\n{\n",
-                   which == 0 ? 'a' : 'b', which == 0 ? "m" : "k", which == 0 ? "k" : "n");
-    clf__cg_emit_batch_offset(mm, op, src);
-    clf__sb_printf(src, "    return ((__global const uint4 *)b%d)[(off + %s * %lldu + %s) / 8];\n}\n\n",
-                   plan->src_buffer[id], r, (long long)row, c);
-}
-
 clf_status clf__codegen_gemm(const clf_graph *g, const clf__plan *plan, uint32_t k,
                              const clf__codegen_target *target, clf__kernel_code *out, char *err,
                              size_t errlen)
@@ -344,8 +305,14 @@ clf_status clf__codegen_gemm(const clf_graph *g, const clf__plan *plan, uint32_t
         goto done;
     }
     if (mma != CLF_F32) {
-        emit_mma_stage(g, plan, k, mm, 0, a_k_fast, &src);
-        emit_mma_stage(g, plan, k, mm, 1, b_n_fast, &src);
+        /* A plain operand is staged along its rows (fast: A's k, B's n), a
+         * transpose of a plain node along that node's rows (A's m, B's k);
+         * the template checks a piece's row and first value against the
+         * extents. */
+        clf__cg_emit_stage16(g, plan, k, mm, 0, !a_k_fast, "a", "IDX_T m, IDX_T k", a_k_fast ? "m" : "k",
+                             a_k_fast ? "k" : "m", false, &src);
+        clf__cg_emit_stage16(g, plan, k, mm, 1, !b_n_fast, "b", "IDX_T k, IDX_T n", b_n_fast ? "k" : "n",
+                             b_n_fast ? "n" : "k", false, &src);
     } else if (target->cpu) {
         clf__cg_emit_operand_load_vec(g, plan, k, mm, 1, 1, cfg.wn, false, "clf_load_b", "clf_load_bv", &src);
     } else {

@@ -8,6 +8,7 @@
 #include "codegen/codegen_product.h"
 #include "util/alloc.h"
 
+#include <ctype.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -240,4 +241,31 @@ done:
     clf__free(at);
     clf__cg_fn_free(&G);
     return st;
+}
+
+void clf__cg_emit_stage16(const clf_graph *g, const clf__plan *plan, uint32_t k, const clf__node *mm, int which,
+                          bool swapped, const char *name, const char *params, const char *r, const char *col,
+                          bool guarded, clf__strbuf *src)
+{
+    uint32_t id = mm->inputs[which];
+    if (swapped ? !clf__cg_operand_plain_swapped(plan, k, g, id, &id) : !clf__cg_operand_plain(plan, k, g, id))
+        return;
+    const clf__node *op = clf__graph_node(g, id);
+    int64_t row = op->shape[op->rank - 1];
+    /* The buffer must hold 16-bit values: an operand that is clf_gemm's
+     * cast to f32, stored by another kernel (unfused, or an output), holds
+     * f32 ones, which the generated loads read. */
+    if (row % 8 != 0 || (op->dtype != CLF_F16 && op->dtype != CLF_BF16))
+        return;
+    clf__sb_printf(src, "#define CLF_HAVE_STAGE_%c 1\n", toupper((unsigned char)name[0]));
+    clf__sb_printf(src, "static inline uint4 clf_stage_%s(IDX_T bt, %s, CLF_PARAMS)\n{\n", name, params);
+    clf__cg_emit_batch_offset(mm, op, src);
+    if (guarded)
+        clf__sb_printf(src,
+                       "    return %s < %lldu ? ((__global const uint4 *)b%d)[(off + %s * %lldu + %s) / 8] "
+                       ": (uint4)(0);\n}\n\n",
+                       col, (long long)row, plan->src_buffer[id], r, (long long)row, col);
+    else
+        clf__sb_printf(src, "    return ((__global const uint4 *)b%d)[(off + %s * %lldu + %s) / 8];\n}\n\n",
+                       plan->src_buffer[id], r, (long long)row, col);
 }
