@@ -163,6 +163,13 @@ static clf_dtype mma_dtype(const clf_graph *g, const clf__node *SC, const clf__n
     return q;
 }
 
+/* Bytes of the tensor-core form's tiles of bkt keys: K as rows of dp16 + 8
+ * 16-bit values, V transposed as dvp16 rows of bkt + 8. */
+static uint64_t mma_tiles_bytes(uint64_t bkt, uint64_t dp16, uint64_t dvp16)
+{
+    return (bkt * (dp16 + 8) + dvp16 * (bkt + 8)) * 2;
+}
+
 clf_status clf__codegen_attention(const clf_graph *g, const clf__plan *plan, uint32_t k,
                                   const clf__codegen_target *target, clf__kernel_code *out, char *err, size_t errlen)
 {
@@ -203,6 +210,12 @@ clf_status clf__codegen_attention(const clf_graph *g, const clf__plan *plan, uin
     const uint64_t rows = (uint64_t)batch * (uint64_t)sq;
     const bool decode = !target->cpu && sq <= 4 && sk >= 64;
     const decode_geometry G = decode ? decode_geometry_of(target, rows, sk, d, dv) : (decode_geometry){0};
+    if (decode && G.local == 0) {
+        snprintf(err, errlen, "codegen: kernel %u: decode attention with head size %lld does not fit local memory", k,
+                 (long long)d);
+        st = CLF_ERR_UNSUPPORTED;
+        goto done;
+    }
     /* The tensor-core form (attention_mma.cl): f16 or bf16 operands on a
      * target with mma.sync, eight warps a work-group (four where the
      * device allows fewer than 256 work-items), tiles of BKT keys (32 for
@@ -214,19 +227,13 @@ clf_status clf__codegen_attention(const clf_graph *g, const clf__plan *plan, uin
      * warps, tiles of 64: 0.273 / 0.179, 0.351 ms without reading ahead,
      * 0.309 / 0.187, 0.352 with; 8 warps reading ahead: tiles of 64 0.255 /
      * 0.177, 0.313; tiles of 32 0.233 / 0.167, 0.342. */
-    if (decode && G.local == 0) {
-        snprintf(err, errlen, "codegen: kernel %u: decode attention with head size %lld does not fit local memory", k,
-                 (long long)d);
-        st = CLF_ERR_UNSUPPORTED;
-        goto done;
-    }
     clf_dtype mma = decode || max_local < 128 || d > 256 || dv > 256 ? CLF_F32 : mma_dtype(g, SC, O, target);
     int mma_warps = max_local >= 256 ? 8 : 4;
     uint64_t bkt = d <= 64 ? 32 : 64, dp16 = (uint64_t)((d + 15) / 16 * 16), dvp16 = (uint64_t)((dv + 15) / 16 * 16);
     size_t mma_local = local_mem < 49152 ? local_mem : 49152;
-    while (bkt > 16 && (bkt * (dp16 + 8) + dvp16 * (bkt + 8)) * 2 > mma_local)
+    while (bkt > 16 && mma_tiles_bytes(bkt, dp16, dvp16) > mma_local)
         bkt /= 2;
-    if ((bkt * (dp16 + 8) + dvp16 * (bkt + 8)) * 2 > mma_local)
+    if (mma_tiles_bytes(bkt, dp16, dvp16) > mma_local)
         mma = CLF_F32;
     /* A driver that ends loops early (target->max_loop_trips): the sweep
      * over the keys is the longest loop. */

@@ -141,6 +141,10 @@ static clf_dtype operand_16bit(const clf_graph *g, uint32_t id)
     }
 }
 
+/* Bytes of the tensor-core form's two stages of A's 32 fm rows and B's 64,
+ * each row of 32 + 8 16-bit values. */
+static size_t mma_stages_bytes(int fm) { return 2u * (32u * (unsigned)fm + 64u) * 40u * 2u; }
+
 /* The tensor-core form (gemm_mma.cl): its operands' 16-bit type, or CLF_F32
  * where the portable forms run instead. It needs A and B both f16 or both
  * bf16 values (an operand's prologue ends in that dtype, or in a cast of
@@ -165,10 +169,9 @@ static clf_dtype mma_form(const clf_graph *g, const clf__node *mm, const clf__co
     uint64_t units = target->compute_units ? target->compute_units : 1;
     uint64_t blocks128 = (uint64_t)(batch > 0 ? batch : 1) * (uint64_t)((M + 127) / 128) * (uint64_t)((N + 63) / 64);
     *fm = M <= 32 ? 1 : M > 64 && blocks128 >= units ? 4 : 2;
-    /* Two stages of A's 32 fm rows and B's 64, each of 32 + 8 values. */
-    while (*fm > 1 && 2u * (32u * (unsigned)*fm + 64u) * 40u * 2u > local_mem)
+    while (*fm > 1 && mma_stages_bytes(*fm) > local_mem)
         *fm /= 2;
-    return 2u * (32u * (unsigned)*fm + 64u) * 40u * 2u > local_mem ? CLF_F32 : a;
+    return mma_stages_bytes(*fm) > local_mem ? CLF_F32 : a;
 }
 
 bool clf__gemm_tensor_cores(const clf_graph *g, const clf__plan *plan, uint32_t k, const clf__codegen_target *target)
