@@ -4,9 +4,11 @@
  * CLBlast's SGEMM alone and CLBlast's SGEMM followed by libclfuse's
  * epilogue kernel, on the default device (CLFUSE_DEVICE picks another).
  *
- *     bench_gemm [--runs R] [--markdown] [--only NAME] [--style cpu|gpu] [--autotune]
+ *     bench_gemm [--runs R] [--markdown] [--dtype f32|f16|bf16] [--size N] [--only NAME]
+ *                [--style cpu|gpu] [--autotune]
  *
- * Sizes are BENCH.md's: the GPU sizes on a GPU, the CPU sizes otherwise.
+ * Sizes are BENCH.md's: the GPU sizes on a GPU, the CPU sizes otherwise;
+ * --size N makes gemm_epilogue N x N x N.
  * GFLOP/s count 2*M*N*K per product; the mlp counts both products. */
 #include <math.h>
 #include <stdio.h>
@@ -209,7 +211,7 @@ done:
 int main(int argc, char **argv)
 {
     bench_args a = {.runs = 20, .style = CLF_KERNEL_STYLE_AUTO};
-    if (!bench_parse_args(argc, argv, "bench_gemm", BENCH_OPT_ONLY | BENCH_OPT_AUTOTUNE, &a))
+    if (!bench_parse_args(argc, argv, "bench_gemm", BENCH_OPT_ONLY | BENCH_OPT_AUTOTUNE | BENCH_OPT_SIZE, &a))
         return 2;
     const int runs = a.runs;
     const bool markdown = a.markdown, autotune = a.autotune;
@@ -221,8 +223,9 @@ int main(int argc, char **argv)
     clf_device_desc dev;
     clf_context_device(ctx, &dev);
     bool gpu = dev.is_gpu;
+    int64_t side = a.size > 0 ? a.size : gpu ? 4096 : 1024;
     bench_case cases[] = {
-        {"gemm_epilogue", gpu ? 4096 : 1024, gpu ? 4096 : 1024, gpu ? 4096 : 1024, a.dtype},
+        {"gemm_epilogue", side, side, side, a.dtype},
         {"mlp", gpu ? 8192 : 1024, gpu ? 1024 : 512, gpu ? 4096 : 2048, a.dtype},
     };
     printf("device: %s (%s); %s tensors; medians of %d runs; device time from profiling events%s\n", dev.device_name,

@@ -4,38 +4,40 @@
  * the prologue applied while operand tiles load and the epilogue applied
  * to each accumulator before its only store, as gemm.cl does.
  *
- * A work-group of four warps computes one BM x BN block of one product
- * (BM = 32 * FM, BN = 64): the warps in a 2 x 2 grid, each a 16 FM x 32
- * block made of FM x 4 mma tiles of 16 x 8 (FM x 4 x 4 f32 accumulators a
- * lane). The block walks K in steps of BK = 32: A's step staged in local
- * memory as rows of 16-bit values ([m][k]), B's transposed ([n][k]), both
- * rows padded by 8 values, so that every mma fragment is a 32-bit read
- * and the 32 lanes of a warp read 32 different banks (lane (g, t) reads
- * word g * 20 + t of a row pair: g * 20 mod 32 takes 8 values 4 apart).
- * Two stages: the next step is read into registers (clf_fetch) while this
- * one is multiplied, then written to the other stage (clf_put); one
- * barrier a step. Past M, N and K the stages hold zeros, and stores are
- * guarded; K = 0 stores the epilogue of 0, as gemm.cl does.
+ * A work-group of WARPS_M x WARPS_N warps computes one BM x BN block of one
+ * product (BM = 16 FM WARPS_M, BN = 8 FN WARPS_N); each warp a 16 FM x 8 FN
+ * block made of FM x FN mma tiles of 16 x 8 (FM x FN x 4 f32 accumulators
+ * a lane). The block walks K in steps of BK = 32 through STAGES stages in
+ * local memory. Each operand is staged in its own layout, rows of 16-bit
+ * values padded by 8 (16 bytes): A as [m][k] (A_K_FAST) or [k][m]; B as
+ * [k][n] (B_N_FAST) or [n][k]; so that every piece of 8 values a work-item
+ * stages is one 16-byte write, and the 8 rows an ldmatrix reads start in
+ * 8 different groups of 4 banks (rows of 40 or 8 FN WARPS_N + 8 values).
+ * Fragments are read by ldmatrix.x4: A's four registers of a 16 x 16 tile,
+ * B's two registers of two 8-column tiles; .trans where the staged rows
+ * run along the fragment's columns ([k][m] for A, [k][n] for B).
  *
- * Operands reach local memory as pieces of 8 values, packed to 16 bits:
- * along k (A_K_FAST: A's rows; B_N_FAST 0: B's columns, a transposed B),
- * one 16-byte local write; or across (8 rows of A at one k, 8 columns of
- * B), eight 16-bit writes into the transposed layout, lanes on
- * consecutive k so that a warp's writes fill consecutive words.
+ * Operands reach local memory in pieces of 8 values along the staged rows:
  * clf_stage_a/clf_stage_b read a piece through the generated loads
  * (clf_load_a, clf_load_b: prologue applied; their values are the 16-bit
- * type's own, so packing them is exact); codegen defines them instead (with
- * CLF_HAVE_STAGE_A, CLF_HAVE_STAGE_B) as one 16-byte load of raw values
- * when the operand lies in a buffer as it is, rows a multiple of 8 values.
+ * type's own, so packing them is exact) into registers, written to the
+ * stage after the step in hand is multiplied; where the operand lies in
+ * a buffer as it is (rows a multiple of 8 values) codegen defines
+ * clf_stage_a_at/clf_stage_b_at (with CLF_HAVE_STAGE_A, CLF_HAVE_STAGE_B),
+ * the piece's address, and it is copied by cp.async (16 bytes, zeros past
+ * the extents), STAGES - 1 steps ahead of the one multiplied. One barrier
+ * a step. Past M, N and K the stages hold zeros, and stores are guarded;
+ * K = 0 stores the epilogue of 0, as gemm.cl does.
  *
  * Codegen prepends kernels_templates/mma_sync.cl (clf_pack2, clf_mma) and
- * what gemm.cl takes (without the tiling), MMA_BF16 (1:
- * bf16 operands, 0: f16), FM, A_K_FAST and B_N_FAST. Launch: BATCH *
- * ceil(M / BM) * ceil(N / BN) work-groups of 128.
+ * what gemm.cl takes (without the tiling), MMA_BF16 (1: bf16 operands, 0:
+ * f16), FM, FN, WARPS_M, WARPS_N, STAGES, A_K_FAST and B_N_FAST. Launch:
+ * BATCH * ceil(M / BM) * ceil(N / BN) work-groups of NTHREADS.
  *
  * CLF_MMA_EMULATE (a build option, for testing on devices without PTX):
- * clf_pack2 and clf_mma_block in plain OpenCL C, the warp's fragments exchanged
- * through local memory, so that the rest of this file runs anywhere. */
+ * clf_pack2, ldmatrix, cp.async and clf_mma_block in plain OpenCL C, the
+ * warp's fragments exchanged through local memory, so that the rest of
+ * this file runs anywhere. */
 #ifndef IDX_T
 #define IDX_T uint
 #endif
@@ -57,6 +59,18 @@ static inline void clf_store(IDX_T bt, IDX_T m, IDX_T n, float acc, CLF_PARAMS) 
 #ifndef FM
 #define FM 2
 #endif
+#ifndef FN
+#define FN 4
+#endif
+#ifndef WARPS_M
+#define WARPS_M 2
+#endif
+#ifndef WARPS_N
+#define WARPS_N 2
+#endif
+#ifndef STAGES
+#define STAGES 2
+#endif
 #ifndef A_K_FAST
 #define A_K_FAST 1
 #endif
@@ -70,18 +84,46 @@ static inline void clf_store(IDX_T bt, IDX_T m, IDX_T n, float acc, CLF_PARAMS) 
 #define CLF_MMA_EMULATE 0
 #endif
 
-#define FN 4
-#define BM (32 * FM)
-#define BN (16 * FN)
+#define BM (16 * FM * WARPS_M)
+#define BN (8 * FN * WARPS_N)
 #define BK 32
-#define ROW (BK + 8) /* 16-bit values a staged row of A or B takes */
-#define NTHREADS 128
+#define NTHREADS (32 * WARPS_M * WARPS_N)
 #define TILES_M ((M + BM - 1) / BM)
 #define TILES_N ((N + BN - 1) / BN)
-#define APIECES (BM * BK / 8)
-#define BPIECES (BN * BK / 8)
+
+/* The staged layouts: rows, and 16-bit values a row takes (8 of padding). */
+#if A_K_FAST
+#define A_ROWS BM
+#define A_ROW (BK + 8)
+#else
+#define A_ROWS BK
+#define A_ROW (BM + 8)
+#endif
+#if B_N_FAST
+#define B_ROWS BK
+#define B_ROW (BN + 8)
+#else
+#define B_ROWS BN
+#define B_ROW (BK + 8)
+#endif
+#define A_STAGE (A_ROWS * A_ROW)
+#define B_STAGE (B_ROWS * B_ROW)
+#define APIECES (A_ROWS * (A_ROW - 8) / 8)
+#define BPIECES (B_ROWS * (B_ROW - 8) / 8)
 #define ACH ((APIECES + NTHREADS - 1) / NTHREADS)
 #define BCH ((BPIECES + NTHREADS - 1) / NTHREADS)
+
+/* Staged through registers (the generated loads) or by cp.async. */
+#ifdef CLF_HAVE_STAGE_A
+#define ASYNC_A 1
+#else
+#define ASYNC_A 0
+#endif
+#ifdef CLF_HAVE_STAGE_B
+#define ASYNC_B 1
+#else
+#define ASYNC_B 0
+#endif
 
 #if CLF_MMA_EMULATE
 /* The 16-bit value h as f32, and x rounded to nearest even as one. */
@@ -146,6 +188,14 @@ static inline void clf_mma_block(float acc[FM][FN][4], uint af[FM][4], uint bf[F
     barrier(CLK_LOCAL_MEM_FENCE);
 }
 #define CLF_MMA_X , mma_x
+
+/* cp.async: the copy itself. */
+static inline void clf_copy16(__local ushort *dst, __global const uint4 *src, bool full)
+{
+    *(__local uint4 *)dst = full ? *src : (uint4)(0);
+}
+#define clf_copy_commit()
+#define clf_copy_wait()
 #else
 /* clf_pack2 and clf_mma: kernels_templates/mma_sync.cl, prepended. */
 
@@ -160,11 +210,63 @@ static inline void clf_mma_block(float acc[FM][FN][4], uint af[FM][4], uint bf[F
             clf_mma(acc[i][j], af[i][0], af[i][1], af[i][2], af[i][3], bf[j][0], bf[j][1]);
 }
 #define CLF_MMA_X
+
+/* 16 bytes from global to local memory without registers (zeros where
+ * !full: the source is not read), in the group of copies the next
+ * clf_copy_commit closes; clf_copy_wait waits for all but the newest
+ * STAGES - 2 groups of this work-item's copies. */
+static inline void clf_copy16(__local ushort *dst, __global const uint4 *src, bool full)
+{
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;"
+                 :
+                 : "r"((uint)(ulong)dst), "l"(src), "r"(full ? 16 : 0));
+}
+static inline void clf_copy_commit(void) { asm volatile("cp.async.commit_group;"); }
+#if STAGES == 2
+static inline void clf_copy_wait(void) { asm volatile("cp.async.wait_group 0;"); }
+#elif STAGES == 3
+static inline void clf_copy_wait(void) { asm volatile("cp.async.wait_group 1;"); }
+#else
+static inline void clf_copy_wait(void) { asm volatile("cp.async.wait_group 2;"); }
 #endif
+#endif
+
+/* The four registers of an mma fragment from staged rows s of `stride`
+ * values: register i holds rows r0 + ro(i) + g and values c0 + co(i) + 2t,
+ * + 1 of the fragment's matrix (A: rows m, values k; B: rows n, values
+ * k), with (ro, co)(i) = (8 (i % 2), 8 (i / 2)) for A (a_order: a0..a3 of
+ * a 16 x 16 tile) and (8 (i / 2), 8 (i % 2)) for B (b0, b1 of two 8-row
+ * tiles). along: the staged rows are the matrix's rows, else its
+ * columns (staged row c, value r). */
+static inline void clf_frag4(__local const ushort *s, int stride, bool along, bool a_order, int r0, int c0,
+                             uint lane, uint *f)
+{
+#if CLF_MMA_EMULATE
+    const int g = (int)lane / 4, t = (int)lane % 4;
+    for (int i = 0; i < 4; ++i) {
+        const int r = r0 + g + 8 * (a_order ? i % 2 : i / 2), c = c0 + 2 * t + 8 * (a_order ? i / 2 : i % 2);
+        f[i] = along ? *(__local const uint *)(s + r * stride + c)
+                     : (uint)s[c * stride + r] | (uint)s[(c + 1) * stride + r] << 16;
+    }
+#else
+    /* Lane L gives the address of row L % 8 of matrix L / 8. */
+    const int i = (int)lane / 8, l = (int)lane % 8;
+    const int ro = 8 * (a_order ? i % 2 : i / 2), co = 8 * (a_order ? i / 2 : i % 2);
+    __local const ushort *p = along ? s + (r0 + ro + l) * stride + c0 + co : s + (c0 + co + l) * stride + r0 + ro;
+    if (along)
+        asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"
+                     : "=r"(f[0]), "=r"(f[1]), "=r"(f[2]), "=r"(f[3])
+                     : "r"((uint)(ulong)p));
+    else
+        asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];"
+                     : "=r"(f[0]), "=r"(f[1]), "=r"(f[2]), "=r"(f[3])
+                     : "r"((uint)(ulong)p));
+#endif
+}
 
 /* A piece of A as 16-bit values (zeros past M and K): A_K_FAST: A[m][k ..
  * k + 7]; else A[m .. m + 7][k]. */
-#ifndef CLF_HAVE_STAGE_A
+#if !ASYNC_A
 static inline uint4 clf_stage_a(IDX_T bt, IDX_T m, IDX_T k, CLF_PARAMS)
 {
     float x[8];
@@ -181,7 +283,7 @@ static inline uint4 clf_stage_a(IDX_T bt, IDX_T m, IDX_T k, CLF_PARAMS)
 
 /* A piece of B (zeros past K and N): B_N_FAST: B[k][n .. n + 7]; else
  * B[k .. k + 7][n]. */
-#ifndef CLF_HAVE_STAGE_B
+#if !ASYNC_B
 static inline uint4 clf_stage_b(IDX_T bt, IDX_T k, IDX_T n, CLF_PARAMS)
 {
     float x[8];
@@ -196,69 +298,80 @@ static inline uint4 clf_stage_b(IDX_T bt, IDX_T k, IDX_T n, CLF_PARAMS)
 }
 #endif
 
-/* Where piece e of a step of rows rows goes (rows of a staged tile: m of A,
- * n of B): along k, row e / 4 and k (e % 4) * 8; across, rows (e / BK) * 8
- * .. + 7 and k e % BK (lanes on consecutive k). */
-#define ALONG_ROW(e) ((e) / (BK / 8))
-#define ALONG_K(e) ((e) % (BK / 8) * 8)
-#define ACROSS_ROW(e) ((e) / BK * 8)
-#define ACROSS_K(e) ((e) % BK)
+/* Piece e of a staged tile whose rows take `row` values: its row and first
+ * value (consecutive work-items on consecutive pieces of a row). */
+#define PIECE_ROW(e, row) ((e) / (((row) - 8) / 8))
+#define PIECE_COL(e, row) ((e) % (((row) - 8) / 8) * 8)
 
-/* Reads work-item lid's pieces of the step at k0 into registers. */
-static inline void clf_fetch(IDX_T bt, IDX_T m0, IDX_T n0, IDX_T k0, IDX_T lid, uint4 *ra, uint4 *rb, CLF_PARAMS)
+/* Starts the step at k0: A's and B's pieces of work-item lid, copied into
+ * the stage sa, sb (cp.async) or read into registers ra, rb (clf_put
+ * writes them). */
+static inline void clf_fetch(IDX_T bt, IDX_T m0, IDX_T n0, IDX_T k0, IDX_T lid, __local ushort *sa,
+                             __local ushort *sb, uint4 *ra, uint4 *rb, CLF_PARAMS)
 {
 #pragma unroll
     for (int i = 0; i < ACH; ++i) {
         const IDX_T e = lid + (IDX_T)i * NTHREADS;
+        if (APIECES % NTHREADS != 0 && e >= APIECES)
+            break;
+        const IDX_T row = PIECE_ROW(e, A_ROW), col = PIECE_COL(e, A_ROW);
 #if A_K_FAST
-        const IDX_T m = m0 + ALONG_ROW(e), k = k0 + ALONG_K(e);
+        const IDX_T m = m0 + row, k = k0 + col;
 #else
-        const IDX_T m = m0 + ACROSS_ROW(e), k = k0 + ACROSS_K(e);
+        const IDX_T m = m0 + col, k = k0 + row;
 #endif
-        ra[i] = (APIECES % NTHREADS == 0 || e < APIECES) && m < M && k < K ? clf_stage_a(bt, m, k, CLF_ARGS) : (uint4)(0);
+        const bool in = m < M && k < K;
+#if ASYNC_A
+        clf_copy16(sa + row * A_ROW + col, clf_stage_a_at(bt, in ? m : 0, in ? k : 0, CLF_ARGS), in);
+#else
+        ra[i] = in ? clf_stage_a(bt, m, k, CLF_ARGS) : (uint4)(0);
+#endif
     }
 #pragma unroll
     for (int i = 0; i < BCH; ++i) {
         const IDX_T e = lid + (IDX_T)i * NTHREADS;
+        if (BPIECES % NTHREADS != 0 && e >= BPIECES)
+            break;
+        const IDX_T row = PIECE_ROW(e, B_ROW), col = PIECE_COL(e, B_ROW);
 #if B_N_FAST
-        const IDX_T n = n0 + ACROSS_ROW(e), k = k0 + ACROSS_K(e);
+        const IDX_T k = k0 + row, n = n0 + col;
 #else
-        const IDX_T n = n0 + ALONG_ROW(e), k = k0 + ALONG_K(e);
+        const IDX_T k = k0 + col, n = n0 + row;
 #endif
-        rb[i] = (BPIECES % NTHREADS == 0 || e < BPIECES) && n < N && k < K ? clf_stage_b(bt, k, n, CLF_ARGS) : (uint4)(0);
+        const bool in = n < N && k < K;
+#if ASYNC_B
+        clf_copy16(sb + row * B_ROW + col, clf_stage_b_at(bt, in ? k : 0, in ? n : 0, CLF_ARGS), in);
+#else
+        rb[i] = in ? clf_stage_b(bt, k, n, CLF_ARGS) : (uint4)(0);
+#endif
     }
 }
 
-/* Writes pieces r (chunks of them, of a tile of `pieces`) into the staged
- * rows s: along k or across (see ALONG_ROW). */
-static inline void clf_put_pieces(IDX_T lid, const uint4 *r, int chunks, int pieces, bool along, __local ushort *s)
+/* Writes the pieces clf_fetch read into registers to the stage sa, sb. */
+static inline void clf_put(IDX_T lid, const uint4 *ra, const uint4 *rb, __local ushort *sa, __local ushort *sb)
 {
+#if !ASYNC_A
 #pragma unroll
-    for (int i = 0; i < chunks; ++i) {
+    for (int i = 0; i < ACH; ++i) {
         const IDX_T e = lid + (IDX_T)i * NTHREADS;
-        if (e >= (IDX_T)pieces)
-            continue;
-        const uint4 x = r[i];
-        if (along) {
-            *(__local uint4 *)(s + ALONG_ROW(e) * ROW + ALONG_K(e)) = x;
-        } else {
-            __local ushort *col = s + ACROSS_ROW(e) * ROW + ACROSS_K(e);
-            col[0 * ROW] = (ushort)x.x;
-            col[1 * ROW] = (ushort)(x.x >> 16);
-            col[2 * ROW] = (ushort)x.y;
-            col[3 * ROW] = (ushort)(x.y >> 16);
-            col[4 * ROW] = (ushort)x.z;
-            col[5 * ROW] = (ushort)(x.z >> 16);
-            col[6 * ROW] = (ushort)x.w;
-            col[7 * ROW] = (ushort)(x.w >> 16);
-        }
+        if (APIECES % NTHREADS == 0 || e < APIECES)
+            *(__local uint4 *)(sa + PIECE_ROW(e, A_ROW) * A_ROW + PIECE_COL(e, A_ROW)) = ra[i];
     }
+#endif
+#if !ASYNC_B
+#pragma unroll
+    for (int i = 0; i < BCH; ++i) {
+        const IDX_T e = lid + (IDX_T)i * NTHREADS;
+        if (BPIECES % NTHREADS == 0 || e < BPIECES)
+            *(__local uint4 *)(sb + PIECE_ROW(e, B_ROW) * B_ROW + PIECE_COL(e, B_ROW)) = rb[i];
+    }
+#endif
 }
 
 __kernel __attribute__((reqd_work_group_size(NTHREADS, 1, 1))) void CLF_KERNEL_NAME(CLF_PARAMS, const IDX_T numel)
 {
-    __local ushort as[2 * BM * ROW] __attribute__((aligned(16)));
-    __local ushort bs[2 * BN * ROW] __attribute__((aligned(16)));
+    __local ushort as[STAGES * A_STAGE] __attribute__((aligned(16)));
+    __local ushort bs[STAGES * B_STAGE] __attribute__((aligned(16)));
 #if CLF_MMA_EMULATE
     __local uint mma_x[NTHREADS * FRAG_WORDS];
 #endif
@@ -274,7 +387,8 @@ __kernel __attribute__((reqd_work_group_size(NTHREADS, 1, 1))) void CLF_KERNEL_N
     const IDX_T in_group = tile % (GROUP_M * TILES_N);
     const IDX_T m0 = (first_m + in_group % rows) * BM, n0 = in_group / rows * BN;
     const IDX_T lid = (IDX_T)get_local_id(0), warp = lid / 32, lane = lid % 32, g = lane / 4, t = lane % 4;
-    const IDX_T wm = warp / 2 * (16 * FM), wn = warp % 2 * (8 * FN); /* the warp's block in the group's */
+    /* The warp's block in the group's. */
+    const int wm = (int)(warp / WARPS_N) * (16 * FM), wn = (int)(warp % WARPS_N) * (8 * FN);
 
     float acc[FM][FN][4];
 #pragma unroll
@@ -284,56 +398,51 @@ __kernel __attribute__((reqd_work_group_size(NTHREADS, 1, 1))) void CLF_KERNEL_N
             acc[i][j][0] = acc[i][j][1] = acc[i][j][2] = acc[i][j][3] = 0.0f;
 
     uint4 ra[ACH], rb[BCH];
-    clf_fetch(bt, m0, n0, 0, lid, ra, rb, CLF_ARGS);
-    clf_put_pieces(lid, ra, ACH, APIECES, A_K_FAST, as);
-    clf_put_pieces(lid, rb, BCH, BPIECES, !B_N_FAST, bs);
-    barrier(CLK_LOCAL_MEM_FENCE);
-    int cur = 0;
-    for (IDX_T k0 = 0; k0 < K; k0 += BK) {
-        const bool more = k0 + BK < K;
-        if (more)
-            clf_fetch(bt, m0, n0, k0 + BK, lid, ra, rb, CLF_ARGS);
-        /* Lane (g, t)'s fragments start at row g, value 2t of the warp's
-         * first tile. */
-        __local const ushort *sa = as + cur * (BM * ROW) + (wm + g) * ROW + 2 * t;
-        __local const ushort *sb = bs + cur * (BN * ROW) + (wn + g) * ROW + 2 * t;
+    const IDX_T steps = (K + BK - 1) / BK;
+    /* The first STAGES - 1 steps. */
 #pragma unroll
-        for (int kk = 0; kk < BK / 16; ++kk) {
+    for (int s = 0; s < STAGES - 1; ++s) {
+        if ((IDX_T)s < steps) {
+            clf_fetch(bt, m0, n0, (IDX_T)s * BK, lid, as + s * A_STAGE, bs + s * B_STAGE, ra, rb, CLF_ARGS);
+            clf_put(lid, ra, rb, as + s * A_STAGE, bs + s * B_STAGE);
+        }
+        clf_copy_commit();
+    }
+    for (IDX_T kt = 0; kt < steps; ++kt) {
+        /* Step kt has arrived, and every warp is done with step kt - 1,
+         * whose stage the step STAGES - 1 ahead takes. */
+        clf_copy_wait();
+        barrier(CLK_LOCAL_MEM_FENCE);
+        const IDX_T next = kt + STAGES - 1, nst = next % STAGES;
+        if (next < steps)
+            clf_fetch(bt, m0, n0, next * BK, lid, as + nst * A_STAGE, bs + nst * B_STAGE, ra, rb, CLF_ARGS);
+        clf_copy_commit();
+        __local const ushort *sa = as + kt % STAGES * A_STAGE, *sb = bs + kt % STAGES * B_STAGE;
+#pragma unroll
+        for (int kk = 0; kk < BK; kk += 16) {
             uint af[FM][4], bf[FN][2];
 #pragma unroll
-            for (int i = 0; i < FM; ++i) {
-                __local const ushort *p = sa + i * 16 * ROW + kk * 16;
-                af[i][0] = *(__local const uint *)p;
-                af[i][1] = *(__local const uint *)(p + 8 * ROW);
-                af[i][2] = *(__local const uint *)(p + 8);
-                af[i][3] = *(__local const uint *)(p + 8 * ROW + 8);
-            }
+            for (int i = 0; i < FM; ++i)
+                clf_frag4(sa, A_ROW, A_K_FAST, true, wm + 16 * i, kk, lane, af[i]);
 #pragma unroll
-            for (int j = 0; j < FN; ++j) {
-                __local const ushort *p = sb + j * 8 * ROW + kk * 16;
-                bf[j][0] = *(__local const uint *)p;
-                bf[j][1] = *(__local const uint *)(p + 8);
-            }
+            for (int j = 0; j < FN; j += 2)
+                clf_frag4(sb, B_ROW, !B_N_FAST, false, wn + 8 * j, kk, lane, bf[j]);
             clf_mma_block(acc, af, bf CLF_MMA_X);
         }
-        if (more) {
-            clf_put_pieces(lid, ra, ACH, APIECES, A_K_FAST, as + (cur ^ 1) * (BM * ROW));
-            clf_put_pieces(lid, rb, BCH, BPIECES, !B_N_FAST, bs + (cur ^ 1) * (BN * ROW));
-        }
-        barrier(CLK_LOCAL_MEM_FENCE);
-        cur ^= 1;
+        if (next < steps)
+            clf_put(lid, ra, rb, as + nst * A_STAGE, bs + nst * B_STAGE);
     }
 
 #pragma unroll
     for (int i = 0; i < FM; ++i)
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
-            const IDX_T m = m0 + wm + (IDX_T)(i * 16 + h * 8) + g;
+            const IDX_T m = m0 + (IDX_T)(wm + i * 16 + h * 8) + g;
             if (m >= M)
                 continue;
 #pragma unroll
             for (int j = 0; j < FN; ++j) {
-                const IDX_T n = n0 + wn + (IDX_T)(j * 8) + 2 * t;
+                const IDX_T n = n0 + (IDX_T)(wn + j * 8) + 2 * t;
                 if (n < N)
                     clf_store(bt, m, n, acc[i][j][2 * h], CLF_ARGS);
                 if (n + 1 < N)

@@ -758,16 +758,44 @@ START_TEST(gemm_tensor_cores_where_the_operands_allow)
     ck_assert_ptr_nonnull(strstr(c.source, "#define CLF_HAVE_STAGE_B 1"));
     ck_assert_ptr_nonnull(strstr(c.source, "clf_store(bt, m, n, acc"));
     ck_assert_uint_eq(c.local, 128);
-    /* 130 rows: two 128-row blocks would leave most units idle, 64 rows. */
-    ck_assert_int_eq(c.schedule.tiles.tm, 64);
-    ck_assert_uint_eq(c.global, 3 * 128);
+    /* 130 x 64: 128 x 64 blocks would leave most units idle; halved, the
+     * longer side first, down to 32 x 32 (5 x 2 blocks of four warps). */
+    ck_assert_int_eq(c.schedule.tiles.tm, 32);
+    ck_assert_int_eq(c.schedule.tiles.tn, 32);
+    ck_assert(c.schedule.tiles.mma);
+    ck_assert_uint_eq(c.global, 10 * 128);
+    /* Raw operands are copied by cp.async (no registers between). */
+    ck_assert_ptr_nonnull(strstr(c.source, "clf_stage_a_at(IDX_T bt"));
+    ck_assert_ptr_nonnull(strstr(c.source, "cp.async.cg.shared.global"));
+    ck_assert_ptr_nonnull(strstr(c.source, "ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16"));
     ck_assert_ptr_nonnull(strstr(clf__schedule_str(&c, line, sizeof line), " tensor-cores=mma.m16n8k16.f16"));
     clf__kernel_code_free(&c);
 
     /* Large enough for 128-row blocks on every unit. */
     gemm_code(CLF_F16, 2048, 2048, 64, false, false, false, false, &tc, &c);
     ck_assert_int_eq(c.schedule.tiles.tm, 128);
-    ck_assert_ptr_nonnull(strstr(c.source, "#define FM 4\n"));
+    ck_assert_int_eq(c.schedule.tiles.tn, 128);
+    ck_assert_ptr_nonnull(strstr(c.source, "#define FM 4\n#define FN 8\n#define WARPS_M 2\n#define WARPS_N 2\n"
+                                           "#define STAGES 2\n"));
+    clf__kernel_code_free(&c);
+
+    /* A pinned tensor-core tiling: eight warps of 32 x 32 in 128 x 64
+     * blocks, three stages as they fit (A [m][k] 128 x 40, B [k][n]
+     * 32 x 72 values: 44.5 KB; 128 x 128 blocks above took two). */
+    clf__gemm_config pin_tc = {.tm = 128, .tn = 64, .tk = 32, .wm = 32, .wn = 32, .mma = true};
+    clf__codegen_target pinned_tc = tc;
+    pinned_tc.gemm = &pin_tc;
+    gemm_code(CLF_F16, 2048, 2048, 64, false, false, false, false, &pinned_tc, &c);
+    ck_assert_str_eq(c.schedule.form, "tensor-cores");
+    ck_assert_uint_eq(c.local, 256);
+    ck_assert_uint_eq(c.global, 16 * 32 * 256);
+    ck_assert_ptr_nonnull(strstr(c.source, "#define FM 2\n#define FN 4\n#define WARPS_M 4\n#define WARPS_N 2\n"
+                                           "#define STAGES 3\n"));
+    clf__kernel_code_free(&c);
+    /* ... which f32 operands cannot take: their default portable tiling. */
+    gemm_code(CLF_F32, 2048, 2048, 64, false, false, false, false, &pinned_tc, &c);
+    ck_assert_str_eq(c.schedule.form, "gpu-tiles");
+    ck_assert(!c.schedule.tiles.mma);
     clf__kernel_code_free(&c);
 
     /* bf16, batched, transposed operands whose rows lie in their buffers:

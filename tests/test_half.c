@@ -1574,7 +1574,7 @@ static bool runs_groups_of_128(clf_context *ctx)
  * portable form (K = 0 bit for bit); and checks that the kernel kept the
  * tensor-core form exactly where it builds: on NVIDIA's driver, or
  * emulated, on devices that run work-groups of 128. */
-static void check_tensor_core_cases(const char *options, bool emulated)
+static void check_tensor_core_cases(const char *options, bool emulated, const char *tile)
 {
     clf_context *ctx = clf_test_context();
     clf_device_desc dev;
@@ -1585,6 +1585,8 @@ static void check_tensor_core_cases(const char *options, bool emulated)
     ck_assert_int_eq(setenv("CLFUSE_TENSOR_CORES", "1", 1), 0);
     if (options)
         ck_assert_int_eq(setenv("CLFUSE_BUILD_OPTIONS", options, 1), 0);
+    if (tile)
+        ck_assert_int_eq(setenv("CLFUSE_GEMM_TILE", tile, 1), 0);
     for (int c = 0; c < TC_CASES; c++) {
         clf_graph *g = clf_graph_create();
         e2e_inputs in = {0};
@@ -1602,6 +1604,7 @@ static void check_tensor_core_cases(const char *options, bool emulated)
     }
     unsetenv("CLFUSE_TENSOR_CORES");
     unsetenv("CLFUSE_BUILD_OPTIONS");
+    unsetenv("CLFUSE_GEMM_TILE");
     clf_context_destroy(&ctx);
 }
 
@@ -1609,13 +1612,30 @@ static void check_tensor_core_cases(const char *options, bool emulated)
  * device: a driver that refuses its inline PTX (PoCL, any but NVIDIA's)
  * gets the portable form through clf_compile's lowering again, built and
  * right; on NVIDIA the form itself runs these shapes. */
-START_TEST(gemm_tensor_cores_a_driver_refuses_fall_back) { check_tensor_core_cases(NULL, false); }
+START_TEST(gemm_tensor_cores_a_driver_refuses_fall_back) { check_tensor_core_cases(NULL, false, NULL); }
 END_TEST
 
 /* The tensor-core form with its mma emulated in OpenCL C (gemm_mma.cl's
  * CLF_MMA_EMULATE): its staging, fragment layouts, edges and epilogue
  * checked on any device that runs work-groups of 128. */
-START_TEST(gemm_tensor_cores_emulated) { check_tensor_core_cases("-DCLF_MMA_EMULATE=1", true); }
+START_TEST(gemm_tensor_cores_emulated) { check_tensor_core_cases("-DCLF_MMA_EMULATE=1", true, NULL); }
+END_TEST
+
+/* The cases' small products take small blocks by default (32 x 32, three
+ * stages); pinned tilings run the large blocks' paths: 128 x 128 on four
+ * warps of 64 x 64 in two stages (emulated where the driver has no PTX),
+ * and on NVIDIA also 128 x 64 on eight warps of 32 x 32 in three. */
+START_TEST(gemm_tensor_cores_pinned_tilings)
+{
+    clf_context *ctx = clf_test_context();
+    clf_device_desc dev;
+    ck_assert_int_eq(clf_context_device(ctx, &dev), CLF_OK);
+    bool nvidia = strstr(dev.platform_name, "NVIDIA") != NULL;
+    clf_context_destroy(&ctx);
+    check_tensor_core_cases(nvidia ? NULL : "-DCLF_MMA_EMULATE=1", true, "128,128,32,64,64,mma");
+    if (nvidia)
+        check_tensor_core_cases(NULL, true, "128,64,32,32,32,mma");
+}
 END_TEST
 
 /* clf_gemm on f16 operands computes in f32 through casts; unfused, the
@@ -1966,6 +1986,7 @@ int main(void)
     clf_test_add_case(s, "gemm_prologue_and_epilogue_one_kernel", gemm_prologue_and_epilogue_one_kernel);
     clf_test_add_case(s, "gemm_tensor_cores_a_driver_refuses_fall_back", gemm_tensor_cores_a_driver_refuses_fall_back);
     clf_test_add_case(s, "gemm_tensor_cores_emulated", gemm_tensor_cores_emulated);
+    clf_test_add_case(s, "gemm_tensor_cores_pinned_tilings", gemm_tensor_cores_pinned_tilings);
     clf_test_add_case(s, "gemm_tensor_cores_unfused_casts_are_f32", gemm_tensor_cores_unfused_casts_are_f32);
     clf_test_add_case(s, "refused_shuffles_keep_the_tensor_cores", refused_shuffles_keep_the_tensor_cores);
     clf_test_add_case(s, "plan_lowered_again_not_reused_under_other_build_options",

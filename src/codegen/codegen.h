@@ -19,9 +19,13 @@
 
 /* A GEMM kernel's tiling: a work-group computes tm x tn of the product in
  * steps of tk along K, each work-item wm x wn of it (CPU form: a
- * work-item's block alone, tm == wm, tn == wn, tk == 1). */
+ * work-item's block alone, tm == wm, tn == wn, tk == 1). mma: the
+ * tensor-core form's tiling (gemm_mma.cl), each warp wm x wn of the block,
+ * tk 32; written "tm,tn,tk,wm,wn,mma" in CLFUSE_GEMM_TILE and the tuner's
+ * entries. */
 typedef struct clf__gemm_config {
     int tm, tn, tk, wm, wn;
+    bool mma;
 } clf__gemm_config;
 
 /* The deepest fused chain for target->small_code. */
@@ -131,6 +135,9 @@ bool clf__gemm_tensor_cores(const clf_graph *g, const clf__plan *plan, uint32_t 
 /* The GEMM tiling used without autotuning, for batch M x N x K products. */
 clf__gemm_config clf__gemm_default_config(const clf__codegen_target *target, int64_t m, int64_t n, int64_t k,
                                           int64_t batch);
+/* Whether the device can run tensor-core tiling c (clf__gemm_config.mma);
+ * else why not, in why. */
+bool clf__gemm_mma_config_valid(const clf__gemm_config *c, size_t max_local, size_t local_mem, char *why, size_t cap);
 /* Whether c can be generated for the device type; else the reason in why. */
 bool clf__gemm_config_valid(const clf__gemm_config *c, bool cpu, size_t max_local, size_t local_mem, char *why,
                             size_t cap);

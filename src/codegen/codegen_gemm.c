@@ -120,6 +120,8 @@ void clf__gemm_problem_class(const clf_graph *g, const clf__plan *plan, uint32_t
                    clf__cg_operand_plain(plan, k, g, mm->inputs[0]) ? "" : "p",
                    operand_transposed(g, mm->inputs[1]) ? "t" : "n",
                    clf__cg_operand_plain(plan, k, g, mm->inputs[1]) ? "" : "p");
+    if (clf__gemm_tensor_cores(g, plan, k, target))
+        clf__sb_puts(out, " form=mma");
 }
 
 /* The 16-bit dtype whose values an operand's loads return (CLF_F32 when
@@ -141,47 +143,99 @@ static clf_dtype operand_16bit(const clf_graph *g, uint32_t id)
     }
 }
 
-/* Bytes of the tensor-core form's two stages of A's 32 fm rows and B's 64,
- * each row of 32 + 8 16-bit values. */
-static size_t mma_stages_bytes(int fm) { return 2u * (32u * (unsigned)fm + 64u) * 40u * 2u; }
+/* Bytes of `stages` stages of the tensor-core form's tiles (gemm_mma.cl):
+ * rows of 16-bit values padded by 8, A's BK (32) deep as [m][k] (a_k_fast)
+ * or [k][m], B's as [k][n] (b_n_fast) or [n][k]. */
+static size_t mma_stages_bytes(const clf__gemm_config *c, bool a_k_fast, bool b_n_fast, int stages)
+{
+    size_t tm = (size_t)c->tm, tn = (size_t)c->tn, tk = (size_t)c->tk;
+    size_t a = a_k_fast ? tm * (tk + 8) : tk * (tm + 8), b = b_n_fast ? tk * (tn + 8) : tn * (tk + 8);
+    return (size_t)stages * (a + b) * 2u;
+}
+
+/* The tensor-core form's tiling when none is pinned: blocks of 32 fm rows
+ * by 16 fn columns on four warps (2 x 2, each 16 fm x 8 fn), as large as
+ * the product (fm 4, fn 8: 128 x 128) and halved, the longer side first,
+ * while the blocks leave compute units idle, down to 32 x 32. */
+static clf__gemm_config mma_default_tiles(int64_t M, int64_t N, int64_t batch, uint64_t units)
+{
+    int fm = M <= 32 ? 1 : M <= 64 ? 2 : 4, fn = N <= 32 ? 2 : N <= 64 ? 4 : 8;
+    for (;;) {
+        uint64_t blocks = (uint64_t)(batch > 0 ? batch : 1) * (uint64_t)((M + 32 * fm - 1) / (32 * fm)) *
+                          (uint64_t)((N + 16 * fn - 1) / (16 * fn));
+        if (blocks >= units || (fm == 1 && fn == 2))
+            break;
+        if (fm > 1 && (32 * fm >= 16 * fn || fn == 2))
+            fm /= 2;
+        else
+            fn /= 2;
+    }
+    return (clf__gemm_config){.tm = 32 * fm, .tn = 16 * fn, .tk = 32, .wm = 16 * fm, .wn = 8 * fn};
+}
+
+bool clf__gemm_mma_config_valid(const clf__gemm_config *c, size_t max_local, size_t local_mem, char *why, size_t cap)
+{
+    if (c->tk != 32 || c->wm <= 0 || c->wn <= 0 || c->wm % 16 || c->wn % 16 || c->tm % c->wm || c->tn % c->wn ||
+        c->wm * c->wn > 4096) {
+        snprintf(why, cap, "tensor-core tiles: tk 32, wm and wn multiples of 16 dividing tm and tn, "
+                           "wm * wn at most 4096");
+        return false;
+    }
+    size_t threads = 32u * (size_t)(c->tm / c->wm) * (size_t)(c->tn / c->wn);
+    if (threads > max_local || threads > 1024) {
+        snprintf(why, cap, "%zu work-items per group (the device allows %zu)", threads, max_local);
+        return false;
+    }
+    /* The larger of the layouts' two stages (A's [k][m] rows are longer). */
+    size_t bytes = mma_stages_bytes(c, false, true, 2);
+    if (bytes > (local_mem > 49152 ? 49152 : local_mem)) {
+        snprintf(why, cap, "two stages of tiles need %zu bytes of local memory (the device has %zu)", bytes,
+                 local_mem);
+        return false;
+    }
+    return true;
+}
 
 /* The tensor-core form (gemm_mma.cl): its operands' 16-bit type, or CLF_F32
  * where the portable forms run instead. It needs A and B both f16 or both
  * bf16 values (an operand's prologue ends in that dtype, or in a cast of
- * it to f32, so its loads return exact 16-bit values), a GPU target with mma.sync, the default tiling (a
- * tiling pinned by CLFUSE_GEMM_TILE or found by autotuning is the portable
- * form's), work-groups of 128 and the two stages in local memory (at most
- * 48 KiB, the static local memory a kernel may take). *fm: the 16-row mma
- * tiles down a warp's block, so the block is 32 fm rows by 64 columns:
- * 1 for products of up to 32 rows, 4 (128-row blocks) where they still
- * give every compute unit a block, else 2. */
+ * it to f32, so its loads return exact 16-bit values), a GPU target with
+ * mma.sync and a tiling for it: a pinned one marked mma (CLFUSE_GEMM_TILE,
+ * autotuning; one not so marked is the portable form's) or
+ * mma_default_tiles, which needs work-groups of 128 and at most 48 KiB of
+ * local memory (the static local memory a kernel may take). *tiles: the
+ * tiling; *stages: 3 where three stages fit, else 2. */
 static clf_dtype mma_form(const clf_graph *g, const clf__node *mm, const clf__codegen_target *target, int64_t M,
-                          int64_t N, int64_t batch, int *fm)
+                          int64_t N, int64_t batch, clf__gemm_config *tiles, int *stages)
 {
     clf_dtype a = operand_16bit(g, mm->inputs[0]), b = operand_16bit(g, mm->inputs[1]);
     size_t max_local = target->max_local ? target->max_local : 256;
     size_t local_mem = target->local_mem ? target->local_mem : 32768;
     if (local_mem > 49152)
         local_mem = 49152;
-    if (target->cpu || !target->tensor_cores || target->gemm || max_local < 128 || a != b ||
+    if (target->cpu || !target->tensor_cores || (target->gemm && !target->gemm->mma) || a != b ||
         (a != CLF_F16 && a != CLF_BF16))
         return CLF_F32;
-    uint64_t units = target->compute_units ? target->compute_units : 1;
-    uint64_t blocks128 = (uint64_t)(batch > 0 ? batch : 1) * (uint64_t)((M + 127) / 128) * (uint64_t)((N + 63) / 64);
-    *fm = M <= 32 ? 1 : M > 64 && blocks128 >= units ? 4 : 2;
-    while (*fm > 1 && mma_stages_bytes(*fm) > local_mem)
-        *fm /= 2;
-    return mma_stages_bytes(*fm) > local_mem ? CLF_F32 : a;
+    *tiles = target->gemm ? *target->gemm
+                          : mma_default_tiles(M, N, batch, target->compute_units ? target->compute_units : 1);
+    tiles->mma = true;
+    char why[160];
+    if (!clf__gemm_mma_config_valid(tiles, max_local, local_mem, why, sizeof why))
+        return CLF_F32;
+    bool a_k_fast = !operand_transposed(g, mm->inputs[0]), b_n_fast = !operand_transposed(g, mm->inputs[1]);
+    *stages = mma_stages_bytes(tiles, a_k_fast, b_n_fast, 3) <= local_mem ? 3 : 2;
+    return a;
 }
 
 bool clf__gemm_tensor_cores(const clf_graph *g, const clf__plan *plan, uint32_t k, const clf__codegen_target *target)
 {
     const clf__node *mm = clf__graph_node(g, plan->kernels[k].anchor);
-    int r = mm->rank, fm;
+    int r = mm->rank, stages;
     int64_t batch = 1;
     for (int d = 0; d < r - 2; d++)
         batch *= mm->shape[d];
-    return mma_form(g, mm, target, mm->shape[r - 2], mm->shape[r - 1], batch, &fm) != CLF_F32;
+    clf__gemm_config tiles;
+    return mma_form(g, mm, target, mm->shape[r - 2], mm->shape[r - 1], batch, &tiles, &stages) != CLF_F32;
 }
 
 clf_status clf__codegen_gemm(const clf_graph *g, const clf__plan *plan, uint32_t k,
@@ -204,13 +258,17 @@ clf_status clf__codegen_gemm(const clf_graph *g, const clf__plan *plan, uint32_t
     for (int d = 0; d < r - 2; d++)
         batch *= mm->shape[d];
 
-    clf__gemm_config cfg = target->gemm ? *target->gemm : clf__gemm_default_config(target, M, N, KK, batch);
+    /* A pinned tensor-core tiling leaves the GEMMs that form does not take
+     * their default. */
+    clf__gemm_config cfg = target->gemm && !target->gemm->mma ? *target->gemm
+                                                               : clf__gemm_default_config(target, M, N, KK, batch);
     size_t max_local = target->max_local ? target->max_local : 256;
     char why[160];
-    int fm = 0;
-    clf_dtype mma = mma_form(g, mm, target, M, N, batch, &fm);
-    if (mma != CLF_F32) /* blocks of 32 fm x 64 in steps of 32, warps of 16 fm x 32 */
-        cfg = (clf__gemm_config){.tm = 32 * fm, .tn = 64, .tk = 32, .wm = 16 * fm, .wn = 32};
+    int stages = 2;
+    clf__gemm_config mma_tiles;
+    clf_dtype mma = mma_form(g, mm, target, M, N, batch, &mma_tiles, &stages);
+    if (mma != CLF_F32)
+        cfg = mma_tiles;
     if (mma == CLF_F32 && !clf__gemm_config_valid(&cfg, target->cpu, max_local, target->local_mem, why, sizeof why)) {
         snprintf(err, errlen, "codegen: kernel %u: GEMM tile configuration %dx%dx%d/%dx%d: %s", k, cfg.tm,
                  cfg.tn, cfg.tk, cfg.wm, cfg.wn, why);
@@ -257,7 +315,7 @@ clf_status clf__codegen_gemm(const clf_graph *g, const clf__plan *plan, uint32_t
         out->local = 1;
         out->global = (size_t)tiles;
     } else if (mma != CLF_F32) {
-        out->local = 128;
+        out->local = 32u * (size_t)(cfg.tm / cfg.wm) * (size_t)(cfg.tn / cfg.wn);
         out->global = (size_t)tiles * out->local;
     } else {
         out->local = (size_t)(cfg.tm / cfg.wm) * (size_t)(cfg.tn / cfg.wn);
@@ -286,8 +344,10 @@ clf_status clf__codegen_gemm(const clf_graph *g, const clf__plan *plan, uint32_t
                  cfg.tn % 4 == 0;
     if (mma != CLF_F32) {
         clf__sb_printf(&src,
-                       CLF__MMA_LINE "#define MMA_BF16 %d\n#define FM %d\n#define A_K_FAST %d\n#define B_N_FAST %d\n",
-                       mma == CLF_BF16 ? 1 : 0, fm, a_k_fast ? 1 : 0, b_n_fast ? 1 : 0);
+                       CLF__MMA_LINE "#define MMA_BF16 %d\n#define FM %d\n#define FN %d\n#define WARPS_M %d\n"
+                                     "#define WARPS_N %d\n#define STAGES %d\n#define A_K_FAST %d\n#define B_N_FAST %d\n",
+                       mma == CLF_BF16 ? 1 : 0, cfg.wm / 16, cfg.wn / 8, cfg.tm / cfg.wm, cfg.tn / cfg.wn, stages,
+                       a_k_fast ? 1 : 0, b_n_fast ? 1 : 0);
         out->schedule = (clf__schedule){.form = "tensor-cores", .vec = 1, .wg = out->local, .tiles = cfg,
                                         .tensor_cores = mma == CLF_F16 ? "mma.m16n8k16.f16" : "mma.m16n8k16.bf16"};
     } else {

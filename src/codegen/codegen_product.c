@@ -258,7 +258,9 @@ void clf__cg_emit_stage16(const clf_graph *g, const clf__plan *plan, uint32_t k,
     if (row % 8 != 0 || (op->dtype != CLF_F16 && op->dtype != CLF_BF16))
         return;
     clf__sb_printf(src, "#define CLF_HAVE_STAGE_%c 1\n", toupper((unsigned char)name[0]));
-    clf__sb_printf(src, "static inline uint4 clf_stage_%s(IDX_T bt, %s, CLF_PARAMS)\n{\n", name, params);
+    clf__sb_printf(src, guarded ? "static inline uint4 clf_stage_%s(IDX_T bt, %s, CLF_PARAMS)\n{\n"
+                                : "static inline __global const uint4 *clf_stage_%s_at(IDX_T bt, %s, CLF_PARAMS)\n{\n",
+                   name, params);
     clf__cg_emit_batch_offset(mm, op, src);
     if (guarded)
         clf__sb_printf(src,
@@ -266,6 +268,6 @@ void clf__cg_emit_stage16(const clf_graph *g, const clf__plan *plan, uint32_t k,
                        ": (uint4)(0);\n}\n\n",
                        col, (long long)row, plan->src_buffer[id], r, (long long)row, col);
     else
-        clf__sb_printf(src, "    return ((__global const uint4 *)b%d)[(off + %s * %lldu + %s) / 8];\n}\n\n",
+        clf__sb_printf(src, "    return (__global const uint4 *)b%d + (off + %s * %lldu + %s) / 8;\n}\n\n",
                        plan->src_buffer[id], r, (long long)row, col);
 }

@@ -25,16 +25,18 @@ bool clf__cg_operand_plain(const clf__plan *plan, uint32_t k, const clf_graph *g
 bool clf__cg_operand_plain_swapped(const clf__plan *plan, uint32_t k, const clf_graph *g, uint32_t id,
                                    uint32_t *plain);
 
-/* Emits "#define CLF_HAVE_STAGE_<NAME> 1" and "static inline uint4
- * clf_stage_<name>(IDX_T bt, <params>, CLF_PARAMS)" for the tensor-core
- * forms (attention_mma.cl, gemm_mma.cl): 8 values of MATMUL mm's operand
- * `which` as raw 16-bit values in one 16-byte load, row r (an expression
- * of the parameters) from column col on, where they lie in a buffer of
- * 16-bit values as they are, rows a multiple of 8 values: the operand
- * itself (swapped false), or a transpose of its last two axes of a plain
- * node, read along that node's rows (swapped). guarded: zeros where col
- * is past the row. Else emits nothing: the template's stage goes through
- * the generated loads. */
+/* Emits "#define CLF_HAVE_STAGE_<NAME> 1" and a raw 16-byte stage of
+ * MATMUL mm's operand `which` for the tensor-core forms (attention_mma.cl,
+ * gemm_mma.cl): 8 values as raw 16-bit values, row r (an expression of the
+ * parameters) from column col on, where they lie in a buffer of 16-bit
+ * values as they are, rows a multiple of 8 values: the operand itself
+ * (swapped false), or a transpose of its last two axes of a plain node,
+ * read along that node's rows (swapped). guarded: "static inline uint4
+ * clf_stage_<name>(IDX_T bt, <params>, CLF_PARAMS)", the values, zeros
+ * where col is past the row; else "static inline __global const uint4
+ * *clf_stage_<name>_at(IDX_T bt, <params>, CLF_PARAMS)", their address
+ * (for cp.async; the template checks the extents). Else emits nothing: the
+ * template's stage goes through the generated loads. */
 void clf__cg_emit_stage16(const clf_graph *g, const clf__plan *plan, uint32_t k, const clf__node *mm, int which,
                           bool swapped, const char *name, const char *params, const char *r, const char *col,
                           bool guarded, clf__strbuf *src);

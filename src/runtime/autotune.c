@@ -7,7 +7,8 @@
  * version, templates' hash) and the problem class (codegen's
  * clf__gemm_problem_class: CPU or GPU form, extents rounded up to powers of
  * two, batch, operand layouts). Entry: a cache_file.h file, magic
- * "CLFUSEAT", extension ".cltune", payload "tm,tn,tk,wm,wn" as text. A
+ * "CLFUSEAT", extension ".cltune", payload "tm,tn,tk,wm,wn" as text, with
+ * ",mma" after a tensor-core tiling. A
  * payload that does not parse or names a tiling the device cannot run is
  * discarded like a corrupt file.
  *
@@ -29,21 +30,30 @@
 #include "util/strbuf.h"
 
 #define MAGIC "CLFUSEAT"
-#define FORMAT_VERSION 1u
+#define FORMAT_VERSION 2u
 #define TIMED_RUNS 5
 
-/* Tilings worth trying, by device type; invalid ones for the device are
- * skipped. */
+/* Tilings worth trying, by device type and form; invalid ones for the
+ * device are skipped. */
 static const clf__gemm_config gpu_candidates[] = {
-    {128, 128, 8, 16, 8}, {128, 128, 16, 8, 8}, {128, 128, 8, 8, 8}, {128, 64, 16, 8, 8},
-    {64, 128, 16, 8, 8},  {64, 64, 16, 4, 4},   {64, 64, 16, 8, 8},  {128, 64, 16, 8, 4},
-    {64, 64, 32, 4, 4},   {32, 32, 16, 4, 4},   {128, 128, 32, 8, 8},
+    {128, 128, 8, 16, 8, false}, {128, 128, 16, 8, 8, false}, {128, 128, 8, 8, 8, false},
+    {128, 64, 16, 8, 8, false},  {64, 128, 16, 8, 8, false},  {64, 64, 16, 4, 4, false},
+    {64, 64, 16, 8, 8, false},   {128, 64, 16, 8, 4, false},  {64, 64, 32, 4, 4, false},
+    {32, 32, 16, 4, 4, false},   {128, 128, 32, 8, 8, false},
     /* Small products (tiny models, per-head attention blocks). */
-    {32, 16, 16, 4, 4},   {16, 32, 16, 4, 4},   {16, 16, 16, 4, 4},   {16, 64, 16, 4, 4},
+    {32, 16, 16, 4, 4, false},   {16, 32, 16, 4, 4, false},   {16, 16, 16, 4, 4, false},
+    {16, 64, 16, 4, 4, false},
+};
+/* The tensor-core form (gemm_mma.cl): blocks tm x tn, warps of wm x wn. */
+static const clf__gemm_config mma_candidates[] = {
+    {128, 128, 32, 64, 64, true}, {128, 128, 32, 64, 32, true}, {128, 128, 32, 32, 64, true},
+    {128, 64, 32, 64, 32, true},  {64, 128, 32, 32, 64, true},  {128, 64, 32, 32, 32, true},
+    {64, 64, 32, 32, 32, true},   {64, 64, 32, 32, 16, true},   {32, 64, 32, 16, 32, true},
+    {32, 32, 32, 16, 16, true},
 };
 static const clf__gemm_config cpu_candidates[] = {
-    {4, 8, 1, 4, 8},  {8, 8, 1, 8, 8},  {12, 8, 1, 12, 8}, {16, 8, 1, 16, 8},
-    {4, 16, 1, 4, 16}, {6, 16, 1, 6, 16}, {8, 16, 1, 8, 16}, {8, 4, 1, 8, 4},
+    {4, 8, 1, 4, 8, false},  {8, 8, 1, 8, 8, false},  {12, 8, 1, 12, 8, false}, {16, 8, 1, 16, 8, false},
+    {4, 16, 1, 4, 16, false}, {6, 16, 1, 6, 16, false}, {8, 16, 1, 8, 16, false}, {8, 4, 1, 8, 4, false},
 };
 
 static int cmp_double(const void *a, const void *b)
@@ -129,15 +139,26 @@ out:
     return result;
 }
 
-static bool parse_config(const char *text, size_t len, clf__gemm_config *out)
+bool clf__gemm_config_parse(const char *text, size_t len, clf__gemm_config *out)
 {
     char buf[96];
     if (len == 0 || len >= sizeof buf)
         return false;
     memcpy(buf, text, len);
     buf[len] = '\0';
-    char tail;
-    return sscanf(buf, "%d,%d,%d,%d,%d%c", &out->tm, &out->tn, &out->tk, &out->wm, &out->wn, &tail) == 5;
+    int used = 0;
+    if (sscanf(buf, "%d,%d,%d,%d,%d%n", &out->tm, &out->tn, &out->tk, &out->wm, &out->wn, &used) != 5)
+        return false;
+    out->mma = strcmp(buf + used, ",mma") == 0;
+    return out->mma || buf[used] == '\0';
+}
+
+/* Whether the device runs c in its form. */
+static bool config_valid(const clf__gemm_config *c, const clf__codegen_target *target, char *why, size_t cap)
+{
+    size_t max_local = target->max_local ? target->max_local : 256;
+    return c->mma ? clf__gemm_mma_config_valid(c, max_local, target->local_mem, why, cap)
+                  : clf__gemm_config_valid(c, target->cpu, max_local, target->local_mem, why, cap);
 }
 
 bool clf__gemm_autotune(clf_context *ctx, const clf_graph *g, const clf__plan *plan, uint32_t k,
@@ -146,8 +167,9 @@ bool clf__gemm_autotune(clf_context *ctx, const clf_graph *g, const clf__plan *p
     clf__strbuf key = {0}, cls = {0};
     char *path = NULL;
     bool found = false;
-    size_t max_local = target->max_local ? target->max_local : 256;
     char why[160];
+    /* A kernel the tensor-core form takes tries its tilings alone. */
+    const bool tc = clf__gemm_tensor_cores(g, plan, k, target);
 
     clf__gemm_problem_class(g, plan, k, target, &cls);
     if (ctx->cache_device_key)
@@ -161,11 +183,11 @@ bool clf__gemm_autotune(clf_context *ctx, const clf_graph *g, const clf__plan *p
         clf__cache_entry e;
         if (clf__cache_file_read(ctx, "autotune", path, MAGIC, FORMAT_VERSION, clf__sb_str(&key),
                                  &ctx->counts.disk_discards, &e)) {
-            if (parse_config((const char *)e.payload, e.payload_len, out) &&
-                clf__gemm_config_valid(out, target->cpu, max_local, target->local_mem, why, sizeof why)) {
+            if (clf__gemm_config_parse((const char *)e.payload, e.payload_len, out) && out->mma == tc &&
+                config_valid(out, target, why, sizeof why)) {
                 found = true;
-                clf__log(CLF__LOG_PERF, "autotune: %s: %d,%d,%d,%d,%d from the cache", clf__sb_str(&cls), out->tm,
-                         out->tn, out->tk, out->wm, out->wn);
+                clf__log(CLF__LOG_PERF, "autotune: %s: %d,%d,%d,%d,%d%s from the cache", clf__sb_str(&cls), out->tm,
+                         out->tn, out->tk, out->wm, out->wn, out->mma ? ",mma" : "");
             } else {
                 clf__cache_file_discard(ctx, "autotune", path, &e.st, &ctx->counts.disk_discards,
                                         "the tiling does not parse or does not fit the device");
@@ -187,16 +209,17 @@ bool clf__gemm_autotune(clf_context *ctx, const clf_graph *g, const clf__plan *p
         clf__log(CLF__LOG_PERF, "autotune: no profiling queue: %s", clf__cl_error_name(cerr));
         goto done;
     }
-    const clf__gemm_config *cands = target->cpu ? cpu_candidates : gpu_candidates;
+    const clf__gemm_config *cands = target->cpu ? cpu_candidates : tc ? mma_candidates : gpu_candidates;
     size_t ncands = target->cpu ? sizeof cpu_candidates / sizeof *cpu_candidates
+                    : tc        ? sizeof mma_candidates / sizeof *mma_candidates
                                 : sizeof gpu_candidates / sizeof *gpu_candidates;
     double best = -1.0;
     for (size_t i = 0; i < ncands; i++) {
-        if (!clf__gemm_config_valid(&cands[i], target->cpu, max_local, target->local_mem, why, sizeof why))
+        if (!config_valid(&cands[i], target, why, sizeof why))
             continue;
         double ms = time_candidate(ctx, q, g, plan, k, target, &cands[i]);
-        clf__log(CLF__LOG_PERF, "autotune: %s: %d,%d,%d,%d,%d: %.4f ms", clf__sb_str(&cls), cands[i].tm,
-                 cands[i].tn, cands[i].tk, cands[i].wm, cands[i].wn, ms);
+        clf__log(CLF__LOG_PERF, "autotune: %s: %d,%d,%d,%d,%d%s: %.4f ms", clf__sb_str(&cls), cands[i].tm,
+                 cands[i].tn, cands[i].tk, cands[i].wm, cands[i].wn, cands[i].mma ? ",mma" : "", ms);
         if (ms >= 0 && (best < 0 || ms < best)) {
             best = ms;
             *out = cands[i];
@@ -206,11 +229,12 @@ bool clf__gemm_autotune(clf_context *ctx, const clf_graph *g, const clf__plan *p
     if (best < 0)
         goto done;
     found = true;
-    clf__log(CLF__LOG_PERF, "autotune: %s: kept %d,%d,%d,%d,%d (%.4f ms)", clf__sb_str(&cls), out->tm, out->tn,
-             out->tk, out->wm, out->wn, best);
+    clf__log(CLF__LOG_PERF, "autotune: %s: kept %d,%d,%d,%d,%d%s (%.4f ms)", clf__sb_str(&cls), out->tm, out->tn,
+             out->tk, out->wm, out->wn, out->mma ? ",mma" : "", best);
     if (path) {
         char text[96];
-        int n = snprintf(text, sizeof text, "%d,%d,%d,%d,%d", out->tm, out->tn, out->tk, out->wm, out->wn);
+        int n = snprintf(text, sizeof text, "%d,%d,%d,%d,%d%s", out->tm, out->tn, out->tk, out->wm, out->wn,
+                         out->mma ? ",mma" : "");
         clf__cache_file_write(ctx, "autotune", ctx->cache_dir, path, MAGIC, FORMAT_VERSION, clf__sb_str(&key), text,
                               (size_t)n);
     }

@@ -146,10 +146,10 @@ static clf_status lower(clf_context *ctx, const clf_graph *g, const clf_compile_
         clf__kernel_code code;
         clf__codegen_target tk = *target;
         clf__gemm_config tuned;
-        /* The autotuner times the portable GEMM form's tilings; a kernel in
-         * the tensor-core form keeps it. */
+        /* The autotuner times the tilings of the GEMM's form (portable or
+         * tensor-core). */
         if (autotune && plan.kernels[k].kind == CLF__REGION_GEMM && !target->gemm &&
-            !clf__gemm_tensor_cores(g, &plan, k, target) && clf__gemm_autotune(ctx, g, &plan, k, target, &tuned))
+            clf__gemm_autotune(ctx, g, &plan, k, target, &tuned))
             tk.gemm = &tuned;
         st = clf__codegen_kernel(g, &plan, k, &tk, &code, err, sizeof err);
         if (st != CLF_OK)
@@ -534,14 +534,17 @@ CLF_API clf_status clf_compile(clf_context *ctx, const clf_graph *g, const clf_c
     clf__codegen_target target;
     clf__compile_target(ctx, params, &target);
     char *key = NULL, *first_key = NULL;
-    /* CLFUSE_GEMM_TILE=tm,tn,tk,wm,wn pins the GEMM tiling (for tuning by
-     * hand; codegen refuses one the device type cannot run). */
+    /* CLFUSE_GEMM_TILE=tm,tn,tk,wm,wn pins the GEMM tiling, ",mma" after it
+     * the tensor-core form's (for tuning by hand; codegen refuses one the
+     * device type cannot run). */
     clf__gemm_config pinned;
     const char *tile = getenv("CLFUSE_GEMM_TILE");
     if (tile && *tile) {
-        if (sscanf(tile, "%d,%d,%d,%d,%d", &pinned.tm, &pinned.tn, &pinned.tk, &pinned.wm, &pinned.wn) != 5) {
+        if (!clf__gemm_config_parse(tile, strlen(tile), &pinned)) {
             st = clf__ctx_fail(ctx, CLF_ERR_INVALID_ARGUMENT,
-                               "clf_compile: CLFUSE_GEMM_TILE=\"%s\" is not five integers tm,tn,tk,wm,wn", tile);
+                               "clf_compile: CLFUSE_GEMM_TILE=\"%s\" is not five integers tm,tn,tk,wm,wn "
+                               "(then \",mma\" for the tensor-core form)",
+                               tile);
             goto fail;
         }
         target.gemm = &pinned;

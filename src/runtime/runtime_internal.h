@@ -204,6 +204,10 @@ struct clf__gemm_config;
 bool clf__gemm_autotune(clf_context *ctx, const clf_graph *g, const clf__plan *plan, uint32_t k,
                         const struct clf__codegen_target *target, struct clf__gemm_config *out);
 
+/* Reads a tiling written "tm,tn,tk,wm,wn", with ",mma" after a tensor-core
+ * one (CLFUSE_GEMM_TILE, the tuner's entries); false if text is not one. */
+bool clf__gemm_config_parse(const char *text, size_t len, struct clf__gemm_config *out);
+
 /* Frees the executable's pool of clf_run_host staging buffers. */
 void clf__staging_free_all(clf_executable *e);
 
