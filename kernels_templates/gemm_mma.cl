@@ -9,10 +9,11 @@
  * block made of FM x FN mma tiles of 16 x 8 (FM x FN x 4 f32 accumulators
  * a lane). The block walks K in steps of BK = 32 through STAGES stages in
  * local memory. Each operand is staged in its own layout, rows of 16-bit
- * values padded by 8 (16 bytes): A as [m][k] (A_K_FAST) or [k][m]; B as
- * [k][n] (B_N_FAST) or [n][k]; so that every piece of 8 values a work-item
- * stages is one 16-byte write, and the 8 rows an ldmatrix reads start in
- * 8 different groups of 4 banks (rows of 40 or 8 FN WARPS_N + 8 values).
+ * values: A as [m][k] (A_K_FAST) or [k][m]; B as [k][n] (B_N_FAST) or
+ * [n][k]; so that every piece of 8 values a work-item stages is one 16-byte
+ * write; a row's 16-byte chunks are permuted (SWZ) so that the 8 rows an
+ * ldmatrix reads fall in 8 different groups of 4 banks, without padding
+ * (three stages of 128 x 128 blocks fill the 48 KiB a kernel may take).
  * Fragments are read by ldmatrix.x4: A's four registers of a 16 x 16 tile,
  * B's two registers of two 8-column tiles; .trans where the staged rows
  * run along the fragment's columns ([k][m] for A, [k][n] for B).
@@ -91,25 +92,35 @@ static inline void clf_store(IDX_T bt, IDX_T m, IDX_T n, float acc, CLF_PARAMS) 
 #define TILES_M ((M + BM - 1) / BM)
 #define TILES_N ((N + BN - 1) / BN)
 
-/* The staged layouts: rows, and 16-bit values a row takes (8 of padding). */
+/* The staged layouts: rows, and 16-bit values a row takes. */
 #if A_K_FAST
 #define A_ROWS BM
-#define A_ROW (BK + 8)
+#define A_ROW BK
 #else
 #define A_ROWS BK
-#define A_ROW (BM + 8)
+#define A_ROW BM
 #endif
 #if B_N_FAST
 #define B_ROWS BK
-#define B_ROW (BN + 8)
+#define B_ROW BN
 #else
 #define B_ROWS BN
-#define B_ROW (BK + 8)
+#define B_ROW BK
 #endif
 #define A_STAGE (A_ROWS * A_ROW)
 #define B_STAGE (B_ROWS * B_ROW)
-#define APIECES (A_ROWS * (A_ROW - 8) / 8)
-#define BPIECES (B_ROWS * (B_ROW - 8) / 8)
+#define APIECES (A_STAGE / 8)
+#define BPIECES (B_STAGE / 8)
+/* Where value c of staged row r lies in a stage whose rows take `row`
+ * values (a power of two, at least 16): the row's 16-byte chunks are
+ * permuted, chunk c / 8 stored at (c / 8) ^ key(r), so that the 8 rows an
+ * ldmatrix reads at one chunk, and 8 pieces along a column, fall in 8
+ * different groups of 4 banks: key r % 8 for rows of 8 chunks or more (128
+ * bytes: every row starts in bank 0), else (r / (8 / chunks)) % chunks
+ * (2 or 4 rows share 128 bytes). */
+#define SWZ_KEY(r, row) ((row) >= 64 ? (r) % 8 : (r) / (64 / (row)) % ((row) / 8))
+#define SWZ(r, c, row) ((r) * (row) + ((((c) / 8) ^ SWZ_KEY(r, row)) * 8) + (c) % 8)
+
 #define ACH ((APIECES + NTHREADS - 1) / NTHREADS)
 #define BCH ((BPIECES + NTHREADS - 1) / NTHREADS)
 
@@ -231,28 +242,28 @@ static inline void clf_copy_wait(void) { asm volatile("cp.async.wait_group 2;");
 #endif
 #endif
 
-/* The four registers of an mma fragment from staged rows s of `stride`
- * values: register i holds rows r0 + ro(i) + g and values c0 + co(i) + 2t,
- * + 1 of the fragment's matrix (A: rows m, values k; B: rows n, values
- * k), with (ro, co)(i) = (8 (i % 2), 8 (i / 2)) for A (a_order: a0..a3 of
- * a 16 x 16 tile) and (8 (i / 2), 8 (i % 2)) for B (b0, b1 of two 8-row
- * tiles). along: the staged rows are the matrix's rows, else its
- * columns (staged row c, value r). */
-static inline void clf_frag4(__local const ushort *s, int stride, bool along, bool a_order, int r0, int c0,
+/* The four registers of an mma fragment from a stage s of rows of `row`
+ * values (SWZ): register i holds rows r0 + ro(i) + g and values c0 +
+ * co(i) + 2t, + 1 of the fragment's matrix (A: rows m, values k; B: rows
+ * n, values k), with (ro, co)(i) = (8 (i % 2), 8 (i / 2)) for A (a_order:
+ * a0..a3 of a 16 x 16 tile) and (8 (i / 2), 8 (i % 2)) for B (b0, b1 of
+ * two 8-row tiles). along: the staged rows are the matrix's rows, else
+ * its columns (staged row c, value r). */
+static inline void clf_frag4(__local const ushort *s, int row, bool along, bool a_order, int r0, int c0,
                              uint lane, uint *f)
 {
 #if CLF_MMA_EMULATE
     const int g = (int)lane / 4, t = (int)lane % 4;
     for (int i = 0; i < 4; ++i) {
         const int r = r0 + g + 8 * (a_order ? i % 2 : i / 2), c = c0 + 2 * t + 8 * (a_order ? i / 2 : i % 2);
-        f[i] = along ? *(__local const uint *)(s + r * stride + c)
-                     : (uint)s[c * stride + r] | (uint)s[(c + 1) * stride + r] << 16;
+        f[i] = along ? *(__local const uint *)(s + SWZ(r, c, row))
+                     : (uint)s[SWZ(c, r, row)] | (uint)s[SWZ(c + 1, r, row)] << 16;
     }
 #else
     /* Lane L gives the address of row L % 8 of matrix L / 8. */
     const int i = (int)lane / 8, l = (int)lane % 8;
     const int ro = 8 * (a_order ? i % 2 : i / 2), co = 8 * (a_order ? i / 2 : i % 2);
-    __local const ushort *p = along ? s + (r0 + ro + l) * stride + c0 + co : s + (c0 + co + l) * stride + r0 + ro;
+    __local const ushort *p = along ? s + SWZ(r0 + ro + l, c0 + co, row) : s + SWZ(c0 + co + l, r0 + ro, row);
     if (along)
         asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"
                      : "=r"(f[0]), "=r"(f[1]), "=r"(f[2]), "=r"(f[3])
@@ -300,8 +311,9 @@ static inline uint4 clf_stage_b(IDX_T bt, IDX_T k, IDX_T n, CLF_PARAMS)
 
 /* Piece e of a staged tile whose rows take `row` values: its row and first
  * value (consecutive work-items on consecutive pieces of a row). */
-#define PIECE_ROW(e, row) ((e) / (((row) - 8) / 8))
-#define PIECE_COL(e, row) ((e) % (((row) - 8) / 8) * 8)
+#define PIECE_ROW(e, row) ((e) / ((row) / 8))
+#define PIECE_COL(e, row) ((e) % ((row) / 8) * 8)
+#define PIECE_AT(e, row) SWZ(PIECE_ROW(e, row), PIECE_COL(e, row), row)
 
 /* Starts the step at k0: A's and B's pieces of work-item lid, copied into
  * the stage sa, sb (cp.async) or read into registers ra, rb (clf_put
@@ -322,7 +334,7 @@ static inline void clf_fetch(IDX_T bt, IDX_T m0, IDX_T n0, IDX_T k0, IDX_T lid, 
 #endif
         const bool in = m < M && k < K;
 #if ASYNC_A
-        clf_copy16(sa + row * A_ROW + col, clf_stage_a_at(bt, in ? m : 0, in ? k : 0, CLF_ARGS), in);
+        clf_copy16(sa + PIECE_AT(e, A_ROW), clf_stage_a_at(bt, in ? m : 0, in ? k : 0, CLF_ARGS), in);
 #else
         ra[i] = in ? clf_stage_a(bt, m, k, CLF_ARGS) : (uint4)(0);
 #endif
@@ -340,7 +352,7 @@ static inline void clf_fetch(IDX_T bt, IDX_T m0, IDX_T n0, IDX_T k0, IDX_T lid, 
 #endif
         const bool in = n < N && k < K;
 #if ASYNC_B
-        clf_copy16(sb + row * B_ROW + col, clf_stage_b_at(bt, in ? k : 0, in ? n : 0, CLF_ARGS), in);
+        clf_copy16(sb + PIECE_AT(e, B_ROW), clf_stage_b_at(bt, in ? k : 0, in ? n : 0, CLF_ARGS), in);
 #else
         rb[i] = in ? clf_stage_b(bt, k, n, CLF_ARGS) : (uint4)(0);
 #endif
@@ -355,7 +367,7 @@ static inline void clf_put(IDX_T lid, const uint4 *ra, const uint4 *rb, __local 
     for (int i = 0; i < ACH; ++i) {
         const IDX_T e = lid + (IDX_T)i * NTHREADS;
         if (APIECES % NTHREADS == 0 || e < APIECES)
-            *(__local uint4 *)(sa + PIECE_ROW(e, A_ROW) * A_ROW + PIECE_COL(e, A_ROW)) = ra[i];
+            *(__local uint4 *)(sa + PIECE_AT(e, A_ROW)) = ra[i];
     }
 #endif
 #if !ASYNC_B
@@ -363,7 +375,7 @@ static inline void clf_put(IDX_T lid, const uint4 *ra, const uint4 *rb, __local 
     for (int i = 0; i < BCH; ++i) {
         const IDX_T e = lid + (IDX_T)i * NTHREADS;
         if (BPIECES % NTHREADS == 0 || e < BPIECES)
-            *(__local uint4 *)(sb + PIECE_ROW(e, B_ROW) * B_ROW + PIECE_COL(e, B_ROW)) = rb[i];
+            *(__local uint4 *)(sb + PIECE_AT(e, B_ROW)) = rb[i];
     }
 #endif
 }

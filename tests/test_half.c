@@ -1621,10 +1621,10 @@ END_TEST
 START_TEST(gemm_tensor_cores_emulated) { check_tensor_core_cases("-DCLF_MMA_EMULATE=1", true, NULL); }
 END_TEST
 
-/* The cases' small products take small blocks by default (32 x 32, three
+/* The cases' small products take small blocks by default (32 x 32, four
  * stages); pinned tilings run the large blocks' paths: 128 x 128 on four
- * warps of 64 x 64 in two stages (emulated where the driver has no PTX),
- * and on NVIDIA also 128 x 64 on eight warps of 32 x 32 in three. */
+ * warps of 64 x 64 in three stages (emulated where the driver has no PTX),
+ * and on NVIDIA also 128 x 64 on eight warps of 32 x 32 in four. */
 START_TEST(gemm_tensor_cores_pinned_tilings)
 {
     clf_context *ctx = clf_test_context();

@@ -144,13 +144,10 @@ static clf_dtype operand_16bit(const clf_graph *g, uint32_t id)
 }
 
 /* Bytes of `stages` stages of the tensor-core form's tiles (gemm_mma.cl):
- * rows of 16-bit values padded by 8, A's BK (32) deep as [m][k] (a_k_fast)
- * or [k][m], B's as [k][n] (b_n_fast) or [n][k]. */
-static size_t mma_stages_bytes(const clf__gemm_config *c, bool a_k_fast, bool b_n_fast, int stages)
+ * A's tm x tk and B's tk x tn 16-bit values, unpadded. */
+static size_t mma_stages_bytes(const clf__gemm_config *c, int stages)
 {
-    size_t tm = (size_t)c->tm, tn = (size_t)c->tn, tk = (size_t)c->tk;
-    size_t a = a_k_fast ? tm * (tk + 8) : tk * (tm + 8), b = b_n_fast ? tk * (tn + 8) : tn * (tk + 8);
-    return (size_t)stages * (a + b) * 2u;
+    return (size_t)stages * ((size_t)c->tm + (size_t)c->tn) * (size_t)c->tk * 2u;
 }
 
 /* The tensor-core form's tiling when none is pinned: blocks of 32 fm rows
@@ -175,10 +172,12 @@ static clf__gemm_config mma_default_tiles(int64_t M, int64_t N, int64_t batch, u
 
 bool clf__gemm_mma_config_valid(const clf__gemm_config *c, size_t max_local, size_t local_mem, char *why, size_t cap)
 {
-    if (c->tk != 32 || c->wm <= 0 || c->wn <= 0 || c->wm % 16 || c->wn % 16 || c->tm % c->wm || c->tn % c->wn ||
+    /* Powers of two: the stages' chunk permutation needs rows of 2^n values. */
+    if (c->tk != 32 || c->wm < 16 || c->wn < 16 || !clf__is_pow2((uint64_t)c->wm) || !clf__is_pow2((uint64_t)c->wn) ||
+        !clf__is_pow2((uint64_t)c->tm) || !clf__is_pow2((uint64_t)c->tn) || c->tm < c->wm || c->tn < c->wn ||
         c->wm * c->wn > 4096) {
-        snprintf(why, cap, "tensor-core tiles: tk 32, wm and wn multiples of 16 dividing tm and tn, "
-                           "wm * wn at most 4096");
+        snprintf(why, cap, "tensor-core tiles: tk 32, wm and wn powers of two from 16 up to tm and tn (powers of "
+                           "two), wm * wn at most 4096");
         return false;
     }
     size_t threads = 32u * (size_t)(c->tm / c->wm) * (size_t)(c->tn / c->wn);
@@ -186,8 +185,7 @@ bool clf__gemm_mma_config_valid(const clf__gemm_config *c, size_t max_local, siz
         snprintf(why, cap, "%zu work-items per group (the device allows %zu)", threads, max_local);
         return false;
     }
-    /* The larger of the layouts' two stages (A's [k][m] rows are longer). */
-    size_t bytes = mma_stages_bytes(c, false, true, 2);
+    size_t bytes = mma_stages_bytes(c, 2);
     if (bytes > (local_mem > 49152 ? 49152 : local_mem)) {
         snprintf(why, cap, "two stages of tiles need %zu bytes of local memory (the device has %zu)", bytes,
                  local_mem);
@@ -204,7 +202,7 @@ bool clf__gemm_mma_config_valid(const clf__gemm_config *c, size_t max_local, siz
  * autotuning; one not so marked is the portable form's) or
  * mma_default_tiles, which needs work-groups of 128 and at most 48 KiB of
  * local memory (the static local memory a kernel may take). *tiles: the
- * tiling; *stages: 3 where three stages fit, else 2. */
+ * tiling; *stages: as many as fit, 2 to 4 (three of 128 x 128 blocks). */
 static clf_dtype mma_form(const clf_graph *g, const clf__node *mm, const clf__codegen_target *target, int64_t M,
                           int64_t N, int64_t batch, clf__gemm_config *tiles, int *stages)
 {
@@ -222,8 +220,9 @@ static clf_dtype mma_form(const clf_graph *g, const clf__node *mm, const clf__co
     char why[160];
     if (!clf__gemm_mma_config_valid(tiles, max_local, local_mem, why, sizeof why))
         return CLF_F32;
-    bool a_k_fast = !operand_transposed(g, mm->inputs[0]), b_n_fast = !operand_transposed(g, mm->inputs[1]);
-    *stages = mma_stages_bytes(tiles, a_k_fast, b_n_fast, 3) <= local_mem ? 3 : 2;
+    *stages = 2;
+    while (*stages < 4 && mma_stages_bytes(tiles, *stages + 1) <= local_mem)
+        ++*stages;
     return a;
 }
 
