@@ -57,12 +57,16 @@ sweep)
   gcc -O2 -std=c11 -Iinclude -o /tmp/kernel_source bench/probes/kernel_source.c -L$B -lclfuse -Wl,-rpath,$B || exit 1
   gcc -O2 -std=c11 -o /tmp/cki bench/probes/cl_kernel_info.c -lOpenCL || exit 1
   S=${SWEEP_SIZE:-4096}
-  for t in $TILES; do
-    r=$(CLFUSE_CACHE=0 CLFUSE_GEMM_TILE=$t CLFUSE_DEVICE=gpu timeout 100 $B/bench/bench_gemm --dtype ${SWEEP_DTYPE:-f16} \
-          --size $S --only gemm_epilogue --runs 10 2>&1 | grep -E "^gemm|rror" | sed 's/  *unfused.*error/ error/')
+  # An entry: a tiling, then optionally |build options ('+' for spaces).
+  for entry in $TILES; do
+    t=${entry%%|*} o=""
+    [[ $entry == *"|"* ]] && o=${entry#*|} && o=${o//+/ }
+    r=$(CLFUSE_BUILD_OPTIONS="$o" CLFUSE_CACHE=0 CLFUSE_GEMM_TILE=$t CLFUSE_DEVICE=gpu timeout 100 $B/bench/bench_gemm \
+          --dtype ${SWEEP_DTYPE:-f16} --size $S --only gemm_epilogue --runs 10 2>&1 | grep -E "^gemm|rror" |
+          sed 's/  *unfused.*error/ error/')
     CLFUSE_GEMM_TILE=$t DTYPE=${SWEEP_DTYPE:-f16} CLFUSE_DEVICE=gpu /tmp/kernel_source gemm $S $S > /tmp/k.cl 2>/dev/null
-    regs=$(/tmp/cki /tmp/k.cl "-cl-nv-verbose" 2>&1 | grep -oE "Used [0-9]+ registers[^\"]*" | head -1)
-    echo "$t | $r | $regs"
+    regs=$(/tmp/cki /tmp/k.cl "-cl-nv-verbose $o" 2>&1 | grep -E "registers|spill" | tr -s ' \n' ' ' | cut -c1-200)
+    echo "$t $o | $r | $regs"
   done 2>&1 | tee -a "$OUT/sweep.txt"
   ;;
 torch)

@@ -776,8 +776,8 @@ START_TEST(gemm_tensor_cores_where_the_operands_allow)
     ck_assert_int_eq(c.schedule.tiles.tm, 128);
     ck_assert_int_eq(c.schedule.tiles.tn, 128);
     /* Three stages of 128 x 32 + 32 x 128 16-bit values: 48 KiB. */
-    ck_assert_ptr_nonnull(strstr(c.source, "#define FM 4\n#define FN 8\n#define WARPS_M 2\n#define WARPS_N 2\n"
-                                           "#define STAGES 3\n"));
+    ck_assert_ptr_nonnull(strstr(c.source, "#define FM 4\n#define FN 8\n#define WARPS_M 2\n#define WARPS_N 2\n"));
+    ck_assert_ptr_nonnull(strstr(c.source, "#define STAGES 3\n"));
     clf__kernel_code_free(&c);
 
     /* A pinned tensor-core tiling: eight warps of 32 x 32 in 128 x 64
@@ -789,8 +789,8 @@ START_TEST(gemm_tensor_cores_where_the_operands_allow)
     ck_assert_str_eq(c.schedule.form, "tensor-cores");
     ck_assert_uint_eq(c.local, 256);
     ck_assert_uint_eq(c.global, 16 * 32 * 256);
-    ck_assert_ptr_nonnull(strstr(c.source, "#define FM 2\n#define FN 4\n#define WARPS_M 4\n#define WARPS_N 2\n"
-                                           "#define STAGES 4\n"));
+    ck_assert_ptr_nonnull(strstr(c.source, "#define FM 2\n#define FN 4\n#define WARPS_M 4\n#define WARPS_N 2\n"));
+    ck_assert_ptr_nonnull(strstr(c.source, "#define STAGES 4\n"));
     clf__kernel_code_free(&c);
     /* Tilings the form cannot take: the portable default. */
     clf__gemm_config bad_tc[] = {{96, 64, 32, 48, 32, true}, {256, 256, 32, 128, 64, true}, {128, 64, 16, 64, 32, true}};

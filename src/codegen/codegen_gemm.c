@@ -344,9 +344,10 @@ clf_status clf__codegen_gemm(const clf_graph *g, const clf__plan *plan, uint32_t
     if (mma != CLF_F32) {
         clf__sb_printf(&src,
                        CLF__MMA_LINE "#define MMA_BF16 %d\n#define FM %d\n#define FN %d\n#define WARPS_M %d\n"
-                                     "#define WARPS_N %d\n#define STAGES %d\n#define A_K_FAST %d\n#define B_N_FAST %d\n",
-                       mma == CLF_BF16 ? 1 : 0, cfg.wm / 16, cfg.wn / 8, cfg.tm / cfg.wm, cfg.tn / cfg.wn, stages,
-                       a_k_fast ? 1 : 0, b_n_fast ? 1 : 0);
+                                     "#define WARPS_N %d\n#define A_K_FAST %d\n#define B_N_FAST %d\n"
+                                     "#ifndef STAGES /* a build option may try others */\n#define STAGES %d\n#endif\n",
+                       mma == CLF_BF16 ? 1 : 0, cfg.wm / 16, cfg.wn / 8, cfg.tm / cfg.wm, cfg.tn / cfg.wn,
+                       a_k_fast ? 1 : 0, b_n_fast ? 1 : 0, stages);
         out->schedule = (clf__schedule){.form = "tensor-cores", .vec = 1, .wg = out->local, .tiles = cfg,
                                         .tensor_cores = mma == CLF_F16 ? "mma.m16n8k16.f16" : "mma.m16n8k16.bf16"};
     } else {
