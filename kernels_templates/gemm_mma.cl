@@ -243,19 +243,25 @@ static inline void clf_copy_wait(void) { asm volatile("cp.async.wait_group 2;");
 #endif
 
 /* The four registers of an mma fragment from a stage s of rows of `row`
- * values (SWZ): register i holds rows r0 + ro(i) + g and values c0 +
+ * values (SWZ): register i holds rows r0 + dr + ro(i) + g and values dc +
  * co(i) + 2t, + 1 of the fragment's matrix (A: rows m, values k; B: rows
  * n, values k), with (ro, co)(i) = (8 (i % 2), 8 (i / 2)) for A (a_order:
  * a0..a3 of a 16 x 16 tile) and (8 (i / 2), 8 (i % 2)) for B (b0, b1 of
  * two 8-row tiles). along: the staged rows are the matrix's rows, else
- * its columns (staged row c, value r). */
-static inline void clf_frag4(__local const ushort *s, int row, bool along, bool a_order, int r0, int c0,
+ * its columns (staged row c, value r). r0: the warp's first row, a
+ * multiple of its extent (a power of two, at least 16); dr, dc: multiples
+ * of 16 within it. So the lane's address at (r0 + dr, dc) is the one at
+ * (r0, 0) moved by whole rows and its chunk index XORed (no carries, and
+ * the key SWZ applies is the same for rows 16 apart): the address of the
+ * warp's origin is computed once, each fragment's is an add and an XOR of
+ * constants. */
+static inline void clf_frag4(__local const ushort *s, int row, bool along, bool a_order, int r0, int dr, int dc,
                              uint lane, uint *f)
 {
 #if CLF_MMA_EMULATE
     const int g = (int)lane / 4, t = (int)lane % 4;
     for (int i = 0; i < 4; ++i) {
-        const int r = r0 + g + 8 * (a_order ? i % 2 : i / 2), c = c0 + 2 * t + 8 * (a_order ? i / 2 : i % 2);
+        const int r = r0 + dr + g + 8 * (a_order ? i % 2 : i / 2), c = dc + 2 * t + 8 * (a_order ? i / 2 : i % 2);
         f[i] = along ? *(__local const uint *)(s + SWZ(r, c, row))
                      : (uint)s[SWZ(c, r, row)] | (uint)s[SWZ(c + 1, r, row)] << 16;
     }
@@ -263,15 +269,17 @@ static inline void clf_frag4(__local const ushort *s, int row, bool along, bool 
     /* Lane L gives the address of row L % 8 of matrix L / 8. */
     const int i = (int)lane / 8, l = (int)lane % 8;
     const int ro = 8 * (a_order ? i % 2 : i / 2), co = 8 * (a_order ? i / 2 : i % 2);
-    __local const ushort *p = along ? s + SWZ(r0 + ro + l, c0 + co, row) : s + SWZ(c0 + co + l, r0 + ro, row);
+    const int origin = along ? SWZ(r0 + ro + l, co, row) : SWZ(co + l, r0 + ro, row);
+    const int at = along ? (origin + dr * row) ^ (dc / 8 * 8) : (origin + dc * row) ^ (dr / 8 * 8);
+    const uint p = (uint)(ulong)(s + at);
     if (along)
         asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"
                      : "=r"(f[0]), "=r"(f[1]), "=r"(f[2]), "=r"(f[3])
-                     : "r"((uint)(ulong)p));
+                     : "r"(p));
     else
         asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];"
                      : "=r"(f[0]), "=r"(f[1]), "=r"(f[2]), "=r"(f[3])
-                     : "r"((uint)(ulong)p));
+                     : "r"(p));
 #endif
 }
 
@@ -435,10 +443,10 @@ __kernel __attribute__((reqd_work_group_size(NTHREADS, 1, 1))) void CLF_KERNEL_N
             uint af[FM][4], bf[FN][2];
 #pragma unroll
             for (int i = 0; i < FM; ++i)
-                clf_frag4(sa, A_ROW, A_K_FAST, true, wm + 16 * i, kk, lane, af[i]);
+                clf_frag4(sa, A_ROW, A_K_FAST, true, wm, 16 * i, kk, lane, af[i]);
 #pragma unroll
             for (int j = 0; j < FN; j += 2)
-                clf_frag4(sb, B_ROW, !B_N_FAST, false, wn + 8 * j, kk, lane, bf[j]);
+                clf_frag4(sb, B_ROW, !B_N_FAST, false, wn, 8 * j, kk, lane, bf[j]);
             clf_mma_block(acc, af, bf CLF_MMA_X);
         }
         if (next < steps)
