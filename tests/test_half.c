@@ -27,6 +27,7 @@
  * 0.75 s, so ops of one shape share a graph; the suite takes about 3.5
  * minutes of CPU. */
 #include <check.h>
+#include <dirent.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -1638,6 +1639,71 @@ START_TEST(gemm_tensor_cores_pinned_tilings)
 }
 END_TEST
 
+/* Autotuning a GEMM the tensor-core form takes times that form's tilings
+ * (emulated where the driver has no PTX) and keeps one marked ",mma" on
+ * disk; the result is right whichever wins. The tuner's entries and
+ * CLFUSE_GEMM_TILE read the same text. */
+START_TEST(gemm_tensor_cores_autotuned)
+{
+    clf__gemm_config c;
+    ck_assert(clf__gemm_config_parse("128,64,32,64,32,mma", 19, &c));
+    ck_assert(c.mma && c.tm == 128 && c.tn == 64 && c.tk == 32 && c.wm == 64 && c.wn == 32);
+    ck_assert(clf__gemm_config_parse("64,64,16,4,4", 12, &c));
+    ck_assert(!c.mma && c.tm == 64 && c.wn == 4);
+    ck_assert(!clf__gemm_config_parse("64,64,16,4,4,tc", 15, &c));
+    ck_assert(!clf__gemm_config_parse("64,64,16,4", 10, &c));
+
+    clf_context *ctx = clf_test_context();
+    clf_device_desc dev;
+    ck_assert_int_eq(clf_context_device(ctx, &dev), CLF_OK);
+    if (!runs_groups_of_128(ctx)) {
+        clf_context_destroy(&ctx);
+        return; /* the form needs work-groups of 128 (checked above in the other tests) */
+    }
+    bool nvidia = strstr(dev.platform_name, "NVIDIA") != NULL;
+    ck_assert_int_eq(setenv("CLFUSE_TENSOR_CORES", "1", 1), 0);
+    if (!nvidia)
+        ck_assert_int_eq(setenv("CLFUSE_BUILD_OPTIONS", "-DCLF_MMA_EMULATE=1", 1), 0);
+    clf_graph *g = clf_graph_create();
+    e2e_inputs in = {0};
+    clf_tensor x = input2(g, &in, "x", CLF_F16, 40, 64), w = input2(g, &in, "w", CLF_F16, 64, 48);
+    ck_assert_int_eq(clf_graph_output(g, "y", clf_relu(g, clf_matmul(g, x, w))), CLF_OK);
+    const clf_compile_params *p = clf_compile_params(.kernel_style = CLF_KERNEL_STYLE_GPU, .autotune = true);
+    clf_executable *exe = NULL;
+    ck_assert_int_eq(clf_compile(ctx, g, p, &exe), CLF_OK);
+    ck_assert_ptr_nonnull(strstr(clf_executable_kernel_source(exe, 0), CLF__MMA_LINE));
+    clf_executable_destroy(&exe);
+    ck_assert_uint_eq(e2e_check_style(ctx, g, &in, CLF_KERNEL_STYLE_GPU, half_rtol(CLF_F16), gemm_atol(CLF_F16)), 1);
+    /* The entry: "tm,tn,tk,wm,wn,mma" at the end of the file. */
+    const char *dir = getenv("CLFUSE_CACHE_DIR");
+    ck_assert_ptr_nonnull(dir);
+    DIR *d = opendir(dir);
+    ck_assert_ptr_nonnull(d);
+    int entries = 0;
+    for (struct dirent *e; (e = readdir(d));) {
+        size_t n = strlen(e->d_name);
+        if (n < 7 || strcmp(e->d_name + n - 7, ".cltune") != 0)
+            continue;
+        char path[1024], text[4096];
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        FILE *f = fopen(path, "rb");
+        ck_assert_ptr_nonnull(f);
+        size_t len = fread(text, 1, sizeof text - 1, f);
+        fclose(f);
+        text[len] = '\0';
+        ck_assert_msg(len > 4 && memcmp(text + len - 4, ",mma", 4) == 0, "entry %s does not end in ,mma", path);
+        entries++;
+    }
+    closedir(d);
+    ck_assert_int_eq(entries, 1);
+    unsetenv("CLFUSE_TENSOR_CORES");
+    unsetenv("CLFUSE_BUILD_OPTIONS");
+    e2e_inputs_free(&in);
+    clf_graph_destroy(&g);
+    clf_context_destroy(&ctx);
+}
+END_TEST
+
 /* clf_gemm on f16 operands computes in f32 through casts; unfused, the
  * casts are stored as f32 buffers by kernels of their own, and the
  * tensor-core form (emulated here) must read those as f32, not as the raw
@@ -1987,6 +2053,7 @@ int main(void)
     clf_test_add_case(s, "gemm_tensor_cores_a_driver_refuses_fall_back", gemm_tensor_cores_a_driver_refuses_fall_back);
     clf_test_add_case(s, "gemm_tensor_cores_emulated", gemm_tensor_cores_emulated);
     clf_test_add_case(s, "gemm_tensor_cores_pinned_tilings", gemm_tensor_cores_pinned_tilings);
+    clf_test_add_case(s, "gemm_tensor_cores_autotuned", gemm_tensor_cores_autotuned);
     clf_test_add_case(s, "gemm_tensor_cores_unfused_casts_are_f32", gemm_tensor_cores_unfused_casts_are_f32);
     clf_test_add_case(s, "refused_shuffles_keep_the_tensor_cores", refused_shuffles_keep_the_tensor_cores);
     clf_test_add_case(s, "plan_lowered_again_not_reused_under_other_build_options",
