@@ -84,28 +84,38 @@ static inline void clf_store(IDX_T bt, IDX_T m, IDX_T n, float acc, CLF_PARAMS) 
 #ifndef CLF_MMA_EMULATE
 #define CLF_MMA_EMULATE 0
 #endif
+#ifndef MMA_TF32
+#define MMA_TF32 0
+#endif
+
+/* 16-bit units a value takes in the stages, values a 16-byte piece holds,
+ * and values a k step takes: 64 bytes of each staged row either way (an
+ * m16n8k16 16-bit mma or an m16n8k8 TF32 one per 16 units). */
+#define VW (MMA_TF32 ? 2 : 1)
+#define PV (8 / VW)
+#define BK (32 / VW)
+#define BKU 32
 
 #define BM (16 * FM * WARPS_M)
 #define BN (8 * FN * WARPS_N)
-#define BK 32
 #define NTHREADS (32 * WARPS_M * WARPS_N)
 #define TILES_M ((M + BM - 1) / BM)
 #define TILES_N ((N + BN - 1) / BN)
 
-/* The staged layouts: rows, and 16-bit values a row takes. */
+/* The staged layouts: rows, and 16-bit units a row takes. */
 #if A_K_FAST
 #define A_ROWS BM
-#define A_ROW BK
+#define A_ROW BKU
 #else
 #define A_ROWS BK
-#define A_ROW BM
+#define A_ROW (BM * VW)
 #endif
 #if B_N_FAST
 #define B_ROWS BK
-#define B_ROW BN
+#define B_ROW (BN * VW)
 #else
 #define B_ROWS BN
-#define B_ROW BK
+#define B_ROW BKU
 #endif
 #define A_STAGE (A_ROWS * A_ROW)
 #define B_STAGE (B_ROWS * B_ROW)
@@ -186,6 +196,13 @@ static inline void clf_mma_block(float acc[FM][FN][4], uint af[FM][4], uint bf[F
                 for (uint e = 0; e < 2; ++e) {
                     float s = acc[i][j][2 * h + e];
                     const uint n = 2 * t + e;
+#if MMA_TF32
+                    /* A[g + 8h][k]: lane 4g + k%4, register h + 2 (k/4);
+                     * B[k][n]: lane 4n + k%4, register k/4 (TF32 values). */
+                    for (uint k = 0; k < 8; ++k)
+                        s = fma(as_float(w[(i * 4 + h + 2 * (k / 4)) * 32 + g * 4 + k % 4]),
+                                as_float(w[(FM * 4 + j * 2 + k / 4) * 32 + n * 4 + k % 4]), s);
+#else
                     for (uint k = 0; k < 16; ++k) {
                         /* A[g + 8h][k]: lane 4g + k%8/2, register h + 2 (k/8);
                          * B[k][n]: lane 4n + k%8/2, register k/8; the half
@@ -194,6 +211,7 @@ static inline void clf_mma_block(float acc[FM][FN][4], uint af[FM][4], uint bf[F
                         const uint bv = w[(FM * 4 + j * 2 + k / 8) * 32 + n * 4 + k % 8 / 2];
                         s = fma(clf_unpack(k % 2 ? av >> 16 : av), clf_unpack(k % 2 ? bv >> 16 : bv), s);
                     }
+#endif
                     acc[i][j][2 * h + e] = s;
                 }
     barrier(CLK_LOCAL_MEM_FENCE);
@@ -242,6 +260,19 @@ static inline void clf_copy_wait(void) { asm volatile("cp.async.wait_group 2;");
 #endif
 #endif
 
+/* An f32 value's bits rounded to TF32 (10 mantissa bits), to nearest,
+ * ties away from zero, as cvt.rna.tf32.f32 does. */
+static inline uint clf_tf32(uint u)
+{
+#if CLF_MMA_EMULATE
+    return isfinite(as_float(u)) ? (u + 0x1000u) & 0xffffe000u : u;
+#else
+    uint r;
+    asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(as_float(u)));
+    return r;
+#endif
+}
+
 /* The four registers of an mma fragment from a stage s of rows of `row`
  * values (SWZ): register i holds rows r0 + dr + ro(i) + g and values dc +
  * co(i) + 2t, + 1 of the fragment's matrix (A: rows m, values k; B: rows
@@ -258,6 +289,20 @@ static inline void clf_copy_wait(void) { asm volatile("cp.async.wait_group 2;");
 static inline void clf_frag4(__local const ushort *s, int row, bool along, bool a_order, int r0, int dr, int dc,
                              uint lane, uint *f)
 {
+#if MMA_TF32
+    /* In 16-bit units the TF32 fragments are the 16-bit ones (register i:
+     * value (dc + co(i)) / 2 + t of rows r0 + dr + ro(i) + g), so ldmatrix
+     * reads them along the rows; across, where ldmatrix .trans would
+     * transpose halves of values, four 32-bit reads. */
+    if (!along) {
+        const int g = (int)lane / 4, t = (int)lane % 4;
+        for (int i = 0; i < 4; ++i) {
+            const int r = r0 + dr + g + 8 * (a_order ? i % 2 : i / 2), c = (dc + 8 * (a_order ? i / 2 : i % 2)) / 2 + t;
+            f[i] = clf_tf32(*(__local const uint *)(s + SWZ(c, 2 * r, row)));
+        }
+        return;
+    }
+#endif
 #if CLF_MMA_EMULATE
     const int g = (int)lane / 4, t = (int)lane % 4;
     for (int i = 0; i < 4; ++i) {
@@ -281,44 +326,59 @@ static inline void clf_frag4(__local const ushort *s, int row, bool along, bool 
                      : "=r"(f[0]), "=r"(f[1]), "=r"(f[2]), "=r"(f[3])
                      : "r"(p));
 #endif
+#if MMA_TF32
+    for (int i = 0; i < 4; ++i)
+        f[i] = clf_tf32(f[i]);
+#endif
 }
 
-/* A piece of A as 16-bit values (zeros past M and K): A_K_FAST: A[m][k ..
- * k + 7]; else A[m .. m + 7][k]. */
+/* PV values as the 16 bytes a piece of a stage takes: packed to 16-bit
+ * pairs, or TF32's f32 bits (rounded when fragments are read). */
+static inline uint4 clf_piece(const float *x)
+{
+#if MMA_TF32
+    return (uint4)(as_uint(x[0]), as_uint(x[1]), as_uint(x[2]), as_uint(x[3]));
+#else
+    return (uint4)(clf_pack2(x[0], x[1]), clf_pack2(x[2], x[3]), clf_pack2(x[4], x[5]), clf_pack2(x[6], x[7]));
+#endif
+}
+
+/* A piece of A (zeros past M and K): A_K_FAST: A[m][k .. k + PV - 1];
+ * else A[m .. m + PV - 1][k]. */
 #if !ASYNC_A
 static inline uint4 clf_stage_a(IDX_T bt, IDX_T m, IDX_T k, CLF_PARAMS)
 {
-    float x[8];
+    float x[PV];
 #pragma unroll
-    for (int i = 0; i < 8; ++i)
+    for (int i = 0; i < PV; ++i)
 #if A_K_FAST
         x[i] = k + i < K ? clf_load_a(bt, m, k + i, CLF_ARGS) : 0.0f;
 #else
         x[i] = m + i < M ? clf_load_a(bt, m + i, k, CLF_ARGS) : 0.0f;
 #endif
-    return (uint4)(clf_pack2(x[0], x[1]), clf_pack2(x[2], x[3]), clf_pack2(x[4], x[5]), clf_pack2(x[6], x[7]));
+    return clf_piece(x);
 }
 #endif
 
-/* A piece of B (zeros past K and N): B_N_FAST: B[k][n .. n + 7]; else
- * B[k .. k + 7][n]. */
+/* A piece of B (zeros past K and N): B_N_FAST: B[k][n .. n + PV - 1];
+ * else B[k .. k + PV - 1][n]. */
 #if !ASYNC_B
 static inline uint4 clf_stage_b(IDX_T bt, IDX_T k, IDX_T n, CLF_PARAMS)
 {
-    float x[8];
+    float x[PV];
 #pragma unroll
-    for (int i = 0; i < 8; ++i)
+    for (int i = 0; i < PV; ++i)
 #if B_N_FAST
         x[i] = n + i < N ? clf_load_b(bt, k, n + i, CLF_ARGS) : 0.0f;
 #else
         x[i] = k + i < K ? clf_load_b(bt, k + i, n, CLF_ARGS) : 0.0f;
 #endif
-    return (uint4)(clf_pack2(x[0], x[1]), clf_pack2(x[2], x[3]), clf_pack2(x[4], x[5]), clf_pack2(x[6], x[7]));
+    return clf_piece(x);
 }
 #endif
 
-/* Piece e of a staged tile whose rows take `row` values: its row and first
- * value (consecutive work-items on consecutive pieces of a row). */
+/* Piece e of a staged tile whose rows take `row` 16-bit units: its row and
+ * first unit (consecutive work-items on consecutive pieces of a row). */
 #define PIECE_ROW(e, row) ((e) / ((row) / 8))
 #define PIECE_COL(e, row) ((e) % ((row) / 8) * 8)
 #define PIECE_AT(e, row) SWZ(PIECE_ROW(e, row), PIECE_COL(e, row), row)
@@ -336,9 +396,9 @@ static inline void clf_fetch(IDX_T bt, IDX_T m0, IDX_T n0, IDX_T k0, IDX_T lid, 
             break;
         const IDX_T row = PIECE_ROW(e, A_ROW), col = PIECE_COL(e, A_ROW);
 #if A_K_FAST
-        const IDX_T m = m0 + row, k = k0 + col;
+        const IDX_T m = m0 + row, k = k0 + col / VW;
 #else
-        const IDX_T m = m0 + col, k = k0 + row;
+        const IDX_T m = m0 + col / VW, k = k0 + row;
 #endif
         const bool in = m < M && k < K;
 #if ASYNC_A
@@ -354,9 +414,9 @@ static inline void clf_fetch(IDX_T bt, IDX_T m0, IDX_T n0, IDX_T k0, IDX_T lid, 
             break;
         const IDX_T row = PIECE_ROW(e, B_ROW), col = PIECE_COL(e, B_ROW);
 #if B_N_FAST
-        const IDX_T k = k0 + row, n = n0 + col;
+        const IDX_T k = k0 + row, n = n0 + col / VW;
 #else
-        const IDX_T k = k0 + col, n = n0 + row;
+        const IDX_T k = k0 + col / VW, n = n0 + row;
 #endif
         const bool in = n < N && k < K;
 #if ASYNC_B
@@ -439,7 +499,7 @@ __kernel __attribute__((reqd_work_group_size(NTHREADS, 1, 1))) void CLF_KERNEL_N
         clf_copy_commit();
         __local const ushort *sa = as + kt % STAGES * A_STAGE, *sb = bs + kt % STAGES * B_STAGE;
 #pragma unroll
-        for (int kk = 0; kk < BK; kk += 16) {
+        for (int kk = 0; kk < BKU; kk += 16) {
             uint af[FM][4], bf[FN][2];
 #pragma unroll
             for (int i = 0; i < FM; ++i)

@@ -801,6 +801,26 @@ START_TEST(gemm_tensor_cores_where_the_operands_allow)
         clf__kernel_code_free(&c);
     }
     pinned_tc.gemm = &pin_tc;
+    /* f32 operands on TF32 tensor cores where the target allows it: raw
+     * 16-byte stages of 4 f32 values. */
+    clf__codegen_target tf32 = tc;
+    tf32.tf32 = true;
+    gemm_code(CLF_F32, 130, 64, 64, false, false, false, false, &tf32, &c);
+    ck_assert_str_eq(c.schedule.form, "tensor-cores");
+    ck_assert_str_eq(c.schedule.tensor_cores, "mma.m16n8k8.tf32");
+    ck_assert_ptr_nonnull(strstr(c.source, "#define MMA_TF32 1\n"));
+    ck_assert_ptr_nonnull(strstr(c.source, "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32"));
+    ck_assert_ptr_nonnull(strstr(c.source, "#define CLF_HAVE_STAGE_A 1"));
+    ck_assert_ptr_nonnull(strstr(c.source, "+ k) / 4;"));
+    clf__kernel_code_free(&c);
+    /* ... and not without it (f16 operands keep their own form). */
+    gemm_code(CLF_F32, 130, 64, 64, false, false, false, false, &tc, &c);
+    ck_assert_str_eq(c.schedule.form, "gpu-tiles");
+    clf__kernel_code_free(&c);
+    gemm_code(CLF_F16, 130, 64, 64, false, false, false, false, &tf32, &c);
+    ck_assert_str_eq(c.schedule.tensor_cores, "mma.m16n8k16.f16");
+    ck_assert_ptr_nonnull(strstr(c.source, "#define MMA_TF32 0\n"));
+    clf__kernel_code_free(&c);
     /* ... which f32 operands cannot take: their default portable tiling. */
     gemm_code(CLF_F32, 2048, 2048, 64, false, false, false, false, &pinned_tc, &c);
     ck_assert_str_eq(c.schedule.form, "gpu-tiles");

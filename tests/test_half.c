@@ -1704,6 +1704,110 @@ START_TEST(gemm_tensor_cores_autotuned)
 }
 END_TEST
 
+/* f32 GEMMs on TF32 tensor cores (opt-in), the shapes of the cases above:
+ *   0    relu(x @ w + b), rows of 64 and 136 values (raw stages; B [k][n],
+ *        whose fragments are 32-bit reads);
+ *   1    clf_gemm with both operands transposed (A [k][m] read that way,
+ *        B [n][k] by ldmatrix), alpha, beta and a bias;
+ *   2    odd rows (70, 130: the generated loads);
+ *   3    relu(x) @ w: a prologue;
+ *   4    batched [3, 17, 72] @ [72, 40] + bias;
+ *   5    K = 0: the bias. */
+enum { TF32_CASES = 6 };
+static void tf32_case(int c, clf_graph *g, e2e_inputs *in)
+{
+    const clf_dtype f = CLF_F32;
+    clf_tensor y;
+    if (c == 0) {
+        int64_t n = 136;
+        clf_tensor x = input2(g, in, "x", f, 70, 64), w = input2(g, in, "w", f, 64, 136);
+        y = clf_relu(g, clf_add(g, clf_matmul(g, x, w), e2e_input(g, in, "b", f, 1, &n, -1.0, 1.0)));
+    } else if (c == 1) {
+        int64_t cn[1] = {70};
+        clf_tensor a = input2(g, in, "a", f, 132, 17), b = input2(g, in, "b", f, 70, 132);
+        y = clf_gemm(g, a, b, e2e_input(g, in, "c", f, 1, cn, -1.0, 1.0), 0.5, -2.0, true, true);
+    } else if (c == 2) {
+        y = clf_matmul(g, input2(g, in, "x", f, 17, 70), input2(g, in, "w", f, 70, 130));
+    } else if (c == 3) {
+        y = clf_matmul(g, clf_relu(g, input2(g, in, "x", f, 40, 64)), input2(g, in, "w", f, 64, 48));
+    } else if (c == 4) {
+        int64_t xs[3] = {3, 17, 72}, n = 40;
+        clf_tensor x = e2e_input(g, in, "x", f, 3, xs, -1.0, 1.0), w = input2(g, in, "w", f, 72, 40);
+        y = clf_add(g, clf_matmul(g, x, w), e2e_input(g, in, "b", f, 1, &n, -1.0, 1.0));
+    } else {
+        int64_t n = 5;
+        clf_tensor x = input2(g, in, "x", f, 6, 0), w = input2(g, in, "w", f, 0, 5);
+        y = clf_add(g, clf_matmul(g, x, w), e2e_input(g, in, "b", f, 1, &n, -1.0, 1.0));
+    }
+    ck_assert_int_eq(clf_graph_output(g, "y", y), CLF_OK);
+}
+
+/* y = x @ w for x [16, 8] of 1 + 2^-12 and w [8, 16] of 1: every element
+ * 8 in TF32 (1 + 2^-12 rounds to 1), 8 + 2^-9 in f32. Returns y[0]. */
+static float tf32_rounding_probe(clf_context *ctx, bool tf32)
+{
+    clf_graph *g = clf_graph_create();
+    int64_t sx[2] = {16, 8}, sw[2] = {8, 16};
+    clf_tensor x = clf_input(g, "x", CLF_F32, 2, sx), w = clf_input(g, "w", CLF_F32, 2, sw);
+    ck_assert_int_eq(clf_graph_output(g, "y", clf_matmul(g, x, w)), CLF_OK);
+    float xv[128], wv[128], yv[256];
+    for (int i = 0; i < 128; i++)
+        xv[i] = 1.0f + 0x1p-12f, wv[i] = 1.0f;
+    clf_executable *exe = NULL;
+    ck_assert_int_eq(
+        clf_compile(ctx, g, clf_compile_params(.kernel_style = CLF_KERNEL_STYLE_GPU, .allow_tf32 = tf32), &exe),
+        CLF_OK);
+    clf_host_binding in[2] = {{"x", xv}, {"w", wv}}, out[1] = {{"y", yv}};
+    ck_assert_int_eq(clf_run_host(exe, 2, in, 1, out), CLF_OK);
+    for (int i = 1; i < 256; i++)
+        ck_assert_float_eq(yv[i], yv[0]);
+    clf_executable_destroy(&exe);
+    clf_graph_destroy(&g);
+    return yv[0];
+}
+
+/* TF32 is opt-in (clf_compile_params.allow_tf32, CLFUSE_TF32=1): f32
+ * GEMMs then run in the tensor-core form (emulated where the driver has no
+ * PTX) within f16's tolerances (TF32 keeps its 10 mantissa bits), operands
+ * rounded as TF32 rounds them; without it, in f32. */
+START_TEST(gemm_tensor_cores_tf32)
+{
+    clf_context *ctx = clf_test_context();
+    clf_device_desc dev;
+    ck_assert_int_eq(clf_context_device(ctx, &dev), CLF_OK);
+    bool nvidia = strstr(dev.platform_name, "NVIDIA") != NULL;
+    bool want = runs_groups_of_128(ctx);
+    ck_assert_int_eq(setenv("CLFUSE_TENSOR_CORES", "1", 1), 0);
+    if (!nvidia)
+        ck_assert_int_eq(setenv("CLFUSE_BUILD_OPTIONS", "-DCLF_MMA_EMULATE=1", 1), 0);
+    /* Opt-in: the portable form in f32, TF32's rounding where asked. */
+    ck_assert_float_eq(tf32_rounding_probe(ctx, false), 8.0f + 0x1p-9f);
+    ck_assert_float_eq(tf32_rounding_probe(ctx, true), want ? 8.0f : 8.0f + 0x1p-9f);
+    ck_assert_int_eq(setenv("CLFUSE_TF32", "1", 1), 0);
+    for (int c = 0; c < TF32_CASES; c++) {
+        clf_graph *g = clf_graph_create();
+        e2e_inputs in = {0};
+        tf32_case(c, g, &in);
+        double rt = c == 5 ? 0 : half_rtol(CLF_F16), at = c == 5 ? 0 : gemm_atol(CLF_F16);
+        ck_assert_uint_eq(e2e_check_style(ctx, g, &in, CLF_KERNEL_STYLE_GPU, rt, at), 1);
+        clf_executable *exe = NULL;
+        ck_assert_int_eq(clf_compile(ctx, g, clf_compile_params(.kernel_style = CLF_KERNEL_STYLE_GPU), &exe), CLF_OK);
+        const char *src = clf_executable_kernel_source(exe, 0);
+        bool mma = strstr(src, CLF__MMA_LINE) != NULL;
+        ck_assert_msg(mma == want, "case %d: tensor-core form %s on %s", c, mma ? "kept" : "dropped",
+                      dev.platform_name);
+        ck_assert(!mma || strstr(src, "#define MMA_TF32 1\n"));
+        clf_executable_destroy(&exe);
+        e2e_inputs_free(&in);
+        clf_graph_destroy(&g);
+    }
+    unsetenv("CLFUSE_TF32");
+    unsetenv("CLFUSE_TENSOR_CORES");
+    unsetenv("CLFUSE_BUILD_OPTIONS");
+    clf_context_destroy(&ctx);
+}
+END_TEST
+
 /* clf_gemm on f16 operands computes in f32 through casts; unfused, the
  * casts are stored as f32 buffers by kernels of their own, and the
  * tensor-core form (emulated here) must read those as f32, not as the raw
@@ -2054,6 +2158,7 @@ int main(void)
     clf_test_add_case(s, "gemm_tensor_cores_emulated", gemm_tensor_cores_emulated);
     clf_test_add_case(s, "gemm_tensor_cores_pinned_tilings", gemm_tensor_cores_pinned_tilings);
     clf_test_add_case(s, "gemm_tensor_cores_autotuned", gemm_tensor_cores_autotuned);
+    clf_test_add_case(s, "gemm_tensor_cores_tf32", gemm_tensor_cores_tf32);
     clf_test_add_case(s, "gemm_tensor_cores_unfused_casts_are_f32", gemm_tensor_cores_unfused_casts_are_f32);
     clf_test_add_case(s, "refused_shuffles_keep_the_tensor_cores", refused_shuffles_keep_the_tensor_cores);
     clf_test_add_case(s, "plan_lowered_again_not_reused_under_other_build_options",

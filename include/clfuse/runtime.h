@@ -164,6 +164,14 @@ typedef struct clf_compile_params {
      * (clf_executable_set_scratch) instead of the executable allocating
      * its own; runs fail until it has one. */
     bool external_scratch;
+    /* GEMMs of f32 operands may run on NVIDIA's tensor cores (sm_80 and
+     * later) as TF32, as PyTorch's allow_tf32: each operand rounded to 10
+     * mantissa bits (to nearest, ties away), products summed in f32, so a
+     * result's relative error grows to about 2^-11 times the sum of
+     * |a||b| over K instead of f32's 2^-24. Off by default;
+     * CLFUSE_TF32=1 turns it on for every compile. Devices without tensor
+     * cores ignore it. */
+    bool allow_tf32;
 } clf_compile_params;
 
 #define clf_compile_params(...) (&(const clf_compile_params){__VA_ARGS__})

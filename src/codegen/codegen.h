@@ -41,6 +41,7 @@ typedef struct clf__codegen_target {
     int float_width;  /* CL_DEVICE_NATIVE_VECTOR_WIDTH_FLOAT (0: unknown, 8 assumed) */
     bool warp_shuffle; /* an NVIDIA GPU: inline PTX shuffles within a 32-lane warp */
     bool tensor_cores; /* an NVIDIA GPU of sm_80 or later: inline PTX mma.sync on f16/bf16 operands */
+    bool tf32;         /* f32 GEMM operands may run on the tensor cores as TF32 (clf_compile_params.allow_tf32) */
     /* The driver ends every loop after this many iterations, silently (0: no
      * limit; llvmpipe's 65535, runtime/driver_quirks.h): loops are cut so
      * that none runs longer, or codegen refuses the kernel. */

@@ -382,8 +382,8 @@ clf_status clf__codegen_attention(const clf_graph *g, const clf__plan *plan, uin
     if (mma != CLF_F32) {
         /* K reaches the scores transposed, V the output as it is; the
          * template asks for piece d8 of a row (values 8 d8 on). */
-        clf__cg_emit_stage16(g, plan, k, SC, 1, true, "k", "IDX_T n, IDX_T d8", "n", "d8 * 8", true, &src);
-        clf__cg_emit_stage16(g, plan, k, O, 1, false, "v", "IDX_T n, IDX_T d8", "n", "d8 * 8", true, &src);
+        clf__cg_emit_stage16(g, plan, k, SC, 1, true, false, "k", "IDX_T n, IDX_T d8", "n", "d8 * 8", true, &src);
+        clf__cg_emit_stage16(g, plan, k, O, 1, false, false, "v", "IDX_T n, IDX_T d8", "n", "d8 * 8", true, &src);
     }
     const char *tname = target->cpu       ? "attention_cpu.cl"
                         : decode          ? "attention_decode.cl"

@@ -104,6 +104,8 @@ bool clf__gemm_config_valid(const clf__gemm_config *c, bool cpu, size_t max_loca
     return true;
 }
 
+static clf_dtype operand_16bit(const clf_graph *g, uint32_t id);
+
 void clf__gemm_problem_class(const clf_graph *g, const clf__plan *plan, uint32_t k, const clf__codegen_target *target,
                              clf__strbuf *out)
 {
@@ -121,7 +123,8 @@ void clf__gemm_problem_class(const clf_graph *g, const clf__plan *plan, uint32_t
                    operand_transposed(g, mm->inputs[1]) ? "t" : "n",
                    clf__cg_operand_plain(plan, k, g, mm->inputs[1]) ? "" : "p");
     if (clf__gemm_tensor_cores(g, plan, k, target))
-        clf__sb_puts(out, " form=mma");
+        clf__sb_puts(out, a->dtype == CLF_F32 && operand_16bit(g, mm->inputs[0]) == CLF_F32 ? " form=mma-tf32"
+                                                                                            : " form=mma");
 }
 
 /* The 16-bit dtype whose values an operand's loads return (CLF_F32 when
@@ -194,36 +197,44 @@ bool clf__gemm_mma_config_valid(const clf__gemm_config *c, size_t max_local, siz
     return true;
 }
 
-/* The tensor-core form (gemm_mma.cl): its operands' 16-bit type, or CLF_F32
- * where the portable forms run instead. It needs A and B both f16 or both
- * bf16 values (an operand's prologue ends in that dtype, or in a cast of
- * it to f32, so its loads return exact 16-bit values), a GPU target with
+/* The tensor-core form's operands: none (the portable forms), f16, bf16 or
+ * f32 on TF32's products. */
+typedef enum { MMA_NONE, MMA_F16, MMA_BF16, MMA_TF32 } mma_kind;
+
+/* The tensor-core form (gemm_mma.cl) that takes a GEMM, or MMA_NONE where
+ * the portable forms run instead. It needs A and B both f16 or both bf16
+ * values (an operand's prologue ends in that dtype, or in a cast of it to
+ * f32, so its loads return exact 16-bit values), or both f32 where the
+ * target allows TF32 (clf_compile_params.allow_tf32), a GPU target with
  * mma.sync and a tiling for it: a pinned one marked mma (CLFUSE_GEMM_TILE,
  * autotuning; one not so marked is the portable form's) or
  * mma_default_tiles, which needs work-groups of 128 and at most 48 KiB of
  * local memory (the static local memory a kernel may take). *tiles: the
  * tiling; *stages: as many as fit, 2 to 4 (three of 128 x 128 blocks). */
-static clf_dtype mma_form(const clf_graph *g, const clf__node *mm, const clf__codegen_target *target, int64_t M,
-                          int64_t N, int64_t batch, clf__gemm_config *tiles, int *stages)
+static mma_kind mma_form(const clf_graph *g, const clf__node *mm, const clf__codegen_target *target, int64_t M,
+                         int64_t N, int64_t batch, clf__gemm_config *tiles, int *stages)
 {
     clf_dtype a = operand_16bit(g, mm->inputs[0]), b = operand_16bit(g, mm->inputs[1]);
     size_t max_local = target->max_local ? target->max_local : 256;
     size_t local_mem = target->local_mem ? target->local_mem : 32768;
     if (local_mem > 49152)
         local_mem = 49152;
-    if (target->cpu || !target->tensor_cores || (target->gemm && !target->gemm->mma) || a != b ||
-        (a != CLF_F16 && a != CLF_BF16))
-        return CLF_F32;
+    if (target->cpu || !target->tensor_cores || (target->gemm && !target->gemm->mma) || a != b)
+        return MMA_NONE;
+    mma_kind kind = a == CLF_F16 ? MMA_F16 : a == CLF_BF16 ? MMA_BF16 : MMA_TF32;
+    if (kind == MMA_TF32 && (!target->tf32 || clf__graph_node(g, mm->inputs[0])->dtype != CLF_F32 ||
+                             clf__graph_node(g, mm->inputs[1])->dtype != CLF_F32))
+        return MMA_NONE;
     *tiles = target->gemm ? *target->gemm
                           : mma_default_tiles(M, N, batch, target->compute_units ? target->compute_units : 1);
     tiles->mma = true;
     char why[160];
     if (!clf__gemm_mma_config_valid(tiles, max_local, local_mem, why, sizeof why))
-        return CLF_F32;
+        return MMA_NONE;
     *stages = 2;
     while (*stages < 4 && mma_stages_bytes(tiles, *stages + 1) <= local_mem)
         ++*stages;
-    return a;
+    return kind;
 }
 
 bool clf__gemm_tensor_cores(const clf_graph *g, const clf__plan *plan, uint32_t k, const clf__codegen_target *target)
@@ -234,7 +245,7 @@ bool clf__gemm_tensor_cores(const clf_graph *g, const clf__plan *plan, uint32_t 
     for (int d = 0; d < r - 2; d++)
         batch *= mm->shape[d];
     clf__gemm_config tiles;
-    return mma_form(g, mm, target, mm->shape[r - 2], mm->shape[r - 1], batch, &tiles, &stages) != CLF_F32;
+    return mma_form(g, mm, target, mm->shape[r - 2], mm->shape[r - 1], batch, &tiles, &stages) != MMA_NONE;
 }
 
 clf_status clf__codegen_gemm(const clf_graph *g, const clf__plan *plan, uint32_t k,
@@ -265,10 +276,10 @@ clf_status clf__codegen_gemm(const clf_graph *g, const clf__plan *plan, uint32_t
     char why[160];
     int stages = 2;
     clf__gemm_config mma_tiles;
-    clf_dtype mma = mma_form(g, mm, target, M, N, batch, &mma_tiles, &stages);
-    if (mma != CLF_F32)
+    mma_kind mma = mma_form(g, mm, target, M, N, batch, &mma_tiles, &stages);
+    if (mma != MMA_NONE)
         cfg = mma_tiles;
-    if (mma == CLF_F32 && !clf__gemm_config_valid(&cfg, target->cpu, max_local, target->local_mem, why, sizeof why)) {
+    if (mma == MMA_NONE && !clf__gemm_config_valid(&cfg, target->cpu, max_local, target->local_mem, why, sizeof why)) {
         snprintf(err, errlen, "codegen: kernel %u: GEMM tile configuration %dx%dx%d/%dx%d: %s", k, cfg.tm,
                  cfg.tn, cfg.tk, cfg.wm, cfg.wn, why);
         st = CLF_ERR_INVALID_ARGUMENT;
@@ -313,7 +324,7 @@ clf_status clf__codegen_gemm(const clf_graph *g, const clf__plan *plan, uint32_t
     if (target->cpu) {
         out->local = 1;
         out->global = (size_t)tiles;
-    } else if (mma != CLF_F32) {
+    } else if (mma != MMA_NONE) {
         out->local = 32u * (size_t)(cfg.tm / cfg.wm) * (size_t)(cfg.tn / cfg.wn);
         out->global = (size_t)tiles * out->local;
     } else {
@@ -337,19 +348,21 @@ clf_status clf__codegen_gemm(const clf_graph *g, const clf__plan *plan, uint32_t
      * pointers: NVIDIA's compiler makes vload4 of an address it cannot
      * prove aligned four scalar loads (an H200 ran the 4096^3 product in
      * 3.17 ms with float4 pointers, 3.54 with vload4; bench/probes). */
-    bool vec_a = !target->cpu && mma == CLF_F32 && clf__cg_operand_plain(plan, k, g, mm->inputs[0]) && KK % 4 == 0 &&
+    bool vec_a = !target->cpu && mma == MMA_NONE && clf__cg_operand_plain(plan, k, g, mm->inputs[0]) && KK % 4 == 0 &&
                  cfg.tk % 4 == 0;
-    bool vec_b = !target->cpu && mma == CLF_F32 && clf__cg_operand_plain(plan, k, g, mm->inputs[1]) && N % 4 == 0 &&
+    bool vec_b = !target->cpu && mma == MMA_NONE && clf__cg_operand_plain(plan, k, g, mm->inputs[1]) && N % 4 == 0 &&
                  cfg.tn % 4 == 0;
-    if (mma != CLF_F32) {
+    if (mma != MMA_NONE) {
         clf__sb_printf(&src,
-                       CLF__MMA_LINE "#define MMA_BF16 %d\n#define FM %d\n#define FN %d\n#define WARPS_M %d\n"
+                       CLF__MMA_LINE "#define MMA_BF16 %d\n#define MMA_TF32 %d\n#define FM %d\n#define FN %d\n#define WARPS_M %d\n"
                                      "#define WARPS_N %d\n#define A_K_FAST %d\n#define B_N_FAST %d\n"
                                      "#ifndef STAGES /* a build option may try others */\n#define STAGES %d\n#endif\n",
-                       mma == CLF_BF16 ? 1 : 0, cfg.wm / 16, cfg.wn / 8, cfg.tm / cfg.wm, cfg.tn / cfg.wn,
+                       mma == MMA_BF16 ? 1 : 0, mma == MMA_TF32 ? 1 : 0, cfg.wm / 16, cfg.wn / 8, cfg.tm / cfg.wm, cfg.tn / cfg.wn,
                        a_k_fast ? 1 : 0, b_n_fast ? 1 : 0, stages);
         out->schedule = (clf__schedule){.form = "tensor-cores", .vec = 1, .wg = out->local, .tiles = cfg,
-                                        .tensor_cores = mma == CLF_F16 ? "mma.m16n8k16.f16" : "mma.m16n8k16.bf16"};
+                                        .tensor_cores = mma == MMA_F16    ? "mma.m16n8k16.f16"
+                                                        : mma == MMA_BF16 ? "mma.m16n8k16.bf16"
+                                                                          : "mma.m16n8k8.tf32"};
     } else {
         clf__sb_printf(&src, "#define TM %d\n#define TN %d\n#define TK %d\n#define WM %d\n#define WN %d\n", cfg.tm,
                        cfg.tn, cfg.tk, cfg.wm, cfg.wn);
@@ -367,14 +380,14 @@ clf_status clf__codegen_gemm(const clf_graph *g, const clf__plan *plan, uint32_t
         snprintf(err, errlen, "codegen: kernel %u: out of memory or unsupported operand prologue", k);
         goto done;
     }
-    if (mma != CLF_F32) {
+    if (mma != MMA_NONE) {
         /* A plain operand is staged along its rows (fast: A's k, B's n), a
          * transpose of a plain node along that node's rows (A's m, B's k);
          * the template checks a piece's row and first value against the
          * extents. */
-        clf__cg_emit_stage16(g, plan, k, mm, 0, !a_k_fast, "a", "IDX_T m, IDX_T k", a_k_fast ? "m" : "k",
+        clf__cg_emit_stage16(g, plan, k, mm, 0, !a_k_fast, mma == MMA_TF32, "a", "IDX_T m, IDX_T k", a_k_fast ? "m" : "k",
                              a_k_fast ? "k" : "m", false, &src);
-        clf__cg_emit_stage16(g, plan, k, mm, 1, !b_n_fast, "b", "IDX_T k, IDX_T n", b_n_fast ? "k" : "n",
+        clf__cg_emit_stage16(g, plan, k, mm, 1, !b_n_fast, mma == MMA_TF32, "b", "IDX_T k, IDX_T n", b_n_fast ? "k" : "n",
                              b_n_fast ? "n" : "k", false, &src);
     } else if (target->cpu) {
         clf__cg_emit_operand_load_vec(g, plan, k, mm, 1, 1, cfg.wn, false, "clf_load_b", "clf_load_bv", &src);
@@ -387,12 +400,12 @@ clf_status clf__codegen_gemm(const clf_graph *g, const clf__plan *plan, uint32_t
 
     clf__sb_puts(&src, clf__sb_str(&store_fn));
 
-    if (mma != CLF_F32)
+    if (mma != MMA_NONE)
         clf__sb_printf(&src, "/* ---- kernels_templates/mma_sync.cl ---- */\n%s", clf__template_mma_sync);
     clf__sb_printf(&src, "/* ---- kernels_templates/%s ---- */\n",
-                   target->cpu ? "gemm_cpu.cl" : mma != CLF_F32 ? "gemm_mma.cl" : "gemm.cl");
+                   target->cpu ? "gemm_cpu.cl" : mma != MMA_NONE ? "gemm_mma.cl" : "gemm.cl");
     clf__sb_puts(&src, target->cpu       ? clf__template_gemm_cpu
-                       : mma != CLF_F32 ? clf__template_gemm_mma
+                       : mma != MMA_NONE ? clf__template_gemm_mma
                                          : clf__template_gemm);
     if (!clf__sb_ok(&src))
         goto done;

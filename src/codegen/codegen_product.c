@@ -244,18 +244,20 @@ done:
 }
 
 void clf__cg_emit_stage16(const clf_graph *g, const clf__plan *plan, uint32_t k, const clf__node *mm, int which,
-                          bool swapped, const char *name, const char *params, const char *r, const char *col,
-                          bool guarded, clf__strbuf *src)
+                          bool swapped, bool f32_values, const char *name, const char *params, const char *r,
+                          const char *col, bool guarded, clf__strbuf *src)
 {
     uint32_t id = mm->inputs[which];
     if (swapped ? !clf__cg_operand_plain_swapped(plan, k, g, id, &id) : !clf__cg_operand_plain(plan, k, g, id))
         return;
     const clf__node *op = clf__graph_node(g, id);
     int64_t row = op->shape[op->rank - 1];
-    /* The buffer must hold 16-bit values: an operand that is clf_gemm's
-     * cast to f32, stored by another kernel (unfused, or an output), holds
-     * f32 ones, which the generated loads read. */
-    if (row % 8 != 0 || (op->dtype != CLF_F16 && op->dtype != CLF_BF16))
+    /* The buffer must hold values of the form's width: an operand that is
+     * clf_gemm's cast to f32, stored by another kernel (unfused, or an
+     * output), holds f32 ones where a 16-bit form wants 16-bit values, and
+     * the generated loads read it. */
+    int per = f32_values ? 4 : 8;
+    if (row % per != 0 || (f32_values ? op->dtype != CLF_F32 : op->dtype != CLF_F16 && op->dtype != CLF_BF16))
         return;
     clf__sb_printf(src, "#define CLF_HAVE_STAGE_%c 1\n", toupper((unsigned char)name[0]));
     clf__sb_printf(src, guarded ? "static inline uint4 clf_stage_%s(IDX_T bt, %s, CLF_PARAMS)\n{\n"
@@ -264,10 +266,10 @@ void clf__cg_emit_stage16(const clf_graph *g, const clf__plan *plan, uint32_t k,
     clf__cg_emit_batch_offset(mm, op, src);
     if (guarded)
         clf__sb_printf(src,
-                       "    return %s < %lldu ? ((__global const uint4 *)b%d)[(off + %s * %lldu + %s) / 8] "
+                       "    return %s < %lldu ? ((__global const uint4 *)b%d)[(off + %s * %lldu + %s) / %d] "
                        ": (uint4)(0);\n}\n\n",
-                       col, (long long)row, plan->src_buffer[id], r, (long long)row, col);
+                       col, (long long)row, plan->src_buffer[id], r, (long long)row, col, per);
     else
-        clf__sb_printf(src, "    return (__global const uint4 *)b%d + (off + %s * %lldu + %s) / 8;\n}\n\n",
-                       plan->src_buffer[id], r, (long long)row, col);
+        clf__sb_printf(src, "    return (__global const uint4 *)b%d + (off + %s * %lldu + %s) / %d;\n}\n\n",
+                       plan->src_buffer[id], r, (long long)row, col, per);
 }

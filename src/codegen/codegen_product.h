@@ -27,9 +27,10 @@ bool clf__cg_operand_plain_swapped(const clf__plan *plan, uint32_t k, const clf_
 
 /* Emits "#define CLF_HAVE_STAGE_<NAME> 1" and a raw 16-byte stage of
  * MATMUL mm's operand `which` for the tensor-core forms (attention_mma.cl,
- * gemm_mma.cl): 8 values as raw 16-bit values, row r (an expression of the
- * parameters) from column col on, where they lie in a buffer of 16-bit
- * values as they are, rows a multiple of 8 values: the operand itself
+ * gemm_mma.cl): 8 raw 16-bit values (4 f32 ones where f32_values, TF32's
+ * GEMM), row r (an expression of the parameters) from column col on, where
+ * they lie in a buffer of values of that width as they are, rows a
+ * multiple of a piece: the operand itself
  * (swapped false), or a transpose of its last two axes of a plain node,
  * read along that node's rows (swapped). guarded: "static inline uint4
  * clf_stage_<name>(IDX_T bt, <params>, CLF_PARAMS)", the values, zeros
@@ -38,8 +39,8 @@ bool clf__cg_operand_plain_swapped(const clf__plan *plan, uint32_t k, const clf_
  * (for cp.async; the template checks the extents). Else emits nothing: the
  * template's stage goes through the generated loads. */
 void clf__cg_emit_stage16(const clf_graph *g, const clf__plan *plan, uint32_t k, const clf__node *mm, int which,
-                          bool swapped, const char *name, const char *params, const char *r, const char *col,
-                          bool guarded, clf__strbuf *src);
+                          bool swapped, bool f32_values, const char *name, const char *params, const char *r,
+                          const char *col, bool guarded, clf__strbuf *src);
 
 /* Emits "IDX_T off = ..." (and its temporaries): the offset of batch bt of
  * MATMUL mm's batch axes in the row-major buffer of node op, op's batch

@@ -68,6 +68,9 @@ void clf__compile_target(const clf_context *ctx, const clf_compile_params *param
      * CLFUSE_TENSOR_CORES=0 or 1 overrides, with the same fallback. */
     const char *tc = getenv("CLFUSE_TENSOR_CORES");
     out->tensor_cores = !out->cpu && (tc && *tc ? strcmp(tc, "0") != 0 : ctx->nvidia_sm80);
+    /* TF32 only when asked for (it rounds f32 operands). */
+    const char *tf32 = getenv("CLFUSE_TF32");
+    out->tf32 = (params && params->allow_tf32) || (tf32 && strcmp(tf32, "1") == 0);
     if (ctx->quirks & CLF__QUIRK_LOOP_TRIPS_65535)
         out->max_loop_trips = 65535;
     out->small_code = (ctx->quirks & CLF__QUIRK_SLOW_INLINED_CODE) != 0;
