@@ -1,16 +1,23 @@
 /* GEMM region, tensor-core form (NVIDIA sm_80 and later, f16 or bf16
- * operands): C = A @ B for BATCH products of M x K by K x N on the tensor
- * cores through inline PTX (mma.sync.aligned.m16n8k16, f32 accumulators),
- * the prologue applied while operand tiles load and the epilogue applied
- * to each accumulator before its only store, as gemm.cl does.
+ * operands, or f32 ones as TF32 where the caller allows it): C = A @ B for
+ * BATCH products of M x K by K x N on the tensor cores through inline PTX
+ * (mma.sync.aligned.m16n8k16, or m16n8k8 on TF32; f32 accumulators), the
+ * prologue applied while operand tiles load and the epilogue applied to
+ * each accumulator before its only store, as gemm.cl does.
+ *
+ * MMA_TF32: values take two 16-bit units in the stages and a k step is 16
+ * of them, so that every staged row still takes 64 bytes; in those units a
+ * TF32 fragment is where the 16-bit one is, and ldmatrix reads it along the
+ * rows (across, 32-bit reads); each fragment register is rounded to TF32
+ * (cvt.rna) as it is read.
  *
  * A work-group of WARPS_M x WARPS_N warps computes one BM x BN block of one
  * product (BM = 16 FM WARPS_M, BN = 8 FN WARPS_N); each warp a 16 FM x 8 FN
  * block made of FM x FN mma tiles of 16 x 8 (FM x FN x 4 f32 accumulators
- * a lane). The block walks K in steps of BK = 32 through STAGES stages in
- * local memory. Each operand is staged in its own layout, rows of 16-bit
- * values: A as [m][k] (A_K_FAST) or [k][m]; B as [k][n] (B_N_FAST) or
- * [n][k]; so that every piece of 8 values a work-item stages is one 16-byte
+ * a lane). The block walks K in steps of BK (32 16-bit values, 16 f32)
+ * through STAGES stages in local memory. Each operand is staged in its own
+ * layout: A as [m][k] (A_K_FAST) or [k][m]; B as [k][n] (B_N_FAST) or
+ * [n][k]; so that every piece of 16 bytes a work-item stages is one
  * write; a row's 16-byte chunks are permuted (SWZ) so that the 8 rows an
  * ldmatrix reads fall in 8 different groups of 4 banks, without padding
  * (three stages of 128 x 128 blocks fill the 48 KiB a kernel may take).
@@ -18,12 +25,12 @@
  * B's two registers of two 8-column tiles; .trans where the staged rows
  * run along the fragment's columns ([k][m] for A, [k][n] for B).
  *
- * Operands reach local memory in pieces of 8 values along the staged rows:
- * clf_stage_a/clf_stage_b read a piece through the generated loads
- * (clf_load_a, clf_load_b: prologue applied; their values are the 16-bit
- * type's own, so packing them is exact) into registers, written to the
- * stage after the step in hand is multiplied; where the operand lies in
- * a buffer as it is (rows a multiple of 8 values) codegen defines
+ * Operands reach local memory in pieces of 16 bytes (PV values) along the
+ * staged rows: clf_stage_a/clf_stage_b read a piece through the generated
+ * loads (clf_load_a, clf_load_b: prologue applied; their values are the
+ * 16-bit type's own, so packing them is exact) into registers, written to
+ * the stage after the step in hand is multiplied; where the operand lies
+ * in a buffer as it is (rows a multiple of a piece) codegen defines
  * clf_stage_a_at/clf_stage_b_at (with CLF_HAVE_STAGE_A, CLF_HAVE_STAGE_B),
  * the piece's address, and it is copied by cp.async (16 bytes, zeros past
  * the extents), STAGES - 1 steps ahead of the one multiplied. One barrier
@@ -32,8 +39,8 @@
  *
  * Codegen prepends kernels_templates/mma_sync.cl (clf_pack2, clf_mma) and
  * what gemm.cl takes (without the tiling), MMA_BF16 (1: bf16 operands, 0:
- * f16), FM, FN, WARPS_M, WARPS_N, STAGES, A_K_FAST and B_N_FAST. Launch:
- * BATCH * ceil(M / BM) * ceil(N / BN) work-groups of NTHREADS.
+ * f16), MMA_TF32, FM, FN, WARPS_M, WARPS_N, STAGES, A_K_FAST and B_N_FAST.
+ * Launch: BATCH * ceil(M / BM) * ceil(N / BN) work-groups of NTHREADS.
  *
  * CLF_MMA_EMULATE (a build option, for testing on devices without PTX):
  * clf_pack2, ldmatrix, cp.async and clf_mma_block in plain OpenCL C, the
