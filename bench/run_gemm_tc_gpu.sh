@@ -30,7 +30,7 @@ TILES=${TILES:-"128,128,32,64,64,mma 128,128,32,64,32,mma 128,128,32,32,64,mma 1
 for stage in "$@"; do
 case "$stage" in
 tests)
-  CLFUSE_DEVICE=gpu timeout 420 meson test -C $B --suite gemm --suite half --suite codegen --num-processes 8 \
+  CLFUSE_DEVICE=gpu timeout ${TESTS_TIMEOUT:-420} meson test -C $B --suite gemm --suite half --suite codegen --num-processes 8 \
     --print-errorlogs > "$OUT/tests.txt" 2>&1
   grep -E "^ *[0-9]+/[0-9]+ |^(Ok|Fail|Skipped|Timeout)" "$OUT/tests.txt"
   grep -E "^[^ ].*:[0-9]+:[EF]:" "$OUT/tests.txt" | head -20
@@ -102,7 +102,7 @@ for tf32 in (False, True):
     print(f"f32 tf32={tf32} n={n}: cuBLAS product {t0:.3f} ms ({2 * n ** 3 / t0 / 1e9:.0f} TFLOP/s); relu(x@w+b) "
           f"eager {te:.3f}, compile {tc:.3f} ms", flush=True)
 PY
-  PYTHONUNBUFFERED=1 timeout 300 python3 /tmp/tc_anchors.py 2>&1 | grep -v Warn | tee -a "$OUT/torch.txt"
+  PYTHONUNBUFFERED=1 timeout ${TORCH_TIMEOUT:-300} python3 /tmp/tc_anchors.py 2>&1 | grep -v Warn | tee -a "$OUT/torch.txt"
   ;;
 esac
 done

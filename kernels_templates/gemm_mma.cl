@@ -124,10 +124,16 @@ static inline void clf_store(IDX_T bt, IDX_T m, IDX_T n, float acc, CLF_PARAMS) 
 #define B_ROWS BN
 #define B_ROW BKU
 #endif
-#define A_STAGE (A_ROWS * A_ROW)
-#define B_STAGE (B_ROWS * B_ROW)
-#define APIECES (A_STAGE / 8)
-#define BPIECES (B_STAGE / 8)
+/* STAGE_PAD 1 (a build option, for comparison): rows padded by 16 bytes
+ * instead of their chunks permuted (more local memory: two stages of
+ * 128 x 128 blocks, not three). */
+#ifndef STAGE_PAD
+#define STAGE_PAD 0
+#endif
+#define A_STAGE (A_ROWS * (A_ROW + 8 * STAGE_PAD))
+#define B_STAGE (B_ROWS * (B_ROW + 8 * STAGE_PAD))
+#define APIECES (A_ROWS * A_ROW / 8)
+#define BPIECES (B_ROWS * B_ROW / 8)
 /* Where value c of staged row r lies in a stage whose rows take `row`
  * values (a power of two, at least 16): the row's 16-byte chunks are
  * permuted, chunk c / 8 stored at (c / 8) ^ key(r), so that the 8 rows an
@@ -136,7 +142,11 @@ static inline void clf_store(IDX_T bt, IDX_T m, IDX_T n, float acc, CLF_PARAMS) 
  * bytes: every row starts in bank 0), else (r / (8 / chunks)) % chunks
  * (2 or 4 rows share 128 bytes). */
 #define SWZ_KEY(r, row) ((row) >= 64 ? (r) % 8 : (r) / (64 / (row)) % ((row) / 8))
+#if STAGE_PAD
+#define SWZ(r, c, row) ((r) * ((row) + 8) + (c))
+#else
 #define SWZ(r, c, row) ((r) * (row) + ((((c) / 8) ^ SWZ_KEY(r, row)) * 8) + (c) % 8)
+#endif
 
 #define ACH ((APIECES + NTHREADS - 1) / NTHREADS)
 #define BCH ((BPIECES + NTHREADS - 1) / NTHREADS)
@@ -322,7 +332,11 @@ static inline void clf_frag4(__local const ushort *s, int row, bool along, bool 
     const int i = (int)lane / 8, l = (int)lane % 8;
     const int ro = 8 * (a_order ? i % 2 : i / 2), co = 8 * (a_order ? i / 2 : i % 2);
     const int origin = along ? SWZ(r0 + ro + l, co, row) : SWZ(co + l, r0 + ro, row);
+#if STAGE_PAD
+    const int at = along ? origin + dr * (row + 8) + dc : origin + dc * (row + 8) + dr;
+#else
     const int at = along ? (origin + dr * row) ^ (dc / 8 * 8) : (origin + dc * row) ^ (dr / 8 * 8);
+#endif
     const uint p = (uint)(ulong)(s + at);
     if (along)
         asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"
