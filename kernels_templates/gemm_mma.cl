@@ -302,7 +302,21 @@ static inline uint clf_tf32(uint u)
  * (r0, 0) moved by whole rows and its chunk index XORed (no carries, and
  * the key SWZ applies is the same for rows 16 apart): the address of the
  * warp's origin is computed once, each fragment's is an add and an XOR of
- * constants. */
+ * constants. clf_ldsm_at: the address (16-bit units from s) lane `lane`
+ * gives ldmatrix. */
+static inline int clf_ldsm_at(int row, bool along, bool a_order, int r0, int dr, int dc, int lane)
+{
+    /* Lane L gives the address of row L % 8 of matrix L / 8. */
+    const int i = lane / 8, l = lane % 8;
+    const int ro = 8 * (a_order ? i % 2 : i / 2), co = 8 * (a_order ? i / 2 : i % 2);
+    const int origin = along ? SWZ(r0 + ro + l, co, row) : SWZ(co + l, r0 + ro, row);
+#if STAGE_PAD
+    return along ? origin + dr * (row + 8) + dc : origin + dc * (row + 8) + dr;
+#else
+    return along ? (origin + dr * row) ^ (dc / 8 * 8) : (origin + dc * row) ^ (dr / 8 * 8);
+#endif
+}
+
 static inline void clf_frag4(__local const ushort *s, int row, bool along, bool a_order, int r0, int dr, int dc,
                              uint lane, uint *f)
 {
@@ -321,23 +335,16 @@ static inline void clf_frag4(__local const ushort *s, int row, bool along, bool 
     }
 #endif
 #if CLF_MMA_EMULATE
+    /* ldmatrix itself: register i of lane (g, t) holds values 2t, 2t + 1
+     * of row g of matrix i (.trans: value g of its rows 2t and 2t + 1),
+     * the rows at the addresses lanes 8i .. 8i + 7 give (clf_ldsm_at). */
     const int g = (int)lane / 4, t = (int)lane % 4;
-    for (int i = 0; i < 4; ++i) {
-        const int r = r0 + dr + g + 8 * (a_order ? i % 2 : i / 2), c = dc + 2 * t + 8 * (a_order ? i / 2 : i % 2);
-        f[i] = along ? *(__local const uint *)(s + SWZ(r, c, row))
-                     : (uint)s[SWZ(c, r, row)] | (uint)s[SWZ(c + 1, r, row)] << 16;
-    }
+    for (int i = 0; i < 4; ++i)
+        f[i] = along ? *(__local const uint *)(s + clf_ldsm_at(row, along, a_order, r0, dr, dc, 8 * i + g) + 2 * t)
+                     : (uint)s[clf_ldsm_at(row, along, a_order, r0, dr, dc, 8 * i + 2 * t) + g] |
+                           (uint)s[clf_ldsm_at(row, along, a_order, r0, dr, dc, 8 * i + 2 * t + 1) + g] << 16;
 #else
-    /* Lane L gives the address of row L % 8 of matrix L / 8. */
-    const int i = (int)lane / 8, l = (int)lane % 8;
-    const int ro = 8 * (a_order ? i % 2 : i / 2), co = 8 * (a_order ? i / 2 : i % 2);
-    const int origin = along ? SWZ(r0 + ro + l, co, row) : SWZ(co + l, r0 + ro, row);
-#if STAGE_PAD
-    const int at = along ? origin + dr * (row + 8) + dc : origin + dc * (row + 8) + dr;
-#else
-    const int at = along ? (origin + dr * row) ^ (dc / 8 * 8) : (origin + dc * row) ^ (dr / 8 * 8);
-#endif
-    const uint p = (uint)(ulong)(s + at);
+    const uint p = (uint)(ulong)(s + clf_ldsm_at(row, along, a_order, r0, dr, dc, (int)lane));
     if (along)
         asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"
                      : "=r"(f[0]), "=r"(f[1]), "=r"(f[2]), "=r"(f[3])
