@@ -18,9 +18,10 @@
  * through STAGES stages in local memory. Each operand is staged in its own
  * layout: A as [m][k] (A_K_FAST) or [k][m]; B as [k][n] (B_N_FAST) or
  * [n][k]; so that every piece of 16 bytes a work-item stages is one
- * write; a row's 16-byte chunks are permuted (SWZ) so that the 8 rows an
- * ldmatrix reads fall in 8 different groups of 4 banks, without padding
- * (three stages of 128 x 128 blocks fill the 48 KiB a kernel may take).
+ * write; rows padded by 16 bytes (STAGE_PAD, codegen's choice where two
+ * stages of them fit in the 48 KiB a kernel may take) or, unpadded, with
+ * their 16-byte chunks permuted (SWZ), so that the 8 rows an ldmatrix
+ * reads fall in 8 different groups of 4 banks.
  * Fragments are read by ldmatrix.x4: A's four registers of a 16 x 16 tile,
  * B's two registers of two 8-column tiles; .trans where the staged rows
  * run along the fragment's columns ([k][m] for A, [k][n] for B).
@@ -39,7 +40,8 @@
  *
  * Codegen prepends kernels_templates/mma_sync.cl (clf_pack2, clf_mma) and
  * what gemm.cl takes (without the tiling), MMA_BF16 (1: bf16 operands, 0:
- * f16), MMA_TF32, FM, FN, WARPS_M, WARPS_N, STAGES, A_K_FAST and B_N_FAST.
+ * f16), MMA_TF32, FM, FN, WARPS_M, WARPS_N, STAGES, STAGE_PAD, A_K_FAST and
+ * B_N_FAST.
  * Launch: BATCH * ceil(M / BM) * ceil(N / BN) work-groups of NTHREADS.
  *
  * CLF_MMA_EMULATE (a build option, for testing on devices without PTX):
@@ -124,9 +126,8 @@ static inline void clf_store(IDX_T bt, IDX_T m, IDX_T n, float acc, CLF_PARAMS) 
 #define B_ROWS BN
 #define B_ROW BKU
 #endif
-/* STAGE_PAD 1 (a build option, for comparison): rows padded by 16 bytes
- * instead of their chunks permuted (more local memory: two stages of
- * 128 x 128 blocks, not three). */
+/* STAGE_PAD 1: rows padded by 16 bytes instead of their chunks permuted
+ * (more local memory: two stages of 128 x 128 blocks, not three). */
 #ifndef STAGE_PAD
 #define STAGE_PAD 0
 #endif

@@ -775,13 +775,15 @@ START_TEST(gemm_tensor_cores_where_the_operands_allow)
     gemm_code(CLF_F16, 2048, 2048, 64, false, false, false, false, &tc, &c);
     ck_assert_int_eq(c.schedule.tiles.tm, 128);
     ck_assert_int_eq(c.schedule.tiles.tn, 128);
-    /* Three stages of 128 x 32 + 32 x 128 16-bit values: 48 KiB. */
+    /* Two stages of padded rows (128 x 40 + 32 x 136 16-bit values: 37 KiB;
+     * three would take 56). */
     ck_assert_ptr_nonnull(strstr(c.source, "#define FM 4\n#define FN 8\n#define WARPS_M 2\n#define WARPS_N 2\n"));
-    ck_assert_ptr_nonnull(strstr(c.source, "#define STAGES 3\n"));
+    ck_assert_ptr_nonnull(strstr(c.source, "#define STAGES 2\n"));
+    ck_assert_ptr_nonnull(strstr(c.source, "#define STAGE_PAD 1\n"));
     clf__kernel_code_free(&c);
 
     /* A pinned tensor-core tiling: eight warps of 32 x 32 in 128 x 64
-     * blocks, four stages as they fit (12 KiB each). */
+     * blocks, three stages of padded rows as they fit (14.5 KiB each). */
     clf__gemm_config pin_tc = {.tm = 128, .tn = 64, .tk = 32, .wm = 32, .wn = 32, .mma = true};
     clf__codegen_target pinned_tc = tc;
     pinned_tc.gemm = &pin_tc;
@@ -790,8 +792,19 @@ START_TEST(gemm_tensor_cores_where_the_operands_allow)
     ck_assert_uint_eq(c.local, 256);
     ck_assert_uint_eq(c.global, 16 * 32 * 256);
     ck_assert_ptr_nonnull(strstr(c.source, "#define FM 2\n#define FN 4\n#define WARPS_M 4\n#define WARPS_N 2\n"));
-    ck_assert_ptr_nonnull(strstr(c.source, "#define STAGES 4\n"));
+    ck_assert_ptr_nonnull(strstr(c.source, "#define STAGES 3\n"));
+    ck_assert_ptr_nonnull(strstr(c.source, "#define STAGE_PAD 1\n"));
     clf__kernel_code_free(&c);
+    /* 128 x 256 blocks: two padded stages would take 53 KiB, so the
+     * chunks are permuted (two stages of 48). */
+    clf__gemm_config wide_tc = {.tm = 128, .tn = 256, .tk = 32, .wm = 64, .wn = 64, .mma = true};
+    pinned_tc.gemm = &wide_tc;
+    gemm_code(CLF_F16, 2048, 2048, 64, false, false, false, false, &pinned_tc, &c);
+    ck_assert_str_eq(c.schedule.form, "tensor-cores");
+    ck_assert_ptr_nonnull(strstr(c.source, "#define STAGES 2\n"));
+    ck_assert_ptr_nonnull(strstr(c.source, "#define STAGE_PAD 0\n"));
+    clf__kernel_code_free(&c);
+    pinned_tc.gemm = &pin_tc;
     /* Tilings the form cannot take: the portable default. */
     clf__gemm_config bad_tc[] = {{96, 64, 32, 48, 32, true}, {256, 256, 32, 128, 64, true}, {128, 64, 16, 64, 32, true}};
     for (size_t i = 0; i < sizeof bad_tc / sizeof bad_tc[0]; i++) {

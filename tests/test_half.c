@@ -1623,9 +1623,12 @@ START_TEST(gemm_tensor_cores_emulated) { check_tensor_core_cases("-DCLF_MMA_EMUL
 END_TEST
 
 /* The cases' small products take small blocks by default (32 x 32, four
- * stages); pinned tilings run the large blocks' paths: 128 x 128 on four
- * warps of 64 x 64 in three stages (emulated where the driver has no PTX),
- * and on NVIDIA also 128 x 64 on eight warps of 32 x 32 in four. */
+ * stages of padded rows); pinned tilings run the large blocks' paths: 128 x
+ * 128 on four warps of 64 x 64 in two padded stages, and in three with the
+ * rows' chunks permuted instead (STAGE_PAD=0, the layout of blocks whose
+ * padded stages do not fit), emulated where the driver has no PTX; on
+ * NVIDIA also 128 x 64 on eight warps of 32 x 32 and 128 x 256 (permuted,
+ * by default). */
 START_TEST(gemm_tensor_cores_pinned_tilings)
 {
     clf_context *ctx = clf_test_context();
@@ -1634,8 +1637,12 @@ START_TEST(gemm_tensor_cores_pinned_tilings)
     bool nvidia = strstr(dev.platform_name, "NVIDIA") != NULL;
     clf_context_destroy(&ctx);
     check_tensor_core_cases(nvidia ? NULL : "-DCLF_MMA_EMULATE=1", true, "128,128,32,64,64,mma");
-    if (nvidia)
+    check_tensor_core_cases(nvidia ? "-DSTAGE_PAD=0 -DSTAGES=3" : "-DCLF_MMA_EMULATE=1 -DSTAGE_PAD=0 -DSTAGES=3", true,
+                            "128,128,32,64,64,mma");
+    if (nvidia) {
         check_tensor_core_cases(NULL, true, "128,64,32,32,32,mma");
+        check_tensor_core_cases(NULL, true, "128,256,32,64,64,mma");
+    }
 }
 END_TEST
 
