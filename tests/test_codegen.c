@@ -748,7 +748,7 @@ START_TEST(gemm_tensor_cores_where_the_operands_allow)
     gemm_code(CLF_F16, 130, 64, 64, false, false, false, false, &tc, &c);
     ck_assert_str_eq(c.schedule.form, "tensor-cores");
     ck_assert_str_eq(c.schedule.tensor_cores, "mma.m16n8k16.f16");
-    ck_assert_str_eq(c.name, "clf_gemm_fused_add_relu_0");
+    ck_assert_str_eq(c.name, "clf_gemm_tc_fused_add_relu_0");
     ck_assert(clf__codegen_uses_inline_ptx(c.source));
     ck_assert_ptr_nonnull(strstr(c.source, CLF__MMA_LINE));
     ck_assert_ptr_nonnull(strstr(c.source, "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32"));

@@ -315,7 +315,8 @@ clf_status clf__codegen_gemm(const clf_graph *g, const clf__plan *plan, uint32_t
     if (!clf__cg_params(K, &out->params, &out->nparams))
         goto done;
 
-    /* Named after what it fused besides the product: clf_gemm_fused_add_relu_0. */
+    /* Named after its form (clf_gemm_tc_ on the tensor cores) and what it
+     * fused besides the product: clf_gemm_fused_add_relu_0. */
     named = clf__malloc((K->nops ? K->nops : 1) * sizeof *named);
     if (!named)
         goto done;
@@ -324,10 +325,10 @@ clf_status clf__codegen_gemm(const clf_graph *g, const clf__plan *plan, uint32_t
         if (K->ops[i] != K->anchor)
             named[nnamed++] = K->ops[i];
     if (nnamed) {
-        out->name = clf__cg_kernel_name(g, named, nnamed, "clf_gemm", k);
+        out->name = clf__cg_kernel_name(g, named, nnamed, mma != MMA_NONE ? "clf_gemm_tc" : "clf_gemm", k);
     } else {
         clf__strbuf nm = {0};
-        clf__sb_printf(&nm, "clf_gemm_%u", k);
+        clf__sb_printf(&nm, mma != MMA_NONE ? "clf_gemm_tc_%u" : "clf_gemm_%u", k);
         out->name = clf__sb_take(&nm);
     }
     out->ops = clf__cg_op_list(g, K->ops, K->nops);
