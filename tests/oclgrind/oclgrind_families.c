@@ -11,6 +11,7 @@
  *   oclgrind_families [DEVICE-NAME-PART [CASE-NAME-PREFIX]]
  *   oclgrind_families --list          (the case names, one a line) */
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,6 +45,26 @@ static clf_tensor input(clf_graph *g, inputs *in, const char *name, int rank, co
         p[i] = (float)(4 * uniform() - 2);
     in->b[in->n++] = (clf_host_binding){name, p};
     return clf_input(g, name, CLF_F32, rank, shape);
+}
+
+/* A bf16 input: uniform values in [-2, 2) cut to bf16 (their upper 16
+ * bits). */
+static clf_tensor input_bf16(clf_graph *g, inputs *in, const char *name, int rank, const int64_t *shape)
+{
+    size_t n = 1;
+    for (int i = 0; i < rank; i++)
+        n *= (size_t)shape[i];
+    uint16_t *p = malloc(n * sizeof *p + 2);
+    if (!p)
+        return CLF_TENSOR_INVALID;
+    for (size_t i = 0; i < n; i++) {
+        float f = (float)(4 * uniform() - 2);
+        uint32_t u;
+        memcpy(&u, &f, sizeof u);
+        p[i] = (uint16_t)(u >> 16);
+    }
+    in->b[in->n++] = (clf_host_binding){name, p};
+    return clf_input(g, name, CLF_BF16, rank, shape);
 }
 
 /* Pointwise: broadcasting, a transpose, a where, a cast, vector loads with
@@ -123,6 +144,31 @@ static void build_gemm_transposed(clf_graph *g, inputs *in)
     clf_graph_output(g, "z", clf_matmul(g, input(g, in, "p", 2, sz), input(g, in, "q", 2, sz2)));
 }
 
+/* GEMM in the tensor-core form, its mma, ldmatrix and cp.async emulated
+ * in OpenCL C (CLF_MMA_EMULATE): bf16 x [37, 40] by w [40, 48] (B staged
+ * [k][n], read across) and by a transposed wt [48, 40] (B staged [n][k],
+ * along), both raw 16-byte stages, a partial block of rows; the products
+ * cast to f32 outputs. */
+static void build_gemm_tc(clf_graph *g, inputs *in)
+{
+    int64_t sx[2] = {37, 40}, sw[2] = {40, 48}, st[2] = {48, 40};
+    clf_tensor x = input_bf16(g, in, "x", 2, sx);
+    clf_graph_output(g, "y", clf_cast(g, clf_matmul(g, x, input_bf16(g, in, "w", 2, sw)), CLF_F32));
+    clf_tensor wt = clf_transpose(g, input_bf16(g, in, "wt", 2, st), 0, NULL);
+    clf_graph_output(g, "z", clf_cast(g, clf_matmul(g, x, wt), CLF_F32));
+}
+
+/* The same form on f32 operands as TF32 (CLFUSE_TF32=1): x [37, 40] by w
+ * [40, 48] (B's TF32 fragments read across by 32-bit loads) and a
+ * transposed at [40, 37] by w (A staged [k][m], read across too). */
+static void build_gemm_tf32(clf_graph *g, inputs *in)
+{
+    int64_t sx[2] = {37, 40}, sw[2] = {40, 48}, sa[2] = {40, 37};
+    clf_tensor w = input(g, in, "w", 2, sw);
+    clf_graph_output(g, "y", clf_matmul(g, input(g, in, "x", 2, sx), w));
+    clf_graph_output(g, "z", clf_matmul(g, clf_transpose(g, input(g, in, "at", 2, sa), 0, NULL), w));
+}
+
 /* Attention, softmax(q kT / sqrt(d)) v as one kernel, on q [2, 2, 37, 20]
  * against 70 keys (k [.., 70, 20], v [.., 70, 12]): in the GPU form two
  * tiles of keys, the second partial, D and Dv not multiples of 4; in the
@@ -145,38 +191,48 @@ typedef struct family_case {
     clf_kernel_style style;
     const char *marker;  /* text the family's kernels contain */
     const char *marker2; /* and this one, when not NULL */
+    /* The tensor-core forms asked for and emulated (CLFUSE_TENSOR_CORES=1,
+     * CLFUSE_BUILD_OPTIONS=-DCLF_MMA_EMULATE=1, CLFUSE_TF32=1); results
+     * within a bf16 rounding and 2^-6 (TF32 rounds each operand to 10
+     * bits: f16's GEMM tolerance of the half suite). */
+    bool mma_emulated;
 } family_case;
 
 static const family_case cases[] = {
-    {"pointwise", build_pointwise, CLF_KERNEL_STYLE_AUTO, "Pointwise region:", NULL},
-    {"reduction_cpu", build_rows, CLF_KERNEL_STYLE_CPU, "Reduction region, CPU variant", NULL},
-    {"reduction_gpu (persistent)", build_rows, CLF_KERNEL_STYLE_GPU, "Reduction region, GPU variant", "clf_per_"},
+    {"pointwise", build_pointwise, CLF_KERNEL_STYLE_AUTO, "Pointwise region:", NULL, false},
+    {"reduction_cpu", build_rows, CLF_KERNEL_STYLE_CPU, "Reduction region, CPU variant", NULL, false},
+    {"reduction_gpu (persistent)", build_rows, CLF_KERNEL_STYLE_GPU, "Reduction region, GPU variant", "clf_per_", false},
     {"reduction_gpu (streaming)", build_long_rows, CLF_KERNEL_STYLE_GPU, "Reduction region, GPU variant",
-     "#define CACHE 0"},
-    {"reduction_split (CPU)", build_one_long_row, CLF_KERNEL_STYLE_CPU, "Split reduction", "#define SPLIT_GPU 0"},
-    {"reduction_split (GPU)", build_one_long_row, CLF_KERNEL_STYLE_GPU, "Split reduction", "#define SPLIT_GPU 1"},
-    {"gemm_gpu (partial tiles)", build_gemm_partial, CLF_KERNEL_STYLE_GPU, "GEMM region, GPU form", "#define VEC_B 0"},
-    {"gemm_gpu (float4 loads)", build_gemm_vec, CLF_KERNEL_STYLE_GPU, "GEMM region, GPU form", "#define VEC_B 1"},
+     "#define CACHE 0", false},
+    {"reduction_split (CPU)", build_one_long_row, CLF_KERNEL_STYLE_CPU, "Split reduction", "#define SPLIT_GPU 0", false},
+    {"reduction_split (GPU)", build_one_long_row, CLF_KERNEL_STYLE_GPU, "Split reduction", "#define SPLIT_GPU 1", false},
+    {"gemm_gpu (partial tiles)", build_gemm_partial, CLF_KERNEL_STYLE_GPU, "GEMM region, GPU form", "#define VEC_B 0", false},
+    {"gemm_gpu (float4 loads)", build_gemm_vec, CLF_KERNEL_STYLE_GPU, "GEMM region, GPU form", "#define VEC_B 1", false},
     {"gemm_gpu (transposed, prologue, K = 0)", build_gemm_transposed, CLF_KERNEL_STYLE_GPU, "GEMM region, GPU form",
-     "#define A_K_FAST 0"},
-    {"gemm_cpu (partial blocks)", build_gemm_partial, CLF_KERNEL_STYLE_CPU, "GEMM region, CPU form", NULL},
+     "#define A_K_FAST 0", false},
+    {"gemm_cpu (partial blocks)", build_gemm_partial, CLF_KERNEL_STYLE_CPU, "GEMM region, CPU form", NULL, false},
     {"gemm_cpu (transposed, prologue, K = 0)", build_gemm_transposed, CLF_KERNEL_STYLE_CPU, "GEMM region, CPU form",
-     NULL},
-    {"attention_gpu (tiles)", build_attention, CLF_KERNEL_STYLE_GPU, "Attention region, GPU form", "#define CAUSAL 0"},
+     NULL, false},
+    {"attention_gpu (tiles)", build_attention, CLF_KERNEL_STYLE_GPU, "Attention region, GPU form", "#define CAUSAL 0", false},
     {"attention_gpu (causal)", build_attention_causal, CLF_KERNEL_STYLE_GPU, "Attention region, GPU form",
-     "#define CAUSAL 1"},
+     "#define CAUSAL 1", false},
     {"attention_cpu (row blocks)", build_attention, CLF_KERNEL_STYLE_CPU, "Attention region, CPU form",
-     "#define CAUSAL 0"},
+     "#define CAUSAL 0", false},
     {"attention_cpu (causal)", build_attention_causal, CLF_KERNEL_STYLE_CPU, "Attention region, CPU form",
-     "#define CAUSAL 1"},
+     "#define CAUSAL 1", false},
+    {"gemm_mma (emulated: bf16, B both ways)", build_gemm_tc, CLF_KERNEL_STYLE_GPU, "GEMM region, tensor-core form",
+     "#define CLF_MMA 1", true},
+    {"gemm_mma (emulated: TF32, A and B across)", build_gemm_tf32, CLF_KERNEL_STYLE_GPU,
+     "GEMM region, tensor-core form", "#define MMA_TF32 1", true},
 };
 
-static bool close_enough(clf_dtype dt, const void *got, const void *want, size_t n, char *why, size_t cap)
+static bool close_enough(clf_dtype dt, const void *got, const void *want, size_t n, double rtol, double atol,
+                         char *why, size_t cap)
 {
     for (size_t i = 0; i < n; i++) {
         if (dt == CLF_F32) {
             double g = ((const float *)got)[i], w = ((const float *)want)[i];
-            if (!(fabs(g - w) <= 1e-4 * fabs(w) + 1e-5)) {
+            if (!(fabs(g - w) <= rtol * fabs(w) + atol)) {
                 snprintf(why, cap, "element %zu: got %.9g, want %.9g", i, g, w);
                 return false;
             }
@@ -202,6 +258,15 @@ static bool run_case(clf_context *ctx, const family_case *c)
     if (!g) {
         printf("%s: out of memory\n", c->name);
         return false;
+    }
+    /* 32 x 32 blocks: the emulation's fragment exchange takes local memory
+     * of its own, which codegen does not count (its stages fill what
+     * oclgrind's 32 KiB allow for 64 x 64 blocks). */
+    if (c->mma_emulated) {
+        setenv("CLFUSE_TENSOR_CORES", "1", 1);
+        setenv("CLFUSE_BUILD_OPTIONS", "-DCLF_MMA_EMULATE=1", 1);
+        setenv("CLFUSE_GEMM_TILE", "32,32,32,16,16,mma", 1);
+        setenv("CLFUSE_TF32", "1", 1);
     }
     c->build(g, &in);
     if (clf_graph_status(g, &msg) != CLF_OK) {
@@ -254,7 +319,8 @@ static bool run_case(clf_context *ctx, const family_case *c)
     ok = true;
     for (size_t i = 0; i < nout && ok; i++) {
         char why[128];
-        if (!close_enough(dt[i], got[i].data, want[i].data, numel[i], why, sizeof why)) {
+        if (!close_enough(dt[i], got[i].data, want[i].data, numel[i], c->mma_emulated ? 0x1p-7 : 1e-4,
+                          c->mma_emulated ? 0x1p-6 : 1e-5, why, sizeof why)) {
             printf("%s: output %s differs from the reference: %s\n", c->name, got[i].name, why);
             ok = false;
         }
@@ -262,6 +328,12 @@ static bool run_case(clf_context *ctx, const family_case *c)
     if (ok)
         printf("%s: %zu kernel(s) agree with the reference\n", c->name, clf_executable_kernel_count(exe));
 done:
+    if (c->mma_emulated) {
+        unsetenv("CLFUSE_TENSOR_CORES");
+        unsetenv("CLFUSE_BUILD_OPTIONS");
+        unsetenv("CLFUSE_GEMM_TILE");
+        unsetenv("CLFUSE_TF32");
+    }
     for (size_t i = 0; i < nout; i++) {
         free(got[i].data);
         free(want[i].data);
