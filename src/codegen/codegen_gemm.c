@@ -104,29 +104,6 @@ bool clf__gemm_config_valid(const clf__gemm_config *c, bool cpu, size_t max_loca
     return true;
 }
 
-static clf_dtype operand_16bit(const clf_graph *g, uint32_t id);
-
-void clf__gemm_problem_class(const clf_graph *g, const clf__plan *plan, uint32_t k, const clf__codegen_target *target,
-                             clf__strbuf *out)
-{
-    const clf__node *mm = clf__graph_node(g, plan->kernels[k].anchor);
-    const clf__node *a = clf__graph_node(g, mm->inputs[0]);
-    int r = mm->rank;
-    int64_t batch = 1;
-    for (int d = 0; d < r - 2; d++)
-        batch *= mm->shape[d];
-    clf__sb_printf(out, "gemm %s m=%llu n=%llu k=%llu batch=%s a=%s%s b=%s%s", target->cpu ? "cpu" : "gpu",
-                   (unsigned long long)clf__pow2_at_least((uint64_t)mm->shape[r - 2]), (unsigned long long)clf__pow2_at_least((uint64_t)mm->shape[r - 1]),
-                   (unsigned long long)clf__pow2_at_least((uint64_t)a->shape[a->rank - 1]), batch > 1 ? "many" : "one",
-                   operand_transposed(g, mm->inputs[0]) ? "t" : "n",
-                   clf__cg_operand_plain(plan, k, g, mm->inputs[0]) ? "" : "p",
-                   operand_transposed(g, mm->inputs[1]) ? "t" : "n",
-                   clf__cg_operand_plain(plan, k, g, mm->inputs[1]) ? "" : "p");
-    if (clf__gemm_tensor_cores(g, plan, k, target))
-        clf__sb_puts(out, a->dtype == CLF_F32 && operand_16bit(g, mm->inputs[0]) == CLF_F32 ? " form=mma-tf32"
-                                                                                            : " form=mma");
-}
-
 /* The 16-bit dtype whose values an operand's loads return (CLF_F32 when
  * none): the operand's own dtype, or the source of a cast to f32 (through
  * movement ops), as clf_gemm computes a storage float's product in f32. */
@@ -250,7 +227,9 @@ static mma_kind mma_form(const clf_graph *g, const clf__node *mm, const clf__cod
     return kind;
 }
 
-bool clf__gemm_tensor_cores(const clf_graph *g, const clf__plan *plan, uint32_t k, const clf__codegen_target *target)
+/* The tensor-core form that takes GEMM kernel k of plan (mma_form). */
+static mma_kind kernel_mma_kind(const clf_graph *g, const clf__plan *plan, uint32_t k,
+                                const clf__codegen_target *target)
 {
     const clf__node *mm = clf__graph_node(g, plan->kernels[k].anchor);
     int r = mm->rank, stages;
@@ -259,8 +238,35 @@ bool clf__gemm_tensor_cores(const clf_graph *g, const clf__plan *plan, uint32_t 
     for (int d = 0; d < r - 2; d++)
         batch *= mm->shape[d];
     clf__gemm_config tiles;
-    return mma_form(g, mm, target, mm->shape[r - 2], mm->shape[r - 1], batch, &tiles, &stages, &pad) != MMA_NONE;
+    return mma_form(g, mm, target, mm->shape[r - 2], mm->shape[r - 1], batch, &tiles, &stages, &pad);
 }
+
+bool clf__gemm_tensor_cores(const clf_graph *g, const clf__plan *plan, uint32_t k, const clf__codegen_target *target)
+{
+    return kernel_mma_kind(g, plan, k, target) != MMA_NONE;
+}
+
+void clf__gemm_problem_class(const clf_graph *g, const clf__plan *plan, uint32_t k, const clf__codegen_target *target,
+                             clf__strbuf *out)
+{
+    const clf__node *mm = clf__graph_node(g, plan->kernels[k].anchor);
+    const clf__node *a = clf__graph_node(g, mm->inputs[0]);
+    int r = mm->rank;
+    int64_t batch = 1;
+    for (int d = 0; d < r - 2; d++)
+        batch *= mm->shape[d];
+    clf__sb_printf(out, "gemm %s m=%llu n=%llu k=%llu batch=%s a=%s%s b=%s%s", target->cpu ? "cpu" : "gpu",
+                   (unsigned long long)clf__pow2_at_least((uint64_t)mm->shape[r - 2]), (unsigned long long)clf__pow2_at_least((uint64_t)mm->shape[r - 1]),
+                   (unsigned long long)clf__pow2_at_least((uint64_t)a->shape[a->rank - 1]), batch > 1 ? "many" : "one",
+                   operand_transposed(g, mm->inputs[0]) ? "t" : "n",
+                   clf__cg_operand_plain(plan, k, g, mm->inputs[0]) ? "" : "p",
+                   operand_transposed(g, mm->inputs[1]) ? "t" : "n",
+                   clf__cg_operand_plain(plan, k, g, mm->inputs[1]) ? "" : "p");
+    mma_kind mma = kernel_mma_kind(g, plan, k, target);
+    if (mma != MMA_NONE)
+        clf__sb_puts(out, mma == MMA_TF32 ? " form=mma-tf32" : " form=mma");
+}
+
 
 clf_status clf__codegen_gemm(const clf_graph *g, const clf__plan *plan, uint32_t k,
                              const clf__codegen_target *target, clf__kernel_code *out, char *err,
