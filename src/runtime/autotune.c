@@ -153,6 +153,13 @@ bool clf__gemm_config_parse(const char *text, size_t len, clf__gemm_config *out)
     return out->mma || buf[used] == '\0';
 }
 
+/* c as clf__gemm_config_parse reads it: "tm,tn,tk,wm,wn", ",mma" after a
+ * tensor-core tiling. Returns the text's length. */
+static int config_text(const clf__gemm_config *c, char *buf, size_t cap)
+{
+    return snprintf(buf, cap, "%d,%d,%d,%d,%d%s", c->tm, c->tn, c->tk, c->wm, c->wn, c->mma ? ",mma" : "");
+}
+
 /* Whether the device runs c in its form. */
 static bool config_valid(const clf__gemm_config *c, const clf__codegen_target *target, char *why, size_t cap)
 {
@@ -186,8 +193,9 @@ bool clf__gemm_autotune(clf_context *ctx, const clf_graph *g, const clf__plan *p
             if (clf__gemm_config_parse((const char *)e.payload, e.payload_len, out) && out->mma == tc &&
                 config_valid(out, target, why, sizeof why)) {
                 found = true;
-                clf__log(CLF__LOG_PERF, "autotune: %s: %d,%d,%d,%d,%d%s from the cache", clf__sb_str(&cls), out->tm,
-                         out->tn, out->tk, out->wm, out->wn, out->mma ? ",mma" : "");
+                char text[96];
+                config_text(out, text, sizeof text);
+                clf__log(CLF__LOG_PERF, "autotune: %s: %s from the cache", clf__sb_str(&cls), text);
             } else {
                 clf__cache_file_discard(ctx, "autotune", path, &e.st, &ctx->counts.disk_discards,
                                         "the tiling does not parse or does not fit the device");
@@ -218,8 +226,9 @@ bool clf__gemm_autotune(clf_context *ctx, const clf_graph *g, const clf__plan *p
         if (!config_valid(&cands[i], target, why, sizeof why))
             continue;
         double ms = time_candidate(ctx, q, g, plan, k, target, &cands[i]);
-        clf__log(CLF__LOG_PERF, "autotune: %s: %d,%d,%d,%d,%d%s: %.4f ms", clf__sb_str(&cls), cands[i].tm,
-                 cands[i].tn, cands[i].tk, cands[i].wm, cands[i].wn, cands[i].mma ? ",mma" : "", ms);
+        char text[96];
+        config_text(&cands[i], text, sizeof text);
+        clf__log(CLF__LOG_PERF, "autotune: %s: %s: %.4f ms", clf__sb_str(&cls), text, ms);
         if (ms >= 0 && (best < 0 || ms < best)) {
             best = ms;
             *out = cands[i];
@@ -229,12 +238,10 @@ bool clf__gemm_autotune(clf_context *ctx, const clf_graph *g, const clf__plan *p
     if (best < 0)
         goto done;
     found = true;
-    clf__log(CLF__LOG_PERF, "autotune: %s: kept %d,%d,%d,%d,%d%s (%.4f ms)", clf__sb_str(&cls), out->tm, out->tn,
-             out->tk, out->wm, out->wn, out->mma ? ",mma" : "", best);
+    char text[96];
+    int n = config_text(out, text, sizeof text);
+    clf__log(CLF__LOG_PERF, "autotune: %s: kept %s (%.4f ms)", clf__sb_str(&cls), text, best);
     if (path) {
-        char text[96];
-        int n = snprintf(text, sizeof text, "%d,%d,%d,%d,%d%s", out->tm, out->tn, out->tk, out->wm, out->wn,
-                         out->mma ? ",mma" : "");
         clf__cache_file_write(ctx, "autotune", ctx->cache_dir, path, MAGIC, FORMAT_VERSION, clf__sb_str(&key), text,
                               (size_t)n);
     }
