@@ -456,24 +456,26 @@ static inline void clf_fetch(IDX_T bt, IDX_T m0, IDX_T n0, IDX_T k0, IDX_T lid, 
     }
 }
 
+/* Writes pieces r (chunks of them, of a tile of `pieces` whose staged rows
+ * take `row` 16-bit units), read by clf_fetch into registers, to stage s. */
+static inline void clf_put_pieces(IDX_T lid, const uint4 *r, int chunks, int pieces, int row, __local ushort *s)
+{
+#pragma unroll
+    for (int i = 0; i < chunks; ++i) {
+        const IDX_T e = lid + (IDX_T)i * NTHREADS;
+        if (pieces % NTHREADS == 0 || e < (IDX_T)pieces)
+            *(__local uint4 *)(s + PIECE_AT(e, row)) = r[i];
+    }
+}
+
 /* Writes the pieces clf_fetch read into registers to the stage sa, sb. */
 static inline void clf_put(IDX_T lid, const uint4 *ra, const uint4 *rb, __local ushort *sa, __local ushort *sb)
 {
 #if !ASYNC_A
-#pragma unroll
-    for (int i = 0; i < ACH; ++i) {
-        const IDX_T e = lid + (IDX_T)i * NTHREADS;
-        if (APIECES % NTHREADS == 0 || e < APIECES)
-            *(__local uint4 *)(sa + PIECE_AT(e, A_ROW)) = ra[i];
-    }
+    clf_put_pieces(lid, ra, ACH, APIECES, A_ROW, sa);
 #endif
 #if !ASYNC_B
-#pragma unroll
-    for (int i = 0; i < BCH; ++i) {
-        const IDX_T e = lid + (IDX_T)i * NTHREADS;
-        if (BPIECES % NTHREADS == 0 || e < BPIECES)
-            *(__local uint4 *)(sb + PIECE_AT(e, B_ROW)) = rb[i];
-    }
+    clf_put_pieces(lid, rb, BCH, BPIECES, B_ROW, sb);
 #endif
 }
 
