@@ -814,6 +814,12 @@ START_TEST(gemm_tensor_cores_where_the_operands_allow)
         clf__kernel_code_free(&c);
     }
     pinned_tc.gemm = &pin_tc;
+    /* A pinned tensor-core tiling f32 operands cannot take: their default
+     * portable tiling. */
+    gemm_code(CLF_F32, 2048, 2048, 64, false, false, false, false, &pinned_tc, &c);
+    ck_assert_str_eq(c.schedule.form, "gpu-tiles");
+    ck_assert(!c.schedule.tiles.mma);
+    clf__kernel_code_free(&c);
     /* f32 operands on TF32 tensor cores where the target allows it: raw
      * 16-byte stages of 4 f32 values. */
     clf__codegen_target tf32 = tc;
@@ -833,11 +839,6 @@ START_TEST(gemm_tensor_cores_where_the_operands_allow)
     gemm_code(CLF_F16, 130, 64, 64, false, false, false, false, &tf32, &c);
     ck_assert_str_eq(c.schedule.tensor_cores, "mma.m16n8k16.f16");
     ck_assert_ptr_nonnull(strstr(c.source, "#define MMA_TF32 0\n"));
-    clf__kernel_code_free(&c);
-    /* ... which f32 operands cannot take: their default portable tiling. */
-    gemm_code(CLF_F32, 2048, 2048, 64, false, false, false, false, &pinned_tc, &c);
-    ck_assert_str_eq(c.schedule.form, "gpu-tiles");
-    ck_assert(!c.schedule.tiles.mma);
     clf__kernel_code_free(&c);
 
     /* bf16, batched, transposed operands whose rows lie in their buffers:

@@ -1632,9 +1632,7 @@ END_TEST
 START_TEST(gemm_tensor_cores_pinned_tilings)
 {
     clf_context *ctx = clf_test_context();
-    clf_device_desc dev;
-    ck_assert_int_eq(clf_context_device(ctx, &dev), CLF_OK);
-    bool nvidia = strstr(dev.platform_name, "NVIDIA") != NULL;
+    bool nvidia = clf_test_on_nvidia(ctx);
     clf_context_destroy(&ctx);
     check_tensor_core_cases(nvidia ? NULL : "-DCLF_MMA_EMULATE=1", true, "128,128,32,64,64,mma");
     check_tensor_core_cases(nvidia ? "-DSTAGE_PAD=0 -DSTAGES=3" : "-DCLF_MMA_EMULATE=1 -DSTAGE_PAD=0 -DSTAGES=3", true,
@@ -1661,13 +1659,11 @@ START_TEST(gemm_tensor_cores_autotuned)
     ck_assert(!clf__gemm_config_parse("64,64,16,4", 10, &c));
 
     clf_context *ctx = clf_test_context();
-    clf_device_desc dev;
-    ck_assert_int_eq(clf_context_device(ctx, &dev), CLF_OK);
     if (!runs_groups_of_128(ctx)) {
         clf_context_destroy(&ctx);
         return; /* the form needs work-groups of 128 (checked above in the other tests) */
     }
-    bool nvidia = strstr(dev.platform_name, "NVIDIA") != NULL;
+    bool nvidia = clf_test_on_nvidia(ctx);
     ck_assert_int_eq(setenv("CLFUSE_TENSOR_CORES", "1", 1), 0);
     if (!nvidia)
         ck_assert_int_eq(setenv("CLFUSE_BUILD_OPTIONS", "-DCLF_MMA_EMULATE=1", 1), 0);
@@ -1861,9 +1857,7 @@ END_TEST
 START_TEST(refused_shuffles_keep_the_tensor_cores)
 {
     clf_context *ctx = clf_test_context();
-    clf_device_desc dev;
-    ck_assert_int_eq(clf_context_device(ctx, &dev), CLF_OK);
-    bool nvidia = strstr(dev.platform_name, "NVIDIA") != NULL, want_mma = runs_groups_of_128(ctx);
+    bool nvidia = clf_test_on_nvidia(ctx), want_mma = runs_groups_of_128(ctx);
     ck_assert_int_eq(setenv("CLFUSE_TENSOR_CORES", "1", 1), 0);
     ck_assert_int_eq(setenv("CLFUSE_WARP_SHUFFLE", "1", 1), 0);
     ck_assert_int_eq(setenv("CLFUSE_BUILD_OPTIONS", "-DCLF_MMA_EMULATE=1", 1), 0);
@@ -1910,9 +1904,7 @@ START_TEST(plan_lowered_again_not_reused_under_other_build_options)
         clf_executable *exe = NULL;
         ck_assert_int_eq(clf_compile(ctx, g, clf_compile_params(.kernel_style = CLF_KERNEL_STYLE_GPU), &exe), CLF_OK);
         bool mma = strstr(clf_executable_kernel_source(exe, 0), CLF__MMA_LINE) != NULL;
-        clf_device_desc dev;
-        ck_assert_int_eq(clf_context_device(ctx, &dev), CLF_OK);
-        bool want = runs_groups_of_128(ctx) && (i == 1 || strstr(dev.platform_name, "NVIDIA") != NULL);
+        bool want = runs_groups_of_128(ctx) && (i == 1 || clf_test_on_nvidia(ctx));
         ck_assert_msg(mma == want, "compile %d: tensor-core form %s", i, mma ? "kept" : "dropped");
         clf_executable_destroy(&exe);
     }

@@ -224,6 +224,13 @@ clf_context *clf_test_context(void)
     return ctx;
 }
 
+bool clf_test_on_nvidia(clf_context *ctx)
+{
+    clf_device_desc dev;
+    ck_assert_int_eq(clf_context_device(ctx, &dev), CLF_OK);
+    return strstr(dev.platform_name, "NVIDIA") != NULL;
+}
+
 cl_command_queue clf_test_queue(clf_context *ctx, cl_int *err)
 {
     cl_device_id dev = NULL;

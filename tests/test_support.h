@@ -57,6 +57,10 @@ int clf_test_close(clf_dtype dt, const void *got, const void *want, size_t n, do
  * the test with the reason when none can be made. */
 clf_context *clf_test_context(void);
 
+/* Whether ctx's device is on NVIDIA's platform (whose driver takes the
+ * inline PTX of the tensor-core and shuffle forms). */
+bool clf_test_on_nvidia(clf_context *ctx);
+
 /* A new in-order queue on ctx's device, for runs the caller enqueues on a
  * queue of its own (release it with clReleaseCommandQueue); NULL with *err
  * set when none can be made. Safe to call from any thread. */

@@ -33,38 +33,32 @@ static double uniform(void)
     return (double)(rng >> 11) / 9007199254740992.0;
 }
 
-static clf_tensor input(clf_graph *g, inputs *in, const char *name, int rank, const int64_t *shape)
+/* An input of dtype dt (f32 or bf16): uniform values in [-2, 2), cut to
+ * bf16 (their upper 16 bits) for bf16. */
+static clf_tensor input_of(clf_graph *g, inputs *in, const char *name, clf_dtype dt, int rank, const int64_t *shape)
 {
     size_t n = 1;
     for (int i = 0; i < rank; i++)
         n *= (size_t)shape[i];
-    float *p = malloc(n * sizeof *p + 1);
-    if (!p)
-        return CLF_TENSOR_INVALID;
-    for (size_t i = 0; i < n; i++)
-        p[i] = (float)(4 * uniform() - 2);
-    in->b[in->n++] = (clf_host_binding){name, p};
-    return clf_input(g, name, CLF_F32, rank, shape);
-}
-
-/* A bf16 input: uniform values in [-2, 2) cut to bf16 (their upper 16
- * bits). */
-static clf_tensor input_bf16(clf_graph *g, inputs *in, const char *name, int rank, const int64_t *shape)
-{
-    size_t n = 1;
-    for (int i = 0; i < rank; i++)
-        n *= (size_t)shape[i];
-    uint16_t *p = malloc(n * sizeof *p + 2);
+    void *p = malloc(n * clf_dtype_size(dt) + 2);
     if (!p)
         return CLF_TENSOR_INVALID;
     for (size_t i = 0; i < n; i++) {
         float f = (float)(4 * uniform() - 2);
         uint32_t u;
         memcpy(&u, &f, sizeof u);
-        p[i] = (uint16_t)(u >> 16);
+        if (dt == CLF_BF16)
+            ((uint16_t *)p)[i] = (uint16_t)(u >> 16);
+        else
+            ((float *)p)[i] = f;
     }
     in->b[in->n++] = (clf_host_binding){name, p};
-    return clf_input(g, name, CLF_BF16, rank, shape);
+    return clf_input(g, name, dt, rank, shape);
+}
+
+static clf_tensor input(clf_graph *g, inputs *in, const char *name, int rank, const int64_t *shape)
+{
+    return input_of(g, in, name, CLF_F32, rank, shape);
 }
 
 /* Pointwise: broadcasting, a transpose, a where, a cast, vector loads with
@@ -152,9 +146,9 @@ static void build_gemm_transposed(clf_graph *g, inputs *in)
 static void build_gemm_tc(clf_graph *g, inputs *in)
 {
     int64_t sx[2] = {37, 40}, sw[2] = {40, 48}, st[2] = {48, 40};
-    clf_tensor x = input_bf16(g, in, "x", 2, sx);
-    clf_graph_output(g, "y", clf_cast(g, clf_matmul(g, x, input_bf16(g, in, "w", 2, sw)), CLF_F32));
-    clf_tensor wt = clf_transpose(g, input_bf16(g, in, "wt", 2, st), 0, NULL);
+    clf_tensor x = input_of(g, in, "x", CLF_BF16, 2, sx);
+    clf_graph_output(g, "y", clf_cast(g, clf_matmul(g, x, input_of(g, in, "w", CLF_BF16, 2, sw)), CLF_F32));
+    clf_tensor wt = clf_transpose(g, input_of(g, in, "wt", CLF_BF16, 2, st), 0, NULL);
     clf_graph_output(g, "z", clf_cast(g, clf_matmul(g, x, wt), CLF_F32));
 }
 
