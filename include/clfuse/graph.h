@@ -108,6 +108,39 @@ CLF_API size_t clf_graph_node_count(const clf_graph *g);
 CLF_API clf_status clf_tensor_shape(const clf_graph *g, clf_tensor t, int *rank, int64_t *shape);
 CLF_API clf_status clf_tensor_dtype(const clf_graph *g, clf_tensor t, clf_dtype *dtype);
 
+/* ---- Symbolic dimensions --------------------------------------------- */
+
+/* A dimension whose size is given at each run: a sequence length, a batch.
+ * Returns a value standing for it (negative, different for each dimension
+ * of the graph) to write in the shapes given to clf_input, clf_reshape and
+ * clf_expand; the shapes of everything computed from those follow it (an
+ * elementwise op of [1, S, 64] and [64] is [1, S, 64]). Each run gives
+ * its size through the shapes of the inputs it binds (clf_run_host_shaped,
+ * clf_enqueue_shaped, clf_reference_run_shaped), checked to agree and to
+ * lie in lo..hi (hi 0: no upper bound); one executable serves every size
+ * (runtime.h). name is unique among the graph's dimensions.
+ *
+ * While the graph is built, shapes hold a stand-in size: lo, or 2 when lo
+ * is below 2 (hi permitting), and clf_tensor_shape reports it. What the
+ * graph may do with a symbolic dimension: broadcast it against 1 or
+ * itself, transpose, reshape, squeeze or unsqueeze around it (a reshape
+ * names it in its target shape), reduce over it (mean, variance and the
+ * norms count it at each size), contract over it, gather along it, and
+ * attention over it (also causal). What it may not (the builder records
+ * CLF_ERR_SHAPE naming the dimension): meet a fixed extent other than 1 or
+ * another symbolic dimension in one axis, be merged with or split from
+ * other axes by a reshape, be sliced (other than whole), or be the axis of
+ * a concat. Returns 0 after recording an error (a bad name or bounds, more
+ * than 64 dimensions). */
+CLF_API int64_t clf_dim(clf_graph *g, const char *name, int64_t lo, int64_t hi);
+/* The graph's symbolic dimensions, in the order they were declared. */
+CLF_API size_t clf_graph_dim_count(const clf_graph *g);
+CLF_API clf_status clf_graph_dim(const clf_graph *g, size_t i, const char **name, int64_t *lo, int64_t *hi);
+/* Which dimensions of t are symbolic: names[d] (CLF_MAX_RANK entries) is
+ * the name of axis d's symbolic dimension, or NULL where the extent is
+ * fixed. */
+CLF_API clf_status clf_tensor_dim_names(const clf_graph *g, clf_tensor t, const char **names);
+
 /* ---- Leaves ---------------------------------------------------------- */
 
 /* A named graph input of the given dtype and shape (rank 0..CLF_MAX_RANK,

@@ -24,6 +24,15 @@ CLF_API clf_status clf_reference_run(const clf_graph *g, size_t ninputs,
                                      const clf_host_binding *inputs, size_t noutputs,
                                      const clf_host_binding *outputs, char *message, size_t cap);
 
+/* clf_reference_run with the inputs' shapes: input_shapes[i] holds input
+ * i's extents (its declared rank of them), which a graph with symbolic
+ * dimensions (clf_dim) must be given and which are checked as clf_run_host_shaped
+ * checks them; the outputs take the sizes that follow. NULL entries are
+ * allowed for inputs without symbolic axes. */
+CLF_API clf_status clf_reference_run_shaped(const clf_graph *g, size_t ninputs, const clf_host_binding *inputs,
+                                            const int64_t *const *input_shapes, size_t noutputs,
+                                            const clf_host_binding *outputs, char *message, size_t cap);
+
 #ifdef __cplusplus
 }
 #endif

@@ -13,6 +13,7 @@
 #include "graph_builder.h"
 #include "util/alloc.h"
 #include "graph_internal.h"
+#include "graph_symbols.h"
 
 /* The library's only global: the serial of the next graph. It starts at 1
  * because serial 0 is what CLF_TENSOR_INVALID carries. */
@@ -43,7 +44,8 @@ void clf_graph_destroy(clf_graph **gp)
         return;
     clf_graph *g = *gp;
     for (size_t i = 0; i < g->nnodes; i++) {
-        clf__free(g->nodes[i].data);
+        if (!g->nodes[i].borrowed)
+            clf__free(g->nodes[i].data);
         clf__free((void *)g->nodes[i].name);
         clf__free(g->nodes[i].inputs);
     }
@@ -52,6 +54,9 @@ void clf_graph_destroy(clf_graph **gp)
     clf__free(g->nodes);
     clf__free(g->inputs);
     clf__free(g->outputs);
+    for (size_t i = 0; i < g->nsyms; i++)
+        clf__free(g->syms[i].name);
+    clf__free(g->syms);
     clf__free(g);
     *gp = NULL;
 }
@@ -185,9 +190,12 @@ static int64_t checked_numel(int rank, const int64_t *shape, size_t elem)
     return empty ? 0 : bytes / (int64_t)elem;
 }
 
-clf_tensor clf__graph_append(clf_graph *g, const char *call, const clf__node *n)
+clf_tensor clf__graph_append(clf_graph *g, const char *call, const clf__node *given)
 {
     clf_tensor t = CLF_TENSOR_INVALID;
+    clf__node node = *given, *n = &node;
+    if (!clf__graph_infer_syms(g, call, n))
+        goto cleanup;
     size_t elem = clf_dtype_size(n->dtype);
     assert(elem > 0 && n->rank >= 0 && n->rank <= CLF_MAX_RANK);
     if (checked_numel(n->rank, n->shape, elem) < 0) {
@@ -379,9 +387,15 @@ static bool reserve(clf_graph *g, const char *call, void **items, size_t count, 
 clf_tensor clf_input(clf_graph *g, const char *name, clf_dtype dtype, int rank, const int64_t *shape)
 {
     static const char call[] = "clf_input";
-    if (!clf__graph_usable(g) || !check_name(g, call, name) ||
-        !check_dtype_arg(g, call, "dtype", dtype) ||
-        !clf__graph_check_shape(g, call, "shape", rank, shape, false))
+    int64_t dims[CLF_MAX_RANK];
+    uint8_t sym[CLF_MAX_RANK] = {0};
+    if (!clf__graph_usable(g) || !check_name(g, call, name) || !check_dtype_arg(g, call, "dtype", dtype))
+        return CLF_TENSOR_INVALID;
+    if (shape && rank > 0 && rank <= CLF_MAX_RANK) {
+        clf__graph_take_dims(g, rank, shape, dims, sym);
+        shape = dims;
+    }
+    if (!clf__graph_check_shape(g, call, "shape", rank, shape, false))
         return CLF_TENSOR_INVALID;
     /* Reserve first, so that every INPUT node is listed in g->inputs. */
     void *inputs = g->inputs;
@@ -390,8 +404,10 @@ clf_tensor clf_input(clf_graph *g, const char *name, clf_dtype dtype, int rank, 
     if (!ok)
         return CLF_TENSOR_INVALID;
     clf__node n = {.op = CLF__OP_INPUT, .dtype = dtype, .rank = rank};
-    if (rank > 0)
+    if (rank > 0) {
         memcpy(n.shape, shape, (size_t)rank * sizeof *shape);
+        memcpy(n.sym, sym, sizeof n.sym);
+    }
     n.name = copy_name(g, call, name);
     if (!n.name)
         return CLF_TENSOR_INVALID;

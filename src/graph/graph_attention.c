@@ -199,6 +199,14 @@ clf_tensor clf_attention(clf_graph *g, clf_tensor q, clf_tensor k, clf_tensor v,
     }
     if (causal) { /* last: the planner skips the keys it hides */
         clf_tensor c = causal_constant(g, sq, sk);
+        /* At symbolic lengths the mask is made again at each size. */
+        uint8_t ssq = g->nodes[q.node].sym[oq.rank - 2], ssk = g->nodes[k.node].sym[ok.rank - 2];
+        if (clf_tensor_valid(c) && (ssq || ssk)) {
+            clf__node *cn = &g->nodes[c.node];
+            cn->sym[0] = ssq;
+            cn->sym[1] = ssk;
+            cn->gen.kind = CLF__GEN_CAUSAL;
+        }
         clf_tensor ninf = clf__graph_scalar(g, CALL, oq.dtype, -INFINITY);
         s = clf_where(g, c, s, ninf);
     }

@@ -90,7 +90,37 @@ typedef struct clf__node {
     } attr;
     void *data;       /* CONSTANT only */
     const char *name; /* INPUT only; owned by the graph */
+    /* Symbolic dimensions (graph_symbols.h): sym[d] is 0 when extent d is
+     * fixed, else 1 + the index of the graph's symbol it is; shape[d] then
+     * holds the symbol's representative size. */
+    uint8_t sym[CLF_MAX_RANK];
+    /* A CONSTANT whose values follow from shapes (clf__const_gen): made
+     * again when the graph is specialised to other sizes. */
+    struct {
+        uint8_t kind;  /* clf__const_gen */
+        uint32_t node; /* COUNT: the node whose extents are counted */
+        uint32_t mask; /* COUNT: which of its axes */
+        double minus;  /* COUNT: subtracted from the count (not below 0) */
+    } gen;
+    bool borrowed; /* data belongs to the graph this one was specialised from */
 } clf__node;
+
+/* How a CONSTANT's values follow from shapes. */
+typedef enum clf__const_gen {
+    CLF__GEN_NONE,
+    CLF__GEN_CAUSAL, /* bool [sq, sk]: C[i][j] = j <= i + sk - sq (clf_attention's causal mask) */
+    CLF__GEN_COUNT,  /* f32 scalar: the product of gen.node's extents on gen.mask, less gen.minus */
+} clf__const_gen;
+
+/* A symbolic dimension (clf_dim). rep is the size the graph's shapes hold
+ * for it while building. */
+typedef struct clf__dim_sym {
+    char *name;
+    int64_t lo, hi, rep;
+} clf__dim_sym;
+
+/* Symbolic dimensions a graph may declare (sym[] holds 1 + the index). */
+#define CLF__MAX_SYMS 64
 
 typedef struct clf__graph_output {
     char *name;
@@ -105,6 +135,8 @@ struct clf_graph {
     size_t ninputs, cap_inputs;
     clf__graph_output *outputs;
     size_t noutputs, cap_outputs;
+    clf__dim_sym *syms; /* symbolic dimensions, at most CLF__MAX_SYMS */
+    size_t nsyms;
     clf_status status;
     char message[512];
 };

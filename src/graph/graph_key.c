@@ -10,9 +10,9 @@
 #include "util/sha256.h"
 
 #if UINTPTR_MAX == UINT64_MAX
-static_assert(sizeof(clf__node) == 240, "clf__node changed: write the new field in clf__graph_key");
+static_assert(sizeof(clf__node) == 280, "clf__node changed: write the new field in clf__graph_key");
 static_assert(sizeof(clf__graph_output) == 16, "clf__graph_output changed: update clf__graph_key");
-static_assert(sizeof(struct clf_graph) == 600, "clf_graph changed: write the new field in clf__graph_key");
+static_assert(sizeof(struct clf_graph) == 616, "clf_graph changed: write the new field in clf__graph_key");
 #endif
 static_assert(CLF__OP_COUNT == 51, "a new op: check that put_attr writes its attributes");
 
@@ -98,11 +98,21 @@ void clf__graph_key(const clf_graph *g, clf__strbuf *sb)
         }
         if (n->name)
             put_str(sb, "name", n->name);
+        for (int d = 0; d < rank; d++)
+            if (n->sym[d])
+                clf__sb_printf(sb, " sym%d=%d", d, (int)n->sym[d]);
+        if (n->gen.kind)
+            clf__sb_printf(sb, " gen=%d,%" PRIu32 ",%" PRIx32 ",%016" PRIx64, (int)n->gen.kind, n->gen.node,
+                           n->gen.mask, bits(n->gen.minus));
         clf__sb_puts(sb, "\n");
     }
     clf__sb_printf(sb, "inputs %zu", g->ninputs);
     for (size_t i = 0; i < g->ninputs; i++)
         clf__sb_printf(sb, "%c%" PRIu32, i ? ',' : ' ', g->inputs[i]);
+    for (size_t i = 0; i < g->nsyms; i++) {
+        clf__sb_printf(sb, "\nsym %" PRId64 "..%" PRId64 " rep %" PRId64, g->syms[i].lo, g->syms[i].hi, g->syms[i].rep);
+        put_str(sb, "name", g->syms[i].name);
+    }
     clf__sb_printf(sb, "\noutputs %zu\n", g->noutputs);
     for (size_t i = 0; i < g->noutputs; i++) {
         clf__sb_printf(sb, "%" PRIu32, g->outputs[i].node);

@@ -8,6 +8,7 @@
 
 #include "graph_builder.h"
 #include "graph_internal.h"
+#include "graph_symbols.h"
 
 /* A movement node reading *x (the caller's, alive until the append) with
  * the given output shape. */
@@ -28,6 +29,12 @@ clf_tensor clf_reshape(clf_graph *g, clf_tensor x, int rank, const int64_t *shap
     if (!clf__graph_usable(g))
         return CLF_TENSOR_INVALID;
     const clf__node *in = clf__graph_arg(g, call, "x", x);
+    int64_t given[CLF_MAX_RANK];
+    uint8_t sym[CLF_MAX_RANK] = {0};
+    if (in && shape && rank > 0 && rank <= CLF_MAX_RANK) {
+        clf__graph_take_dims(g, rank, shape, given, sym);
+        shape = given;
+    }
     if (!in || !clf__graph_check_shape(g, call, "shape", rank, shape, true))
         return CLF_TENSOR_INVALID;
     int64_t out[CLF_MAX_RANK];
@@ -40,6 +47,7 @@ clf_tensor clf_reshape(clf_graph *g, clf_tensor x, int rank, const int64_t *shap
                 return CLF_TENSOR_INVALID;
             }
             out[i] = in->shape[i];
+            sym[i] = in->sym[i];
         } else if (shape[i] == -1) {
             if (infer >= 0) {
                 clf__graph_fail(g, CLF_ERR_SHAPE, call, "shape[%d] and shape[%d] are both -1", infer, i);
@@ -84,6 +92,7 @@ clf_tensor clf_reshape(clf_graph *g, clf_tensor x, int rank, const int64_t *shap
     if (infer >= 0)
         out[infer] = numel / known;
     clf__node n = movement_node(CLF__OP_RESHAPE, in, &x, rank, out);
+    memcpy(n.sym, sym, sizeof n.sym);
     return clf__graph_append(g, call, &n);
 }
 
@@ -141,6 +150,12 @@ clf_tensor clf_expand(clf_graph *g, clf_tensor x, int rank, const int64_t *shape
     if (!clf__graph_usable(g))
         return CLF_TENSOR_INVALID;
     const clf__node *in = clf__graph_arg(g, call, "x", x);
+    int64_t given[CLF_MAX_RANK];
+    uint8_t sym[CLF_MAX_RANK] = {0};
+    if (in && shape && rank > 0 && rank <= CLF_MAX_RANK) {
+        clf__graph_take_dims(g, rank, shape, given, sym);
+        shape = given;
+    }
     if (!in || !clf__graph_check_shape(g, call, "shape", rank, shape, false))
         return CLF_TENSOR_INVALID;
     int rout;
@@ -153,6 +168,8 @@ clf_tensor clf_expand(clf_graph *g, clf_tensor x, int rank, const int64_t *shape
         return CLF_TENSOR_INVALID;
     }
     clf__node n = movement_node(CLF__OP_EXPAND, in, &x, rout, out);
+    if (!clf__graph_expand_syms(g, call, in, rank, shape, sym, &n))
+        return CLF_TENSOR_INVALID;
     return clf__graph_append(g, call, &n);
 }
 
@@ -238,6 +255,8 @@ clf_tensor clf_slice(clf_graph *g, clf_tensor x, int n, const int64_t *starts, c
         }
         node.attr.slice.step[a] = step;
         slice_axis(in->shape[a], starts[i], ends[i], step, &node.attr.slice.start[a], &node.shape[a]);
+        if (!clf__graph_slice_sym_ok(g, call, in, a, node.attr.slice.start[a], ends[i], step, node.shape[a]))
+            return CLF_TENSOR_INVALID;
     }
     return clf__graph_append(g, call, &node);
 }

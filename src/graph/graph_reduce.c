@@ -11,6 +11,7 @@
 
 #include "graph_builder.h"
 #include "graph_internal.h"
+#include "graph_symbols.h"
 
 static_assert(CLF__REDUCE_KIND_COUNT == 6, "update reduce_dtypes and the reference interpreter");
 static_assert(CLF_REDUCE_COUNT == 5, "update clf_reduce");
@@ -132,6 +133,7 @@ static clf_tensor mean_nodes(clf_graph *g, const char *call, clf_tensor x, const
     double n = reduced_count(in, mask); /* in is invalidated by the appends */
     clf_tensor s = reduce_node(g, call, CLF__REDUCE_SUM, x, mask, keepdims, false);
     clf_tensor c = clf__graph_scalar(g, call, CLF_F32, n);
+    clf__graph_count_gen(g, c, x.node, mask, 0);
     if (count)
         *count = c;
     return clf__graph_binary(g, call, CLF_BINARY_DIV, s, c);
@@ -266,8 +268,10 @@ clf_tensor clf_reduce_var(clf_graph *g, clf_tensor x, int naxes, const int *axes
     clf_tensor d = clf__graph_binary(g, call, CLF_BINARY_SUB, x, m);
     clf_tensor q = clf__graph_binary(g, call, CLF_BINARY_MUL, d, d);
     clf_tensor s = reduce_node(g, call, CLF__REDUCE_SUM, q, mask, keepdims, false);
-    if (correction != 0)
+    if (correction != 0) {
         c = clf__graph_scalar(g, call, CLF_F32, n > correction ? n - correction : 0.0);
+        clf__graph_count_gen(g, c, x.node, mask, correction);
+    }
     return clf__graph_binary(g, call, CLF_BINARY_DIV, s, c);
 }
 
@@ -421,6 +425,7 @@ clf_tensor clf_layer_norm(clf_graph *g, clf_tensor x, int axis, double epsilon, 
         return CLF_TENSOR_INVALID;
     clf_tensor s1 = reduce_node(g, call, CLF__REDUCE_SUM, x, r, true, false);
     clf_tensor c = clf__graph_scalar(g, call, CLF_F32, n);
+    clf__graph_count_gen(g, c, x.node, r, 0);
     clf_tensor mean = clf__graph_binary(g, call, CLF_BINARY_DIV, s1, c);
     clf_tensor d = clf__graph_binary(g, call, CLF_BINARY_SUB, x, mean);
     clf_tensor q = clf__graph_binary(g, call, CLF_BINARY_MUL, d, d);
@@ -458,6 +463,7 @@ clf_tensor clf_rms_norm(clf_graph *g, clf_tensor x, int axis, double epsilon, cl
     clf_tensor q = clf__graph_binary(g, call, CLF_BINARY_MUL, x, x);
     clf_tensor s = reduce_node(g, call, CLF__REDUCE_SUM, q, r, true, false);
     clf_tensor c = clf__graph_scalar(g, call, CLF_F32, n);
+    clf__graph_count_gen(g, c, x.node, r, 0);
     clf_tensor ms = clf__graph_binary(g, call, CLF_BINARY_DIV, s, c);
     clf_tensor ce = clf__graph_scalar(g, call, CLF_F32, epsilon);
     clf_tensor me = clf__graph_binary(g, call, CLF_BINARY_ADD, ms, ce);

@@ -104,6 +104,7 @@
 #define MAX_OPERANDS 3
 
 #include "graph/graph_internal.h"
+#include "graph/graph_symbols.h"
 
 /* Where one operand's elements lie for each multi-index of the node being
  * evaluated: offset = base + sum(idx[a] * stride[a]), in elements. */
@@ -853,6 +854,13 @@ clf_status clf_reference_run(const clf_graph *g, size_t ninputs, const clf_host_
         set_message(message, cap, "%s", g->message);
         return CLF_ERR_GRAPH;
     }
+    if (g->nsyms) {
+        set_message(message, cap,
+                    "clf_reference_run: the graph has symbolic dimensions (%s, ...): give the inputs' shapes with "
+                    "clf_reference_run_shaped",
+                    g->syms[0].name);
+        return CLF_ERR_INVALID_ARGUMENT;
+    }
     nn = g->nnodes;
 
     in_slot = clf__calloc(g->ninputs + 1, sizeof *in_slot);
@@ -972,5 +980,44 @@ cleanup:
     clf__free(needed);
     clf__free(out_slot);
     clf__free(in_slot);
+    return st;
+}
+
+clf_status clf_reference_run_shaped(const clf_graph *g, size_t ninputs, const clf_host_binding *inputs,
+                                    const int64_t *const *input_shapes, size_t noutputs,
+                                    const clf_host_binding *outputs, char *message, size_t cap)
+{
+    if (message && cap > 0)
+        message[0] = '\0';
+    if (!g || (ninputs && (!inputs || !input_shapes))) {
+        set_message(message, cap, "clf_reference_run_shaped: %s is NULL", !g ? "graph" : "a binding array");
+        return CLF_ERR_INVALID_ARGUMENT;
+    }
+    if (g->status != CLF_OK) {
+        set_message(message, cap, "%s", g->message);
+        return CLF_ERR_GRAPH;
+    }
+    const char **names = clf__calloc(ninputs + 1, sizeof *names);
+    int64_t values[CLF__MAX_SYMS];
+    char err[256] = "";
+    clf_graph *spec = NULL;
+    clf_status st = CLF_ERR_OUT_OF_MEMORY;
+    if (!names) {
+        set_message(message, cap, "clf_reference_run_shaped: out of memory");
+        goto out;
+    }
+    for (size_t i = 0; i < ninputs; i++)
+        names[i] = inputs[i].name;
+    st = clf__graph_sizes_of(g, ninputs, names, input_shapes, values, err, sizeof err);
+    if (st == CLF_OK && g->nsyms)
+        st = clf__graph_specialise(g, values, false, &spec, err, sizeof err);
+    if (st != CLF_OK) {
+        set_message(message, cap, "clf_reference_run_shaped: %s", err);
+        goto out;
+    }
+    st = clf_reference_run(spec ? spec : g, ninputs, inputs, noutputs, outputs, message, cap);
+out:
+    clf_graph_destroy(&spec);
+    clf__free(names);
     return st;
 }

@@ -1,0 +1,622 @@
+/* Symbolic dimensions (graph_symbols.h): declaring them, the rule each op
+ * follows for them, and specialising a graph to sizes. */
+#include "graph_symbols.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "graph_builder.h"
+#include "util/alloc.h"
+
+/* ---- Declaring -------------------------------------------------------- */
+
+int64_t clf_dim(clf_graph *g, const char *name, int64_t lo, int64_t hi)
+{
+    static const char call[] = "clf_dim";
+    if (!clf__graph_usable(g))
+        return 0;
+    if (!name || !name[0]) {
+        clf__graph_fail(g, CLF_ERR_INVALID_ARGUMENT, call, "name is %s", name ? "empty" : "NULL");
+        return 0;
+    }
+    for (size_t i = 0; i < g->nsyms; i++)
+        if (!strcmp(g->syms[i].name, name)) {
+            clf__graph_fail(g, CLF_ERR_INVALID_ARGUMENT, call, "a dimension named '%s' exists already", name);
+            return 0;
+        }
+    if (lo < 0 || hi < 0 || (hi != 0 && hi < lo)) {
+        clf__graph_fail(g, CLF_ERR_INVALID_ARGUMENT, call,
+                        "'%s': bounds %" PRId64 "..%" PRId64 " (want 0 <= lo <= hi, or hi 0 for none)", name, lo, hi);
+        return 0;
+    }
+    if (g->nsyms == CLF__MAX_SYMS) {
+        clf__graph_fail(g, CLF_ERR_UNSUPPORTED, call, "'%s': a graph has at most %d symbolic dimensions", name,
+                        CLF__MAX_SYMS);
+        return 0;
+    }
+    if (!g->syms) {
+        g->syms = clf__calloc(CLF__MAX_SYMS, sizeof *g->syms);
+        if (!g->syms) {
+            clf__graph_fail(g, CLF_ERR_OUT_OF_MEMORY, call, "out of memory");
+            return 0;
+        }
+    }
+    size_t len = strlen(name);
+    char *copy = clf__malloc(len + 1);
+    if (!copy) {
+        clf__graph_fail(g, CLF_ERR_OUT_OF_MEMORY, call, "out of memory");
+        return 0;
+    }
+    memcpy(copy, name, len + 1);
+    /* The stand-in is never 1 where the bounds allow otherwise, so that no
+     * builder takes the dimension for a broadcast one. */
+    int64_t rep = lo >= 2 ? lo : (hi == 0 || hi >= 2) ? 2 : hi;
+    g->syms[g->nsyms] = (clf__dim_sym){copy, lo, hi, rep};
+    return CLF__DIM_TOKEN - (int64_t)g->nsyms++;
+}
+
+size_t clf_graph_dim_count(const clf_graph *g) { return g ? g->nsyms : 0; }
+
+clf_status clf_graph_dim(const clf_graph *g, size_t i, const char **name, int64_t *lo, int64_t *hi)
+{
+    if (!g)
+        return CLF_ERR_INVALID_ARGUMENT;
+    if (i >= g->nsyms)
+        return CLF_ERR_NOT_FOUND;
+    if (name)
+        *name = g->syms[i].name;
+    if (lo)
+        *lo = g->syms[i].lo;
+    if (hi)
+        *hi = g->syms[i].hi;
+    return CLF_OK;
+}
+
+clf_status clf_tensor_dim_names(const clf_graph *g, clf_tensor t, const char **names)
+{
+    if (!g || !names || t.graph != g->serial || t.node >= g->nnodes)
+        return CLF_ERR_INVALID_ARGUMENT;
+    const clf__node *n = &g->nodes[t.node];
+    for (int d = 0; d < CLF_MAX_RANK; d++)
+        names[d] = d < n->rank && n->sym[d] ? g->syms[n->sym[d] - 1].name : NULL;
+    return CLF_OK;
+}
+
+int clf__graph_dim_token(const clf_graph *g, int64_t v)
+{
+    if (v > CLF__DIM_TOKEN || CLF__DIM_TOKEN - v >= (int64_t)g->nsyms)
+        return 0;
+    return (int)(CLF__DIM_TOKEN - v) + 1;
+}
+
+void clf__graph_take_dims(const clf_graph *g, int rank, const int64_t *in, int64_t *out, uint8_t *sym)
+{
+    for (int d = 0; d < rank; d++) {
+        int s = clf__graph_dim_token(g, in[d]);
+        sym[d] = (uint8_t)s;
+        out[d] = s ? g->syms[s - 1].rep : in[d];
+    }
+}
+
+const char *clf__graph_sym_name(const clf_graph *g, int sym)
+{
+    return sym > 0 && (size_t)sym <= g->nsyms ? g->syms[sym - 1].name : "?";
+}
+
+/* ---- The rule of each op ---------------------------------------------- */
+
+/* One axis of a tensor as the rules see it. */
+typedef struct dim_of {
+    int64_t ext;
+    int sym;
+} dim_of;
+
+static dim_of axis_of(const clf__node *n, int d) { return (dim_of){n->shape[d], n->sym[d]}; }
+
+static void describe(const clf_graph *g, dim_of a, char *buf, size_t cap)
+{
+    if (a.sym)
+        snprintf(buf, cap, "symbolic %s", clf__graph_sym_name(g, a.sym));
+    else
+        snprintf(buf, cap, "%" PRId64, a.ext);
+}
+
+/* Two axes that must be the same at every size. */
+static bool same_axis(clf_graph *g, const char *call, const char *where, dim_of a, dim_of b)
+{
+    if (a.sym == b.sym && (a.sym || a.ext == b.ext))
+        return true;
+    if (!a.sym && !b.sym)
+        return true; /* the concrete check has spoken */
+    char sa[64], sb[64];
+    describe(g, a, sa, sizeof sa);
+    describe(g, b, sb, sizeof sb);
+    clf__graph_fail(g, CLF_ERR_SHAPE, call, "%s: extent %s meets %s, which may differ at run time", where, sa, sb);
+    return false;
+}
+
+/* numpy broadcasting of nin shapes (aligned to the right) into r axes of
+ * out: a symbol broadcasts against 1 and itself only. */
+static bool broadcast_syms(clf_graph *g, const char *call, int nin, const int *ranks, const int64_t *const *ext,
+                           const uint8_t *const *sym, int r, uint8_t *out)
+{
+    for (int d = 0; d < r; d++) {
+        dim_of got = {1, 0};
+        for (int k = 0; k < nin; k++) {
+            int dk = d - (r - ranks[k]);
+            if (dk < 0)
+                continue;
+            dim_of a = {ext[k][dk], sym[k][dk]};
+            if (!a.sym && a.ext == 1)
+                continue;
+            if (!got.sym && got.ext == 1) {
+                got = a;
+                continue;
+            }
+            char where[48];
+            snprintf(where, sizeof where, "axis %d of the result", d);
+            if (!same_axis(g, call, where, got, a))
+                return false;
+        }
+        out[d] = (uint8_t)got.sym;
+    }
+    return true;
+}
+
+static bool broadcast_inputs(clf_graph *g, const char *call, clf__node *n)
+{
+    int ranks[8];
+    const int64_t *ext[8];
+    const uint8_t *sym[8];
+    int m = n->ninputs;
+    if (m > 8) {
+        /* Only concat takes more, and it has its own rule. */
+        m = 8;
+    }
+    for (int k = 0; k < m; k++) {
+        const clf__node *in = &g->nodes[n->inputs[k]];
+        ranks[k] = in->rank;
+        ext[k] = in->shape;
+        sym[k] = in->sym;
+    }
+    return broadcast_syms(g, call, m, ranks, ext, sym, n->rank, n->sym);
+}
+
+bool clf__graph_expand_syms(clf_graph *g, const char *call, const clf__node *in, int rank, const int64_t *shape,
+                            const uint8_t *shape_sym, clf__node *n)
+{
+    int ranks[2] = {in->rank, rank};
+    const int64_t *ext[2] = {in->shape, shape};
+    const uint8_t *sym[2] = {in->sym, shape_sym};
+    return broadcast_syms(g, call, 2, ranks, ext, sym, n->rank, n->sym);
+}
+
+/* Whether n (a reshape, squeeze or unsqueeze) holds as many elements as
+ * in at every size: the same symbols, and the same product of the rest. */
+static bool same_count(const clf__node *in, const clf__node *n)
+{
+    int count[CLF__MAX_SYMS + 1] = {0};
+    int64_t pin = 1, pout = 1;
+    for (int d = 0; d < in->rank; d++) {
+        if (in->sym[d])
+            count[in->sym[d]]++;
+        else
+            pin *= in->shape[d];
+    }
+    for (int d = 0; d < n->rank; d++) {
+        if (n->sym[d])
+            count[n->sym[d]]--;
+        else
+            pout *= n->shape[d];
+    }
+    for (int s = 0; s <= CLF__MAX_SYMS; s++)
+        if (count[s])
+            return false;
+    return pin == pout;
+}
+
+static bool has_syms(const clf__node *n)
+{
+    for (int d = 0; d < n->rank; d++)
+        if (n->sym[d])
+            return true;
+    return false;
+}
+
+static bool reshape_syms(clf_graph *g, const char *call, const clf__node *in, clf__node *n)
+{
+    if (!has_syms(n) && has_syms(in)) {
+        /* Not named in a target (squeeze, unsqueeze, a reshape given sizes):
+         * the axes other than 1s, in order, must be the input's. */
+        int i = 0;
+        for (int d = 0; d < n->rank; d++) {
+            if (n->shape[d] == 1)
+                continue;
+            while (i < in->rank && in->shape[i] == 1 && !in->sym[i])
+                i++;
+            if (i < in->rank && in->shape[i] == n->shape[d])
+                n->sym[d] = in->sym[i++];
+            else
+                break;
+        }
+    }
+    if (same_count(in, n))
+        return true;
+    for (int d = 0; d < in->rank; d++)
+        if (in->sym[d]) {
+            clf__graph_fail(g, CLF_ERR_SHAPE, call,
+                            "the result does not keep symbolic %s of x (axis %d) as an axis of its own: merging or "
+                            "splitting a symbolic dimension is not supported; name it in the target shape with "
+                            "clf_dim's value",
+                            clf__graph_sym_name(g, in->sym[d]), d);
+            return false;
+        }
+    for (int d = 0; d < n->rank; d++)
+        if (n->sym[d]) {
+            clf__graph_fail(g, CLF_ERR_SHAPE, call,
+                            "the target names symbolic %s, but x holds a fixed number of elements",
+                            clf__graph_sym_name(g, n->sym[d]));
+            return false;
+        }
+    return true;
+}
+
+static bool matmul_syms(clf_graph *g, const char *call, clf__node *n)
+{
+    const clf__node *a = &g->nodes[n->inputs[0]], *b = &g->nodes[n->inputs[1]];
+    if (!same_axis(g, call, "the contracted axis (K)", axis_of(a, a->rank - 1), axis_of(b, b->rank - 2)))
+        return false;
+    int ranks[2] = {a->rank - 2, b->rank - 2};
+    const int64_t *ext[2] = {a->shape, b->shape};
+    const uint8_t *sym[2] = {a->sym, b->sym};
+    if (!broadcast_syms(g, call, 2, ranks, ext, sym, n->rank - 2, n->sym))
+        return false;
+    n->sym[n->rank - 2] = a->sym[a->rank - 2];
+    n->sym[n->rank - 1] = b->sym[b->rank - 1];
+    return true;
+}
+
+static bool concat_syms(clf_graph *g, const char *call, clf__node *n)
+{
+    int axis = n->attr.concat.axis;
+    const clf__node *first = &g->nodes[n->inputs[0]];
+    for (int k = 0; k < n->ninputs; k++) {
+        const clf__node *in = &g->nodes[n->inputs[k]];
+        if (in->sym[axis]) {
+            clf__graph_fail(g, CLF_ERR_SHAPE, call,
+                            "input %d is symbolic %s along the concat axis %d: not supported (a KV cache is bound "
+                            "in place instead)",
+                            k, clf__graph_sym_name(g, in->sym[axis]), axis);
+            return false;
+        }
+        for (int d = 0; d < n->rank; d++) {
+            if (d == axis)
+                continue;
+            char where[48];
+            snprintf(where, sizeof where, "axis %d of input %d", d, k);
+            if (!same_axis(g, call, where, axis_of(first, d), axis_of(in, d)))
+                return false;
+            n->sym[d] = first->sym[d];
+        }
+    }
+    return true;
+}
+
+bool clf__graph_infer_syms(clf_graph *g, const char *call, clf__node *n)
+{
+    if (g->nsyms == 0)
+        return true;
+    const clf__node *in = n->ninputs > 0 ? &g->nodes[n->inputs[0]] : NULL;
+    switch (n->op) {
+    case CLF__OP_INPUT:
+    case CLF__OP_CONSTANT:
+    case CLF__OP_EXPAND: /* set by their builders */
+        return true;
+    case CLF__OP_RESHAPE:
+    case CLF__OP_SQUEEZE:
+    case CLF__OP_UNSQUEEZE:
+        return reshape_syms(g, call, in, n);
+    case CLF__OP_TRANSPOSE:
+        for (int d = 0; d < n->rank; d++)
+            n->sym[d] = in->sym[n->attr.transpose.perm[d]];
+        return true;
+    case CLF__OP_SLICE: /* clf__graph_slice_sym_ok let through whole symbolic axes only */
+        memcpy(n->sym, in->sym, sizeof n->sym);
+        return true;
+    case CLF__OP_REDUCE: {
+        int o = 0;
+        for (int d = 0; d < in->rank; d++) {
+            bool reduced = n->attr.reduce.mask >> d & 1;
+            if (!reduced)
+                n->sym[o++] = in->sym[d];
+            else if (n->attr.reduce.keepdims)
+                n->sym[o++] = 0;
+        }
+        return true;
+    }
+    case CLF__OP_MATMUL:
+        return matmul_syms(g, call, n);
+    case CLF__OP_GATHER: {
+        const clf__node *idx = &g->nodes[n->inputs[1]];
+        int a = n->attr.gather.axis, o = 0;
+        for (int d = 0; d < a; d++)
+            n->sym[o++] = in->sym[d];
+        for (int d = 0; d < idx->rank; d++)
+            n->sym[o++] = idx->sym[d];
+        for (int d = a + 1; d < in->rank; d++)
+            n->sym[o++] = in->sym[d];
+        return true;
+    }
+    case CLF__OP_GATHER_ELEMENTS: {
+        const clf__node *idx = &g->nodes[n->inputs[1]];
+        for (int d = 0; d < n->rank; d++) {
+            if (d != n->attr.gather.axis && (in->sym[d] || idx->sym[d]) &&
+                !same_axis(g, call, "an axis of data and indices", axis_of(in, d), axis_of(idx, d)))
+                return false;
+            n->sym[d] = idx->sym[d];
+        }
+        return true;
+    }
+    case CLF__OP_CONCAT:
+        return concat_syms(g, call, n);
+    default:
+        break;
+    }
+    /* Pointwise ops (and where, clip, cast): numpy broadcasting. */
+    return broadcast_inputs(g, call, n);
+}
+
+bool clf__graph_slice_sym_ok(clf_graph *g, const char *call, const clf__node *in, int a, int64_t start,
+                             int64_t end, int64_t step, int64_t extent)
+{
+    int s = in->sym[a];
+    if (!s)
+        return true;
+    const clf__dim_sym *S = &g->syms[s - 1];
+    if (start == 0 && step == 1 && extent == in->shape[a] && S->hi != 0 && end >= S->hi)
+        return true;
+    if (start == 0 && step == 1 && extent == in->shape[a] && end == INT64_MAX)
+        return true;
+    clf__graph_fail(g, CLF_ERR_SHAPE, call,
+                    "axis %d is symbolic %s: only a whole slice of it (start 0, step 1, end at least its bound) "
+                    "is supported",
+                    a, S->name);
+    return false;
+}
+
+void clf__graph_count_gen(clf_graph *g, clf_tensor c, uint32_t node, uint32_t mask, double minus)
+{
+    if (!clf__graph_usable(g) || !clf_tensor_valid(c) || node >= g->nnodes)
+        return;
+    const clf__node *of = &g->nodes[node];
+    bool symbolic = false;
+    for (int d = 0; d < of->rank; d++)
+        symbolic = symbolic || (mask >> d & 1 && of->sym[d]);
+    if (!symbolic)
+        return;
+    clf__node *n = &g->nodes[c.node];
+    n->gen.kind = CLF__GEN_COUNT;
+    n->gen.node = node;
+    n->gen.mask = mask;
+    n->gen.minus = minus;
+}
+
+/* ---- Specialising ------------------------------------------------------ */
+
+static clf_status fail(char *err, size_t cap, clf_status st, const char *fmt, const char *a, long long v)
+{
+    snprintf(err, cap, fmt, a, v);
+    return st;
+}
+
+/* The data of n, a constant that follows from shapes as from's does,
+ * made for s's shapes. */
+static clf_status generate(const clf_graph *s, const clf__node *from, clf__node *n, char *err, size_t cap)
+{
+    if (from->gen.kind == CLF__GEN_CAUSAL) {
+        int64_t sq = n->shape[0], sk = n->shape[1];
+        size_t bytes = (size_t)(sq * sk);
+        uint8_t *c = clf__malloc(bytes ? bytes : 1);
+        if (!c)
+            return fail(err, cap, CLF_ERR_OUT_OF_MEMORY, "%sout of memory for a causal mask of %lld bytes", "",
+                        (long long)bytes);
+        for (int64_t i = 0; i < sq; i++)
+            for (int64_t j = 0; j < sk; j++)
+                c[i * sk + j] = j <= i + sk - sq;
+        n->data = c;
+    } else {
+        const clf__node *of = &s->nodes[from->gen.node];
+        double count = 1;
+        for (int d = 0; d < of->rank; d++)
+            if (from->gen.mask >> d & 1)
+                count *= (double)of->shape[d];
+        count = count > from->gen.minus ? count - from->gen.minus : 0.0;
+        float *f = clf__malloc(sizeof *f);
+        if (!f)
+            return fail(err, cap, CLF_ERR_OUT_OF_MEMORY, "%sout of memory", "", 0);
+        *f = (float)count;
+        n->data = f;
+        n->attr.constant.scalar = (double)*f;
+    }
+    n->borrowed = false;
+    return CLF_OK;
+}
+
+static char *dup_str(const char *s)
+{
+    size_t len = strlen(s);
+    char *c = clf__malloc(len + 1);
+    if (c)
+        memcpy(c, s, len + 1);
+    return c;
+}
+
+clf_status clf__graph_specialise(const clf_graph *g, const int64_t *values, bool own_data, clf_graph **out,
+                                 char *err, size_t cap)
+{
+    *out = NULL;
+    clf_graph *s = clf_graph_create();
+    if (!s)
+        return fail(err, cap, CLF_ERR_OUT_OF_MEMORY, "%sout of memory", "", 0);
+    clf_status st = CLF_ERR_OUT_OF_MEMORY;
+    s->nodes = clf__calloc(g->nnodes ? g->nnodes : 1, sizeof *s->nodes);
+    s->inputs = clf__calloc(g->ninputs ? g->ninputs : 1, sizeof *s->inputs);
+    s->outputs = clf__calloc(g->noutputs ? g->noutputs : 1, sizeof *s->outputs);
+    if (!s->nodes || !s->inputs || !s->outputs)
+        goto oom;
+    s->cap_nodes = g->nnodes;
+    s->cap_inputs = g->ninputs;
+    s->cap_outputs = g->noutputs;
+    for (size_t i = 0; i < g->nnodes; i++) {
+        const clf__node *from = &g->nodes[i];
+        clf__node *n = &s->nodes[i];
+        *n = *from;
+        n->inputs = NULL;
+        n->name = NULL;
+        n->data = NULL;
+        n->borrowed = false;
+        s->nnodes = i + 1;
+        double numel = 1;
+        for (int d = 0; d < n->rank; d++) {
+            if (from->sym[d] && values)
+                n->shape[d] = values[from->sym[d] - 1];
+            numel *= (double)n->shape[d];
+        }
+        if (values) {
+            memset(n->sym, 0, sizeof n->sym);
+            n->gen.kind = CLF__GEN_NONE;
+        }
+        if (numel * (double)clf_dtype_size(n->dtype) > 9.0e18) {
+            st = fail(err, cap, CLF_ERR_SHAPE, "%snode %lld would be too large at these sizes", "", (long long)i);
+            goto out;
+        }
+        if (from->ninputs) {
+            n->inputs = clf__malloc((size_t)from->ninputs * sizeof *n->inputs);
+            if (!n->inputs)
+                goto oom;
+            memcpy(n->inputs, from->inputs, (size_t)from->ninputs * sizeof *n->inputs);
+        }
+        if (from->name && !(n->name = dup_str(from->name)))
+            goto oom;
+        if (from->gen.kind != CLF__GEN_NONE && values) {
+            st = generate(s, from, n, err, cap);
+            if (st != CLF_OK)
+                goto out;
+        } else if (from->data && own_data) {
+            size_t bytes = (size_t)clf__node_numel(n) * clf_dtype_size(n->dtype);
+            if (!(n->data = clf__malloc(bytes ? bytes : 1)))
+                goto oom;
+            memcpy(n->data, from->data, bytes);
+        } else if (from->data) {
+            n->data = from->data;
+            n->borrowed = true;
+        }
+    }
+    if (!values && g->nsyms) {
+        if (!(s->syms = clf__calloc(CLF__MAX_SYMS, sizeof *s->syms)))
+            goto oom;
+        for (size_t i = 0; i < g->nsyms; i++) {
+            s->syms[i] = g->syms[i];
+            if (!(s->syms[i].name = dup_str(g->syms[i].name)))
+                goto oom;
+            s->nsyms = i + 1;
+        }
+    }
+    memcpy(s->inputs, g->inputs, g->ninputs * sizeof *s->inputs);
+    s->ninputs = g->ninputs;
+    for (size_t i = 0; i < g->noutputs; i++) {
+        s->outputs[i].node = g->outputs[i].node;
+        if (!(s->outputs[i].name = dup_str(g->outputs[i].name)))
+            goto oom;
+        s->noutputs = i + 1;
+    }
+    *out = s;
+    return CLF_OK;
+oom:
+    st = fail(err, cap, CLF_ERR_OUT_OF_MEMORY, "%sout of memory specialising the graph", "", 0);
+out:
+    clf_graph_destroy(&s);
+    return st;
+}
+
+clf_status clf__graph_bind_dims(const clf_graph *g, uint32_t node, const char *what, const int64_t *shape,
+                                int64_t *values, bool *known, const char **known_from, char *err, size_t cap)
+{
+    const clf__node *n = &g->nodes[node];
+    for (int d = 0; d < n->rank; d++) {
+        int64_t v = shape[d];
+        int s = n->sym[d];
+        if (!s) {
+            if (v != n->shape[d]) {
+                snprintf(err, cap, "%s: axis %d is %" PRId64 ", but it is declared %" PRId64, what, d, v,
+                         n->shape[d]);
+                return CLF_ERR_SHAPE;
+            }
+            continue;
+        }
+        const clf__dim_sym *S = &g->syms[s - 1];
+        if (v < S->lo || (S->hi && v > S->hi)) {
+            char hi[32] = "";
+            if (S->hi)
+                snprintf(hi, sizeof hi, "%" PRId64, S->hi);
+            snprintf(err, cap, "%s: axis %d is %s = %" PRId64 ", outside its bounds %" PRId64 "..%s", what, d, S->name,
+                     v, S->lo, S->hi ? hi : " (no upper bound)");
+            return CLF_ERR_SHAPE;
+        }
+        if (known[s - 1] && values[s - 1] != v) {
+            snprintf(err, cap, "%s: axis %d is %s = %" PRId64 ", but %s gives %s = %" PRId64, what, d, S->name, v,
+                     known_from[s - 1], S->name, values[s - 1]);
+            return CLF_ERR_SHAPE;
+        }
+        values[s - 1] = v;
+        if (!known[s - 1]) {
+            known[s - 1] = true;
+            known_from[s - 1] = what;
+        }
+    }
+    return CLF_OK;
+}
+
+clf_status clf__graph_sizes_of(const clf_graph *g, size_t ninputs, const char *const *names,
+                               const int64_t *const *shapes, int64_t *values, char *err, size_t cap)
+{
+    bool known[CLF__MAX_SYMS] = {false};
+    const char *from[CLF__MAX_SYMS] = {NULL};
+    char what[CLF__MAX_SYMS][80];
+    int nwhat = 0;
+    for (size_t i = 0; i < ninputs; i++) {
+        if (!names[i])
+            continue;
+        const clf__node *n = NULL;
+        uint32_t id = 0;
+        for (size_t k = 0; k < g->ninputs && !n; k++)
+            if (!strcmp(g->nodes[g->inputs[k]].name, names[i]))
+                n = &g->nodes[id = g->inputs[k]];
+        if (!n)
+            continue; /* the run itself names what is not an input */
+        if (n->rank > 0 && !shapes[i]) {
+            bool symbolic = has_syms(n);
+            if (symbolic) {
+                snprintf(err, cap, "input '%s' has symbolic dimensions: its shape is not given", names[i]);
+                return CLF_ERR_INVALID_ARGUMENT;
+            }
+            continue;
+        }
+        /* Messages name the first input giving each size. */
+        const char *w = "an input";
+        if (nwhat < CLF__MAX_SYMS) {
+            snprintf(what[nwhat], sizeof what[nwhat], "input '%s'", names[i]);
+            w = what[nwhat++];
+        }
+        clf_status st = clf__graph_bind_dims(g, id, w, shapes[i], values, known, from, err, cap);
+        if (st != CLF_OK)
+            return st;
+    }
+    for (size_t s = 0; s < g->nsyms; s++)
+        if (!known[s]) {
+            snprintf(err, cap, "no input bound gives the size of symbolic dimension %s", g->syms[s].name);
+            return CLF_ERR_INVALID_ARGUMENT;
+        }
+    return CLF_OK;
+}
