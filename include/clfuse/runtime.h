@@ -301,6 +301,38 @@ CLF_API clf_status clf_enqueue(clf_executable *exe, cl_command_queue queue, size
                                const clf_buffer_view *inputs, size_t noutputs, const clf_buffer_view *outputs,
                                cl_uint nwait, const cl_event *wait, cl_event *done);
 
+/* Runs with the inputs' shapes, which an executable of a graph with
+ * symbolic dimensions (clf_dim) must be given: input_shapes[i] holds the
+ * extents of inputs[i] (its declared rank of them; NULL for an input
+ * without symbolic axes). The sizes they give must agree between inputs,
+ * lie within each dimension's bounds and leave the fixed extents as
+ * declared; otherwise CLF_ERR_SHAPE (or CLF_ERR_INVALID_ARGUMENT for a
+ * size no input gives) naming the input, the axis and the dimension, and
+ * nothing is enqueued. Outputs take the sizes that follow; their buffers
+ * must hold that many bytes.
+ *
+ * The first run at new sizes specialises the graph to them (plans,
+ * generates and instantiates, on the calling thread, under the
+ * executable's lock): its kernels come from the program cache where their
+ * source is the same at every size, and are built otherwise
+ * (CLFUSE_LOGS=cache says which). Specialisations are kept for later runs
+ * (the 16 most recently used, each with its own scratch) and share the
+ * executable's constants. Runs of one executable are ordered after each
+ * other across specialisations as clf_run's are. clf_run, clf_run_host
+ * and clf_enqueue refuse such an executable; on an executable without
+ * symbolic dimensions these take the declared shapes, checked. The
+ * queries (kernels, stats, scratch size) describe the executable at the
+ * dimensions' stand-in sizes; clf_executable_input and _output report -1
+ * for a symbolic extent, clf_executable_last_profile the last run's
+ * specialisation. */
+CLF_API clf_status clf_run_host_shaped(clf_executable *exe, size_t ninputs, const clf_host_binding *inputs,
+                                       const int64_t *const *input_shapes, size_t noutputs,
+                                       const clf_host_binding *outputs);
+CLF_API clf_status clf_enqueue_shaped(clf_executable *exe, cl_command_queue queue, size_t ninputs,
+                                      const clf_buffer_view *inputs, const int64_t *const *input_shapes,
+                                      size_t noutputs, const clf_buffer_view *outputs, cl_uint nwait,
+                                      const cl_event *wait, cl_event *done);
+
 /* With a profiling context: device time of each kernel of the last run (of
  * any thread), in launch order (start to end, ns), and the span from the
  * first kernel's start to the last one's end. Waits for the last run. CLF_ERR_UNSUPPORTED

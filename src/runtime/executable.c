@@ -418,8 +418,16 @@ static clf_status instantiate(clf_context *ctx, const clf_graph *g, clf_executab
             goto out;
         }
         cl_int cerr;
+        const clf__node *cn = clf__graph_node(g, B->node);
+        /* A specialisation shares the constants its graph borrowed (those
+         * of the executable's own graph) with the others. */
+        bool shared = e->pool && cn->borrowed;
+        if (shared && (e->owned[b] = clf__pool_find(e->pool, cn->data, B->bytes)) != NULL)
+            continue;
         e->owned[b] = clCreateBuffer(ctx->cl, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, (size_t)B->bytes,
-                                     clf__graph_node(g, B->node)->data, &cerr);
+                                     cn->data, &cerr);
+        if (shared && e->owned[b])
+            clf__pool_add(e->pool, cn->data, B->bytes, e->owned[b]);
         if (!e->owned[b]) {
             st = clf__ctx_fail(ctx, clf__cl_status(cerr), "clf_compile: clCreateBuffer(%llu bytes of constant): %s",
                                (unsigned long long)B->bytes, clf__cl_error_name(cerr));
@@ -510,6 +518,17 @@ out:
 CLF_API clf_status clf_compile(clf_context *ctx, const clf_graph *g, const clf_compile_params *params,
                                clf_executable **out)
 {
+    if (g && g->nsyms && ctx && out && g->status == CLF_OK) {
+        *out = NULL;
+        clf__ctx_clear_error(ctx);
+        return clf__dyn_compile(ctx, g, params, out);
+    }
+    return clf__compile_graph(ctx, g, params, NULL, out);
+}
+
+clf_status clf__compile_graph(clf_context *ctx, const clf_graph *g, const clf_compile_params *params,
+                              clf__const_pool *pool, clf_executable **out)
+{
     if (!out)
         return clf__ctx_fail(ctx, CLF_ERR_INVALID_ARGUMENT, "clf_compile: out is NULL");
     *out = NULL;
@@ -573,6 +592,7 @@ CLF_API clf_status clf_compile(clf_context *ctx, const clf_graph *g, const clf_c
                 goto fail;
         }
         e->external_scratch = params && params->external_scratch;
+        e->pool = pool;
         st = instantiate(ctx, g, e);
         if (st == CLF_OK) {
             const char *store_key = first_key ? first_key : key;
@@ -636,6 +656,8 @@ CLF_API void clf_executable_destroy(clf_executable **pe)
     if (!pe || !*pe)
         return;
     clf_executable *e = *pe;
+    if (e->dyn)
+        clf__dyn_destroy(e); /* the specialisations, and the constants they share */
     for (size_t k = 0; k < e->nkernels; k++) {
         clf__exe_kernel *K = &e->kernels[k];
         if (K->kernel)
@@ -704,6 +726,10 @@ CLF_API clf_status clf_executable_set_scratch(clf_executable *e, cl_mem buffer, 
         return CLF_ERR_INVALID_ARGUMENT;
     clf_context *ctx = e->ctx;
     clf__ctx_clear_error(ctx);
+    if (e->dyn)
+        return clf__ctx_fail(ctx, CLF_ERR_UNSUPPORTED,
+                             "clf_executable_set_scratch: not supported for a graph with symbolic dimensions (each "
+                             "size's specialisation keeps its own scratch)");
     if (!buffer) {
         if (e->scratch_bytes == 0 && offset == 0)
             return CLF_OK;
@@ -837,11 +863,21 @@ static clf_status io_info(const clf__io *io, size_t n, size_t i, const char **na
 CLF_API clf_status clf_executable_input(const clf_executable *exe, size_t i, const char **name,
                                         clf_dtype *dtype, int *rank, int64_t *shape)
 {
-    return exe ? io_info(exe->inputs, exe->ninputs, i, name, dtype, rank, shape) : CLF_ERR_INVALID_ARGUMENT;
+    if (!exe)
+        return CLF_ERR_INVALID_ARGUMENT;
+    clf_status st = io_info(exe->inputs, exe->ninputs, i, name, dtype, rank, shape);
+    if (st == CLF_OK && shape && exe->dyn)
+        clf__dyn_mark_symbolic(exe, false, i, shape);
+    return st;
 }
 
 CLF_API clf_status clf_executable_output(const clf_executable *exe, size_t i, const char **name,
                                          clf_dtype *dtype, int *rank, int64_t *shape)
 {
-    return exe ? io_info(exe->outputs, exe->noutputs, i, name, dtype, rank, shape) : CLF_ERR_INVALID_ARGUMENT;
+    if (!exe)
+        return CLF_ERR_INVALID_ARGUMENT;
+    clf_status st = io_info(exe->outputs, exe->noutputs, i, name, dtype, rank, shape);
+    if (st == CLF_OK && shape && exe->dyn)
+        clf__dyn_mark_symbolic(exe, true, i, shape);
+    return st;
 }

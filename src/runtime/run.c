@@ -414,7 +414,16 @@ CLF_API clf_status clf_run(clf_executable *e, size_t ninputs, const clf_buffer_b
     if (!e)
         return CLF_ERR_INVALID_ARGUMENT;
     clf__ctx_clear_error(e->ctx);
+    if (e->dyn)
+        return clf__dyn_refuse(e, "clf_run");
     return run_bindings(e, ninputs, inputs, noutputs, outputs, nwait, wait, done, NULL);
+}
+
+clf_status clf__enqueue(clf_executable *e, cl_command_queue queue, size_t ninputs, const clf_buffer_view *inputs,
+                        size_t noutputs, const clf_buffer_view *outputs, cl_uint nwait, const cl_event *wait,
+                        cl_event *done)
+{
+    return run_bound(e, queue, ninputs, inputs, noutputs, outputs, nwait, wait, done, NULL);
 }
 
 CLF_API clf_status clf_enqueue(clf_executable *e, cl_command_queue queue, size_t ninputs,
@@ -426,6 +435,8 @@ CLF_API clf_status clf_enqueue(clf_executable *e, cl_command_queue queue, size_t
     if (!e)
         return CLF_ERR_INVALID_ARGUMENT;
     clf__ctx_clear_error(e->ctx);
+    if (e->dyn)
+        return clf__dyn_refuse(e, "clf_enqueue");
     return run_bound(e, queue, ninputs, inputs, noutputs, outputs, nwait, wait, done, NULL);
 }
 
@@ -488,8 +499,16 @@ CLF_API clf_status clf_run_host(clf_executable *e, size_t ninputs, const clf_hos
 {
     if (!e)
         return CLF_ERR_INVALID_ARGUMENT;
+    clf__ctx_clear_error(e->ctx);
+    if (e->dyn)
+        return clf__dyn_refuse(e, "clf_run_host");
+    return clf__run_host(e, ninputs, inputs, noutputs, outputs);
+}
+
+clf_status clf__run_host(clf_executable *e, size_t ninputs, const clf_host_binding *inputs, size_t noutputs,
+                         const clf_host_binding *outputs)
+{
     clf_context *ctx = e->ctx;
-    clf__ctx_clear_error(ctx);
     if ((ninputs && !inputs) || (noutputs && !outputs))
         return clf__ctx_fail(ctx, CLF_ERR_INVALID_ARGUMENT, "clf_run_host: a binding array is NULL");
     clf_status st = CLF_ERR_OUT_OF_MEMORY;
@@ -610,6 +629,8 @@ CLF_API clf_status clf_executable_last_profile(clf_executable *e, clf_run_profil
 {
     if (!e || !out)
         return CLF_ERR_INVALID_ARGUMENT;
+    if (e->dyn) /* the specialisation that ran last */
+        e = clf__dyn_last(e);
     memset(out, 0, sizeof *out);
     if (!e->ctx->profiling)
         return clf__ctx_fail(e->ctx, CLF_ERR_UNSUPPORTED,

@@ -97,8 +97,19 @@ typedef struct clf__staging {
     struct clf__staging *next;
 } clf__staging;
 
+/* Constant buffers shared by an executable's specialisations (dynamic.c):
+ * by the host address of the graph's data they were made from. */
+typedef struct clf__const_pool clf__const_pool;
+
 struct clf_executable {
     clf_context *ctx;
+    /* A graph with symbolic dimensions (dynamic.c): this executable is its
+     * specialisation to the stand-in sizes, and dyn holds the graph and
+     * the specialisations to the sizes runs gave; NULL otherwise. */
+    struct clf__dyn *dyn;
+    /* Where constants come from and go (a specialisation's): NULL, each
+     * its own buffer. */
+    clf__const_pool *pool;
     clf__io *inputs, *outputs;
     size_t ninputs, noutputs;
     uint32_t nbuffers;
@@ -135,6 +146,32 @@ struct clf_executable {
     cl_event last;    /* the last run's completion: the next run waits for it */
     bool ran;
 };
+
+/* Compiles a graph without symbolic dimensions (clf_compile's work);
+ * constants come from pool when given (NULL: their own buffers). */
+clf_status clf__compile_graph(clf_context *ctx, const clf_graph *g, const clf_compile_params *params,
+                              clf__const_pool *pool, clf_executable **out);
+/* The runs without the symbolic-dimension check (run.c). */
+clf_status clf__run_host(clf_executable *e, size_t ninputs, const clf_host_binding *inputs, size_t noutputs,
+                         const clf_host_binding *outputs);
+clf_status clf__enqueue(clf_executable *e, cl_command_queue queue, size_t ninputs, const clf_buffer_view *inputs,
+                        size_t noutputs, const clf_buffer_view *outputs, cl_uint nwait, const cl_event *wait,
+                        cl_event *done);
+
+/* dynamic.c: executables of graphs with symbolic dimensions. */
+clf_status clf__dyn_compile(clf_context *ctx, const clf_graph *g, const clf_compile_params *params,
+                            clf_executable **out);
+void clf__dyn_destroy(clf_executable *e);
+/* The error of a run without shapes on such an executable. */
+clf_status clf__dyn_refuse(clf_executable *e, const char *call);
+/* Writes -1 over the symbolic extents of input (output) i's shape. */
+void clf__dyn_mark_symbolic(const clf_executable *e, bool output, size_t i, int64_t *shape);
+/* The specialisation that ran last (e itself before any run). */
+clf_executable *clf__dyn_last(clf_executable *e);
+/* A constant buffer of the pool for data of bytes (retained for the
+ * caller), or NULL; and adding one made for it. */
+cl_mem clf__pool_find(clf__const_pool *pool, const void *data, uint64_t bytes);
+void clf__pool_add(clf__const_pool *pool, const void *data, uint64_t bytes, cl_mem mem);
 
 /* Records the last failure on ctx for the calling thread and returns
  * status. Each thread sees its own last failure on each context. */

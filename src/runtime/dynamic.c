@@ -1,0 +1,405 @@
+/* Executables of graphs with symbolic dimensions (clf_dim).
+ *
+ * clf_compile keeps a copy of the graph and compiles it at the symbols'
+ * stand-in sizes: that executable is the one the caller holds, and
+ * answers the queries. A run gives the inputs' shapes
+ * (clf_run_host_shaped, clf_enqueue_shaped); their sizes select a
+ * specialisation: the graph at those sizes, planned, generated and
+ * instantiated at its first run and kept for the next ones (the
+ * MAX_SPECS most recently used). Specialisations share the executable's
+ * constant buffers (clf__const_pool), and their kernels come from the
+ * context's program cache, so a kernel whose source does not change with
+ * the sizes is built once. Each keeps its own scratch. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "dynamic.h"
+#include "graph/graph_symbols.h"
+#include "runtime_internal.h"
+#include "util/alloc.h"
+#include "util/log.h"
+
+/* ---- The constant pool --------------------------------------------------- */
+
+cl_mem clf__pool_find(clf__const_pool *pool, const void *data, uint64_t bytes)
+{
+    cl_mem m = NULL;
+    pthread_mutex_lock(&pool->lock);
+    for (size_t i = 0; i < pool->n && !m; i++)
+        if (pool->items[i].data == data && pool->items[i].bytes == bytes)
+            m = pool->items[i].mem;
+    if (m)
+        clRetainMemObject(m);
+    pthread_mutex_unlock(&pool->lock);
+    return m;
+}
+
+void clf__pool_add(clf__const_pool *pool, const void *data, uint64_t bytes, cl_mem mem)
+{
+    pthread_mutex_lock(&pool->lock);
+    if (pool->n == pool->cap) {
+        size_t cap = pool->cap ? 2 * pool->cap : 16;
+        void *items = clf__realloc(pool->items, cap * sizeof *pool->items);
+        if (!items) { /* not shared: the specialisation keeps its own */
+            pthread_mutex_unlock(&pool->lock);
+            return;
+        }
+        pool->items = items;
+        pool->cap = cap;
+    }
+    clRetainMemObject(mem);
+    pool->items[pool->n++] = (struct pooled){data, bytes, mem};
+    pthread_mutex_unlock(&pool->lock);
+}
+
+/* ---- Compiling ------------------------------------------------------------ */
+
+static void dyn_free(struct clf__dyn *d)
+{
+    if (!d)
+        return;
+    for (size_t i = 0; i < d->nspecs; i++) {
+        clf_executable_destroy(&d->specs[i]->exe);
+        clf__free(d->specs[i]);
+    }
+    for (size_t i = 0; i < d->pool.n; i++)
+        clReleaseMemObject(d->pool.items[i].mem);
+    if (d->last_done)
+        clReleaseEvent(d->last_done);
+    clf__free(d->pool.items);
+    clf__free(d->specs);
+    clf_graph_destroy(&d->graph);
+    pthread_mutex_destroy(&d->pool.lock);
+    pthread_mutex_destroy(&d->lock);
+    clf__free(d);
+}
+
+void clf__dyn_destroy(clf_executable *e)
+{
+    dyn_free(e->dyn);
+    e->dyn = NULL;
+}
+
+static const char *sym_list(const clf_graph *g, char *buf, size_t cap)
+{
+    size_t o = 0;
+    buf[0] = '\0';
+    for (size_t i = 0; i < g->nsyms && o + 1 < cap; i++)
+        o += (size_t)snprintf(buf + o, cap - o, "%s%s", i ? ", " : "", g->syms[i].name);
+    return buf;
+}
+
+clf_status clf__dyn_compile(clf_context *ctx, const clf_graph *g, const clf_compile_params *params,
+                            clf_executable **out)
+{
+    char err[256];
+    if (params && params->external_scratch)
+        return clf__ctx_fail(ctx, CLF_ERR_UNSUPPORTED,
+                             "clf_compile: external_scratch is not supported for a graph with symbolic dimensions");
+    /* Every size must come from an input's shape. */
+    for (size_t s = 0; s < g->nsyms; s++) {
+        bool given = false;
+        for (size_t i = 0; i < g->ninputs && !given; i++) {
+            const clf__node *n = &g->nodes[g->inputs[i]];
+            for (int d = 0; d < n->rank; d++)
+                given = given || n->sym[d] == (uint8_t)(s + 1);
+        }
+        if (!given)
+            return clf__ctx_fail(ctx, CLF_ERR_SHAPE,
+                                 "clf_compile: symbolic dimension %s is the extent of no graph input, so no run "
+                                 "could give its size",
+                                 g->syms[s].name);
+    }
+    struct clf__dyn *d = clf__calloc(1, sizeof *d);
+    if (!d)
+        return clf__ctx_fail(ctx, CLF_ERR_OUT_OF_MEMORY, "clf_compile: out of memory");
+    pthread_mutex_init(&d->lock, NULL);
+    pthread_mutex_init(&d->pool.lock, NULL);
+    if (params)
+        d->params = *params;
+    for (size_t s = 0; s < g->nsyms; s++)
+        d->rep[s] = g->syms[s].rep;
+    clf_graph *at_rep = NULL;
+    clf_status st = clf__graph_specialise(g, NULL, true, &d->graph, err, sizeof err);
+    if (st == CLF_OK)
+        st = clf__graph_specialise(d->graph, d->rep, false, &at_rep, err, sizeof err);
+    if (st != CLF_OK) {
+        dyn_free(d);
+        return clf__ctx_fail(ctx, st, "clf_compile: %s", err);
+    }
+    clf_executable *e = NULL;
+    st = clf__compile_graph(ctx, at_rep, params, &d->pool, &e);
+    clf_graph_destroy(&at_rep);
+    if (st != CLF_OK) {
+        dyn_free(d);
+        return st;
+    }
+    e->dyn = d;
+    d->last = e;
+    *out = e;
+    return CLF_OK;
+}
+
+/* ---- Selecting a specialisation --------------------------------------------- */
+
+clf_status clf__dyn_refuse(clf_executable *e, const char *call)
+{
+    char list[160];
+    return clf__ctx_fail(e->ctx, CLF_ERR_INVALID_ARGUMENT,
+                         "%s: the executable has symbolic dimensions (%s): give the inputs' shapes with "
+                         "clf_run_host_shaped or clf_enqueue_shaped",
+                         call, sym_list(e->dyn->graph, list, sizeof list));
+}
+
+clf_executable *clf__dyn_last(clf_executable *e)
+{
+    pthread_mutex_lock(&e->dyn->lock);
+    clf_executable *x = e->dyn->last;
+    pthread_mutex_unlock(&e->dyn->lock);
+    return x;
+}
+
+void clf__dyn_mark_symbolic(const clf_executable *e, bool output, size_t i, int64_t *shape)
+{
+    const clf_graph *g = e->dyn->graph;
+    const char *name = output ? e->outputs[i].name : e->inputs[i].name;
+    uint32_t node = UINT32_MAX;
+    if (output) {
+        for (size_t k = 0; k < g->noutputs; k++)
+            if (!strcmp(g->outputs[k].name, name))
+                node = g->outputs[k].node;
+    } else {
+        for (size_t k = 0; k < g->ninputs; k++)
+            if (!strcmp(g->nodes[g->inputs[k]].name, name))
+                node = g->inputs[k];
+    }
+    if (node == UINT32_MAX)
+        return;
+    for (int d = 0; d < g->nodes[node].rank; d++)
+        if (g->nodes[node].sym[d])
+            shape[d] = -1;
+}
+
+static void sizes_str(const clf_graph *g, const int64_t *v, char *buf, size_t cap)
+{
+    size_t o = 0;
+    buf[0] = '\0';
+    for (size_t i = 0; i < g->nsyms && o + 1 < cap; i++)
+        o += (size_t)snprintf(buf + o, cap - o, "%s%s=%" PRId64, i ? " " : "", g->syms[i].name, v[i]);
+}
+
+/* The executable for the sizes the inputs' shapes give: e itself at the
+ * stand-in sizes, else a specialisation (made now if new), marked in use
+ * (*sp, released by release()). */
+static clf_status select_spec(clf_executable *e, const char *call, size_t ninputs, const char *const *names,
+                              const int64_t *const *shapes, clf_executable **x, spec **sp)
+{
+    struct clf__dyn *d = e->dyn;
+    char err[320];
+    int64_t values[CLF__MAX_SYMS];
+    *x = NULL;
+    *sp = NULL;
+    clf_status st = clf__graph_sizes_of(d->graph, ninputs, names, shapes, values, err, sizeof err);
+    if (st != CLF_OK)
+        return clf__ctx_fail(e->ctx, st, "%s: %s", call, err);
+    size_t nsyms = d->graph->nsyms, bytes = nsyms * sizeof *values;
+    pthread_mutex_lock(&d->lock);
+    d->clock++;
+    if (!memcmp(values, d->rep, bytes)) {
+        *x = e;
+        d->last = e;
+        pthread_mutex_unlock(&d->lock);
+        return CLF_OK;
+    }
+    for (size_t i = 0; i < d->nspecs; i++)
+        if (!memcmp(values, d->specs[i]->values, bytes)) {
+            *sp = d->specs[i];
+            break;
+        }
+    if (!*sp) {
+        char sizes[256];
+        sizes_str(d->graph, values, sizes, sizeof sizes);
+        clf__log(CLF__LOG_CACHE, "symbolic sizes %s: specialising the graph", sizes);
+        /* Room: the least recently used specialisation no run is using. */
+        if (d->nspecs == MAX_SPECS) {
+            size_t victim = MAX_SPECS;
+            for (size_t i = 0; i < d->nspecs; i++)
+                if (!d->specs[i]->users && d->specs[i]->exe != d->last &&
+                    (victim == MAX_SPECS || d->specs[i]->used < d->specs[victim]->used))
+                    victim = i;
+            if (victim == MAX_SPECS) {
+                pthread_mutex_unlock(&d->lock);
+                return clf__ctx_fail(e->ctx, CLF_ERR_UNSUPPORTED,
+                                     "%s: %d specialisations are in use by other runs; no room for %s", call,
+                                     MAX_SPECS, sizes);
+            }
+            clf__log(CLF__LOG_CACHE, "symbolic sizes: dropping the least recently used specialisation");
+            clf_executable_destroy(&d->specs[victim]->exe);
+            clf__free(d->specs[victim]);
+            d->specs[victim] = d->specs[--d->nspecs];
+        }
+        if (!d->specs && !(d->specs = clf__calloc(MAX_SPECS, sizeof *d->specs))) {
+            pthread_mutex_unlock(&d->lock);
+            return clf__ctx_fail(e->ctx, CLF_ERR_OUT_OF_MEMORY, "%s: out of memory", call);
+        }
+        clf_graph *sg = NULL;
+        clf_executable *made = NULL;
+        spec *fresh = clf__calloc(1, sizeof *fresh);
+        if (!fresh) {
+            pthread_mutex_unlock(&d->lock);
+            return clf__ctx_fail(e->ctx, CLF_ERR_OUT_OF_MEMORY, "%s: out of memory", call);
+        }
+        st = clf__graph_specialise(d->graph, values, false, &sg, err, sizeof err);
+        if (st != CLF_OK) {
+            pthread_mutex_unlock(&d->lock);
+            clf__free(fresh);
+            return clf__ctx_fail(e->ctx, st, "%s: at %s: %s", call, sizes, err);
+        }
+        st = clf__compile_graph(e->ctx, sg, &d->params, &d->pool, &made);
+        clf_graph_destroy(&sg);
+        if (st != CLF_OK) {
+            pthread_mutex_unlock(&d->lock);
+            clf__free(fresh);
+            return st; /* the compile's own message, on the context */
+        }
+        *sp = d->specs[d->nspecs++] = fresh;
+        memcpy((*sp)->values, values, bytes);
+        (*sp)->exe = made;
+    }
+    (*sp)->used = d->clock;
+    (*sp)->users++;
+    *x = (*sp)->exe;
+    d->last = *x;
+    pthread_mutex_unlock(&d->lock);
+    return CLF_OK;
+}
+
+static void release(clf_executable *e, spec *sp)
+{
+    if (!sp)
+        return;
+    pthread_mutex_lock(&e->dyn->lock);
+    sp->users--;
+    pthread_mutex_unlock(&e->dyn->lock);
+}
+
+/* An executable without symbolic dimensions: the given shapes must be the
+ * declared ones. */
+static clf_status check_static(clf_executable *e, const char *call, size_t ninputs, const char *const *names,
+                               const int64_t *const *shapes)
+{
+    for (size_t i = 0; i < ninputs; i++) {
+        if (!shapes[i] || !names[i])
+            continue;
+        for (size_t k = 0; k < e->ninputs; k++) {
+            const clf__io *io = &e->inputs[k];
+            if (strcmp(io->name, names[i]))
+                continue;
+            for (int a = 0; a < io->rank; a++)
+                if (shapes[i][a] != io->shape[a])
+                    return clf__ctx_fail(e->ctx, CLF_ERR_SHAPE,
+                                         "%s: input '%s': axis %d is %" PRId64 ", but it is declared %" PRId64, call,
+                                         names[i], a, shapes[i][a], io->shape[a]);
+        }
+    }
+    return CLF_OK;
+}
+
+/* ---- Running ------------------------------------------------------------------ */
+
+CLF_API clf_status clf_run_host_shaped(clf_executable *e, size_t ninputs, const clf_host_binding *inputs,
+                                       const int64_t *const *input_shapes, size_t noutputs,
+                                       const clf_host_binding *outputs)
+{
+    static const char call[] = "clf_run_host_shaped";
+    if (!e)
+        return CLF_ERR_INVALID_ARGUMENT;
+    clf__ctx_clear_error(e->ctx);
+    if (ninputs && (!inputs || !input_shapes))
+        return clf__ctx_fail(e->ctx, CLF_ERR_INVALID_ARGUMENT, "%s: a binding or shape array is NULL", call);
+    const char **names = clf__calloc(ninputs + 1, sizeof *names);
+    if (!names)
+        return clf__ctx_fail(e->ctx, CLF_ERR_OUT_OF_MEMORY, "%s: out of memory", call);
+    for (size_t i = 0; i < ninputs; i++)
+        names[i] = inputs[i].name;
+    clf_executable *x = e;
+    spec *sp = NULL;
+    clf_status st = e->dyn ? select_spec(e, call, ninputs, names, input_shapes, &x, &sp)
+                           : check_static(e, call, ninputs, names, input_shapes);
+    clf__free(names);
+    if (st != CLF_OK)
+        return st;
+    st = clf__run_host(x, ninputs, inputs, noutputs, outputs);
+    release(e, sp);
+    return st;
+}
+
+CLF_API clf_status clf_enqueue_shaped(clf_executable *e, cl_command_queue queue, size_t ninputs,
+                                      const clf_buffer_view *inputs, const int64_t *const *input_shapes,
+                                      size_t noutputs, const clf_buffer_view *outputs, cl_uint nwait,
+                                      const cl_event *wait, cl_event *done)
+{
+    static const char call[] = "clf_enqueue_shaped";
+    if (done)
+        *done = NULL;
+    if (!e)
+        return CLF_ERR_INVALID_ARGUMENT;
+    clf__ctx_clear_error(e->ctx);
+    if ((ninputs && (!inputs || !input_shapes)) || (nwait && !wait))
+        return clf__ctx_fail(e->ctx, CLF_ERR_INVALID_ARGUMENT, "%s: a binding, shape or wait array is NULL", call);
+    const char **names = clf__calloc(ninputs + 1, sizeof *names);
+    cl_event *waits = clf__calloc((size_t)nwait + 1, sizeof *waits);
+    if (!names || !waits) {
+        clf__free(names);
+        clf__free(waits);
+        return clf__ctx_fail(e->ctx, CLF_ERR_OUT_OF_MEMORY, "%s: out of memory", call);
+    }
+    for (size_t i = 0; i < ninputs; i++)
+        names[i] = inputs[i].name;
+    clf_executable *x = e;
+    spec *sp = NULL;
+    clf_status st = e->dyn ? select_spec(e, call, ninputs, names, input_shapes, &x, &sp)
+                           : check_static(e, call, ninputs, names, input_shapes);
+    clf__free(names);
+    if (st != CLF_OK) {
+        clf__free(waits);
+        return st;
+    }
+    if (!e->dyn) {
+        clf__free(waits);
+        return clf__enqueue(e, queue, ninputs, inputs, noutputs, outputs, nwait, wait, done);
+    }
+    /* Runs of one executable follow each other, also across its
+     * specialisations (each orders its own runs). */
+    struct clf__dyn *d = e->dyn;
+    memcpy(waits, wait, nwait * sizeof *waits);
+    cl_uint nw = nwait;
+    pthread_mutex_lock(&d->lock);
+    cl_event prev = d->last_done;
+    if (prev)
+        clRetainEvent(prev);
+    pthread_mutex_unlock(&d->lock);
+    if (prev)
+        waits[nw++] = prev;
+    cl_event ev = NULL;
+    st = clf__enqueue(x, queue, ninputs, inputs, noutputs, outputs, nw, nw ? waits : NULL, &ev);
+    if (prev)
+        clReleaseEvent(prev);
+    clf__free(waits);
+    if (st == CLF_OK) {
+        pthread_mutex_lock(&d->lock);
+        if (d->last_done)
+            clReleaseEvent(d->last_done);
+        d->last_done = ev;
+        if (ev)
+            clRetainEvent(ev);
+        pthread_mutex_unlock(&d->lock);
+        if (done)
+            *done = ev;
+        else if (ev)
+            clReleaseEvent(ev);
+    }
+    release(e, sp);
+    return st;
+}

@@ -1,0 +1,44 @@
+/* The structures of dynamic.c (executables of graphs with symbolic
+ * dimensions), for it and the tests that look inside. */
+#ifndef CLFUSE_RUNTIME_DYNAMIC_H
+#define CLFUSE_RUNTIME_DYNAMIC_H
+
+#include <pthread.h>
+
+#include "graph/graph_internal.h"
+#include "runtime_internal.h"
+
+/* Specialisations kept besides the stand-in one. */
+#define MAX_SPECS 16
+
+struct clf__const_pool {
+    struct pooled {
+        const void *data;
+        uint64_t bytes;
+        cl_mem mem;
+    } *items;
+    size_t n, cap;
+    pthread_mutex_t lock;
+};
+
+typedef struct spec {
+    int64_t values[CLF__MAX_SYMS];
+    clf_executable *exe;
+    uint64_t used;  /* the dyn clock at its last run */
+    unsigned users; /* runs in progress */
+} spec;
+
+struct clf__dyn {
+    clf_graph *graph; /* the caller's graph, copied with its data and symbols */
+    clf_compile_params params;
+    int64_t rep[CLF__MAX_SYMS];
+    pthread_mutex_t lock; /* guards everything below */
+    spec **specs; /* MAX_SPECS slots, nspecs used */
+    size_t nspecs;
+    uint64_t clock;
+    clf_executable *last; /* the executable of the last run */
+    cl_event last_done;   /* its completion: the next run on another specialisation waits for it */
+    clf__const_pool pool;
+};
+
+#endif

@@ -1,0 +1,417 @@
+/* Suite "dynamic": symbolic dimensions (clf_dim). The rules the builder
+ * applies to them and the errors it gives; the reference at given sizes;
+ * one executable run at many sizes against the reference; the checks of
+ * the shapes a run gives (names, bounds, agreement); specialisations kept,
+ * evicted and made again; the constants they share. Contexts are made
+ * inside each (forked) test. */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime/dynamic.h"
+#include "runtime/runtime_internal.h"
+#include "test_support.h"
+
+#define D 24 /* model width */
+#define H 16 /* hidden width */
+
+/* ---- The builder's rules ---------------------------------------------------- */
+
+START_TEST(dim_declarations)
+{
+    clf_graph *g = clf_graph_create();
+    int64_t s = clf_dim(g, "S", 1, 4096);
+    ck_assert(s < 0);
+    int64_t t = clf_dim(g, "T", 0, 0);
+    ck_assert(t < 0 && t != s);
+    ck_assert_uint_eq(clf_graph_dim_count(g), 2);
+    const char *name;
+    int64_t lo, hi;
+    ck_assert_int_eq(clf_graph_dim(g, 1, &name, &lo, &hi), CLF_OK);
+    ck_assert_str_eq(name, "T");
+    ck_assert(lo == 0 && hi == 0);
+    ck_assert_int_eq(clf_graph_dim(g, 2, &name, &lo, &hi), CLF_ERR_NOT_FOUND);
+    /* The stand-in size is never 1 where the bounds allow another. */
+    clf_tensor x = clf_input(g, "x", CLF_F32, 3, (int64_t[]){1, s, D});
+    int rank;
+    int64_t shape[CLF_MAX_RANK];
+    ck_assert_int_eq(clf_tensor_shape(g, x, &rank, shape), CLF_OK);
+    ck_assert(rank == 3 && shape[1] == 2 && shape[2] == D);
+    const char *names[CLF_MAX_RANK];
+    ck_assert_int_eq(clf_tensor_dim_names(g, x, names), CLF_OK);
+    ck_assert(names[0] == NULL && names[2] == NULL);
+    ck_assert_str_eq(names[1], "S");
+    /* A second S. */
+    ck_assert_int_eq(clf_dim(g, "S", 1, 8), 0);
+    const char *msg;
+    ck_assert_int_eq(clf_graph_status(g, &msg), CLF_ERR_INVALID_ARGUMENT);
+    ck_assert_msg(strstr(msg, "clf_dim") && strstr(msg, "'S' exists"), "%s", msg);
+    clf_graph_destroy(&g);
+
+    g = clf_graph_create();
+    ck_assert_int_eq(clf_dim(g, "B", 5, 4), 0);
+    ck_assert_int_eq(clf_graph_status(g, &msg), CLF_ERR_INVALID_ARGUMENT);
+    ck_assert_msg(strstr(msg, "'B'") && strstr(msg, "5..4"), "%s", msg);
+    clf_graph_destroy(&g);
+}
+END_TEST
+
+/* Builds with S and T declared and returns the graph's message after f. */
+typedef void (*builder)(clf_graph *g, int64_t s, int64_t t);
+
+static void expect_error(builder f, const char *want1, const char *want2)
+{
+    clf_graph *g = clf_graph_create();
+    int64_t s = clf_dim(g, "S", 1, 64), t = clf_dim(g, "T", 1, 64);
+    f(g, s, t);
+    const char *msg;
+    ck_assert_int_eq(clf_graph_status(g, &msg), CLF_ERR_SHAPE);
+    ck_assert_msg(strstr(msg, want1) && strstr(msg, want2), "'%s' lacks '%s' or '%s'", msg, want1, want2);
+    clf_graph_destroy(&g);
+}
+
+static void add_s_to_t(clf_graph *g, int64_t s, int64_t t)
+{
+    clf_tensor a = clf_input(g, "a", CLF_F32, 2, (int64_t[]){s, D});
+    clf_tensor b = clf_input(g, "b", CLF_F32, 2, (int64_t[]){t, D});
+    clf_add(g, a, b);
+}
+
+static void add_s_to_fixed(clf_graph *g, int64_t s, int64_t t)
+{
+    (void)t;
+    /* The stand-in of S is 2: a fixed 2 passes the concrete check. */
+    clf_tensor a = clf_input(g, "a", CLF_F32, 2, (int64_t[]){s, D});
+    clf_tensor b = clf_input(g, "b", CLF_F32, 2, (int64_t[]){2, D});
+    clf_mul(g, a, b);
+}
+
+static void reshape_merges(clf_graph *g, int64_t s, int64_t t)
+{
+    (void)t;
+    clf_tensor a = clf_input(g, "a", CLF_F32, 2, (int64_t[]){s, D});
+    clf_reshape(g, a, 1, (int64_t[]){-1});
+}
+
+static void slice_part(clf_graph *g, int64_t s, int64_t t)
+{
+    (void)t;
+    clf_tensor a = clf_input(g, "a", CLF_F32, 2, (int64_t[]){s, D});
+    clf_slice(g, a, 1, (int64_t[]){0}, (int64_t[]){1}, (int[]){0}, NULL);
+}
+
+static void concat_along(clf_graph *g, int64_t s, int64_t t)
+{
+    clf_tensor a = clf_input(g, "a", CLF_F32, 2, (int64_t[]){s, D});
+    clf_tensor b = clf_input(g, "b", CLF_F32, 2, (int64_t[]){t, D});
+    clf_concat(g, 2, (clf_tensor[]){a, b}, 0);
+}
+
+static void contract_s_with_t(clf_graph *g, int64_t s, int64_t t)
+{
+    clf_tensor a = clf_input(g, "a", CLF_F32, 2, (int64_t[]){D, s});
+    clf_tensor b = clf_input(g, "b", CLF_F32, 2, (int64_t[]){t, D});
+    clf_matmul(g, a, b);
+}
+
+START_TEST(builder_refuses)
+{
+    expect_error(add_s_to_t, "symbolic S", "symbolic T");
+    expect_error(add_s_to_fixed, "symbolic S", "meets 2");
+    expect_error(reshape_merges, "clf_reshape", "symbolic S");
+    expect_error(slice_part, "clf_slice", "symbolic S");
+    expect_error(concat_along, "clf_concat", "symbolic S");
+    expect_error(contract_s_with_t, "contracted axis", "symbolic T");
+}
+END_TEST
+
+/* Shapes follow the symbols through reshape (named in the target),
+ * transpose, unsqueeze, broadcasting, reductions and matmul. */
+START_TEST(symbols_propagate)
+{
+    clf_graph *g = clf_graph_create();
+    int64_t s = clf_dim(g, "S", 1, 64);
+    clf_tensor x = clf_input(g, "x", CLF_F32, 3, (int64_t[]){1, s, D});
+    clf_tensor r = clf_reshape(g, x, 4, (int64_t[]){1, s, 4, D / 4});
+    clf_tensor p = clf_transpose(g, r, 4, (int[]){0, 2, 1, 3});          /* [1, 4, S, 6] */
+    clf_tensor u = clf_unsqueeze(g, clf_reduce_sum(g, p, 1, (int[]){3}, false), 1, (int[]){0}); /* [1,1,4,S] */
+    clf_tensor m = clf_matmul(g, clf_reshape(g, x, 2, (int64_t[]){s, D}),
+                              clf_constant(g, CLF_F32, 2, (int64_t[]){D, 1}, (float[D]){0}));
+    ck_assert_int_eq(clf_graph_status(g, NULL), CLF_OK);
+    const char *n[CLF_MAX_RANK];
+    ck_assert_int_eq(clf_tensor_dim_names(g, p, n), CLF_OK);
+    ck_assert(!n[0] && !n[1] && n[2] && !strcmp(n[2], "S") && !n[3]);
+    ck_assert_int_eq(clf_tensor_dim_names(g, u, n), CLF_OK);
+    ck_assert(!n[0] && !n[1] && !n[2] && n[3] && !strcmp(n[3], "S"));
+    ck_assert_int_eq(clf_tensor_dim_names(g, m, n), CLF_OK);
+    ck_assert(n[0] && !strcmp(n[0], "S") && !n[1]);
+    clf_graph_destroy(&g);
+}
+END_TEST
+
+/* ---- A small model with a sequence length S ----------------------------------- */
+
+/* x [1, S, D] -> layer norm -> @ w [D, H] + b -> relu -> y [1, S, H];
+ * m = mean of y over S [1, 1, H]; a = causal self-attention of y's
+ * reshape to heads [1, 2, S, H/2] -> [1, 2, S, H/2]. Weights from seed. */
+static clf_graph *model(int64_t lo, int64_t hi)
+{
+    clf_graph *g = clf_graph_create();
+    int64_t s = clf_dim(g, "S", lo, hi);
+    float w[D * H], b[H];
+    clf_test_fill_f32(w, D * H, -0.3f, 0.3f);
+    clf_test_fill_f32(b, H, -0.1f, 0.1f);
+    clf_tensor x = clf_input(g, "x", CLF_F32, 3, (int64_t[]){1, s, D});
+    clf_tensor n = clf_layer_norm(g, x, -1, 1e-5, CLF_TENSOR_INVALID, CLF_TENSOR_INVALID);
+    clf_tensor h = clf_matmul(g, n, clf_constant(g, CLF_F32, 2, (int64_t[]){D, H}, w));
+    clf_tensor y = clf_relu(g, clf_add(g, h, clf_constant(g, CLF_F32, 1, (int64_t[]){H}, b)));
+    clf_graph_output(g, "y", y);
+    clf_graph_output(g, "m", clf_reduce_mean(g, y, 1, (int[]){1}, true));
+    clf_tensor q = clf_transpose(g, clf_reshape(g, y, 4, (int64_t[]){1, s, 2, H / 2}), 4, (int[]){0, 2, 1, 3});
+    clf_graph_output(g, "a", clf_attention(g, q, q, q, CLF_TENSOR_INVALID, 0, true));
+    const char *msg;
+    ck_assert_msg(clf_graph_status(g, &msg) == CLF_OK, "%s", msg);
+    return g;
+}
+
+/* Runs exe at length s against the reference of g. */
+static void check_at(clf_context *ctx, clf_executable *exe, const clf_graph *g, int64_t s)
+{
+    size_t nx = (size_t)s * D, ny = (size_t)s * H;
+    float *x = malloc(nx * sizeof *x), *y = malloc(ny * sizeof *y), *a = malloc(ny * sizeof *a);
+    float *wy = malloc(ny * sizeof *wy), *wa = malloc(ny * sizeof *wa), m[H], wm[H];
+    clf_test_fill_f32(x, nx, -2, 2);
+    memset(y, 0xff, ny * sizeof *y);
+    int64_t xs[3] = {1, s, D};
+    const int64_t *shapes[1] = {xs};
+    clf_host_binding in[1] = {{"x", x}};
+    clf_host_binding want[3] = {{"y", wy}, {"m", wm}, {"a", wa}}, got[3] = {{"y", y}, {"m", m}, {"a", a}};
+    char msg[320];
+    ck_assert_msg(clf_reference_run_shaped(g, 1, in, shapes, 3, want, msg, sizeof msg) == CLF_OK, "%s", msg);
+    clf_status st = clf_run_host_shaped(exe, 1, in, shapes, 3, got);
+    ck_assert_msg(st == CLF_OK, "S=%lld: %s: %s", (long long)s, clf_status_name(st), clf_context_last_error(ctx));
+    ck_assert_msg(clf_test_close(CLF_F32, y, wy, ny, 1e-4, 1e-5, msg, sizeof msg), "S=%lld y: %s", (long long)s, msg);
+    ck_assert_msg(clf_test_close(CLF_F32, m, wm, H, 1e-4, 1e-5, msg, sizeof msg), "S=%lld m: %s", (long long)s, msg);
+    ck_assert_msg(clf_test_close(CLF_F32, a, wa, ny, 1e-4, 1e-5, msg, sizeof msg), "S=%lld a: %s", (long long)s, msg);
+    free(x);
+    free(y);
+    free(a);
+    free(wy);
+    free(wa);
+}
+
+/* One executable, every length the issue names, each against the reference;
+ * a length seen before plans and builds nothing more. */
+START_TEST(one_executable_many_lengths)
+{
+    clf_context *ctx = clf_test_context();
+    clf_graph *g = model(1, 1024);
+    clf_executable *exe = NULL;
+    clf_status st = clf_compile(ctx, g, NULL, &exe);
+    ck_assert_msg(st == CLF_OK, "%s: %s", clf_status_name(st), clf_context_last_error(ctx));
+    /* The queries describe the stand-in; symbolic extents read -1. */
+    int rank;
+    int64_t shape[CLF_MAX_RANK];
+    ck_assert_int_eq(clf_executable_input(exe, 0, NULL, NULL, &rank, shape), CLF_OK);
+    ck_assert(rank == 3 && shape[0] == 1 && shape[1] == -1 && shape[2] == D);
+    static const int64_t lengths[] = {1, 2, 17, 64, 1000, 17};
+    for (size_t i = 0; i < sizeof lengths / sizeof *lengths; i++) {
+        clf__program_counts before = ctx->counts;
+        check_at(ctx, exe, g, lengths[i]);
+        if (i == 5) { /* 17 again: the specialisation is kept */
+            ck_assert_uint_eq(ctx->counts.plans_built, before.plans_built);
+            ck_assert_uint_eq(ctx->counts.source_builds, before.source_builds);
+        }
+    }
+    clf_executable_destroy(&exe);
+    clf_graph_destroy(&g);
+    clf_context_destroy(&ctx);
+}
+END_TEST
+
+/* Shapes a run gives that do not fit are refused, naming what is wrong,
+ * and nothing runs; runs without shapes are refused. */
+START_TEST(bad_shapes_refused)
+{
+    clf_context *ctx = clf_test_context();
+    clf_graph *g = clf_graph_create();
+    int64_t s = clf_dim(g, "S", 2, 40);
+    clf_tensor x = clf_input(g, "x", CLF_F32, 2, (int64_t[]){s, D});
+    clf_tensor k = clf_input(g, "k", CLF_F32, 1, (int64_t[]){s});
+    clf_graph_output(g, "y", clf_mul(g, x, clf_unsqueeze(g, k, 1, (int[]){1})));
+    clf_executable *exe = NULL;
+    ck_assert_int_eq(clf_compile(ctx, g, NULL, &exe), CLF_OK);
+    float xb[41 * D] = {0}, kb[41] = {0}, yb[41 * D];
+    clf_host_binding in[2] = {{"x", xb}, {"k", kb}}, out[1] = {{"y", yb}};
+    struct {
+        int64_t xs[2], ks[1];
+        const char *want1, *want2;
+    } bad[] = {
+        {{5, D + 1}, {5}, "input 'x'", "axis 1 is 25, but it is declared 24"},
+        {{41, D}, {41}, "S = 41", "bounds 2..40"},
+        {{1, D}, {1}, "S = 1", "bounds 2..40"},
+        {{5, D}, {6}, "input 'k': axis 0 is S = 6", "input 'x' gives S = 5"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        const int64_t *shapes[2] = {bad[i].xs, bad[i].ks};
+        clf_status st = clf_run_host_shaped(exe, 2, in, shapes, 1, out);
+        const char *msg = clf_context_last_error(ctx);
+        ck_assert_int_eq(st, CLF_ERR_SHAPE);
+        ck_assert_msg(strstr(msg, "clf_run_host_shaped") && strstr(msg, bad[i].want1) && strstr(msg, bad[i].want2),
+                      "case %zu: %s", i, msg);
+    }
+    /* A shape missing for a symbolic input. */
+    const int64_t *partial[2] = {NULL, (int64_t[]){5}};
+    ck_assert_int_eq(clf_run_host_shaped(exe, 2, in, partial, 1, out), CLF_ERR_INVALID_ARGUMENT);
+    ck_assert_msg(strstr(clf_context_last_error(ctx), "input 'x' has symbolic"), "%s", clf_context_last_error(ctx));
+    /* Runs without shapes. */
+    ck_assert_int_eq(clf_run_host(exe, 2, in, 1, out), CLF_ERR_INVALID_ARGUMENT);
+    ck_assert_msg(strstr(clf_context_last_error(ctx), "symbolic dimensions (S)"), "%s", clf_context_last_error(ctx));
+    ck_assert_int_eq(clf_run(exe, 0, NULL, 0, NULL, 0, NULL, NULL), CLF_ERR_INVALID_ARGUMENT);
+    /* The same checks on an executable without symbols. */
+    clf_graph *f = clf_graph_create();
+    clf_graph_output(f, "y", clf_neg(f, clf_input(f, "x", CLF_F32, 2, (int64_t[]){3, D})));
+    clf_executable *fixed = NULL;
+    ck_assert_int_eq(clf_compile(ctx, f, NULL, &fixed), CLF_OK);
+    const int64_t *fs[1] = {(int64_t[]){4, D}};
+    ck_assert_int_eq(clf_run_host_shaped(fixed, 1, in, fs, 1, out), CLF_ERR_SHAPE);
+    ck_assert_msg(strstr(clf_context_last_error(ctx), "axis 0 is 4, but it is declared 3"), "%s",
+                  clf_context_last_error(ctx));
+    fs[0] = (int64_t[]){3, D};
+    ck_assert_int_eq(clf_run_host_shaped(fixed, 1, in, fs, 1, out), CLF_OK);
+    clf_executable_destroy(&fixed);
+    clf_graph_destroy(&f);
+    /* A dimension no input carries cannot be given. */
+    clf_graph *u = clf_graph_create();
+    int64_t t = clf_dim(u, "T", 1, 8);
+    clf_tensor ux = clf_input(u, "x", CLF_F32, 1, (int64_t[]){D});
+    clf_graph_output(u, "y", clf_expand(u, clf_unsqueeze(u, ux, 1, (int[]){0}), 2, (int64_t[]){t, D}));
+    ck_assert_int_eq(clf_graph_status(u, NULL), CLF_OK);
+    clf_executable *ue = NULL;
+    ck_assert_int_eq(clf_compile(ctx, u, NULL, &ue), CLF_ERR_SHAPE);
+    ck_assert_msg(strstr(clf_context_last_error(ctx), "symbolic dimension T is the extent of no graph input"), "%s",
+                  clf_context_last_error(ctx));
+    clf_graph_destroy(&u);
+    clf_executable_destroy(&exe);
+    clf_graph_destroy(&g);
+    clf_context_destroy(&ctx);
+}
+END_TEST
+
+/* More lengths than are kept: the oldest are dropped and made again when
+ * asked for; every specialisation shares the executable's constants. */
+START_TEST(specialisations_evicted_and_shared)
+{
+    clf_context *ctx = clf_test_context();
+    clf_graph *g = clf_graph_create();
+    int64_t s = clf_dim(g, "S", 1, 100);
+    float w[D];
+    clf_test_fill_f32(w, D, -1, 1);
+    clf_tensor x = clf_input(g, "x", CLF_F32, 2, (int64_t[]){s, D});
+    clf_graph_output(g, "y", clf_add(g, clf_exp(g, x), clf_constant(g, CLF_F32, 1, (int64_t[]){D}, w)));
+    clf_executable *exe = NULL;
+    ck_assert_int_eq(clf_compile(ctx, g, NULL, &exe), CLF_OK);
+    for (int64_t n = 3; n < 3 + 20; n++) {
+        float xb[(3 + 20) * D], yb[(3 + 20) * D], want[(3 + 20) * D];
+        clf_test_fill_f32(xb, (size_t)n * D, -1, 1);
+        const int64_t *shapes[1] = {(int64_t[]){n, D}};
+        clf_host_binding in[1] = {{"x", xb}}, out[1] = {{"y", yb}}, ref[1] = {{"y", want}};
+        char msg[256];
+        ck_assert_msg(clf_reference_run_shaped(g, 1, in, shapes, 1, ref, msg, sizeof msg) == CLF_OK, "%s", msg);
+        ck_assert_msg(clf_run_host_shaped(exe, 1, in, shapes, 1, out) == CLF_OK, "%s", clf_context_last_error(ctx));
+        ck_assert_msg(clf_test_close(CLF_F32, yb, want, (size_t)n * D, 1e-5, 1e-6, msg, sizeof msg), "S=%lld: %s",
+                      (long long)n, msg);
+    }
+    ck_assert_uint_le(exe->dyn->nspecs, 16);
+    /* One constant buffer (w), made once. */
+    ck_assert_uint_eq(exe->dyn->pool.n, 1);
+    for (size_t i = 0; i < exe->dyn->nspecs; i++)
+        for (uint32_t b = 0; b < exe->dyn->specs[i]->exe->nbuffers; b++)
+            if (exe->dyn->specs[i]->exe->buffers[b].kind == CLF__BUF_CONSTANT &&
+                exe->dyn->specs[i]->exe->buffers[b].bytes == sizeof w)
+                ck_assert_ptr_eq(exe->dyn->specs[i]->exe->owned[b], exe->dyn->pool.items[0].mem);
+    /* S = 3 was dropped: asking again makes it again, correctly. */
+    uint64_t plans = ctx->counts.plans_built + ctx->counts.plan_hits;
+    float xb[3 * D], yb[3 * D], want[3 * D];
+    clf_test_fill_f32(xb, 3 * D, -1, 1);
+    const int64_t *shapes[1] = {(int64_t[]){3, D}};
+    clf_host_binding in[1] = {{"x", xb}}, out[1] = {{"y", yb}}, ref[1] = {{"y", want}};
+    char msg[256];
+    ck_assert(clf_reference_run_shaped(g, 1, in, shapes, 1, ref, msg, sizeof msg) == CLF_OK);
+    ck_assert_int_eq(clf_run_host_shaped(exe, 1, in, shapes, 1, out), CLF_OK);
+    ck_assert(clf_test_close(CLF_F32, yb, want, 3 * D, 1e-5, 1e-6, msg, sizeof msg));
+    ck_assert_uint_gt(ctx->counts.plans_built + ctx->counts.plan_hits, plans);
+    clf_executable_destroy(&exe);
+    clf_graph_destroy(&g);
+    clf_context_destroy(&ctx);
+}
+END_TEST
+
+/* Device buffers on a queue: runs at two lengths, enqueued back to back,
+ * each correct; the events order them. */
+START_TEST(enqueue_shaped_buffers)
+{
+    clf_context *ctx = clf_test_context();
+    clf_graph *g = clf_graph_create();
+    int64_t s = clf_dim(g, "S", 1, 64);
+    clf_tensor x = clf_input(g, "x", CLF_F32, 2, (int64_t[]){s, D});
+    clf_graph_output(g, "y", clf_softmax(g, x, -1));
+    clf_executable *exe = NULL;
+    ck_assert_int_eq(clf_compile(ctx, g, NULL, &exe), CLF_OK);
+    cl_int err;
+    cl_context cl = clf_context_cl(ctx);
+    cl_command_queue q = clf_context_queue(ctx);
+    float xb[64 * D], want5[5 * D], want9[9 * D], got[9 * D];
+    clf_test_fill_f32(xb, 64 * D, -3, 3);
+    cl_mem bx = clCreateBuffer(cl, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, sizeof xb, xb, &err);
+    cl_mem by5 = clCreateBuffer(cl, CL_MEM_READ_WRITE, 5 * D * sizeof(float), NULL, &err);
+    cl_mem by9 = clCreateBuffer(cl, CL_MEM_READ_WRITE, 9 * D * sizeof(float), NULL, &err);
+    ck_assert(bx && by5 && by9);
+    clf_buffer_view in[1] = {{"x", bx, 0}}, o5[1] = {{"y", by5, 0}}, o9[1] = {{"y", by9, 0}};
+    const int64_t *s5[1] = {(int64_t[]){5, D}}, *s9[1] = {(int64_t[]){9, D}};
+    cl_event e5 = NULL, e9 = NULL;
+    ck_assert_int_eq(clf_enqueue_shaped(exe, NULL, 1, in, s5, 1, o5, 0, NULL, &e5), CLF_OK);
+    ck_assert_int_eq(clf_enqueue_shaped(exe, NULL, 1, in, s9, 1, o9, 0, NULL, &e9), CLF_OK);
+    ck_assert(e5 && e9);
+    ck_assert_int_eq(clWaitForEvents(1, &e9), CL_SUCCESS);
+    cl_int status = 0;
+    clGetEventInfo(e5, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof status, &status, NULL);
+    ck_assert_int_eq(status, CL_COMPLETE);
+    char msg[256];
+    clf_host_binding hi[1] = {{"x", xb}}, r5[1] = {{"y", want5}}, r9[1] = {{"y", want9}};
+    ck_assert(clf_reference_run_shaped(g, 1, hi, s5, 1, r5, msg, sizeof msg) == CLF_OK);
+    ck_assert(clf_reference_run_shaped(g, 1, hi, s9, 1, r9, msg, sizeof msg) == CLF_OK);
+    ck_assert_int_eq(clEnqueueReadBuffer(q, by5, CL_TRUE, 0, 5 * D * sizeof(float), got, 0, NULL, NULL), CL_SUCCESS);
+    ck_assert_msg(clf_test_close(CLF_F32, got, want5, 5 * D, 1e-5, 1e-6, msg, sizeof msg), "%s", msg);
+    ck_assert_int_eq(clEnqueueReadBuffer(q, by9, CL_TRUE, 0, 9 * D * sizeof(float), got, 0, NULL, NULL), CL_SUCCESS);
+    ck_assert_msg(clf_test_close(CLF_F32, got, want9, 9 * D, 1e-5, 1e-6, msg, sizeof msg), "%s", msg);
+    clReleaseEvent(e5);
+    clReleaseEvent(e9);
+    clReleaseMemObject(bx);
+    clReleaseMemObject(by5);
+    clReleaseMemObject(by9);
+    clf_executable_destroy(&exe);
+    clf_graph_destroy(&g);
+    clf_context_destroy(&ctx);
+}
+END_TEST
+
+static Suite *dynamic_suite(void)
+{
+    Suite *s = suite_create("dynamic");
+    clf_test_add_case(s, "dim_declarations", dim_declarations);
+    clf_test_add_case(s, "builder_refuses", builder_refuses);
+    clf_test_add_case(s, "symbols_propagate", symbols_propagate);
+    clf_test_add_case(s, "one_executable_many_lengths", one_executable_many_lengths);
+    clf_test_add_case(s, "bad_shapes_refused", bad_shapes_refused);
+    clf_test_add_case(s, "specialisations_evicted_and_shared", specialisations_evicted_and_shared);
+    clf_test_add_case(s, "enqueue_shaped_buffers", enqueue_shaped_buffers);
+    return s;
+}
+
+int main(void)
+{
+    clf_test_setup_env();
+    return clf_test_run_suite(dynamic_suite());
+}
