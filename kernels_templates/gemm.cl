@@ -12,7 +12,10 @@
  * Codegen prepends (and tuning #defines):
  *   CLF_KERNEL_NAME      the kernel's name, after the ops it fused
  *   CLF_PARAMS/CLF_ARGS  the buffer parameters
- *   M, N, K, BATCH       the product's extents (compile-time constants)
+ *   M, N, K, BATCH       the product's extents (constants, or for M kernel
+ *                        arguments where the sizes are symbolic)
+ *   M_WHOLE_TILES        1 where M is a multiple of TM (M itself is never
+ *                        read by the preprocessor)
  *   clf_load_a(bt, m, k, ...), clf_load_b(bt, k, n, ...)
  *                        an operand element, prologue applied
  *   clf_store(bt, m, n, acc, ...)
@@ -55,6 +58,7 @@
 #ifndef CLF_KERNEL_NAME
 #define CLF_KERNEL_NAME clf_gemm_example
 #define M 64
+#define M_WHOLE_TILES 1
 #define N 64
 #define K 64
 #define BATCH 1
@@ -77,7 +81,7 @@ static inline void clf_store(IDX_T bt, IDX_T m, IDX_T n, float acc, CLF_PARAMS) 
 
 /* Bounds checks that vanish at compile time where the extent is a multiple
  * of the tile. */
-#if M % TM == 0
+#if M_WHOLE_TILES
 #define IN_M(m) (true)
 #else
 #define IN_M(m) ((m) < M)

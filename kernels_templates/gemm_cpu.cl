@@ -9,6 +9,8 @@
  * stores through clf_store.
  *
  * Codegen prepends CLF_KERNEL_NAME, CLF_PARAMS, CLF_ARGS, M, N, K, BATCH,
+ * M_WHOLE_TILES (1 where M is a multiple of WM; the preprocessor never
+ * reads M, which may be a kernel argument where sizes are symbolic),
  * the load and store functions and the tuning below; without them this file
  * is still valid OpenCL C: a plain 16 x 16 product.
  *
@@ -28,6 +30,7 @@
 #ifndef CLF_KERNEL_NAME
 #define CLF_KERNEL_NAME clf_gemm_cpu_example
 #define M 16
+#define M_WHOLE_TILES 1
 #define N 16
 #define K 16
 #define BATCH 1
@@ -64,9 +67,9 @@ __kernel void CLF_KERNEL_NAME(CLF_PARAMS, const IDX_T numel)
     if (bt >= BATCH)
         return;
 
-#if M % WM == 0 && N % WN == 0
+#if M_WHOLE_TILES && N % WN == 0
     if (true) {
-#elif M % WM == 0
+#elif M_WHOLE_TILES
     if (n0 + WN <= N) {
 #elif N % WN == 0
     if (m0 + WM <= M) {

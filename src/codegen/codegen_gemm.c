@@ -389,6 +389,11 @@ clf_status clf__codegen_gemm(const clf_graph *g, const clf__plan *plan, uint32_t
     } else {
         clf__sb_printf(&src, "#define TM %d\n#define TN %d\n#define TK %d\n#define WM %d\n#define WN %d\n", cfg.tm,
                        cfg.tn, cfg.tk, cfg.wm, cfg.wn);
+        /* Whether M is a multiple of the tile's rows, as a literal of its
+         * own so that the templates' #if does not read M: M then appears
+         * only in code, where a graph with symbolic sizes passes it as an
+         * argument (runtime/source_lift.h). */
+        clf__sb_printf(&src, "#define M_WHOLE_TILES %d\n", M % cfg.tm == 0 ? 1 : 0);
         clf__sb_printf(&src, "#define A_K_FAST %d\n#define B_N_FAST %d\n#define VEC_A %d\n#define VEC_B %d\n",
                        a_k_fast ? 1 : 0, b_n_fast ? 1 : 0, vec_a ? 1 : 0, vec_b ? 1 : 0);
         out->schedule = (clf__schedule){.form = target->cpu ? "cpu-blocks" : "gpu-tiles", .vec = 1,
