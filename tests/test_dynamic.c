@@ -11,6 +11,10 @@
 
 #include "runtime/dynamic.h"
 #include "runtime/runtime_internal.h"
+#include "runtime/source_lift.h"
+#include "util/alloc.h"
+#include "util/strbuf.h"
+#include "clfuse/onnx.h"
 #include "test_support.h"
 
 #define D 24 /* model width */
@@ -203,31 +207,53 @@ static void check_at(clf_context *ctx, clf_executable *exe, const clf_graph *g, 
 
 /* One executable, every length the issue names, each against the reference;
  * a length seen before plans and builds nothing more. */
-START_TEST(one_executable_many_lengths)
+/* One executable of the model in the given device form, run at many
+ * lengths against the reference. */
+static void many_lengths(clf_kernel_style style)
 {
     clf_context *ctx = clf_test_context();
     clf_graph *g = model(1, 1024);
     clf_executable *exe = NULL;
-    clf_status st = clf_compile(ctx, g, NULL, &exe);
+    clf_status st = clf_compile(ctx, g, clf_compile_params(.kernel_style = style), &exe);
     ck_assert_msg(st == CLF_OK, "%s: %s", clf_status_name(st), clf_context_last_error(ctx));
     /* The queries describe the stand-in; symbolic extents read -1. */
     int rank;
     int64_t shape[CLF_MAX_RANK];
     ck_assert_int_eq(clf_executable_input(exe, 0, NULL, NULL, &rank, shape), CLF_OK);
     ck_assert(rank == 3 && shape[0] == 1 && shape[1] == -1 && shape[2] == D);
-    static const int64_t lengths[] = {1, 2, 17, 64, 1000, 17};
+    /* On a CPU, clf_compile built every program: the lengths after it,
+     * seen or not, build nothing (their literals are kernel arguments; size
+     * 1 has kernels of its own, built at compile time too). A GPU's kernels
+     * take more forms (GEMM tiles by rows): a length may build its form's
+     * generic program, once, and then a length of the same class (the
+     * second of each pair) builds nothing. */
+    clf_device_desc dev;
+    ck_assert_int_eq(clf_context_device(ctx, &dev), CLF_OK);
+    static const int64_t lengths[][2] = {{1, 1}, {2, 2}, {17, 19}, {80, 112}, {1000, 1016}, {17, 17}, {333, 335}};
     for (size_t i = 0; i < sizeof lengths / sizeof *lengths; i++) {
         clf__program_counts before = ctx->counts;
-        check_at(ctx, exe, g, lengths[i]);
-        if (i == 5) { /* 17 again: the specialisation is kept */
+        check_at(ctx, exe, g, lengths[i][0]);
+        unsigned long long built = ctx->counts.source_builds - before.source_builds;
+        ck_assert_msg(built == 0 || style == CLF_KERNEL_STYLE_GPU || !dev.is_cpu, "S=%lld built %llu programs",
+                      (long long)lengths[i][0], built);
+        if (i == 5) /* 17 again: the specialisation is kept */
             ck_assert_uint_eq(ctx->counts.plans_built, before.plans_built);
-            ck_assert_uint_eq(ctx->counts.source_builds, before.source_builds);
-        }
+        before = ctx->counts;
+        check_at(ctx, exe, g, lengths[i][1]);
+        built = ctx->counts.source_builds - before.source_builds;
+        ck_assert_msg(built == 0, "S=%lld (after S=%lld) built %llu programs", (long long)lengths[i][1],
+                      (long long)lengths[i][0], built);
     }
     clf_executable_destroy(&exe);
     clf_graph_destroy(&g);
     clf_context_destroy(&ctx);
 }
+
+START_TEST(one_executable_many_lengths) { many_lengths(CLF_KERNEL_STYLE_AUTO); }
+END_TEST
+
+/* The GPU form (on PoCL too): its kernels' forms follow the sizes more. */
+START_TEST(many_lengths_gpu_form) { many_lengths(CLF_KERNEL_STYLE_GPU); }
 END_TEST
 
 /* Shapes a run gives that do not fit are refused, naming what is wrong,
@@ -397,6 +423,246 @@ START_TEST(enqueue_shaped_buffers)
 }
 END_TEST
 
+/* ---- Literals lifted out of sources (runtime/source_lift.h) ---------------- */
+
+/* A generated-looking source: the macro N (17 or 64 here) and where it is
+ * used, by the text of body. */
+static char *lift_source(const char *defines, const char *body)
+{
+    static const char head[] = "#define CLF_KERNEL_NAME k\n"
+                               "#define CLF_PARAMS __global float *restrict out\n"
+                               "#define CLF_ARGS out\n";
+    static const char tail[] = "#ifndef CLF_KERNEL_NAME\n#define CLF_KERNEL_NAME example\n#define N 8\n#endif\n";
+    size_t n = strlen(head) + strlen(defines) + strlen(body) + strlen(tail) + 1;
+    char *s = malloc(n);
+    ck_assert_ptr_nonnull(s);
+    snprintf(s, n, "%s%s%s%s", head, defines, tail, body);
+    return s;
+}
+
+/* The generic source after noting the sources of defines_a and defines_b
+ * with body (NULL when nothing is lifted). */
+static char *generic_of(const char *defines_a, const char *defines_b, const char *body)
+{
+    clf__lift_table *t = clf__lift_table_new();
+    char *a = lift_source(defines_a, body), *b = lift_source(defines_b, body);
+    ck_assert_int_eq(clf__lift_note(t, a, false), CLF_OK);
+    char *generic = clf__lift_generic_source(t, b);
+    free(a);
+    free(b);
+    clf__lift_table_free(&t);
+    return generic;
+}
+
+START_TEST(lift_rules)
+{
+    /* Used in a helper and a kernel that take CLF_PARAMS: a parameter. */
+    const char *body = "static inline void put(uint i, CLF_PARAMS) { out[i] = N * 0.5f; }\n"
+                       "__kernel void CLF_KERNEL_NAME(CLF_PARAMS, const uint n)\n"
+                       "{ uint i = get_global_id(0); if (i < N) put(i, CLF_ARGS); }\n";
+    char *g = generic_of("#define N 17u\n", "#define N 64u\n", body);
+    ck_assert_ptr_nonnull(g);
+    ck_assert_msg(strstr(g, "#define N clf_l0") && strstr(g, "CLF_PARAMS __global float *restrict out, const uint clf_l0") &&
+                      strstr(g, "#define CLF_ARGS out, clf_l0") && strstr(g, "#define N 8"),
+                  "%s", g);
+    free(g);
+    /* A float literal in a body; an int one beside a fixed one. */
+    g = generic_of("", "", "__kernel void CLF_KERNEL_NAME(CLF_PARAMS, const uint n) { out[0] = 0x1.1p+4f; }\n");
+    ck_assert_ptr_null(g); /* one source: nothing varies */
+    clf__lift_table *t = clf__lift_table_new();
+    char *a = lift_source("", "__kernel void CLF_KERNEL_NAME(CLF_PARAMS, const uint n) { out[0] = 0x1.1p+4f + 3; }\n");
+    char *b = lift_source("", "__kernel void CLF_KERNEL_NAME(CLF_PARAMS, const uint n) { out[0] = 0x1p+6f + 3; }\n");
+    ck_assert_int_eq(clf__lift_note(t, a, false), CLF_OK);
+    g = clf__lift_generic_source(t, b);
+    ck_assert_msg(g && strstr(g, "const float clf_l0") && strstr(g, "= clf_l0 + 3;"), "%s", g ? g : "(none)");
+    free(g);
+    free(a);
+    free(b);
+    clf__lift_table_free(&t);
+    /* Where a run-time value would not do, the literal stays, and two
+     * sizes are two programs: a preprocessor condition, a __local array,
+     * a private array's bound, a helper without CLF_PARAMS, a double. */
+    static const char *fixed[] = {
+        "#if N > 20\n#define BIG 1\n#endif\n__kernel void CLF_KERNEL_NAME(CLF_PARAMS, const uint n) { out[0] = N; }\n",
+        "__kernel void CLF_KERNEL_NAME(CLF_PARAMS, const uint n) { __local float tile[N]; tile[0] = 1.0f; out[0] = tile[0]; }\n",
+        "__kernel void CLF_KERNEL_NAME(CLF_PARAMS, const uint n) { float acc[N]; acc[0] = 1.0f; out[0] = acc[0]; }\n",
+        "static inline uint rows(void) { return N; }\n"
+        "__kernel void CLF_KERNEL_NAME(CLF_PARAMS, const uint n) { out[0] = rows(); }\n",
+    };
+    for (size_t i = 0; i < sizeof fixed / sizeof *fixed; i++) {
+        g = generic_of("#define N 17\n", "#define N 64\n", fixed[i]);
+        ck_assert_msg(g == NULL, "case %zu lifted: %s", i, g);
+    }
+    g = generic_of("#define X 0.5\n", "#define X 0.25\n",
+                   "__kernel void CLF_KERNEL_NAME(CLF_PARAMS, const uint n) { out[0] = X; }\n");
+    ck_assert_msg(g == NULL, "a double lifted: %s", g);
+}
+END_TEST
+
+/* A generic program built on the device computes what each concrete source
+ * computes, with its values passed as arguments. */
+START_TEST(lift_program_runs)
+{
+    clf_context *ctx = clf_test_context();
+    clf__lift_table *t = clf__lift_table_new();
+    const char *body = "__kernel void CLF_KERNEL_NAME(CLF_PARAMS, const uint n)\n"
+                       "{ uint i = get_global_id(0); if (i < n) out[i] = (float)(i % N) * SCALE; }\n";
+    char *a = lift_source("#define N 5u\n#define SCALE 0.5f\n", body);
+    char *b = lift_source("#define N 7u\n#define SCALE 0x1.8p+1f\n", body);
+    ck_assert_int_eq(clf__lift_note(t, a, false), CLF_OK);
+    cl_program prog;
+    clf__lift_arg *args;
+    uint32_t nargs;
+    cl_int berr;
+    clf__program_counts before = ctx->counts;
+    ck_assert_int_eq(clf__lift_program(ctx, t, b, &prog, &args, &nargs, &berr), CLF_OK);
+    ck_assert_uint_eq(nargs, 2);
+    ck_assert_uint_eq(ctx->counts.source_builds, before.source_builds + 1);
+    /* Source a: the same program, its own values. */
+    clf__lift_arg *args_a;
+    uint32_t nargs_a;
+    cl_program prog_a;
+    ck_assert_int_eq(clf__lift_program(ctx, t, a, &prog_a, &args_a, &nargs_a, &berr), CLF_OK);
+    ck_assert(prog_a == prog && nargs_a == 2);
+    ck_assert_uint_eq(ctx->counts.source_builds, before.source_builds + 1);
+    cl_int err;
+    cl_kernel k = clCreateKernel(prog, "k", &err);
+    ck_assert_int_eq(err, CL_SUCCESS);
+    cl_mem out = clCreateBuffer(ctx->cl, CL_MEM_READ_WRITE, 16 * sizeof(float), NULL, &err);
+    cl_command_queue q = clCreateCommandQueue(ctx->cl, ctx->device, 0, &err);
+    const clf__lift_arg *sets[2] = {args, args_a};
+    const float scale[2] = {3.0f, 0.5f};
+    const unsigned mod[2] = {7, 5};
+    for (int s = 0; s < 2; s++) {
+        cl_uint n = 16;
+        ck_assert_int_eq(clSetKernelArg(k, 0, sizeof out, &out), CL_SUCCESS);
+        for (uint32_t j = 0; j < 2; j++)
+            ck_assert_int_eq(clSetKernelArg(k, 1 + j, sets[s][j].size, sets[s][j].bytes), CL_SUCCESS);
+        ck_assert_int_eq(clSetKernelArg(k, 3, sizeof n, &n), CL_SUCCESS);
+        size_t global = 16;
+        ck_assert_int_eq(clEnqueueNDRangeKernel(q, k, 1, NULL, &global, NULL, 0, NULL, NULL), CL_SUCCESS);
+        float host[16];
+        ck_assert_int_eq(clEnqueueReadBuffer(q, out, CL_TRUE, 0, sizeof host, host, 0, NULL, NULL), CL_SUCCESS);
+        for (unsigned i = 0; i < 16; i++)
+            ck_assert_float_eq(host[i], (float)(i % mod[s]) * scale[s]);
+    }
+    clReleaseCommandQueue(q);
+    clReleaseMemObject(out);
+    clReleaseKernel(k);
+    clReleaseProgram(prog);
+    clReleaseProgram(prog_a);
+    clf__free(args);
+    clf__free(args_a);
+    free(a);
+    free(b);
+    clf__lift_table_free(&t);
+    clf_context_destroy(&ctx);
+}
+END_TEST
+
+/* ---- ONNX models with symbolic dimensions ------------------------------------ */
+
+/* A model whose shape arithmetic reads S (Shape, Gather, Concat, Reshape),
+ * with a softmax along S and a 16 x 16 weight (1 KiB: borrowed). */
+static char *onnx_model_text(void)
+{
+    clf__strbuf sb = {0};
+    clf__sb_puts(&sb, "<ir_version: 8, opset_import: [\"\" : 17]>\n"
+                      "g (float[1, S, 16] x) => (float[1, S, 16] y, float[1, 16] m) <float[16, 16] w = {");
+    for (int i = 0; i < 256; i++)
+        clf__sb_printf(&sb, "%s%g", i ? ", " : "", (double)((i * 37 % 29) - 14) / 16.0);
+    clf__sb_puts(&sb, "}, int64[1] one = {1}, int64[1] last = {-1}> {\n"
+                      "  h = MatMul(x, w)\n"
+                      "  shp = Shape(x)\n"
+                      "  s = Gather <axis = 0> (shp, one)\n"
+                      "  rows = Concat <axis = 0> (s, last)\n"
+                      "  flat = Reshape(h, rows)\n"
+                      "  sm = Softmax <axis = 0> (flat)\n"
+                      "  y = Reshape(sm, shp)\n"
+                      "  m = ReduceMean <axes = [1], keepdims = 0> (x)\n"
+                      "}\n");
+    ck_assert(clf__sb_ok(&sb));
+    return clf__sb_take(&sb);
+}
+
+START_TEST(onnx_symbolic_dims)
+{
+    clf_context *ctx = clf_test_context();
+    char *text = onnx_model_text();
+    char msg[512] = "";
+    clf_onnx_model *model = NULL;
+    clf_onnx_symbol sym = {"S", 1, 64};
+    clf_status st = clf_onnx_load_memory(text, strlen(text), NULL,
+                                         clf_onnx_params(.symbols = &sym, .nsymbols = 1, .message = msg,
+                                                         .message_cap = sizeof msg),
+                                         &model);
+    ck_assert_msg(st == CLF_OK, "%s", msg);
+    const clf_graph *g = clf_onnx_model_graph(model);
+    ck_assert_uint_eq(clf_graph_dim_count(g), 1);
+    clf_executable *exe = NULL;
+    st = clf_compile(ctx, g, NULL, &exe);
+    ck_assert_msg(st == CLF_OK, "%s", clf_context_last_error(ctx));
+    int rank;
+    int64_t shape[CLF_MAX_RANK];
+    ck_assert_int_eq(clf_executable_output(exe, 0, NULL, NULL, &rank, shape), CLF_OK);
+    ck_assert(rank == 3 && shape[1] == -1 && shape[2] == 16);
+    const clf__program_counts compiled = ctx->counts;
+    static const int64_t lengths[] = {1, 5, 17, 40, 5};
+    for (size_t i = 0; i < sizeof lengths / sizeof *lengths; i++) {
+        const int64_t S = lengths[i];
+        size_t n = (size_t)S * 16;
+        float *x = malloc(n * sizeof *x), *y = malloc(n * sizeof *y), *wy = malloc(n * sizeof *wy), m[16], wm[16];
+        clf_test_fill_f32(x, n, -2, 2);
+        const int64_t xs[3] = {1, S, 16};
+        const int64_t *shapes[1] = {xs};
+        clf_host_binding in[1] = {{"x", x}}, got[2] = {{"y", y}, {"m", m}}, want[2] = {{"y", wy}, {"m", wm}};
+        ck_assert_msg(clf_reference_run_shaped(g, 1, in, shapes, 2, want, msg, sizeof msg) == CLF_OK, "%s", msg);
+        st = clf_run_host_shaped(exe, 1, in, shapes, 2, got);
+        ck_assert_msg(st == CLF_OK, "S=%lld: %s", (long long)S, clf_context_last_error(ctx));
+        ck_assert_msg(clf_test_close(CLF_F32, y, wy, n, 1e-4, 1e-5, msg, sizeof msg), "S=%lld y: %s", (long long)S, msg);
+        ck_assert_msg(clf_test_close(CLF_F32, m, wm, 16, 1e-4, 1e-5, msg, sizeof msg), "S=%lld m: %s", (long long)S,
+                      msg);
+        ck_assert_msg(ctx->counts.source_builds == compiled.source_builds, "S=%lld built a program", (long long)S);
+        free(x);
+        free(y);
+        free(wy);
+    }
+    /* The weight, borrowed from the model by every import, is on the
+     * device once. */
+    ck_assert_uint_eq(exe->dyn->pool.n, 1);
+    /* The graph outlives the model it came from. */
+    clf_graph *taken = clf_onnx_model_take_graph(model);
+    clf_onnx_model_destroy(&model);
+    const int64_t *shapes[1] = {(int64_t[]){1, 3, 16}};
+    float x3[48] = {0}, y3[48], m3[16];
+    clf_host_binding in3[1] = {{"x", x3}}, out3[2] = {{"y", y3}, {"m", m3}};
+    ck_assert_msg(clf_reference_run_shaped(taken, 1, in3, shapes, 2, out3, msg, sizeof msg) == CLF_OK, "%s", msg);
+    ck_assert_float_eq_tol(y3[0], 1.0f / 3.0f, 1e-6f);
+    ck_assert_int_eq(clf_run_host_shaped(exe, 1, in3, shapes, 2, out3), CLF_OK);
+    ck_assert_float_eq_tol(y3[47], 1.0f / 3.0f, 1e-6f);
+    clf_graph_destroy(&taken);
+    clf_executable_destroy(&exe);
+    /* Bad declarations of symbols, named. */
+    static const char *const names[] = {"S"};
+    static const int64_t values[] = {4};
+    msg[0] = 0;
+    st = clf_onnx_load_memory(text, strlen(text), NULL,
+                              clf_onnx_params(.dim_names = names, .dim_values = values, .ndims = 1, .symbols = &sym,
+                                              .nsymbols = 1, .message = msg, .message_cap = sizeof msg),
+                              &model);
+    ck_assert_int_eq(st, CLF_ERR_INVALID_ARGUMENT);
+    ck_assert_msg(strstr(msg, "'S' is both given a size and kept symbolic"), "%s", msg);
+    clf_onnx_symbol bad = {"S", 9, 4};
+    st = clf_onnx_load_memory(text, strlen(text), NULL,
+                              clf_onnx_params(.symbols = &bad, .nsymbols = 1, .message = msg, .message_cap = sizeof msg),
+                              &model);
+    ck_assert_int_eq(st, CLF_ERR_INVALID_ARGUMENT);
+    ck_assert_msg(strstr(msg, "bounds 9..4"), "%s", msg);
+    free(text);
+    clf_context_destroy(&ctx);
+}
+END_TEST
+
 static Suite *dynamic_suite(void)
 {
     Suite *s = suite_create("dynamic");
@@ -404,9 +670,13 @@ static Suite *dynamic_suite(void)
     clf_test_add_case(s, "builder_refuses", builder_refuses);
     clf_test_add_case(s, "symbols_propagate", symbols_propagate);
     clf_test_add_case(s, "one_executable_many_lengths", one_executable_many_lengths);
+    clf_test_add_case(s, "many_lengths_gpu_form", many_lengths_gpu_form);
     clf_test_add_case(s, "bad_shapes_refused", bad_shapes_refused);
     clf_test_add_case(s, "specialisations_evicted_and_shared", specialisations_evicted_and_shared);
     clf_test_add_case(s, "enqueue_shaped_buffers", enqueue_shaped_buffers);
+    clf_test_add_case(s, "lift_rules", lift_rules);
+    clf_test_add_case(s, "lift_program_runs", lift_program_runs);
+    clf_test_add_case(s, "onnx_symbolic_dims", onnx_symbolic_dims);
     return s;
 }
 

@@ -75,6 +75,15 @@ typedef struct clf_onnx_input_shape {
     int rank;
 } clf_onnx_input_shape;
 
+/* A dimension of the model (an input's or output's dim_param) kept
+ * symbolic, as clf_dim declares one: the graph is compiled once and run at
+ * any size within lo..hi (hi 0: no bound) through clf_run_host_shaped or
+ * clf_enqueue_shaped. */
+typedef struct clf_onnx_symbol {
+    const char *name;
+    int64_t lo, hi;
+} clf_onnx_symbol;
+
 /* Zero means default for every field. */
 typedef struct clf_onnx_params {
     /* Sizes of symbolic dimensions by name: dim_names[i] is dim_values[i]. */
@@ -93,6 +102,17 @@ typedef struct clf_onnx_params {
      * line of at most message_cap bytes); may be NULL. */
     char *message;
     size_t message_cap;
+    /* Dimensions kept symbolic (not named in dim_names, nor fixed by
+     * inputs). The model is imported at their stand-in sizes (clf_dim's
+     * rule), and again at each new size a run gives (as clf_run_host_shaped
+     * says, programs are built per kernel form, not per size): shape
+     * arithmetic (Shape, Gather, Concat, Reshape, Range, Trilu) folds at
+     * every size, so any model whose shapes follow from its inputs' works.
+     * The axes of inputs and outputs whose dim_param names a symbol are
+     * symbolic. Initializers are kept by the graph (which outlives the
+     * model) and shared by every size (one device copy per executable). */
+    const clf_onnx_symbol *symbols;
+    size_t nsymbols;
 } clf_onnx_params;
 
 #define clf_onnx_params(...) (&(const clf_onnx_params){__VA_ARGS__})

@@ -313,8 +313,12 @@ CLF_API clf_status clf_enqueue(clf_executable *exe, cl_command_queue queue, size
  *
  * The first run at new sizes specialises the graph to them (plans,
  * generates and instantiates, on the calling thread, under the
- * executable's lock): its kernels come from the program cache where their
- * source is the same at every size, and are built otherwise
+ * executable's lock). It builds no program where its kernels take a form
+ * seen before: the literals that change with the sizes (extents, counts)
+ * are kernel arguments of programs clf_compile built, after generating the
+ * kernels at a few probe sizes; a kernel whose form itself changes (a
+ * GEMM whose rows stop filling whole tiles, size 1) is a variant with a
+ * build of its own, also made at compile time where a probe size showed it
  * (CLFUSE_LOGS=cache says which). Specialisations are kept for later runs
  * (the 16 most recently used, each with its own scratch) and share the
  * executable's constants. Runs of one executable are ordered after each

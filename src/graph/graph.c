@@ -57,6 +57,7 @@ void clf_graph_destroy(clf_graph **gp)
     for (size_t i = 0; i < g->nsyms; i++)
         clf__free(g->syms[i].name);
     clf__free(g->syms);
+    clf__graph_regen_release(g->regen);
     clf__free(g);
     *gp = NULL;
 }
@@ -235,7 +236,8 @@ clf_tensor clf__graph_append(clf_graph *g, const char *call, const clf__node *gi
     g->nnodes++;
 cleanup:
     if (!clf_tensor_valid(t)) {
-        clf__free(n->data);
+        if (!n->borrowed)
+            clf__free(n->data);
         clf__free((void *)n->name);
     }
     return t;
@@ -471,6 +473,22 @@ clf_tensor clf_constant(clf_graph *g, clf_dtype dtype, int rank, const int64_t *
         if (rank == 0)
             n.attr.constant.scalar = clf__dtype_info_of(dtype)->get_f64(n.data, 0);
     }
+    return clf__graph_append(g, call, &n);
+}
+
+clf_tensor clf__graph_constant_borrowed(clf_graph *g, clf_dtype dtype, int rank, const int64_t *shape,
+                                        const void *data)
+{
+    static const char call[] = "clf_constant";
+    if (!clf__graph_usable(g) || !check_dtype_arg(g, call, "dtype", dtype) ||
+        !clf__graph_check_shape(g, call, "shape", rank, shape, false))
+        return CLF_TENSOR_INVALID;
+    int64_t numel = checked_numel(rank, shape, clf_dtype_size(dtype));
+    if (numel <= 0 || rank == 0 || !data) /* scalars and empties: a copy */
+        return clf_constant(g, dtype, rank, shape, data);
+    clf__node n = {.op = CLF__OP_CONSTANT, .dtype = dtype, .rank = rank, .borrowed = true};
+    memcpy(n.shape, shape, (size_t)rank * sizeof *shape);
+    n.data = (void *)(uintptr_t)data;
     return clf__graph_append(g, call, &n);
 }
 

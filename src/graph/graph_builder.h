@@ -54,6 +54,13 @@ bool clf__graph_check_shape(clf_graph *g, const char *call, const char *arg, int
  * CLF_TENSOR_INVALID after recording the error. */
 clf_tensor clf__graph_append(clf_graph *g, const char *call, const clf__node *n);
 
+/* clf_constant without the copy: the node borrows data, which must outlive
+ * the graph and its copies (an ONNX model's initializers, kept by the
+ * graph's regen; specialisations share its device buffer). Scalars and
+ * empty tensors are copied as clf_constant does. */
+clf_tensor clf__graph_constant_borrowed(clf_graph *g, clf_dtype dtype, int rank, const int64_t *shape,
+                                        const void *data);
+
 /* numpy broadcasting of shapes a and b (aligned to the right; equal extents
  * or an extent 1 broadcast; 0 against 1 gives 0). Writes the result to
  * *rank_out / out (which may alias a or b) and returns true, or returns

@@ -127,6 +127,18 @@ typedef struct clf__graph_output {
     uint32_t node;
 } clf__graph_output;
 
+/* How a graph is made again at given sizes when it cannot be specialised
+ * node by node: a model whose import folds its shapes into constants
+ * (onnx/) is imported again. make builds the graph at values (one per
+ * symbol, within bounds; no symbols in it); the graph and its copies
+ * share one, counted. */
+typedef struct clf__graph_regen {
+    clf_status (*make)(void *state, const int64_t *values, clf_graph **out, char *err, size_t cap);
+    void (*release)(void *state);
+    void *state;
+    int refs; /* changed only through clf__graph_regen_retain / _release */
+} clf__graph_regen;
+
 struct clf_graph {
     uint32_t serial; /* non-zero, unique per process; tags clf_tensor handles */
     clf__node *nodes;
@@ -137,6 +149,7 @@ struct clf_graph {
     size_t noutputs, cap_outputs;
     clf__dim_sym *syms; /* symbolic dimensions, at most CLF__MAX_SYMS */
     size_t nsyms;
+    clf__graph_regen *regen; /* NULL: specialised node by node */
     clf_status status;
     char message[512];
 };

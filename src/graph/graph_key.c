@@ -12,7 +12,7 @@
 #if UINTPTR_MAX == UINT64_MAX
 static_assert(sizeof(clf__node) == 280, "clf__node changed: write the new field in clf__graph_key");
 static_assert(sizeof(clf__graph_output) == 16, "clf__graph_output changed: update clf__graph_key");
-static_assert(sizeof(struct clf_graph) == 616, "clf_graph changed: write the new field in clf__graph_key");
+static_assert(sizeof(struct clf_graph) == 624, "clf_graph changed: write the new field in clf__graph_key");
 #endif
 static_assert(CLF__OP_COUNT == 51, "a new op: check that put_attr writes its attributes");
 
@@ -113,6 +113,10 @@ void clf__graph_key(const clf_graph *g, clf__strbuf *sb)
         clf__sb_printf(sb, "\nsym %" PRId64 "..%" PRId64 " rep %" PRId64, g->syms[i].lo, g->syms[i].hi, g->syms[i].rep);
         put_str(sb, "name", g->syms[i].name);
     }
+    /* A graph made again at each size (an imported model): its nodes are
+     * the stand-in import's, and what it becomes is the importer's. */
+    if (g->regen)
+        clf__sb_puts(sb, "\nregen");
     clf__sb_printf(sb, "\noutputs %zu\n", g->noutputs);
     for (size_t i = 0; i < g->noutputs; i++) {
         clf__sb_printf(sb, "%" PRIu32, g->outputs[i].node);

@@ -11,6 +11,8 @@
 
 /* ---- Declaring -------------------------------------------------------- */
 
+int64_t clf__graph_dim_rep(int64_t lo, int64_t hi) { return lo >= 2 ? lo : (hi == 0 || hi >= 2) ? 2 : hi; }
+
 int64_t clf_dim(clf_graph *g, const char *name, int64_t lo, int64_t hi)
 {
     static const char call[] = "clf_dim";
@@ -51,7 +53,7 @@ int64_t clf_dim(clf_graph *g, const char *name, int64_t lo, int64_t hi)
     memcpy(copy, name, len + 1);
     /* The stand-in is never 1 where the bounds allow otherwise, so that no
      * builder takes the dimension for a broadcast one. */
-    int64_t rep = lo >= 2 ? lo : (hi == 0 || hi >= 2) ? 2 : hi;
+    int64_t rep = clf__graph_dim_rep(lo, hi);
     g->syms[g->nsyms] = (clf__dim_sym){copy, lo, hi, rep};
     return CLF__DIM_TOKEN - (int64_t)g->nsyms++;
 }
@@ -452,10 +454,58 @@ static char *dup_str(const char *s)
     return c;
 }
 
+void clf__graph_regen_retain(clf__graph_regen *r)
+{
+    if (r)
+        __atomic_add_fetch(&r->refs, 1, __ATOMIC_RELAXED);
+}
+
+void clf__graph_regen_release(clf__graph_regen *r)
+{
+    if (r && __atomic_sub_fetch(&r->refs, 1, __ATOMIC_ACQ_REL) == 0) {
+        r->release(r->state);
+        clf__free(r);
+    }
+}
+
+clf_status clf__graph_make_symbolic(clf_graph *g, size_t nsyms, const char *const *names, const int64_t *lo,
+                                    const int64_t *hi, const char *const (*dims)[CLF_MAX_RANK],
+                                    clf__graph_regen *regen, char *err, size_t cap)
+{
+    for (size_t i = 0; i < nsyms; i++) {
+        clf_dim(g, names[i], lo[i], hi[i]);
+        if (g->status != CLF_OK)
+            return fail(err, cap, g->status, "%s", g->message, 0);
+    }
+    const size_t nio = g->ninputs + g->noutputs;
+    for (size_t t = 0; t < nio; t++) {
+        clf__node *n = &g->nodes[t < g->ninputs ? g->inputs[t] : g->outputs[t - g->ninputs].node];
+        for (int d = 0; d < n->rank; d++) {
+            for (size_t i = 0; dims[t][d] && i < nsyms; i++) {
+                if (strcmp(dims[t][d], names[i]) != 0)
+                    continue;
+                if (n->shape[d] != g->syms[i].rep) {
+                    snprintf(err, cap, "axis %d of '%s' is %lld at the stand-in sizes, not %s's %lld", d,
+                             t < g->ninputs ? n->name : g->outputs[t - g->ninputs].name, (long long)n->shape[d],
+                             names[i], (long long)g->syms[i].rep);
+                    return CLF_ERR_SHAPE;
+                }
+                /* An output is marked for the queries only; its node may be
+                 * an input too, already marked. */
+                n->sym[d] = (uint8_t)(i + 1);
+            }
+        }
+    }
+    g->regen = regen;
+    return CLF_OK;
+}
+
 clf_status clf__graph_specialise(const clf_graph *g, const int64_t *values, bool own_data, clf_graph **out,
                                  char *err, size_t cap)
 {
     *out = NULL;
+    if (g->regen && values)
+        return g->regen->make(g->regen->state, values, out, err, cap);
     clf_graph *s = clf_graph_create();
     if (!s)
         return fail(err, cap, CLF_ERR_OUT_OF_MEMORY, "%sout of memory", "", 0);
@@ -503,7 +553,7 @@ clf_status clf__graph_specialise(const clf_graph *g, const int64_t *values, bool
             st = generate(s, from, n, err, cap);
             if (st != CLF_OK)
                 goto out;
-        } else if (from->data && own_data) {
+        } else if (from->data && own_data && !(from->borrowed && g->regen)) {
             size_t bytes = (size_t)clf__node_numel(n) * clf_dtype_size(n->dtype);
             if (!(n->data = clf__malloc(bytes ? bytes : 1)))
                 goto oom;
@@ -512,6 +562,10 @@ clf_status clf__graph_specialise(const clf_graph *g, const int64_t *values, bool
             n->data = from->data;
             n->borrowed = true;
         }
+    }
+    if (!values && g->regen) {
+        clf__graph_regen_retain(g->regen);
+        s->regen = g->regen;
     }
     if (!values && g->nsyms) {
         if (!(s->syms = clf__calloc(CLF__MAX_SYMS, sizeof *s->syms)))

@@ -55,11 +55,33 @@ bool clf__graph_slice_sym_ok(clf_graph *g, const char *call, const clf__node *in
 /* "S" for 1 + the index of a symbol. */
 const char *clf__graph_sym_name(const clf_graph *g, int sym);
 
+/* Counts a graph's reference to r (NULL: nothing). */
+void clf__graph_regen_retain(clf__graph_regen *r);
+/* Drops one; the last calls r->release. */
+void clf__graph_regen_release(clf__graph_regen *r);
+
+/* Makes g a graph whose symbols are the named dimensions (bounds lo..hi,
+ * hi 0: none) of its inputs and outputs, made again at given sizes by
+ * regen (which g takes): g's shapes must hold each symbol's stand-in size
+ * (clf_dim's rule) where dims[t][axis] names it, for input and output
+ * tensors in order (ninputs, then noutputs; NULL names: none). Returns
+ * CLF_ERR_SHAPE with the message in err where an extent is not the
+ * stand-in. */
+clf_status clf__graph_make_symbolic(clf_graph *g, size_t nsyms, const char *const *names, const int64_t *lo,
+                                    const int64_t *hi, const char *const (*dims)[CLF_MAX_RANK],
+                                    clf__graph_regen *regen, char *err, size_t cap);
+
+/* A symbol's stand-in size for bounds lo..hi (hi 0: none), as clf_dim
+ * chooses it. */
+int64_t clf__graph_dim_rep(int64_t lo, int64_t hi);
+
 /* The graph at the given sizes (values[i] for symbol i, within its
  * bounds): the same nodes, ids, inputs and outputs, shapes at those sizes,
  * no symbols; values NULL: a copy of g, symbols and all. Constants share g's data (borrowed: g must outlive it)
  * unless own_data, then they are copied; those that follow from shapes
- * are made again. A size that makes a tensor too large is refused. */
+ * are made again. A size that makes a tensor too large is refused. A
+ * graph with a regen is made again by it at values, and its copy keeps
+ * the regen and the constants the regen keeps alive. */
 clf_status clf__graph_specialise(const clf_graph *g, const int64_t *values, bool own_data, clf_graph **out,
                                  char *err, size_t cap);
 

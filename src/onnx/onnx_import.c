@@ -14,6 +14,7 @@
 
 #include "clfuse/reference.h"
 #include "graph/dtype_table.h"
+#include "graph/graph_builder.h"
 #include "graph/op_table.h"
 #include "util/alloc.h"
 #include "util/log.h"
@@ -47,6 +48,7 @@ typedef struct importer {
     void **owned; /* literals made here (Constant value_ints, Shape, integer lists) */
     size_t nowned, cap_owned;
     int node; /* the node being imported, for messages; -1 outside nodes */
+    bool borrow; /* initializers become constants that borrow the AST's bytes */
     char *err;
     size_t cap;
     clf_status status; /* the first failure */
@@ -245,6 +247,15 @@ static bool elem_dtype(int elem, clf_dtype *dt) { return clf__dtype_from_onnx(el
 /* The ONNX element type of a graph dtype. */
 static int dtype_elem(clf_dtype dt) { return clf__dtype_info_of(dt)->onnx_type; }
 
+/* Whether p is a literal this import made (folded), not one of the AST's. */
+static bool made_here(const importer *I, const void *p)
+{
+    for (size_t i = 0; i < I->nowned; i++)
+        if (I->owned[i] == p)
+            return true;
+    return false;
+}
+
 static clf_status materialize(importer *I, const clf__onnx_node *n, value *v, clf_tensor *out)
 {
     if (clf_tensor_valid(v->t)) {
@@ -262,8 +273,14 @@ static clf_status materialize(importer *I, const clf__onnx_node *n, value *v, cl
                            v->name, clf__onnx_elem_name(L->type.elem));
     if (L->n && !L->data)
         return fail_status(I, CLF_ERR_INTERNAL, pos, "constant '%s': its data was released", v->name);
-    /* The literal's own bytes (rank 0 too: exact for int64 past 2^53). */
-    *out = v->t = clf_constant(I->g, dt, L->type.rank, shape, L->data);
+    /* The literal's own bytes (rank 0 too: exact for int64 past 2^53),
+     * borrowed where the model's graph keeps the AST for importing again
+     * (symbolic dimensions): every import shares one copy, and so do the
+     * executables' specialisations on the device. */
+    if (I->borrow && (size_t)L->n * clf_dtype_size(dt) >= 1024 && !made_here(I, L))
+        *out = v->t = clf__graph_constant_borrowed(I->g, dt, L->type.rank, shape, L->data);
+    else
+        *out = v->t = clf_constant(I->g, dt, L->type.rank, shape, L->data);
     return check_graph(I, n);
 }
 
@@ -1666,12 +1683,13 @@ static clf_status import_all(importer *I, const clf_onnx_params *p, clf__onnx_im
     return CLF_OK;
 }
 
-clf_status clf__onnx_import_model(const clf__onnx_model *m, const clf_onnx_params *p, clf__onnx_import *out,
-                                  char *err, size_t cap)
+clf_status clf__onnx_import_model(const clf__onnx_model *m, const clf_onnx_params *p, bool borrow,
+                                  clf__onnx_import *out, char *err, size_t cap)
 {
     static const clf_onnx_params defaults = {0};
     memset(out, 0, sizeof *out);
-    importer I = {.m = m, .opset = m->opset >= 0 ? m->opset : DEFAULT_OPSET, .node = -1, .err = err, .cap = cap};
+    importer I = {.m = m, .opset = m->opset >= 0 ? m->opset : DEFAULT_OPSET, .node = -1, .borrow = borrow,
+                  .err = err, .cap = cap};
     if (cap)
         err[0] = 0;
     I.g = clf_graph_create();

@@ -5,6 +5,7 @@
 #ifndef CLFUSE_ONNX_IMPORT_H
 #define CLFUSE_ONNX_IMPORT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -31,11 +32,14 @@ typedef struct clf__onnx_import {
     size_t nvalues;
 } clf__onnx_import;
 
-/* Builds out->g from m, with the sizes and shapes of p (may be NULL). On
- * failure returns the status and writes "[LINE:COL: ][node K 'name' (Op): ]
- * reason" to err, and out is empty. Strings in out point into m. */
-clf_status clf__onnx_import_model(const clf__onnx_model *m, const clf_onnx_params *p, clf__onnx_import *out,
-                                  char *err, size_t cap);
+/* Builds out->g from m, with the sizes and shapes of p (may be NULL;
+ * p->symbols is the caller's business, onnx_model.c). borrow: the
+ * initializers become constants borrowing m's bytes, which must outlive
+ * the graph. On failure returns the status and writes "[LINE:COL: ][node K
+ * 'name' (Op): ]reason" to err, and out is empty. Strings in out point
+ * into m. */
+clf_status clf__onnx_import_model(const clf__onnx_model *m, const clf_onnx_params *p, bool borrow,
+                                  clf__onnx_import *out, char *err, size_t cap);
 void clf__onnx_import_free(clf__onnx_import *r);
 
 #endif

@@ -16,6 +16,7 @@
 
 #include "onnx_ast.h"
 #include "onnx_import.h"
+#include "graph/graph_symbols.h"
 #include "util/alloc.h"
 
 /* An input or output as the queries give it, fixed at load time so that
@@ -28,8 +29,24 @@ typedef struct io_entry {
     int64_t shape[CLF_MAX_RANK];
 } io_entry;
 
-struct clf_onnx_model {
+/* The AST, shared by the model and, where dimensions stay symbolic, by its
+ * graph's regen, which imports it again at each new size and whose graphs
+ * borrow its initializers' bytes. */
+typedef struct shared_ast {
     clf__onnx_model ast;
+    int refs;
+} shared_ast;
+
+static void shared_release(shared_ast *a)
+{
+    if (a && __atomic_sub_fetch(&a->refs, 1, __ATOMIC_ACQ_REL) == 0) {
+        clf__onnx_ast_free(&a->ast);
+        clf__free(a);
+    }
+}
+
+struct clf_onnx_model {
+    shared_ast *shared;
     clf__onnx_import imp;
     clf_graph *graph; /* NULL once taken */
     io_entry *inputs, *outputs;
@@ -75,7 +92,7 @@ void clf_onnx_model_destroy(clf_onnx_model **m)
     M->imp.g = NULL; /* the model's graph is M->graph */
     clf__onnx_import_free(&M->imp);
     clf_graph_destroy(&M->graph);
-    clf__onnx_ast_free(&M->ast);
+    shared_release(M->shared);
     clf__free(M->inputs);
     clf__free(M->outputs);
     clf__free(M);
@@ -101,6 +118,203 @@ static void fill_io(const clf_onnx_model *m, io_entry *e, const clf__onnx_value 
     }
 }
 
+/* ---- Symbolic dimensions: the model imported again at each size ------------ */
+
+static clf_status check_symbols(const clf_onnx_params *p, char *err, size_t cap)
+{
+    if (!p->symbols) {
+        snprintf(err, cap, "clf_onnx_params: nsymbols is %zu but symbols is NULL", p->nsymbols);
+        return CLF_ERR_INVALID_ARGUMENT;
+    }
+    if (p->ninputs) {
+        snprintf(err, cap, "clf_onnx_params: give the sizes of other dimensions through dim_names, not inputs, "
+                           "when dimensions are symbolic");
+        return CLF_ERR_INVALID_ARGUMENT;
+    }
+    if (p->ndims && (!p->dim_names || !p->dim_values)) {
+        snprintf(err, cap, "clf_onnx_params: ndims is %zu but dim_names or dim_values is NULL", p->ndims);
+        return CLF_ERR_INVALID_ARGUMENT;
+    }
+    for (size_t i = 0; i < p->nsymbols; i++) {
+        const clf_onnx_symbol *S = &p->symbols[i];
+        if (!S->name || !S->name[0] || S->lo < 0 || S->hi < 0 || (S->hi && S->hi < S->lo)) {
+            snprintf(err, cap, "clf_onnx_params: symbol %zu ('%s') has no name or bounds %lld..%lld (want 0 <= lo "
+                               "<= hi, or hi 0 for none)",
+                     i, S->name ? S->name : "", (long long)S->lo, (long long)S->hi);
+            return CLF_ERR_INVALID_ARGUMENT;
+        }
+        for (size_t j = 0; j < i; j++)
+            if (!strcmp(p->symbols[j].name, S->name)) {
+                snprintf(err, cap, "clf_onnx_params: symbol '%s' is given twice", S->name);
+                return CLF_ERR_INVALID_ARGUMENT;
+            }
+        for (size_t j = 0; j < p->ndims; j++)
+            if (p->dim_names[j] && !strcmp(p->dim_names[j], S->name)) {
+                snprintf(err, cap, "clf_onnx_params: '%s' is both given a size and kept symbolic", S->name);
+                return CLF_ERR_INVALID_ARGUMENT;
+            }
+    }
+    if (p->nsymbols > 64) {
+        snprintf(err, cap, "clf_onnx_params: %zu symbols; a graph has at most 64", p->nsymbols);
+        return CLF_ERR_UNSUPPORTED;
+    }
+    return CLF_OK;
+}
+
+/* What the graph's regen keeps: the AST and the dimension sizes of the
+ * params, the symbols' after them. */
+typedef struct regen_state {
+    shared_ast *shared;
+    const char **names; /* nfixed + nsyms; the strings are copies in strings */
+    int64_t *values;    /* the fixed sizes (the symbols' are given to make) */
+    size_t nfixed, nsyms;
+    char *strings;
+} regen_state;
+
+static void regen_release(void *state)
+{
+    regen_state *R = state;
+    shared_release(R->shared);
+    clf__free(R->names);
+    clf__free(R->values);
+    clf__free(R->strings);
+    clf__free(R);
+}
+
+/* Imports the AST with the symbols at values. */
+static clf_status regen_make(void *state, const int64_t *values, clf_graph **out, char *err, size_t cap)
+{
+    regen_state *R = state;
+    *out = NULL;
+    const size_t n = R->nfixed + R->nsyms;
+    int64_t *all = clf__calloc(n ? n : 1, sizeof *all);
+    if (!all) {
+        snprintf(err, cap, "out of memory");
+        return CLF_ERR_OUT_OF_MEMORY;
+    }
+    memcpy(all, R->values, R->nfixed * sizeof *all);
+    memcpy(all + R->nfixed, values, R->nsyms * sizeof *all);
+    clf__onnx_import imp;
+    clf_status st = clf__onnx_import_model(&R->shared->ast, clf_onnx_params(.dim_names = R->names, .dim_values = all,
+                                                                            .ndims = n),
+                                           true, &imp, err, cap);
+    clf__free(all);
+    if (st == CLF_OK) {
+        *out = imp.g;
+        imp.g = NULL;
+        clf__onnx_import_free(&imp);
+    }
+    return st;
+}
+
+/* A regen for m's AST with p's fixed sizes and symbols (NULL when out of
+ * memory). */
+static regen_state *regen_state_new(clf_onnx_model *m, const clf_onnx_params *p)
+{
+    regen_state *R = clf__calloc(1, sizeof *R);
+    if (!R)
+        return NULL;
+    R->nfixed = p->ndims;
+    R->nsyms = p->nsymbols;
+    size_t bytes = 0;
+    for (size_t i = 0; i < p->ndims; i++)
+        bytes += strlen(p->dim_names[i]) + 1;
+    for (size_t i = 0; i < p->nsymbols; i++)
+        bytes += strlen(p->symbols[i].name) + 1;
+    R->names = clf__calloc(R->nfixed + R->nsyms + 1, sizeof *R->names);
+    R->values = clf__calloc(R->nfixed + 1, sizeof *R->values);
+    R->strings = clf__malloc(bytes + 1);
+    if (!R->names || !R->values || !R->strings) {
+        clf__free(R->names);
+        clf__free(R->values);
+        clf__free(R->strings);
+        clf__free(R);
+        return NULL;
+    }
+    char *at = R->strings;
+    for (size_t i = 0; i < R->nfixed + R->nsyms; i++) {
+        const char *name = i < R->nfixed ? p->dim_names[i] : p->symbols[i - R->nfixed].name;
+        size_t len = strlen(name) + 1;
+        memcpy(at, name, len);
+        R->names[i] = at;
+        at += len;
+        if (i < R->nfixed)
+            R->values[i] = p->dim_values[i];
+    }
+    __atomic_add_fetch(&m->shared->refs, 1, __ATOMIC_RELAXED);
+    R->shared = m->shared;
+    return R;
+}
+
+/* Imports m's AST at the symbols' stand-in sizes, keeping its data, and
+ * makes the graph symbolic with a regen that imports it again. */
+static clf_status import_symbolic(clf_onnx_model *m, const clf_onnx_params *p, char *err, size_t cap)
+{
+    const clf__onnx_model *ast = &m->shared->ast;
+    int64_t lo[64], hi[64], values[64];
+    const char *names[64];
+    for (size_t i = 0; i < p->nsymbols; i++) {
+        names[i] = p->symbols[i].name;
+        lo[i] = p->symbols[i].lo;
+        hi[i] = p->symbols[i].hi;
+        values[i] = clf__graph_dim_rep(lo[i], hi[i]);
+    }
+    regen_state *R = regen_state_new(m, p);
+    clf__graph_regen *regen = clf__calloc(1, sizeof *regen);
+    if (!R || !regen) {
+        if (R)
+            regen_release(R);
+        clf__free(regen);
+        snprintf(err, cap, "out of memory");
+        return CLF_ERR_OUT_OF_MEMORY;
+    }
+    *regen = (clf__graph_regen){regen_make, regen_release, R, 1};
+    /* The model's import, at the stand-in sizes: its graph becomes the
+     * symbolic one. */
+    clf_graph *g = NULL;
+    const size_t n = R->nfixed + R->nsyms;
+    int64_t *sizes = clf__calloc(n ? n : 1, sizeof *sizes);
+    clf_status st = CLF_ERR_OUT_OF_MEMORY;
+    if (!sizes) {
+        snprintf(err, cap, "out of memory");
+    } else {
+        memcpy(sizes, R->values, R->nfixed * sizeof *sizes);
+        memcpy(sizes + R->nfixed, values, R->nsyms * sizeof *sizes);
+        st = clf__onnx_import_model(ast, clf_onnx_params(.dim_names = R->names, .dim_values = sizes, .ndims = n), true,
+                                    &m->imp, err, cap);
+        g = m->imp.g;
+        clf__free(sizes);
+    }
+    /* Which axes of the inputs and outputs are the symbols, by their
+     * declarations' dim_param. */
+    const char *(*dims)[CLF_MAX_RANK] = NULL;
+    if (st == CLF_OK) {
+        size_t nio = g->ninputs + g->noutputs, k = 0;
+        dims = clf__calloc(nio ? nio : 1, sizeof *dims);
+        if (!dims) {
+            snprintf(err, cap, "out of memory");
+            st = CLF_ERR_OUT_OF_MEMORY;
+        }
+        for (int i = 0; dims && i < ast->ninputs && k < g->ninputs; i++) {
+            if (ast->inputs[i].init)
+                continue;
+            for (int d = 0; d < ast->inputs[i].type.rank && d < CLF_MAX_RANK; d++)
+                dims[k][d] = ast->inputs[i].type.dims[d].param;
+            k++;
+        }
+        for (int i = 0; dims && i < ast->noutputs && (size_t)i < g->noutputs; i++)
+            for (int d = 0; d < ast->outputs[i].type.rank && d < CLF_MAX_RANK; d++)
+                dims[g->ninputs + (size_t)i][d] = ast->outputs[i].type.dims[d].param;
+    }
+    if (st == CLF_OK)
+        st = clf__graph_make_symbolic(g, p->nsymbols, names, lo, hi, (const char *const(*)[CLF_MAX_RANK])dims, regen,
+                                      err, cap);
+    clf__free(dims);
+    if (st != CLF_OK)
+        clf__graph_regen_release(regen);
+    return st;
+}
+
 /* Reads and imports size bytes; name and base_dir as the callers say. */
 static clf_status load(const void *data, size_t size, const char *base_dir, const char *name,
                        const clf_onnx_params *p, clf_onnx_model **out)
@@ -114,22 +328,32 @@ static clf_status load(const void *data, size_t size, const char *base_dir, cons
     if (format != CLF_ONNX_FORMAT_TEXT && format != CLF_ONNX_FORMAT_BINARY)
         return fail(p, name, CLF_ERR_INVALID_ARGUMENT, "clf_onnx_params.format %d is not a clf_onnx_format",
                     (int)format);
+    const bool symbolic = p && p->nsymbols;
+    clf_status st = symbolic ? check_symbols(p, err, sizeof err) : CLF_OK;
+    if (st != CLF_OK)
+        return fail(p, name, st, "%s", err);
     clf_onnx_model *m = clf__calloc(1, sizeof *m);
+    if (m && !(m->shared = clf__calloc(1, sizeof *m->shared)))
+        clf__free(m), m = NULL;
     if (!m)
         return fail(p, name, CLF_ERR_OUT_OF_MEMORY, "out of memory");
-    clf_status st = format == CLF_ONNX_FORMAT_TEXT
-                        ? clf__onnx_parse_text(data, size, &m->ast, err, sizeof err)
-                        : clf__onnx_read_binary(data, size, base_dir, &m->ast, err, sizeof err);
-    if (st == CLF_OK)
-        st = clf__onnx_import_model(&m->ast, p, &m->imp, err, sizeof err);
+    m->shared->refs = 1;
+    st = format == CLF_ONNX_FORMAT_TEXT ? clf__onnx_parse_text(data, size, &m->shared->ast, err, sizeof err)
+                                        : clf__onnx_read_binary(data, size, base_dir, &m->shared->ast, err, sizeof err);
+    if (st == CLF_OK && symbolic) {
+        st = import_symbolic(m, p, err, sizeof err);
+    } else if (st == CLF_OK) {
+        st = clf__onnx_import_model(&m->shared->ast, p, false, &m->imp, err, sizeof err);
+        /* The graph has its own copy of every constant now. */
+        if (st == CLF_OK)
+            clf__onnx_release_data(&m->shared->ast);
+    }
     if (st != CLF_OK)
         goto failed;
-    /* The graph has its own copy of every constant now. */
-    clf__onnx_release_data(&m->ast);
     m->graph = m->imp.g;
-    for (int i = 0; i < m->ast.ninputs; i++)
-        m->ninputs += !m->ast.inputs[i].init;
-    m->noutputs = (size_t)m->ast.noutputs;
+    for (int i = 0; i < m->shared->ast.ninputs; i++)
+        m->ninputs += !m->shared->ast.inputs[i].init;
+    m->noutputs = (size_t)m->shared->ast.noutputs;
     m->inputs = clf__calloc(m->ninputs ? m->ninputs : 1, sizeof *m->inputs);
     m->outputs = clf__calloc(m->noutputs ? m->noutputs : 1, sizeof *m->outputs);
     if (!m->inputs || !m->outputs) {
@@ -137,11 +361,11 @@ static clf_status load(const void *data, size_t size, const char *base_dir, cons
         snprintf(err, sizeof err, "out of memory");
         goto failed;
     }
-    for (int i = 0, k = 0; i < m->ast.ninputs; i++)
-        if (!m->ast.inputs[i].init)
-            fill_io(m, &m->inputs[k++], &m->ast.inputs[i]);
+    for (int i = 0, k = 0; i < m->shared->ast.ninputs; i++)
+        if (!m->shared->ast.inputs[i].init)
+            fill_io(m, &m->inputs[k++], &m->shared->ast.inputs[i]);
     for (size_t i = 0; i < m->noutputs; i++)
-        fill_io(m, &m->outputs[i], &m->ast.outputs[i]);
+        fill_io(m, &m->outputs[i], &m->shared->ast.outputs[i]);
     *out = m;
     return CLF_OK;
 failed:
@@ -263,7 +487,7 @@ clf_status clf_onnx_model_get_info(const clf_onnx_model *m, clf_onnx_model_info 
 {
     if (!m || !out)
         return CLF_ERR_INVALID_ARGUMENT;
-    *out = (clf_onnx_model_info){m->ast.name, m->ast.producer, m->ast.ir_version, m->ast.opset, m->ast.format};
+    *out = (clf_onnx_model_info){m->shared->ast.name, m->shared->ast.producer, m->shared->ast.ir_version, m->shared->ast.opset, m->shared->ast.format};
     return CLF_OK;
 }
 
@@ -308,15 +532,15 @@ clf_status clf_onnx_model_output(const clf_onnx_model *m, size_t i, clf_onnx_io 
     return CLF_OK;
 }
 
-size_t clf_onnx_model_node_count(const clf_onnx_model *m) { return m ? (size_t)m->ast.nnodes : 0; }
+size_t clf_onnx_model_node_count(const clf_onnx_model *m) { return m ? (size_t)m->shared->ast.nnodes : 0; }
 
 clf_status clf_onnx_model_node(const clf_onnx_model *m, size_t i, clf_onnx_node *out)
 {
     if (!m || !out)
         return CLF_ERR_INVALID_ARGUMENT;
-    if (i >= (size_t)m->ast.nnodes)
+    if (i >= (size_t)m->shared->ast.nnodes)
         return CLF_ERR_NOT_FOUND;
-    const clf__onnx_node *n = &m->ast.nodes[i];
+    const clf__onnx_node *n = &m->shared->ast.nodes[i];
     *out = (clf_onnx_node){
         .name = n->name,
         .op_type = n->op,

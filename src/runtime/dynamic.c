@@ -7,9 +7,17 @@
  * specialisation: the graph at those sizes, planned, generated and
  * instantiated at its first run and kept for the next ones (the
  * MAX_SPECS most recently used). Specialisations share the executable's
- * constant buffers (clf__const_pool), and their kernels come from the
- * context's program cache, so a kernel whose source does not change with
- * the sizes is built once. Each keeps its own scratch. */
+ * constant buffers (clf__const_pool) and their programs: the literals that
+ * change with the sizes are lifted out of the kernels' sources into kernel
+ * arguments (source_lift.h), so that a kernel whose structure does not
+ * change with the sizes is built once. clf_compile generates (without
+ * building) the kernels at probe sizes besides the stand-in ones to learn
+ * which literals vary, and builds those generic programs at once (and the
+ * kernels of size 1, which take forms of their own): a
+ * later run at new sizes plans and generates code, and builds nothing
+ * unless its kernels take another form (a variant: a different vector
+ * width, tiling or reduction form). Each specialisation keeps its own
+ * scratch. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
@@ -17,6 +25,7 @@
 #include "dynamic.h"
 #include "graph/graph_symbols.h"
 #include "runtime_internal.h"
+#include "source_lift.h"
 #include "util/alloc.h"
 #include "util/log.h"
 
@@ -69,6 +78,7 @@ static void dyn_free(struct clf__dyn *d)
         clReleaseEvent(d->last_done);
     clf__free(d->pool.items);
     clf__free(d->specs);
+    clf__lift_table_free(&d->lift);
     clf_graph_destroy(&d->graph);
     pthread_mutex_destroy(&d->pool.lock);
     pthread_mutex_destroy(&d->lock);
@@ -79,6 +89,64 @@ void clf__dyn_destroy(clf_executable *e)
 {
     dyn_free(e->dyn);
     e->dyn = NULL;
+}
+
+/* Probe sizes: 1 (where the bounds allow it: extents of 1 give kernels of
+ * their own, and a decoder runs one token at a time), then pairs of sizes
+ * of one class each, so that the kernel variants that depend on a size's
+ * class are seen twice and built generic at compile time: short odd rows
+ * (scalar reduction loops on CPUs), then sizes from 17 up by the power of
+ * two dividing them (odd, 2, 4, 8, 16 and more: vector widths and their
+ * tails, whole GEMM tiles). Sizes of a class not probed (short even ones)
+ * build their variant at first sight. */
+#define NPROBES 13
+
+/* Probe size k of symbol s: unlike the stand-in, within the bounds; 0 when
+ * the bounds leave none. Further symbols take sizes of the same class. */
+static int64_t probe_size(const clf_graph *g, size_t s, int k)
+{
+    static const int64_t base[NPROBES] = {1, 5, 7, 17, 19, 18, 22, 20, 28, 24, 40, 48, 80};
+    const int64_t lo = g->syms[s].lo > 1 ? g->syms[s].lo : 1, hi = g->syms[s].hi;
+    if (k == 0)
+        return lo == 1 && g->syms[s].rep != 1 ? 1 : 0;
+    int64_t v = base[k] + 32 * (int64_t)s;
+    if (hi && v > hi)
+        v = hi - k;
+    if (v < lo)
+        v = lo;
+    if (v == g->syms[s].rep)
+        v = hi && v + 1 > hi ? v - 1 : v + 1;
+    return v >= lo && (!hi || v <= hi) && v != g->syms[s].rep ? v : 0;
+}
+
+/* Generates the kernels at the probe sizes, building nothing, so that the
+ * lift table knows which literals vary before the first build. A probe
+ * that does not compile (the planner may refuse a size the stand-in
+ * allows) teaches nothing and is not an error. */
+static clf_status probe(clf_context *ctx, struct clf__dyn *d, const clf_compile_params *params)
+{
+    int64_t values[NPROBES][CLF__MAX_SYMS];
+    for (int k = 0; k < NPROBES; k++) {
+        bool usable = true;
+        for (size_t s = 0; s < d->graph->nsyms; s++)
+            usable = usable && (values[k][s] = probe_size(d->graph, s, k)) != 0;
+        for (int j = 0; j < k && usable; j++)
+            usable = memcmp(values[j], values[k], d->graph->nsyms * sizeof values[0][0]) != 0;
+        if (!usable)
+            continue;
+        char err[256];
+        clf_graph *at = NULL;
+        if (clf__graph_specialise(d->graph, values[k], false, &at, err, sizeof err) != CLF_OK)
+            continue;
+        clf__spec_share share = {&d->pool, d->lift, true, k == 0, NULL, NULL};
+        clf_executable *none = NULL;
+        clf_status st = clf__compile_graph(ctx, at, params, &share, &none);
+        clf_graph_destroy(&at);
+        if (st == CLF_ERR_OUT_OF_MEMORY)
+            return st;
+        clf__ctx_clear_error(ctx);
+    }
+    return CLF_OK;
 }
 
 static const char *sym_list(const clf_graph *g, char *buf, size_t cap)
@@ -128,10 +196,22 @@ clf_status clf__dyn_compile(clf_context *ctx, const clf_graph *g, const clf_comp
         dyn_free(d);
         return clf__ctx_fail(ctx, st, "clf_compile: %s", err);
     }
+    d->lift = clf__lift_table_new();
+    if (!d->lift) {
+        clf_graph_destroy(&at_rep);
+        dyn_free(d);
+        return clf__ctx_fail(ctx, CLF_ERR_OUT_OF_MEMORY, "clf_compile: out of memory");
+    }
+    st = probe(ctx, d, params);
     clf_executable *e = NULL;
-    st = clf__compile_graph(ctx, at_rep, params, &d->pool, &e);
+    clf__spec_share share = {&d->pool, d->lift, false, false, NULL, NULL};
+    if (st == CLF_OK)
+        st = clf__compile_graph(ctx, at_rep, params, &share, &e);
     clf_graph_destroy(&at_rep);
+    if (st == CLF_OK)
+        st = clf__lift_prebuild(ctx, d->lift);
     if (st != CLF_OK) {
+        clf_executable_destroy(&e);
         dyn_free(d);
         return st;
     }
@@ -139,6 +219,59 @@ clf_status clf__dyn_compile(clf_context *ctx, const clf_graph *g, const clf_comp
     d->last = e;
     *out = e;
     return CLF_OK;
+}
+
+/* A size of v's class for a sibling probe: v plus twice the power of two
+ * dividing it (at most 256), so that the two share their divisibility by
+ * up to 128 and their magnitude roughly; 0 where the bounds leave none or
+ * v is 1 (a class of its own). */
+static int64_t sibling_size(const clf__dim_sym *sym, int64_t v)
+{
+    if (v <= 1)
+        return 0;
+    int64_t step = 2;
+    for (int k = 0; k < 7 && v % (step * 2) == 0; k++)
+        step *= 2;
+    step = v % step == 0 ? 2 * step : step;
+    const int64_t lo = sym->lo > 2 ? sym->lo : 2;
+    if (!sym->hi || v + step <= sym->hi)
+        return v + step;
+    return v - step >= lo ? v - step : 0;
+}
+
+/* What a specialisation being made passes to its compile's new_forms. */
+typedef struct sibling_probe {
+    clf_context *ctx;
+    struct clf__dyn *d;
+    const int64_t *values;
+} sibling_probe;
+
+/* A kernel of the specialisation takes a form not seen yet (a size class
+ * the probes missed): generates the kernels at a size of the same class,
+ * building nothing, so that the form's first build is the generic one. */
+static void probe_sibling(void *arg)
+{
+    sibling_probe *P = arg;
+    const clf_graph *g = P->d->graph;
+    int64_t values[CLF__MAX_SYMS];
+    bool any = false;
+    for (size_t s = 0; s < g->nsyms; s++) {
+        int64_t v = sibling_size(&g->syms[s], P->values[s]);
+        values[s] = v ? v : P->values[s];
+        any |= v != 0;
+    }
+    if (!any)
+        return;
+    char err[256];
+    clf_graph *at = NULL;
+    if (clf__graph_specialise(g, values, false, &at, err, sizeof err) != CLF_OK)
+        return;
+    clf__spec_share share = {&P->d->pool, P->d->lift, true, false, NULL, NULL};
+    clf_executable *none = NULL;
+    clf__log(CLF__LOG_CACHE, "symbolic sizes: a kernel form not seen yet, probing a size of its class");
+    clf__compile_graph(P->ctx, at, &P->d->params, &share, &none);
+    clf_graph_destroy(&at);
+    clf__ctx_clear_error(P->ctx);
 }
 
 /* ---- Selecting a specialisation --------------------------------------------- */
@@ -256,7 +389,9 @@ static clf_status select_spec(clf_executable *e, const char *call, size_t ninput
             clf__free(fresh);
             return clf__ctx_fail(e->ctx, st, "%s: at %s: %s", call, sizes, err);
         }
-        st = clf__compile_graph(e->ctx, sg, &d->params, &d->pool, &made);
+        sibling_probe sib = {e->ctx, d, values};
+        clf__spec_share share = {&d->pool, d->lift, false, false, probe_sibling, &sib};
+        st = clf__compile_graph(e->ctx, sg, &d->params, &share, &made);
         clf_graph_destroy(&sg);
         if (st != CLF_OK) {
             pthread_mutex_unlock(&d->lock);
@@ -308,6 +443,24 @@ static clf_status check_static(clf_executable *e, const char *call, size_t ninpu
 
 /* ---- Running ------------------------------------------------------------------ */
 
+/* The executable to run for inputs at input_shapes: e itself, its shapes
+ * checked, or e's specialisation to their sizes (*sp, released after the
+ * run). bindings: ninputs structs of stride bytes, each starting with its
+ * tensor's name (clf_host_binding, clf_buffer_view). */
+static clf_status choose(clf_executable *e, const char *call, size_t ninputs, const void *bindings, size_t stride,
+                         const int64_t *const *input_shapes, clf_executable **x, spec **sp)
+{
+    const char **names = clf__calloc(ninputs + 1, sizeof *names);
+    if (!names)
+        return clf__ctx_fail(e->ctx, CLF_ERR_OUT_OF_MEMORY, "%s: out of memory", call);
+    for (size_t i = 0; i < ninputs; i++)
+        memcpy(&names[i], (const char *)bindings + i * stride, sizeof names[i]);
+    clf_status st = e->dyn ? select_spec(e, call, ninputs, names, input_shapes, x, sp)
+                           : check_static(e, call, ninputs, names, input_shapes);
+    clf__free(names);
+    return st;
+}
+
 CLF_API clf_status clf_run_host_shaped(clf_executable *e, size_t ninputs, const clf_host_binding *inputs,
                                        const int64_t *const *input_shapes, size_t noutputs,
                                        const clf_host_binding *outputs)
@@ -318,16 +471,9 @@ CLF_API clf_status clf_run_host_shaped(clf_executable *e, size_t ninputs, const 
     clf__ctx_clear_error(e->ctx);
     if (ninputs && (!inputs || !input_shapes))
         return clf__ctx_fail(e->ctx, CLF_ERR_INVALID_ARGUMENT, "%s: a binding or shape array is NULL", call);
-    const char **names = clf__calloc(ninputs + 1, sizeof *names);
-    if (!names)
-        return clf__ctx_fail(e->ctx, CLF_ERR_OUT_OF_MEMORY, "%s: out of memory", call);
-    for (size_t i = 0; i < ninputs; i++)
-        names[i] = inputs[i].name;
     clf_executable *x = e;
     spec *sp = NULL;
-    clf_status st = e->dyn ? select_spec(e, call, ninputs, names, input_shapes, &x, &sp)
-                           : check_static(e, call, ninputs, names, input_shapes);
-    clf__free(names);
+    clf_status st = choose(e, call, ninputs, inputs, sizeof *inputs, input_shapes, &x, &sp);
     if (st != CLF_OK)
         return st;
     st = clf__run_host(x, ninputs, inputs, noutputs, outputs);
@@ -348,20 +494,12 @@ CLF_API clf_status clf_enqueue_shaped(clf_executable *e, cl_command_queue queue,
     clf__ctx_clear_error(e->ctx);
     if ((ninputs && (!inputs || !input_shapes)) || (nwait && !wait))
         return clf__ctx_fail(e->ctx, CLF_ERR_INVALID_ARGUMENT, "%s: a binding, shape or wait array is NULL", call);
-    const char **names = clf__calloc(ninputs + 1, sizeof *names);
     cl_event *waits = clf__calloc((size_t)nwait + 1, sizeof *waits);
-    if (!names || !waits) {
-        clf__free(names);
-        clf__free(waits);
+    if (!waits)
         return clf__ctx_fail(e->ctx, CLF_ERR_OUT_OF_MEMORY, "%s: out of memory", call);
-    }
-    for (size_t i = 0; i < ninputs; i++)
-        names[i] = inputs[i].name;
     clf_executable *x = e;
     spec *sp = NULL;
-    clf_status st = e->dyn ? select_spec(e, call, ninputs, names, input_shapes, &x, &sp)
-                           : check_static(e, call, ninputs, names, input_shapes);
-    clf__free(names);
+    clf_status st = choose(e, call, ninputs, inputs, sizeof *inputs, input_shapes, &x, &sp);
     if (st != CLF_OK) {
         clf__free(waits);
         return st;
@@ -373,7 +511,8 @@ CLF_API clf_status clf_enqueue_shaped(clf_executable *e, cl_command_queue queue,
     /* Runs of one executable follow each other, also across its
      * specialisations (each orders its own runs). */
     struct clf__dyn *d = e->dyn;
-    memcpy(waits, wait, nwait * sizeof *waits);
+    if (nwait)
+        memcpy(waits, wait, nwait * sizeof *waits);
     cl_uint nw = nwait;
     pthread_mutex_lock(&d->lock);
     cl_event prev = d->last_done;

@@ -39,6 +39,7 @@ struct clf__dyn {
     clf_executable *last; /* the executable of the last run */
     cl_event last_done;   /* its completion: the next run on another specialisation waits for it */
     clf__const_pool pool;
+    clf__lift_table *lift; /* the programs the specialisations share */
 };
 
 #endif

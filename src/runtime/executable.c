@@ -10,6 +10,7 @@
 #include "util/alloc.h"
 #include "runtime/driver_quirks.h"
 #include "runtime/runtime_internal.h"
+#include "runtime/source_lift.h"
 #include "util/strbuf.h"
 #include "util/log.h"
 
@@ -377,11 +378,14 @@ static bool idle_launch_runs(clf_context *ctx, const clf__exe_kernel *K)
     cl_command_queue q = clCreateCommandQueue(ctx->cl, ctx->device, 0, &err);
     for (uint32_t p = 0; q && err == CL_SUCCESS && p < K->nparams; p++)
         err = clSetKernelArg(K->kernel, p, sizeof dummy, &dummy);
+    for (uint32_t p = 0; q && err == CL_SUCCESS && p < K->nlift; p++)
+        err = clSetKernelArg(K->kernel, K->nparams + p, K->lift[p].size, K->lift[p].bytes);
     const cl_ulong none64 = 0;
     const cl_uint none32 = 0;
+    const cl_uint last = K->nparams + K->nlift;
     if (q && err == CL_SUCCESS)
-        err = K->wide_index ? clSetKernelArg(K->kernel, K->nparams, sizeof none64, &none64)
-                            : clSetKernelArg(K->kernel, K->nparams, sizeof none32, &none32);
+        err = K->wide_index ? clSetKernelArg(K->kernel, last, sizeof none64, &none64)
+                            : clSetKernelArg(K->kernel, last, sizeof none32, &none32);
     size_t global = K->local, local = K->local;
     if (q && err == CL_SUCCESS)
         err = clEnqueueNDRangeKernel(q, K->kernel, 1, NULL, &global, &local, 0, NULL, NULL);
@@ -464,7 +468,8 @@ static clf_status instantiate(clf_context *ctx, const clf_graph *g, clf_executab
                     K->name, K->ops, K->global, K->local, K->source);
         cl_program prog;
         cl_int build_err;
-        st = clf__program_get(ctx, K->source, "", &prog, &build_err);
+        st = e->lift ? clf__lift_program(ctx, e->lift, K->source, &prog, &K->lift, &K->nlift, &build_err)
+                     : clf__program_get(ctx, K->source, "", &prog, &build_err);
         if (st != CLF_OK) {
             e->ptx_refused = build_err == CL_BUILD_PROGRAM_FAILURE ? clf__codegen_inline_ptx_forms(K->source) : 0u;
             if (st == CLF_ERR_BUILD) {
@@ -527,7 +532,7 @@ CLF_API clf_status clf_compile(clf_context *ctx, const clf_graph *g, const clf_c
 }
 
 clf_status clf__compile_graph(clf_context *ctx, const clf_graph *g, const clf_compile_params *params,
-                              clf__const_pool *pool, clf_executable **out)
+                              const clf__spec_share *share, clf_executable **out)
 {
     if (!out)
         return clf__ctx_fail(ctx, CLF_ERR_INVALID_ARGUMENT, "clf_compile: out is NULL");
@@ -579,7 +584,10 @@ clf_status clf__compile_graph(clf_context *ctx, const clf_graph *g, const clf_co
      * instantiated, and under that key, so that a plan lowered again
      * (below) is found at once next time, not the one that did not fit. */
     for (int attempt = 0;; attempt++) {
-        key = clf__plan_cache_key(ctx, g, params, &target);
+        /* Specialisations of a graph with symbolic sizes are not stored:
+         * one file per length a caller ever ran would grow without end,
+         * and hashing every constant per length costs more than it saves. */
+        key = share ? NULL : clf__plan_cache_key(ctx, g, params, &target);
         if (key && planner_logs)
             clf__log(CLF__LOG_CACHE, "plan cache not read: CLFUSE_LOGS asks for the planner's decisions");
         bool loaded = key && !planner_logs && clf__plan_cache_load(ctx, key, g, e);
@@ -592,7 +600,23 @@ clf_status clf__compile_graph(clf_context *ctx, const clf_graph *g, const clf_co
                 goto fail;
         }
         e->external_scratch = params && params->external_scratch;
-        e->pool = pool;
+        if (share && share->sources_only) {
+            st = CLF_OK;
+            for (size_t k = 0; k < e->nkernels && st == CLF_OK; k++)
+                st = clf__lift_note(share->lift, e->kernels[k].source, share->as_is);
+            clf__free(key);
+            clf_executable_destroy(&e);
+            return st == CLF_OK ? st : clf__ctx_fail(ctx, st, "clf_compile: out of memory");
+        }
+        e->pool = share ? share->pool : NULL;
+        e->lift = share ? share->lift : NULL;
+        if (share && share->new_forms) {
+            bool uncovered = false;
+            for (size_t k = 0; k < e->nkernels && !uncovered; k++)
+                uncovered = !clf__lift_covered(share->lift, e->kernels[k].source);
+            if (uncovered)
+                share->new_forms(share->arg);
+        }
         st = instantiate(ctx, g, e);
         if (st == CLF_OK) {
             const char *store_key = first_key ? first_key : key;
@@ -674,6 +698,7 @@ CLF_API void clf_executable_destroy(clf_executable **pe)
         clf__free(K->final_name);
         clf__free(K->ops);
         clf__free(K->source);
+        clf__free(K->lift);
         clf__free(K->params);
         clf__free(K->nodes);
     }

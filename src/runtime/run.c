@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "runtime/runtime_internal.h"
+#include "runtime/source_lift.h"
 #include "util/alloc.h"
 #include "util/log.h"
 
@@ -99,6 +100,9 @@ static cl_int set_args(clf_executable *e, clf__exe_kernel *K, cl_kernel kern, cl
         cl_mem m = table[K->params[a]] ? table[K->params[a]] : e->owned[K->params[a]];
         err = clSetKernelArg(kern, a, sizeof m, &m);
     }
+    /* Literals lifted out of the source (source_lift.h), after CLF_PARAMS. */
+    for (uint32_t l = 0; l < K->nlift && err == CL_SUCCESS; l++, a++)
+        err = clSetKernelArg(kern, a, K->lift[l].size, K->lift[l].bytes);
     if (err == CL_SUCCESS && K->scratch)
         err = clSetKernelArg(kern, a++, sizeof K->scratch, &K->scratch);
     if (err == CL_SUCCESS) {

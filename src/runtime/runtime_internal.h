@@ -79,6 +79,11 @@ typedef struct clf__exe_kernel {
     uint32_t nnodes;
     bool wide_index;
     uint64_t numel;
+    /* Values of the literals lifted out of its source (source_lift.h),
+     * passed right after the CLF_PARAMS buffers; none for a plain
+     * executable. */
+    struct clf__lift_arg *lift;
+    uint32_t nlift;
     size_t global, local;
     /* A split reduction: a second kernel combines the first one's partial
      * results (partial_bytes at partial_offset of the executable's scratch;
@@ -100,6 +105,24 @@ typedef struct clf__staging {
 /* Constant buffers shared by an executable's specialisations (dynamic.c):
  * by the host address of the graph's data they were made from. */
 typedef struct clf__const_pool clf__const_pool;
+typedef struct clf__lift_table clf__lift_table;
+
+/* What a specialisation of a graph with symbolic dimensions shares with
+ * the others (dynamic.c): constant buffers, and programs through the lift
+ * table. sources_only: lower and note the kernels' sources in the lift
+ * table, build nothing and make no executable (a probe at other sizes);
+ * as_is: note them as worth building as they are. new_forms (may be NULL)
+ * is called with arg before the build when a kernel would need a build
+ * (clf__lift_covered: a form not seen, or seen once and not built);
+ * dynamic.c probes a size of the same class then, so that the build is
+ * already the generic one. */
+typedef struct clf__spec_share {
+    clf__const_pool *pool;
+    clf__lift_table *lift;
+    bool sources_only, as_is;
+    void (*new_forms)(void *arg);
+    void *arg;
+} clf__spec_share;
 
 struct clf_executable {
     clf_context *ctx;
@@ -110,6 +133,9 @@ struct clf_executable {
     /* Where constants come from and go (a specialisation's): NULL, each
      * its own buffer. */
     clf__const_pool *pool;
+    /* Where its programs come from (a specialisation's): NULL, its own
+     * sources' builds. */
+    clf__lift_table *lift;
     clf__io *inputs, *outputs;
     size_t ninputs, noutputs;
     uint32_t nbuffers;
@@ -147,10 +173,10 @@ struct clf_executable {
     bool ran;
 };
 
-/* Compiles a graph without symbolic dimensions (clf_compile's work);
- * constants come from pool when given (NULL: their own buffers). */
+/* Compiles a graph without symbolic dimensions (clf_compile's work), as a
+ * specialisation sharing what share gives (NULL: a plain executable). */
 clf_status clf__compile_graph(clf_context *ctx, const clf_graph *g, const clf_compile_params *params,
-                              clf__const_pool *pool, clf_executable **out);
+                              const clf__spec_share *share, clf_executable **out);
 /* The runs without the symbolic-dimension check (run.c). */
 clf_status clf__run_host(clf_executable *e, size_t ninputs, const clf_host_binding *inputs, size_t noutputs,
                          const clf_host_binding *outputs);

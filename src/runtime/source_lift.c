@@ -1,0 +1,862 @@
+/* Lifting size-dependent literals out of generated sources (see
+ * source_lift.h): a small lexer for the OpenCL C that codegen writes, the
+ * analysis of where a literal may become a parameter, and the table of
+ * skeletons with their generic programs. */
+#include "source_lift.h"
+
+#include <ctype.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "util/alloc.h"
+#include "util/hash.h"
+#include "util/log.h"
+#include "util/strbuf.h"
+
+/* ---- Lexing ------------------------------------------------------------------ */
+
+enum tok_kind { TOK_IDENT, TOK_NUMBER, TOK_PUNCT, TOK_STRING };
+
+typedef struct tok {
+    uint32_t off, len;
+    uint8_t kind;
+    bool dead;   /* in a conditional block the preprocessor skips */
+    int32_t dir; /* the preprocessor directive it belongs to, -1: none */
+} tok;
+
+typedef struct directive {
+    uint32_t first, end; /* its tokens, '#' first */
+    bool define;
+    uint32_t body; /* a define: its replacement's first token */
+} directive;
+
+/* The literal types a parameter can take; LIT_FIXED: any other literal. */
+enum lit_type { LIT_FIXED, LIT_INT, LIT_UINT, LIT_LONG, LIT_ULONG, LIT_FLOAT };
+
+static const struct {
+    char tag;
+    const char *cl;
+    uint32_t size;
+} lit_types[] = {
+    [LIT_FIXED] = {'?', NULL, 0},     [LIT_INT] = {'i', "int", 4},     [LIT_UINT] = {'u', "uint", 4},
+    [LIT_LONG] = {'l', "long", 8},    [LIT_ULONG] = {'L', "ulong", 8}, [LIT_FLOAT] = {'f', "float", 4},
+};
+
+typedef struct lexed {
+    const char *src;
+    tok *toks;
+    size_t ntoks, cap;
+    directive *dirs;
+    size_t ndirs, dcap;
+    bool failed;
+} lexed;
+
+/* Room for one more item in *items (n used of *cap, each size bytes);
+ * false (and L failed) when out of memory. */
+static bool room(lexed *L, void **items, size_t n, size_t *cap, size_t size, size_t first)
+{
+    if (n < *cap)
+        return true;
+    size_t grown = *cap ? 2 * *cap : first;
+    void *p = clf__realloc(*items, grown * size);
+    if (!p) {
+        L->failed = true;
+        return false;
+    }
+    *items = p;
+    *cap = grown;
+    return true;
+}
+
+static void push_tok(lexed *L, uint32_t off, uint32_t len, uint8_t kind, int32_t dir)
+{
+    if (!room(L, (void **)&L->toks, L->ntoks, &L->cap, sizeof *L->toks, 1024))
+        return;
+    L->toks[L->ntoks++] = (tok){off, len, kind, false, dir};
+}
+
+static bool tok_is(const lexed *L, size_t i, const char *s)
+{
+    const tok *t = &L->toks[i];
+    return strlen(s) == t->len && memcmp(L->src + t->off, s, t->len) == 0;
+}
+
+/* Whether name (token t) is defined by a live define before token t. */
+static bool defined_before(const lexed *L, size_t t, const bool *live_define)
+{
+    const tok *u = &L->toks[t];
+    bool defined = false;
+    for (size_t d = 0; d < L->ndirs && L->dirs[d].first < t; d++) {
+        const directive *D = &L->dirs[d];
+        if (D->end < D->first + 3 || L->toks[D->first + 2].len != u->len ||
+            memcmp(L->src + L->toks[D->first + 2].off, L->src + u->off, u->len) != 0)
+            continue;
+        if (live_define[d])
+            defined = true;
+        else if (!L->toks[D->first].dead && tok_is(L, D->first + 1, "undef"))
+            defined = false;
+    }
+    return defined;
+}
+
+/* Marks the tokens of conditional blocks the preprocessor skips: #ifdef and
+ * #ifndef of names defined or not before them (the templates' examples
+ * under "#ifndef CLF_KERNEL_NAME"). Other conditions count as live, both
+ * ways. */
+static void mark_dead(lexed *L)
+{
+    struct frame {
+        bool parent_dead, known, cond;
+    } stack[32];
+    int depth = 0;
+    bool dead = false;
+    bool *live_define = clf__calloc(L->ndirs ? L->ndirs : 1, sizeof *live_define);
+    if (!live_define) {
+        L->failed = true;
+        return;
+    }
+    size_t d = 0;
+    for (size_t i = 0; i < L->ntoks; i++) {
+        if (d < L->ndirs && L->dirs[d].first == i) {
+            const directive *D = &L->dirs[d];
+            bool has_word = D->end > D->first + 1;
+            if (has_word && (tok_is(L, i + 1, "ifdef") || tok_is(L, i + 1, "ifndef")) && D->end > D->first + 2 &&
+                depth < 32) {
+                bool def = defined_before(L, i + 2, live_define);
+                bool cond = tok_is(L, i + 1, "ifdef") ? def : !def;
+                stack[depth++] = (struct frame){dead, true, cond};
+                L->toks[i].dead = dead;
+                dead = dead || !cond;
+            } else if (has_word && tok_is(L, i + 1, "if") && depth < 32) {
+                stack[depth++] = (struct frame){dead, false, false};
+            } else if (has_word && depth > 0 && (tok_is(L, i + 1, "else") || tok_is(L, i + 1, "elif"))) {
+                struct frame *f = &stack[depth - 1];
+                dead = f->parent_dead || (f->known && f->cond);
+                f->known = f->known && f->cond; /* after a taken branch, the rest is dead */
+            } else if (has_word && depth > 0 && tok_is(L, i + 1, "endif")) {
+                dead = stack[--depth].parent_dead;
+            } else if (!dead && D->define) {
+                live_define[d] = true;
+            }
+            for (uint32_t t = D->first; t < D->end; t++)
+                L->toks[t].dead = L->toks[t].dead || (dead && !live_define[d]);
+            i = D->end ? D->end - 1 : i;
+            d++;
+            continue;
+        }
+        L->toks[i].dead = dead;
+    }
+    clf__free(live_define);
+}
+
+static void lex(const char *src, lexed *L)
+{
+    memset(L, 0, sizeof *L);
+    L->src = src;
+    size_t i = 0, n = strlen(src);
+    bool line_start = true;
+    int32_t dir = -1;
+    while (i < n && !L->failed) {
+        char c = src[i];
+        if (c == '\n') {
+            if (dir >= 0)
+                L->dirs[dir].end = (uint32_t)L->ntoks;
+            dir = -1;
+            line_start = true;
+            i++;
+            continue;
+        }
+        if (c == '\\' && i + 1 < n && src[i + 1] == '\n') { /* a continued line */
+            i += 2;
+            continue;
+        }
+        if (isspace((unsigned char)c)) {
+            i++;
+            continue;
+        }
+        if (c == '/' && i + 1 < n && src[i + 1] == '*') {
+            const char *end = strstr(src + i + 2, "*/");
+            i = end ? (size_t)(end - src) + 2 : n;
+            continue;
+        }
+        if (c == '/' && i + 1 < n && src[i + 1] == '/') {
+            while (i < n && src[i] != '\n')
+                i++;
+            continue;
+        }
+        if (c == '#' && line_start) {
+            if (!room(L, (void **)&L->dirs, L->ndirs, &L->dcap, sizeof *L->dirs, 64))
+                break;
+            dir = (int32_t)L->ndirs++;
+            L->dirs[dir] = (directive){(uint32_t)L->ntoks, (uint32_t)L->ntoks, false, 0};
+        }
+        line_start = false;
+        size_t start = i;
+        uint8_t kind;
+        if (isalpha((unsigned char)c) || c == '_') {
+            while (i < n && (isalnum((unsigned char)src[i]) || src[i] == '_'))
+                i++;
+            kind = TOK_IDENT;
+        } else if (isdigit((unsigned char)c) || (c == '.' && i + 1 < n && isdigit((unsigned char)src[i + 1]))) {
+            bool hex = c == '0' && i + 1 < n && (src[i + 1] == 'x' || src[i + 1] == 'X');
+            while (i < n) {
+                char d = src[i];
+                if (isalnum((unsigned char)d) || d == '.' || d == '_') {
+                    i++;
+                } else if ((d == '+' || d == '-') &&
+                           (src[i - 1] == 'p' || src[i - 1] == 'P' || (!hex && (src[i - 1] == 'e' || src[i - 1] == 'E')))) {
+                    i++;
+                } else {
+                    break;
+                }
+            }
+            kind = TOK_NUMBER;
+        } else if (c == '"' || c == '\'') {
+            i++;
+            while (i < n && src[i] != c && src[i] != '\n')
+                i += src[i] == '\\' ? 2 : 1;
+            i = i < n ? i + 1 : n;
+            kind = TOK_STRING;
+        } else {
+            i++;
+            kind = TOK_PUNCT;
+        }
+        push_tok(L, (uint32_t)start, (uint32_t)(i - start), kind, dir);
+    }
+    if (dir >= 0 && !L->failed)
+        L->dirs[dir].end = (uint32_t)L->ntoks;
+    /* Defines: the replacement starts after the name, and after the
+     * parameters of a function-like macro ('(' right after the name). */
+    for (size_t d = 0; d < L->ndirs && !L->failed; d++) {
+        directive *D = &L->dirs[d];
+        if (D->end < D->first + 3 || !tok_is(L, D->first + 1, "define") || L->toks[D->first + 2].kind != TOK_IDENT)
+            continue;
+        D->define = true;
+        uint32_t b = D->first + 3;
+        const tok *name = &L->toks[D->first + 2];
+        if (b < D->end && tok_is(L, b, "(") && L->toks[b].off == name->off + name->len) {
+            while (b < D->end && !tok_is(L, b, ")"))
+                b++;
+            b++;
+        }
+        D->body = b;
+    }
+    mark_dead(L);
+}
+
+static void lexed_free(lexed *L)
+{
+    clf__free(L->toks);
+    clf__free(L->dirs);
+}
+
+/* The type a literal has in OpenCL C, LIT_FIXED where a parameter would not
+ * do (doubles, hexadecimal and octal integers, anything unusual). */
+static enum lit_type lit_type_of(const char *s, size_t len)
+{
+    char text[64];
+    if (len == 0 || len >= sizeof text)
+        return LIT_FIXED;
+    memcpy(text, s, len);
+    text[len] = '\0';
+    bool hex = len > 1 && text[0] == '0' && (text[1] == 'x' || text[1] == 'X');
+    bool floating = strchr(text, '.') || (hex ? strpbrk(text, "pP") != NULL : strpbrk(text, "eE") != NULL);
+    if (floating)
+        return (text[len - 1] == 'f' || text[len - 1] == 'F') ? LIT_FLOAT : LIT_FIXED;
+    if (hex || (text[0] == '0' && len > 1 && isdigit((unsigned char)text[1])))
+        return LIT_FIXED;
+    char *end;
+    unsigned long long v = strtoull(text, &end, 10);
+    char suffix[8] = {0};
+    size_t ns = strlen(end);
+    if (ns >= sizeof suffix)
+        return LIT_FIXED;
+    for (size_t k = 0; k < ns; k++)
+        suffix[k] = (char)tolower((unsigned char)end[k]);
+    if (!suffix[0])
+        return v <= 0x7fffffffull ? LIT_INT : v <= 0x7fffffffffffffffull ? LIT_LONG : LIT_FIXED;
+    if (!strcmp(suffix, "u"))
+        return v <= 0xffffffffull ? LIT_UINT : LIT_ULONG;
+    if (!strcmp(suffix, "l") || !strcmp(suffix, "ll"))
+        return v <= 0x7fffffffffffffffull ? LIT_LONG : LIT_FIXED;
+    if (!strcmp(suffix, "ul") || !strcmp(suffix, "lu") || !strcmp(suffix, "ull") || !strcmp(suffix, "llu"))
+        return LIT_ULONG;
+    return LIT_FIXED;
+}
+
+/* ---- Where a literal may become a parameter -------------------------------- */
+
+/* Token contexts: in a function body that takes CLF_PARAMS where a value
+ * may stand (CTX_BODY), in a define's replacement (CTX_MACRO + directive),
+ * anywhere else (CTX_ELSE). */
+enum { CTX_ELSE = -2, CTX_BODY = -1 };
+
+typedef struct parsed {
+    lexed L;
+    int32_t *ctx;            /* per token */
+    uint32_t *lits;          /* the liftable literals' tokens, in order */
+    uint8_t *types;          /* their types */
+    size_t nlits;
+    int32_t params_dir, args_dir; /* the defines of CLF_PARAMS and CLF_ARGS, -1: none */
+    clf__strbuf skeleton;
+} parsed;
+
+/* The first live define of the name token t stands for, -1: none. */
+static int32_t macro_of(const lexed *L, size_t t, const int32_t *defs, size_t ndefs)
+{
+    const tok *u = &L->toks[t];
+    for (size_t k = 0; k < ndefs; k++) {
+        const tok *name = &L->toks[L->dirs[defs[k]].first + 2];
+        if (name->len == u->len && memcmp(L->src + name->off, L->src + u->off, u->len) == 0)
+            return defs[k];
+    }
+    return -1;
+}
+
+static void contexts(parsed *P)
+{
+    lexed *L = &P->L;
+    /* Function bodies. */
+    int depth = 0;
+    size_t header = 0;
+    bool takes_params = false, stmt_local = false, stmt_assigns = false;
+    uint64_t decl_brackets = 0; /* a stack of bits: 1 for a '[' of a declaration */
+    int nbrackets = 0;
+    for (size_t i = 0; i < L->ntoks; i++) {
+        P->ctx[i] = CTX_ELSE;
+        if (L->toks[i].dir >= 0 || L->toks[i].dead)
+            continue;
+        if (depth == 0) {
+            if (tok_is(L, i, "{")) {
+                takes_params = false;
+                for (size_t h = header; h < i; h++)
+                    takes_params |= L->toks[h].dir < 0 && !L->toks[h].dead && tok_is(L, h, "CLF_PARAMS");
+                depth = 1;
+                stmt_local = stmt_assigns = false;
+                nbrackets = 0;
+                decl_brackets = 0;
+            } else if (tok_is(L, i, ";") || tok_is(L, i, "}")) {
+                header = i + 1;
+            }
+            continue;
+        }
+        if (tok_is(L, i, "{") || tok_is(L, i, "}") || tok_is(L, i, ";")) {
+            depth += tok_is(L, i, "{") ? 1 : tok_is(L, i, "}") ? -1 : 0;
+            if (depth == 0)
+                header = i + 1;
+            stmt_local = stmt_assigns = false;
+            nbrackets = 0;
+            decl_brackets = 0;
+            continue;
+        }
+        if (tok_is(L, i, "__local") || tok_is(L, i, "local") || tok_is(L, i, "__attribute__"))
+            stmt_local = true;
+        if (tok_is(L, i, "="))
+            stmt_assigns = true;
+        if (tok_is(L, i, "[")) {
+            if (nbrackets < 64 && !stmt_assigns)
+                decl_brackets |= 1ull << nbrackets;
+            nbrackets++;
+        } else if (tok_is(L, i, "]") && nbrackets > 0) {
+            nbrackets--;
+            if (nbrackets < 64)
+                decl_brackets &= ~(1ull << nbrackets);
+        }
+        bool in_decl = nbrackets > 0 && (decl_brackets & ((nbrackets >= 64 ? ~0ull : (1ull << nbrackets) - 1))) != 0;
+        bool after_case = i > 0 && tok_is(L, i - 1, "case");
+        if (takes_params && !stmt_local && !in_decl && !after_case)
+            P->ctx[i] = CTX_BODY;
+    }
+    /* Replacements of defines. */
+    int32_t *defs = clf__calloc(L->ndirs ? L->ndirs : 1, sizeof *defs);
+    bool *ok = clf__calloc(L->ndirs ? L->ndirs : 1, sizeof *ok);
+    if (!defs || !ok) {
+        L->failed = true;
+        goto out;
+    }
+    size_t ndefs = 0;
+    P->params_dir = P->args_dir = -1;
+    for (size_t d = 0; d < L->ndirs; d++) {
+        const directive *D = &L->dirs[d];
+        if (!D->define || L->toks[D->first].dead)
+            continue;
+        defs[ndefs++] = (int32_t)d;
+        ok[d] = true;
+        for (uint32_t t = D->body; t < D->end; t++)
+            P->ctx[t] = (int32_t)d;
+        if (tok_is(L, D->first + 2, "CLF_PARAMS"))
+            P->params_dir = (int32_t)d;
+        if (tok_is(L, D->first + 2, "CLF_ARGS"))
+            P->args_dir = (int32_t)d;
+    }
+    /* A macro may carry a parameter where every use of it may (fixed point
+     * over macros used in macros). The uses of each macro, once. */
+    int32_t *use_of = clf__calloc(L->ntoks ? L->ntoks : 1, sizeof *use_of);
+    if (!use_of) {
+        L->failed = true;
+        goto out;
+    }
+    /* Every define of a name answers for all its uses (a name defined
+     * again, under #if, is looked at as one): name_of maps a define to the
+     * first define of its name. */
+    int32_t *name_of = clf__calloc(L->ndirs ? L->ndirs : 1, sizeof *name_of);
+    if (!name_of) {
+        clf__free(use_of);
+        L->failed = true;
+        goto out;
+    }
+    for (size_t k = 0; k < ndefs; k++)
+        name_of[defs[k]] = macro_of(L, L->dirs[defs[k]].first + 2, defs, ndefs);
+    for (size_t i = 0; i < L->ntoks; i++) {
+        use_of[i] = -1;
+        if (L->toks[i].kind != TOK_IDENT || L->toks[i].dead)
+            continue;
+        int32_t d = L->toks[i].dir;
+        if (d >= 0 && L->dirs[d].define && i == L->dirs[d].first + 2)
+            continue; /* the name being defined */
+        if (d >= 0 && L->dirs[d].end > L->dirs[d].first + 1 &&
+            (tok_is(L, L->dirs[d].first + 1, "undef") || tok_is(L, L->dirs[d].first + 1, "ifdef") ||
+             tok_is(L, L->dirs[d].first + 1, "ifndef")))
+            continue; /* named, not expanded */
+        use_of[i] = macro_of(L, i, defs, ndefs);
+    }
+    /* Contexts inside a define's replacement count as its name's. */
+    for (size_t i = 0; i < L->ntoks; i++)
+        if (P->ctx[i] >= 0)
+            P->ctx[i] = name_of[P->ctx[i]];
+    clf__free(name_of);
+    for (bool changed = true; changed;) {
+        changed = false;
+        for (size_t i = 0; i < L->ntoks; i++) {
+            int32_t m = use_of[i];
+            if (m < 0 || !ok[m])
+                continue;
+            int32_t c = P->ctx[i];
+            if (c == CTX_ELSE || (c >= 0 && !ok[c])) {
+                ok[m] = false;
+                changed = true;
+            }
+        }
+    }
+    clf__free(use_of);
+    P->lits = clf__calloc(L->ntoks ? L->ntoks : 1, sizeof *P->lits);
+    P->types = clf__calloc(L->ntoks ? L->ntoks : 1, 1);
+    if (!P->lits || !P->types) {
+        L->failed = true;
+        goto out;
+    }
+    for (size_t i = 0; i < L->ntoks; i++) {
+        const tok *t = &L->toks[i];
+        int32_t c = P->ctx[i];
+        if (t->kind != TOK_NUMBER || t->dead || P->params_dir < 0 || !(c == CTX_BODY || (c >= 0 && ok[c])))
+            continue;
+        enum lit_type ty = lit_type_of(L->src + t->off, t->len);
+        if (ty == LIT_FIXED)
+            continue;
+        P->types[P->nlits] = (uint8_t)ty;
+        P->lits[P->nlits++] = (uint32_t)i;
+    }
+out:
+    clf__free(defs);
+    clf__free(ok);
+}
+
+/* Lexes source and finds its liftable literals and its skeleton. */
+static bool parse(const char *source, parsed *P)
+{
+    memset(P, 0, sizeof *P);
+    lex(source, &P->L);
+    P->ctx = clf__calloc(P->L.ntoks ? P->L.ntoks : 1, sizeof *P->ctx);
+    if (P->L.failed || !P->ctx)
+        return false;
+    contexts(P);
+    if (P->L.failed)
+        return false;
+    size_t next = 0;
+    for (size_t i = 0; i < P->L.ntoks; i++) {
+        const tok *t = &P->L.toks[i];
+        if (t->dead)
+            continue;
+        if (i > 0 && P->L.toks[i - 1].dir != t->dir)
+            clf__sb_puts(&P->skeleton, "\n");
+        if (next < P->nlits && P->lits[next] == i) {
+            clf__sb_printf(&P->skeleton, " \x01%c", lit_types[P->types[next]].tag);
+            next++;
+        } else {
+            clf__sb_puts(&P->skeleton, " ");
+            clf__sb_putn(&P->skeleton, source + t->off, t->len);
+        }
+    }
+    return clf__sb_ok(&P->skeleton);
+}
+
+static void parsed_free(parsed *P)
+{
+    lexed_free(&P->L);
+    clf__free(P->ctx);
+    clf__free(P->lits);
+    clf__free(P->types);
+    clf__sb_free(&P->skeleton);
+}
+
+static bool same_lit(const parsed *a, const parsed *b, size_t j)
+{
+    const tok *x = &a->L.toks[a->lits[j]], *y = &b->L.toks[b->lits[j]];
+    return x->len == y->len && memcmp(a->L.src + x->off, b->L.src + y->off, x->len) == 0;
+}
+
+/* ---- The table --------------------------------------------------------------- */
+
+typedef struct group {
+    uint64_t hash;
+    char *skeleton;
+    char *base;     /* the first source seen */
+    parsed first;   /* its parse (first.L.src is base) */
+    bool *varies;   /* per liftable literal: seen with two values */
+    bool *lifted;   /* what the generic program was built with */
+    cl_program generic;
+    bool as_is;          /* worth building as it is (clf__lift_note) */
+    bool base_built;     /* the first source was built as it is */
+    cl_program concrete; /* that build */
+    struct group *next;
+} group;
+
+struct clf__lift_table {
+    pthread_mutex_t lock;
+    group *groups;
+};
+
+static void group_free(group *g)
+{
+    if (g->generic)
+        clReleaseProgram(g->generic);
+    if (g->concrete)
+        clReleaseProgram(g->concrete);
+    parsed_free(&g->first);
+    clf__free(g->skeleton);
+    clf__free(g->base);
+    clf__free(g->varies);
+    clf__free(g->lifted);
+    clf__free(g);
+}
+
+/* The group of P's skeleton, NULL when none. Called with the lock held. */
+static group *find_group(clf__lift_table *t, const parsed *P)
+{
+    const char *sk = clf__sb_str(&P->skeleton);
+    uint64_t h = clf__hash_str(CLF__HASH_SEED, sk);
+    for (group *g = t->groups; g; g = g->next)
+        if (g->hash == h && !strcmp(g->skeleton, sk))
+            return g;
+    return NULL;
+}
+
+clf__lift_table *clf__lift_table_new(void)
+{
+    clf__lift_table *t = clf__calloc(1, sizeof *t);
+    if (t && pthread_mutex_init(&t->lock, NULL) != 0) {
+        clf__free(t);
+        return NULL;
+    }
+    return t;
+}
+
+void clf__lift_table_free(clf__lift_table **tp)
+{
+    if (!tp || !*tp)
+        return;
+    clf__lift_table *t = *tp;
+    for (group *g = t->groups, *next; g; g = next) {
+        next = g->next;
+        group_free(g);
+    }
+    pthread_mutex_destroy(&t->lock);
+    clf__free(t);
+    *tp = NULL;
+}
+
+/* The group of P's skeleton, made when there is none; NULL when out of
+ * memory. Called with the lock held. */
+static group *group_of(clf__lift_table *t, const char *source, parsed *P)
+{
+    group *g = find_group(t, P);
+    if (g)
+        return g;
+    if (!(g = clf__calloc(1, sizeof *g)))
+        return NULL;
+    g->hash = clf__hash_str(CLF__HASH_SEED, clf__sb_str(&P->skeleton));
+    g->skeleton = clf__strdup(clf__sb_str(&P->skeleton));
+    g->base = clf__strdup(source);
+    g->varies = clf__calloc(P->nlits ? P->nlits : 1, sizeof *g->varies);
+    g->lifted = clf__calloc(P->nlits ? P->nlits : 1, sizeof *g->lifted);
+    if (!g->skeleton || !g->base || !g->varies || !g->lifted || !parse(g->base, &g->first)) {
+        group_free(g);
+        return NULL;
+    }
+    g->next = t->groups;
+    t->groups = g;
+    return g;
+}
+
+/* Notes which literals of P differ from the group's first source; whether
+ * any literal of the group varies. */
+static bool note_differences(group *g, const parsed *P)
+{
+    bool any = false;
+    for (size_t j = 0; j < P->nlits; j++) {
+        if (!g->varies[j] && !same_lit(&g->first, P, j))
+            g->varies[j] = true;
+        any |= g->varies[j];
+    }
+    return any;
+}
+
+clf_status clf__lift_note(clf__lift_table *t, const char *source, bool as_is)
+{
+    parsed P;
+    bool ok = parse(source, &P);
+    if (ok) {
+        pthread_mutex_lock(&t->lock);
+        group *g = group_of(t, source, &P);
+        if (g) {
+            note_differences(g, &P);
+            g->as_is |= as_is;
+        }
+        ok = g != NULL;
+        pthread_mutex_unlock(&t->lock);
+    }
+    parsed_free(&P);
+    return ok ? CLF_OK : CLF_ERR_OUT_OF_MEMORY;
+}
+
+/* An edit of a source: len bytes at off replaced by text. */
+typedef struct edit {
+    size_t off, len;
+    char text[24];
+    const char *long_text; /* instead of text, when set */
+} edit;
+
+static int edit_order(const void *a, const void *b)
+{
+    const edit *x = a, *y = b;
+    return x->off < y->off ? -1 : x->off > y->off;
+}
+
+/* The end of a define's replacement. */
+static size_t define_end(const lexed *L, int32_t d)
+{
+    const directive *D = &L->dirs[d];
+    const tok *last = &L->toks[D->end - 1];
+    return last->off + last->len;
+}
+
+/* The group's first source with the literals that vary as parameters,
+ * declared at the end of CLF_PARAMS and passed at the end of CLF_ARGS. */
+static char *generic_source(const group *g)
+{
+    const parsed *F = &g->first;
+    const lexed *L = &F->L;
+    if (F->params_dir < 0)
+        return NULL;
+    edit *edits = clf__calloc(F->nlits + 2, sizeof *edits);
+    clf__strbuf decls = {0}, names = {0}, out = {0};
+    if (!edits)
+        return NULL;
+    size_t n = 0;
+    unsigned k = 0;
+    for (size_t j = 0; j < F->nlits; j++) {
+        if (!g->varies[j])
+            continue;
+        clf__sb_printf(&decls, ", const %s clf_l%u", lit_types[F->types[j]].cl, k);
+        clf__sb_printf(&names, ", clf_l%u", k);
+        edit *E = &edits[n++];
+        E->off = L->toks[F->lits[j]].off;
+        E->len = L->toks[F->lits[j]].len;
+        snprintf(E->text, sizeof E->text, "clf_l%u", k++);
+    }
+    edits[n++] = (edit){define_end(L, F->params_dir), 0, "", clf__sb_str(&decls)};
+    if (F->args_dir >= 0)
+        edits[n++] = (edit){define_end(L, F->args_dir), 0, "", clf__sb_str(&names)};
+    qsort(edits, n, sizeof *edits, edit_order);
+    size_t at = 0;
+    for (size_t e = 0; e < n; e++) {
+        clf__sb_putn(&out, L->src + at, edits[e].off - at);
+        clf__sb_puts(&out, edits[e].long_text ? edits[e].long_text : edits[e].text);
+        at = edits[e].off + edits[e].len;
+    }
+    clf__sb_puts(&out, L->src + at);
+    clf__free(edits);
+    char *text = clf__sb_ok(&decls) && clf__sb_ok(&names) ? clf__sb_take(&out) : NULL;
+    clf__sb_free(&decls);
+    clf__sb_free(&names);
+    clf__sb_free(&out);
+    return text;
+}
+
+bool clf__lift_covered(clf__lift_table *t, const char *source)
+{
+    parsed P;
+    bool covered = false;
+    if (parse(source, &P)) {
+        pthread_mutex_lock(&t->lock);
+        const group *g = find_group(t, &P);
+        if (g) {
+            bool same = true, lifted = g->generic != NULL;
+            for (size_t j = 0; j < P.nlits; j++) {
+                bool differs = !same_lit(&g->first, &P, j);
+                same = same && !differs;
+                lifted = lifted && (!differs || g->lifted[j]);
+            }
+            covered = same ? g->base_built : lifted;
+        }
+        pthread_mutex_unlock(&t->lock);
+    }
+    parsed_free(&P);
+    return covered;
+}
+
+size_t clf__lift_group_count(clf__lift_table *t)
+{
+    size_t n = 0;
+    pthread_mutex_lock(&t->lock);
+    for (const group *g = t->groups; g; g = g->next)
+        n++;
+    pthread_mutex_unlock(&t->lock);
+    return n;
+}
+
+char *clf__lift_generic_source(clf__lift_table *t, const char *source)
+{
+    parsed P;
+    char *out = NULL;
+    if (parse(source, &P)) {
+        pthread_mutex_lock(&t->lock);
+        group *g = group_of(t, source, &P);
+        if (g && note_differences(g, &P))
+            out = generic_source(g);
+        pthread_mutex_unlock(&t->lock);
+    }
+    parsed_free(&P);
+    return out;
+}
+
+/* The value of P's liftable literal j as a kernel argument. */
+static clf__lift_arg arg_of(const parsed *P, size_t j)
+{
+    const tok *t = &P->L.toks[P->lits[j]];
+    char text[64];
+    size_t n = t->len < sizeof text - 1 ? t->len : sizeof text - 1;
+    memcpy(text, P->L.src + t->off, n);
+    text[n] = '\0';
+    clf__lift_arg a = {lit_types[P->types[j]].size, {0}};
+    if (P->types[j] == LIT_FLOAT) {
+        float f = strtof(text, NULL);
+        memcpy(a.bytes, &f, sizeof f);
+    } else if (a.size == 4) {
+        uint32_t v = (uint32_t)strtoull(text, NULL, 10);
+        memcpy(a.bytes, &v, sizeof v);
+    } else {
+        uint64_t v = strtoull(text, NULL, 10);
+        memcpy(a.bytes, &v, sizeof v);
+    }
+    return a;
+}
+
+/* Builds the group's generic program unless the one it has lifts every
+ * literal that varies. Called with the lock held. */
+static clf_status ensure_generic(clf_context *ctx, group *g, cl_int *build_err)
+{
+    const size_t nlits = g->first.nlits;
+    bool covered = g->generic != NULL;
+    for (size_t j = 0; j < nlits && covered; j++)
+        covered = !g->varies[j] || g->lifted[j];
+    if (covered)
+        return CLF_OK;
+    char *generic = generic_source(g);
+    if (!generic)
+        return clf__ctx_fail(ctx, CLF_ERR_OUT_OF_MEMORY, "clf_compile: out of memory");
+    cl_program built;
+    clf_status st = clf__program_get(ctx, generic, "", &built, build_err);
+    clf__free(generic);
+    if (st != CLF_OK)
+        return st;
+    if (g->generic)
+        clReleaseProgram(g->generic);
+    g->generic = built;
+    memcpy(g->lifted, g->varies, nlits * sizeof *g->lifted);
+    unsigned n = 0;
+    for (size_t j = 0; j < nlits; j++)
+        n += g->lifted[j];
+    clf__log(CLF__LOG_CACHE, "a generic program with %u of %zu literals as parameters", n, nlits);
+    return CLF_OK;
+}
+
+clf_status clf__lift_prebuild(clf_context *ctx, clf__lift_table *t)
+{
+    clf_status st = CLF_OK;
+    pthread_mutex_lock(&t->lock);
+    for (group *g = t->groups; g && st == CLF_OK; g = g->next) {
+        bool varies = false;
+        for (size_t j = 0; j < g->first.nlits; j++)
+            varies |= g->varies[j];
+        if (varies)
+            st = ensure_generic(ctx, g, NULL);
+        else if (g->as_is && !g->concrete)
+            st = clf__program_get(ctx, g->base, "", &g->concrete, NULL);
+        g->base_built |= g->concrete != NULL;
+    }
+    pthread_mutex_unlock(&t->lock);
+    return st;
+}
+
+clf_status clf__lift_program(clf_context *ctx, clf__lift_table *t, const char *source, cl_program *prog,
+                             clf__lift_arg **args, uint32_t *nargs, cl_int *build_err)
+{
+    *prog = NULL;
+    *args = NULL;
+    *nargs = 0;
+    parsed P;
+    clf_status st = CLF_OK;
+    if (!parse(source, &P)) {
+        parsed_free(&P);
+        return clf__ctx_fail(ctx, CLF_ERR_OUT_OF_MEMORY, "clf_compile: out of memory");
+    }
+    pthread_mutex_lock(&t->lock);
+    group *g = group_of(t, source, &P);
+    if (!g) {
+        st = clf__ctx_fail(ctx, CLF_ERR_OUT_OF_MEMORY, "clf_compile: out of memory");
+        goto out;
+    }
+    if (!note_differences(g, &P)) { /* nothing varies: the source itself */
+        if (g->concrete) {
+            clRetainProgram(g->concrete);
+            *prog = g->concrete;
+        } else {
+            st = clf__program_get(ctx, source, "", prog, build_err);
+        }
+        g->base_built = st == CLF_OK;
+        goto out;
+    }
+    st = ensure_generic(ctx, g, build_err);
+    if (st != CLF_OK)
+        goto out;
+    uint32_t n = 0;
+    for (size_t j = 0; j < P.nlits; j++)
+        n += g->lifted[j];
+    *args = clf__calloc(n ? n : 1, sizeof **args);
+    if (!*args) {
+        st = clf__ctx_fail(ctx, CLF_ERR_OUT_OF_MEMORY, "clf_compile: out of memory");
+        goto out;
+    }
+    for (size_t j = 0; j < P.nlits; j++)
+        if (g->lifted[j])
+            (*args)[(*nargs)++] = arg_of(&P, j);
+    clRetainProgram(g->generic);
+    *prog = g->generic;
+out:
+    pthread_mutex_unlock(&t->lock);
+    parsed_free(&P);
+    return st;
+}

@@ -1,0 +1,75 @@
+/* Lifting the literals that depend on a symbolic size out of generated
+ * kernel sources, so that one build serves every size.
+ *
+ * Codegen writes a concrete source per specialisation of a graph with
+ * symbolic dimensions: extents, row lengths, element counts and the counts
+ * a mean divides by appear as literals (`#define SK 17`, `0x1.1p+4f`). Two
+ * sources of one kernel at different sizes usually differ only in such
+ * literals. A lift table groups sources by their skeleton (the token stream
+ * with every liftable literal replaced by a placeholder of its type) and
+ * notes which literals differ between the sources of a group; the group's
+ * program is then built once from a generic source in which those literals
+ * are kernel parameters (appended to CLF_PARAMS and CLF_ARGS, which every
+ * kernel and helper of a generated source takes), and each specialisation
+ * passes its own values.
+ *
+ * A literal is liftable where a run-time value means the same as the
+ * literal: in the body of a function that takes CLF_PARAMS, or in a macro
+ * used only there, and neither in a preprocessor condition, an attribute,
+ * a `__local` declaration nor the bounds of an array declaration; and of
+ * type int, uint, long, ulong or float (C's types of unsuffixed and u, l,
+ * ul, f-suffixed literals). Anything else that differs (a tile size, a
+ * vector width, a `#if` on divisibility) makes a different skeleton: a
+ * variant with a build of its own. */
+#ifndef CLFUSE_RUNTIME_SOURCE_LIFT_H
+#define CLFUSE_RUNTIME_SOURCE_LIFT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "runtime_internal.h"
+
+typedef struct clf__lift_table clf__lift_table;
+
+/* A value for a lifted parameter: its size in bytes (4 or 8) and its
+ * bytes as the kernel takes them. */
+typedef struct clf__lift_arg {
+    uint32_t size;
+    unsigned char bytes[8];
+} clf__lift_arg;
+
+clf__lift_table *clf__lift_table_new(void);
+void clf__lift_table_free(clf__lift_table **t);
+
+/* Records a source without building anything (a probe at another size, so
+ * that the first build is already the generic one). as_is: a source worth
+ * building as it is even if nothing in it varies (a size such as 1 whose
+ * kernels take forms of their own). */
+clf_status clf__lift_note(clf__lift_table *t, const char *source, bool as_is);
+
+/* The program for source: its own build while its group has seen no other
+ * values, else the group's generic build; *args (heap, *nargs entries, NULL
+ * when none) receives the values of the lifted parameters, which come
+ * right after the kernel's CLF_PARAMS arguments. */
+clf_status clf__lift_program(clf_context *ctx, clf__lift_table *t, const char *source, cl_program *prog,
+                             clf__lift_arg **args, uint32_t *nargs, cl_int *build_err);
+
+/* Builds the generic program of every group whose literals vary and that
+ * has none yet, and the sources noted as_is whose groups do not vary
+ * (after probes, so that later sizes find them built). */
+clf_status clf__lift_prebuild(clf_context *ctx, clf__lift_table *t);
+
+/* Whether source would be served without a build: its form's generic
+ * program lifts every literal in which it differs, or it is the form's
+ * first source and that was built. */
+bool clf__lift_covered(clf__lift_table *t, const char *source);
+
+/* The number of skeletons (kernel forms) the table has seen. */
+size_t clf__lift_group_count(clf__lift_table *t);
+
+/* For the tests: the generic source of source's group as the table would
+ * build it now (heap; NULL when nothing is lifted or out of memory). */
+char *clf__lift_generic_source(clf__lift_table *t, const char *source);
+
+#endif
