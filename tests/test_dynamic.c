@@ -5,6 +5,7 @@
  * evicted and made again; the constants they share. Contexts are made
  * inside each (forked) test. */
 #include <check.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +16,7 @@
 #include "util/alloc.h"
 #include "util/strbuf.h"
 #include "clfuse/onnx.h"
+#include "../tools/clfuse/npy.h"
 #include "test_support.h"
 
 #define D 24 /* model width */
@@ -663,6 +665,81 @@ START_TEST(onnx_symbolic_dims)
 }
 END_TEST
 
+/* A real exported model (tests/models: Llama, TorchScript exporter, dynamic
+ * axes; its Shape -> Gather -> Concat -> Reshape chains read the sizes)
+ * with its dim_params symbolic: one executable runs the fixture's two
+ * input sets (batch 2, seq 8 and batch 3, seq 5) and matches
+ * onnxruntime's outputs for both. */
+START_TEST(onnx_exported_model_two_sizes)
+{
+    const char *src = getenv("CLFUSE_TEST_SOURCE_DIR");
+    char dir[1024], path[1200], msg[512] = "";
+    snprintf(dir, sizeof dir, "%s/models/llama_torchscript_ids_dyn", src ? src : "tests");
+    snprintf(path, sizeof path, "%s/model.onnx", dir);
+    /* The names of its symbolic dimensions, from a load at the first set's
+     * sizes. */
+    npy_array ids, mask;
+    char nerr[200];
+    snprintf(path, sizeof path, "%s/input_input_ids.npy", dir);
+    ck_assert_msg(npy_read(path, &ids, nerr, sizeof nerr) == 0, "%s: %s", path, nerr);
+    snprintf(path, sizeof path, "%s/model.onnx", dir);
+    clf_onnx_input_shape given = {.name = "input_ids", .dtype = CLF_I64, .rank = 2, .shape = {ids.shape[0], ids.shape[1]}};
+    clf_onnx_model *model = NULL;
+    clf_status st = clf_onnx_load_file(path, clf_onnx_params(.inputs = &given, .ninputs = 1, .message = msg,
+                                                              .message_cap = sizeof msg),
+                                       &model);
+    ck_assert_msg(st == CLF_OK, "%s", msg);
+    clf_onnx_io io;
+    ck_assert_int_eq(clf_onnx_model_input(model, 0, &io), CLF_OK);
+    ck_assert(io.rank == 2 && io.dim_params[0] && io.dim_params[1]);
+    char names[2][64];
+    snprintf(names[0], sizeof names[0], "%s", io.dim_params[0]);
+    snprintf(names[1], sizeof names[1], "%s", io.dim_params[1]);
+    clf_onnx_model_destroy(&model);
+    npy_free(&ids);
+
+    clf_onnx_symbol syms[2] = {{names[0], 1, 8}, {names[1], 1, 64}};
+    st = clf_onnx_load_file(path, clf_onnx_params(.symbols = syms, .nsymbols = 2, .message = msg,
+                                                   .message_cap = sizeof msg),
+                            &model);
+    ck_assert_msg(st == CLF_OK, "%s", msg);
+    clf_context *ctx = clf_test_context();
+    clf_executable *exe = NULL;
+    st = clf_compile(ctx, clf_onnx_model_graph(model), NULL, &exe);
+    ck_assert_msg(st == CLF_OK, "%s", clf_context_last_error(ctx));
+    static const char *const sets[] = {"", "alt_"};
+    for (int k = 0; k < 2; k++) {
+        npy_array want;
+        snprintf(path, sizeof path, "%s/%sinput_input_ids.npy", dir, sets[k]);
+        ck_assert_msg(npy_read(path, &ids, nerr, sizeof nerr) == 0, "%s: %s", path, nerr);
+        snprintf(path, sizeof path, "%s/%sinput_attention_mask.npy", dir, sets[k]);
+        ck_assert_msg(npy_read(path, &mask, nerr, sizeof nerr) == 0, "%s: %s", path, nerr);
+        snprintf(path, sizeof path, "%s/%soutput_logits.npy", dir, sets[k]);
+        ck_assert_msg(npy_read(path, &want, nerr, sizeof nerr) == 0, "%s: %s", path, nerr);
+        float *got = malloc(want.numel * sizeof *got);
+        const int64_t *shapes[2] = {ids.shape, mask.shape};
+        clf_host_binding in[2] = {{"input_ids", ids.data}, {"attention_mask", mask.data}}, out[1] = {{"logits", got}};
+        st = clf_run_host_shaped(exe, 2, in, shapes, 1, out);
+        ck_assert_msg(st == CLF_OK, "set %d: %s", k, clf_context_last_error(ctx));
+        /* The normwise relative error the models suite allows. */
+        double num = 0, den = 0;
+        for (size_t i = 0; i < want.numel; i++) {
+            double d = (double)got[i] - (double)((float *)want.data)[i];
+            num += d * d;
+            den += (double)((float *)want.data)[i] * (double)((float *)want.data)[i];
+        }
+        ck_assert_msg(num <= 1e-8 * den, "set %d: relative error %g", k, sqrt(num / den));
+        free(got);
+        npy_free(&ids);
+        npy_free(&mask);
+        npy_free(&want);
+    }
+    clf_executable_destroy(&exe);
+    clf_onnx_model_destroy(&model);
+    clf_context_destroy(&ctx);
+}
+END_TEST
+
 static Suite *dynamic_suite(void)
 {
     Suite *s = suite_create("dynamic");
@@ -677,6 +754,7 @@ static Suite *dynamic_suite(void)
     clf_test_add_case(s, "lift_rules", lift_rules);
     clf_test_add_case(s, "lift_program_runs", lift_program_runs);
     clf_test_add_case(s, "onnx_symbolic_dims", onnx_symbolic_dims);
+    clf_test_add_case(s, "onnx_exported_model_two_sizes", onnx_exported_model_two_sizes);
     return s;
 }
 
