@@ -535,7 +535,10 @@ clf_status clf__graph_specialise(const clf_graph *g, const int64_t *values, bool
         }
         if (values) {
             memset(n->sym, 0, sizeof n->sym);
-            n->gen.kind = CLF__GEN_NONE;
+            /* A causal mask keeps its mark: the planner then knows its
+             * pattern without reading S x S bytes per size. */
+            if (n->gen.kind != CLF__GEN_CAUSAL)
+                n->gen.kind = CLF__GEN_NONE;
         }
         if (numel * (double)clf_dtype_size(n->dtype) > 9.0e18) {
             st = fail(err, cap, CLF_ERR_SHAPE, "%snode %lld would be too large at these sizes", "", (long long)i);

@@ -97,6 +97,12 @@ static bool causal_pattern(const clf__node *c, int64_t sq, int64_t sk, bool keep
 {
     if (c->dtype != CLF_BOOL || sq < 1)
         return false;
+    /* A mask made from shapes (clf_attention's causal flag in a graph with
+     * symbolic sizes, graph_symbols.c): c[i][j] = j <= i + sk - sq. */
+    if (c->gen.kind == CLF__GEN_CAUSAL && c->rank == 2 && c->shape[0] == sq && c->shape[1] == sk) {
+        *off = sk - sq;
+        return keep && *off >= 0;
+    }
     const uint8_t *d = c->data;
     int64_t o = -1;
     for (int64_t j = 0; j < sk; j++)

@@ -138,7 +138,7 @@ static clf_status probe(clf_context *ctx, struct clf__dyn *d, const clf_compile_
         clf_graph *at = NULL;
         if (clf__graph_specialise(d->graph, values[k], false, &at, err, sizeof err) != CLF_OK)
             continue;
-        clf__spec_share share = {&d->pool, d->lift, true, k == 0, NULL, NULL};
+        clf__spec_share share = {&d->pool, d->lift, true, k == 0};
         clf_executable *none = NULL;
         clf_status st = clf__compile_graph(ctx, at, params, &share, &none);
         clf_graph_destroy(&at);
@@ -204,7 +204,7 @@ clf_status clf__dyn_compile(clf_context *ctx, const clf_graph *g, const clf_comp
     }
     st = probe(ctx, d, params);
     clf_executable *e = NULL;
-    clf__spec_share share = {&d->pool, d->lift, false, false, NULL, NULL};
+    clf__spec_share share = {&d->pool, d->lift, false, false};
     if (st == CLF_OK)
         st = clf__compile_graph(ctx, at_rep, params, &share, &e);
     clf_graph_destroy(&at_rep);
@@ -239,7 +239,7 @@ static int64_t sibling_size(const clf__dim_sym *sym, int64_t v)
     return v - step >= lo ? v - step : 0;
 }
 
-/* What a specialisation being made passes to its compile's new_forms. */
+/* What a specialisation being made gives the lift table's prober. */
 typedef struct sibling_probe {
     clf_context *ctx;
     struct clf__dyn *d;
@@ -266,7 +266,7 @@ static void probe_sibling(void *arg)
     clf_graph *at = NULL;
     if (clf__graph_specialise(g, values, false, &at, err, sizeof err) != CLF_OK)
         return;
-    clf__spec_share share = {&P->d->pool, P->d->lift, true, false, NULL, NULL};
+    clf__spec_share share = {&P->d->pool, P->d->lift, true, false};
     clf_executable *none = NULL;
     clf__log(CLF__LOG_CACHE, "symbolic sizes: a kernel form not seen yet, probing a size of its class");
     clf__compile_graph(P->ctx, at, &P->d->params, &share, &none);
@@ -390,8 +390,10 @@ static clf_status select_spec(clf_executable *e, const char *call, size_t ninput
             return clf__ctx_fail(e->ctx, st, "%s: at %s: %s", call, sizes, err);
         }
         sibling_probe sib = {e->ctx, d, values};
-        clf__spec_share share = {&d->pool, d->lift, false, false, probe_sibling, &sib};
+        clf__spec_share share = {&d->pool, d->lift, false, false};
+        clf__lift_set_prober(d->lift, probe_sibling, &sib);
         st = clf__compile_graph(e->ctx, sg, &d->params, &share, &made);
+        clf__lift_set_prober(d->lift, NULL, NULL);
         clf_graph_destroy(&sg);
         if (st != CLF_OK) {
             pthread_mutex_unlock(&d->lock);

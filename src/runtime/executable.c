@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "codegen/codegen.h"
 #include "planner/memory_plan.h"
@@ -531,9 +532,17 @@ CLF_API clf_status clf_compile(clf_context *ctx, const clf_graph *g, const clf_c
     return clf__compile_graph(ctx, g, params, NULL, out);
 }
 
+static double now_ms(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
+}
+
 clf_status clf__compile_graph(clf_context *ctx, const clf_graph *g, const clf_compile_params *params,
                               const clf__spec_share *share, clf_executable **out)
 {
+    const double t_start = now_ms();
     if (!out)
         return clf__ctx_fail(ctx, CLF_ERR_INVALID_ARGUMENT, "clf_compile: out is NULL");
     *out = NULL;
@@ -608,16 +617,14 @@ clf_status clf__compile_graph(clf_context *ctx, const clf_graph *g, const clf_co
             clf_executable_destroy(&e);
             return st == CLF_OK ? st : clf__ctx_fail(ctx, st, "clf_compile: out of memory");
         }
+        const double t_lowered = now_ms();
         e->pool = share ? share->pool : NULL;
         e->lift = share ? share->lift : NULL;
-        if (share && share->new_forms) {
-            bool uncovered = false;
-            for (size_t k = 0; k < e->nkernels && !uncovered; k++)
-                uncovered = !clf__lift_covered(share->lift, e->kernels[k].source);
-            if (uncovered)
-                share->new_forms(share->arg);
-        }
         st = instantiate(ctx, g, e);
+        if (st == CLF_OK && share)
+            clf__log(CLF__LOG_CACHE, "symbolic sizes: specialisation planned and generated in %.2f ms, instantiated in "
+                     "%.2f ms",
+                     t_lowered - t_start, now_ms() - t_lowered);
         if (st == CLF_OK) {
             const char *store_key = first_key ? first_key : key;
             if (store_key && (!loaded || first_key))

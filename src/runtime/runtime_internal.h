@@ -111,17 +111,11 @@ typedef struct clf__lift_table clf__lift_table;
  * the others (dynamic.c): constant buffers, and programs through the lift
  * table. sources_only: lower and note the kernels' sources in the lift
  * table, build nothing and make no executable (a probe at other sizes);
- * as_is: note them as worth building as they are. new_forms (may be NULL)
- * is called with arg before the build when a kernel would need a build
- * (clf__lift_covered: a form not seen, or seen once and not built);
- * dynamic.c probes a size of the same class then, so that the build is
- * already the generic one. */
+ * as_is: note them as worth building as they are. */
 typedef struct clf__spec_share {
     clf__const_pool *pool;
     clf__lift_table *lift;
     bool sources_only, as_is;
-    void (*new_forms)(void *arg);
-    void *arg;
 } clf__spec_share;
 
 struct clf_executable {

@@ -303,16 +303,60 @@ typedef struct parsed {
     clf__strbuf skeleton;
 } parsed;
 
+/* The live defines by name: an open-addressed table of the first define
+ * of each name (slots hold a directive's index, -1 when empty). */
+typedef struct name_index {
+    int32_t *slots;
+    size_t mask;
+} name_index;
+
+static const tok *define_name(const lexed *L, int32_t d) { return &L->toks[L->dirs[d].first + 2]; }
+
+static size_t slot_of(const lexed *L, const tok *name, size_t mask)
+{
+    return (size_t)clf__hash_bytes(CLF__HASH_SEED, L->src + name->off, name->len) & mask;
+}
+
+static bool index_defines(const lexed *L, const int32_t *defs, size_t ndefs, name_index *ix)
+{
+    size_t cap = 16;
+    while (cap < 2 * ndefs + 2)
+        cap *= 2;
+    ix->mask = cap - 1;
+    ix->slots = clf__malloc(cap * sizeof *ix->slots);
+    if (!ix->slots)
+        return false;
+    for (size_t i = 0; i < cap; i++)
+        ix->slots[i] = -1;
+    for (size_t k = 0; k < ndefs; k++) {
+        const tok *name = define_name(L, defs[k]);
+        size_t at = slot_of(L, name, ix->mask);
+        for (;; at = (at + 1) & ix->mask) {
+            int32_t d = ix->slots[at];
+            if (d < 0) {
+                ix->slots[at] = defs[k];
+                break;
+            }
+            const tok *other = define_name(L, d);
+            if (other->len == name->len && !memcmp(L->src + other->off, L->src + name->off, name->len))
+                break; /* defined before: the first define answers */
+        }
+    }
+    return true;
+}
+
 /* The first live define of the name token t stands for, -1: none. */
-static int32_t macro_of(const lexed *L, size_t t, const int32_t *defs, size_t ndefs)
+static int32_t macro_of(const lexed *L, size_t t, const name_index *ix)
 {
     const tok *u = &L->toks[t];
-    for (size_t k = 0; k < ndefs; k++) {
-        const tok *name = &L->toks[L->dirs[defs[k]].first + 2];
-        if (name->len == u->len && memcmp(L->src + name->off, L->src + u->off, u->len) == 0)
-            return defs[k];
+    for (size_t at = slot_of(L, u, ix->mask);; at = (at + 1) & ix->mask) {
+        int32_t d = ix->slots[at];
+        if (d < 0)
+            return -1;
+        const tok *name = define_name(L, d);
+        if (name->len == u->len && !memcmp(L->src + name->off, L->src + u->off, u->len))
+            return d;
     }
-    return -1;
 }
 
 static void contexts(parsed *P)
@@ -402,13 +446,16 @@ static void contexts(parsed *P)
      * again, under #if, is looked at as one): name_of maps a define to the
      * first define of its name. */
     int32_t *name_of = clf__calloc(L->ndirs ? L->ndirs : 1, sizeof *name_of);
-    if (!name_of) {
+    name_index ix = {NULL, 0};
+    if (!name_of || !index_defines(L, defs, ndefs, &ix)) {
+        clf__free(name_of);
+        clf__free(ix.slots);
         clf__free(use_of);
         L->failed = true;
         goto out;
     }
     for (size_t k = 0; k < ndefs; k++)
-        name_of[defs[k]] = macro_of(L, L->dirs[defs[k]].first + 2, defs, ndefs);
+        name_of[defs[k]] = macro_of(L, L->dirs[defs[k]].first + 2, &ix);
     for (size_t i = 0; i < L->ntoks; i++) {
         use_of[i] = -1;
         if (L->toks[i].kind != TOK_IDENT || L->toks[i].dead)
@@ -420,8 +467,9 @@ static void contexts(parsed *P)
             (tok_is(L, L->dirs[d].first + 1, "undef") || tok_is(L, L->dirs[d].first + 1, "ifdef") ||
              tok_is(L, L->dirs[d].first + 1, "ifndef")))
             continue; /* named, not expanded */
-        use_of[i] = macro_of(L, i, defs, ndefs);
+        use_of[i] = macro_of(L, i, &ix);
     }
+    clf__free(ix.slots);
     /* Contexts inside a define's replacement count as its name's. */
     for (size_t i = 0; i < L->ntoks; i++)
         if (P->ctx[i] >= 0)
@@ -526,6 +574,9 @@ typedef struct group {
 struct clf__lift_table {
     pthread_mutex_t lock;
     group *groups;
+    void (*prober)(void *arg); /* clf__lift_set_prober */
+    void *prober_arg;
+    bool probed; /* the prober ran since it was set */
 };
 
 static void group_free(group *g)
@@ -695,26 +746,13 @@ static char *generic_source(const group *g)
     return text;
 }
 
-bool clf__lift_covered(clf__lift_table *t, const char *source)
+void clf__lift_set_prober(clf__lift_table *t, void (*prober)(void *arg), void *arg)
 {
-    parsed P;
-    bool covered = false;
-    if (parse(source, &P)) {
-        pthread_mutex_lock(&t->lock);
-        const group *g = find_group(t, &P);
-        if (g) {
-            bool same = true, lifted = g->generic != NULL;
-            for (size_t j = 0; j < P.nlits; j++) {
-                bool differs = !same_lit(&g->first, &P, j);
-                same = same && !differs;
-                lifted = lifted && (!differs || g->lifted[j]);
-            }
-            covered = same ? g->base_built : lifted;
-        }
-        pthread_mutex_unlock(&t->lock);
-    }
-    parsed_free(&P);
-    return covered;
+    pthread_mutex_lock(&t->lock);
+    t->prober = prober;
+    t->prober_arg = arg;
+    t->probed = false;
+    pthread_mutex_unlock(&t->lock);
 }
 
 size_t clf__lift_group_count(clf__lift_table *t)
@@ -766,13 +804,19 @@ static clf__lift_arg arg_of(const parsed *P, size_t j)
 
 /* Builds the group's generic program unless the one it has lifts every
  * literal that varies. Called with the lock held. */
+/* Whether the group's generic program lifts every literal that varies. */
+static bool generic_covers(const group *g)
+{
+    bool covered = g->generic != NULL;
+    for (size_t j = 0; j < g->first.nlits && covered; j++)
+        covered = !g->varies[j] || g->lifted[j];
+    return covered;
+}
+
 static clf_status ensure_generic(clf_context *ctx, group *g, cl_int *build_err)
 {
     const size_t nlits = g->first.nlits;
-    bool covered = g->generic != NULL;
-    for (size_t j = 0; j < nlits && covered; j++)
-        covered = !g->varies[j] || g->lifted[j];
-    if (covered)
+    if (generic_covers(g))
         return CLF_OK;
     char *generic = generic_source(g);
     if (!generic)
@@ -829,7 +873,19 @@ clf_status clf__lift_program(clf_context *ctx, clf__lift_table *t, const char *s
         st = clf__ctx_fail(ctx, CLF_ERR_OUT_OF_MEMORY, "clf_compile: out of memory");
         goto out;
     }
-    if (!note_differences(g, &P)) { /* nothing varies: the source itself */
+    bool varies = note_differences(g, &P);
+    /* A build ahead: the prober (once per setting) shows the form at
+     * another size first, so that the build is the generic one. */
+    if (t->prober && !t->probed && (varies ? !generic_covers(g) : !g->concrete && !g->base_built)) {
+        void (*prober)(void *) = t->prober;
+        void *arg = t->prober_arg;
+        t->probed = true;
+        pthread_mutex_unlock(&t->lock);
+        prober(arg);
+        pthread_mutex_lock(&t->lock);
+        varies = note_differences(g, &P);
+    }
+    if (!varies) { /* nothing varies: the source itself */
         if (g->concrete) {
             clRetainProgram(g->concrete);
             *prog = g->concrete;

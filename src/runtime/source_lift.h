@@ -60,10 +60,11 @@ clf_status clf__lift_program(clf_context *ctx, clf__lift_table *t, const char *s
  * (after probes, so that later sizes find them built). */
 clf_status clf__lift_prebuild(clf_context *ctx, clf__lift_table *t);
 
-/* Whether source would be served without a build: its form's generic
- * program lifts every literal in which it differs, or it is the form's
- * first source and that was built. */
-bool clf__lift_covered(clf__lift_table *t, const char *source);
+/* Sets what clf__lift_program calls (once, until set again; NULL: none)
+ * before a build: dynamic.c generates the kernels at a size of the same
+ * class then, so that a form's first build is its generic program. Called
+ * without the table's lock held. */
+void clf__lift_set_prober(clf__lift_table *t, void (*prober)(void *arg), void *arg);
 
 /* The number of skeletons (kernel forms) the table has seen. */
 size_t clf__lift_group_count(clf__lift_table *t);
