@@ -548,6 +548,24 @@ START_TEST(lift_program_runs)
         for (unsigned i = 0; i < 16; i++)
             ck_assert_float_eq(host[i], (float)(i % mod[s]) * scale[s]);
     }
+    /* A literal the analysis lifts but the compiler wants constant (an
+     * enumerator here): the generic program does not build, and the
+     * source is built as it is. */
+    char *c = lift_source("#define N 5\n", "__kernel void CLF_KERNEL_NAME(CLF_PARAMS, const uint n) "
+                                           "{ enum { ROWS = N }; out[0] = ROWS; }\n");
+    char *d = lift_source("#define N 9\n", "__kernel void CLF_KERNEL_NAME(CLF_PARAMS, const uint n) "
+                                           "{ enum { ROWS = N }; out[0] = ROWS; }\n");
+    ck_assert_int_eq(clf__lift_note(t, c, false), CLF_OK);
+    cl_program prog_d;
+    clf__lift_arg *args_d;
+    uint32_t nargs_d;
+    ck_assert_int_eq(clf__lift_program(ctx, t, d, &prog_d, &args_d, &nargs_d, &berr), CLF_OK);
+    ck_assert_ptr_nonnull(prog_d);
+    ck_assert_uint_eq(nargs_d, 0);
+    clReleaseProgram(prog_d);
+    clf__free(args_d);
+    free(c);
+    free(d);
     clReleaseCommandQueue(q);
     clReleaseMemObject(out);
     clReleaseKernel(k);

@@ -567,6 +567,7 @@ typedef struct group {
     cl_program generic;
     bool as_is;          /* worth building as it is (clf__lift_note) */
     bool base_built;     /* the first source was built as it is */
+    bool refused;        /* the generic program did not build */
     cl_program concrete; /* that build */
     struct group *next;
 } group;
@@ -845,8 +846,14 @@ clf_status clf__lift_prebuild(clf_context *ctx, clf__lift_table *t)
         bool varies = false;
         for (size_t j = 0; j < g->first.nlits; j++)
             varies |= g->varies[j];
-        if (varies)
+        if (varies && !g->refused) {
             st = ensure_generic(ctx, g, NULL);
+            if (st == CLF_ERR_BUILD) { /* as clf__lift_program: built as they come */
+                g->refused = true;
+                clf__ctx_clear_error(ctx);
+                st = CLF_OK;
+            }
+        }
         else if (g->as_is && !g->concrete)
             st = clf__program_get(ctx, g->base, "", &g->concrete, NULL);
         g->base_built |= g->concrete != NULL;
@@ -895,7 +902,18 @@ clf_status clf__lift_program(clf_context *ctx, clf__lift_table *t, const char *s
         g->base_built = st == CLF_OK;
         goto out;
     }
-    st = ensure_generic(ctx, g, build_err);
+    st = g->refused ? CLF_ERR_BUILD : ensure_generic(ctx, g, build_err);
+    if (st == CLF_ERR_BUILD) {
+        /* A driver that refuses the generic form (a literal it wanted
+         * constant): the form's sources are built as they are from now on. */
+        if (!g->refused)
+            clf__log(CLF__LOG_PERF, "a generic program did not build, building sources as they are: %s",
+                     clf_context_last_error(ctx));
+        g->refused = true;
+        clf__ctx_clear_error(ctx);
+        st = clf__program_get(ctx, source, "", prog, build_err);
+        goto out;
+    }
     if (st != CLF_OK)
         goto out;
     uint32_t n = 0;
