@@ -637,6 +637,117 @@ START_TEST(fake_profiling_timestamps)
 }
 END_TEST
 
+/* ---- A graph with symbolic sizes under failing allocations -------------- */
+
+#define SD 8 /* width of the symbolic graph's rows */
+
+/* x [S, SD] * w, then a mean over S and a softmax along rows: a
+ * specialisation per length, the probes, the lift table and the count
+ * constant made again per size. *st receives the builder's status. */
+static clf_graph *symbolic_graph(const float *w, clf_status *st)
+{
+    clf_graph *g = clf_graph_create();
+    if (!g) {
+        *st = CLF_ERR_OUT_OF_MEMORY;
+        return NULL;
+    }
+    int64_t s = clf_dim(g, "S", 1, 64);
+    clf_tensor x = clf_input(g, "x", CLF_F32, 2, (int64_t[]){s, SD});
+    clf_tensor h = clf_mul(g, x, clf_constant(g, CLF_F32, 1, (int64_t[]){SD}, w));
+    int axis0 = 0;
+    clf_graph_output(g, "m", clf_reduce_mean(g, h, 1, &axis0, false));
+    clf_graph_output(g, "p", clf_softmax(g, h, -1));
+    *st = clf_graph_status(g, NULL);
+    return g;
+}
+
+/* One attempt with allocation n failing: compile, run at two lengths
+ * against the reference, destroy; true when nothing failed. */
+static bool symbolic_attempt(unsigned long n, const float *w)
+{
+    static const int64_t lengths[2] = {5, 9};
+    static float x[9 * SD], p[9 * SD], wp[9 * SD], m[SD], wm[SD];
+    alloc_arm(n);
+    clf_status st;
+    char msg[256] = "";
+    clf_context *ctx = NULL;
+    clf_graph *g = NULL;
+    clf_executable *exe = NULL;
+    st = clf_context_create(clf_context_params(.message = msg, .message_cap = sizeof msg), &ctx);
+    if (st != CLF_OK) {
+        expect_oom(st, "clf_context_create", msg, n);
+        goto out;
+    }
+    g = symbolic_graph(w, &st);
+    if (st != CLF_OK) {
+        expect_oom(st, "building the graph", NULL, n);
+        goto out;
+    }
+    st = clf_compile(ctx, g, NULL, &exe);
+    if (st != CLF_OK) {
+        ck_assert_ptr_null(exe);
+        expect_oom(st, "clf_compile", clf_context_last_error(ctx), n);
+        goto out;
+    }
+    for (int k = 0; k < 2; k++) {
+        const int64_t xs[2] = {lengths[k], SD};
+        const int64_t *shapes[1] = {xs};
+        clf_test_fill_f32(x, (size_t)(lengths[k] * SD), -1, 1);
+        clf_host_binding in[1] = {{"x", x}}, out[2] = {{"m", m}, {"p", p}}, want[2] = {{"m", wm}, {"p", wp}};
+        st = clf_run_host_shaped(exe, 1, in, shapes, 2, out);
+        if (st != CLF_OK) {
+            expect_oom(st, "clf_run_host_shaped", clf_context_last_error(ctx), n);
+            goto out;
+        }
+        /* The reference after the run, its allocations failing no more. */
+        unsigned long fail_at = alloc_fail_at;
+        alloc_fail_at = 0;
+        ck_assert_int_eq(clf_reference_run_shaped(g, 1, in, shapes, 2, want, msg, sizeof msg), CLF_OK);
+        alloc_fail_at = fail_at;
+        ck_assert_msg(clf_test_close(CLF_F32, m, wm, SD, 1e-5, 1e-6, msg, sizeof msg), "allocation %lu: m: %s", n, msg);
+        ck_assert_msg(clf_test_close(CLF_F32, p, wp, (size_t)(lengths[k] * SD), 1e-5, 1e-6, msg, sizeof msg),
+                      "allocation %lu: p: %s", n, msg);
+    }
+out:
+    last_attempt_calls = alloc_calls;
+    bool failed = alloc_failed != 0;
+    alloc_arm(0);
+    clf_executable_destroy(&exe);
+    clf_graph_destroy(&g);
+    clf_context_destroy(&ctx);
+    ck_assert_msg(alloc_live == 0, "allocation %lu failed: %ld allocations left after destroying everything", n,
+                  alloc_live);
+    return !failed;
+}
+
+/* A compile of a symbolic graph makes tens of thousands of allocations
+ * (the probes generate the kernels at a dozen sizes): 300 failure points
+ * spread evenly over one attempt, and the first 300, rather than each. */
+START_TEST(symbolic_allocation_failures)
+{
+    char dir[64];
+    snprintf(dir, sizeof dir, "/tmp/clfuse-faults-XXXXXX");
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    setenv("CLFUSE_CACHE_DIR", dir, 1);
+    float w[SD];
+    clf_test_fill_f32(w, SD, -1, 1);
+    ck_assert_int_eq(clf_set_allocator(t_malloc, t_realloc, t_free), CLF_OK);
+    ck_assert(symbolic_attempt(0, w)); /* warm the program cache */
+    ck_assert(symbolic_attempt(0, w));
+    const unsigned long total = last_attempt_calls;
+    ck_assert_uint_gt(total, 1000);
+    /* An attempt's allocations vary a little with what earlier attempts
+     * left in the disk cache: most sampled points must fail. */
+    unsigned long tried = 0, failed = 0;
+    for (unsigned long n = 1; n < total; n += n < 300 ? 1 : total / 300 + 1, tried++)
+        failed += !symbolic_attempt(n, w);
+    ck_assert_msg(failed >= tried * 9 / 10, "%lu of %lu sampled allocations failed", failed, tried);
+    ck_assert_int_eq(clf_set_allocator(NULL, NULL, NULL), CLF_OK);
+    fprintf(stderr, "symbolic_allocation_failures: %lu allocations per attempt, %lu of them failed in turn\n", total,
+            failed);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("faults");
@@ -654,5 +765,9 @@ int main(void)
     clf_test_add_case(s, "async_path_does_not_block", async_path_does_not_block);
     clf_test_add_case(s, "kernel_work_group_limit", kernel_work_group_limit);
     clf_test_add_case(s, "understated_work_group_limit", understated_work_group_limit);
+    tc = tcase_create("symbolic_allocation_failures");
+    tcase_set_timeout(tc, 1000);
+    tcase_add_test(tc, symbolic_allocation_failures);
+    suite_add_tcase(s, tc);
     return clf_test_run_suite(s);
 }

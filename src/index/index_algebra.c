@@ -47,19 +47,23 @@ static clf__ix temp_for(clf__ixgen *gen, const char *expr, uint64_t bound, uint3
             return (clf__ix){i, 0, bound, deps, NULL};
     if (gen->ntemps >= gen->cap) {
         int cap = gen->cap ? gen->cap * 2 : 32;
+        /* Each array's new slots are cleared as soon as it has them: when
+         * the other's growth fails, clf__ixgen_free still frees keys. */
         char **k = clf__realloc(gen->keys, (size_t)cap * sizeof *k);
-        if (k)
+        if (k) {
             gen->keys = k;
+            for (int i = gen->cap; i < cap; i++)
+                k[i] = NULL;
+        }
         clf__ix_origin *o = clf__realloc(gen->origin, (size_t)cap * sizeof *o);
-        if (o)
+        if (o) {
             gen->origin = o;
+            for (int i = gen->cap; i < cap; i++)
+                o[i] = (clf__ix_origin){0};
+        }
         if (!k || !o) {
             gen->failed = true;
             return clf__ix_const(0);
-        }
-        for (int i = gen->cap; i < cap; i++) {
-            k[i] = NULL;
-            o[i] = (clf__ix_origin){0};
         }
         gen->cap = cap;
     }
