@@ -20,6 +20,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "clfuse/onnx.h"
 #include "fault_cl.h"
 #include "runtime/runtime_internal.h"
 #include "test_support.h"
@@ -748,6 +749,98 @@ START_TEST(symbolic_allocation_failures)
 }
 END_TEST
 
+/* An ONNX model with a symbolic dimension (its import made again per size,
+ * the AST shared by the model and the graph's regen, the weight borrowed):
+ * load, compile, take the graph, drop the model, run at two lengths. */
+static const char onnx_symbolic_text[] =
+    "<ir_version: 8, opset_import: [\"\" : 17]>\n"
+    "g (float[S, 4] x) => (float[S, 4] y) <float[4, 4] w = {1, 0, 0, 0, 0, 2, 0, 0, 0, 0, 3, 0, 0, 0, 0, 4}, "
+    "int64[1] one = {1}, int64[1] last = {-1}> {\n"
+    "  h = MatMul(x, w)\n  shp = Shape(x)\n  s = Gather <axis = 0> (shp, one)\n"
+    "  rows = Concat <axis = 0> (last, s)\n  t = Reshape(h, rows)\n  sm = Softmax <axis = 0> (t)\n"
+    "  y = Reshape(sm, shp)\n}\n";
+
+static bool onnx_symbolic_attempt(unsigned long n)
+{
+    static float x[9 * 4], y[9 * 4], wy[9 * 4];
+    alloc_arm(n);
+    char msg[256] = "";
+    clf_context *ctx = NULL;
+    clf_onnx_model *model = NULL;
+    clf_graph *g = NULL;
+    clf_executable *exe = NULL;
+    clf_onnx_symbol sym = {"S", 1, 16};
+    clf_status st = clf_onnx_load_memory(onnx_symbolic_text, sizeof onnx_symbolic_text - 1, NULL,
+                                         clf_onnx_params(.symbols = &sym, .nsymbols = 1, .message = msg,
+                                                         .message_cap = sizeof msg),
+                                         &model);
+    if (st != CLF_OK) {
+        ck_assert_ptr_null(model);
+        expect_oom(st, "clf_onnx_load_memory", msg, n);
+        goto out;
+    }
+    g = clf_onnx_model_take_graph(model);
+    clf_onnx_model_destroy(&model);
+    st = clf_context_create(clf_context_params(.message = msg, .message_cap = sizeof msg), &ctx);
+    if (st != CLF_OK) {
+        expect_oom(st, "clf_context_create", msg, n);
+        goto out;
+    }
+    st = clf_compile(ctx, g, NULL, &exe);
+    if (st != CLF_OK) {
+        expect_oom(st, "clf_compile", clf_context_last_error(ctx), n);
+        goto out;
+    }
+    for (int64_t len = 5; len <= 9; len += 4) {
+        const int64_t xs[2] = {len, 4};
+        const int64_t *shapes[1] = {xs};
+        clf_test_fill_f32(x, (size_t)(len * 4), -1, 1);
+        clf_host_binding in[1] = {{"x", x}}, out[1] = {{"y", y}}, want[1] = {{"y", wy}};
+        st = clf_run_host_shaped(exe, 1, in, shapes, 1, out);
+        if (st != CLF_OK) {
+            expect_oom(st, "clf_run_host_shaped", clf_context_last_error(ctx), n);
+            goto out;
+        }
+        unsigned long fail_at = alloc_fail_at;
+        alloc_fail_at = 0;
+        ck_assert_int_eq(clf_reference_run_shaped(g, 1, in, shapes, 1, want, msg, sizeof msg), CLF_OK);
+        alloc_fail_at = fail_at;
+        ck_assert_msg(clf_test_close(CLF_F32, y, wy, (size_t)(len * 4), 1e-5, 1e-6, msg, sizeof msg),
+                      "allocation %lu: y: %s", n, msg);
+    }
+out:
+    last_attempt_calls = alloc_calls;
+    bool failed = alloc_failed != 0;
+    alloc_arm(0);
+    clf_executable_destroy(&exe);
+    clf_onnx_model_destroy(&model);
+    clf_graph_destroy(&g);
+    clf_context_destroy(&ctx);
+    ck_assert_msg(alloc_live == 0, "allocation %lu failed: %ld allocations left after destroying everything", n,
+                  alloc_live);
+    return !failed;
+}
+
+START_TEST(onnx_symbolic_allocation_failures)
+{
+    char dir[64];
+    snprintf(dir, sizeof dir, "/tmp/clfuse-faults-XXXXXX");
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    setenv("CLFUSE_CACHE_DIR", dir, 1);
+    ck_assert_int_eq(clf_set_allocator(t_malloc, t_realloc, t_free), CLF_OK);
+    ck_assert(onnx_symbolic_attempt(0));
+    ck_assert(onnx_symbolic_attempt(0));
+    const unsigned long total = last_attempt_calls;
+    unsigned long tried = 0, failed = 0;
+    for (unsigned long n = 1; n < total; n += n < 300 ? 1 : total / 300 + 1, tried++)
+        failed += !onnx_symbolic_attempt(n);
+    ck_assert_msg(failed >= tried * 9 / 10, "%lu of %lu sampled allocations failed", failed, tried);
+    ck_assert_int_eq(clf_set_allocator(NULL, NULL, NULL), CLF_OK);
+    fprintf(stderr, "onnx_symbolic_allocation_failures: %lu allocations per attempt, %lu of them failed in turn\n",
+            total, failed);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("faults");
@@ -768,6 +861,7 @@ int main(void)
     tc = tcase_create("symbolic_allocation_failures");
     tcase_set_timeout(tc, 1000);
     tcase_add_test(tc, symbolic_allocation_failures);
+    tcase_add_test(tc, onnx_symbolic_allocation_failures);
     suite_add_tcase(s, tc);
     return clf_test_run_suite(s);
 }

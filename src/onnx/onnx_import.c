@@ -1539,7 +1539,9 @@ static clf_status fold_node(importer *I, const clf__onnx_node *n, int idx, bool 
         /* The reference binds outputs by the names given to clf_graph_output. */
         snprintf(names[nb], sizeof names[nb], "o%d", j);
         if (clf_graph_output(fg, names[nb], outs[j]) != CLF_OK) {
+            I->g = fg; /* the folding graph's error, not the model's */
             st = check_graph(I, n);
+            I->g = main_g;
             goto done;
         }
         bind[nb] = (clf_host_binding){names[nb], (void *)lits[j]->data};

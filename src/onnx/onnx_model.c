@@ -348,9 +348,9 @@ static clf_status load(const void *data, size_t size, const char *base_dir, cons
         if (st == CLF_OK)
             clf__onnx_release_data(&m->shared->ast);
     }
+    m->graph = m->imp.g; /* the model's even when a later step failed, so that it is destroyed */
     if (st != CLF_OK)
         goto failed;
-    m->graph = m->imp.g;
     for (int i = 0; i < m->shared->ast.ninputs; i++)
         m->ninputs += !m->shared->ast.inputs[i].init;
     m->noutputs = (size_t)m->shared->ast.noutputs;
