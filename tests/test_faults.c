@@ -664,8 +664,11 @@ static clf_graph *symbolic_graph(const float *w, clf_status *st)
 
 /* One attempt with allocation n failing: compile, run at two lengths
  * against the reference, destroy; true when nothing failed. */
-static bool symbolic_attempt(unsigned long n, const float *w)
+static float symbolic_w[SD];
+
+static bool symbolic_attempt(unsigned long n)
 {
+    const float *w = symbolic_w;
     static const int64_t lengths[2] = {5, 9};
     static float x[9 * SD], p[9 * SD], wp[9 * SD], m[SD], wm[SD];
     alloc_arm(n);
@@ -721,31 +724,34 @@ out:
     return !failed;
 }
 
-/* A compile of a symbolic graph makes tens of thousands of allocations
- * (the probes generate the kernels at a dozen sizes): 300 failure points
- * spread evenly over one attempt, and the first 300, rather than each. */
-START_TEST(symbolic_allocation_failures)
+/* Allocations failing in a sample of the points of an attempt (a symbolic
+ * compile makes thousands: the probes generate the kernels at a dozen
+ * sizes): each of the first 300, then 300 spread over the rest. An
+ * attempt's allocations vary a little with what earlier attempts left in
+ * the disk cache, so most sampled points, not all, must fail. */
+static void sampled_sweep(const char *name, bool (*attempt)(unsigned long n))
 {
     char dir[64];
     snprintf(dir, sizeof dir, "/tmp/clfuse-faults-XXXXXX");
     ck_assert_ptr_nonnull(mkdtemp(dir));
     setenv("CLFUSE_CACHE_DIR", dir, 1);
-    float w[SD];
-    clf_test_fill_f32(w, SD, -1, 1);
     ck_assert_int_eq(clf_set_allocator(t_malloc, t_realloc, t_free), CLF_OK);
-    ck_assert(symbolic_attempt(0, w)); /* warm the program cache */
-    ck_assert(symbolic_attempt(0, w));
+    ck_assert(attempt(0)); /* warm the caches */
+    ck_assert(attempt(0));
     const unsigned long total = last_attempt_calls;
     ck_assert_uint_gt(total, 1000);
-    /* An attempt's allocations vary a little with what earlier attempts
-     * left in the disk cache: most sampled points must fail. */
     unsigned long tried = 0, failed = 0;
     for (unsigned long n = 1; n < total; n += n < 300 ? 1 : total / 300 + 1, tried++)
-        failed += !symbolic_attempt(n, w);
+        failed += !attempt(n);
     ck_assert_msg(failed >= tried * 9 / 10, "%lu of %lu sampled allocations failed", failed, tried);
     ck_assert_int_eq(clf_set_allocator(NULL, NULL, NULL), CLF_OK);
-    fprintf(stderr, "symbolic_allocation_failures: %lu allocations per attempt, %lu of them failed in turn\n", total,
-            failed);
+    fprintf(stderr, "%s: %lu allocations per attempt, %lu of them failed in turn\n", name, total, failed);
+}
+
+START_TEST(symbolic_allocation_failures)
+{
+    clf_test_fill_f32(symbolic_w, SD, -1, 1);
+    sampled_sweep("symbolic_allocation_failures", symbolic_attempt);
 }
 END_TEST
 
@@ -823,21 +829,7 @@ out:
 
 START_TEST(onnx_symbolic_allocation_failures)
 {
-    char dir[64];
-    snprintf(dir, sizeof dir, "/tmp/clfuse-faults-XXXXXX");
-    ck_assert_ptr_nonnull(mkdtemp(dir));
-    setenv("CLFUSE_CACHE_DIR", dir, 1);
-    ck_assert_int_eq(clf_set_allocator(t_malloc, t_realloc, t_free), CLF_OK);
-    ck_assert(onnx_symbolic_attempt(0));
-    ck_assert(onnx_symbolic_attempt(0));
-    const unsigned long total = last_attempt_calls;
-    unsigned long tried = 0, failed = 0;
-    for (unsigned long n = 1; n < total; n += n < 300 ? 1 : total / 300 + 1, tried++)
-        failed += !onnx_symbolic_attempt(n);
-    ck_assert_msg(failed >= tried * 9 / 10, "%lu of %lu sampled allocations failed", failed, tried);
-    ck_assert_int_eq(clf_set_allocator(NULL, NULL, NULL), CLF_OK);
-    fprintf(stderr, "onnx_symbolic_allocation_failures: %lu allocations per attempt, %lu of them failed in turn\n",
-            total, failed);
+    sampled_sweep("onnx_symbolic_allocation_failures", onnx_symbolic_attempt);
 }
 END_TEST
 
