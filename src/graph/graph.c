@@ -438,9 +438,11 @@ clf_tensor clf__graph_scalar(clf_graph *g, const char *call, clf_dtype dtype, do
     return clf__graph_append(g, call, &n);
 }
 
-/* Copies numel elements of data into the graph. Rank-0 constants also get
- * scalar, as clf_scalar's do. Zero-size constants keep data NULL. */
-clf_tensor clf_constant(clf_graph *g, clf_dtype dtype, int rank, const int64_t *shape, const void *data)
+/* A constant node: a copy of numel elements of data, or (borrow, rank > 0)
+ * data itself. Rank-0 constants also get scalar, as clf_scalar's do.
+ * Zero-size constants keep data NULL. */
+static clf_tensor constant_node(clf_graph *g, clf_dtype dtype, int rank, const int64_t *shape, const void *data,
+                                bool borrow)
 {
     static const char call[] = "clf_constant";
     if (!clf__graph_usable(g) || !check_dtype_arg(g, call, "dtype", dtype) ||
@@ -461,7 +463,10 @@ clf_tensor clf_constant(clf_graph *g, clf_dtype dtype, int rank, const int64_t *
     clf__node n = {.op = CLF__OP_CONSTANT, .dtype = dtype, .rank = rank};
     if (rank > 0)
         memcpy(n.shape, shape, (size_t)rank * sizeof *shape);
-    if (numel > 0) {
+    if (numel > 0 && borrow && rank > 0) {
+        n.data = (void *)(uintptr_t)data;
+        n.borrowed = true;
+    } else if (numel > 0) {
         size_t bytes = (size_t)numel * elem;
         n.data = clf__malloc(bytes);
         if (!n.data) {
@@ -476,20 +481,15 @@ clf_tensor clf_constant(clf_graph *g, clf_dtype dtype, int rank, const int64_t *
     return clf__graph_append(g, call, &n);
 }
 
+clf_tensor clf_constant(clf_graph *g, clf_dtype dtype, int rank, const int64_t *shape, const void *data)
+{
+    return constant_node(g, dtype, rank, shape, data, false);
+}
+
 clf_tensor clf__graph_constant_borrowed(clf_graph *g, clf_dtype dtype, int rank, const int64_t *shape,
                                         const void *data)
 {
-    static const char call[] = "clf_constant";
-    if (!clf__graph_usable(g) || !check_dtype_arg(g, call, "dtype", dtype) ||
-        !clf__graph_check_shape(g, call, "shape", rank, shape, false))
-        return CLF_TENSOR_INVALID;
-    int64_t numel = checked_numel(rank, shape, clf_dtype_size(dtype));
-    if (numel <= 0 || rank == 0 || !data) /* scalars and empties: a copy */
-        return clf_constant(g, dtype, rank, shape, data);
-    clf__node n = {.op = CLF__OP_CONSTANT, .dtype = dtype, .rank = rank, .borrowed = true};
-    memcpy(n.shape, shape, (size_t)rank * sizeof *shape);
-    n.data = (void *)(uintptr_t)data;
-    return clf__graph_append(g, call, &n);
+    return constant_node(g, dtype, rank, shape, data, true);
 }
 
 clf_status clf_graph_output(clf_graph *g, const char *name, clf_tensor t)
