@@ -119,6 +119,28 @@ static int64_t probe_size(const clf_graph *g, size_t s, int k)
     return v >= lo && (!hi || v <= hi) && v != g->syms[s].rep ? v : 0;
 }
 
+/* Generates the graph's kernels at the sizes values into the lift table,
+ * building nothing (as_is: as clf__lift_note says). A size the graph or
+ * the planner refuses teaches nothing and leaves no error on the context;
+ * only running out of memory while generating is returned (with its
+ * message on the context). */
+static clf_status generate_at(clf_context *ctx, struct clf__dyn *d, const clf_compile_params *params,
+                              const int64_t *values, bool as_is)
+{
+    char err[256];
+    clf_graph *at = NULL;
+    if (clf__graph_specialise(d->graph, values, false, &at, err, sizeof err) != CLF_OK)
+        return CLF_OK;
+    clf__spec_share share = {&d->pool, d->lift, true, as_is};
+    clf_executable *none = NULL;
+    clf_status st = clf__compile_graph(ctx, at, params, &share, &none);
+    clf_graph_destroy(&at);
+    if (st == CLF_ERR_OUT_OF_MEMORY)
+        return st;
+    clf__ctx_clear_error(ctx);
+    return CLF_OK;
+}
+
 /* Generates the kernels at the probe sizes, building nothing, so that the
  * lift table knows which literals vary before the first build. A probe
  * that does not compile (the planner may refuse a size the stand-in
@@ -134,17 +156,8 @@ static clf_status probe(clf_context *ctx, struct clf__dyn *d, const clf_compile_
             usable = memcmp(values[j], values[k], d->graph->nsyms * sizeof values[0][0]) != 0;
         if (!usable)
             continue;
-        char err[256];
-        clf_graph *at = NULL;
-        if (clf__graph_specialise(d->graph, values[k], false, &at, err, sizeof err) != CLF_OK)
-            continue;
-        clf__spec_share share = {&d->pool, d->lift, true, k == 0};
-        clf_executable *none = NULL;
-        clf_status st = clf__compile_graph(ctx, at, params, &share, &none);
-        clf_graph_destroy(&at);
-        if (st == CLF_ERR_OUT_OF_MEMORY)
-            return st;
-        clf__ctx_clear_error(ctx);
+        if (generate_at(ctx, d, params, values[k], k == 0) != CLF_OK)
+            return CLF_ERR_OUT_OF_MEMORY;
     }
     return CLF_OK;
 }
@@ -186,12 +199,13 @@ clf_status clf__dyn_compile(clf_context *ctx, const clf_graph *g, const clf_comp
     pthread_mutex_init(&d->pool.lock, NULL);
     if (params)
         d->params = *params;
+    int64_t rep[CLF__MAX_SYMS];
     for (size_t s = 0; s < g->nsyms; s++)
-        d->rep[s] = g->syms[s].rep;
+        rep[s] = g->syms[s].rep;
     clf_graph *at_rep = NULL;
     clf_status st = clf__graph_specialise(g, NULL, true, &d->graph, err, sizeof err);
     if (st == CLF_OK)
-        st = clf__graph_specialise(d->graph, d->rep, false, &at_rep, err, sizeof err);
+        st = clf__graph_specialise(d->graph, rep, false, &at_rep, err, sizeof err);
     if (st != CLF_OK) {
         dyn_free(d);
         return clf__ctx_fail(ctx, st, "clf_compile: %s", err);
@@ -223,16 +237,16 @@ clf_status clf__dyn_compile(clf_context *ctx, const clf_graph *g, const clf_comp
 
 /* A size of v's class for a sibling probe: v plus twice the power of two
  * dividing it (at most 256), so that the two share their divisibility by
- * up to 128 and their magnitude roughly; 0 where the bounds leave none or
+ * up to 256 and their magnitude roughly; 0 where the bounds leave none or
  * v is 1 (a class of its own). */
 static int64_t sibling_size(const clf__dim_sym *sym, int64_t v)
 {
     if (v <= 1)
         return 0;
-    int64_t step = 2;
-    for (int k = 0; k < 7 && v % (step * 2) == 0; k++)
-        step *= 2;
-    step = v % step == 0 ? 2 * step : step;
+    int64_t p = 1; /* the power of two dividing v, at most 256 */
+    while (p < 256 && v % (2 * p) == 0)
+        p *= 2;
+    const int64_t step = 2 * p;
     const int64_t lo = sym->lo > 2 ? sym->lo : 2;
     if (!sym->hi || v + step <= sym->hi)
         return v + step;
@@ -262,16 +276,9 @@ static void probe_sibling(void *arg)
     }
     if (!any)
         return;
-    char err[256];
-    clf_graph *at = NULL;
-    if (clf__graph_specialise(g, values, false, &at, err, sizeof err) != CLF_OK)
-        return;
-    clf__spec_share share = {&P->d->pool, P->d->lift, true, false};
-    clf_executable *none = NULL;
     clf__log(CLF__LOG_CACHE, "symbolic sizes: a kernel form not seen yet, probing a size of its class");
-    clf__compile_graph(P->ctx, at, &P->d->params, &share, &none);
-    clf_graph_destroy(&at);
-    clf__ctx_clear_error(P->ctx);
+    if (generate_at(P->ctx, P->d, &P->d->params, values, false) != CLF_OK)
+        clf__ctx_clear_error(P->ctx); /* a probe that failed only costs the build it would have spared */
 }
 
 /* ---- Selecting a specialisation --------------------------------------------- */
@@ -339,7 +346,10 @@ static clf_status select_spec(clf_executable *e, const char *call, size_t ninput
     size_t nsyms = d->graph->nsyms, bytes = nsyms * sizeof *values;
     pthread_mutex_lock(&d->lock);
     d->clock++;
-    if (!memcmp(values, d->rep, bytes)) {
+    bool at_rep = true;
+    for (size_t k = 0; k < nsyms && at_rep; k++)
+        at_rep = values[k] == d->graph->syms[k].rep;
+    if (at_rep) {
         *x = e;
         d->last = e;
         pthread_mutex_unlock(&d->lock);

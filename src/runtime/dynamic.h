@@ -31,7 +31,6 @@ typedef struct spec {
 struct clf__dyn {
     clf_graph *graph; /* the caller's graph, copied with its data and symbols */
     clf_compile_params params;
-    int64_t rep[CLF__MAX_SYMS];
     pthread_mutex_t lock; /* guards everything below */
     spec **specs; /* MAX_SPECS slots, nspecs used */
     size_t nspecs;
