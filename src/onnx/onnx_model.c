@@ -181,24 +181,33 @@ static void regen_release(void *state)
     clf__free(R);
 }
 
-/* Imports the AST with the symbols at values. */
-static clf_status regen_make(void *state, const int64_t *values, clf_graph **out, char *err, size_t cap)
+/* Imports the AST with the fixed sizes and the symbols at values, the
+ * initializers borrowed. */
+static clf_status import_at(const regen_state *R, const int64_t *values, clf__onnx_import *imp, char *err,
+                            size_t cap)
 {
-    regen_state *R = state;
-    *out = NULL;
     const size_t n = R->nfixed + R->nsyms;
     int64_t *all = clf__calloc(n ? n : 1, sizeof *all);
     if (!all) {
+        memset(imp, 0, sizeof *imp);
         snprintf(err, cap, "out of memory");
         return CLF_ERR_OUT_OF_MEMORY;
     }
     memcpy(all, R->values, R->nfixed * sizeof *all);
     memcpy(all + R->nfixed, values, R->nsyms * sizeof *all);
-    clf__onnx_import imp;
     clf_status st = clf__onnx_import_model(&R->shared->ast, clf_onnx_params(.dim_names = R->names, .dim_values = all,
                                                                             .ndims = n),
-                                           true, &imp, err, cap);
+                                           true, imp, err, cap);
     clf__free(all);
+    return st;
+}
+
+/* The regen's make: the graph at values. */
+static clf_status regen_make(void *state, const int64_t *values, clf_graph **out, char *err, size_t cap)
+{
+    *out = NULL;
+    clf__onnx_import imp;
+    clf_status st = import_at(state, values, &imp, err, cap);
     if (st == CLF_OK) {
         *out = imp.g;
         imp.g = NULL;
@@ -271,20 +280,8 @@ static clf_status import_symbolic(clf_onnx_model *m, const clf_onnx_params *p, c
     *regen = (clf__graph_regen){regen_make, regen_release, R, 1};
     /* The model's import, at the stand-in sizes: its graph becomes the
      * symbolic one. */
-    clf_graph *g = NULL;
-    const size_t n = R->nfixed + R->nsyms;
-    int64_t *sizes = clf__calloc(n ? n : 1, sizeof *sizes);
-    clf_status st = CLF_ERR_OUT_OF_MEMORY;
-    if (!sizes) {
-        snprintf(err, cap, "out of memory");
-    } else {
-        memcpy(sizes, R->values, R->nfixed * sizeof *sizes);
-        memcpy(sizes + R->nfixed, values, R->nsyms * sizeof *sizes);
-        st = clf__onnx_import_model(ast, clf_onnx_params(.dim_names = R->names, .dim_values = sizes, .ndims = n), true,
-                                    &m->imp, err, cap);
-        g = m->imp.g;
-        clf__free(sizes);
-    }
+    clf_status st = import_at(R, values, &m->imp, err, cap);
+    clf_graph *g = m->imp.g;
     /* Which axes of the inputs and outputs are the symbols, by their
      * declarations' dim_param. */
     const char *(*dims)[CLF_MAX_RANK] = NULL;
