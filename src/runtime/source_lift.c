@@ -594,16 +594,6 @@ static void group_free(group *g)
     clf__free(g);
 }
 
-/* The group of P's skeleton, NULL when none. Called with the lock held. */
-static group *find_group(clf__lift_table *t, const parsed *P)
-{
-    const char *sk = clf__sb_str(&P->skeleton);
-    uint64_t h = clf__hash_str(CLF__HASH_SEED, sk);
-    for (group *g = t->groups; g; g = g->next)
-        if (g->hash == h && !strcmp(g->skeleton, sk))
-            return g;
-    return NULL;
-}
 
 clf__lift_table *clf__lift_table_new(void)
 {
@@ -633,13 +623,17 @@ void clf__lift_table_free(clf__lift_table **tp)
  * memory. Called with the lock held. */
 static group *group_of(clf__lift_table *t, const char *source, parsed *P)
 {
-    group *g = find_group(t, P);
+    const char *sk = clf__sb_str(&P->skeleton);
+    const uint64_t h = clf__hash_str(CLF__HASH_SEED, sk);
+    group *g = t->groups;
+    while (g && !(g->hash == h && !strcmp(g->skeleton, sk)))
+        g = g->next;
     if (g)
         return g;
     if (!(g = clf__calloc(1, sizeof *g)))
         return NULL;
-    g->hash = clf__hash_str(CLF__HASH_SEED, clf__sb_str(&P->skeleton));
-    g->skeleton = clf__strdup(clf__sb_str(&P->skeleton));
+    g->hash = h;
+    g->skeleton = clf__strdup(sk);
     g->base = clf__strdup(source);
     g->varies = clf__calloc(P->nlits ? P->nlits : 1, sizeof *g->varies);
     g->lifted = clf__calloc(P->nlits ? P->nlits : 1, sizeof *g->lifted);
@@ -652,17 +646,23 @@ static group *group_of(clf__lift_table *t, const char *source, parsed *P)
     return g;
 }
 
+/* Whether any literal of the group has been seen with two values. */
+static bool any_varies(const group *g)
+{
+    for (size_t j = 0; j < g->first.nlits; j++)
+        if (g->varies[j])
+            return true;
+    return false;
+}
+
 /* Notes which literals of P differ from the group's first source; whether
  * any literal of the group varies. */
 static bool note_differences(group *g, const parsed *P)
 {
-    bool any = false;
-    for (size_t j = 0; j < P->nlits; j++) {
+    for (size_t j = 0; j < P->nlits; j++)
         if (!g->varies[j] && !same_lit(&g->first, P, j))
             g->varies[j] = true;
-        any |= g->varies[j];
-    }
-    return any;
+    return any_varies(g);
 }
 
 clf_status clf__lift_note(clf__lift_table *t, const char *source, bool as_is)
@@ -803,8 +803,6 @@ static clf__lift_arg arg_of(const parsed *P, size_t j)
     return a;
 }
 
-/* Builds the group's generic program unless the one it has lifts every
- * literal that varies. Called with the lock held. */
 /* Whether the group's generic program lifts every literal that varies. */
 static bool generic_covers(const group *g)
 {
@@ -814,6 +812,8 @@ static bool generic_covers(const group *g)
     return covered;
 }
 
+/* Builds the group's generic program unless the one it has lifts every
+ * literal that varies. Called with the lock held. */
 static clf_status ensure_generic(clf_context *ctx, group *g, cl_int *build_err)
 {
     const size_t nlits = g->first.nlits;
@@ -843,18 +843,14 @@ clf_status clf__lift_prebuild(clf_context *ctx, clf__lift_table *t)
     clf_status st = CLF_OK;
     pthread_mutex_lock(&t->lock);
     for (group *g = t->groups; g && st == CLF_OK; g = g->next) {
-        bool varies = false;
-        for (size_t j = 0; j < g->first.nlits; j++)
-            varies |= g->varies[j];
-        if (varies && !g->refused) {
+        if (any_varies(g) && !g->refused) {
             st = ensure_generic(ctx, g, NULL);
             if (st == CLF_ERR_BUILD) { /* as clf__lift_program: built as they come */
                 g->refused = true;
                 clf__ctx_clear_error(ctx);
                 st = CLF_OK;
             }
-        }
-        else if (g->as_is && !g->concrete)
+        } else if (g->as_is && !g->concrete)
             st = clf__program_get(ctx, g->base, "", &g->concrete, NULL);
         g->base_built |= g->concrete != NULL;
     }
