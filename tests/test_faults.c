@@ -151,6 +151,25 @@ enum { PLAN_OFF, PLAN_COLD, PLAN_WARM };
 static const char *const plan_variant[] = {"plan cache off", "cold plan cache", "warm plan cache"};
 static char sweep_dir[64];
 
+/* The end of an attempt with allocation n failing: disarms the allocator,
+ * destroys what the attempt made (model may be NULL), checks that nothing
+ * it allocated is left, and says whether no allocation failed. */
+static bool attempt_end(unsigned long n, clf_executable **exe, clf_onnx_model **model, clf_graph **g,
+                        clf_context **ctx)
+{
+    last_attempt_calls = alloc_calls;
+    bool failed = alloc_failed != 0;
+    alloc_arm(0);
+    clf_executable_destroy(exe);
+    if (model)
+        clf_onnx_model_destroy(model);
+    clf_graph_destroy(g);
+    clf_context_destroy(ctx);
+    ck_assert_msg(alloc_live == 0, "allocation %lu failed: %ld allocations left after destroying everything", n,
+                  alloc_live);
+    return !failed;
+}
+
 /* One attempt with allocation n failing: everything made and destroyed,
  * checked. Returns true when no allocation failed (the sweep is over). */
 static bool alloc_attempt(unsigned long n, int variant, const float *in3, const float *k, const float *want_y,
@@ -205,15 +224,7 @@ static bool alloc_attempt(unsigned long n, int variant, const float *in3, const 
     ck_assert_msg(fabs(s - want_s) <= 1e-3 * fabs(want_s) + 1e-3, "allocation %lu: s = %g, want %g", n, (double)s,
                   want_s);
 out:
-    last_attempt_calls = alloc_calls;
-    bool failed = alloc_failed != 0;
-    alloc_arm(0);
-    clf_executable_destroy(&exe);
-    clf_graph_destroy(&g);
-    clf_context_destroy(&ctx);
-    ck_assert_msg(alloc_live == 0, "allocation %lu failed: %ld allocations left after destroying everything", n,
-                  alloc_live);
-    return !failed;
+    return attempt_end(n, &exe, NULL, &g, &ctx);
 }
 
 /* _i is the plan cache variant. The program binary comes from a warm disk
@@ -713,15 +724,7 @@ static bool symbolic_attempt(unsigned long n)
                       "allocation %lu: p: %s", n, msg);
     }
 out:
-    last_attempt_calls = alloc_calls;
-    bool failed = alloc_failed != 0;
-    alloc_arm(0);
-    clf_executable_destroy(&exe);
-    clf_graph_destroy(&g);
-    clf_context_destroy(&ctx);
-    ck_assert_msg(alloc_live == 0, "allocation %lu failed: %ld allocations left after destroying everything", n,
-                  alloc_live);
-    return !failed;
+    return attempt_end(n, &exe, NULL, &g, &ctx);
 }
 
 /* Allocations failing in a sample of the points of an attempt (a symbolic
@@ -815,16 +818,7 @@ static bool onnx_symbolic_attempt(unsigned long n)
                       "allocation %lu: y: %s", n, msg);
     }
 out:
-    last_attempt_calls = alloc_calls;
-    bool failed = alloc_failed != 0;
-    alloc_arm(0);
-    clf_executable_destroy(&exe);
-    clf_onnx_model_destroy(&model);
-    clf_graph_destroy(&g);
-    clf_context_destroy(&ctx);
-    ck_assert_msg(alloc_live == 0, "allocation %lu failed: %ld allocations left after destroying everything", n,
-                  alloc_live);
-    return !failed;
+    return attempt_end(n, &exe, &model, &g, &ctx);
 }
 
 START_TEST(onnx_symbolic_allocation_failures)
