@@ -310,16 +310,29 @@ START_TEST(bad_shapes_refused)
     ck_assert_int_eq(clf_run_host_shaped(fixed, 1, in, fs, 1, out), CLF_OK);
     clf_executable_destroy(&fixed);
     clf_graph_destroy(&f);
-    /* A dimension no input carries cannot be given. */
+    /* A dimension no input carries is given by its name. */
     clf_graph *u = clf_graph_create();
     int64_t t = clf_dim(u, "T", 1, 8);
     clf_tensor ux = clf_input(u, "x", CLF_F32, 1, (int64_t[]){D});
     clf_graph_output(u, "y", clf_expand(u, clf_unsqueeze(u, ux, 1, (int[]){0}), 2, (int64_t[]){t, D}));
     ck_assert_int_eq(clf_graph_status(u, NULL), CLF_OK);
     clf_executable *ue = NULL;
-    ck_assert_int_eq(clf_compile(ctx, u, NULL, &ue), CLF_ERR_SHAPE);
-    ck_assert_msg(strstr(clf_context_last_error(ctx), "symbolic dimension T is the extent of no graph input"), "%s",
+    ck_assert_int_eq(clf_compile(ctx, u, NULL, &ue), CLF_OK);
+    float ux_data[D], uy[5 * D];
+    clf_test_fill_f32(ux_data, D, -1, 1);
+    clf_host_binding uin[2] = {{"x", ux_data}, {"T", NULL}}, uout[1] = {{"y", uy}};
+    const int64_t *ushapes[2] = {(int64_t[]){D}, (int64_t[]){5}};
+    ck_assert_int_eq(clf_run_host_shaped(ue, 1, uin, ushapes, 1, uout), CLF_ERR_INVALID_ARGUMENT);
+    ck_assert_msg(strstr(clf_context_last_error(ctx), "size of symbolic dimension T"), "%s",
                   clf_context_last_error(ctx));
+    ck_assert_int_eq(clf_run_host_shaped(ue, 2, uin, ushapes, 1, uout), CLF_OK);
+    for (int r = 0; r < 5; r++)
+        ck_assert(memcmp(&uy[r * D], ux_data, sizeof ux_data) == 0);
+    ushapes[1] = (int64_t[]){9};
+    ck_assert_int_eq(clf_run_host_shaped(ue, 2, uin, ushapes, 1, uout), CLF_ERR_SHAPE);
+    ck_assert_msg(strstr(clf_context_last_error(ctx), "dimension 'T'") && strstr(clf_context_last_error(ctx), "1..8"),
+                  "%s", clf_context_last_error(ctx));
+    clf_executable_destroy(&ue);
     clf_graph_destroy(&u);
     clf_executable_destroy(&exe);
     clf_graph_destroy(&g);

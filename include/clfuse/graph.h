@@ -129,7 +129,8 @@ CLF_API clf_status clf_tensor_dtype(const clf_graph *g, clf_tensor t, clf_dtype 
  * attention over it (also causal). What it may not (the builder records
  * CLF_ERR_SHAPE naming the dimension): meet a fixed extent other than 1 or
  * another symbolic dimension in one axis, be merged with or split from
- * other axes by a reshape, be sliced (other than whole), or be the axis of
+ * other axes by a reshape, be sliced (other than whole; a fixed axis may be
+ * sliced to [0, S) of a dimension S, clf_cache_write), or be the axis of
  * a concat. Returns 0 after recording an error (a bad name or bounds, more
  * than 64 dimensions). */
 CLF_API int64_t clf_dim(clf_graph *g, const char *name, int64_t lo, int64_t hi);
@@ -262,6 +263,25 @@ CLF_API clf_tensor clf_gather_elements(clf_graph *g, clf_tensor data, clf_tensor
  * off axis. Inside a kernel each element is read from the input its
  * position along axis falls in; nothing is copied. */
 CLF_API clf_tensor clf_concat(clf_graph *g, int n, const clf_tensor *xs, int axis);
+
+/* A KV cache written in place. cache is a graph input laid out for its
+ * capacity CAP along axis (fixed: [B, H, CAP, D] for a cache of up to CAP
+ * positions); x holds the new entries, cache's shape but S along axis
+ * (fixed or symbolic); len is the cache's length after the write (a
+ * clf_dim whose upper bound is at most CAP, or a number; S <= len at every
+ * size). The result is the cache with x at [len - S, len) along axis and
+ * every other entry as it was; read its valid part through
+ * clf_slice(result, 0, len) (len may be the symbolic end of a slice), so
+ * attention reads the cache where it lies.
+ *
+ * Rules (the runtime checks them): the result must be a graph output, and
+ * a device run binds it to the same memory (cl_mem and offset) as the
+ * cache input; the kernel then writes the S new entries there and nothing
+ * else: positions outside [len - S, len) are not touched. A host run
+ * (clf_run_host, _shaped) gives value semantics: the output's host array
+ * receives the whole updated cache. The cache input may be read only
+ * through its write (one write per cache input). */
+CLF_API clf_tensor clf_cache_write(clf_graph *g, clf_tensor cache, clf_tensor x, int axis, int64_t len);
 
 /* ---- Reductions ------------------------------------------------------ */
 

@@ -309,7 +309,17 @@ CLF_API clf_status clf_enqueue(clf_executable *exe, cl_command_queue queue, size
  * declared; otherwise CLF_ERR_SHAPE (or CLF_ERR_INVALID_ARGUMENT for a
  * size no input gives) naming the input, the axis and the dimension, and
  * nothing is enqueued. Outputs take the sizes that follow; their buffers
- * must hold that many bytes.
+ * must hold that many bytes. A dimension no input's shape carries (a KV
+ * cache's length L, with the caches laid out for their capacity) is given
+ * by a binding named after it, with NULL data or buffer and its size in
+ * input_shapes[i][0]; such a binding is allowed for any dimension.
+ *
+ * KV caches (clf_cache_write): a cache write's output is bound to the same
+ * memory as its cache input (clf_enqueue_shaped: the same buffer and
+ * offset, else CLF_ERR_INVALID_ARGUMENT naming both); its kernel writes the
+ * new entries there and nothing else, so a decode step moves S positions
+ * of the cache, not the cache. A host run copies: the input's array is
+ * read, the output's array receives the whole updated cache.
  *
  * The first run at new sizes specialises the graph to them (plans,
  * generates and instantiates, on the calling thread, under the

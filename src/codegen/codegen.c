@@ -27,8 +27,11 @@ static const codegen_kind kinds[CLF__REGION_KIND_COUNT] = {
                                "mma_sync.cl",
                                "query-row blocks a work-item in vectors (CPU), query blocks over K/V tiles in local memory (GPU), "
                                "mma.sync on f16/bf16 (tensor cores), key chunks + combine (GPU decode)"},
+    /* The pointwise writer over the new entries, each stored at its place. */
+    [CLF__REGION_CACHE_WRITE] = {clf__codegen_pointwise, "pointwise.cl", "blocked loops (CPU), one element a "
+                                 "work-item (GPU)"},
 };
-_Static_assert(CLF__REGION_KIND_COUNT == 4, "a new region kind needs its codegen row");
+_Static_assert(CLF__REGION_KIND_COUNT == 5, "a new region kind needs its codegen row");
 
 clf_status clf__codegen_kernel(const clf_graph *g, const clf__plan *plan, uint32_t k,
                                const clf__codegen_target *target, clf__kernel_code *out, char *err,

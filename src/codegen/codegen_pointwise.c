@@ -19,6 +19,30 @@ static const char *vec_suffix(int lane)
     return s[lane];
 }
 
+/* Where a store puts the element the kernel computes at i: "i", or for a
+ * cache write, x's element i at its place in the cache, [len - S, len)
+ * along the axis. With inner the extent below the axis, x's element i =
+ * (o * S + s) * inner + r goes to (o * CAP + len - S + s) * inner + r =
+ * i + o * (CAP - S) * inner + (len - S) * inner. NULL when out of memory. */
+static char *placed_index(const clf_graph *g, const clf__plan_store *st, uint64_t numel)
+{
+    const clf__node *w = clf__graph_node(g, st->node);
+    if (w->op != CLF__OP_CACHE_WRITE)
+        return clf__strdup("i");
+    const clf__node *x = clf__graph_node(g, w->inputs[1]);
+    int a = w->attr.cache.axis;
+    long long inner = 1, S = (long long)x->shape[a], cap = (long long)w->shape[a];
+    for (int d = a + 1; d < x->rank; d++)
+        inner *= (long long)x->shape[d];
+    long long off = (w->attr.cache.len - S) * inner;
+    char buf[160];
+    if ((uint64_t)(S * inner) < numel)
+        snprintf(buf, sizeof buf, "(i + i / %lldu * %lldu + %lldu)", S * inner, (cap - S) * inner, off);
+    else
+        snprintf(buf, sizeof buf, "(i + %lldu)", off);
+    return clf__strdup(buf);
+}
+
 clf_status clf__codegen_pointwise(const clf_graph *g, const clf__plan *plan, uint32_t k,
                                const clf__codegen_target *target, clf__kernel_code *out,
                                char *err, size_t errlen)
@@ -32,16 +56,27 @@ clf_status clf__codegen_pointwise(const clf_graph *g, const clf__plan *plan, uin
     clf__cg_fn_init(&G, g, plan, k, &hooks);
 
     /* Index width: 32 bits when every extent touched fits in 31 bits. */
-    out->wide_index = clf__cg_wide_index(g, plan, K, (uint64_t)K->numel);
+    uint64_t space = (uint64_t)K->numel;
+    for (uint32_t s = 0; s < K->nstores; s++)
+        if ((uint64_t)clf__node_numel(clf__graph_node(g, K->stores[s].node)) > space)
+            space = (uint64_t)clf__node_numel(clf__graph_node(g, K->stores[s].node));
+    out->wide_index = clf__cg_wide_index(g, plan, K, space);
 
-    /* Values of every store at the region's own linear index i. */
+    /* Values of every store at the region's own linear index i (a cache
+     * write's: its new entries', stored at their place in the cache). */
     clf__view at_i = {.linear = true, .lin = clf__ix_i((uint64_t)K->numel)};
     const char **store_vals = clf__calloc(K->nstores ? K->nstores : 1, sizeof *store_vals);
     char **owned = clf__calloc(K->nstores ? K->nstores : 1, sizeof *owned);
-    if (!store_vals || !owned)
+    char **store_at = clf__calloc(K->nstores ? K->nstores : 1, sizeof *store_at);
+    bool placed = false;
+    if (!store_vals || !owned || !store_at)
         goto done;
     for (uint32_t s = 0; s < K->nstores; s++) {
-        owned[s] = clf__strdup(clf__cg_value(&G, K->stores[s].node, &at_i));
+        store_at[s] = placed_index(g, &K->stores[s], (uint64_t)K->numel);
+        if (!store_at[s])
+            G.failed = true;
+        placed = placed || strcmp(store_at[s] ? store_at[s] : "", "i") != 0;
+        owned[s] = clf__strdup(clf__cg_value(&G, K->stores[s].from, &at_i));
         if (!owned[s])
             G.failed = true;
         store_vals[s] = owned[s] ? owned[s] : "0";
@@ -55,7 +90,7 @@ clf_status clf__codegen_pointwise(const clf_graph *g, const clf__plan *plan, uin
         goto done;
 
     /* Vector path: every load is at i itself or at one fixed element. */
-    bool vec_ok = K->numel > 1;
+    bool vec_ok = K->numel > 1 && !placed;
     for (size_t s = 0; s < G.nslots && vec_ok; s++)
         if (!(G.slots[s].index.temp == 0 || G.slots[s].index.temp < 0) || G.slots[s].buffer == CLF__CG_INDEX_VALUE)
             vec_ok = false;
@@ -127,7 +162,14 @@ clf_status clf__codegen_pointwise(const clf_graph *g, const clf__plan *plan, uin
     for (uint32_t s = 0; s < K->nstores; s++) {
         char v[16];
         snprintf(v, sizeof v, "s%u", s);
-        clf__cg_store(&src, clf__graph_node(g, K->stores[s].node)->dtype, K->stores[s].buffer, "i", v);
+        char at[16] = "i";
+        if (strcmp(store_at[s], "i") != 0) {
+            /* Its own statement: the lifter (runtime/source_lift.c) takes
+             * a literal before a statement's '=' for an array size. */
+            snprintf(at, sizeof at, "p%u", s);
+            clf__sb_printf(&src, "    const IDX_T %s = %s;\n", at, store_at[s]);
+        }
+        clf__cg_store(&src, clf__graph_node(g, K->stores[s].node)->dtype, K->stores[s].buffer, at, v);
     }
     clf__sb_puts(&src, "}\n\n");
 
@@ -194,7 +236,10 @@ done:
     }
     for (uint32_t s = 0; owned && s < K->nstores; s++)
         clf__free(owned[s]);
+    for (uint32_t s = 0; store_at && s < K->nstores; s++)
+        clf__free(store_at[s]);
     clf__free(owned);
+    clf__free(store_at);
     clf__free(store_vals);
     clf__cg_fn_free(&G);
     clf__sb_free(&src);

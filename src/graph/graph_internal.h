@@ -49,6 +49,12 @@ typedef enum clf__reduce_kind {
  *    replaced by indices[i];
  *  - CONCAT: ninputs >= 2 inputs of one dtype and rank concatenated along
  *    attr.concat.axis;
+ *  - CACHE_WRITE: inputs[0] is the cache, a graph INPUT [.., CAP, ..],
+ *    and inputs[1] the new entries x [.., S, ..] (the same shape off
+ *    attr.cache.axis): the node is the cache with x at [len - S, len)
+ *    along axis, len = attr.cache.len (the symbol len_sym where set);
+ *    computed in place in the cache input's buffer (planner: its own
+ *    region kind);
  *  - CONSTANT: data holds numel elements of dtype in C order, owned by the
  *    graph; rank-0 constants made by clf_scalar also keep
  *    attr.constant.attr.constant.scalar = value.
@@ -87,6 +93,11 @@ typedef struct clf__node {
         struct {
             int axis;
         } concat;
+        struct {
+            int axis;
+            int64_t len;     /* the cache's length after the write */
+            uint8_t len_sym; /* 1 + the symbol len is, or 0 */
+        } cache;
     } attr;
     void *data;       /* CONSTANT only */
     const char *name; /* INPUT only; owned by the graph */

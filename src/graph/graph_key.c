@@ -14,7 +14,7 @@ static_assert(sizeof(clf__node) == 280, "clf__node changed: write the new field 
 static_assert(sizeof(clf__graph_output) == 16, "clf__graph_output changed: update clf__graph_key");
 static_assert(sizeof(struct clf_graph) == 624, "clf_graph changed: write the new field in clf__graph_key");
 #endif
-static_assert(CLF__OP_COUNT == 51, "a new op: check that put_attr writes its attributes");
+static_assert(CLF__OP_COUNT == 52, "a new op: check that put_attr writes its attributes");
 
 static uint64_t bits(double d)
 {
@@ -66,6 +66,10 @@ static void put_attr(clf__strbuf *sb, const clf__node *n, int rank)
         break;
     case CLF__OP_CONCAT:
         clf__sb_printf(sb, " axis=%d", n->attr.concat.axis);
+        break;
+    case CLF__OP_CACHE_WRITE:
+        clf__sb_printf(sb, " axis=%d len=%" PRId64 " len_sym=%d", n->attr.cache.axis, n->attr.cache.len,
+                       (int)n->attr.cache.len_sym);
         break;
     default: /* no attributes */
         break;

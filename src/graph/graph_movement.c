@@ -254,6 +254,25 @@ clf_tensor clf_slice(clf_graph *g, clf_tensor x, int n, const int64_t *starts, c
             return CLF_TENSOR_INVALID;
         }
         node.attr.slice.step[a] = step;
+        int end_sym = clf__graph_dim_token(g, ends[i]);
+        if (end_sym) {
+            /* [start, L) of a fixed axis, L symbolic: the first L entries of
+             * a buffer with room for more (a KV cache's valid part). */
+            const clf__dim_sym *L = &g->syms[end_sym - 1];
+            if (in->sym[a] || starts[i] != 0 || step != 1 || L->hi == 0 || L->hi > in->shape[a]) {
+                clf__graph_fail(g, CLF_ERR_SHAPE, call,
+                                "ends[%d] is symbolic %s: supported as [0, %s) of a fixed axis no shorter than "
+                                "%s's upper bound (axis %d: %" PRId64 "%s, start %" PRId64 ", step %" PRId64
+                                ", bound %" PRId64 ")",
+                                i, L->name, L->name, L->name, a, in->shape[a], in->sym[a] ? " symbolic" : "",
+                                starts[i], step, L->hi);
+                return CLF_TENSOR_INVALID;
+            }
+            node.attr.slice.start[a] = 0;
+            node.shape[a] = L->rep;
+            node.sym[a] = (uint8_t)end_sym;
+            continue;
+        }
         slice_axis(in->shape[a], starts[i], ends[i], step, &node.attr.slice.start[a], &node.shape[a]);
         if (!clf__graph_slice_sym_ok(g, call, in, a, node.attr.slice.start[a], ends[i], step, node.shape[a]))
             return CLF_TENSOR_INVALID;

@@ -323,7 +323,12 @@ bool clf__graph_infer_syms(clf_graph *g, const char *call, clf__node *n)
         for (int d = 0; d < n->rank; d++)
             n->sym[d] = in->sym[n->attr.transpose.perm[d]];
         return true;
-    case CLF__OP_SLICE: /* clf__graph_slice_sym_ok let through whole symbolic axes only */
+    case CLF__OP_SLICE: /* clf__graph_slice_sym_ok let through whole symbolic axes only; the
+                           builder marks a fixed axis cut at a symbolic end */
+        for (int d = 0; d < n->rank; d++)
+            n->sym[d] = in->sym[d] ? in->sym[d] : n->sym[d];
+        return true;
+    case CLF__OP_CACHE_WRITE: /* the cache's shape (its axis fixed: the capacity) */
         memcpy(n->sym, in->sym, sizeof n->sym);
         return true;
     case CLF__OP_REDUCE: {
@@ -533,6 +538,18 @@ clf_status clf__graph_specialise(const clf_graph *g, const int64_t *values, bool
                 n->shape[d] = values[from->sym[d] - 1];
             numel *= (double)n->shape[d];
         }
+        if (n->op == CLF__OP_CACHE_WRITE && from->attr.cache.len_sym && values) {
+            int64_t len = values[from->attr.cache.len_sym - 1];
+            int64_t x = s->nodes[from->inputs[1]].shape[from->attr.cache.axis];
+            if (len < x) {
+                snprintf(err, cap, "cache write %zu: its length %s = %lld is less than the %lld new entries", i,
+                         g->syms[from->attr.cache.len_sym - 1].name, (long long)len, (long long)x);
+                st = CLF_ERR_SHAPE;
+                goto out;
+            }
+            n->attr.cache.len = len;
+            n->attr.cache.len_sym = 0;
+        }
         if (values) {
             memset(n->sym, 0, sizeof n->sym);
             /* A causal mask keeps its mark: the planner then knows its
@@ -597,10 +614,18 @@ out:
     return st;
 }
 
+static clf_status bind_one(const clf_graph *g, const clf__node *n, const char *what, const int64_t *shape,
+                           int64_t *values, bool *known, const char **known_from, char *err, size_t cap);
+
 clf_status clf__graph_bind_dims(const clf_graph *g, uint32_t node, const char *what, const int64_t *shape,
                                 int64_t *values, bool *known, const char **known_from, char *err, size_t cap)
 {
-    const clf__node *n = &g->nodes[node];
+    return bind_one(g, &g->nodes[node], what, shape, values, known, known_from, err, cap);
+}
+
+static clf_status bind_one(const clf_graph *g, const clf__node *n, const char *what, const int64_t *shape,
+                           int64_t *values, bool *known, const char **known_from, char *err, size_t cap)
+{
     for (int d = 0; d < n->rank; d++) {
         int64_t v = shape[d];
         int s = n->sym[d];
@@ -635,6 +660,19 @@ clf_status clf__graph_bind_dims(const clf_graph *g, uint32_t node, const char *w
     return CLF_OK;
 }
 
+bool clf__graph_names_dim(const clf_graph *g, const char *name)
+{
+    if (!name)
+        return false;
+    for (size_t k = 0; k < g->ninputs; k++)
+        if (!strcmp(g->nodes[g->inputs[k]].name, name))
+            return false;
+    for (size_t k = 0; k < g->nsyms; k++)
+        if (!strcmp(g->syms[k].name, name))
+            return true;
+    return false;
+}
+
 clf_status clf__graph_sizes_of(const clf_graph *g, size_t ninputs, const char *const *names,
                                const int64_t *const *shapes, int64_t *values, char *err, size_t cap)
 {
@@ -650,8 +688,32 @@ clf_status clf__graph_sizes_of(const clf_graph *g, size_t ninputs, const char *c
         for (size_t k = 0; k < g->ninputs && !n; k++)
             if (!strcmp(g->nodes[g->inputs[k]].name, names[i]))
                 n = &g->nodes[id = g->inputs[k]];
-        if (!n)
-            continue; /* the run itself names what is not an input */
+        if (!n) {
+            /* A dimension given by name: its size in shape[0]. Other names
+             * are the run's to check. */
+            int sym = 0;
+            for (size_t k = 0; k < g->nsyms && !sym; k++)
+                if (!strcmp(g->syms[k].name, names[i]))
+                    sym = (int)k + 1;
+            if (!sym)
+                continue;
+            if (!shapes[i]) {
+                snprintf(err, cap, "dimension '%s' is bound without its size", names[i]);
+                return CLF_ERR_INVALID_ARGUMENT;
+            }
+            clf__node one = {.rank = 1, .sym = {(uint8_t)sym}, .shape = {g->syms[sym - 1].rep}};
+            char w[80];
+            snprintf(w, sizeof w, "dimension '%s'", names[i]);
+            const char *wp = "a dimension";
+            if (nwhat < CLF__MAX_SYMS) {
+                snprintf(what[nwhat], sizeof what[nwhat], "%s", w);
+                wp = what[nwhat++];
+            }
+            clf_status st = bind_one(g, &one, wp, shapes[i], values, known, from, err, cap);
+            if (st != CLF_OK)
+                return st;
+            continue;
+        }
         if (n->rank > 0 && !shapes[i]) {
             bool symbolic = has_syms(n);
             if (symbolic) {
@@ -672,7 +734,7 @@ clf_status clf__graph_sizes_of(const clf_graph *g, size_t ninputs, const char *c
     }
     for (size_t s = 0; s < g->nsyms; s++)
         if (!known[s]) {
-            snprintf(err, cap, "no input bound gives the size of symbolic dimension %s", g->syms[s].name);
+            snprintf(err, cap, "no input bound gives the size of symbolic dimension %s (bind it by its name, its size in shape[0])", g->syms[s].name);
             return CLF_ERR_INVALID_ARGUMENT;
         }
     return CLF_OK;

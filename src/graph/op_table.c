@@ -201,6 +201,10 @@ const clf__op_info clf__op_table[CLF__OP_COUNT] = {
                                  .rule = CLF__DT_OWN},
     [CLF__OP_CONCAT] = {.name = "concat", .builder = "concat", .onnx = "Concat", .onnx_since = 13,
                         .cls = CLF__CLASS_POINTWISE, .min_inputs = 1, .max_inputs = -1, .rule = CLF__DT_OWN},
+    /* A cache input with new entries written in place (graph_cache.c):
+     * always stored, by a kernel of its own over the new entries. */
+    [CLF__OP_CACHE_WRITE] = {.name = "cache_write", .builder = "cache_write", .cls = CLF__CLASS_POINTWISE,
+                             .min_inputs = 2, .max_inputs = 2, .rule = CLF__DT_OWN},
 };
 
 clf__op clf__op_from_onnx(const char *onnx, int64_t opset)

@@ -20,7 +20,7 @@
 #define CLF__OP_LEAF_LIST(X) X(INPUT) X(CONSTANT)
 #define CLF__OP_OTHER_LIST(X)                                                                      \
     X(WHERE) X(CLIP) X(CAST) X(RESHAPE) X(TRANSPOSE) X(EXPAND) X(SLICE) X(SQUEEZE) X(UNSQUEEZE)    \
-    X(REDUCE) X(MATMUL) X(GATHER) X(GATHER_ELEMENTS) X(CONCAT)
+    X(REDUCE) X(MATMUL) X(GATHER) X(GATHER_ELEMENTS) X(CONCAT) X(CACHE_WRITE)
 
 typedef enum clf__op {
 #define CLF__OP_ENUM_(E) CLF__OP_##E,
@@ -34,7 +34,7 @@ typedef enum clf__op {
     CLF__OP_COUNT
 } clf__op;
 
-static_assert(CLF__OP_COUNT == 51, "a new op: give it a row in op_table.c");
+static_assert(CLF__OP_COUNT == 52, "a new op: give it a row in op_table.c");
 static_assert(CLF_UNARY_COUNT == 20 && CLF_BINARY_COUNT == 15, "a new public op: give it a row in op_table.c");
 
 #define CLF__OP_FIRST_UNARY CLF__OP_NEG

@@ -423,7 +423,7 @@ clf_status clf__plan_materialise(clf__plan_state *S)
             continue; /* attention's scores */
         /* Reductions and products anchor their kernels; outputs must be
          * stored. */
-        if (S->is_out[i] || nd->op == CLF__OP_REDUCE || nd->op == CLF__OP_MATMUL ||
+        if (S->is_out[i] || nd->op == CLF__OP_REDUCE || nd->op == CLF__OP_MATMUL || nd->op == CLF__OP_CACHE_WRITE ||
             (!S->fuse && clf__node_class_of(nd) == CLF__CLASS_POINTWISE)) {
             mat[i] = true;
             continue;
@@ -458,6 +458,8 @@ static int32_t choose_region(clf__plan_state *S, uint32_t m, const clf__u32vec *
     const clf_graph *g = S->g;
     const clf__node *mn = clf__graph_node(g, m);
     char sbuf[128];
+    if (clf__region_kinds[clf__region_kind_of_anchor(S, m)].alone)
+        return -1;
     for (uint32_t r = 0; r < S->nr; r++) {
         rdeps[r] = S->rs[r].deps.v;
         rndeps[r] = S->rs[r].deps.n;
@@ -647,14 +649,21 @@ clf_status clf__plan_buffers(clf__plan_state *S)
         const clf__node *nd = clf__graph_node(g, g->inputs[i]);
         out->buffers[out->nbuffers] = (clf__plan_buffer){
             CLF__BUF_INPUT, g->inputs[i], (uint32_t)i,
-            (uint64_t)clf__node_numel(nd) * clf_dtype_size(nd->dtype)};
+            (uint64_t)clf__node_numel(nd) * clf_dtype_size(nd->dtype), 0};
         out->src_buffer[g->inputs[i]] = (int32_t)out->nbuffers++;
     }
     for (size_t o = 0; o < g->noutputs; o++) {
         uint32_t id = g->outputs[o].node;
         const clf__node *nd = clf__graph_node(g, id);
         out->buffers[out->nbuffers] = (clf__plan_buffer){
-            CLF__BUF_OUTPUT, id, (uint32_t)o, (uint64_t)clf__node_numel(nd) * clf_dtype_size(nd->dtype)};
+            CLF__BUF_OUTPUT, id, (uint32_t)o, (uint64_t)clf__node_numel(nd) * clf_dtype_size(nd->dtype), 0};
+        /* A cache write is stored in its cache input's buffer, and read
+         * from there. */
+        if (nd->op == CLF__OP_CACHE_WRITE) {
+            int32_t in = out->src_buffer[nd->inputs[0]];
+            out->buffers[out->nbuffers].in_place = (uint32_t)in + 1;
+            out->src_buffer[id] = in;
+        }
         /* A computed output is read back from where it is stored; a
          * constant stays a literal or gets its own buffer below (read from
          * its output buffer, the copy kernel read what it was writing). */
@@ -669,10 +678,10 @@ clf_status clf__plan_buffers(clf__plan_state *S)
             continue;
         uint64_t bytes = (uint64_t)clf__node_numel(nd) * clf_dtype_size(nd->dtype);
         if (nd->op == CLF__OP_CONSTANT && !clf__plan_is_literal(nd)) {
-            out->buffers[out->nbuffers] = (clf__plan_buffer){CLF__BUF_CONSTANT, i, nconst++, bytes};
+            out->buffers[out->nbuffers] = (clf__plan_buffer){CLF__BUF_CONSTANT, i, nconst++, bytes, 0};
             out->src_buffer[i] = (int32_t)out->nbuffers++;
         } else if (S->mat[i] && clf__plan_is_computed(nd) && S->crosses[i]) {
-            out->buffers[out->nbuffers] = (clf__plan_buffer){CLF__BUF_INTERMEDIATE, i, ninter++, bytes};
+            out->buffers[out->nbuffers] = (clf__plan_buffer){CLF__BUF_INTERMEDIATE, i, ninter++, bytes, 0};
             out->src_buffer[i] = (int32_t)out->nbuffers++;
         }
     }
@@ -712,18 +721,29 @@ static clf_status fill_kernel(clf__plan_state *S, uint32_t k)
             const clf__plan_buffer *B = &out->buffers[b];
             if (B->node != m || (B->kind != CLF__BUF_OUTPUT && B->kind != CLF__BUF_INTERMEDIATE))
                 continue;
+            uint32_t to = B->in_place ? B->in_place - 1 : b;
+            bool stored = false;
+            for (uint32_t s = 0; s < K->nstores; s++)
+                stored = stored || (K->stores[s].node == m && K->stores[s].buffer == to);
+            if (stored)
+                continue; /* a cache write that is two outputs: one store */
             if (from == m && kind->store_from) {
                 from = kind->store_from(S, rid, m);
                 if (from == UINT32_MAX)
                     return CLF_ERR_INTERNAL; /* growth admitted m by this rule */
-                if (from != m)
+                if (from != m && R->kind == CLF__REGION_CACHE_WRITE)
+                    clf__log(CLF__LOG_FUSION,
+                             "node %u (cache_write): kernel %u stores its new entries, node %u (%s), in place in "
+                             "the cache input's buffer",
+                             m, k, from, clf__node_op_name(clf__graph_node(g, from)));
+                else if (from != m)
                     clf__log(CLF__LOG_FUSION,
                              "node %u (%s): stored by kernel %u as node %u (%s) at permuted positions: the "
                              "movement ops between them permute elements (no copy kernel)",
                              m, clf__node_op_name(clf__graph_node(g, m)), k, from,
                              clf__node_op_name(clf__graph_node(g, from)));
             }
-            K->stores[K->nstores++] = (clf__plan_store){m, b, from};
+            K->stores[K->nstores++] = (clf__plan_store){m, to, from};
         }
     }
     /* Walk from the members through what this kernel computes. */
@@ -746,7 +766,8 @@ static clf_status fill_kernel(clf__plan_state *S, uint32_t k)
         }
         if (!clf__u32vec_push(&ops, id))
             goto fail;
-        for (int i = 0; i < nd->ninputs; i++)
+        /* A cache write's kernel reads its new entries, not the cache. */
+        for (int i = nd->op == CLF__OP_CACHE_WRITE; i < nd->ninputs; i++)
             if (!clf__u32vec_push(stack, nd->inputs[i]))
                 goto fail;
     }
@@ -803,13 +824,60 @@ void clf__plan_count(clf__plan_state *S)
              (unsigned long long)out->stats.tensor_writes);
 }
 
+/* The rules of cache writes (graph.h, clf_cache_write): each is a graph
+ * output, and its cache input is read by nothing else (the write changes
+ * it in place, so another reader would see it before or after the write
+ * by the order of kernels). */
+static clf_status check_cache_writes(const clf_graph *g, char *err, size_t errlen)
+{
+    for (uint32_t i = 0; i < g->nnodes; i++) {
+        const clf__node *w = clf__graph_node(g, i);
+        if (w->op != CLF__OP_CACHE_WRITE)
+            continue;
+        const clf__node *c = clf__graph_node(g, w->inputs[0]);
+        bool is_out = false;
+        for (size_t o = 0; o < g->noutputs; o++)
+            is_out = is_out || g->outputs[o].node == i;
+        if (!is_out) {
+            snprintf(err, errlen,
+                     "cache write %u into input '%s' is not a graph output: declare it one, bound to the input's "
+                     "buffer (clf_cache_write)",
+                     i, c->name);
+            return CLF_ERR_INVALID_ARGUMENT;
+        }
+        for (uint32_t j = 0; j < g->nnodes; j++) {
+            const clf__node *r = clf__graph_node(g, j);
+            for (int k = 0; j != i && k < r->ninputs; k++)
+                if (r->inputs[k] == w->inputs[0]) {
+                    snprintf(err, errlen,
+                             "input '%s' is the cache of cache write %u and is read by node %u (%s) too: read it "
+                             "through the write's result",
+                             c->name, i, j, clf__node_op_name(r));
+                    return CLF_ERR_INVALID_ARGUMENT;
+                }
+        }
+        for (size_t o = 0; o < g->noutputs; o++)
+            if (g->outputs[o].node == w->inputs[0]) {
+                snprintf(err, errlen, "input '%s' is the cache of cache write %u and output '%s' too", c->name, i,
+                         g->outputs[o].name);
+                return CLF_ERR_INVALID_ARGUMENT;
+            }
+    }
+    return CLF_OK;
+}
+
 clf_status clf__plan_build(const clf_graph *g, const clf__plan_options *opt, clf__plan *out, char *err,
                            size_t errlen)
 {
     clf__plan_state S;
     if (errlen)
         err[0] = '\0';
-    clf_status st = clf__plan_state_init(&S, g, opt, out);
+    clf_status st = check_cache_writes(g, err, errlen);
+    if (st != CLF_OK) {
+        memset(out, 0, sizeof *out);
+        return st;
+    }
+    st = clf__plan_state_init(&S, g, opt, out);
     if (st == CLF_OK)
         st = clf__plan_liveness(&S);
     if (st == CLF_OK)

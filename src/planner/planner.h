@@ -26,6 +26,10 @@ typedef struct clf__plan_buffer {
     uint32_t node;  /* the node whose value the buffer holds */
     uint32_t index; /* see clf__buffer_kind */
     uint64_t bytes;
+    /* OUTPUT of a cache write: 1 + the INPUT buffer the value is written in
+     * place in (its kernel stores there, the runtime binds both to one
+     * memory); 0 otherwise. */
+    uint32_t in_place;
 } clf__plan_buffer;
 
 /* One value a kernel writes: node's value into buffer. A kernel that ends
@@ -49,10 +53,11 @@ typedef enum clf__region_kind {
     CLF__REGION_REDUCTION, /* rows of a reduced space, prologue and epilogue */
     CLF__REGION_GEMM,      /* one MATMUL, prologues in its loads, epilogue in its stores */
     CLF__REGION_ATTENTION, /* softmax(Q Kt + ...) V: scores and weights in registers */
+    CLF__REGION_CACHE_WRITE, /* new entries stored into a cache input in place */
     CLF__REGION_KIND_COUNT
 } clf__region_kind;
 
-/* "pointwise", "reduction", "GEMM", "attention". */
+/* "pointwise", "reduction", "GEMM", "attention", "cache write". */
 const char *clf__region_kind_name(clf__region_kind kind);
 
 /* What an attention kernel computes in registers (clf__plan_kernel). */
@@ -79,7 +84,9 @@ typedef struct clf__plan_kernel {
      * A GEMM kernel computes the MATMUL node anchor (its operands through
      * their prologues in its loads) and stores every store of shape, the
      * product's, from its accumulator (the epilogue). numel is the
-     * product's element count. */
+     * product's element count.
+     * A cache-write kernel iterates over shape, the new entries', and
+     * stores each at its place in the cache (anchor: the CACHE_WRITE). */
     clf__region_kind kind;
     uint32_t anchor;
     /* An attention kernel computes the MATMUL anchor (the weights times V)

@@ -333,6 +333,38 @@ static void attention_start(clf__plan_state *S, clf__region *R, uint32_t m)
 #define attention_store_from clf__product_store_from
 #define gemm_store_from clf__product_store_from
 
+/* ---- Cache write ---------------------------------------------------------- */
+
+/* A kernel over the new entries x of a CACHE_WRITE, storing x's element i
+ * at its place in the cache's buffer (the cache input's own: the write is
+ * in place); x's chain (a rotary embedding of new keys) is computed in it. */
+static bool cache_write_anchors(const clf__plan_state *S, uint32_t m)
+{
+    return clf__graph_node(S->g, m)->op == CLF__OP_CACHE_WRITE;
+}
+
+static void cache_write_start(clf__plan_state *S, clf__region *R, uint32_t m)
+{
+    const clf__node *x = clf__graph_node(S->g, clf__graph_node(S->g, m)->inputs[1]);
+    R->anchor = m;
+    R->rank = x->rank;
+    memcpy(R->shape, x->shape, sizeof x->shape);
+}
+
+static clf__role cache_write_role(const clf_graph *g, const clf__region *R, const clf__node *m)
+{
+    (void)g;
+    (void)R;
+    (void)m;
+    return CLF__ROLE_NONE;
+}
+
+static uint32_t cache_write_store_from(const clf__plan_state *S, uint32_t r, uint32_t m)
+{
+    (void)r;
+    return clf__graph_node(S->g, m)->inputs[1];
+}
+
 /* ---- The table ---------------------------------------------------------- */
 
 const clf__region_rules clf__region_kinds[CLF__REGION_KIND_COUNT] = {
@@ -343,8 +375,10 @@ const clf__region_rules clf__region_kinds[CLF__REGION_KIND_COUNT] = {
     [CLF__REGION_GEMM] = {CLF__REGION_GEMM, "GEMM", gemm_anchors, gemm_start, gemm_role, gemm_refusal, gemm_store_from},
     [CLF__REGION_ATTENTION] = {CLF__REGION_ATTENTION, "attention", attention_anchors, attention_start, attention_role,
                                attention_refusal, attention_store_from},
+    [CLF__REGION_CACHE_WRITE] = {CLF__REGION_CACHE_WRITE, "cache write", cache_write_anchors, cache_write_start,
+                                 cache_write_role, NULL, cache_write_store_from, .alone = true},
 };
-_Static_assert(CLF__REGION_KIND_COUNT == 4, "a new region kind needs its row in clf__region_kinds");
+_Static_assert(CLF__REGION_KIND_COUNT == 5, "a new region kind needs its row in clf__region_kinds");
 
 clf__region_kind clf__region_kind_of_anchor(const clf__plan_state *S, uint32_t m)
 {

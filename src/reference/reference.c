@@ -383,6 +383,38 @@ static bool concat_ok(const clf_graph *g, const clf__node *n)
     return sum == n->shape[a];
 }
 
+/* CACHE_WRITE: the cache of the node's shape and dtype, x agreeing off
+ * axis, its entries within [0, len). */
+static bool cache_write_ok(const clf_graph *g, const clf__node *n)
+{
+    const clf__node *c = &g->nodes[n->inputs[0]], *x = &g->nodes[n->inputs[1]];
+    int a = n->attr.cache.axis;
+    if (a < 0 || a >= n->rank || c->rank != n->rank || x->rank != n->rank || c->dtype != n->dtype ||
+        x->dtype != n->dtype)
+        return false;
+    for (int d = 0; d < n->rank; d++)
+        if (c->shape[d] != n->shape[d] || (d != a && x->shape[d] != n->shape[d]))
+            return false;
+    return x->shape[a] <= n->attr.cache.len && n->attr.cache.len <= n->shape[a];
+}
+
+/* Evaluates a checked CACHE_WRITE node: the cache, then x's entries at
+ * [len - S, len) along axis. */
+static void eval_cache_write(const clf_graph *g, const clf__node *n, void *const *vals, void *out)
+{
+    const clf__node *x = &g->nodes[n->inputs[1]];
+    size_t esize = elem_size(n->dtype);
+    memcpy(out, vals[n->inputs[0]], (size_t)node_numel(n) * esize);
+    int a = n->attr.cache.axis;
+    int64_t at = n->attr.cache.len - x->shape[a], idx[CLF_MAX_RANK] = {0}, numel = node_numel(x);
+    for (int64_t e = 0; e < numel; e++, next_index(x->rank, x->shape, idx)) {
+        int64_t off = 0;
+        for (int d = 0; d < n->rank; d++)
+            off = off * n->shape[d] + idx[d] + (d == a ? at : 0);
+        memcpy((char *)out + (size_t)off * esize, (const char *)vals[n->inputs[1]] + (size_t)e * esize, esize);
+    }
+}
+
 /* The element of axis extent d that index v names: negative counts from
  * the end, and out of range is clamped (as the kernels do). */
 static int64_t gather_index(int64_t v, int64_t d)
@@ -459,6 +491,8 @@ static bool check_node(const clf_graph *g, uint32_t id, view *views)
     }
     if (n->op == CLF__OP_CONCAT)
         return concat_ok(g, n);
+    if (n->op == CLF__OP_CACHE_WRITE)
+        return cache_write_ok(g, n);
     if (n->op == CLF__OP_GATHER)
         return gather_ok(in[0], in[1], n);
     if (n->op == CLF__OP_GATHER_ELEMENTS)
@@ -689,6 +723,9 @@ static void eval_node(const clf_graph *g, const clf__node *n, const view *views,
     case CLF__OP_GATHER_ELEMENTS:
     case CLF__OP_CONCAT:
         eval_select(g, n, vals, out);
+        return;
+    case CLF__OP_CACHE_WRITE:
+        eval_cache_write(g, n, vals, out);
         return;
     default:
         break;
@@ -998,6 +1035,7 @@ clf_status clf_reference_run_shaped(const clf_graph *g, size_t ninputs, const cl
         return CLF_ERR_GRAPH;
     }
     const char **names = clf__calloc(ninputs + 1, sizeof *names);
+    clf_host_binding *kept_in = NULL;
     int64_t values[CLF__MAX_SYMS];
     char err[256] = "";
     clf_graph *spec = NULL;
@@ -1015,9 +1053,21 @@ clf_status clf_reference_run_shaped(const clf_graph *g, size_t ninputs, const cl
         set_message(message, cap, "clf_reference_run_shaped: %s", err);
         goto out;
     }
-    st = clf_reference_run(spec ? spec : g, ninputs, inputs, noutputs, outputs, message, cap);
+    /* Bindings of dimensions by name gave sizes only. */
+    size_t kept = 0;
+    kept_in = clf__calloc(ninputs + 1, sizeof *kept_in);
+    if (!kept_in) {
+        st = CLF_ERR_OUT_OF_MEMORY;
+        set_message(message, cap, "clf_reference_run_shaped: out of memory");
+        goto out;
+    }
+    for (size_t i = 0; i < ninputs; i++)
+        if (!clf__graph_names_dim(g, inputs[i].name))
+            kept_in[kept++] = inputs[i];
+    st = clf_reference_run(spec ? spec : g, kept, kept_in, noutputs, outputs, message, cap);
 out:
     clf_graph_destroy(&spec);
     clf__free(names);
+    clf__free(kept_in);
     return st;
 }

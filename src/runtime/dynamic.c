@@ -178,20 +178,8 @@ clf_status clf__dyn_compile(clf_context *ctx, const clf_graph *g, const clf_comp
     if (params && params->external_scratch)
         return clf__ctx_fail(ctx, CLF_ERR_UNSUPPORTED,
                              "clf_compile: external_scratch is not supported for a graph with symbolic dimensions");
-    /* Every size must come from an input's shape. */
-    for (size_t s = 0; s < g->nsyms; s++) {
-        bool given = false;
-        for (size_t i = 0; i < g->ninputs && !given; i++) {
-            const clf__node *n = &g->nodes[g->inputs[i]];
-            for (int d = 0; d < n->rank; d++)
-                given = given || n->sym[d] == (uint8_t)(s + 1);
-        }
-        if (!given)
-            return clf__ctx_fail(ctx, CLF_ERR_SHAPE,
-                                 "clf_compile: symbolic dimension %s is the extent of no graph input, so no run "
-                                 "could give its size",
-                                 g->syms[s].name);
-    }
+    /* A size no input's shape carries is bound by name at each run
+     * (clf__graph_sizes_of). */
     struct clf__dyn *d = clf__calloc(1, sizeof *d);
     if (!d)
         return clf__ctx_fail(ctx, CLF_ERR_OUT_OF_MEMORY, "clf_compile: out of memory");
@@ -473,6 +461,22 @@ static clf_status choose(clf_executable *e, const char *call, size_t ninputs, co
     return st;
 }
 
+/* A copy of bindings (n structs of stride bytes, each starting with its
+ * name) without those that name a dimension; *kept gets their number. NULL
+ * when out of memory. */
+static void *without_dims(const clf_executable *e, size_t n, const void *bindings, size_t stride, size_t *kept)
+{
+    char *copy = clf__malloc((n + 1) * stride);
+    *kept = 0;
+    for (size_t i = 0; copy && i < n; i++) {
+        const char *b = (const char *)bindings + i * stride, *name;
+        memcpy(&name, b, sizeof name);
+        if (!e->dyn || !clf__graph_names_dim(e->dyn->graph, name))
+            memcpy(copy + (*kept)++ * stride, b, stride);
+    }
+    return copy;
+}
+
 CLF_API clf_status clf_run_host_shaped(clf_executable *e, size_t ninputs, const clf_host_binding *inputs,
                                        const int64_t *const *input_shapes, size_t noutputs,
                                        const clf_host_binding *outputs)
@@ -488,7 +492,11 @@ CLF_API clf_status clf_run_host_shaped(clf_executable *e, size_t ninputs, const 
     clf_status st = choose(e, call, ninputs, inputs, sizeof *inputs, input_shapes, &x, &sp);
     if (st != CLF_OK)
         return st;
-    st = clf__run_host(x, ninputs, inputs, noutputs, outputs);
+    size_t kept;
+    clf_host_binding *in = without_dims(e, ninputs, inputs, sizeof *inputs, &kept);
+    st = in ? clf__run_host(x, kept, in, noutputs, outputs)
+            : clf__ctx_fail(e->ctx, CLF_ERR_OUT_OF_MEMORY, "%s: out of memory", call);
+    clf__free(in);
     release(e, sp);
     return st;
 }
@@ -534,7 +542,11 @@ CLF_API clf_status clf_enqueue_shaped(clf_executable *e, cl_command_queue queue,
     if (prev)
         waits[nw++] = prev;
     cl_event ev = NULL;
-    st = clf__enqueue(x, queue, ninputs, inputs, noutputs, outputs, nw, nw ? waits : NULL, &ev);
+    size_t kept;
+    clf_buffer_view *in = without_dims(e, ninputs, inputs, sizeof *inputs, &kept);
+    st = in ? clf__enqueue(x, queue, kept, in, noutputs, outputs, nw, nw ? waits : NULL, &ev)
+            : clf__ctx_fail(e->ctx, CLF_ERR_OUT_OF_MEMORY, "%s: out of memory", call);
+    clf__free(in);
     if (prev)
         clReleaseEvent(prev);
     clf__free(waits);

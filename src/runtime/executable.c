@@ -33,6 +33,22 @@ static void stats_from(const clf__plan_stats *fused, const clf__plan_stats *unfu
     };
 }
 
+void clf__exe_mark_in_place(clf_executable *e, const clf_graph *g)
+{
+    for (uint32_t b = 0; b < e->nbuffers; b++) {
+        clf__plan_buffer *B = &e->buffers[b];
+        const clf__node *n = clf__graph_node(g, B->node);
+        if (B->kind != CLF__BUF_OUTPUT || n->op != CLF__OP_CACHE_WRITE)
+            continue;
+        for (uint32_t c = 0; c < e->nbuffers; c++)
+            if (e->buffers[c].kind == CLF__BUF_INPUT && e->buffers[c].node == n->inputs[0]) {
+                B->in_place = c + 1;
+                e->outputs[B->index].in_place = e->buffers[c].index + 1;
+                e->inputs[e->buffers[c].index].in_place = 1;
+            }
+    }
+}
+
 static clf_status copy_io(clf__io *io, const clf__node *n, const char *name, uint32_t buffer)
 {
     io->name = clf__strdup(name);
@@ -143,6 +159,7 @@ static clf_status lower(clf_context *ctx, const clf_graph *g, const clf_compile_
                 goto fail_msg;
         }
     }
+    clf__exe_mark_in_place(e, g);
 
     /* Kernels. */
     const char *env_tune = getenv("CLFUSE_AUTOTUNE");

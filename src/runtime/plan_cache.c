@@ -366,6 +366,8 @@ static void parse(reader *r, const clf_graph *g, clf_executable *e)
         if (io->buffer >= nb || e->buffers[io->buffer].kind != (i < nin ? CLF__BUF_INPUT : CLF__BUF_OUTPUT))
             bad(r, "an input or output on a bad buffer");
     }
+    if (!r->bad)
+        clf__exe_mark_in_place(e, g);
     e->scratch_bytes = r_u64(r);
     for (uint32_t b = 0; !r->bad && b < nb; b++)
         if (e->buffers[b].kind == CLF__BUF_INTERMEDIATE &&

@@ -12,6 +12,24 @@
 #include "util/alloc.h"
 #include "util/log.h"
 
+/* The memory a buffer binding touches: the tensor's bytes from the buffer's
+ * start, placed in its parent when it is a sub-buffer. */
+typedef struct span {
+    cl_mem root;
+    size_t begin, end;
+} span;
+
+static span span_of(cl_mem m, uint64_t bytes)
+{
+    span s = {m, 0, (size_t)bytes};
+    cl_mem parent = NULL;
+    size_t offset = 0;
+    if (clGetMemObjectInfo(m, CL_MEM_ASSOCIATED_MEMOBJECT, sizeof parent, &parent, NULL) == CL_SUCCESS && parent &&
+        clGetMemObjectInfo(m, CL_MEM_OFFSET, sizeof offset, &offset, NULL) == CL_SUCCESS)
+        s = (span){parent, offset, offset + (size_t)bytes};
+    return s;
+}
+
 /* Resolves named bindings to a per-buffer table of cl_mem. A binding with
  * an offset is given to the kernels as a sub-buffer made here (of the
  * buffer's parent when it is itself a sub-buffer); those go to made[], to be
@@ -40,6 +58,19 @@ static clf_status bind(clf_executable *e, const char *what, const clf__io *io, s
         if (table[io[j].buffer])
             return clf__ctx_fail(ctx, CLF_ERR_INVALID_ARGUMENT, "clf_run: %s \"%s\" is bound twice",
                                  what, name);
+        if (io[j].in_place && io == e->outputs) {
+            /* A cache write: the memory of its cache input (bound first). */
+            const clf__io *in = &e->inputs[io[j].in_place - 1];
+            cl_mem have = table[in->buffer];
+            span a = span_of(have, in->bytes), b = span_of(mem, io[j].bytes);
+            if (!have || !mem || a.root != b.root || a.begin != b.begin + offset)
+                return clf__ctx_fail(ctx, CLF_ERR_INVALID_ARGUMENT,
+                                     "clf_run: output \"%s\" is the cache written in place into input \"%s\": "
+                                     "bind it to the same buffer and offset as that input",
+                                     name, in->name);
+            table[io[j].buffer] = have;
+            continue;
+        }
         if (!mem) {
             if (io[j].bytes)
                 return clf__ctx_fail(ctx, CLF_ERR_INVALID_ARGUMENT,
@@ -272,24 +303,6 @@ static clf_status enqueue(clf_executable *e, cl_command_queue queue, cl_mem *tab
     return st;
 }
 
-/* The memory a buffer binding touches: the tensor's bytes from the buffer's
- * start, placed in its parent when it is a sub-buffer. */
-typedef struct span {
-    cl_mem root;
-    size_t begin, end;
-} span;
-
-static span span_of(cl_mem m, uint64_t bytes)
-{
-    span s = {m, 0, (size_t)bytes};
-    cl_mem parent = NULL;
-    size_t offset = 0;
-    if (clGetMemObjectInfo(m, CL_MEM_ASSOCIATED_MEMOBJECT, sizeof parent, &parent, NULL) == CL_SUCCESS && parent &&
-        clGetMemObjectInfo(m, CL_MEM_OFFSET, sizeof offset, &offset, NULL) == CL_SUCCESS)
-        s = (span){parent, offset, offset + (size_t)bytes};
-    return s;
-}
-
 static const clf__io *find_io(const clf__io *io, size_t n, const char *name)
 {
     for (size_t i = 0; name && i < n; i++)
@@ -314,8 +327,8 @@ static clf_status check_aliasing(clf_executable *e, const cl_mem *table)
         for (size_t j = 0; j < n; j++) {
             const clf__io *oj = j < e->ninputs ? &e->inputs[j] : &e->outputs[j - e->ninputs];
             cl_mem mj = table[oj->buffer];
-            if (j == i || !mj || !oj->bytes)
-                continue;
+            if (j == i || !mj || !oj->bytes || (j < e->ninputs && oi->in_place == j + 1))
+                continue; /* a cache write and its cache: one memory (bind checked it) */
             span sj = span_of(mj, oj->bytes);
             if (mj == mi || (so.root == sj.root && so.begin < sj.end && sj.begin < so.end))
                 return clf__ctx_fail(e->ctx, CLF_ERR_INVALID_ARGUMENT, "clf_run: output \"%s\" aliases %s \"%s\" (%s)",
@@ -485,14 +498,23 @@ static void staging_give(clf_executable *e, clf__staging *s)
 }
 
 /* The set's buffer for io, made on first use and kept with the set. */
+/* The staging slot of io: its own buffer's, or for a cache write its cache
+ * input's (the kernel writes the new entries there; the output is read
+ * back from it). */
+static uint32_t staging_slot(const clf_executable *e, const clf__io *io, bool is_input)
+{
+    return !is_input && io->in_place ? e->inputs[io->in_place - 1].buffer : io->buffer;
+}
+
 static clf_status staging_buffer(clf_executable *e, clf__staging *s, const clf__io *io, bool is_input)
 {
-    if (s->mem[io->buffer] || io->bytes == 0)
+    uint32_t slot = staging_slot(e, io, is_input);
+    if (s->mem[slot] || io->bytes == 0)
         return CLF_OK;
     cl_int err;
-    s->mem[io->buffer] = clCreateBuffer(e->ctx->cl, is_input ? CL_MEM_READ_ONLY : CL_MEM_READ_WRITE,
-                                        (size_t)io->bytes, NULL, &err);
-    if (!s->mem[io->buffer])
+    s->mem[slot] = clCreateBuffer(e->ctx->cl, is_input && !io->in_place ? CL_MEM_READ_ONLY : CL_MEM_READ_WRITE,
+                                  (size_t)io->bytes, NULL, &err);
+    if (!s->mem[slot])
         return clf__ctx_fail(e->ctx, clf__cl_status(err), "clf_run_host: clCreateBuffer for \"%s\" (%llu bytes): %s",
                              io->name, (unsigned long long)io->bytes, clf__cl_error_name(err));
     return CLF_OK;
@@ -558,7 +580,7 @@ clf_status clf__run_host(clf_executable *e, size_t ninputs, const clf_host_bindi
                                         hb[i].name);
             if (io && (st = staging_buffer(e, stage, io, !pass)) != CLF_OK)
                 goto out;
-            (pass ? bo : bi)[i] = (clf_buffer_binding){hb[i].name, io ? stage->mem[io->buffer] : NULL};
+            (pass ? bo : bi)[i] = (clf_buffer_binding){hb[i].name, io ? stage->mem[staging_slot(e, io, !pass)] : NULL};
         }
     }
     /* Counts, duplicates and unknown names are checked by clf_run before it

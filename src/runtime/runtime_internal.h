@@ -67,7 +67,15 @@ typedef struct clf__io {
     int64_t shape[CLF_MAX_RANK];
     uint64_t bytes;
     uint32_t buffer; /* plan buffer id */
+    /* An output that is a cache write (clf_cache_write): 1 + the index of
+     * the input it is written in place in; an input: 1 when an output is
+     * written in it; 0 otherwise. */
+    uint32_t in_place;
 } clf__io;
+
+/* Sets the in_place marks of e's inputs and outputs (and of its plan
+ * buffers) from g, the graph it was compiled or loaded for. */
+void clf__exe_mark_in_place(clf_executable *e, const clf_graph *g);
 
 typedef struct clf__exe_kernel {
     char *name, *ops, *source;

@@ -1,0 +1,380 @@
+/* Suite "kv_cache": a KV cache written in place (clf_cache_write). The
+ * builder's rules; the reference's value semantics; a small attention
+ * layer run as a prefill and decode steps on device buffers that equals
+ * the whole sequence's run, writes only the new positions and builds no
+ * program after its first step; host runs; the binding rules. Contexts are
+ * made inside each (forked) test. */
+#include <check.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime/runtime_internal.h"
+#include "test_support.h"
+
+#define W 16   /* model width */
+#define NH 2   /* heads */
+#define HD 8   /* head width */
+#define CAP 32 /* cache capacity */
+
+/* ---- The builder's rules ------------------------------------------------- */
+
+static void expect_error(clf_graph *g, clf_status want, const char *part1, const char *part2)
+{
+    const char *msg;
+    ck_assert_int_eq(clf_graph_status(g, &msg), want);
+    ck_assert_msg(strstr(msg, part1) && strstr(msg, part2), "'%s' lacks '%s' or '%s'", msg, part1, part2);
+}
+
+START_TEST(builder_rules)
+{
+    /* The cache must be an input, laid out for its capacity. */
+    clf_graph *g = clf_graph_create();
+    int64_t L = clf_dim(g, "L", 1, CAP);
+    clf_tensor c = clf_input(g, "c", CLF_F32, 3, (int64_t[]){NH, CAP, HD});
+    clf_tensor x = clf_input(g, "x", CLF_F32, 3, (int64_t[]){NH, 1, HD});
+    clf_cache_write(g, clf_relu(g, c), x, 1, L);
+    expect_error(g, CLF_ERR_INVALID_ARGUMENT, "clf_cache_write", "not a graph input");
+    clf_graph_destroy(&g);
+
+    /* The length's bound must fit the capacity. */
+    g = clf_graph_create();
+    L = clf_dim(g, "L", 1, CAP + 1);
+    c = clf_input(g, "c", CLF_F32, 3, (int64_t[]){NH, CAP, HD});
+    x = clf_input(g, "x", CLF_F32, 3, (int64_t[]){NH, 1, HD});
+    clf_cache_write(g, c, x, 1, L);
+    expect_error(g, CLF_ERR_SHAPE, "L", "capacity 32");
+    clf_graph_destroy(&g);
+
+    /* A symbolic capacity, new entries of another shape, a second write, more
+     * entries than the length. */
+    g = clf_graph_create();
+    L = clf_dim(g, "L", 1, CAP);
+    int64_t T = clf_dim(g, "T", 1, CAP);
+    c = clf_input(g, "c", CLF_F32, 3, (int64_t[]){NH, T, HD});
+    x = clf_input(g, "x", CLF_F32, 3, (int64_t[]){NH, 1, HD});
+    clf_cache_write(g, c, x, 1, L);
+    expect_error(g, CLF_ERR_SHAPE, "symbolic T", "capacity");
+    clf_graph_destroy(&g);
+
+    g = clf_graph_create();
+    c = clf_input(g, "c", CLF_F32, 3, (int64_t[]){NH, CAP, HD});
+    x = clf_input(g, "x", CLF_F32, 3, (int64_t[]){NH, 1, HD + 1});
+    clf_cache_write(g, c, x, 1, 4);
+    expect_error(g, CLF_ERR_SHAPE, "differs from the cache's", "off axis 1");
+    clf_graph_destroy(&g);
+
+    g = clf_graph_create();
+    c = clf_input(g, "c", CLF_F32, 3, (int64_t[]){NH, CAP, HD});
+    x = clf_input(g, "x", CLF_F32, 3, (int64_t[]){NH, 3, HD});
+    clf_cache_write(g, c, x, 1, 2);
+    expect_error(g, CLF_ERR_SHAPE, "3 entries", "length 2");
+    clf_graph_destroy(&g);
+
+    g = clf_graph_create();
+    c = clf_input(g, "c", CLF_F32, 3, (int64_t[]){NH, CAP, HD});
+    x = clf_input(g, "x", CLF_F32, 3, (int64_t[]){NH, 1, HD});
+    ck_assert(clf_tensor_valid(clf_cache_write(g, c, x, 1, 4)));
+    clf_cache_write(g, c, x, 1, 5);
+    expect_error(g, CLF_ERR_INVALID_ARGUMENT, "'c'", "already");
+    clf_graph_destroy(&g);
+
+    /* A symbolic end of a slice: [0, L) of a fixed axis only. */
+    g = clf_graph_create();
+    L = clf_dim(g, "L", 1, CAP);
+    c = clf_input(g, "c", CLF_F32, 3, (int64_t[]){NH, CAP, HD});
+    clf_tensor v = clf_slice(g, c, 1, (int64_t[]){0}, (int64_t[]){L}, (int[]){1}, NULL);
+    ck_assert(clf_tensor_valid(v));
+    const char *names[CLF_MAX_RANK];
+    ck_assert_int_eq(clf_tensor_dim_names(g, v, names), CLF_OK);
+    ck_assert(names[0] == NULL && names[2] == NULL);
+    ck_assert_str_eq(names[1], "L");
+    clf_slice(g, c, 1, (int64_t[]){1}, (int64_t[]){L}, (int[]){1}, NULL);
+    expect_error(g, CLF_ERR_SHAPE, "symbolic L", "[0, L)");
+    clf_graph_destroy(&g);
+}
+END_TEST
+
+/* ---- A small attention layer with a cache ---------------------------------- */
+
+typedef struct layer {
+    clf_graph *g;
+    float wq[W * W], wk[W * W], wv[W * W], wo[W * W];
+} layer;
+
+/* h [1, S, W] -> heads [1, NH, S, HD]. */
+static clf_tensor heads(clf_graph *g, clf_tensor h, const float *w, int64_t s)
+{
+    clf_tensor wt = clf_constant(g, CLF_F32, 2, (int64_t[]){W, W}, w);
+    clf_tensor p = clf_reshape(g, clf_matmul(g, h, wt), 4, (int64_t[]){1, s, NH, HD});
+    return clf_transpose(g, p, 4, (int[]){0, 2, 1, 3});
+}
+
+/* The layer: the new positions' keys and values written into the caches at
+ * [L - S, L), causal attention of the new queries over the L cached
+ * positions, the output projection. Outputs "out" [1, S, W], "k_out" and
+ * "v_out" (the caches, written in place). With write_out false the caches'
+ * writes are no outputs (a rule the compile checks). */
+static void make_layer(layer *m, bool write_out)
+{
+    clf_graph *g = m->g = clf_graph_create();
+    clf_test_fill_f32(m->wq, W * W, -0.5f, 0.5f);
+    clf_test_fill_f32(m->wk, W * W, -0.5f, 0.5f);
+    clf_test_fill_f32(m->wv, W * W, -0.5f, 0.5f);
+    clf_test_fill_f32(m->wo, W * W, -0.5f, 0.5f);
+    int64_t s = clf_dim(g, "S", 1, CAP), l = clf_dim(g, "L", 1, CAP);
+    clf_tensor h = clf_input(g, "h", CLF_F32, 3, (int64_t[]){1, s, W});
+    clf_tensor kc = clf_input(g, "k_cache", CLF_F32, 4, (int64_t[]){1, NH, CAP, HD});
+    clf_tensor vc = clf_input(g, "v_cache", CLF_F32, 4, (int64_t[]){1, NH, CAP, HD});
+    clf_tensor q = heads(g, h, m->wq, s);
+    clf_tensor kw = clf_cache_write(g, kc, heads(g, h, m->wk, s), 2, l);
+    clf_tensor vw = clf_cache_write(g, vc, heads(g, h, m->wv, s), 2, l);
+    clf_tensor k = clf_slice(g, kw, 1, (int64_t[]){0}, (int64_t[]){l}, (int[]){2}, NULL);
+    clf_tensor v = clf_slice(g, vw, 1, (int64_t[]){0}, (int64_t[]){l}, (int[]){2}, NULL);
+    clf_tensor a = clf_attention(g, q, k, v, CLF_TENSOR_INVALID, 0, true);
+    a = clf_reshape(g, clf_transpose(g, a, 4, (int[]){0, 2, 1, 3}), 3, (int64_t[]){1, s, W});
+    clf_tensor wo = clf_constant(g, CLF_F32, 2, (int64_t[]){W, W}, m->wo);
+    clf_graph_output(g, "out", clf_matmul(g, a, wo));
+    if (write_out) {
+        clf_graph_output(g, "k_out", kw);
+        clf_graph_output(g, "v_out", vw);
+    }
+    const char *msg;
+    ck_assert_msg(clf_graph_status(g, &msg) == CLF_OK, "%s", msg);
+}
+
+#define CACHE_FLOATS (NH * CAP * HD)
+#define SENTINEL 12345.0f
+
+static cl_mem cache_buffer(clf_context *ctx)
+{
+    float init[CACHE_FLOATS];
+    for (int i = 0; i < CACHE_FLOATS; i++)
+        init[i] = SENTINEL;
+    cl_int err;
+    cl_mem m = clCreateBuffer(clf_context_cl(ctx), CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, sizeof init, init, &err);
+    ck_assert_msg(m, "clCreateBuffer: %d", err);
+    return m;
+}
+
+/* One step on device buffers: the positions [l - s, l) of the sequence
+ * hs (rows of W floats) against the caches; out gets s rows. */
+static clf_status step(clf_executable *exe, clf_context *ctx, const float *hs, int64_t s, int64_t l, cl_mem kc,
+                       cl_mem vc, float *out)
+{
+    cl_int err;
+    cl_context cl = clf_context_cl(ctx);
+    cl_mem bh = clCreateBuffer(cl, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, (size_t)(s * W) * sizeof(float),
+                               (void *)(hs + (l - s) * W), &err);
+    cl_mem bo = clCreateBuffer(cl, CL_MEM_READ_WRITE, (size_t)(s * W) * sizeof(float), NULL, &err);
+    ck_assert(bh && bo);
+    clf_buffer_view in[3] = {{"h", bh, 0}, {"k_cache", kc, 0}, {"v_cache", vc, 0}};
+    clf_buffer_view dim[1] = {{"L", NULL, 0}};
+    clf_buffer_view all_in[4] = {in[0], in[1], in[2], dim[0]};
+    const int64_t *shapes[4] = {(int64_t[]){1, s, W}, NULL, NULL, (int64_t[]){l}};
+    clf_buffer_view outs[3] = {{"out", bo, 0}, {"k_out", kc, 0}, {"v_out", vc, 0}};
+    cl_event done = NULL;
+    clf_status st = clf_enqueue_shaped(exe, NULL, 4, all_in, shapes, 3, outs, 0, NULL, &done);
+    if (st == CLF_OK) {
+        ck_assert_int_eq(clWaitForEvents(1, &done), CL_SUCCESS);
+        clReleaseEvent(done);
+        ck_assert_int_eq(clEnqueueReadBuffer(clf_context_queue(ctx), bo, CL_TRUE, 0, (size_t)(s * W) * sizeof(float),
+                                             out, 0, NULL, NULL),
+                         CL_SUCCESS);
+    }
+    clReleaseMemObject(bh);
+    clReleaseMemObject(bo);
+    return st;
+}
+
+static void read_cache(clf_context *ctx, cl_mem m, float *out)
+{
+    ck_assert_int_eq(clEnqueueReadBuffer(clf_context_queue(ctx), m, CL_TRUE, 0, CACHE_FLOATS * sizeof(float), out, 0,
+                                         NULL, NULL),
+                     CL_SUCCESS);
+}
+
+#define TOTAL 12  /* positions in all */
+#define PREFILL 5 /* positions of the prefill */
+
+/* Decode of TOTAL - PREFILL steps after a prefill gives the whole
+ * sequence's outputs; the caches hold the sequence's keys and values at
+ * [0, TOTAL) and nothing was written past it; decode steps after the
+ * first build nothing. */
+START_TEST(decode_equals_prefill)
+{
+    clf_context *ctx = clf_test_context();
+    layer m;
+    make_layer(&m, true);
+    clf_executable *exe = NULL;
+    ck_assert_int_eq(clf_compile(ctx, m.g, NULL, &exe), CLF_OK);
+    float hs[TOTAL * W], whole[TOTAL * W], stepped[TOTAL * W];
+    clf_test_fill_f32(hs, TOTAL * W, -1, 1);
+
+    cl_mem k1 = cache_buffer(ctx), v1 = cache_buffer(ctx), k2 = cache_buffer(ctx), v2 = cache_buffer(ctx);
+    ck_assert_int_eq(step(exe, ctx, hs, TOTAL, TOTAL, k1, v1, whole), CLF_OK);
+
+    /* Against the reference of the whole sequence (value semantics). */
+    float kin[CACHE_FLOATS], vin[CACHE_FLOATS], want[TOTAL * W], kref[CACHE_FLOATS], vref[CACHE_FLOATS];
+    for (int i = 0; i < CACHE_FLOATS; i++)
+        kin[i] = vin[i] = SENTINEL;
+    clf_host_binding hin[4] = {{"h", hs}, {"k_cache", kin}, {"v_cache", vin}, {"L", NULL}};
+    const int64_t *hshapes[4] = {(int64_t[]){1, TOTAL, W}, NULL, NULL, (int64_t[]){TOTAL}};
+    clf_host_binding hout[3] = {{"out", want}, {"k_out", kref}, {"v_out", vref}};
+    char msg[512];
+    ck_assert_msg(clf_reference_run_shaped(m.g, 4, hin, hshapes, 3, hout, msg, sizeof msg) == CLF_OK, "%s", msg);
+    ck_assert_msg(clf_test_close(CLF_F32, whole, want, TOTAL * W, 1e-4, 1e-5, msg, sizeof msg), "%s", msg);
+
+    /* Prefill, then one position a step. */
+    ck_assert_int_eq(step(exe, ctx, hs, PREFILL, PREFILL, k2, v2, stepped), CLF_OK);
+    clf__program_counts before = ctx->counts;
+    for (int64_t l = PREFILL + 1; l <= TOTAL; l++) {
+        ck_assert_int_eq(step(exe, ctx, hs, 1, l, k2, v2, stepped + (l - 1) * W), CLF_OK);
+        if (l == PREFILL + 1)
+            before = ctx->counts;
+    }
+    ck_assert_msg(ctx->counts.source_builds == before.source_builds, "decode steps built %llu programs",
+                  (unsigned long long)(ctx->counts.source_builds - before.source_builds));
+    ck_assert_msg(clf_test_close(CLF_F32, stepped, whole, TOTAL * W, 1e-4, 1e-5, msg, sizeof msg), "%s", msg);
+
+    /* The caches: the sequence's keys and values, the rest untouched. */
+    float k1h[CACHE_FLOATS], k2h[CACHE_FLOATS], v2h[CACHE_FLOATS];
+    read_cache(ctx, k1, k1h);
+    read_cache(ctx, k2, k2h);
+    read_cache(ctx, v2, v2h);
+    ck_assert_msg(clf_test_close(CLF_F32, k1h, kref, CACHE_FLOATS, 1e-4, 1e-5, msg, sizeof msg), "%s", msg);
+    for (int h = 0; h < NH; h++)
+        for (int p = 0; p < CAP; p++)
+            for (int d = 0; d < HD; d++) {
+                int i = (h * CAP + p) * HD + d;
+                if (p >= TOTAL) {
+                    ck_assert_msg(k2h[i] == SENTINEL && v2h[i] == SENTINEL, "position %d written", p);
+                } else {
+                    ck_assert_msg(k2h[i] != SENTINEL && v2h[i] != SENTINEL, "position %d not written", p);
+                    ck_assert_msg(fabsf(k2h[i] - kref[i]) <= 1e-4f + 1e-4f * fabsf(kref[i]),
+                                  "k at head %d position %d: %g, want %g", h, p, k2h[i], kref[i]);
+                }
+            }
+    clReleaseMemObject(k1);
+    clReleaseMemObject(v1);
+    clReleaseMemObject(k2);
+    clReleaseMemObject(v2);
+    clf_executable_destroy(&exe);
+    clf_graph_destroy(&m.g);
+    clf_context_destroy(&ctx);
+}
+END_TEST
+
+/* A host run keeps value semantics: the caches given stay as they are, the
+ * outputs' arrays get the caches with the new positions. */
+START_TEST(host_run_value_semantics)
+{
+    clf_context *ctx = clf_test_context();
+    layer m;
+    make_layer(&m, true);
+    clf_executable *exe = NULL;
+    ck_assert_int_eq(clf_compile(ctx, m.g, NULL, &exe), CLF_OK);
+    float hs[3 * W], kin[CACHE_FLOATS], vin[CACHE_FLOATS], kcopy[CACHE_FLOATS];
+    float out[3 * W], kout[CACHE_FLOATS], vout[CACHE_FLOATS], want[3 * W], kref[CACHE_FLOATS], vref[CACHE_FLOATS];
+    clf_test_fill_f32(hs, 3 * W, -1, 1);
+    clf_test_fill_f32(kin, CACHE_FLOATS, -1, 1);
+    clf_test_fill_f32(vin, CACHE_FLOATS, -1, 1);
+    memcpy(kcopy, kin, sizeof kin);
+    /* Three new positions after seven cached ones. */
+    clf_host_binding in[4] = {{"h", hs}, {"k_cache", kin}, {"v_cache", vin}, {"L", NULL}};
+    const int64_t *shapes[4] = {(int64_t[]){1, 3, W}, NULL, NULL, (int64_t[]){10}};
+    clf_host_binding o[3] = {{"out", out}, {"k_out", kout}, {"v_out", vout}};
+    clf_host_binding r[3] = {{"out", want}, {"k_out", kref}, {"v_out", vref}};
+    ck_assert_int_eq(clf_run_host_shaped(exe, 4, in, shapes, 3, o), CLF_OK);
+    char msg[512];
+    ck_assert_msg(clf_reference_run_shaped(m.g, 4, in, shapes, 3, r, msg, sizeof msg) == CLF_OK, "%s", msg);
+    ck_assert_msg(clf_test_close(CLF_F32, out, want, 3 * W, 1e-4, 1e-5, msg, sizeof msg), "%s", msg);
+    ck_assert_msg(clf_test_close(CLF_F32, kout, kref, CACHE_FLOATS, 1e-4, 1e-5, msg, sizeof msg), "%s", msg);
+    ck_assert_msg(clf_test_close(CLF_F32, vout, vref, CACHE_FLOATS, 1e-4, 1e-5, msg, sizeof msg), "%s", msg);
+    ck_assert(memcmp(kin, kcopy, sizeof kin) == 0);
+    /* Outside [7, 10) the output cache is the input's. */
+    for (int h = 0; h < NH; h++)
+        for (int p = 0; p < CAP; p++)
+            if (p < 7 || p >= 10)
+                ck_assert(memcmp(&kout[(h * CAP + p) * HD], &kin[(h * CAP + p) * HD], HD * sizeof(float)) == 0);
+    clf_executable_destroy(&exe);
+    clf_graph_destroy(&m.g);
+    clf_context_destroy(&ctx);
+}
+END_TEST
+
+/* The rules a compile and a run check. */
+START_TEST(rules_checked)
+{
+    clf_context *ctx = clf_test_context();
+    /* Writes that are no outputs. */
+    layer m;
+    make_layer(&m, false);
+    clf_executable *exe = NULL;
+    ck_assert_int_eq(clf_compile(ctx, m.g, NULL, &exe), CLF_ERR_INVALID_ARGUMENT);
+    const char *msg = clf_context_last_error(ctx);
+    ck_assert_msg(strstr(msg, "'k_cache'") && strstr(msg, "not a graph output"), "%s", msg);
+    clf_graph_destroy(&m.g);
+
+    /* The cache read past its write. */
+    clf_graph *g = clf_graph_create();
+    clf_tensor c = clf_input(g, "c", CLF_F32, 2, (int64_t[]){CAP, HD});
+    clf_tensor x = clf_input(g, "x", CLF_F32, 2, (int64_t[]){1, HD});
+    clf_graph_output(g, "c_out", clf_cache_write(g, c, x, 0, 3));
+    clf_graph_output(g, "sum", clf_reduce(g, CLF_REDUCE_SUM, c, 1, (int[]){0}, false));
+    ck_assert_int_eq(clf_compile(ctx, g, NULL, &exe), CLF_ERR_INVALID_ARGUMENT);
+    msg = clf_context_last_error(ctx);
+    ck_assert_msg(strstr(msg, "'c'") && strstr(msg, "read by node"), "%s", msg);
+    clf_graph_destroy(&g);
+
+    /* The output bound elsewhere than its cache; a length below the new
+     * entries; a length outside its bounds. */
+    make_layer(&m, true);
+    ck_assert_int_eq(clf_compile(ctx, m.g, NULL, &exe), CLF_OK);
+    cl_mem kc = cache_buffer(ctx), vc = cache_buffer(ctx), other = cache_buffer(ctx);
+    cl_int err;
+    cl_mem bh = clCreateBuffer(clf_context_cl(ctx), CL_MEM_READ_WRITE, 4 * W * sizeof(float), NULL, &err);
+    cl_mem bo = clCreateBuffer(clf_context_cl(ctx), CL_MEM_READ_WRITE, 4 * W * sizeof(float), NULL, &err);
+    clf_buffer_view in[4] = {{"h", bh, 0}, {"k_cache", kc, 0}, {"v_cache", vc, 0}, {"L", NULL, 0}};
+    const int64_t *shapes[4] = {(int64_t[]){1, 2, W}, NULL, NULL, (int64_t[]){4}};
+    clf_buffer_view outs[3] = {{"out", bo, 0}, {"k_out", kc, 0}, {"v_out", other, 0}};
+    ck_assert_int_eq(clf_enqueue_shaped(exe, NULL, 4, in, shapes, 3, outs, 0, NULL, NULL), CLF_ERR_INVALID_ARGUMENT);
+    msg = clf_context_last_error(ctx);
+    ck_assert_msg(strstr(msg, "\"v_out\"") && strstr(msg, "in place into input \"v_cache\""), "%s", msg);
+    outs[2].buffer = vc;
+    outs[2].offset = 64; /* another offset of the right buffer */
+    ck_assert_int_eq(clf_enqueue_shaped(exe, NULL, 4, in, shapes, 3, outs, 0, NULL, NULL), CLF_ERR_INVALID_ARGUMENT);
+    outs[2].offset = 0;
+    shapes[3] = (int64_t[]){1};
+    ck_assert_int_eq(clf_enqueue_shaped(exe, NULL, 4, in, shapes, 3, outs, 0, NULL, NULL), CLF_ERR_SHAPE);
+    msg = clf_context_last_error(ctx);
+    ck_assert_msg(strstr(msg, "L = 1") && strstr(msg, "2 new entries"), "%s", msg);
+    shapes[3] = (int64_t[]){CAP + 1};
+    ck_assert_int_eq(clf_enqueue_shaped(exe, NULL, 4, in, shapes, 3, outs, 0, NULL, NULL), CLF_ERR_SHAPE);
+    msg = clf_context_last_error(ctx);
+    ck_assert_msg(strstr(msg, "dimension 'L'") && strstr(msg, "bounds"), "%s", msg);
+    shapes[3] = (int64_t[]){4};
+    ck_assert_int_eq(clf_enqueue_shaped(exe, NULL, 4, in, shapes, 3, outs, 0, NULL, NULL), CLF_OK);
+    ck_assert_int_eq(clFinish(clf_context_queue(ctx)), CL_SUCCESS);
+    clReleaseMemObject(kc);
+    clReleaseMemObject(vc);
+    clReleaseMemObject(other);
+    clReleaseMemObject(bh);
+    clReleaseMemObject(bo);
+    clf_executable_destroy(&exe);
+    clf_graph_destroy(&m.g);
+    clf_context_destroy(&ctx);
+}
+END_TEST
+
+int main(void)
+{
+    clf_test_setup_env();
+    Suite *s = suite_create("kv_cache");
+    clf_test_add_case(s, "builder_rules", builder_rules);
+    clf_test_add_case(s, "decode_equals_prefill", decode_equals_prefill);
+    clf_test_add_case(s, "host_run_value_semantics", host_run_value_semantics);
+    clf_test_add_case(s, "rules_checked", rules_checked);
+    return clf_test_run_suite(s);
+}
