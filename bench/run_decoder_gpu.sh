@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# The KV cache and the decoder stack on the GPU machine, through the device
+# tool (carry .gpu; see shared BENCH.md).
+#     bash bench/run_decoder_gpu.sh tests   the kv_cache, dynamic and attention
+#                                           suites on the H200
+#     bash bench/run_decoder_gpu.sh bench   bench_decoder (f16, 2 layers) and
+#                                           .gpu/llm_anchors.py (a copy of ../shared/gpu/llm_anchors.py; ../shared does not travel) in
+#                                           the same call
+# Results in $OUT.
+set -uo pipefail
+source .gpu/env.sh
+OUT=${OUT:-/tmp/clfuse-out}
+mkdir -p "$OUT"
+export POCL_CACHE_DIR=/tmp/pocl-cache CLFUSE_CACHE_DIR=/tmp/clfuse-cache
+B=/tmp/build-gpu
+if ! { [ -f $B/build.ninja ] || meson setup $B -Dtests=true --buildtype=release --wrap-mode=nodownload \
+         -Donnx_proto=/tmp/gpu-root/usr/include/onnx/onnx.proto; } > "$OUT/build.log" 2>&1 ||
+   ! ninja -C $B >> "$OUT/build.log" 2>&1; then
+  tail -40 "$OUT/build.log"; exit 1
+fi
+{ nvidia-smi --query-gpu=name,driver_version --format=csv; git log -1 --oneline 2>/dev/null; } > "$OUT/log.txt" 2>&1
+case "${1:-bench}" in
+tests)
+  CLFUSE_DEVICE=gpu timeout 420 meson test -C $B --suite kv_cache --suite dynamic --suite attention \
+    --num-processes 8 --print-errorlogs > "$OUT/tests_gpu.txt" 2>&1
+  grep -E "^ *[0-9]+/[0-9]+ |^(Ok|Fail|Skipped|Timeout)" "$OUT/tests_gpu.txt"
+  ;;
+bench)
+  CLFUSE_DEVICE=gpu timeout 300 $B/bench/bench_decoder --layers 2 --markdown > "$OUT/decoder_gpu_f16.md" 2>&1
+  cat "$OUT/decoder_gpu_f16.md"
+  timeout 280 python3 .gpu/llm_anchors.py > "$OUT/llm_anchors.txt" 2>&1
+  tail -20 "$OUT/llm_anchors.txt"
+  ;;
+esac
