@@ -572,9 +572,27 @@ typedef struct group {
     struct group *next;
 } group;
 
+/* A source instantiated before, exactly: the program and arguments it got
+ * (a decode step at a new length generates most kernels byte for byte as
+ * the step before did; their lexing is then skipped). The program is
+ * retained: it stays right for this source whatever the group builds later
+ * (an as-is build, or a generic one with these arguments). */
+typedef struct memo {
+    uint64_t hash;
+    size_t len;
+    char *source;
+    cl_program prog;
+    clf__lift_arg *args;
+    uint32_t nargs;
+} memo;
+
+#define MEMOS 256
+
 struct clf__lift_table {
     pthread_mutex_t lock;
     group *groups;
+    memo memos[MEMOS]; /* a ring: next is the one replaced next */
+    size_t next_memo;
     void (*prober)(void *arg); /* clf__lift_set_prober */
     void *prober_arg;
     bool probed; /* the prober ran since it was set */
@@ -595,6 +613,51 @@ static void group_free(group *g)
 }
 
 
+static void memo_clear(memo *m)
+{
+    if (m->prog)
+        clReleaseProgram(m->prog);
+    clf__free(m->source);
+    clf__free(m->args);
+    memset(m, 0, sizeof *m);
+}
+
+/* The memo of exactly source (hash h, len bytes), or NULL. Called with the
+ * lock held. */
+static const memo *memo_find(const clf__lift_table *t, uint64_t h, size_t len, const char *source)
+{
+    for (size_t i = 0; i < MEMOS; i++) {
+        const memo *m = &t->memos[i];
+        if (m->source && m->hash == h && m->len == len && !memcmp(m->source, source, len))
+            return m;
+    }
+    return NULL;
+}
+
+/* Keeps what source got (best effort: out of memory keeps nothing). Called
+ * with the lock held. */
+static void memo_keep(clf__lift_table *t, uint64_t h, size_t len, const char *source, cl_program prog,
+                      const clf__lift_arg *args, uint32_t nargs)
+{
+    memo *m = &t->memos[t->next_memo];
+    memo_clear(m);
+    m->source = clf__malloc(len + 1);
+    m->args = clf__malloc((nargs ? nargs : 1) * sizeof *args);
+    if (!m->source || !m->args) {
+        memo_clear(m);
+        return;
+    }
+    memcpy(m->source, source, len + 1);
+    if (nargs)
+        memcpy(m->args, args, nargs * sizeof *args);
+    m->hash = h;
+    m->len = len;
+    m->nargs = nargs;
+    clRetainProgram(prog);
+    m->prog = prog;
+    t->next_memo = (t->next_memo + 1) % MEMOS;
+}
+
 clf__lift_table *clf__lift_table_new(void)
 {
     clf__lift_table *t = clf__calloc(1, sizeof *t);
@@ -614,6 +677,8 @@ void clf__lift_table_free(clf__lift_table **tp)
         next = g->next;
         group_free(g);
     }
+    for (size_t i = 0; i < MEMOS; i++)
+        memo_clear(&t->memos[i]);
     pthread_mutex_destroy(&t->lock);
     clf__free(t);
     *tp = NULL;
@@ -864,6 +929,25 @@ clf_status clf__lift_program(clf_context *ctx, clf__lift_table *t, const char *s
     *prog = NULL;
     *args = NULL;
     *nargs = 0;
+    const size_t len = strlen(source);
+    const uint64_t h = clf__hash_bytes(CLF__HASH_SEED, source, len);
+    pthread_mutex_lock(&t->lock);
+    const memo *seen = memo_find(t, h, len, source);
+    if (seen) {
+        *args = clf__malloc((seen->nargs ? seen->nargs : 1) * sizeof **args);
+        if (*args) {
+            if (seen->nargs)
+                memcpy(*args, seen->args, seen->nargs * sizeof **args);
+            *nargs = seen->nargs;
+            clRetainProgram(seen->prog);
+            *prog = seen->prog;
+        }
+    }
+    pthread_mutex_unlock(&t->lock);
+    if (*prog)
+        return CLF_OK;
+    clf__free(*args);
+    *args = NULL;
     parsed P;
     clf_status st = CLF_OK;
     if (!parse(source, &P)) {
@@ -926,6 +1010,8 @@ clf_status clf__lift_program(clf_context *ctx, clf__lift_table *t, const char *s
     clRetainProgram(g->generic);
     *prog = g->generic;
 out:
+    if (st == CLF_OK && *prog)
+        memo_keep(t, h, len, source, *prog, *args, *nargs);
     pthread_mutex_unlock(&t->lock);
     parsed_free(&P);
     return st;
