@@ -84,6 +84,27 @@ typedef struct clf_onnx_symbol {
     int64_t lo, hi;
 } clf_onnx_symbol;
 
+/* A KV cache of an exported decoder written in place: the graph input
+ * past (e.g. "past_key.0", declared [B, H, past, D]) and the graph output
+ * present (declared [B, H, total, D], computed as Concat(past, new) along
+ * the axis where their dim_params differ). The input is declared instead
+ * with capacity positions on that axis, the caller's buffer holding the
+ * first `past` of them; the Concat becomes clf_cache_write, and the output
+ * present is that buffer, updated: [B, H, capacity, D], bound to the same
+ * memory as past (graph.h and runtime.h state the rules). The past length
+ * is a size of the import (dim_names, symbols or derived below). */
+typedef struct clf_onnx_kv_cache {
+    const char *past, *present;
+    int64_t capacity;
+} clf_onnx_kv_cache;
+
+/* A dimension whose size follows from two others at every import: name =
+ * plus - minus (a decoder's past length: total - seq), never negative. It
+ * is no symbol of the graph: it follows from the symbols' sizes. */
+typedef struct clf_onnx_derived_dim {
+    const char *name, *plus, *minus;
+} clf_onnx_derived_dim;
+
 /* Zero means default for every field. */
 typedef struct clf_onnx_params {
     /* Sizes of symbolic dimensions by name: dim_names[i] is dim_values[i]. */
@@ -113,6 +134,12 @@ typedef struct clf_onnx_params {
      * model) and shared by every size (one device copy per executable). */
     const clf_onnx_symbol *symbols;
     size_t nsymbols;
+    /* Dimensions that follow from others (clf_onnx_derived_dim). */
+    const clf_onnx_derived_dim *derived;
+    size_t nderived;
+    /* KV caches written in place (clf_onnx_kv_cache). */
+    const clf_onnx_kv_cache *kv_caches;
+    size_t nkv_caches;
 } clf_onnx_params;
 
 #define clf_onnx_params(...) (&(const clf_onnx_params){__VA_ARGS__})

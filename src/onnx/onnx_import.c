@@ -49,6 +49,16 @@ typedef struct importer {
     size_t nowned, cap_owned;
     int node; /* the node being imported, for messages; -1 outside nodes */
     bool borrow; /* initializers become constants that borrow the AST's bytes */
+    /* KV caches written in place (clf_onnx_kv_cache), one per params entry:
+     * the input declared with its capacity, the axis, the past length at
+     * this import, the write (once the Concat is imported). */
+    const clf_onnx_kv_cache *kv;
+    struct kv_state {
+        clf_tensor storage, write;
+        int axis;
+        int64_t past_len;
+    } *kvs;
+    size_t nkv;
     char *err;
     size_t cap;
     clf_status status; /* the first failure */
@@ -1231,6 +1241,109 @@ static clf_status bind_given(importer *I, const clf_onnx_input_shape *gv)
     return CLF_OK;
 }
 
+/* The KV cache entry whose past (present: false) or present is name, or
+ * -1. */
+static long kv_of(const importer *I, const char *name, bool present)
+{
+    for (size_t i = 0; i < I->nkv; i++)
+        if (!strcmp(present ? I->kv[i].present : I->kv[i].past, name))
+            return (long)i;
+    return -1;
+}
+
+static const clf__onnx_value *model_output(const clf__onnx_model *m, const char *name)
+{
+    for (int i = 0; i < m->noutputs; i++)
+        if (!strcmp(m->outputs[i].name, name))
+            return &m->outputs[i];
+    return NULL;
+}
+
+/* Declares KV cache k's past input (ONNX value v, rank and shape at this
+ * import) with its capacity on the sequence axis, the axis where the
+ * declarations of past and present differ, and defines v as its first
+ * past-length positions. */
+static clf_status make_kv_input(importer *I, size_t k, const clf__onnx_value *v, clf_dtype dt, int rank,
+                                const int64_t *shape)
+{
+    const clf_onnx_kv_cache *C = &I->kv[k];
+    const clf__onnx_value *o = model_output(I->m, C->present);
+    if (!o)
+        return fail_status(I, CLF_ERR_INVALID_ARGUMENT, v->pos, "KV cache '%s': the model has no output '%s'", C->past,
+                           C->present);
+    if (!v->type.has_shape || !o->type.has_shape || o->type.rank != rank)
+        return fail_status(I, CLF_ERR_SHAPE, v->pos,
+                           "KV cache '%s': '%s' and '%s' must be declared with shapes of one rank", C->past, C->past,
+                           C->present);
+    int axis = -1;
+    for (int d = 0; d < rank; d++) {
+        const clf__onnx_dim *a = &v->type.dims[d], *b = &o->type.dims[d];
+        bool same = a->param && b->param ? !strcmp(a->param, b->param) : !a->param && !b->param && a->value == b->value;
+        if (!same) {
+            if (axis >= 0)
+                return fail_status(I, CLF_ERR_SHAPE, v->pos,
+                                   "KV cache '%s': '%s' and '%s' differ on axes %d and %d; the sequence axis must be "
+                                   "the only one",
+                                   C->past, C->past, C->present, axis, d);
+            axis = d;
+        }
+    }
+    if (axis < 0)
+        return fail_status(I, CLF_ERR_SHAPE, v->pos, "KV cache '%s': '%s' and '%s' are declared alike: no sequence axis",
+                           C->past, C->past, C->present);
+    if (C->capacity < 1 || shape[axis] > C->capacity)
+        return fail_status(I, CLF_ERR_SHAPE, v->pos, "KV cache '%s': its past of %lld positions exceeds its capacity %lld",
+                           C->past, (long long)shape[axis], (long long)C->capacity);
+    int64_t storage[CLF_MAX_RANK];
+    memcpy(storage, shape, (size_t)rank * sizeof *storage);
+    storage[axis] = C->capacity;
+    clf_tensor t = clf_input(I->g, v->name, dt, rank, storage);
+    clf_tensor past = clf_slice(I->g, t, 1, (int64_t[]){0}, &shape[axis], &axis, NULL);
+    if (check_graph(I, NULL))
+        return I->status;
+    I->kvs[k] = (struct kv_state){t, CLF_TENSOR_INVALID, axis, shape[axis]};
+    return define(I, v->pos, v->name, past, NULL, CLF_ONNX_PRODUCER_INPUT);
+}
+
+/* Concat(past, new) making a KV cache's present: the new positions written
+ * into the cache in place (clf_cache_write); the node's output is the
+ * cache's first past + new positions. *done: the node was one. */
+static clf_status import_kv_concat(importer *I, const clf__onnx_node *n, bool *done)
+{
+    *done = false;
+    long k = n->noutputs >= 1 ? kv_of(I, n->outputs[0], true) : -1;
+    if (k < 0 || strcmp(n->op, "Concat"))
+        return CLF_OK;
+    struct kv_state *K = &I->kvs[k];
+    const clf_onnx_kv_cache *C = &I->kv[k];
+    int64_t axis = 0;
+    if (attr_int(I, n, "axis", INT64_MAX, &axis))
+        return I->status;
+    clf_tensor x;
+    if (n->ninputs != 2 || strcmp(n->inputs[0], C->past) || !clf_tensor_valid(K->storage))
+        return unsupported(I, n->op_pos, "KV cache '%s': present '%s' must be Concat('%s', new entries)", C->past,
+                           C->present, C->past);
+    if (input(I, n, 1, &x))
+        return I->status;
+    int rank = rank_of(I, x);
+    int64_t shape[CLF_MAX_RANK];
+    clf_tensor_shape(I->g, x, &rank, shape);
+    if ((axis < 0 ? axis + rank : axis) != K->axis)
+        return unsupported(I, n->op_pos, "KV cache '%s': the Concat is along axis %lld, not the sequence axis %d",
+                           C->past, (long long)axis, K->axis);
+    int64_t len = K->past_len + shape[K->axis];
+    if (len > C->capacity)
+        return fail_status(I, CLF_ERR_SHAPE, n->op_pos,
+                           "KV cache '%s': %lld past and %lld new positions exceed its capacity %lld", C->past,
+                           (long long)K->past_len, (long long)shape[K->axis], (long long)C->capacity);
+    K->write = clf_cache_write(I->g, K->storage, x, K->axis, len);
+    clf_tensor view = clf_slice(I->g, K->write, 1, (int64_t[]){0}, &len, &K->axis, NULL);
+    if (check_graph(I, n))
+        return I->status;
+    *done = true;
+    return define(I, n->pos, n->outputs[0], view, NULL, I->node);
+}
+
 static clf_status make_input(importer *I, const clf__onnx_value *v, const clf_onnx_params *p)
 {
     clf_dtype dt;
@@ -1273,6 +1386,9 @@ static clf_status make_input(importer *I, const clf__onnx_value *v, const clf_on
             }
         }
     }
+    long k = kv_of(I, v->name, false);
+    if (k >= 0)
+        return make_kv_input(I, (size_t)k, v, dt, rank, shape);
     clf_tensor t = clf_input(I->g, v->name, dt, rank, shape);
     if (check_graph(I, NULL))
         return I->status;
@@ -1595,7 +1711,9 @@ static clf_status import_node(importer *I, int k, clf__onnx_node_span *span)
             return I->status;
     } else {
         bool folded = false;
-        if (foldable(I, n) && fold_node(I, n, k, &folded))
+        if (I->nkv && import_kv_concat(I, n, &folded))
+            return I->status;
+        if (!folded && foldable(I, n) && fold_node(I, n, k, &folded))
             return I->status;
         if (!folded) {
             clf_tensor t[64];
@@ -1647,6 +1765,37 @@ static clf_status import_all(importer *I, const clf_onnx_params *p, clf__onnx_im
         if (add_sym(I, p->dim_names[i], p->dim_values[i], "the dimension sizes"))
             return I->status;
     }
+    for (size_t i = 0; i < p->nderived; i++) {
+        const clf_onnx_derived_dim *D = &p->derived[i];
+        symbol *a = D->plus ? find_sym(I, D->plus) : NULL, *b = D->minus ? find_sym(I, D->minus) : NULL;
+        if (!D->name || !a || !b)
+            return fail_status(I, CLF_ERR_INVALID_ARGUMENT, nowhere,
+                               "clf_onnx_params: derived dimension %zu ('%s'): '%s' or '%s' has no size", i,
+                               D->name ? D->name : "", D->plus ? D->plus : "", D->minus ? D->minus : "");
+        if (a->value < b->value)
+            return fail_status(I, CLF_ERR_SHAPE, nowhere, "dimension %s = %s - %s = %lld - %lld is negative", D->name,
+                               D->plus, D->minus, (long long)a->value, (long long)b->value);
+        if (find_sym(I, D->name))
+            return fail_status(I, CLF_ERR_INVALID_ARGUMENT, nowhere, "a size for dimension %s is given twice", D->name);
+        if (add_sym(I, D->name, a->value - b->value, "a derived dimension"))
+            return I->status;
+    }
+    if (p->nkv_caches) {
+        if (!p->kv_caches)
+            return fail_status(I, CLF_ERR_INVALID_ARGUMENT, nowhere, "clf_onnx_params: nkv_caches is %zu but kv_caches "
+                               "is NULL", p->nkv_caches);
+        I->kv = p->kv_caches;
+        I->nkv = p->nkv_caches;
+        I->kvs = clf__calloc(I->nkv, sizeof *I->kvs);
+        if (!I->kvs)
+            return oom(I);
+        for (size_t i = 0; i < I->nkv; i++) {
+            if (!I->kv[i].past || !I->kv[i].present || !model_input(m, I->kv[i].past))
+                return fail_status(I, CLF_ERR_INVALID_ARGUMENT, nowhere, "KV cache %zu: '%s' is no input of the model",
+                                   i, I->kv[i].past ? I->kv[i].past : "");
+            I->kvs[i] = (struct kv_state){CLF_TENSOR_INVALID, CLF_TENSOR_INVALID, 0, 0};
+        }
+    }
     for (size_t i = 0; i < p->ninputs; i++)
         if (bind_given(I, &p->inputs[i]))
             return I->status;
@@ -1676,6 +1825,13 @@ static clf_status import_all(importer *I, const clf_onnx_params *p, clf__onnx_im
             return fail(I, v->pos, "output '%s' is not computed by any node", v->name);
         if (materialize(I, NULL, val, &t) || check_output(I, v, t))
             return I->status;
+        long k = kv_of(I, v->name, true);
+        if (k >= 0) { /* the cache itself, updated: the caller's buffer */
+            if (!clf_tensor_valid(I->kvs[k].write))
+                return unsupported(I, v->pos, "KV cache '%s': output '%s' is not Concat('%s', new entries)",
+                                   I->kv[k].past, v->name, I->kv[k].past);
+            t = I->kvs[k].write;
+        }
         if (clf_graph_output(I->g, v->name, t) != CLF_OK) {
             const char *msg;
             clf_status st = clf_graph_status(I->g, &msg);
@@ -1717,6 +1873,7 @@ clf_status clf__onnx_import_model(const clf__onnx_model *m, const clf_onnx_param
     clf__free(I.owned);
     clf__free(I.values);
     clf__free(I.syms);
+    clf__free(I.kvs);
     clf_graph_destroy(&I.g);
     if (I.status)
         clf__onnx_import_free(out);

@@ -168,6 +168,10 @@ typedef struct regen_state {
     const char **names; /* nfixed + nsyms; the strings are copies in strings */
     int64_t *values;    /* the fixed sizes (the symbols' are given to make) */
     size_t nfixed, nsyms;
+    clf_onnx_derived_dim *derived; /* the params', their strings in strings */
+    size_t nderived;
+    clf_onnx_kv_cache *kv;
+    size_t nkv;
     char *strings;
 } regen_state;
 
@@ -177,6 +181,8 @@ static void regen_release(void *state)
     shared_release(R->shared);
     clf__free(R->names);
     clf__free(R->values);
+    clf__free(R->derived);
+    clf__free(R->kv);
     clf__free(R->strings);
     clf__free(R);
 }
@@ -195,9 +201,12 @@ static clf_status import_at(const regen_state *R, const int64_t *values, clf__on
     }
     memcpy(all, R->values, R->nfixed * sizeof *all);
     memcpy(all + R->nfixed, values, R->nsyms * sizeof *all);
-    clf_status st = clf__onnx_import_model(&R->shared->ast, clf_onnx_params(.dim_names = R->names, .dim_values = all,
-                                                                            .ndims = n),
-                                           true, imp, err, cap);
+    clf_status st =
+        clf__onnx_import_model(&R->shared->ast,
+                               clf_onnx_params(.dim_names = R->names, .dim_values = all, .ndims = n,
+                                               .derived = R->derived, .nderived = R->nderived, .kv_caches = R->kv,
+                                               .nkv_caches = R->nkv),
+                               true, imp, err, cap);
     clf__free(all);
     return st;
 }
@@ -216,6 +225,18 @@ static clf_status regen_make(void *state, const int64_t *values, clf_graph **out
     return st;
 }
 
+/* A copy of s at *at, which moves past it (NULL stays NULL). */
+static const char *keep_str(char **at, const char *s)
+{
+    if (!s)
+        return NULL;
+    size_t len = strlen(s) + 1;
+    char *copy = *at;
+    memcpy(copy, s, len);
+    *at += len;
+    return copy;
+}
+
 /* A regen for m's AST with p's fixed sizes and symbols (NULL when out of
  * memory). */
 static regen_state *regen_state_new(clf_onnx_model *m, const clf_onnx_params *p)
@@ -225,22 +246,43 @@ static regen_state *regen_state_new(clf_onnx_model *m, const clf_onnx_params *p)
         return NULL;
     R->nfixed = p->ndims;
     R->nsyms = p->nsymbols;
+    R->nderived = p->derived ? p->nderived : 0;
+    R->nkv = p->kv_caches ? p->nkv_caches : 0;
     size_t bytes = 0;
     for (size_t i = 0; i < p->ndims; i++)
         bytes += strlen(p->dim_names[i]) + 1;
     for (size_t i = 0; i < p->nsymbols; i++)
         bytes += strlen(p->symbols[i].name) + 1;
+    for (size_t i = 0; i < R->nderived; i++) {
+        const clf_onnx_derived_dim *D = &p->derived[i];
+        bytes += (D->name ? strlen(D->name) : 0) + (D->plus ? strlen(D->plus) : 0) + (D->minus ? strlen(D->minus) : 0) + 3;
+    }
+    for (size_t i = 0; i < R->nkv; i++)
+        bytes += (p->kv_caches[i].past ? strlen(p->kv_caches[i].past) : 0) +
+                 (p->kv_caches[i].present ? strlen(p->kv_caches[i].present) : 0) + 2;
     R->names = clf__calloc(R->nfixed + R->nsyms + 1, sizeof *R->names);
     R->values = clf__calloc(R->nfixed + 1, sizeof *R->values);
+    R->derived = clf__calloc(R->nderived + 1, sizeof *R->derived);
+    R->kv = clf__calloc(R->nkv + 1, sizeof *R->kv);
     R->strings = clf__malloc(bytes + 1);
-    if (!R->names || !R->values || !R->strings) {
+    if (!R->names || !R->values || !R->derived || !R->kv || !R->strings) {
         clf__free(R->names);
         clf__free(R->values);
+        clf__free(R->derived);
+        clf__free(R->kv);
         clf__free(R->strings);
         clf__free(R);
         return NULL;
     }
     char *at = R->strings;
+    for (size_t i = 0; i < R->nderived; i++) {
+        const clf_onnx_derived_dim *D = &p->derived[i];
+        R->derived[i] = (clf_onnx_derived_dim){keep_str(&at, D->name), keep_str(&at, D->plus), keep_str(&at, D->minus)};
+    }
+    for (size_t i = 0; i < R->nkv; i++) {
+        const clf_onnx_kv_cache *C = &p->kv_caches[i];
+        R->kv[i] = (clf_onnx_kv_cache){keep_str(&at, C->past), keep_str(&at, C->present), C->capacity};
+    }
     for (size_t i = 0; i < R->nfixed + R->nsyms; i++) {
         const char *name = i < R->nfixed ? p->dim_names[i] : p->symbols[i - R->nfixed].name;
         size_t len = strlen(name) + 1;
@@ -302,6 +344,22 @@ static clf_status import_symbolic(clf_onnx_model *m, const clf_onnx_params *p, c
         for (int i = 0; dims && i < ast->noutputs && (size_t)i < g->noutputs; i++)
             for (int d = 0; d < ast->outputs[i].type.rank && d < CLF_MAX_RANK; d++)
                 dims[g->ninputs + (size_t)i][d] = ast->outputs[i].type.dims[d].param;
+        /* A KV cache's input and output hold its capacity on the axis where
+         * their declarations differ: no symbol there. */
+        for (size_t c = 0; dims && c < R->nkv; c++) {
+            long in = -1, out = -1;
+            for (size_t t = 0; t < g->ninputs; t++)
+                if (!strcmp(g->nodes[g->inputs[t]].name, R->kv[c].past))
+                    in = (long)t;
+            for (size_t t = 0; t < g->noutputs; t++)
+                if (!strcmp(g->outputs[t].name, R->kv[c].present))
+                    out = (long)(g->ninputs + t);
+            for (int d = 0; in >= 0 && out >= 0 && d < CLF_MAX_RANK; d++) {
+                const char *a = dims[in][d], *b = dims[out][d];
+                if ((a || b) && (!a || !b || strcmp(a, b)))
+                    dims[in][d] = dims[out][d] = NULL;
+            }
+        }
     }
     if (st == CLF_OK)
         st = clf__graph_make_symbolic(g, p->nsymbols, names, lo, hi, (const char *const(*)[CLF_MAX_RANK])dims, regen,

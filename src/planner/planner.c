@@ -825,10 +825,10 @@ void clf__plan_count(clf__plan_state *S)
 }
 
 /* The rules of cache writes (graph.h, clf_cache_write): each is a graph
- * output, and its cache input is read by nothing else (the write changes
+ * output, and its cache input is read by nothing else the outputs need (the write changes
  * it in place, so another reader would see it before or after the write
  * by the order of kernels). */
-static clf_status check_cache_writes(const clf_graph *g, char *err, size_t errlen)
+static clf_status check_cache_writes(const clf_graph *g, const bool *needed, char *err, size_t errlen)
 {
     for (uint32_t i = 0; i < g->nnodes; i++) {
         const clf__node *w = clf__graph_node(g, i);
@@ -847,7 +847,7 @@ static clf_status check_cache_writes(const clf_graph *g, char *err, size_t errle
         }
         for (uint32_t j = 0; j < g->nnodes; j++) {
             const clf__node *r = clf__graph_node(g, j);
-            for (int k = 0; j != i && k < r->ninputs; k++)
+            for (int k = 0; j != i && needed[j] && k < r->ninputs; k++)
                 if (r->inputs[k] == w->inputs[0]) {
                     snprintf(err, errlen,
                              "input '%s' is the cache of cache write %u and is read by node %u (%s) too: read it "
@@ -872,14 +872,11 @@ clf_status clf__plan_build(const clf_graph *g, const clf__plan_options *opt, clf
     clf__plan_state S;
     if (errlen)
         err[0] = '\0';
-    clf_status st = check_cache_writes(g, err, errlen);
-    if (st != CLF_OK) {
-        memset(out, 0, sizeof *out);
-        return st;
-    }
-    st = clf__plan_state_init(&S, g, opt, out);
+    clf_status st = clf__plan_state_init(&S, g, opt, out);
     if (st == CLF_OK)
         st = clf__plan_liveness(&S);
+    if (st == CLF_OK)
+        st = check_cache_writes(g, S.needed, err, errlen);
     if (st == CLF_OK)
         st = clf__plan_find_attention(&S);
     if (st == CLF_OK)
