@@ -10,7 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "clfuse/onnx.h"
 #include "runtime/runtime_internal.h"
+#include "../tools/clfuse/npy.h"
 #include "test_support.h"
 
 #define W 16   /* model width */
@@ -188,12 +190,13 @@ static clf_status step(clf_executable *exe, clf_context *ctx, const float *hs, i
     return st;
 }
 
-static void read_cache(clf_context *ctx, cl_mem m, float *out)
+static void read_cache_n(clf_context *ctx, cl_mem m, float *out, size_t n)
 {
-    ck_assert_int_eq(clEnqueueReadBuffer(clf_context_queue(ctx), m, CL_TRUE, 0, CACHE_FLOATS * sizeof(float), out, 0,
-                                         NULL, NULL),
+    ck_assert_int_eq(clEnqueueReadBuffer(clf_context_queue(ctx), m, CL_TRUE, 0, n * sizeof(float), out, 0, NULL, NULL),
                      CL_SUCCESS);
 }
+
+static void read_cache(clf_context *ctx, cl_mem m, float *out) { read_cache_n(ctx, m, out, CACHE_FLOATS); }
 
 #define TOTAL 12  /* positions in all */
 #define PREFILL 5 /* positions of the prefill */
@@ -368,6 +371,147 @@ START_TEST(rules_checked)
 }
 END_TEST
 
+/* ---- An exported decoder with past_key_values (ONNX) ----------------------- */
+
+#define KV_CAP 16
+#define KV_LAYERS 2
+#define KV_HEADS 2
+#define KV_HD 8
+#define KV_FLOATS (KV_HEADS * KV_CAP * KV_HD)
+
+static void read_npy(const char *dir, const char *file, npy_array *a)
+{
+    char path[1200], err[200];
+    snprintf(path, sizeof path, "%s/%s", dir, file);
+    ck_assert_msg(npy_read(path, a, err, sizeof err) == 0, "%s: %s", path, err);
+}
+
+/* tests/models/llama_torchscript_kv (make_kv_fixture.py): a prompt of 6
+ * tokens after a masked past of 1, then 3 decode steps, each run through
+ * one executable with the caches in device buffers written in place; the
+ * logits and the caches' first `total` positions against onnxruntime's,
+ * the positions past them untouched; the decode steps after the first
+ * build nothing. */
+START_TEST(onnx_decoder_with_past)
+{
+    const char *src = getenv("CLFUSE_TEST_SOURCE_DIR");
+    char dir[1024], path[1200], msg[512] = "";
+    snprintf(dir, sizeof dir, "%s/models/llama_torchscript_kv", src ? src : "tests");
+    snprintf(path, sizeof path, "%s/model.onnx", dir);
+    static const char *const caches[2 * KV_LAYERS] = {"key.0", "value.0", "key.1", "value.1"};
+    char past[2 * KV_LAYERS][32], present[2 * KV_LAYERS][32];
+    clf_onnx_kv_cache kv[2 * KV_LAYERS];
+    for (int c = 0; c < 2 * KV_LAYERS; c++) {
+        snprintf(past[c], sizeof past[c], "past_%s", caches[c]);
+        snprintf(present[c], sizeof present[c], "present_%s", caches[c]);
+        kv[c] = (clf_onnx_kv_cache){past[c], present[c], KV_CAP};
+    }
+    clf_onnx_symbol syms[2] = {{"seq", 1, 8}, {"total", 1, KV_CAP}};
+    clf_onnx_derived_dim derived[1] = {{"past", "total", "seq"}};
+    clf_onnx_model *model = NULL;
+    clf_status st = clf_onnx_load_file(path, clf_onnx_params(.symbols = syms, .nsymbols = 2, .derived = derived,
+                                                              .nderived = 1, .kv_caches = kv, .nkv_caches = 4,
+                                                              .message = msg, .message_cap = sizeof msg),
+                                       &model);
+    ck_assert_msg(st == CLF_OK, "%s", msg);
+    clf_context *ctx = clf_test_context();
+    clf_executable *exe = NULL;
+    st = clf_compile(ctx, clf_onnx_model_graph(model), NULL, &exe);
+    ck_assert_msg(st == CLF_OK, "%s", clf_context_last_error(ctx));
+
+    /* The caches: the masked past position 0 zero, a sentinel after it. */
+    cl_int err;
+    cl_mem bufs[2 * KV_LAYERS];
+    float init[KV_FLOATS];
+    for (int i = 0; i < KV_FLOATS; i++)
+        init[i] = (i / KV_HD) % KV_CAP == 0 ? 0.0f : SENTINEL;
+    for (int c = 0; c < 2 * KV_LAYERS; c++) {
+        bufs[c] = clCreateBuffer(clf_context_cl(ctx), CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, sizeof init, init, &err);
+        ck_assert(bufs[c]);
+    }
+    clf__program_counts before = ctx->counts;
+    for (int k = 0; k < 4; k++) {
+        npy_array ids, mask, pos, want;
+        char f[256];
+        snprintf(f, sizeof f, "step%d_input_input_ids.npy", k);
+        read_npy(dir, f, &ids);
+        snprintf(f, sizeof f, "step%d_input_attention_mask.npy", k);
+        read_npy(dir, f, &mask);
+        snprintf(f, sizeof f, "step%d_input_position_ids.npy", k);
+        read_npy(dir, f, &pos);
+        snprintf(f, sizeof f, "step%d_output_logits.npy", k);
+        read_npy(dir, f, &want);
+        int64_t total = mask.shape[1];
+        cl_mem b_ids = clCreateBuffer(clf_context_cl(ctx), CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, ids.numel * 8,
+                                      ids.data, &err);
+        cl_mem b_mask = clCreateBuffer(clf_context_cl(ctx), CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, mask.numel * 8,
+                                       mask.data, &err);
+        cl_mem b_pos = clCreateBuffer(clf_context_cl(ctx), CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, pos.numel * 8,
+                                      pos.data, &err);
+        cl_mem b_out = clCreateBuffer(clf_context_cl(ctx), CL_MEM_READ_WRITE, want.numel * 4, NULL, &err);
+        ck_assert(b_ids && b_mask && b_pos && b_out);
+        clf_buffer_view in[3 + 2 * KV_LAYERS] = {{"input_ids", b_ids, 0}, {"attention_mask", b_mask, 0},
+                                                 {"position_ids", b_pos, 0}};
+        clf_buffer_view out[1 + 2 * KV_LAYERS] = {{"logits", b_out, 0}};
+        const int64_t *shapes[3 + 2 * KV_LAYERS] = {ids.shape, mask.shape, pos.shape};
+        for (int c = 0; c < 2 * KV_LAYERS; c++) {
+            in[3 + c] = (clf_buffer_view){past[c], bufs[c], 0};
+            out[1 + c] = (clf_buffer_view){present[c], bufs[c], 0};
+        }
+        cl_event done = NULL;
+        st = clf_enqueue_shaped(exe, NULL, 3 + 2 * KV_LAYERS, in, shapes, 1 + 2 * KV_LAYERS, out, 0, NULL, &done);
+        ck_assert_msg(st == CLF_OK, "step %d: %s", k, clf_context_last_error(ctx));
+        ck_assert_int_eq(clWaitForEvents(1, &done), CL_SUCCESS);
+        clReleaseEvent(done);
+        if (k == 1)
+            before = ctx->counts;
+        float *got = malloc(want.numel * sizeof *got);
+        ck_assert_int_eq(clEnqueueReadBuffer(clf_context_queue(ctx), b_out, CL_TRUE, 0, want.numel * 4, got, 0, NULL,
+                                             NULL),
+                         CL_SUCCESS);
+        ck_assert_msg(clf_test_close(CLF_F32, got, want.data, want.numel, 1e-4, 1e-4, msg, sizeof msg), "step %d: %s",
+                      k, msg);
+        free(got);
+        for (int c = 0; c < 2 * KV_LAYERS; c++) {
+            npy_array pw;
+            snprintf(f, sizeof f, "step%d_output_%s.npy", k, present[c]);
+            read_npy(dir, f, &pw);
+            ck_assert(pw.shape[2] == total);
+            float cache[KV_FLOATS];
+            read_cache_n(ctx, bufs[c], cache, KV_FLOATS);
+            for (int h = 0; h < KV_HEADS; h++)
+                for (int p = 0; p < KV_CAP; p++)
+                    for (int d = 0; d < KV_HD; d++) {
+                        float g = cache[(h * KV_CAP + p) * KV_HD + d];
+                        if (p >= total) {
+                            ck_assert_msg(g == SENTINEL, "step %d %s: position %d written", k, present[c], p);
+                        } else {
+                            float w = ((float *)pw.data)[(h * total + p) * KV_HD + d];
+                            ck_assert_msg(fabsf(g - w) <= 1e-4f + 1e-4f * fabsf(w),
+                                          "step %d %s: head %d position %d: %g, want %g", k, present[c], h, p, g, w);
+                        }
+                    }
+            npy_free(&pw);
+        }
+        clReleaseMemObject(b_ids);
+        clReleaseMemObject(b_mask);
+        clReleaseMemObject(b_pos);
+        clReleaseMemObject(b_out);
+        npy_free(&ids);
+        npy_free(&mask);
+        npy_free(&pos);
+        npy_free(&want);
+    }
+    ck_assert_msg(ctx->counts.source_builds == before.source_builds, "decode steps built %llu programs",
+                  (unsigned long long)(ctx->counts.source_builds - before.source_builds));
+    for (int c = 0; c < 2 * KV_LAYERS; c++)
+        clReleaseMemObject(bufs[c]);
+    clf_executable_destroy(&exe);
+    clf_onnx_model_destroy(&model);
+    clf_context_destroy(&ctx);
+}
+END_TEST
+
 int main(void)
 {
     clf_test_setup_env();
@@ -376,5 +520,6 @@ int main(void)
     clf_test_add_case(s, "decode_equals_prefill", decode_equals_prefill);
     clf_test_add_case(s, "host_run_value_semantics", host_run_value_semantics);
     clf_test_add_case(s, "rules_checked", rules_checked);
+    clf_test_add_case(s, "onnx_decoder_with_past", onnx_decoder_with_past);
     return clf_test_run_suite(s);
 }
