@@ -54,7 +54,7 @@ typedef struct importer {
      * this import, the write (once the Concat is imported). */
     const clf_onnx_kv_cache *kv;
     struct kv_state {
-        clf_tensor storage, write;
+        clf_tensor storage, past, write;
         int axis;
         int64_t past_len;
     } *kvs;
@@ -1301,7 +1301,7 @@ static clf_status make_kv_input(importer *I, size_t k, const clf__onnx_value *v,
     clf_tensor past = clf_slice(I->g, t, 1, (int64_t[]){0}, &shape[axis], &axis, NULL);
     if (check_graph(I, NULL))
         return I->status;
-    I->kvs[k] = (struct kv_state){t, CLF_TENSOR_INVALID, axis, shape[axis]};
+    I->kvs[k] = (struct kv_state){t, past, CLF_TENSOR_INVALID, axis, shape[axis]};
     return define(I, v->pos, v->name, past, NULL, CLF_ONNX_PRODUCER_INPUT);
 }
 
@@ -1320,7 +1320,10 @@ static clf_status import_kv_concat(importer *I, const clf__onnx_node *n, bool *d
     if (attr_int(I, n, "axis", INT64_MAX, &axis))
         return I->status;
     clf_tensor x;
-    if (n->ninputs != 2 || strcmp(n->inputs[0], C->past) || !clf_tensor_valid(K->storage))
+    /* The first input is the past itself (or an Identity or one-input
+     * Concat of it, as the TorchScript exporter writes). */
+    const value *first = n->ninputs == 2 ? find(I, n->inputs[0]) : NULL;
+    if (!first || !clf_tensor_valid(K->storage) || first->t.graph != K->past.graph || first->t.node != K->past.node)
         return unsupported(I, n->op_pos, "KV cache '%s': present '%s' must be Concat('%s', new entries)", C->past,
                            C->present, C->past);
     if (input(I, n, 1, &x))
@@ -1793,7 +1796,7 @@ static clf_status import_all(importer *I, const clf_onnx_params *p, clf__onnx_im
             if (!I->kv[i].past || !I->kv[i].present || !model_input(m, I->kv[i].past))
                 return fail_status(I, CLF_ERR_INVALID_ARGUMENT, nowhere, "KV cache %zu: '%s' is no input of the model",
                                    i, I->kv[i].past ? I->kv[i].past : "");
-            I->kvs[i] = (struct kv_state){CLF_TENSOR_INVALID, CLF_TENSOR_INVALID, 0, 0};
+            I->kvs[i] = (struct kv_state){CLF_TENSOR_INVALID, CLF_TENSOR_INVALID, CLF_TENSOR_INVALID, 0, 0};
         }
     }
     for (size_t i = 0; i < p->ninputs; i++)
