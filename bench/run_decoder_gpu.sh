@@ -1,8 +1,7 @@
 #!/usr/bin/env bash
 # The KV cache and the decoder stack on the GPU machine, through the device
 # tool (carry .gpu; see shared BENCH.md).
-#     bash bench/run_decoder_gpu.sh tests   the KV-cache ONNX fixture, then the
-#                                           kv_cache, dynamic and attention
+#     bash bench/run_decoder_gpu.sh tests   the kv_cache, dynamic and attention
 #                                           suites on the H200
 #     bash bench/run_decoder_gpu.sh bench   bench_decoder (f16, 2 layers) and
 #                                           .gpu/llm_anchors.py (a copy of ../shared/gpu/llm_anchors.py; ../shared does not travel) in
@@ -22,9 +21,6 @@ fi
 { nvidia-smi --query-gpu=name,driver_version --format=csv; git log -1 --oneline 2>/dev/null; } > "$OUT/log.txt" 2>&1
 case "${1:-bench}" in
 tests)
-  # The KV-cache fixture (tests/models/make_kv_fixture.py) where PyTorch is.
-  timeout 120 python3 tests/models/make_kv_fixture.py --outdir "$OUT/llama_torchscript_kv" > "$OUT/kv_fixture.txt" 2>&1
-  tail -5 "$OUT/kv_fixture.txt"
   CLFUSE_DEVICE=gpu timeout 420 meson test -C $B --suite kv_cache --suite dynamic --suite attention \
     --num-processes 8 --print-errorlogs > "$OUT/tests_gpu.txt" 2>&1
   grep -E "^ *[0-9]+/[0-9]+ |^(Ok|Fail|Skipped|Timeout)" "$OUT/tests_gpu.txt"
