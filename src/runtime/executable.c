@@ -498,12 +498,22 @@ static clf_status instantiate(clf_context *ctx, const clf_graph *g, clf_executab
             }
             goto out;
         }
-        cl_int cerr;
+        cl_int cerr = CL_SUCCESS;
         const char *failed = K->name;
-        K->kernel = clCreateKernel(prog, K->name, &cerr);
-        if (K->kernel && K->final_name) {
-            failed = K->final_name;
-            K->final_kernel = clCreateKernel(prog, K->final_name, &cerr);
+        /* A symbolic graph's executables share their kernels (the table's). */
+        if (e->lift) {
+            if (clf__lift_kernel(e->lift, prog, K->name, &K->kernel, &cerr) == CLF_OK && K->final_name) {
+                failed = K->final_name;
+                clf__lift_kernel(e->lift, prog, K->final_name, &K->final_kernel, &cerr);
+            }
+            if (cerr == CL_SUCCESS && (!K->kernel || (K->final_name && !K->final_kernel)))
+                cerr = CL_OUT_OF_HOST_MEMORY;
+        } else {
+            K->kernel = clCreateKernel(prog, K->name, &cerr);
+            if (K->kernel && K->final_name) {
+                failed = K->final_name;
+                K->final_kernel = clCreateKernel(prog, K->final_name, &cerr);
+            }
         }
         clReleaseProgram(prog);
         if (!K->kernel || (K->final_name && !K->final_kernel)) {
@@ -516,7 +526,15 @@ static clf_status instantiate(clf_context *ctx, const clf_graph *g, clf_executab
         const size_t fit = kernel_fit(ctx, K->kernel), fit2 = kernel_fit(ctx, K->final_kernel);
         bool narrow = fit && K->local > fit;
         const bool narrow2 = fit2 && K->final_local > fit2;
-        if (narrow && !narrow2 && idle_launch_runs(ctx, K)) {
+        bool idle_ran = false;
+        if (narrow && !narrow2) {
+            if (e->lift) /* its arguments are shared */
+                pthread_mutex_lock(clf__lift_run_lock(e->lift));
+            idle_ran = idle_launch_runs(ctx, K);
+            if (e->lift)
+                pthread_mutex_unlock(clf__lift_run_lock(e->lift));
+        }
+        if (idle_ran) {
             clf__log(CLF__LOG_PERF, "kernel %s: CL_KERNEL_WORK_GROUP_SIZE says %zu, an idle work-group of %zu ran",
                      K->name, fit, K->local);
             narrow = false;

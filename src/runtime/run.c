@@ -179,6 +179,11 @@ static clf_status enqueue(clf_executable *e, cl_command_queue queue, cl_mem *tab
                              "buffer yet: give it %llu bytes with clf_executable_set_scratch",
                              (unsigned long long)e->scratch_bytes);
     }
+    /* The kernels of a symbolic graph's executables are shared: their
+     * arguments are set and captured under the table's lock. */
+    pthread_mutex_t *shared = e->lift ? clf__lift_run_lock(e->lift) : NULL;
+    if (shared)
+        pthread_mutex_lock(shared);
     cl_uint nfirst = nwait;
     if (nwait)
         memcpy(first, wait, nwait * sizeof *first);
@@ -292,6 +297,8 @@ static clf_status enqueue(clf_executable *e, cl_command_queue queue, cl_mem *tab
         clRetainEvent(prev);
         *done = prev;
     }
+    if (shared)
+        pthread_mutex_unlock(shared);
     pthread_mutex_unlock(&e->lock);
     for (size_t k = 0; k < e->nkernels; k++)
         if (evs[k])

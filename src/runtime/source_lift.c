@@ -588,9 +588,19 @@ typedef struct memo {
 
 #define MEMOS 256
 
+/* A kernel shared by the table's executables (clf__lift_kernel). */
+typedef struct shared_kernel {
+    cl_program prog; /* identifies it; retained by the kernel */
+    char *name;
+    cl_kernel kernel;
+    struct shared_kernel *next;
+} shared_kernel;
+
 struct clf__lift_table {
     pthread_mutex_t lock;
+    pthread_mutex_t run_lock; /* clf__lift_run_lock */
     group *groups;
+    shared_kernel *kernels;
     memo memos[MEMOS]; /* a ring: next is the one replaced next */
     size_t next_memo;
     void (*prober)(void *arg); /* clf__lift_set_prober */
@@ -665,6 +675,11 @@ clf__lift_table *clf__lift_table_new(void)
         clf__free(t);
         return NULL;
     }
+    if (t && pthread_mutex_init(&t->run_lock, NULL) != 0) {
+        pthread_mutex_destroy(&t->lock);
+        clf__free(t);
+        return NULL;
+    }
     return t;
 }
 
@@ -679,6 +694,13 @@ void clf__lift_table_free(clf__lift_table **tp)
     }
     for (size_t i = 0; i < MEMOS; i++)
         memo_clear(&t->memos[i]);
+    for (shared_kernel *k = t->kernels, *next; k; k = next) {
+        next = k->next;
+        clReleaseKernel(k->kernel);
+        clf__free(k->name);
+        clf__free(k);
+    }
+    pthread_mutex_destroy(&t->run_lock);
     pthread_mutex_destroy(&t->lock);
     clf__free(t);
     *tp = NULL;
@@ -1015,4 +1037,33 @@ out:
     pthread_mutex_unlock(&t->lock);
     parsed_free(&P);
     return st;
+}
+
+pthread_mutex_t *clf__lift_run_lock(clf__lift_table *t) { return &t->run_lock; }
+
+clf_status clf__lift_kernel(clf__lift_table *t, cl_program prog, const char *name, cl_kernel *out, cl_int *err)
+{
+    *out = NULL;
+    *err = CL_SUCCESS;
+    pthread_mutex_lock(&t->lock);
+    shared_kernel *k = t->kernels;
+    while (k && !(k->prog == prog && !strcmp(k->name, name)))
+        k = k->next;
+    if (!k) {
+        k = clf__calloc(1, sizeof *k);
+        char *copy = clf__strdup(name);
+        cl_kernel made = k && copy ? clCreateKernel(prog, name, err) : NULL;
+        if (!made) {
+            clf__free(k);
+            clf__free(copy);
+            pthread_mutex_unlock(&t->lock);
+            return *err != CL_SUCCESS ? CLF_ERR_OPENCL : CLF_ERR_OUT_OF_MEMORY;
+        }
+        *k = (shared_kernel){prog, copy, made, t->kernels};
+        t->kernels = k;
+    }
+    clRetainKernel(k->kernel);
+    *out = k->kernel;
+    pthread_mutex_unlock(&t->lock);
+    return CLF_OK;
 }

@@ -24,6 +24,7 @@
 #ifndef CLFUSE_RUNTIME_SOURCE_LIFT_H
 #define CLFUSE_RUNTIME_SOURCE_LIFT_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -54,6 +55,14 @@ clf_status clf__lift_note(clf__lift_table *t, const char *source, bool as_is);
  * right after the kernel's CLF_PARAMS arguments. */
 clf_status clf__lift_program(clf_context *ctx, clf__lift_table *t, const char *source, cl_program *prog,
                              clf__lift_arg **args, uint32_t *nargs, cl_int *build_err);
+
+/* The kernel name of prog, one cl_kernel shared by every executable of the
+ * table (a new cl_kernel per specialisation costs PoCL a load of the
+ * kernel's compiled code at its first launch): retained for the caller.
+ * Runs that set its arguments and enqueue it hold clf__lift_run_lock. */
+clf_status clf__lift_kernel(clf__lift_table *t, cl_program prog, const char *name, cl_kernel *out, cl_int *err);
+/* The lock held from setting a shared kernel's arguments to enqueueing it. */
+pthread_mutex_t *clf__lift_run_lock(clf__lift_table *t);
 
 /* Builds the generic program of every group whose literals vary and that
  * has none yet, and the sources noted as_is whose groups do not vary
