@@ -11,10 +11,10 @@
  * time, the prompt's time and the steps' rate. Tokenizer-free: token ids
  * in, token ids out.
  *
- * The steps recompute every position: libclfuse has no KV cache written in
- * place yet, so this shows one compile serving every length (no OpenCL
- * build after clf_compile where the kernels take forms seen before), not a
- * decoder's per-token cost. */
+ * The steps recompute every position (the model has no cache inputs; see
+ * generate_kv.c for a decoder exported with its KV cache): this shows one
+ * compile serving every length (no OpenCL build after clf_compile where
+ * the kernels take forms seen before), not a decoder's per-token cost. */
 #include <clfuse/clfuse.h>
 
 #include <stdio.h>
