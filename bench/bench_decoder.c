@@ -20,7 +20,7 @@
  * checks itself: a prefill of 8 positions and one of 7 then a decode step
  * agree on the last position's output (and, with --small, the reference
  * interpreter agrees with both).
- * Usage: bench_decoder [--layers N] [--small] [--dtype f32|f16] [--runs R] */
+ * Usage: bench_decoder [--layers N] [--small] [--gpu-form] [--dtype f32|f16] [--runs R] */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -340,12 +340,15 @@ int main(int argc, char **argv)
 {
     stack s = {.m = LLAMA_1B, .layers = 2, .dt = CLF_F16, .seed = 11};
     bool markdown = false;
+    clf_kernel_style style = CLF_KERNEL_STYLE_AUTO;
     int runs = 50;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--small"))
             s.m = SMALL;
         else if (!strcmp(argv[i], "--markdown"))
             markdown = true;
+        else if (!strcmp(argv[i], "--gpu-form")) /* the GPU kernel forms on any device (a check on PoCL) */
+            style = CLF_KERNEL_STYLE_GPU;
         else if (!strcmp(argv[i], "--layers") && i + 1 < argc)
             s.layers = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--runs") && i + 1 < argc)
@@ -353,7 +356,7 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--dtype") && i + 1 < argc)
             s.dt = !strcmp(argv[++i], "f32") ? CLF_F32 : CLF_F16;
         else {
-            fprintf(stderr, "usage: bench_decoder [--layers N] [--small] [--dtype f32|f16] [--runs R] [--markdown]\n");
+            fprintf(stderr, "usage: bench_decoder [--layers N] [--small] [--gpu-form] [--dtype f32|f16] [--runs R] [--markdown]\n");
             return 2;
         }
     }
@@ -370,7 +373,7 @@ int main(int argc, char **argv)
     }
     run_state r = {.ctx = ctx, .s = &s};
     double t0 = now_ms();
-    if (clf_compile(ctx, s.g, NULL, &r.exe) != CLF_OK) {
+    if (clf_compile(ctx, s.g, clf_compile_params(.kernel_style = style), &r.exe) != CLF_OK) {
         fprintf(stderr, "bench_decoder: clf_compile: %s\n", clf_context_last_error(ctx));
         return 1;
     }
