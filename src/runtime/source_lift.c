@@ -951,8 +951,12 @@ clf_status clf__lift_program(clf_context *ctx, clf__lift_table *t, const char *s
     *prog = NULL;
     *args = NULL;
     *nargs = 0;
-    const size_t len = strlen(source);
-    const uint64_t h = clf__hash_bytes(CLF__HASH_SEED, source, len);
+    /* The memo's key: the length and a hash of the source's head (the
+     * generated definitions, where sources of one kernel differ) and
+     * tail; memo_find compares the whole text. Hashing whole sources
+     * (tens of kB each, a byte at a time) cost a new length ~1 ms. */
+    const size_t len = strlen(source), head = len < 2048 ? len : 2048, tail = len - head < 256 ? len - head : 256;
+    const uint64_t h = clf__hash_bytes(clf__hash_bytes(CLF__HASH_SEED ^ len, source, head), source + len - tail, tail);
     pthread_mutex_lock(&t->lock);
     const memo *seen = memo_find(t, h, len, source);
     if (seen) {
