@@ -40,6 +40,9 @@ static const dims SMALL = {64, 128, 4, 2, 16, 64, 16};
 
 #define MAX_LAYERS 16
 
+#define TABLE_HEAD                                                                                             \
+    "\n| case | wall ms / step | device ms / step | device ms / layer | first run ms |\n|---|---|---|---|---|\n"
+
 typedef struct stack {
     dims m;
     int layers;
@@ -356,7 +359,8 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--dtype") && i + 1 < argc)
             s.dt = !strcmp(argv[++i], "f32") ? CLF_F32 : CLF_F16;
         else {
-            fprintf(stderr, "usage: bench_decoder [--layers N] [--small] [--gpu-form] [--dtype f32|f16] [--runs R] [--markdown]\n");
+            fprintf(stderr, "usage: bench_decoder [--layers N] [--small] [--gpu-form] [--dtype f32|f16] [--runs R] "
+                            "[--markdown]\n");
             return 2;
         }
     }
@@ -390,7 +394,7 @@ int main(int argc, char **argv)
         return 1;
     }
     if (markdown)
-        printf("\n| case | wall ms / step | device ms / step | device ms / layer | first run ms |\n|---|---|---|---|---|\n");
+        printf(TABLE_HEAD);
     struct {
         const char *name;
         int64_t S, L;
@@ -409,7 +413,8 @@ int main(int argc, char **argv)
         double wall, device;
         if (time_steps(&r, S, L, runs, &wall, &device) != 0)
             return 1;
-        printf(markdown ? "| %s | %.4f | %.4f | %.4f | %.1f |\n" : "%-16s wall %.4f ms  device %.4f ms  per layer %.4f ms  first %.1f ms\n",
+        printf(markdown ? "| %s | %.4f | %.4f | %.4f | %.1f |\n"
+                        : "%-16s wall %.4f ms  device %.4f ms  per layer %.4f ms  first %.1f ms\n",
                cases[c].name, wall, device, device / s.layers, first);
         if (S == 1 && L == (m->cap < 1024 ? m->cap : 1024)) {
             /* Where a decode step's device time goes, per kernel. */
@@ -425,7 +430,7 @@ int main(int argc, char **argv)
                         printf("%s%8.4f ms  %s\n", markdown ? "    " : "  ", (double)ns[k] * 1e-6,
                                clf_executable_kernel_name(x, k));
                 if (markdown)
-                    printf("\n| case | wall ms / step | device ms / step | device ms / layer | first run ms |\n|---|---|---|---|---|\n");
+                    printf(TABLE_HEAD);
             }
         }
     }

@@ -82,6 +82,16 @@ START_TEST(builder_rules)
     expect_error(g, CLF_ERR_INVALID_ARGUMENT, "'c'", "already");
     clf_graph_destroy(&g);
 
+    /* A fixed length after a symbolic number of new entries: S's bound
+     * must not pass it (S = 12 would store before the cache). */
+    g = clf_graph_create();
+    int64_t S = clf_dim(g, "S", 1, 16);
+    c = clf_input(g, "c", CLF_F32, 3, (int64_t[]){NH, CAP, HD});
+    x = clf_input(g, "x", CLF_F32, 3, (int64_t[]){NH, S, HD});
+    clf_cache_write(g, c, x, 1, 8);
+    expect_error(g, CLF_ERR_SHAPE, "upper bound 16", "len 8");
+    clf_graph_destroy(&g);
+
     /* A symbolic end of a slice: [0, L) of a fixed axis only. */
     g = clf_graph_create();
     L = clf_dim(g, "L", 1, CAP);
@@ -331,8 +341,21 @@ START_TEST(rules_checked)
     ck_assert_msg(strstr(msg, "'c'") && strstr(msg, "read by node"), "%s", msg);
     clf_graph_destroy(&g);
 
+    /* A write that is two outputs. */
+    g = clf_graph_create();
+    c = clf_input(g, "c", CLF_F32, 2, (int64_t[]){CAP, HD});
+    x = clf_input(g, "x", CLF_F32, 2, (int64_t[]){1, HD});
+    clf_tensor w = clf_cache_write(g, c, x, 0, 3);
+    clf_graph_output(g, "c_out", w);
+    clf_graph_output(g, "c_out2", w);
+    ck_assert_int_eq(clf_compile(ctx, g, NULL, &exe), CLF_ERR_INVALID_ARGUMENT);
+    msg = clf_context_last_error(ctx);
+    ck_assert_msg(strstr(msg, "'c'") && strstr(msg, "2 graph outputs"), "%s", msg);
+    clf_graph_destroy(&g);
+
     /* The output bound elsewhere than its cache; a length below the new
-     * entries; a length outside its bounds. */
+     * entries; a length outside its bounds; a cache the kernel may not
+     * write. */
     make_layer(&m, true);
     ck_assert_int_eq(clf_compile(ctx, m.g, NULL, &exe), CLF_OK);
     cl_mem kc = cache_buffer(ctx), vc = cache_buffer(ctx), other = cache_buffer(ctx);
@@ -352,12 +375,19 @@ START_TEST(rules_checked)
     shapes[3] = (int64_t[]){1};
     ck_assert_int_eq(clf_enqueue_shaped(exe, NULL, 4, in, shapes, 3, outs, 0, NULL, NULL), CLF_ERR_SHAPE);
     msg = clf_context_last_error(ctx);
-    ck_assert_msg(strstr(msg, "L = 1") && strstr(msg, "2 new entries"), "%s", msg);
+    ck_assert_msg(strstr(msg, "L = 1") && strstr(msg, "outside 2 (the new entries)"), "%s", msg);
     shapes[3] = (int64_t[]){CAP + 1};
     ck_assert_int_eq(clf_enqueue_shaped(exe, NULL, 4, in, shapes, 3, outs, 0, NULL, NULL), CLF_ERR_SHAPE);
     msg = clf_context_last_error(ctx);
     ck_assert_msg(strstr(msg, "dimension 'L'") && strstr(msg, "bounds"), "%s", msg);
     shapes[3] = (int64_t[]){4};
+    cl_mem ro = clCreateBuffer(clf_context_cl(ctx), CL_MEM_READ_ONLY, CACHE_FLOATS * sizeof(float), NULL, &err);
+    in[1].buffer = outs[1].buffer = ro;
+    ck_assert_int_eq(clf_enqueue_shaped(exe, NULL, 4, in, shapes, 3, outs, 0, NULL, NULL), CLF_ERR_INVALID_ARGUMENT);
+    msg = clf_context_last_error(ctx);
+    ck_assert_msg(strstr(msg, "\"k_cache\"") && strstr(msg, "writable"), "%s", msg);
+    in[1].buffer = outs[1].buffer = kc;
+    clReleaseMemObject(ro);
     ck_assert_int_eq(clf_enqueue_shaped(exe, NULL, 4, in, shapes, 3, outs, 0, NULL, NULL), CLF_OK);
     ck_assert_int_eq(clFinish(clf_context_queue(ctx)), CL_SUCCESS);
     clReleaseMemObject(kc);
@@ -410,7 +440,13 @@ START_TEST(onnx_decoder_with_past)
     clf_onnx_symbol syms[2] = {{"seq", 1, 6}, {"total", 2, 10}};
     clf_onnx_derived_dim derived[1] = {{"past", "total", "seq"}};
     clf_onnx_model *model = NULL;
-    clf_status st = clf_onnx_load_file(path, clf_onnx_params(.symbols = syms, .nsymbols = 2, .derived = derived,
+    /* A count without its array is refused, not read. */
+    clf_status st = clf_onnx_load_file(path, clf_onnx_params(.symbols = syms, .nsymbols = 2, .nderived = 1,
+                                                              .message = msg, .message_cap = sizeof msg),
+                                       &model);
+    ck_assert_msg(st == CLF_ERR_INVALID_ARGUMENT && strstr(msg, "nderived is 1 but derived is NULL"), "%d: %s", st,
+                  msg);
+    st = clf_onnx_load_file(path, clf_onnx_params(.symbols = syms, .nsymbols = 2, .derived = derived,
                                                               .nderived = 1, .kv_caches = kv, .nkv_caches = 4,
                                                               .message = msg, .message_cap = sizeof msg),
                                        &model);
@@ -427,7 +463,8 @@ START_TEST(onnx_decoder_with_past)
     for (int i = 0; i < KV_FLOATS; i++)
         init[i] = (i / KV_HD) % KV_CAP == 0 ? 0.0f : SENTINEL;
     for (int c = 0; c < 2 * KV_LAYERS; c++) {
-        bufs[c] = clCreateBuffer(clf_context_cl(ctx), CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, sizeof init, init, &err);
+        bufs[c] =
+            clCreateBuffer(clf_context_cl(ctx), CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, sizeof init, init, &err);
         ck_assert(bufs[c]);
     }
     clf__program_counts before = ctx->counts;

@@ -35,6 +35,8 @@ static char *placed_index(const clf_graph *g, const clf__plan_store *st, uint64_
     for (int d = a + 1; d < x->rank; d++)
         inner *= (long long)x->shape[d];
     long long off = (w->attr.cache.len - S) * inner;
+    if (off < 0)
+        return NULL; /* S > len: the builder and specialise refuse it */
     char buf[160];
     if ((uint64_t)(S * inner) < numel)
         snprintf(buf, sizeof buf, "(i + i / %lldu * %lldu + %lldu)", S * inner, (cap - S) * inner, off);

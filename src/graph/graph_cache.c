@@ -69,6 +69,17 @@ clf_tensor clf_cache_write(clf_graph *g, clf_tensor cache, clf_tensor x, int axi
                         cap);
         return CLF_TENSOR_INVALID;
     }
+    if (in->sym[a] && !s) {
+        /* A fixed length after a symbolic number of new entries: S <= len
+         * must hold at every size S may take. */
+        const clf__dim_sym *S = &g->syms[in->sym[a] - 1];
+        if (S->hi == 0 || S->hi > len) {
+            clf__graph_fail(g, CLF_ERR_SHAPE, call,
+                            "x has %s entries along axis %d, whose upper bound %s%" PRId64 " exceeds len %" PRId64,
+                            S->name, a, S->hi ? "" : "(none) ", S->hi, len);
+            return CLF_TENSOR_INVALID;
+        }
+    }
     if (in->shape[a] > at_len) {
         clf__graph_fail(g, CLF_ERR_SHAPE, call,
                         "x has %" PRId64 " entries along axis %d, more than the length %" PRId64 " after the write",

@@ -538,12 +538,16 @@ clf_status clf__graph_specialise(const clf_graph *g, const int64_t *values, bool
                 n->shape[d] = values[from->sym[d] - 1];
             numel *= (double)n->shape[d];
         }
-        if (n->op == CLF__OP_CACHE_WRITE && from->attr.cache.len_sym && values) {
-            int64_t len = values[from->attr.cache.len_sym - 1];
-            int64_t x = s->nodes[from->inputs[1]].shape[from->attr.cache.axis];
-            if (len < x) {
-                snprintf(err, cap, "cache write %zu: its length %s = %lld is less than the %lld new entries", i,
-                         g->syms[from->attr.cache.len_sym - 1].name, (long long)len, (long long)x);
+        if (n->op == CLF__OP_CACHE_WRITE && values) {
+            /* Its length at these sizes, and S <= len <= the capacity. */
+            const int ls = from->attr.cache.len_sym;
+            const int64_t len = ls ? values[ls - 1] : from->attr.cache.len;
+            const int64_t x = s->nodes[from->inputs[1]].shape[from->attr.cache.axis];
+            if (len < x || len > n->shape[from->attr.cache.axis]) {
+                snprintf(err, cap, "cache write %zu: its length %s%s%lld is outside %lld (the new entries) to %lld "
+                         "(the capacity)",
+                         i, ls ? g->syms[ls - 1].name : "", ls ? " = " : "", (long long)len, (long long)x,
+                         (long long)n->shape[from->attr.cache.axis]);
                 st = CLF_ERR_SHAPE;
                 goto out;
             }
@@ -734,7 +738,10 @@ clf_status clf__graph_sizes_of(const clf_graph *g, size_t ninputs, const char *c
     }
     for (size_t s = 0; s < g->nsyms; s++)
         if (!known[s]) {
-            snprintf(err, cap, "no input bound gives the size of symbolic dimension %s (bind it by its name, its size in shape[0])", g->syms[s].name);
+            snprintf(err, cap,
+                     "no input bound gives the size of symbolic dimension %s (bind it by its name, its size in "
+                     "shape[0])",
+                     g->syms[s].name);
             return CLF_ERR_INVALID_ARGUMENT;
         }
     return CLF_OK;

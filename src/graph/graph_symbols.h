@@ -94,14 +94,14 @@ clf_status clf__graph_specialise(const clf_graph *g, const int64_t *values, bool
 clf_status clf__graph_bind_dims(const clf_graph *g, uint32_t node, const char *what, const int64_t *shape,
                                 int64_t *values, bool *known, const char **known_from, char *err, size_t cap);
 
-/* The symbols' sizes from the shapes of inputs given by name (an input
- * without symbolic axes may have a NULL shape), or from a name of a
- * symbol itself (its size in shape[0]); other names are passed over. Each
- * checked as clf__graph_bind_dims does, and every symbol must be given. */
 /* Whether name is one of g's symbolic dimensions and no input's: a run's
  * binding of that name gives the dimension's size, no tensor. */
 bool clf__graph_names_dim(const clf_graph *g, const char *name);
 
+/* The symbols' sizes from the shapes of inputs given by name (an input
+ * without symbolic axes may have a NULL shape), or from a name of a
+ * symbol itself (its size in shape[0]); other names are passed over. Each
+ * checked as clf__graph_bind_dims does, and every symbol must be given. */
 clf_status clf__graph_sizes_of(const clf_graph *g, size_t ninputs, const char *const *names,
                                const int64_t *const *shapes, int64_t *values, char *err, size_t cap);
 

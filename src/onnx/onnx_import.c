@@ -1289,10 +1289,12 @@ static clf_status make_kv_input(importer *I, size_t k, const clf__onnx_value *v,
         }
     }
     if (axis < 0)
-        return fail_status(I, CLF_ERR_SHAPE, v->pos, "KV cache '%s': '%s' and '%s' are declared alike: no sequence axis",
+        return fail_status(I, CLF_ERR_SHAPE, v->pos,
+                           "KV cache '%s': '%s' and '%s' are declared alike: no sequence axis",
                            C->past, C->past, C->present);
     if (C->capacity < 1 || shape[axis] > C->capacity)
-        return fail_status(I, CLF_ERR_SHAPE, v->pos, "KV cache '%s': its past of %lld positions exceeds its capacity %lld",
+        return fail_status(I, CLF_ERR_SHAPE, v->pos,
+                           "KV cache '%s': its past of %lld positions exceeds its capacity %lld",
                            C->past, (long long)shape[axis], (long long)C->capacity);
     int64_t storage[CLF_MAX_RANK];
     memcpy(storage, shape, (size_t)rank * sizeof *storage);
@@ -1328,9 +1330,13 @@ static clf_status import_kv_concat(importer *I, const clf__onnx_node *n, bool *d
                            C->present, C->past);
     if (input(I, n, 1, &x))
         return I->status;
-    int rank = rank_of(I, x);
-    int64_t shape[CLF_MAX_RANK];
+    int rank = 0, srank = 0;
+    int64_t shape[CLF_MAX_RANK] = {0}, sshape[CLF_MAX_RANK];
     clf_tensor_shape(I->g, x, &rank, shape);
+    clf_tensor_shape(I->g, K->storage, &srank, sshape);
+    if (rank != srank)
+        return fail_status(I, CLF_ERR_SHAPE, n->op_pos, "KV cache '%s': the new entries have rank %d, the cache %d",
+                           C->past, rank, srank);
     if ((axis < 0 ? axis + rank : axis) != K->axis)
         return unsupported(I, n->op_pos, "KV cache '%s': the Concat is along axis %lld, not the sequence axis %d",
                            C->past, (long long)axis, K->axis);
@@ -1768,6 +1774,9 @@ static clf_status import_all(importer *I, const clf_onnx_params *p, clf__onnx_im
         if (add_sym(I, p->dim_names[i], p->dim_values[i], "the dimension sizes"))
             return I->status;
     }
+    if (p->nderived && !p->derived)
+        return fail_status(I, CLF_ERR_INVALID_ARGUMENT, nowhere, "clf_onnx_params: nderived is %zu but derived is "
+                           "NULL", p->nderived);
     for (size_t i = 0; i < p->nderived; i++) {
         const clf_onnx_derived_dim *D = &p->derived[i];
         symbol *a = D->plus ? find_sym(I, D->plus) : NULL, *b = D->minus ? find_sym(I, D->minus) : NULL;

@@ -154,6 +154,12 @@ static clf_status check_symbols(const clf_onnx_params *p, char *err, size_t cap)
                 return CLF_ERR_INVALID_ARGUMENT;
             }
     }
+    if ((p->nderived && !p->derived) || (p->nkv_caches && !p->kv_caches)) {
+        const bool d = p->nderived && !p->derived;
+        snprintf(err, cap, "clf_onnx_params: %s is %zu but %s is NULL", d ? "nderived" : "nkv_caches",
+                 d ? p->nderived : p->nkv_caches, d ? "derived" : "kv_caches");
+        return CLF_ERR_INVALID_ARGUMENT;
+    }
     if (p->nsymbols > 64) {
         snprintf(err, cap, "clf_onnx_params: %zu symbols; a graph has at most 64", p->nsymbols);
         return CLF_ERR_UNSUPPORTED;
@@ -246,8 +252,8 @@ static regen_state *regen_state_new(clf_onnx_model *m, const clf_onnx_params *p)
         return NULL;
     R->nfixed = p->ndims;
     R->nsyms = p->nsymbols;
-    R->nderived = p->derived ? p->nderived : 0;
-    R->nkv = p->kv_caches ? p->nkv_caches : 0;
+    R->nderived = p->nderived; /* check_symbols: the arrays are there */
+    R->nkv = p->nkv_caches;
     size_t bytes = 0;
     for (size_t i = 0; i < p->ndims; i++)
         bytes += strlen(p->dim_names[i]) + 1;
@@ -255,7 +261,8 @@ static regen_state *regen_state_new(clf_onnx_model *m, const clf_onnx_params *p)
         bytes += strlen(p->symbols[i].name) + 1;
     for (size_t i = 0; i < R->nderived; i++) {
         const clf_onnx_derived_dim *D = &p->derived[i];
-        bytes += (D->name ? strlen(D->name) : 0) + (D->plus ? strlen(D->plus) : 0) + (D->minus ? strlen(D->minus) : 0) + 3;
+        bytes += (D->name ? strlen(D->name) : 0) + (D->plus ? strlen(D->plus) : 0) +
+                 (D->minus ? strlen(D->minus) : 0) + 3;
     }
     for (size_t i = 0; i < R->nkv; i++)
         bytes += (p->kv_caches[i].past ? strlen(p->kv_caches[i].past) : 0) +

@@ -722,11 +722,6 @@ static clf_status fill_kernel(clf__plan_state *S, uint32_t k)
             if (B->node != m || (B->kind != CLF__BUF_OUTPUT && B->kind != CLF__BUF_INTERMEDIATE))
                 continue;
             uint32_t to = B->in_place ? B->in_place - 1 : b;
-            bool stored = false;
-            for (uint32_t s = 0; s < K->nstores; s++)
-                stored = stored || (K->stores[s].node == m && K->stores[s].buffer == to);
-            if (stored)
-                continue; /* a cache write that is two outputs: one store */
             if (from == m && kind->store_from) {
                 from = kind->store_from(S, rid, m);
                 if (from == UINT32_MAX)
@@ -835,10 +830,15 @@ static clf_status check_cache_writes(const clf_graph *g, const bool *needed, cha
         if (w->op != CLF__OP_CACHE_WRITE)
             continue;
         const clf__node *c = clf__graph_node(g, w->inputs[0]);
-        bool is_out = false;
+        size_t outs = 0;
         for (size_t o = 0; o < g->noutputs; o++)
-            is_out = is_out || g->outputs[o].node == i;
-        if (!is_out) {
+            outs += g->outputs[o].node == i;
+        if (outs > 1) {
+            snprintf(err, errlen, "cache write %u into input '%s' is %zu graph outputs; it may be one", i, c->name,
+                     outs);
+            return CLF_ERR_INVALID_ARGUMENT;
+        }
+        if (!outs) {
             snprintf(err, errlen,
                      "cache write %u into input '%s' is not a graph output: declare it one, bound to the input's "
                      "buffer (clf_cache_write)",

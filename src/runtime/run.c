@@ -62,7 +62,11 @@ static clf_status bind(clf_executable *e, const char *what, const clf__io *io, s
             /* A cache write: the memory of its cache input (bound first). */
             const clf__io *in = &e->inputs[io[j].in_place - 1];
             cl_mem have = table[in->buffer];
-            span a = span_of(have, in->bytes), b = span_of(mem, io[j].bytes);
+            span a = {NULL, 0, 0}, b = {NULL, 0, 0};
+            if (have && mem) {
+                a = span_of(have, in->bytes);
+                b = span_of(mem, io[j].bytes);
+            }
             if (!have || !mem || a.root != b.root || a.begin != b.begin + offset)
                 return clf__ctx_fail(ctx, CLF_ERR_INVALID_ARGUMENT,
                                      "clf_run: output \"%s\" is the cache written in place into input \"%s\": "
@@ -89,6 +93,16 @@ static clf_status bind(clf_executable *e, const char *what, const clf__io *io, s
         if (mctx != ctx->cl)
             return clf__ctx_fail(ctx, CLF_ERR_INVALID_ARGUMENT,
                                  "clf_run: %s \"%s\": the buffer belongs to another OpenCL context", what, name);
+        if (io[j].in_place && io == e->inputs) {
+            /* A cache its write updates in place: the kernel writes it. */
+            cl_mem_flags flags = 0;
+            clGetMemObjectInfo(mem, CL_MEM_FLAGS, sizeof flags, &flags, NULL);
+            if (flags & CL_MEM_READ_ONLY)
+                return clf__ctx_fail(ctx, CLF_ERR_INVALID_ARGUMENT,
+                                     "clf_run: input \"%s\" is a cache written in place: its buffer must be "
+                                     "writable (it is CL_MEM_READ_ONLY)",
+                                     name);
+        }
         if (offset > size || size - offset < io[j].bytes)
             return clf__ctx_fail(ctx, CLF_ERR_INVALID_ARGUMENT,
                                  "clf_run: %s \"%s\" needs %llu bytes from offset %zu, the buffer has %zu", what,
@@ -504,7 +518,6 @@ static void staging_give(clf_executable *e, clf__staging *s)
     pthread_mutex_unlock(&e->lock);
 }
 
-/* The set's buffer for io, made on first use and kept with the set. */
 /* The staging slot of io: its own buffer's, or for a cache write its cache
  * input's (the kernel writes the new entries there; the output is read
  * back from it). */
@@ -513,6 +526,7 @@ static uint32_t staging_slot(const clf_executable *e, const clf__io *io, bool is
     return !is_input && io->in_place ? e->inputs[io->in_place - 1].buffer : io->buffer;
 }
 
+/* The set's buffer for io, made on first use and kept with the set. */
 static clf_status staging_buffer(clf_executable *e, clf__staging *s, const clf__io *io, bool is_input)
 {
     uint32_t slot = staging_slot(e, io, is_input);

@@ -588,7 +588,8 @@ typedef struct memo {
 
 #define MEMOS 256
 
-/* A kernel shared by the table's executables (clf__lift_kernel). */
+/* A kernel shared by the table's executables (clf__lift_kernel). The
+ * list is pruned of kernels only it still holds once it has doubled. */
 typedef struct shared_kernel {
     cl_program prog; /* identifies it; retained by the kernel */
     char *name;
@@ -601,6 +602,7 @@ struct clf__lift_table {
     pthread_mutex_t run_lock; /* clf__lift_run_lock */
     group *groups;
     shared_kernel *kernels;
+    size_t nkernels, prune_at; /* the list's length; when it is pruned next */
     memo memos[MEMOS]; /* a ring: next is the one replaced next */
     size_t next_memo;
     void (*prober)(void *arg); /* clf__lift_set_prober */
@@ -1053,6 +1055,25 @@ clf_status clf__lift_kernel(clf__lift_table *t, cl_program prog, const char *nam
     shared_kernel *k = t->kernels;
     while (k && !(k->prog == prog && !strcmp(k->name, name)))
         k = k->next;
+    if (!k && t->nkernels >= t->prune_at) {
+        /* Kernels no executable holds any more (their specialisations
+         * dropped) go, with the programs only they kept alive. */
+        for (shared_kernel **at = &t->kernels; *at;) {
+            cl_uint refs = 0;
+            if (clGetKernelInfo((*at)->kernel, CL_KERNEL_REFERENCE_COUNT, sizeof refs, &refs, NULL) == CL_SUCCESS &&
+                refs == 1) {
+                shared_kernel *dead = *at;
+                *at = dead->next;
+                clReleaseKernel(dead->kernel);
+                clf__free(dead->name);
+                clf__free(dead);
+                t->nkernels--;
+            } else {
+                at = &(*at)->next;
+            }
+        }
+        t->prune_at = t->nkernels * 2 > 256 ? t->nkernels * 2 : 256;
+    }
     if (!k) {
         k = clf__calloc(1, sizeof *k);
         char *copy = clf__strdup(name);
@@ -1065,6 +1086,7 @@ clf_status clf__lift_kernel(clf__lift_table *t, cl_program prog, const char *nam
         }
         *k = (shared_kernel){prog, copy, made, t->kernels};
         t->kernels = k;
+        t->nkernels++;
     }
     clRetainKernel(k->kernel);
     *out = k->kernel;
