@@ -238,7 +238,10 @@ CLF_API clf_tensor clf_transpose(clf_graph *g, clf_tensor x, int nperm, const in
 CLF_API clf_tensor clf_expand(clf_graph *g, clf_tensor x, int rank, const int64_t *shape);
 /* ONNX Slice: for each listed axis, starts/ends are clamped as ONNX says and
  * negative values count from the end; axes NULL means 0..n-1, steps NULL
- * means 1; a step may be negative but not 0. */
+ * means 1; a step may be negative but not 0. In a graph with symbolic
+ * dimensions an end that is one of them (clf_dim's value) is that
+ * dimension, not a count from the end: [0, L) of a fixed axis at least L's
+ * upper bound long (start 0, step 1), a KV cache's valid part. */
 CLF_API clf_tensor clf_slice(clf_graph *g, clf_tensor x, int n, const int64_t *starts,
                              const int64_t *ends, const int *axes, const int64_t *steps);
 /* ONNX Squeeze: removes the listed size-1 axes (naxes 0: every size-1 axis). */
