@@ -297,6 +297,74 @@ static void *error_worker(void *arg)
 START_TEST(errors_per_thread) { run_workers(error_worker, false); }
 END_TEST
 
+/* One executable of a graph with a symbolic length, each thread running
+ * its own lengths: the specialisations share their cl_kernels (their
+ * arguments set under one lock, source_lift.h), so a thread that saw
+ * another's arguments would compute over the wrong length or buffers. */
+static void *shaped_worker(void *arg)
+{
+    worker *w = arg;
+    float *a = malloc(4 * N * sizeof *a);
+    if (!a) {
+        snprintf(w->failure, sizeof w->failure, "out of memory");
+        return NULL;
+    }
+    float *b = a + N, *c = b + N, *y = c + N;
+    for (int it = 0; it < ITERS; it++) {
+        const int64_t n = N - 64 * w->id - (it % 3) * 7; /* lengths of its own, a few of them */
+        fill(w->id, it, a, b, c);
+        memset(y, 0xff, N * sizeof *y);
+        clf_host_binding in[3] = {{"a", a}, {"b", b}, {"c", c}}, out[1] = {{"y", y}};
+        const int64_t *shapes[3] = {&n, &n, &n};
+        clf_status st = clf_run_host_shaped(w->exe, 3, in, shapes, 1, out);
+        if (st != CLF_OK) {
+            snprintf(w->failure, sizeof w->failure, "thread %d: clf_run_host_shaped: %s: %s", w->id,
+                     clf_status_name(st), clf_context_last_error(w->ctx));
+            break;
+        }
+        bool ok = true;
+        for (int64_t i = 0; i < n && ok; i++) {
+            float want = fmaxf(a[i] * b[i] + c[i], 0.0f);
+            if (!(fabsf(y[i] - want) <= 1e-6f + 1e-6f * fabsf(want))) {
+                snprintf(w->failure, sizeof w->failure, "thread %d iteration %d (length %lld): y[%lld] = %g, want %g",
+                         w->id, it, (long long)n, (long long)i, (double)y[i], (double)want);
+                ok = false;
+            }
+        }
+        if (!ok)
+            break;
+    }
+    free(a);
+    return NULL;
+}
+
+START_TEST(shaped_runs_from_threads)
+{
+    clf_context *ctx = NULL;
+    ck_assert_int_eq(clf_context_create(NULL, &ctx), CLF_OK);
+    clf_graph *g = clf_graph_create();
+    const int64_t n = clf_dim(g, "n", 1, N);
+    clf_tensor a = clf_input(g, "a", CLF_F32, 1, &n), b = clf_input(g, "b", CLF_F32, 1, &n),
+               c = clf_input(g, "c", CLF_F32, 1, &n);
+    clf_graph_output(g, "y", clf_relu(g, clf_add(g, clf_mul(g, a, b), c)));
+    clf_executable *exe = NULL;
+    clf_status st = clf_compile(ctx, g, NULL, &exe);
+    ck_assert_msg(st == CLF_OK, "%s: %s", clf_status_name(st), clf_context_last_error(ctx));
+    worker w[NTHREADS];
+    for (int i = 0; i < NTHREADS; i++) {
+        w[i] = (worker){.id = i, .ctx = ctx, .exe = exe};
+        ck_assert_int_eq(pthread_create(&w[i].tid, NULL, shaped_worker, &w[i]), 0);
+    }
+    for (int i = 0; i < NTHREADS; i++)
+        ck_assert_int_eq(pthread_join(w[i].tid, NULL), 0);
+    for (int i = 0; i < NTHREADS; i++)
+        ck_assert_msg(w[i].failure[0] == '\0', "%s", w[i].failure);
+    clf_executable_destroy(&exe);
+    clf_graph_destroy(&g);
+    clf_context_destroy(&ctx);
+}
+END_TEST
+
 static void add(Suite *s, const char *name, const TTest *t)
 {
     TCase *tc = tcase_create(name);
@@ -313,5 +381,6 @@ int main(void)
     add(s, "enqueue_offsets_from_threads", enqueue_offsets_from_threads);
     add(s, "compile_from_threads", compile_from_threads);
     add(s, "errors_per_thread", errors_per_thread);
+    add(s, "shaped_runs_from_threads", shaped_runs_from_threads);
     return clf_test_run_suite(s);
 }
