@@ -6,6 +6,8 @@
 #     bash bench/run_decoder_gpu.sh bench   bench_decoder (f16, 2 layers) and
 #                                           .gpu/llm_anchors.py (a copy of ../shared/gpu/llm_anchors.py; ../shared does not travel) in
 #                                           the same call
+#     bash bench/run_decoder_gpu.sh ablate  bench_decoder with and without the
+#                                           tensor-core GEMM form
 # Results in $OUT.
 set -uo pipefail
 source .gpu/env.sh
@@ -32,5 +34,14 @@ bench)
   grep -E "attention|specialisation planned" "$OUT/decoder_gpu_f16_log.txt" | sort | uniq -c | sort -rn | head -12
   timeout 280 python3 .gpu/llm_anchors.py > "$OUT/llm_anchors.txt" 2>&1
   tail -20 "$OUT/llm_anchors.txt"
+  ;;
+ablate)
+  # The decode GEMMs (M = 1): the tensor-core tile form against the
+  # portable one (CLFUSE_TENSOR_CORES=0), same call.
+  for tc in 1 0; do
+    CLFUSE_DEVICE=gpu CLFUSE_TENSOR_CORES=$tc timeout 200 $B/bench/bench_decoder --layers 2 --runs 30 --markdown \
+      > "$OUT/decoder_gpu_f16_tc$tc.md" 2>&1
+    echo "== CLFUSE_TENSOR_CORES=$tc"; cat "$OUT/decoder_gpu_f16_tc$tc.md"
+  done
   ;;
 esac
