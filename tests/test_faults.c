@@ -827,6 +827,81 @@ START_TEST(onnx_symbolic_allocation_failures)
 }
 END_TEST
 
+/* An ONNX model with a KV cache (clf_onnx_kv_cache): present = Concat(past,
+ * x) along its rows, past's length derived (T - S); load, compile, run at
+ * two sizes on the host (the cache in and out by value). */
+static const char onnx_kv_text[] =
+    "<ir_version: 8, opset_import: [\"\" : 17]>\n"
+    "g (float[S, 4] x, float[P, 4] past) => (float[S, 4] y, float[T, 4] present) <int64[1] zero = {0}> {\n"
+    "  present = Concat <axis = 0> (past, x)\n  s = ReduceSum <keepdims = 1> (present, zero)\n"
+    "  y = Add(x, s)\n}\n";
+
+static bool onnx_kv_attempt(unsigned long n)
+{
+    static float x[4 * 4], y[4 * 4], wy[4 * 4], cache[16 * 4], got[16 * 4], want[16 * 4];
+    alloc_arm(n);
+    char msg[256] = "";
+    clf_context *ctx = NULL;
+    clf_onnx_model *model = NULL;
+    clf_graph *g = NULL;
+    clf_executable *exe = NULL;
+    clf_onnx_symbol syms[2] = {{"S", 1, 4}, {"T", 1, 16}};
+    clf_onnx_derived_dim derived = {"P", "T", "S"};
+    clf_onnx_kv_cache kv = {"past", "present", 16};
+    clf_status st = clf_onnx_load_memory(onnx_kv_text, sizeof onnx_kv_text - 1, NULL,
+                                         clf_onnx_params(.symbols = syms, .nsymbols = 2, .derived = &derived,
+                                                         .nderived = 1, .kv_caches = &kv, .nkv_caches = 1,
+                                                         .message = msg, .message_cap = sizeof msg),
+                                         &model);
+    if (st != CLF_OK) {
+        ck_assert_ptr_null(model);
+        expect_oom(st, "clf_onnx_load_memory", msg, n);
+        goto out;
+    }
+    g = clf_onnx_model_take_graph(model);
+    clf_onnx_model_destroy(&model);
+    st = clf_context_create(clf_context_params(.message = msg, .message_cap = sizeof msg), &ctx);
+    if (st != CLF_OK) {
+        expect_oom(st, "clf_context_create", msg, n);
+        goto out;
+    }
+    st = clf_compile(ctx, g, NULL, &exe);
+    if (st != CLF_OK) {
+        expect_oom(st, "clf_compile", clf_context_last_error(ctx), n);
+        goto out;
+    }
+    clf_test_fill_f32(cache, 16 * 4, -1, 1);
+    for (int64_t S = 3, T = 5; S >= 1; S -= 2, T += 1) {
+        const int64_t xs[2] = {S, 4};
+        const int64_t *shapes[3] = {xs, NULL, &T};
+        clf_test_fill_f32(x, (size_t)(S * 4), -1, 1);
+        clf_host_binding in[3] = {{"x", x}, {"past", cache}, {"T", NULL}};
+        clf_host_binding out[2] = {{"y", y}, {"present", got}}, ref[2] = {{"y", wy}, {"present", want}};
+        st = clf_run_host_shaped(exe, 3, in, shapes, 2, out);
+        if (st != CLF_OK) {
+            expect_oom(st, "clf_run_host_shaped", clf_context_last_error(ctx), n);
+            goto out;
+        }
+        unsigned long fail_at = alloc_fail_at;
+        alloc_fail_at = 0;
+        ck_assert_int_eq(clf_reference_run_shaped(g, 3, in, shapes, 2, ref, msg, sizeof msg), CLF_OK);
+        alloc_fail_at = fail_at;
+        ck_assert_msg(clf_test_close(CLF_F32, y, wy, (size_t)(S * 4), 1e-5, 1e-6, msg, sizeof msg),
+                      "allocation %lu: y: %s", n, msg);
+        ck_assert_msg(clf_test_close(CLF_F32, got, want, 16 * 4, 0, 0, msg, sizeof msg), "allocation %lu: present: %s",
+                      n, msg);
+        memcpy(cache, got, sizeof cache);
+    }
+out:
+    return attempt_end(n, &exe, &model, &g, &ctx);
+}
+
+START_TEST(onnx_kv_allocation_failures)
+{
+    sampled_sweep("onnx_kv_allocation_failures", onnx_kv_attempt);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("faults");
@@ -848,6 +923,7 @@ int main(void)
     tcase_set_timeout(tc, 1000);
     tcase_add_test(tc, symbolic_allocation_failures);
     tcase_add_test(tc, onnx_symbolic_allocation_failures);
+    tcase_add_test(tc, onnx_kv_allocation_failures);
     suite_add_tcase(s, tc);
     return clf_test_run_suite(s);
 }
