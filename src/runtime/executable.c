@@ -43,8 +43,8 @@ void clf__exe_mark_in_place(clf_executable *e, const clf_graph *g)
         for (uint32_t c = 0; c < e->nbuffers; c++)
             if (e->buffers[c].kind == CLF__BUF_INPUT && e->buffers[c].node == n->inputs[0]) {
                 B->in_place = c + 1;
-                e->outputs[B->index].in_place = e->buffers[c].index + 1;
-                e->inputs[e->buffers[c].index].in_place = 1;
+                e->outputs[B->index].written_into = e->buffers[c].index + 1;
+                e->inputs[e->buffers[c].index].written = true;
             }
     }
 }

@@ -58,9 +58,9 @@ static clf_status bind(clf_executable *e, const char *what, const clf__io *io, s
         if (table[io[j].buffer])
             return clf__ctx_fail(ctx, CLF_ERR_INVALID_ARGUMENT, "clf_run: %s \"%s\" is bound twice",
                                  what, name);
-        if (io[j].in_place && io == e->outputs) {
+        if (io == e->outputs && io[j].written_into) {
             /* A cache write: the memory of its cache input (bound first). */
-            const clf__io *in = &e->inputs[io[j].in_place - 1];
+            const clf__io *in = &e->inputs[io[j].written_into - 1];
             cl_mem have = table[in->buffer];
             span a = {NULL, 0, 0}, b = {NULL, 0, 0};
             if (have && mem) {
@@ -93,7 +93,7 @@ static clf_status bind(clf_executable *e, const char *what, const clf__io *io, s
         if (mctx != ctx->cl)
             return clf__ctx_fail(ctx, CLF_ERR_INVALID_ARGUMENT,
                                  "clf_run: %s \"%s\": the buffer belongs to another OpenCL context", what, name);
-        if (io[j].in_place && io == e->inputs) {
+        if (io == e->inputs && io[j].written) {
             /* A cache its write updates in place: the kernel writes it. */
             cl_mem_flags flags = 0;
             clGetMemObjectInfo(mem, CL_MEM_FLAGS, sizeof flags, &flags, NULL);
@@ -348,7 +348,7 @@ static clf_status check_aliasing(clf_executable *e, const cl_mem *table)
         for (size_t j = 0; j < n; j++) {
             const clf__io *oj = j < e->ninputs ? &e->inputs[j] : &e->outputs[j - e->ninputs];
             cl_mem mj = table[oj->buffer];
-            if (j == i || !mj || !oj->bytes || (j < e->ninputs && oi->in_place == j + 1))
+            if (j == i || !mj || !oj->bytes || (j < e->ninputs && oi->written_into == j + 1))
                 continue; /* a cache write and its cache: one memory (bind checked it) */
             span sj = span_of(mj, oj->bytes);
             if (mj == mi || (so.root == sj.root && so.begin < sj.end && sj.begin < so.end))
@@ -523,7 +523,7 @@ static void staging_give(clf_executable *e, clf__staging *s)
  * back from it). */
 static uint32_t staging_slot(const clf_executable *e, const clf__io *io, bool is_input)
 {
-    return !is_input && io->in_place ? e->inputs[io->in_place - 1].buffer : io->buffer;
+    return !is_input && io->written_into ? e->inputs[io->written_into - 1].buffer : io->buffer;
 }
 
 /* The set's buffer for io, made on first use and kept with the set. */
@@ -533,7 +533,7 @@ static clf_status staging_buffer(clf_executable *e, clf__staging *s, const clf__
     if (s->mem[slot] || io->bytes == 0)
         return CLF_OK;
     cl_int err;
-    s->mem[slot] = clCreateBuffer(e->ctx->cl, is_input && !io->in_place ? CL_MEM_READ_ONLY : CL_MEM_READ_WRITE,
+    s->mem[slot] = clCreateBuffer(e->ctx->cl, is_input && !io->written ? CL_MEM_READ_ONLY : CL_MEM_READ_WRITE,
                                   (size_t)io->bytes, NULL, &err);
     if (!s->mem[slot])
         return clf__ctx_fail(e->ctx, clf__cl_status(err), "clf_run_host: clCreateBuffer for \"%s\" (%llu bytes): %s",

@@ -68,12 +68,13 @@ typedef struct clf__io {
     uint64_t bytes;
     uint32_t buffer; /* plan buffer id */
     /* An output that is a cache write (clf_cache_write): 1 + the index of
-     * the input it is written in place in; an input: 1 when an output is
-     * written in it; 0 otherwise. */
-    uint32_t in_place;
+     * the input it is written in place in, else 0. */
+    uint32_t written_into;
+    /* An input: an output is written in it in place (its cache). */
+    bool written;
 } clf__io;
 
-/* Sets the in_place marks of e's inputs and outputs (and of its plan
+/* Sets the in-place marks of e's inputs and outputs (and of its plan
  * buffers) from g, the graph it was compiled or loaded for. */
 void clf__exe_mark_in_place(clf_executable *e, const clf_graph *g);
 
