@@ -99,9 +99,23 @@ int main(int argc, char **argv)
             continue;
         snprintf(past[ncaches], sizeof past[0], "%s", io.name);
         snprintf(present[ncaches], sizeof present[0], "present_%s", io.name + 5);
+        /* The sequence axis: where the declarations of past and present
+         * name different dimensions (the library finds it the same way). */
+        int axis = -1;
+        for (size_t o = 0; o < clf_onnx_model_output_count(model); o++) {
+            clf_onnx_io oio;
+            clf_onnx_model_output(model, o, &oio);
+            for (int d = 0; !strcmp(oio.name, present[ncaches]) && d < io.rank && d < oio.rank; d++)
+                if (io.dim_params[d] && oio.dim_params[d] && strcmp(io.dim_params[d], oio.dim_params[d]))
+                    axis = d;
+        }
+        if (axis < 0) {
+            fprintf(stderr, "generate_kv: no output %s declared with a sequence axis of its own\n", present[ncaches]);
+            return 1;
+        }
         size_t bytes = clf_dtype_size(io.dtype);
         for (int d = 0; d < io.graph_rank; d++)
-            bytes *= (size_t)(d == 2 ? max_len + 1 : io.shape[d]);
+            bytes *= (size_t)(d == axis ? max_len + 1 : io.shape[d]);
         cache_bytes[ncaches] = bytes;
         kv[ncaches] = (clf_onnx_kv_cache){past[ncaches], present[ncaches], max_len + 1};
         ncaches++;
