@@ -401,6 +401,59 @@ START_TEST(rules_checked)
 }
 END_TEST
 
+/* A cache write of fixed sizes through the plan cache: the second compile
+ * loads the plan from disk, marks the output in place from the graph, and
+ * runs as the first (value semantics on the host, the rule on devices). */
+START_TEST(plan_cache_round_trip)
+{
+    float cin[CAP * HD], x[2 * HD], got[2][CAP * HD], y[2][HD];
+    clf_test_fill_f32(cin, CAP * HD, -1, 1);
+    clf_test_fill_f32(x, 2 * HD, -1, 1);
+    for (int k = 0; k < 2; k++) {
+        clf_context *ctx = clf_test_context();
+        clf_graph *g = clf_graph_create();
+        clf_tensor c = clf_input(g, "c", CLF_F32, 2, (int64_t[]){CAP, HD});
+        clf_tensor xt = clf_input(g, "x", CLF_F32, 2, (int64_t[]){2, HD});
+        clf_tensor w = clf_cache_write(g, c, clf_mul(g, xt, clf_scalar(g, CLF_F32, 2.0)), 0, 6);
+        clf_graph_output(g, "c_out", w);
+        clf_tensor valid = clf_slice(g, w, 1, (int64_t[]){0}, (int64_t[]){6}, (int[]){0}, NULL);
+        clf_graph_output(g, "y", clf_reduce(g, CLF_REDUCE_SUM, valid, 1, (int[]){0}, false));
+        clf_executable *exe = NULL;
+        ck_assert_int_eq(clf_compile(ctx, g, NULL, &exe), CLF_OK);
+        if (k == 1)
+            ck_assert_msg(ctx->counts.plan_hits == 1 && ctx->counts.plans_built == 0, "plan hits %llu, built %llu",
+                          (unsigned long long)ctx->counts.plan_hits, (unsigned long long)ctx->counts.plans_built);
+        clf_host_binding in[2] = {{"c", cin}, {"x", x}}, out[2] = {{"c_out", got[k]}, {"y", y[k]}};
+        ck_assert_int_eq(clf_run_host(exe, 2, in, 2, out), CLF_OK);
+        for (int p = 0; p < CAP; p++)
+            for (int d = 0; d < HD; d++) {
+                float want = p == 4 || p == 5 ? 2.0f * x[(p - 4) * HD + d] : cin[p * HD + d];
+                ck_assert_msg(got[k][p * HD + d] == want, "compile %d: position %d: %g, want %g", k, p,
+                              got[k][p * HD + d], want);
+            }
+        /* The rule holds for the loaded plan too. */
+        cl_int err;
+        cl_mem a = clCreateBuffer(clf_context_cl(ctx), CL_MEM_READ_WRITE, sizeof cin, NULL, &err);
+        cl_mem b = clCreateBuffer(clf_context_cl(ctx), CL_MEM_READ_WRITE, sizeof cin, NULL, &err);
+        cl_mem bx = clCreateBuffer(clf_context_cl(ctx), CL_MEM_READ_WRITE, sizeof x, NULL, &err);
+        cl_mem by = clCreateBuffer(clf_context_cl(ctx), CL_MEM_READ_WRITE, sizeof y[0], NULL, &err);
+        clf_buffer_binding bin[2] = {{"c", a}, {"x", bx}}, bout[2] = {{"c_out", b}, {"y", by}};
+        ck_assert_int_eq(clf_run(exe, 2, bin, 2, bout, 0, NULL, NULL), CLF_ERR_INVALID_ARGUMENT);
+        bout[0].buffer = a;
+        ck_assert_int_eq(clf_run(exe, 2, bin, 2, bout, 0, NULL, NULL), CLF_OK);
+        ck_assert_int_eq(clFinish(clf_context_queue(ctx)), CL_SUCCESS);
+        clReleaseMemObject(a);
+        clReleaseMemObject(b);
+        clReleaseMemObject(bx);
+        clReleaseMemObject(by);
+        clf_executable_destroy(&exe);
+        clf_graph_destroy(&g);
+        clf_context_destroy(&ctx);
+    }
+    ck_assert(memcmp(y[0], y[1], sizeof y[0]) == 0);
+}
+END_TEST
+
 /* ---- An exported decoder with past_key_values (ONNX) ----------------------- */
 
 #define KV_CAP 16
@@ -558,6 +611,7 @@ int main(void)
     clf_test_add_case(s, "decode_equals_prefill", decode_equals_prefill);
     clf_test_add_case(s, "host_run_value_semantics", host_run_value_semantics);
     clf_test_add_case(s, "rules_checked", rules_checked);
+    clf_test_add_case(s, "plan_cache_round_trip", plan_cache_round_trip);
     clf_test_add_case(s, "onnx_decoder_with_past", onnx_decoder_with_past);
     return clf_test_run_suite(s);
 }
