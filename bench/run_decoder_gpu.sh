@@ -35,6 +35,14 @@ bench)
   timeout 280 python3 .gpu/llm_anchors.py > "$OUT/llm_anchors.txt" 2>&1
   tail -20 "$OUT/llm_anchors.txt"
   ;;
+lengths)
+  # Which programs each decode length runs (CLFUSE_LOGS=cache) and its
+  # kernels' times (bench_decoder prints them for every decode case).
+  CLFUSE_DEVICE=gpu CLFUSE_LOGS=cache timeout 200 $B/bench/bench_decoder --layers 2 --runs 30 --markdown \
+    > "$OUT/decoder_gpu_f16_lengths.md" 2> "$OUT/decoder_gpu_f16_lengths_log.txt"
+  grep -E "attention|^\||decode" "$OUT/decoder_gpu_f16_lengths.md"
+  grep -E "symbolic sizes|generic program|a kernel form" "$OUT/decoder_gpu_f16_lengths_log.txt" | tail -40
+  ;;
 ablate)
   # The decode GEMMs (M = 1): the tensor-core tile form against the
   # portable one (CLFUSE_TENSOR_CORES=0), same call.
