@@ -625,6 +625,13 @@ static void group_free(group *g)
 }
 
 
+static void shared_kernel_free(shared_kernel *k)
+{
+    clReleaseKernel(k->kernel);
+    clf__free(k->name);
+    clf__free(k);
+}
+
 static void memo_clear(memo *m)
 {
     if (m->prog)
@@ -698,9 +705,7 @@ void clf__lift_table_free(clf__lift_table **tp)
         memo_clear(&t->memos[i]);
     for (shared_kernel *k = t->kernels, *next; k; k = next) {
         next = k->next;
-        clReleaseKernel(k->kernel);
-        clf__free(k->name);
-        clf__free(k);
+        shared_kernel_free(k);
     }
     pthread_mutex_destroy(&t->run_lock);
     pthread_mutex_destroy(&t->lock);
@@ -1064,9 +1069,7 @@ clf_status clf__lift_kernel(clf__lift_table *t, cl_program prog, const char *nam
                 refs == 1) {
                 shared_kernel *dead = *at;
                 *at = dead->next;
-                clReleaseKernel(dead->kernel);
-                clf__free(dead->name);
-                clf__free(dead);
+                shared_kernel_free(dead);
                 t->nkernels--;
             } else {
                 at = &(*at)->next;
