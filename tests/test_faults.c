@@ -758,6 +758,37 @@ START_TEST(symbolic_allocation_failures)
 }
 END_TEST
 
+/* Attempt n's load of an ONNX text model with p (its message set here),
+ * the graph taken from the model, a context and the compile: false after
+ * checking that what failed failed for an allocation. */
+static bool onnx_compiled(const char *text, size_t len, clf_onnx_params p, unsigned long n, clf_graph **g,
+                          clf_context **ctx, clf_executable **exe)
+{
+    char msg[256] = "";
+    clf_onnx_model *model = NULL;
+    p.message = msg;
+    p.message_cap = sizeof msg;
+    clf_status st = clf_onnx_load_memory(text, len, NULL, &p, &model);
+    if (st != CLF_OK) {
+        ck_assert_ptr_null(model);
+        expect_oom(st, "clf_onnx_load_memory", msg, n);
+        return false;
+    }
+    *g = clf_onnx_model_take_graph(model);
+    clf_onnx_model_destroy(&model);
+    st = clf_context_create(clf_context_params(.message = msg, .message_cap = sizeof msg), ctx);
+    if (st != CLF_OK) {
+        expect_oom(st, "clf_context_create", msg, n);
+        return false;
+    }
+    st = clf_compile(*ctx, *g, NULL, exe);
+    if (st != CLF_OK) {
+        expect_oom(st, "clf_compile", clf_context_last_error(*ctx), n);
+        return false;
+    }
+    return true;
+}
+
 /* An ONNX model with a symbolic dimension (its import made again per size,
  * the AST shared by the model and the graph's regen, the weight borrowed):
  * load, compile, take the graph, drop the model, run at two lengths. */
@@ -775,31 +806,13 @@ static bool onnx_symbolic_attempt(unsigned long n)
     alloc_arm(n);
     char msg[256] = "";
     clf_context *ctx = NULL;
-    clf_onnx_model *model = NULL;
     clf_graph *g = NULL;
     clf_executable *exe = NULL;
+    clf_status st;
     clf_onnx_symbol sym = {"S", 1, 16};
-    clf_status st = clf_onnx_load_memory(onnx_symbolic_text, sizeof onnx_symbolic_text - 1, NULL,
-                                         clf_onnx_params(.symbols = &sym, .nsymbols = 1, .message = msg,
-                                                         .message_cap = sizeof msg),
-                                         &model);
-    if (st != CLF_OK) {
-        ck_assert_ptr_null(model);
-        expect_oom(st, "clf_onnx_load_memory", msg, n);
+    if (!onnx_compiled(onnx_symbolic_text, sizeof onnx_symbolic_text - 1,
+                       (clf_onnx_params){.symbols = &sym, .nsymbols = 1}, n, &g, &ctx, &exe))
         goto out;
-    }
-    g = clf_onnx_model_take_graph(model);
-    clf_onnx_model_destroy(&model);
-    st = clf_context_create(clf_context_params(.message = msg, .message_cap = sizeof msg), &ctx);
-    if (st != CLF_OK) {
-        expect_oom(st, "clf_context_create", msg, n);
-        goto out;
-    }
-    st = clf_compile(ctx, g, NULL, &exe);
-    if (st != CLF_OK) {
-        expect_oom(st, "clf_compile", clf_context_last_error(ctx), n);
-        goto out;
-    }
     for (int64_t len = 5; len <= 9; len += 4) {
         const int64_t xs[2] = {len, 4};
         const int64_t *shapes[1] = {xs};
@@ -818,7 +831,7 @@ static bool onnx_symbolic_attempt(unsigned long n)
                       "allocation %lu: y: %s", n, msg);
     }
 out:
-    return attempt_end(n, &exe, &model, &g, &ctx);
+    return attempt_end(n, &exe, NULL, &g, &ctx);
 }
 
 START_TEST(onnx_symbolic_allocation_failures)
@@ -842,34 +855,17 @@ static bool onnx_kv_attempt(unsigned long n)
     alloc_arm(n);
     char msg[256] = "";
     clf_context *ctx = NULL;
-    clf_onnx_model *model = NULL;
     clf_graph *g = NULL;
     clf_executable *exe = NULL;
+    clf_status st;
     clf_onnx_symbol syms[2] = {{"S", 1, 4}, {"T", 1, 16}};
     clf_onnx_derived_dim derived = {"P", "T", "S"};
     clf_onnx_kv_cache kv = {"past", "present", 16};
-    clf_status st = clf_onnx_load_memory(onnx_kv_text, sizeof onnx_kv_text - 1, NULL,
-                                         clf_onnx_params(.symbols = syms, .nsymbols = 2, .derived = &derived,
-                                                         .nderived = 1, .kv_caches = &kv, .nkv_caches = 1,
-                                                         .message = msg, .message_cap = sizeof msg),
-                                         &model);
-    if (st != CLF_OK) {
-        ck_assert_ptr_null(model);
-        expect_oom(st, "clf_onnx_load_memory", msg, n);
+    if (!onnx_compiled(onnx_kv_text, sizeof onnx_kv_text - 1,
+                       (clf_onnx_params){.symbols = syms, .nsymbols = 2, .derived = &derived, .nderived = 1,
+                                         .kv_caches = &kv, .nkv_caches = 1},
+                       n, &g, &ctx, &exe))
         goto out;
-    }
-    g = clf_onnx_model_take_graph(model);
-    clf_onnx_model_destroy(&model);
-    st = clf_context_create(clf_context_params(.message = msg, .message_cap = sizeof msg), &ctx);
-    if (st != CLF_OK) {
-        expect_oom(st, "clf_context_create", msg, n);
-        goto out;
-    }
-    st = clf_compile(ctx, g, NULL, &exe);
-    if (st != CLF_OK) {
-        expect_oom(st, "clf_compile", clf_context_last_error(ctx), n);
-        goto out;
-    }
     clf_test_fill_f32(cache, 16 * 4, -1, 1);
     for (int64_t S = 3, T = 5; S >= 1; S -= 2, T += 1) {
         const int64_t xs[2] = {S, 4};
@@ -893,7 +889,7 @@ static bool onnx_kv_attempt(unsigned long n)
         memcpy(cache, got, sizeof cache);
     }
 out:
-    return attempt_end(n, &exe, &model, &g, &ctx);
+    return attempt_end(n, &exe, NULL, &g, &ctx);
 }
 
 START_TEST(onnx_kv_allocation_failures)
