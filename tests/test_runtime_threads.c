@@ -25,16 +25,20 @@ typedef struct worker {
     char failure[512]; /* "" when every check passed */
 } worker;
 
-/* The seed example: y = relu(a*b + c). */
-static clf_graph *seed_graph(void)
+/* The seed example: y = relu(a*b + c), of N elements or (symbolic) of a
+ * length n in 1..N. */
+static clf_graph *seed_graph_of(bool symbolic)
 {
     clf_graph *g = clf_graph_create();
-    const int64_t n = N;
+    const int64_t n = symbolic ? clf_dim(g, "n", 1, N) : N;
     clf_tensor a = clf_input(g, "a", CLF_F32, 1, &n), b = clf_input(g, "b", CLF_F32, 1, &n),
                c = clf_input(g, "c", CLF_F32, 1, &n);
     clf_graph_output(g, "y", clf_relu(g, clf_add(g, clf_mul(g, a, b), c)));
     return g;
 }
+
+static clf_graph *seed_graph(void) { return seed_graph_of(false); }
+static clf_graph *symbolic_seed_graph(void) { return seed_graph_of(true); }
 
 /* Inputs that differ per thread and iteration, so that a result computed
  * from another caller's inputs cannot pass. */
@@ -193,11 +197,12 @@ out:
     return NULL;
 }
 
-static void run_workers(void *(*fn)(void *), bool profiling)
+/* Runs fn on NTHREADS threads over one executable of make's graph. */
+static void run_workers_on(void *(*fn)(void *), bool profiling, clf_graph *(*make)(void))
 {
     clf_context *ctx = NULL;
     ck_assert_int_eq(clf_context_create(clf_context_params(.profiling = profiling), &ctx), CLF_OK);
-    clf_graph *g = seed_graph();
+    clf_graph *g = make();
     clf_executable *exe = NULL;
     clf_status st = clf_compile(ctx, g, NULL, &exe);
     ck_assert_msg(st == CLF_OK, "%s: %s", clf_status_name(st), clf_context_last_error(ctx));
@@ -214,6 +219,8 @@ static void run_workers(void *(*fn)(void *), bool profiling)
     clf_graph_destroy(&g);
     clf_context_destroy(&ctx);
 }
+
+static void run_workers(void *(*fn)(void *), bool profiling) { run_workers_on(fn, profiling, seed_graph); }
 
 START_TEST(run_host_from_threads) { run_workers(host_worker, true); }
 END_TEST
@@ -297,6 +304,7 @@ static void *error_worker(void *arg)
 START_TEST(errors_per_thread) { run_workers(error_worker, false); }
 END_TEST
 
+
 /* One executable of a graph with a symbolic length, each thread running
  * its own lengths: the specialisations share their cl_kernels (their
  * arguments set under one lock, source_lift.h), so a thread that saw
@@ -338,31 +346,7 @@ static void *shaped_worker(void *arg)
     return NULL;
 }
 
-START_TEST(shaped_runs_from_threads)
-{
-    clf_context *ctx = NULL;
-    ck_assert_int_eq(clf_context_create(NULL, &ctx), CLF_OK);
-    clf_graph *g = clf_graph_create();
-    const int64_t n = clf_dim(g, "n", 1, N);
-    clf_tensor a = clf_input(g, "a", CLF_F32, 1, &n), b = clf_input(g, "b", CLF_F32, 1, &n),
-               c = clf_input(g, "c", CLF_F32, 1, &n);
-    clf_graph_output(g, "y", clf_relu(g, clf_add(g, clf_mul(g, a, b), c)));
-    clf_executable *exe = NULL;
-    clf_status st = clf_compile(ctx, g, NULL, &exe);
-    ck_assert_msg(st == CLF_OK, "%s: %s", clf_status_name(st), clf_context_last_error(ctx));
-    worker w[NTHREADS];
-    for (int i = 0; i < NTHREADS; i++) {
-        w[i] = (worker){.id = i, .ctx = ctx, .exe = exe};
-        ck_assert_int_eq(pthread_create(&w[i].tid, NULL, shaped_worker, &w[i]), 0);
-    }
-    for (int i = 0; i < NTHREADS; i++)
-        ck_assert_int_eq(pthread_join(w[i].tid, NULL), 0);
-    for (int i = 0; i < NTHREADS; i++)
-        ck_assert_msg(w[i].failure[0] == '\0', "%s", w[i].failure);
-    clf_executable_destroy(&exe);
-    clf_graph_destroy(&g);
-    clf_context_destroy(&ctx);
-}
+START_TEST(shaped_runs_from_threads) { run_workers_on(shaped_worker, false, symbolic_seed_graph); }
 END_TEST
 
 static void add(Suite *s, const char *name, const TTest *t)
