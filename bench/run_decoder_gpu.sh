@@ -10,17 +10,7 @@
 #                                           tensor-core GEMM form
 # Results in $OUT.
 set -uo pipefail
-source .gpu/env.sh
-OUT=${OUT:-/tmp/clfuse-out}
-mkdir -p "$OUT"
-export POCL_CACHE_DIR=/tmp/pocl-cache CLFUSE_CACHE_DIR=/tmp/clfuse-cache
-B=/tmp/build-gpu
-if ! { [ -f $B/build.ninja ] || meson setup $B -Dtests=true --buildtype=release --wrap-mode=nodownload \
-         -Donnx_proto=/tmp/gpu-root/usr/include/onnx/onnx.proto; } > "$OUT/build.log" 2>&1 ||
-   ! ninja -C $B >> "$OUT/build.log" 2>&1; then
-  tail -40 "$OUT/build.log"; exit 1
-fi
-{ nvidia-smi --query-gpu=name,driver_version --format=csv; git log -1 --oneline 2>/dev/null; } > "$OUT/log.txt" 2>&1
+source bench/gpu_build.sh
 case "${1:-bench}" in
 tests)
   CLFUSE_DEVICE=gpu timeout 420 meson test -C $B --suite kv_cache --suite dynamic --suite attention \

@@ -5,17 +5,7 @@
 # there too), then bench_dynamic on the GPU and on PoCL there.
 #     bash bench/run_dynamic_gpu.sh        results in $OUT
 set -uo pipefail
-source .gpu/env.sh
-OUT=${OUT:-/tmp/clfuse-out}
-mkdir -p "$OUT"
-export POCL_CACHE_DIR=/tmp/pocl-cache CLFUSE_CACHE_DIR=/tmp/clfuse-cache
-B=/tmp/build-gpu
-if ! { [ -f $B/build.ninja ] || meson setup $B -Dtests=true --buildtype=release --wrap-mode=nodownload \
-         -Donnx_proto=/tmp/gpu-root/usr/include/onnx/onnx.proto; } > "$OUT/build.log" 2>&1 ||
-   ! ninja -C $B >> "$OUT/build.log" 2>&1; then
-  tail -40 "$OUT/build.log"; exit 1
-fi
-{ nvidia-smi --query-gpu=name,driver_version --format=csv; git log -1 --oneline 2>/dev/null; } > "$OUT/log.txt" 2>&1
+source bench/gpu_build.sh
 CLFUSE_DEVICE=gpu timeout 240 meson test -C $B --suite dynamic --suite gemm --num-processes 8 --print-errorlogs \
   > "$OUT/tests_gpu.txt" 2>&1
 grep -E "^ *[0-9]+/[0-9]+ |^(Ok|Fail|Skipped|Timeout)" "$OUT/tests_gpu.txt"
