@@ -819,10 +819,10 @@ void clf__plan_count(clf__plan_state *S)
              (unsigned long long)out->stats.tensor_writes);
 }
 
-/* The rules of cache writes (graph.h, clf_cache_write): each is a graph
- * output, and its cache input is read by nothing else the outputs need (the write changes
- * it in place, so another reader would see it before or after the write
- * by the order of kernels). */
+/* The rules of cache writes (graph.h, clf_cache_write): each is one graph
+ * output, and nothing else the outputs need reads its cache input (the
+ * write changes it in place, so another reader would see it before or
+ * after the write by the order of kernels). */
 static clf_status check_cache_writes(const clf_graph *g, const bool *needed, char *err, size_t errlen)
 {
     for (uint32_t i = 0; i < g->nnodes; i++) {
