@@ -673,6 +673,18 @@ static clf_graph *symbolic_graph(const float *w, clf_status *st)
     return g;
 }
 
+/* The reference at the given shapes, its allocations failing no more
+ * (an attempt's failure is the library's, not the oracle's). */
+static void reference_unfailed(const clf_graph *g, size_t nin, const clf_host_binding *in,
+                               const int64_t *const *shapes, size_t nout, const clf_host_binding *out)
+{
+    char msg[256];
+    unsigned long fail_at = alloc_fail_at;
+    alloc_fail_at = 0;
+    ck_assert_msg(clf_reference_run_shaped(g, nin, in, shapes, nout, out, msg, sizeof msg) == CLF_OK, "%s", msg);
+    alloc_fail_at = fail_at;
+}
+
 /* One attempt with allocation n failing: compile, run at two lengths
  * against the reference, destroy; true when nothing failed. */
 static float symbolic_w[SD];
@@ -714,11 +726,7 @@ static bool symbolic_attempt(unsigned long n)
             expect_oom(st, "clf_run_host_shaped", clf_context_last_error(ctx), n);
             goto out;
         }
-        /* The reference after the run, its allocations failing no more. */
-        unsigned long fail_at = alloc_fail_at;
-        alloc_fail_at = 0;
-        ck_assert_int_eq(clf_reference_run_shaped(g, 1, in, shapes, 2, want, msg, sizeof msg), CLF_OK);
-        alloc_fail_at = fail_at;
+        reference_unfailed(g, 1, in, shapes, 2, want);
         ck_assert_msg(clf_test_close(CLF_F32, m, wm, SD, 1e-5, 1e-6, msg, sizeof msg), "allocation %lu: m: %s", n, msg);
         ck_assert_msg(clf_test_close(CLF_F32, p, wp, (size_t)(lengths[k] * SD), 1e-5, 1e-6, msg, sizeof msg),
                       "allocation %lu: p: %s", n, msg);
@@ -823,10 +831,7 @@ static bool onnx_symbolic_attempt(unsigned long n)
             expect_oom(st, "clf_run_host_shaped", clf_context_last_error(ctx), n);
             goto out;
         }
-        unsigned long fail_at = alloc_fail_at;
-        alloc_fail_at = 0;
-        ck_assert_int_eq(clf_reference_run_shaped(g, 1, in, shapes, 1, want, msg, sizeof msg), CLF_OK);
-        alloc_fail_at = fail_at;
+        reference_unfailed(g, 1, in, shapes, 1, want);
         ck_assert_msg(clf_test_close(CLF_F32, y, wy, (size_t)(len * 4), 1e-5, 1e-6, msg, sizeof msg),
                       "allocation %lu: y: %s", n, msg);
     }
@@ -878,10 +883,7 @@ static bool onnx_kv_attempt(unsigned long n)
             expect_oom(st, "clf_run_host_shaped", clf_context_last_error(ctx), n);
             goto out;
         }
-        unsigned long fail_at = alloc_fail_at;
-        alloc_fail_at = 0;
-        ck_assert_int_eq(clf_reference_run_shaped(g, 3, in, shapes, 2, ref, msg, sizeof msg), CLF_OK);
-        alloc_fail_at = fail_at;
+        reference_unfailed(g, 3, in, shapes, 2, ref);
         ck_assert_msg(clf_test_close(CLF_F32, y, wy, (size_t)(S * 4), 1e-5, 1e-6, msg, sizeof msg),
                       "allocation %lu: y: %s", n, msg);
         ck_assert_msg(clf_test_close(CLF_F32, got, want, 16 * 4, 0, 0, msg, sizeof msg), "allocation %lu: present: %s",
