@@ -51,17 +51,23 @@ static void fill(int id, int it, float *a, float *b, float *c)
     }
 }
 
-static bool check(worker *w, int it, const float *a, const float *b, const float *c, const float *y)
+/* The first n elements of y against relu(a*b + c). */
+static bool check_n(worker *w, int it, int64_t n, const float *a, const float *b, const float *c, const float *y)
 {
-    for (int i = 0; i < N; i++) {
+    for (int64_t i = 0; i < n; i++) {
         float want = fmaxf(a[i] * b[i] + c[i], 0.0f);
         if (!(fabsf(y[i] - want) <= 1e-6f + 1e-6f * fabsf(want))) {
-            snprintf(w->failure, sizeof w->failure, "thread %d iteration %d: y[%d] = %g, want %g", w->id, it, i,
-                     (double)y[i], (double)want);
+            snprintf(w->failure, sizeof w->failure, "thread %d iteration %d (length %lld): y[%lld] = %g, want %g",
+                     w->id, it, (long long)n, (long long)i, (double)y[i], (double)want);
             return false;
         }
     }
     return true;
+}
+
+static bool check(worker *w, int it, const float *a, const float *b, const float *c, const float *y)
+{
+    return check_n(w, it, N, a, b, c, y);
 }
 
 static void *host_worker(void *arg)
@@ -330,16 +336,7 @@ static void *shaped_worker(void *arg)
                      clf_status_name(st), clf_context_last_error(w->ctx));
             break;
         }
-        bool ok = true;
-        for (int64_t i = 0; i < n && ok; i++) {
-            float want = fmaxf(a[i] * b[i] + c[i], 0.0f);
-            if (!(fabsf(y[i] - want) <= 1e-6f + 1e-6f * fabsf(want))) {
-                snprintf(w->failure, sizeof w->failure, "thread %d iteration %d (length %lld): y[%lld] = %g, want %g",
-                         w->id, it, (long long)n, (long long)i, (double)y[i], (double)want);
-                ok = false;
-            }
-        }
-        if (!ok)
+        if (!check_n(w, it, n, a, b, c, y))
             break;
     }
     free(a);
