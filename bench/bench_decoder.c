@@ -229,13 +229,13 @@ static clf_status step(run_state *r, int64_t S, int64_t L, int64_t at, cl_event 
     in[ni] = (clf_buffer_view){"sin", use[2], 0};
     shapes[ni++] = cs;
     out[no++] = (clf_buffer_view){"y", r->y, 0};
-    static char names[4 * MAX_LAYERS][16];
+    static char names[4 * MAX_LAYERS][24];
     for (int l = 0; l < r->s->layers; l++) {
         char *kn = names[4 * l], *vn = names[4 * l + 1], *ko = names[4 * l + 2], *vo = names[4 * l + 3];
-        snprintf(kn, 16, "k_cache.%d", l);
-        snprintf(vn, 16, "v_cache.%d", l);
-        snprintf(ko, 16, "k_out.%d", l);
-        snprintf(vo, 16, "v_out.%d", l);
+        snprintf(kn, sizeof names[0], "k_cache.%d", l);
+        snprintf(vn, sizeof names[0], "v_cache.%d", l);
+        snprintf(ko, sizeof names[0], "k_out.%d", l);
+        snprintf(vo, sizeof names[0], "v_out.%d", l);
         in[ni++] = (clf_buffer_view){kn, r->kc[l], 0};
         in[ni++] = (clf_buffer_view){vn, r->vc[l], 0};
         out[no++] = (clf_buffer_view){ko, r->kc[l], 0};
