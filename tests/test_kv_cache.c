@@ -404,6 +404,32 @@ END_TEST
 /* A cache write of fixed sizes through the plan cache: the second compile
  * loads the plan from disk, marks the output in place from the graph, and
  * runs as the first (value semantics on the host, the rule on devices). */
+/* A cache with no elements (a zero extent off its axis): nothing to
+ * write, and no buffer to bind (OpenCL has no zero-byte buffers), so the
+ * write and its cache take NULL in device runs and any data in host runs.
+ * Found by the graph fuzzer's cache_write family. */
+START_TEST(empty_cache)
+{
+    clf_context *ctx = clf_test_context();
+    clf_graph *g = clf_graph_create();
+    clf_tensor c = clf_input(g, "c", CLF_F32, 2, (int64_t[]){CAP, 0});
+    clf_tensor x = clf_input(g, "x", CLF_F32, 2, (int64_t[]){2, 0});
+    clf_graph_output(g, "c_out", clf_cache_write(g, c, x, 0, 3));
+    clf_executable *exe = NULL;
+    ck_assert_int_eq(clf_compile(ctx, g, NULL, &exe), CLF_OK);
+    clf_buffer_view in[2] = {{"c", NULL, 0}, {"x", NULL, 0}}, out[1] = {{"c_out", NULL, 0}};
+    ck_assert_int_eq(clf_enqueue(exe, NULL, 2, in, 1, out, 0, NULL, NULL), CLF_OK);
+    ck_assert_int_eq(clFinish(clf_context_queue(ctx)), CL_SUCCESS);
+    float dummy = 7.0f;
+    clf_host_binding hin[2] = {{"c", &dummy}, {"x", NULL}}, hout[1] = {{"c_out", NULL}};
+    ck_assert_int_eq(clf_run_host(exe, 2, hin, 1, hout), CLF_OK);
+    ck_assert(dummy == 7.0f);
+    clf_executable_destroy(&exe);
+    clf_graph_destroy(&g);
+    clf_context_destroy(&ctx);
+}
+END_TEST
+
 START_TEST(plan_cache_round_trip)
 {
     float cin[CAP * HD], x[2 * HD], got[2][CAP * HD], y[2][HD];
@@ -611,6 +637,7 @@ int main(void)
     clf_test_add_case(s, "decode_equals_prefill", decode_equals_prefill);
     clf_test_add_case(s, "host_run_value_semantics", host_run_value_semantics);
     clf_test_add_case(s, "rules_checked", rules_checked);
+    clf_test_add_case(s, "empty_cache", empty_cache);
     clf_test_add_case(s, "plan_cache_round_trip", plan_cache_round_trip);
     clf_test_add_case(s, "onnx_decoder_with_past", onnx_decoder_with_past);
     return clf_test_run_suite(s);

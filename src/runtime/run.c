@@ -63,6 +63,8 @@ static clf_status bind(clf_executable *e, const char *what, const clf__io *io, s
             const clf__io *in = &e->inputs[io[j].written_into - 1];
             cl_mem have = table[in->buffer];
             span a = {NULL, 0, 0}, b = {NULL, 0, 0};
+            if (in->bytes == 0)
+                continue; /* an empty cache: nothing is written, any binding will do */
             if (have && mem) {
                 a = span_of(have, in->bytes);
                 b = span_of(mem, io[j].bytes);

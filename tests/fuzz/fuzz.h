@@ -90,6 +90,7 @@ typedef struct fz_node {
     int64_t shape[FZ_MAX_RANK];
     fz_profile profile;
     uint64_t data_seed;
+    bool cache; /* an input that a cache write writes: nothing else reads it */
     bool output;
     fz_facts facts;
     /* Filled by fz_build: the result's type and the concrete attributes. */
@@ -167,6 +168,7 @@ enum {
     FZ_FAM_GEMM,
     FZ_FAM_GATHER,
     FZ_FAM_CONCAT,
+    FZ_FAM_CACHE_WRITE,
     FZ_FAM_COUNT
 };
 

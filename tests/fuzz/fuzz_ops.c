@@ -206,13 +206,13 @@ static int broadcast_partner(fz_gen *G, const fz_node *like, int64_t *shape)
 typedef bool (*fz_pred)(const fz_node *n, const void *arg);
 
 /* A random existing node satisfying pred (recent ones more often); -1 if
- * none. */
+ * none. A cache write's cache is never one: only its write reads it. */
 static int pick_node(fz_gen *G, fz_pred pred, const void *arg)
 {
     fz_graph *g = G->G;
     int cand[FZ_MAX_NODES], nc = 0;
     for (int i = 0; i < g->n; i++)
-        if (pred(&g->node[i], arg))
+        if (!g->node[i].cache && pred(&g->node[i], arg))
             cand[nc++] = i;
     if (!nc)
         return -1;
@@ -1901,6 +1901,68 @@ static bool onnx_concat(FILE *f, const fz_graph *G, int i)
     return true;
 }
 
+/* ---- Cache write ------------------------------------------------------------ */
+
+/* A KV cache written in place (clf_cache_write): a new input, the cache, of
+ * x's shape but up to 3 positions more along axis, and x written at
+ * [len - S, len) with len - S drawn in 0..capacity - S (v[0][0]). The
+ * planner's rules hold by construction: nothing else reads the cache
+ * (pick_node passes it over), it is no output, and the write is one
+ * (fz_generate sees to both after drawing the outputs). */
+static bool writable(const fz_node *n, const void *arg) { return n->orank >= 1 && bits_node(n, arg); }
+
+static bool pick_cache_write(fz_gen *G, fz_node *n)
+{
+    int x = pick_node(G, writable, NULL);
+    if (x < 0)
+        return false;
+    const fz_node *a = &G->G->node[x];
+    int axis = (int)fz_below(&G->r, (uint32_t)a->orank);
+    int64_t shape[FZ_MAX_RANK], extra = fz_below(&G->r, 4);
+    memcpy(shape, a->oshape, sizeof shape);
+    shape[axis] += extra;
+    int c = add_input(G, a->odt, a->orank, shape);
+    if (c < 0)
+        return false;
+    G->G->node[c].cache = true;
+    n->nin = 2;
+    n->in[0] = c;
+    n->in[1] = x;
+    n->ival = axis;
+    n->v[0][0] = fz_below(&G->r, (uint32_t)extra + 1);
+    n->facts = G->G->node[c].facts;
+    join_facts(&n->facts, &a->facts);
+    return true;
+}
+
+static clf_tensor build_cache_write(clf_graph *g, fz_node *n, const clf_tensor *in, fz_node *const *args)
+{
+    int axis = n->ival < args[1]->orank ? n->ival : 0;
+    n->nrealaxes = 1;
+    n->realaxes[0] = axis;
+    n->nreal = 1;
+    n->real[0][0] = args[1]->oshape[axis] + n->v[0][0]; /* len */
+    return clf_cache_write(g, in[0], in[1], axis, n->real[0][0]);
+}
+
+/* As ONNX: Concat(cache[:len - S], x, cache[len:]) along axis. */
+static bool onnx_cache_write(FILE *f, const fz_graph *G, int i)
+{
+    const fz_node *n = &G->node[i];
+    const fz_node *x = &G->node[n->in[1]];
+    int64_t len = n->real[0][0], start = len - x->oshape[n->realaxes[0]], zero = 0, big = INT64_MAX,
+            axis = n->realaxes[0];
+    onnx_ints(f, i, "zero", 1, &zero);
+    onnx_ints(f, i, "start", 1, &start);
+    onnx_ints(f, i, "len", 1, &len);
+    onnx_ints(f, i, "end", 1, &big);
+    onnx_ints(f, i, "axis", 1, &axis);
+    fprintf(f, "    v%d_head = Slice(v%d, v%d_zero, v%d_start, v%d_axis)\n", i, n->in[0], i, i, i);
+    fprintf(f, "    v%d_tail = Slice(v%d, v%d_len, v%d_end, v%d_axis)\n", i, n->in[0], i, i, i);
+    fprintf(f, "    v%d = Concat <axis = %d> (v%d_head, v%d, v%d_tail)\n", i, n->realaxes[0], i, n->in[1], i);
+    return true;
+}
+
 /* ---- The table ------------------------------------------------------------- */
 
 static bool pick_none(fz_gen *G, fz_node *n) { return false; }
@@ -1933,8 +1995,9 @@ const fz_family fz_families[FZ_FAM_COUNT] = {
     [FZ_FAM_GEMM] = {"gemm", 3, FZ_TOL_CONTRACTION, pick_gemm, build_gemm, onnx_gemm},
     [FZ_FAM_GATHER] = {"gather", 4, FZ_TOL_EXACT, pick_gather, build_gather, onnx_gather},
     [FZ_FAM_CONCAT] = {"concat", 4, FZ_TOL_EXACT, pick_concat, build_concat, onnx_concat},
+    [FZ_FAM_CACHE_WRITE] = {"cache_write", 2, FZ_TOL_EXACT, pick_cache_write, build_cache_write, onnx_cache_write},
 };
-_Static_assert(FZ_FAM_COUNT == 24, "one fz_families entry per family");
+_Static_assert(FZ_FAM_COUNT == 25, "one fz_families entry per family");
 
 int fz_family_by_name(const char *name)
 {
@@ -2068,6 +2131,11 @@ void fz_generate(uint64_t seed, uint64_t index, int force, fz_graph *out)
         fz_node *n = &out->node[i];
         bool leaf = n->family == FZ_FAM_INPUT || n->family == FZ_FAM_SCALAR || n->family == FZ_FAM_CONST;
         n->output = !leaf ? !read[i] || fz_chance(&G.r, 0.2) : fz_chance(&G.r, 0.02);
+        /* The rules of clf_cache_write: the write is an output, its cache not. */
+        if (n->family == FZ_FAM_CACHE_WRITE)
+            n->output = true;
+        if (n->cache)
+            n->output = false;
     }
     bool any = false;
     for (int i = 0; i < out->n; i++)
@@ -2177,6 +2245,7 @@ void fz_print_listing(FILE *f, const fz_graph *G)
         case FZ_FAM_SOFTMAX:
         case FZ_FAM_GATHER:
         case FZ_FAM_CONCAT: fprintf(f, " axis %d", n->ival); break;
+        case FZ_FAM_CACHE_WRITE: fprintf(f, " axis %d len %lld", n->realaxes[0], (long long)n->real[0][0]); break;
         case FZ_FAM_GEMM:
             fprintf(f, " alpha %g beta %g trans_a %d trans_b %d", n->lo, n->hi, n->flag, n->keepdims);
             break;
