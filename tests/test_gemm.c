@@ -87,6 +87,27 @@ START_TEST(matmul_one_d_operands)
 }
 END_TEST
 
+/* A product of one element read through a view the epilogue fuses (a
+ * whole slice of an extent-1 axis, a reshape): the index algebra folds the
+ * element's index to 0, which is still the product's element (found by the
+ * graph fuzzer: codegen refused it with CLF_ERR_INTERNAL). */
+START_TEST(one_element_product_through_views)
+{
+    clf_graph *g = clf_graph_create();
+    e2e_inputs in = {0};
+    clf_tensor a = input2(g, &in, "a", 1, 4);
+    clf_tensor b = input2(g, &in, "b", 4, 1);
+    clf_tensor p = clf_matmul(g, a, b); /* [1, 1] */
+    clf_tensor sl = clf_slice(g, p, 1, (int64_t[]){-7}, (int64_t[]){2}, (int[]){1}, NULL);
+    clf_tensor r = clf_reshape(g, clf_relu(g, p), 1, (int64_t[]){1});
+    ck_assert_int_eq(clf_graph_output(g, "sl", sl), CLF_OK);
+    ck_assert_int_eq(clf_graph_output(g, "r", r), CLF_OK);
+    e2e_check_all(g, &in, 1, RTOL, ATOL); /* one kernel */
+    e2e_inputs_free(&in);
+    clf_graph_destroy(&g);
+}
+END_TEST
+
 START_TEST(matmul_broadcast_batch)
 {
     clf_graph *g = clf_graph_create();
@@ -552,6 +573,7 @@ int main(void)
     Suite *s = suite_create("gemm");
     clf_test_add_case(s, "linear_relu_edge_shapes", linear_relu_edge_shapes);
     clf_test_add_case(s, "matmul_one_d_operands", matmul_one_d_operands);
+    clf_test_add_case(s, "one_element_product_through_views", one_element_product_through_views);
     clf_test_add_case(s, "matmul_broadcast_batch", matmul_broadcast_batch);
     clf_test_add_case(s, "gemm_transposes_alpha_beta", gemm_transposes_alpha_beta);
     clf_test_add_case(s, "zero_sized_products", zero_sized_products);

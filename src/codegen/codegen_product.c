@@ -30,7 +30,9 @@ const char *clf__cg_product_acc(clf__cg_fn *f, uint32_t node, const clf__view *v
 {
     const clf__node *n = clf__graph_node(f->g, node);
     clf__ix at = clf__view_linear(f->ix, v, n->rank, n->shape);
-    if (at.temp != 0)
+    /* Element i itself; for a product of one element, whose index the
+     * algebra folds to the constant 0, also that. */
+    if (at.temp != 0 && !(at.temp == -1 && at.c == 0 && clf__node_numel(n) == 1))
         return NULL;
     /* The product of storage floats is rounded to them once, from the f32
      * accumulator (not where the function keeps them in f32: no_round). */
