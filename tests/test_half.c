@@ -2134,9 +2134,9 @@ int main(void)
     clf_test_add_case(s, "test_helpers_convert_and_compare_half", test_helpers_convert_and_compare_half);
     clf_test_add_case(s, "host_conversions_known_bits", host_conversions_known_bits);
     clf_test_add_case(s, "every_float_unary_op_f16", every_float_unary_op_f16);
-    clf_test_add_case(s, "every_float_unary_op_bf16", every_float_unary_op_bf16);
+    clf_test_add_variant_case(s, "every_float_unary_op_bf16", every_float_unary_op_bf16);
     clf_test_add_case(s, "every_float_binary_op_f16", every_float_binary_op_f16);
-    clf_test_add_case(s, "every_float_binary_op_bf16", every_float_binary_op_bf16);
+    clf_test_add_variant_case(s, "every_float_binary_op_bf16", every_float_binary_op_bf16);
     clf_test_add_case(s, "selection_and_movement_ops_are_exact", selection_and_movement_ops_are_exact);
     clf_test_add_case(s, "casts_between_all_36_dtype_pairs", casts_between_all_36_dtype_pairs);
     clf_test_add_case(s, "scalars_and_constants_round_like_cast", scalars_and_constants_round_like_cast);
@@ -2148,16 +2148,16 @@ int main(void)
     clf_test_add_case(s, "few_long_rows_split", few_long_rows_split);
     clf_test_add_case(s, "million_element_sum_and_mean_are_accurate", million_element_sum_and_mean_are_accurate);
     clf_test_add_case(s, "softmax_of_rows_near_the_f16_maximum", softmax_of_rows_near_the_f16_maximum);
-    clf_test_add_case(s, "norms_of_rows_near_the_f16_maximum", norms_of_rows_near_the_f16_maximum);
+    clf_test_add_variant_case(s, "norms_of_rows_near_the_f16_maximum", norms_of_rows_near_the_f16_maximum);
     clf_test_add_case(s, "linear_relu_edge_shapes", linear_relu_edge_shapes);
     clf_test_add_case(s, "gemm_transposes_and_batches", gemm_transposes_and_batches);
     clf_test_add_case(s, "gemm_with_k_zero_is_the_bias", gemm_with_k_zero_is_the_bias);
     clf_test_add_case(s, "gemm_prologue_and_epilogue_one_kernel", gemm_prologue_and_epilogue_one_kernel);
     clf_test_add_case(s, "gemm_tensor_cores_a_driver_refuses_fall_back", gemm_tensor_cores_a_driver_refuses_fall_back);
     clf_test_add_case(s, "gemm_tensor_cores_emulated", gemm_tensor_cores_emulated);
-    clf_test_add_case(s, "gemm_tensor_cores_pinned_tilings", gemm_tensor_cores_pinned_tilings);
-    clf_test_add_case(s, "gemm_tensor_cores_autotuned", gemm_tensor_cores_autotuned);
-    clf_test_add_case(s, "gemm_tensor_cores_tf32", gemm_tensor_cores_tf32);
+    clf_test_add_variant_case(s, "gemm_tensor_cores_pinned_tilings", gemm_tensor_cores_pinned_tilings);
+    clf_test_add_variant_case(s, "gemm_tensor_cores_autotuned", gemm_tensor_cores_autotuned);
+    clf_test_add_variant_case(s, "gemm_tensor_cores_tf32", gemm_tensor_cores_tf32);
     clf_test_add_case(s, "gemm_tensor_cores_unfused_casts_are_f32", gemm_tensor_cores_unfused_casts_are_f32);
     clf_test_add_case(s, "refused_shuffles_keep_the_tensor_cores", refused_shuffles_keep_the_tensor_cores);
     clf_test_add_case(s, "plan_lowered_again_not_reused_under_other_build_options",

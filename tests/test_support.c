@@ -48,6 +48,15 @@ void clf_test_add_case(Suite *s, const char *name, const TTest *t)
     suite_add_tcase(s, tc);
 }
 
+void clf_test_add_variant_case(Suite *s, const char *name, const TTest *t)
+{
+    TCase *tc = tcase_create(name);
+    tcase_set_tags(tc, "variant");
+    tcase_set_timeout(tc, 300);
+    tcase_add_test(tc, t);
+    suite_add_tcase(s, tc);
+}
+
 uint64_t clf_test_rand(void)
 {
     uint64_t x = rng_state;

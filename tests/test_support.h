@@ -20,6 +20,11 @@ int clf_test_run_suite(Suite *s);
 /* Adds test t to s as a test case of its own, named name, so that
  * CK_RUN_CASE=name runs it alone; 300 s timeout. */
 void clf_test_add_case(Suite *s, const char *name, const TTest *t);
+/* A case that runs a kernel family another case of the suite runs already,
+ * on more shapes, dtypes or tilings: tagged "variant", which the sanitizer
+ * run of .ci/run leaves out (CK_EXCLUDE_TAGS=variant) since the library
+ * code it reaches is the other case's; every other run runs it. */
+void clf_test_add_variant_case(Suite *s, const char *name, const TTest *t);
 
 /* Deterministic xorshift random numbers. */
 uint64_t clf_test_rand(void);
