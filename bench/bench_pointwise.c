@@ -89,7 +89,8 @@ int main(int argc, char **argv)
     const char *sep = markdown ? " | " : "  ";
     printf("device: %s (%s); %s tensors; chain size %lld; medians of %d runs; device time from profiling events\n",
            dev.device_name, dev.platform_name, clf_dtype_name(a.dtype), (long long)n, runs);
-    printf("copy roofline: %.3f ms for %lld floats = %.0f GB/s\n\n", copy_ms, (long long)n, copy_gbs);
+    printf("copy roofline: %.3f ms for %lld floats = %.0f GB/s (%s)\n\n", copy_ms, (long long)n, copy_gbs,
+           hm_copy_method(ctx));
     if (markdown)
         printf("| case | kernels fused/unfused | fused ms | unfused ms | speed-up | fused GB/s | of copy | "
                "fused wall ms | unfused wall ms |\n|---|---|---|---|---|---|---|---|---|\n");

@@ -37,7 +37,8 @@ int main(int argc, char **argv)
     double copy_gbs = 2.0 * 4 * (double)copy_n / (copy_ms * 1e6);
     printf("device: %s (%s); %s tensors; medians of %d runs; device time from profiling events\n", dev.device_name,
            dev.platform_name, clf_dtype_name(a.dtype), runs);
-    printf("copy roofline: %.3f ms for %zu floats = %.0f GB/s\n\n", copy_ms, copy_n, copy_gbs);
+    printf("copy roofline: %.3f ms for %zu floats = %.0f GB/s (%s)\n\n", copy_ms, copy_n, copy_gbs,
+           hm_copy_method(ctx));
     if (markdown)
         printf("| case | shape | kernels fused/unfused | fused kernel | fused ms | unfused ms | speed-up | fused GB/s | "
                "of copy |\n|---|---|---|---|---|---|---|---|---|\n");

@@ -209,7 +209,7 @@ int cmd_bench(const cli_opts *o)
     }
     char cb[32];
     if (roof > 0)
-        printf("\ncopy roofline: %.2f GB/s (clEnqueueCopyBuffer of %s, read + write)\n", roof,
+        printf("\ncopy roofline: %.2f GB/s (%s, %s, read + write)\n", roof, hm_copy_method(ctx),
                cli_bytes_str(copy_bytes, cb, sizeof cb));
     else
         printf("\ncopy roofline: could not be measured\n");
