@@ -1,22 +1,26 @@
 /* GEMM region, CPU form: C = A @ B for BATCH products of M x K by K x N.
- * Each work-item computes a WM x WN block of one product alone, with no
- * local memory and no barriers: for each k it loads a vector of WN
- * elements of B's row k and WM scalars of A's column k and accumulates WM
- * vector FMAs, so that the CPU's SIMD units do the work (PoCL does not
- * vectorise across work-items through a loop like this one). Operands come
- * in through clf_load_a / clf_load_b (the prologue applied) and
- * clf_load_bv (WN consecutive elements of a row of B); the epilogue and
- * stores through clf_store.
+ * Each work-item computes a TM x TN block of one product alone, with no
+ * local memory and no barriers, as micro-tiles of WM x WN: for each k a
+ * micro-tile loads WN elements of B's row k (VN vectors of VW) and WM
+ * scalars of A's column k and accumulates WM * VN vector FMAs in
+ * registers, so that the CPU's SIMD units do the work (PoCL does not
+ * vectorise across work-items through a loop like this one). The block's
+ * micro-tiles run column of micro-tiles by column: one K x WN panel of B
+ * serves the TM / WM micro-tiles of a column from the core's cache, and the
+ * block's TM x K rows of A serve every column, so that B is read from
+ * memory M / TM times and A N / TN times instead of once per micro-tile.
+ * Operands come in through clf_load_a / clf_load_b (the prologue applied)
+ * and clf_load_bv (VW consecutive elements of a row of B); the epilogue
+ * and stores through clf_store.
  *
- * Codegen prepends CLF_KERNEL_NAME, CLF_PARAMS, CLF_ARGS, M, N, K, BATCH,
- * M_WHOLE_TILES (1 where M is a multiple of WM; the preprocessor never
- * reads M, which may be a kernel argument where sizes are symbolic),
- * the load and store functions and the tuning below; without them this file
- * is still valid OpenCL C: a plain 16 x 16 product.
+ * Codegen prepends CLF_KERNEL_NAME, CLF_PARAMS, CLF_ARGS, M, N, K, BATCH
+ * (M may be a kernel argument where sizes are symbolic: the preprocessor
+ * never reads it), the load and store functions and the tuning below;
+ * without them this file is still valid OpenCL C: a plain 16 x 16 product.
  *
- * Tuning: WM rows (up to 16) and WN columns (4, 8 or 16: the vector width)
- * per work-item; TM == WM, TN == WN, TK == 1. The launch is BATCH *
- * ceil(M / WM) * ceil(N / WN) work-items. */
+ * Tuning: WM rows (up to 16) and WN columns (4, 8, 16 or 32: VN vectors of
+ * VW = min(WN, 16)) per micro-tile; TM and TN multiples of them; TK == 1.
+ * The launch is BATCH * ceil(M / TM) * ceil(N / TN) work-items. */
 #ifndef IDX_T
 #define IDX_T uint
 #endif
@@ -26,11 +30,22 @@
 #ifndef WN
 #define WN 8
 #endif
+#ifndef TM
+#define TM WM
+#endif
+#ifndef TN
+#define TN WN
+#endif
+#if WN > 16
+#define VW 16
+#else
+#define VW WN
+#endif
+#define VN (WN / VW)
 
 #ifndef CLF_KERNEL_NAME
 #define CLF_KERNEL_NAME clf_gemm_cpu_example
 #define M 16
-#define M_WHOLE_TILES 1
 #define N 16
 #define K 16
 #define BATCH 1
@@ -42,72 +57,126 @@ static inline float clf_load_b(IDX_T bt, IDX_T k, IDX_T n, CLF_PARAMS) { return 
 #define CLF_VEC(w) CLF_VEC_(w)
 #define CLF_VLOAD_(w) vload##w
 #define CLF_VLOAD(w) CLF_VLOAD_(w)
-static inline CLF_VEC(WN) clf_load_bv(IDX_T bt, IDX_T k, IDX_T n, CLF_PARAMS)
+static inline CLF_VEC(VW) clf_load_bv(IDX_T bt, IDX_T k, IDX_T n, CLF_PARAMS)
 {
-    return CLF_VLOAD(WN)(0, b + k * N + n);
+    return CLF_VLOAD(VW)(0, b + k * N + n);
 }
 static inline void clf_store(IDX_T bt, IDX_T m, IDX_T n, float acc, CLF_PARAMS) { c[m * N + n] = acc; }
 #endif
 
 #define VEC_PASTE_(w) float##w
 #define VEC_PASTE(w) VEC_PASTE_(w)
-#define VEC_T VEC_PASTE(WN)
+#define VEC_T VEC_PASTE(VW)
 #define VSTORE_PASTE_(w) vstore##w
 #define VSTORE_PASTE(w) VSTORE_PASTE_(w)
-#define VSTORE VSTORE_PASTE(WN)
-#define TILES_M ((M + WM - 1) / WM)
-#define TILES_N ((N + WN - 1) / WN)
+#define VSTORE VSTORE_PASTE(VW)
+#define VLOAD_PASTE_(w) vload##w
+#define VLOAD_PASTE(w) VLOAD_PASTE_(w)
+#define VLOAD VLOAD_PASTE(VW)
+#define BLOCKS_M ((M + TM - 1) / TM)
+#define BLOCKS_N ((N + TN - 1) / TN)
+
+#ifndef TK
+#define TK 256
+#endif
+#define KC TK /* the k-block: packed operands of KC steps at a time */
+#define MT (TM / WM) /* micro-tiles down a block */
+#define NT (TN / WN) /* and across */
+
+/* Packs the block's operands for k in [k0, k0 + kn) into local memory in
+ * the order the micro-kernel reads them: A as mt panels of KC x WM (row i
+ * of a panel's step k at [k * WM + i]), B as nt panels of KC x WN, zero
+ * past M and N, so that every micro-tile is whole and its loads are
+ * consecutive. Each element goes through the prologue once per block. */
+static inline void clf_pack(IDX_T bt, IDX_T bm, IDX_T bn, IDX_T k0, int kn, int mt, int nt, __local float *ap,
+                            __local float *bp, CLF_PARAMS)
+{
+    for (int p = 0; p < mt; ++p)
+        for (int i = 0; i < WM; ++i) {
+            const IDX_T m = bm + (IDX_T)(p * WM + i);
+            __local float *dst = ap + p * KC * WM + i;
+            if (m < M)
+                for (int kk = 0; kk < kn; ++kk)
+                    dst[kk * WM] = clf_load_a(bt, m, k0 + (IDX_T)kk, CLF_ARGS);
+            else
+                for (int kk = 0; kk < kn; ++kk)
+                    dst[kk * WM] = 0.0f;
+        }
+    for (int kk = 0; kk < kn; ++kk) {
+        const IDX_T k = k0 + (IDX_T)kk;
+        for (int p = 0; p < nt; ++p) {
+            const IDX_T n0 = bn + (IDX_T)(p * WN);
+            __local float *dst = bp + (p * KC + kk) * WN;
+            if (n0 + WN <= N) {
+                for (int v = 0; v < VN; ++v)
+                    VSTORE(clf_load_bv(bt, k, n0 + (IDX_T)(v * VW), CLF_ARGS), v, dst);
+            } else {
+                for (int j = 0; j < WN; ++j)
+                    dst[j] = n0 + (IDX_T)j < N ? clf_load_b(bt, k, n0 + (IDX_T)j, CLF_ARGS) : 0.0f;
+            }
+        }
+    }
+}
 
 __kernel void CLF_KERNEL_NAME(CLF_PARAMS, const IDX_T numel)
 {
-    const IDX_T g = (IDX_T)get_global_id(0);
-    const IDX_T bt = g / (TILES_M * TILES_N);
-    const IDX_T tile = g % (TILES_M * TILES_N);
-    const IDX_T m0 = tile / TILES_N * WM, n0 = tile % TILES_N * WN;
+    __local float ap[TM * KC], bp[KC * TN];
+    __local VEC_T cs[TM * TN / VW]; /* the block's sums, micro-tile by micro-tile */
+    const IDX_T g = (IDX_T)get_group_id(0);
+    const IDX_T bt = g / (BLOCKS_M * BLOCKS_N);
+    const IDX_T block = g % (BLOCKS_M * BLOCKS_N);
+    const IDX_T bm = block / BLOCKS_N * TM, bn = block % BLOCKS_N * TN;
     if (bt >= BATCH)
         return;
-
-#if M_WHOLE_TILES && N % WN == 0
-    if (true) {
-#elif M_WHOLE_TILES
-    if (n0 + WN <= N) {
-#elif N % WN == 0
-    if (m0 + WM <= M) {
-#else
-    if (m0 + WM <= M && n0 + WN <= N) {
-#endif
-        VEC_T acc[WM];
+    /* The micro-tiles that hold elements of the product: a block past M or
+     * N (the blocking is chosen once for every size of a symbolic extent)
+     * computes only those. */
+    const int mt = M - bm >= TM ? MT : (int)((M - bm + WM - 1) / WM);
+    const int nt = N - bn >= TN ? NT : (int)((N - bn + WN - 1) / WN);
+    for (IDX_T k0 = 0; k0 < K || k0 == 0; k0 += KC) {
+        const int kn = k0 >= K ? 0 : K - k0 >= KC ? KC : (int)(K - k0);
+        clf_pack(bt, bm, bn, k0, kn, mt, nt, ap, bp, CLF_ARGS);
+        for (int q = 0; q < nt; ++q)
+            for (int p = 0; p < mt; ++p) {
+                __local VEC_T *c = cs + (q * MT + p) * WM * VN;
+                __local const float *a = ap + p * KC * WM, *b = bp + q * KC * WN;
+                VEC_T acc[WM * VN];
 #pragma unroll
-        for (int i = 0; i < WM; ++i)
-            acc[i] = (VEC_T)(0.0f);
-        for (IDX_T k = 0; k < K; ++k) {
-            const VEC_T bv = clf_load_bv(bt, k, n0, CLF_ARGS);
+                for (int i = 0; i < WM * VN; ++i)
+                    acc[i] = k0 ? c[i] : (VEC_T)(0.0f);
+                for (int kk = 0; kk < kn; ++kk) {
+                    VEC_T bv[VN];
 #pragma unroll
-            for (int i = 0; i < WM; ++i)
-                acc[i] += (VEC_T)(clf_load_a(bt, m0 + (IDX_T)i, k, CLF_ARGS)) * bv;
-        }
-        for (int i = 0; i < WM; ++i) {
-            float v[WN];
-            VSTORE(acc[i], 0, v);
-            for (int j = 0; j < WN; ++j)
-                clf_store(bt, m0 + (IDX_T)i, n0 + (IDX_T)j, v[j], CLF_ARGS);
-        }
-        return;
+                    for (int v = 0; v < VN; ++v)
+                        bv[v] = VLOAD(v, b + kk * WN);
+#pragma unroll
+                    for (int i = 0; i < WM; ++i) {
+                        const VEC_T av = (VEC_T)(a[kk * WM + i]);
+#pragma unroll
+                        for (int v = 0; v < VN; ++v)
+                            acc[i * VN + v] += av * bv[v];
+                    }
+                }
+#pragma unroll
+                for (int i = 0; i < WM * VN; ++i)
+                    c[i] = acc[i];
+            }
     }
-
-    /* An edge block: scalar, bounds checked. */
-    for (int i = 0; i < WM; ++i) {
-        const IDX_T m = m0 + (IDX_T)i;
-        if (m >= M)
-            break;
-        for (int j = 0; j < WN; ++j) {
-            const IDX_T n = n0 + (IDX_T)j;
-            if (n >= N)
-                break;
-            float acc = 0.0f;
-            for (IDX_T k = 0; k < K; ++k)
-                acc += clf_load_a(bt, m, k, CLF_ARGS) * clf_load_b(bt, k, n, CLF_ARGS);
-            clf_store(bt, m, n, acc, CLF_ARGS);
-        }
-    }
+    /* The epilogue, within M and N. */
+    for (int q = 0; q < nt; ++q)
+        for (int p = 0; p < mt; ++p)
+            for (int i = 0; i < WM; ++i) {
+                const IDX_T m = bm + (IDX_T)(p * WM + i);
+                if (m >= M)
+                    break;
+                for (int v = 0; v < VN; ++v) {
+                    float s[VW];
+                    VSTORE(cs[(q * MT + p) * WM * VN + i * VN + v], 0, s);
+                    for (int j = 0; j < VW; ++j) {
+                        const IDX_T n = bn + (IDX_T)(q * WN + v * VW + j);
+                        if (n < N)
+                            clf_store(bt, m, n, s[j], CLF_ARGS);
+                    }
+                }
+            }
 }

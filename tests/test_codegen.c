@@ -441,6 +441,42 @@ END_TEST
 
 /* The schedule each writer records (CLFUSE_LOGS=schedule): the device
  * form and the choices behind it, for cases whose choice is known. */
+/* The CPU GEMM tiling without autotuning: blocks of up to 128 x 128 of
+ * 8 x 32 micro-tiles where vectors are 16 floats (6 x 16 where 8), one-row
+ * micro-tiles for one-row products, blocks shrunk until every compute unit
+ * has two, the packed operands within the device's local memory (32 KiB on
+ * llvmpipe), k-blocks multiples of 16; every choice one the form runs. */
+START_TEST(cpu_gemm_default_blocks)
+{
+    clf__codegen_target avx512 = {.cpu = true, .compute_units = 16, .local_mem = 2097152, .float_width = 16};
+    clf__codegen_target avx2 = {.cpu = true, .compute_units = 4, .local_mem = 32768, .float_width = 8};
+    char why[200];
+    clf__gemm_config c = clf__gemm_default_config(&avx512, 4096, 4096, 4096, 1);
+    ck_assert(c.tm == 128 && c.tn == 128 && c.wm == 8 && c.wn == 32 && c.tk == 256);
+    c = clf__gemm_default_config(&avx512, 1, 2048, 2048, 1); /* a decode step's projection */
+    ck_assert_msg(c.wm == 1 && c.tm == 1, "%dx%d/%dx%d", c.tm, c.tn, c.wm, c.wn);
+    ck_assert_msg(2048 / c.tn >= 32, "%d columns a block leave units idle", c.tn);
+    c = clf__gemm_default_config(&avx2, 512, 512, 512, 1);
+    ck_assert(c.wm == 6 && c.wn == 16);
+    static const int64_t sizes[][4] = {{1, 1, 1, 1},     {3, 200, 5, 1},    {200, 3, 9, 7},   {40, 50, 17, 1},
+                                       {37, 53, 29, 1},  {127, 127, 127, 1}, {8, 8, 8, 256},  {1024, 512, 2048, 1},
+                                       {1, 4096, 40, 1}, {300, 2, 4000, 1}};
+    const clf__codegen_target *targets[2] = {&avx512, &avx2};
+    for (int t = 0; t < 2; t++)
+        for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+            c = clf__gemm_default_config(targets[t], sizes[i][0], sizes[i][1], sizes[i][2], sizes[i][3]);
+            ck_assert_msg(clf__gemm_config_valid(&c, true, 1, targets[t]->local_mem, why, sizeof why),
+                          "%lld x %lld x %lld: %dx%dx%d/%dx%d: %s", (long long)sizes[i][0], (long long)sizes[i][1],
+                          (long long)sizes[i][2], c.tm, c.tn, c.tk, c.wm, c.wn, why);
+        }
+    /* The form's limits are stated. */
+    c = (clf__gemm_config){.tm = 32, .tn = 64, .tk = 1, .wm = 8, .wn = 32};
+    ck_assert(!clf__gemm_config_valid(&c, true, 1, 2097152, why, sizeof why) && strstr(why, "tk"));
+    c = (clf__gemm_config){.tm = 256, .tn = 256, .tk = 1024, .wm = 8, .wn = 32};
+    ck_assert(!clf__gemm_config_valid(&c, true, 1, 32768, why, sizeof why) && strstr(why, "local memory"));
+}
+END_TEST
+
 START_TEST(schedules_name_their_choices)
 {
     clf__codegen_target gpu = {.cpu = false, .max_local = 1024, .compute_units = 132, .local_mem = 49152},
@@ -895,6 +931,7 @@ int main(void)
     tcase_add_test(tc, gpu_lanes_of_a_warp_combine_by_shuffles);
     tcase_add_test(tc, rows_of_rank_3_and_4_in_both_forms);
     tcase_add_test(tc, gemm_default_tiles_fit_small_products);
+    tcase_add_test(tc, cpu_gemm_default_blocks);
     tcase_add_test(tc, schedules_name_their_choices);
     tcase_add_test(tc, attention_tensor_cores_where_the_operands_allow);
     tcase_add_test(tc, permuted_store_feeds_a_plain_operand);

@@ -52,6 +52,10 @@ typedef struct clf__codegen_target {
      * fused chains at SMALL_CODE_DEPTH ops. */
     bool small_code;
     const clf__gemm_config *gemm; /* GEMM tiling (autotuned); NULL: the device type's default */
+    /* The graph has symbolic sizes: its specialisations share programs, so
+     * choices that would follow an extent other than 1 do not (the CPU
+     * GEMM's blocking). */
+    bool sizes_vary;
 } clf__codegen_target;
 
 /* The per-kernel choices a writer makes from the plan, the target and what

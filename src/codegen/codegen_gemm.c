@@ -32,13 +32,70 @@ static bool operand_transposed(const clf_graph *g, uint32_t id)
     }
 }
 
+/* The CPU form's default: micro-tiles of two native vectors by 8 rows
+ * (6 where vectors are 8 floats wide: 12 accumulators of the 16 AVX2
+ * registers), blocks of up to 128 x 128 in k-blocks of 256 (on 2 cores of
+ * a Xeon, 1024^3 with its epilogue ran at 110-140 GFLOP/s so, against
+ * 42-46 for the unblocked 8 x 8 micro-tiles of before), smaller where
+ * the product is (one row: one-row micro-tiles) or where fewer blocks
+ * than two per compute unit would leave cores idle, and within the
+ * device's local memory. */
+static clf__gemm_config cpu_default_config(const clf__codegen_target *target, int64_t m, int64_t n, int64_t k,
+                                           int64_t batch)
+{
+    /* Where the sizes vary (symbolic graphs share one program between
+     * their sizes), an extent other than 1 is blocked as a large one. */
+    if (target->sizes_vary) {
+        m = m == 1 ? 1 : 1 << 20;
+        n = n == 1 ? 1 : 1 << 20;
+        k = k == 1 ? 1 : 1 << 20;
+        batch = batch == 1 ? 1 : 1 << 20;
+    }
+    int vw = target->float_width >= 16 ? 16 : 8;
+    clf__gemm_config c = {.wm = vw >= 16 ? 8 : 6, .wn = 2 * vw, .tk = 256};
+    if (m < c.wm)
+        c.wm = m > 1 ? (int)m : 1;
+    while (c.wn > 4 && c.wn / 2 >= n)
+        c.wn /= 2;
+    int64_t rows = m < 128 ? (m > 0 ? m : 1) : 128, cols = n < 128 ? (n > 0 ? n : 1) : 128;
+    c.tm = (int)((rows + c.wm - 1) / c.wm * c.wm);
+    c.tn = (int)((cols + c.wn - 1) / c.wn * c.wn);
+    if (k < c.tk)
+        c.tk = k > 16 ? (int)((k + 15) / 16 * 16) : 16;
+    int64_t units = target->compute_units ? target->compute_units : 1, nb = batch > 0 ? batch : 1;
+    for (;;) {
+        int64_t blocks = nb * ((m + c.tm - 1) / c.tm) * ((n + c.tn - 1) / c.tn);
+        if (blocks >= 2 * units)
+            break;
+        if (c.tn >= c.tm && c.tn > c.wn && c.tn / 2 % c.wn == 0)
+            c.tn /= 2;
+        else if (c.tm > c.wm && c.tm / 2 % c.wm == 0)
+            c.tm /= 2;
+        else
+            break;
+    }
+    size_t local_mem = target->local_mem ? target->local_mem : 32768;
+    while (((size_t)c.tk * (size_t)(c.tm + c.tn) + (size_t)c.tm * (size_t)c.tn) * sizeof(float) > local_mem) {
+        if (c.tk > 64)
+            c.tk = c.tk / 32 * 16;
+        else if (c.tn > c.wn && c.tn / 2 % c.wn == 0 && c.tn >= c.tm)
+            c.tn /= 2;
+        else if (c.tm > c.wm && c.tm / 2 % c.wm == 0)
+            c.tm /= 2;
+        else if (c.tk > 16)
+            c.tk = c.tk / 32 * 16 > 16 ? c.tk / 32 * 16 : 16;
+        else
+            break;
+    }
+    return c;
+}
+
 clf__gemm_config clf__gemm_default_config(const clf__codegen_target *target, int64_t m, int64_t n,
                                           int64_t k, int64_t batch)
 {
-    (void)k;
     size_t max_local = target->max_local ? target->max_local : 256;
     if (target->cpu)
-        return (clf__gemm_config){.tm = 8, .tn = 8, .tk = 1, .wm = 8, .wn = 8};
+        return cpu_default_config(target, m, n, k, batch);
     /* 128 x 128 tiles on 128 work-items of 16 x 8 each, 8 deep: on an H200
      * 3.55 ms for 4096^3 against 3.70 for 8 x 8 on 256 work-items 16 deep
      * (bench/gemm_tile_sweep.sh); other tilings by autotuning. */
@@ -78,10 +135,17 @@ bool clf__gemm_config_valid(const clf__gemm_config *c, bool cpu, size_t max_loca
         return false;
     }
     if (cpu) {
-        if (c->tm != c->wm || c->tn != c->wn || c->tk != 1 || (c->wn != 4 && c->wn != 8 && c->wn != 16) ||
-            c->wm > 16) {
-            snprintf(why, cap, "CPU tiles are one work-item's block: tm == wm <= 16, tn == wn in "
-                               "{4, 8, 16}, tk 1");
+        if (c->tk % 16 || c->tk > 1024 || c->wm > 16 || (c->wn != 4 && c->wn != 8 && c->wn != 16 && c->wn != 32) ||
+            c->tm % c->wm || c->tn % c->wn || c->tm > 256 || c->tn > 256) {
+            snprintf(why, cap, "CPU tiles are one work-item's block of micro-tiles: wm <= 16, wn in "
+                               "{4, 8, 16, 32}, tm and tn multiples of them up to 256, tk (the k-block) a "
+                               "multiple of 16 up to 1024");
+            return false;
+        }
+        size_t local = ((size_t)c->tk * (size_t)(c->tm + c->tn) + (size_t)c->tm * (size_t)c->tn) * sizeof(float);
+        if (local > (local_mem ? local_mem : 32768)) {
+            snprintf(why, cap, "the packed operands and sums need %zu bytes of local memory (the device has %zu)",
+                     local, local_mem);
             return false;
         }
         return true;
@@ -418,7 +482,8 @@ clf_status clf__codegen_gemm(const clf_graph *g, const clf__plan *plan, uint32_t
         clf__cg_emit_stage16(g, plan, k, mm, 1, !b_n_fast, mma == MMA_TF32, "b", "IDX_T k, IDX_T n", b_n_fast ? "k" : "n",
                              b_n_fast ? "n" : "k", false, &src);
     } else if (target->cpu) {
-        clf__cg_emit_operand_load_vec(g, plan, k, mm, 1, 1, cfg.wn, false, "clf_load_b", "clf_load_bv", &src);
+        clf__cg_emit_operand_load_vec(g, plan, k, mm, 1, 1, cfg.wn < 16 ? cfg.wn : 16, false, "clf_load_b", "clf_load_bv",
+                                      &src);
     } else {
         if (vec_a)
             clf__cg_emit_operand_load_vec(g, plan, k, mm, 0, 1, 4, true, "clf_load_a", "clf_load_a4", &src);

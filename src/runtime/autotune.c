@@ -51,9 +51,14 @@ static const clf__gemm_config mma_candidates[] = {
     {64, 64, 32, 32, 32, true},   {64, 64, 32, 32, 16, true},   {32, 64, 32, 16, 32, true},
     {32, 32, 32, 16, 16, true},
 };
+/* CPU blocks (tm x tn, k-blocks of tk) of micro-tiles (wm x wn): two
+ * 16-float vectors by 8 or 12 rows for AVX-512, one by 6 or 8 for AVX2;
+ * the last two fit 32 KiB of local memory (Mesa's llvmpipe). */
 static const clf__gemm_config cpu_candidates[] = {
-    {4, 8, 1, 4, 8, false},  {8, 8, 1, 8, 8, false},  {12, 8, 1, 12, 8, false}, {16, 8, 1, 16, 8, false},
-    {4, 16, 1, 4, 16, false}, {6, 16, 1, 6, 16, false}, {8, 16, 1, 8, 16, false}, {8, 4, 1, 8, 4, false},
+    {128, 128, 256, 8, 32, false}, {64, 128, 256, 8, 32, false},  {128, 64, 256, 8, 32, false},
+    {64, 64, 256, 8, 32, false},   {128, 128, 128, 8, 32, false}, {128, 128, 512, 8, 32, false},
+    {96, 128, 256, 12, 32, false}, {120, 128, 256, 6, 16, false}, {64, 64, 256, 8, 16, false},
+    {32, 32, 128, 8, 16, false},   {32, 32, 64, 8, 16, false},   {24, 32, 64, 6, 16, false},
 };
 
 static int cmp_double(const void *a, const void *b)

@@ -604,6 +604,9 @@ clf_status clf__compile_graph(clf_context *ctx, const clf_graph *g, const clf_co
 
     clf__codegen_target target;
     clf__compile_target(ctx, params, &target);
+    /* The representative and the specialisations of a graph with symbolic
+     * sizes share programs: their choices must not follow the sizes. */
+    target.sizes_vary = share != NULL;
     char *key = NULL, *first_key = NULL;
     /* CLFUSE_GEMM_TILE=tm,tn,tk,wm,wn pins the GEMM tiling, ",mma" after it
      * the tensor-core form's (for tuning by hand; codegen refuses one the
