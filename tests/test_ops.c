@@ -67,6 +67,49 @@ START_TEST(unary_f32)
 }
 END_TEST
 
+/* erf, and gelu through it, are libclfuse's own arithmetic
+ * (kernels_templates/erf.cl: no call to the driver's erf): within 3 ulp of
+ * the correctly rounded erf on a dense grid of [-5, 5] (every piece and
+ * each boundary between pieces), tiny and denormal arguments, and the
+ * special values: erf(+-0) = +-0, erf(+-inf) = +-1, NaN stays NaN. */
+START_TEST(erf_is_accurate)
+{
+    clf_context *ctx = clf_test_context();
+    enum { GRID = 40001, EXTRA = 16 };
+    const int64_t n = GRID + EXTRA;
+    static float x[GRID + EXTRA], y[GRID + EXTRA];
+    for (int i = 0; i < GRID; i++)
+        x[i] = -5.0f + 10.0f * (float)i / (float)(GRID - 1);
+    const float special[EXTRA] = {0.0f,  -0.0f,    INFINITY, -INFINITY, NAN,       1e-30f, -1e-40f,       1.0f,
+                                  -1.0f, 2.0f,     3.0f,     3.95f,     0.999999f, -4.0f,  nextafterf(1.0f, 0.0f),
+                                  30.0f};
+    memcpy(x + GRID, special, sizeof special);
+    clf_graph *g = clf_graph_create();
+    clf_graph_output(g, "y", clf_erf(g, clf_input(g, "x", CLF_F32, 1, &n)));
+    clf_executable *exe = NULL;
+    ck_assert_int_eq(clf_compile(ctx, g, NULL, &exe), CLF_OK);
+    clf_host_binding in[1] = {{"x", x}}, out[1] = {{"y", y}};
+    ck_assert_int_eq(clf_run_host(exe, 1, in, 1, out), CLF_OK);
+    double worst = 0;
+    for (int64_t i = 0; i < n; i++) {
+        if (isnan(x[i])) {
+            ck_assert_msg(isnan(y[i]), "erf(NaN) = %g", y[i]);
+            continue;
+        }
+        const float want = (float)erf((double)x[i]);
+        const double ulp = want == 0.0f ? 1.4e-45 : (double)nextafterf(fabsf(want), INFINITY) - fabsf(want);
+        const double e = fabs((double)y[i] - (double)want) / ulp;
+        ck_assert_msg(e <= 3.0, "erf(%.9g) = %.9g, want %.9g (%.1f ulp)", x[i], y[i], want, e);
+        worst = e > worst ? e : worst;
+    }
+    ck_assert(signbit(y[GRID + 1]) && y[GRID + 1] == 0.0f && y[GRID + 2] == 1.0f && y[GRID + 3] == -1.0f);
+    ck_assert(y[GRID + 15] == 1.0f);
+    clf_executable_destroy(&exe);
+    clf_graph_destroy(&g);
+    clf_context_destroy(&ctx);
+}
+END_TEST
+
 /* The ops with a restricted domain, outside it: negative inputs, ±0, -Inf. */
 START_TEST(unary_f32_domain)
 {
@@ -869,6 +912,7 @@ static Suite *ops_suite(void)
 {
     Suite *s = suite_create("ops");
     clf_test_add_case(s, "unary_f32", unary_f32);
+    clf_test_add_case(s, "erf_is_accurate", erf_is_accurate);
     clf_test_add_case(s, "unary_f32_domain", unary_f32_domain);
     clf_test_add_case(s, "unary_i32_bool", unary_i32_bool);
     clf_test_add_case(s, "binary_f32", binary_f32);

@@ -125,10 +125,10 @@ const clf__op_info clf__op_table[CLF__OP_COUNT] = {
     UNARY_F32(RELU, relu, "Relu", 6, f_relu, "($1 < 0.0f ? 0.0f : $1)", CLF__COST_CHEAP, CLF__FUZZ_NONNEG),
     /* ONNX's Gelu is opset 20; the importer reads it (approximate = "none")
      * at any opset, as ONNX Runtime's contrib op. */
-    UNARY_F32(GELU, gelu, "Gelu", 1, f_gelu, "(0.5f * $1 * (1.0f + erf($1 * 0x1.6a09e6p-1f)))",
+    UNARY_F32(GELU, gelu, "Gelu", 1, f_gelu, "(0.5f * $1 * (1.0f + clf_erf($1 * 0x1.6a09e6p-1f)))",
               CLF__COST_COSTLY, CLF__FUZZ_SMOOTH),
     UNARY_F32(SILU, silu, NULL, 0, f_silu, "($1 / (1.0f + exp(-$1)))", CLF__COST_COSTLY, CLF__FUZZ_SMOOTH),
-    UNARY_F32(ERF, erf, "Erf", 9, f_erf, "erf($1)", CLF__COST_COSTLY, CLF__FUZZ_UNIT),
+    UNARY_F32(ERF, erf, "Erf", 9, f_erf, "clf_erf($1)", CLF__COST_COSTLY, CLF__FUZZ_UNIT),
     UNARY_F32(FLOOR, floor, "Floor", 6, f_floor, "floor($1)", CLF__COST_CHEAP, CLF__FUZZ_STEP),
     UNARY_F32(CEIL, ceil, "Ceil", 6, f_ceil, "ceil($1)", CLF__COST_CHEAP, CLF__FUZZ_STEP),
     [CLF__OP_SIGN] = {.name = "sign", .builder = "sign", .onnx = "Sign", .onnx_since = 9,
