@@ -170,8 +170,11 @@ static clf__program_counts compile_seed_logged(char *log, size_t cap)
 START_TEST(cold_then_warm)
 {
     const char *dir = fresh_cache_dir("/made/by/clfuse"); /* mkdir -p */
-    clf__program_counts cold = compile_seed(NULL);
+    char log[8192];
+    clf__program_counts cold = compile_seed_logged(log, sizeof log);
     ck_assert_uint_eq(cold.source_builds, 1);
+    /* Progress: each kernel's program, built or cached, and its time. */
+    ck_assert_msg(strstr(log, "kernel 1 of 1 (") && strstr(log, "): built in "), "%s", log);
     ck_assert_uint_eq(cold.disk_hits, 0);
     ck_assert_uint_eq(cold.disk_stores, 1);
     int entries, others;
@@ -187,12 +190,12 @@ START_TEST(cold_then_warm)
 
     /* A new context has an empty memory cache: the warm compile loads the
      * binary and builds nothing from source. */
-    char log[8192];
     clf__program_counts warm = compile_seed_logged(log, sizeof log);
     ck_assert_uint_eq(warm.source_builds, 0);
     ck_assert_uint_eq(warm.disk_hits, 1);
     ck_assert_uint_eq(warm.disk_stores, 0);
     ck_assert_msg(strstr(log, "disk hit"), "%s", log);
+    ck_assert_msg(strstr(log, "kernel 1 of 1 (") && strstr(log, "): cached in "), "%s", log);
     list_dir(dir, &entries, &others, NULL, 0);
     ck_assert_int_eq(entries, 1);
 }

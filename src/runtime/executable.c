@@ -417,6 +417,13 @@ static bool idle_launch_runs(clf_context *ctx, const clf__exe_kernel *K)
 
 /* Instantiating a lowered executable: constant buffers, the scratch (unless
  * the caller supplies it), programs and kernels. */
+static double now_ms(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
+}
+
 static clf_status instantiate(clf_context *ctx, const clf_graph *g, clf_executable *e)
 {
     clf_status st;
@@ -486,8 +493,21 @@ static clf_status instantiate(clf_context *ctx, const clf_graph *g, clf_executab
                     K->name, K->ops, K->global, K->local, K->source);
         cl_program prog;
         cl_int build_err;
+        const double t_build = now_ms();
+        pthread_mutex_lock(&ctx->lock);
+        const uint64_t builds = ctx->counts.source_builds;
+        pthread_mutex_unlock(&ctx->lock);
         st = e->lift ? clf__lift_program(ctx, e->lift, K->source, &prog, &K->lift, &K->nlift, &build_err)
                      : clf__program_get(ctx, K->source, "", &prog, &build_err);
+        if (st == CLF_OK && clf__log_enabled(CLF__LOG_CACHE)) {
+            /* Progress of a long compile: a cold build takes PoCL ~0.5 s a
+             * kernel. */
+            pthread_mutex_lock(&ctx->lock);
+            const bool built = ctx->counts.source_builds != builds;
+            pthread_mutex_unlock(&ctx->lock);
+            clf__log(CLF__LOG_CACHE, "kernel %zu of %zu (%s): %s in %.1f ms", k + 1, e->nkernels, K->name,
+                     built ? "built" : "cached", now_ms() - t_build);
+        }
         if (st != CLF_OK) {
             e->ptx_refused = build_err == CL_BUILD_PROGRAM_FAILURE ? clf__codegen_inline_ptx_forms(K->source) : 0u;
             if (st == CLF_ERR_BUILD) {
@@ -567,12 +587,6 @@ CLF_API clf_status clf_compile(clf_context *ctx, const clf_graph *g, const clf_c
     return clf__compile_graph(ctx, g, params, NULL, out);
 }
 
-static double now_ms(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
-}
 
 clf_status clf__compile_graph(clf_context *ctx, const clf_graph *g, const clf_compile_params *params,
                               const clf__spec_share *share, clf_executable **out)
