@@ -1,14 +1,15 @@
 /* GEMM region, CPU form: C = A @ B for BATCH products of M x K by K x N.
- * Each work-item computes a TM x TN block of one product alone, with no
- * local memory and no barriers, as micro-tiles of WM x WN: for each k a
+ * Each work-item is a work-group of its own and computes a TM x TN block
+ * of one product, with no barriers, as micro-tiles of WM x WN: for each k a
  * micro-tile loads WN elements of B's row k (VN vectors of VW) and WM
  * scalars of A's column k and accumulates WM * VN vector FMAs in
  * registers, so that the CPU's SIMD units do the work (PoCL does not
- * vectorise across work-items through a loop like this one). The block's
- * micro-tiles run column of micro-tiles by column: one K x WN panel of B
- * serves the TM / WM micro-tiles of a column from the core's cache, and the
- * block's TM x K rows of A serve every column, so that B is read from
- * memory M / TM times and A N / TN times instead of once per micro-tile.
+ * vectorise across work-items through a loop like this one). The block
+ * runs KC steps of k at a time: B's KC x TN panel packed into local memory
+ * (clf_pack_b) serves the block's TM / WM micro-tiles of each column from
+ * the core's cache, and the block's TM x KC piece of A serves every column,
+ * so that B is read from memory M / TM times and A N / TN times instead of
+ * once per micro-tile; the sums wait in local memory between k-blocks.
  * Operands come in through clf_load_a / clf_load_b (the prologue applied)
  * and clf_load_bv (VW consecutive elements of a row of B); the epilogue
  * and stores through clf_store.
@@ -19,8 +20,9 @@
  * without them this file is still valid OpenCL C: a plain 16 x 16 product.
  *
  * Tuning: WM rows (up to 16) and WN columns (4, 8, 16 or 32: VN vectors of
- * VW = min(WN, 16)) per micro-tile; TM and TN multiples of them; TK == 1.
- * The launch is BATCH * ceil(M / TM) * ceil(N / TN) work-items. */
+ * VW = min(WN, 16)) per micro-tile; TM and TN multiples of them; TK the
+ * k-block KC. Local memory: (KC + TM) * TN floats. The launch is BATCH *
+ * ceil(M / TM) * ceil(N / TN) work-groups of one work-item. */
 #ifndef IDX_T
 #define IDX_T uint
 #endif
@@ -83,25 +85,16 @@ static inline void clf_store(IDX_T bt, IDX_T m, IDX_T n, float acc, CLF_PARAMS) 
 #define MT (TM / WM) /* micro-tiles down a block */
 #define NT (TN / WN) /* and across */
 
-/* Packs the block's operands for k in [k0, k0 + kn) into local memory in
- * the order the micro-kernel reads them: A as mt panels of KC x WM (row i
- * of a panel's step k at [k * WM + i]), B as nt panels of KC x WN, zero
- * past M and N, so that every micro-tile is whole and its loads are
- * consecutive. Each element goes through the prologue once per block. */
-static inline void clf_pack(IDX_T bt, IDX_T bm, IDX_T bn, IDX_T k0, int kn, int mt, int nt, __local float *ap,
-                            __local float *bp, CLF_PARAMS)
+/* Packs the block's B for k in [k0, k0 + kn) into local memory in the order
+ * the micro-kernel reads it: nt panels of KC x WN (step k of panel p at
+ * [(p * KC + k) * WN]), zero past N, so that every micro-tile's loads of B
+ * are consecutive (B's rows are N apart: a step of k is a new page, which
+ * ran the unpacked form at about 60% of this one's rate). Each element goes
+ * through the prologue once per block. A is read where it lies (the rows
+ * of a micro-tile are K apart, each read along k, its lines reused for 16
+ * steps): packing it too measured 0-40% slower on PoCL. */
+static inline void clf_pack_b(IDX_T bt, IDX_T bn, IDX_T k0, int kn, int nt, __local float *bp, CLF_PARAMS)
 {
-    for (int p = 0; p < mt; ++p)
-        for (int i = 0; i < WM; ++i) {
-            const IDX_T m = bm + (IDX_T)(p * WM + i);
-            __local float *dst = ap + p * KC * WM + i;
-            if (m < M)
-                for (int kk = 0; kk < kn; ++kk)
-                    dst[kk * WM] = clf_load_a(bt, m, k0 + (IDX_T)kk, CLF_ARGS);
-            else
-                for (int kk = 0; kk < kn; ++kk)
-                    dst[kk * WM] = 0.0f;
-        }
     for (int kk = 0; kk < kn; ++kk) {
         const IDX_T k = k0 + (IDX_T)kk;
         for (int p = 0; p < nt; ++p) {
@@ -120,7 +113,7 @@ static inline void clf_pack(IDX_T bt, IDX_T bm, IDX_T bn, IDX_T k0, int kn, int 
 
 __kernel void CLF_KERNEL_NAME(CLF_PARAMS, const IDX_T numel)
 {
-    __local float ap[TM * KC], bp[KC * TN];
+    __local float bp[KC * TN];
     __local VEC_T cs[TM * TN / VW]; /* the block's sums, micro-tile by micro-tile */
     const IDX_T g = (IDX_T)get_group_id(0);
     const IDX_T bt = g / (BLOCKS_M * BLOCKS_N);
@@ -135,11 +128,19 @@ __kernel void CLF_KERNEL_NAME(CLF_PARAMS, const IDX_T numel)
     const int nt = N - bn >= TN ? NT : (int)((N - bn + WN - 1) / WN);
     for (IDX_T k0 = 0; k0 < K || k0 == 0; k0 += KC) {
         const int kn = k0 >= K ? 0 : K - k0 >= KC ? KC : (int)(K - k0);
-        clf_pack(bt, bm, bn, k0, kn, mt, nt, ap, bp, CLF_ARGS);
+        clf_pack_b(bt, bn, k0, kn, nt, bp, CLF_ARGS);
         for (int q = 0; q < nt; ++q)
             for (int p = 0; p < mt; ++p) {
                 __local VEC_T *c = cs + (q * MT + p) * WM * VN;
-                __local const float *a = ap + p * KC * WM, *b = bp + q * KC * WN;
+                __local const float *b = bp + q * KC * WN;
+                /* The micro-tile's rows of A; rows past M read row M - 1
+                 * (their sums are never stored). */
+                IDX_T rows[WM];
+#pragma unroll
+                for (int i = 0; i < WM; ++i) {
+                    const IDX_T m = bm + (IDX_T)(p * WM + i);
+                    rows[i] = m < M ? m : M - 1;
+                }
                 VEC_T acc[WM * VN];
 #pragma unroll
                 for (int i = 0; i < WM * VN; ++i)
@@ -151,7 +152,7 @@ __kernel void CLF_KERNEL_NAME(CLF_PARAMS, const IDX_T numel)
                         bv[v] = VLOAD(v, b + kk * WN);
 #pragma unroll
                     for (int i = 0; i < WM; ++i) {
-                        const VEC_T av = (VEC_T)(a[kk * WM + i]);
+                        const VEC_T av = (VEC_T)(clf_load_a(bt, rows[i], k0 + (IDX_T)kk, CLF_ARGS));
 #pragma unroll
                         for (int v = 0; v < VN; ++v)
                             acc[i * VN + v] += av * bv[v];
