@@ -43,7 +43,7 @@ int clf_test_run_suite(Suite *s)
 void clf_test_add_case(Suite *s, const char *name, const TTest *t)
 {
     TCase *tc = tcase_create(name);
-    tcase_set_timeout(tc, 300);
+    tcase_set_timeout(tc, 600);
     tcase_add_test(tc, t);
     suite_add_tcase(s, tc);
 }
@@ -52,7 +52,7 @@ void clf_test_add_variant_case(Suite *s, const char *name, const TTest *t)
 {
     TCase *tc = tcase_create(name);
     tcase_set_tags(tc, "variant");
-    tcase_set_timeout(tc, 300);
+    tcase_set_timeout(tc, 600);
     tcase_add_test(tc, t);
     suite_add_tcase(s, tc);
 }

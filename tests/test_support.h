@@ -18,7 +18,8 @@ void clf_test_setup_env(void);
 int clf_test_run_suite(Suite *s);
 
 /* Adds test t to s as a test case of its own, named name, so that
- * CK_RUN_CASE=name runs it alone; 300 s timeout. */
+ * CK_RUN_CASE=name runs it alone; 600 s timeout (a cold PoCL build of the
+ * emulated tensor-core tilings took over 300 s on a loaded 2-core machine). */
 void clf_test_add_case(Suite *s, const char *name, const TTest *t);
 /* A case that runs a kernel family another case of the suite runs already,
  * on more shapes, dtypes or tilings: tagged "variant", which the sanitizer
