@@ -493,15 +493,20 @@ static clf_status instantiate(clf_context *ctx, const clf_graph *g, clf_executab
                     K->name, K->ops, K->global, K->local, K->source);
         cl_program prog;
         cl_int build_err;
-        const double t_build = now_ms();
-        pthread_mutex_lock(&ctx->lock);
-        const uint64_t builds = ctx->counts.source_builds;
-        pthread_mutex_unlock(&ctx->lock);
+        /* Progress of a long compile (a cold build takes PoCL ~0.5 s a
+         * kernel), read only where it is logged: specialisations of
+         * symbolic graphs come through here at run time. */
+        const bool progress = clf__log_enabled(CLF__LOG_CACHE);
+        const double t_build = progress ? now_ms() : 0.0;
+        uint64_t builds = 0;
+        if (progress) {
+            pthread_mutex_lock(&ctx->lock);
+            builds = ctx->counts.source_builds;
+            pthread_mutex_unlock(&ctx->lock);
+        }
         st = e->lift ? clf__lift_program(ctx, e->lift, K->source, &prog, &K->lift, &K->nlift, &build_err)
                      : clf__program_get(ctx, K->source, "", &prog, &build_err);
-        if (st == CLF_OK && clf__log_enabled(CLF__LOG_CACHE)) {
-            /* Progress of a long compile: a cold build takes PoCL ~0.5 s a
-             * kernel. */
+        if (st == CLF_OK && progress) {
             pthread_mutex_lock(&ctx->lock);
             const bool built = ctx->counts.source_builds != builds;
             pthread_mutex_unlock(&ctx->lock);
