@@ -85,13 +85,12 @@ typedef struct copy_kernel {
     size_t items;
 } copy_kernel;
 
-static bool copy_kernel_make(clf_context *ctx, cl_mem a, cl_mem b, size_t bytes, copy_kernel *ck)
+static bool copy_kernel_make(clf_context *ctx, uint32_t compute_units, cl_mem a, cl_mem b, size_t bytes,
+                             copy_kernel *ck)
 {
     cl_context cl = clf_context_cl(ctx);
     cl_device_id dev = NULL;
     clGetCommandQueueInfo(clf_context_queue(ctx), CL_QUEUE_DEVICE, sizeof dev, &dev, NULL);
-    clf_device_desc desc;
-    clf_context_device(ctx, &desc);
     const char *src = copy_kernel_source;
     cl_int err;
     ck->program = clCreateProgramWithSource(cl, 1, &src, NULL, &err);
@@ -101,7 +100,7 @@ static bool copy_kernel_make(clf_context *ctx, cl_mem a, cl_mem b, size_t bytes,
     if (!ck->kernel)
         return false;
     cl_uint n = (cl_uint)(bytes / 64);
-    ck->items = 4 * (size_t)(desc.compute_units ? desc.compute_units : 1);
+    ck->items = 4 * (size_t)(compute_units ? compute_units : 1);
     cl_uint per = (cl_uint)((n + ck->items - 1) / ck->items);
     return clSetKernelArg(ck->kernel, 0, sizeof a, &a) == CL_SUCCESS &&
            clSetKernelArg(ck->kernel, 1, sizeof b, &b) == CL_SUCCESS &&
@@ -138,7 +137,7 @@ double hm_copy_ms(clf_context *ctx, size_t bytes, int warmup, int runs)
     unsigned char one = 1;
     if (!a || !b || !t || runs <= 0 || clEnqueueFillBuffer(q, a, &one, 1, 0, bytes, 0, NULL, NULL) != CL_SUCCESS)
         goto done;
-    if (desc.is_cpu && (bytes < 64 || !copy_kernel_make(ctx, a, b, bytes, &ck)))
+    if (desc.is_cpu && (bytes < 64 || !copy_kernel_make(ctx, desc.compute_units, a, b, bytes, &ck)))
         goto done;
     /* Timestamps a driver does not really provide: the host's clock around
      * each copy instead (clf_context_timestamps_real). */
