@@ -4,7 +4,10 @@
 #     bash bench/run_cpu_pocl.sh        (device tool, carry .gpu)
 # bench_gemm (gemm_epilogue 1024^3, mlp) with the default CPU tiling and
 # autotuned, bench_pointwise and bench_reductions (the copy roofline a copy
-# kernel over every core), bench/cpu/torch_cpu.py (eager and torch.compile).
+# kernel over every core), bench/cpu/torch_cpu.py (eager and torch.compile),
+# the tiny model fixtures through `clfuse bench` against onnxruntime's CPU
+# provider (all cores), and the cold compile of the Llama fixture (empty
+# caches, `clfuse run` under CLFUSE_LOGS=cache).
 # Writes $OUT/cpu.txt (everything, the summary printed last), build.log and
 # env.txt. Each step has its own timeout.
 set -uo pipefail
@@ -18,9 +21,11 @@ B=/tmp/build-cpu
   echo "nproc $(nproc)"
   lscpu 2>/dev/null | grep -E "^(Model name|Socket|Core|Thread|CPU\(s\)|CPU max MHz|L1d|L2|L3|Flags)" | cut -c1-300
   clinfo -l 2>/dev/null; } > "$OUT/env.txt" 2>&1
-if ! { [ -f $B/build.ninja ] || meson setup $B -Dtests=false --buildtype=release --wrap-mode=nodownload; } \
+proto=/tmp/gpu-root/usr/include/onnx/onnx.proto
+if ! { [ -f $B/build.ninja ] || meson setup $B -Dtests=false --buildtype=release --wrap-mode=nodownload \
+         $([ -f $proto ] && echo -Donnx_proto=$proto); } \
        > "$OUT/build.log" 2>&1 || ! timeout 300 ninja -C $B bench/bench_gemm bench/bench_pointwise \
-       bench/bench_reductions >> "$OUT/build.log" 2>&1; then
+       bench/bench_reductions tools/clfuse/clfuse >> "$OUT/build.log" 2>&1; then
   tail -30 "$OUT/build.log"; exit 1
 fi
 echo "built in $((SECONDS - START)) s"
@@ -32,11 +37,38 @@ run() { # label timeout command...
   CLFUSE_DEVICE=cpu timeout "$t" "$@" >> "$R" 2>&1 < /dev/null || echo "(exit $?)" >> "$R"
 }
 run "bench_gemm default tiling" 150 $B/bench/bench_gemm --runs 20
-run "bench_gemm default tiling, again" 150 $B/bench/bench_gemm --runs 20
-CLFUSE_AUTOTUNE=1 run "bench_gemm autotuned" 200 $B/bench/bench_gemm --runs 20
-run "bench_pointwise" 120 $B/bench/bench_pointwise --runs 10
-run "bench_reductions" 150 $B/bench/bench_reductions --runs 10
+# Cold compile of the Llama fixture: empty PoCL and libclfuse caches.
+for pass in cold warm; do
+  [ $pass = cold ] && rm -rf /tmp/pocl-cache-cold /tmp/clfuse-cache-cold
+  d=tests/models/llama_torchscript_ids
+  t0=$(date +%s.%N)
+  POCL_CACHE_DIR=/tmp/pocl-cache-cold CLFUSE_CACHE_DIR=/tmp/clfuse-cache-cold CLFUSE_LOGS=cache \
+    run "llama compile $pass" 300 $B/tools/clfuse/clfuse run $d/model.onnx \
+    --input input_ids=$d/input_input_ids.npy --input attention_mask=$d/input_attention_mask.npy \
+    --output logits=/tmp/logits.npy
+  echo "llama $pass compile+run wall $(awk "BEGIN{print $(date +%s.%N) - $t0}") s" >> "$R"
+done
+for fam in llama gpt2 bert; do
+  run "model $fam" 200 $B/tools/clfuse/clfuse bench tests/models/${fam}_torchscript_ids/model.onnx --runs 200 --fused-only
+done
+echo "== onnxruntime ($((SECONDS - START)) s)" >> "$R"
+timeout 200 python3 - >> "$R" 2>&1 <<'PY' || echo "(onnxruntime exit $?)" >> "$R"
+import os, time, glob, numpy as np, onnxruntime as ort
+for fam in ("llama", "gpt2", "bert"):
+    d = f"tests/models/{fam}_torchscript_ids"
+    so = ort.SessionOptions(); so.intra_op_num_threads = os.cpu_count()
+    s = ort.InferenceSession(f"{d}/model.onnx", so, providers=["CPUExecutionProvider"])
+    feeds = {i.name: np.load(f"{d}/input_{i.name}.npy") for i in s.get_inputs()}
+    for _ in range(20): s.run(None, feeds)
+    ts = []
+    for _ in range(200):
+        t = time.perf_counter(); s.run(None, feeds); ts.append((time.perf_counter() - t) * 1e3)
+    print(f"onnxruntime {fam} {np.median(ts):.3f} ms median of 200, {os.cpu_count()} threads")
+PY
 echo "== torch ($((SECONDS - START)) s)" >> "$R"
 timeout 240 python3 bench/cpu/torch_cpu.py --iters 50 --warmup 5 >> "$R" 2>&1 || echo "(torch exit $?)" >> "$R"
+run "bench_pointwise" 120 $B/bench/bench_pointwise --runs 10
+run "bench_reductions" 150 $B/bench/bench_reductions --runs 10
+CLFUSE_AUTOTUNE=1 run "bench_gemm autotuned" 200 $B/bench/bench_gemm --runs 20
 echo "== done ($((SECONDS - START)) s)" >> "$R"
-grep -E "^(==|gemm_epilogue|mlp|torch|copy roofline|\(exit)" "$R"
+grep -E "^(==|gemm_epilogue|mlp|torch|copy roofline|\(exit|llama .*wall|onnxruntime|unfused|fused|\[clfuse:cache\] kernel 24)" "$R"

@@ -268,6 +268,10 @@ def bench_reports_bandwidth():
     assert "GB/s" in p.stdout and "copy roofline" in p.stdout, p.stdout
     lines = [line.split() for line in p.stdout.splitlines() if line.startswith(("unfused", "fused"))]
     assert [line[:2] for line in lines] == [["unfused", "3"], ["fused", "1"]], p.stdout
+    p = clfuse("bench", graph("chain.onnxtxt"), "--dim", "N=65536", "--runs", "3", "--fused-only")
+    lines = [line.split() for line in p.stdout.splitlines() if line.startswith(("unfused", "fused"))]
+    assert [line[:2] for line in lines] == [["fused", "1"]], p.stdout
+    assert "fusion:" not in p.stdout, p.stdout
 
 
 @test

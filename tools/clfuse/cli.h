@@ -26,6 +26,7 @@ typedef struct cli_opts {
     const char *graph_path;
     const char *device;
     bool no_fusion;
+    bool fused_only; /* bench: no unfused run */
     const char *dim_names[CLI_MAX_DIMS]; /* --dim NAME=SIZE */
     int64_t dim_values[CLI_MAX_DIMS];
     size_t ndims;

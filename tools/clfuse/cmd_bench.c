@@ -161,20 +161,22 @@ int cmd_bench(const cli_opts *o)
     int rc;
     if ((rc = cli_load(o, NULL, 0, &cm)) != CLI_OK || (rc = cli_context(o, true, &ctx)) != CLI_OK ||
         (rc = cli_compile(ctx, cm.g, false, &fused)) != CLI_OK ||
-        (rc = cli_compile(ctx, cm.g, true, &unfused)) != CLI_OK || (rc = cli_io_random(fused, o->seed, &io)))
+        (!o->fused_only && (rc = cli_compile(ctx, cm.g, true, &unfused)) != CLI_OK) ||
+        (rc = cli_io_random(fused, o->seed, &io)))
         goto done;
     /* Wall-clock runs on a queue without profiling, as a caller's would be
      * (profiling makes every kernel carry an event). */
     if ((rc = cli_context(o, false, &wctx)) != CLI_OK || (rc = cli_compile(wctx, cm.g, false, &wfused)) != CLI_OK ||
-        (rc = cli_compile(wctx, cm.g, true, &wunfused)) != CLI_OK)
+        (!o->fused_only && (rc = cli_compile(wctx, cm.g, true, &wunfused)) != CLI_OK))
         goto done;
     clf_executable *wexes[2] = {wunfused, wfused};
     progress p = {.start = now_s(), .tty = isatty(2)};
-    double ms[2];
+    const int first = o->fused_only ? 1 : 0; /* the variants timed: unfused (0), fused (1) */
+    double ms[2] = {0, 0};
     clf_executable *exes[2] = {unfused, fused};
     const char *label[2] = {"unfused", "fused"};
-    double lat[2], thru[2], host[2];
-    for (int v = 0; v < 2; v++)
+    double lat[2] = {0, 0}, thru[2] = {0, 0}, host[2] = {0, 0};
+    for (int v = first; v < 2; v++)
         if ((rc = time_exe(ctx, exes[v], &io, runs, label[v], &p, &ms[v])) != CLI_OK ||
             (rc = wall_exe(wctx, wexes[v], &io, runs, &lat[v], &thru[v], &host[v])) != CLI_OK)
             goto done;
@@ -196,7 +198,7 @@ int cmd_bench(const cli_opts *o)
            dev.device_name, runs, WARMUP);
     printf("%-8s %8s %9s %12s %11s %9s %10s %12s %12s %12s\n", "", "kernels", "launches", "bytes moved", "time ms",
            "GB/s", "of copy", "wall ms/run", "back-to-back", "host enqueue");
-    for (int v = 0; v < 2; v++) {
+    for (int v = first; v < 2; v++) {
         char b[32];
         double gbs = ms[v] > 0 ? (double)moved[v] / (ms[v] * 1e-3) / 1e9 : 0;
         printf("%-8s %8llu %9llu %12s %11.4f %9.2f", label[v], (unsigned long long)kernels[v],
@@ -221,7 +223,7 @@ int cmd_bench(const cli_opts *o)
            "back-to-back: %d runs"
            " enqueued then one clFinish, per run; host enqueue: of that, until the last clf_run returned\n",
            runs);
-    if (ms[1] > 0)
+    if (ms[1] > 0 && !o->fused_only)
         printf("fusion: %.2fx %s\n", ms[0] >= ms[1] ? ms[0] / ms[1] : ms[1] / ms[0],
                ms[0] >= ms[1] ? "faster" : "slower");
     rc = CLI_OK;

@@ -19,6 +19,7 @@ enum {
     OPT_RUNS = 1 << 6,
     OPT_TOL = 1 << 7,
     OPT_SEED = 1 << 8,
+    OPT_FUSED_ONLY = 1 << 9,
 };
 
 typedef struct command {
@@ -67,12 +68,15 @@ static const command commands[] = {
      "tensor (solid: through memory, dashed: kept in registers inside a kernel).\n"
      "With -o FILE.svg or FILE.png it runs Graphviz's dot; when dot is not installed\n"
      "it writes FILE.dot instead and says so. Without -o the .dot text goes to stdout.\n"},
-    {"bench", cmd_bench, true, OPT_DEVICE | OPT_DIM | OPT_RUNS | OPT_SEED,
+    {"bench", cmd_bench, true, OPT_DEVICE | OPT_DIM | OPT_RUNS | OPT_SEED | OPT_FUSED_ONLY,
      "time fused against unfused with GB/s and the copy roofline",
-     "usage: clfuse bench GRAPH [--runs N] [--device D] [--dim NAME=SIZE ...] [--seed S]\n\n"
+     "usage: clfuse bench GRAPH [--runs N] [--device D] [--dim NAME=SIZE ...] [--seed S]\n"
+     "                    [--fused-only]\n\n"
      "Runs GRAPH fused and unfused on random inputs, N times each after a warm-up\n"
      "(default 20), and prints the median device time, the bytes moved, GB/s and\n"
-     "that as a fraction of the device's buffer-copy bandwidth (the roofline).\n"},
+     "that as a fraction of the device's buffer-copy bandwidth (the roofline).\n"
+     "  --fused-only        time the fused graph alone (no unfused compile: a model\n"
+     "                      unfused is a hundred kernels or more to build)\n"},
     {"check", cmd_check, true, OPT_DEVICE | OPT_NOFUSION | OPT_DIM | OPT_TOL | OPT_SEED,
      "compare the device with the reference interpreter on random inputs",
      "usage: clfuse check GRAPH [--tol T] [--device D] [--no-fusion] [--dim NAME=SIZE ...]\n"
@@ -149,6 +153,8 @@ static int parse(const command *c, int argc, char **argv, cli_opts *o)
             o->device = val;
         } else if (!strcmp(a, "--no-fusion") && (c->opts & OPT_NOFUSION) && !eq) {
             o->no_fusion = true;
+        } else if (!strcmp(a, "--fused-only") && (c->opts & OPT_FUSED_ONLY) && !eq) {
+            o->fused_only = true;
         } else if ((!strcmp(a, "--input") || !strcmp(a, "-i")) && (c->opts & OPT_INPUT)) {
             TAKE_VALUE();
             if (o->ninputs == CLI_MAX_BINDINGS || nname_store == sizeof name_store / sizeof name_store[0]) {
