@@ -241,14 +241,14 @@ void CLF_KERNEL_NAME(CLF_PARAMS, const IDX_T numel)
             LOAD_B(k0 + TK)
         }
         const __local float4 *a4 = as4 + cur * (AS_FLOATS / 4);
-        const __local float4 *b4 = bs4 + cur * (BS_FLOATS / 4);
+        const __local float4 *btile = bs4 + cur * (BS_FLOATS / 4);
 #pragma unroll
         for (int kk = 0; kk < TK; ++kk) {
             float4 av[WM / 4], bv[WN / 4];
             for (int i = 0; i < WM / 4; ++i)
                 av[i] = a4[(kk * LDA) / 4 + i * TY + ty];
             for (int j = 0; j < WN / 4; ++j)
-                bv[j] = b4[(kk * TN) / 4 + j * TX + tx];
+                bv[j] = btile[(kk * TN) / 4 + j * TX + tx];
             for (int i = 0; i < WM / 4; ++i) {
                 for (int j = 0; j < WN / 4; ++j) {
                     acc[4 * i + 0][j] = fma((float4)(av[i].s0), bv[j], acc[4 * i + 0][j]);

@@ -34,7 +34,7 @@ static inline uint clf_pack2(float lo, float hi)
  * A[g+8][2t+8, 2t+9]), b the two B registers (B[2t, 2t+1][g], B[2t+8,
  * 2t+9][g]), c the four f32 accumulators (C[g][2t, 2t+1], C[g+8][2t,
  * 2t+1]). */
-static inline void clf_mma(float *c, uint a0, uint a1, uint a2, uint a3, uint b0, uint b1)
+static inline void clf_mma(float *c, uint a0, uint a1, uint a2, uint a3, uint bf0, uint bf1)
 {
 #if MMA_TF32
     /* m16n8k8 on TF32 values: the same registers, a value each (A[g][t],
@@ -42,17 +42,17 @@ static inline void clf_mma(float *c, uint a0, uint a1, uint a2, uint a3, uint b0
     asm("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
         "{%10, %11, %12, %13};"
         : "=f"(c[0]), "=f"(c[1]), "=f"(c[2]), "=f"(c[3])
-        : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1), "f"(c[0]), "f"(c[1]), "f"(c[2]), "f"(c[3]));
+        : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(bf0), "r"(bf1), "f"(c[0]), "f"(c[1]), "f"(c[2]), "f"(c[3]));
 #elif MMA_BF16
     asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
         "{%10, %11, %12, %13};"
         : "=f"(c[0]), "=f"(c[1]), "=f"(c[2]), "=f"(c[3])
-        : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1), "f"(c[0]), "f"(c[1]), "f"(c[2]), "f"(c[3]));
+        : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(bf0), "r"(bf1), "f"(c[0]), "f"(c[1]), "f"(c[2]), "f"(c[3]));
 #else
     asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
         "{%10, %11, %12, %13};"
         : "=f"(c[0]), "=f"(c[1]), "=f"(c[2]), "=f"(c[3])
-        : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1), "f"(c[0]), "f"(c[1]), "f"(c[2]), "f"(c[3]));
+        : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(bf0), "r"(bf1), "f"(c[0]), "f"(c[1]), "f"(c[2]), "f"(c[3]));
 #endif
 }
 #endif /* !CLF_MMA_EMULATE */

@@ -759,6 +759,107 @@ START_TEST(plan_changed_key_field)
 }
 END_TEST
 
+/* Layers that compute the same thing on other tensors (a model's layers:
+ * rms norm, relu(h @ w + b), a row softmax; the planner fuses across layer
+ * boundaries, so the middle layers repeat) get one source per kernel kind:
+ * each distinct source is built once (codegen's kernel-local names,
+ * canonical_names.c), kernels of one source keep their own names, and the
+ * result is right. */
+START_TEST(repeated_layers_share_programs)
+{
+    fresh_cache_dir("");
+    enum { R = 8, D = 16, L = 4 };
+    const int64_t xs[2] = {R, D}, ws[2] = {D, D}, bs[1] = {D};
+    clf_graph *g = clf_graph_create();
+    clf_tensor h = clf_input(g, "x", CLF_F32, 2, xs);
+    char names[L][3][8];
+    for (int l = 0; l < L; l++) {
+        snprintf(names[l][0], sizeof names[l][0], "s%d", l);
+        snprintf(names[l][1], sizeof names[l][1], "w%d", l);
+        snprintf(names[l][2], sizeof names[l][2], "b%d", l);
+        clf_tensor s = clf_input(g, names[l][0], CLF_F32, 1, bs), w = clf_input(g, names[l][1], CLF_F32, 2, ws),
+                   b = clf_input(g, names[l][2], CLF_F32, 1, bs);
+        h = clf_rms_norm(g, h, -1, 1e-5, s);
+        h = clf_softmax(g, clf_relu(g, clf_add(g, clf_matmul(g, h, w), b)), -1);
+    }
+    clf_graph_output(g, "y", h);
+    ck_assert_int_eq(clf_graph_status(g, NULL), CLF_OK);
+    clf_context *ctx = NULL;
+    ck_assert_int_eq(clf_context_create(NULL, &ctx), CLF_OK);
+    clf_executable *exe = NULL;
+    clf_status st = clf_compile(ctx, g, NULL, &exe);
+    ck_assert_msg(st == CLF_OK, "%s: %s", clf_status_name(st), clf_context_last_error(ctx));
+    const size_t nk = clf_executable_kernel_count(exe);
+    size_t distinct = 0;
+    for (size_t k = 0; k < nk; k++) {
+        const clf__exe_kernel *a = &exe->kernels[k];
+        ck_assert_ptr_nonnull(strstr(a->name, a->entry));
+        size_t first = k;
+        for (size_t j = 0; j < k && first == k; j++)
+            if (!strcmp(exe->kernels[j].source, a->source))
+                first = j;
+        distinct += first == k;
+        if (first != k) {
+            ck_assert_str_eq(exe->kernels[first].entry, a->entry);
+            ck_assert_str_ne(exe->kernels[first].name, a->name);
+        }
+    }
+    /* Each middle layer's two kernels are those of the layer before. */
+    ck_assert_msg(distinct + 2 * (L - 2) <= nk, "%zu distinct sources of %zu kernels", distinct, nk);
+    clf__program_counts counts;
+    clf__program_cache_counts(ctx, &counts);
+    ck_assert_uint_eq(counts.source_builds, distinct);
+
+    float x[R * D], sc[L][D], w[L][D * D], bias[L][D], y[R * D], want[R * D];
+    clf_test_fill_f32(x, R * D, -1, 1);
+    clf_host_binding in[1 + 3 * L], out[1] = {{"y", y}};
+    in[0] = (clf_host_binding){"x", x};
+    for (int l = 0; l < L; l++) {
+        in[1 + 3 * l] = (clf_host_binding){names[l][0], sc[l]};
+        in[2 + 3 * l] = (clf_host_binding){names[l][1], w[l]};
+        in[3 + 3 * l] = (clf_host_binding){names[l][2], bias[l]};
+        clf_test_fill_f32(sc[l], D, 0.5, 1.5);
+        clf_test_fill_f32(w[l], D * D, -1, 1);
+        clf_test_fill_f32(bias[l], D, -1, 1);
+    }
+    memset(y, 0xff, sizeof y);
+    st = clf_run_host(exe, 1 + 3 * L, in, 1, out);
+    ck_assert_msg(st == CLF_OK, "%s: %s", clf_status_name(st), clf_context_last_error(ctx));
+    double cur[R * D];
+    for (int i = 0; i < R * D; i++)
+        cur[i] = x[i];
+    for (int l = 0; l < L; l++) {
+        for (int r = 0; r < R; r++) {
+            double ss = 0, hn[D], t[D], mx = -INFINITY, sum = 0;
+            for (int c = 0; c < D; c++)
+                ss += cur[r * D + c] * cur[r * D + c];
+            const double inv = 1.0 / sqrt(ss / D + 1e-5);
+            for (int c = 0; c < D; c++)
+                hn[c] = cur[r * D + c] * inv * sc[l][c];
+            for (int c = 0; c < D; c++) {
+                double acc = bias[l][c];
+                for (int k = 0; k < D; k++)
+                    acc += hn[k] * w[l][k * D + c];
+                t[c] = acc > 0 ? acc : 0;
+                mx = t[c] > mx ? t[c] : mx;
+            }
+            for (int c = 0; c < D; c++)
+                sum += exp(t[c] - mx);
+            for (int c = 0; c < D; c++)
+                cur[r * D + c] = exp(t[c] - mx) / sum;
+        }
+    }
+    for (int i = 0; i < R * D; i++)
+        want[i] = (float)cur[i];
+    for (int i = 0; i < R * D; i++)
+        ck_assert_msg(fabsf(y[i] - want[i]) <= 1e-5f + 1e-4f * fabsf(want[i]), "y[%d] = %g, want %g", i, (double)y[i],
+                      (double)want[i]);
+    clf_executable_destroy(&exe);
+    clf_context_destroy(&ctx);
+    clf_graph_destroy(&g);
+}
+END_TEST
+
 static void add(Suite *s, const char *name, const TTest *t)
 {
     TCase *tc = tcase_create(name);
@@ -798,6 +899,7 @@ int main(void)
 {
     Suite *s = suite_create("cache");
     add(s, "cold_then_warm", cold_then_warm);
+    add(s, "repeated_layers_share_programs", repeated_layers_share_programs);
     add(s, "quirk_binary_format", quirk_binary_format);
     TCase *tc = tcase_create("corrupt_entries");
     tcase_set_timeout(tc, 300);

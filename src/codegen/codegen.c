@@ -42,7 +42,21 @@ clf_status clf__codegen_kernel(const clf_graph *g, const clf__plan *plan, uint32
         snprintf(err, errlen, "codegen: kernel %u has no region kind %d", k, (int)kind);
         return CLF_ERR_INTERNAL;
     }
-    return kinds[kind].write(g, plan, k, target, out, err, errlen);
+    clf_status st = kinds[kind].write(g, plan, k, target, out, err, errlen);
+    if (st != CLF_OK)
+        return st;
+    /* Writers name the kernel by its region and ops; the plan index goes
+     * into the name shown, not into the source. */
+    out->entry = out->name;
+    out->name = clf__malloc(strlen(out->entry) + 16);
+    if (!out->name) {
+        clf__kernel_code_free(out);
+        snprintf(err, errlen, "codegen: kernel %u: out of memory", k);
+        return CLF_ERR_OUT_OF_MEMORY;
+    }
+    sprintf(out->name, "%s_%u", out->entry, k);
+    clf__cg_canonical_names(out->params, out->nparams, plan->kernels[k].ops, plan->kernels[k].nops, &out->source);
+    return CLF_OK;
 }
 
 void clf__kernel_code_free(clf__kernel_code *c)
@@ -50,6 +64,7 @@ void clf__kernel_code_free(clf__kernel_code *c)
     if (!c)
         return;
     clf__free(c->name);
+    clf__free(c->entry);
     clf__free(c->final_name);
     clf__free(c->ops);
     clf__free(c->source);

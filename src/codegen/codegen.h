@@ -82,7 +82,11 @@ typedef struct clf__schedule {
 } clf__schedule;
 
 typedef struct clf__kernel_code {
-    char *name;   /* clf_poi_fused_add_mul_relu_0 */
+    char *name;   /* clf_poi_fused_add_mul_relu_0: the entry and the kernel's index in the plan */
+    /* The kernel function in the source, clf_poi_fused_add_mul_relu: the
+     * same for kernels of one source (the layers of a model), which share
+     * their program (canonical_names.c). */
+    char *entry;
     char *ops;    /* "mul add relu", in evaluation order */
     char *source; /* the whole program: generated definitions + template */
     uint32_t *params; /* plan buffer ids, in kernel parameter order */
@@ -91,7 +95,8 @@ typedef struct clf__kernel_code {
     int vec, items;
     size_t global, local; /* launch geometry (global 0: nothing to do) */
     /* A split reduction is two launches: this kernel writes scratch_bytes
-     * of partial results, then final_name combines them. Both take the
+     * of partial results, then final_name (an entry of the same source)
+     * combines them. Both take the
      * parameters, then the scratch buffer, then the row count. */
     char *final_name;
     size_t final_global, final_local;
@@ -120,6 +125,13 @@ clf_status clf__codegen_gemm(const clf_graph *g, const clf__plan *plan, uint32_t
 clf_status clf__codegen_attention(const clf_graph *g, const clf__plan *plan, uint32_t k,
                                   const clf__codegen_target *target, clf__kernel_code *out, char *err, size_t errlen);
 void clf__kernel_code_free(clf__kernel_code *code);
+/* Renames, in *source, the identifiers codegen made of plan ids to ordinals
+ * within the kernel: parameter b<params[p]> to b<p>, and the names made of
+ * node nodes[i] (s_, c_, v_, i_, n_, r_, CLF_GIX_ followed by the id) to
+ * the prefix and i. False (and the source untouched) where that cannot be
+ * done exactly or memory ran out (canonical_names.c). */
+bool clf__cg_canonical_names(const uint32_t *params, uint32_t nparams, const uint32_t *nodes, uint32_t nnodes,
+                             char **source);
 /* Whether a generated kernel's source uses inline PTX (the warp-shuffle
  * form, target->warp_shuffle, or a tensor-core form, target->tensor_cores):
  * a form a driver other than NVIDIA's, or an older GPU, may refuse to

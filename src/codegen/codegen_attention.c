@@ -260,7 +260,7 @@ clf_status clf__codegen_attention(const clf_graph *g, const clf__plan *plan, uin
     if (!clf__cg_params(K, &out->params, &out->nparams))
         goto done;
     clf__strbuf nm = {0};
-    clf__sb_printf(&nm, "clf_attention_%u", k);
+    clf__sb_puts(&nm, "clf_attention");
     out->name = clf__sb_take(&nm);
     out->ops = clf__cg_op_list(g, K->ops, K->nops);
     if (!out->name || !out->ops)

@@ -529,8 +529,7 @@ static int cmp_str(const void *a, const void *b)
     return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
-char *clf__cg_kernel_name(const clf_graph *g, const uint32_t *ops, uint32_t nops, const char *prefix,
-                          uint32_t k)
+char *clf__cg_kernel_name(const clf_graph *g, const uint32_t *ops, uint32_t nops, const char *prefix)
 {
     const char **names = clf__malloc((nops ? nops : 1) * sizeof *names);
     if (!names)
@@ -551,7 +550,6 @@ char *clf__cg_kernel_name(const clf_graph *g, const uint32_t *ops, uint32_t nops
         }
         clf__sb_printf(&sb, "_%s", names[i]);
     }
-    clf__sb_printf(&sb, "_%u", k);
     clf__free(names);
     return clf__sb_take(&sb);
 }
@@ -647,7 +645,7 @@ void clf__cg_gather_defs(clf__strbuf *src, const clf_graph *g, const clf__plan *
         if (!clf__op_reads_indices(n->op))
             continue;
         const clf__node *ix = clf__graph_node(g, n->inputs[1]);
-        clf__sb_printf(src, "#define CLF_GIX%u(j) ", K->ops[i]);
+        clf__sb_printf(src, "#define CLF_GIX_%u(j) ", K->ops[i]);
         if (clf__plan_is_literal(ix))
             constant_literal(src, ix);
         else

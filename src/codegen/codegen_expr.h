@@ -144,14 +144,14 @@ void clf__cg_literal(clf__strbuf *sb, clf_dtype dt, double v);
 /* The C expression of a read of dtype dt: b<buffer>[index] (as the dtype
  * table spells it), or for CLF__CG_INDEX_VALUE the index as a long. */
 const char *clf__cg_read_expr(uint32_t buffer, const clf__ix *index, clf_dtype dt, char *out, size_t cap);
-/* "#define CLF_GIX<node>(j) ..." for each gather kernel K evaluates: how its
+/* "#define CLF_GIX_<node>(j) ..." for each gather kernel K evaluates: how its
  * indices are read (a buffer, or a literal). */
 void clf__cg_gather_defs(clf__strbuf *src, const clf_graph *g, const clf__plan *plan, const clf__plan_kernel *K);
 /* An exact i64 literal. */
 void clf__cg_literal_i64(clf__strbuf *sb, int64_t v);
-/* <prefix>_fused_<sorted distinct op names>_<k>, or <prefix>_copy_<k>. */
-char *clf__cg_kernel_name(const clf_graph *g, const uint32_t *ops, uint32_t nops, const char *prefix,
-                          uint32_t k);
+/* <prefix>_fused_<sorted distinct op names>, or <prefix>_copy: the kernel's
+ * entry (clf__codegen_kernel adds the plan index to the name shown). */
+char *clf__cg_kernel_name(const clf_graph *g, const uint32_t *ops, uint32_t nops, const char *prefix);
 /* The ops of a kernel in plan order, space separated ("mul add relu");
  * NULL when out of memory. */
 char *clf__cg_op_list(const clf_graph *g, const uint32_t *ops, uint32_t nops);

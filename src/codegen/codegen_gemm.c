@@ -395,10 +395,10 @@ clf_status clf__codegen_gemm(const clf_graph *g, const clf__plan *plan, uint32_t
         if (K->ops[i] != K->anchor)
             named[nnamed++] = K->ops[i];
     if (nnamed) {
-        out->name = clf__cg_kernel_name(g, named, nnamed, mma != MMA_NONE ? "clf_gemm_tc" : "clf_gemm", k);
+        out->name = clf__cg_kernel_name(g, named, nnamed, mma != MMA_NONE ? "clf_gemm_tc" : "clf_gemm");
     } else {
         clf__strbuf nm = {0};
-        clf__sb_printf(&nm, mma != MMA_NONE ? "clf_gemm_tc_%u" : "clf_gemm_%u", k);
+        clf__sb_puts(&nm, mma != MMA_NONE ? "clf_gemm_tc" : "clf_gemm");
         out->name = clf__sb_take(&nm);
     }
     out->ops = clf__cg_op_list(g, K->ops, K->nops);

@@ -121,7 +121,7 @@ clf_status clf__codegen_pointwise(const clf_graph *g, const clf__plan *plan, uin
     uint64_t items = (groups + (uint64_t)out->items - 1) / (uint64_t)out->items;
     out->global = (size_t)((items + out->local - 1) / out->local * out->local);
 
-    out->name = clf__cg_kernel_name(g, K->ops, K->nops, "clf_poi", k);
+    out->name = clf__cg_kernel_name(g, K->ops, K->nops, "clf_poi");
     out->ops = clf__cg_op_list(g, K->ops, K->nops);
     if (!out->name || !out->ops)
         goto done;

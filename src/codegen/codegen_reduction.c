@@ -239,7 +239,7 @@ static const char *reduction_hook(clf__cg_fn *f, uint32_t node, const clf__view 
     clf__ix at = clf__view_linear(f->ix, v, n->rank, n->shape);
     if (!clf__ix_same(&at, &fc->x))
         return NULL;
-    snprintf(name, cap, "row->r%u", node);
+    snprintf(name, cap, "row->r_%u", node);
     return name;
 }
 
@@ -256,18 +256,18 @@ static void emit_acc_fields(clf__strbuf *sb, const clf__node *n, uint32_t id, cl
     switch (n->attr.reduce.kind) {
     case CLF__REDUCE_SUM:
         if (clf__dtype_compute(in_dt) == CLF_F32 && sk == SUM_DOUBLE)
-            clf__sb_printf(sb, "    double s%u;\n", id);
+            clf__sb_printf(sb, "    double s_%u;\n", id);
         else if (clf__dtype_compute(in_dt) == CLF_F32 && sk == SUM_KAHAN)
-            clf__sb_printf(sb, "    float s%u, c%u;\n", id, id);
+            clf__sb_printf(sb, "    float s_%u, c_%u;\n", id, id);
         else
-            clf__sb_printf(sb, "    %s s%u;\n", t, id);
+            clf__sb_printf(sb, "    %s s_%u;\n", t, id);
         break;
     case CLF__REDUCE_ARGMAX:
     case CLF__REDUCE_ARGMIN:
-        clf__sb_printf(sb, "    %s v%u;\n    int i%u;\n", t, id, id);
+        clf__sb_printf(sb, "    %s v_%u;\n    int i_%u;\n", t, id, id);
         break;
     default:
-        clf__sb_printf(sb, "    %s s%u;\n", t, id);
+        clf__sb_printf(sb, "    %s s_%u;\n", t, id);
     }
 }
 
@@ -277,28 +277,28 @@ static void emit_acc_init(clf__strbuf *sb, const clf__node *n, uint32_t id, clf_
     switch (n->attr.reduce.kind) {
     case CLF__REDUCE_SUM:
         if (f && sk == SUM_DOUBLE)
-            clf__sb_printf(sb, "    a->s%u = 0.0;\n", id);
+            clf__sb_printf(sb, "    a->s_%u = 0.0;\n", id);
         else if (f && sk == SUM_KAHAN)
-            clf__sb_printf(sb, "    a->s%u = 0.0f;\n    a->c%u = 0.0f;\n", id, id);
+            clf__sb_printf(sb, "    a->s_%u = 0.0f;\n    a->c_%u = 0.0f;\n", id, id);
         else
-            clf__sb_printf(sb, f ? "    a->s%u = 0.0f;\n" : "    a->s%u = 0;\n", id);
+            clf__sb_printf(sb, f ? "    a->s_%u = 0.0f;\n" : "    a->s_%u = 0;\n", id);
         break;
     case CLF__REDUCE_PROD:
-        clf__sb_printf(sb, f ? "    a->s%u = 1.0f;\n" : "    a->s%u = 1;\n", id);
+        clf__sb_printf(sb, f ? "    a->s_%u = 1.0f;\n" : "    a->s_%u = 1;\n", id);
         break;
     case CLF__REDUCE_MAX:
-        clf__sb_printf(sb, f ? "    a->s%u = -INFINITY;\n" : "    a->s%u = (-2147483647 - 1);\n", id);
+        clf__sb_printf(sb, f ? "    a->s_%u = -INFINITY;\n" : "    a->s_%u = (-2147483647 - 1);\n", id);
         break;
     case CLF__REDUCE_MIN:
-        clf__sb_printf(sb, f ? "    a->s%u = INFINITY;\n" : "    a->s%u = 2147483647;\n", id);
+        clf__sb_printf(sb, f ? "    a->s_%u = INFINITY;\n" : "    a->s_%u = 2147483647;\n", id);
         break;
     case CLF__REDUCE_ARGMAX:
-        clf__sb_printf(sb, f ? "    a->v%u = -INFINITY;\n" : "    a->v%u = (-2147483647 - 1);\n", id);
-        clf__sb_printf(sb, "    a->i%u = 0;\n", id);
+        clf__sb_printf(sb, f ? "    a->v_%u = -INFINITY;\n" : "    a->v_%u = (-2147483647 - 1);\n", id);
+        clf__sb_printf(sb, "    a->i_%u = 0;\n", id);
         break;
     case CLF__REDUCE_ARGMIN:
-        clf__sb_printf(sb, f ? "    a->v%u = INFINITY;\n" : "    a->v%u = 2147483647;\n", id);
-        clf__sb_printf(sb, "    a->i%u = 0;\n", id);
+        clf__sb_printf(sb, f ? "    a->v_%u = INFINITY;\n" : "    a->v_%u = 2147483647;\n", id);
+        clf__sb_printf(sb, "    a->i_%u = 0;\n", id);
         break;
     case CLF__REDUCE_KIND_COUNT: /* refused by the builder */
         break;
@@ -309,8 +309,8 @@ static void emit_acc_init(clf__strbuf *sb, const clf__node *n, uint32_t id, clf_
 static void emit_kahan(clf__strbuf *sb, uint32_t id, const char *y)
 {
     clf__sb_printf(sb,
-                   "    {\n        const float y = (%s) - a->c%u;\n        const float t = a->s%u + y;\n"
-                   "        a->c%u = isfinite(t) ? (t - a->s%u) - y : 0.0f;\n        a->s%u = t;\n    }\n",
+                   "    {\n        const float y = (%s) - a->c_%u;\n        const float t = a->s_%u + y;\n"
+                   "        a->c_%u = isfinite(t) ? (t - a->s_%u) - y : 0.0f;\n        a->s_%u = t;\n    }\n",
                    y, id, id, id, id, id);
 }
 
@@ -320,19 +320,19 @@ static void emit_acc_step(clf__strbuf *sb, const clf__node *n, uint32_t id, clf_
     switch (n->attr.reduce.kind) {
     case CLF__REDUCE_SUM:
         if (f && sk == SUM_DOUBLE)
-            clf__sb_printf(sb, "    a->s%u += (double)(%s);\n", id, v);
+            clf__sb_printf(sb, "    a->s_%u += (double)(%s);\n", id, v);
         else if (f && sk == SUM_KAHAN)
             emit_kahan(sb, id, v);
         else if (f)
-            clf__sb_printf(sb, "    a->s%u += %s;\n", id, v);
+            clf__sb_printf(sb, "    a->s_%u += %s;\n", id, v);
         else
-            clf__sb_printf(sb, "    a->s%u = as_int(as_uint(a->s%u) + as_uint(%s));\n", id, id, v);
+            clf__sb_printf(sb, "    a->s_%u = as_int(as_uint(a->s_%u) + as_uint(%s));\n", id, id, v);
         break;
     case CLF__REDUCE_PROD:
         if (f)
-            clf__sb_printf(sb, "    a->s%u *= %s;\n", id, v);
+            clf__sb_printf(sb, "    a->s_%u *= %s;\n", id, v);
         else
-            clf__sb_printf(sb, "    a->s%u = as_int(as_uint(a->s%u) * as_uint(%s));\n", id, id, v);
+            clf__sb_printf(sb, "    a->s_%u = as_int(as_uint(a->s_%u) * as_uint(%s));\n", id, id, v);
         break;
     case CLF__REDUCE_MAX:
     case CLF__REDUCE_MIN: {
@@ -340,7 +340,7 @@ static void emit_acc_step(clf__strbuf *sb, const clf__node *n, uint32_t id, clf_
         /* NaN, once seen, stays: no comparison with NaN is true. Equal
          * zeros resolve by sign whatever the order (max +0, min -0). */
         char acc[24];
-        snprintf(acc, sizeof acc, "a->s%u", id);
+        snprintf(acc, sizeof acc, "a->s_%u", id);
         if (f)
             clf__sb_printf(sb, "    %s = %s %s %s || isnan(%s) || (%s == %s && signbit(%s)) ? %s : %s;\n", acc, v,
                            mx ? ">" : "<", acc, v, v, acc, mx ? acc : v, v, acc);
@@ -352,14 +352,14 @@ static void emit_acc_step(clf__strbuf *sb, const clf__node *n, uint32_t id, clf_
         const char *cmp = n->attr.reduce.kind == CLF__REDUCE_ARGMAX ? ">" : "<";
         if (f)
             clf__sb_printf(sb,
-                           "    if (!isnan(a->v%u) && (%s %s a->v%u || isnan(%s))) {\n"
-                           "        a->v%u = %s;\n        a->i%u = (int)r;\n    }\n",
+                           "    if (!isnan(a->v_%u) && (%s %s a->v_%u || isnan(%s))) {\n"
+                           "        a->v_%u = %s;\n        a->i_%u = (int)r;\n    }\n",
                            id, v, cmp, id, v, id, v, id);
         else
-            clf__sb_printf(sb, "    if (%s %s a->v%u) {\n        a->v%u = %s;\n        a->i%u = (int)r;\n    }\n", v,
+            clf__sb_printf(sb, "    if (%s %s a->v_%u) {\n        a->v_%u = %s;\n        a->i_%u = (int)r;\n    }\n", v,
                            cmp, id, id, v, id);
         if (n->attr.reduce.select_last)
-            clf__sb_printf(sb, "    else if (%s == a->v%u) {\n        a->i%u = (int)r;\n    }\n", v, id, id);
+            clf__sb_printf(sb, "    else if (%s == a->v_%u) {\n        a->i_%u = (int)r;\n    }\n", v, id, id);
         break;
     }
     }
@@ -372,18 +372,18 @@ static void emit_acc_combine(clf__strbuf *sb, const clf__node *n, uint32_t id, c
     switch (n->attr.reduce.kind) {
     case CLF__REDUCE_SUM:
         if (f && sk != SUM_KAHAN) {
-            clf__sb_printf(sb, "    a->s%u += b->s%u;\n", id, id);
+            clf__sb_printf(sb, "    a->s_%u += b->s_%u;\n", id, id);
         } else if (f) {
-            snprintf(bv, sizeof bv, "b->s%u - b->c%u", id, id);
+            snprintf(bv, sizeof bv, "b->s_%u - b->c_%u", id, id);
             emit_kahan(sb, id, bv);
         } else {
-            clf__sb_printf(sb, "    a->s%u = as_int(as_uint(a->s%u) + as_uint(b->s%u));\n", id, id, id);
+            clf__sb_printf(sb, "    a->s_%u = as_int(as_uint(a->s_%u) + as_uint(b->s_%u));\n", id, id, id);
         }
         break;
     case CLF__REDUCE_PROD:
     case CLF__REDUCE_MAX:
     case CLF__REDUCE_MIN:
-        snprintf(bv, sizeof bv, "b->s%u", id);
+        snprintf(bv, sizeof bv, "b->s_%u", id);
         emit_acc_step(sb, n, id, in_dt, bv, sk);
         break;
     default: {
@@ -397,7 +397,7 @@ static void emit_acc_combine(clf__strbuf *sb, const clf__node *n, uint32_t id, c
                             "        a->v$ = b->v$;\n        a->i$ = b->i$;\n    }\n";
         for (const char *p = f ? f_tpl : i_tpl; *p; p++) {
             if (*p == '$')
-                clf__sb_printf(sb, "%u", id);
+                clf__sb_printf(sb, "_%u", id);
             else if (strncmp(p, "CMP", 3) == 0) {
                 clf__sb_puts(sb, n->attr.reduce.kind == CLF__REDUCE_ARGMAX ? ">" : "<");
                 p += 2;
@@ -415,15 +415,15 @@ static void emit_acc_finish(clf__strbuf *sb, const clf__node *n, uint32_t id, cl
 {
     char v[48];
     if (is_arg(n))
-        snprintf(v, sizeof v, "a->i%u", id);
+        snprintf(v, sizeof v, "a->i_%u", id);
     else if (n->attr.reduce.kind == CLF__REDUCE_SUM && clf__dtype_compute(in_dt) == CLF_F32 && sk == SUM_DOUBLE)
-        snprintf(v, sizeof v, "(float)a->s%u", id);
+        snprintf(v, sizeof v, "(float)a->s_%u", id);
     else if (n->attr.reduce.kind == CLF__REDUCE_SUM && clf__dtype_compute(in_dt) == CLF_F32 && sk == SUM_KAHAN)
-        snprintf(v, sizeof v, "a->s%u - a->c%u", id, id);
+        snprintf(v, sizeof v, "a->s_%u - a->c_%u", id, id);
     else
-        snprintf(v, sizeof v, "a->s%u", id);
+        snprintf(v, sizeof v, "a->s_%u", id);
     /* A storage float's result is rounded to it once, from the f32 sum. */
-    clf__sb_printf(sb, "    row->r%u = ", id);
+    clf__sb_printf(sb, "    row->r_%u = ", id);
     clf__cg_round(sb, n->dtype, v);
     clf__sb_puts(sb, ";\n");
 }
@@ -442,11 +442,11 @@ static bool vec_acc_ok(const clf__node *n, clf_dtype in_dt)
 static void vec_acc_fields(clf__strbuf *sb, const clf__node *n, uint32_t id, sum_kind sk, int vn)
 {
     if (n->attr.reduce.kind == CLF__REDUCE_SUM && sk == SUM_DOUBLE)
-        clf__sb_printf(sb, "    double%d s%u;\n", vn, id);
+        clf__sb_printf(sb, "    double%d s_%u;\n", vn, id);
     else if (n->attr.reduce.kind == CLF__REDUCE_SUM && sk == SUM_KAHAN)
-        clf__sb_printf(sb, "    float%d s%u, c%u;\n", vn, id, id);
+        clf__sb_printf(sb, "    float%d s_%u, c_%u;\n", vn, id, id);
     else
-        clf__sb_printf(sb, "    float%d s%u;\n", vn, id);
+        clf__sb_printf(sb, "    float%d s_%u;\n", vn, id);
 }
 
 /* One vector of elements v (a floatN, or a scalar that widens) into the
@@ -455,13 +455,13 @@ static void vec_acc_fields(clf__strbuf *sb, const clf__node *n, uint32_t id, sum
 static void vec_acc_step(clf__strbuf *sb, const clf__node *n, uint32_t id, const char *v, sum_kind sk, int vn)
 {
     if (n->attr.reduce.kind == CLF__REDUCE_SUM && sk == SUM_DOUBLE)
-        clf__sb_printf(sb, "    a->s%u += convert_double%d((float%d)(%s));\n", id, vn, vn, v);
+        clf__sb_printf(sb, "    a->s_%u += convert_double%d((float%d)(%s));\n", id, vn, vn, v);
     else if (n->attr.reduce.kind == CLF__REDUCE_SUM && sk == SUM_PLAIN)
-        clf__sb_printf(sb, "    a->s%u += (float%d)(%s);\n", id, vn, v);
+        clf__sb_printf(sb, "    a->s_%u += (float%d)(%s);\n", id, vn, v);
     else if (n->attr.reduce.kind == CLF__REDUCE_SUM)
         clf__sb_printf(sb,
-                       "    {\n        const float%d y = (float%d)(%s) - a->c%u;\n        const float%d t = a->s%u + y;\n"
-                       "        a->c%u = isfinite(t) ? (t - a->s%u) - y : 0.0f;\n        a->s%u = t;\n    }\n",
+                       "    {\n        const float%d y = (float%d)(%s) - a->c_%u;\n        const float%d t = a->s_%u + y;\n"
+                       "        a->c_%u = isfinite(t) ? (t - a->s_%u) - y : 0.0f;\n        a->s_%u = t;\n    }\n",
                        vn, vn, v, id, vn, id, id, id, id);
     else
         emit_acc_step(sb, n, id, CLF_F32, v, sk);
@@ -470,9 +470,9 @@ static void vec_acc_step(clf__strbuf *sb, const clf__node *n, uint32_t id, const
 /* Lane l of vector accumulator b into a scalar accumulator t. */
 static void vec_acc_lane(clf__strbuf *sb, const clf__node *n, uint32_t id, sum_kind sk, int l)
 {
-    clf__sb_printf(sb, "        t.s%u = b->s%u.%s;\n", id, id, vec_lane(l));
+    clf__sb_printf(sb, "        t.s_%u = b->s_%u.%s;\n", id, id, vec_lane(l));
     if (n->attr.reduce.kind == CLF__REDUCE_SUM && sk == SUM_KAHAN)
-        clf__sb_printf(sb, "        t.c%u = b->c%u.%s;\n", id, id, vec_lane(l));
+        clf__sb_printf(sb, "        t.c_%u = b->c_%u.%s;\n", id, id, vec_lane(l));
 }
 
 /* Online softmax. A kernel whose only reductions are M = max(A) and
@@ -528,22 +528,22 @@ static bool online_softmax_pair(const clf_graph *g, const clf__plan *plan, const
 
 static void emit_online_fields(clf__strbuf *sb, uint32_t m, uint32_t s)
 {
-    clf__sb_printf(sb, "    float s%u;\n    float s%u;\n    int n%u;\n", m, s, s);
+    clf__sb_printf(sb, "    float s_%u;\n    float s_%u;\n    int n_%u;\n", m, s, s);
 }
 
 static void emit_online_init(clf__strbuf *sb, uint32_t m, uint32_t s)
 {
-    clf__sb_printf(sb, "    a->s%u = -INFINITY;\n    a->s%u = 0.0f;\n    a->n%u = 0;\n", m, s, s);
+    clf__sb_printf(sb, "    a->s_%u = -INFINITY;\n    a->s_%u = 0.0f;\n    a->n_%u = 0;\n", m, s, s);
 }
 
 static void emit_online_step(clf__strbuf *sb, uint32_t m, uint32_t s, const char *v)
 {
     clf__sb_printf(sb,
-                   "    {\n        const float y = %s;\n        a->n%u++;\n"
-                   "        if (isnan(y) || isnan(a->s%u)) {\n            a->s%u = NAN;\n            a->s%u = NAN;\n"
-                   "        } else if (y > a->s%u || (y == 0.0f && signbit(a->s%u))) {\n"
-                   "            a->s%u = a->s%u * exp(a->s%u - y) + exp(y - y);\n"
-                   "            a->s%u = y;\n        } else if (y != -INFINITY) {\n            a->s%u += exp(y - a->s%u);\n"
+                   "    {\n        const float y = %s;\n        a->n_%u++;\n"
+                   "        if (isnan(y) || isnan(a->s_%u)) {\n            a->s_%u = NAN;\n            a->s_%u = NAN;\n"
+                   "        } else if (y > a->s_%u || (y == 0.0f && signbit(a->s_%u))) {\n"
+                   "            a->s_%u = a->s_%u * exp(a->s_%u - y) + exp(y - y);\n"
+                   "            a->s_%u = y;\n        } else if (y != -INFINITY) {\n            a->s_%u += exp(y - a->s_%u);\n"
                    "        }\n    }\n",
                    v, s, m, m, s, m, m, s, s, m, m, s, m);
 }
@@ -551,18 +551,18 @@ static void emit_online_step(clf__strbuf *sb, uint32_t m, uint32_t s, const char
 static void emit_online_combine(clf__strbuf *sb, uint32_t m, uint32_t s)
 {
     clf__sb_printf(sb,
-                   "    a->n%u += b->n%u;\n"
-                   "    if (isnan(a->s%u) || isnan(b->s%u)) {\n        a->s%u = NAN;\n        a->s%u = NAN;\n    } else {\n"
-                   "        const float mx = a->s%u > b->s%u || (a->s%u == b->s%u && !signbit(a->s%u)) ? a->s%u : b->s%u;\n"
-                   "        a->s%u = (a->s%u == 0.0f ? 0.0f : a->s%u * exp(a->s%u - mx)) +\n"
-                   "                (b->s%u == 0.0f ? 0.0f : b->s%u * exp(b->s%u - mx));\n"
-                   "        a->s%u = mx;\n    }\n",
+                   "    a->n_%u += b->n_%u;\n"
+                   "    if (isnan(a->s_%u) || isnan(b->s_%u)) {\n        a->s_%u = NAN;\n        a->s_%u = NAN;\n    } else {\n"
+                   "        const float mx = a->s_%u > b->s_%u || (a->s_%u == b->s_%u && !signbit(a->s_%u)) ? a->s_%u : b->s_%u;\n"
+                   "        a->s_%u = (a->s_%u == 0.0f ? 0.0f : a->s_%u * exp(a->s_%u - mx)) +\n"
+                   "                (b->s_%u == 0.0f ? 0.0f : b->s_%u * exp(b->s_%u - mx));\n"
+                   "        a->s_%u = mx;\n    }\n",
                    s, s, m, m, m, s, m, m, m, m, m, m, m, s, s, s, m, s, s, m, m);
 }
 
 static void emit_online_finish(clf__strbuf *sb, uint32_t m, uint32_t s)
 {
-    clf__sb_printf(sb, "    row->r%u = a->s%u;\n    row->r%u = a->n%u > 0 && a->s%u == -INFINITY ? NAN : a->s%u;\n", m, m, s,
+    clf__sb_printf(sb, "    row->r_%u = a->s_%u;\n    row->r_%u = a->n_%u > 0 && a->s_%u == -INFINITY ? NAN : a->s_%u;\n", m, m, s,
                    s, m, s);
 }
 
@@ -1153,7 +1153,7 @@ clf_status clf__codegen_reduction(const clf_graph *g, const clf__plan *plan, uin
                                     .warp_shuffle = shfl,
                                     .sum = sk == SUM_DOUBLE ? "double" : sk == SUM_PLAIN ? "plain" : "kahan"};
 
-    out->name = clf__cg_kernel_name(g, K->ops, K->nops, cache ? "clf_per" : "clf_red", k);
+    out->name = clf__cg_kernel_name(g, K->ops, K->nops, cache ? "clf_per" : "clf_red");
     out->ops = clf__cg_op_list(g, K->ops, K->nops);
     if (!out->name || !out->ops)
         goto done;
@@ -1195,7 +1195,7 @@ clf_status clf__codegen_reduction(const clf_graph *g, const clf__plan *plan, uin
     for (uint32_t i = 0; i < K->nops; i++) {
         const clf__node *n = clf__graph_node(g, K->ops[i]);
         if (n->op == CLF__OP_REDUCE && plan->producer[K->ops[i]] == (int32_t)k) {
-            clf__sb_printf(&src, "    %s r%u;\n", clf__cg_ctype(n->dtype), K->ops[i]);
+            clf__sb_printf(&src, "    %s r_%u;\n", clf__cg_ctype(n->dtype), K->ops[i]);
             nres++;
         }
     }

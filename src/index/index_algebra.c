@@ -364,7 +364,7 @@ static void broadcast_view(clf__ixgen *gen, const clf__view *v, int rank, const 
 }
 
 /* The index along axis d of gather n's data: the index read from the
- * indices at ix (CLF_GIX<n>, which the kernel defines), negative counting
+ * indices at ix (CLF_GIX_<n>, which the kernel defines), negative counting
  * from the end, clamped into [0, d). The sign test is in the indices' own
  * type: Mesa 22.3's compiler (rusticl) gets `(long)i < 0` wrong for an int
  * i (always false), and the widening is not needed for it. */
@@ -372,7 +372,7 @@ static clf__ix ix_gathered(clf__ixgen *gen, uint32_t node, clf__ix ix, int64_t d
 {
     char a[32], expr[192];
     clf__ix_str(&ix, a, sizeof a);
-    snprintf(expr, sizeof expr, "(IDX_T)clamp((long)CLF_GIX%u(%s) + (CLF_GIX%u(%s) < 0 ? %lldL : 0L), 0L, %lldL)",
+    snprintf(expr, sizeof expr, "(IDX_T)clamp((long)CLF_GIX_%u(%s) + (CLF_GIX_%u(%s) < 0 ? %lldL : 0L), 0L, %lldL)",
              node, a, node, a, (long long)d, (long long)d - 1);
     return temp_for(gen, expr, (uint64_t)d, ix.deps, (clf__ix_origin){0});
 }

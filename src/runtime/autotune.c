@@ -87,7 +87,7 @@ static double time_candidate(clf_context *ctx, cl_command_queue q, const clf_gra
     if (code.global == 0 || clf__program_get(ctx, code.source, "", &prog, NULL) != CLF_OK)
         goto out;
     cl_int cerr;
-    kern = clCreateKernel(prog, code.name, &cerr);
+    kern = clCreateKernel(prog, code.entry, &cerr);
     mem = clf__calloc(code.nparams ? code.nparams : 1, sizeof *mem);
     if (!kern || !mem)
         goto out;

@@ -183,6 +183,7 @@ static clf_status lower(clf_context *ctx, const clf_graph *g, const clf_compile_
         }
         clf__exe_kernel *K = &e->kernels[e->nkernels++];
         K->name = code.name;
+        K->entry = code.entry;
         K->ops = code.ops;
         K->source = code.source;
         K->params = code.params;
@@ -527,14 +528,14 @@ static clf_status instantiate(clf_context *ctx, const clf_graph *g, clf_executab
         const char *failed = K->name;
         /* A symbolic graph's executables share their kernels (the table's). */
         if (e->lift) {
-            if (clf__lift_kernel(e->lift, prog, K->name, &K->kernel, &cerr) == CLF_OK && K->final_name) {
+            if (clf__lift_kernel(e->lift, prog, K->entry, &K->kernel, &cerr) == CLF_OK && K->final_name) {
                 failed = K->final_name;
                 clf__lift_kernel(e->lift, prog, K->final_name, &K->final_kernel, &cerr);
             }
             if (cerr == CL_SUCCESS && (!K->kernel || (K->final_name && !K->final_kernel)))
                 cerr = CL_OUT_OF_HOST_MEMORY;
         } else {
-            K->kernel = clCreateKernel(prog, K->name, &cerr);
+            K->kernel = clCreateKernel(prog, K->entry, &cerr);
             if (K->kernel && K->final_name) {
                 failed = K->final_name;
                 K->final_kernel = clCreateKernel(prog, K->final_name, &cerr);
@@ -759,6 +760,7 @@ CLF_API void clf_executable_destroy(clf_executable **pe)
         if (e->events && e->events[k])
             clReleaseEvent(e->events[k]);
         clf__free(K->name);
+        clf__free(K->entry);
         clf__free(K->final_name);
         clf__free(K->ops);
         clf__free(K->source);

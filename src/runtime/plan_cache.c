@@ -30,7 +30,7 @@
 #include "util/strbuf.h"
 
 #define MAGIC "CLFUSEPL"
-#define FORMAT_VERSION 1u
+#define FORMAT_VERSION 2u /* 2: kernel entries apart from names */
 
 extern const char clf__source_hash[];
 
@@ -174,6 +174,7 @@ void clf__plan_cache_store(clf_context *ctx, const char *key, const clf_executab
     for (size_t k = 0; k < e->nkernels; k++) {
         const clf__exe_kernel *K = &e->kernels[k];
         w_str(&sb, K->name);
+        w_str(&sb, K->entry);
         w_str(&sb, K->ops);
         w_str(&sb, K->source);
         w_str(&sb, K->final_name);
@@ -380,6 +381,7 @@ static void parse(reader *r, const clf_graph *g, clf_executable *e)
     for (uint32_t k = 0; k < nk && !r->bad; k++) {
         clf__exe_kernel *K = &e->kernels[e->nkernels++];
         K->name = r_str(r, false);
+        K->entry = r_str(r, false);
         K->ops = r_str(r, false);
         K->source = r_str(r, false);
         K->final_name = r_str(r, true);
@@ -431,6 +433,7 @@ static void unparse(clf_executable *e)
     for (size_t k = 0; e->kernels && k < e->nkernels; k++) {
         clf__exe_kernel *K = &e->kernels[k];
         clf__free(K->name);
+        clf__free(K->entry);
         clf__free(K->ops);
         clf__free(K->source);
         clf__free(K->final_name);
