@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # CPU devices at full speed (issue 20) on the GPU machine's 16 cores: libclfuse
 # on PoCL (CLFUSE_DEVICE=cpu) against PyTorch on the same CPU in one call.
-#     bash bench/run_cpu_pocl.sh        (device tool, carry .gpu)
+#     bash bench/run_cpu_pocl.sh [all|threads]   (device tool, carry .gpu)
+# threads: PoCL's per-launch cost against its worker count (a 1024-float
+# Relu and the tiny Llama fixture with POCL_CPU_MAX_CU_COUNT 1-16), the Llama
+# fixture's cold compile, and torch's memory-bound CPU cases; nothing else.
 # bench_gemm (gemm_epilogue 1024^3, mlp) with the default CPU tiling and
 # autotuned, bench_pointwise and bench_reductions (the copy roofline a copy
 # kernel over every core), bench/cpu/torch_cpu.py (eager and torch.compile),
@@ -36,7 +39,20 @@ run() { # label timeout command...
   echo "== $label ($((SECONDS - START)) s)" >> "$R"
   CLFUSE_DEVICE=cpu timeout "$t" "$@" >> "$R" 2>&1 < /dev/null || echo "(exit $?)" >> "$R"
 }
-run "bench_gemm default tiling" 150 $B/bench/bench_gemm --runs 20
+stage=${1:-all}
+if [ "$stage" = threads ]; then
+  printf '<ir_version: 8, opset_import: ["" : 17]>\nrelu1024 (float[1024] x) => (float[1024] y) {\n  y = Relu(x)\n}\n' \
+    > /tmp/relu1024.onnxtxt
+  for t in 16 1 2 4 8 16a; do
+    n=${t%a}; aff=0; [ "$t" != "$n" ] && aff=1
+    for m in /tmp/relu1024.onnxtxt tests/models/llama_torchscript_ids/model.onnx; do
+      POCL_CPU_MAX_CU_COUNT=$n POCL_MAX_PTHREAD_COUNT=$n POCL_AFFINITY=$aff \
+        run "threads $n affinity $aff $(basename $(dirname $m))/$(basename $m)" 120 \
+        $B/tools/clfuse/clfuse bench $m --runs 300 --fused-only
+    done
+  done
+fi
+[ "$stage" = all ] && run "bench_gemm default tiling" 150 $B/bench/bench_gemm --runs 20
 # Cold compile of the Llama fixture: empty PoCL and libclfuse caches.
 for pass in cold warm; do
   [ $pass = cold ] && rm -rf /tmp/pocl-cache-cold /tmp/clfuse-cache-cold
@@ -48,6 +64,13 @@ for pass in cold warm; do
     --output logits=/tmp/logits.npy
   echo "llama $pass compile+run wall $(awk "BEGIN{print $(date +%s.%N) - $t0}") s" >> "$R"
 done
+if [ "$stage" = threads ]; then
+  echo "== torch memory-bound ($((SECONDS - START)) s)" >> "$R"
+  timeout 300 python3 bench/cpu/torch_cpu.py --cases memory --iters 20 --warmup 3 >> "$R" 2>&1 ||
+    echo "(torch exit $?)" >> "$R"
+  grep -E "^(==|fused|torch|llama .*wall|\(exit)" "$R"
+  exit 0
+fi
 for fam in llama gpt2 bert; do
   run "model $fam" 200 $B/tools/clfuse/clfuse bench tests/models/${fam}_torchscript_ids/model.onnx --runs 200 --fused-only
 done

@@ -11,7 +11,10 @@ mkdir -p "$OUT"
 export POCL_CACHE_DIR=/tmp/pocl-cache CLFUSE_CACHE_DIR=/tmp/clfuse-cache
 B=/tmp/build-gpu
 tests=false; [ "${1:-}" = "--tests" ] && tests=true
-if ! { meson setup $B -Dtests=$tests --buildtype=release --wrap-mode=nodownload && ninja -C $B; } > "$OUT/build.log" 2>&1; then
+proto=/tmp/gpu-root/usr/include/onnx/onnx.proto
+[ -f "$proto" ] || proto=/usr/include/onnx/onnx.proto
+if ! { meson setup $B -Dtests=$tests --buildtype=release --wrap-mode=nodownload -Donnx_proto=$proto &&
+       ninja -C $B; } > "$OUT/build.log" 2>&1; then
   tail -40 "$OUT/build.log"; exit 1
 fi
 { clinfo -l; nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv; cat .gpu/commit 2>/dev/null; } >> "$OUT/log.txt" 2>&1
