@@ -23,9 +23,8 @@
  *                                          stage k's vector accumulators,
  *                                          folded lane by lane into clf_acc<k>
  *   clf_vepilogue(&row, &v, x, r, ...)     stores over the full space
- * The vector loop takes VACCS segments of the row at once, one vector
- * accumulator each, then whole groups of VEC elements; the scalar loop
- * takes the rest of the row.
+ * The vector loop takes whole groups of VEC elements with VACCS vector
+ * accumulators; the scalar loop takes the rest of the row.
  * Without them this file is valid OpenCL C: a row sum of a float matrix. */
 #ifndef IDX_T
 #define IDX_T uint
@@ -84,10 +83,6 @@ static inline void clf_rowout(const clf_row *row, IDX_T x, CLF_PARAMS) { out0[x]
     }
 
 #if VEC > 1
-/* VACCS vector accumulators, each over its own segment of SEG elements
- * (the row's first VACCS x SEG): VACCS streams through memory at once, which
- * a core's prefetchers follow in parallel. */
-#define SEG ((RLEN / (IDX_T)(VEC * VACCS)) * (IDX_T)VEC)
 #define CLF_VSTAGE(k)                                                                              \
     {                                                                                              \
         clf_acc##k acc;                                                                            \
@@ -96,13 +91,13 @@ static inline void clf_rowout(const clf_row *row, IDX_T x, CLF_PARAMS) { out0[x]
         for (int j = 0; j < VACCS; ++j)                                                            \
             clf_vinit##k(&vacc[j]);                                                                \
         IDX_T r = 0;                                                                               \
-        for (; r < SEG; r += (IDX_T)VEC)                                                           \
+        for (; r + (IDX_T)(VEC * VACCS) <= RLEN; r += (IDX_T)(VEC * VACCS))                        \
             for (int j = 0; j < VACCS; ++j) {                                                      \
                 clf_vvals v;                                                                       \
-                clf_vload(x, r + (IDX_T)j * SEG, &v, CLF_ARGS);                                    \
-                clf_vstep##k(&vacc[j], &row, &v, x, r + (IDX_T)j * SEG, CLF_ARGS);                 \
+                clf_vload(x, r + (IDX_T)(j * VEC), &v, CLF_ARGS);                                  \
+                clf_vstep##k(&vacc[j], &row, &v, x, r + (IDX_T)(j * VEC), CLF_ARGS);               \
             }                                                                                      \
-        for (r = (IDX_T)VACCS * SEG; r + (IDX_T)VEC <= RLEN; r += (IDX_T)VEC) {                    \
+        for (; r + (IDX_T)VEC <= RLEN; r += (IDX_T)VEC) {                                          \
             clf_vvals v;                                                                           \
             clf_vload(x, r, &v, CLF_ARGS);                                                         \
             clf_vstep##k(&vacc[0], &row, &v, x, r, CLF_ARGS);                                      \

@@ -41,18 +41,12 @@
  * compiler can overlap (16 measured best on PoCL, against 1, 4 and 8). */
 #define CPU_ACCUMULATORS 16
 /* The CPU form's vector loop: CPU_VEC consecutive elements of a row as one
- * floatN value, so that PoCL's vector math (exp above all) does the work.
- * Rows shorter than CPU_VEC_MIN_RLEN stay scalar. Rows of CPU_SEGS_MIN_RLEN
- * or more are swept as CPU_SEGS segments at once, a vector accumulator and a
- * memory stream each (VACCS in reduction_cpu.cl): on 16 PoCL cores, 1024 x
- * 16384 softmax 1.78 ms against 2.02 with one, horizontal 0.380 against
- * 0.405, rowsum 1.07 against 1.18 (two rounds each, one call, 2026-12-03);
- * 16384 x 256 softmax lost with 4 (0.59 against 0.52 ms) and 8 was no
- * better than 4 on long rows. */
+ * floatN value, so that PoCL's vector math (exp above all) does the work;
+ * CPU_VACCS independent vector accumulators. Rows shorter than
+ * CPU_VEC_MIN_RLEN stay scalar. */
 #define CPU_VEC 8
+#define CPU_VACCS 1
 #define CPU_VEC_MIN_RLEN 16
-#define CPU_SEGS 4
-#define CPU_SEGS_MIN_RLEN 4096u
 /* Gathered indices one kernel may use in its vector loop. */
 #define MAX_GATHERS 32
 
@@ -1057,10 +1051,6 @@ clf_status clf__codegen_reduction(const clf_graph *g, const clf__plan *plan, uin
      * the rest of each row), on GPUs float4 units through aligned pointers
      * for rows of whole float4s. */
     int vec = 1;
-    /* CPU vector loop: segments of the row swept at once (one form for
-     * every length where sizes vary: their specialisations share programs). */
-    const uint64_t vaccs =
-        target->cpu && !target->sizes_vary && (uint64_t)K->rlen >= CPU_SEGS_MIN_RLEN ? CPU_SEGS : 1;
     const int vn = target->cpu ? CPU_VEC : GPU_VEC;
     if (split == 1 && !online &&
         (target->cpu ? (uint64_t)K->rlen >= CPU_VEC_MIN_RLEN : K->rlen >= GPU_VEC && K->rlen % GPU_VEC == 0)) {
@@ -1137,7 +1127,7 @@ clf_status clf__codegen_reduction(const clf_graph *g, const clf__plan *plan, uin
          * a trip on CPUs, WG on GPUs), else a row's, CPU_ACCUMULATORS (or
          * one vector) elements a trip on CPUs, lanes x vec on GPUs. */
         const uint64_t trips = split > 1      ? chunk / (target->cpu ? 1 : wg)
-                               : target->cpu ? (uint64_t)K->rlen / (vec > 1 ? (uint64_t)vec : CPU_ACCUMULATORS)
+                               : target->cpu ? (uint64_t)K->rlen / (vec > 1 ? (uint64_t)vec * CPU_VACCS : CPU_ACCUMULATORS)
                                               : (uint64_t)K->rlen / (lanes * (uint64_t)vec);
         if (trips > trips_max) {
             snprintf(err, errlen,
@@ -1176,7 +1166,7 @@ clf_status clf__codegen_reduction(const clf_graph *g, const clf__plan *plan, uin
                    out->wide_index ? "ulong" : "uint", (unsigned long long)K->rlen, nstages, has_epilogue);
     if (target->cpu)
         clf__sb_printf(&src, "#define ROWS_PER_ITEM 1u\n#define ACCS %d\n#define VEC %d\n#define VACCS %d\n",
-                       CPU_ACCUMULATORS, vec, (int)vaccs);
+                       CPU_ACCUMULATORS, vec, CPU_VACCS);
     if (split > 1) {
         out->final_name = clf__malloc(strlen(out->name) + 8);
         if (!out->final_name)

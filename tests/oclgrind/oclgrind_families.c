@@ -89,16 +89,6 @@ static void build_rows(clf_graph *g, inputs *in)
     clf_graph_output(g, "a", clf_argmax(g, x, 1, false, false));
 }
 
-/* Rows of 4109 on a CPU: four segments swept at once, then one vector and
- * a scalar tail (reduction_cpu.cl's VACCS). */
-static void build_segmented_rows(clf_graph *g, inputs *in)
-{
-    int64_t s[2] = {2, 4109};
-    clf_tensor x = input(g, in, "x", 2, s);
-    clf_graph_output(g, "p", clf_softmax(g, x, -1));
-    clf_graph_output(g, "n", clf_rms_norm(g, x, -1, 1e-5, CLF_TENSOR_INVALID));
-}
-
 /* Rows too long to cache in a GPU work-group's registers, too few to
  * split: the streaming GPU form. */
 static void build_long_rows(clf_graph *g, inputs *in)
@@ -207,8 +197,6 @@ typedef struct family_case {
 static const family_case cases[] = {
     {"pointwise", build_pointwise, CLF_KERNEL_STYLE_AUTO, "Pointwise region:", NULL, false},
     {"reduction_cpu", build_rows, CLF_KERNEL_STYLE_CPU, "Reduction region, CPU variant", NULL, false},
-    {"reduction_cpu (segments)", build_segmented_rows, CLF_KERNEL_STYLE_CPU, "Reduction region, CPU variant",
-     "#define VACCS 4", false},
     {"reduction_gpu (persistent)", build_rows, CLF_KERNEL_STYLE_GPU, "Reduction region, GPU variant", "clf_per_", false},
     {"reduction_gpu (streaming)", build_long_rows, CLF_KERNEL_STYLE_GPU, "Reduction region, GPU variant",
      "#define CACHE 0", false},
