@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Issue 20 probe, on the GPU machine's 16 cores (device tool, carry .gpu):
 #     bash bench/probes/cpu_own_exp.sh
-# libclfuse's own exp (kernels_templates/exp.cl) against PoCL's on CPU
+# libclfuse's own exp (kernels_templates/exp.cl, commit 217a2d9, reverted: run
+# it on a checkout of that commit) against PoCL's on CPU
 # devices: one build of the tree as it is and one with own_exp off
 # (src/runtime/executable.c), bench_reductions and 2^24-float Exp and
 # Sigmoid through `clfuse bench --fused-only`, two rounds. Output in $OUT.

@@ -51,10 +51,6 @@ typedef struct clf__codegen_target {
      * pointwise kernels take one element a work-item, and the planner cuts
      * fused chains at SMALL_CODE_DEPTH ops. */
     bool small_code;
-    /* The device is a CPU, whose scalar exp is a call that does not
-     * vectorise (PoCL's): pointwise kernels, which compute lane by lane,
-     * take exp from kernels_templates/exp.cl. */
-    bool own_exp;
     const clf__gemm_config *gemm; /* GEMM tiling (autotuned); NULL: the device type's default */
     /* The graph has symbolic sizes: its specialisations share programs, so
      * choices that would follow an extent other than 1 do not (the CPU

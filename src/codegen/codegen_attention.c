@@ -323,7 +323,7 @@ clf_status clf__codegen_attention(const clf_graph *g, const clf__plan *plan, uin
         out->schedule.tiles = (clf__gemm_config){.tm = (int)bq, .tn = (int)bk, .tk = (int)d, .wm = 1, .wn = (int)dv};
     }
 
-    clf__cg_source_header(&src, g, K, false, out->name, out->ops);
+    clf__cg_source_header(&src, g, K, out->name, out->ops);
     clf__sb_printf(&src, "#define IDX_T %s\n", out->wide_index ? "ulong" : "uint");
     clf__sb_printf(&src, "#define BATCH %lld\n#define SQ %lld\n#define SK %lld\n#define D %lld\n#define DV %lld\n",
                    (long long)batch, (long long)sq, (long long)sk, (long long)d, (long long)dv);

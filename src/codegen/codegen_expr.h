@@ -156,10 +156,9 @@ char *clf__cg_kernel_name(const clf_graph *g, const uint32_t *ops, uint32_t nops
  * NULL when out of memory. */
 char *clf__cg_op_list(const clf_graph *g, const uint32_t *ops, uint32_t nops);
 /* The two comment lines every generated kernel starts with (its name and
- * its ops), then kernels_templates/erf.cl where an op calls clf_erf and
- * exp.cl with own_exp (the target's: a CPU device), then, where K computes
- * or stores f16/bf16 values, the rounding functions of the storage floats. */
-void clf__cg_source_header(clf__strbuf *src, const clf_graph *g, const clf__plan_kernel *K, bool own_exp,
-                           const char *name, const char *ops);
+ * its ops), then, where K computes or stores f16/bf16 values, the rounding
+ * functions of the storage floats. */
+void clf__cg_source_header(clf__strbuf *src, const clf_graph *g, const clf__plan_kernel *K, const char *name,
+                           const char *ops);
 
 #endif

@@ -422,7 +422,7 @@ clf_status clf__codegen_gemm(const clf_graph *g, const clf__plan *plan, uint32_t
     out->vec = 1;
     out->items = 1;
 
-    clf__cg_source_header(&src, g, K, false, out->name, out->ops);
+    clf__cg_source_header(&src, g, K, out->name, out->ops);
     clf__sb_printf(&src, "#define IDX_T %s\n", out->wide_index ? "ulong" : "uint");
     clf__sb_printf(&src, "#define M %lld\n#define N %lld\n#define K %lld\n#define BATCH %lld\n", (long long)M,
                    (long long)N, (long long)KK, (long long)batch);

@@ -127,8 +127,7 @@ clf_status clf__codegen_pointwise(const clf_graph *g, const clf__plan *plan, uin
         goto done;
 
     /* The generated definitions. */
-    /* Lane by lane: PoCL's exp would be a call a lane (exp.cl). */
-    clf__cg_source_header(&src, g, K, target->own_exp, out->name, out->ops);
+    clf__cg_source_header(&src, g, K, out->name, out->ops);
     clf__sb_printf(&src, "#define IDX_T %s\n#define VEC %d\n#define ITEMS %d\n#define BLOCKED %d\n",
                    out->wide_index ? "ulong" : "uint", out->vec, out->items, target->cpu ? 1 : 0);
     clf__cg_signature(&src, g, plan, out->name, out->params, out->nparams, K->nreads);

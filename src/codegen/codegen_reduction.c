@@ -1159,7 +1159,7 @@ clf_status clf__codegen_reduction(const clf_graph *g, const clf__plan *plan, uin
         goto done;
 
     /* The generated definitions. */
-    clf__cg_source_header(&src, g, K, false, out->name, out->ops);
+    clf__cg_source_header(&src, g, K, out->name, out->ops);
     if (sk == SUM_DOUBLE)
         clf__sb_puts(&src, "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n");
     clf__sb_printf(&src, "#define IDX_T %s\n#define RLEN %lluu\n#define NSTAGES %d\n#define HAS_EPILOGUE %d\n",

@@ -92,7 +92,6 @@ void clf__compile_target(const clf_context *ctx, const clf_compile_params *param
     if (ctx->quirks & CLF__QUIRK_LOOP_TRIPS_65535)
         out->max_loop_trips = 65535;
     out->small_code = (ctx->quirks & CLF__QUIRK_SLOW_INLINED_CODE) != 0;
-    out->own_exp = ctx->desc.is_cpu && !ctx->desc.is_gpu;
 }
 
 /* A new, empty executable on ctx. */

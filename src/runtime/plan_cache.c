@@ -79,8 +79,6 @@ char *clf__plan_cache_key(const clf_context *ctx, const clf_graph *g, const clf_
     clf__cache_key_field(&sb, "target-max-loop-trips", num);
     snprintf(num, sizeof num, "%d", (int)target->small_code);
     clf__cache_key_field(&sb, "target-small-code", num);
-    snprintf(num, sizeof num, "%d", (int)target->own_exp);
-    clf__cache_key_field(&sb, "target-own-exp", num);
     if (target->gemm)
         snprintf(num, sizeof num, "%d,%d,%d,%d,%d", target->gemm->tm, target->gemm->tn, target->gemm->tk,
                  target->gemm->wm, target->gemm->wn);
