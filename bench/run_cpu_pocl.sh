@@ -76,17 +76,13 @@ for fam in llama gpt2 bert; do
 done
 echo "== onnxruntime ($((SECONDS - START)) s)" >> "$R"
 timeout 200 python3 - >> "$R" 2>&1 <<'PY' || echo "(onnxruntime exit $?)" >> "$R"
-import os, time, glob, numpy as np, onnxruntime as ort
+import os, sys
+sys.path.insert(0, "bench/models")
+from bench_models import load_inputs, ort_time  # the model benchmark's own onnxruntime timing
 for fam in ("llama", "gpt2", "bert"):
     d = f"tests/models/{fam}_torchscript_ids"
-    so = ort.SessionOptions(); so.intra_op_num_threads = os.cpu_count()
-    s = ort.InferenceSession(f"{d}/model.onnx", so, providers=["CPUExecutionProvider"])
-    feeds = {i.name: np.load(f"{d}/input_{i.name}.npy") for i in s.get_inputs()}
-    for _ in range(20): s.run(None, feeds)
-    ts = []
-    for _ in range(200):
-        t = time.perf_counter(); s.run(None, feeds); ts.append((time.perf_counter() - t) * 1e3)
-    print(f"onnxruntime {fam} {np.median(ts):.3f} ms median of 200, {os.cpu_count()} threads")
+    ms = ort_time(f"{d}/model.onnx", load_inputs(d), 200, 20)
+    print(f"onnxruntime {fam} {ms:.3f} ms median of 200, {os.cpu_count()} threads")
 PY
 echo "== torch ($((SECONDS - START)) s)" >> "$R"
 timeout 240 python3 bench/cpu/torch_cpu.py --iters 50 --warmup 5 >> "$R" 2>&1 || echo "(torch exit $?)" >> "$R"
