@@ -45,9 +45,8 @@ clf_status clf__codegen_kernel(const clf_graph *g, const clf__plan *plan, uint32
     clf_status st = kinds[kind].write(g, plan, k, target, out, err, errlen);
     if (st != CLF_OK)
         return st;
-    /* Writers name the kernel by its region and ops; the plan index goes
-     * into the name shown, not into the source. */
-    out->entry = out->name;
+    /* Writers name the kernel function by its region and ops; the plan
+     * index goes into the name shown, not into the source. */
     out->name = clf__malloc(strlen(out->entry) + 16);
     if (!out->name) {
         clf__kernel_code_free(out);

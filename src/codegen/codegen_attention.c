@@ -261,9 +261,9 @@ clf_status clf__codegen_attention(const clf_graph *g, const clf__plan *plan, uin
         goto done;
     clf__strbuf nm = {0};
     clf__sb_puts(&nm, "clf_attention");
-    out->name = clf__sb_take(&nm);
+    out->entry = clf__sb_take(&nm);
     out->ops = clf__cg_op_list(g, K->ops, K->nops);
-    if (!out->name || !out->ops)
+    if (!out->entry || !out->ops)
         goto done;
 
     /* The CPU form (attention_cpu.cl): vectors of the device's native
@@ -287,7 +287,7 @@ clf_status clf__codegen_attention(const clf_graph *g, const clf__plan *plan, uin
         out->final_global = (size_t)(rows * G.wg);
         out->scratch_bytes = state_floats * sizeof(float);
         clf__strbuf fn = {0};
-        clf__sb_printf(&fn, "%s_final", out->name);
+        clf__sb_printf(&fn, "%s_final", out->entry);
         out->final_name = clf__sb_take(&fn);
         if (!out->final_name)
             goto done;
@@ -323,7 +323,7 @@ clf_status clf__codegen_attention(const clf_graph *g, const clf__plan *plan, uin
         out->schedule.tiles = (clf__gemm_config){.tm = (int)bq, .tn = (int)bk, .tk = (int)d, .wm = 1, .wn = (int)dv};
     }
 
-    clf__cg_source_header(&src, g, K, out->name, out->ops);
+    clf__cg_source_header(&src, g, K, out->entry, out->ops);
     clf__sb_printf(&src, "#define IDX_T %s\n", out->wide_index ? "ulong" : "uint");
     clf__sb_printf(&src, "#define BATCH %lld\n#define SQ %lld\n#define SK %lld\n#define D %lld\n#define DV %lld\n",
                    (long long)batch, (long long)sq, (long long)sk, (long long)d, (long long)dv);
@@ -357,7 +357,7 @@ clf_status clf__codegen_attention(const clf_graph *g, const clf__plan *plan, uin
         clf__sb_printf(&src, "#define BQ %llu\n#define BK %llu\n", (unsigned long long)bq, (unsigned long long)bk);
     if (target->cpu)
         clf__sb_printf(&src, "#define VW %d\n#define CH %d\n#define RB %llu\n", vw, CPU_CH, (unsigned long long)rb);
-    clf__cg_signature(&src, g, plan, out->name, out->params, out->nparams, K->nreads);
+    clf__cg_signature(&src, g, plan, out->entry, out->params, out->nparams, K->nreads);
     clf__cg_gather_defs(&src, g, plan, K);
     clf__sb_puts(&src, "\n");
     if (!clf__cg_emit_operand_load(g, plan, k, SC, 0, "clf_load_q", &src) ||

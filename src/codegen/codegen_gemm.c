@@ -395,14 +395,14 @@ clf_status clf__codegen_gemm(const clf_graph *g, const clf__plan *plan, uint32_t
         if (K->ops[i] != K->anchor)
             named[nnamed++] = K->ops[i];
     if (nnamed) {
-        out->name = clf__cg_kernel_name(g, named, nnamed, mma != MMA_NONE ? "clf_gemm_tc" : "clf_gemm");
+        out->entry = clf__cg_kernel_name(g, named, nnamed, mma != MMA_NONE ? "clf_gemm_tc" : "clf_gemm");
     } else {
         clf__strbuf nm = {0};
         clf__sb_puts(&nm, mma != MMA_NONE ? "clf_gemm_tc" : "clf_gemm");
-        out->name = clf__sb_take(&nm);
+        out->entry = clf__sb_take(&nm);
     }
     out->ops = clf__cg_op_list(g, K->ops, K->nops);
-    if (!out->name || !out->ops)
+    if (!out->entry || !out->ops)
         goto done;
 
     /* Launch: one work-group per tile (GPU) or per work-item block (CPU). */
@@ -422,7 +422,7 @@ clf_status clf__codegen_gemm(const clf_graph *g, const clf__plan *plan, uint32_t
     out->vec = 1;
     out->items = 1;
 
-    clf__cg_source_header(&src, g, K, out->name, out->ops);
+    clf__cg_source_header(&src, g, K, out->entry, out->ops);
     clf__sb_printf(&src, "#define IDX_T %s\n", out->wide_index ? "ulong" : "uint");
     clf__sb_printf(&src, "#define M %lld\n#define N %lld\n#define K %lld\n#define BATCH %lld\n", (long long)M,
                    (long long)N, (long long)KK, (long long)batch);
@@ -463,7 +463,7 @@ clf_status clf__codegen_gemm(const clf_graph *g, const clf__plan *plan, uint32_t
         out->schedule = (clf__schedule){.form = target->cpu ? "cpu-blocks" : "gpu-tiles", .vec = 1,
                                         .wg = out->local, .tiles = cfg, .vec_a = vec_a, .vec_b = vec_b};
     }
-    clf__cg_signature(&src, g, plan, out->name, out->params, out->nparams, K->nreads);
+    clf__cg_signature(&src, g, plan, out->entry, out->params, out->nparams, K->nreads);
     clf__cg_gather_defs(&src, g, plan, K);
     clf__sb_puts(&src, "\n");
 

@@ -121,16 +121,16 @@ clf_status clf__codegen_pointwise(const clf_graph *g, const clf__plan *plan, uin
     uint64_t items = (groups + (uint64_t)out->items - 1) / (uint64_t)out->items;
     out->global = (size_t)((items + out->local - 1) / out->local * out->local);
 
-    out->name = clf__cg_kernel_name(g, K->ops, K->nops, "clf_poi");
+    out->entry = clf__cg_kernel_name(g, K->ops, K->nops, "clf_poi");
     out->ops = clf__cg_op_list(g, K->ops, K->nops);
-    if (!out->name || !out->ops)
+    if (!out->entry || !out->ops)
         goto done;
 
     /* The generated definitions. */
-    clf__cg_source_header(&src, g, K, out->name, out->ops);
+    clf__cg_source_header(&src, g, K, out->entry, out->ops);
     clf__sb_printf(&src, "#define IDX_T %s\n#define VEC %d\n#define ITEMS %d\n#define BLOCKED %d\n",
                    out->wide_index ? "ulong" : "uint", out->vec, out->items, target->cpu ? 1 : 0);
-    clf__cg_signature(&src, g, plan, out->name, out->params, out->nparams, K->nreads);
+    clf__cg_signature(&src, g, plan, out->entry, out->params, out->nparams, K->nreads);
     clf__cg_gather_defs(&src, g, plan, K);
     clf__sb_puts(&src, "\n");
 

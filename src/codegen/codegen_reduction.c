@@ -1153,13 +1153,13 @@ clf_status clf__codegen_reduction(const clf_graph *g, const clf__plan *plan, uin
                                     .warp_shuffle = shfl,
                                     .sum = sk == SUM_DOUBLE ? "double" : sk == SUM_PLAIN ? "plain" : "kahan"};
 
-    out->name = clf__cg_kernel_name(g, K->ops, K->nops, cache ? "clf_per" : "clf_red");
+    out->entry = clf__cg_kernel_name(g, K->ops, K->nops, cache ? "clf_per" : "clf_red");
     out->ops = clf__cg_op_list(g, K->ops, K->nops);
-    if (!out->name || !out->ops)
+    if (!out->entry || !out->ops)
         goto done;
 
     /* The generated definitions. */
-    clf__cg_source_header(&src, g, K, out->name, out->ops);
+    clf__cg_source_header(&src, g, K, out->entry, out->ops);
     if (sk == SUM_DOUBLE)
         clf__sb_puts(&src, "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n");
     clf__sb_printf(&src, "#define IDX_T %s\n#define RLEN %lluu\n#define NSTAGES %d\n#define HAS_EPILOGUE %d\n",
@@ -1168,10 +1168,10 @@ clf_status clf__codegen_reduction(const clf_graph *g, const clf__plan *plan, uin
         clf__sb_printf(&src, "#define ROWS_PER_ITEM 1u\n#define ACCS %d\n#define VEC %d\n#define VACCS %d\n",
                        CPU_ACCUMULATORS, vec, CPU_VACCS);
     if (split > 1) {
-        out->final_name = clf__malloc(strlen(out->name) + 8);
+        out->final_name = clf__malloc(strlen(out->entry) + 8);
         if (!out->final_name)
             goto done;
-        sprintf(out->final_name, "%s_final", out->name);
+        sprintf(out->final_name, "%s_final", out->entry);
         clf__sb_printf(&src, "#define SPLIT %lluu\n#define CHUNK %lluu\n#define SPLIT_GPU %d\n#define WG %llu\n"
                              "#define CLF_FINAL_NAME %s\n",
                        (unsigned long long)split, (unsigned long long)chunk, !target->cpu, (unsigned long long)wg,
@@ -1180,7 +1180,7 @@ clf_status clf__codegen_reduction(const clf_graph *g, const clf__plan *plan, uin
         clf__sb_printf(&src, "#define WG %llu\n#define LANES %llu\n#define CACHE %d\n#define VEC %d\n" SHFL_LINE,
                        (unsigned long long)wg, (unsigned long long)lanes, cache, vec, shfl);
     }
-    clf__cg_signature(&src, g, plan, out->name, out->params, out->nparams, K->nreads);
+    clf__cg_signature(&src, g, plan, out->entry, out->params, out->nparams, K->nreads);
     clf__cg_gather_defs(&src, g, plan, K);
     clf__sb_puts(&src, "\n/* Index temporaries of the full space, shared by clf_load, clf_step<k> and clf_epilogue. */\n");
     clf__sb_puts(&src, "#define CLF_FULL_INDEX");
