@@ -461,8 +461,20 @@ START_TEST(cpu_gemm_default_blocks)
     static const int64_t sizes[][4] = {{1, 1, 1, 1},     {3, 200, 5, 1},    {200, 3, 9, 7},   {40, 50, 17, 1},
                                        {37, 53, 29, 1},  {127, 127, 127, 1}, {8, 8, 8, 256},  {1024, 512, 2048, 1},
                                        {1, 4096, 40, 1}, {300, 2, 4000, 1}};
-    const clf__codegen_target *targets[2] = {&avx512, &avx2};
-    for (int t = 0; t < 2; t++)
+    /* The CPU form on a GPU (kernel_style CPU): 48 KiB of local memory. */
+    clf__codegen_target gpu48k = {.cpu = true, .compute_units = 132, .local_mem = 49152, .float_width = 1};
+    const clf__codegen_target *targets[3] = {&avx512, &avx2, &gpu48k};
+    c = clf__gemm_default_config(&gpu48k, 100, 100, 16, 32); /* attention's 100 x 100 scores */
+    ck_assert_msg(clf__gemm_config_valid(&c, true, 1, gpu48k.local_mem, why, sizeof why), "%dx%dx%d/%dx%d: %s", c.tm,
+                  c.tn, c.tk, c.wm, c.wn, why);
+    for (int64_t m = 1; m <= 300; m += 7)
+        for (int64_t n = 1; n <= 300; n += 11) {
+            c = clf__gemm_default_config(&gpu48k, m, n, 64, 1);
+            ck_assert_msg(clf__gemm_config_valid(&c, true, 1, gpu48k.local_mem, why, sizeof why),
+                          "%lld x %lld: %dx%dx%d/%dx%d: %s", (long long)m, (long long)n, c.tm, c.tn, c.tk, c.wm, c.wn,
+                          why);
+        }
+    for (int t = 0; t < 3; t++)
         for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
             c = clf__gemm_default_config(targets[t], sizes[i][0], sizes[i][1], sizes[i][2], sizes[i][3]);
             ck_assert_msg(clf__gemm_config_valid(&c, true, 1, targets[t]->local_mem, why, sizeof why),

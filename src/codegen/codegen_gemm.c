@@ -75,13 +75,16 @@ static clf__gemm_config cpu_default_config(const clf__codegen_target *target, in
             break;
     }
     size_t local_mem = target->local_mem ? target->local_mem : 32768;
+    /* Blocks of a micro-tile multiple that no halving keeps whole (tm =
+     * 102 of 6-row micro-tiles for 100 rows, on a GPU's 48 KiB running
+     * this form) shrink to half rounded up to a micro-tile. */
     while ((size_t)(c.tk + c.tm) * (size_t)c.tn * sizeof(float) > local_mem) {
         if (c.tk > 64)
             c.tk = c.tk / 32 * 16;
-        else if (c.tn > c.wn && c.tn / 2 % c.wn == 0 && c.tn >= c.tm)
-            c.tn /= 2;
-        else if (c.tm > c.wm && c.tm / 2 % c.wm == 0)
-            c.tm /= 2;
+        else if (c.tn > c.wn && c.tn >= c.tm)
+            c.tn = (c.tn / 2 + c.wn - 1) / c.wn * c.wn;
+        else if (c.tm > c.wm)
+            c.tm = (c.tm / 2 + c.wm - 1) / c.wm * c.wm;
         else if (c.tk > 16)
             c.tk = c.tk / 32 * 16 > 16 ? c.tk / 32 * 16 : 16;
         else
