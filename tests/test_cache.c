@@ -144,26 +144,44 @@ static void write_file(const char *path, const unsigned char *p, size_t len)
     ck_assert_int_eq(fclose(f), 0);
 }
 
+/* stderr sent to a temporary file, with CLFUSE_LOGS=cache, until
+ * log_capture_end puts it back and gives what was written. */
+typedef struct log_capture {
+    char path[32];
+    int fd, saved;
+} log_capture;
+
+static log_capture log_capture_begin(void)
+{
+    log_capture lc = {.path = "/tmp/clfuse-cache-log-XXXXXX"};
+    lc.fd = mkstemp(lc.path);
+    ck_assert_int_ge(lc.fd, 0);
+    fflush(stderr);
+    lc.saved = dup(2);
+    dup2(lc.fd, 2);
+    setenv("CLFUSE_LOGS", "cache", 1);
+    return lc;
+}
+
+static void log_capture_end(log_capture *lc, char *log, size_t cap)
+{
+    unsetenv("CLFUSE_LOGS");
+    fflush(stderr);
+    dup2(lc->saved, 2);
+    close(lc->saved);
+    ssize_t n = pread(lc->fd, log, cap - 1, 0);
+    log[n > 0 ? n : 0] = '\0';
+    close(lc->fd);
+    unlink(lc->path);
+}
+
 /* Runs compile_seed with stderr captured and CLFUSE_LOGS=cache; the log goes
  * to log (cap bytes). */
 static clf__program_counts compile_seed_logged(char *log, size_t cap)
 {
-    char path[] = "/tmp/clfuse-cache-log-XXXXXX";
-    int fd = mkstemp(path);
-    ck_assert_int_ge(fd, 0);
-    fflush(stderr);
-    int saved = dup(2);
-    dup2(fd, 2);
-    setenv("CLFUSE_LOGS", "cache", 1);
+    log_capture lc = log_capture_begin();
     clf__program_counts c = compile_seed(NULL);
-    unsetenv("CLFUSE_LOGS");
-    fflush(stderr);
-    dup2(saved, 2);
-    close(saved);
-    ssize_t n = pread(fd, log, cap - 1, 0);
-    log[n > 0 ? n : 0] = '\0';
-    close(fd);
-    unlink(path);
+    log_capture_end(&lc, log, cap);
     return c;
 }
 
@@ -759,102 +777,254 @@ START_TEST(plan_changed_key_field)
 }
 END_TEST
 
-/* Layers that compute the same thing on other tensors (a model's layers:
- * rms norm, relu(h @ w + b), a row softmax; the planner fuses across layer
- * boundaries, so the middle layers repeat) get one source per kernel kind:
- * each distinct source is built once (codegen's kernel-local names,
- * canonical_names.c), kernels of one source keep their own names, and the
- * result is right. */
-START_TEST(repeated_layers_share_programs)
+enum { LR = 8, LD = 16, LMAX = 4 };
+
+/* Layers that compute the same thing on other tensors, as a model's do:
+ * rms norm, relu(h @ w + b), a row softmax, l times over x [LR, LD]; each
+ * layer's inputs are s<l>, w<l>, b<l>. */
+static clf_graph *layers_graph(int l_count)
 {
-    fresh_cache_dir("");
-    enum { R = 8, D = 16, L = 4 };
-    const int64_t xs[2] = {R, D}, ws[2] = {D, D}, bs[1] = {D};
+    const int64_t xs[2] = {LR, LD}, ws[2] = {LD, LD}, bs[1] = {LD};
     clf_graph *g = clf_graph_create();
     clf_tensor h = clf_input(g, "x", CLF_F32, 2, xs);
-    char names[L][3][8];
-    for (int l = 0; l < L; l++) {
-        snprintf(names[l][0], sizeof names[l][0], "s%d", l);
-        snprintf(names[l][1], sizeof names[l][1], "w%d", l);
-        snprintf(names[l][2], sizeof names[l][2], "b%d", l);
-        clf_tensor s = clf_input(g, names[l][0], CLF_F32, 1, bs), w = clf_input(g, names[l][1], CLF_F32, 2, ws),
-                   b = clf_input(g, names[l][2], CLF_F32, 1, bs);
+    for (int l = 0; l < l_count; l++) {
+        char sn[8], wn[8], bn[8];
+        snprintf(sn, sizeof sn, "s%d", l);
+        snprintf(wn, sizeof wn, "w%d", l);
+        snprintf(bn, sizeof bn, "b%d", l);
+        clf_tensor s = clf_input(g, sn, CLF_F32, 1, bs), w = clf_input(g, wn, CLF_F32, 2, ws),
+                   b = clf_input(g, bn, CLF_F32, 1, bs);
         h = clf_rms_norm(g, h, -1, 1e-5, s);
         h = clf_softmax(g, clf_relu(g, clf_add(g, clf_matmul(g, h, w), b)), -1);
     }
     clf_graph_output(g, "y", h);
     ck_assert_int_eq(clf_graph_status(g, NULL), CLF_OK);
+    return g;
+}
+
+/* Runs exe (of layers_graph(l_count)) on fresh inputs and checks y against
+ * a float64 reference. */
+static void check_layers(clf_context *ctx, clf_executable *exe, int l_count)
+{
+    static char names[LMAX][3][8];
+    static float x[LR * LD], sc[LMAX][LD], w[LMAX][LD * LD], bias[LMAX][LD], y[LR * LD];
+    ck_assert_int_le(l_count, LMAX);
+    clf_test_fill_f32(x, LR * LD, -1, 1);
+    clf_host_binding in[1 + 3 * LMAX], out[1] = {{"y", y}};
+    in[0] = (clf_host_binding){"x", x};
+    for (int l = 0; l < l_count; l++) {
+        snprintf(names[l][0], sizeof names[l][0], "s%d", l);
+        snprintf(names[l][1], sizeof names[l][1], "w%d", l);
+        snprintf(names[l][2], sizeof names[l][2], "b%d", l);
+        in[1 + 3 * l] = (clf_host_binding){names[l][0], sc[l]};
+        in[2 + 3 * l] = (clf_host_binding){names[l][1], w[l]};
+        in[3 + 3 * l] = (clf_host_binding){names[l][2], bias[l]};
+        clf_test_fill_f32(sc[l], LD, 0.5, 1.5);
+        clf_test_fill_f32(w[l], LD * LD, -1, 1);
+        clf_test_fill_f32(bias[l], LD, -1, 1);
+    }
+    memset(y, 0xff, sizeof y);
+    clf_status st = clf_run_host(exe, 1 + 3 * (size_t)l_count, in, 1, out);
+    ck_assert_msg(st == CLF_OK, "%s: %s", clf_status_name(st), clf_context_last_error(ctx));
+    double cur[LR * LD];
+    for (int i = 0; i < LR * LD; i++)
+        cur[i] = x[i];
+    for (int l = 0; l < l_count; l++) {
+        for (int r = 0; r < LR; r++) {
+            double ss = 0, hn[LD], t[LD], mx = -INFINITY, sum = 0;
+            for (int c = 0; c < LD; c++)
+                ss += cur[r * LD + c] * cur[r * LD + c];
+            const double inv = 1.0 / sqrt(ss / LD + 1e-5);
+            for (int c = 0; c < LD; c++)
+                hn[c] = cur[r * LD + c] * inv * sc[l][c];
+            for (int c = 0; c < LD; c++) {
+                double acc = bias[l][c];
+                for (int k = 0; k < LD; k++)
+                    acc += hn[k] * w[l][k * LD + c];
+                t[c] = acc > 0 ? acc : 0;
+                mx = t[c] > mx ? t[c] : mx;
+            }
+            for (int c = 0; c < LD; c++)
+                sum += exp(t[c] - mx);
+            for (int c = 0; c < LD; c++)
+                cur[r * LD + c] = exp(t[c] - mx) / sum;
+        }
+    }
+    for (int i = 0; i < LR * LD; i++) {
+        const float want = (float)cur[i];
+        ck_assert_msg(fabsf(y[i] - want) <= 1e-5f + 1e-4f * fabsf(want), "y[%d] = %g, want %g", i, (double)y[i],
+                      (double)want);
+    }
+}
+
+/* Kernels of layers_graph whose source no earlier kernel has. */
+static size_t distinct_sources(const clf_executable *exe)
+{
+    size_t distinct = 0;
+    for (size_t k = 0; k < exe->nkernels; k++) {
+        size_t first = k;
+        for (size_t j = 0; j < k && first == k; j++)
+            if (!strcmp(exe->kernels[j].source, exe->kernels[k].source))
+                first = j;
+        distinct += first == k;
+    }
+    return distinct;
+}
+
+/* Layers that compute the same thing on other tensors (the planner fuses
+ * across layer boundaries, so the middle layers repeat) get one source per
+ * kernel kind: each distinct source is built once (codegen's kernel-local
+ * names, canonical_names.c), kernels of one source keep their own names,
+ * and the result is right. */
+START_TEST(repeated_layers_share_programs)
+{
+    fresh_cache_dir("");
+    clf_graph *g = layers_graph(LMAX);
     clf_context *ctx = NULL;
     ck_assert_int_eq(clf_context_create(NULL, &ctx), CLF_OK);
     clf_executable *exe = NULL;
     clf_status st = clf_compile(ctx, g, NULL, &exe);
     ck_assert_msg(st == CLF_OK, "%s: %s", clf_status_name(st), clf_context_last_error(ctx));
     const size_t nk = clf_executable_kernel_count(exe);
-    size_t distinct = 0;
     for (size_t k = 0; k < nk; k++) {
         const clf__exe_kernel *a = &exe->kernels[k];
         ck_assert_ptr_nonnull(strstr(a->name, a->entry));
-        size_t first = k;
-        for (size_t j = 0; j < k && first == k; j++)
-            if (!strcmp(exe->kernels[j].source, a->source))
-                first = j;
-        distinct += first == k;
-        if (first != k) {
-            ck_assert_str_eq(exe->kernels[first].entry, a->entry);
-            ck_assert_str_ne(exe->kernels[first].name, a->name);
-        }
+        for (size_t j = 0; j < k; j++)
+            if (!strcmp(exe->kernels[j].source, a->source)) {
+                ck_assert_str_eq(exe->kernels[j].entry, a->entry);
+                ck_assert_str_ne(exe->kernels[j].name, a->name);
+            }
     }
+    const size_t distinct = distinct_sources(exe);
     /* Each middle layer's two kernels are those of the layer before. */
-    ck_assert_msg(distinct + 2 * (L - 2) <= nk, "%zu distinct sources of %zu kernels", distinct, nk);
+    ck_assert_msg(distinct + 2 * (LMAX - 2) <= nk, "%zu distinct sources of %zu kernels", distinct, nk);
     clf__program_counts counts;
     clf__program_cache_counts(ctx, &counts);
     ck_assert_uint_eq(counts.source_builds, distinct);
-
-    float x[R * D], sc[L][D], w[L][D * D], bias[L][D], y[R * D], want[R * D];
-    clf_test_fill_f32(x, R * D, -1, 1);
-    clf_host_binding in[1 + 3 * L], out[1] = {{"y", y}};
-    in[0] = (clf_host_binding){"x", x};
-    for (int l = 0; l < L; l++) {
-        in[1 + 3 * l] = (clf_host_binding){names[l][0], sc[l]};
-        in[2 + 3 * l] = (clf_host_binding){names[l][1], w[l]};
-        in[3 + 3 * l] = (clf_host_binding){names[l][2], bias[l]};
-        clf_test_fill_f32(sc[l], D, 0.5, 1.5);
-        clf_test_fill_f32(w[l], D * D, -1, 1);
-        clf_test_fill_f32(bias[l], D, -1, 1);
-    }
-    memset(y, 0xff, sizeof y);
-    st = clf_run_host(exe, 1 + 3 * L, in, 1, out);
-    ck_assert_msg(st == CLF_OK, "%s: %s", clf_status_name(st), clf_context_last_error(ctx));
-    double cur[R * D];
-    for (int i = 0; i < R * D; i++)
-        cur[i] = x[i];
-    for (int l = 0; l < L; l++) {
-        for (int r = 0; r < R; r++) {
-            double ss = 0, hn[D], t[D], mx = -INFINITY, sum = 0;
-            for (int c = 0; c < D; c++)
-                ss += cur[r * D + c] * cur[r * D + c];
-            const double inv = 1.0 / sqrt(ss / D + 1e-5);
-            for (int c = 0; c < D; c++)
-                hn[c] = cur[r * D + c] * inv * sc[l][c];
-            for (int c = 0; c < D; c++) {
-                double acc = bias[l][c];
-                for (int k = 0; k < D; k++)
-                    acc += hn[k] * w[l][k * D + c];
-                t[c] = acc > 0 ? acc : 0;
-                mx = t[c] > mx ? t[c] : mx;
-            }
-            for (int c = 0; c < D; c++)
-                sum += exp(t[c] - mx);
-            for (int c = 0; c < D; c++)
-                cur[r * D + c] = exp(t[c] - mx) / sum;
-        }
-    }
-    for (int i = 0; i < R * D; i++)
-        want[i] = (float)cur[i];
-    for (int i = 0; i < R * D; i++)
-        ck_assert_msg(fabsf(y[i] - want[i]) <= 1e-5f + 1e-4f * fabsf(want[i]), "y[%d] = %g, want %g", i, (double)y[i],
-                      (double)want[i]);
+    check_layers(ctx, exe, LMAX);
     clf_executable_destroy(&exe);
+    clf_context_destroy(&ctx);
+    clf_graph_destroy(&g);
+}
+END_TEST
+
+/* The sorted names of dir's entries (*.clbin and *.clplan), one a line. */
+static void entry_names(const char *dir, char *out, size_t cap)
+{
+    struct dirent **list = NULL;
+    const int n = scandir(dir, &list, NULL, alphasort);
+    ck_assert_int_ge(n, 0);
+    size_t used = 0;
+    out[0] = '\0';
+    for (int i = 0; i < n; i++) {
+        const char *name = list[i]->d_name;
+        if (name[0] != '.') {
+            const int w = snprintf(out + used, cap - used, "%s\n", name);
+            ck_assert(w > 0 && (size_t)w < cap - used);
+            used += (size_t)w;
+        }
+        free(list[i]);
+    }
+    free(list);
+}
+
+/* Compiles layers_graph(l_count) with CLFUSE_BUILD_THREADS=threads, the
+ * cache log in log; checks the result and returns what the caches did and
+ * how many distinct sources it had. */
+static clf__program_counts compile_layers(int l_count, const char *threads, char *log, size_t cap, size_t *distinct)
+{
+    log_capture lc = log_capture_begin();
+    setenv("CLFUSE_BUILD_THREADS", threads, 1);
+    clf_graph *g = layers_graph(l_count);
+    clf_context *ctx = NULL;
+    ck_assert_int_eq(clf_context_create(NULL, &ctx), CLF_OK);
+    clf_executable *exe = NULL;
+    clf_status st = clf_compile(ctx, g, NULL, &exe);
+    unsetenv("CLFUSE_BUILD_THREADS");
+    log_capture_end(&lc, log, cap);
+    ck_assert_msg(st == CLF_OK, "%s: %s", clf_status_name(st), clf_context_last_error(ctx));
+    *distinct = distinct_sources(exe);
+    check_layers(ctx, exe, l_count);
+    clf__program_counts counts;
+    clf__program_cache_counts(ctx, &counts);
+    clf_executable_destroy(&exe);
+    clf_context_destroy(&ctx);
+    clf_graph_destroy(&g);
+    return counts;
+}
+
+/* A cold compile builds its distinct sources in threads
+ * (CLFUSE_BUILD_THREADS): each once, with the same cache entries, byte
+ * for byte, as a serial compile writes, and a right result; a warm compile
+ * after it builds nothing. A value that is not a thread count is refused,
+ * naming it. */
+START_TEST(parallel_builds_match_serial)
+{
+    static char log[1 << 16], serial_names[4096], parallel_names[4096];
+    enum { L = 3 };
+    const char *serial_dir = fresh_cache_dir("");
+    char serial[512];
+    snprintf(serial, sizeof serial, "%s", serial_dir);
+    size_t distinct_serial, distinct;
+    clf__program_counts s = compile_layers(L, "1", log, sizeof log, &distinct_serial);
+    ck_assert_msg(!strstr(log, "programs in"), "%s", log);
+    const char *parallel = fresh_cache_dir("");
+    clf__program_counts p = compile_layers(L, "4", log, sizeof log, &distinct);
+    ck_assert_uint_ge(distinct, 3);
+    ck_assert_uint_eq(distinct, distinct_serial);
+    char want[64];
+    snprintf(want, sizeof want, "getting %zu programs in %zu threads", distinct, distinct < 4 ? distinct : 4);
+    ck_assert_msg(strstr(log, want), "no \"%s\" in:\n%s", want, log);
+    ck_assert_msg(strstr(log, "): built in "), "%s", log);
+    ck_assert_uint_eq(s.source_builds, distinct);
+    ck_assert_uint_eq(p.source_builds, distinct);
+    ck_assert_uint_eq(p.disk_stores, s.disk_stores);
+    entry_names(serial, serial_names, sizeof serial_names);
+    entry_names(parallel, parallel_names, sizeof parallel_names);
+    ck_assert_str_eq(parallel_names, serial_names);
+    /* Each program entry holds its key and the driver's binary: the same
+     * keys, and binaries the driver takes (the warm compile below loads
+     * every one). The binaries' bytes are not compared: PoCL's embed the
+     * name of a temporary file, so two serial builds differ too. Plan
+     * entries (sources, schedules, buffers) are the same byte for byte. */
+    for (char *line = serial_names, *nl; (nl = strchr(line, '\n')); line = nl + 1) {
+        *nl = '\0';
+        char a[1024], b[1024];
+        ck_assert_int_lt(snprintf(a, sizeof a, "%s/%s", serial, line), (int)sizeof a);
+        ck_assert_int_lt(snprintf(b, sizeof b, "%s/%s", parallel, line), (int)sizeof b);
+        size_t la, lb;
+        unsigned char *pa = read_file(a, &la), *pb = read_file(b, &lb);
+        if (strstr(line, ".clbin")) {
+            ck_assert_uint_ge(la, HEADER);
+            ck_assert_uint_ge(lb, HEADER);
+            const uint64_t klen = get64(pa + KLEN_AT);
+            ck_assert_uint_eq(get64(pb + KLEN_AT), klen);
+            ck_assert_uint_le(HEADER + klen, la);
+            ck_assert_uint_le(HEADER + klen, lb);
+            ck_assert_msg(memcmp(pa, pb, BLEN_AT) == 0 && memcmp(pa + HEADER, pb + HEADER, klen) == 0,
+                          "%s: the keys differ between serial and parallel builds", line);
+        } else
+            ck_assert_msg(la == lb && memcmp(pa, pb, la) == 0, "%s differs between serial and parallel builds", line);
+        free(pa);
+        free(pb);
+    }
+    /* Warm: from the disk, in threads too. */
+    clf__program_counts w = compile_layers(L, "4", log, sizeof log, &distinct);
+    ck_assert_uint_eq(w.source_builds, 0);
+    ck_assert_uint_eq(w.disk_hits, distinct);
+
+    setenv("CLFUSE_BUILD_THREADS", "many", 1);
+    clf_graph *g = layers_graph(1);
+    clf_context *ctx = NULL;
+    ck_assert_int_eq(clf_context_create(NULL, &ctx), CLF_OK);
+    clf_executable *exe = NULL;
+    ck_assert_int_eq(clf_compile(ctx, g, NULL, &exe), CLF_ERR_INVALID_ARGUMENT);
+    ck_assert_ptr_null(exe);
+    ck_assert_msg(strstr(clf_context_last_error(ctx), "CLFUSE_BUILD_THREADS=\"many\""), "%s",
+                  clf_context_last_error(ctx));
+    setenv("CLFUSE_BUILD_THREADS", "0", 1);
+    ck_assert_int_eq(clf_compile(ctx, g, NULL, &exe), CLF_ERR_INVALID_ARGUMENT);
+    unsetenv("CLFUSE_BUILD_THREADS");
     clf_context_destroy(&ctx);
     clf_graph_destroy(&g);
 }
@@ -900,6 +1070,7 @@ int main(void)
     Suite *s = suite_create("cache");
     add(s, "cold_then_warm", cold_then_warm);
     add(s, "repeated_layers_share_programs", repeated_layers_share_programs);
+    add(s, "parallel_builds_match_serial", parallel_builds_match_serial);
     add(s, "quirk_binary_format", quirk_binary_format);
     TCase *tc = tcase_create("corrupt_entries");
     tcase_set_timeout(tc, 300);

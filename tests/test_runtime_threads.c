@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "clfuse/reference.h"
 #include "test_support.h"
 
 #define NTHREADS 4
@@ -287,6 +288,79 @@ START_TEST(compile_from_threads)
 }
 END_TEST
 
+/* A graph of several kernels that differ (a GEMM with its epilogue, a
+ * row softmax after it, a column sum of x): variant 0 or 1 differ in the
+ * activation, so that threads share some programs and not others. */
+static clf_graph *kernels_graph(int variant)
+{
+    enum { R = 16, D = 64 };
+    clf_graph *g = clf_graph_create();
+    const int64_t xs[2] = {R, D}, ws[2] = {D, D};
+    clf_tensor x = clf_input(g, "x", CLF_F32, 2, xs), w = clf_input(g, "w", CLF_F32, 2, ws);
+    clf_tensor h = clf_matmul(g, x, w);
+    h = variant ? clf_sigmoid(g, h) : clf_relu(g, h);
+    clf_graph_output(g, "y", clf_softmax(g, h, -1));
+    int ax0 = 0;
+    clf_graph_output(g, "s", clf_reduce_sum(g, clf_mul(g, x, x), 1, &ax0, false));
+    return g;
+}
+
+/* Compiles kernels_graph on the shared context, each compile building its
+ * programs in threads of its own (CLFUSE_BUILD_THREADS, set before the
+ * workers start), and checks the results against the reference. */
+static void *parallel_build_worker(void *arg)
+{
+    worker *w = arg;
+    clf_graph *g = kernels_graph(w->id % 2);
+    float x[16 * 64], wt[64 * 64], y[16 * 64], s[64], yw[16 * 64], sw[64];
+    for (int it = 0; it < 3 && !w->failure[0]; it++) {
+        for (int i = 0; i < 16 * 64; i++)
+            x[i] = (float)((i * 7 + w->id * 13 + it) % 23) / 11.0f - 1.0f;
+        for (int i = 0; i < 64 * 64; i++)
+            wt[i] = (float)((i * 5 + w->id + it) % 17) / 16.0f - 0.5f;
+        clf_host_binding in[2] = {{"x", x}, {"w", wt}}, out[2] = {{"y", y}, {"s", s}}, want[2] = {{"y", yw}, {"s", sw}};
+        char msg[256];
+        if (clf_reference_run(g, 2, in, 2, want, msg, sizeof msg) != CLF_OK) {
+            snprintf(w->failure, sizeof w->failure, "thread %d: reference: %s", w->id, msg);
+            break;
+        }
+        clf_executable *exe = NULL;
+        clf_status st = clf_compile(w->ctx, g, NULL, &exe);
+        if (st == CLF_OK && clf_executable_kernel_count(exe) < 2)
+            snprintf(w->failure, sizeof w->failure, "thread %d: %zu kernel(s); the test wants several", w->id,
+                     clf_executable_kernel_count(exe));
+        if (st == CLF_OK)
+            st = clf_run_host(exe, 2, in, 2, out);
+        if (st != CLF_OK)
+            snprintf(w->failure, sizeof w->failure, "thread %d: %s: %s", w->id, clf_status_name(st),
+                     clf_context_last_error(w->ctx));
+        else if (!clf_test_close(CLF_F32, y, yw, 16 * 64, 1e-5, 1e-6, msg, sizeof msg) ||
+                 !clf_test_close(CLF_F32, s, sw, 64, 1e-5, 1e-5, msg, sizeof msg))
+            snprintf(w->failure, sizeof w->failure, "thread %d iteration %d: %s", w->id, it, msg);
+        clf_executable_destroy(&exe);
+    }
+    clf_graph_destroy(&g);
+    return NULL;
+}
+
+START_TEST(parallel_builds_from_threads)
+{
+    setenv("CLFUSE_BUILD_THREADS", "3", 1);
+    clf_context *ctx = clf_test_context();
+    worker w[NTHREADS];
+    for (int i = 0; i < NTHREADS; i++) {
+        w[i] = (worker){.id = i, .ctx = ctx};
+        ck_assert_int_eq(pthread_create(&w[i].tid, NULL, parallel_build_worker, &w[i]), 0);
+    }
+    for (int i = 0; i < NTHREADS; i++)
+        ck_assert_int_eq(pthread_join(w[i].tid, NULL), 0);
+    for (int i = 0; i < NTHREADS; i++)
+        ck_assert_msg(w[i].failure[0] == '\0', "%s", w[i].failure);
+    clf_context_destroy(&ctx);
+    unsetenv("CLFUSE_BUILD_THREADS");
+}
+END_TEST
+
 /* Each thread reads its own last failure: thread i binds a wrong name of
  * its own and must see that name, never another thread's. */
 static void *error_worker(void *arg)
@@ -361,6 +435,7 @@ int main(void)
     add(s, "run_buffers_from_threads", run_buffers_from_threads);
     add(s, "enqueue_offsets_from_threads", enqueue_offsets_from_threads);
     add(s, "compile_from_threads", compile_from_threads);
+    add(s, "parallel_builds_from_threads", parallel_builds_from_threads);
     add(s, "errors_per_thread", errors_per_thread);
     add(s, "shaped_runs_from_threads", shaped_runs_from_threads);
     return clf_test_run_suite(s);

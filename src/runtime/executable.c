@@ -10,6 +10,7 @@
 #include "planner/memory_plan.h"
 #include "util/alloc.h"
 #include "runtime/driver_quirks.h"
+#include "runtime/program_batch.h"
 #include "runtime/runtime_internal.h"
 #include "runtime/source_lift.h"
 #include "util/strbuf.h"
@@ -425,9 +426,50 @@ static double now_ms(void)
     return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
 }
 
+/* The programs of e's kernels, each distinct source got once and all of
+ * them at once in threads (program_batch.c): *jobs has one job per
+ * distinct source, (*job_of)[k] kernel k's. A symbolic graph's
+ * specialisations get theirs through the lift table instead (one at a
+ * time: the table builds under its lock), and have no jobs. */
+static clf_status get_programs(clf_context *ctx, clf_executable *e, clf__program_job **jobs, size_t *njobs,
+                               size_t **job_of)
+{
+    *jobs = NULL;
+    *njobs = 0;
+    *job_of = NULL;
+    if (e->lift || e->nkernels == 0)
+        return CLF_OK;
+    unsigned threads;
+    clf_status st = clf__build_threads(ctx, &threads);
+    if (st != CLF_OK)
+        return st;
+    *jobs = clf__calloc(e->nkernels, sizeof **jobs);
+    *job_of = clf__calloc(e->nkernels, sizeof **job_of);
+    if (!*jobs || !*job_of) {
+        clf__free(*jobs);
+        clf__free(*job_of);
+        *jobs = NULL;
+        *job_of = NULL;
+        return clf__ctx_fail(ctx, CLF_ERR_OUT_OF_MEMORY, "clf_compile: out of memory");
+    }
+    for (size_t k = 0; k < e->nkernels; k++) {
+        const char *src = e->kernels[k].source;
+        size_t j = 0;
+        while (j < *njobs && strcmp((*jobs)[j].source, src) != 0)
+            j++;
+        if (j == *njobs)
+            (*jobs)[(*njobs)++].source = src;
+        (*job_of)[k] = j;
+    }
+    clf__program_get_many(ctx, *jobs, *njobs, threads);
+    return CLF_OK;
+}
+
 static clf_status instantiate(clf_context *ctx, const clf_graph *g, clf_executable *e)
 {
     clf_status st;
+    clf__program_job *jobs = NULL;
+    size_t njobs = 0, *job_of = NULL;
     e->owned = clf__calloc(e->nbuffers ? e->nbuffers : 1, sizeof *e->owned);
     e->events = clf__calloc(e->nkernels ? e->nkernels : 1, sizeof *e->events);
     e->starts = clf__calloc(e->nkernels ? e->nkernels : 1, sizeof *e->starts);
@@ -487,32 +529,54 @@ static clf_status instantiate(clf_context *ctx, const clf_graph *g, clf_executab
     }
     e->scratch_ready = e->scratch_bytes == 0 || !e->external_scratch;
 
+    if (clf__log_enabled(CLF__LOG_OUTPUT_CODE))
+        for (size_t k = 0; k < e->nkernels; k++) {
+            const clf__exe_kernel *K = &e->kernels[k];
+            fprintf(stderr, "[clfuse:output_code] kernel %s (ops: %s), global %zu, local %zu\n%s\n", K->name,
+                    K->ops, K->global, K->local, K->source);
+        }
+    st = get_programs(ctx, e, &jobs, &njobs, &job_of);
+    if (st != CLF_OK)
+        goto out;
     for (size_t k = 0; k < e->nkernels; k++) {
         clf__exe_kernel *K = &e->kernels[k];
-        if (clf__log_enabled(CLF__LOG_OUTPUT_CODE))
-            fprintf(stderr, "[clfuse:output_code] kernel %s (ops: %s), global %zu, local %zu\n%s\n",
-                    K->name, K->ops, K->global, K->local, K->source);
-        cl_program prog;
-        cl_int build_err;
+        cl_program prog = NULL;
+        cl_int build_err = CL_SUCCESS;
         /* Progress of a long compile (a cold build takes PoCL ~0.5 s a
          * kernel), read only where it is logged: specialisations of
          * symbolic graphs come through here at run time. */
         const bool progress = clf__log_enabled(CLF__LOG_CACHE);
-        const double t_build = progress ? now_ms() : 0.0;
-        uint64_t builds = 0;
-        if (progress) {
-            pthread_mutex_lock(&ctx->lock);
-            builds = ctx->counts.source_builds;
-            pthread_mutex_unlock(&ctx->lock);
-        }
-        st = e->lift ? clf__lift_program(ctx, e->lift, K->source, &prog, &K->lift, &K->nlift, &build_err)
-                     : clf__program_get(ctx, K->source, "", &prog, &build_err);
-        if (st == CLF_OK && progress) {
-            pthread_mutex_lock(&ctx->lock);
-            const bool built = ctx->counts.source_builds != builds;
-            pthread_mutex_unlock(&ctx->lock);
-            clf__log(CLF__LOG_CACHE, "kernel %zu of %zu (%s): %s in %.1f ms", k + 1, e->nkernels, K->name,
-                     built ? "built" : "cached", now_ms() - t_build);
+        if (jobs) {
+            const clf__program_job *J = &jobs[job_of[k]];
+            bool first = true; /* the first kernel of this source */
+            for (size_t k2 = 0; k2 < k && first; k2++)
+                first = job_of[k2] != job_of[k];
+            st = J->status;
+            build_err = J->build_err;
+            if (st == CLF_OK) {
+                clRetainProgram(J->program);
+                prog = J->program;
+                if (progress)
+                    clf__log(CLF__LOG_CACHE, "kernel %zu of %zu (%s): %s in %.1f ms", k + 1, e->nkernels, K->name,
+                             J->built && first ? "built" : "cached", first ? J->ms : 0.0);
+            } else
+                clf__ctx_fail(ctx, st, "%s", J->message ? J->message : "(out of memory)");
+        } else {
+            const double t_build = progress ? now_ms() : 0.0;
+            uint64_t builds = 0;
+            if (progress) {
+                pthread_mutex_lock(&ctx->lock);
+                builds = ctx->counts.source_builds;
+                pthread_mutex_unlock(&ctx->lock);
+            }
+            st = clf__lift_program(ctx, e->lift, K->source, &prog, &K->lift, &K->nlift, &build_err);
+            if (st == CLF_OK && progress) {
+                pthread_mutex_lock(&ctx->lock);
+                const bool built = ctx->counts.source_builds != builds;
+                pthread_mutex_unlock(&ctx->lock);
+                clf__log(CLF__LOG_CACHE, "kernel %zu of %zu (%s): %s in %.1f ms", k + 1, e->nkernels, K->name,
+                         built ? "built" : "cached", now_ms() - t_build);
+            }
         }
         if (st != CLF_OK) {
             e->ptx_refused = build_err == CL_BUILD_PROGRAM_FAILURE ? clf__codegen_inline_ptx_forms(K->source) : 0u;
@@ -578,6 +642,8 @@ static clf_status instantiate(clf_context *ctx, const clf_graph *g, clf_executab
     }
     st = CLF_OK;
 out:
+    clf__program_jobs_free(jobs, njobs);
+    clf__free(job_of);
     clf__free(partials);
     return st;
 }
