@@ -17,8 +17,10 @@ meson install -C "$build" --no-rebuild --quiet --destdir "$stage" >/dev/null
 # directory (PKG_CONFIG_SYSROOT_DIR would also move the system OpenCL.pc).
 mkdir "$stage/pc"
 sed 's|^prefix=|prefix='"$stage"'|' "$stage$libdir/pkgconfig/clfuse.pc" > "$stage/pc/clfuse.pc"
+# A sysroot the environment sets (the GPU machine's .gpu/env.sh) would
+# move the staged prefix as well: none for this query.
 export PKG_CONFIG_PATH="$stage/pc${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
-pc_flags=$(pkg-config --cflags --libs clfuse)
+pc_flags=$(PKG_CONFIG_SYSROOT_DIR='' pkg-config --cflags --libs clfuse)
 
 # A sanitized library needs a sanitized program: the ASan runtime must load
 # first.
