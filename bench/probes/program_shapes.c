@@ -6,7 +6,10 @@
  *   serial     each source built alone (clBuildProgram), one after another
  *   compile    each source compiled alone (clCompileProgram), no link
  *   link1      each compiled source linked alone (clLinkProgram)
- *   trivial    one program of 1, then of N copies of a one-line kernel
+ *   trivial    one program of 1, then of 16 copies of a one-line kernel
+ *   larger     one program of 1, then of 16 kernels of 200 lines: its
+ *              build, and the first launch of one of them (PoCL compiles
+ *              a kernel's work-group function then)
  * after one untimed build (the driver's first build loads its libraries).
  *     gcc -O2 -o /tmp/program_shapes bench/probes/program_shapes.c -lOpenCL
  *     clfuse code model.onnx > /tmp/code.txt && /tmp/program_shapes /tmp/code.txt */
@@ -143,6 +146,46 @@ int main(int argc, char **argv)
         const double t = build_ms(ctx, dev, buf, &ok);
         printf("trivial: one program of %2d kernels: %.1f ms%s\n", copies, t, ok ? "" : " (FAILED)");
     }
+    /* The first launch of one kernel from a program of 1 or 16 larger
+     * kernels: PoCL compiles a kernel's work-group function at its first
+     * launch; does that grow with the program around it? */
+    cl_command_queue q = clCreateCommandQueue(ctx, dev, 0, &err);
+    cl_mem buf = clCreateBuffer(ctx, CL_MEM_READ_WRITE, 64 * sizeof(float), NULL, &err);
+    for (int copies = 1; copies <= 16; copies *= 16) {
+        static char big[1 << 20];
+        size_t used = 0;
+        for (int c = 0; c < copies; c++) {
+            used += (size_t)snprintf(big + used, sizeof big - used,
+                                     "__kernel void k%d(__global float *x) {\n  size_t i = get_global_id(0);\n"
+                                     "  float a = x[i], b = a * 0.5f;\n",
+                                     c);
+            for (int line = 0; line < 200; line++)
+                used += (size_t)snprintf(big + used, sizeof big - used,
+                                         "  a = fma(a, %d.25f, b); b = native_sin(b) + a * %d.0f;\n", line + c, line);
+            used += (size_t)snprintf(big + used, sizeof big - used, "  x[i] = a + b;\n}\n");
+        }
+        const char *text = big;
+        cl_program p = clCreateProgramWithSource(ctx, 1, &text, NULL, &err);
+        double t0 = now_ms();
+        err = clBuildProgram(p, 1, &dev, "", NULL, NULL);
+        const double tb = now_ms() - t0;
+        cl_kernel k = clCreateKernel(p, "k0", &err);
+        clSetKernelArg(k, 0, sizeof buf, &buf);
+        size_t global = 64, local = 8;
+        double first = 0, second = 0;
+        for (int run = 0; run < 2; run++) {
+            t0 = now_ms();
+            clEnqueueNDRangeKernel(q, k, 1, NULL, &global, &local, 0, NULL, NULL);
+            clFinish(q);
+            *(run ? &second : &first) = now_ms() - t0;
+        }
+        printf("larger kernels: program of %2d: build %.1f ms, first launch of one %.1f ms, second %.2f ms\n", copies,
+               tb, first, second);
+        clReleaseKernel(k);
+        clReleaseProgram(p);
+    }
+    clReleaseMemObject(buf);
+    clReleaseCommandQueue(q);
     clReleaseContext(ctx);
     free(all);
     return 0;
