@@ -1024,6 +1024,8 @@ START_TEST(parallel_builds_match_serial)
                   clf_context_last_error(ctx));
     setenv("CLFUSE_BUILD_THREADS", "0", 1);
     ck_assert_int_eq(clf_compile(ctx, g, NULL, &exe), CLF_ERR_INVALID_ARGUMENT);
+    ck_assert_msg(strstr(clf_context_last_error(ctx), "CLFUSE_BUILD_THREADS=\"0\""), "%s",
+                  clf_context_last_error(ctx));
     unsetenv("CLFUSE_BUILD_THREADS");
     clf_context_destroy(&ctx);
     clf_graph_destroy(&g);

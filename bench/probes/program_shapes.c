@@ -13,6 +13,7 @@
  * after one untimed build (the driver's first build loads its libraries).
  *     gcc -O2 -o /tmp/program_shapes bench/probes/program_shapes.c -lOpenCL
  *     clfuse code model.onnx > /tmp/code.txt && /tmp/program_shapes /tmp/code.txt */
+#define _POSIX_C_SOURCE 200809L /* clock_gettime under -std=c11 */
 #include "probe_cl.h"
 
 #include <stdio.h>
@@ -78,8 +79,9 @@ int main(int argc, char **argv)
         if (next)
             next[-1] = '\0';
         int dup = 0;
-        for (int i = 0; i < n && !dup; i++) /* the same text after the marker line */
-            dup = strcmp(strchr(src[i], '\n'), strchr(p, '\n')) == 0;
+        const char *body = strchr(p, '\n');
+        for (int i = 0; i < n && !dup && body; i++) /* the same text after the marker line */
+            dup = strchr(src[i], '\n') && strcmp(strchr(src[i], '\n'), body) == 0;
         if (!dup)
             src[n++] = p;
         p = next;
@@ -105,6 +107,10 @@ int main(int argc, char **argv)
     }
     int ok;
     const char *warm = "__kernel void warm(__global float *x) { x[get_global_id(0)] = 1.0f; }";
+    if (n == 0) {
+        fprintf(stderr, "%s: no \"%s\" lines (the output of clfuse code)\n", argv[1], mark);
+        return 1;
+    }
     const double first = build_ms(ctx, dev, warm, &ok);
     printf("device %s: %d distinct sources; first build in the process %.1f ms\n", name, n, first);
 
@@ -169,16 +175,23 @@ int main(int argc, char **argv)
         double t0 = now_ms();
         err = clBuildProgram(p, 1, &dev, "", NULL, NULL);
         const double tb = now_ms() - t0;
-        cl_kernel k = clCreateKernel(p, "k0", &err);
-        clSetKernelArg(k, 0, sizeof buf, &buf);
+        cl_kernel k = err == CL_SUCCESS ? clCreateKernel(p, "k0", &err) : NULL;
+        if (!k || clSetKernelArg(k, 0, sizeof buf, &buf) != CL_SUCCESS) {
+            printf("larger kernels: program of %d: build or kernel failed (%d)\n", copies, err);
+            return 1;
+        }
         size_t global = 64, local = 8;
-        double first = 0, second = 0;
+        double launch[2] = {0, 0};
         for (int run = 0; run < 2; run++) {
             t0 = now_ms();
-            clEnqueueNDRangeKernel(q, k, 1, NULL, &global, &local, 0, NULL, NULL);
-            clFinish(q);
-            *(run ? &second : &first) = now_ms() - t0;
+            if (clEnqueueNDRangeKernel(q, k, 1, NULL, &global, &local, 0, NULL, NULL) != CL_SUCCESS ||
+                clFinish(q) != CL_SUCCESS) {
+                printf("larger kernels: program of %d: the launch failed\n", copies);
+                return 1;
+            }
+            launch[run] = now_ms() - t0;
         }
+        const double first = launch[0], second = launch[1];
         printf("larger kernels: program of %2d: build %.1f ms, first launch of one %.1f ms, second %.2f ms\n", copies,
                tb, first, second);
         clReleaseKernel(k);

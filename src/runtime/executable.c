@@ -426,23 +426,20 @@ static double now_ms(void)
     return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
 }
 
-/* The programs of e's kernels, each distinct source got once and all of
- * them at once in threads (program_batch.c): *jobs has one job per
- * distinct source, (*job_of)[k] kernel k's. A symbolic graph's
- * specialisations get theirs through the lift table instead (one at a
- * time: the table builds under its lock), and have no jobs. */
+/* The programs of e's kernels got ahead of the kernel loop, in
+ * e->build_threads threads (program_batch.c): *jobs has one job per
+ * distinct source, (*job_of)[k] kernel k's. None with one thread (the loop
+ * gets each as it comes, logging as it goes), and none for a symbolic
+ * graph's specialisations, which get theirs through the lift table (one at
+ * a time: the table builds under its lock). */
 static clf_status get_programs(clf_context *ctx, clf_executable *e, clf__program_job **jobs, size_t *njobs,
                                size_t **job_of)
 {
     *jobs = NULL;
     *njobs = 0;
     *job_of = NULL;
-    if (e->lift || e->nkernels == 0)
+    if (e->lift || e->nkernels < 2 || e->build_threads < 2)
         return CLF_OK;
-    unsigned threads;
-    clf_status st = clf__build_threads(ctx, &threads);
-    if (st != CLF_OK)
-        return st;
     *jobs = clf__calloc(e->nkernels, sizeof **jobs);
     *job_of = clf__calloc(e->nkernels, sizeof **job_of);
     if (!*jobs || !*job_of) {
@@ -461,7 +458,7 @@ static clf_status get_programs(clf_context *ctx, clf_executable *e, clf__program
             (*jobs)[(*njobs)++].source = src;
         (*job_of)[k] = j;
     }
-    clf__program_get_many(ctx, *jobs, *njobs, threads);
+    clf__program_get_many(ctx, *jobs, *njobs, e->build_threads);
     return CLF_OK;
 }
 
@@ -542,13 +539,15 @@ static clf_status instantiate(clf_context *ctx, const clf_graph *g, clf_executab
         clf__exe_kernel *K = &e->kernels[k];
         cl_program prog = NULL;
         cl_int build_err = CL_SUCCESS;
-        /* Progress of a long compile (a cold build takes PoCL ~0.5 s a
-         * kernel), read only where it is logged: specialisations of
+        /* Progress of a long compile (a cold build takes PoCL 0.1-0.5 s a
+         * program), read only where it is logged: specialisations of
          * symbolic graphs come through here at run time. */
-        const bool progress = clf__log_enabled(CLF__LOG_CACHE);
-        if (jobs) {
-            const clf__program_job *J = &jobs[job_of[k]];
-            bool first = true; /* the first kernel of this source */
+        const clf__program_job *J = jobs ? &jobs[job_of[k]] : NULL;
+        bool built = false;
+        double ms = 0.0;
+        if (J && !J->skipped) {
+            /* Logged with the first kernel of its source; the others share it. */
+            bool first = true;
             for (size_t k2 = 0; k2 < k && first; k2++)
                 first = job_of[k2] != job_of[k];
             st = J->status;
@@ -556,28 +555,28 @@ static clf_status instantiate(clf_context *ctx, const clf_graph *g, clf_executab
             if (st == CLF_OK) {
                 clRetainProgram(J->program);
                 prog = J->program;
-                if (progress)
-                    clf__log(CLF__LOG_CACHE, "kernel %zu of %zu (%s): %s in %.1f ms", k + 1, e->nkernels, K->name,
-                             J->built && first ? "built" : "cached", first ? J->ms : 0.0);
+                built = first && J->built;
+                ms = first ? J->ms : 0.0;
             } else
                 clf__ctx_fail(ctx, st, "%s", J->message ? J->message : "(out of memory)");
         } else {
-            const double t_build = progress ? now_ms() : 0.0;
-            uint64_t builds = 0;
-            if (progress) {
+            const double t_build = now_ms();
+            if (e->lift) {
+                uint64_t builds = 0;
                 pthread_mutex_lock(&ctx->lock);
                 builds = ctx->counts.source_builds;
                 pthread_mutex_unlock(&ctx->lock);
-            }
-            st = clf__lift_program(ctx, e->lift, K->source, &prog, &K->lift, &K->nlift, &build_err);
-            if (st == CLF_OK && progress) {
+                st = clf__lift_program(ctx, e->lift, K->source, &prog, &K->lift, &K->nlift, &build_err);
                 pthread_mutex_lock(&ctx->lock);
-                const bool built = ctx->counts.source_builds != builds;
+                built = ctx->counts.source_builds != builds;
                 pthread_mutex_unlock(&ctx->lock);
-                clf__log(CLF__LOG_CACHE, "kernel %zu of %zu (%s): %s in %.1f ms", k + 1, e->nkernels, K->name,
-                         built ? "built" : "cached", now_ms() - t_build);
-            }
+            } else
+                st = clf__program_get_built(ctx, K->source, "", &prog, &build_err, &built);
+            ms = now_ms() - t_build;
         }
+        if (st == CLF_OK && clf__log_enabled(CLF__LOG_CACHE))
+            clf__log(CLF__LOG_CACHE, "kernel %zu of %zu (%s): %s in %.1f ms", k + 1, e->nkernels, K->name,
+                     built ? "built" : "cached", ms);
         if (st != CLF_OK) {
             e->ptx_refused = build_err == CL_BUILD_PROGRAM_FAILURE ? clf__codegen_inline_ptx_forms(K->source) : 0u;
             if (st == CLF_ERR_BUILD) {
@@ -709,6 +708,10 @@ clf_status clf__compile_graph(clf_context *ctx, const clf_graph *g, const clf_co
         }
         target.gemm = &pinned;
     }
+    unsigned build_threads;
+    st = clf__program_batch_threads(ctx, &build_threads);
+    if (st != CLF_OK)
+        goto fail;
     /* Whoever asks for the planner's decisions gets them: plan (and store)
      * instead of loading the plan. */
     bool planner_logs = clf__log_enabled(CLF__LOG_FUSION) || clf__log_enabled(CLF__LOG_SCHEDULE);
@@ -733,6 +736,7 @@ clf_status clf__compile_graph(clf_context *ctx, const clf_graph *g, const clf_co
                 goto fail;
         }
         e->external_scratch = params && params->external_scratch;
+        e->build_threads = build_threads;
         if (share && share->sources_only) {
             st = CLF_OK;
             for (size_t k = 0; k < e->nkernels && st == CLF_OK; k++)

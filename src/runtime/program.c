@@ -111,7 +111,15 @@ static clf_status build_source(clf_context *ctx, const char *source, const char 
 clf_status clf__program_get(clf_context *ctx, const char *source, const char *options,
                             cl_program *out, cl_int *build_err)
 {
+    return clf__program_get_built(ctx, source, options, out, build_err, NULL);
+}
+
+clf_status clf__program_get_built(clf_context *ctx, const char *source, const char *options, cl_program *out,
+                                  cl_int *build_err, bool *built)
+{
     *out = NULL;
+    if (built)
+        *built = false;
     if (build_err)
         *build_err = CL_SUCCESS;
     /* CLFUSE_BUILD_OPTIONS: extra clBuildProgram options for every program
@@ -136,6 +144,8 @@ clf_status clf__program_get(clf_context *ctx, const char *source, const char *op
         clf_status st = build_source(ctx, source, options, &prog, build_err);
         if (st != CLF_OK)
             return st;
+        if (built)
+            *built = true;
         clf__disk_cache_store(ctx, source, options, prog);
     }
     /* Another thread may have built the same program meanwhile: keep one. */

@@ -4,19 +4,16 @@
  * that builds in parallel does; the results come back per source for the
  * caller to use in order.
  *
- * Whether it pays is the driver's, and on none measured it did (the tiny
- * Llama fixture cold, bench/cold_compile_threads.sh): PoCL 3.1 holds one
- * compiler lock per process (9.8-10.9 s serial, 9.8-10.6 s in 16 threads
- * on 16 cores); NVIDIA's 580 driver builds the 16 programs in 0.61-0.63 s
- * serial, 0.65-0.67 s in threads; rusticl's build is a few ms a program
- * (its llvmpipe compiles at the first launch). So the default is 1 thread,
- * the calling one; CLFUSE_BUILD_THREADS asks for more, for a driver whose
- * builds are long and run at once.
+ * Whether it pays is the driver's, and on none measured did it (PoCL 3.1,
+ * NVIDIA 580, rusticl: bench/results/2026-12-03-cold-compile-threads.md),
+ * so a compile builds in the calling thread unless CLFUSE_BUILD_THREADS
+ * asks for more, for a driver whose builds are long and run at once.
  *
  * Failures are kept per source (status, clBuildProgram's error, the
  * detail a worker thread recorded), because a thread's last error is its
  * own: the caller reports them as it reaches each kernel. */
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -32,6 +29,7 @@ typedef struct batch {
     clf__program_job *jobs;
     size_t n;
     _Atomic size_t next;
+    _Atomic bool failed;
 } batch;
 
 static double now_ms(void)
@@ -43,21 +41,18 @@ static double now_ms(void)
 
 static void run_job(clf_context *ctx, clf__program_job *j)
 {
-    clf__program_counts before, after;
-    clf__program_cache_counts(ctx, &before);
     const double t0 = now_ms();
-    j->status = clf__program_get(ctx, j->source, "", &j->program, &j->build_err);
+    j->status = clf__program_get_built(ctx, j->source, "", &j->program, &j->build_err, &j->built);
     j->ms = now_ms() - t0;
-    clf__program_cache_counts(ctx, &after);
-    /* Another thread's build may land between the two counts; the flag is
-     * for the progress log only. */
-    j->built = after.source_builds != before.source_builds;
     if (j->status != CLF_OK) {
         j->message = clf__strdup(clf_context_last_error(ctx));
         clf__ctx_clear_error(ctx);
     }
 }
 
+/* Jobs are claimed in order; after a failure the rest are skipped: the
+ * caller reaches the failed one first and reports it, and a driver that
+ * refuses a form (inline PTX) is not made to build every kernel in it. */
 static void *worker(void *arg)
 {
     batch *b = arg;
@@ -65,12 +60,18 @@ static void *worker(void *arg)
         const size_t i = atomic_fetch_add(&b->next, 1);
         if (i >= b->n)
             break;
+        if (atomic_load(&b->failed)) {
+            b->jobs[i].skipped = true;
+            continue;
+        }
         run_job(b->ctx, &b->jobs[i]);
+        if (b->jobs[i].status != CLF_OK)
+            atomic_store(&b->failed, true);
     }
     return NULL;
 }
 
-clf_status clf__build_threads(clf_context *ctx, unsigned *out)
+clf_status clf__program_batch_threads(clf_context *ctx, unsigned *out)
 {
     const char *env = getenv("CLFUSE_BUILD_THREADS");
     if (env && *env) {
@@ -96,9 +97,11 @@ void clf__program_get_many(clf_context *ctx, clf__program_job *jobs, size_t n, u
         jobs[i].message = NULL;
         jobs[i].ms = 0.0;
         jobs[i].built = false;
+        jobs[i].skipped = false;
     }
     batch b = {.ctx = ctx, .jobs = jobs, .n = n};
     atomic_init(&b.next, 0);
+    atomic_init(&b.failed, false);
     size_t want = threads < n ? threads : n;
     pthread_t tid[MAX_THREADS];
     size_t started = 0;

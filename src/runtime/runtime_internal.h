@@ -158,6 +158,7 @@ struct clf_executable {
      * than its launch (CL_KERNEL_WORK_GROUP_SIZE: registers per work-item
      * on GPUs): the largest that every such kernel allows. */
     size_t fit_local;
+    unsigned build_threads; /* programs got at once (CLFUSE_BUILD_THREADS) */
     /* Set by instantiation when the driver refused (CL_BUILD_PROGRAM_FAILURE)
      * a kernel written with inline PTX: the forms it used (CLF__PTX_*,
      * warp shuffles, tensor cores); clf_compile lowers again without them. */
@@ -222,6 +223,9 @@ clf_status clf__cl_status(cl_int err);
  * (CL_SUCCESS otherwise). */
 clf_status clf__program_get(clf_context *ctx, const char *source, const char *options,
                             cl_program *out, cl_int *build_err);
+/* clf__program_get, and *built: whether this call built it from source. */
+clf_status clf__program_get_built(clf_context *ctx, const char *source, const char *options, cl_program *out,
+                                  cl_int *build_err, bool *built);
 void clf__program_cache_clear(clf_context *ctx);
 void clf__program_cache_counts(clf_context *ctx, clf__program_counts *out);
 
