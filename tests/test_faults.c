@@ -477,6 +477,42 @@ START_TEST(cached_binary_build_fails)
 }
 END_TEST
 
+/* Programs built in threads (CLFUSE_BUILD_THREADS): a build that fails in
+ * a worker thread is reported on the caller's thread, naming a kernel, the
+ * OpenCL error and the build log's place; nothing leaks, and the context
+ * then compiles the graph. */
+START_TEST(build_failure_in_a_build_thread)
+{
+    char dir[] = "/tmp/clfuse-faults-XXXXXX";
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    setenv("CLFUSE_CACHE_DIR", dir, 1); /* cold: every program is built */
+    setenv("CLFUSE_BUILD_THREADS", "4", 1);
+    clf_graph *g = fault_graph();
+    long prog0 = clf_fault_live("program"), ker0 = clf_fault_live("kernel");
+    clf_context *ctx = clf_test_context();
+    clf_executable *exe = NULL;
+    unsigned long builds0 = clf_fault_calls("clBuildProgram");
+    ck_assert_int_eq(clf_fault_arm("clBuildProgram", 2, CL_BUILD_PROGRAM_FAILURE), 0);
+    clf_status st = clf_compile(ctx, g, NULL, &exe);
+    clf_fault_clear();
+    const char *why = clf_context_last_error(ctx);
+    ck_assert_msg(clf_fault_calls("clBuildProgram") >= builds0 + 2, "the second build was not reached");
+    ck_assert_msg(st == CLF_ERR_BUILD, "got %s (%s)", clf_status_name(st), why);
+    ck_assert_ptr_null(exe);
+    ck_assert_msg(strstr(why, "clf_compile: kernel clf_") && strstr(why, "failed to build") &&
+                      strstr(why, "CL_BUILD_PROGRAM_FAILURE") && strstr(why, "build log"),
+                  "\"%s\"", why);
+    ck_assert_int_eq(clf_compile(ctx, g, NULL, &exe), CLF_OK);
+    ck_assert_int_eq(run_checked(ctx, g, exe, RUN_HOST), CLF_OK);
+    clf_executable_destroy(&exe);
+    clf_context_destroy(&ctx);
+    unsetenv("CLFUSE_BUILD_THREADS");
+    ck_assert_int_eq(clf_fault_live("program"), prog0);
+    ck_assert_int_eq(clf_fault_live("kernel"), ker0);
+    clf_graph_destroy(&g);
+}
+END_TEST
+
 /* clf_enqueue (and clf_run, which is the same path at offset 0) never
  * blocks: no clFinish, no clWaitForEvents, no transfer. */
 START_TEST(async_path_does_not_block)
@@ -914,6 +950,7 @@ int main(void)
     tcase_add_loop_test(tc, opencl_failures, 0, (int)(sizeof cl_faults / sizeof cl_faults[0]));
     suite_add_tcase(s, tc);
     clf_test_add_case(s, "cached_binary_build_fails", cached_binary_build_fails);
+    clf_test_add_case(s, "build_failure_in_a_build_thread", build_failure_in_a_build_thread);
     clf_test_add_case(s, "async_path_does_not_block", async_path_does_not_block);
     clf_test_add_case(s, "kernel_work_group_limit", kernel_work_group_limit);
     clf_test_add_case(s, "understated_work_group_limit", understated_work_group_limit);
