@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "runtime/driver_quirks.h"
+#include "runtime/program_merge.h"
 #include "runtime/runtime_internal.h"
 #include "test_support.h"
 #include "util/alloc.h"
@@ -879,6 +880,7 @@ static size_t distinct_sources(const clf_executable *exe)
 START_TEST(repeated_layers_share_programs)
 {
     fresh_cache_dir("");
+    setenv("CLFUSE_ONE_PROGRAM", "0", 1); /* a program per source (one_program_per_graph has the other) */
     clf_graph *g = layers_graph(LMAX);
     clf_context *ctx = NULL;
     ck_assert_int_eq(clf_context_create(NULL, &ctx), CLF_OK);
@@ -935,12 +937,14 @@ static clf__program_counts compile_layers(int l_count, const char *threads, char
 {
     log_capture lc = log_capture_begin();
     setenv("CLFUSE_BUILD_THREADS", threads, 1);
+    setenv("CLFUSE_ONE_PROGRAM", "0", 1); /* threads build a program per source */
     clf_graph *g = layers_graph(l_count);
     clf_context *ctx = NULL;
     ck_assert_int_eq(clf_context_create(NULL, &ctx), CLF_OK);
     clf_executable *exe = NULL;
     clf_status st = clf_compile(ctx, g, NULL, &exe);
     unsetenv("CLFUSE_BUILD_THREADS");
+    unsetenv("CLFUSE_ONE_PROGRAM");
     log_capture_end(&lc, log, cap);
     ck_assert_msg(st == CLF_OK, "%s: %s", clf_status_name(st), clf_context_last_error(ctx));
     *distinct = distinct_sources(exe);
@@ -1032,6 +1036,77 @@ START_TEST(parallel_builds_match_serial)
 }
 END_TEST
 
+/* CLFUSE_ONE_PROGRAM=1 (PoCL's default): a graph's distinct sources are
+ * one program, built once and stored once; its kernels keep their names
+ * and compute what they did apart; a warm compile loads that one entry. */
+START_TEST(one_program_per_graph)
+{
+    static char log[1 << 16];
+    const char *dir = fresh_cache_dir("");
+    setenv("CLFUSE_ONE_PROGRAM", "1", 1);
+    for (int pass = 0; pass < 2; pass++) {
+        log_capture lc = log_capture_begin();
+        clf_graph *g = layers_graph(3);
+        clf_context *ctx = NULL;
+        ck_assert_int_eq(clf_context_create(NULL, &ctx), CLF_OK);
+        clf_executable *exe = NULL;
+        clf_status st = clf_compile(ctx, g, NULL, &exe);
+        log_capture_end(&lc, log, sizeof log);
+        ck_assert_msg(st == CLF_OK, "%s: %s", clf_status_name(st), clf_context_last_error(ctx));
+        const size_t distinct = distinct_sources(exe);
+        ck_assert_uint_ge(distinct, 3);
+        char want[96];
+        snprintf(want, sizeof want, "one program for %zu sources of %zu kernels: %s in", distinct, exe->nkernels,
+                 pass ? "cached" : "built");
+        ck_assert_msg(strstr(log, want), "no \"%s\" in:\n%s", want, log);
+        for (size_t k = 0; k < exe->nkernels; k++)
+            ck_assert_ptr_nonnull(strstr(clf_executable_kernel_name(exe, k), exe->kernels[k].entry));
+        clf__program_counts c;
+        clf__program_cache_counts(ctx, &c);
+        ck_assert_uint_eq(c.source_builds, pass ? 0 : 1);
+        ck_assert_uint_eq(c.disk_hits, pass ? 1 : 0);
+        check_layers(ctx, exe, 3);
+        clf_executable_destroy(&exe);
+        clf_context_destroy(&ctx);
+        clf_graph_destroy(&g);
+    }
+    int entries, others;
+    list_dir(dir, &entries, &others, NULL, 0);
+    ck_assert_int_eq(entries, 1);
+    unsetenv("CLFUSE_ONE_PROGRAM");
+}
+END_TEST
+
+/* The merged text itself (no device): each source's clf_ names get its
+ * own prefix, pasted names included, and its macros are undefined after
+ * it, so that the next source's defaults apply. */
+START_TEST(merged_source_text)
+{
+    const char *a = "#define TK 8\n#ifndef TN\n#define TN 4\n#endif\n"
+                    "typedef struct { float s; } clf_acc0;\n#define ACC(k) clf_acc##k\n"
+                    "static inline float clf_f(float x) { return x * TK; }\n"
+                    "__kernel void clf_k(__global float *b0) { ACC(0) a; a.s = clf_f(b0[0]); b0[0] = a.s; }\n";
+    const char *srcs[2] = {a, a};
+    char *m = clf__merge_sources(srcs, 2);
+    ck_assert_ptr_nonnull(m);
+    ck_assert_ptr_null(strstr(m, " clf_"));
+    ck_assert_ptr_nonnull(strstr(m, "} clfk0_acc0;"));
+    ck_assert_ptr_nonnull(strstr(m, "#define ACC(k) clfk1_acc##k"));
+    ck_assert_ptr_nonnull(strstr(m, "__kernel void clfk1_k("));
+    const char *second = strstr(m, "source 2 of 2");
+    ck_assert_ptr_nonnull(second);
+    const char *undefs[] = {"#undef TK\n", "#undef TN\n", "#undef ACC\n"};
+    for (size_t i = 0; i < 3; i++) {
+        const char *u = strstr(m, undefs[i]);
+        ck_assert_msg(u && u < second && strstr(second, undefs[i]), "%s", undefs[i]);
+    }
+    char *name = clf__merged_name("clf_red_fused_exp", 3);
+    ck_assert_str_eq(name, "clfk3_red_fused_exp");
+    clf__free(name);
+    clf__free(m);
+}
+END_TEST
+
 static void add(Suite *s, const char *name, const TTest *t)
 {
     TCase *tc = tcase_create(name);
@@ -1073,6 +1148,8 @@ int main(void)
     add(s, "cold_then_warm", cold_then_warm);
     add(s, "repeated_layers_share_programs", repeated_layers_share_programs);
     add(s, "parallel_builds_match_serial", parallel_builds_match_serial);
+    add(s, "one_program_per_graph", one_program_per_graph);
+    add(s, "merged_source_text", merged_source_text);
     add(s, "quirk_binary_format", quirk_binary_format);
     TCase *tc = tcase_create("corrupt_entries");
     tcase_set_timeout(tc, 300);

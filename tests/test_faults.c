@@ -400,6 +400,9 @@ START_TEST(opencl_failures)
     ck_assert_ptr_nonnull(mkdtemp(dir));
     setenv("CLFUSE_CACHE_DIR", dir, 1);
     setenv("CLFUSE_WARP_SHUFFLE", f->shuffles ? "1" : "0", 1);
+    /* A program per source, so that the nth build is one kernel's (a
+     * merged program that fails is built apart: merged_build_refused). */
+    setenv("CLFUSE_ONE_PROGRAM", "0", 1);
     /* The shuffle form is a GPU-template form: PoCL takes it when asked. */
     const clf_compile_params *params = f->shuffles ? clf_compile_params(.kernel_style = CLF_KERNEL_STYLE_GPU) : NULL;
     clf_graph *g = fault_graph();
@@ -487,6 +490,7 @@ START_TEST(build_failure_in_a_build_thread)
     ck_assert_ptr_nonnull(mkdtemp(dir));
     setenv("CLFUSE_CACHE_DIR", dir, 1); /* cold: every program is built */
     setenv("CLFUSE_BUILD_THREADS", "4", 1);
+    setenv("CLFUSE_ONE_PROGRAM", "0", 1);
     clf_graph *g = fault_graph();
     long prog0 = clf_fault_live("program"), ker0 = clf_fault_live("kernel");
     clf_context *ctx = clf_test_context();
@@ -509,6 +513,38 @@ START_TEST(build_failure_in_a_build_thread)
     unsetenv("CLFUSE_BUILD_THREADS");
     ck_assert_int_eq(clf_fault_live("program"), prog0);
     ck_assert_int_eq(clf_fault_live("kernel"), ker0);
+    clf_graph_destroy(&g);
+}
+END_TEST
+
+/* A merged program (CLFUSE_ONE_PROGRAM=1) that the driver refuses: the
+ * sources are built apart and the compile succeeds, saying so under
+ * CLFUSE_LOGS=perf; nothing leaks. */
+START_TEST(merged_build_refused)
+{
+    char dir[] = "/tmp/clfuse-faults-XXXXXX";
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    setenv("CLFUSE_CACHE_DIR", dir, 1);
+    setenv("CLFUSE_ONE_PROGRAM", "1", 1);
+    clf_graph *g = fault_graph();
+    long prog0 = clf_fault_live("program");
+    clf_context *ctx = clf_test_context();
+    clf_executable *exe = NULL;
+    unsigned long builds0 = clf_fault_calls("clBuildProgram");
+    ck_assert_int_eq(clf_fault_arm("clBuildProgram", 1, CL_BUILD_PROGRAM_FAILURE), 0);
+    clf_status st = clf_compile(ctx, g, NULL, &exe);
+    clf_fault_clear();
+    ck_assert_msg(st == CLF_OK, "%s: %s", clf_status_name(st), clf_context_last_error(ctx));
+    const unsigned long builds = clf_fault_calls("clBuildProgram") - builds0;
+    clf__program_counts c;
+    clf__program_cache_counts(ctx, &c);
+    ck_assert_uint_ge(c.source_builds, 3); /* the merged one, then two or more apart */
+    ck_assert_uint_eq(builds, c.source_builds);
+    ck_assert_int_eq(run_checked(ctx, g, exe, RUN_HOST), CLF_OK);
+    clf_executable_destroy(&exe);
+    clf_context_destroy(&ctx);
+    unsetenv("CLFUSE_ONE_PROGRAM");
+    ck_assert_int_eq(clf_fault_live("program"), prog0);
     clf_graph_destroy(&g);
 }
 END_TEST
@@ -951,6 +987,7 @@ int main(void)
     suite_add_tcase(s, tc);
     clf_test_add_case(s, "cached_binary_build_fails", cached_binary_build_fails);
     clf_test_add_case(s, "build_failure_in_a_build_thread", build_failure_in_a_build_thread);
+    clf_test_add_case(s, "merged_build_refused", merged_build_refused);
     clf_test_add_case(s, "async_path_does_not_block", async_path_does_not_block);
     clf_test_add_case(s, "kernel_work_group_limit", kernel_work_group_limit);
     clf_test_add_case(s, "understated_work_group_limit", understated_work_group_limit);

@@ -283,6 +283,10 @@ static clf_status finish_context(clf_context *c, bool disable_disk_cache)
         cc_major = 0;
     c->nvidia_sm80 = cc_major >= 8;
     c->quirks = clf__driver_quirks(c->desc.platform_name, c->desc.device_name);
+    const char *one = getenv("CLFUSE_ONE_PROGRAM");
+    c->one_program = one && (one[0] == '0' || one[0] == '1') && !one[1]
+                         ? one[0] == '1'
+                         : strstr(c->desc.platform_name, "Portable Computing Language") != NULL;
     if (pthread_mutex_init(&c->lock, NULL) != 0)
         return CLF_ERR_OUT_OF_MEMORY;
     c->lock_ready = true;

@@ -11,6 +11,7 @@
 #include "util/alloc.h"
 #include "runtime/driver_quirks.h"
 #include "runtime/program_batch.h"
+#include "runtime/program_merge.h"
 #include "runtime/runtime_internal.h"
 #include "runtime/source_lift.h"
 #include "util/strbuf.h"
@@ -462,11 +463,79 @@ static clf_status get_programs(clf_context *ctx, clf_executable *e, clf__program
     return CLF_OK;
 }
 
+/* One program for all of e's distinct sources, where the context builds
+ * so (ctx->one_program, program_merge.c): *merged (retained), and
+ * (*src_of)[k], the index of kernel k's source in it. Nothing where it
+ * does not apply (one source; a symbolic graph's specialisations, which
+ * share programs through the lift table) or where the merged program does
+ * not build: the caller then gets each source's program, so that a
+ * failure names its kernel. Only running out of memory fails. */
+static clf_status get_merged(clf_context *ctx, clf_executable *e, cl_program *merged, size_t **src_of, double *ms,
+                             bool *built)
+{
+    *merged = NULL;
+    *src_of = NULL;
+    if (!ctx->one_program || e->lift || e->nkernels < 2)
+        return CLF_OK;
+    const char **srcs = clf__calloc(e->nkernels, sizeof *srcs);
+    *src_of = clf__calloc(e->nkernels, sizeof **src_of);
+    if (!srcs || !*src_of) {
+        clf__free(srcs);
+        clf__free(*src_of);
+        *src_of = NULL;
+        return clf__ctx_fail(ctx, CLF_ERR_OUT_OF_MEMORY, "clf_compile: out of memory");
+    }
+    size_t n = 0;
+    for (size_t k = 0; k < e->nkernels; k++) {
+        size_t j = 0;
+        while (j < n && strcmp(srcs[j], e->kernels[k].source) != 0)
+            j++;
+        if (j == n)
+            srcs[n++] = e->kernels[k].source;
+        (*src_of)[k] = j;
+    }
+    char *text = n > 1 ? clf__merge_sources(srcs, n) : NULL;
+    clf__free(srcs);
+    if (n > 1 && !text) {
+        clf__free(*src_of);
+        *src_of = NULL;
+        return clf__ctx_fail(ctx, CLF_ERR_OUT_OF_MEMORY, "clf_compile: out of memory");
+    }
+    if (text) {
+        const double t0 = now_ms();
+        cl_int build_err;
+        clf_status st = clf__program_get_built(ctx, text, "", merged, &build_err, built);
+        *ms = now_ms() - t0;
+        if (st == CLF_OK)
+            clf__log(CLF__LOG_CACHE, "one program for %zu sources of %zu kernels: %s in %.1f ms", n, e->nkernels,
+                     *built ? "built" : "cached", *ms);
+        else if (st == CLF_ERR_BUILD)
+            clf__log(CLF__LOG_PERF, "the %zu sources as one program did not build; building them apart: %s", n,
+                     clf_context_last_error(ctx));
+        else {
+            clf__free(text);
+            clf__free(*src_of);
+            *src_of = NULL;
+            return st;
+        }
+        clf__ctx_clear_error(ctx);
+    }
+    clf__free(text);
+    if (!*merged) {
+        clf__free(*src_of);
+        *src_of = NULL;
+    }
+    return CLF_OK;
+}
+
 static clf_status instantiate(clf_context *ctx, const clf_graph *g, clf_executable *e)
 {
     clf_status st;
     clf__program_job *jobs = NULL;
-    size_t njobs = 0, *job_of = NULL;
+    size_t njobs = 0, *job_of = NULL, *src_of = NULL;
+    cl_program merged = NULL;
+    double merged_ms = 0.0;
+    bool merged_built = false;
     e->owned = clf__calloc(e->nbuffers ? e->nbuffers : 1, sizeof *e->owned);
     e->events = clf__calloc(e->nkernels ? e->nkernels : 1, sizeof *e->events);
     e->starts = clf__calloc(e->nkernels ? e->nkernels : 1, sizeof *e->starts);
@@ -532,7 +601,9 @@ static clf_status instantiate(clf_context *ctx, const clf_graph *g, clf_executab
             fprintf(stderr, "[clfuse:output_code] kernel %s (ops: %s), global %zu, local %zu\n%s\n", K->name,
                     K->ops, K->global, K->local, K->source);
         }
-    st = get_programs(ctx, e, &jobs, &njobs, &job_of);
+    st = get_merged(ctx, e, &merged, &src_of, &merged_ms, &merged_built);
+    if (st == CLF_OK && !merged)
+        st = get_programs(ctx, e, &jobs, &njobs, &job_of);
     if (st != CLF_OK)
         goto out;
     for (size_t k = 0; k < e->nkernels; k++) {
@@ -545,7 +616,12 @@ static clf_status instantiate(clf_context *ctx, const clf_graph *g, clf_executab
         const clf__program_job *J = jobs ? &jobs[job_of[k]] : NULL;
         bool built = false;
         double ms = 0.0;
-        if (J && !J->skipped) {
+        if (merged) {
+            clRetainProgram(merged);
+            prog = merged;
+            built = k == 0 && merged_built;
+            ms = k == 0 ? merged_ms : 0.0;
+        } else if (J && !J->skipped) {
             /* Logged with the first kernel of its source; the others share it. */
             bool first = true;
             for (size_t k2 = 0; k2 < k && first; k2++)
@@ -598,11 +674,20 @@ static clf_status instantiate(clf_context *ctx, const clf_graph *g, clf_executab
             if (cerr == CL_SUCCESS && (!K->kernel || (K->final_name && !K->final_kernel)))
                 cerr = CL_OUT_OF_HOST_MEMORY;
         } else {
-            K->kernel = clCreateKernel(prog, K->entry, &cerr);
-            if (K->kernel && K->final_name) {
-                failed = K->final_name;
-                K->final_kernel = clCreateKernel(prog, K->final_name, &cerr);
+            /* In a merged program, the kernel functions of its source's place. */
+            char *entry = merged ? clf__merged_name(K->entry, src_of[k]) : NULL,
+                 *final = merged ? clf__merged_name(K->final_name, src_of[k]) : NULL;
+            if (merged && (!entry || (K->final_name && !final)))
+                cerr = CL_OUT_OF_HOST_MEMORY;
+            else {
+                K->kernel = clCreateKernel(prog, entry ? entry : K->entry, &cerr);
+                if (K->kernel && K->final_name) {
+                    failed = K->final_name;
+                    K->final_kernel = clCreateKernel(prog, final ? final : K->final_name, &cerr);
+                }
             }
+            clf__free(entry);
+            clf__free(final);
         }
         clReleaseProgram(prog);
         if (!K->kernel || (K->final_name && !K->final_kernel)) {
@@ -641,6 +726,9 @@ static clf_status instantiate(clf_context *ctx, const clf_graph *g, clf_executab
     }
     st = CLF_OK;
 out:
+    if (merged)
+        clReleaseProgram(merged);
+    clf__free(src_of);
     clf__program_jobs_free(jobs, njobs);
     clf__free(job_of);
     clf__free(partials);

@@ -48,6 +48,10 @@ struct clf_context {
     bool nvidia_gpu; /* CL_DEVICE_VENDOR names NVIDIA on a GPU: inline PTX warp shuffles build */
     bool nvidia_sm80; /* an NVIDIA GPU of compute capability 8.0 or later: mma.sync m16n8k16 */
     uint32_t quirks; /* the driver's clf__quirk bits (driver_quirks.h) */
+    /* A compile builds its distinct sources as one program (program_merge.c):
+     * PoCL, whose builds cost ~95 ms a program whatever it holds;
+     * CLFUSE_ONE_PROGRAM=0 or 1 decides instead. */
+    bool one_program;
     uint64_t base_align; /* CL_DEVICE_MEM_BASE_ADDR_ALIGN in bytes: sub-buffer offsets */
     uint64_t id; /* unique in the process: names this context's per-thread errors */
     pthread_mutex_t lock; /* guards programs and counts */
