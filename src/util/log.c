@@ -33,8 +33,10 @@ void clf__log(clf__log_topic topic, const char *fmt, ...)
         return;
     va_list ap;
     va_start(ap, fmt);
+    flockfile(stderr); /* one line whole among threads (build threads log at once) */
     fprintf(stderr, "[clfuse:%s] ", topic_names[topic]);
     vfprintf(stderr, fmt, ap);
     fputc('\n', stderr);
+    funlockfile(stderr);
     va_end(ap);
 }
