@@ -4,11 +4,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "codegen/codegen.h"
 #include "planner/memory_plan.h"
 #include "util/alloc.h"
+#include "util/clock.h"
 #include "runtime/driver_quirks.h"
 #include "runtime/program_batch.h"
 #include "runtime/program_merge.h"
@@ -420,13 +420,6 @@ static bool idle_launch_runs(clf_context *ctx, const clf__exe_kernel *K)
 
 /* Instantiating a lowered executable: constant buffers, the scratch (unless
  * the caller supplies it), programs and kernels. */
-static double now_ms(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
-}
-
 /* The programs of e's kernels got ahead of the kernel loop, in
  * e->build_threads threads (program_batch.c): *jobs has one job per
  * distinct source, (*job_of)[k] kernel k's. None with one thread (the loop
@@ -502,10 +495,10 @@ static clf_status get_merged(clf_context *ctx, clf_executable *e, cl_program *me
         return clf__ctx_fail(ctx, CLF_ERR_OUT_OF_MEMORY, "clf_compile: out of memory");
     }
     if (text) {
-        const double t0 = now_ms();
+        const double t0 = clf__now_ms();
         cl_int build_err;
         clf_status st = clf__program_get_built(ctx, text, "", merged, &build_err, built);
-        *ms = now_ms() - t0;
+        *ms = clf__now_ms() - t0;
         if (st == CLF_OK)
             clf__log(CLF__LOG_CACHE, "one program for %zu sources of %zu kernels: %s in %.1f ms", n, e->nkernels,
                      *built ? "built" : "cached", *ms);
@@ -636,7 +629,7 @@ static clf_status instantiate(clf_context *ctx, const clf_graph *g, clf_executab
             } else
                 clf__ctx_fail(ctx, st, "%s", J->message ? J->message : "(out of memory)");
         } else {
-            const double t_build = now_ms();
+            const double t_build = clf__now_ms();
             if (e->lift) {
                 uint64_t builds = 0;
                 pthread_mutex_lock(&ctx->lock);
@@ -648,7 +641,7 @@ static clf_status instantiate(clf_context *ctx, const clf_graph *g, clf_executab
                 pthread_mutex_unlock(&ctx->lock);
             } else
                 st = clf__program_get_built(ctx, K->source, "", &prog, &build_err, &built);
-            ms = now_ms() - t_build;
+            ms = clf__now_ms() - t_build;
         }
         if (st == CLF_OK && clf__log_enabled(CLF__LOG_CACHE))
             clf__log(CLF__LOG_CACHE, "kernel %zu of %zu (%s): %s in %.1f ms", k + 1, e->nkernels, K->name,
@@ -750,7 +743,7 @@ CLF_API clf_status clf_compile(clf_context *ctx, const clf_graph *g, const clf_c
 clf_status clf__compile_graph(clf_context *ctx, const clf_graph *g, const clf_compile_params *params,
                               const clf__spec_share *share, clf_executable **out)
 {
-    const double t_start = now_ms();
+    const double t_start = clf__now_ms();
     if (!out)
         return clf__ctx_fail(ctx, CLF_ERR_INVALID_ARGUMENT, "clf_compile: out is NULL");
     *out = NULL;
@@ -833,14 +826,14 @@ clf_status clf__compile_graph(clf_context *ctx, const clf_graph *g, const clf_co
             clf_executable_destroy(&e);
             return st == CLF_OK ? st : clf__ctx_fail(ctx, st, "clf_compile: out of memory");
         }
-        const double t_lowered = now_ms();
+        const double t_lowered = clf__now_ms();
         e->pool = share ? share->pool : NULL;
         e->lift = share ? share->lift : NULL;
         st = instantiate(ctx, g, e);
         if (st == CLF_OK && share)
             clf__log(CLF__LOG_CACHE, "symbolic sizes: specialisation planned and generated in %.2f ms, instantiated in "
                      "%.2f ms",
-                     t_lowered - t_start, now_ms() - t_lowered);
+                     t_lowered - t_start, clf__now_ms() - t_lowered);
         if (st == CLF_OK) {
             const char *store_key = first_key ? first_key : key;
             if (store_key && (!loaded || first_key))

@@ -16,10 +16,10 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "runtime/program_batch.h"
 #include "util/alloc.h"
+#include "util/clock.h"
 #include "util/log.h"
 
 enum { MAX_THREADS = 64 };
@@ -32,18 +32,11 @@ typedef struct batch {
     _Atomic bool failed;
 } batch;
 
-static double now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
-
 static void run_job(clf_context *ctx, clf__program_job *j)
 {
-    const double t0 = now_ms();
+    const double t0 = clf__now_ms();
     j->status = clf__program_get_built(ctx, j->source, "", &j->program, &j->build_err, &j->built);
-    j->ms = now_ms() - t0;
+    j->ms = clf__now_ms() - t0;
     if (j->status != CLF_OK) {
         j->message = clf__strdup(clf_context_last_error(ctx));
         clf__ctx_clear_error(ctx);
