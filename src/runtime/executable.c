@@ -631,14 +631,21 @@ static clf_status instantiate(clf_context *ctx, const clf_graph *g, clf_executab
         } else {
             const double t_build = clf__now_ms();
             if (e->lift) {
+                /* (Counted only where logged: specialisations come here at
+                 * run time, from the caller's threads.) */
+                const bool logged = clf__log_enabled(CLF__LOG_CACHE);
                 uint64_t builds = 0;
-                pthread_mutex_lock(&ctx->lock);
-                builds = ctx->counts.source_builds;
-                pthread_mutex_unlock(&ctx->lock);
+                if (logged) {
+                    pthread_mutex_lock(&ctx->lock);
+                    builds = ctx->counts.source_builds;
+                    pthread_mutex_unlock(&ctx->lock);
+                }
                 st = clf__lift_program(ctx, e->lift, K->source, &prog, &K->lift, &K->nlift, &build_err);
-                pthread_mutex_lock(&ctx->lock);
-                built = ctx->counts.source_builds != builds;
-                pthread_mutex_unlock(&ctx->lock);
+                if (logged) {
+                    pthread_mutex_lock(&ctx->lock);
+                    built = ctx->counts.source_builds != builds;
+                    pthread_mutex_unlock(&ctx->lock);
+                }
             } else
                 st = clf__program_get_built(ctx, K->source, "", &prog, &build_err, &built);
             ms = clf__now_ms() - t_build;
