@@ -418,8 +418,6 @@ static bool idle_launch_runs(clf_context *ctx, const clf__exe_kernel *K)
     return q && err == CL_SUCCESS;
 }
 
-/* Instantiating a lowered executable: constant buffers, the scratch (unless
- * the caller supplies it), programs and kernels. */
 /* The programs of e's kernels got ahead of the kernel loop, in
  * e->build_threads threads (program_batch.c): *jobs has one job per
  * distinct source, (*job_of)[k] kernel k's. None with one thread (the loop
@@ -521,6 +519,8 @@ static clf_status get_merged(clf_context *ctx, clf_executable *e, cl_program *me
     return CLF_OK;
 }
 
+/* Instantiating a lowered executable: constant buffers, the scratch (unless
+ * the caller supplies it), programs and kernels. */
 static clf_status instantiate(clf_context *ctx, const clf_graph *g, clf_executable *e)
 {
     clf_status st;
