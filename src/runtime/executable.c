@@ -418,6 +418,22 @@ static bool idle_launch_runs(clf_context *ctx, const clf__exe_kernel *K)
     return q && err == CL_SUCCESS;
 }
 
+/* The distinct sources of e's kernels in the order they first come, into
+ * srcs; src_of[k] is kernel k's place among them. Returns their count. */
+static size_t index_sources(const clf_executable *e, const char **srcs, size_t *src_of)
+{
+    size_t n = 0;
+    for (size_t k = 0; k < e->nkernels; k++) {
+        size_t j = 0;
+        while (j < n && strcmp(srcs[j], e->kernels[k].source) != 0)
+            j++;
+        if (j == n)
+            srcs[n++] = e->kernels[k].source;
+        src_of[k] = j;
+    }
+    return n;
+}
+
 /* The programs of e's kernels got ahead of the kernel loop, in
  * e->build_threads threads (program_batch.c): *jobs has one job per
  * distinct source, (*job_of)[k] kernel k's. None with one thread (the loop
@@ -432,24 +448,21 @@ static clf_status get_programs(clf_context *ctx, clf_executable *e, clf__program
     *job_of = NULL;
     if (e->lift || e->nkernels < 2 || e->build_threads < 2)
         return CLF_OK;
+    const char **srcs = clf__calloc(e->nkernels, sizeof *srcs);
     *jobs = clf__calloc(e->nkernels, sizeof **jobs);
     *job_of = clf__calloc(e->nkernels, sizeof **job_of);
-    if (!*jobs || !*job_of) {
+    if (!srcs || !*jobs || !*job_of) {
+        clf__free(srcs);
         clf__free(*jobs);
         clf__free(*job_of);
         *jobs = NULL;
         *job_of = NULL;
         return clf__ctx_fail(ctx, CLF_ERR_OUT_OF_MEMORY, "clf_compile: out of memory");
     }
-    for (size_t k = 0; k < e->nkernels; k++) {
-        const char *src = e->kernels[k].source;
-        size_t j = 0;
-        while (j < *njobs && strcmp((*jobs)[j].source, src) != 0)
-            j++;
-        if (j == *njobs)
-            (*jobs)[(*njobs)++].source = src;
-        (*job_of)[k] = j;
-    }
+    *njobs = index_sources(e, srcs, *job_of);
+    for (size_t j = 0; j < *njobs; j++)
+        (*jobs)[j].source = srcs[j];
+    clf__free(srcs);
     clf__program_get_many(ctx, *jobs, *njobs, e->build_threads);
     return CLF_OK;
 }
@@ -476,15 +489,7 @@ static clf_status get_merged(clf_context *ctx, clf_executable *e, cl_program *me
         *src_of = NULL;
         return clf__ctx_fail(ctx, CLF_ERR_OUT_OF_MEMORY, "clf_compile: out of memory");
     }
-    size_t n = 0;
-    for (size_t k = 0; k < e->nkernels; k++) {
-        size_t j = 0;
-        while (j < n && strcmp(srcs[j], e->kernels[k].source) != 0)
-            j++;
-        if (j == n)
-            srcs[n++] = e->kernels[k].source;
-        (*src_of)[k] = j;
-    }
+    const size_t n = index_sources(e, srcs, *src_of);
     char *text = n > 1 ? clf__merge_sources(srcs, n) : NULL;
     clf__free(srcs);
     if (n > 1 && !text) {
