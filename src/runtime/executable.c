@@ -9,6 +9,7 @@
 #include "planner/memory_plan.h"
 #include "util/alloc.h"
 #include "util/clock.h"
+#include "util/env.h"
 #include "runtime/driver_quirks.h"
 #include "runtime/program_batch.h"
 #include "runtime/program_merge.h"
@@ -82,12 +83,10 @@ void clf__compile_target(const clf_context *ctx, const clf_compile_params *param
     /* NVIDIA GPUs take inline PTX warp shuffles; CLFUSE_WARP_SHUFFLE=0 or 1
      * overrides the vendor test (1 on a device without PTX: its build
      * fails and clf_compile lowers again without them). */
-    const char *force = getenv("CLFUSE_WARP_SHUFFLE");
-    out->warp_shuffle = !out->cpu && (force && *force ? strcmp(force, "0") != 0 : ctx->nvidia_gpu);
+    out->warp_shuffle = !out->cpu && clf__env_switch("CLFUSE_WARP_SHUFFLE", ctx->nvidia_gpu);
     /* Tensor cores through inline PTX mma.sync (sm_80 and later);
      * CLFUSE_TENSOR_CORES=0 or 1 overrides, with the same fallback. */
-    const char *tc = getenv("CLFUSE_TENSOR_CORES");
-    out->tensor_cores = !out->cpu && (tc && *tc ? strcmp(tc, "0") != 0 : ctx->nvidia_sm80);
+    out->tensor_cores = !out->cpu && clf__env_switch("CLFUSE_TENSOR_CORES", ctx->nvidia_sm80);
     /* TF32 only when asked for (it rounds f32 operands). */
     const char *tf32 = getenv("CLFUSE_TF32");
     out->tf32 = (params && params->allow_tf32) || (tf32 && strcmp(tf32, "1") == 0);
@@ -434,93 +433,54 @@ static size_t index_sources(const clf_executable *e, const char **srcs, size_t *
     return n;
 }
 
-/* The programs of e's kernels got ahead of the kernel loop, in
- * e->build_threads threads (program_batch.c): *jobs has one job per
- * distinct source, (*job_of)[k] kernel k's. None with one thread (the loop
- * gets each as it comes, logging as it goes), and none for a symbolic
- * graph's specialisations, which get theirs through the lift table (one at
- * a time: the table builds under its lock). */
-static clf_status get_programs(clf_context *ctx, clf_executable *e, clf__program_job **jobs, size_t *njobs,
-                               size_t **job_of)
+/* The programs of the n distinct sources got ahead of the kernel loop, in
+ * e->build_threads threads (program_batch.c): *jobs, one job per source.
+ * None with one thread: the loop gets each as it comes, logging as it
+ * goes. */
+static clf_status get_programs(clf_context *ctx, clf_executable *e, const char *const *srcs, size_t n,
+                               clf__program_job **jobs)
 {
     *jobs = NULL;
-    *njobs = 0;
-    *job_of = NULL;
-    if (e->lift || e->nkernels < 2 || e->build_threads < 2)
+    if (n < 2 || e->build_threads < 2)
         return CLF_OK;
-    const char **srcs = clf__calloc(e->nkernels, sizeof *srcs);
-    *jobs = clf__calloc(e->nkernels, sizeof **jobs);
-    *job_of = clf__calloc(e->nkernels, sizeof **job_of);
-    if (!srcs || !*jobs || !*job_of) {
-        clf__free(srcs);
-        clf__free(*jobs);
-        clf__free(*job_of);
-        *jobs = NULL;
-        *job_of = NULL;
+    *jobs = clf__calloc(n, sizeof **jobs);
+    if (!*jobs)
         return clf__ctx_fail(ctx, CLF_ERR_OUT_OF_MEMORY, "clf_compile: out of memory");
-    }
-    *njobs = index_sources(e, srcs, *job_of);
-    for (size_t j = 0; j < *njobs; j++)
+    for (size_t j = 0; j < n; j++)
         (*jobs)[j].source = srcs[j];
-    clf__free(srcs);
-    clf__program_get_many(ctx, *jobs, *njobs, e->build_threads);
+    clf__program_get_many(ctx, *jobs, n, e->build_threads);
     return CLF_OK;
 }
 
-/* One program for all of e's distinct sources, where the context builds
- * so (ctx->one_program, program_merge.c): *merged (retained), and
- * (*src_of)[k], the index of kernel k's source in it. Nothing where it
- * does not apply (one source; a symbolic graph's specialisations, which
- * share programs through the lift table) or where the merged program does
- * not build: the caller then gets each source's program, so that a
- * failure names its kernel. Only running out of memory fails. */
-static clf_status get_merged(clf_context *ctx, clf_executable *e, cl_program *merged, size_t **src_of, double *ms,
-                             bool *built)
+/* One program for the n distinct sources, where the context builds so
+ * (ctx->one_program, program_merge.c): *merged (retained), in which source
+ * j's kernel functions have clf__merged_name(entry, j). NULL where the
+ * merged program does not build: the caller then gets each source's
+ * program, so that a failure names its kernel. Only running out of memory
+ * fails. */
+static clf_status get_merged(clf_context *ctx, const clf_executable *e, const char *const *srcs, size_t n,
+                             cl_program *merged, double *ms, bool *built)
 {
     *merged = NULL;
-    *src_of = NULL;
-    if (!ctx->one_program || e->lift || e->nkernels < 2)
+    if (!ctx->one_program || n < 2)
         return CLF_OK;
-    const char **srcs = clf__calloc(e->nkernels, sizeof *srcs);
-    *src_of = clf__calloc(e->nkernels, sizeof **src_of);
-    if (!srcs || !*src_of) {
-        clf__free(srcs);
-        clf__free(*src_of);
-        *src_of = NULL;
+    char *text = clf__merge_sources(srcs, n);
+    if (!text)
         return clf__ctx_fail(ctx, CLF_ERR_OUT_OF_MEMORY, "clf_compile: out of memory");
-    }
-    const size_t n = index_sources(e, srcs, *src_of);
-    char *text = n > 1 ? clf__merge_sources(srcs, n) : NULL;
-    clf__free(srcs);
-    if (n > 1 && !text) {
-        clf__free(*src_of);
-        *src_of = NULL;
-        return clf__ctx_fail(ctx, CLF_ERR_OUT_OF_MEMORY, "clf_compile: out of memory");
-    }
-    if (text) {
-        const double t0 = clf__now_ms();
-        cl_int build_err;
-        clf_status st = clf__program_get_built(ctx, text, "", merged, &build_err, built);
-        *ms = clf__now_ms() - t0;
-        if (st == CLF_OK)
-            clf__log(CLF__LOG_CACHE, "one program for %zu sources of %zu kernels: %s in %.1f ms", n, e->nkernels,
-                     *built ? "built" : "cached", *ms);
-        else if (st == CLF_ERR_BUILD)
-            clf__log(CLF__LOG_PERF, "the %zu sources as one program did not build; building them apart: %s", n,
-                     clf_context_last_error(ctx));
-        else {
-            clf__free(text);
-            clf__free(*src_of);
-            *src_of = NULL;
-            return st;
-        }
-        clf__ctx_clear_error(ctx);
-    }
+    const double t0 = clf__now_ms();
+    cl_int build_err;
+    clf_status st = clf__program_get_built(ctx, text, "", merged, &build_err, built);
+    *ms = clf__now_ms() - t0;
     clf__free(text);
-    if (!*merged) {
-        clf__free(*src_of);
-        *src_of = NULL;
-    }
+    if (st == CLF_OK)
+        clf__log(CLF__LOG_CACHE, "one program for %zu sources of %zu kernels: %s in %.1f ms", n, e->nkernels,
+                 *built ? "built" : "cached", *ms);
+    else if (st == CLF_ERR_BUILD)
+        clf__log(CLF__LOG_PERF, "the %zu sources as one program did not build; building them apart: %s", n,
+                 clf_context_last_error(ctx));
+    else
+        return st;
+    clf__ctx_clear_error(ctx);
     return CLF_OK;
 }
 
@@ -530,7 +490,8 @@ static clf_status instantiate(clf_context *ctx, const clf_graph *g, clf_executab
 {
     clf_status st;
     clf__program_job *jobs = NULL;
-    size_t njobs = 0, *job_of = NULL, *src_of = NULL;
+    const char **srcs = NULL; /* the distinct sources (not for a symbolic graph's specialisations) */
+    size_t nsrcs = 0, *src_of = NULL;
     cl_program merged = NULL;
     double merged_ms = 0.0;
     bool merged_built = false;
@@ -599,11 +560,24 @@ static clf_status instantiate(clf_context *ctx, const clf_graph *g, clf_executab
             fprintf(stderr, "[clfuse:output_code] kernel %s (ops: %s), global %zu, local %zu\n%s\n", K->name,
                     K->ops, K->global, K->local, K->source);
         }
-    st = get_merged(ctx, e, &merged, &src_of, &merged_ms, &merged_built);
-    if (st == CLF_OK && !merged)
-        st = get_programs(ctx, e, &jobs, &njobs, &job_of);
-    if (st != CLF_OK)
-        goto out;
+    /* A symbolic graph's specialisations get their programs through the
+     * lift table, one at a time (it builds under its lock), each as its
+     * kernel comes; the others may get theirs ahead: as one program, or in
+     * threads. */
+    if (!e->lift && e->nkernels > 1) {
+        srcs = clf__calloc(e->nkernels, sizeof *srcs);
+        src_of = clf__calloc(e->nkernels, sizeof *src_of);
+        if (!srcs || !src_of) {
+            st = clf__ctx_fail(ctx, CLF_ERR_OUT_OF_MEMORY, "clf_compile: out of memory");
+            goto out;
+        }
+        nsrcs = index_sources(e, srcs, src_of);
+        st = get_merged(ctx, e, srcs, nsrcs, &merged, &merged_ms, &merged_built);
+        if (st == CLF_OK && !merged)
+            st = get_programs(ctx, e, srcs, nsrcs, &jobs);
+        if (st != CLF_OK)
+            goto out;
+    }
     for (size_t k = 0; k < e->nkernels; k++) {
         clf__exe_kernel *K = &e->kernels[k];
         cl_program prog = NULL;
@@ -611,7 +585,7 @@ static clf_status instantiate(clf_context *ctx, const clf_graph *g, clf_executab
         /* Progress of a long compile (a cold build takes PoCL 0.1-0.5 s a
          * program), read only where it is logged: specialisations of
          * symbolic graphs come through here at run time. */
-        const clf__program_job *J = jobs ? &jobs[job_of[k]] : NULL;
+        const clf__program_job *J = jobs ? &jobs[src_of[k]] : NULL;
         bool built = false;
         double ms = 0.0;
         if (merged) {
@@ -621,9 +595,7 @@ static clf_status instantiate(clf_context *ctx, const clf_graph *g, clf_executab
             ms = k == 0 ? merged_ms : 0.0;
         } else if (J && !J->skipped) {
             /* Logged with the first kernel of its source; the others share it. */
-            bool first = true;
-            for (size_t k2 = 0; k2 < k && first; k2++)
-                first = job_of[k2] != job_of[k];
+            const bool first = J->source == K->source;
             st = J->status;
             build_err = J->build_err;
             if (st == CLF_OK) {
@@ -733,9 +705,9 @@ static clf_status instantiate(clf_context *ctx, const clf_graph *g, clf_executab
 out:
     if (merged)
         clReleaseProgram(merged);
+    clf__program_jobs_free(jobs, jobs ? nsrcs : 0);
+    clf__free(srcs);
     clf__free(src_of);
-    clf__program_jobs_free(jobs, njobs);
-    clf__free(job_of);
     clf__free(partials);
     return st;
 }

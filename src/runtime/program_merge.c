@@ -23,14 +23,15 @@ static bool ident_start(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && 
 
 static bool ident_char(char c) { return ident_start(c) || (c >= '0' && c <= '9'); }
 
-/* Appends src with its clf_ identifiers renamed for source index i. */
-static void put_renamed(clf__strbuf *sb, const char *src, size_t i)
+/* Appends src up to end with its clf_ identifiers renamed for source
+ * index i. */
+static void put_renamed(clf__strbuf *sb, const char *src, const char *end, size_t i)
 {
     const char *p = src;
-    while (*p) {
+    while (p < end) {
         if (ident_start(*p) && (p == src || !ident_char(p[-1]))) {
             const char *q = p;
-            while (ident_char(*q))
+            while (q < end && ident_char(*q))
                 q++;
             if (q - p > 4 && strncmp(p, "clf_", 4) == 0) {
                 clf__sb_printf(sb, "clfk%zu_", i);
@@ -40,7 +41,7 @@ static void put_renamed(clf__strbuf *sb, const char *src, size_t i)
             p = q;
         } else {
             const char *q = p + 1;
-            while (*q && !ident_start(*q))
+            while (q < end && !ident_start(*q))
                 q++;
             clf__sb_putn(sb, p, (size_t)(q - p));
             p = q;
@@ -48,32 +49,28 @@ static void put_renamed(clf__strbuf *sb, const char *src, size_t i)
     }
 }
 
+static const char *skip_blanks(const char *p)
+{
+    while (*p == ' ' || *p == '\t')
+        p++;
+    return p;
+}
+
 /* Appends "#undef NAME" for every "#define NAME" line of src (its
  * renamed name where it is a clf_ one). */
 static void put_undefs(clf__strbuf *sb, const char *src, size_t i)
 {
     for (const char *line = src; line && *line;) {
-        const char *p = line;
-        while (*p == ' ' || *p == '\t')
-            p++;
+        const char *p = skip_blanks(line);
         if (*p == '#') {
-            p++;
-            while (*p == ' ' || *p == '\t')
-                p++;
+            p = skip_blanks(p + 1);
             if (strncmp(p, "define", 6) == 0 && (p[6] == ' ' || p[6] == '\t')) {
-                p += 6;
-                while (*p == ' ' || *p == '\t')
-                    p++;
-                const char *q = p;
+                const char *name = skip_blanks(p + 6), *q = name;
                 while (ident_char(*q))
                     q++;
-                if (q > p && ident_start(*p)) {
+                if (q > name && ident_start(*name)) {
                     clf__sb_puts(sb, "#undef ");
-                    char name[256];
-                    const size_t n = (size_t)(q - p) < sizeof name - 1 ? (size_t)(q - p) : sizeof name - 1;
-                    memcpy(name, p, n);
-                    name[n] = '\0';
-                    put_renamed(sb, name, i);
+                    put_renamed(sb, name, q, i);
                     clf__sb_puts(sb, "\n");
                 }
             }
@@ -90,7 +87,7 @@ char *clf__merge_sources(const char *const *sources, size_t n)
     clf__sb_printf(&sb, "/* %zu kernel sources in one program (program_merge.c) */\n", n);
     for (size_t i = 0; i < n; i++) {
         clf__sb_printf(&sb, "\n/* ---- source %zu of %zu ---- */\n", i + 1, n);
-        put_renamed(&sb, sources[i], i);
+        put_renamed(&sb, sources[i], sources[i] + strlen(sources[i]), i);
         clf__sb_puts(&sb, "\n");
         put_undefs(&sb, sources[i], i);
     }
@@ -106,7 +103,7 @@ char *clf__merged_name(const char *entry, size_t i)
     if (!entry)
         return NULL;
     clf__strbuf sb = {0};
-    put_renamed(&sb, entry, i);
+    put_renamed(&sb, entry, entry + strlen(entry), i);
     if (!clf__sb_ok(&sb)) {
         clf__sb_free(&sb);
         return NULL;

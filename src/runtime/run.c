@@ -647,17 +647,19 @@ clf_status clf__run_host(clf_executable *e, size_t ninputs, const clf_host_bindi
         }
         nr++;
     }
-    cl_int err = nr ? clWaitForEvents(nr, reads) : CL_SUCCESS;
+    /* The kernels first, so that a kernel's failure is named as one. */
+    cl_int err = clWaitForEvents(1, &done);
+    if (err != CL_SUCCESS) {
+        st = clf__ctx_fail(ctx, CLF_ERR_OPENCL, "clf_run_host: a kernel failed (clWaitForEvents: %s)",
+                           clf__cl_error_name(err));
+        clFinish(ctx->queue); /* the reads behind it may not touch the caller's memory later */
+        goto out;
+    }
+    err = nr ? clWaitForEvents(nr, reads) : CL_SUCCESS;
     if (err != CL_SUCCESS) {
         st = clf__ctx_fail(ctx, CLF_ERR_OPENCL, "clf_run_host: reading the outputs failed (clWaitForEvents: %s)",
                            clf__cl_error_name(err));
         clFinish(ctx->queue);
-        goto out;
-    }
-    err = clWaitForEvents(1, &done);
-    if (err != CL_SUCCESS) {
-        st = clf__ctx_fail(ctx, CLF_ERR_OPENCL, "clf_run_host: a kernel failed (clWaitForEvents: %s)",
-                           clf__cl_error_name(err));
         goto out;
     }
     if (ctx->profiling && clf__log_enabled(CLF__LOG_PERF)) {
@@ -677,13 +679,13 @@ out:
         clReleaseEvent(writes[i]);
     for (cl_uint i = 0; i < nr; i++)
         clReleaseEvent(reads[i]);
-    clf__free(reads);
     for (size_t k = 0; events && k < e->nkernels; k++)
         if (events[k])
             clReleaseEvent(events[k]);
     if (done)
         clReleaseEvent(done);
     clf__free(writes);
+    clf__free(reads);
     clf__free(events);
     clf__free(bi);
     clf__free(bo);
