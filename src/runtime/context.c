@@ -12,6 +12,7 @@
 #include "runtime/driver_quirks.h"
 #include "runtime/runtime_internal.h"
 #include "util/alloc.h"
+#include "util/env.h"
 #include "util/log.h"
 
 /* cl_nv_device_attribute_query (NVIDIA's cl_ext.h; the Khronos headers
@@ -283,10 +284,8 @@ static clf_status finish_context(clf_context *c, bool disable_disk_cache)
         cc_major = 0;
     c->nvidia_sm80 = cc_major >= 8;
     c->quirks = clf__driver_quirks(c->desc.platform_name, c->desc.device_name);
-    const char *one = getenv("CLFUSE_ONE_PROGRAM");
-    c->one_program = one && (one[0] == '0' || one[0] == '1') && !one[1]
-                         ? one[0] == '1'
-                         : strstr(c->desc.platform_name, "Portable Computing Language") != NULL;
+    c->one_program = clf__env_switch("CLFUSE_ONE_PROGRAM",
+                                     strstr(c->desc.platform_name, "Portable Computing Language") != NULL);
     if (pthread_mutex_init(&c->lock, NULL) != 0)
         return CLF_ERR_OUT_OF_MEMORY;
     c->lock_ready = true;
