@@ -205,14 +205,10 @@ out:
 }
 
 /* Runs fn on NTHREADS threads over one executable of make's graph. */
-static void run_workers_on(void *(*fn)(void *), bool profiling, clf_graph *(*make)(void))
+/* Runs fn in NTHREADS threads on ctx (and exe, which may be NULL), then
+ * asserts that none recorded a failure. */
+static void run_threads(void *(*fn)(void *), clf_context *ctx, clf_executable *exe)
 {
-    clf_context *ctx = NULL;
-    ck_assert_int_eq(clf_context_create(clf_context_params(.profiling = profiling), &ctx), CLF_OK);
-    clf_graph *g = make();
-    clf_executable *exe = NULL;
-    clf_status st = clf_compile(ctx, g, NULL, &exe);
-    ck_assert_msg(st == CLF_OK, "%s: %s", clf_status_name(st), clf_context_last_error(ctx));
     worker w[NTHREADS];
     for (int i = 0; i < NTHREADS; i++) {
         w[i] = (worker){.id = i, .ctx = ctx, .exe = exe};
@@ -222,6 +218,17 @@ static void run_workers_on(void *(*fn)(void *), bool profiling, clf_graph *(*mak
         ck_assert_int_eq(pthread_join(w[i].tid, NULL), 0);
     for (int i = 0; i < NTHREADS; i++)
         ck_assert_msg(w[i].failure[0] == '\0', "%s", w[i].failure);
+}
+
+static void run_workers_on(void *(*fn)(void *), bool profiling, clf_graph *(*make)(void))
+{
+    clf_context *ctx = NULL;
+    ck_assert_int_eq(clf_context_create(clf_context_params(.profiling = profiling), &ctx), CLF_OK);
+    clf_graph *g = make();
+    clf_executable *exe = NULL;
+    clf_status st = clf_compile(ctx, g, NULL, &exe);
+    ck_assert_msg(st == CLF_OK, "%s: %s", clf_status_name(st), clf_context_last_error(ctx));
+    run_threads(fn, ctx, exe);
     clf_executable_destroy(&exe);
     clf_graph_destroy(&g);
     clf_context_destroy(&ctx);
@@ -275,15 +282,7 @@ static void *compile_worker(void *arg)
 START_TEST(compile_from_threads)
 {
     clf_context *ctx = clf_test_context();
-    worker w[NTHREADS];
-    for (int i = 0; i < NTHREADS; i++) {
-        w[i] = (worker){.id = i, .ctx = ctx};
-        ck_assert_int_eq(pthread_create(&w[i].tid, NULL, compile_worker, &w[i]), 0);
-    }
-    for (int i = 0; i < NTHREADS; i++)
-        ck_assert_int_eq(pthread_join(w[i].tid, NULL), 0);
-    for (int i = 0; i < NTHREADS; i++)
-        ck_assert_msg(w[i].failure[0] == '\0', "%s", w[i].failure);
+    run_threads(compile_worker, ctx, NULL);
     clf_context_destroy(&ctx);
 }
 END_TEST
@@ -347,15 +346,7 @@ START_TEST(parallel_builds_from_threads)
 {
     setenv("CLFUSE_BUILD_THREADS", "3", 1);
     clf_context *ctx = clf_test_context();
-    worker w[NTHREADS];
-    for (int i = 0; i < NTHREADS; i++) {
-        w[i] = (worker){.id = i, .ctx = ctx};
-        ck_assert_int_eq(pthread_create(&w[i].tid, NULL, parallel_build_worker, &w[i]), 0);
-    }
-    for (int i = 0; i < NTHREADS; i++)
-        ck_assert_int_eq(pthread_join(w[i].tid, NULL), 0);
-    for (int i = 0; i < NTHREADS; i++)
-        ck_assert_msg(w[i].failure[0] == '\0', "%s", w[i].failure);
+    run_threads(parallel_build_worker, ctx, NULL);
     clf_context_destroy(&ctx);
     unsetenv("CLFUSE_BUILD_THREADS");
 }
