@@ -1059,6 +1059,12 @@ START_TEST(one_program_per_graph)
         snprintf(want, sizeof want, "one program for %zu sources of %zu kernels: %s in", distinct, exe->nkernels,
                  pass ? "cached" : "built");
         ck_assert_msg(strstr(log, want), "no \"%s\" in:\n%s", want, log);
+        /* Progress: said before the build, then each kernel's place in it. */
+        const char *before = strstr(log, "kernels: loading or building it");
+        ck_assert_msg(before && before < strstr(log, want), "%s", log);
+        snprintf(want, sizeof want, "kernel %zu of %zu (", exe->nkernels, exe->nkernels);
+        const char *last = strstr(log, want);
+        ck_assert_msg(last && strstr(last, "): in the graph's one program"), "%s", log);
         for (size_t k = 0; k < exe->nkernels; k++)
             ck_assert_ptr_nonnull(strstr(clf_executable_kernel_name(exe, k), exe->kernels[k].entry));
         clf__program_counts c;

@@ -342,12 +342,18 @@ static void *parallel_build_worker(void *arg)
     return NULL;
 }
 
+/* Both ways of getting a compile's programs: in build threads (a program
+ * per source) and as the graph's one program (PoCL's default). */
 START_TEST(parallel_builds_from_threads)
 {
     setenv("CLFUSE_BUILD_THREADS", "3", 1);
-    clf_context *ctx = clf_test_context();
-    run_threads(parallel_build_worker, ctx, NULL);
-    clf_context_destroy(&ctx);
+    for (int one = 0; one < 2; one++) {
+        setenv("CLFUSE_ONE_PROGRAM", one ? "1" : "0", 1);
+        clf_context *ctx = clf_test_context();
+        run_threads(parallel_build_worker, ctx, NULL);
+        clf_context_destroy(&ctx);
+    }
+    unsetenv("CLFUSE_ONE_PROGRAM");
     unsetenv("CLFUSE_BUILD_THREADS");
 }
 END_TEST

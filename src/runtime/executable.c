@@ -459,7 +459,7 @@ static clf_status get_programs(clf_context *ctx, clf_executable *e, const char *
  * program, so that a failure names its kernel. Only running out of memory
  * fails. */
 static clf_status get_merged(clf_context *ctx, const clf_executable *e, const char *const *srcs, size_t n,
-                             cl_program *merged, double *ms, bool *built)
+                             cl_program *merged)
 {
     *merged = NULL;
     if (!ctx->one_program || n < 2)
@@ -467,14 +467,18 @@ static clf_status get_merged(clf_context *ctx, const clf_executable *e, const ch
     char *text = clf__merge_sources(srcs, n);
     if (!text)
         return clf__ctx_fail(ctx, CLF_ERR_OUT_OF_MEMORY, "clf_compile: out of memory");
+    /* Said before the build, which takes PoCL seconds for a model. */
+    clf__log(CLF__LOG_CACHE, "one program for %zu sources of %zu kernels: loading or building it", n,
+             e->nkernels);
     const double t0 = clf__now_ms();
     cl_int build_err;
-    clf_status st = clf__program_get_built(ctx, text, "", merged, &build_err, built);
-    *ms = clf__now_ms() - t0;
+    bool built = false;
+    clf_status st = clf__program_get_built(ctx, text, "", merged, &build_err, &built);
+    const double ms = clf__now_ms() - t0;
     clf__free(text);
     if (st == CLF_OK)
         clf__log(CLF__LOG_CACHE, "one program for %zu sources of %zu kernels: %s in %.1f ms", n, e->nkernels,
-                 *built ? "built" : "cached", *ms);
+                 built ? "built" : "cached", ms);
     else if (st == CLF_ERR_BUILD)
         clf__log(CLF__LOG_PERF, "the %zu sources as one program did not build; building them apart: %s", n,
                  clf_context_last_error(ctx));
@@ -493,8 +497,6 @@ static clf_status instantiate(clf_context *ctx, const clf_graph *g, clf_executab
     const char **srcs = NULL; /* the distinct sources (not for a symbolic graph's specialisations) */
     size_t nsrcs = 0, *src_of = NULL;
     cl_program merged = NULL;
-    double merged_ms = 0.0;
-    bool merged_built = false;
     e->owned = clf__calloc(e->nbuffers ? e->nbuffers : 1, sizeof *e->owned);
     e->events = clf__calloc(e->nkernels ? e->nkernels : 1, sizeof *e->events);
     e->starts = clf__calloc(e->nkernels ? e->nkernels : 1, sizeof *e->starts);
@@ -572,7 +574,7 @@ static clf_status instantiate(clf_context *ctx, const clf_graph *g, clf_executab
             goto out;
         }
         nsrcs = index_sources(e, srcs, src_of);
-        st = get_merged(ctx, e, srcs, nsrcs, &merged, &merged_ms, &merged_built);
+        st = get_merged(ctx, e, srcs, nsrcs, &merged);
         if (st == CLF_OK && !merged)
             st = get_programs(ctx, e, srcs, nsrcs, &jobs);
         if (st != CLF_OK)
@@ -591,8 +593,6 @@ static clf_status instantiate(clf_context *ctx, const clf_graph *g, clf_executab
         if (merged) {
             clRetainProgram(merged);
             prog = merged;
-            built = k == 0 && merged_built;
-            ms = k == 0 ? merged_ms : 0.0;
         } else if (J && !J->skipped) {
             /* Logged with the first kernel of its source; the others share it. */
             const bool first = J->source == K->source;
@@ -627,7 +627,10 @@ static clf_status instantiate(clf_context *ctx, const clf_graph *g, clf_executab
                 st = clf__program_get_built(ctx, K->source, "", &prog, &build_err, &built);
             ms = clf__now_ms() - t_build;
         }
-        if (st == CLF_OK && clf__log_enabled(CLF__LOG_CACHE))
+        if (st == CLF_OK && merged && clf__log_enabled(CLF__LOG_CACHE))
+            clf__log(CLF__LOG_CACHE, "kernel %zu of %zu (%s): in the graph's one program", k + 1, e->nkernels,
+                     K->name);
+        else if (st == CLF_OK && clf__log_enabled(CLF__LOG_CACHE))
             clf__log(CLF__LOG_CACHE, "kernel %zu of %zu (%s): %s in %.1f ms", k + 1, e->nkernels, K->name,
                      built ? "built" : "cached", ms);
         if (st != CLF_OK) {

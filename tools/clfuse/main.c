@@ -74,7 +74,8 @@ static const command commands[] = {
      "                    [--fused-only]\n\n"
      "Runs GRAPH fused and unfused on random inputs, N times each after a warm-up\n"
      "(default 20), and prints the median device time, the bytes moved, GB/s and\n"
-     "that as a fraction of the device's buffer-copy bandwidth (the roofline).\n"
+     "that as a fraction of the device's copy bandwidth (the roofline: a buffer\n"
+     "copy; on CPU devices a copy kernel on every core).\n"
      "  --fused-only        time the fused graph alone (no unfused compile: a model\n"
      "                      unfused is a hundred kernels or more to build)\n"},
     {"check", cmd_check, true, OPT_DEVICE | OPT_NOFUSION | OPT_DIM | OPT_TOL | OPT_SEED,
