@@ -344,6 +344,49 @@ START_TEST(mlp_two_kernels)
 }
 END_TEST
 
+/* The CPU form at tilings other than its default (CLFUSE_GEMM_TILE, what
+ * the tuner and a user pinning by hand get): blocks of one micro-tile and
+ * of several, every micro-tile width, k-blocks shorter than K, on a
+ * product with partial blocks and a K tail, a broadcast batch with a
+ * residual, both operands transposed with a bias, and K = 0. */
+START_TEST(cpu_form_pinned_tilings)
+{
+    static const char *const tiles[] = {
+        "8,8,16,8,8", "16,32,16,8,16", "24,64,32,8,32", "32,16,48,16,16", "12,12,16,3,4", "64,64,256,16,32",
+    };
+    clf_context *ctx = clf_test_context();
+    for (size_t t = 0; t < sizeof tiles / sizeof tiles[0]; t++) {
+        setenv("CLFUSE_GEMM_TILE", tiles[t], 1);
+        for (int c = 0; c < 4; c++) {
+            clf_graph *g = clf_graph_create();
+            e2e_inputs in = {0};
+            clf_tensor y;
+            if (c == 0) { /* partial blocks both ways, a K tail past every k-block */
+                clf_tensor x = input2(g, &in, "x", 37, 70), w = input2(g, &in, "w", 70, 53);
+                int64_t bs[1] = {53};
+                y = clf_relu(g, clf_add(g, clf_matmul(g, x, w), e2e_input(g, &in, "b", CLF_F32, 1, bs, -1.0, 1.0)));
+            } else if (c == 1) { /* a broadcast batch, a residual through it */
+                int64_t sa[4] = {2, 1, 9, 20}, sb[3] = {3, 20, 13}, sr[2] = {9, 13};
+                clf_tensor a = e2e_input(g, &in, "a", CLF_F32, 4, sa, -1.0, 1.0);
+                clf_tensor b = e2e_input(g, &in, "b", CLF_F32, 3, sb, -1.0, 1.0);
+                y = clf_add(g, clf_matmul(g, a, b), e2e_input(g, &in, "r", CLF_F32, 2, sr, -1.0, 1.0));
+            } else { /* both transposed with a bias; c == 3: K = 0 */
+                int64_t k = c == 3 ? 0 : 33, cn[1] = {19};
+                clf_tensor a = input2(g, &in, "a", k, 26), b = input2(g, &in, "b", 19, k);
+                y = clf_gemm(g, a, b, e2e_input(g, &in, "c", CLF_F32, 1, cn, -1.0, 1.0), 0.5, -2.0, true, true);
+            }
+            ck_assert_int_eq(clf_graph_output(g, "y", y), CLF_OK);
+            size_t kernels = e2e_check_style(ctx, g, &in, CLF_KERNEL_STYLE_CPU, RTOL, ATOL);
+            ck_assert_msg(kernels == 1, "tiling %s, case %d: %zu kernels", tiles[t], c, kernels);
+            e2e_inputs_free(&in);
+            clf_graph_destroy(&g);
+        }
+    }
+    unsetenv("CLFUSE_GEMM_TILE");
+    clf_context_destroy(&ctx);
+}
+END_TEST
+
 /* A longer epilogue: scaling, residual add, clip, activation, and outputs
  * of other dtypes (a comparison, a cast), all on the accumulator: one
  * kernel. */
@@ -584,6 +627,7 @@ int main(void)
     clf_test_add_case(s, "constant_outputs_beside_a_prologue", constant_outputs_beside_a_prologue);
     clf_test_add_case(s, "mlp_two_kernels", mlp_two_kernels);
     clf_test_add_case(s, "kernel_named_after_epilogue", kernel_named_after_epilogue);
+    clf_test_add_case(s, "cpu_form_pinned_tilings", cpu_form_pinned_tilings);
     clf_test_add_case(s, "long_epilogue_one_kernel", long_epilogue_one_kernel);
     clf_test_add_case(s, "epilogue_outputs_and_misaligned_reads", epilogue_outputs_and_misaligned_reads);
     clf_test_add_case(s, "transposed_outputs_stored_by_the_gemm", transposed_outputs_stored_by_the_gemm);
