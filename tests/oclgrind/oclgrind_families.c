@@ -180,6 +180,19 @@ static void build_attention(clf_graph *g, inputs *in) { attention(g, in, 37, 70,
 /* Causal, square: rows stop at their diagonal, tiles past a work-group's
  * last row are skipped. */
 static void build_attention_causal(clf_graph *g, inputs *in) { attention(g, in, 37, 37, true); }
+/* Decode: two query rows over 150 keys, causal (bottom-right), in the GPU
+ * form's decode kernels: keys cut into chunks over work-groups, the last
+ * chunk partial, then the combine. */
+static void build_attention_decode(clf_graph *g, inputs *in) { attention(g, in, 2, 150, true); }
+
+/* GEMM over a broadcast batch: a [2, 1, 9, 20] by b [3, 20, 13], a
+ * residual [9, 13] read through the batch in the epilogue. */
+static void build_gemm_batched(clf_graph *g, inputs *in)
+{
+    int64_t sa[4] = {2, 1, 9, 20}, sb[3] = {3, 20, 13}, sr[2] = {9, 13};
+    clf_tensor y = clf_matmul(g, input(g, in, "a", 4, sa), input(g, in, "b", 3, sb));
+    clf_graph_output(g, "y", clf_add(g, y, input(g, in, "r", 2, sr)));
+}
 
 typedef struct family_case {
     const char *name;
@@ -209,9 +222,15 @@ static const family_case cases[] = {
     {"gemm_cpu (partial blocks)", build_gemm_partial, CLF_KERNEL_STYLE_CPU, "GEMM region, CPU form", NULL, false},
     {"gemm_cpu (transposed, prologue, K = 0)", build_gemm_transposed, CLF_KERNEL_STYLE_CPU, "GEMM region, CPU form",
      NULL, false},
+    {"gemm_cpu (broadcast batch, residual)", build_gemm_batched, CLF_KERNEL_STYLE_CPU, "GEMM region, CPU form", NULL,
+     false},
+    {"gemm_gpu (broadcast batch, residual)", build_gemm_batched, CLF_KERNEL_STYLE_GPU, "GEMM region, GPU form", NULL,
+     false},
     {"attention_gpu (tiles)", build_attention, CLF_KERNEL_STYLE_GPU, "Attention region, GPU form", "#define CAUSAL 0", false},
     {"attention_gpu (causal)", build_attention_causal, CLF_KERNEL_STYLE_GPU, "Attention region, GPU form",
      "#define CAUSAL 1", false},
+    {"attention_decode (chunks, combine)", build_attention_decode, CLF_KERNEL_STYLE_GPU,
+     "Attention region, decode form", NULL, false},
     {"attention_cpu (row blocks)", build_attention, CLF_KERNEL_STYLE_CPU, "Attention region, CPU form",
      "#define CAUSAL 0", false},
     {"attention_cpu (causal)", build_attention_causal, CLF_KERNEL_STYLE_CPU, "Attention region, CPU form",
