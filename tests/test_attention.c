@@ -1508,6 +1508,17 @@ static void check_onnx(const char *file, bool causal, bool out_bshd)
     onnx_inputs(m, &in);
     ref_outputs ref;
     check_graph(ctx, file, clf_onnx_model_graph(m), &in, PREFILL, &ref);
+    if (causal) {
+        /* The mask, whichever way the exporter built it, is the kernel's
+         * causal flag: the keys past the diagonal are skipped, not read. */
+        clf_executable *exe = NULL;
+        ck_assert_int_eq(clf_compile(ctx, clf_onnx_model_graph(m), NULL, &exe), CLF_OK);
+        bool flagged = false;
+        for (size_t k = 0; k < clf_executable_kernel_count(exe); k++)
+            flagged |= strstr(clf_executable_kernel_source(exe, k), "#define CAUSAL 1\n") != NULL;
+        ck_assert_msg(flagged, "%s: the causal mask is not the kernel's causal flag", file);
+        clf_executable_destroy(&exe);
+    }
 
     /* The same attention from clf_attention, by the reference. */
     clf_graph *g = clf_graph_create();

@@ -116,6 +116,29 @@ static bool causal_pattern(const clf__node *c, int64_t sq, int64_t sk, bool keep
     return o >= 0;
 }
 
+/* Whether constant c (float, [.., Sq, Sk] with leading extents 1) is an
+ * additive causal mask: 0 at c[i][j] with j <= i + off, -inf elsewhere,
+ * for one off >= 0; *off gets it. (A finite fill would not do: the logits
+ * there are x + fill, not one value.) */
+static bool additive_causal_pattern(const clf__node *c, int64_t sq, int64_t sk, int64_t *off)
+{
+    if (!clf__dtype_is_float(c->dtype) || c->op != CLF__OP_CONSTANT || sq < 1)
+        return false;
+    const clf__dtype_info *t = clf__dtype_info_of(c->dtype);
+    int64_t o = -1;
+    for (int64_t j = 0; j < sk; j++)
+        if (t->get_f64(c->data, (size_t)j) == 0.0)
+            o = j;
+    for (int64_t i = 0; i < sq; i++)
+        for (int64_t j = 0; j < sk; j++) {
+            double v = t->get_f64(c->data, (size_t)(i * sk + j));
+            if (j <= i + o ? v != 0.0 : !(isinf(v) && v < 0))
+                return false;
+        }
+    *off = o;
+    return o >= 0;
+}
+
 /* A literal fill value: a scalar constant, -inf or at most -65504 (f16's
  * lowest, HF's finfo.min): keys holding it weigh 0 next to any visible key
  * more than ~104 above it (the kernel checks that per row, else visits the
@@ -145,6 +168,22 @@ static void find_causal(const clf_graph *g, clf__plan_attention *M, int64_t sq, 
         id = clf__graph_node(g, id)->inputs[0];
     }
     const clf__node *w = clf__graph_node(g, id);
+    /* An additive mask of 0 and -inf in the causal pattern (torch's export
+     * of is_causal: Trilu, Equal, Where into -inf and 0, folded to a
+     * constant): at the keys kept the logits are the other addend exactly
+     * (x + 0), at the others -inf. */
+    for (int side = 0; w->op == CLF__OP_ADD && side < 2; side++) {
+        const clf__node *c = trailing_constant(g, w->inputs[1 - side], sq, sk);
+        int64_t off;
+        if (c && additive_causal_pattern(c, sq, sk, &off)) {
+            M->causal = true;
+            M->causal_offset = off;
+            M->causal_fill = -INFINITY; /* casts keep it */
+            M->causal_where = id;
+            M->causal_keep = side;
+            return;
+        }
+    }
     if (w->op != CLF__OP_WHERE)
         return;
     for (int keep_side = 1; keep_side <= 2; keep_side++) {

@@ -66,8 +66,9 @@ typedef struct clf__plan_attention {
     bool causal;
     int64_t causal_offset;
     double causal_fill; /* the logits' value at the keys skipped (through the casts after the WHERE) */
-    /* The causal WHERE and the input it keeps (1 or 2): at every key the
-     * kernel computes the logits of, the WHERE is that input. */
+    /* The causal WHERE and the input it keeps (1 or 2), or the ADD of an
+     * additive causal mask and its other addend (0 or 1): at every key the
+     * kernel computes the logits of, the node is that input. */
     uint32_t causal_where;
     int causal_keep;
     /* The weights pass WHERE(ISNAN(w), nan_fill, w): a row whose softmax
