@@ -699,6 +699,75 @@ START_TEST(nan_in_q_propagates_to_its_row)
 }
 END_TEST
 
+/* A NaN in V at key j of one head. Without a mask every row reads key j:
+ * that column of the head's output is NaN in every row, in every form, as
+ * in the unfused graph. Causal: the fused forms PoCL runs skip the keys a
+ * row does not see, so the rows before j stay finite (the unfused graph
+ * multiplies their weight 0 by NaN: README, "Attention") and the rows from
+ * j on are NaN in that column; every other element is the reference's. */
+START_TEST(nan_in_v_reaches_the_rows_that_see_its_key)
+{
+    clf_context *ctx = clf_test_context();
+    enum { B = 2, H = 2, S = 40, D = 32 };
+    const int nb = 1, nh = 0, nj = 17, nd = 9;
+    for (int causal = 0; causal < 2; causal++) {
+        clf_graph *g = clf_graph_create();
+        e2e_inputs in = {0};
+        clf_tensor q = in4(g, &in, "q", CLF_F32, B, H, S, D);
+        clf_tensor k = in4(g, &in, "k", CLF_F32, B, H, S, D);
+        clf_tensor v = in4(g, &in, "v", CLF_F32, B, H, S, D);
+        ((float *)e2e_data(&in, "v"))[((nb * H + nh) * S + nj) * D + nd] = NAN;
+        ck_assert_int_eq(clf_graph_output(g, "out", clf_attention(g, q, k, v, CLF_TENSOR_INVALID, 0, causal)),
+                         CLF_OK);
+        ref_outputs ref;
+        if (!causal)
+            check_graph(ctx, "NaN in v", g, &in, PREFILL, &ref);
+        const float *want = causal ? NULL : ref_get(&ref, "out");
+        static float want_c[B * H * S * D], got[B * H * S * D];
+        if (causal) {
+            clf_host_binding wb = {"out", want_c};
+            char msg[256];
+            ck_assert_msg(clf_reference_run(g, in.n, in.b, 1, &wb, msg, sizeof msg) == CLF_OK, "%s", msg);
+            want = want_c;
+        }
+        for (int style = 0; style < 2; style++) {
+            const float *out = want;
+            if (causal) {
+                clf_executable *exe = NULL;
+                clf_kernel_style ks = style ? CLF_KERNEL_STYLE_GPU : CLF_KERNEL_STYLE_CPU;
+                ck_assert_int_eq(clf_compile(ctx, g, clf_compile_params(.kernel_style = ks), &exe), CLF_OK);
+                ck_assert_uint_eq(clf_executable_kernel_count(exe), 1);
+                clf_host_binding ob = {"out", got};
+                ck_assert_int_eq(clf_run_host(exe, in.n, in.b, 1, &ob), CLF_OK);
+                clf_executable_destroy(&exe);
+                out = got;
+            }
+            for (int b = 0; b < B; b++)
+                for (int h = 0; h < H; h++)
+                    for (int i = 0; i < S; i++)
+                        for (int d = 0; d < D; d++) {
+                            size_t at = (size_t)((b * H + h) * S + i) * D + d;
+                            bool column = b == nb && h == nh && d == nd;
+                            bool nan = column && (!causal || i >= nj);
+                            ck_assert_msg(nan ? isnan(out[at]) : isfinite(out[at]),
+                                          "causal %d, style %d: b %d h %d row %d column %d: %g", causal, style, b, h,
+                                          i, d, out[at]);
+                            if (causal && !column)
+                                ck_assert_msg(fabs(out[at] - want[at]) <= 1e-4 * fabs(want[at]) + 1e-5,
+                                              "causal, style %d, element %zu: %g against %g", style, at, out[at],
+                                              want[at]);
+                        }
+        }
+        if (!causal)
+            ref_free(&ref);
+        e2e_inputs_free(&in);
+        clf_graph_destroy(&g);
+    }
+    clf_context_destroy(&ctx);
+    assert_kernel_counts();
+}
+END_TEST
+
 /* f16 and bf16 storage: causal with an additive mask of the same dtype. */
 static void check_half(clf_dtype dt)
 {
@@ -952,33 +1021,37 @@ END_TEST
 
 /* GQA and MQA as HF's repeat_kv writes them: K and V [B, Hkv, Sk, D]
  * unsqueezed to [B, Hkv, 1, Sk, D], expanded to [B, Hkv, G, Sk, D] and
- * reshaped to [B, Hkv * G, Sk, D]; G = 4 (Hkv = 2) and 8 (Hkv = 1). */
+ * reshaped to [B, Hkv * G, Sk, D]; G = 4 (Hkv = 2) and 8 (Hkv = 1), one
+ * batch and two. */
 START_TEST(idiom_gqa_repeat_kv)
 {
     clf_context *ctx = clf_test_context();
-    static const int64_t cfg[][2] = {{2, 4}, {1, 8}}; /* Hkv, G */
-    for (size_t c = 0; c < 2; c++) {
-        int64_t hkv = cfg[c][0], grp = cfg[c][1], h = hkv * grp;
+    static const int64_t cfg[][3] = {{2, 4, 1}, {1, 8, 1}, {2, 4, 2}, {1, 8, 2}}; /* Hkv, G, B */
+    for (size_t c = 0; c < sizeof cfg / sizeof cfg[0]; c++) {
+        int64_t hkv = cfg[c][0], grp = cfg[c][1], nb = cfg[c][2], h = hkv * grp;
         clf_graph *g = clf_graph_create();
         e2e_inputs in = {0};
-        clf_tensor q = in4(g, &in, "q", CLF_F32, 1, h, IS, ID);
+        clf_tensor q = in4(g, &in, "q", CLF_F32, nb, h, IS, ID);
         clf_tensor kv[2];
         for (int t = 0; t < 2; t++) {
-            clf_tensor x = in4(g, &in, t ? "v" : "k", CLF_F32, 1, hkv, IS, ID);
+            clf_tensor x = in4(g, &in, t ? "v" : "k", CLF_F32, nb, hkv, IS, ID);
             int ax = 2;
-            int64_t es[5] = {1, hkv, grp, IS, ID}, rs[4] = {1, h, IS, ID};
+            int64_t es[5] = {nb, hkv, grp, IS, ID}, rs[4] = {nb, h, IS, ID};
             kv[t] = clf_reshape(g, clf_expand(g, clf_unsqueeze(g, x, 1, &ax), 5, es), 4, rs);
         }
         clf_tensor s = clf_mul(g, clf_matmul(g, q, transpose_last2(g, kv[0])), scalar_f32(g, 0.125));
         char label[64];
-        snprintf(label, sizeof label, "repeat_kv Hkv = %lld, G = %lld", (long long)hkv, (long long)grp);
+        snprintf(label, sizeof label, "repeat_kv Hkv = %lld, G = %lld, B = %lld", (long long)hkv, (long long)grp,
+                 (long long)nb);
         ref_outputs ref;
         finish_idiom(ctx, label, g, &in, s, kv[1], PREFILL, &ref);
-        double *host = malloc(sizeof(double) * h * IS * ID);
+        /* Batch b's heads follow batch b - 1's: head n of the nb * h reads
+         * K and V head n / G of the nb * Hkv. */
+        double *host = malloc(sizeof(double) * nb * h * IS * ID);
         ck_assert_ptr_nonnull(host);
-        host_attention(e2e_data(&in, "q"), e2e_data(&in, "k"), e2e_data(&in, "v"), NULL, h, grp, IS, IS, ID, ID, 0.125,
-                       false, host);
-        check_against_host(label, ref_get(&ref, "out"), host, (size_t)(h * IS * ID));
+        host_attention(e2e_data(&in, "q"), e2e_data(&in, "k"), e2e_data(&in, "v"), NULL, nb * h, grp, IS, IS, ID, ID,
+                       0.125, false, host);
+        check_against_host(label, ref_get(&ref, "out"), host, (size_t)(nb * h * IS * ID));
         free(host);
         ref_free(&ref);
         e2e_inputs_free(&in);
@@ -1448,6 +1521,17 @@ START_TEST(scores_also_an_output)
         clf_tensor p = clf_softmax(g, s, -1);
         ck_assert_int_eq(clf_graph_output(g, probs ? "probs" : "scores", probs ? p : s), CLF_OK);
         ck_assert_int_eq(clf_graph_output(g, "out", clf_matmul(g, p, v)), CLF_OK);
+        /* CLFUSE_LOGS=fusion says why. */
+        static char log[1 << 14];
+        clf_test_log lc = clf_test_log_begin("fusion");
+        clf_executable *exe = NULL;
+        clf_status st = clf_compile(ctx, g, NULL, &exe);
+        clf_test_log_end(&lc, log, sizeof log);
+        ck_assert_int_eq(st, CLF_OK);
+        clf_executable_destroy(&exe);
+        ck_assert_msg(strstr(log, "not planned as attention: a value between the scores and the weights is also a "
+                                  "graph output"),
+                      "%s", log);
         ref_outputs ref;
         check_graph(ctx, probs ? "probabilities an output" : "scores an output", g, &in, NOT_FUSED, &ref);
         double *host = plain_host(&in, NULL);
@@ -1692,6 +1776,7 @@ int main(void)
     clf_test_add_case(s, "scores_also_an_output", scores_also_an_output);
     clf_test_add_case(s, "onnx_hf_additive_mask", onnx_hf_additive_mask);
     clf_test_add_case(s, "onnx_causal_trilu", onnx_causal_trilu);
+    clf_test_add_case(s, "nan_in_v_reaches_the_rows_that_see_its_key", nan_in_v_reaches_the_rows_that_see_its_key);
     clf_test_add_case(s, "onnx_causal_range", onnx_causal_range);
     return clf_test_run_suite(s);
 }

@@ -145,44 +145,13 @@ static void write_file(const char *path, const unsigned char *p, size_t len)
     ck_assert_int_eq(fclose(f), 0);
 }
 
-/* stderr sent to a temporary file, with CLFUSE_LOGS=cache, until
- * log_capture_end puts it back and gives what was written. */
-typedef struct log_capture {
-    char path[32];
-    int fd, saved;
-} log_capture;
-
-static log_capture log_capture_begin(void)
-{
-    log_capture lc = {.path = "/tmp/clfuse-cache-log-XXXXXX"};
-    lc.fd = mkstemp(lc.path);
-    ck_assert_int_ge(lc.fd, 0);
-    fflush(stderr);
-    lc.saved = dup(2);
-    dup2(lc.fd, 2);
-    setenv("CLFUSE_LOGS", "cache", 1);
-    return lc;
-}
-
-static void log_capture_end(log_capture *lc, char *log, size_t cap)
-{
-    unsetenv("CLFUSE_LOGS");
-    fflush(stderr);
-    dup2(lc->saved, 2);
-    close(lc->saved);
-    ssize_t n = pread(lc->fd, log, cap - 1, 0);
-    log[n > 0 ? n : 0] = '\0';
-    close(lc->fd);
-    unlink(lc->path);
-}
-
 /* Runs compile_seed with stderr captured and CLFUSE_LOGS=cache; the log goes
  * to log (cap bytes). */
 static clf__program_counts compile_seed_logged(char *log, size_t cap)
 {
-    log_capture lc = log_capture_begin();
+    clf_test_log lc = clf_test_log_begin("cache");
     clf__program_counts c = compile_seed(NULL);
-    log_capture_end(&lc, log, cap);
+    clf_test_log_end(&lc, log, cap);
     return c;
 }
 
@@ -935,7 +904,7 @@ static void entry_names(const char *dir, char *out, size_t cap)
  * how many distinct sources it had. */
 static clf__program_counts compile_layers(int l_count, const char *threads, char *log, size_t cap, size_t *distinct)
 {
-    log_capture lc = log_capture_begin();
+    clf_test_log lc = clf_test_log_begin("cache");
     setenv("CLFUSE_BUILD_THREADS", threads, 1);
     setenv("CLFUSE_ONE_PROGRAM", "0", 1); /* threads build a program per source */
     clf_graph *g = layers_graph(l_count);
@@ -945,7 +914,7 @@ static clf__program_counts compile_layers(int l_count, const char *threads, char
     clf_status st = clf_compile(ctx, g, NULL, &exe);
     unsetenv("CLFUSE_BUILD_THREADS");
     unsetenv("CLFUSE_ONE_PROGRAM");
-    log_capture_end(&lc, log, cap);
+    clf_test_log_end(&lc, log, cap);
     ck_assert_msg(st == CLF_OK, "%s: %s", clf_status_name(st), clf_context_last_error(ctx));
     *distinct = distinct_sources(exe);
     check_layers(ctx, exe, l_count);
@@ -1045,13 +1014,13 @@ START_TEST(one_program_per_graph)
     const char *dir = fresh_cache_dir("");
     setenv("CLFUSE_ONE_PROGRAM", "1", 1);
     for (int pass = 0; pass < 2; pass++) {
-        log_capture lc = log_capture_begin();
+        clf_test_log lc = clf_test_log_begin("cache");
         clf_graph *g = layers_graph(3);
         clf_context *ctx = NULL;
         ck_assert_int_eq(clf_context_create(NULL, &ctx), CLF_OK);
         clf_executable *exe = NULL;
         clf_status st = clf_compile(ctx, g, NULL, &exe);
-        log_capture_end(&lc, log, sizeof log);
+        clf_test_log_end(&lc, log, sizeof log);
         ck_assert_msg(st == CLF_OK, "%s: %s", clf_status_name(st), clf_context_last_error(ctx));
         const size_t distinct = distinct_sources(exe);
         ck_assert_uint_ge(distinct, 3);

@@ -257,3 +257,27 @@ cl_command_queue clf_test_queue(clf_context *ctx, cl_int *err)
 #endif
     return q;
 }
+
+clf_test_log clf_test_log_begin(const char *topics)
+{
+    clf_test_log lc = {.path = "/tmp/clfuse-test-log-XXXXXX"};
+    lc.fd = mkstemp(lc.path);
+    ck_assert_int_ge(lc.fd, 0);
+    fflush(stderr);
+    lc.saved = dup(2);
+    dup2(lc.fd, 2);
+    setenv("CLFUSE_LOGS", topics, 1);
+    return lc;
+}
+
+void clf_test_log_end(clf_test_log *lc, char *log, size_t cap)
+{
+    unsetenv("CLFUSE_LOGS");
+    fflush(stderr);
+    dup2(lc->saved, 2);
+    close(lc->saved);
+    ssize_t n = pread(lc->fd, log, cap - 1, 0);
+    log[n > 0 ? n : 0] = '\0';
+    close(lc->fd);
+    unlink(lc->path);
+}

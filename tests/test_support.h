@@ -72,4 +72,14 @@ bool clf_test_on_nvidia(clf_context *ctx);
  * set when none can be made. Safe to call from any thread. */
 cl_command_queue clf_test_queue(clf_context *ctx, cl_int *err);
 
+/* stderr sent to a temporary file with CLFUSE_LOGS=topics, until
+ * clf_test_log_end puts it back and gives what was written (cap bytes at
+ * most, NUL-terminated). */
+typedef struct clf_test_log {
+    char path[32];
+    int fd, saved;
+} clf_test_log;
+clf_test_log clf_test_log_begin(const char *topics);
+void clf_test_log_end(clf_test_log *lc, char *log, size_t cap);
+
 #endif
