@@ -781,6 +781,66 @@ END_TEST
 
 /* The same model through text in memory: messages name "<memory>" or
  * params.name; the format can be forced. */
+/* The shape arithmetic the TorchScript exporter writes (Shape, Gather,
+ * Unsqueeze, Concat into a Reshape) and a mask from Range and Trilu fold
+ * into constants at load: the graph holds none of their nodes (an input,
+ * the two constants, the reshape, the mask's where), CLFUSE_LOGS=fusion
+ * names each folded node, and the result is the reshaped input masked. */
+START_TEST(shape_chains_and_masks_fold_at_load)
+{
+    static const char text[] =
+        "<ir_version: 8, opset_import: [\"\" : 17]>\n"
+        "g (float[4, 6] x) => (float[4, 2, 3] y) {\n"
+        "  shp = Shape(x)\n"
+        "  zero = Constant<value = int64 {0}>()\n"
+        "  rows = Gather<axis = 0>(shp, zero)\n"
+        "  ax = Constant<value = int64[1] {0}>()\n"
+        "  rows1 = Unsqueeze(rows, ax)\n"
+        "  rest = Constant<value = int64[2] {2, 3}>()\n"
+        "  to = Concat<axis = 0>(rows1, rest)\n"
+        "  r = Reshape(x, to)\n"
+        "  three = Constant<value = int64 {3}>()\n"
+        "  one = Constant<value = int64 {1}>()\n"
+        "  idx = Range(zero, three, one)\n"
+        "  fl = Cast<to = 1>(idx)\n"
+        "  sq = Constant<value = int64[2] {2, 3}>()\n"
+        "  ones = ConstantOfShape<value = float[1] {1.0}>(sq)\n"
+        "  tri = Trilu<upper = 0>(ones)\n"
+        "  keep = Greater(tri, fl)\n"
+        "  nil = Constant<value = float {0.0}>()\n"
+        "  y = Where(keep, r, nil)\n"
+        "}\n";
+    static char log[1 << 14];
+    clf_test_log lc = clf_test_log_begin("fusion");
+    clf_onnx_model *m = load_mem(text, strlen(text), NULL, NULL);
+    clf_test_log_end(&lc, log, sizeof log);
+    /* (Shape, Range and ConstantOfShape are constants as they are read.) */
+    static const char *const folded[] = {"Gather 'rows'", "Unsqueeze 'rows1'", "Concat 'to'",
+                                         "Cast 'fl'",     "Trilu 'tri'",       "Greater 'keep'"};
+    for (size_t i = 0; i < sizeof folded / sizeof folded[0]; i++) {
+        char want[96];
+        snprintf(want, sizeof want, "(%s): folded into a constant at load", folded[i]);
+        ck_assert_msg(strstr(log, want), "no \"%s\" in:\n%s", want, log);
+    }
+    const clf_graph *g = clf_onnx_model_graph(m);
+    ck_assert_uint_le(clf_graph_node_count(g), 6);
+    float x[24], y[24];
+    for (int i = 0; i < 24; i++)
+        x[i] = (float)i - 5.5f;
+    clf_host_binding in = {"x", x}, out = {"y", y};
+    ck_assert_int_eq(clf_reference_run(g, 1, &in, 1, &out, msg, sizeof msg), CLF_OK);
+    /* y[a][b][c] = x[a][3b + c] where tri[b][c] (c <= b) > c, i.e. 1 > c
+     * where c <= b: kept at c = 0 only. */
+    for (int a = 0; a < 4; a++)
+        for (int b = 0; b < 2; b++)
+            for (int c = 0; c < 3; c++) {
+                int at = (a * 2 + b) * 3 + c;
+                ck_assert_msg(y[at] == (c == 0 ? x[at] : 0.0f), "y[%d][%d][%d] = %g", a, b, c, y[at]);
+            }
+    clf_onnx_model_destroy(&m);
+}
+END_TEST
+
 START_TEST(text_in_memory_and_forced_formats)
 {
     static const char text[] = "<ir_version: 8, opset_import: [\"\" : 17]>\n"
@@ -2145,6 +2205,7 @@ int main(void)
     tcase_add_loop_test(tc, text_and_binary_give_the_same_graph, 0, (int)(sizeof graphs / sizeof graphs[0]));
     suite_add_tcase(s, tc);
     clf_test_add_case(s, "text_in_memory_and_forced_formats", text_in_memory_and_forced_formats);
+    clf_test_add_case(s, "shape_chains_and_masks_fold_at_load", shape_chains_and_masks_fold_at_load);
     clf_test_add_case(s, "text_literals_keep_their_bytes", text_literals_keep_their_bytes);
     clf_test_add_case(s, "external_data_loads", external_data_loads);
     clf_test_add_case(s, "external_data_errors", external_data_errors);
