@@ -1378,6 +1378,32 @@ START_TEST(linear_relu_edge_shapes)
 }
 END_TEST
 
+/* Long sums: K up to 4096 in f16 and bf16, both forms, against the
+ * reference (which rounds the product to the storage type once). The f32
+ * sums differ from the double ones by about sqrt(K) roundings of terms
+ * near 1, so the absolute tolerance grows with sqrt(K): 16 ulps at 1 for
+ * K = 16, 256 at K = 4096 (the sums reach about 60 there, where an f16
+ * ulp is 2^-5 and a bf16 one 2^-2). */
+START_TEST(long_k_products)
+{
+    static const struct { clf_dtype dt; int64_t m, n, k; } cases[] = {
+        {CLF_F16, 33, 40, 1024}, {CLF_F16, 9, 24, 4096}, {CLF_BF16, 17, 36, 4096}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        clf_dtype dt = cases[i].dt;
+        int64_t m = cases[i].m, n = cases[i].n, k = cases[i].k;
+        clf_graph *g = clf_graph_create();
+        e2e_inputs in = {0};
+        clf_tensor x = input2(g, &in, "x", dt, m, k);
+        clf_tensor w = input2(g, &in, "w", dt, k, n);
+        clf_tensor b = e2e_input(g, &in, "b", dt, 1, &n, -1.0, 1.0);
+        ck_assert_int_eq(clf_graph_output(g, "y", clf_add(g, clf_matmul(g, x, w), b)), CLF_OK);
+        check_half(g, &in, false, 1, half_rtol(dt), gemm_atol(dt) * sqrt((double)k / 16.0), NULL, NULL);
+        e2e_inputs_free(&in);
+        clf_graph_destroy(&g);
+    }
+}
+END_TEST
+
 /* Gemm with alpha, beta and transposed operands, spread over the two
  * dtypes: f16 with A transposed (C [M, 1]) and B transposed (C []), bf16
  * with both (no C); a batched f16 matmul with broadcast batch axes and a
@@ -2150,6 +2176,7 @@ int main(void)
     clf_test_add_case(s, "softmax_of_rows_near_the_f16_maximum", softmax_of_rows_near_the_f16_maximum);
     clf_test_add_variant_case(s, "norms_of_rows_near_the_f16_maximum", norms_of_rows_near_the_f16_maximum);
     clf_test_add_case(s, "linear_relu_edge_shapes", linear_relu_edge_shapes);
+    clf_test_add_case(s, "long_k_products", long_k_products);
     clf_test_add_case(s, "gemm_transposes_and_batches", gemm_transposes_and_batches);
     clf_test_add_case(s, "gemm_with_k_zero_is_the_bias", gemm_with_k_zero_is_the_bias);
     clf_test_add_case(s, "gemm_prologue_and_epilogue_one_kernel", gemm_prologue_and_epilogue_one_kernel);
