@@ -841,6 +841,54 @@ START_TEST(shape_chains_and_masks_fold_at_load)
 }
 END_TEST
 
+/* ConstantOfShape with an extent 0 has no elements, however many the
+ * others would make: it loads; without the 0 it is refused as too large. */
+START_TEST(constant_of_shape_extents_overflowing)
+{
+    static const char empty[] = "<ir_version: 8, opset_import: [\"\" : 17]>\n"
+                                "g (float[4] a) => (float[4] y) {\n"
+                                "  s = Constant<value = int64[3] {100000, 100000, 0}>()\n"
+                                "  z = ConstantOfShape<value = float[1] {1.0}>(s)\n"
+                                "  n = Size(z)\n"
+                                "  f = Cast<to = 1>(n)\n"
+                                "  y = Add(a, f)\n}\n";
+    clf_onnx_model *m = load_mem(empty, strlen(empty), NULL, NULL);
+    float a[4] = {1, 2, 3, 4}, y[4];
+    clf_host_binding in = {"a", a}, out = {"y", y};
+    ck_assert_int_eq(clf_reference_run(clf_onnx_model_graph(m), 1, &in, 1, &out, msg, sizeof msg), CLF_OK);
+    for (int i = 0; i < 4; i++)
+        ck_assert(y[i] == a[i]); /* Size(z) is 0 */
+    clf_onnx_model_destroy(&m);
+    static const char huge[] = "<ir_version: 8, opset_import: [\"\" : 17]>\n"
+                               "g (float[4] a) => (float[4] y) {\n"
+                               "  s = Constant<value = int64[2] {100000, 100000}>()\n"
+                               "  z = ConstantOfShape<value = float[1] {1.0}>(s)\n"
+                               "  y = Relu(a)\n}\n";
+    expect_fail_mem(huge, strlen(huge), NULL, NULL, CLF_ERR_UNSUPPORTED,
+                    PARTS("node 1 (ConstantOfShape): the constant would have more than"));
+}
+END_TEST
+
+/* An attribute the op's rule does not read is refused, naming it and the
+ * op, not ignored; the few that change nothing here pass. */
+START_TEST(unknown_attributes_are_refused)
+{
+    static const char relu[] = "<ir_version: 8, opset_import: [\"\" : 17]>\n"
+                               "g (float[4] a) => (float[4] y) {\n  y = Relu<alpha = 0.5>(a)\n}\n";
+    expect_fail_mem(relu, strlen(relu), NULL, NULL, CLF_ERR_UNSUPPORTED,
+                    PARTS("node 0 (Relu): attribute 'alpha' of Relu is not supported by libclfuse"));
+    static const char softmax[] = "<ir_version: 8, opset_import: [\"\" : 17]>\n"
+                                  "g (float[2, 4] a) => (float[2, 4] y) {\n"
+                                  "  y = Softmax<axis = -1, axes = [0]>(a)\n}\n";
+    expect_fail_mem(softmax, strlen(softmax), NULL, NULL, CLF_ERR_UNSUPPORTED,
+                    PARTS("attribute 'axes' of Softmax is not supported"));
+    static const char seed[] = "<ir_version: 8, opset_import: [\"\" : 17]>\n"
+                               "g (float[4] a) => (float[4] y) {\n  y = Dropout<seed = 3>(a)\n}\n";
+    clf_onnx_model *m = load_mem(seed, strlen(seed), NULL, NULL);
+    clf_onnx_model_destroy(&m);
+}
+END_TEST
+
 START_TEST(text_in_memory_and_forced_formats)
 {
     static const char text[] = "<ir_version: 8, opset_import: [\"\" : 17]>\n"
@@ -2206,6 +2254,8 @@ int main(void)
     suite_add_tcase(s, tc);
     clf_test_add_case(s, "text_in_memory_and_forced_formats", text_in_memory_and_forced_formats);
     clf_test_add_case(s, "shape_chains_and_masks_fold_at_load", shape_chains_and_masks_fold_at_load);
+    clf_test_add_case(s, "unknown_attributes_are_refused", unknown_attributes_are_refused);
+    clf_test_add_case(s, "constant_of_shape_extents_overflowing", constant_of_shape_extents_overflowing);
     clf_test_add_case(s, "text_literals_keep_their_bytes", text_literals_keep_their_bytes);
     clf_test_add_case(s, "external_data_loads", external_data_loads);
     clf_test_add_case(s, "external_data_errors", external_data_errors);

@@ -59,6 +59,9 @@ typedef struct importer {
         int64_t past_len;
     } *kvs;
     size_t nkv;
+    /* Bit i: attribute i of the node being imported was read (node_attr);
+     * an attribute no rule read is refused (check_attrs_read). */
+    uint64_t attrs_read;
     char *err;
     size_t cap;
     clf_status status; /* the first failure */
@@ -358,9 +361,51 @@ static clf_status const_scalar(importer *I, const clf__onnx_node *n, int k, cons
 
 /* ---- Attributes ------------------------------------------------------------ */
 
-static clf_status attr_int(importer *I, const clf__onnx_node *n, const char *name, int64_t dflt, int64_t *out)
+/* Node n's attribute name (NULL when absent), noted as read. */
+static const clf__onnx_attr *node_attr(importer *I, const clf__onnx_node *n, const char *name)
 {
     const clf__onnx_attr *a = clf__onnx_node_attr(n, name);
+    ptrdiff_t i = a ? a - n->attrs : -1;
+    if (i >= 0 && i < 64)
+        I->attrs_read |= UINT64_C(1) << i;
+    return a;
+}
+
+/* Attributes an op may carry that do not change what it computes here
+ * (Dropout's seed and, before opset 12, its ratio, in inference; saturate only concerns float8, which is
+ * refused; stash_type is the precision of the statistics, f32 or wider
+ * here anyway). Every other attribute must be read by the op's rule. */
+static const struct {
+    const char *op, *attr;
+} ignored_attrs[] = {
+    {"Dropout", "seed"},
+    {"Dropout", "ratio"},
+    {"Cast", "saturate"},
+    {"CastLike", "saturate"},
+    {"LayerNormalization", "stash_type"},
+    {"RMSNormalization", "stash_type"},
+};
+
+/* An attribute of node n that its rule did not read is one libclfuse does
+ * not know for the op: refused, not silently ignored. */
+static clf_status check_attrs_read(importer *I, const clf__onnx_node *n)
+{
+    for (int i = 0; i < n->nattrs && i < 64; i++) {
+        if (I->attrs_read & (UINT64_C(1) << i))
+            continue;
+        bool ignored = false;
+        for (size_t j = 0; j < sizeof ignored_attrs / sizeof ignored_attrs[0]; j++)
+            ignored |= !strcmp(n->op, ignored_attrs[j].op) && !strcmp(n->attrs[i].name, ignored_attrs[j].attr);
+        if (!ignored)
+            return unsupported(I, n->attrs[i].pos, "attribute '%s' of %s is not supported by libclfuse",
+                               n->attrs[i].name, n->op);
+    }
+    return CLF_OK;
+}
+
+static clf_status attr_int(importer *I, const clf__onnx_node *n, const char *name, int64_t dflt, int64_t *out)
+{
+    const clf__onnx_attr *a = node_attr(I, n, name);
     *out = dflt;
     if (!a)
         return CLF_OK;
@@ -372,7 +417,7 @@ static clf_status attr_int(importer *I, const clf__onnx_node *n, const char *nam
 
 static clf_status attr_float(importer *I, const clf__onnx_node *n, const char *name, double dflt, double *out)
 {
-    const clf__onnx_attr *a = clf__onnx_node_attr(n, name);
+    const clf__onnx_attr *a = node_attr(I, n, name);
     *out = dflt;
     if (!a)
         return CLF_OK;
@@ -386,7 +431,7 @@ static clf_status attr_float(importer *I, const clf__onnx_node *n, const char *n
 static clf_status attr_ints(importer *I, const clf__onnx_node *n, const char *name, const int64_t **vals,
                             size_t *count, bool *present)
 {
-    const clf__onnx_attr *a = clf__onnx_node_attr(n, name);
+    const clf__onnx_attr *a = node_attr(I, n, name);
     *present = a != NULL;
     *vals = NULL;
     *count = 0;
@@ -523,6 +568,7 @@ static clf_status import_constant(importer *I, const clf__onnx_node *n)
         return fail(I, n->op_pos, "Constant takes exactly one of value, value_float, value_floats, value_int, "
                     "value_ints");
     const clf__onnx_attr *a = &n->attrs[0];
+    I->attrs_read |= 1u; /* each name is handled below or refused */
     clf__onnx_tensor *T;
     if (!strcmp(a->name, "value")) {
         if (a->kind != CLF__ONNX_ATTR_TENSOR)
@@ -886,7 +932,7 @@ static clf_status import_op(importer *I, const clf__onnx_node *n, int idx, clf_t
     clf__op top = clf__op_from_onnx(o, I->opset);
     if (top != CLF__OP_COUNT && clf__op_is_unary(top)) {
         if (top == CLF__OP_GELU) {
-            const clf__onnx_attr *ap = clf__onnx_node_attr(n, "approximate");
+            const clf__onnx_attr *ap = node_attr(I, n, "approximate");
             if (ap && (ap->kind != CLF__ONNX_ATTR_STRING || strcmp(ap->s, "none")))
                 return unsupported(I, ap->pos, "approximate=\"%s\" is not supported by libclfuse (only \"none\")",
                                    ap->kind == CLF__ONNX_ATTR_STRING ? ap->s : "?");
@@ -1463,7 +1509,12 @@ static clf__onnx_tensor *new_literal(importer *I, const char *name, int elem, in
     size_t n = 1;
     for (int d = 0; d < rank; d++)
         if (__builtin_mul_overflow(n, (size_t)shape[d], &n))
-            return NULL;
+            n = SIZE_MAX; /* too many, unless an extent below is 0 */
+    for (int d = 0; d < rank; d++)
+        if (shape[d] == 0)
+            n = 0;
+    if (n == SIZE_MAX)
+        return NULL;
     size_t bytes;
     if (__builtin_mul_overflow(n, clf__onnx_elem_size(elem), &bytes))
         return NULL;
@@ -1494,16 +1545,19 @@ static clf_status import_literal_op(importer *I, const clf__onnx_node *n, int id
         size_t rank;
         if (want_inputs(I, n, 1, 1) || const_ints(I, n, 0, "shape", &shape, &rank))
             return I->status;
-        const clf__onnx_attr *a = clf__onnx_node_attr(n, "value");
+        const clf__onnx_attr *a = node_attr(I, n, "value");
         if (a && (a->kind != CLF__ONNX_ATTR_TENSOR || a->t->n != 1))
             return fail(I, a->pos, "'value' must be a one-element tensor");
         int elem = a ? a->t->type.elem : CLF__ONNX_FLOAT;
         size_t es = clf__onnx_elem_size(elem);
         size_t total = 1;
+        bool empty = false; /* an extent 0 anywhere: no elements, whatever the others */
+        for (size_t d = 0; d < rank; d++)
+            empty |= shape[d] == 0;
         for (size_t d = 0; d < rank; d++) {
             if (shape[d] < 0)
                 return fail(I, n->op_pos, "the shape has a negative extent (%lld)", (long long)shape[d]);
-            if (__builtin_mul_overflow(total, (size_t)shape[d], &total) || total > MAX_LITERAL_ELEMS)
+            if (!empty && (__builtin_mul_overflow(total, (size_t)shape[d], &total) || total > MAX_LITERAL_ELEMS))
                 return unsupported(I, n->op_pos, "the constant would have more than %zu elements",
                                    MAX_LITERAL_ELEMS);
         }
@@ -1699,6 +1753,7 @@ static clf_status import_node(importer *I, int k, clf__onnx_node_span *span)
 {
     const clf__onnx_node *n = &I->m->nodes[k];
     span->first = (uint32_t)clf_graph_node_count(I->g);
+    I->attrs_read = 0;
     if (n->domain[0] && strcmp(n->domain, "ai.onnx"))
         return unsupported(I, n->op_pos, "op %s.%s is not supported by libclfuse (only the default ONNX domain)",
                            n->domain, n->op);
@@ -1748,6 +1803,8 @@ static clf_status import_node(importer *I, int k, clf__onnx_node_span *span)
             }
         }
     }
+    if (check_attrs_read(I, n))
+        return I->status;
     span->end = (uint32_t)clf_graph_node_count(I->g);
     return CLF_OK;
 }
