@@ -1796,6 +1796,53 @@ static bool onnx_gather(FILE *f, const fz_graph *G, int i)
     return true;
 }
 
+/* clf_gather_elements: data an existing node of any dtype (rank >= 1), a
+ * random axis (negative at times); indices of the data's rank, no larger
+ * off the axis (now and then smaller), 1 to 5 along it (0 where the axis
+ * is empty): a new i64 or i32 input, a tensor constant, or computed. */
+static bool pick_gather_elements(fz_gen *G, fz_node *n)
+{
+    int x = pick_node(G, ranked_node, NULL);
+    if (x < 0)
+        return false;
+    const fz_node *a = &G->G->node[x];
+    int r = a->orank;
+    int axis = (int)fz_below(&G->r, (uint32_t)r);
+    int64_t d = a->oshape[axis], ishape[FZ_MAX_RANK];
+    for (int i = 0; i < r; i++)
+        ishape[i] = i == axis ? (d == 0 ? 0 : 1 + fz_below(&G->r, 5))
+                    : fz_chance(&G->r, 0.2) && a->oshape[i] > 1 ? 1 + fz_below(&G->r, (uint32_t)a->oshape[i] - 1)
+                                                                 : a->oshape[i];
+    clf_dtype idt = fz_chance(&G->r, 0.6) ? CLF_I64 : CLF_I32;
+    uint32_t k = fz_below(&G->r, 10);
+    int idx;
+    if (k >= 8 && d > 0)
+        idx = computed_indices(G, idt, r, ishape, d);
+    else
+        idx = add_index_leaf(G, idt, r, ishape, d, k >= 5 && numel_of(r, ishape) <= FZ_MAX_CONST);
+    if (idx < 0)
+        return false;
+    n->nin = 2;
+    n->in[0] = x;
+    n->in[1] = idx;
+    n->ival = fz_chance(&G->r, 0.3) ? axis - r : axis;
+    n->facts = a->facts; /* a load at an index: the data's values */
+    return true;
+}
+
+static clf_tensor build_gather_elements(clf_graph *g, fz_node *n, const clf_tensor *in, fz_node *const *args)
+{
+    return clf_gather_elements(g, in[0], in[1], n->ival);
+}
+
+static bool onnx_gather_elements(FILE *f, const fz_graph *G, int i)
+{
+    /* As Gather: libclfuse clamps an index ONNX calls an error. */
+    const fz_node *n = &G->node[i];
+    fprintf(f, "    v%d = GatherElements <axis = %d> (v%d, v%d)\n", i, n->ival, n->in[0], n->in[1]);
+    return true;
+}
+
 /* What a value built from several operands may hold. */
 static void join_facts(fz_facts *o, const fz_facts *b)
 {
@@ -1994,10 +2041,12 @@ const fz_family fz_families[FZ_FAM_COUNT] = {
     [FZ_FAM_MATMUL] = {"matmul", 4, FZ_TOL_CONTRACTION, pick_matmul, build_matmul, onnx_matmul},
     [FZ_FAM_GEMM] = {"gemm", 3, FZ_TOL_CONTRACTION, pick_gemm, build_gemm, onnx_gemm},
     [FZ_FAM_GATHER] = {"gather", 4, FZ_TOL_EXACT, pick_gather, build_gather, onnx_gather},
+    [FZ_FAM_GATHER_ELEMENTS] = {"gather_elements", 3, FZ_TOL_EXACT, pick_gather_elements, build_gather_elements,
+                                onnx_gather_elements},
     [FZ_FAM_CONCAT] = {"concat", 4, FZ_TOL_EXACT, pick_concat, build_concat, onnx_concat},
     [FZ_FAM_CACHE_WRITE] = {"cache_write", 2, FZ_TOL_EXACT, pick_cache_write, build_cache_write, onnx_cache_write},
 };
-_Static_assert(FZ_FAM_COUNT == 25, "one fz_families entry per family");
+_Static_assert(FZ_FAM_COUNT == 26, "one fz_families entry per family");
 
 int fz_family_by_name(const char *name)
 {
@@ -2244,6 +2293,7 @@ void fz_print_listing(FILE *f, const fz_graph *G)
             break;
         case FZ_FAM_SOFTMAX:
         case FZ_FAM_GATHER:
+        case FZ_FAM_GATHER_ELEMENTS:
         case FZ_FAM_CONCAT: fprintf(f, " axis %d", n->ival); break;
         case FZ_FAM_CACHE_WRITE: fprintf(f, " axis %d len %lld", n->realaxes[0], (long long)n->real[0][0]); break;
         case FZ_FAM_GEMM:
