@@ -408,6 +408,64 @@ END_TEST
  * write, and no buffer to bind (OpenCL has no zero-byte buffers), so the
  * write and its cache take NULL in device runs and any data in host runs.
  * Found by the graph fuzzer's cache_write family. */
+/* What the plan writes: the S new entries, not the cache. A write at
+ * [len - S, len) of a cache of CAP positions launches over S * NH * HD
+ * elements and counts that many bytes written, alone and fused after the
+ * ops that compute the entries; the positions around it keep their values
+ * (poisoned before, checked after). */
+START_TEST(writes_only_the_new_entries)
+{
+    enum { S = 3, LEN = 11 };
+    clf_context *ctx = clf_test_context();
+    for (int fused = 0; fused < 2; fused++) {
+        clf_graph *g = clf_graph_create();
+        clf_tensor c = clf_input(g, "c", CLF_F32, 4, (int64_t[]){1, NH, CAP, HD});
+        clf_tensor x = clf_input(g, "x", CLF_F32, 4, (int64_t[]){1, NH, S, HD});
+        clf_tensor v = fused ? clf_mul(g, clf_tanh(g, x), clf_scalar(g, CLF_F32, 2.0)) : x;
+        ck_assert_int_eq(clf_graph_output(g, "c_out", clf_cache_write(g, c, v, 2, LEN)), CLF_OK);
+        clf_executable *exe = NULL;
+        ck_assert_int_eq(clf_compile(ctx, g, NULL, &exe), CLF_OK);
+        clf_plan_stats st;
+        ck_assert_int_eq(clf_executable_stats(exe, &st), CLF_OK);
+        ck_assert_uint_eq(st.kernels, 1);
+        ck_assert_uint_eq(st.bytes_written, (uint64_t)S * NH * HD * sizeof(float));
+        ck_assert_uint_eq(exe->kernels[0].numel, (uint64_t)S * NH * HD);
+        float cache[NH * CAP * HD], xs[NH * S * HD];
+        for (int i = 0; i < NH * CAP * HD; i++)
+            cache[i] = -1000.0f - (float)i;
+        for (int i = 0; i < NH * S * HD; i++)
+            xs[i] = (float)i / 16.0f;
+        cl_int err;
+        cl_mem b = clCreateBuffer(clf_context_cl(ctx), CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, sizeof cache, cache,
+                                  &err);
+        cl_mem bx = clCreateBuffer(clf_context_cl(ctx), CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, sizeof xs, xs, &err);
+        ck_assert(b && bx);
+        clf_buffer_view in[2] = {{"c", b, 0}, {"x", bx, 0}}, out[1] = {{"c_out", b, 0}};
+        ck_assert_int_eq(clf_enqueue(exe, NULL, 2, in, 1, out, 0, NULL, NULL), CLF_OK);
+        float got[NH * CAP * HD];
+        ck_assert_int_eq(clEnqueueReadBuffer(clf_context_queue(ctx), b, CL_TRUE, 0, sizeof got, got, 0, NULL, NULL),
+                         CL_SUCCESS);
+        for (int h = 0; h < NH; h++)
+            for (int p = 0; p < CAP; p++)
+                for (int d = 0; d < HD; d++) {
+                    int at = (h * CAP + p) * HD + d;
+                    float want = cache[at];
+                    if (p >= LEN - S && p < LEN) {
+                        float xv = xs[(h * S + p - (LEN - S)) * HD + d];
+                        want = fused ? tanhf(xv) * 2.0f : xv;
+                    }
+                    ck_assert_msg(fabsf(got[at] - want) <= 1e-6f * fabsf(want) + 1e-6f, "head %d position %d: %g, want %g",
+                                  h, p, got[at], want);
+                }
+        clReleaseMemObject(b);
+        clReleaseMemObject(bx);
+        clf_executable_destroy(&exe);
+        clf_graph_destroy(&g);
+    }
+    clf_context_destroy(&ctx);
+}
+END_TEST
+
 START_TEST(empty_cache)
 {
     clf_context *ctx = clf_test_context();
@@ -638,6 +696,7 @@ int main(void)
     clf_test_add_case(s, "host_run_value_semantics", host_run_value_semantics);
     clf_test_add_case(s, "rules_checked", rules_checked);
     clf_test_add_case(s, "empty_cache", empty_cache);
+    clf_test_add_case(s, "writes_only_the_new_entries", writes_only_the_new_entries);
     clf_test_add_case(s, "plan_cache_round_trip", plan_cache_round_trip);
     clf_test_add_case(s, "onnx_decoder_with_past", onnx_decoder_with_past);
     return clf_test_run_suite(s);

@@ -195,7 +195,8 @@ CLF_API void clf_executable_destroy(clf_executable **exe);
 
 /* What the plan does, with fusion as compiled and with fusion off. Reads and
  * writes count tensors moved by a kernel (a tensor read by a kernel counts
- * once however its elements are indexed); bytes are those tensors' sizes. */
+ * once however its elements are indexed); bytes are those tensors' sizes,
+ * but a cache write (clf_cache_write) counts the new entries it writes. */
 typedef struct clf_plan_stats {
     uint64_t kernels;
     uint64_t launches;        /* kernels with work to do (zero-size ones are skipped) */

@@ -810,8 +810,14 @@ void clf__plan_count(clf__plan_state *S)
         out->stats.tensor_writes += K->nstores;
         for (uint32_t i = 0; i < K->nreads; i++)
             out->stats.bytes_read += out->buffers[K->reads[i]].bytes;
-        for (uint32_t i = 0; i < K->nstores; i++)
-            out->stats.bytes_written += out->buffers[K->stores[i].buffer].bytes;
+        for (uint32_t i = 0; i < K->nstores; i++) {
+            /* A cache write writes its new entries in place, not the cache. */
+            const clf__node *sn = clf__graph_node(S->g, K->stores[i].node);
+            out->stats.bytes_written +=
+                sn->op == CLF__OP_CACHE_WRITE
+                    ? (uint64_t)clf__node_numel(clf__graph_node(S->g, sn->inputs[1])) * clf_dtype_size(sn->dtype)
+                    : out->buffers[K->stores[i].buffer].bytes;
+        }
     }
     clf__log(CLF__LOG_SCHEDULE, "plan: %u kernels, %llu launches, %llu tensor reads, %llu writes",
              out->nkernels, (unsigned long long)out->stats.launches,
