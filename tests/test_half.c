@@ -1532,13 +1532,19 @@ END_TEST
  *   8    f16 batched [3, 17, 70] @ [70, 40] (B broadcast over the batch,
  *        raw stages) + bias;
  *   9    bf16 batched [3, 1, 130] @ [3, 130, 17]: M = 1 per batch;
- *   10   f16 K = 0: the bias (the epilogue of 0).
+ *   10   f16 K = 0: the bias (the epilogue of 0);
+ *   11   f16 prologues in the loads (A: tanh(x * 0.5 + a broadcast row);
+ *        B: an i32 cast and scaled) with a bias and relu;
+ *   12   bf16 a long epilogue with outputs of three dtypes: a scale, a
+ *        residual, clip and sigmoid (bf16), p > 0 (bool), p as f32;
+ *   13   f16 stores at permuted places: relu(p) transposed and reshaped,
+ *        and p + 1 as it is.
  * Returns the case's dtype; every case is one kernel. */
-enum { TC_CASES = 11 };
+enum { TC_CASES = 14 };
 static clf_dtype tensor_core_case(int c, clf_graph *g, e2e_inputs *in)
 {
     static const int64_t odd[4][3] = {{1, 17, 70}, {17, 130, 1}, {70, 1, 130}, {130, 70, 17}};
-    clf_dtype dt = c == 5 || c == 6 || c == 9 ? CLF_BF16 : CLF_F16;
+    clf_dtype dt = c == 5 || c == 6 || c == 9 || c == 12 ? CLF_BF16 : CLF_F16;
     clf_tensor y;
     if (c <= 4) {
         int64_t m = c < 4 ? odd[c][0] : 70, n = c < 4 ? odd[c][1] : 136, k = c < 4 ? odd[c][2] : 64;
@@ -1563,10 +1569,31 @@ static clf_dtype tensor_core_case(int c, clf_graph *g, e2e_inputs *in)
     } else if (c == 9) {
         int64_t xs[3] = {3, 1, 130}, ws[3] = {3, 130, 17};
         y = clf_matmul(g, e2e_input(g, in, "x", dt, 3, xs, -1.0, 1.0), e2e_input(g, in, "w", dt, 3, ws, -1.0, 1.0));
-    } else {
+    } else if (c == 10) {
         int64_t n = 5;
         clf_tensor x = input2(g, in, "x", dt, 6, 0), w = input2(g, in, "w", dt, 0, 5);
         y = clf_add(g, clf_matmul(g, x, w), e2e_input(g, in, "b", dt, 1, &n, -1.0, 1.0));
+    } else if (c == 11) {
+        int64_t ws[2] = {40, 24}, rs[1] = {40}, bs[1] = {24};
+        clf_tensor x = input2(g, in, "x", dt, 33, 40);
+        clf_tensor wi = e2e_input(g, in, "wi", CLF_I32, 2, ws, -3, 3);
+        clf_tensor a = clf_tanh(g, clf_add(g, clf_mul(g, x, clf_scalar(g, dt, 0.5)),
+                                           e2e_input(g, in, "shift", dt, 1, rs, -1.0, 1.0)));
+        clf_tensor b = clf_mul(g, clf_cast(g, wi, dt), clf_scalar(g, dt, 0.25));
+        y = clf_relu(g, clf_add(g, clf_matmul(g, a, b), e2e_input(g, in, "bias", dt, 1, bs, -1.0, 1.0)));
+    } else if (c == 12) {
+        clf_tensor x = input2(g, in, "x", dt, 45, 24), w = input2(g, in, "w", dt, 24, 38);
+        clf_tensor p = clf_matmul(g, x, w);
+        clf_tensor s = clf_add(g, clf_mul(g, p, clf_scalar(g, dt, 0.75)), input2(g, in, "r", dt, 45, 38));
+        y = clf_sigmoid(g, clf_clip(g, s, -1.5, 1.5));
+        ck_assert_int_eq(clf_graph_output(g, "positive", clf_gt(g, p, clf_scalar(g, dt, 0.0))), CLF_OK);
+        ck_assert_int_eq(clf_graph_output(g, "p32", clf_cast(g, p, CLF_F32)), CLF_OK);
+    } else {
+        clf_tensor x = input2(g, in, "x", dt, 16, 24), w = input2(g, in, "w", dt, 24, 12);
+        clf_tensor p = clf_matmul(g, x, w);
+        clf_tensor t = clf_transpose(g, clf_relu(g, p), 0, NULL);
+        y = clf_reshape(g, t, 2, (int64_t[]){6, 32});
+        ck_assert_int_eq(clf_graph_output(g, "plus", clf_add(g, p, clf_scalar(g, dt, 1.0))), CLF_OK);
     }
     ck_assert_int_eq(clf_graph_output(g, "y", y), CLF_OK);
     return dt;
