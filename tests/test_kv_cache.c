@@ -401,13 +401,6 @@ START_TEST(rules_checked)
 }
 END_TEST
 
-/* A cache write of fixed sizes through the plan cache: the second compile
- * loads the plan from disk, marks the output in place from the graph, and
- * runs as the first (value semantics on the host, the rule on devices). */
-/* A cache with no elements (a zero extent off its axis): nothing to
- * write, and no buffer to bind (OpenCL has no zero-byte buffers), so the
- * write and its cache take NULL in device runs and any data in host runs.
- * Found by the graph fuzzer's cache_write family. */
 /* What the plan writes: the S new entries, not the cache. A write at
  * [len - S, len) of a cache of CAP positions launches over S * NH * HD
  * elements and counts that many bytes written, alone and fused after the
@@ -466,6 +459,10 @@ START_TEST(writes_only_the_new_entries)
 }
 END_TEST
 
+/* A cache with no elements (a zero extent off its axis): nothing to
+ * write, and no buffer to bind (OpenCL has no zero-byte buffers), so the
+ * write and its cache take NULL in device runs and any data in host runs.
+ * Found by the graph fuzzer's cache_write family. */
 START_TEST(empty_cache)
 {
     clf_context *ctx = clf_test_context();
@@ -488,6 +485,9 @@ START_TEST(empty_cache)
 }
 END_TEST
 
+/* A cache write of fixed sizes through the plan cache: the second compile
+ * loads the plan from disk, marks the output in place from the graph, and
+ * runs as the first (value semantics on the host, the rule on devices). */
 START_TEST(plan_cache_round_trip)
 {
     float cin[CAP * HD], x[2 * HD], got[2][CAP * HD], y[2][HD];

@@ -779,8 +779,6 @@ START_TEST(text_and_binary_give_the_same_graph)
 }
 END_TEST
 
-/* The same model through text in memory: messages name "<memory>" or
- * params.name; the format can be forced. */
 /* The shape arithmetic the TorchScript exporter writes (Shape, Gather,
  * Unsqueeze, Concat into a Reshape) and a mask from Range and Trilu fold
  * into constants at load: the graph holds none of their nodes (an input,
@@ -889,6 +887,8 @@ START_TEST(unknown_attributes_are_refused)
 }
 END_TEST
 
+/* The same model through text in memory: messages name "<memory>" or
+ * params.name; the format can be forced. */
 START_TEST(text_in_memory_and_forced_formats)
 {
     static const char text[] = "<ir_version: 8, opset_import: [\"\" : 17]>\n"

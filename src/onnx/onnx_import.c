@@ -390,9 +390,9 @@ static const struct {
  * not know for the op: refused, not silently ignored. */
 static clf_status check_attrs_read(importer *I, const clf__onnx_node *n)
 {
-    for (int i = 0; i < n->nattrs && i < 64; i++) {
-        if (I->attrs_read & (UINT64_C(1) << i))
-            continue;
+    for (int i = 0; i < n->nattrs; i++) {
+        if (i < 64 && (I->attrs_read & (UINT64_C(1) << i)))
+            continue; /* (no op has 64 attributes: past them, none is read) */
         bool ignored = false;
         for (size_t j = 0; j < sizeof ignored_attrs / sizeof ignored_attrs[0]; j++)
             ignored |= !strcmp(n->op, ignored_attrs[j].op) && !strcmp(n->attrs[i].name, ignored_attrs[j].attr);
@@ -1030,9 +1030,9 @@ static clf_status import_op(importer *I, const clf__onnx_node *n, int idx, clf_t
     if (!strcmp(o, "Reshape") || !strcmp(o, "Expand")) {
         const int64_t *v;
         size_t count;
-        int64_t allowzero;
+        int64_t allowzero = 0; /* Reshape's (Expand has none) */
         if (want_inputs(I, n, 2, 2) || input(I, n, 0, &a) || const_ints(I, n, 1, "shape", &v, &count) ||
-            attr_int(I, n, "allowzero", 0, &allowzero))
+            (!strcmp(o, "Reshape") && attr_int(I, n, "allowzero", 0, &allowzero)))
             return I->status;
         if (count > CLF_MAX_RANK)
             return unsupported(I, n->op_pos, "a shape of rank %zu is more than libclfuse's %d", count,
