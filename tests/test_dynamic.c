@@ -232,7 +232,7 @@ static void many_lengths(clf_kernel_style style)
     clf_device_desc dev;
     ck_assert_int_eq(clf_context_device(ctx, &dev), CLF_OK);
     static const int64_t lengths[][2] = {{1, 1},   {2, 2},   {17, 19},   {80, 112},
-                                         {1000, 1016}, {17, 17}, {333, 335}, {64, 64}};
+                                         {1000, 1016}, {17, 17}, {333, 335}, {64, 128}};
     for (size_t i = 0; i < sizeof lengths / sizeof *lengths; i++) {
         clf__program_counts before = ctx->counts;
         check_at(ctx, exe, g, lengths[i][0]);

@@ -97,15 +97,17 @@ void clf__dyn_destroy(clf_executable *e)
  * class are seen twice and built generic at compile time: short odd rows
  * (scalar reduction loops on CPUs), then sizes from 17 up by the power of
  * two dividing them (odd, 2, 4, 8, 16 and more: vector widths and their
- * tails, whole GEMM tiles). Sizes of a class not probed (short even ones)
- * build their variant at first sight. */
-#define NPROBES 13
+ * tails, whole GEMM tiles), up to multiples of 128 (rows that fill the CPU
+ * GEMM's 128-row blocks, and GPU GEMM tiles chosen for 128 rows and more).
+ * Sizes of a class not probed (short even ones) build their variant at
+ * first sight. */
+#define NPROBES 15
 
 /* Probe size k of symbol s: unlike the stand-in, within the bounds; 0 when
  * the bounds leave none. Further symbols take sizes of the same class. */
 static int64_t probe_size(const clf_graph *g, size_t s, int k)
 {
-    static const int64_t base[NPROBES] = {1, 5, 7, 17, 19, 18, 22, 20, 28, 24, 40, 48, 80};
+    static const int64_t base[NPROBES] = {1, 5, 7, 17, 19, 18, 22, 20, 28, 24, 40, 48, 80, 128, 384};
     const int64_t lo = g->syms[s].lo > 1 ? g->syms[s].lo : 1, hi = g->syms[s].hi;
     if (k == 0)
         return lo == 1 && g->syms[s].rep != 1 ? 1 : 0;
