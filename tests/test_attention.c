@@ -978,6 +978,50 @@ START_TEST(idiom_where_finite_fill)
 }
 END_TEST
 
+/* Constant additive masks of 0 and -inf that are not the causal pattern
+ * stay masks read by the kernel (no causal flag): a sliding window of 3
+ * keys, the strict lower triangle (row 0 sees nothing: NaN, as unfused),
+ * and a diagonal offset that starts at key 1 in row 0; and one that is
+ * (key j <= i + 2) becomes the flag. Each against the reference. */
+START_TEST(additive_masks_other_than_causal)
+{
+    clf_context *ctx = clf_test_context();
+    for (int kind = 0; kind < 4; kind++) {
+        clf_graph *g = clf_graph_create();
+        e2e_inputs in = {0};
+        clf_tensor q = in4(g, &in, "q", CLF_F32, IB, IH, IS, ID);
+        clf_tensor k = in4(g, &in, "k", CLF_F32, IB, IH, IS, ID);
+        clf_tensor v = in4(g, &in, "v", CLF_F32, IB, IH, IS, ID);
+        static float mask[IS * IS];
+        for (int i = 0; i < IS; i++)
+            for (int j = 0; j < IS; j++) {
+                bool keep = kind == 0   ? j <= i && j >= i - 2
+                            : kind == 1 ? j < i
+                            : kind == 2 ? j >= 1 && j <= i + 1
+                                        : j <= i + 2;
+                mask[i * IS + j] = keep ? 0.0f : -INFINITY;
+            }
+        clf_tensor m = clf_constant(g, CLF_F32, 2, (int64_t[]){IS, IS}, mask);
+        clf_tensor sc = clf_add(g, clf_mul(g, clf_matmul(g, q, transpose_last2(g, k)), scalar_f32(g, 0.125)), m);
+        static const char *const labels[] = {"sliding window", "strict lower triangle", "offset from key 1",
+                                             "causal, offset 2"};
+        finish_idiom(ctx, labels[kind], g, &in, sc, v, PREFILL, NULL);
+        clf_executable *exe = NULL;
+        ck_assert_int_eq(clf_compile(ctx, g, NULL, &exe), CLF_OK);
+        const char *src = clf_executable_kernel_source(exe, 0);
+        ck_assert_msg(strstr(src, kind == 3 ? "#define CAUSAL 1\n" : "#define CAUSAL 0\n"), "%s: the causal flag %s",
+                      labels[kind], kind == 3 ? "is missing" : "is set");
+        if (kind == 3)
+            ck_assert_ptr_nonnull(strstr(src, "#define CAUSAL_OFFSET 2\n"));
+        clf_executable_destroy(&exe);
+        e2e_inputs_free(&in);
+        clf_graph_destroy(&g);
+    }
+    clf_context_destroy(&ctx);
+    assert_kernel_counts();
+}
+END_TEST
+
 /* An additive mask broadcast over batch and heads: [Sq, Sk] (rank 2), and
  * a key-padding mask [B, 1, 1, Sk]. */
 START_TEST(idiom_additive_mask_broadcast)
@@ -1511,15 +1555,19 @@ END_TEST
 START_TEST(scores_also_an_output)
 {
     clf_context *ctx = clf_test_context();
-    for (int probs = 0; probs < 2; probs++) {
+    /* 0: the scaled scores an output, 1: the probabilities, 2: the raw
+     * product Q Kt. */
+    for (int probs = 0; probs < 3; probs++) {
         clf_graph *g = clf_graph_create();
         e2e_inputs in = {0};
         clf_tensor q = in4(g, &in, "q", CLF_F32, IB, IH, IS, ID);
         clf_tensor k = in4(g, &in, "k", CLF_F32, IB, IH, IS, ID);
         clf_tensor v = in4(g, &in, "v", CLF_F32, IB, IH, IS, ID);
-        clf_tensor s = clf_mul(g, clf_matmul(g, q, transpose_last2(g, k)), scalar_f32(g, 0.125));
+        clf_tensor raw = clf_matmul(g, q, transpose_last2(g, k));
+        clf_tensor s = clf_mul(g, raw, scalar_f32(g, 0.125));
         clf_tensor p = clf_softmax(g, s, -1);
-        ck_assert_int_eq(clf_graph_output(g, probs ? "probs" : "scores", probs ? p : s), CLF_OK);
+        ck_assert_int_eq(clf_graph_output(g, probs == 1 ? "probs" : "scores", probs == 1 ? p : probs ? raw : s),
+                         CLF_OK);
         ck_assert_int_eq(clf_graph_output(g, "out", clf_matmul(g, p, v)), CLF_OK);
         /* CLFUSE_LOGS=fusion says why. */
         static char log[1 << 14];
@@ -1529,11 +1577,12 @@ START_TEST(scores_also_an_output)
         clf_test_log_end(&lc, log, sizeof log);
         ck_assert_int_eq(st, CLF_OK);
         clf_executable_destroy(&exe);
-        ck_assert_msg(strstr(log, "not planned as attention: a value between the scores and the weights is also a "
-                                  "graph output"),
+        ck_assert_msg(strstr(log, probs == 2 ? "not planned as attention: the scores are also a graph output"
+                                             : "not planned as attention: a value between the scores and the "
+                                               "weights is also a graph output"),
                       "%s", log);
         ref_outputs ref;
-        check_graph(ctx, probs ? "probabilities an output" : "scores an output", g, &in, NOT_FUSED, &ref);
+        check_graph(ctx, probs == 1 ? "probabilities an output" : "scores an output", g, &in, NOT_FUSED, &ref);
         double *host = plain_host(&in, NULL);
         check_against_host("scores an output", ref_get(&ref, "out"), host, IB * IH * IS * ID);
         free(host);
@@ -1777,6 +1826,7 @@ int main(void)
     clf_test_add_case(s, "onnx_hf_additive_mask", onnx_hf_additive_mask);
     clf_test_add_case(s, "onnx_causal_trilu", onnx_causal_trilu);
     clf_test_add_case(s, "nan_in_v_reaches_the_rows_that_see_its_key", nan_in_v_reaches_the_rows_that_see_its_key);
+    clf_test_add_case(s, "additive_masks_other_than_causal", additive_masks_other_than_causal);
     clf_test_add_case(s, "onnx_causal_range", onnx_causal_range);
     return clf_test_run_suite(s);
 }
