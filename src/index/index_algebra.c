@@ -439,7 +439,8 @@ void clf__view_input(clf__ixgen *gen, const clf_graph *g, const clf__node *n, in
         }
         in->linear = false;
         for (int d = 0; d < src->rank; d++)
-            in->dims[d] = d < a ? dims[d] : dims[d + ix->rank - 1];
+            if (d != a) /* (axis a is the gathered index, below: with indices of rank 0, dims[a - 1] is none) */
+                in->dims[d] = d < a ? dims[d] : dims[d + ix->rank - 1];
         uint32_t id = (uint32_t)(n - g->nodes);
         in->dims[a] = ix_gathered(gen, id, clf__view_linear(gen, &iv, ix->rank, ix->shape), src->shape[a]);
         return;
