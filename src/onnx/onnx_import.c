@@ -567,8 +567,7 @@ static clf_status import_constant(importer *I, const clf__onnx_node *n)
     if (n->nattrs != 1)
         return fail(I, n->op_pos, "Constant takes exactly one of value, value_float, value_floats, value_int, "
                     "value_ints");
-    const clf__onnx_attr *a = &n->attrs[0];
-    I->attrs_read |= 1u; /* each name is handled below or refused */
+    const clf__onnx_attr *a = node_attr(I, n, n->attrs[0].name); /* each name is handled below or refused */
     clf__onnx_tensor *T;
     if (!strcmp(a->name, "value")) {
         if (a->kind != CLF__ONNX_ATTR_TENSOR)

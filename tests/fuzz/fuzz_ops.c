@@ -1731,6 +1731,31 @@ static bool index_node(const fz_node *n, const void *arg)
     return (n->odt == CLF_I32 || n->odt == CLF_I64) && n->orank <= *maxrank && any_node(n, arg);
 }
 
+/* New indices of dtype idt and this shape into an axis of extent d, as k
+ * (0 to 9, the caller's draw) picks: computed from other nodes (7 and
+ * up), a tensor constant (5 and 6, where small) or a new input. */
+static int new_indices(fz_gen *G, clf_dtype idt, uint32_t k, int rank, const int64_t *shape, int64_t d)
+{
+    if (k >= 7)
+        return computed_indices(G, idt, rank, shape, d);
+    return add_index_leaf(G, idt, rank, shape, d, k >= 5 && numel_of(rank, shape) <= FZ_MAX_CONST);
+}
+
+/* A gather node n (either family) of data x by indices idx (none: -1,
+ * false) along axis, written negative now and then. */
+static bool gather_node(fz_gen *G, fz_node *n, int x, int idx, int axis)
+{
+    if (idx < 0)
+        return false;
+    const fz_node *a = &G->G->node[x];
+    n->nin = 2;
+    n->in[0] = x;
+    n->in[1] = idx;
+    n->ival = fz_chance(&G->r, 0.3) ? axis - a->orank : axis;
+    n->facts = a->facts; /* a load at an index: the data's values */
+    return true;
+}
+
 /* clf_gather: data an existing node of any dtype (rank >= 1), along a
  * random axis (ival, negative at times); indices of rank 0 to 2: a new
  * i64 or i32 input, a tensor constant, indices computed from other nodes,
@@ -1766,20 +1791,9 @@ static bool pick_gather(fz_gen *G, fz_node *n)
         if (idx >= 0 && d == 0 && node_numel(&G->G->node[idx]) > 0)
             idx = -1;
     }
-    if (idx < 0 && k >= 7)
-        idx = computed_indices(G, idt, irank, ishape, d);
-    else if (idx < 0 && k >= 5 && numel_of(irank, ishape) <= FZ_MAX_CONST)
-        idx = add_index_leaf(G, idt, irank, ishape, d, true);
-    else if (idx < 0)
-        idx = add_index_leaf(G, idt, irank, ishape, d, false);
     if (idx < 0)
-        return false;
-    n->nin = 2;
-    n->in[0] = x;
-    n->in[1] = idx;
-    n->ival = fz_chance(&G->r, 0.3) ? axis - r : axis;
-    n->facts = a->facts; /* a load at an index: the data's values */
-    return true;
+        idx = new_indices(G, idt, k, irank, ishape, d);
+    return gather_node(G, n, x, idx, axis);
 }
 
 static clf_tensor build_gather(clf_graph *g, fz_node *n, const clf_tensor *in, fz_node *const *args)
@@ -1815,19 +1829,7 @@ static bool pick_gather_elements(fz_gen *G, fz_node *n)
                                                                  : a->oshape[i];
     clf_dtype idt = fz_chance(&G->r, 0.6) ? CLF_I64 : CLF_I32;
     uint32_t k = fz_below(&G->r, 10);
-    int idx;
-    if (k >= 8 && d > 0)
-        idx = computed_indices(G, idt, r, ishape, d);
-    else
-        idx = add_index_leaf(G, idt, r, ishape, d, k >= 5 && numel_of(r, ishape) <= FZ_MAX_CONST);
-    if (idx < 0)
-        return false;
-    n->nin = 2;
-    n->in[0] = x;
-    n->in[1] = idx;
-    n->ival = fz_chance(&G->r, 0.3) ? axis - r : axis;
-    n->facts = a->facts; /* a load at an index: the data's values */
-    return true;
+    return gather_node(G, n, x, new_indices(G, idt, k, r, ishape, d), axis);
 }
 
 static clf_tensor build_gather_elements(clf_graph *g, fz_node *n, const clf_tensor *in, fz_node *const *args)
