@@ -8,6 +8,10 @@
 #                                           the same call
 #     bash bench/run_decoder_gpu.sh ablate  bench_decoder with and without the
 #                                           tensor-core GEMM form
+#     bash bench/run_decoder_gpu.sh rows    the gemm and half suites, then
+#                                           bench_decoder with and without the
+#                                           few-rows GEMM form (CLFUSE_GEMM_ROWS),
+#                                           and the decode attention's source
 # Results in $OUT.
 set -uo pipefail
 source bench/gpu_build.sh
@@ -41,5 +45,28 @@ ablate)
       > "$OUT/decoder_gpu_f16_tc$tc.md" 2>&1
     echo "== CLFUSE_TENSOR_CORES=$tc"; cat "$OUT/decoder_gpu_f16_tc$tc.md"
   done
+  ;;
+rows)
+  CLFUSE_DEVICE=gpu timeout 240 meson test -C $B --suite gemm --suite half --num-processes 8 --print-errorlogs \
+    > "$OUT/tests_gpu.txt" 2>&1
+  grep -E "^ *[0-9]+/[0-9]+ |^(Ok|Fail|Skipped|Timeout)" "$OUT/tests_gpu.txt"
+  for r in 1 0; do
+    CLFUSE_DEVICE=gpu CLFUSE_GEMM_ROWS=$r timeout 120 $B/bench/bench_decoder --layers 2 --runs 30 --markdown \
+      > "$OUT/decoder_gpu_f16_rows$r.md" 2>&1
+    echo "== CLFUSE_GEMM_ROWS=$r"; grep -E "^\||clf_" "$OUT/decoder_gpu_f16_rows$r.md" | head -40
+  done
+  # The decode attention's generated source and schedule at each length.
+  CLFUSE_DEVICE=gpu CLFUSE_LOGS=output_code,schedule timeout 120 $B/bench/bench_decoder --layers 1 --runs 3 \
+    2>&1 >/dev/null | python3 -c '
+import sys
+text = sys.stdin.read()
+for block in text.split("[clfuse:")[1:]:
+    if block.startswith("schedule") and "attention" in block:
+        print("[clfuse:" + block.strip()[:400])
+    if block.startswith("output_code") and "decode form" in block:
+        print("[clfuse:" + block)
+        break
+' > "$OUT/decode_attention.txt"
+  grep -c "" "$OUT/decode_attention.txt"
   ;;
 esac

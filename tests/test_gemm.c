@@ -185,7 +185,8 @@ START_TEST(gpu_form_reads_nothing_when_k_is_zero)
 {
     clf_graph *g = clf_graph_create();
     e2e_inputs in = {0};
-    clf_tensor x = input2(g, &in, "x", 6, 0);
+    /* 24 rows: the tiled form (8 rows or fewer take gemm_rows.cl). */
+    clf_tensor x = input2(g, &in, "x", 24, 0);
     clf_tensor w = input2(g, &in, "w", 0, 8);
     ck_assert_int_eq(clf_graph_output(g, "y", clf_matmul(g, x, w)), CLF_OK);
     clf_context *ctx = clf_test_context();
@@ -205,6 +206,72 @@ START_TEST(gpu_form_reads_nothing_when_k_is_zero)
     clf_context_destroy(&ctx);
     e2e_inputs_free(&in);
     clf_graph_destroy(&g);
+}
+END_TEST
+
+/* Products of at most 8 rows a work-group take the GPU's few-rows form
+ * (gemm_rows.cl: B spread over every work-item, lanes along K meeting in
+ * local memory): one row or a few, B shared by a batch (all its rows in
+ * one work-group) or one per product, B as it lies (4 columns a load, a
+ * tail of fewer) or transposed (4 k a load, a tail of fewer), K = 0, the
+ * epilogue fused; 9 rows keep the tiled form. */
+START_TEST(gpu_rows_form_few_rows)
+{
+    static const struct {
+        int64_t batch_a, batch_b, m, n, k;
+        bool tb, bias;
+        int rows_max, shared, n_fast; /* rows_max 0: the tiled form */
+    } cases[] = {
+        {1, 1, 1, 37, 50, false, true, 1, 1, 1},  /* N = 9 x 4 + 1 */
+        {3, 1, 1, 40, 64, false, false, 8, 1, 1}, /* 3 products of one row, one B */
+        {2, 2, 5, 20, 24, false, false, 8, 0, 1}, /* a B per product */
+        {1, 1, 2, 45, 30, true, true, 8, 1, 0},   /* transposed, K = 7 x 4 + 2 */
+        {1, 1, 1, 33, 64, true, false, 1, 1, 0},  /* transposed, whole float4s of K */
+        {1, 1, 1, 8, 0, false, true, 1, 1, 1},    /* K = 0: the bias alone */
+        {1, 1, 9, 8, 16, false, false, 0, 0, 1},  /* 9 rows: tiled */
+    };
+    clf_context *ctx = clf_test_context();
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        clf_graph *g = clf_graph_create();
+        e2e_inputs in = {0};
+        int64_t sa[3] = {cases[c].batch_a, cases[c].m, cases[c].k};
+        int64_t sb[3] = {cases[c].batch_b, cases[c].tb ? cases[c].n : cases[c].k,
+                         cases[c].tb ? cases[c].k : cases[c].n};
+        clf_tensor a = e2e_input(g, &in, "a", CLF_F32, 3, sa, -1.0, 1.0);
+        clf_tensor b = e2e_input(g, &in, "b", CLF_F32, 3, sb, -1.0, 1.0);
+        if (cases[c].tb) {
+            int perm[3] = {0, 2, 1};
+            b = clf_transpose(g, b, 3, perm);
+        }
+        clf_tensor y = clf_matmul(g, a, b);
+        if (cases[c].bias) {
+            int64_t sn[1] = {cases[c].n};
+            y = clf_relu(g, clf_add(g, y, e2e_input(g, &in, "bias", CLF_F32, 1, sn, -1.0, 1.0)));
+        }
+        ck_assert_int_eq(clf_graph_output(g, "y", y), CLF_OK);
+        clf_executable *exe = NULL;
+        clf_status st = clf_compile(ctx, g, clf_compile_params(.kernel_style = CLF_KERNEL_STYLE_GPU), &exe);
+        ck_assert_msg(st == CLF_OK, "case %zu: %s", c, clf_context_last_error(ctx));
+        ck_assert_uint_eq(clf_executable_kernel_count(exe), 1);
+        const char *src = clf_executable_kernel_source(exe, 0);
+        if (cases[c].rows_max) {
+            ck_assert_msg(strstr(src, "kernels_templates/gemm_rows.cl") != NULL, "case %zu: %s", c, src);
+            char want[96];
+            snprintf(want, sizeof want, "#define ROWS_MAX %d\n#define B_SHARED %d\n#define B_N_FAST %d\n",
+                     cases[c].rows_max, cases[c].shared, cases[c].n_fast);
+            ck_assert_msg(strstr(src, want) != NULL, "case %zu: wants %s", c, want);
+            const char *name = clf_executable_kernel_name(exe, 0);
+            const char *prefix = cases[c].bias ? "clf_gemm_rows_fused_add_relu" : "clf_gemm_rows";
+            ck_assert_msg(strncmp(name, prefix, strlen(prefix)) == 0, "case %zu: %s", c, name);
+        } else {
+            ck_assert_msg(strstr(src, "kernels_templates/gemm.cl") != NULL, "case %zu", c);
+        }
+        clf_executable_destroy(&exe);
+        ck_assert_uint_eq(e2e_check_style(ctx, g, &in, CLF_KERNEL_STYLE_GPU, RTOL, ATOL), 1);
+        e2e_inputs_free(&in);
+        clf_graph_destroy(&g);
+    }
+    clf_context_destroy(&ctx);
 }
 END_TEST
 
@@ -625,6 +692,7 @@ int main(void)
     clf_test_add_case(s, "zero_sized_products", zero_sized_products);
     clf_test_add_case(s, "gpu_form_reads_nothing_when_k_is_zero", gpu_form_reads_nothing_when_k_is_zero);
     clf_test_add_case(s, "gpu_form_float4_tile_loads", gpu_form_float4_tile_loads);
+    clf_test_add_case(s, "gpu_rows_form_few_rows", gpu_rows_form_few_rows);
     clf_test_add_case(s, "prologue_fused", prologue_fused);
     clf_test_add_case(s, "prologue_refused_when_it_reads_more", prologue_refused_when_it_reads_more);
     clf_test_add_case(s, "constant_outputs_beside_a_prologue", constant_outputs_beside_a_prologue);

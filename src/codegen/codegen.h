@@ -42,6 +42,7 @@ typedef struct clf__codegen_target {
     bool warp_shuffle; /* an NVIDIA GPU: inline PTX shuffles within a 32-lane warp */
     bool tensor_cores; /* an NVIDIA GPU of sm_80 or later: inline PTX mma.sync on f16/bf16 operands */
     bool tf32;         /* f32 GEMM operands may run on the tensor cores as TF32 (clf_compile_params.allow_tf32) */
+    bool no_gemm_rows; /* GPU GEMMs of at most 8 rows keep the tiled forms (CLFUSE_GEMM_ROWS=0), not gemm_rows.cl */
     /* The driver ends every loop after this many iterations, silently (0: no
      * limit; llvmpipe's 65535, runtime/driver_quirks.h): loops are cut so
      * that none runs longer, or codegen refuses the kernel. */
@@ -149,6 +150,9 @@ void clf__gemm_problem_class(const clf_graph *g, const clf__plan *plan, uint32_t
 /* Whether GEMM kernel k runs in the tensor-core form (gemm_mma.cl) on
  * target: the autotuner, which knows the portable form only, leaves it. */
 bool clf__gemm_tensor_cores(const clf_graph *g, const clf__plan *plan, uint32_t k, const clf__codegen_target *target);
+/* Whether GEMM kernel k runs in the few-rows form (gemm_rows.cl) on
+ * target: it has no tiling, and the autotuner leaves it. */
+bool clf__gemm_rows(const clf_graph *g, const clf__plan *plan, uint32_t k, const clf__codegen_target *target);
 /* The GEMM tiling used without autotuning, for batch M x N x K products. */
 clf__gemm_config clf__gemm_default_config(const clf__codegen_target *target, int64_t m, int64_t n, int64_t k,
                                           int64_t batch);

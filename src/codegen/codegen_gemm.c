@@ -294,6 +294,57 @@ static mma_kind mma_form(const clf_graph *g, const clf__node *mm, const clf__cod
     return kind;
 }
 
+/* The few-rows form (gemm_rows.cl): a GPU product whose work-groups take
+ * at most 8 rows (a decode step's x @ W), where no tiling is pinned (a
+ * pinned or autotuned tiling keeps the tiled forms). B shared by the whole
+ * batch (no batch axis over 1): one work-group per column block takes all
+ * BATCH * M rows, so B is read once; else one per product and block, M
+ * rows. Columns: 16 a work-group, 8 for f32 where 16 leave compute units
+ * idle (a warp still reads 32-byte runs of each of B's rows); a
+ * transposed B, 8 columns of 32 lanes along K. */
+typedef struct rows_form {
+    int rows_max; /* 0: not this form; else 1 or 8 */
+    int tn, nt;
+    bool b_shared;
+} rows_form;
+
+static rows_form gemm_rows_form(const clf_graph *g, const clf__node *mm, const clf__codegen_target *target,
+                                int64_t M, int64_t N, int64_t batch)
+{
+    rows_form f = {0};
+    if (target->cpu || target->gemm || target->no_gemm_rows || M <= 0 || N <= 0)
+        return f;
+    const clf__node *b = clf__graph_node(g, mm->inputs[1]);
+    bool shared = true;
+    for (int d = 0; d < b->rank - 2; d++)
+        shared = shared && b->shape[d] == 1;
+    int64_t rows = shared ? batch * M : M;
+    if (rows > 8) {
+        shared = false;
+        rows = M;
+    }
+    /* A symbolic graph's specialisations share programs: only one row
+     * (decode's, built as it is) is a class of its own there; 2 to 8 rows
+     * would be a variant no probe size sees. */
+    if (rows > 8 || (target->sizes_vary && rows > 1))
+        return f;
+    size_t max_local = target->max_local ? target->max_local : 256;
+    f.nt = (int)(max_local >= 256 ? 256 : clf__pow2_at_most((uint64_t)max_local));
+    f.rows_max = rows <= 1 ? 1 : 8;
+    f.b_shared = shared;
+    if (operand_transposed(g, mm->inputs[1])) {
+        f.tn = f.nt >= 8 ? 8 : f.nt;
+    } else {
+        uint64_t units = target->compute_units ? target->compute_units : 1, groups = shared ? 1 : (uint64_t)batch;
+        f.tn = 16;
+        if (operand_16bit(g, mm->inputs[1]) == CLF_F32 && groups * (uint64_t)((N + 15) / 16) < 2 * units)
+            f.tn = 8;
+        while (f.tn / 4 > f.nt)
+            f.tn /= 2;
+    }
+    return f;
+}
+
 /* The tensor-core form that takes GEMM kernel k of plan (mma_form). */
 static mma_kind kernel_mma_kind(const clf_graph *g, const clf__plan *plan, uint32_t k,
                                 const clf__codegen_target *target)
@@ -306,6 +357,16 @@ static mma_kind kernel_mma_kind(const clf_graph *g, const clf__plan *plan, uint3
         batch *= mm->shape[d];
     clf__gemm_config tiles;
     return mma_form(g, mm, target, mm->shape[r - 2], mm->shape[r - 1], batch, &tiles, &stages, &pad);
+}
+
+bool clf__gemm_rows(const clf_graph *g, const clf__plan *plan, uint32_t k, const clf__codegen_target *target)
+{
+    const clf__node *mm = clf__graph_node(g, plan->kernels[k].anchor);
+    int r = mm->rank;
+    int64_t batch = 1;
+    for (int d = 0; d < r - 2; d++)
+        batch *= mm->shape[d];
+    return gemm_rows_form(g, mm, target, mm->shape[r - 2], mm->shape[r - 1], batch).rows_max != 0;
 }
 
 bool clf__gemm_tensor_cores(const clf_graph *g, const clf__plan *plan, uint32_t k, const clf__codegen_target *target)
@@ -364,10 +425,11 @@ clf_status clf__codegen_gemm(const clf_graph *g, const clf__plan *plan, uint32_t
     int stages = 2;
     bool pad = false;
     clf__gemm_config mma_tiles;
-    mma_kind mma = mma_form(g, mm, target, M, N, batch, &mma_tiles, &stages, &pad);
+    rows_form rows = gemm_rows_form(g, mm, target, M, N, batch);
+    mma_kind mma = rows.rows_max ? MMA_NONE : mma_form(g, mm, target, M, N, batch, &mma_tiles, &stages, &pad);
     if (mma != MMA_NONE)
         cfg = mma_tiles;
-    if (mma == MMA_NONE && !clf__gemm_config_valid(&cfg, target->cpu, max_local, target->local_mem, why, sizeof why)) {
+    if (!rows.rows_max && mma == MMA_NONE && !clf__gemm_config_valid(&cfg, target->cpu, max_local, target->local_mem, why, sizeof why)) {
         snprintf(err, errlen, "codegen: kernel %u: GEMM tile configuration %dx%dx%d/%dx%d: %s", k, cfg.tm,
                  cfg.tn, cfg.tk, cfg.wm, cfg.wn, why);
         st = CLF_ERR_INVALID_ARGUMENT;
@@ -397,11 +459,12 @@ clf_status clf__codegen_gemm(const clf_graph *g, const clf__plan *plan, uint32_t
     for (uint32_t i = 0; i < K->nops; i++)
         if (K->ops[i] != K->anchor)
             named[nnamed++] = K->ops[i];
+    const char *prefix = rows.rows_max ? "clf_gemm_rows" : mma != MMA_NONE ? "clf_gemm_tc" : "clf_gemm";
     if (nnamed) {
-        out->entry = clf__cg_kernel_name(g, named, nnamed, mma != MMA_NONE ? "clf_gemm_tc" : "clf_gemm");
+        out->entry = clf__cg_kernel_name(g, named, nnamed, prefix);
     } else {
         clf__strbuf nm = {0};
-        clf__sb_puts(&nm, mma != MMA_NONE ? "clf_gemm_tc" : "clf_gemm");
+        clf__sb_puts(&nm, prefix);
         out->entry = clf__sb_take(&nm);
     }
     out->ops = clf__cg_op_list(g, K->ops, K->nops);
@@ -410,7 +473,10 @@ clf_status clf__codegen_gemm(const clf_graph *g, const clf__plan *plan, uint32_t
 
     /* Launch: one work-group per tile (GPU) or per work-item block (CPU). */
     int64_t tiles = batch * ((M + cfg.tm - 1) / cfg.tm) * ((N + cfg.tn - 1) / cfg.tn);
-    if (target->cpu) {
+    if (rows.rows_max) {
+        out->local = (size_t)rows.nt;
+        out->global = (size_t)((rows.b_shared ? 1 : batch) * ((N + rows.tn - 1) / rows.tn)) * out->local;
+    } else if (target->cpu) {
         out->local = 1;
         out->global = (size_t)tiles;
     } else if (mma != MMA_NONE) {
@@ -441,7 +507,18 @@ clf_status clf__codegen_gemm(const clf_graph *g, const clf__plan *plan, uint32_t
                  cfg.tk % 4 == 0;
     bool vec_b = !target->cpu && mma == MMA_NONE && clf__cg_operand_plain(plan, k, g, mm->inputs[1]) && N % 4 == 0 &&
                  cfg.tn % 4 == 0;
-    if (mma != MMA_NONE) {
+    bool b_plain = clf__cg_operand_plain(plan, k, g, mm->inputs[1]);
+    uint32_t b_swapped_of;
+    bool b_plain_swapped = clf__cg_operand_plain_swapped(plan, k, g, mm->inputs[1], &b_swapped_of);
+    if (rows.rows_max) {
+        clf__sb_printf(&src, "#define ROWS_MAX %d\n#define B_SHARED %d\n#define B_N_FAST %d\n#define TN %d\n#define NT %d\n",
+                       rows.rows_max, rows.b_shared ? 1 : 0, b_n_fast ? 1 : 0, rows.tn, rows.nt);
+        int cw = b_n_fast ? 4 : 1;
+        out->schedule = (clf__schedule){.form = "gpu-rows", .vec = 1, .wg = out->local,
+                                        .lanes = (uint64_t)(rows.nt / (rows.tn / cw)),
+                                        .tiles = {.tm = rows.rows_max, .tn = rows.tn, .tk = 1, .wm = rows.rows_max, .wn = cw},
+                                        .vec_b = b_n_fast ? b_plain : b_plain_swapped};
+    } else if (mma != MMA_NONE) {
         clf__sb_printf(&src,
                        CLF__MMA_LINE "#define MMA_BF16 %d\n#define MMA_TF32 %d\n#define FM %d\n#define FN %d\n#define WARPS_M %d\n"
                                      "#define WARPS_N %d\n#define A_K_FAST %d\n#define B_N_FAST %d\n"
@@ -475,7 +552,17 @@ clf_status clf__codegen_gemm(const clf_graph *g, const clf__plan *plan, uint32_t
         snprintf(err, errlen, "codegen: kernel %u: out of memory or unsupported operand prologue", k);
         goto done;
     }
-    if (mma != MMA_NONE) {
+    if (rows.rows_max) {
+        /* Four of B's values a load: along its rows (n) as it lies, along
+         * K where B is a transpose (aligned where the row length and the
+         * start, a multiple of 4, keep 16 bytes). */
+        if (b_n_fast)
+            clf__cg_emit_operand_load_vec(g, plan, k, mm, 1, 1, 4, b_plain && N % 4 == 0, "clf_load_b",
+                                          "clf_load_b4", &src);
+        else
+            clf__cg_emit_operand_load_vec(g, plan, k, mm, 1, 0, 4, b_plain_swapped && KK % 4 == 0, "clf_load_b",
+                                          "clf_load_bk4", &src);
+    } else if (mma != MMA_NONE) {
         /* A plain operand is staged along its rows (fast: A's k, B's n), a
          * transpose of a plain node along that node's rows (A's m, B's k);
          * the template checks a piece's row and first value against the
@@ -499,8 +586,9 @@ clf_status clf__codegen_gemm(const clf_graph *g, const clf__plan *plan, uint32_t
     if (mma != MMA_NONE)
         clf__sb_printf(&src, "/* ---- kernels_templates/mma_sync.cl ---- */\n%s", clf__template_mma_sync);
     clf__sb_printf(&src, "/* ---- kernels_templates/%s ---- */\n",
-                   target->cpu ? "gemm_cpu.cl" : mma != MMA_NONE ? "gemm_mma.cl" : "gemm.cl");
-    clf__sb_puts(&src, target->cpu       ? clf__template_gemm_cpu
+                   rows.rows_max ? "gemm_rows.cl" : target->cpu ? "gemm_cpu.cl" : mma != MMA_NONE ? "gemm_mma.cl" : "gemm.cl");
+    clf__sb_puts(&src, rows.rows_max     ? clf__template_gemm_rows
+                       : target->cpu     ? clf__template_gemm_cpu
                        : mma != MMA_NONE ? clf__template_gemm_mma
                                          : clf__template_gemm);
     if (!clf__sb_ok(&src))

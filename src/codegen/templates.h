@@ -10,6 +10,7 @@ extern const char clf__template_reduction_split[];
 extern const char clf__template_gemm[];
 extern const char clf__template_gemm_cpu[];
 extern const char clf__template_gemm_mma[];
+extern const char clf__template_gemm_rows[];
 extern const char clf__template_attention_cpu[];
 extern const char clf__template_attention_gpu[];
 extern const char clf__template_attention_mma[];

@@ -87,6 +87,9 @@ void clf__compile_target(const clf_context *ctx, const clf_compile_params *param
     /* Tensor cores through inline PTX mma.sync (sm_80 and later);
      * CLFUSE_TENSOR_CORES=0 or 1 overrides, with the same fallback. */
     out->tensor_cores = !out->cpu && clf__env_switch("CLFUSE_TENSOR_CORES", ctx->nvidia_sm80);
+    /* GEMMs of a few rows in their own form (gemm_rows.cl); CLFUSE_GEMM_ROWS=0
+     * gives them the tiled forms (to compare). */
+    out->no_gemm_rows = !clf__env_switch("CLFUSE_GEMM_ROWS", true);
     /* TF32 only when asked for (it rounds f32 operands). */
     const char *tf32 = getenv("CLFUSE_TF32");
     out->tf32 = (params && params->allow_tf32) || (tf32 && strcmp(tf32, "1") == 0);
@@ -170,9 +173,9 @@ static clf_status lower(clf_context *ctx, const clf_graph *g, const clf_compile_
         clf__codegen_target tk = *target;
         clf__gemm_config tuned;
         /* The autotuner times the tilings of the GEMM's form (portable or
-         * tensor-core). */
+         * tensor-core); the few-rows form has none. */
         if (autotune && plan.kernels[k].kind == CLF__REGION_GEMM && !target->gemm &&
-            clf__gemm_autotune(ctx, g, &plan, k, target, &tuned))
+            !clf__gemm_rows(g, &plan, k, target) && clf__gemm_autotune(ctx, g, &plan, k, target, &tuned))
             tk.gemm = &tuned;
         st = clf__codegen_kernel(g, &plan, k, &tk, &code, err, sizeof err);
         if (st != CLF_OK)

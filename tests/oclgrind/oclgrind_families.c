@@ -195,6 +195,20 @@ static void build_gemm_batched(clf_graph *g, inputs *in)
     clf_graph_output(g, "y", clf_add(g, y, input(g, in, "r", 2, sr)));
 }
 
+/* GEMM in the GPU's few-rows form (gemm_rows.cl): relu(x @ w + b) for 3
+ * products of one row sharing w [29, 45] (one work-group takes all 3
+ * rows; K and N not multiples of 4: a tail of columns and of lanes), and
+ * a [2, 37] by a transposed bt [45, 37] (4 k a load, a tail of 1). */
+static void build_gemm_rows(clf_graph *g, inputs *in)
+{
+    int64_t sx[3] = {3, 1, 29}, sw[2] = {29, 45}, sb[1] = {45}, sa[2] = {2, 37}, st[2] = {45, 37};
+    clf_tensor y = clf_add(g, clf_matmul(g, input(g, in, "x", 3, sx), input(g, in, "w", 2, sw)),
+                           input(g, in, "b", 1, sb));
+    clf_graph_output(g, "y", clf_relu(g, y));
+    clf_tensor bt = clf_transpose(g, input(g, in, "bt", 2, st), 0, NULL);
+    clf_graph_output(g, "z", clf_matmul(g, input(g, in, "a", 2, sa), bt));
+}
+
 typedef struct family_case {
     const char *name;
     void (*build)(clf_graph *g, inputs *in);
@@ -220,6 +234,8 @@ static const family_case cases[] = {
     {"gemm_gpu (float4 loads)", build_gemm_vec, CLF_KERNEL_STYLE_GPU, "GEMM region, GPU form", "#define VEC_B 1", false},
     {"gemm_gpu (transposed, prologue, K = 0)", build_gemm_transposed, CLF_KERNEL_STYLE_GPU, "GEMM region, GPU form",
      "#define A_K_FAST 0", false},
+    {"gemm_rows (shared B, transposed B, tails)", build_gemm_rows, CLF_KERNEL_STYLE_GPU,
+     "GEMM region, GPU form for products of a few rows", "#define B_N_FAST 0", false},
     {"gemm_cpu (partial blocks)", build_gemm_partial, CLF_KERNEL_STYLE_CPU, "GEMM region, CPU form", NULL, false},
     {"gemm_cpu (transposed, prologue, K = 0)", build_gemm_transposed, CLF_KERNEL_STYLE_CPU, "GEMM region, CPU form",
      NULL, false},

@@ -1,0 +1,225 @@
+/* GEMM region, GPU form for products of a few rows (a decode step's
+ * x @ W: one row per sequence): C = A @ B for BATCH products of M x K by
+ * K x N where every work-group's rows number at most ROWS_MAX.
+ *
+ * Such a product reads B once and does two flops a value of it: memory
+ * bound, its time is B's bytes over the bandwidth. The tiled forms give
+ * it one row of tiles (N / TN work-groups, most of a 16- or 32-row tile
+ * idle); this form spreads B over every work-item instead. A work-group
+ * takes TN columns of every row; its NT work-items split K into KL lanes
+ * and each lane reads its share of B's rows of those columns, so that a
+ * warp's loads are whole 32-byte runs of B. The lanes' partial sums meet
+ * in local memory, and lane 0 applies the epilogue.
+ *
+ * B_N_FAST 1 (B stored K x N, row-major): a work-item takes 4 adjacent
+ * columns a k (clf_load_b4); the TN / 4 column groups of a k run side by
+ * side, the lanes k apart. B_N_FAST 0 (B a transpose of an N x K buffer):
+ * a work-item takes one column, 4 consecutive k a step (clf_load_bk4),
+ * the KL lanes of a column side by side along its K values.
+ *
+ * Codegen prepends:
+ *   CLF_KERNEL_NAME      the kernel's name, after the ops it fused
+ *   CLF_PARAMS/CLF_ARGS  the buffer parameters
+ *   M, N, K, BATCH       the product's extents (M and BATCH are read only
+ *                        in code: a symbolic graph passes them as
+ *                        arguments, runtime/source_lift.h)
+ *   ROWS_MAX             the most rows a work-group takes (1 or 8)
+ *   B_SHARED             1 where B is the same for every product of the
+ *                        batch: a work-group then takes BATCH * M rows,
+ *                        each of B's values read once; 0: a work-group
+ *                        per product and column block
+ *   TN, NT               columns and work-items of a work-group
+ *   clf_load_a(bt, m, k, ...), clf_load_b(bt, k, n, ...)
+ *                        an operand element, prologue applied
+ *   clf_load_b4(bt, k, n, ...) (B_N_FAST) / clf_load_bk4(bt, k, n, ...)
+ *                        B's 4 values from (k, n) along n / along k
+ *   clf_store(bt, m, n, acc, ...)
+ *                        the epilogue of one element and its stores
+ * The launch is 1-D: (B_SHARED ? 1 : BATCH) * ceil(N / TN) work-groups of
+ * NT work-items. */
+#ifndef IDX_T
+#define IDX_T uint
+#endif
+#ifndef B_N_FAST
+#define B_N_FAST 1
+#endif
+#ifndef ROWS_MAX
+#define ROWS_MAX 1
+#endif
+#ifndef TN
+#define TN 16
+#endif
+#ifndef NT
+#define NT 256
+#endif
+
+#ifndef CLF_KERNEL_NAME
+#define CLF_KERNEL_NAME clf_gemm_rows_example
+#define M 1
+#define N 64
+#define K 64
+#define BATCH 1
+#define B_SHARED 1
+#define CLF_PARAMS __global const float *restrict a, __global const float *restrict b, __global float *restrict c
+#define CLF_ARGS a, b, c
+static inline float clf_load_a(IDX_T bt, IDX_T m, IDX_T k, CLF_PARAMS) { return a[m * K + k]; }
+static inline float clf_load_b(IDX_T bt, IDX_T k, IDX_T n, CLF_PARAMS) { return b[k * N + n]; }
+static inline float4 clf_load_b4(IDX_T bt, IDX_T k, IDX_T n, CLF_PARAMS) { return vload4(0, b + k * N + n); }
+static inline void clf_store(IDX_T bt, IDX_T m, IDX_T n, float acc, CLF_PARAMS) { c[m * N + n] = acc; }
+#endif
+
+#if B_N_FAST
+#define CW 4          /* columns a work-item takes */
+#else
+#define CW 1
+#endif
+#define CG (TN / CW)  /* column groups of a work-group */
+#define KL (NT / CG)  /* lanes along K */
+#define TILES_N ((N + TN - 1) / TN)
+
+__kernel __attribute__((reqd_work_group_size(NT, 1, 1)))
+void CLF_KERNEL_NAME(CLF_PARAMS, const IDX_T numel)
+{
+    __local float red[NT * CW];
+    const IDX_T g = (IDX_T)get_group_id(0);
+    const int t = (int)get_local_id(0);
+#if B_SHARED
+    const IDX_T bt0 = 0, rows = (IDX_T)(BATCH) * (IDX_T)(M);
+#else
+    const IDX_T bt0 = g / TILES_N, rows = (IDX_T)(M);
+#endif
+    const IDX_T n0 = g % TILES_N * TN;
+#if B_N_FAST
+    const int cg = t % CG, kl = t / CG;
+    const IDX_T n = n0 + (IDX_T)(cg * CW);
+#else
+    const int cg = t / KL, kl = t % KL;
+    const IDX_T n = n0 + (IDX_T)cg;
+#endif
+    /* A row r of the work-group is product bt0 + r / M, row r % M (B_SHARED)
+     * or row r of product bt0. */
+#if B_SHARED
+#define ROW_BT(r) ((r) / (IDX_T)(M))
+#define ROW_M(r) ((r) % (IDX_T)(M))
+#else
+#define ROW_BT(r) (bt0)
+#define ROW_M(r) (r)
+#endif
+
+    float acc[ROWS_MAX][CW];
+    for (int r = 0; r < ROWS_MAX; ++r)
+        for (int j = 0; j < CW; ++j)
+            acc[r][j] = 0.0f;
+
+    /* Four of B's loads issued before their values are used, so that a
+     * work-item keeps several in flight. */
+#if B_N_FAST
+#define STEP_N(k, bv)                                                                              \
+    for (int r = 0; r < ROWS_MAX; ++r) {                                                           \
+        if ((IDX_T)r < rows) {                                                                     \
+            const float av = clf_load_a(ROW_BT((IDX_T)r), ROW_M((IDX_T)r), (k), CLF_ARGS);         \
+            acc[r][0] = fma(av, (bv).s0, acc[r][0]);                                               \
+            acc[r][1] = fma(av, (bv).s1, acc[r][1]);                                               \
+            acc[r][2] = fma(av, (bv).s2, acc[r][2]);                                               \
+            acc[r][3] = fma(av, (bv).s3, acc[r][3]);                                               \
+        }                                                                                          \
+    }
+    if (n + 3 < N) {
+        IDX_T k = (IDX_T)kl;
+        for (; k + 3 * KL < K; k += 4 * KL) {
+            const float4 bv0 = clf_load_b4(bt0, k, n, CLF_ARGS);
+            const float4 bv1 = clf_load_b4(bt0, k + KL, n, CLF_ARGS);
+            const float4 bv2 = clf_load_b4(bt0, k + 2 * KL, n, CLF_ARGS);
+            const float4 bv3 = clf_load_b4(bt0, k + 3 * KL, n, CLF_ARGS);
+            STEP_N(k, bv0)
+            STEP_N(k + KL, bv1)
+            STEP_N(k + 2 * KL, bv2)
+            STEP_N(k + 3 * KL, bv3)
+        }
+        for (; k < K; k += KL) {
+            const float4 bv0 = clf_load_b4(bt0, k, n, CLF_ARGS);
+            STEP_N(k, bv0)
+        }
+    } else {
+        /* The last columns, fewer than 4. */
+        for (IDX_T k = (IDX_T)kl; k < K; k += KL) {
+            for (int j = 0; j < CW; ++j) {
+                if (n + (IDX_T)j < N) {
+                    const float bv = clf_load_b(bt0, k, n + (IDX_T)j, CLF_ARGS);
+                    for (int r = 0; r < ROWS_MAX; ++r)
+                        if ((IDX_T)r < rows)
+                            acc[r][j] = fma(clf_load_a(ROW_BT((IDX_T)r), ROW_M((IDX_T)r), k, CLF_ARGS), bv,
+                                            acc[r][j]);
+                }
+            }
+        }
+    }
+#else
+#define STEP_K(k, bv)                                                                              \
+    for (int r = 0; r < ROWS_MAX; ++r) {                                                           \
+        if ((IDX_T)r < rows) {                                                                     \
+            const IDX_T bt = ROW_BT((IDX_T)r), m = ROW_M((IDX_T)r);                                \
+            float s = acc[r][0];                                                                   \
+            s = fma(clf_load_a(bt, m, (k), CLF_ARGS), (bv).s0, s);                                 \
+            s = fma(clf_load_a(bt, m, (k) + 1, CLF_ARGS), (bv).s1, s);                             \
+            s = fma(clf_load_a(bt, m, (k) + 2, CLF_ARGS), (bv).s2, s);                             \
+            acc[r][0] = fma(clf_load_a(bt, m, (k) + 3, CLF_ARGS), (bv).s3, s);                     \
+        }                                                                                          \
+    }
+    if (n < N) {
+        IDX_T k = (IDX_T)kl * 4;
+        for (; k + 12 * KL + 3 < K; k += 16 * KL) {
+            const float4 bv0 = clf_load_bk4(bt0, k, n, CLF_ARGS);
+            const float4 bv1 = clf_load_bk4(bt0, k + 4 * KL, n, CLF_ARGS);
+            const float4 bv2 = clf_load_bk4(bt0, k + 8 * KL, n, CLF_ARGS);
+            const float4 bv3 = clf_load_bk4(bt0, k + 12 * KL, n, CLF_ARGS);
+            STEP_K(k, bv0)
+            STEP_K(k + 4 * KL, bv1)
+            STEP_K(k + 8 * KL, bv2)
+            STEP_K(k + 12 * KL, bv3)
+        }
+        for (; k + 3 < K; k += 4 * KL) {
+            const float4 bv0 = clf_load_bk4(bt0, k, n, CLF_ARGS);
+            STEP_K(k, bv0)
+        }
+        /* The last k, fewer than 4: the lane whose step they start. */
+        if (k < K) {
+            for (; k < K; ++k) {
+                const float bv = clf_load_b(bt0, k, n, CLF_ARGS);
+                for (int r = 0; r < ROWS_MAX; ++r)
+                    if ((IDX_T)r < rows)
+                        acc[r][0] = fma(clf_load_a(ROW_BT((IDX_T)r), ROW_M((IDX_T)r), k, CLF_ARGS), bv, acc[r][0]);
+            }
+        }
+    }
+#endif
+
+    /* The lanes' sums, a row at a time: a tree over the KL lanes of each
+     * column group, then lane 0 stores. */
+    for (int r = 0; r < ROWS_MAX; ++r) {
+        if ((IDX_T)r >= rows)
+            break; /* rows is the same for the whole work-group */
+        for (int j = 0; j < CW; ++j)
+            red[t * CW + j] = acc[r][j];
+        barrier(CLK_LOCAL_MEM_FENCE);
+        for (int s = KL / 2; s > 0; s >>= 1) {
+            if (kl < s) {
+#if B_N_FAST
+                const int o = (t + s * CG) * CW;
+#else
+                const int o = (t + s) * CW;
+#endif
+                for (int j = 0; j < CW; ++j)
+                    red[t * CW + j] += red[o + j];
+            }
+            barrier(CLK_LOCAL_MEM_FENCE);
+        }
+        if (kl == 0) {
+            const IDX_T bt = ROW_BT((IDX_T)r), m = ROW_M((IDX_T)r);
+            for (int j = 0; j < CW; ++j)
+                if (n + (IDX_T)j < N)
+                    clf_store(bt, m, n + (IDX_T)j, red[t * CW + j], CLF_ARGS);
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+}
