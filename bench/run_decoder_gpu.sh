@@ -8,7 +8,7 @@
 #                                           the same call
 #     bash bench/run_decoder_gpu.sh ablate  bench_decoder with and without the
 #                                           tensor-core GEMM form
-#     bash bench/run_decoder_gpu.sh rows    the gemm and half suites, then
+#     bash bench/run_decoder_gpu.sh rows    the gemm and half suites (ROWS_SUITES), then
 #                                           bench_decoder with and without the
 #                                           few-rows GEMM form (CLFUSE_GEMM_ROWS),
 #                                           and the decode attention's source
@@ -47,7 +47,8 @@ ablate)
   done
   ;;
 rows)
-  CLFUSE_DEVICE=gpu timeout 240 meson test -C $B --suite gemm --suite half --num-processes 8 --print-errorlogs \
+  suites=""; for s in ${ROWS_SUITES:-gemm half}; do suites+=" --suite $s"; done
+  CLFUSE_DEVICE=gpu timeout ${ROWS_TEST_TIMEOUT:-240} meson test -C $B $suites --num-processes 8 --print-errorlogs \
     > "$OUT/tests_gpu.txt" 2>&1
   grep -E "^ *[0-9]+/[0-9]+ |^(Ok|Fail|Skipped|Timeout)" "$OUT/tests_gpu.txt"
   for r in 1 0; do

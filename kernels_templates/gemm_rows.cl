@@ -11,11 +11,13 @@
  * warp's loads are whole 32-byte runs of B. The lanes' partial sums meet
  * in local memory, and lane 0 applies the epilogue.
  *
- * B_N_FAST 1 (B stored K x N, row-major): a work-item takes 4 adjacent
- * columns a k (clf_load_b4); the TN / 4 column groups of a k run side by
- * side, the lanes k apart. B_N_FAST 0 (B a transpose of an N x K buffer):
- * a work-item takes one column, 4 consecutive k a step (clf_load_bk4),
- * the KL lanes of a column side by side along its K values.
+ * B_N_FAST 1 (B stored K x N, row-major): a work-item takes W adjacent
+ * columns a k (clf_load_bv: 16 bytes, W = 8 16-bit values or 4 f32); the
+ * TN / W column groups of a k run side by side, the lanes k apart.
+ * B_N_FAST 0 (B a transpose of an N x K buffer): a work-item takes one
+ * column, W consecutive k a load (clf_load_bk), the KL lanes of a column
+ * side by side along its K values. Each work-item issues U loads before
+ * using any.
  *
  * Codegen prepends:
  *   CLF_KERNEL_NAME      the kernel's name, after the ops it fused
@@ -29,10 +31,12 @@
  *                        each of B's values read once; 0: a work-group
  *                        per product and column block
  *   TN, NT               columns and work-items of a work-group
+ *   W, CW, U             values a load of B, columns a work-item (W where
+ *                        B_N_FAST, else 1), loads in flight
  *   clf_load_a(bt, m, k, ...), clf_load_b(bt, k, n, ...)
  *                        an operand element, prologue applied
- *   clf_load_b4(bt, k, n, ...) (B_N_FAST) / clf_load_bk4(bt, k, n, ...)
- *                        B's 4 values from (k, n) along n / along k
+ *   clf_load_bv(bt, k, n, ...) (B_N_FAST) / clf_load_bk(bt, k, n, ...)
+ *                        B's W values from (k, n) along n / along k
  *   clf_store(bt, m, n, acc, ...)
  *                        the epilogue of one element and its stores
  * The launch is 1-D: (B_SHARED ? 1 : BATCH) * ceil(N / TN) work-groups of
@@ -52,6 +56,15 @@
 #ifndef NT
 #define NT 256
 #endif
+#ifndef W
+#define W 4
+#endif
+#ifndef CW
+#define CW (B_N_FAST ? W : 1)
+#endif
+#ifndef U
+#define U 4
+#endif
 
 #ifndef CLF_KERNEL_NAME
 #define CLF_KERNEL_NAME clf_gemm_rows_example
@@ -64,18 +77,21 @@
 #define CLF_ARGS a, b, c
 static inline float clf_load_a(IDX_T bt, IDX_T m, IDX_T k, CLF_PARAMS) { return a[m * K + k]; }
 static inline float clf_load_b(IDX_T bt, IDX_T k, IDX_T n, CLF_PARAMS) { return b[k * N + n]; }
-static inline float4 clf_load_b4(IDX_T bt, IDX_T k, IDX_T n, CLF_PARAMS) { return vload4(0, b + k * N + n); }
+static inline float4 clf_load_bv(IDX_T bt, IDX_T k, IDX_T n, CLF_PARAMS) { return vload4(0, b + k * N + n); }
 static inline void clf_store(IDX_T bt, IDX_T m, IDX_T n, float acc, CLF_PARAMS) { c[m * N + n] = acc; }
 #endif
 
 #if B_N_FAST
-#define CW 4          /* columns a work-item takes */
-#else
-#define CW 1
-#endif
 #define CG (TN / CW)  /* column groups of a work-group */
+#else
+#define CG TN
+#endif
 #define KL (NT / CG)  /* lanes along K */
 #define TILES_N ((N + TN - 1) / TN)
+#define CLF_CAT_(a, b) a##b
+#define CLF_CAT(a, b) CLF_CAT_(a, b)
+#define VW CLF_CAT(float, W) /* one load of B: W values */
+#define VSTORE CLF_CAT(vstore, W)
 
 __kernel __attribute__((reqd_work_group_size(NT, 1, 1)))
 void CLF_KERNEL_NAME(CLF_PARAMS, const IDX_T numel)
@@ -111,38 +127,67 @@ void CLF_KERNEL_NAME(CLF_PARAMS, const IDX_T numel)
         for (int j = 0; j < CW; ++j)
             acc[r][j] = 0.0f;
 
-    /* Four of B's loads issued before their values are used, so that a
-     * work-item keeps several in flight. */
+    /* U loads of B issued before their values are used, so that a
+     * work-item keeps U x 16 bytes in flight (the sweep is bound by how
+     * many loads wait on memory at once). */
 #if B_N_FAST
-#define STEP_N(k, bv)                                                                              \
-    for (int r = 0; r < ROWS_MAX; ++r) {                                                           \
-        if ((IDX_T)r < rows) {                                                                     \
-            const float av = clf_load_a(ROW_BT((IDX_T)r), ROW_M((IDX_T)r), (k), CLF_ARGS);         \
-            acc[r][0] = fma(av, (bv).s0, acc[r][0]);                                               \
-            acc[r][1] = fma(av, (bv).s1, acc[r][1]);                                               \
-            acc[r][2] = fma(av, (bv).s2, acc[r][2]);                                               \
-            acc[r][3] = fma(av, (bv).s3, acc[r][3]);                                               \
+    /* Lane kl takes k = kl, kl + KL, ...; a load is W = CW columns. */
+#define STEP(k, bv)                                                                                \
+    {                                                                                              \
+        float b_[W];                                                                               \
+        VSTORE(bv, 0, b_);                                                                         \
+        for (int r = 0; r < ROWS_MAX; ++r) {                                                       \
+            if ((IDX_T)r < rows) {                                                                 \
+                const float av = clf_load_a(ROW_BT((IDX_T)r), ROW_M((IDX_T)r), (k), CLF_ARGS);     \
+                for (int j = 0; j < W; ++j)                                                        \
+                    acc[r][j] = fma(av, b_[j], acc[r][j]);                                         \
+            }                                                                                      \
         }                                                                                          \
     }
-    if (n + 3 < N) {
-        IDX_T k = (IDX_T)kl;
-        for (; k + 3 * KL < K; k += 4 * KL) {
-            const float4 bv0 = clf_load_b4(bt0, k, n, CLF_ARGS);
-            const float4 bv1 = clf_load_b4(bt0, k + KL, n, CLF_ARGS);
-            const float4 bv2 = clf_load_b4(bt0, k + 2 * KL, n, CLF_ARGS);
-            const float4 bv3 = clf_load_b4(bt0, k + 3 * KL, n, CLF_ARGS);
-            STEP_N(k, bv0)
-            STEP_N(k + KL, bv1)
-            STEP_N(k + 2 * KL, bv2)
-            STEP_N(k + 3 * KL, bv3)
+#define LOAD(k) clf_load_bv(bt0, (k), n, CLF_ARGS)
+#define KSTEP KL
+    const bool whole = n + (IDX_T)(CW - 1) < N;
+#else
+    /* Lane kl takes k = W kl, W (kl + KL), ...: W consecutive k of one
+     * column a load. */
+#define STEP(k, bv)                                                                                \
+    {                                                                                              \
+        float b_[W];                                                                               \
+        VSTORE(bv, 0, b_);                                                                         \
+        for (int r = 0; r < ROWS_MAX; ++r) {                                                       \
+            if ((IDX_T)r < rows) {                                                                 \
+                const IDX_T bt = ROW_BT((IDX_T)r), m = ROW_M((IDX_T)r);                            \
+                float s = acc[r][0];                                                               \
+                for (int j = 0; j < W; ++j)                                                        \
+                    s = fma(clf_load_a(bt, m, (k) + (IDX_T)j, CLF_ARGS), b_[j], s);                \
+                acc[r][0] = s;                                                                     \
+            }                                                                                      \
+        }                                                                                          \
+    }
+#define LOAD(k) clf_load_bk(bt0, (k), n, CLF_ARGS)
+#define KSTEP (W * KL)
+    const bool whole = n < N;
+#endif
+    IDX_T k = (IDX_T)kl * (IDX_T)(KSTEP / KL);
+    if (whole) {
+        for (; k + (U - 1) * KSTEP + (KSTEP / KL - 1) < K; k += U * KSTEP) {
+            VW bv[U];
+            for (int u = 0; u < U; ++u)
+                bv[u] = LOAD(k + (IDX_T)(u * KSTEP));
+            for (int u = 0; u < U; ++u)
+                STEP(k + (IDX_T)(u * KSTEP), bv[u])
         }
-        for (; k < K; k += KL) {
-            const float4 bv0 = clf_load_b4(bt0, k, n, CLF_ARGS);
-            STEP_N(k, bv0)
+        for (; k + (KSTEP / KL - 1) < K; k += KSTEP) {
+            const VW bv = LOAD(k);
+            STEP(k, bv)
         }
-    } else {
-        /* The last columns, fewer than 4. */
-        for (IDX_T k = (IDX_T)kl; k < K; k += KL) {
+    }
+    /* What no whole load covers: B_N_FAST, the last columns (fewer than
+     * CW) for every k; else the last k (fewer than W) of the lane whose
+     * step they start. */
+#if B_N_FAST
+    if (!whole) {
+        for (k = (IDX_T)kl; k < K; k += KL) {
             for (int j = 0; j < CW; ++j) {
                 if (n + (IDX_T)j < N) {
                     const float bv = clf_load_b(bt0, k, n + (IDX_T)j, CLF_ARGS);
@@ -155,41 +200,12 @@ void CLF_KERNEL_NAME(CLF_PARAMS, const IDX_T numel)
         }
     }
 #else
-#define STEP_K(k, bv)                                                                              \
-    for (int r = 0; r < ROWS_MAX; ++r) {                                                           \
-        if ((IDX_T)r < rows) {                                                                     \
-            const IDX_T bt = ROW_BT((IDX_T)r), m = ROW_M((IDX_T)r);                                \
-            float s = acc[r][0];                                                                   \
-            s = fma(clf_load_a(bt, m, (k), CLF_ARGS), (bv).s0, s);                                 \
-            s = fma(clf_load_a(bt, m, (k) + 1, CLF_ARGS), (bv).s1, s);                             \
-            s = fma(clf_load_a(bt, m, (k) + 2, CLF_ARGS), (bv).s2, s);                             \
-            acc[r][0] = fma(clf_load_a(bt, m, (k) + 3, CLF_ARGS), (bv).s3, s);                     \
-        }                                                                                          \
-    }
-    if (n < N) {
-        IDX_T k = (IDX_T)kl * 4;
-        for (; k + 12 * KL + 3 < K; k += 16 * KL) {
-            const float4 bv0 = clf_load_bk4(bt0, k, n, CLF_ARGS);
-            const float4 bv1 = clf_load_bk4(bt0, k + 4 * KL, n, CLF_ARGS);
-            const float4 bv2 = clf_load_bk4(bt0, k + 8 * KL, n, CLF_ARGS);
-            const float4 bv3 = clf_load_bk4(bt0, k + 12 * KL, n, CLF_ARGS);
-            STEP_K(k, bv0)
-            STEP_K(k + 4 * KL, bv1)
-            STEP_K(k + 8 * KL, bv2)
-            STEP_K(k + 12 * KL, bv3)
-        }
-        for (; k + 3 < K; k += 4 * KL) {
-            const float4 bv0 = clf_load_bk4(bt0, k, n, CLF_ARGS);
-            STEP_K(k, bv0)
-        }
-        /* The last k, fewer than 4: the lane whose step they start. */
-        if (k < K) {
-            for (; k < K; ++k) {
-                const float bv = clf_load_b(bt0, k, n, CLF_ARGS);
-                for (int r = 0; r < ROWS_MAX; ++r)
-                    if ((IDX_T)r < rows)
-                        acc[r][0] = fma(clf_load_a(ROW_BT((IDX_T)r), ROW_M((IDX_T)r), k, CLF_ARGS), bv, acc[r][0]);
-            }
+    if (whole) {
+        for (; k < K; ++k) {
+            const float bv = clf_load_b(bt0, k, n, CLF_ARGS);
+            for (int r = 0; r < ROWS_MAX; ++r)
+                if ((IDX_T)r < rows)
+                    acc[r][0] = fma(clf_load_a(ROW_BT((IDX_T)r), ROW_M((IDX_T)r), k, CLF_ARGS), bv, acc[r][0]);
         }
     }
 #endif

@@ -1378,8 +1378,9 @@ START_TEST(linear_relu_edge_shapes)
 }
 END_TEST
 
-/* Long sums: K up to 4096 in f16 and bf16, both forms, against the
- * reference (which rounds the product to the storage type once). The f32
+/* Long sums: K up to 4096 in f16 and bf16, both forms (and the GPU's
+ * few-rows one), against the reference (which rounds the product to the
+ * storage type once). The f32
  * sums differ from the double ones by about sqrt(K) roundings of terms
  * near 1, so the absolute tolerance grows with sqrt(K): 16 ulps at 1 for
  * K = 16, 256 at K = 4096 (the sums reach about 60 there, where an f16
@@ -1387,7 +1388,9 @@ END_TEST
 START_TEST(long_k_products)
 {
     static const struct { clf_dtype dt; int64_t m, n, k; } cases[] = {
-        {CLF_F16, 33, 40, 1024}, {CLF_F16, 9, 24, 4096}, {CLF_BF16, 17, 36, 4096}};
+        {CLF_F16, 33, 40, 1024}, {CLF_F16, 9, 24, 4096}, {CLF_BF16, 17, 36, 4096},
+        /* The GPU's few-rows form: lanes of 8 columns, the last 4 alone. */
+        {CLF_BF16, 1, 36, 4096}, {CLF_F16, 5, 44, 1024}};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         clf_dtype dt = cases[i].dt;
         int64_t m = cases[i].m, n = cases[i].n, k = cases[i].k;

@@ -299,12 +299,13 @@ static mma_kind mma_form(const clf_graph *g, const clf__node *mm, const clf__cod
  * pinned or autotuned tiling keeps the tiled forms). B shared by the whole
  * batch (no batch axis over 1): one work-group per column block takes all
  * BATCH * M rows, so B is read once; else one per product and block, M
- * rows. Columns: 16 a work-group, 8 for f32 where 16 leave compute units
- * idle (a warp still reads 32-byte runs of each of B's rows); a
- * transposed B, 8 columns of 32 lanes along K. */
+ * rows. B's loads are 16 bytes (w values); a work-group takes 16 columns
+ * (8 for f32 where 16 leave compute units idle; a transposed B, 8 columns
+ * of 32 lanes along K), so that a warp reads whole 32-byte sectors; a
+ * work-item of one row keeps 8 loads in flight, of more rows 2. */
 typedef struct rows_form {
     int rows_max; /* 0: not this form; else 1 or 8 */
-    int tn, nt;
+    int tn, nt, w, u;
     bool b_shared;
 } rows_form;
 
@@ -332,14 +333,16 @@ static rows_form gemm_rows_form(const clf_graph *g, const clf__node *mm, const c
     f.nt = (int)(max_local >= 256 ? 256 : clf__pow2_at_most((uint64_t)max_local));
     f.rows_max = rows <= 1 ? 1 : 8;
     f.b_shared = shared;
+    f.w = operand_16bit(g, mm->inputs[1]) == CLF_F32 ? 4 : 8;
+    f.u = f.rows_max == 1 ? 8 : 2;
     if (operand_transposed(g, mm->inputs[1])) {
         f.tn = f.nt >= 8 ? 8 : f.nt;
     } else {
         uint64_t units = target->compute_units ? target->compute_units : 1, groups = shared ? 1 : (uint64_t)batch;
         f.tn = 16;
-        if (operand_16bit(g, mm->inputs[1]) == CLF_F32 && groups * (uint64_t)((N + 15) / 16) < 2 * units)
+        if (f.w == 4 && groups * (uint64_t)((N + 15) / 16) < 2 * units)
             f.tn = 8;
-        while (f.tn / 4 > f.nt)
+        while (f.tn > f.w && f.tn / f.w > f.nt)
             f.tn /= 2;
     }
     return f;
@@ -511,9 +514,11 @@ clf_status clf__codegen_gemm(const clf_graph *g, const clf__plan *plan, uint32_t
     uint32_t b_swapped_of;
     bool b_plain_swapped = clf__cg_operand_plain_swapped(plan, k, g, mm->inputs[1], &b_swapped_of);
     if (rows.rows_max) {
-        clf__sb_printf(&src, "#define ROWS_MAX %d\n#define B_SHARED %d\n#define B_N_FAST %d\n#define TN %d\n#define NT %d\n",
-                       rows.rows_max, rows.b_shared ? 1 : 0, b_n_fast ? 1 : 0, rows.tn, rows.nt);
-        int cw = b_n_fast ? 4 : 1;
+        int cw = b_n_fast ? rows.w : 1;
+        clf__sb_printf(&src,
+                       "#define ROWS_MAX %d\n#define B_SHARED %d\n#define B_N_FAST %d\n#define TN %d\n#define NT %d\n"
+                       "#define W %d\n#define CW %d\n#define U %d\n",
+                       rows.rows_max, rows.b_shared ? 1 : 0, b_n_fast ? 1 : 0, rows.tn, rows.nt, rows.w, cw, rows.u);
         out->schedule = (clf__schedule){.form = "gpu-rows", .vec = 1, .wg = out->local,
                                         .lanes = (uint64_t)(rows.nt / (rows.tn / cw)),
                                         .tiles = {.tm = rows.rows_max, .tn = rows.tn, .tk = 1, .wm = rows.rows_max, .wn = cw},
@@ -553,15 +558,15 @@ clf_status clf__codegen_gemm(const clf_graph *g, const clf__plan *plan, uint32_t
         goto done;
     }
     if (rows.rows_max) {
-        /* Four of B's values a load: along its rows (n) as it lies, along
-         * K where B is a transpose (aligned where the row length and the
-         * start, a multiple of 4, keep 16 bytes). */
+        /* w of B's values a load: along its rows (n) as it lies, along K
+         * where B is a transpose (aligned where the row length and the
+         * start, a multiple of w, keep 16 bytes). */
         if (b_n_fast)
-            clf__cg_emit_operand_load_vec(g, plan, k, mm, 1, 1, 4, b_plain && N % 4 == 0, "clf_load_b",
-                                          "clf_load_b4", &src);
+            clf__cg_emit_operand_load_vec(g, plan, k, mm, 1, 1, rows.w, b_plain && N % rows.w == 0, "clf_load_b",
+                                          "clf_load_bv", &src);
         else
-            clf__cg_emit_operand_load_vec(g, plan, k, mm, 1, 0, 4, b_plain_swapped && KK % 4 == 0, "clf_load_b",
-                                          "clf_load_bk4", &src);
+            clf__cg_emit_operand_load_vec(g, plan, k, mm, 1, 0, rows.w, b_plain_swapped && KK % rows.w == 0,
+                                          "clf_load_b", "clf_load_bk", &src);
     } else if (mma != MMA_NONE) {
         /* A plain operand is staged along its rows (fast: A's k, B's n), a
          * transpose of a plain node along that node's rows (A's m, B's k);
