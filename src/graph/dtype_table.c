@@ -148,7 +148,9 @@ static void bf16_put_i(void *p, int64_t i, int64_t v) { ((uint16_t *)p)[i] = clf
 /* Rows: the plain types load and store as array elements (aligned vectors
  * through vector pointers, which NVIDIA's compiler turns into one wide
  * access where vloadN of an address it cannot prove aligned is not); f16
- * through vload_half / vstore_half_rte; bf16 as the high half of an f32. */
+ * through vload_half / vstore_half_rte (aligned vectors through
+ * vloada_half / vstorea_half: vload_half8 was eight 2-byte loads on the
+ * H200); bf16 as the high half of an f32. */
 const clf__dtype_info clf__dtype_table[CLF_DTYPE_COUNT] = {
     [CLF_F32] = {.name = "f32", .size = 4, .kind = CLF__DK_FLOAT, .compute = CLF_F32,
                  .cl_storage = "float", .cl_value = "float",
@@ -185,9 +187,9 @@ const clf__dtype_info clf__dtype_table[CLF_DTYPE_COUNT] = {
     [CLF_F16] = {.name = "f16", .size = 2, .kind = CLF__DK_FLOAT, .compute = CLF_F32,
                  .cl_storage = "half", .cl_value = "float",
                  .load = "vload_half($i, $b)", .load_vec = "vload_half$w(0, $b + $i)",
-                 .load_vec_aligned = "vload_half$w(0, $b + $i)",
+                 .load_vec_aligned = "vloada_half$w(0, $b + $i)",
                  .store = "vstore_half_rte($v, $i, $b)", .store_vec = "vstore_half$w_rte($v, 0, $b + $i)",
-                 .store_vec_aligned = "vstore_half$w_rte($v, 0, $b + $i)",
+                 .store_vec_aligned = "vstorea_half$w_rte($v, 0, $b + $i)",
                  .round_fn = "clf_round_f16",
                  .get_f64 = f16_get, .get_i64 = f16_get_i, .put_f64 = f16_put, .put_i64 = f16_put_i,
                  .onnx_type = 10, .onnx_name = "float16", .npy_descr = "<f2"},
