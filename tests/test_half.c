@@ -1809,6 +1809,48 @@ static void tf32_case(int c, clf_graph *g, e2e_inputs *in)
     ck_assert_int_eq(clf_graph_output(g, "y", y), CLF_OK);
 }
 
+/* Aligned f16 vector loads read raw bits and convert them in registers
+ * (clf_f16_float4, dtype_table.c): every one of the 65536 patterns comes
+ * back, zeros with their sign, subnormals, inf and NaN, through the GPU
+ * reduction's vector loads: the max of a row [x, -inf x 7] is x. */
+START_TEST(aligned_vector_loads_keep_every_f16_pattern)
+{
+    enum { ROWS = 65536, COLS = 8 };
+    clf_context *ctx = clf_test_context();
+    clf_graph *g = clf_graph_create();
+    int64_t sx[2] = {ROWS, COLS};
+    int axis = 1;
+    clf_tensor x = clf_input(g, "x", CLF_F16, 2, sx);
+    ck_assert_int_eq(clf_graph_output(g, "y", clf_reduce_max(g, x, 1, &axis, false)), CLF_OK);
+    uint16_t *xv = malloc(sizeof(uint16_t) * ROWS * COLS), *yv = malloc(sizeof(uint16_t) * ROWS);
+    ck_assert(xv && yv);
+    for (int r = 0; r < ROWS; r++) {
+        xv[r * COLS] = (uint16_t)r;
+        for (int c = 1; c < COLS; c++)
+            xv[r * COLS + c] = 0xfc00u; /* -inf */
+    }
+    clf_executable *exe = NULL;
+    ck_assert_int_eq(clf_compile(ctx, g, clf_compile_params(.kernel_style = CLF_KERNEL_STYLE_GPU), &exe), CLF_OK);
+    ck_assert_msg(strstr(clf_executable_kernel_source(exe, 0), "clf_f16_float") != NULL,
+                  "the reduction does not load f16 vectors as raw bits");
+    clf_host_binding in[1] = {{"x", xv}}, out[1] = {{"y", yv}};
+    ck_assert_int_eq(clf_run_host(exe, 1, in, 1, out), CLF_OK);
+    for (int r = 0; r < ROWS; r++) {
+        bool nan = (r & 0x7c00) == 0x7c00 && (r & 0x3ff);
+        if (nan)
+            ck_assert_msg((yv[r] & 0x7c00) == 0x7c00 && (yv[r] & 0x3ff), "pattern %04x: got %04x, not a NaN", r,
+                          yv[r]);
+        else
+            ck_assert_msg(yv[r] == r, "pattern %04x: got %04x", r, yv[r]);
+    }
+    clf_executable_destroy(&exe);
+    clf_graph_destroy(&g);
+    clf_context_destroy(&ctx);
+    free(xv);
+    free(yv);
+}
+END_TEST
+
 /* y = x @ w for x [16, 8] of 1 + 2^-12 and w [8, 16] of 1: every element
  * 8 in TF32 (1 + 2^-12 rounds to 1), 8 + 2^-9 in f32. Returns y[0]. */
 static float tf32_rounding_probe(clf_context *ctx, bool tf32)
@@ -2231,6 +2273,7 @@ int main(void)
     clf_test_add_variant_case(s, "norms_of_rows_near_the_f16_maximum", norms_of_rows_near_the_f16_maximum);
     clf_test_add_case(s, "linear_relu_edge_shapes", linear_relu_edge_shapes);
     clf_test_add_case(s, "long_k_products", long_k_products);
+    clf_test_add_case(s, "aligned_vector_loads_keep_every_f16_pattern", aligned_vector_loads_keep_every_f16_pattern);
     clf_test_add_case(s, "gemm_transposes_and_batches", gemm_transposes_and_batches);
     clf_test_add_case(s, "gemm_with_k_zero_is_the_bias", gemm_with_k_zero_is_the_bias);
     clf_test_add_case(s, "gemm_prologue_and_epilogue_one_kernel", gemm_prologue_and_epilogue_one_kernel);

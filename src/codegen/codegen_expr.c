@@ -618,6 +618,18 @@ void clf__cg_source_header(clf__strbuf *src, const clf_graph *g, const clf__plan
                        "    r = a > 0x7f800000u ? ((a | 0x00400000u) & 0xffffe000u) : r;\n"
                        "    return as_float%s((u & 0x80000000u) | r);\n}\n",
                        w, sfx, w, w, w, w, w, w, w, w, w, w, w);
+        /* f16 bit patterns (the low 16 bits of each lane) to f32, for
+         * aligned vector loads of raw bits: normals rebiased, subnormals
+         * and zeros as m 2^-24, inf and NaN keep their payload. */
+        if (k)
+            clf__sb_printf(src,
+                           "static inline float%s clf_f16_float%s(uint%s h)\n{\n"
+                           "    const uint%s e = h & 0x7c00u, a = (h & 0x7fffu) << 13;\n"
+                           "    uint%s r = a + 0x38000000u;\n"
+                           "    r = e == 0x7c00u ? (a | 0x7f800000u) : r;\n"
+                           "    r = e == 0u ? as_uint%s(convert_float%s(h & 0x3ffu) * 0x1p-24f) : r;\n"
+                           "    return as_float%s(r | ((h & 0x8000u) << 16));\n}\n",
+                           w, w, w, w, w, w, w, w);
         clf__sb_printf(src,
                        "static inline float%s clf_round_bf16%s%s(float%s x)\n{\n    const uint%s u = as_uint%s(x);\n"
                        "    const uint%s r = (u + 0x7fffu + ((u >> 16) & 1u)) & 0xffff0000u;\n"

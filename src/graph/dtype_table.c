@@ -148,9 +148,11 @@ static void bf16_put_i(void *p, int64_t i, int64_t v) { ((uint16_t *)p)[i] = clf
 /* Rows: the plain types load and store as array elements (aligned vectors
  * through vector pointers, which NVIDIA's compiler turns into one wide
  * access where vloadN of an address it cannot prove aligned is not); f16
- * through vload_half / vstore_half_rte (aligned vectors through
- * vloada_half / vstorea_half: vload_half8 was eight 2-byte loads on the
- * H200); bf16 as the high half of an f32. */
+ * through vload_half / vstore_half_rte, aligned vectors as raw bits
+ * through ushort vector pointers converted in registers (clf_f16_float4:
+ * NVIDIA's compiler makes vload_half8 and vloada_half8 alike eight 2-byte
+ * loads, seen in the PTX of the few-rows GEMM); bf16 as the high half of
+ * an f32. */
 const clf__dtype_info clf__dtype_table[CLF_DTYPE_COUNT] = {
     [CLF_F32] = {.name = "f32", .size = 4, .kind = CLF__DK_FLOAT, .compute = CLF_F32,
                  .cl_storage = "float", .cl_value = "float",
@@ -187,7 +189,7 @@ const clf__dtype_info clf__dtype_table[CLF_DTYPE_COUNT] = {
     [CLF_F16] = {.name = "f16", .size = 2, .kind = CLF__DK_FLOAT, .compute = CLF_F32,
                  .cl_storage = "half", .cl_value = "float",
                  .load = "vload_half($i, $b)", .load_vec = "vload_half$w(0, $b + $i)",
-                 .load_vec_aligned = "vloada_half$w(0, $b + $i)",
+                 .load_vec_aligned = "clf_f16_float$w(convert_uint$w(*(const __global ushort$w *)($b + $i)))",
                  .store = "vstore_half_rte($v, $i, $b)", .store_vec = "vstore_half$w_rte($v, 0, $b + $i)",
                  .store_vec_aligned = "vstorea_half$w_rte($v, 0, $b + $i)",
                  .round_fn = "clf_round_f16",
