@@ -1812,7 +1812,8 @@ static void tf32_case(int c, clf_graph *g, e2e_inputs *in)
 /* Aligned f16 vector loads read raw bits and convert them in registers
  * (clf_f16_float4, dtype_table.c): every one of the 65536 patterns comes
  * back, zeros with their sign, subnormals, inf and NaN, through the GPU
- * reduction's vector loads: the max of a row [x, -inf x 7] is x. */
+ * reduction's vector loads: the max of a row [x, -inf x 7] is x; and a
+ * kernel that casts its f16 loads to f32 at once has the conversion. */
 START_TEST(aligned_vector_loads_keep_every_f16_pattern)
 {
     enum { ROWS = 65536, COLS = 8 };
@@ -1844,6 +1845,17 @@ START_TEST(aligned_vector_loads_keep_every_f16_pattern)
             ck_assert_msg(yv[r] == r, "pattern %04x: got %04x", r, yv[r]);
     }
     clf_executable_destroy(&exe);
+    clf_graph_destroy(&g);
+    /* f16 loaded and cast to f32 at once: the kernel computes in f32 only
+     * and still needs the conversion (a build failure on the H200 before
+     * the preamble looked at loads). */
+    g = clf_graph_create();
+    e2e_inputs ein = {0};
+    int64_t sc[2] = {64, 32};
+    clf_tensor c = clf_cast(g, e2e_input(g, &ein, "x", CLF_F16, 2, sc, -1.0, 1.0), CLF_F32);
+    ck_assert_int_eq(clf_graph_output(g, "y", clf_reduce_sum(g, clf_mul(g, c, c), 1, &axis, false)), CLF_OK);
+    ck_assert_uint_eq(e2e_check_style(ctx, g, &ein, CLF_KERNEL_STYLE_GPU, 1e-5, 1e-5), 1);
+    e2e_inputs_free(&ein);
     clf_graph_destroy(&g);
     clf_context_destroy(&ctx);
     free(xv);

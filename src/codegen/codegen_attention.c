@@ -45,21 +45,25 @@
  * compute unit: its sweep is bound by memory, which wants many loads in
  * flight on every unit. */
 #define DECODE_GROUPS_PER_UNIT 8
-/* Keys a chunk of the decode form: at least two passes of 64 work-items'
- * keys (the chunk's fixed costs, the query load and the state written,
- * spread over enough keys), at most 512 (its weights sit in local memory,
- * and the states stay a small part of the traffic). */
-#define DECODE_CHUNK_MIN 128
+/* Keys a chunk of the decode form: at least one pass of the work-group's
+ * keys, at most 512 (its weights sit in local memory, and the states stay
+ * a small part of the traffic). A work-group's time is a chain of rounds
+ * of loads, each waiting on memory (the query, each piece of K, each
+ * group of V's loads): on the H200 a chunk of 128 keys took about 30 us
+ * whatever the number of chunks (32 heads over 128 keys, one chunk each:
+ * 0.036 ms; over 1024, 8 chunks each: 0.020), so chunks are as short as
+ * the device's fill allows and each round loads as much as it can. */
+#define DECODE_CHUNK_MIN 64
 #define DECODE_CHUNK_MAX 512
 
 /* Columns of K a piece of the decode form's staging (kt, WG keys x KP
- * columns through local memory) at most: a warp's 32 work-items load 32
- * consecutive columns of one row. */
-#define DECODE_PIECE_MAX 32
-/* Loads of V a work-item of the decode form issues before using them: a
- * few in flight per work-item, as the sweep over V is bound by how many
- * loads wait on memory at once. */
-#define DECODE_V_LOADS 16
+ * columns through local memory) at most: a warp's 32 work-items load
+ * consecutive columns of one row; heads of up to 64 in one piece. */
+#define DECODE_PIECE_MAX 64
+/* Loads of V a work-item of the decode form issues before using them: as
+ * the sweep over V is bound by how many loads wait on memory at once, a
+ * chunk of 64 keys in two rounds where a work-item takes one column. */
+#define DECODE_V_LOADS 32
 
 /* The decode form's geometry for rows query rows over sk keys of d with
  * value rows of dv: wg work-items a work-group, vl of them across DV in

@@ -566,9 +566,16 @@ char *clf__cg_op_list(const clf_graph *g, const uint32_t *ops, uint32_t nops)
  * needs the rounding prelude). */
 static bool uses_storage_floats(const clf_graph *g, const clf__plan_kernel *K)
 {
-    for (uint32_t i = 0; i < K->nops; i++)
-        if (clf__dtype_is_storage(clf__graph_node(g, K->ops[i])->dtype))
+    for (uint32_t i = 0; i < K->nops; i++) {
+        const clf__node *n = clf__graph_node(g, K->ops[i]);
+        if (clf__dtype_is_storage(n->dtype))
             return true;
+        /* A load of storage floats cast at once (vector loads convert
+         * them through clf_f16_float). */
+        for (int j = 0; j < n->ninputs; j++)
+            if (clf__dtype_is_storage(clf__graph_node(g, n->inputs[j])->dtype))
+                return true;
+    }
     for (uint32_t i = 0; i < K->nstores; i++)
         if (clf__dtype_is_storage(clf__graph_node(g, K->stores[i].node)->dtype))
             return true;
