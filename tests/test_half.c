@@ -1640,9 +1640,6 @@ static void check_tensor_core_cases(const char *options, bool emulated, const ch
     /* The form needs work-groups of 128 (llvmpipe allows 32 a kernel). */
     bool want = runs_groups_of_128(ctx) && (emulated || nvidia);
     ck_assert_int_eq(setenv("CLFUSE_TENSOR_CORES", "1", 1), 0);
-    /* Products of 8 rows or fewer keep the tensor-core form too (else
-     * they take gemm_rows.cl). */
-    ck_assert_int_eq(setenv("CLFUSE_GEMM_ROWS", "0", 1), 0);
     if (options)
         ck_assert_int_eq(setenv("CLFUSE_BUILD_OPTIONS", options, 1), 0);
     if (tile)
@@ -1663,7 +1660,6 @@ static void check_tensor_core_cases(const char *options, bool emulated, const ch
         clf_graph_destroy(&g);
     }
     unsetenv("CLFUSE_TENSOR_CORES");
-    unsetenv("CLFUSE_GEMM_ROWS");
     unsetenv("CLFUSE_BUILD_OPTIONS");
     unsetenv("CLFUSE_GEMM_TILE");
     clf_context_destroy(&ctx);
@@ -1725,9 +1721,6 @@ START_TEST(gemm_tensor_cores_autotuned)
     }
     bool nvidia = clf_test_on_nvidia(ctx);
     ck_assert_int_eq(setenv("CLFUSE_TENSOR_CORES", "1", 1), 0);
-    /* Products of 8 rows or fewer keep the tensor-core form too (else
-     * they take gemm_rows.cl). */
-    ck_assert_int_eq(setenv("CLFUSE_GEMM_ROWS", "0", 1), 0);
     if (!nvidia)
         ck_assert_int_eq(setenv("CLFUSE_BUILD_OPTIONS", "-DCLF_MMA_EMULATE=1", 1), 0);
     clf_graph *g = clf_graph_create();
@@ -1763,7 +1756,6 @@ START_TEST(gemm_tensor_cores_autotuned)
     closedir(d);
     ck_assert_int_eq(entries, 1);
     unsetenv("CLFUSE_TENSOR_CORES");
-    unsetenv("CLFUSE_GEMM_ROWS");
     unsetenv("CLFUSE_BUILD_OPTIONS");
     e2e_inputs_free(&in);
     clf_graph_destroy(&g);
@@ -1899,9 +1891,6 @@ START_TEST(gemm_tensor_cores_tf32)
     bool nvidia = strstr(dev.platform_name, "NVIDIA") != NULL;
     bool want = runs_groups_of_128(ctx);
     ck_assert_int_eq(setenv("CLFUSE_TENSOR_CORES", "1", 1), 0);
-    /* Products of 8 rows or fewer keep the tensor-core form too (else
-     * they take gemm_rows.cl). */
-    ck_assert_int_eq(setenv("CLFUSE_GEMM_ROWS", "0", 1), 0);
     if (!nvidia)
         ck_assert_int_eq(setenv("CLFUSE_BUILD_OPTIONS", "-DCLF_MMA_EMULATE=1", 1), 0);
     /* Opt-in: the portable form in f32, TF32's rounding where asked. */
@@ -1927,7 +1916,6 @@ START_TEST(gemm_tensor_cores_tf32)
     }
     unsetenv("CLFUSE_TF32");
     unsetenv("CLFUSE_TENSOR_CORES");
-    unsetenv("CLFUSE_GEMM_ROWS");
     unsetenv("CLFUSE_BUILD_OPTIONS");
     clf_context_destroy(&ctx);
 }
@@ -1942,9 +1930,6 @@ START_TEST(gemm_tensor_cores_unfused_casts_are_f32)
 {
     clf_context *ctx = clf_test_context();
     ck_assert_int_eq(setenv("CLFUSE_TENSOR_CORES", "1", 1), 0);
-    /* Products of 8 rows or fewer keep the tensor-core form too (else
-     * they take gemm_rows.cl). */
-    ck_assert_int_eq(setenv("CLFUSE_GEMM_ROWS", "0", 1), 0);
     ck_assert_int_eq(setenv("CLFUSE_BUILD_OPTIONS", "-DCLF_MMA_EMULATE=1", 1), 0);
     clf_graph *g = clf_graph_create();
     e2e_inputs in = {0};
@@ -1967,7 +1952,6 @@ START_TEST(gemm_tensor_cores_unfused_casts_are_f32)
     clf_executable_destroy(&exe);
     unsetenv("CLFUSE_BUILD_OPTIONS");
     unsetenv("CLFUSE_TENSOR_CORES");
-    unsetenv("CLFUSE_GEMM_ROWS");
     e2e_inputs_free(&in);
     clf_graph_destroy(&g);
     clf_context_destroy(&ctx);
@@ -1985,9 +1969,6 @@ START_TEST(refused_shuffles_keep_the_tensor_cores)
     clf_context *ctx = clf_test_context();
     bool nvidia = clf_test_on_nvidia(ctx), want_mma = runs_groups_of_128(ctx);
     ck_assert_int_eq(setenv("CLFUSE_TENSOR_CORES", "1", 1), 0);
-    /* Products of 8 rows or fewer keep the tensor-core form too (else
-     * they take gemm_rows.cl). */
-    ck_assert_int_eq(setenv("CLFUSE_GEMM_ROWS", "0", 1), 0);
     ck_assert_int_eq(setenv("CLFUSE_WARP_SHUFFLE", "1", 1), 0);
     ck_assert_int_eq(setenv("CLFUSE_BUILD_OPTIONS", "-DCLF_MMA_EMULATE=1", 1), 0);
     clf_graph *g = clf_graph_create();
@@ -2008,7 +1989,6 @@ START_TEST(refused_shuffles_keep_the_tensor_cores)
     unsetenv("CLFUSE_BUILD_OPTIONS");
     unsetenv("CLFUSE_WARP_SHUFFLE");
     unsetenv("CLFUSE_TENSOR_CORES");
-    unsetenv("CLFUSE_GEMM_ROWS");
     e2e_inputs_free(&in);
     clf_graph_destroy(&g);
     clf_context_destroy(&ctx);
@@ -2024,9 +2004,6 @@ START_TEST(plan_lowered_again_not_reused_under_other_build_options)
 {
     clf_context *ctx = clf_test_context();
     ck_assert_int_eq(setenv("CLFUSE_TENSOR_CORES", "1", 1), 0);
-    /* Products of 8 rows or fewer keep the tensor-core form too (else
-     * they take gemm_rows.cl). */
-    ck_assert_int_eq(setenv("CLFUSE_GEMM_ROWS", "0", 1), 0);
     clf_graph *g = clf_graph_create();
     e2e_inputs in = {0};
     tensor_core_case(0, g, &in);
@@ -2043,7 +2020,6 @@ START_TEST(plan_lowered_again_not_reused_under_other_build_options)
     }
     unsetenv("CLFUSE_BUILD_OPTIONS");
     unsetenv("CLFUSE_TENSOR_CORES");
-    unsetenv("CLFUSE_GEMM_ROWS");
     e2e_inputs_free(&in);
     clf_graph_destroy(&g);
     clf_context_destroy(&ctx);
