@@ -209,12 +209,12 @@ START_TEST(gpu_form_reads_nothing_when_k_is_zero)
 }
 END_TEST
 
-/* Products of at most 8 rows a work-group take the GPU's few-rows form
- * (gemm_rows.cl: B spread over every work-item, lanes along K meeting in
- * local memory): one row or a few, B shared by a batch (all its rows in
- * one work-group) or one per product, B as it lies (4 columns a load, a
- * tail of fewer) or transposed (4 k a load, a tail of fewer), K = 0, the
- * epilogue fused; 9 rows keep the tiled form. */
+/* Products of at most 8 rows a work-group over K of 512 or more take the
+ * GPU's few-rows form (gemm_rows.cl: B spread over every work-item, lanes
+ * along K meeting in local memory): one row or a few, B shared by a batch
+ * (all its rows in one work-group) or one per product, B as it lies (4
+ * columns a load, a tail of fewer) or transposed (4 k a load, a tail of
+ * fewer), the epilogue fused; 9 rows, or K under 512, keep the tiled form. */
 START_TEST(gpu_rows_form_few_rows)
 {
     static const struct {
@@ -222,13 +222,13 @@ START_TEST(gpu_rows_form_few_rows)
         bool tb, bias;
         int rows_max, shared, n_fast; /* rows_max 0: the tiled form */
     } cases[] = {
-        {1, 1, 1, 37, 50, false, true, 1, 1, 1},  /* N = 9 x 4 + 1 */
-        {3, 1, 1, 40, 64, false, false, 8, 1, 1}, /* 3 products of one row, one B */
-        {2, 2, 5, 20, 24, false, false, 8, 0, 1}, /* a B per product */
-        {1, 1, 2, 45, 30, true, true, 8, 1, 0},   /* transposed, K = 7 x 4 + 2 */
-        {1, 1, 1, 33, 64, true, false, 1, 1, 0},  /* transposed, whole float4s of K */
-        {1, 1, 1, 8, 0, false, true, 1, 1, 1},    /* K = 0: the bias alone */
-        {1, 1, 9, 8, 16, false, false, 0, 0, 1},  /* 9 rows: tiled */
+        {1, 1, 1, 37, 530, false, true, 1, 1, 1},  /* N = 9 x 4 + 1 */
+        {3, 1, 1, 40, 640, false, false, 8, 1, 1}, /* 3 products of one row, one B */
+        {2, 2, 5, 20, 520, false, false, 8, 0, 1}, /* a B per product */
+        {1, 1, 2, 45, 526, true, true, 8, 1, 0},   /* transposed, K = 131 x 4 + 2 */
+        {1, 1, 1, 33, 512, true, false, 1, 1, 0},  /* transposed, whole float4s of K */
+        {1, 1, 9, 8, 600, false, false, 0, 0, 1},  /* 9 rows: tiled */
+        {1, 1, 1, 8, 511, false, true, 0, 0, 1},   /* K = 511: tiled */
     };
     clf_context *ctx = clf_test_context();
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {

@@ -295,15 +295,21 @@ static mma_kind mma_form(const clf_graph *g, const clf__node *mm, const clf__cod
 }
 
 /* The few-rows form (gemm_rows.cl): a GPU product whose work-groups take
- * at most 8 rows (a decode step's x @ W), where no tiling is pinned (a
- * pinned or autotuned tiling keeps the tiled forms) and the tensor-core
- * form does not take it. B shared by the whole
+ * at most 8 rows (a decode step's x @ W) over a K of GEMM_ROWS_MIN_K or
+ * more, where no tiling is pinned (a pinned or autotuned tiling keeps the
+ * tiled forms) and the tensor-core form does not take it. B shared by the whole
  * batch (no batch axis over 1): one work-group per column block takes all
  * BATCH * M rows, so B is read once; else one per product and block, M
  * rows. B's loads are 16 bytes (w values); a work-group takes 16 columns
  * (8 for f32 where 16 leave compute units idle; a transposed B, 8 columns
  * of 32 lanes along K), so that a warp reads whole 32-byte sectors; a
  * work-item of one row keeps 8 loads in flight, of more rows 2. */
+/* The few-rows form's shortest K: below it a lane's share of K is a few
+ * values and the lanes' tree sum dominates (the H200, same call: the tiny
+ * GPT-2 and BERT fixtures, products of 8 rows with K of 64 to 256, ran
+ * 0.147 and 0.143 ms in it against 0.119 and 0.122 in the tiled form). */
+#define GEMM_ROWS_MIN_K 512
+
 typedef struct rows_form {
     int rows_max; /* 0: not this form; else 1 or 8 */
     int tn, nt, w, u;
@@ -311,10 +317,10 @@ typedef struct rows_form {
 } rows_form;
 
 static rows_form gemm_rows_form(const clf_graph *g, const clf__node *mm, const clf__codegen_target *target,
-                                int64_t M, int64_t N, int64_t batch)
+                                int64_t M, int64_t N, int64_t K, int64_t batch)
 {
     rows_form f = {0};
-    if (target->cpu || target->gemm || target->no_gemm_rows || M <= 0 || N <= 0)
+    if (target->cpu || target->gemm || target->no_gemm_rows || M <= 0 || N <= 0 || K < GEMM_ROWS_MIN_K)
         return f;
     const clf__node *b = clf__graph_node(g, mm->inputs[1]);
     bool shared = true;
@@ -370,8 +376,9 @@ bool clf__gemm_rows(const clf_graph *g, const clf__plan *plan, uint32_t k, const
     int64_t batch = 1;
     for (int d = 0; d < r - 2; d++)
         batch *= mm->shape[d];
+    const clf__node *a = clf__graph_node(g, mm->inputs[0]);
     return kernel_mma_kind(g, plan, k, target) == MMA_NONE &&
-           gemm_rows_form(g, mm, target, mm->shape[r - 2], mm->shape[r - 1], batch).rows_max != 0;
+           gemm_rows_form(g, mm, target, mm->shape[r - 2], mm->shape[r - 1], a->shape[a->rank - 1], batch).rows_max != 0;
 }
 
 bool clf__gemm_tensor_cores(const clf_graph *g, const clf__plan *plan, uint32_t k, const clf__codegen_target *target)
@@ -436,7 +443,7 @@ clf_status clf__codegen_gemm(const clf_graph *g, const clf__plan *plan, uint32_t
      * one, K = 8192, faster), and the few-rows form wherever it does not
      * apply (f32, devices without mma.sync). */
     mma_kind mma = mma_form(g, mm, target, M, N, batch, &mma_tiles, &stages, &pad);
-    rows_form rows = mma == MMA_NONE ? gemm_rows_form(g, mm, target, M, N, batch) : (rows_form){0};
+    rows_form rows = mma == MMA_NONE ? gemm_rows_form(g, mm, target, M, N, KK, batch) : (rows_form){0};
     if (mma != MMA_NONE)
         cfg = mma_tiles;
     if (!rows.rows_max && mma == MMA_NONE && !clf__gemm_config_valid(&cfg, target->cpu, max_local, target->local_mem, why, sizeof why)) {

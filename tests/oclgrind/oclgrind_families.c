@@ -196,12 +196,12 @@ static void build_gemm_batched(clf_graph *g, inputs *in)
 }
 
 /* GEMM in the GPU's few-rows form (gemm_rows.cl): relu(x @ w + b) for 3
- * products of one row sharing w [29, 45] (one work-group takes all 3
+ * products of one row sharing w [517, 45] (one work-group takes all 3
  * rows; K and N not multiples of 4: a tail of columns and of lanes), and
- * a [2, 37] by a transposed bt [45, 37] (4 k a load, a tail of 1). */
+ * a [2, 513] by a transposed bt [45, 513] (4 k a load, a tail of 1). */
 static void build_gemm_rows(clf_graph *g, inputs *in)
 {
-    int64_t sx[3] = {3, 1, 29}, sw[2] = {29, 45}, sb[1] = {45}, sa[2] = {2, 37}, st[2] = {45, 37};
+    int64_t sx[3] = {3, 1, 517}, sw[2] = {517, 45}, sb[1] = {45}, sa[2] = {2, 513}, st[2] = {45, 513};
     clf_tensor y = clf_add(g, clf_matmul(g, input(g, in, "x", 3, sx), input(g, in, "w", 2, sw)),
                            input(g, in, "b", 1, sb));
     clf_graph_output(g, "y", clf_relu(g, y));
