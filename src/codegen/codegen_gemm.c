@@ -1,7 +1,8 @@
 /* Writes the OpenCL C for one GEMM kernel of a plan: the operand loads
  * with their prologues (clf_load_a, clf_load_b), the epilogue and stores
  * of one product element (clf_store), tile sizes for the device, prepended
- * to kernels_templates/gemm.cl (GPUs) or gemm_cpu.cl (CPU devices). */
+ * to kernels_templates/gemm.cl (GPUs), gemm_mma.cl (tensor cores),
+ * gemm_rows.cl (GPU products of a few rows) or gemm_cpu.cl (CPU devices). */
 #include "codegen/codegen.h"
 #include "util/alloc.h"
 #include "util/pow2.h"
