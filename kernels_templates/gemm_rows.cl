@@ -146,6 +146,7 @@ void CLF_KERNEL_NAME(CLF_PARAMS, const IDX_T numel)
     }
 #define LOAD(k) clf_load_bv(bt0, (k), n, CLF_ARGS)
 #define KSTEP KL
+    /* Whether the work-item's columns take whole loads: all CW in range. */
     const bool whole = n + (IDX_T)(CW - 1) < N;
 #else
     /* Lane kl takes k = W kl, W (kl + KL), ...: W consecutive k of one
@@ -166,6 +167,7 @@ void CLF_KERNEL_NAME(CLF_PARAMS, const IDX_T numel)
     }
 #define LOAD(k) clf_load_bk(bt0, (k), n, CLF_ARGS)
 #define KSTEP (W * KL)
+    /* Whether the work-item has a column (its loads are along K). */
     const bool whole = n < N;
 #endif
     IDX_T k = (IDX_T)kl * (IDX_T)(KSTEP / KL);

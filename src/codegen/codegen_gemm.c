@@ -16,6 +16,15 @@
 #include "codegen/templates.h"
 #include "util/strbuf.h"
 
+/* The number of products of MATMUL node mm: its batch axes' extents. */
+static int64_t batch_of(const clf__node *mm)
+{
+    int64_t batch = 1;
+    for (int d = 0; d < mm->rank - 2; d++)
+        batch *= mm->shape[d];
+    return batch;
+}
+
 /* Whether the movement ops between a MATMUL and its operand swap the
  * operand's last two axes (a transposed operand: its rows are strided). */
 static bool operand_transposed(const clf_graph *g, uint32_t id)
@@ -295,22 +304,22 @@ static mma_kind mma_form(const clf_graph *g, const clf__node *mm, const clf__cod
     return kind;
 }
 
-/* The few-rows form (gemm_rows.cl): a GPU product whose work-groups take
- * at most 8 rows (a decode step's x @ W) over a K of GEMM_ROWS_MIN_K or
- * more, where no tiling is pinned (a pinned or autotuned tiling keeps the
- * tiled forms) and the tensor-core form does not take it. B shared by the whole
- * batch (no batch axis over 1): one work-group per column block takes all
- * BATCH * M rows, so B is read once; else one per product and block, M
- * rows. B's loads are 16 bytes (w values); a work-group takes 16 columns
- * (8 for f32 where 16 leave compute units idle; a transposed B, 8 columns
- * of 32 lanes along K), so that a warp reads whole 32-byte sectors; a
- * work-item of one row keeps 8 loads in flight, of more rows 2. */
 /* The few-rows form's shortest K: below it a lane's share of K is a few
  * values and the lanes' tree sum dominates (the H200, same call: the tiny
  * GPT-2 and BERT fixtures, products of 8 rows with K of 64 to 256, ran
  * 0.147 and 0.143 ms in it against 0.119 and 0.122 in the tiled form). */
 #define GEMM_ROWS_MIN_K 512
 
+/* The few-rows form (gemm_rows.cl): a GPU product whose work-groups take
+ * at most 8 rows (a decode step's x @ W) over a K of GEMM_ROWS_MIN_K or
+ * more, where no tiling is pinned (a pinned or autotuned tiling keeps the
+ * tiled forms) and the tensor-core form does not take it. B shared by the
+ * whole batch (no batch axis over 1): one work-group per column block
+ * takes all BATCH * M rows, so B is read once; else one per product and
+ * block, M rows. B's loads are 16 bytes (w values); a work-group takes 16
+ * columns (8 for f32 where 16 leave compute units idle; a transposed B, 8
+ * columns of 32 lanes along K), so that a warp reads whole 32-byte
+ * sectors; a work-item of one row keeps 8 loads in flight, of more rows 2. */
 typedef struct rows_form {
     int rows_max; /* 0: not this form; else 1 or 8 */
     int tn, nt, w, u;
@@ -363,9 +372,7 @@ static mma_kind kernel_mma_kind(const clf_graph *g, const clf__plan *plan, uint3
     const clf__node *mm = clf__graph_node(g, plan->kernels[k].anchor);
     int r = mm->rank, stages;
     bool pad;
-    int64_t batch = 1;
-    for (int d = 0; d < r - 2; d++)
-        batch *= mm->shape[d];
+    int64_t batch = batch_of(mm);
     clf__gemm_config tiles;
     return mma_form(g, mm, target, mm->shape[r - 2], mm->shape[r - 1], batch, &tiles, &stages, &pad);
 }
@@ -374,12 +381,11 @@ bool clf__gemm_rows(const clf_graph *g, const clf__plan *plan, uint32_t k, const
 {
     const clf__node *mm = clf__graph_node(g, plan->kernels[k].anchor);
     int r = mm->rank;
-    int64_t batch = 1;
-    for (int d = 0; d < r - 2; d++)
-        batch *= mm->shape[d];
+    int64_t batch = batch_of(mm);
     const clf__node *a = clf__graph_node(g, mm->inputs[0]);
     return kernel_mma_kind(g, plan, k, target) == MMA_NONE &&
-           gemm_rows_form(g, mm, target, mm->shape[r - 2], mm->shape[r - 1], a->shape[a->rank - 1], batch).rows_max != 0;
+           gemm_rows_form(g, mm, target, mm->shape[r - 2], mm->shape[r - 1], a->shape[a->rank - 1], batch)
+                   .rows_max != 0;
 }
 
 bool clf__gemm_tensor_cores(const clf_graph *g, const clf__plan *plan, uint32_t k, const clf__codegen_target *target)
@@ -393,9 +399,7 @@ void clf__gemm_problem_class(const clf_graph *g, const clf__plan *plan, uint32_t
     const clf__node *mm = clf__graph_node(g, plan->kernels[k].anchor);
     const clf__node *a = clf__graph_node(g, mm->inputs[0]);
     int r = mm->rank;
-    int64_t batch = 1;
-    for (int d = 0; d < r - 2; d++)
-        batch *= mm->shape[d];
+    int64_t batch = batch_of(mm);
     clf__sb_printf(out, "gemm %s m=%llu n=%llu k=%llu batch=%s a=%s%s b=%s%s", target->cpu ? "cpu" : "gpu",
                    (unsigned long long)clf__pow2_at_least((uint64_t)mm->shape[r - 2]), (unsigned long long)clf__pow2_at_least((uint64_t)mm->shape[r - 1]),
                    (unsigned long long)clf__pow2_at_least((uint64_t)a->shape[a->rank - 1]), batch > 1 ? "many" : "one",
@@ -425,9 +429,7 @@ clf_status clf__codegen_gemm(const clf_graph *g, const clf__plan *plan, uint32_t
     int r = mm->rank;
     int64_t M = mm->shape[r - 2], N = mm->shape[r - 1];
     int64_t KK = clf__graph_node(g, mm->inputs[0])->shape[clf__graph_node(g, mm->inputs[0])->rank - 1];
-    int64_t batch = 1;
-    for (int d = 0; d < r - 2; d++)
-        batch *= mm->shape[d];
+    int64_t batch = batch_of(mm);
 
     /* A pinned tensor-core tiling leaves the GEMMs that form does not take
      * their default. */
@@ -447,7 +449,8 @@ clf_status clf__codegen_gemm(const clf_graph *g, const clf__plan *plan, uint32_t
     rows_form rows = mma == MMA_NONE ? gemm_rows_form(g, mm, target, M, N, KK, batch) : (rows_form){0};
     if (mma != MMA_NONE)
         cfg = mma_tiles;
-    if (!rows.rows_max && mma == MMA_NONE && !clf__gemm_config_valid(&cfg, target->cpu, max_local, target->local_mem, why, sizeof why)) {
+    if (!rows.rows_max && mma == MMA_NONE &&
+        !clf__gemm_config_valid(&cfg, target->cpu, max_local, target->local_mem, why, sizeof why)) {
         snprintf(err, errlen, "codegen: kernel %u: GEMM tile configuration %dx%dx%d/%dx%d: %s", k, cfg.tm,
                  cfg.tn, cfg.tk, cfg.wm, cfg.wn, why);
         st = CLF_ERR_INVALID_ARGUMENT;
@@ -536,7 +539,8 @@ clf_status clf__codegen_gemm(const clf_graph *g, const clf__plan *plan, uint32_t
                        rows.rows_max, rows.b_shared ? 1 : 0, b_n_fast ? 1 : 0, rows.tn, rows.nt, rows.w, cw, rows.u);
         out->schedule = (clf__schedule){.form = "gpu-rows", .vec = 1, .wg = out->local,
                                         .lanes = (uint64_t)(rows.nt / (rows.tn / cw)),
-                                        .tiles = {.tm = rows.rows_max, .tn = rows.tn, .tk = 1, .wm = rows.rows_max, .wn = cw},
+                                        .tiles = {.tm = rows.rows_max, .tn = rows.tn, .tk = 1,
+                                                  .wm = rows.rows_max, .wn = cw},
                                         .vec_b = b_n_fast ? b_plain : b_plain_swapped};
     } else if (mma != MMA_NONE) {
         clf__sb_printf(&src,
@@ -606,7 +610,10 @@ clf_status clf__codegen_gemm(const clf_graph *g, const clf__plan *plan, uint32_t
     if (mma != MMA_NONE)
         clf__sb_printf(&src, "/* ---- kernels_templates/mma_sync.cl ---- */\n%s", clf__template_mma_sync);
     clf__sb_printf(&src, "/* ---- kernels_templates/%s ---- */\n",
-                   rows.rows_max ? "gemm_rows.cl" : target->cpu ? "gemm_cpu.cl" : mma != MMA_NONE ? "gemm_mma.cl" : "gemm.cl");
+                   rows.rows_max     ? "gemm_rows.cl"
+                   : target->cpu     ? "gemm_cpu.cl"
+                   : mma != MMA_NONE ? "gemm_mma.cl"
+                                     : "gemm.cl");
     clf__sb_puts(&src, rows.rows_max     ? clf__template_gemm_rows
                        : target->cpu     ? clf__template_gemm_cpu
                        : mma != MMA_NONE ? clf__template_gemm_mma
