@@ -1897,7 +1897,8 @@ END_TEST
 /* Every op has a row: a name, arity bounds that hold its class; every
  * unary and binary op of the public enums has reference arithmetic and an
  * OpenCL expression for each dtype it takes, and nothing for the others;
- * names and ONNX names are unique. A row left out (zeroed) fails here. */
+ * names and ONNX names are unique, ONNX forms' opset ranges are ranges and
+ * only binary rows fold. A row left out (zeroed) fails here. */
 START_TEST(test_op_table_rows_are_complete)
 {
     for (int op = 0; op < CLF__OP_COUNT; op++) {
@@ -1906,11 +1907,22 @@ START_TEST(test_op_table_rows_are_complete)
         ck_assert_msg(r->min_inputs >= 0 && (r->max_inputs < 0 || r->max_inputs >= r->min_inputs), "%s: arity",
                       r->name);
         ck_assert_msg((r->cls == CLF__CLASS_LEAF) == (r->max_inputs == 0), "%s: leaf iff no inputs", r->name);
-        for (int o = 0; o < op; o++) {
-            const clf__op_info *q = clf__op_info_of((clf__op)o);
-            ck_assert_msg(strcmp(q->name, r->name) != 0, "%s named twice", r->name);
-            ck_assert_msg(!r->onnx || !q->onnx || strcmp(q->onnx, r->onnx) != 0, "ONNX %s twice", r->onnx);
+        for (int i = 0; i < CLF__ONNX_FORMS; i++) {
+            const clf__onnx_form *f = &r->onnx[i];
+            if (!f->name)
+                continue;
+            ck_assert_msg(f->since >= 1 && (!f->until || f->until >= f->since), "%s: opsets of %s", r->name, f->name);
+            ck_assert_msg(!f->fold || clf__op_is_binary((clf__op)op), "%s: %s folds a non-binary op", r->name,
+                          f->name);
+            ck_assert_msg(!f->mean || f->fold, "%s: %s divides without folding", r->name, f->name);
+            for (int o = 0; o <= op; o++)
+                for (int j = 0; j < CLF__ONNX_FORMS && (o < op || j < i); j++) {
+                    const char *other = clf__op_info_of((clf__op)o)->onnx[j].name;
+                    ck_assert_msg(!other || strcmp(other, f->name) != 0, "ONNX %s twice", f->name);
+                }
         }
+        for (int o = 0; o < op; o++)
+            ck_assert_msg(strcmp(clf__op_info_of((clf__op)o)->name, r->name) != 0, "%s named twice", r->name);
         bool table_op = clf__op_is_unary((clf__op)op) || clf__op_is_binary((clf__op)op);
         ck_assert_msg(table_op == (r->cls == CLF__CLASS_POINTWISE && r->rule != CLF__DT_OWN),
                       "%s: public pointwise ops and only they are expressions of the table", r->name);
@@ -1941,9 +1953,18 @@ START_TEST(test_op_table_rows_are_complete)
     ck_assert_int_eq(clf__op_of_unary(CLF_UNARY_NOT), CLF__OP_NOT);
     ck_assert_int_eq(clf__op_of_binary(CLF_BINARY_OR), CLF__OP_OR);
     ck_assert_int_eq(clf__op_unary(CLF__OP_EXP), CLF_UNARY_EXP);
-    ck_assert_int_eq(clf__op_from_onnx("Relu", 13), CLF__OP_RELU);
-    ck_assert_int_eq(clf__op_from_onnx("Erf", 8), CLF__OP_COUNT); /* Erf is opset 9 */
-    ck_assert_int_eq(clf__op_from_onnx("NoSuchOp", 18), CLF__OP_COUNT);
+    ck_assert_int_eq(clf__op_from_onnx("Relu", 13, NULL), CLF__OP_RELU);
+    ck_assert_int_eq(clf__op_from_onnx("Erf", 8, NULL), CLF__OP_COUNT); /* Erf is opset 9 */
+    ck_assert_int_eq(clf__op_from_onnx("NoSuchOp", 18, NULL), CLF__OP_COUNT);
+    /* Sum, Max, Min and Mean are fold forms of add, maximum, minimum. */
+    const clf__onnx_form *f = NULL;
+    ck_assert_int_eq(clf__op_from_onnx("Mean", 13, &f), CLF__OP_ADD);
+    ck_assert(f && f->fold && f->mean);
+    ck_assert_int_eq(clf__op_from_onnx("Add", 13, &f), CLF__OP_ADD);
+    ck_assert(f && !f->fold);
+    ck_assert_int_eq(clf__op_from_onnx("Max", 13, &f), CLF__OP_MAXIMUM);
+    ck_assert(f && f->fold && !f->mean);
+    ck_assert_int_eq(clf__op_from_onnx("Sum", 5, NULL), CLF__OP_COUNT); /* opset 5's Sum: consumed_inputs */
 }
 END_TEST
 

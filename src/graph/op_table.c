@@ -72,20 +72,22 @@ static int64_t i_or(int64_t a, int64_t b) { return a != 0 || b != 0; }
 
 /* A unary pointwise row over the floats. */
 #define UNARY_F32(E, nm, onnx_, since, fn, clf, cost_, dom)                                        \
-    [CLF__OP_##E] = {.name = #nm, .builder = #nm, .onnx = onnx_, .onnx_since = since,            \
+    [CLF__OP_##E] = {.name = #nm, .builder = #nm, .onnx = {{onnx_, since}},                      \
                      .cls = CLF__CLASS_POINTWISE, .min_inputs = 1, .max_inputs = 1,             \
                      .dtypes = CLF__DTM_FLOAT, .rule = CLF__DT_SAME, .ref_float = fn,             \
                      .cl = {[CLF_F32] = clf}, .cost = cost_, .fuzz = dom}
+/* The ONNX forms of a row, as clf__onnx_form initialisers. */
+#define ONNX(...) {__VA_ARGS__}
 /* A binary row of the arithmetic dtypes. */
-#define BINARY_NUM(E, nm, onnx_, since, ff, fi, clf, cli, cll, dom)                                \
-    [CLF__OP_##E] = {.name = #nm, .builder = #nm, .onnx = onnx_, .onnx_since = since,            \
+#define BINARY_NUM(E, nm, forms, ff, fi, clf, cli, cll, dom)                                       \
+    [CLF__OP_##E] = {.name = #nm, .builder = #nm, .onnx = forms,                                 \
                      .cls = CLF__CLASS_POINTWISE, .min_inputs = 2, .max_inputs = 2,             \
                      .dtypes = CLF__DTM_NUM, .rule = CLF__DT_SAME, .ref_float = ff,             \
                      .ref_int = fi, .cl = {[CLF_F32] = clf, [CLF_I32] = cli, [CLF_I64] = cll},  \
                      .fuzz = dom}
 /* A comparison: f32 and i32 operands (bool too when mask says), a bool result. */
 #define COMPARE(E, nm, onnx_, mask, ff, fi, clx, clb)                                              \
-    [CLF__OP_##E] = {.name = #nm, .builder = #nm, .onnx = onnx_, .onnx_since = 7,                \
+    [CLF__OP_##E] = {.name = #nm, .builder = #nm, .onnx = {{onnx_, 7}},                          \
                      .cls = CLF__CLASS_POINTWISE, .min_inputs = 2, .max_inputs = 2,             \
                      .dtypes = mask, .rule = CLF__DT_BOOL, .ref_float = ff, .ref_int = fi,      \
                      .cl = {[CLF_F32] = clx, [CLF_I32] = clx, [CLF_I64] = clx, [CLF_BOOL] = clb}, \
@@ -99,13 +101,13 @@ const clf__op_info clf__op_table[CLF__OP_COUNT] = {
     KIND(INPUT, "input", LEAF, 0, 0),
     KIND(CONSTANT, "constant", LEAF, 0, 0),
 
-    [CLF__OP_NEG] = {.name = "neg", .builder = "neg", .onnx = "Neg", .onnx_since = 6,
+    [CLF__OP_NEG] = {.name = "neg", .builder = "neg", .onnx = {{"Neg", 6}},
                      .cls = CLF__CLASS_POINTWISE, .min_inputs = 1, .max_inputs = 1,
                      .dtypes = CLF__DTM_NUM, .rule = CLF__DT_SAME, .ref_float = f_neg, .ref_int = i_neg,
                      .cl = {[CLF_F32] = "(-$1)", [CLF_I32] = "as_int(0u - as_uint($1))",
                             [CLF_I64] = "as_long(0ul - as_ulong($1))"},
                      .fuzz = CLF__FUZZ_NEGATE},
-    [CLF__OP_ABS] = {.name = "abs", .builder = "abs", .onnx = "Abs", .onnx_since = 6,
+    [CLF__OP_ABS] = {.name = "abs", .builder = "abs", .onnx = {{"Abs", 6}},
                      .cls = CLF__CLASS_POINTWISE, .min_inputs = 1, .max_inputs = 1,
                      .dtypes = CLF__DTM_NUM, .rule = CLF__DT_SAME, .ref_float = f_abs, .ref_int = i_abs,
                      .cl = {[CLF_F32] = "fabs($1)", [CLF_I32] = "($1 < 0 ? as_int(0u - as_uint($1)) : $1)",
@@ -131,37 +133,37 @@ const clf__op_info clf__op_table[CLF__OP_COUNT] = {
     UNARY_F32(ERF, erf, "Erf", 9, f_erf, "clf_erf($1)", CLF__COST_COSTLY, CLF__FUZZ_UNIT),
     UNARY_F32(FLOOR, floor, "Floor", 6, f_floor, "floor($1)", CLF__COST_CHEAP, CLF__FUZZ_STEP),
     UNARY_F32(CEIL, ceil, "Ceil", 6, f_ceil, "ceil($1)", CLF__COST_CHEAP, CLF__FUZZ_STEP),
-    [CLF__OP_SIGN] = {.name = "sign", .builder = "sign", .onnx = "Sign", .onnx_since = 9,
+    [CLF__OP_SIGN] = {.name = "sign", .builder = "sign", .onnx = {{"Sign", 9}},
                       .cls = CLF__CLASS_POINTWISE, .min_inputs = 1, .max_inputs = 1,
                       .dtypes = CLF__DTM_NUM, .rule = CLF__DT_SAME, .ref_float = f_sign, .ref_int = i_sign,
                       .cl = {[CLF_F32] = "($1 > 0.0f ? 1.0f : ($1 < 0.0f ? -1.0f : $1))",
                              [CLF_I32] = "(($1 > 0) - ($1 < 0))", [CLF_I64] = "(long)(($1 > 0) - ($1 < 0))"},
                       .fuzz = CLF__FUZZ_SIGN},
-    [CLF__OP_NOT] = {.name = "not", .builder = "logical_not", .onnx = "Not", .onnx_since = 1,
+    [CLF__OP_NOT] = {.name = "not", .builder = "logical_not", .onnx = {{"Not", 1}},
                      .cls = CLF__CLASS_POINTWISE, .min_inputs = 1, .max_inputs = 1,
                      .dtypes = CLF__DTM_BOOL, .rule = CLF__DT_SAME, .ref_int = i_not,
                      .cl = {[CLF_BOOL] = "(uchar)(!$1)"}, .fuzz = CLF__FUZZ_LOGIC},
-    [CLF__OP_ISNAN] = {.name = "isnan", .builder = "isnan", .onnx = "IsNaN", .onnx_since = 9,
+    [CLF__OP_ISNAN] = {.name = "isnan", .builder = "isnan", .onnx = {{"IsNaN", 9}},
                        .cls = CLF__CLASS_POINTWISE, .min_inputs = 1, .max_inputs = 1,
                        .dtypes = CLF__DTM_FLOAT, .rule = CLF__DT_BOOL, .ref_float = f_isnan,
                        .cl = {[CLF_F32] = "(uchar)isnan($1)"}, .fuzz = CLF__FUZZ_PREDICATE},
 
-    BINARY_NUM(ADD, add, "Add", 7, f_add, i_add, "($1 + $2)", "as_int(as_uint($1) + as_uint($2))",
+    BINARY_NUM(ADD, add, ONNX({"Add", 7}, {"Sum", 6, .fold = true}, {"Mean", 6, .fold = true, .mean = true}), f_add, i_add, "($1 + $2)", "as_int(as_uint($1) + as_uint($2))",
                "as_long(as_ulong($1) + as_ulong($2))", CLF__FUZZ_SUM),
-    BINARY_NUM(SUB, sub, "Sub", 7, f_sub, i_sub, "($1 - $2)", "as_int(as_uint($1) - as_uint($2))",
+    BINARY_NUM(SUB, sub, ONNX({"Sub", 7}), f_sub, i_sub, "($1 - $2)", "as_int(as_uint($1) - as_uint($2))",
                "as_long(as_ulong($1) - as_ulong($2))", CLF__FUZZ_DIFFERENCE),
-    BINARY_NUM(MUL, mul, "Mul", 7, f_mul, i_mul, "($1 * $2)", "as_int(as_uint($1) * as_uint($2))",
+    BINARY_NUM(MUL, mul, ONNX({"Mul", 7}), f_mul, i_mul, "($1 * $2)", "as_int(as_uint($1) * as_uint($2))",
                "as_long(as_ulong($1) * as_ulong($2))", CLF__FUZZ_PRODUCT),
-    BINARY_NUM(DIV, div, "Div", 7, f_div, i_div, "($1 / $2)",
+    BINARY_NUM(DIV, div, ONNX({"Div", 7}), f_div, i_div, "($1 / $2)",
                "($2 == 0 ? 0 : ($2 == -1 ? as_int(0u - as_uint($1)) : $1 / $2))",
                "($2 == 0 ? 0L : ($2 == -1 ? as_long(0ul - as_ulong($1)) : $1 / $2))", CLF__FUZZ_QUOTIENT),
-    [CLF__OP_POW] = {.name = "pow", .builder = "pow", .onnx = "Pow", .onnx_since = 7,
+    [CLF__OP_POW] = {.name = "pow", .builder = "pow", .onnx = {{"Pow", 7}},
                      .cls = CLF__CLASS_POINTWISE, .min_inputs = 2, .max_inputs = 2,
                      .dtypes = CLF__DTM_FLOAT, .rule = CLF__DT_SAME, .ref_float = f_pow,
                      .cl = {[CLF_F32] = "pow($1, $2)"}, .cost = CLF__COST_COSTLY, .fuzz = CLF__FUZZ_POWER},
-    BINARY_NUM(MAXIMUM, maximum, "Max", 8, f_maximum, i_maximum, "(($1 > $2 || isnan($1)) ? $1 : $2)",
+    BINARY_NUM(MAXIMUM, maximum, ONNX({"Max", 6, .fold = true}), f_maximum, i_maximum, "(($1 > $2 || isnan($1)) ? $1 : $2)",
                "max($1, $2)", "max($1, $2)", CLF__FUZZ_SELECT),
-    BINARY_NUM(MINIMUM, minimum, "Min", 8, f_minimum, i_minimum, "(($1 < $2 || isnan($1)) ? $1 : $2)",
+    BINARY_NUM(MINIMUM, minimum, ONNX({"Min", 6, .fold = true}), f_minimum, i_minimum, "(($1 < $2 || isnan($1)) ? $1 : $2)",
                "min($1, $2)", "min($1, $2)", CLF__FUZZ_SELECT),
     /* A bool byte is true when non-zero (2 and 1 are both true), so bools
      * compare as truth values, not as bytes. */
@@ -171,11 +173,11 @@ const clf__op_info clf__op_table[CLF__OP_COUNT] = {
     COMPARE(LE, le, "LessOrEqual", CLF__DTM_NUM, f_le, i_le, "(uchar)($1 <= $2)", NULL),
     COMPARE(GT, gt, "Greater", CLF__DTM_NUM, f_gt, i_gt, "(uchar)($1 > $2)", NULL),
     COMPARE(GE, ge, "GreaterOrEqual", CLF__DTM_NUM, f_ge, i_ge, "(uchar)($1 >= $2)", NULL),
-    [CLF__OP_AND] = {.name = "and", .builder = "logical_and", .onnx = "And", .onnx_since = 7,
+    [CLF__OP_AND] = {.name = "and", .builder = "logical_and", .onnx = {{"And", 7}},
                      .cls = CLF__CLASS_POINTWISE, .min_inputs = 2, .max_inputs = 2,
                      .dtypes = CLF__DTM_BOOL, .rule = CLF__DT_SAME, .ref_int = i_and,
                      .cl = {[CLF_BOOL] = "(uchar)($1 && $2)"}, .fuzz = CLF__FUZZ_LOGIC},
-    [CLF__OP_OR] = {.name = "or", .builder = "logical_or", .onnx = "Or", .onnx_since = 7,
+    [CLF__OP_OR] = {.name = "or", .builder = "logical_or", .onnx = {{"Or", 7}},
                     .cls = CLF__CLASS_POINTWISE, .min_inputs = 2, .max_inputs = 2,
                     .dtypes = CLF__DTM_BOOL, .rule = CLF__DT_SAME, .ref_int = i_or,
                     .cl = {[CLF_BOOL] = "(uchar)($1 || $2)"}, .fuzz = CLF__FUZZ_LOGIC},
@@ -194,12 +196,11 @@ const clf__op_info clf__op_table[CLF__OP_COUNT] = {
     KIND(MATMUL, "matmul", CONTRACTION, 2, 2),
     /* Pointwise in that each element reads one element of an input, but at
      * an index read from data (gather) or chosen by position (concat). */
-    [CLF__OP_GATHER] = {.name = "gather", .builder = "gather", .onnx = "Gather", .onnx_since = 13,
+    [CLF__OP_GATHER] = {.name = "gather", .builder = "gather", .onnx = {{"Gather", 13}},
                         .cls = CLF__CLASS_POINTWISE, .min_inputs = 2, .max_inputs = 2, .rule = CLF__DT_OWN},
-    [CLF__OP_GATHER_ELEMENTS] = {.name = "gather_elements", .builder = "gather_elements", .onnx = "GatherElements",
-                                 .onnx_since = 13, .cls = CLF__CLASS_POINTWISE, .min_inputs = 2, .max_inputs = 2,
+    [CLF__OP_GATHER_ELEMENTS] = {.name = "gather_elements", .builder = "gather_elements", .onnx = {{"GatherElements", 13}}, .cls = CLF__CLASS_POINTWISE, .min_inputs = 2, .max_inputs = 2,
                                  .rule = CLF__DT_OWN},
-    [CLF__OP_CONCAT] = {.name = "concat", .builder = "concat", .onnx = "Concat", .onnx_since = 13,
+    [CLF__OP_CONCAT] = {.name = "concat", .builder = "concat", .onnx = {{"Concat", 13}},
                         .cls = CLF__CLASS_POINTWISE, .min_inputs = 1, .max_inputs = -1, .rule = CLF__DT_OWN},
     /* A cache input with new entries written in place (graph_cache.c):
      * always stored, by a kernel of its own over the new entries. */
@@ -207,12 +208,16 @@ const clf__op_info clf__op_table[CLF__OP_COUNT] = {
                              .min_inputs = 2, .max_inputs = 2, .rule = CLF__DT_OWN},
 };
 
-clf__op clf__op_from_onnx(const char *onnx, int64_t opset)
+clf__op clf__op_from_onnx(const char *onnx, int64_t opset, const clf__onnx_form **form)
 {
-    for (int op = 0; op < CLF__OP_COUNT; op++) {
-        const clf__op_info *r = &clf__op_table[op];
-        if (r->onnx && strcmp(r->onnx, onnx) == 0 && opset >= r->onnx_since)
-            return (clf__op)op;
-    }
+    for (int op = 0; op < CLF__OP_COUNT; op++)
+        for (int i = 0; i < CLF__ONNX_FORMS; i++) {
+            const clf__onnx_form *f = &clf__op_table[op].onnx[i];
+            if (f->name && strcmp(f->name, onnx) == 0 && opset >= f->since && (!f->until || opset <= f->until)) {
+                if (form)
+                    *form = f;
+                return (clf__op)op;
+            }
+        }
     return CLF__OP_COUNT;
 }

@@ -120,11 +120,24 @@ typedef enum clf__fuzz_domain {
 typedef double (*clf__ref_float_fn)(double a, double b);
 typedef int64_t (*clf__ref_int_fn)(int64_t a, int64_t b);
 
+/* An ONNX op that maps onto a row: its name, the opsets whose form the
+ * importer reads (since to until; until 0: every later one), and for a
+ * binary row whether it takes any number of inputs, broadcast together and
+ * folded left with the row's op (Sum, Max, Min; one input is itself), then
+ * divided by their count (mean: Mean). */
+typedef struct clf__onnx_form {
+    const char *name; /* NULL: none */
+    int since, until;
+    bool fold, mean;
+} clf__onnx_form;
+
+/* The most ONNX ops that map onto one row (Add, Sum and Mean onto add). */
+#define CLF__ONNX_FORMS 3
+
 typedef struct clf__op_info {
     const char *name;    /* kernel names and logs: "add", "relu", "not", "transpose" */
     const char *builder; /* the public builder's name without clf_: "logical_not"; NULL if none */
-    const char *onnx;    /* the ONNX op that maps onto it directly, NULL if none */
-    int onnx_since;      /* the first ONNX opset whose form libclfuse reads */
+    clf__onnx_form onnx[CLF__ONNX_FORMS]; /* the ONNX ops that map onto it directly */
     clf__node_class cls;
     int8_t min_inputs, max_inputs; /* max -1: any number */
     uint8_t dtypes;                /* CLF__DTM mask of the operand dtypes it takes */
@@ -166,7 +179,8 @@ static inline clf_binary_op clf__op_binary(clf__op op) { return (clf_binary_op)(
  * the index arithmetic of its load: the indices must be in memory. */
 static inline bool clf__op_reads_indices(clf__op op) { return op == CLF__OP_GATHER || op == CLF__OP_GATHER_ELEMENTS; }
 
-/* The op whose ONNX name is onnx (opset opset), or CLF__OP_COUNT. */
-clf__op clf__op_from_onnx(const char *onnx, int64_t opset);
+/* The op whose ONNX form (*form, may be NULL) is named onnx at opset
+ * opset, or CLF__OP_COUNT. */
+clf__op clf__op_from_onnx(const char *onnx, int64_t opset, const clf__onnx_form **form);
 
 #endif

@@ -644,37 +644,35 @@ static clf_status cast_target(importer *I, const clf__onnx_node *n, int64_t to, 
                        clf__onnx_elem_name(to < INT32_MIN || to > INT32_MAX ? -1 : (int)to));
 }
 
-/* Max, Min, Sum, Mean of any number of inputs, broadcast together. */
-static clf_status import_variadic(importer *I, const clf__onnx_node *n, clf_tensor *out)
+/* An op of the table's fold forms (Sum, Max, Min, Mean): any number of
+ * inputs broadcast together, folded left with binary op, then divided by
+ * their count where mean. */
+static clf_status import_fold(importer *I, const clf__onnx_node *n, clf_binary_op op, bool mean, clf_tensor *out)
 {
-    const char *o = n->op;
     clf_graph *g = I->g;
     clf_tensor a, b;
-    {
-        if (want_inputs(I, n, 1, 64) || input(I, n, 0, &a))
+    if (want_inputs(I, n, 1, 64) || input(I, n, 0, &a))
+        return I->status;
+    /* Sums of storage floats: one node, so added in f32 and rounded once
+     * (Max and Min are exact either way). */
+    clf_dtype sdt = CLF_F32;
+    bool storage = op == CLF_BINARY_ADD && n->ninputs > 1 && storage_float(I, a, &sdt);
+    if (storage)
+        a = clf_cast(g, a, CLF_F32);
+    for (int k = 1; k < n->ninputs; k++) {
+        if (!n->inputs[k][0])
+            return fail(I, n->op_pos, "input %d is empty", k + 1);
+        if (input(I, n, k, &b))
             return I->status;
-        clf_binary_op op = o[1] == 'a' ? CLF_BINARY_MAXIMUM : o[1] == 'i' ? CLF_BINARY_MINIMUM : CLF_BINARY_ADD;
-        /* Sum and Mean of storage floats: one node, so added in f32 and
-         * rounded once (Max and Min are exact either way). */
-        clf_dtype sdt = CLF_F32;
-        bool storage = op == CLF_BINARY_ADD && n->ninputs > 1 && storage_float(I, a, &sdt);
-        if (storage)
-            a = clf_cast(g, a, CLF_F32);
-        for (int k = 1; k < n->ninputs; k++) {
-            if (!n->inputs[k][0])
-                return fail(I, n->op_pos, "input %d is empty", k + 1);
-            if (input(I, n, k, &b))
-                return I->status;
-            a = clf_binary(g, op, a, storage ? clf_cast(g, b, CLF_F32) : b);
-        }
-        if (!strcmp(o, "Mean") && n->ninputs > 1) {
-            clf_dtype dt = CLF_F32;
-            clf_tensor_dtype(g, a, &dt);
-            a = clf_div(g, a, clf_scalar(g, dt, n->ninputs));
-        }
-        *out = storage ? clf_cast(g, a, sdt) : a;
-        return 0;
+        a = clf_binary(g, op, a, storage ? clf_cast(g, b, CLF_F32) : b);
     }
+    if (mean && n->ninputs > 1) {
+        clf_dtype dt = CLF_F32;
+        clf_tensor_dtype(g, a, &dt);
+        a = clf_div(g, a, clf_scalar(g, dt, n->ninputs));
+    }
+    *out = storage ? clf_cast(g, a, sdt) : a;
+    return 0;
 }
 
 /* Pow: ONNX lets the exponent's type differ from the base's. Both are
@@ -924,11 +922,12 @@ static clf_status import_op(importer *I, const clf__onnx_node *n, int idx, clf_t
     clf_tensor a, b, c;
     *out = CLF_TENSOR_INVALID;
 
-    /* Variadic Max, Min, Sum, Mean first: Max and Min are also binary rows. */
-    if (!strcmp(o, "Max") || !strcmp(o, "Min") || !strcmp(o, "Sum") || !strcmp(o, "Mean"))
-        return import_variadic(I, n, out);
-    /* The pointwise ops of the op table, by their ONNX names. */
-    clf__op top = clf__op_from_onnx(o, I->opset);
+    /* The pointwise ops of the op table, by their ONNX names: fold forms
+     * (any number of inputs), unary and binary ones. */
+    const clf__onnx_form *form = NULL;
+    clf__op top = clf__op_from_onnx(o, I->opset, &form);
+    if (top != CLF__OP_COUNT && form->fold)
+        return import_fold(I, n, clf__op_binary(top), form->mean, out);
     if (top != CLF__OP_COUNT && clf__op_is_unary(top)) {
         if (top == CLF__OP_GELU) {
             const clf__onnx_attr *ap = node_attr(I, n, "approximate");

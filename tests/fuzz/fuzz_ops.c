@@ -424,7 +424,7 @@ static bool onnx_unary(FILE *f, const fz_graph *G, int i)
         fprintf(f, "    v%d_s = Sigmoid(v%d)\n    v%d = Mul(v%d, v%d_s)\n", i, a, i, a, i);
         return true;
     }
-    const char *onnx = clf__op_info_of(clf__op_of_unary((clf_unary_op)n->sub))->onnx;
+    const char *onnx = clf__op_info_of(clf__op_of_unary((clf_unary_op)n->sub))->onnx[0].name;
     if (!onnx)
         return false;
     fprintf(f, "    v%d = %s(v%d)\n", i, onnx, a);
@@ -513,7 +513,7 @@ static bool onnx_binary(FILE *f, const fz_graph *G, int i)
         fprintf(f, "    v%d_e = Equal(v%d, v%d)\n    v%d = Not(v%d_e)\n", i, n->in[0], n->in[1], i, i);
         return true;
     }
-    const char *onnx = clf__op_info_of(clf__op_of_binary((clf_binary_op)n->sub))->onnx;
+    const char *onnx = clf__op_info_of(clf__op_of_binary((clf_binary_op)n->sub))->onnx[0].name;
     if (!onnx)
         return false;
     fprintf(f, "    v%d = %s(v%d, v%d)\n", i, onnx, n->in[0], n->in[1]);
