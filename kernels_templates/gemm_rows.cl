@@ -131,18 +131,13 @@ void CLF_KERNEL_NAME(CLF_PARAMS, const IDX_T numel)
      * work-item keeps U x 16 bytes in flight (the sweep is bound by how
      * many loads wait on memory at once). */
 #if B_N_FAST
-    /* Lane kl takes k = kl, kl + KL, ...; a load is W = CW columns. */
-#define STEP(k, bv)                                                                                \
+    /* Lane kl takes k = kl, kl + KL, ...; a load is W = CW columns, each
+     * multiplied by row r's value at k. */
+#define ROW_FMA(r, k, b_)                                                                          \
     {                                                                                              \
-        float b_[W];                                                                               \
-        VSTORE(bv, 0, b_);                                                                         \
-        for (int r = 0; r < ROWS_MAX; ++r) {                                                       \
-            if ((IDX_T)r < rows) {                                                                 \
-                const float av = clf_load_a(ROW_BT((IDX_T)r), ROW_M((IDX_T)r), (k), CLF_ARGS);     \
-                for (int j = 0; j < W; ++j)                                                        \
-                    acc[r][j] = fma(av, b_[j], acc[r][j]);                                         \
-            }                                                                                      \
-        }                                                                                          \
+        const float av = clf_load_a(ROW_BT(r), ROW_M(r), (k), CLF_ARGS);                           \
+        for (int j = 0; j < W; ++j)                                                                \
+            acc[r][j] = fma(av, b_[j], acc[r][j]);                                                 \
     }
 #define LOAD(k) clf_load_bv(bt0, (k), n, CLF_ARGS)
 #define KSTEP KL
@@ -150,26 +145,28 @@ void CLF_KERNEL_NAME(CLF_PARAMS, const IDX_T numel)
     const bool whole = n + (IDX_T)(CW - 1) < N;
 #else
     /* Lane kl takes k = W kl, W (kl + KL), ...: W consecutive k of one
-     * column a load. */
-#define STEP(k, bv)                                                                                \
+     * column a load, against row r's W values there. */
+#define ROW_FMA(r, k, b_)                                                                          \
     {                                                                                              \
-        float b_[W];                                                                               \
-        VSTORE(bv, 0, b_);                                                                         \
-        for (int r = 0; r < ROWS_MAX; ++r) {                                                       \
-            if ((IDX_T)r < rows) {                                                                 \
-                const IDX_T bt = ROW_BT((IDX_T)r), m = ROW_M((IDX_T)r);                            \
-                float s = acc[r][0];                                                               \
-                for (int j = 0; j < W; ++j)                                                        \
-                    s = fma(clf_load_a(bt, m, (k) + (IDX_T)j, CLF_ARGS), b_[j], s);                \
-                acc[r][0] = s;                                                                     \
-            }                                                                                      \
-        }                                                                                          \
+        float s = acc[r][0];                                                                       \
+        for (int j = 0; j < W; ++j)                                                                \
+            s = fma(clf_load_a(ROW_BT(r), ROW_M(r), (k) + (IDX_T)j, CLF_ARGS), b_[j], s);          \
+        acc[r][0] = s;                                                                             \
     }
 #define LOAD(k) clf_load_bk(bt0, (k), n, CLF_ARGS)
 #define KSTEP (W * KL)
     /* Whether the work-item has a column (its loads are along K). */
     const bool whole = n < N;
 #endif
+    /* One load's values against every row. */
+#define STEP(k, bv)                                                                                \
+    {                                                                                              \
+        float b_[W];                                                                               \
+        VSTORE(bv, 0, b_);                                                                         \
+        for (int r = 0; r < ROWS_MAX; ++r)                                                         \
+            if ((IDX_T)r < rows)                                                                   \
+                ROW_FMA((IDX_T)r, k, b_)                                                           \
+    }
     IDX_T k = (IDX_T)kl * (IDX_T)(KSTEP / KL);
     if (whole) {
         for (; k + (U - 1) * KSTEP + (KSTEP / KL - 1) < K; k += U * KSTEP) {
