@@ -867,6 +867,18 @@ START_TEST(constant_of_shape_extents_overflowing)
 }
 END_TEST
 
+/* A table op in a model whose opset is older than the op's first form
+ * read is refused with that opset named (Sum is read from opset 6 on; its
+ * opset 1 form has consumed_inputs). */
+START_TEST(ops_before_their_first_opset_are_refused)
+{
+    static const char sum[] = "<ir_version: 3, opset_import: [\"\" : 5]>\n"
+                              "g (float[4] a, float[4] b) => (float[4] y) {\n  y = Sum(a, b)\n}\n";
+    expect_fail_mem(sum, strlen(sum), NULL, NULL, CLF_ERR_UNSUPPORTED,
+                    PARTS("node 0 (Sum): op Sum is read from opset 6 on; the model imports opset 5"));
+}
+END_TEST
+
 /* An attribute the op's rule does not read is refused, naming it and the
  * op, not ignored; the few that change nothing here pass. */
 START_TEST(unknown_attributes_are_refused)
@@ -2255,6 +2267,7 @@ int main(void)
     clf_test_add_case(s, "text_in_memory_and_forced_formats", text_in_memory_and_forced_formats);
     clf_test_add_case(s, "shape_chains_and_masks_fold_at_load", shape_chains_and_masks_fold_at_load);
     clf_test_add_case(s, "unknown_attributes_are_refused", unknown_attributes_are_refused);
+    clf_test_add_case(s, "ops_before_their_first_opset_are_refused", ops_before_their_first_opset_are_refused);
     clf_test_add_case(s, "constant_of_shape_extents_overflowing", constant_of_shape_extents_overflowing);
     clf_test_add_case(s, "text_literals_keep_their_bytes", text_literals_keep_their_bytes);
     clf_test_add_case(s, "external_data_loads", external_data_loads);
