@@ -1219,9 +1219,13 @@ static clf_status import_op(importer *I, const clf__onnx_node *n, int idx, clf_t
     }
     /* A table op whose forms start after (or end before) the model's opset. */
     const clf__onnx_form *other = NULL;
-    if (clf__op_from_onnx(o, INT64_MAX, &other) != CLF__OP_COUNT || clf__op_from_onnx(o, 1, &other) != CLF__OP_COUNT)
-        return unsupported(I, n->op_pos, "op %s is read from opset %d on%s; the model imports opset %lld", o,
-                           other->since, other->until ? " (not after its last form)" : "", (long long)I->opset);
+    if (clf__op_from_onnx(o, INT64_MAX, &other) != CLF__OP_COUNT || clf__op_from_onnx(o, 1, &other) != CLF__OP_COUNT) {
+        if (other->until)
+            return unsupported(I, n->op_pos, "op %s is read at opsets %d to %d; the model imports opset %lld", o,
+                               other->since, other->until, (long long)I->opset);
+        return unsupported(I, n->op_pos, "op %s is read from opset %d on; the model imports opset %lld", o,
+                           other->since, (long long)I->opset);
+    }
     return unsupported(I, n->op_pos, "op %s is not supported by libclfuse", o);
 }
 
