@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "clfuse/reference.h"
+#include "runtime/runtime_internal.h"
 #include "test_support.h"
 
 #define NTHREADS 4
@@ -343,7 +344,9 @@ static void *parallel_build_worker(void *arg)
 }
 
 /* Both ways of getting a compile's programs: in build threads (a program
- * per source) and as the graph's one program (PoCL's default). */
+ * per source) and as the graph's one program (PoCL's default); after the
+ * threads, one more compile's kernels come from one program or from as
+ * many as they have, as asked. */
 START_TEST(parallel_builds_from_threads)
 {
     setenv("CLFUSE_BUILD_THREADS", "3", 1);
@@ -351,6 +354,24 @@ START_TEST(parallel_builds_from_threads)
         setenv("CLFUSE_ONE_PROGRAM", one ? "1" : "0", 1);
         clf_context *ctx = clf_test_context();
         run_threads(parallel_build_worker, ctx, NULL);
+        clf_graph *g = kernels_graph(0);
+        clf_executable *exe = NULL;
+        ck_assert_int_eq(clf_compile(ctx, g, NULL, &exe), CLF_OK);
+        ck_assert_uint_ge(exe->nkernels, 2);
+        cl_program first = NULL;
+        size_t same = 0;
+        for (size_t k = 0; k < exe->nkernels; k++) {
+            cl_program p = NULL;
+            ck_assert_int_eq(clGetKernelInfo(exe->kernels[k].kernel, CL_KERNEL_PROGRAM, sizeof p, &p, NULL),
+                             CL_SUCCESS);
+            if (k == 0)
+                first = p;
+            same += p == first;
+        }
+        ck_assert_msg(one ? same == exe->nkernels : same == 1, "%zu of %zu kernels share the first's program (%s)",
+                      same, exe->nkernels, one ? "one program asked" : "a program per source asked");
+        clf_executable_destroy(&exe);
+        clf_graph_destroy(&g);
         clf_context_destroy(&ctx);
     }
     unsetenv("CLFUSE_ONE_PROGRAM");
