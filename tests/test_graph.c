@@ -1965,6 +1965,8 @@ START_TEST(test_op_table_rows_are_complete)
     ck_assert_int_eq(clf__op_from_onnx("Max", 13, &f), CLF__OP_MAXIMUM);
     ck_assert(f && f->fold && !f->mean);
     ck_assert_int_eq(clf__op_from_onnx("Sum", 5, NULL), CLF__OP_COUNT); /* opset 5's Sum: consumed_inputs */
+    ck_assert_int_eq(clf__op_from_onnx("Sum", -1, &f), CLF__OP_ADD); /* at any opset */
+    ck_assert(f && f->since == 6);
 }
 END_TEST
 

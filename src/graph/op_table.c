@@ -148,7 +148,8 @@ const clf__op_info clf__op_table[CLF__OP_COUNT] = {
                        .dtypes = CLF__DTM_FLOAT, .rule = CLF__DT_BOOL, .ref_float = f_isnan,
                        .cl = {[CLF_F32] = "(uchar)isnan($1)"}, .fuzz = CLF__FUZZ_PREDICATE},
 
-    BINARY_NUM(ADD, add, ONNX({"Add", 7}, {"Sum", 6, .fold = true}, {"Mean", 6, .fold = true, .mean = true}), f_add, i_add, "($1 + $2)", "as_int(as_uint($1) + as_uint($2))",
+    BINARY_NUM(ADD, add, ONNX({"Add", 7}, {"Sum", 6, .fold = true}, {"Mean", 6, .fold = true, .mean = true}),
+               f_add, i_add, "($1 + $2)", "as_int(as_uint($1) + as_uint($2))",
                "as_long(as_ulong($1) + as_ulong($2))", CLF__FUZZ_SUM),
     BINARY_NUM(SUB, sub, ONNX({"Sub", 7}), f_sub, i_sub, "($1 - $2)", "as_int(as_uint($1) - as_uint($2))",
                "as_long(as_ulong($1) - as_ulong($2))", CLF__FUZZ_DIFFERENCE),
@@ -161,10 +162,10 @@ const clf__op_info clf__op_table[CLF__OP_COUNT] = {
                      .cls = CLF__CLASS_POINTWISE, .min_inputs = 2, .max_inputs = 2,
                      .dtypes = CLF__DTM_FLOAT, .rule = CLF__DT_SAME, .ref_float = f_pow,
                      .cl = {[CLF_F32] = "pow($1, $2)"}, .cost = CLF__COST_COSTLY, .fuzz = CLF__FUZZ_POWER},
-    BINARY_NUM(MAXIMUM, maximum, ONNX({"Max", 6, .fold = true}), f_maximum, i_maximum, "(($1 > $2 || isnan($1)) ? $1 : $2)",
-               "max($1, $2)", "max($1, $2)", CLF__FUZZ_SELECT),
-    BINARY_NUM(MINIMUM, minimum, ONNX({"Min", 6, .fold = true}), f_minimum, i_minimum, "(($1 < $2 || isnan($1)) ? $1 : $2)",
-               "min($1, $2)", "min($1, $2)", CLF__FUZZ_SELECT),
+    BINARY_NUM(MAXIMUM, maximum, ONNX({"Max", 6, .fold = true}), f_maximum, i_maximum,
+               "(($1 > $2 || isnan($1)) ? $1 : $2)", "max($1, $2)", "max($1, $2)", CLF__FUZZ_SELECT),
+    BINARY_NUM(MINIMUM, minimum, ONNX({"Min", 6, .fold = true}), f_minimum, i_minimum,
+               "(($1 < $2 || isnan($1)) ? $1 : $2)", "min($1, $2)", "min($1, $2)", CLF__FUZZ_SELECT),
     /* A bool byte is true when non-zero (2 and 1 are both true), so bools
      * compare as truth values, not as bytes. */
     COMPARE(EQ, eq, "Equal", CLF__DTM_NUM | CLF__DTM_BOOL, f_eq, i_eq, "(uchar)($1 == $2)", "(uchar)(!$1 == !$2)"),
@@ -198,8 +199,9 @@ const clf__op_info clf__op_table[CLF__OP_COUNT] = {
      * an index read from data (gather) or chosen by position (concat). */
     [CLF__OP_GATHER] = {.name = "gather", .builder = "gather", .onnx = {{"Gather", 13}},
                         .cls = CLF__CLASS_POINTWISE, .min_inputs = 2, .max_inputs = 2, .rule = CLF__DT_OWN},
-    [CLF__OP_GATHER_ELEMENTS] = {.name = "gather_elements", .builder = "gather_elements", .onnx = {{"GatherElements", 13}}, .cls = CLF__CLASS_POINTWISE, .min_inputs = 2, .max_inputs = 2,
-                                 .rule = CLF__DT_OWN},
+    [CLF__OP_GATHER_ELEMENTS] = {.name = "gather_elements", .builder = "gather_elements",
+                                 .onnx = {{"GatherElements", 13}}, .cls = CLF__CLASS_POINTWISE, .min_inputs = 2,
+                                 .max_inputs = 2, .rule = CLF__DT_OWN},
     [CLF__OP_CONCAT] = {.name = "concat", .builder = "concat", .onnx = {{"Concat", 13}},
                         .cls = CLF__CLASS_POINTWISE, .min_inputs = 1, .max_inputs = -1, .rule = CLF__DT_OWN},
     /* A cache input with new entries written in place (graph_cache.c):
@@ -213,7 +215,8 @@ clf__op clf__op_from_onnx(const char *onnx, int64_t opset, const clf__onnx_form 
     for (int op = 0; op < CLF__OP_COUNT; op++)
         for (int i = 0; i < CLF__ONNX_FORMS; i++) {
             const clf__onnx_form *f = &clf__op_table[op].onnx[i];
-            if (f->name && strcmp(f->name, onnx) == 0 && opset >= f->since && (!f->until || opset <= f->until)) {
+            if (f->name && strcmp(f->name, onnx) == 0 &&
+                (opset < 0 || (opset >= f->since && (!f->until || opset <= f->until)))) {
                 if (form)
                     *form = f;
                 return (clf__op)op;

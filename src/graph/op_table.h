@@ -180,7 +180,7 @@ static inline clf_binary_op clf__op_binary(clf__op op) { return (clf_binary_op)(
 static inline bool clf__op_reads_indices(clf__op op) { return op == CLF__OP_GATHER || op == CLF__OP_GATHER_ELEMENTS; }
 
 /* The op whose ONNX form (*form, may be NULL) is named onnx at opset
- * opset, or CLF__OP_COUNT. */
+ * opset (any opset where opset < 0), or CLF__OP_COUNT. */
 clf__op clf__op_from_onnx(const char *onnx, int64_t opset, const clf__onnx_form **form);
 
 #endif

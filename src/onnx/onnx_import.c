@@ -1219,7 +1219,7 @@ static clf_status import_op(importer *I, const clf__onnx_node *n, int idx, clf_t
     }
     /* A table op whose forms start after (or end before) the model's opset. */
     const clf__onnx_form *other = NULL;
-    if (clf__op_from_onnx(o, INT64_MAX, &other) != CLF__OP_COUNT || clf__op_from_onnx(o, 1, &other) != CLF__OP_COUNT) {
+    if (clf__op_from_onnx(o, -1, &other) != CLF__OP_COUNT) {
         if (other->until)
             return unsupported(I, n->op_pos, "op %s is read at opsets %d to %d; the model imports opset %lld", o,
                                other->since, other->until, (long long)I->opset);
