@@ -1380,11 +1380,10 @@ END_TEST
 
 /* Long sums: K up to 4096 in f16 and bf16, both forms (and the GPU's
  * few-rows one), against the reference (which rounds the product to the
- * storage type once). The f32
- * sums differ from the double ones by about sqrt(K) roundings of terms
- * near 1, so the absolute tolerance grows with sqrt(K): 16 ulps at 1 for
- * K = 16, 256 at K = 4096 (the sums reach about 60 there, where an f16
- * ulp is 2^-5 and a bf16 one 2^-2). */
+ * storage type once). The f32 sums differ from the double ones by about
+ * sqrt(K) roundings of terms near 1, so the absolute tolerance grows with
+ * sqrt(K): 16 ulps at 1 for K = 16, 256 at K = 4096 (the sums reach about
+ * 60 there, where an f16 ulp is 2^-5 and a bf16 one 2^-2). */
 START_TEST(long_k_products)
 {
     static const struct { clf_dtype dt; int64_t m, n, k; } cases[] = {

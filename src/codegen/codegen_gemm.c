@@ -526,9 +526,8 @@ clf_status clf__codegen_gemm(const clf_graph *g, const clf__plan *plan, uint32_t
      * 3.17 ms with float4 pointers, 3.54 with vload4; bench/probes). */
     bool vec_a = !target->cpu && mma == MMA_NONE && clf__cg_operand_plain(plan, k, g, mm->inputs[0]) && KK % 4 == 0 &&
                  cfg.tk % 4 == 0;
-    bool vec_b = !target->cpu && mma == MMA_NONE && clf__cg_operand_plain(plan, k, g, mm->inputs[1]) && N % 4 == 0 &&
-                 cfg.tn % 4 == 0;
     bool b_plain = clf__cg_operand_plain(plan, k, g, mm->inputs[1]);
+    bool vec_b = !target->cpu && mma == MMA_NONE && b_plain && N % 4 == 0 && cfg.tn % 4 == 0;
     uint32_t b_swapped_of;
     bool b_plain_swapped = clf__cg_operand_plain_swapped(plan, k, g, mm->inputs[1], &b_swapped_of);
     if (rows.rows_max) {

@@ -167,6 +167,14 @@ static cl_int set_args(clf_executable *e, clf__exe_kernel *K, cl_kernel kern, cl
     return err;
 }
 
+/* Whether event ev belongs to queue q (an unreadable queue counts as
+ * another). */
+static bool event_of_queue(cl_event ev, cl_command_queue q)
+{
+    cl_command_queue of = NULL;
+    return clGetEventInfo(ev, CL_EVENT_COMMAND_QUEUE, sizeof of, &of, NULL) == CL_SUCCESS && of == q;
+}
+
 /* Enqueues every kernel with its buffers from table, after the wait list
  * and after the executable's previous run (runs share intermediates). The
  * lock covers setting arguments through enqueueing: OpenCL captures the
@@ -216,11 +224,7 @@ static clf_status enqueue(clf_executable *e, cl_command_queue queue, cl_mem *tab
     cl_uint nfirst = nwait;
     if (nwait)
         memcpy(first, wait, nwait * sizeof *first);
-    cl_command_queue last_queue = NULL;
-    if (e->last && (out_of_order ||
-                    clGetEventInfo(e->last, CL_EVENT_COMMAND_QUEUE, sizeof last_queue, &last_queue, NULL) !=
-                        CL_SUCCESS ||
-                    last_queue != queue))
+    if (e->last && (out_of_order || !event_of_queue(e->last, queue)))
         first[nfirst++] = e->last;
     size_t last_k = e->nkernels;
     for (size_t k = 0; k < e->nkernels; k++)
