@@ -10,11 +10,21 @@
 #                                           tensor-core GEMM form
 #     bash bench/run_decoder_gpu.sh rows    the gemm and half suites (ROWS_SUITES), then
 #                                           bench_decoder with and without the
-#                                           few-rows GEMM form (CLFUSE_GEMM_ROWS),
-#                                           and the decode attention's source
+#                                           few-rows GEMM form (CLFUSE_GEMM_ROWS);
+#                                           where a step's time goes:
+#                                           bench/probes/decode_step_gpu.sh
 # Results in $OUT.
 set -uo pipefail
 source bench/gpu_build.sh
+# bench_decoder (2 layers, f16) with the switch $1 on and off, one call;
+# results in $OUT/decoder_gpu_f16_$2{1,0}.md.
+decoder_with_and_without() {
+  for on in 1 0; do
+    env CLFUSE_DEVICE=gpu "$1=$on" timeout 200 $B/bench/bench_decoder --layers 2 --runs 30 --markdown \
+      > "$OUT/decoder_gpu_f16_$2$on.md" 2>&1
+    echo "== $1=$on"; cat "$OUT/decoder_gpu_f16_$2$on.md"
+  done
+}
 case "${1:-bench}" in
 tests)
   CLFUSE_DEVICE=gpu timeout 420 meson test -C $B --suite kv_cache --suite dynamic --suite attention \
@@ -40,34 +50,13 @@ lengths)
 ablate)
   # The decode GEMMs (M = 1): the tensor-core tile form against the
   # portable one (CLFUSE_TENSOR_CORES=0), same call.
-  for tc in 1 0; do
-    CLFUSE_DEVICE=gpu CLFUSE_TENSOR_CORES=$tc timeout 200 $B/bench/bench_decoder --layers 2 --runs 30 --markdown \
-      > "$OUT/decoder_gpu_f16_tc$tc.md" 2>&1
-    echo "== CLFUSE_TENSOR_CORES=$tc"; cat "$OUT/decoder_gpu_f16_tc$tc.md"
-  done
+  decoder_with_and_without CLFUSE_TENSOR_CORES tc
   ;;
 rows)
   suites=""; for s in ${ROWS_SUITES:-gemm half}; do suites+=" --suite $s"; done
   CLFUSE_DEVICE=gpu timeout ${ROWS_TEST_TIMEOUT:-240} meson test -C $B $suites --num-processes 8 --print-errorlogs \
     > "$OUT/tests_gpu.txt" 2>&1
   grep -E "^ *[0-9]+/[0-9]+ |^(Ok|Fail|Skipped|Timeout)" "$OUT/tests_gpu.txt"
-  for r in 1 0; do
-    CLFUSE_DEVICE=gpu CLFUSE_GEMM_ROWS=$r timeout 120 $B/bench/bench_decoder --layers 2 --runs 30 --markdown \
-      > "$OUT/decoder_gpu_f16_rows$r.md" 2>&1
-    echo "== CLFUSE_GEMM_ROWS=$r"; grep -E "^\||clf_" "$OUT/decoder_gpu_f16_rows$r.md" | head -40
-  done
-  # The decode attention's generated source and schedule at each length.
-  CLFUSE_DEVICE=gpu CLFUSE_LOGS=output_code,schedule timeout 120 $B/bench/bench_decoder --layers 1 --runs 3 \
-    2>&1 >/dev/null | python3 -c '
-import sys
-text = sys.stdin.read()
-for block in text.split("[clfuse:")[1:]:
-    if block.startswith("schedule") and "attention" in block:
-        print("[clfuse:" + block.strip()[:400])
-    if block.startswith("output_code") and "decode form" in block:
-        print("[clfuse:" + block)
-        break
-' > "$OUT/decode_attention.txt"
-  grep -c "" "$OUT/decode_attention.txt"
+  decoder_with_and_without CLFUSE_GEMM_ROWS rows
   ;;
 esac
