@@ -275,6 +275,77 @@ START_TEST(gpu_rows_form_few_rows)
 }
 END_TEST
 
+/* A few-rows product too narrow to fill the device cuts K into slices, a
+ * work-group each, whose sums meet through global memory: the last
+ * work-group of a column block adds them, applies the epilogue and sets
+ * the block's counter back to 0 (gemm_rows.cl). Each case runs three times
+ * in one executable (the counters must be 0 again before each launch) and
+ * in a second executable of the same graph (counters of its own, the plan
+ * from the cache): one row against B as it lies, transposed, a B per
+ * product, and 5 rows of one B. */
+START_TEST(gpu_rows_form_split_k)
+{
+    static const struct {
+        int64_t batch_a, batch_b, m, n, k;
+        bool tb;
+    } cases[] = {
+        {1, 1, 1, 40, 2048, false}, /* 2 blocks of 32 columns (f32), the last short */
+        {1, 1, 1, 12, 4099, true},  /* K = 4099: the last slice's tail */
+        {3, 3, 1, 33, 1500, false}, /* a B per product: a counter per product and block */
+        {1, 1, 5, 24, 1024, false}, /* 5 rows of one B */
+    };
+    clf_context *ctx = clf_test_context();
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        clf_graph *g = clf_graph_create();
+        e2e_inputs in = {0};
+        int64_t sa[3] = {cases[c].batch_a, cases[c].m, cases[c].k};
+        int64_t sb[3] = {cases[c].batch_b, cases[c].tb ? cases[c].n : cases[c].k, cases[c].tb ? cases[c].k : cases[c].n};
+        int64_t sn[1] = {cases[c].n};
+        clf_tensor a = e2e_input(g, &in, "a", CLF_F32, 3, sa, -1.0, 1.0);
+        clf_tensor b = e2e_input(g, &in, "b", CLF_F32, 3, sb, -1.0, 1.0);
+        if (cases[c].tb)
+            b = clf_transpose(g, b, 3, (int[]){0, 2, 1});
+        clf_tensor y = clf_relu(g, clf_add(g, clf_matmul(g, a, b), e2e_input(g, &in, "bias", CLF_F32, 1, sn, -1.0, 1.0)));
+        ck_assert_int_eq(clf_graph_output(g, "y", y), CLF_OK);
+        size_t numel = (size_t)(cases[c].batch_a * cases[c].m * cases[c].n);
+        size_t a_numel = (size_t)(cases[c].batch_a * cases[c].m * cases[c].k);
+        float *want = malloc(numel * sizeof *want), *got = malloc(numel * sizeof *got), *ad = e2e_data(&in, "a");
+        ck_assert(want && got);
+        char msg[256];
+        clf_host_binding wb = {"y", want}, gb = {"y", got};
+        for (int e = 0; e < 2; e++) {
+            clf_executable *exe = NULL;
+            clf_status st = clf_compile(ctx, g, clf_compile_params(.kernel_style = CLF_KERNEL_STYLE_GPU), &exe);
+            ck_assert_msg(st == CLF_OK, "case %zu: %s", c, clf_context_last_error(ctx));
+            ck_assert_uint_eq(clf_executable_kernel_count(exe), 1);
+            const char *src = clf_executable_kernel_source(exe, 0), *at = strstr(src, "#define SPLIT ");
+            ck_assert_msg(strstr(src, "kernels_templates/gemm_rows.cl") && at && atoi(at + 14) > 1,
+                          "case %zu: not split: %s", c, src);
+            for (int run = 0; run < 3; run++) {
+                /* New values of a each run: a run that stored nothing
+                 * would leave the last run's results in the device's
+                 * output buffer. */
+                for (size_t i = 0; i < a_numel; i++)
+                    ad[i] = 0.75f - ad[i];
+                ck_assert_int_eq(clf_reference_run(g, in.n, in.b, 1, &wb, msg, sizeof msg), CLF_OK);
+                memset(got, 0xff, numel * sizeof *got);
+                st = clf_run_host(exe, in.n, in.b, 1, &gb);
+                ck_assert_msg(st == CLF_OK, "case %zu: %s", c, clf_context_last_error(ctx));
+                char why[256];
+                ck_assert_msg(clf_test_close(CLF_F32, got, want, numel, RTOL, ATOL, why, sizeof why),
+                              "case %zu, executable %d, run %d: %s", c, e, run, why);
+            }
+            clf_executable_destroy(&exe);
+        }
+        free(want);
+        free(got);
+        e2e_inputs_free(&in);
+        clf_graph_destroy(&g);
+    }
+    clf_context_destroy(&ctx);
+}
+END_TEST
+
 /* The GPU form loads operand tiles as float4s through float4 pointers
  * where rows are whole float4s (NVIDIA's compiler makes vload4 of an
  * address it cannot prove aligned four scalar loads), and element by
@@ -694,6 +765,7 @@ int main(void)
     clf_test_add_case(s, "gpu_form_reads_nothing_when_k_is_zero", gpu_form_reads_nothing_when_k_is_zero);
     clf_test_add_case(s, "gpu_form_float4_tile_loads", gpu_form_float4_tile_loads);
     clf_test_add_case(s, "gpu_rows_form_few_rows", gpu_rows_form_few_rows);
+    clf_test_add_case(s, "gpu_rows_form_split_k", gpu_rows_form_split_k);
     clf_test_add_case(s, "prologue_fused", prologue_fused);
     clf_test_add_case(s, "prologue_refused_when_it_reads_more", prologue_refused_when_it_reads_more);
     clf_test_add_case(s, "constant_outputs_beside_a_prologue", constant_outputs_beside_a_prologue);

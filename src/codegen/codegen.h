@@ -102,6 +102,11 @@ typedef struct clf__kernel_code {
     char *final_name;
     size_t final_global, final_local;
     uint64_t scratch_bytes;
+    /* Bytes of state the kernel keeps between its work-groups (the
+     * few-rows GEMM's slices of K, gemm_rows.cl: counters it finds zero
+     * and leaves zero, and partial sums): a buffer of the kernel's own,
+     * zeroed when made, passed after CLF_PARAMS and the lifted literals. */
+    uint64_t state_bytes;
     clf__schedule schedule;
 } clf__kernel_code;
 

@@ -305,7 +305,7 @@ static mma_kind mma_form(const clf_graph *g, const clf__node *mm, const clf__cod
 }
 
 /* The few-rows form's shortest K: below it a lane's share of K is a few
- * values and the lanes' tree sum dominates (the H200, same call: the tiny
+ * values and the lanes' sum dominates (the H200, same call: the tiny
  * GPT-2 and BERT fixtures, products of 8 rows with K of 64 to 256, ran
  * 0.147 and 0.143 ms in it against 0.119 and 0.122 in the tiled form). */
 #define GEMM_ROWS_MIN_K 512
@@ -313,16 +313,28 @@ static mma_kind mma_form(const clf_graph *g, const clf__node *mm, const clf__cod
 /* The few-rows form (gemm_rows.cl): a GPU product whose work-groups take
  * at most 8 rows (a decode step's x @ W) over a K of GEMM_ROWS_MIN_K or
  * more, where no tiling is pinned (a pinned or autotuned tiling keeps the
- * tiled forms) and the tensor-core form does not take it. B shared by the
- * whole batch (no batch axis over 1): one work-group per column block
- * takes all BATCH * M rows, so B is read once; else one per product and
- * block, M rows. B's loads are 16 bytes (w values); a work-group takes 16
- * columns (8 for f32 where 16 leave compute units idle; a transposed B, 8
- * columns of 32 lanes along K), so that a warp reads whole 32-byte
- * sectors; a work-item of one row keeps 8 loads in flight, of more rows 2. */
+ * tiled forms). B shared by the whole batch (no batch axis over 1): one
+ * work-group per column block takes all BATCH * M rows, so B is read
+ * once; else one per product and block, M rows. B's loads are 16 bytes (w
+ * values): 8 work-items side by side along a row of B (128 bytes; a
+ * transposed B, 8 columns of NT / 8 lanes along K). The geometry is the
+ * best of bench/probes/gemv_probe.c on the H200 (one f16 row, L2 flushed,
+ * bench/results/2026-12-05-gemv-h200.md): weights of 16 MiB or more in
+ * work-groups of 1024 with 8 loads in flight a work-item and K cut into
+ * slices (SPLIT) until there are two work-groups a compute unit (K = 2048
+ * by N = 8192: 0.0208 ms; K = 8192 by N = 2048: 0.0207, against 0.0280 and
+ * 0.0603 in 256 work-items of 16 columns, unsplit); smaller ones in
+ * work-groups of 256, 4 loads in flight, sliced until four a compute unit
+ * (N = 512: 0.0074 against 0.0183; 2048 by 2048: 0.0110 against 0.0199).
+ * A slice keeps two loads a lane at least (U, one round, in work-groups
+ * of 1024); 32 slices at most. Work-items of 8 rows keep 2 loads in
+ * flight. */
 typedef struct rows_form {
     int rows_max; /* 0: not this form; else 1 or 8 */
     int tn, nt, w, u;
+    int split;   /* slices of K, a work-group each (1: K whole) */
+    int64_t kch; /* K values a slice: a multiple of w */
+    int64_t blocks; /* work-groups a slice: (b_shared ? 1 : batch) * ceil(N / tn) */
     bool b_shared;
 } rows_form;
 
@@ -346,51 +358,75 @@ static rows_form gemm_rows_form(const clf_graph *g, const clf__node *mm, const c
      * would be a variant no probe size sees. */
     if (rows > 8 || (target->sizes_vary && rows > 1))
         return f;
-    size_t max_local = target->max_local ? target->max_local : 256;
-    f.nt = (int)(max_local >= 256 ? 256 : clf__pow2_at_most((uint64_t)max_local));
     f.rows_max = rows <= 1 ? 1 : 8;
     f.b_shared = shared;
     f.w = operand_16bit(g, mm->inputs[1]) == CLF_F32 ? 4 : 8;
-    f.u = f.rows_max == 1 ? 8 : 2;
-    if (operand_transposed(g, mm->inputs[1])) {
-        f.tn = f.nt >= 8 ? 8 : f.nt;
-    } else {
-        uint64_t units = target->compute_units ? target->compute_units : 1, groups = shared ? 1 : (uint64_t)batch;
-        f.tn = 16;
-        if (f.w == 4 && groups * (uint64_t)((N + 15) / 16) < 2 * units)
-            f.tn = 8;
-        while (f.tn > f.w && f.tn / f.w > f.nt)
-            f.tn /= 2;
-    }
+    size_t max_local = target->max_local ? target->max_local : 256;
+    uint64_t local_mem = target->local_mem ? target->local_mem : 32768;
+    bool big = f.rows_max == 1 && (uint64_t)K * (uint64_t)N * (f.w == 4 ? 4u : 2u) >= (16u << 20) &&
+               max_local >= 1024 && 1024u * (uint64_t)f.w * 4u <= local_mem;
+    f.nt = big ? 1024 : (int)(max_local >= 256 ? 256 : clf__pow2_at_most((uint64_t)max_local));
+    f.u = f.rows_max > 1 ? 2 : big ? 8 : 4;
+    bool transposed = operand_transposed(g, mm->inputs[1]);
+    int cw = transposed ? 1 : f.w;
+    f.tn = 8 * cw;
+    while (f.tn > cw && f.tn / cw > f.nt)
+        f.tn /= 2;
+    f.blocks = (shared ? 1 : batch) * ((N + f.tn - 1) / f.tn);
+    int64_t kstep = (int64_t)(f.nt / (f.tn / cw)) * (transposed ? f.w : 1); /* K a round of one load a lane */
+    uint64_t units = target->compute_units ? target->compute_units : 1, want = (big ? 2 : 4) * units;
+    f.split = 1;
+    while ((uint64_t)(f.blocks * f.split) < want && f.split < 32 && K / (2 * f.split) >= 2 * kstep * (big ? f.u / 2 : 1))
+        f.split *= 2;
+    f.kch = ((K + f.split - 1) / f.split + f.w - 1) / f.w * f.w;
     return f;
 }
 
-/* The tensor-core form that takes GEMM kernel k of plan (mma_form). */
-static mma_kind kernel_mma_kind(const clf_graph *g, const clf__plan *plan, uint32_t k,
-                                const clf__codegen_target *target)
+/* The form that takes GEMM kernel k: the few-rows form first for one row
+ * (the H200's decode products took 0.0074-0.0208 ms there against
+ * 0.0166-0.0595 in the tensor-core tiles, gemv_probe and the decoder's
+ * kernels), then the tensor-core form, then the few-rows form for up to 8
+ * rows (where the tensor-core tiles won: the previous geometry lost to
+ * them on the decoder's gate and up products), then the portable tiles.
+ * *rows gets the few-rows form (rows_max 0: not it); the tensor-core
+ * kind is returned with its tiling. */
+static mma_kind gemm_forms(const clf_graph *g, const clf__node *mm, const clf__codegen_target *target, int64_t M,
+                           int64_t N, int64_t K, int64_t batch, rows_form *rows, clf__gemm_config *tiles,
+                           int *stages, bool *pad)
+{
+    *rows = gemm_rows_form(g, mm, target, M, N, K, batch);
+    if (rows->rows_max == 1)
+        return MMA_NONE;
+    mma_kind mma = mma_form(g, mm, target, M, N, batch, tiles, stages, pad);
+    if (mma != MMA_NONE)
+        *rows = (rows_form){0};
+    return mma;
+}
+
+/* The forms of GEMM kernel k of plan (gemm_forms). */
+static mma_kind kernel_forms(const clf_graph *g, const clf__plan *plan, uint32_t k, const clf__codegen_target *target,
+                             rows_form *rows)
 {
     const clf__node *mm = clf__graph_node(g, plan->kernels[k].anchor);
+    const clf__node *a = clf__graph_node(g, mm->inputs[0]);
     int r = mm->rank, stages;
     bool pad;
-    int64_t batch = batch_of(mm);
     clf__gemm_config tiles;
-    return mma_form(g, mm, target, mm->shape[r - 2], mm->shape[r - 1], batch, &tiles, &stages, &pad);
+    return gemm_forms(g, mm, target, mm->shape[r - 2], mm->shape[r - 1], a->shape[a->rank - 1], batch_of(mm), rows,
+                      &tiles, &stages, &pad);
 }
 
 bool clf__gemm_rows(const clf_graph *g, const clf__plan *plan, uint32_t k, const clf__codegen_target *target)
 {
-    const clf__node *mm = clf__graph_node(g, plan->kernels[k].anchor);
-    int r = mm->rank;
-    int64_t batch = batch_of(mm);
-    const clf__node *a = clf__graph_node(g, mm->inputs[0]);
-    return kernel_mma_kind(g, plan, k, target) == MMA_NONE &&
-           gemm_rows_form(g, mm, target, mm->shape[r - 2], mm->shape[r - 1], a->shape[a->rank - 1], batch)
-                   .rows_max != 0;
+    rows_form rows;
+    kernel_forms(g, plan, k, target, &rows);
+    return rows.rows_max != 0;
 }
 
 bool clf__gemm_tensor_cores(const clf_graph *g, const clf__plan *plan, uint32_t k, const clf__codegen_target *target)
 {
-    return kernel_mma_kind(g, plan, k, target) != MMA_NONE;
+    rows_form rows;
+    return kernel_forms(g, plan, k, target, &rows) != MMA_NONE;
 }
 
 void clf__gemm_problem_class(const clf_graph *g, const clf__plan *plan, uint32_t k, const clf__codegen_target *target,
@@ -407,7 +443,8 @@ void clf__gemm_problem_class(const clf_graph *g, const clf__plan *plan, uint32_t
                    clf__cg_operand_plain(plan, k, g, mm->inputs[0]) ? "" : "p",
                    operand_transposed(g, mm->inputs[1]) ? "t" : "n",
                    clf__cg_operand_plain(plan, k, g, mm->inputs[1]) ? "" : "p");
-    mma_kind mma = kernel_mma_kind(g, plan, k, target);
+    rows_form rows;
+    mma_kind mma = kernel_forms(g, plan, k, target, &rows);
     if (mma != MMA_NONE)
         clf__sb_puts(out, mma == MMA_TF32 ? " form=mma-tf32" : " form=mma");
 }
@@ -440,13 +477,8 @@ clf_status clf__codegen_gemm(const clf_graph *g, const clf__plan *plan, uint32_t
     int stages = 2;
     bool pad = false;
     clf__gemm_config mma_tiles;
-    /* The tensor-core form first: on the H200 a decode step's f16
-     * products (one row) took 0.177 ms a layer there against 0.184 in the
-     * few-rows form (the gate and up products, K = 2048, slower; the down
-     * one, K = 8192, faster), and the few-rows form wherever it does not
-     * apply (f32, devices without mma.sync). */
-    mma_kind mma = mma_form(g, mm, target, M, N, batch, &mma_tiles, &stages, &pad);
-    rows_form rows = mma == MMA_NONE ? gemm_rows_form(g, mm, target, M, N, KK, batch) : (rows_form){0};
+    rows_form rows;
+    mma_kind mma = gemm_forms(g, mm, target, M, N, KK, batch, &rows, &mma_tiles, &stages, &pad);
     if (mma != MMA_NONE)
         cfg = mma_tiles;
     if (!rows.rows_max && mma == MMA_NONE &&
@@ -496,7 +528,11 @@ clf_status clf__codegen_gemm(const clf_graph *g, const clf__plan *plan, uint32_t
     int64_t tiles = batch * ((M + cfg.tm - 1) / cfg.tm) * ((N + cfg.tn - 1) / cfg.tn);
     if (rows.rows_max) {
         out->local = (size_t)rows.nt;
-        out->global = (size_t)((rows.b_shared ? 1 : batch) * ((N + rows.tn - 1) / rows.tn)) * out->local;
+        out->global = (size_t)(rows.split * rows.blocks) * out->local;
+        if (rows.split > 1) /* counters (padded to 32), then the slices' sums (gemm_rows.cl) */
+            out->state_bytes = ((uint64_t)(rows.blocks + 31) / 32 * 32 +
+                                (uint64_t)(rows.split * rows.blocks) * (uint64_t)rows.rows_max * (uint64_t)rows.tn) *
+                               4u;
     } else if (target->cpu) {
         out->local = 1;
         out->global = (size_t)tiles;
@@ -534,12 +570,15 @@ clf_status clf__codegen_gemm(const clf_graph *g, const clf__plan *plan, uint32_t
         int cw = b_n_fast ? rows.w : 1;
         clf__sb_printf(&src,
                        "#define ROWS_MAX %d\n#define B_SHARED %d\n#define B_N_FAST %d\n#define TN %d\n#define NT %d\n"
-                       "#define W %d\n#define CW %d\n#define U %d\n",
-                       rows.rows_max, rows.b_shared ? 1 : 0, b_n_fast ? 1 : 0, rows.tn, rows.nt, rows.w, cw, rows.u);
+                       "#define W %d\n#define CW %d\n#define U %d\n#define SPLIT %d\n#define KCH %lld\n",
+                       rows.rows_max, rows.b_shared ? 1 : 0, b_n_fast ? 1 : 0, rows.tn, rows.nt, rows.w, cw, rows.u,
+                       rows.split, (long long)rows.kch);
         out->schedule = (clf__schedule){.form = "gpu-rows", .vec = 1, .wg = out->local,
                                         .lanes = (uint64_t)(rows.nt / (rows.tn / cw)),
                                         .tiles = {.tm = rows.rows_max, .tn = rows.tn, .tk = 1,
                                                   .wm = rows.rows_max, .wn = cw},
+                                        .split = (uint64_t)rows.split, .chunk = (uint64_t)rows.kch,
+                                        .unroll = (uint64_t)rows.u,
                                         .vec_b = b_n_fast ? b_plain : b_plain_swapped};
     } else if (mma != MMA_NONE) {
         clf__sb_printf(&src,

@@ -203,6 +203,8 @@ static clf_status lower(clf_context *ctx, const clf_graph *g, const clf_compile_
             K->partial_bytes = code.scratch_bytes;
             e->stats.launches++; /* the split's second launch */
         }
+        if (K->numel)
+            K->state_bytes = code.state_bytes;
         if (plan.kernels[k].nops) {
             K->nodes = clf__malloc(plan.kernels[k].nops * sizeof *K->nodes);
             if (!K->nodes) {
@@ -558,6 +560,22 @@ static clf_status instantiate(clf_context *ctx, const clf_graph *g, clf_executab
             e->kernels[k].scratch = partials[k];
     }
     e->scratch_ready = e->scratch_bytes == 0 || !e->external_scratch;
+    for (size_t k = 0; k < e->nkernels; k++) {
+        clf__exe_kernel *K = &e->kernels[k];
+        if (!K->state_bytes)
+            continue;
+        void *zeros = clf__calloc(1, (size_t)K->state_bytes);
+        cl_int cerr = CL_OUT_OF_HOST_MEMORY;
+        if (zeros)
+            K->state = clCreateBuffer(ctx->cl, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, (size_t)K->state_bytes, zeros,
+                                      &cerr);
+        clf__free(zeros);
+        if (!K->state) {
+            st = clf__ctx_fail(ctx, clf__cl_status(cerr), "clf_compile: clCreateBuffer(%llu bytes of kernel state): %s",
+                               (unsigned long long)K->state_bytes, clf__cl_error_name(cerr));
+            goto out;
+        }
+    }
 
     if (clf__log_enabled(CLF__LOG_OUTPUT_CODE))
         for (size_t k = 0; k < e->nkernels; k++) {
@@ -896,6 +914,8 @@ CLF_API void clf_executable_destroy(clf_executable **pe)
             clReleaseKernel(K->final_kernel);
         if (K->scratch)
             clReleaseMemObject(K->scratch);
+        if (K->state)
+            clReleaseMemObject(K->state);
         if (e->starts && e->starts[k])
             clReleaseEvent(e->starts[k]);
         if (e->events && e->events[k])

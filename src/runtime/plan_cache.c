@@ -30,7 +30,7 @@
 #include "util/strbuf.h"
 
 #define MAGIC "CLFUSEPL"
-#define FORMAT_VERSION 2u /* 2: kernel entries apart from names */
+#define FORMAT_VERSION 3u /* 2: kernel entries apart from names; 3: kernels' own state */
 
 extern const char clf__source_hash[];
 
@@ -194,6 +194,7 @@ void clf__plan_cache_store(clf_context *ctx, const char *key, const clf_executab
         w_u64(&sb, K->final_local);
         w_u64(&sb, K->partial_bytes);
         w_u64(&sb, K->partial_offset);
+        w_u64(&sb, K->state_bytes);
     }
     uint64_t stats[sizeof(clf_plan_stats) / sizeof(uint64_t)];
     memcpy(stats, &e->stats, sizeof stats);
@@ -409,10 +410,13 @@ static void parse(reader *r, const clf_graph *g, clf_executable *e)
         K->final_local = (size_t)r_u64(r);
         K->partial_bytes = r_u64(r);
         K->partial_offset = r_u64(r);
+        K->state_bytes = r_u64(r);
         if (!r->bad && K->partial_bytes &&
             (!K->final_name || K->partial_offset > e->scratch_bytes ||
              K->partial_bytes > e->scratch_bytes - K->partial_offset))
             bad(r, "partial results past the scratch");
+        if (!r->bad && K->state_bytes > ((uint64_t)1 << 32))
+            bad(r, "a kernel's state over 4 GiB");
     }
     uint64_t stats[sizeof(clf_plan_stats) / sizeof(uint64_t)];
     if (r_u32(r) != sizeof stats / sizeof stats[0])

@@ -106,6 +106,11 @@ typedef struct clf__exe_kernel {
     cl_mem scratch;
     size_t final_global, final_local;
     uint64_t partial_bytes, partial_offset;
+    /* State kept between the kernel's work-groups (codegen.h's
+     * state_bytes): its own buffer, zeroed when made. Launches of one
+     * executable never overlap (run.c), so one buffer serves every run. */
+    cl_mem state;
+    uint64_t state_bytes;
 } clf__exe_kernel;
 
 /* A set of device buffers for one clf_run_host call: per plan buffer, its
