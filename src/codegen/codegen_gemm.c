@@ -317,18 +317,18 @@ static mma_kind mma_form(const clf_graph *g, const clf__node *mm, const clf__cod
  * work-group per column block takes all BATCH * M rows, so B is read
  * once; else one per product and block, M rows. B's loads are 16 bytes (w
  * values): 8 work-items side by side along a row of B (128 bytes; a
- * transposed B, 8 columns of NT / 8 lanes along K). The geometry is the
- * best of bench/probes/gemv_probe.c on the H200 (one f16 row, L2 flushed,
- * bench/results/2026-12-05-gemv-h200.md): weights of 16 MiB or more in
- * work-groups of 1024 with 8 loads in flight a work-item and K cut into
- * slices (SPLIT) until there are two work-groups a compute unit (K = 2048
- * by N = 8192: 0.0208 ms; K = 8192 by N = 2048: 0.0207, against 0.0280 and
- * 0.0603 in 256 work-items of 16 columns, unsplit); smaller ones in
- * work-groups of 256, 4 loads in flight, sliced until four a compute unit
- * (N = 512: 0.0074 against 0.0183; 2048 by 2048: 0.0110 against 0.0199).
- * A slice keeps two loads a lane at least (U, one round, in work-groups
- * of 1024); 32 slices at most. Work-items of 8 rows keep 2 loads in
- * flight. */
+ * transposed B, 8 columns of NT / 8 lanes along K). The geometry is from
+ * bench/probes/gemv_probe.c on the H200 (one f16 row, L2 flushed,
+ * bench/results/2026-12-04-decode-rows-h200.md): work-groups of 256, 4
+ * loads in flight a work-item, K cut into slices (SPLIT) until there are
+ * four work-groups a compute unit (K = 2048 by N = 512: 0.0074 ms against
+ * 0.0183 in 16 columns a work-group, unsplit; 2048 by 2048: 0.0110
+ * against 0.0199; 8192 by 2048: 0.0210 against 0.0603). Work-groups of
+ * 1024 were faster still on the largest (0.0208 for 2048 by 8192, 0.0229
+ * in 256) but NVIDIA's driver reports them too many registers for 1024
+ * (CL_KERNEL_WORK_GROUP_SIZE), which made every compile lower again. A
+ * slice keeps two loads a lane at least; 32 slices at most. Work-items
+ * of 8 rows keep 2 loads in flight. */
 typedef struct rows_form {
     int rows_max; /* 0: not this form; else 1 or 8 */
     int tn, nt, w, u;
@@ -362,11 +362,8 @@ static rows_form gemm_rows_form(const clf_graph *g, const clf__node *mm, const c
     f.b_shared = shared;
     f.w = operand_16bit(g, mm->inputs[1]) == CLF_F32 ? 4 : 8;
     size_t max_local = target->max_local ? target->max_local : 256;
-    uint64_t local_mem = target->local_mem ? target->local_mem : 32768;
-    bool big = f.rows_max == 1 && (uint64_t)K * (uint64_t)N * (f.w == 4 ? 4u : 2u) >= (16u << 20) &&
-               max_local >= 1024 && 1024u * (uint64_t)f.w * 4u <= local_mem;
-    f.nt = big ? 1024 : (int)(max_local >= 256 ? 256 : clf__pow2_at_most((uint64_t)max_local));
-    f.u = f.rows_max > 1 ? 2 : big ? 8 : 4;
+    f.nt = (int)(max_local >= 256 ? 256 : clf__pow2_at_most((uint64_t)max_local));
+    f.u = f.rows_max > 1 ? 2 : 4;
     bool transposed = operand_transposed(g, mm->inputs[1]);
     int cw = transposed ? 1 : f.w;
     f.tn = 8 * cw;
@@ -374,9 +371,9 @@ static rows_form gemm_rows_form(const clf_graph *g, const clf__node *mm, const c
         f.tn /= 2;
     f.blocks = (shared ? 1 : batch) * ((N + f.tn - 1) / f.tn);
     int64_t kstep = (int64_t)(f.nt / (f.tn / cw)) * (transposed ? f.w : 1); /* K a round of one load a lane */
-    uint64_t units = target->compute_units ? target->compute_units : 1, want = (big ? 2 : 4) * units;
+    uint64_t units = target->compute_units ? target->compute_units : 1, want = 4 * units;
     f.split = 1;
-    while ((uint64_t)(f.blocks * f.split) < want && f.split < 32 && K / (2 * f.split) >= 2 * kstep * (big ? f.u / 2 : 1))
+    while ((uint64_t)(f.blocks * f.split) < want && f.split < 32 && K / (2 * f.split) >= 2 * kstep)
         f.split *= 2;
     f.kch = ((K + f.split - 1) / f.split + f.w - 1) / f.w * f.w;
     return f;

@@ -290,6 +290,37 @@ out:
     return st;
 }
 
+/* The kernels' own state (clf__exe_kernel.state): regions of one zeroed
+ * buffer, each at a multiple of the device's base alignment. */
+static clf_status make_kernel_state(clf_context *ctx, clf_executable *e)
+{
+    uint64_t total = 0;
+    for (size_t k = 0; k < e->nkernels; k++)
+        if (e->kernels[k].state_bytes)
+            total += (e->kernels[k].state_bytes + ctx->base_align - 1) / ctx->base_align * ctx->base_align;
+    if (!total)
+        return CLF_OK;
+    void *zeros = total <= SIZE_MAX ? clf__calloc(1, (size_t)total) : NULL;
+    cl_int err = CL_OUT_OF_HOST_MEMORY;
+    if (zeros)
+        e->state = clCreateBuffer(ctx->cl, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, (size_t)total, zeros, &err);
+    clf__free(zeros);
+    for (size_t k = 0, off = 0; k < e->nkernels && e->state; k++) {
+        clf__exe_kernel *K = &e->kernels[k];
+        if (!K->state_bytes)
+            continue;
+        cl_buffer_region r = {off, (size_t)K->state_bytes};
+        K->state = clCreateSubBuffer(e->state, CL_MEM_READ_WRITE, CL_BUFFER_CREATE_TYPE_REGION, &r, &err);
+        if (!K->state)
+            break;
+        off += (size_t)((K->state_bytes + ctx->base_align - 1) / ctx->base_align * ctx->base_align);
+    }
+    if (err == CL_SUCCESS)
+        return CLF_OK;
+    return clf__ctx_fail(ctx, clf__cl_status(err), "clf_compile: %llu bytes of kernels' state: %s",
+                         (unsigned long long)total, clf__cl_error_name(err));
+}
+
 /* Whether [off, off + bytes) overlaps a region in regs (pairs of offset,
  * end), not counting one starting at off itself when same_ok. */
 static bool overlaps(const uint64_t *regs, size_t n, uint64_t off, uint64_t bytes, bool same_ok)
@@ -560,22 +591,9 @@ static clf_status instantiate(clf_context *ctx, const clf_graph *g, clf_executab
             e->kernels[k].scratch = partials[k];
     }
     e->scratch_ready = e->scratch_bytes == 0 || !e->external_scratch;
-    for (size_t k = 0; k < e->nkernels; k++) {
-        clf__exe_kernel *K = &e->kernels[k];
-        if (!K->state_bytes)
-            continue;
-        void *zeros = clf__calloc(1, (size_t)K->state_bytes);
-        cl_int cerr = CL_OUT_OF_HOST_MEMORY;
-        if (zeros)
-            K->state = clCreateBuffer(ctx->cl, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, (size_t)K->state_bytes, zeros,
-                                      &cerr);
-        clf__free(zeros);
-        if (!K->state) {
-            st = clf__ctx_fail(ctx, clf__cl_status(cerr), "clf_compile: clCreateBuffer(%llu bytes of kernel state): %s",
-                               (unsigned long long)K->state_bytes, clf__cl_error_name(cerr));
-            goto out;
-        }
-    }
+    st = make_kernel_state(ctx, e);
+    if (st != CLF_OK)
+        goto out;
 
     if (clf__log_enabled(CLF__LOG_OUTPUT_CODE))
         for (size_t k = 0; k < e->nkernels; k++) {
@@ -944,6 +962,8 @@ CLF_API void clf_executable_destroy(clf_executable **pe)
     clf__free(e->offsets);
     if (e->scratch)
         clReleaseMemObject(e->scratch);
+    if (e->state)
+        clReleaseMemObject(e->state);
     clf__staging_free_all(e);
     if (e->last)
         clReleaseEvent(e->last);

@@ -107,8 +107,9 @@ typedef struct clf__exe_kernel {
     size_t final_global, final_local;
     uint64_t partial_bytes, partial_offset;
     /* State kept between the kernel's work-groups (codegen.h's
-     * state_bytes): its own buffer, zeroed when made. Launches of one
-     * executable never overlap (run.c), so one buffer serves every run. */
+     * state_bytes): its own region of the executable's state buffer,
+     * zeroed when made. Launches of one executable never overlap (run.c),
+     * so one region serves every run. */
     cl_mem state;
     uint64_t state_bytes;
 } clf__exe_kernel;
@@ -172,6 +173,10 @@ struct clf_executable {
      * a kernel written with inline PTX: the forms it used (CLF__PTX_*,
      * warp shuffles, tensor cores); clf_compile lowers again without them. */
     unsigned ptx_refused;
+    /* The kernels' own state (clf__exe_kernel.state: sub-buffers of it),
+     * one allocation zeroed when made: a step at a new length makes one,
+     * not one a kernel. */
+    cl_mem state;
     cl_mem scratch;
     clf__exe_kernel *kernels;
     size_t nkernels;
