@@ -9,20 +9,25 @@
 #     bash bench/run_decoder_gpu.sh ablate  bench_decoder with and without the
 #                                           tensor-core GEMM form
 #     bash bench/run_decoder_gpu.sh rows    the gemm and half suites (ROWS_SUITES), then
-#                                           bench_decoder with and without the
-#                                           few-rows GEMM form (CLFUSE_GEMM_ROWS);
+#                                           bench_decoder with the few-rows GEMM
+#                                           form first, after the tensor cores
+#                                           (the default) and off (CLFUSE_GEMM_ROWS
+#                                           first, 1, 0);
 #                                           where a step's time goes:
 #                                           bench/probes/decode_step_gpu.sh
 # Results in $OUT.
 set -uo pipefail
 source bench/gpu_build.sh
-# bench_decoder (2 layers, f16) with the switch $1 on and off, one call;
-# results in $OUT/decoder_gpu_f16_$2{1,0}.md.
+# bench_decoder (2 layers, f16) with the switch $1 at each of the values
+# after $2 (default 1 and 0), one call; results in
+# $OUT/decoder_gpu_f16_$2<value>.md.
 decoder_with_and_without() {
-  for on in 1 0; do
-    env CLFUSE_DEVICE=gpu "$1=$on" timeout 200 $B/bench/bench_decoder --layers 2 --runs 30 --markdown \
-      > "$OUT/decoder_gpu_f16_$2$on.md" 2>&1
-    echo "== $1=$on"; cat "$OUT/decoder_gpu_f16_$2$on.md"
+  local switch=$1 tag=$2
+  shift 2
+  for on in ${@:-1 0}; do
+    env CLFUSE_DEVICE=gpu "$switch=$on" timeout 200 $B/bench/bench_decoder --layers 2 --runs 30 --markdown \
+      > "$OUT/decoder_gpu_f16_$tag$on.md" 2>&1
+    echo "== $switch=$on"; cat "$OUT/decoder_gpu_f16_$tag$on.md"
   done
 }
 case "${1:-bench}" in
@@ -57,6 +62,6 @@ rows)
   CLFUSE_DEVICE=gpu timeout ${ROWS_TEST_TIMEOUT:-240} meson test -C $B $suites --num-processes 8 --print-errorlogs \
     > "$OUT/tests_gpu.txt" 2>&1
   grep -E "^ *[0-9]+/[0-9]+ |^(Ok|Fail|Skipped|Timeout)" "$OUT/tests_gpu.txt"
-  decoder_with_and_without CLFUSE_GEMM_ROWS rows
+  decoder_with_and_without CLFUSE_GEMM_ROWS rows first 1 0
   ;;
 esac

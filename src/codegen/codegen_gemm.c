@@ -391,14 +391,15 @@ static rows_form gemm_rows_form(const clf_graph *g, const clf__node *mm, const c
  * library's own planning and instantiation took the same 0.83 + 0.45 ms a
  * layer either way on PoCL), where a generation loop pays it every step;
  * the device time of a step at a length already run was 0.206 against
- * 0.260 ms a layer. *rows gets the few-rows form (rows_max 0: not it); the
+ * 0.260 ms a layer (CLFUSE_GEMM_ROWS=first puts the few-rows form first
+ * there too, to measure). *rows gets the few-rows form (rows_max 0: not it); the
  * tensor-core kind is returned with its tiling. */
 static mma_kind gemm_forms(const clf_graph *g, const clf__node *mm, const clf__codegen_target *target, int64_t M,
                            int64_t N, int64_t K, int64_t batch, rows_form *rows, clf__gemm_config *tiles,
                            int *stages, bool *pad)
 {
     *rows = gemm_rows_form(g, mm, target, M, N, K, batch);
-    if (rows->rows_max == 1 && !target->sizes_vary)
+    if (rows->rows_max == 1 && (!target->sizes_vary || target->gemm_rows_first))
         return MMA_NONE;
     mma_kind mma = mma_form(g, mm, target, M, N, batch, tiles, stages, pad);
     if (mma != MMA_NONE)
