@@ -772,6 +772,68 @@ static void gemm_code(clf_dtype dt, int64_t m, int64_t n, int64_t k, bool ta, bo
     clf_graph_destroy(&g);
 }
 
+/* One-row products: the few-rows form (gemm_rows.cl) before the
+ * tensor-core tiles in a static graph, after them in one with symbolic
+ * sizes (unless gemm_rows_first); K cut into slices until four work-groups
+ * a compute unit, each slice two loads a lane at least, its counters and
+ * sums in the kernel's own state. 5 rows: the tensor-core tiles first. */
+START_TEST(gemm_one_row_form_order_and_slices)
+{
+    clf__codegen_target tc = {.cpu = false, .max_local = 1024, .compute_units = 132, .local_mem = 49152,
+                              .warp_shuffle = true, .tensor_cores = true};
+    clf__codegen_target sym = tc, sym_first = tc, few = tc, plain = tc;
+    sym.sizes_vary = true;
+    sym_first.sizes_vary = true;
+    sym_first.gemm_rows_first = true;
+    few.compute_units = 2;
+    plain.tensor_cores = false;
+    clf__kernel_code c;
+
+    /* 512 columns of f16: 8 blocks of 64, 32 slices of 64 k (32 lanes
+     * along K, two loads each). */
+    gemm_code(CLF_F16, 1, 512, 2048, false, false, false, false, &tc, &c);
+    ck_assert_str_eq(c.schedule.form, "gpu-rows");
+    ck_assert_uint_eq(c.schedule.split, 32);
+    ck_assert_uint_eq(c.schedule.chunk, 64);
+    ck_assert_uint_eq(c.local, 256);
+    ck_assert_uint_eq(c.global, 8 * 32 * 256);
+    ck_assert_uint_eq(c.state_bytes, (32 + 32 * 8 * 64) * 4);
+    ck_assert_ptr_nonnull(strstr(c.source, "#define TN 64\n#define NT 256\n#define W 8\n#define CW 8\n#define U 4\n"
+                                           "#define SPLIT 32\n#define KCH 64\n"));
+    ck_assert_ptr_nonnull(strstr(c.source, "__global uint *restrict state"));
+    clf__kernel_code_free(&c);
+    /* 8192 columns: 128 blocks; 4 slices make 512 work-groups (under
+     * 528), 8 make 1024. */
+    gemm_code(CLF_F16, 1, 8192, 2048, false, false, false, false, &tc, &c);
+    ck_assert_uint_eq(c.schedule.split, 8);
+    ck_assert_uint_eq(c.schedule.chunk, 256);
+    clf__kernel_code_free(&c);
+    /* Enough work-groups without slices: no state. */
+    gemm_code(CLF_F16, 1, 8192, 2048, false, false, false, false, &few, &c);
+    ck_assert_str_eq(c.schedule.form, "gpu-rows");
+    ck_assert_uint_eq(c.state_bytes, 0);
+    ck_assert_ptr_nonnull(strstr(c.source, "#define SPLIT 1\n"));
+    clf__kernel_code_free(&c);
+    /* Symbolic sizes: the tensor-core tiles first, unless asked. */
+    gemm_code(CLF_F16, 1, 512, 2048, false, false, false, false, &sym, &c);
+    ck_assert_str_eq(c.schedule.form, "tensor-cores");
+    ck_assert_uint_eq(c.state_bytes, 0);
+    clf__kernel_code_free(&c);
+    gemm_code(CLF_F16, 1, 512, 2048, false, false, false, false, &sym_first, &c);
+    ck_assert_str_eq(c.schedule.form, "gpu-rows");
+    clf__kernel_code_free(&c);
+    /* 5 rows: the tensor-core tiles; without tensor cores, the few-rows
+     * form (8 rows a work-group). */
+    gemm_code(CLF_F16, 5, 512, 2048, false, false, false, false, &tc, &c);
+    ck_assert_str_eq(c.schedule.form, "tensor-cores");
+    clf__kernel_code_free(&c);
+    gemm_code(CLF_F16, 5, 512, 2048, false, false, false, false, &plain, &c);
+    ck_assert_str_eq(c.schedule.form, "gpu-rows");
+    ck_assert_ptr_nonnull(strstr(c.source, "#define ROWS_MAX 8\n"));
+    clf__kernel_code_free(&c);
+}
+END_TEST
+
 START_TEST(gemm_tensor_cores_where_the_operands_allow)
 {
     /* The tensor-core form (gemm_mma.cl) for f16 and bf16 operands on a
@@ -948,6 +1010,7 @@ int main(void)
     tcase_add_test(tc, attention_tensor_cores_where_the_operands_allow);
     tcase_add_test(tc, permuted_store_feeds_a_plain_operand);
     tcase_add_test(tc, gemm_tensor_cores_where_the_operands_allow);
+    tcase_add_test(tc, gemm_one_row_form_order_and_slices);
     suite_add_tcase(s, tc);
     return clf_test_run_suite(s);
 }
