@@ -85,7 +85,7 @@ int main(int argc, char **argv)
                 printf("launch %zu/%zu: enqueue %d, finish %d\n", gsz, lsz, err, fin);
                 int runs = getenv("RUNS") ? atoi(getenv("RUNS")) : 0;
                 if (runs > 0 && !err)
-                    printf("median of %d: %.4f ms\n", runs, probe_median_ms(q, ks[k], gsz, lsz, NULL, NULL, 0, runs));
+                    printf("median of %d: %.4f ms\n", runs, probe_median_ms(q, ks[k], gsz, lsz, NULL, NULL, 0, runs, NULL));
                 free(fill);
                 for (unsigned b = 0; b < nbuf && b < 8; ++b)
                     clReleaseMemObject(bufs[b]);

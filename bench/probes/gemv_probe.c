@@ -15,42 +15,6 @@
 #include <stdio.h>
 #include <string.h>
 
-/* The median device time of runs launches of k, each after a copy of 128
- * MiB (flush: the H200's 50 MB L2 holds a whole weight matrix, which a
- * decode step's products never find there), -1 when a launch fails. */
-static double flushed_median_ms(cl_command_queue q, cl_kernel k, size_t global, size_t local, cl_mem flush,
-                                int runs)
-{
-    double t[256], med = -1;
-    runs = runs > 256 ? 256 : runs;
-    for (int i = -3; i < runs; ++i) {
-        cl_event e;
-        clEnqueueCopyBuffer(q, flush, flush, 0, (size_t)64 << 20, (size_t)64 << 20, 0, NULL, NULL);
-        if (clEnqueueNDRangeKernel(q, k, 1, NULL, &global, &local, 0, NULL, &e) != CL_SUCCESS)
-            return -1;
-        clWaitForEvents(1, &e);
-        cl_ulong t0 = 0, t1 = 0;
-        clGetEventProfilingInfo(e, CL_PROFILING_COMMAND_START, sizeof t0, &t0, NULL);
-        clGetEventProfilingInfo(e, CL_PROFILING_COMMAND_END, sizeof t1, &t1, NULL);
-        clReleaseEvent(e);
-        if (i >= 0)
-            t[i] = (double)(t1 - t0) * 1e-6;
-    }
-    if (runs > 0) {
-        qsort(t, (size_t)runs, sizeof *t, probe_cmp);
-        med = t[runs / 2];
-    }
-    return med;
-}
-
-static int macro(const char *opts, const char *name, int dflt)
-{
-    char key[32];
-    snprintf(key, sizeof key, "-D%s=", name);
-    const char *p = strstr(opts, key);
-    return p ? atoi(p + strlen(key)) : dflt;
-}
-
 static unsigned short to_half(float f)
 {
     /* Values in [-1, 1) of 2^-10 steps: exact normals or zero. */
@@ -119,7 +83,7 @@ int main(int argc, char **argv)
     printf("| K x N | options | S | groups | ms | GB/s | copy GB/s | max err |\n|---|---|---|---|---|---|---|---|\n");
     for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; ++s) {
         const size_t K = shapes[s][0], N = shapes[s][1], bytes = K * N * 2;
-        double cms = probe_median_ms(q, NULL, 0, 0, b, b2, bytes, runs);
+        double cms = probe_median_ms(q, NULL, 0, 0, b, b2, bytes, runs, NULL);
         for (int v = 0; v < nvar; ++v) {
             char opts[512];
             snprintf(opts, sizeof opts, "%s", variants[v]);
@@ -131,9 +95,9 @@ int main(int argc, char **argv)
                 clReleaseProgram(p);
                 continue;
             }
-            const int tc = macro(opts, "TC", 8), nt = macro(opts, "NT", 256), u = macro(opts, "U", 8);
+            const int tc = probe_macro(opts, "TC", 8), nt = probe_macro(opts, "NT", 256), u = probe_macro(opts, "U", 8);
             const size_t tn = (size_t)tc * 8, blocks = N / tn;
-            unsigned int S = (unsigned int)macro(opts, "SPLIT", 1);
+            unsigned int S = (unsigned int)probe_macro(opts, "SPLIT", 1);
             if (S == 0)
                 for (S = 1; blocks * S < 2 * units && K / (S * 2) >= (size_t)(nt / tc * u); S *= 2)
                     ;
@@ -150,8 +114,8 @@ int main(int argc, char **argv)
             float poison = NAN;
             clEnqueueFillBuffer(q, y, &poison, 4, 0, N * 4, 0, NULL, NULL);
             const size_t groups = blocks * S;
-            double ms = getenv("NO_FLUSH") ? probe_median_ms(q, k, groups * (size_t)nt, (size_t)nt, NULL, NULL, 0, runs)
-                                         : flushed_median_ms(q, k, groups * (size_t)nt, (size_t)nt, flush, runs);
+            double ms = probe_median_ms(q, k, groups * (size_t)nt, (size_t)nt, NULL, NULL, 0, runs,
+                                        getenv("NO_FLUSH") ? NULL : flush);
             clEnqueueReadBuffer(q, y, CL_TRUE, 0, N * 4, hy, 0, NULL, NULL);
             double worst = 0;
             for (size_t c = 0; c < N; c += 7) {

@@ -5,7 +5,9 @@
 
 #define CL_TARGET_OPENCL_VERSION 300
 #include <CL/cl.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 /* The first GPU of any platform, else the first device of the first. */
 static cl_device_id probe_device(void)
@@ -28,16 +30,29 @@ static int probe_cmp(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
+/* -D<name>=<int> in compiler options opts, else dflt. */
+static inline int probe_macro(const char *opts, const char *name, int dflt)
+{
+    char key[32];
+    snprintf(key, sizeof key, "-D%s=", name);
+    const char *p = strstr(opts, key);
+    return p ? atoi(p + strlen(key)) : dflt;
+}
+
 /* The median device time (profiling events, queue q made with profiling)
  * of runs launches of kernel k over global/local work-items after three
- * untimed ones; with k NULL, of copies of bytes from a to b. -1 when a
- * launch fails. */
+ * untimed ones; with k NULL, of copies of bytes from a to b. flush (NULL:
+ * none), a buffer of 128 MiB: a copy within it before each launch, so
+ * that the launch finds nothing of its own in the L2. -1 when a launch
+ * fails. */
 static double probe_median_ms(cl_command_queue q, cl_kernel k, size_t global, size_t local, cl_mem a, cl_mem b,
-                              size_t bytes, int runs)
+                              size_t bytes, int runs, cl_mem flush)
 {
     double *t = malloc((size_t)(runs > 0 ? runs : 1) * sizeof *t), med = -1;
     for (int i = -3; t && i < runs; ++i) {
         cl_event e;
+        if (flush)
+            clEnqueueCopyBuffer(q, flush, flush, 0, (size_t)64 << 20, (size_t)64 << 20, 0, NULL, NULL);
         cl_int err = k ? clEnqueueNDRangeKernel(q, k, 1, NULL, &global, &local, 0, NULL, &e)
                        : clEnqueueCopyBuffer(q, a, b, 0, 0, bytes, 0, NULL, &e);
         if (err != CL_SUCCESS)

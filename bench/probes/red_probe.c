@@ -38,14 +38,6 @@ static cl_program build(const char *opts, char *log, size_t logn)
     return p;
 }
 
-static int macro(const char *opts, const char *name, int dflt)
-{
-    char key[32];
-    snprintf(key, sizeof key, "-D%s=", name);
-    const char *p = strstr(opts, key);
-    return p ? atoi(p + strlen(key)) : dflt;
-}
-
 int main(int argc, char **argv)
 {
     size_t rows = 4096, cols = 16384;
@@ -89,7 +81,7 @@ int main(int argc, char **argv)
     cl_mem b = clCreateBuffer(ctx, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, cols * 4, hb, &err);
     if (err)
         die("clCreateBuffer", err);
-    double cms = probe_median_ms(q, NULL, 0, 0, x, y, bytes, RUNS);
+    double cms = probe_median_ms(q, NULL, 0, 0, x, y, bytes, RUNS, NULL);
     printf("rows %zu cols %zu: copy %.4f ms (%.0f GB/s)\n", rows, cols, cms, 2.0 * bytes / (cms * 1e6));
 
     static const char *builtin[] = {
@@ -117,7 +109,7 @@ int main(int argc, char **argv)
     for (int v = 0; v < nvar; ++v) {
         char opts[512], log[4096] = "";
         snprintf(opts, sizeof opts, "%s -DC=%zu -cl-std=CL2.0 -DONLINE=%d", variants[v], cols,
-                 macro(variants[v], "ONLINE", 0));
+                 probe_macro(variants[v], "ONLINE", 0));
         /* -DONLINE given twice would be a redefinition: keep the user's. */
         if (strstr(variants[v], "-DONLINE"))
             snprintf(opts, sizeof opts, "%s -DC=%zu -cl-std=CL2.0", variants[v], cols);
@@ -126,7 +118,7 @@ int main(int argc, char **argv)
             printf("| - | %s | build failed: %.200s |\n", variants[v], log);
             continue;
         }
-        int wg = macro(variants[v], "WG", 256), lanes = macro(variants[v], "LANES", 256);
+        int wg = probe_macro(variants[v], "WG", 256), lanes = probe_macro(variants[v], "LANES", 256);
         size_t global = rows / (size_t)(wg / lanes) * (size_t)wg;
         for (int which = 0; which < 2; ++which) {
             cl_kernel k = clCreateKernel(p, which ? "layernorm" : "softmax", &err);
@@ -138,7 +130,7 @@ int main(int argc, char **argv)
             }
             float poison = NAN;
             clEnqueueFillBuffer(q, y, &poison, 4, 0, bytes, 0, NULL, NULL);
-            double ms = probe_median_ms(q, k, global, (size_t)wg, NULL, NULL, 0, RUNS);
+            double ms = probe_median_ms(q, k, global, (size_t)wg, NULL, NULL, 0, RUNS, NULL);
             if (ms < 0)
                 die("clEnqueueNDRangeKernel", -1);
             clEnqueueReadBuffer(q, y, CL_TRUE, 0, bytes, hy, 0, NULL, NULL);
