@@ -822,6 +822,15 @@ START_TEST(gemm_one_row_form_order_and_slices)
     gemm_code(CLF_F16, 1, 512, 2048, false, false, false, false, &sym_first, &c);
     ck_assert_str_eq(c.schedule.form, "gpu-rows");
     clf__kernel_code_free(&c);
+    /* There the slices do not follow K (SPLIT is read by #if, a literal
+     * specialisations cannot share as a parameter): 32 over K = 600 as
+     * over 2048, where a static graph gets 8 (two loads a lane at least). */
+    gemm_code(CLF_F16, 1, 512, 600, false, false, false, false, &sym_first, &c);
+    ck_assert_uint_eq(c.schedule.split, 32);
+    clf__kernel_code_free(&c);
+    gemm_code(CLF_F16, 1, 512, 600, false, false, false, false, &tc, &c);
+    ck_assert_uint_eq(c.schedule.split, 8);
+    clf__kernel_code_free(&c);
     /* 5 rows: the tensor-core tiles; without tensor cores, the few-rows
      * form (8 rows a work-group). */
     gemm_code(CLF_F16, 5, 512, 2048, false, false, false, false, &tc, &c);

@@ -325,10 +325,12 @@ static mma_kind mma_form(const clf_graph *g, const clf__node *mm, const clf__cod
  * 0.0183 in 16 columns a work-group, unsplit; 2048 by 2048: 0.0110
  * against 0.0199; 8192 by 2048: 0.0210 against 0.0603). Work-groups of
  * 1024 were faster still on the largest (0.0208 for 2048 by 8192, 0.0229
- * in 256) but NVIDIA's driver reports them too many registers for 1024
- * (CL_KERNEL_WORK_GROUP_SIZE), which made every compile lower again. A
- * slice keeps two loads a lane at least; 32 slices at most. Work-items
- * of 8 rows keep 2 loads in flight. */
+ * in 256) but were not shown to fit NVIDIA's register limit (with them a
+ * reduction of the decoder changed form, the mark of a compile lowered
+ * again for a smaller work-group). A slice keeps two loads a lane at
+ * least, except in a graph with symbolic sizes, where SPLIT (a literal of
+ * the template's #if, so not lifted) must not follow a symbolic K; 32
+ * slices at most. Work-items of 8 rows keep 2 loads in flight. */
 typedef struct rows_form {
     int rows_max; /* 0: not this form; else 1 or 8 */
     int tn, nt, w, u;
@@ -373,7 +375,8 @@ static rows_form gemm_rows_form(const clf_graph *g, const clf__node *mm, const c
     int64_t kstep = (int64_t)(f.nt / (f.tn / cw)) * (transposed ? f.w : 1); /* K a round of one load a lane */
     uint64_t units = target->compute_units ? target->compute_units : 1, want = 4 * units;
     f.split = 1;
-    while ((uint64_t)(f.blocks * f.split) < want && f.split < 32 && K / (2 * f.split) >= 2 * kstep)
+    while ((uint64_t)(f.blocks * f.split) < want && f.split < 32 &&
+           (target->sizes_vary || K / (2 * f.split) >= 2 * kstep))
         f.split *= 2;
     f.kch = ((K + f.split - 1) / f.split + f.w - 1) / f.w * f.w;
     return f;
@@ -392,8 +395,8 @@ static rows_form gemm_rows_form(const clf_graph *g, const clf__node *mm, const c
  * layer either way on PoCL), where a generation loop pays it every step;
  * the device time of a step at a length already run was 0.206 against
  * 0.260 ms a layer (CLFUSE_GEMM_ROWS=first puts the few-rows form first
- * there too, to measure). *rows gets the few-rows form (rows_max 0: not it); the
- * tensor-core kind is returned with its tiling. */
+ * there too, to measure). *rows gets the few-rows form (rows_max 0: not
+ * it); the tensor-core kind is returned with its tiling. */
 static mma_kind gemm_forms(const clf_graph *g, const clf__node *mm, const clf__codegen_target *target, int64_t M,
                            int64_t N, int64_t K, int64_t batch, rows_form *rows, clf__gemm_config *tiles,
                            int *stages, bool *pad)
