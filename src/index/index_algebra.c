@@ -99,6 +99,82 @@ bool clf__ix_same(const clf__ix *a, const clf__ix *b)
     return a->temp == b->temp;
 }
 
+/* c + the sum of terms[j] * strides[j] over n terms (none constant,
+ * strides > 0), a temporary below bound that division and modulus see
+ * through (ix_div, ix_mod); one term of stride 1 and no constant is that
+ * term. */
+static clf__ix ix_sum(clf__ixgen *gen, int n, const clf__ix *terms, const int64_t *strides, int64_t c,
+                      uint64_t bound)
+{
+    if (n == 0)
+        return clf__ix_const(c);
+    if (n == 1 && strides[0] == 1 && c == 0)
+        return terms[0];
+    clf__strbuf e = {0};
+    clf__ix_origin o = {.kind = CLF__IX_SUM, .nterms = n, .c = c};
+    uint32_t deps = 0;
+    for (int j = 0; j < n; j++) {
+        char a[32];
+        if (j)
+            clf__sb_puts(&e, " + ");
+        if (strides[j] == 1)
+            clf__sb_puts(&e, clf__ix_str(&terms[j], a, sizeof a));
+        else
+            clf__sb_printf(&e, "%s * %lldu", clf__ix_str(&terms[j], a, sizeof a), (long long)strides[j]);
+        o.terms[j] = terms[j];
+        o.strides[j] = strides[j];
+        deps |= terms[j].deps;
+    }
+    if (c)
+        clf__sb_printf(&e, " + %lldu", (long long)c);
+    clf__ix r = clf__ix_const(0);
+    if (clf__sb_ok(&e))
+        r = temp_for(gen, clf__sb_str(&e), bound, deps, o);
+    else
+        gen->failed = true;
+    clf__sb_free(&e);
+    return r;
+}
+
+/* The part of sum origin o below d, when the terms of strides under d
+ * (and c % d) stay below d and every other stride is a multiple of d:
+ * then o / d is the high part's sum over d and o % d the low part's.
+ * *high gets the terms of strides over d (strides divided by d), *low
+ * the others; false when o does not split at d. */
+typedef struct sum_part {
+    int n;
+    clf__ix terms[CLF_MAX_RANK];
+    int64_t strides[CLF_MAX_RANK];
+    int64_t c;
+    uint64_t bound;
+} sum_part;
+
+static bool sum_split(const clf__ix_origin *o, int64_t d, sum_part *high, sum_part *low)
+{
+    if (o->kind != CLF__IX_SUM || o->c < 0 || d <= 0)
+        return false;
+    *high = (sum_part){.c = o->c / d};
+    *low = (sum_part){.c = o->c % d};
+    uint64_t low_max = (uint64_t)low->c, high_max = (uint64_t)high->c;
+    for (int j = 0; j < o->nterms; j++) {
+        uint64_t top = o->terms[j].bound ? o->terms[j].bound - 1 : 0;
+        if (o->strides[j] >= d) {
+            if (o->strides[j] % d)
+                return false;
+            high->terms[high->n] = o->terms[j];
+            high->strides[high->n++] = o->strides[j] / d;
+            high_max += top * (uint64_t)(o->strides[j] / d);
+        } else {
+            low->terms[low->n] = o->terms[j];
+            low->strides[low->n++] = o->strides[j];
+            low_max += top * (uint64_t)o->strides[j];
+        }
+    }
+    high->bound = high_max + 1;
+    low->bound = low_max + 1;
+    return low_max < (uint64_t)d;
+}
+
 /* x / d. */
 static clf__ix ix_div(clf__ixgen *gen, clf__ix x, int64_t d)
 {
@@ -120,9 +196,12 @@ static clf__ix ix_div(clf__ixgen *gen, clf__ix x, int64_t d)
         return ix_div(gen, o.a, d / o.k); /* (a * k + b) / (k * q) = a / q for b < k */
     if (o.kind == CLF__IX_MAD && o.k > 0 && o.k % d == 0)
         return clf__ix_mad(gen, o.a, o.k / d, ix_div(gen, o.b, d)); /* exact: d divides a * k */
+    sum_part high, low;
+    if (sum_split(&o, d, &high, &low)) /* a view's linear index: the axes outside d */
+        return ix_sum(gen, high.n, high.terms, high.strides, high.c, high.bound < bound ? high.bound : bound);
     char a[32], e[96];
     snprintf(e, sizeof e, "%s / %lldu", clf__ix_str(&x, a, sizeof a), (long long)d);
-    return temp_for(gen, e, bound, x.deps, (clf__ix_origin){CLF__IX_DIVMOD, x, clf__ix_const(0), d, 0});
+    return temp_for(gen, e, bound, x.deps, (clf__ix_origin){.kind = CLF__IX_DIVMOD, .a = x, .b = clf__ix_const(0), .k = d});
 }
 
 /* x % m, elided when x < m already. */
@@ -139,10 +218,13 @@ static clf__ix ix_mod(clf__ixgen *gen, clf__ix x, int64_t m)
     clf__ix_origin o = origin_of(gen, &x), rec;
     if (o.kind == CLF__IX_MAD && o.k > 0 && o.k % m == 0)
         return ix_mod(gen, o.b, m); /* (a * k + b) % m = b % m where m divides k */
+    sum_part high, low;
+    if (sum_split(&o, m, &high, &low)) /* a view's linear index: the axes within m */
+        return ix_sum(gen, low.n, low.terms, low.strides, low.c, low.bound);
     if (o.kind == CLF__IX_DIVMOD && o.m == 0)
-        rec = (clf__ix_origin){CLF__IX_DIVMOD, o.a, clf__ix_const(0), o.k, m};
+        rec = (clf__ix_origin){.kind = CLF__IX_DIVMOD, .a = o.a, .b = clf__ix_const(0), .k = o.k, .m = m};
     else
-        rec = (clf__ix_origin){CLF__IX_DIVMOD, x, clf__ix_const(0), 1, m};
+        rec = (clf__ix_origin){.kind = CLF__IX_DIVMOD, .a = x, .b = clf__ix_const(0), .k = 1, .m = m};
     char a[32], e[96];
     snprintf(e, sizeof e, "%s %% %lldu", clf__ix_str(&x, a, sizeof a), (long long)m);
     return temp_for(gen, e, (uint64_t)m, x.deps, rec);
@@ -188,7 +270,7 @@ clf__ix clf__ix_mad(clf__ixgen *gen, clf__ix base, int64_t stride, clf__ix offse
              clf__ix_str(&offset, b, sizeof b));
     uint64_t bound = (base.bound ? base.bound - 1 : 0) * (uint64_t)stride + offset.bound;
     return temp_for(gen, e, bound, base.deps | offset.deps,
-                    (clf__ix_origin){CLF__IX_MAD, base, offset, stride, 0});
+                    (clf__ix_origin){.kind = CLF__IX_MAD, .a = base, .b = offset, .k = stride});
 }
 
 void clf__view_dims(clf__ixgen *gen, const clf__view *v, int rank, const int64_t *shape,
@@ -251,45 +333,19 @@ clf__ix clf__view_linear(clf__ixgen *gen, const clf__view *v, int rank, const in
     /* Sum of dims[d] * strides[d], constants folded. */
     int64_t c = 0;
     uint64_t numel = 1;
-    for (int d = 0; d < rank; d++)
-        numel *= (uint64_t)shape[d];
-    clf__strbuf e = {0};
-    int terms = 0;
-    uint32_t deps = 0;
-    clf__ix only = clf__ix_const(0);
+    clf__ix terms[CLF_MAX_RANK];
+    int64_t tstrides[CLF_MAX_RANK];
+    int n = 0;
     for (int d = 0; d < rank; d++) {
-        const clf__ix *x = &v->dims[d];
-        if (x->temp < 0) {
-            c += x->c * strides[d];
+        numel *= (uint64_t)shape[d];
+        if (v->dims[d].temp < 0) {
+            c += v->dims[d].c * strides[d];
             continue;
         }
-        char a[32];
-        if (terms)
-            clf__sb_puts(&e, " + ");
-        if (strides[d] == 1)
-            clf__sb_puts(&e, clf__ix_str(x, a, sizeof a));
-        else
-            clf__sb_printf(&e, "%s * %lldu", clf__ix_str(x, a, sizeof a), (long long)strides[d]);
-        only = *x;
-        deps |= x->deps;
-        terms++;
+        terms[n] = v->dims[d];
+        tstrides[n++] = strides[d];
     }
-    clf__ix r;
-    if (terms == 0)
-        r = clf__ix_const(c);
-    else if (terms == 1 && c == 0 && strides[rank - 1] >= 1 && strcmp(clf__sb_str(&e), "") != 0 &&
-             strchr(clf__sb_str(&e), '*') == NULL)
-        r = only;
-    else {
-        if (c)
-            clf__sb_printf(&e, " + %lldu", (long long)c);
-        r = clf__sb_ok(&e) ? temp_for(gen, clf__sb_str(&e), numel, deps, (clf__ix_origin){0})
-                           : clf__ix_const(0);
-        if (!clf__sb_ok(&e))
-            gen->failed = true;
-    }
-    clf__sb_free(&e);
-    return r;
+    return ix_sum(gen, n, terms, tstrides, c, numel);
 }
 
 void clf__view_reduction(clf__ixgen *gen, int rank, const int64_t *shape, uint32_t mask, clf__ix x,

@@ -32,11 +32,16 @@ typedef struct clf__view {
 /* Emits temporaries into code and remembers them by their expression, so
  * that the same index is computed once per kernel. */
 /* How a temporary was made, so that index algebra can see through it:
- * DIVMOD is (a / k) % m (m 0: no modulus), MAD is a * k + b. */
+ * DIVMOD is (a / k) % m (m 0: no modulus), MAD is a * k + b, SUM is c +
+ * the sum of terms[j] * strides[j] (a view's linear index, strides > 0). */
 typedef struct clf__ix_origin {
-    enum { CLF__IX_PLAIN, CLF__IX_DIVMOD, CLF__IX_MAD } kind;
+    enum { CLF__IX_PLAIN, CLF__IX_DIVMOD, CLF__IX_MAD, CLF__IX_SUM } kind;
     clf__ix a, b;
     int64_t k, m;
+    int nterms;
+    int64_t c;
+    clf__ix terms[CLF_MAX_RANK];
+    int64_t strides[CLF_MAX_RANK];
 } clf__ix_origin;
 
 typedef struct clf__ixgen {
