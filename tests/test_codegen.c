@@ -660,6 +660,47 @@ static bool logit_rounds(const char *src)
     return r && r < end;
 }
 
+/* Keys read through a cache's views (a slice to 37 of 100 positions, a
+ * head axis added for GQA), as a decoder's attention reads them: the
+ * operand's linear index, a sum over its axes, is seen through when the
+ * views divide it again, so the load addresses the cache directly (head
+ * stride 100 x 64) with no division by the sliced length (37 x 64), a
+ * number that differs at every length and that a program shared by every
+ * length would take as a parameter. */
+START_TEST(cache_view_loads_need_no_division_by_the_length)
+{
+    clf_graph *g = clf_graph_create();
+    clf_tensor q = clf_input(g, "q", CLF_F16, 5, (int64_t[]){1, 2, 4, 1, 64});
+    clf_tensor kc = clf_input(g, "kc", CLF_F16, 4, (int64_t[]){1, 2, 100, 64});
+    clf_tensor vc = clf_input(g, "vc", CLF_F16, 4, (int64_t[]){1, 2, 100, 64});
+    clf_tensor k = clf_unsqueeze(g, clf_slice(g, kc, 1, (int64_t[]){0}, (int64_t[]){37}, (int[]){2}, NULL), 1,
+                                 (int[]){2});
+    clf_tensor v = clf_unsqueeze(g, clf_slice(g, vc, 1, (int64_t[]){0}, (int64_t[]){37}, (int[]){2}, NULL), 1,
+                                 (int[]){2});
+    ck_assert_int_eq(clf_graph_output(g, "o", clf_attention(g, q, k, v, CLF_TENSOR_INVALID, 0, true)), CLF_OK);
+    clf__plan p = plan_of(g, true);
+    ck_assert_uint_eq(p.nkernels, 1);
+    clf__codegen_target gpu = {.cpu = false, .max_local = 1024, .compute_units = 132, .local_mem = 49152};
+    clf__kernel_code c;
+    char err[256] = "";
+    ck_assert_msg(clf__codegen_kernel(g, &p, 0, &gpu, &c, err, sizeof err) == CLF_OK, "%s", err);
+    const char *fns[2] = {"static inline float clf_load_k(", "static inline float clf_load_v("};
+    for (int f = 0; f < 2; f++) {
+        const char *fn = strstr(c.source, fns[f]);
+        ck_assert_ptr_nonnull(fn);
+        const char *end = strstr(fn, "\n}\n");
+        ck_assert_ptr_nonnull(end);
+        char body[2048];
+        snprintf(body, sizeof body, "%.*s", (int)(end - fn), fn);
+        ck_assert_msg(!strstr(body, "/ 2368u") && !strstr(body, "% 37u"), "%s", body);
+        ck_assert_msg(strstr(body, " * 6400u + "), "%s", body);
+    }
+    clf__kernel_code_free(&c);
+    clf__plan_free(&p);
+    clf_graph_destroy(&g);
+}
+END_TEST
+
 START_TEST(attention_tensor_cores_where_the_operands_allow)
 {
     /* The tensor-core form (inline PTX mma.sync) for f16 and bf16 q, k, v
@@ -1020,6 +1061,7 @@ int main(void)
     tcase_add_test(tc, permuted_store_feeds_a_plain_operand);
     tcase_add_test(tc, gemm_tensor_cores_where_the_operands_allow);
     tcase_add_test(tc, gemm_one_row_form_order_and_slices);
+    tcase_add_test(tc, cache_view_loads_need_no_division_by_the_length);
     suite_add_tcase(s, tc);
     return clf_test_run_suite(s);
 }
