@@ -201,7 +201,8 @@ static clf__ix ix_div(clf__ixgen *gen, clf__ix x, int64_t d)
         return ix_sum(gen, high.n, high.terms, high.strides, high.c, high.bound < bound ? high.bound : bound);
     char a[32], e[96];
     snprintf(e, sizeof e, "%s / %lldu", clf__ix_str(&x, a, sizeof a), (long long)d);
-    return temp_for(gen, e, bound, x.deps, (clf__ix_origin){.kind = CLF__IX_DIVMOD, .a = x, .b = clf__ix_const(0), .k = d});
+    return temp_for(gen, e, bound, x.deps,
+                    (clf__ix_origin){.kind = CLF__IX_DIVMOD, .a = x, .b = clf__ix_const(0), .k = d});
 }
 
 /* x % m, elided when x < m already. */
