@@ -680,10 +680,7 @@ START_TEST(cache_view_loads_need_no_division_by_the_length)
     ck_assert_int_eq(clf_graph_output(g, "o", clf_attention(g, q, k, v, CLF_TENSOR_INVALID, 0, true)), CLF_OK);
     clf__plan p = plan_of(g, true);
     ck_assert_uint_eq(p.nkernels, 1);
-    clf__codegen_target gpu = {.cpu = false, .max_local = 1024, .compute_units = 132, .local_mem = 49152};
-    clf__kernel_code c;
-    char err[256] = "";
-    ck_assert_msg(clf__codegen_kernel(g, &p, 0, &gpu, &c, err, sizeof err) == CLF_OK, "%s", err);
+    clf__kernel_code c = code_of(g, &p, 0, false);
     const char *fns[2] = {"static inline float clf_load_k(", "static inline float clf_load_v("};
     for (int f = 0; f < 2; f++) {
         const char *fn = strstr(c.source, fns[f]);

@@ -334,6 +334,7 @@ static mma_kind mma_form(const clf_graph *g, const clf__node *mm, const clf__cod
 typedef struct rows_form {
     int rows_max; /* 0: not this form; else 1 or 8 */
     int tn, nt, w, u;
+    int cw;      /* columns a work-item: w where B lies as it is, 1 where transposed (loads along K) */
     int split;   /* slices of K, a work-group each (1: K whole) */
     int64_t kch; /* K values a slice: a multiple of w */
     int64_t blocks; /* work-groups a slice: (b_shared ? 1 : batch) * ceil(N / tn) */
@@ -367,12 +368,12 @@ static rows_form gemm_rows_form(const clf_graph *g, const clf__node *mm, const c
     f.nt = (int)(max_local >= 256 ? 256 : clf__pow2_at_most((uint64_t)max_local));
     f.u = f.rows_max > 1 ? 2 : 4;
     bool transposed = operand_transposed(g, mm->inputs[1]);
-    int cw = transposed ? 1 : f.w;
-    f.tn = 8 * cw;
-    while (f.tn > cw && f.tn / cw > f.nt)
+    f.cw = transposed ? 1 : f.w;
+    f.tn = 8 * f.cw;
+    while (f.tn > f.cw && f.tn / f.cw > f.nt)
         f.tn /= 2;
     f.blocks = (shared ? 1 : batch) * ((N + f.tn - 1) / f.tn);
-    int64_t kstep = (int64_t)(f.nt / (f.tn / cw)) * (transposed ? f.w : 1); /* K a round of one load a lane */
+    int64_t kstep = (int64_t)(f.nt / (f.tn / f.cw)) * (transposed ? f.w : 1); /* K a round of one load a lane */
     uint64_t units = target->compute_units ? target->compute_units : 1, want = 4 * units;
     f.split = 1;
     while ((uint64_t)(f.blocks * f.split) < want && f.split < 32 &&
@@ -574,16 +575,15 @@ clf_status clf__codegen_gemm(const clf_graph *g, const clf__plan *plan, uint32_t
     uint32_t b_swapped_of;
     bool b_plain_swapped = clf__cg_operand_plain_swapped(plan, k, g, mm->inputs[1], &b_swapped_of);
     if (rows.rows_max) {
-        int cw = b_n_fast ? rows.w : 1;
         clf__sb_printf(&src,
                        "#define ROWS_MAX %d\n#define B_SHARED %d\n#define B_N_FAST %d\n#define TN %d\n#define NT %d\n"
                        "#define W %d\n#define CW %d\n#define U %d\n#define SPLIT %d\n#define KCH %lld\n",
-                       rows.rows_max, rows.b_shared ? 1 : 0, b_n_fast ? 1 : 0, rows.tn, rows.nt, rows.w, cw, rows.u,
-                       rows.split, (long long)rows.kch);
+                       rows.rows_max, rows.b_shared ? 1 : 0, b_n_fast ? 1 : 0, rows.tn, rows.nt, rows.w, rows.cw,
+                       rows.u, rows.split, (long long)rows.kch);
         out->schedule = (clf__schedule){.form = "gpu-rows", .vec = 1, .wg = out->local,
-                                        .lanes = (uint64_t)(rows.nt / (rows.tn / cw)),
+                                        .lanes = (uint64_t)(rows.nt / (rows.tn / rows.cw)),
                                         .tiles = {.tm = rows.rows_max, .tn = rows.tn, .tk = 1,
-                                                  .wm = rows.rows_max, .wn = cw},
+                                                  .wm = rows.rows_max, .wn = rows.cw},
                                         .split = (uint64_t)rows.split, .chunk = (uint64_t)rows.kch,
                                         .unroll = (uint64_t)rows.u,
                                         .vec_b = b_n_fast ? b_plain : b_plain_swapped};

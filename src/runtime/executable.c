@@ -294,30 +294,42 @@ out:
 }
 
 /* The kernels' own state (clf__exe_kernel.state): regions of one zeroed
- * buffer, each at a multiple of the device's base alignment. */
+ * buffer, placed by the memory planner as buffers all live at once (each
+ * at a multiple of the device's base alignment, none sharing a byte). */
 static clf_status make_kernel_state(clf_context *ctx, clf_executable *e)
 {
-    uint64_t total = 0;
+    size_t n = 0;
     for (size_t k = 0; k < e->nkernels; k++)
-        if (e->kernels[k].state_bytes)
-            total += (e->kernels[k].state_bytes + ctx->base_align - 1) / ctx->base_align * ctx->base_align;
-    if (!total)
+        n += e->kernels[k].state_bytes != 0;
+    if (!n)
         return CLF_OK;
-    void *zeros = total <= SIZE_MAX ? clf__calloc(1, (size_t)total) : NULL;
+    clf__mem_interval *iv = clf__malloc(n * sizeof *iv);
+    uint64_t *off = clf__malloc(n * sizeof *off), total = 0;
+    clf_status st = iv && off ? CLF_OK : CLF_ERR_OUT_OF_MEMORY;
+    for (size_t k = 0, i = 0; k < e->nkernels && st == CLF_OK; k++)
+        if (e->kernels[k].state_bytes)
+            iv[i++] = (clf__mem_interval){e->kernels[k].state_bytes, 0, (uint32_t)e->nkernels};
+    if (st == CLF_OK)
+        st = clf__memory_plan(iv, n, ctx->base_align, off, &total);
+    void *zeros = st == CLF_OK && total <= SIZE_MAX ? clf__calloc(1, (size_t)total) : NULL;
     cl_int err = CL_OUT_OF_HOST_MEMORY;
     if (zeros)
         e->state = clCreateBuffer(ctx->cl, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, (size_t)total, zeros, &err);
     clf__free(zeros);
-    for (size_t k = 0, off = 0; k < e->nkernels && e->state; k++) {
+    for (size_t k = 0, i = 0; k < e->nkernels && e->state; k++) {
         clf__exe_kernel *K = &e->kernels[k];
         if (!K->state_bytes)
             continue;
-        cl_buffer_region r = {off, (size_t)K->state_bytes};
+        cl_buffer_region r = {(size_t)off[i++], (size_t)K->state_bytes};
         K->state = clCreateSubBuffer(e->state, CL_MEM_READ_WRITE, CL_BUFFER_CREATE_TYPE_REGION, &r, &err);
         if (!K->state)
             break;
-        off += (size_t)((K->state_bytes + ctx->base_align - 1) / ctx->base_align * ctx->base_align);
     }
+    clf__free(iv);
+    clf__free(off);
+    if (st != CLF_OK)
+        return clf__ctx_fail(ctx, st, "clf_compile: %s while placing the kernels' state",
+                             st == CLF_ERR_OUT_OF_MEMORY ? "out of memory" : "size overflow");
     if (err == CL_SUCCESS)
         return CLF_OK;
     return clf__ctx_fail(ctx, clf__cl_status(err), "clf_compile: %llu bytes of kernels' state: %s",
