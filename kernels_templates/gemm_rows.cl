@@ -35,7 +35,8 @@
  *                        batch: a work-group then takes BATCH * M rows,
  *                        each of B's values read once; 0: a work-group
  *                        per product and column block
- *   TN, NT               columns and work-items of a work-group
+ *   TN, NT               columns and work-items of a work-group (TN <=
+ *                        NT: a work-item sums a column's lanes)
  *   SPLIT, KCH           slices of K and K values a slice (a multiple of
  *                        W); SPLIT > 1 adds a parameter after CLF_PARAMS,
  *                        state: BLOCKS counters (padded to a multiple of

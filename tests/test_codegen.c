@@ -878,6 +878,15 @@ START_TEST(gemm_one_row_form_order_and_slices)
     ck_assert_str_eq(c.schedule.form, "gpu-rows");
     ck_assert_ptr_nonnull(strstr(c.source, "#define ROWS_MAX 8\n"));
     clf__kernel_code_free(&c);
+    /* Work-groups of 32 (llvmpipe): a work-item sums a column's lanes, so
+     * 32 columns a work-group, not the 64 of eight 16-bit loads (the
+     * columns past the 32nd were never stored: CI's rusticl run). */
+    clf__codegen_target narrow = plain;
+    narrow.max_local = 32;
+    gemm_code(CLF_BF16, 1, 36, 4096, false, false, false, false, &narrow, &c);
+    ck_assert_str_eq(c.schedule.form, "gpu-rows");
+    ck_assert_ptr_nonnull(strstr(c.source, "#define TN 32\n#define NT 32\n#define W 8\n#define CW 8\n"));
+    clf__kernel_code_free(&c);
 }
 END_TEST
 

@@ -369,9 +369,14 @@ static rows_form gemm_rows_form(const clf_graph *g, const clf__node *mm, const c
     f.u = f.rows_max > 1 ? 2 : 4;
     bool transposed = operand_transposed(g, mm->inputs[1]);
     f.cw = transposed ? 1 : f.w;
+    /* The lanes' sums take a work-item a column (gemm_rows.cl): at most NT
+     * columns (llvmpipe's 32 work-items a group hold 32 of the 64 that
+     * eight loads of 16-bit values span). */
     f.tn = 8 * f.cw;
-    while (f.tn > f.cw && f.tn / f.cw > f.nt)
+    while (f.tn > f.cw && f.tn > f.nt)
         f.tn /= 2;
+    if (f.tn > f.nt)
+        return (rows_form){0};
     f.blocks = (shared ? 1 : batch) * ((N + f.tn - 1) / f.tn);
     int64_t kstep = (int64_t)(f.nt / (f.tn / f.cw)) * (transposed ? f.w : 1); /* K a round of one load a lane */
     uint64_t units = target->compute_units ? target->compute_units : 1, want = 4 * units;
