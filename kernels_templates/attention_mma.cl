@@ -42,7 +42,13 @@
  * the previous one is multiplied, as a baseline); it may define clf_stage_k (with
  * CLF_HAVE_STAGE_K) and clf_stage_v (CLF_HAVE_STAGE_V) to load 8 values of a K or V row as raw 16-bit values
  * in one vector load when the operand is a plain buffer. Launch: BATCH *
- * ceil(SQ / BQ) work-groups of 32 * WARPS. */
+ * ceil(SQ / BQ) work-groups of 32 * WARPS.
+ *
+ * CLF_MMA_EMULATE (a build option, for testing on devices without PTX):
+ * mma.sync, ldmatrix and the shuffles in plain OpenCL C (mma_sync.cl), a
+ * warp's registers exchanged through local memory behind barriers, so
+ * every warp walks every tile (one with nothing to do keeps its state) and
+ * stays to the end; the rest of this file runs as on the GPU. */
 #ifndef IDX_T
 #define IDX_T uint
 #endif
@@ -100,25 +106,55 @@ static inline void clf_store(IDX_T bt, IDX_T m, IDX_T n, float acc, CLF_PARAMS) 
  * the address of row L % 8 of matrix L / 8, matrices 0 and 1 the tile's
  * two 8-value halves of a k-step, 2 and 3 the next tile's. row0: the
  * tile's first row; stride: values a row. */
+static inline __local const ushort *clf_ldsm_row(__local const ushort *row0, int stride, IDX_T lane)
+{
+    return row0 + (lane % 8 + (lane / 16) * 8) * stride + (lane / 8) % 2 * 8;
+}
+
 static inline void clf_ldsm_b4(__local const ushort *row0, int stride, IDX_T lane, uint *b)
 {
-    __local const ushort *p = row0 + (lane % 8 + (lane / 16) * 8) * stride + (lane / 8) % 2 * 8;
+#if CLF_MMA_EMULATE
+    /* ldmatrix itself: register i of lane (g, t) holds values 2t, 2t + 1
+     * of row g of matrix i, the row whose address lane 8i + g gives. */
+    for (IDX_T i = 0; i < 4; ++i)
+        b[i] = *(__local const uint *)(clf_ldsm_row(row0, stride, 8 * i + lane / 4) + 2 * (lane % 4));
+#else
     asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"
                  : "=r"(b[0]), "=r"(b[1]), "=r"(b[2]), "=r"(b[3])
-                 : "r"((uint)(ulong)p));
+                 : "r"((uint)(ulong)clf_ldsm_row(row0, stride, lane)));
+#endif
 }
 #endif
 
-static inline float clf_shfl_xor(float v, int m)
+/* v of lane (this lane ^ m) of the warp. */
+static inline float clf_shfl_xor(float v, int m CLF_MMA_XP)
 {
+#if CLF_MMA_EMULATE
+    const uint lid = (uint)get_local_id(0);
+    __local uint *w = mma_x + lid / 32 * 32 * CLF_MMA_WORDS;
+    w[lid % 32] = as_uint(v);
+    barrier(CLK_LOCAL_MEM_FENCE);
+    const float r = as_float(w[(lid % 32) ^ (uint)m]);
+    barrier(CLK_LOCAL_MEM_FENCE);
+    return r;
+#else
     float r;
     asm volatile("shfl.sync.bfly.b32 %0, %1, %2, 0x1f, 0xffffffff;" : "=f"(r) : "f"(v), "r"(m));
     return r;
+#endif
 }
 
 /* The maximum and the sum over the four lanes of a row (lanes 4g .. 4g+3). */
-static inline float clf_row_max(float v) { v = fmax(v, clf_shfl_xor(v, 1)); return fmax(v, clf_shfl_xor(v, 2)); }
-static inline float clf_row_sum(float v) { v += clf_shfl_xor(v, 1); return v + clf_shfl_xor(v, 2); }
+static inline float clf_row_max(float v CLF_MMA_XP)
+{
+    v = fmax(v, clf_shfl_xor(v, 1 CLF_MMA_X));
+    return fmax(v, clf_shfl_xor(v, 2 CLF_MMA_X));
+}
+static inline float clf_row_sum(float v CLF_MMA_XP)
+{
+    v += clf_shfl_xor(v, 1 CLF_MMA_X);
+    return v + clf_shfl_xor(v, 2 CLF_MMA_X);
+}
 
 /* Values d8 * 8 .. d8 * 8 + 7 of K's row n (V's row n), as 16-bit values
  * (zeros past D, DV): through the generated loads, whatever their
@@ -220,6 +256,9 @@ __kernel __attribute__((reqd_work_group_size(32 * WARPS, 1, 1))) void CLF_KERNEL
 {
     __local ushort ks[BKT * KROW] __attribute__((aligned(16)));
     __local ushort vt[DVP * VROW] __attribute__((aligned(16)));
+#if CLF_MMA_EMULATE
+    __local uint mma_x[NTHREADS * CLF_MMA_WORDS];
+#endif
     const IDX_T lid = (IDX_T)get_local_id(0), grp = (IDX_T)get_group_id(0);
     const IDX_T warp = lid / 32, lane = lid % 32, g = lane / 4, t = lane % 4;
     const IDX_T bt = grp / QBLOCKS, m0 = grp % QBLOCKS * BQ, mw = m0 + warp * 16;
@@ -262,6 +301,16 @@ __kernel __attribute__((reqd_work_group_size(32 * WARPS, 1, 1))) void CLF_KERNEL
         if (n0 + BKT < group_keys)
             clf_fetch_tile(bt, n0 + BKT, group_keys, lid, kr, vr, CLF_ARGS);
 #endif
+#if CLF_MMA_EMULATE
+        /* The emulated exchanges take every warp of the group: a warp with
+         * nothing to do in this tile runs it too, and keeps its state. */
+        const bool idle = !warp_active || n0 >= warp_keys;
+        float keep_o[OT][4];
+        const float keep_mx[2] = {mx[0], mx[1]}, keep_l[2] = {l[0], l[1]};
+        for (int j = 0; j < OT; ++j)
+            for (int e = 0; e < 4; ++e)
+                keep_o[j][e] = o[j][e];
+#else
         if (!warp_active || n0 >= warp_keys) {
 #if !PREFETCH
             if (n0 + BKT < group_keys)
@@ -269,6 +318,7 @@ __kernel __attribute__((reqd_work_group_size(32 * WARPS, 1, 1))) void CLF_KERNEL
 #endif
             continue;
         }
+#endif
         float s[NT][4];
 #pragma unroll
         for (int j = 0; j < NT; ++j)
@@ -280,15 +330,15 @@ __kernel __attribute__((reqd_work_group_size(32 * WARPS, 1, 1))) void CLF_KERNEL
             for (int j = 0; j < NT; j += 2) {
                 uint b[4];
                 clf_ldsm_b4(ks + j * 8 * KROW + kk * 16, KROW, lane, b);
-                clf_mma(s[j], qa[kk][0], qa[kk][1], qa[kk][2], qa[kk][3], b[0], b[1]);
-                clf_mma(s[j + 1], qa[kk][0], qa[kk][1], qa[kk][2], qa[kk][3], b[2], b[3]);
+                clf_mma(s[j], qa[kk][0], qa[kk][1], qa[kk][2], qa[kk][3], b[0], b[1] CLF_MMA_X);
+                clf_mma(s[j + 1], qa[kk][0], qa[kk][1], qa[kk][2], qa[kk][3], b[2], b[3] CLF_MMA_X);
             }
 #else
 #pragma unroll
             for (int j = 0; j < NT; ++j) {
                 __local const ushort *kp = ks + (j * 8 + g) * KROW + kk * 16 + 2 * t;
                 clf_mma(s[j], qa[kk][0], qa[kk][1], qa[kk][2], qa[kk][3], *(__local const uint *)kp,
-                        *(__local const uint *)(kp + 8));
+                        *(__local const uint *)(kp + 8) CLF_MMA_X);
             }
 #endif
         }
@@ -310,8 +360,8 @@ __kernel __attribute__((reqd_work_group_size(32 * WARPS, 1, 1))) void CLF_KERNEL
                     tmax1 = fmax(tmax1, x);
             }
         }
-        tmax0 = fmax(mx[0], clf_row_max(tmax0));
-        tmax1 = fmax(mx[1], clf_row_max(tmax1));
+        tmax0 = fmax(mx[0], clf_row_max(tmax0 CLF_MMA_X));
+        tmax1 = fmax(mx[1], clf_row_max(tmax1 CLF_MMA_X));
         /* The base is 0 while every logit so far is -inf (attention_gpu.cl's
          * clf_base). */
         const float base0 = tmax0 == -INFINITY ? 0.0f : tmax0, base1 = tmax1 == -INFINITY ? 0.0f : tmax1;
@@ -347,24 +397,39 @@ __kernel __attribute__((reqd_work_group_size(32 * WARPS, 1, 1))) void CLF_KERNEL
             for (int j = 0; j < OT; j += 2) {
                 uint b[4];
                 clf_ldsm_b4(vt + j * 8 * VROW + kk * 16, VROW, lane, b);
-                clf_mma(o[j], a0, a1, a2, a3, b[0], b[1]);
-                clf_mma(o[j + 1], a0, a1, a2, a3, b[2], b[3]);
+                clf_mma(o[j], a0, a1, a2, a3, b[0], b[1] CLF_MMA_X);
+                clf_mma(o[j + 1], a0, a1, a2, a3, b[2], b[3] CLF_MMA_X);
             }
 #else
 #pragma unroll
             for (int j = 0; j < OT; ++j) {
                 __local const ushort *vp = vt + (j * 8 + g) * VROW + kk * 16 + 2 * t;
-                clf_mma(o[j], a0, a1, a2, a3, *(__local const uint *)vp, *(__local const uint *)(vp + 8));
+                clf_mma(o[j], a0, a1, a2, a3, *(__local const uint *)vp, *(__local const uint *)(vp + 8) CLF_MMA_X);
             }
 #endif
         }
+#if CLF_MMA_EMULATE
+        if (idle) {
+            for (int j = 0; j < OT; ++j)
+                for (int e = 0; e < 4; ++e)
+                    o[j][e] = keep_o[j][e];
+            mx[0] = keep_mx[0];
+            mx[1] = keep_mx[1];
+            l[0] = keep_l[0];
+            l[1] = keep_l[1];
+        }
+#endif
 #if !PREFETCH
         if (n0 + BKT < group_keys)
             clf_fetch_tile(bt, n0 + BKT, group_keys, lid, kr, vr, CLF_ARGS);
 #endif
     }
+#if !CLF_MMA_EMULATE
+    /* (Emulated, the warp stays for clf_row_sum's exchanges; its rows,
+     * past SQ, store nothing.) */
     if (!warp_active)
         return;
+#endif
 #if CAUSAL && !CAUSAL_FILL_INF
     /* A row whose visible keys stay within 110 of a finite fill: the hidden
      * keys weigh, so its four lanes visit them from global memory, each for
@@ -389,7 +454,7 @@ __kernel __attribute__((reqd_work_group_size(32 * WARPS, 1, 1))) void CLF_KERNEL
         }
     }
 #endif
-    float lsum[2] = {clf_row_sum(l[0]), clf_row_sum(l[1])};
+    float lsum[2] = {clf_row_sum(l[0] CLF_MMA_X), clf_row_sum(l[1] CLF_MMA_X)};
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
         const IDX_T row = h ? r1 : r0;

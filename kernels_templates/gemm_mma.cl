@@ -165,30 +165,7 @@ static inline void clf_store(IDX_T bt, IDX_T m, IDX_T n, float acc, CLF_PARAMS) 
 #endif
 
 #if CLF_MMA_EMULATE
-/* The 16-bit value h as f32, and x rounded to nearest even as one. */
-static inline float clf_unpack(uint h)
-{
-#if MMA_BF16
-    return as_float((h & 0xffffu) << 16);
-#else
-    const ushort s = (ushort)h;
-    return vload_half(0, (__private const half *)&s);
-#endif
-}
-
-static inline uint clf_pack1(float x)
-{
-#if MMA_BF16
-    const uint u = as_uint(x);
-    return isnan(x) ? (u >> 16) | 0x40u : (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
-#else
-    ushort s;
-    vstore_half_rte(x, 0, (__private half *)&s);
-    return s;
-#endif
-}
-
-static inline uint clf_pack2(float lo, float hi) { return clf_pack1(lo) | clf_pack1(hi) << 16; }
+/* clf_unpack, clf_pack2 and clf_mma_dot: kernels_templates/mma_sync.cl. */
 
 /* Registers of one lane's fragments in a k step (clf_mma_block). */
 #define FRAG_WORDS (FM * 4 + FN * 2)
@@ -211,30 +188,11 @@ static inline void clf_mma_block(float acc[FM][FN][4], uint af[FM][4], uint bf[F
     for (uint i = 0; i < FM; ++i)
         for (uint j = 0; j < FN; ++j)
             for (uint h = 0; h < 2; ++h)
-                for (uint e = 0; e < 2; ++e) {
-                    float s = acc[i][j][2 * h + e];
-                    const uint n = 2 * t + e;
-#if MMA_TF32
-                    /* A[g + 8h][k]: lane 4g + k%4, register h + 2 (k/4);
-                     * B[k][n]: lane 4n + k%4, register k/4 (TF32 values). */
-                    for (uint k = 0; k < 8; ++k)
-                        s = fma(as_float(w[(i * 4 + h + 2 * (k / 4)) * 32 + g * 4 + k % 4]),
-                                as_float(w[(FM * 4 + j * 2 + k / 4) * 32 + n * 4 + k % 4]), s);
-#else
-                    for (uint k = 0; k < 16; ++k) {
-                        /* A[g + 8h][k]: lane 4g + k%8/2, register h + 2 (k/8);
-                         * B[k][n]: lane 4n + k%8/2, register k/8; the half
-                         * k%2. */
-                        const uint av = w[(i * 4 + h + 2 * (k / 8)) * 32 + g * 4 + k % 8 / 2];
-                        const uint bv = w[(FM * 4 + j * 2 + k / 8) * 32 + n * 4 + k % 8 / 2];
-                        s = fma(clf_unpack(k % 2 ? av >> 16 : av), clf_unpack(k % 2 ? bv >> 16 : bv), s);
-                    }
-#endif
-                    acc[i][j][2 * h + e] = s;
-                }
+                for (uint e = 0; e < 2; ++e)
+                    acc[i][j][2 * h + e] = clf_mma_dot(acc[i][j][2 * h + e], w + i * 4 * 32,
+                                                       w + (FM * 4 + j * 2) * 32, g, 2 * t + e, h);
     barrier(CLK_LOCAL_MEM_FENCE);
 }
-#define CLF_MMA_X , mma_x
 
 /* cp.async: the copy itself. */
 static inline void clf_copy16(__local ushort *dst, __global const uint4 *src, bool full)
@@ -256,7 +214,6 @@ static inline void clf_mma_block(float acc[FM][FN][4], uint af[FM][4], uint bf[F
         for (int j = 0; j < FN; ++j)
             clf_mma(acc[i][j], af[i][0], af[i][1], af[i][2], af[i][3], bf[j][0], bf[j][1]);
 }
-#define CLF_MMA_X
 
 /* 16 bytes from global to local memory without registers (zeros where
  * !full: the source is not read), in the group of copies the next

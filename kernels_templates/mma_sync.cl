@@ -2,8 +2,11 @@
  * gemm_mma.cl), through inline PTX for NVIDIA's sm_80 and later: codegen
  * prepends this file to theirs, after MMA_BF16 (1: bf16 operands, 0: f16)
  * and, for the GEMM, MMA_TF32 (1: f32 operands on TF32's m16n8k8).
- * Under CLF_MMA_EMULATE (a build option, tests only) gemm_mma.cl defines
- * OpenCL C stand-ins instead, and this file is empty. */
+ * Under CLF_MMA_EMULATE (a build option, tests on devices without PTX)
+ * they are OpenCL C stand-ins instead: a warp's fragments meet in local
+ * memory (the forms' `mma_x`, passed where CLF_MMA_X stands in calls and
+ * CLF_MMA_XP in parameter lists), so every work-item of the group calls
+ * them together (barriers). */
 #ifndef MMA_BF16
 #define MMA_BF16 0
 #endif
@@ -14,7 +17,80 @@
 #define CLF_MMA_EMULATE 0
 #endif
 
-#if !CLF_MMA_EMULATE
+#if CLF_MMA_EMULATE
+#define CLF_MMA_X , mma_x
+#define CLF_MMA_XP , __local uint *mma_x
+/* Words of mma_x a lane takes in clf_mma: its four A and two B registers. */
+#define CLF_MMA_WORDS 6
+
+/* The 16-bit value h as f32, and x rounded to nearest even as one. */
+static inline float clf_unpack(uint h)
+{
+#if MMA_BF16
+    return as_float((h & 0xffffu) << 16);
+#else
+    const ushort s = (ushort)h;
+    return vload_half(0, (__private const half *)&s);
+#endif
+}
+
+static inline uint clf_pack1(float x)
+{
+#if MMA_BF16
+    const uint u = as_uint(x);
+    return isnan(x) ? (u >> 16) | 0x40u : (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
+#else
+    ushort s;
+    vstore_half_rte(x, 0, (__private half *)&s);
+    return s;
+#endif
+}
+
+static inline uint clf_pack2(float lo, float hi) { return clf_pack1(lo) | clf_pack1(hi) << 16; }
+
+/* s plus row g + 8h of a 16 x 8 tile's A times its column n of B over
+ * one k step (the layouts of clf_mma below), the warp's registers laid
+ * out a register a row of 32 lanes: wa A's four rows, wb B's two. */
+static inline float clf_mma_dot(float s, __local const uint *wa, __local const uint *wb, uint g, uint n, uint h)
+{
+#if MMA_TF32
+    /* A[g + 8h][k]: lane 4g + k%4, register h + 2 (k/4); B[k][n]: lane
+     * 4n + k%4, register k/4 (TF32 values). */
+    for (uint k = 0; k < 8; ++k)
+        s = fma(as_float(wa[(h + 2 * (k / 4)) * 32 + g * 4 + k % 4]), as_float(wb[(k / 4) * 32 + n * 4 + k % 4]), s);
+#else
+    /* A[g + 8h][k]: lane 4g + k%8/2, register h + 2 (k/8); B[k][n]: lane
+     * 4n + k%8/2, register k/8; the half k%2. */
+    for (uint k = 0; k < 16; ++k) {
+        const uint av = wa[(h + 2 * (k / 8)) * 32 + g * 4 + k % 8 / 2];
+        const uint bv = wb[(k / 8) * 32 + n * 4 + k % 8 / 2];
+        s = fma(clf_unpack(k % 2 ? av >> 16 : av), clf_unpack(k % 2 ? bv >> 16 : bv), s);
+    }
+#endif
+    return s;
+}
+
+/* clf_mma (below) of every lane of the calling warp at once, through
+ * CLF_MMA_WORDS words of mma_x a lane. */
+static inline void clf_mma(float *c, uint a0, uint a1, uint a2, uint a3, uint bf0, uint bf1 CLF_MMA_XP)
+{
+    const uint lid = (uint)get_local_id(0), lane = lid % 32, g = lane / 4, t = lane % 4;
+    __local uint *w = mma_x + lid / 32 * 32 * CLF_MMA_WORDS;
+    const uint r[CLF_MMA_WORDS] = {a0, a1, a2, a3, bf0, bf1};
+    for (uint i = 0; i < CLF_MMA_WORDS; ++i)
+        w[i * 32 + lane] = r[i];
+    barrier(CLK_LOCAL_MEM_FENCE);
+    float d[4];
+    for (uint h = 0; h < 2; ++h)
+        for (uint e = 0; e < 2; ++e)
+            d[2 * h + e] = clf_mma_dot(c[2 * h + e], w, w + 4 * 32, g, 2 * t + e, h);
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (uint i = 0; i < 4; ++i)
+        c[i] = d[i];
+}
+#else
+#define CLF_MMA_X
+#define CLF_MMA_XP
 /* Two f32 values as one register of two 16-bit values, lo in the low half
  * (the element of the lower index in an mma fragment; cvt's first source
  * goes to the upper half). */
@@ -55,4 +131,4 @@ static inline void clf_mma(float *c, uint a0, uint a1, uint a2, uint a3, uint bf
         : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(bf0), "r"(bf1), "f"(c[0]), "f"(c[1]), "f"(c[2]), "f"(c[3]));
 #endif
 }
-#endif /* !CLF_MMA_EMULATE */
+#endif /* CLF_MMA_EMULATE */

@@ -186,6 +186,23 @@ static void build_attention_causal(clf_graph *g, inputs *in) { attention(g, in, 
  * the combine (marker2 asks for SPLIT 2). */
 static void build_attention_decode(clf_graph *g, inputs *in) { attention(g, in, 1, 150, true); }
 
+/* Attention in the tensor-core form, its mma, ldmatrix and shuffles
+ * emulated in OpenCL C (CLF_MMA_EMULATE): bf16 q [1, 2, 37, 20] over 70
+ * keys (v's heads 12), the result cast to f32 in the store; D and Dv
+ * padded to whole 16-value steps, three tiles of keys, the last partial,
+ * and most of the work-group's warps past the 37 rows (they walk the tiles
+ * for the exchanges and store nothing). Causal: bottom-right, tiles past
+ * a warp's last key skipped by that warp. */
+static void attention_tc(clf_graph *g, inputs *in, bool causal)
+{
+    int64_t sq4[4] = {1, 2, 37, 20}, sk4[4] = {1, 2, 70, 20}, sv4[4] = {1, 2, 70, 12};
+    clf_tensor q = input_of(g, in, "q", CLF_BF16, 4, sq4), k = input_of(g, in, "k", CLF_BF16, 4, sk4);
+    clf_tensor v = input_of(g, in, "v", CLF_BF16, 4, sv4);
+    clf_graph_output(g, "o", clf_cast(g, clf_attention(g, q, k, v, CLF_TENSOR_INVALID, 0, causal), CLF_F32));
+}
+static void build_attention_tc(clf_graph *g, inputs *in) { attention_tc(g, in, false); }
+static void build_attention_tc_causal(clf_graph *g, inputs *in) { attention_tc(g, in, true); }
+
 /* GEMM over a broadcast batch: a [2, 1, 9, 20] by b [3, 20, 13], a
  * residual [9, 13] read through the batch in the epilogue. */
 static void build_gemm_batched(clf_graph *g, inputs *in)
@@ -256,6 +273,10 @@ static const family_case cases[] = {
      "#define CLF_MMA 1", true},
     {"gemm_mma (emulated: TF32, A and B across)", build_gemm_tf32, CLF_KERNEL_STYLE_GPU,
      "GEMM region, tensor-core form", "#define MMA_TF32 1", true},
+    {"attention_mma (emulated: bf16)", build_attention_tc, CLF_KERNEL_STYLE_GPU, "Attention region, tensor-core form",
+     "#define CAUSAL 0", true},
+    {"attention_mma (emulated: bf16, causal)", build_attention_tc_causal, CLF_KERNEL_STYLE_GPU,
+     "Attention region, tensor-core form", "#define CAUSAL 1", true},
 };
 
 static bool close_enough(clf_dtype dt, const void *got, const void *want, size_t n, double rtol, double atol,
