@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "runtime/dynamic.h"
 #include "runtime/runtime_internal.h"
@@ -247,6 +248,24 @@ static void many_lengths(clf_kernel_style style)
         ck_assert_msg(built == 0, "S=%lld (after S=%lld) built %llu programs", (long long)lengths[i][1],
                       (long long)lengths[i][0], built);
     }
+    /* One scratch for every specialisation (S = 17 ran again after larger
+     * ones had grown it): each one's intermediates in the executable's
+     * buffer, as large as the largest need and less than half as large
+     * again. */
+    const struct clf__dyn *d = exe->dyn;
+    uint64_t largest = 0;
+    size_t with = 0;
+    for (size_t i = 0; i < d->nspecs; i++) {
+        const clf_executable *x = d->specs[i]->exe;
+        if (x->scratch_bytes == 0)
+            continue;
+        with++;
+        largest = x->scratch_bytes > largest ? x->scratch_bytes : largest;
+        ck_assert_ptr_eq(x->scratch, d->scratch);
+    }
+    ck_assert_uint_ge(with, 2);
+    ck_assert_uint_ge(d->scratch_bytes, largest);
+    ck_assert_uint_le(d->scratch_bytes, largest + largest / 2);
     clf_executable_destroy(&exe);
     clf_graph_destroy(&g);
     clf_context_destroy(&ctx);
@@ -434,6 +453,73 @@ START_TEST(enqueue_shaped_buffers)
     clReleaseMemObject(by5);
     clReleaseMemObject(by9);
     clf_executable_destroy(&exe);
+    clf_graph_destroy(&g);
+    clf_context_destroy(&ctx);
+}
+END_TEST
+
+/* Runs at two lengths on two queues: the second (on the context's queue,
+ * no wait list) waits for the first (on a queue of its own, held back by a
+ * user event), since the specialisations share their scratch; both right
+ * once the event is set. */
+START_TEST(specialisations_follow_each_other_across_queues)
+{
+    clf_context *ctx = clf_test_context();
+    clf_graph *g = clf_graph_create();
+    int64_t s = clf_dim(g, "S", 1, 64);
+    clf_tensor x = clf_input(g, "x", CLF_F32, 2, (int64_t[]){s, D});
+    clf_graph_output(g, "y", clf_softmax(g, clf_mul(g, x, x), -1));
+    clf_executable *exe = NULL;
+    ck_assert_int_eq(clf_compile(ctx, g, NULL, &exe), CLF_OK);
+    cl_int err;
+    cl_context cl = clf_context_cl(ctx);
+    cl_command_queue q = clf_context_queue(ctx), q2 = clf_test_queue(ctx, &err);
+    ck_assert_ptr_nonnull(q2);
+    float xb[64 * D], want5[5 * D], want9[9 * D], got[9 * D];
+    clf_test_fill_f32(xb, 64 * D, -2, 2);
+    cl_mem bx = clCreateBuffer(cl, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, sizeof xb, xb, &err);
+    cl_mem by5 = clCreateBuffer(cl, CL_MEM_READ_WRITE, 5 * D * sizeof(float), NULL, &err);
+    cl_mem by9 = clCreateBuffer(cl, CL_MEM_READ_WRITE, 9 * D * sizeof(float), NULL, &err);
+    ck_assert(bx && by5 && by9);
+    clf_buffer_view in[1] = {{"x", bx, 0}}, o5[1] = {{"y", by5, 0}}, o9[1] = {{"y", by9, 0}};
+    const int64_t *s5[1] = {(int64_t[]){5, D}}, *s9[1] = {(int64_t[]){9, D}};
+    /* Both specialisations made first, so that the runs below only run. */
+    cl_event e5 = NULL, e9 = NULL;
+    ck_assert_int_eq(clf_enqueue_shaped(exe, NULL, 1, in, s5, 1, o5, 0, NULL, &e5), CLF_OK);
+    ck_assert_int_eq(clf_enqueue_shaped(exe, NULL, 1, in, s9, 1, o9, 0, NULL, &e9), CLF_OK);
+    ck_assert_int_eq(clWaitForEvents(1, &e9), CL_SUCCESS);
+    clReleaseEvent(e5);
+    clReleaseEvent(e9);
+    cl_event gate = clCreateUserEvent(cl, &err);
+    ck_assert_ptr_nonnull(gate);
+    ck_assert_int_eq(clf_enqueue_shaped(exe, q2, 1, in, s5, 1, o5, 1, &gate, &e5), CLF_OK);
+    ck_assert_int_eq(clf_enqueue_shaped(exe, q, 1, in, s9, 1, o9, 0, NULL, &e9), CLF_OK);
+    clFlush(q2);
+    clFlush(q);
+    nanosleep(&(struct timespec){0, 200 * 1000 * 1000}, NULL);
+    cl_int status = 0;
+    ck_assert_int_eq(clGetEventInfo(e9, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof status, &status, NULL), CL_SUCCESS);
+    ck_assert_msg(status != CL_COMPLETE, "the run at S = 9 finished before the run at S = 5 it follows began");
+    ck_assert_int_eq(clSetUserEventStatus(gate, CL_COMPLETE), CL_SUCCESS);
+    ck_assert_int_eq(clWaitForEvents(1, &e9), CL_SUCCESS);
+    ck_assert_int_eq(clGetEventInfo(e5, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof status, &status, NULL), CL_SUCCESS);
+    ck_assert_int_eq(status, CL_COMPLETE);
+    char msg[256];
+    clf_host_binding hi[1] = {{"x", xb}}, r5[1] = {{"y", want5}}, r9[1] = {{"y", want9}};
+    ck_assert(clf_reference_run_shaped(g, 1, hi, s5, 1, r5, msg, sizeof msg) == CLF_OK);
+    ck_assert(clf_reference_run_shaped(g, 1, hi, s9, 1, r9, msg, sizeof msg) == CLF_OK);
+    ck_assert_int_eq(clEnqueueReadBuffer(q, by5, CL_TRUE, 0, 5 * D * sizeof(float), got, 0, NULL, NULL), CL_SUCCESS);
+    ck_assert_msg(clf_test_close(CLF_F32, got, want5, 5 * D, 1e-5, 1e-6, msg, sizeof msg), "%s", msg);
+    ck_assert_int_eq(clEnqueueReadBuffer(q, by9, CL_TRUE, 0, 9 * D * sizeof(float), got, 0, NULL, NULL), CL_SUCCESS);
+    ck_assert_msg(clf_test_close(CLF_F32, got, want9, 9 * D, 1e-5, 1e-6, msg, sizeof msg), "%s", msg);
+    clReleaseEvent(gate);
+    clReleaseEvent(e5);
+    clReleaseEvent(e9);
+    clReleaseMemObject(bx);
+    clReleaseMemObject(by5);
+    clReleaseMemObject(by9);
+    clf_executable_destroy(&exe);
+    clReleaseCommandQueue(q2);
     clf_graph_destroy(&g);
     clf_context_destroy(&ctx);
 }
@@ -784,6 +870,8 @@ static Suite *dynamic_suite(void)
     clf_test_add_case(s, "bad_shapes_refused", bad_shapes_refused);
     clf_test_add_case(s, "specialisations_evicted_and_shared", specialisations_evicted_and_shared);
     clf_test_add_case(s, "enqueue_shaped_buffers", enqueue_shaped_buffers);
+    clf_test_add_case(s, "specialisations_follow_each_other_across_queues",
+                      specialisations_follow_each_other_across_queues);
     clf_test_add_case(s, "lift_rules", lift_rules);
     clf_test_add_case(s, "lift_program_runs", lift_program_runs);
     clf_test_add_case(s, "onnx_symbolic_dims", onnx_symbolic_dims);

@@ -331,9 +331,11 @@ CLF_API clf_status clf_enqueue(clf_executable *exe, cl_command_queue queue, size
  * GEMM whose rows stop filling whole tiles, size 1) is a variant with a
  * build of its own, also made at compile time where a probe size showed it
  * (CLFUSE_LOGS=cache says which). Specialisations are kept for later runs
- * (the 16 most recently used, each with its own scratch) and share the
- * executable's constants. Runs of one executable are ordered after each
- * other across specialisations as clf_run's are. clf_run, clf_run_host
+ * (the 16 most recently used) and share the executable's constants and
+ * one scratch buffer, as large as the largest one's intermediates (grown
+ * by half at least when a run needs more, never shrunk). Runs of one
+ * executable are ordered after each other across specialisations and
+ * queues as clf_run's are. clf_run, clf_run_host
  * and clf_enqueue refuse such an executable; on an executable without
  * symbolic dimensions these take the declared shapes, checked. The
  * queries (kernels, stats, scratch size) describe the executable at the

@@ -16,8 +16,9 @@
  * kernels of size 1, which take forms of their own): a
  * later run at new sizes plans and generates code, and builds nothing
  * unless its kernels take another form (a variant: a different vector
- * width, tiling or reduction form). Each specialisation keeps its own
- * scratch. */
+ * width, tiling or reduction form). The specialisations share one
+ * scratch buffer, as large as the largest needs (share_scratch), and run
+ * one after another. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
@@ -74,10 +75,10 @@ static void dyn_free(struct clf__dyn *d)
     }
     for (size_t i = 0; i < d->pool.n; i++)
         clReleaseMemObject(d->pool.items[i].mem);
-    if (d->last_done)
-        clReleaseEvent(d->last_done);
     clf__free(d->pool.items);
     clf__free(d->specs);
+    if (d->scratch)
+        clReleaseMemObject(d->scratch);
     clf__lift_table_free(&d->lift);
     clf_graph_destroy(&d->graph);
     pthread_mutex_destroy(&d->pool.lock);
@@ -319,9 +320,54 @@ static void sizes_str(const clf_graph *g, const int64_t *v, char *buf, size_t ca
         o += (size_t)snprintf(buf + o, cap - o, "%s%s=%" PRId64, i ? " " : "", g->syms[i].name, v[i]);
 }
 
+/* Binds x's intermediates to the shared scratch, which first grows where
+ * x needs more than it has: to x's need, and by half at least (a decoder's
+ * needs grow a little with every step), within the device's largest
+ * allocation; every executable bound to the old buffer moves to the new one
+ * at once, so that the old one is freed once the runs in flight end. Under
+ * d->lock. */
+static clf_status share_scratch(clf_executable *e, clf_executable *x, const char *call)
+{
+    struct clf__dyn *d = e->dyn;
+    clf_context *ctx = e->ctx;
+    const uint64_t need = x->scratch_bytes, max = ctx->desc.max_alloc_bytes;
+    if (need == 0)
+        return CLF_OK;
+    if (need > d->scratch_bytes) {
+        if (max && need > max)
+            return clf__ctx_fail(ctx, CLF_ERR_OUT_OF_MEMORY,
+                                 "%s: the intermediates need %llu bytes of scratch, more than the device's largest "
+                                 "allocation (%llu bytes)",
+                                 call, (unsigned long long)need, (unsigned long long)max);
+        uint64_t bytes = d->scratch_bytes + d->scratch_bytes / 2;
+        if (bytes < need)
+            bytes = need;
+        if (max && bytes > max)
+            bytes = max;
+        cl_int err = CL_SUCCESS;
+        cl_mem m = clCreateBuffer(ctx->cl, CL_MEM_READ_WRITE, (size_t)bytes, NULL, &err);
+        if (!m)
+            return clf__ctx_fail(ctx, clf__cl_status(err), "%s: clCreateBuffer(%llu bytes of scratch): %s", call,
+                                 (unsigned long long)bytes, clf__cl_error_name(err));
+        clf__log(CLF__LOG_CACHE, "symbolic sizes: the specialisations' scratch grows to %llu bytes",
+                 (unsigned long long)bytes);
+        cl_mem old = d->scratch;
+        d->scratch = m;
+        d->scratch_bytes = bytes;
+        for (size_t i = 0; i < d->nspecs; i++)
+            if (d->specs[i]->exe->scratch && d->specs[i]->exe->scratch == old)
+                (void)clf__executable_bind_scratch(d->specs[i]->exe, m, 0, call); /* else at its next run */
+        if (e->scratch && e->scratch == old)
+            (void)clf__executable_bind_scratch(e, m, 0, call);
+        if (old)
+            clReleaseMemObject(old);
+    }
+    return x->scratch == d->scratch ? CLF_OK : clf__executable_bind_scratch(x, d->scratch, 0, call);
+}
+
 /* The executable for the sizes the inputs' shapes give: e itself at the
  * stand-in sizes, else a specialisation (made now if new), marked in use
- * (*sp, released by release()). */
+ * (*sp, released by release()), its scratch bound. */
 static clf_status select_spec(clf_executable *e, const char *call, size_t ninputs, const char *const *names,
                               const int64_t *const *shapes, clf_executable **x, spec **sp)
 {
@@ -340,10 +386,13 @@ static clf_status select_spec(clf_executable *e, const char *call, size_t ninput
     for (size_t k = 0; k < nsyms && at_rep; k++)
         at_rep = values[k] == d->graph->syms[k].rep;
     if (at_rep) {
-        *x = e;
-        d->last = e;
+        st = share_scratch(e, e, call);
+        if (st == CLF_OK) {
+            *x = e;
+            d->last = e;
+        }
         pthread_mutex_unlock(&d->lock);
-        return CLF_OK;
+        return st;
     }
     for (size_t i = 0; i < d->nspecs; i++)
         if (!memcmp(values, d->specs[i]->values, bytes)) {
@@ -403,6 +452,12 @@ static clf_status select_spec(clf_executable *e, const char *call, size_t ninput
         *sp = d->specs[d->nspecs++] = fresh;
         memcpy((*sp)->values, values, bytes);
         (*sp)->exe = made;
+    }
+    st = share_scratch(e, (*sp)->exe, call);
+    if (st != CLF_OK) {
+        *sp = NULL;
+        pthread_mutex_unlock(&d->lock);
+        return st;
     }
     (*sp)->used = d->clock;
     (*sp)->users++;
@@ -516,55 +571,18 @@ CLF_API clf_status clf_enqueue_shaped(clf_executable *e, cl_command_queue queue,
     clf__ctx_clear_error(e->ctx);
     if ((ninputs && (!inputs || !input_shapes)) || (nwait && !wait))
         return clf__ctx_fail(e->ctx, CLF_ERR_INVALID_ARGUMENT, "%s: a binding, shape or wait array is NULL", call);
-    cl_event *waits = clf__calloc((size_t)nwait + 1, sizeof *waits);
-    if (!waits)
-        return clf__ctx_fail(e->ctx, CLF_ERR_OUT_OF_MEMORY, "%s: out of memory", call);
     clf_executable *x = e;
     spec *sp = NULL;
     clf_status st = choose(e, call, ninputs, inputs, sizeof *inputs, input_shapes, &x, &sp);
-    if (st != CLF_OK) {
-        clf__free(waits);
+    if (st != CLF_OK)
         return st;
-    }
-    if (!e->dyn) {
-        clf__free(waits);
-        return clf__enqueue(e, queue, ninputs, inputs, noutputs, outputs, nwait, wait, done);
-    }
-    /* Runs of one executable follow each other, also across its
-     * specialisations (each orders its own runs). */
-    struct clf__dyn *d = e->dyn;
-    if (nwait)
-        memcpy(waits, wait, nwait * sizeof *waits);
-    cl_uint nw = nwait;
-    pthread_mutex_lock(&d->lock);
-    cl_event prev = d->last_done;
-    if (prev)
-        clRetainEvent(prev);
-    pthread_mutex_unlock(&d->lock);
-    if (prev)
-        waits[nw++] = prev;
-    cl_event ev = NULL;
+    /* Runs of the specialisations follow each other (run.c waits for the
+     * lift table's last run). */
     size_t kept;
     clf_buffer_view *in = without_dims(e, ninputs, inputs, sizeof *inputs, &kept);
-    st = in ? clf__enqueue(x, queue, kept, in, noutputs, outputs, nw, nw ? waits : NULL, &ev)
+    st = in ? clf__enqueue(x, queue, kept, in, noutputs, outputs, nwait, wait, done)
             : clf__ctx_fail(e->ctx, CLF_ERR_OUT_OF_MEMORY, "%s: out of memory", call);
     clf__free(in);
-    if (prev)
-        clReleaseEvent(prev);
-    clf__free(waits);
-    if (st == CLF_OK) {
-        pthread_mutex_lock(&d->lock);
-        if (d->last_done)
-            clReleaseEvent(d->last_done);
-        d->last_done = ev;
-        if (ev)
-            clRetainEvent(ev);
-        pthread_mutex_unlock(&d->lock);
-        if (done)
-            *done = ev;
-        else if (ev)
-            clReleaseEvent(ev);
-    }
     release(e, sp);
     return st;
 }

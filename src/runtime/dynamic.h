@@ -36,9 +36,14 @@ struct clf__dyn {
     size_t nspecs;
     uint64_t clock;
     clf_executable *last; /* the executable of the last run */
-    cl_event last_done;   /* its completion: the next run on another specialisation waits for it */
     clf__const_pool pool;
     clf__lift_table *lift; /* the programs the specialisations share */
+    /* The scratch every specialisation (and the stand-in executable) binds
+     * its intermediates to before a run: one buffer, as large as the
+     * largest need seen (grown by half at least), never shrunk; runs of
+     * the specialisations follow each other (clf__lift_last_run). */
+    cl_mem scratch;
+    uint64_t scratch_bytes;
 };
 
 #endif

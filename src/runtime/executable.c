@@ -857,7 +857,7 @@ clf_status clf__compile_graph(clf_context *ctx, const clf_graph *g, const clf_co
             if (st != CLF_OK)
                 goto fail;
         }
-        e->external_scratch = params && params->external_scratch;
+        e->external_scratch = (params && params->external_scratch) || share;
         e->build_threads = build_threads;
         if (share && share->sources_only) {
             st = CLF_OK;
@@ -1015,8 +1015,8 @@ CLF_API clf_status clf_executable_set_scratch(clf_executable *e, cl_mem buffer, 
     clf__ctx_clear_error(ctx);
     if (e->dyn)
         return clf__ctx_fail(ctx, CLF_ERR_UNSUPPORTED,
-                             "clf_executable_set_scratch: not supported for a graph with symbolic dimensions (each "
-                             "size's specialisation keeps its own scratch)");
+                             "clf_executable_set_scratch: not supported for a graph with symbolic dimensions (its "
+                             "specialisations share a scratch buffer of the executable's, grown on demand)");
     if (!buffer) {
         if (e->scratch_bytes == 0 && offset == 0)
             return CLF_OK;
@@ -1055,14 +1055,20 @@ CLF_API clf_status clf_executable_set_scratch(clf_executable *e, cl_mem buffer, 
                              "CL_DEVICE_MEM_BASE_ADDR_ALIGN (%llu bytes)",
                              offset, poff ? " (with the sub-buffer's own offset)" : "",
                              (unsigned long long)ctx->base_align);
+    return clf__executable_bind_scratch(e, buffer, offset, "clf_executable_set_scratch");
+}
+
+clf_status clf__executable_bind_scratch(clf_executable *e, cl_mem buffer, size_t offset, const char *call)
+{
+    clf_context *ctx = e->ctx;
     cl_mem *owned = clf__calloc(e->nbuffers ? e->nbuffers : 1, sizeof *owned);
     cl_mem *partials = clf__calloc(e->nkernels ? e->nkernels : 1, sizeof *partials);
     if (!owned || !partials) {
         clf__free(owned);
         clf__free(partials);
-        return clf__ctx_fail(ctx, CLF_ERR_OUT_OF_MEMORY, "clf_executable_set_scratch: out of memory");
+        return clf__ctx_fail(ctx, CLF_ERR_OUT_OF_MEMORY, "%s: out of memory", call);
     }
-    clf_status st = make_sub_buffers(e, buffer, offset, owned, partials, false, "clf_executable_set_scratch");
+    clf_status st = make_sub_buffers(e, buffer, offset, owned, partials, false, call);
     if (st == CLF_OK) {
         clRetainMemObject(buffer);
         /* Swap under the lock, so that no run sets arguments meanwhile; the

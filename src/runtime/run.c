@@ -210,6 +210,9 @@ static clf_status enqueue(clf_executable *e, cl_command_queue queue, cl_mem *tab
     pthread_mutex_t *shared = e->lift ? clf__lift_run_lock(e->lift) : NULL;
     if (shared)
         pthread_mutex_lock(shared);
+    /* The previous run: this executable's, or for a symbolic graph's
+     * specialisation, any specialisation's (they share their scratch). */
+    cl_event *last = shared ? clf__lift_last_run(e->lift) : &e->last;
     /* On an in-order queue the kernels run in the order enqueued: only the
      * first (after the wait list) and the last (the run's event) need
      * events, unless profiling wants each kernel's. Events per kernel cost
@@ -226,8 +229,8 @@ static clf_status enqueue(clf_executable *e, cl_command_queue queue, cl_mem *tab
     cl_uint nfirst = nwait;
     if (nwait)
         memcpy(first, wait, nwait * sizeof *first);
-    if (e->last && (out_of_order || !event_of_queue(e->last, queue)))
-        first[nfirst++] = e->last;
+    if (*last && (out_of_order || !event_of_queue(*last, queue)))
+        first[nfirst++] = *last;
     size_t last_k = e->nkernels;
     for (size_t k = 0; k < e->nkernels; k++)
         if (!(e->kernels[k].global == 0 || e->kernels[k].numel == 0))
@@ -303,9 +306,9 @@ static clf_status enqueue(clf_executable *e, cl_command_queue queue, cl_mem *tab
     }
     if (prev) {
         /* Even after a failure part-way, the next run waits for what went in. */
-        if (e->last)
-            clReleaseEvent(e->last);
-        e->last = prev;
+        if (*last)
+            clReleaseEvent(*last);
+        *last = prev;
         clRetainEvent(prev);
     }
     if (st == CLF_OK) {
@@ -323,7 +326,7 @@ static clf_status enqueue(clf_executable *e, cl_command_queue queue, cl_mem *tab
     }
     if (st == CLF_OK && done) {
         /* Under the lock: once it is released, another thread's run may
-         * release e->last and e->events, this run's last references to
+         * release *last and e->events, this run's last references to
          * prev but the caller's (a crash on an H200 under load). */
         clRetainEvent(prev);
         *done = prev;

@@ -128,10 +128,12 @@ typedef struct clf__const_pool clf__const_pool;
 typedef struct clf__lift_table clf__lift_table;
 
 /* What a specialisation of a graph with symbolic dimensions shares with
- * the others (dynamic.c): constant buffers, and programs through the lift
- * table. sources_only: lower and note the kernels' sources in the lift
- * table, build nothing and make no executable (a probe at other sizes);
- * as_is: note them as worth building as they are. */
+ * the others (dynamic.c): constant buffers, programs through the lift
+ * table, and scratch (the executable is made without one, as with
+ * external_scratch; dynamic.c binds the shared one before each run).
+ * sources_only: lower and note the kernels' sources in the lift table,
+ * build nothing and make no executable (a probe at other sizes); as_is:
+ * note them as worth building as they are. */
 typedef struct clf__spec_share {
     clf__const_pool *pool;
     clf__lift_table *lift;
@@ -302,5 +304,11 @@ void clf__device_describe(cl_platform_id platform, cl_device_id device, uint32_t
 /* Chooses a device by selector (see clf_context_params.device). */
 clf_status clf__device_select(const char *selector, cl_platform_id *platform, cl_device_id *device,
                               uint32_t *index, char *msg, size_t cap);
+
+/* Places e's intermediates in buffer from offset (at least
+ * e->scratch_bytes, offset aligned; checked by the caller): new
+ * sub-buffers, swapped in under e's lock (commands in flight keep the old
+ * ones). call names the caller in messages. */
+clf_status clf__executable_bind_scratch(clf_executable *e, cl_mem buffer, size_t offset, const char *call);
 
 #endif

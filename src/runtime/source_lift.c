@@ -600,6 +600,7 @@ typedef struct shared_kernel {
 struct clf__lift_table {
     pthread_mutex_t lock;
     pthread_mutex_t run_lock; /* clf__lift_run_lock */
+    cl_event last_run;        /* clf__lift_last_run */
     group *groups;
     shared_kernel *kernels;
     size_t nkernels, prune_at; /* the list's length; when it is pruned next */
@@ -708,6 +709,8 @@ void clf__lift_table_free(clf__lift_table **tp)
         shared_kernel_free(k);
     }
     pthread_mutex_destroy(&t->run_lock);
+    if (t->last_run)
+        clReleaseEvent(t->last_run);
     pthread_mutex_destroy(&t->lock);
     clf__free(t);
     *tp = NULL;
@@ -1051,6 +1054,8 @@ out:
 }
 
 pthread_mutex_t *clf__lift_run_lock(clf__lift_table *t) { return &t->run_lock; }
+
+cl_event *clf__lift_last_run(clf__lift_table *t) { return &t->last_run; }
 
 clf_status clf__lift_kernel(clf__lift_table *t, cl_program prog, const char *name, cl_kernel *out, cl_int *err)
 {

@@ -63,6 +63,11 @@ clf_status clf__lift_program(clf_context *ctx, clf__lift_table *t, const char *s
 clf_status clf__lift_kernel(clf__lift_table *t, cl_program prog, const char *name, cl_kernel *out, cl_int *err);
 /* The lock held from setting a shared kernel's arguments to enqueueing it. */
 pthread_mutex_t *clf__lift_run_lock(clf__lift_table *t);
+/* The completion of the last run of any executable of the table (NULL
+ * before the first), read and replaced under clf__lift_run_lock: the next
+ * run waits for it, so that runs of a symbolic graph's specialisations
+ * follow each other as one executable's do (they share their scratch). */
+cl_event *clf__lift_last_run(clf__lift_table *t);
 
 /* Builds the generic program of every group whose literals vary and that
  * has none yet, and the sources noted as_is whose groups do not vary
