@@ -17,6 +17,24 @@
 
 /* ---- Lexing ------------------------------------------------------------------ */
 
+/* ASCII classes of a byte, by table (the <ctype.h> calls, one a byte, took
+ * a fifth of the lexing; they also follow the locale, which generated
+ * OpenCL C must not). */
+enum { CH_SPACE = 1, CH_ALPHA = 2, CH_DIGIT = 4 }; /* CH_ALPHA: a letter or '_' */
+static const uint8_t char_class[256] = {
+    ['\t'] = CH_SPACE, ['\n'] = CH_SPACE, ['\v'] = CH_SPACE, ['\f'] = CH_SPACE, ['\r'] = CH_SPACE, [' '] = CH_SPACE,
+    ['0'] = CH_DIGIT, ['1'] = CH_DIGIT, ['2'] = CH_DIGIT, ['3'] = CH_DIGIT, ['4'] = CH_DIGIT,
+    ['5'] = CH_DIGIT, ['6'] = CH_DIGIT, ['7'] = CH_DIGIT, ['8'] = CH_DIGIT, ['9'] = CH_DIGIT,
+    ['_'] = CH_ALPHA,
+#define CH_LETTER(c) [c] = CH_ALPHA, [c - 'a' + 'A'] = CH_ALPHA
+    CH_LETTER('a'), CH_LETTER('b'), CH_LETTER('c'), CH_LETTER('d'), CH_LETTER('e'), CH_LETTER('f'), CH_LETTER('g'),
+    CH_LETTER('h'), CH_LETTER('i'), CH_LETTER('j'), CH_LETTER('k'), CH_LETTER('l'), CH_LETTER('m'), CH_LETTER('n'),
+    CH_LETTER('o'), CH_LETTER('p'), CH_LETTER('q'), CH_LETTER('r'), CH_LETTER('s'), CH_LETTER('t'), CH_LETTER('u'),
+    CH_LETTER('v'), CH_LETTER('w'), CH_LETTER('x'), CH_LETTER('y'), CH_LETTER('z'),
+#undef CH_LETTER
+};
+#define CHAR_IS(c, cls) ((char_class[(unsigned char)(c)] & (cls)) != 0)
+
 enum tok_kind { TOK_IDENT, TOK_NUMBER, TOK_PUNCT, TOK_STRING };
 
 typedef struct tok {
@@ -172,7 +190,7 @@ static void lex(const char *src, lexed *L)
             i += 2;
             continue;
         }
-        if (isspace((unsigned char)c)) {
+        if (CHAR_IS(c, CH_SPACE)) {
             i++;
             continue;
         }
@@ -195,15 +213,15 @@ static void lex(const char *src, lexed *L)
         line_start = false;
         size_t start = i;
         uint8_t kind;
-        if (isalpha((unsigned char)c) || c == '_') {
-            while (i < n && (isalnum((unsigned char)src[i]) || src[i] == '_'))
+        if (CHAR_IS(c, CH_ALPHA)) {
+            while (i < n && CHAR_IS(src[i], CH_ALPHA | CH_DIGIT))
                 i++;
             kind = TOK_IDENT;
-        } else if (isdigit((unsigned char)c) || (c == '.' && i + 1 < n && isdigit((unsigned char)src[i + 1]))) {
+        } else if (CHAR_IS(c, CH_DIGIT) || (c == '.' && i + 1 < n && CHAR_IS(src[i + 1], CH_DIGIT))) {
             bool hex = c == '0' && i + 1 < n && (src[i + 1] == 'x' || src[i + 1] == 'X');
             while (i < n) {
                 char d = src[i];
-                if (isalnum((unsigned char)d) || d == '.' || d == '_') {
+                if (CHAR_IS(d, CH_ALPHA | CH_DIGIT) || d == '.') {
                     i++;
                 } else if ((d == '+' || d == '-') &&
                            (src[i - 1] == 'p' || src[i - 1] == 'P' || (!hex && (src[i - 1] == 'e' || src[i - 1] == 'E')))) {
@@ -265,7 +283,7 @@ static enum lit_type lit_type_of(const char *s, size_t len)
     bool floating = strchr(text, '.') || (hex ? strpbrk(text, "pP") != NULL : strpbrk(text, "eE") != NULL);
     if (floating)
         return (text[len - 1] == 'f' || text[len - 1] == 'F') ? LIT_FLOAT : LIT_FIXED;
-    if (hex || (text[0] == '0' && len > 1 && isdigit((unsigned char)text[1])))
+    if (hex || (text[0] == '0' && len > 1 && CHAR_IS(text[1], CH_DIGIT)))
         return LIT_FIXED;
     char *end;
     unsigned long long v = strtoull(text, &end, 10);
@@ -300,7 +318,8 @@ typedef struct parsed {
     uint8_t *types;          /* their types */
     size_t nlits;
     int32_t params_dir, args_dir; /* the defines of CLF_PARAMS and CLF_ARGS, -1: none */
-    clf__strbuf skeleton;
+    char *skeleton; /* the live tokens, a space before each, a newline where the directive changes,
+                     * each liftable literal as \x01 and its type's tag */
 } parsed;
 
 /* The live defines by name: an open-addressed table of the first define
@@ -357,6 +376,64 @@ static int32_t macro_of(const lexed *L, size_t t, const name_index *ix)
         if (name->len == u->len && !memcmp(L->src + name->off, L->src + u->off, u->len))
             return d;
     }
+}
+
+/* The fixed point of: a macro used where a literal cannot be lifted
+ * (CTX_ELSE) cannot carry a parameter, nor can a macro used in the
+ * replacement of one that cannot (ok[m] false for those). The uses are
+ * grouped by the define whose replacement holds them, and each macro ruled
+ * out rules out the macros of its replacement once (a worklist: one pass
+ * over the tokens and one over the uses, where rescanning every token until
+ * nothing changed took a pass per level of macros in macros and a tenth of
+ * the lexing). False when out of memory. */
+static bool rule_out_macros(const lexed *L, const int32_t *ctx, const int32_t *use_of, bool *ok)
+{
+    const size_t nd = L->ndirs ? L->ndirs : 1;
+    uint32_t *start = clf__calloc(nd + 1, sizeof *start), *used = NULL;
+    int32_t *stack = clf__calloc(nd, sizeof *stack);
+    size_t nuses = 0, top = 0;
+    for (size_t i = 0; start && i < L->ntoks; i++)
+        if (use_of[i] >= 0 && ctx[i] >= 0) {
+            start[ctx[i] + 1]++;
+            nuses++;
+        }
+    used = clf__calloc(nuses ? nuses : 1, sizeof *used);
+    if (!start || !stack || !used) {
+        clf__free(start);
+        clf__free(stack);
+        clf__free(used);
+        return false;
+    }
+    for (size_t d = 0; d < nd; d++)
+        start[d + 1] += start[d];
+    /* The uses by define (start[d] moves to its range's end while they are
+     * placed: moved back after), and the macros used outside any. */
+    for (size_t i = 0; i < L->ntoks; i++) {
+        const int32_t m = use_of[i];
+        if (m < 0)
+            continue;
+        if (ctx[i] >= 0)
+            used[start[ctx[i]]++] = (uint32_t)m;
+        else if (ctx[i] == CTX_ELSE && ok[m]) {
+            ok[m] = false;
+            stack[top++] = m;
+        }
+    }
+    for (size_t d = nd; d > 0; d--)
+        start[d] = start[d - 1];
+    start[0] = 0;
+    while (top > 0) {
+        const int32_t c = stack[--top];
+        for (uint32_t u = start[c]; u < start[c + 1]; u++)
+            if (ok[used[u]]) {
+                ok[used[u]] = false;
+                stack[top++] = (int32_t)used[u];
+            }
+    }
+    clf__free(start);
+    clf__free(stack);
+    clf__free(used);
+    return true;
 }
 
 static void contexts(parsed *P)
@@ -475,18 +552,10 @@ static void contexts(parsed *P)
         if (P->ctx[i] >= 0)
             P->ctx[i] = name_of[P->ctx[i]];
     clf__free(name_of);
-    for (bool changed = true; changed;) {
-        changed = false;
-        for (size_t i = 0; i < L->ntoks; i++) {
-            int32_t m = use_of[i];
-            if (m < 0 || !ok[m])
-                continue;
-            int32_t c = P->ctx[i];
-            if (c == CTX_ELSE || (c >= 0 && !ok[c])) {
-                ok[m] = false;
-                changed = true;
-            }
-        }
+    if (!rule_out_macros(L, P->ctx, use_of, ok)) {
+        clf__free(use_of);
+        L->failed = true;
+        goto out;
     }
     clf__free(use_of);
     P->lits = clf__calloc(L->ntoks ? L->ntoks : 1, sizeof *P->lits);
@@ -522,22 +591,34 @@ static bool parse(const char *source, parsed *P)
     contexts(P);
     if (P->L.failed)
         return false;
+    /* Written in place: at most two characters before each token, and a
+     * literal's placeholder (3) is no longer than the space and literal it
+     * stands for. */
+    size_t cap = 1;
+    for (size_t i = 0; i < P->L.ntoks; i++)
+        cap += 2 + P->L.toks[i].len;
+    char *out = P->skeleton = clf__malloc(cap);
+    if (!out)
+        return false;
     size_t next = 0;
     for (size_t i = 0; i < P->L.ntoks; i++) {
         const tok *t = &P->L.toks[i];
         if (t->dead)
             continue;
         if (i > 0 && P->L.toks[i - 1].dir != t->dir)
-            clf__sb_puts(&P->skeleton, "\n");
+            *out++ = '\n';
+        *out++ = ' ';
         if (next < P->nlits && P->lits[next] == i) {
-            clf__sb_printf(&P->skeleton, " \x01%c", lit_types[P->types[next]].tag);
+            *out++ = '\x01';
+            *out++ = lit_types[P->types[next]].tag;
             next++;
         } else {
-            clf__sb_puts(&P->skeleton, " ");
-            clf__sb_putn(&P->skeleton, source + t->off, t->len);
+            memcpy(out, source + t->off, t->len);
+            out += t->len;
         }
     }
-    return clf__sb_ok(&P->skeleton);
+    *out = '\0';
+    return true;
 }
 
 static void parsed_free(parsed *P)
@@ -546,7 +627,7 @@ static void parsed_free(parsed *P)
     clf__free(P->ctx);
     clf__free(P->lits);
     clf__free(P->types);
-    clf__sb_free(&P->skeleton);
+    clf__free(P->skeleton);
 }
 
 static bool same_lit(const parsed *a, const parsed *b, size_t j)
@@ -720,7 +801,7 @@ void clf__lift_table_free(clf__lift_table **tp)
  * memory. Called with the lock held. */
 static group *group_of(clf__lift_table *t, const char *source, parsed *P)
 {
-    const char *sk = clf__sb_str(&P->skeleton);
+    const char *sk = P->skeleton;
     const uint64_t h = clf__hash_str(CLF__HASH_SEED, sk);
     group *g = t->groups;
     while (g && !(g->hash == h && !strcmp(g->skeleton, sk)))

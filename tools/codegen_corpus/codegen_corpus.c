@@ -11,7 +11,9 @@
  * and tests/graphs.
  *
  * The corpus is the model files named on the command line plus the
- * benchmark suite's graphs (bench/bench_graphs.c) at GPU and CPU sizes. */
+ * benchmark suite's graphs (bench/bench_graphs.c) at GPU and CPU sizes.
+ * With --dump DIR first, each source is also written to DIR/NNNNN.cl (the
+ * input of lift_corpus, beside this file). */
 #include <stdio.h>
 #include <string.h>
 
@@ -22,6 +24,21 @@
 #include "codegen/codegen.h"
 #include "planner/planner.h"
 #include "util/sha256.h"
+
+/* --dump's directory, NULL without it; the sources written so far. */
+static const char *dump_dir;
+static unsigned dumped;
+
+static void dump(const char *source)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%05u.cl", dump_dir, dumped++);
+    FILE *f = fopen(path, "w");
+    if (!f || fputs(source, f) < 0)
+        fprintf(stderr, "codegen_corpus: cannot write %s\n", path);
+    if (f)
+        fclose(f);
+}
 
 typedef struct named_target {
     const char *name;
@@ -59,6 +76,8 @@ static void emit(const char *graph, const clf_graph *g)
                 unsigned char d[32];
                 clf__sha256_init(&s);
                 clf__sha256_update(&s, c.source, strlen(c.source));
+                if (dump_dir)
+                    dump(c.source);
                 clf__sha256_final(&s, d);
                 printf("%s %s %s %u %s g=%zu l=%zu v=%d i=%d fin=%s %zu/%zu scratch=%llu ", graph,
                        fused ? "fused" : "unfused", targets[t].name, k, c.name, c.global, c.local, c.vec, c.items,
@@ -76,7 +95,12 @@ static void emit(const char *graph, const clf_graph *g)
 
 int main(int argc, char **argv)
 {
-    for (int a = 1; a < argc; a++) {
+    int first = 1;
+    if (argc > 2 && !strcmp(argv[1], "--dump")) {
+        dump_dir = argv[2];
+        first = 3;
+    }
+    for (int a = first; a < argc; a++) {
         clf_onnx_model *m = NULL;
         char msg[512] = "";
         if (clf_onnx_load_file(argv[a], clf_onnx_params(.message = msg, .message_cap = sizeof msg), &m) != CLF_OK) {
