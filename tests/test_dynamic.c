@@ -409,52 +409,87 @@ START_TEST(specialisations_evicted_and_shared)
 }
 END_TEST
 
+/* softmax(x) over rows of D with the rows S symbolic, compiled, and device
+ * buffers for x (64 rows) and for y at S = 5 and S = 9. */
+typedef struct two_lengths {
+    clf_context *ctx;
+    clf_graph *g;
+    clf_executable *exe;
+    float xb[64 * D];
+    cl_mem bx, by5, by9;
+    clf_buffer_view in[1], o5[1], o9[1];
+    const int64_t *s5[1], *s9[1];
+} two_lengths;
+
+static void two_lengths_open(two_lengths *T)
+{
+    static const int64_t five[2] = {5, D}, nine[2] = {9, D};
+    T->ctx = clf_test_context();
+    T->g = clf_graph_create();
+    int64_t s = clf_dim(T->g, "S", 1, 64);
+    clf_tensor x = clf_input(T->g, "x", CLF_F32, 2, (int64_t[]){s, D});
+    clf_graph_output(T->g, "y", clf_softmax(T->g, x, -1));
+    T->exe = NULL;
+    ck_assert_int_eq(clf_compile(T->ctx, T->g, NULL, &T->exe), CLF_OK);
+    cl_int err;
+    cl_context cl = clf_context_cl(T->ctx);
+    clf_test_fill_f32(T->xb, 64 * D, -3, 3);
+    T->bx = clCreateBuffer(cl, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, sizeof T->xb, T->xb, &err);
+    T->by5 = clCreateBuffer(cl, CL_MEM_READ_WRITE, 5 * D * sizeof(float), NULL, &err);
+    T->by9 = clCreateBuffer(cl, CL_MEM_READ_WRITE, 9 * D * sizeof(float), NULL, &err);
+    ck_assert(T->bx && T->by5 && T->by9);
+    T->in[0] = (clf_buffer_view){"x", T->bx, 0};
+    T->o5[0] = (clf_buffer_view){"y", T->by5, 0};
+    T->o9[0] = (clf_buffer_view){"y", T->by9, 0};
+    T->s5[0] = five;
+    T->s9[0] = nine;
+}
+
+/* Both outputs against the reference (the runs finished). */
+static void two_lengths_check(two_lengths *T)
+{
+    float want5[5 * D], want9[9 * D], got[9 * D];
+    char msg[256];
+    cl_command_queue q = clf_context_queue(T->ctx);
+    clf_host_binding hi[1] = {{"x", T->xb}}, r5[1] = {{"y", want5}}, r9[1] = {{"y", want9}};
+    ck_assert(clf_reference_run_shaped(T->g, 1, hi, T->s5, 1, r5, msg, sizeof msg) == CLF_OK);
+    ck_assert(clf_reference_run_shaped(T->g, 1, hi, T->s9, 1, r9, msg, sizeof msg) == CLF_OK);
+    ck_assert_int_eq(clEnqueueReadBuffer(q, T->by5, CL_TRUE, 0, 5 * D * sizeof(float), got, 0, NULL, NULL),
+                     CL_SUCCESS);
+    ck_assert_msg(clf_test_close(CLF_F32, got, want5, 5 * D, 1e-5, 1e-6, msg, sizeof msg), "S = 5: %s", msg);
+    ck_assert_int_eq(clEnqueueReadBuffer(q, T->by9, CL_TRUE, 0, 9 * D * sizeof(float), got, 0, NULL, NULL),
+                     CL_SUCCESS);
+    ck_assert_msg(clf_test_close(CLF_F32, got, want9, 9 * D, 1e-5, 1e-6, msg, sizeof msg), "S = 9: %s", msg);
+}
+
+static void two_lengths_close(two_lengths *T)
+{
+    clReleaseMemObject(T->bx);
+    clReleaseMemObject(T->by5);
+    clReleaseMemObject(T->by9);
+    clf_executable_destroy(&T->exe);
+    clf_graph_destroy(&T->g);
+    clf_context_destroy(&T->ctx);
+}
+
 /* Device buffers on a queue: runs at two lengths, enqueued back to back,
  * each correct; the events order them. */
 START_TEST(enqueue_shaped_buffers)
 {
-    clf_context *ctx = clf_test_context();
-    clf_graph *g = clf_graph_create();
-    int64_t s = clf_dim(g, "S", 1, 64);
-    clf_tensor x = clf_input(g, "x", CLF_F32, 2, (int64_t[]){s, D});
-    clf_graph_output(g, "y", clf_softmax(g, x, -1));
-    clf_executable *exe = NULL;
-    ck_assert_int_eq(clf_compile(ctx, g, NULL, &exe), CLF_OK);
-    cl_int err;
-    cl_context cl = clf_context_cl(ctx);
-    cl_command_queue q = clf_context_queue(ctx);
-    float xb[64 * D], want5[5 * D], want9[9 * D], got[9 * D];
-    clf_test_fill_f32(xb, 64 * D, -3, 3);
-    cl_mem bx = clCreateBuffer(cl, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, sizeof xb, xb, &err);
-    cl_mem by5 = clCreateBuffer(cl, CL_MEM_READ_WRITE, 5 * D * sizeof(float), NULL, &err);
-    cl_mem by9 = clCreateBuffer(cl, CL_MEM_READ_WRITE, 9 * D * sizeof(float), NULL, &err);
-    ck_assert(bx && by5 && by9);
-    clf_buffer_view in[1] = {{"x", bx, 0}}, o5[1] = {{"y", by5, 0}}, o9[1] = {{"y", by9, 0}};
-    const int64_t *s5[1] = {(int64_t[]){5, D}}, *s9[1] = {(int64_t[]){9, D}};
+    two_lengths T;
+    two_lengths_open(&T);
     cl_event e5 = NULL, e9 = NULL;
-    ck_assert_int_eq(clf_enqueue_shaped(exe, NULL, 1, in, s5, 1, o5, 0, NULL, &e5), CLF_OK);
-    ck_assert_int_eq(clf_enqueue_shaped(exe, NULL, 1, in, s9, 1, o9, 0, NULL, &e9), CLF_OK);
+    ck_assert_int_eq(clf_enqueue_shaped(T.exe, NULL, 1, T.in, T.s5, 1, T.o5, 0, NULL, &e5), CLF_OK);
+    ck_assert_int_eq(clf_enqueue_shaped(T.exe, NULL, 1, T.in, T.s9, 1, T.o9, 0, NULL, &e9), CLF_OK);
     ck_assert(e5 && e9);
     ck_assert_int_eq(clWaitForEvents(1, &e9), CL_SUCCESS);
     cl_int status = 0;
     clGetEventInfo(e5, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof status, &status, NULL);
     ck_assert_int_eq(status, CL_COMPLETE);
-    char msg[256];
-    clf_host_binding hi[1] = {{"x", xb}}, r5[1] = {{"y", want5}}, r9[1] = {{"y", want9}};
-    ck_assert(clf_reference_run_shaped(g, 1, hi, s5, 1, r5, msg, sizeof msg) == CLF_OK);
-    ck_assert(clf_reference_run_shaped(g, 1, hi, s9, 1, r9, msg, sizeof msg) == CLF_OK);
-    ck_assert_int_eq(clEnqueueReadBuffer(q, by5, CL_TRUE, 0, 5 * D * sizeof(float), got, 0, NULL, NULL), CL_SUCCESS);
-    ck_assert_msg(clf_test_close(CLF_F32, got, want5, 5 * D, 1e-5, 1e-6, msg, sizeof msg), "%s", msg);
-    ck_assert_int_eq(clEnqueueReadBuffer(q, by9, CL_TRUE, 0, 9 * D * sizeof(float), got, 0, NULL, NULL), CL_SUCCESS);
-    ck_assert_msg(clf_test_close(CLF_F32, got, want9, 9 * D, 1e-5, 1e-6, msg, sizeof msg), "%s", msg);
+    two_lengths_check(&T);
     clReleaseEvent(e5);
     clReleaseEvent(e9);
-    clReleaseMemObject(bx);
-    clReleaseMemObject(by5);
-    clReleaseMemObject(by9);
-    clf_executable_destroy(&exe);
-    clf_graph_destroy(&g);
-    clf_context_destroy(&ctx);
+    two_lengths_close(&T);
 }
 END_TEST
 
@@ -464,36 +499,30 @@ END_TEST
  * once the event is set. */
 START_TEST(specialisations_follow_each_other_across_queues)
 {
-    clf_context *ctx = clf_test_context();
-    clf_graph *g = clf_graph_create();
-    int64_t s = clf_dim(g, "S", 1, 64);
-    clf_tensor x = clf_input(g, "x", CLF_F32, 2, (int64_t[]){s, D});
-    clf_graph_output(g, "y", clf_softmax(g, clf_mul(g, x, x), -1));
-    clf_executable *exe = NULL;
-    ck_assert_int_eq(clf_compile(ctx, g, NULL, &exe), CLF_OK);
+    two_lengths T;
+    two_lengths_open(&T);
     cl_int err;
-    cl_context cl = clf_context_cl(ctx);
-    cl_command_queue q = clf_context_queue(ctx), q2 = clf_test_queue(ctx, &err);
+    cl_command_queue q2 = clf_test_queue(T.ctx, &err);
     ck_assert_ptr_nonnull(q2);
-    float xb[64 * D], want5[5 * D], want9[9 * D], got[9 * D];
-    clf_test_fill_f32(xb, 64 * D, -2, 2);
-    cl_mem bx = clCreateBuffer(cl, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, sizeof xb, xb, &err);
-    cl_mem by5 = clCreateBuffer(cl, CL_MEM_READ_WRITE, 5 * D * sizeof(float), NULL, &err);
-    cl_mem by9 = clCreateBuffer(cl, CL_MEM_READ_WRITE, 9 * D * sizeof(float), NULL, &err);
-    ck_assert(bx && by5 && by9);
-    clf_buffer_view in[1] = {{"x", bx, 0}}, o5[1] = {{"y", by5, 0}}, o9[1] = {{"y", by9, 0}};
-    const int64_t *s5[1] = {(int64_t[]){5, D}}, *s9[1] = {(int64_t[]){9, D}};
     /* Both specialisations made first, so that the runs below only run. */
     cl_event e5 = NULL, e9 = NULL;
-    ck_assert_int_eq(clf_enqueue_shaped(exe, NULL, 1, in, s5, 1, o5, 0, NULL, &e5), CLF_OK);
-    ck_assert_int_eq(clf_enqueue_shaped(exe, NULL, 1, in, s9, 1, o9, 0, NULL, &e9), CLF_OK);
+    ck_assert_int_eq(clf_enqueue_shaped(T.exe, NULL, 1, T.in, T.s5, 1, T.o5, 0, NULL, &e5), CLF_OK);
+    ck_assert_int_eq(clf_enqueue_shaped(T.exe, NULL, 1, T.in, T.s9, 1, T.o9, 0, NULL, &e9), CLF_OK);
     ck_assert_int_eq(clWaitForEvents(1, &e9), CL_SUCCESS);
     clReleaseEvent(e5);
     clReleaseEvent(e9);
-    cl_event gate = clCreateUserEvent(cl, &err);
+    /* Poisoned outputs: the checks below see these runs' results. */
+    static const float nan_fill = NAN;
+    cl_command_queue q = clf_context_queue(T.ctx);
+    ck_assert_int_eq(clEnqueueFillBuffer(q, T.by5, &nan_fill, sizeof nan_fill, 0, 5 * D * sizeof(float), 0, NULL, NULL),
+                     CL_SUCCESS);
+    ck_assert_int_eq(clEnqueueFillBuffer(q, T.by9, &nan_fill, sizeof nan_fill, 0, 9 * D * sizeof(float), 0, NULL, NULL),
+                     CL_SUCCESS);
+    ck_assert_int_eq(clFinish(q), CL_SUCCESS);
+    cl_event gate = clCreateUserEvent(clf_context_cl(T.ctx), &err);
     ck_assert_ptr_nonnull(gate);
-    ck_assert_int_eq(clf_enqueue_shaped(exe, q2, 1, in, s5, 1, o5, 1, &gate, &e5), CLF_OK);
-    ck_assert_int_eq(clf_enqueue_shaped(exe, q, 1, in, s9, 1, o9, 0, NULL, &e9), CLF_OK);
+    ck_assert_int_eq(clf_enqueue_shaped(T.exe, q2, 1, T.in, T.s5, 1, T.o5, 1, &gate, &e5), CLF_OK);
+    ck_assert_int_eq(clf_enqueue_shaped(T.exe, q, 1, T.in, T.s9, 1, T.o9, 0, NULL, &e9), CLF_OK);
     clFlush(q2);
     clFlush(q);
     nanosleep(&(struct timespec){0, 200 * 1000 * 1000}, NULL);
@@ -504,24 +533,12 @@ START_TEST(specialisations_follow_each_other_across_queues)
     ck_assert_int_eq(clWaitForEvents(1, &e9), CL_SUCCESS);
     ck_assert_int_eq(clGetEventInfo(e5, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof status, &status, NULL), CL_SUCCESS);
     ck_assert_int_eq(status, CL_COMPLETE);
-    char msg[256];
-    clf_host_binding hi[1] = {{"x", xb}}, r5[1] = {{"y", want5}}, r9[1] = {{"y", want9}};
-    ck_assert(clf_reference_run_shaped(g, 1, hi, s5, 1, r5, msg, sizeof msg) == CLF_OK);
-    ck_assert(clf_reference_run_shaped(g, 1, hi, s9, 1, r9, msg, sizeof msg) == CLF_OK);
-    ck_assert_int_eq(clEnqueueReadBuffer(q, by5, CL_TRUE, 0, 5 * D * sizeof(float), got, 0, NULL, NULL), CL_SUCCESS);
-    ck_assert_msg(clf_test_close(CLF_F32, got, want5, 5 * D, 1e-5, 1e-6, msg, sizeof msg), "%s", msg);
-    ck_assert_int_eq(clEnqueueReadBuffer(q, by9, CL_TRUE, 0, 9 * D * sizeof(float), got, 0, NULL, NULL), CL_SUCCESS);
-    ck_assert_msg(clf_test_close(CLF_F32, got, want9, 9 * D, 1e-5, 1e-6, msg, sizeof msg), "%s", msg);
+    two_lengths_check(&T);
     clReleaseEvent(gate);
     clReleaseEvent(e5);
     clReleaseEvent(e9);
-    clReleaseMemObject(bx);
-    clReleaseMemObject(by5);
-    clReleaseMemObject(by9);
-    clf_executable_destroy(&exe);
     clReleaseCommandQueue(q2);
-    clf_graph_destroy(&g);
-    clf_context_destroy(&ctx);
+    two_lengths_close(&T);
 }
 END_TEST
 

@@ -11,21 +11,10 @@ Prints one line per case and mode: median and minimum ms over --iters
 calls after --warmup, and GFLOP/s (GEMMs) or GB/s of the minimum bytes
 (memory-bound cases) of the median."""
 import argparse
-import statistics
-import time
 
 import torch
 
-
-def timed(fn, iters, warmup):
-    for _ in range(warmup):
-        fn()
-    t = []
-    for _ in range(iters):
-        t0 = time.perf_counter()
-        fn()
-        t.append((time.perf_counter() - t0) * 1e3)
-    return statistics.median(t), min(t)
+from cpu_timing import timed
 
 
 def main():
