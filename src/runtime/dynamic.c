@@ -354,11 +354,13 @@ static clf_status share_scratch(clf_executable *e, clf_executable *x, const char
         cl_mem old = d->scratch;
         d->scratch = m;
         d->scratch_bytes = bytes;
-        for (size_t i = 0; i < d->nspecs; i++)
-            if (d->specs[i]->exe->scratch && d->specs[i]->exe->scratch == old)
-                (void)clf__executable_bind_scratch(d->specs[i]->exe, m, 0, call); /* else at its next run */
-        if (e->scratch && e->scratch == old)
-            (void)clf__executable_bind_scratch(e, m, 0, call);
+        /* One that cannot move now (out of memory) keeps the old buffer
+         * alive and moves at its next run: not this run's failure. */
+        for (size_t i = 0; i <= d->nspecs; i++) {
+            clf_executable *y = i < d->nspecs ? d->specs[i]->exe : e;
+            if (y->scratch && y->scratch == old && clf__executable_bind_scratch(y, m, 0, call) != CLF_OK)
+                clf__ctx_clear_error(ctx);
+        }
         if (old)
             clReleaseMemObject(old);
     }
