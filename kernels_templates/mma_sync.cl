@@ -6,7 +6,17 @@
  * they are OpenCL C stand-ins instead: a warp's fragments meet in local
  * memory (the forms' `mma_x`, passed where CLF_MMA_X stands in calls and
  * CLF_MMA_XP in parameter lists), so every work-item of the group calls
- * them together (barriers). */
+ * them together (barriers).
+ *
+ * Another vendor's matrix instructions (Intel's subgroup matrix
+ * multiply-accumulate, AMD's WMMA/MFMA builtins) would come in as a third
+ * branch here: clf_pack2 and clf_mma for its types, with the emulation as
+ * the model of what each must compute. Not behind these functions yet:
+ * the fragment layout itself (lane l of a 32-lane warp holding rows l / 4
+ * and l / 4 + 8, columns 2 (l % 4) and 2 (l % 4) + 1 of a 16 x 8 tile),
+ * which the forms' register tiles, their ldmatrix addressing and their
+ * epilogues assume; a port would put that mapping behind a few macros too.
+ * Not built without such a device to run it. */
 #ifndef MMA_BF16
 #define MMA_BF16 0
 #endif
