@@ -367,9 +367,69 @@ static clf_status share_scratch(clf_executable *e, clf_executable *x, const char
     return x->scratch == d->scratch ? CLF_OK : clf__executable_bind_scratch(x, d->scratch, 0, call);
 }
 
+/* The specialisation to values (*out), made now if there is none: the
+ * least recently used one no run is using makes room where all MAX_SPECS
+ * are kept. Under d->lock; a failure leaves its message on the context. */
+static clf_status spec_at(clf_executable *e, const int64_t *values, const char *call, spec **out)
+{
+    struct clf__dyn *d = e->dyn;
+    char err[320];
+    const size_t bytes = d->graph->nsyms * sizeof *values;
+    for (size_t i = 0; i < d->nspecs; i++)
+        if (!memcmp(values, d->specs[i]->values, bytes)) {
+            *out = d->specs[i];
+            return CLF_OK;
+        }
+    char sizes[256];
+    sizes_str(d->graph, values, sizes, sizeof sizes);
+    clf__log(CLF__LOG_CACHE, "symbolic sizes %s: specialising the graph", sizes);
+    /* Room: the least recently used specialisation no run is using. */
+    if (d->nspecs == MAX_SPECS) {
+        size_t victim = MAX_SPECS;
+        for (size_t i = 0; i < d->nspecs; i++)
+            if (!d->specs[i]->users && d->specs[i]->exe != d->last &&
+                (victim == MAX_SPECS || d->specs[i]->used < d->specs[victim]->used))
+                victim = i;
+        if (victim == MAX_SPECS)
+            return clf__ctx_fail(e->ctx, CLF_ERR_UNSUPPORTED,
+                                 "%s: %d specialisations are in use by other runs; no room for %s", call, MAX_SPECS,
+                                 sizes);
+        clf__log(CLF__LOG_CACHE, "symbolic sizes: dropping the least recently used specialisation");
+        clf_executable_destroy(&d->specs[victim]->exe);
+        clf__free(d->specs[victim]);
+        d->specs[victim] = d->specs[--d->nspecs];
+    }
+    if (!d->specs && !(d->specs = clf__calloc(MAX_SPECS, sizeof *d->specs)))
+        return clf__ctx_fail(e->ctx, CLF_ERR_OUT_OF_MEMORY, "%s: out of memory", call);
+    clf_graph *sg = NULL;
+    clf_executable *made = NULL;
+    spec *fresh = clf__calloc(1, sizeof *fresh);
+    if (!fresh)
+        return clf__ctx_fail(e->ctx, CLF_ERR_OUT_OF_MEMORY, "%s: out of memory", call);
+    clf_status st = clf__graph_specialise(d->graph, values, false, &sg, err, sizeof err);
+    if (st != CLF_OK) {
+        clf__free(fresh);
+        return clf__ctx_fail(e->ctx, st, "%s: at %s: %s", call, sizes, err);
+    }
+    sibling_probe sib = {e->ctx, d, values};
+    clf__spec_share share = {&d->pool, d->lift, false, false};
+    clf__lift_set_prober(d->lift, probe_sibling, &sib);
+    st = clf__compile_graph(e->ctx, sg, &d->params, &share, &made);
+    clf__lift_set_prober(d->lift, NULL, NULL);
+    clf_graph_destroy(&sg);
+    if (st != CLF_OK) {
+        clf__free(fresh);
+        return st; /* the compile's own message, on the context */
+    }
+    *out = d->specs[d->nspecs++] = fresh;
+    memcpy((*out)->values, values, bytes);
+    (*out)->exe = made;
+    return CLF_OK;
+}
+
 /* The executable for the sizes the inputs' shapes give: e itself at the
- * stand-in sizes, else a specialisation (made now if new), marked in use
- * (*sp, released by release()), its scratch bound. */
+ * stand-in sizes, else a specialisation (spec_at), marked in use (*sp,
+ * released by release()), its scratch bound. */
 static clf_status select_spec(clf_executable *e, const char *call, size_t ninputs, const char *const *names,
                               const int64_t *const *shapes, clf_executable **x, spec **sp)
 {
@@ -381,92 +441,28 @@ static clf_status select_spec(clf_executable *e, const char *call, size_t ninput
     clf_status st = clf__graph_sizes_of(d->graph, ninputs, names, shapes, values, err, sizeof err);
     if (st != CLF_OK)
         return clf__ctx_fail(e->ctx, st, "%s: %s", call, err);
-    size_t nsyms = d->graph->nsyms, bytes = nsyms * sizeof *values;
     pthread_mutex_lock(&d->lock);
     d->clock++;
     bool at_rep = true;
-    for (size_t k = 0; k < nsyms && at_rep; k++)
+    for (size_t k = 0; k < d->graph->nsyms && at_rep; k++)
         at_rep = values[k] == d->graph->syms[k].rep;
-    if (at_rep) {
-        st = share_scratch(e, e, call);
-        if (st == CLF_OK) {
-            *x = e;
-            d->last = e;
+    if (!at_rep)
+        st = spec_at(e, values, call, sp);
+    clf_executable *chosen = *sp ? (*sp)->exe : e;
+    if (st == CLF_OK)
+        st = share_scratch(e, chosen, call);
+    if (st == CLF_OK) {
+        if (*sp) {
+            (*sp)->used = d->clock;
+            (*sp)->users++;
         }
-        pthread_mutex_unlock(&d->lock);
-        return st;
-    }
-    for (size_t i = 0; i < d->nspecs; i++)
-        if (!memcmp(values, d->specs[i]->values, bytes)) {
-            *sp = d->specs[i];
-            break;
-        }
-    if (!*sp) {
-        char sizes[256];
-        sizes_str(d->graph, values, sizes, sizeof sizes);
-        clf__log(CLF__LOG_CACHE, "symbolic sizes %s: specialising the graph", sizes);
-        /* Room: the least recently used specialisation no run is using. */
-        if (d->nspecs == MAX_SPECS) {
-            size_t victim = MAX_SPECS;
-            for (size_t i = 0; i < d->nspecs; i++)
-                if (!d->specs[i]->users && d->specs[i]->exe != d->last &&
-                    (victim == MAX_SPECS || d->specs[i]->used < d->specs[victim]->used))
-                    victim = i;
-            if (victim == MAX_SPECS) {
-                pthread_mutex_unlock(&d->lock);
-                return clf__ctx_fail(e->ctx, CLF_ERR_UNSUPPORTED,
-                                     "%s: %d specialisations are in use by other runs; no room for %s", call,
-                                     MAX_SPECS, sizes);
-            }
-            clf__log(CLF__LOG_CACHE, "symbolic sizes: dropping the least recently used specialisation");
-            clf_executable_destroy(&d->specs[victim]->exe);
-            clf__free(d->specs[victim]);
-            d->specs[victim] = d->specs[--d->nspecs];
-        }
-        if (!d->specs && !(d->specs = clf__calloc(MAX_SPECS, sizeof *d->specs))) {
-            pthread_mutex_unlock(&d->lock);
-            return clf__ctx_fail(e->ctx, CLF_ERR_OUT_OF_MEMORY, "%s: out of memory", call);
-        }
-        clf_graph *sg = NULL;
-        clf_executable *made = NULL;
-        spec *fresh = clf__calloc(1, sizeof *fresh);
-        if (!fresh) {
-            pthread_mutex_unlock(&d->lock);
-            return clf__ctx_fail(e->ctx, CLF_ERR_OUT_OF_MEMORY, "%s: out of memory", call);
-        }
-        st = clf__graph_specialise(d->graph, values, false, &sg, err, sizeof err);
-        if (st != CLF_OK) {
-            pthread_mutex_unlock(&d->lock);
-            clf__free(fresh);
-            return clf__ctx_fail(e->ctx, st, "%s: at %s: %s", call, sizes, err);
-        }
-        sibling_probe sib = {e->ctx, d, values};
-        clf__spec_share share = {&d->pool, d->lift, false, false};
-        clf__lift_set_prober(d->lift, probe_sibling, &sib);
-        st = clf__compile_graph(e->ctx, sg, &d->params, &share, &made);
-        clf__lift_set_prober(d->lift, NULL, NULL);
-        clf_graph_destroy(&sg);
-        if (st != CLF_OK) {
-            pthread_mutex_unlock(&d->lock);
-            clf__free(fresh);
-            return st; /* the compile's own message, on the context */
-        }
-        *sp = d->specs[d->nspecs++] = fresh;
-        memcpy((*sp)->values, values, bytes);
-        (*sp)->exe = made;
-    }
-    st = share_scratch(e, (*sp)->exe, call);
-    if (st != CLF_OK) {
+        *x = chosen;
+        d->last = chosen;
+    } else {
         *sp = NULL;
-        pthread_mutex_unlock(&d->lock);
-        return st;
     }
-    (*sp)->used = d->clock;
-    (*sp)->users++;
-    *x = (*sp)->exe;
-    d->last = *x;
     pthread_mutex_unlock(&d->lock);
-    return CLF_OK;
+    return st;
 }
 
 static void release(clf_executable *e, spec *sp)
