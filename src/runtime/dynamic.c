@@ -330,25 +330,17 @@ static clf_status share_scratch(clf_executable *e, clf_executable *x, const char
 {
     struct clf__dyn *d = e->dyn;
     clf_context *ctx = e->ctx;
-    const uint64_t need = x->scratch_bytes, max = ctx->desc.max_alloc_bytes;
+    const uint64_t need = x->scratch_bytes;
     if (need == 0)
         return CLF_OK;
     if (need > d->scratch_bytes) {
-        if (max && need > max)
-            return clf__ctx_fail(ctx, CLF_ERR_OUT_OF_MEMORY,
-                                 "%s: the intermediates need %llu bytes of scratch, more than the device's largest "
-                                 "allocation (%llu bytes)",
-                                 call, (unsigned long long)need, (unsigned long long)max);
         uint64_t bytes = d->scratch_bytes + d->scratch_bytes / 2;
         if (bytes < need)
             bytes = need;
-        if (max && bytes > max)
-            bytes = max;
-        cl_int err = CL_SUCCESS;
-        cl_mem m = clCreateBuffer(ctx->cl, CL_MEM_READ_WRITE, (size_t)bytes, NULL, &err);
-        if (!m)
-            return clf__ctx_fail(ctx, clf__cl_status(err), "%s: clCreateBuffer(%llu bytes of scratch): %s", call,
-                                 (unsigned long long)bytes, clf__cl_error_name(err));
+        cl_mem m = NULL;
+        clf_status st = clf__scratch_buffer(ctx, need, &bytes, call, &m);
+        if (st != CLF_OK)
+            return st;
         clf__log(CLF__LOG_CACHE, "symbolic sizes: the specialisations' scratch grows to %llu bytes",
                  (unsigned long long)bytes);
         cl_mem old = d->scratch;

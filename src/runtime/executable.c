@@ -585,20 +585,10 @@ static clf_status instantiate(clf_context *ctx, const clf_graph *g, clf_executab
         }
     }
     if (e->scratch_bytes && !e->external_scratch) {
-        if (e->scratch_bytes > ctx->desc.max_alloc_bytes && ctx->desc.max_alloc_bytes) {
-            st = clf__ctx_fail(ctx, CLF_ERR_UNSUPPORTED,
-                               "clf_compile: the intermediates need %llu bytes of scratch, more than the device's "
-                               "CL_DEVICE_MAX_MEM_ALLOC_SIZE (%llu)",
-                               (unsigned long long)e->scratch_bytes, (unsigned long long)ctx->desc.max_alloc_bytes);
+        uint64_t bytes = e->scratch_bytes;
+        st = clf__scratch_buffer(ctx, e->scratch_bytes, &bytes, "clf_compile", &e->scratch);
+        if (st != CLF_OK)
             goto out;
-        }
-        cl_int cerr;
-        e->scratch = clCreateBuffer(ctx->cl, CL_MEM_READ_WRITE, (size_t)e->scratch_bytes, NULL, &cerr);
-        if (!e->scratch) {
-            st = clf__ctx_fail(ctx, clf__cl_status(cerr), "clf_compile: clCreateBuffer(%llu bytes of scratch): %s",
-                               (unsigned long long)e->scratch_bytes, clf__cl_error_name(cerr));
-            goto out;
-        }
         st = make_sub_buffers(e, e->scratch, 0, e->owned, partials, true, "clf_compile");
         if (st != CLF_OK)
             goto out;
@@ -1004,6 +994,25 @@ CLF_API clf_status clf_executable_scratch_size(const clf_executable *exe, size_t
     if (!exe || !bytes)
         return CLF_ERR_INVALID_ARGUMENT;
     *bytes = (size_t)exe->scratch_bytes;
+    return CLF_OK;
+}
+
+clf_status clf__scratch_buffer(clf_context *ctx, uint64_t need, uint64_t *bytes, const char *call, cl_mem *out)
+{
+    const uint64_t max = ctx->desc.max_alloc_bytes;
+    *out = NULL;
+    if (max && need > max)
+        return clf__ctx_fail(ctx, CLF_ERR_UNSUPPORTED,
+                             "%s: the intermediates need %llu bytes of scratch, more than the device's "
+                             "CL_DEVICE_MAX_MEM_ALLOC_SIZE (%llu)",
+                             call, (unsigned long long)need, (unsigned long long)max);
+    if (max && *bytes > max)
+        *bytes = max;
+    cl_int err = CL_SUCCESS;
+    *out = clCreateBuffer(ctx->cl, CL_MEM_READ_WRITE, (size_t)*bytes, NULL, &err);
+    if (!*out)
+        return clf__ctx_fail(ctx, clf__cl_status(err), "%s: clCreateBuffer(%llu bytes of scratch): %s", call,
+                             (unsigned long long)*bytes, clf__cl_error_name(err));
     return CLF_OK;
 }
 

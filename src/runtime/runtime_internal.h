@@ -305,6 +305,10 @@ void clf__device_describe(cl_platform_id platform, cl_device_id device, uint32_t
 clf_status clf__device_select(const char *selector, cl_platform_id *platform, cl_device_id *device,
                               uint32_t *index, char *msg, size_t cap);
 
+/* A scratch buffer of *bytes, lowered to the device's largest allocation,
+ * for intermediates that need `need` (refused, with call in the message,
+ * when no allocation can hold them). */
+clf_status clf__scratch_buffer(clf_context *ctx, uint64_t need, uint64_t *bytes, const char *call, cl_mem *out);
 /* Places e's intermediates in buffer from offset (at least
  * e->scratch_bytes, offset aligned; checked by the caller): new
  * sub-buffers, swapped in under e's lock (commands in flight keep the old
