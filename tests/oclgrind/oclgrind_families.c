@@ -165,43 +165,36 @@ static void build_gemm_tf32(clf_graph *g, inputs *in)
     clf_graph_output(g, "z", clf_matmul(g, clf_transpose(g, input(g, in, "at", 2, sa), 0, NULL), w));
 }
 
-/* Attention, softmax(q kT / sqrt(d)) v as one kernel, on q [2, 2, 37, 20]
- * against 70 keys (k [.., 70, 20], v [.., 70, 12]): in the GPU form two
+/* Attention, softmax(q kT / sqrt(d)) v as one kernel, on q [batch, 2, sq,
+ * 20] of dt against sk keys (k [.., sk, 20], v [.., sk, 12]), the output
+ * as f32 (a bf16 one cast in the store): in the GPU form at 37 x 70 two
  * tiles of keys, the second partial, D and Dv not multiples of 4; in the
  * CPU form blocks of rows with a short last one, a last group of keys
  * taken one by one, vectors with zeros past D and Dv. */
-static void attention(clf_graph *g, inputs *in, int64_t sq, int64_t sk, bool causal)
+static void attention(clf_graph *g, inputs *in, clf_dtype dt, int64_t batch, int64_t sq, int64_t sk, bool causal)
 {
-    int64_t sq4[4] = {2, 2, sq, 20}, sk4[4] = {2, 2, sk, 20}, sv4[4] = {2, 2, sk, 12};
-    clf_tensor q = input(g, in, "q", 4, sq4), k = input(g, in, "k", 4, sk4), v = input(g, in, "v", 4, sv4);
-    clf_graph_output(g, "o", clf_attention(g, q, k, v, CLF_TENSOR_INVALID, 0, causal));
+    int64_t sq4[4] = {batch, 2, sq, 20}, sk4[4] = {batch, 2, sk, 20}, sv4[4] = {batch, 2, sk, 12};
+    clf_tensor q = input_of(g, in, "q", dt, 4, sq4), k = input_of(g, in, "k", dt, 4, sk4);
+    clf_tensor o = clf_attention(g, q, k, input_of(g, in, "v", dt, 4, sv4), CLF_TENSOR_INVALID, 0, causal);
+    clf_graph_output(g, "o", dt == CLF_F32 ? o : clf_cast(g, o, CLF_F32));
 }
-static void build_attention(clf_graph *g, inputs *in) { attention(g, in, 37, 70, false); }
+static void build_attention(clf_graph *g, inputs *in) { attention(g, in, CLF_F32, 2, 37, 70, false); }
 /* Causal, square: rows stop at their diagonal, tiles past a work-group's
  * last row are skipped. */
-static void build_attention_causal(clf_graph *g, inputs *in) { attention(g, in, 37, 37, true); }
+static void build_attention_causal(clf_graph *g, inputs *in) { attention(g, in, CLF_F32, 2, 37, 37, true); }
 /* Decode: one query row over 150 keys, causal (bottom-right), in the GPU
  * form's decode kernels: on Oclgrind's one compute unit the 4 rows' keys
  * are cut into two chunks (128 and a partial 22) over work-groups, then
  * the combine (marker2 asks for SPLIT 2). */
-static void build_attention_decode(clf_graph *g, inputs *in) { attention(g, in, 1, 150, true); }
-
-/* Attention in the tensor-core form, its mma, ldmatrix and shuffles
- * emulated in OpenCL C (CLF_MMA_EMULATE): bf16 q [1, 2, 37, 20] over 70
- * keys (v's heads 12), the result cast to f32 in the store; D and Dv
- * padded to whole 16-value steps, three tiles of keys, the last partial,
- * and most of the work-group's warps past the 37 rows (they walk the tiles
- * for the exchanges and store nothing). Causal: bottom-right, tiles past
- * a warp's last key skipped by that warp. */
-static void attention_tc(clf_graph *g, inputs *in, bool causal)
-{
-    int64_t sq4[4] = {1, 2, 37, 20}, sk4[4] = {1, 2, 70, 20}, sv4[4] = {1, 2, 70, 12};
-    clf_tensor q = input_of(g, in, "q", CLF_BF16, 4, sq4), k = input_of(g, in, "k", CLF_BF16, 4, sk4);
-    clf_tensor v = input_of(g, in, "v", CLF_BF16, 4, sv4);
-    clf_graph_output(g, "o", clf_cast(g, clf_attention(g, q, k, v, CLF_TENSOR_INVALID, 0, causal), CLF_F32));
-}
-static void build_attention_tc(clf_graph *g, inputs *in) { attention_tc(g, in, false); }
-static void build_attention_tc_causal(clf_graph *g, inputs *in) { attention_tc(g, in, true); }
+static void build_attention_decode(clf_graph *g, inputs *in) { attention(g, in, CLF_F32, 2, 1, 150, true); }
+/* The tensor-core form, its mma, ldmatrix and shuffles emulated in OpenCL
+ * C (CLF_MMA_EMULATE), bf16, one batch of 37 rows over 70 keys: D and Dv
+ * padded to whole 16-value steps, three tiles of 32 keys, the last
+ * partial, and most of the work-group's warps past the 37 rows (they walk
+ * the tiles for the exchanges and store nothing). Causal: bottom-right,
+ * tiles past a warp's last key skipped by that warp. */
+static void build_attention_tc(clf_graph *g, inputs *in) { attention(g, in, CLF_BF16, 1, 37, 70, false); }
+static void build_attention_tc_causal(clf_graph *g, inputs *in) { attention(g, in, CLF_BF16, 1, 37, 70, true); }
 
 /* GEMM over a broadcast batch: a [2, 1, 9, 20] by b [3, 20, 13], a
  * residual [9, 13] read through the batch in the epilogue. */
