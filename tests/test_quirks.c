@@ -3,7 +3,8 @@
  * still does what the row says, so the table stays true. A row that no
  * longer reproduces fails, naming the row: the driver was fixed, and the
  * workaround and the README line may go. Exits 77 (skip) when no row's
- * platform has a device (rusticl needs RUSTICL_ENABLE=llvmpipe or a GPU).
+ * platform has a device (rusticl needs RUSTICL_ENABLE=llvmpipe or a GPU;
+ * NVIDIA's driver an NVIDIA GPU).
  *
  * Each reproducer runs in a child process, which makes its own OpenCL
  * context (PoCL hangs on a context made before fork()). */
@@ -168,6 +169,37 @@ static void slow_inlined_code(const probe *P)
     exit(t8 >= 4 * t1 ? 0 : 1);
 }
 
+/* CLF__QUIRK_OVERLAPPING_SUB_BUFFERS: sub-buffers [0, 320) and [0, 64) of
+ * one buffer, each written by a kernel in that order, released in that
+ * order; the child dies of a signal where the row holds, exits 0 where
+ * the driver released both. */
+static void overlapping_sub_buffers(const probe *P)
+{
+    const char *src = "__kernel void k(__global float *o) { o[get_global_id(0)] = 1.0f; }\n";
+    cl_int err;
+    cl_program p = clCreateProgramWithSource(P->ctx, 1, &src, NULL, &err);
+    if (!p || clBuildProgram(p, 1, &P->dev, "", NULL, NULL) != CL_SUCCESS)
+        exit(2);
+    cl_kernel k = clCreateKernel(p, "k", &err);
+    cl_mem whole = clCreateBuffer(P->ctx, CL_MEM_READ_WRITE, 4096, NULL, &err);
+    if (!k || !whole)
+        exit(2);
+    const cl_buffer_region regions[2] = {{0, 320}, {0, 64}};
+    cl_mem sub[2];
+    for (int i = 0; i < 2; i++) {
+        size_t n = 16;
+        sub[i] = clCreateSubBuffer(whole, CL_MEM_READ_WRITE, CL_BUFFER_CREATE_TYPE_REGION, &regions[i], &err);
+        if (!sub[i] || clSetKernelArg(k, 0, sizeof sub[i], &sub[i]) != CL_SUCCESS ||
+            clEnqueueNDRangeKernel(P->q, k, 1, NULL, &n, NULL, 0, NULL, NULL) != CL_SUCCESS ||
+            clFinish(P->q) != CL_SUCCESS)
+            exit(2);
+    }
+    clReleaseMemObject(sub[0]);
+    clReleaseMemObject(sub[1]);
+    printf("    both sub-buffers released\n");
+    exit(0);
+}
+
 int main(void)
 {
     int ran = 0, failed = 0;
@@ -192,6 +224,8 @@ int main(void)
                 zero_plus_x(&P);
             if (q->quirk == CLF__QUIRK_SLOW_INLINED_CODE)
                 slow_inlined_code(&P);
+            if (q->quirk == CLF__QUIRK_OVERLAPPING_SUB_BUFFERS)
+                overlapping_sub_buffers(&P);
             exit(2);
         }
         int status = 0;
@@ -201,7 +235,7 @@ int main(void)
             continue;
         }
         bool reproduced = false;
-        if (q->quirk == CLF__QUIRK_ABORTS_ON_FOREIGN_BINARY)
+        if (q->quirk == CLF__QUIRK_ABORTS_ON_FOREIGN_BINARY || q->quirk == CLF__QUIRK_OVERLAPPING_SUB_BUFFERS)
             reproduced = WIFSIGNALED(status);
         if (q->quirk == CLF__QUIRK_LOOP_TRIPS_65535 || q->quirk == CLF__QUIRK_ZERO_PLUS_X_FOLDED ||
             q->quirk == CLF__QUIRK_SLOW_INLINED_CODE)

@@ -48,6 +48,12 @@ const clf__driver_quirk clf__driver_quirk_table[] = {
      .what = "inlines every call and builds slower than the code grows (libclc's sin above all)",
      .workaround = "pointwise kernels take one element a work-item and fused chains are cut at 8 ops",
      .reproducer = "llvmpipe_builds_unrolled_sin_slowly"},
+    {.platform = "NVIDIA CUDA",
+     .seen_on = "580.159.04, H200",
+     .quirk = CLF__QUIRK_OVERLAPPING_SUB_BUFFERS,
+     .what = "crashes releasing a sub-buffer, used by a kernel, that overlaps a live one of other extent used after it",
+     .workaround = "the specialisations of a graph with symbolic sizes get a scratch each instead of sharing one",
+     .reproducer = "nvidia_overlapping_sub_buffers_crash"},
 };
 const size_t clf__driver_quirk_count = sizeof clf__driver_quirk_table / sizeof clf__driver_quirk_table[0];
 

@@ -43,6 +43,15 @@ typedef enum clf__quirk {
      * codegen's target->small_code: pointwise kernels of one element a
      * work-item, fused chains cut at CLF__SMALL_CODE_DEPTH ops. */
     CLF__QUIRK_SLOW_INLINED_CODE = 1u << 3,
+    /* Two sub-buffers of one buffer whose regions overlap with different
+     * extents, each used by a kernel: releasing the one used first while
+     * the other lives crashes the process in the driver (NVIDIA 580, H200;
+     * the specialisations of a graph with symbolic sizes, which shared one
+     * scratch, crashed when destroyed). Workaround: there every
+     * specialisation has a scratch of its own (dynamic.c); within one
+     * executable overlapping values already get buffers of their own
+     * (executable.c's make_sub_buffers). */
+    CLF__QUIRK_OVERLAPPING_SUB_BUFFERS = 1u << 4,
 } clf__quirk;
 
 typedef struct clf__driver_quirk {

@@ -17,8 +17,9 @@
  * later run at new sizes plans and generates code, and builds nothing
  * unless its kernels take another form (a variant: a different vector
  * width, tiling or reduction form). The specialisations share one
- * scratch buffer, as large as the largest needs (share_scratch), and run
- * one after another. */
+ * scratch buffer, as large as the largest needs (share_scratch; each has
+ * its own on drivers with CLF__QUIRK_OVERLAPPING_SUB_BUFFERS), and run one
+ * after another. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
@@ -331,7 +332,7 @@ static clf_status share_scratch(clf_executable *e, clf_executable *x, const char
     struct clf__dyn *d = e->dyn;
     clf_context *ctx = e->ctx;
     const uint64_t need = x->scratch_bytes;
-    if (need == 0)
+    if (need == 0 || !x->external_scratch) /* none, or its own (CLF__QUIRK_OVERLAPPING_SUB_BUFFERS) */
         return CLF_OK;
     if (need > d->scratch_bytes) {
         uint64_t bytes = d->scratch_bytes + d->scratch_bytes / 2;

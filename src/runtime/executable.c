@@ -847,7 +847,10 @@ clf_status clf__compile_graph(clf_context *ctx, const clf_graph *g, const clf_co
             if (st != CLF_OK)
                 goto fail;
         }
-        e->external_scratch = (params && params->external_scratch) || share;
+        /* A specialisation takes the shared scratch dynamic.c binds, where
+         * the driver can release overlapping sub-buffers. */
+        e->external_scratch = (params && params->external_scratch) ||
+                              (share && !(ctx->quirks & CLF__QUIRK_OVERLAPPING_SUB_BUFFERS));
         e->build_threads = build_threads;
         if (share && share->sources_only) {
             st = CLF_OK;

@@ -130,7 +130,8 @@ typedef struct clf__lift_table clf__lift_table;
 /* What a specialisation of a graph with symbolic dimensions shares with
  * the others (dynamic.c): constant buffers, programs through the lift
  * table, and scratch (the executable is made without one, as with
- * external_scratch; dynamic.c binds the shared one before each run).
+ * external_scratch; dynamic.c binds the shared one before each run),
+ * except on drivers with CLF__QUIRK_OVERLAPPING_SUB_BUFFERS.
  * sources_only: lower and note the kernels' sources in the lift table,
  * build nothing and make no executable (a probe at other sizes); as_is:
  * note them as worth building as they are. */
