@@ -2,9 +2,11 @@
  * source properties (index width, vector path, template), and the fusion
  * legality rule. Nothing here touches OpenCL. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "codegen/codegen.h"
+#include "codegen/templates.h"
 #include "planner/planner.h"
 #include "test_support.h"
 
@@ -1045,6 +1047,33 @@ START_TEST(gemm_tensor_cores_where_the_operands_allow)
 }
 END_TEST
 
+/* Kernel-local names (canonical_names.c) are not looked for in the
+ * template a source ends with: no template may have an identifier of a
+ * generated name's form outside comments and strings, and text after the
+ * template's marker is copied as it is. */
+START_TEST(templates_have_no_generated_names)
+{
+    const char *const templates[] = {clf__template_pointwise,      clf__template_reduction_cpu,
+                                     clf__template_reduction_gpu,  clf__template_reduction_split,
+                                     clf__template_gemm,           clf__template_gemm_cpu,
+                                     clf__template_gemm_mma,       clf__template_gemm_rows,
+                                     clf__template_attention_cpu,  clf__template_attention_gpu,
+                                     clf__template_attention_mma,  clf__template_attention_decode,
+                                     clf__template_mma_sync,       clf__template_erf};
+    for (size_t i = 0; i < sizeof templates / sizeof *templates; i++) {
+        const char *n = clf__cg_generated_name(templates[i]);
+        ck_assert_msg(!n, "template %zu has a generated name's form: %.20s", i, n);
+    }
+    const char *probe = "/* b3 s_4 */ x = \"c_5\" + 1e5f + .5e-2 + b12; v_7";
+    ck_assert_ptr_eq(clf__cg_generated_name(probe), strstr(probe, "b12"));
+    char *src = strdup("float b7 = s_9;\n/* ---- kernels_templates/t.cl ---- */\nb7 s_9\n");
+    const uint32_t params[] = {7}, nodes[] = {9};
+    ck_assert(clf__cg_canonical_names(params, 1, nodes, 1, &src));
+    ck_assert_str_eq(src, "float b0 = s_0;\n/* ---- kernels_templates/t.cl ---- */\nb7 s_9\n");
+    free(src);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("codegen");
@@ -1068,6 +1097,7 @@ int main(void)
     tcase_add_test(tc, gemm_tensor_cores_where_the_operands_allow);
     tcase_add_test(tc, gemm_one_row_form_order_and_slices);
     tcase_add_test(tc, cache_view_loads_need_no_division_by_the_length);
+    tcase_add_test(tc, templates_have_no_generated_names);
     suite_add_tcase(s, tc);
     return clf_test_run_suite(s);
 }

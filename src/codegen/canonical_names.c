@@ -11,7 +11,11 @@
  * is replaced (comments, strings and numbers are copied as they are), and
  * the source is left as generated when a new name is already an identifier
  * of the source that is not renamed. None of these forms can be a vector
- * component (.s1) or a builtin. About 40 us for a 21 KB kernel. */
+ * component (.s1) or a builtin. The template every writer ends a source
+ * with (after its "/\* ---- kernels_templates/" line) is not read: no
+ * template has such an identifier (clf__cg_generated_name, which a codegen
+ * test runs over every template). About 40 us for a 21 KB kernel read
+ * whole; most kernels are mostly template. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -109,6 +113,48 @@ static const char *skip_non_ident(const char *p)
     return p;
 }
 
+/* The next identifier at or after p and before end (its end in *e), or
+ * NULL: comments, strings, characters and numbers are passed over. */
+static const char *next_ident(const char *p, const char *end, const char **e)
+{
+    while (p < end && *p) {
+        const char *q = skip_non_ident(p);
+        if (q != p) {
+            p = q;
+        } else if (ident_start(*p)) {
+            for (q = p; ident_char(*q); q++)
+                ;
+            *e = q;
+            return p;
+        } else {
+            p++;
+        }
+    }
+    return NULL;
+}
+
+/* The start of the template a generated source ends with: its marker
+ * line, the last "/\* ---- kernels_templates/" of the source; the source's
+ * end when there is none. */
+static const char *template_start(const char *src)
+{
+    static const char marker[] = "/* ---- kernels_templates/";
+    const char *last = NULL;
+    for (const char *m = strstr(src, marker); m; m = strstr(m + 1, marker))
+        last = m;
+    return last ? last : src + strlen(src);
+}
+
+const char *clf__cg_generated_name(const char *text)
+{
+    const char *e, *const end = text + strlen(text);
+    uint32_t v;
+    for (const char *p = next_ident(text, end, &e); p; p = next_ident(e, end, &e))
+        if (generated_shape(p, (size_t)(e - p), &v) >= 0)
+            return p;
+    return NULL;
+}
+
 /* ids[i] paired with i, sorted by id; false when an id repeats or memory
  * ran out. */
 static id_ord *sorted_ids(const uint32_t *ids, uint32_t n, bool *ok)
@@ -133,22 +179,13 @@ bool clf__cg_canonical_names(const uint32_t *params, uint32_t nparams, const uin
     id_ord *pv = sorted_ids(params, nparams, &ok_p), *nv = sorted_ids(nodes, nnodes, &ok_n);
     clf__strbuf out = {0};
     const char *src = *source, *why = NULL, *copied = src, *at = src;
+    const char *const generated_end = template_start(src);
     size_t why_len = 0;
     if (!ok_p || !ok_n)
         goto end; /* an id listed twice: not a kernel codegen wrote */
     /* One pass: text is copied in runs up to each identifier renamed. */
-    for (const char *p = src; *p && !why;) {
-        const char *e = skip_non_ident(p);
-        if (e != p) {
-            p = e;
-            continue;
-        }
-        if (!ident_start(*p)) {
-            p++;
-            continue;
-        }
-        for (e = p; ident_char(*e); e++)
-            ;
+    const char *e;
+    for (const char *p = next_ident(src, generated_end, &e); p && !why; p = next_ident(e, generated_end, &e)) {
         uint32_t v;
         const int kind = generated_shape(p, (size_t)(e - p), &v);
         if (kind >= 0) {
@@ -165,7 +202,6 @@ bool clf__cg_canonical_names(const uint32_t *params, uint32_t nparams, const uin
                 why_len = (size_t)(e - p);
             }
         }
-        p = e;
     }
     if (why) {
         clf__log(CLF__LOG_OUTPUT_CODE, "kernel-local names not applied (%s: %.*s)", why, (int)why_len, at);

@@ -139,6 +139,10 @@ void clf__kernel_code_free(clf__kernel_code *code);
  * done exactly or memory ran out (canonical_names.c). */
 bool clf__cg_canonical_names(const uint32_t *params, uint32_t nparams, const uint32_t *nodes, uint32_t nnodes,
                              char **source);
+/* The first identifier of text (outside comments, strings and numbers)
+ * that has the form of a name codegen makes of an id, or NULL. NULL for
+ * every template, which clf__cg_canonical_names does not read. */
+const char *clf__cg_generated_name(const char *text);
 /* Whether a generated kernel's source uses inline PTX (the warp-shuffle
  * form, target->warp_shuffle, or a tensor-core form, target->tensor_cores):
  * a form a driver other than NVIDIA's, or an older GPU, may refuse to
