@@ -127,7 +127,8 @@ clf_status clf__program_get_built(clf_context *ctx, const char *source, const ch
     const char *extra = getenv("CLFUSE_BUILD_OPTIONS");
     if (options[0] == '\0' && extra)
         options = extra;
-    uint64_t h = clf__hash_str(clf__hash_str(CLF__HASH_SEED, source), options);
+    const size_t slen = strlen(source);
+    uint64_t h = clf__hash_words(clf__hash_words(CLF__HASH_SEED ^ slen, source, slen), options, strlen(options));
     pthread_mutex_lock(&ctx->lock);
     cl_program prog = lookup(ctx, h, source, options);
     if (prog)

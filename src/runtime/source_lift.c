@@ -802,7 +802,7 @@ void clf__lift_table_free(clf__lift_table **tp)
 static group *group_of(clf__lift_table *t, const char *source, parsed *P)
 {
     const char *sk = P->skeleton;
-    const uint64_t h = clf__hash_str(CLF__HASH_SEED, sk);
+    const uint64_t h = clf__hash_words(CLF__HASH_SEED, sk, strlen(sk));
     group *g = t->groups;
     while (g && !(g->hash == h && !strcmp(g->skeleton, sk)))
         g = g->next;
@@ -1047,7 +1047,7 @@ clf_status clf__lift_program(clf_context *ctx, clf__lift_table *t, const char *s
      * tail; memo_find compares the whole text. Hashing whole sources
      * (tens of kB each, a byte at a time) cost a new length ~1 ms. */
     const size_t len = strlen(source), head = len < 2048 ? len : 2048, tail = len - head < 256 ? len - head : 256;
-    const uint64_t h = clf__hash_bytes(clf__hash_bytes(CLF__HASH_SEED ^ len, source, head), source + len - tail, tail);
+    const uint64_t h = clf__hash_words(clf__hash_words(CLF__HASH_SEED ^ len, source, head), source + len - tail, tail);
     pthread_mutex_lock(&t->lock);
     const memo *seen = memo_find(t, h, len, source);
     if (seen) {
