@@ -38,11 +38,13 @@
  *   TN, NT               columns and work-items of a work-group (TN <=
  *                        NT: a work-item sums a column's lanes)
  *   SPLIT, KCH           slices of K and K values a slice (a multiple of
- *                        W); SPLIT > 1 adds a parameter after CLF_PARAMS,
- *                        state: BLOCKS counters (padded to a multiple of
- *                        32), 0 before the first launch and left 0 by
- *                        each, then BLOCKS * SPLIT * ROWS_MAX * TN partial
- *                        sums (a buffer of the kernel's own, zeroed once)
+ *                        W); SPLIT > 1 adds two parameters after
+ *                        CLF_PARAMS, a buffer and where the kernel's state
+ *                        starts in it (in uints): BLOCKS counters (padded
+ *                        to a multiple of 32), 0 before the first launch
+ *                        and left 0 by each, then BLOCKS * SPLIT *
+ *                        ROWS_MAX * TN partial sums (a region of its own,
+ *                        zeroed once)
  *   W, CW, U             values a load of B, columns a work-item (W where
  *                        B_N_FAST, else 1), loads in flight
  *   clf_load_a(bt, m, k, ...), clf_load_b(bt, k, n, ...)
@@ -111,7 +113,7 @@ static inline void clf_store(IDX_T bt, IDX_T m, IDX_T n, float acc, CLF_PARAMS) 
 
 __kernel __attribute__((reqd_work_group_size(NT, 1, 1)))
 #if SPLIT > 1
-void CLF_KERNEL_NAME(CLF_PARAMS, __global uint *restrict state, const IDX_T numel)
+void CLF_KERNEL_NAME(CLF_PARAMS, __global uint *restrict state, const uint state_at, const IDX_T numel)
 #else
 void CLF_KERNEL_NAME(CLF_PARAMS, const IDX_T numel)
 #endif
@@ -272,7 +274,7 @@ void CLF_KERNEL_NAME(CLF_PARAMS, const IDX_T numel)
      * no data race (OpenCL 1.2's atomics: exchange to write, or with 0 to
      * read). */
     __local int last;
-    __global uint *counters = state, *partial = state + (blocks + 31) / 32 * 32;
+    __global uint *counters = state + state_at, *partial = counters + (blocks + 31) / 32 * 32;
     if (t < TN)
         for (int r = 0; r < ROWS_MAX && (IDX_T)r < rows; ++r)
             atomic_xchg(partial + ((blk * SPLIT + sp) * ROWS_MAX + (IDX_T)r) * TN + (IDX_T)t, as_uint(sum[r]));

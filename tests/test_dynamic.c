@@ -284,6 +284,69 @@ static void many_lengths(clf_kernel_style style)
 START_TEST(one_executable_many_lengths) { many_lengths(CLF_KERNEL_STYLE_AUTO); }
 END_TEST
 
+/* One-row products cut into K slices (the GPU form, gemm_rows.cl) keep
+ * counters and partial sums in the kernels' state, which every
+ * specialisation shares (dynamic.c's share_state): a one-row product
+ * beside a value of length S, run at lengths back and forth, each against
+ * the reference, leaves no counter set for the next specialisation and
+ * reads no other one's sums. */
+START_TEST(split_products_share_state_across_lengths)
+{
+    enum { K = 2048, N = 40 };
+    setenv("CLFUSE_GEMM_ROWS", "first", 1); /* the sliced form before tiles here too */
+    clf_context *ctx = clf_test_context();
+    clf_graph *g = clf_graph_create();
+    int64_t s = clf_dim(g, "S", 1, 8);
+    float *w = malloc(K * N * sizeof *w);
+    clf_test_fill_f32(w, K * N, -0.1f, 0.1f);
+    clf_tensor x = clf_input(g, "x", CLF_F32, 2, (int64_t[]){1, K});
+    clf_graph_output(g, "y", clf_relu(g, clf_matmul(g, x, clf_constant(g, CLF_F32, 2, (int64_t[]){K, N}, w))));
+    clf_graph_output(g, "u", clf_relu(g, clf_input(g, "z", CLF_F32, 2, (int64_t[]){s, 4})));
+    clf_executable *exe = NULL;
+    clf_status st = clf_compile(ctx, g, clf_compile_params(.kernel_style = CLF_KERNEL_STYLE_GPU), &exe);
+    ck_assert_msg(st == CLF_OK, "%s", clf_context_last_error(ctx));
+    static const int64_t lengths[] = {1, 3, 1, 5, 2, 3, 1};
+    float xv[K], z[8 * 4];
+    for (size_t i = 0; i < sizeof lengths / sizeof *lengths; i++) {
+        const int64_t S = lengths[i];
+        float y[N], want[N], u[8 * 4], wu[8 * 4];
+        clf_test_fill_f32(xv, K, -1, 1);
+        clf_test_fill_f32(z, (size_t)S * 4, -1, 1);
+        memset(y, 0xff, sizeof y);
+        const int64_t xs[2] = {1, K}, zs[2] = {S, 4};
+        const int64_t *shapes[2] = {xs, zs};
+        clf_host_binding in[2] = {{"x", xv}, {"z", z}}, got[2] = {{"y", y}, {"u", u}};
+        clf_host_binding ref[2] = {{"y", want}, {"u", wu}};
+        char msg[320];
+        ck_assert_msg(clf_reference_run_shaped(g, 2, in, shapes, 2, ref, msg, sizeof msg) == CLF_OK, "%s", msg);
+        st = clf_run_host_shaped(exe, 2, in, shapes, 2, got);
+        ck_assert_msg(st == CLF_OK, "S=%lld: %s", (long long)S, clf_context_last_error(ctx));
+        ck_assert_msg(clf_test_close(CLF_F32, y, want, N, 1e-4, 1e-5, msg, sizeof msg), "S=%lld y: %s", (long long)S,
+                      msg);
+        ck_assert_msg(clf_test_close(CLF_F32, u, wu, (size_t)S * 4, 0, 0, msg, sizeof msg), "S=%lld u: %s",
+                      (long long)S, msg);
+    }
+    /* Every specialisation sliced the product and ran with the one state
+     * buffer. */
+    const struct clf__dyn *d = exe->dyn;
+    size_t sliced = 0;
+    for (size_t i = 0; i < d->nspecs; i++) {
+        const clf_executable *sp = d->specs[i]->exe;
+        if (!sp->state_bytes)
+            continue;
+        sliced++;
+        ck_assert_ptr_eq(sp->state, d->state);
+        ck_assert_uint_le(sp->state_bytes, d->state_bytes);
+    }
+    ck_assert_uint_ge(sliced, 3);
+    clf_executable_destroy(&exe);
+    clf_graph_destroy(&g);
+    free(w);
+    clf_context_destroy(&ctx);
+    unsetenv("CLFUSE_GEMM_ROWS");
+}
+END_TEST
+
 /* The GPU form (on PoCL too): its kernels' forms follow the sizes more. */
 START_TEST(many_lengths_gpu_form) { many_lengths(CLF_KERNEL_STYLE_GPU); }
 END_TEST
@@ -893,6 +956,7 @@ static Suite *dynamic_suite(void)
     clf_test_add_case(s, "builder_refuses", builder_refuses);
     clf_test_add_case(s, "symbols_propagate", symbols_propagate);
     clf_test_add_case(s, "one_executable_many_lengths", one_executable_many_lengths);
+    clf_test_add_case(s, "split_products_share_state_across_lengths", split_products_share_state_across_lengths);
     clf_test_add_case(s, "many_lengths_gpu_form", many_lengths_gpu_form);
     clf_test_add_case(s, "bad_shapes_refused", bad_shapes_refused);
     clf_test_add_case(s, "specialisations_evicted_and_shared", specialisations_evicted_and_shared);

@@ -19,7 +19,7 @@
  * width, tiling or reduction form). The specialisations share one
  * scratch buffer, as large as the largest needs (share_scratch; each has
  * its own on drivers with CLF__QUIRK_OVERLAPPING_SUB_BUFFERS), and run one
- * after another. */
+ * after another. So do the kernels' state (share_state). */
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
@@ -80,6 +80,8 @@ static void dyn_free(struct clf__dyn *d)
     clf__free(d->specs);
     if (d->scratch)
         clReleaseMemObject(d->scratch);
+    if (d->state)
+        clReleaseMemObject(d->state);
     clf__lift_table_free(&d->lift);
     clf_graph_destroy(&d->graph);
     pthread_mutex_destroy(&d->pool.lock);
@@ -360,6 +362,44 @@ static clf_status share_scratch(clf_executable *e, clf_executable *x, const char
     return x->scratch == d->scratch ? CLF_OK : clf__executable_bind_scratch(x, d->scratch, 0, call);
 }
 
+/* Gives x the shared state buffer, which first grows where x needs more
+ * than it has (to x's need, and by half at least), zeroed. An executable
+ * still on an older buffer moves at its own next run: state is no memory
+ * plan, only counters that every launch leaves at 0 and partial sums it
+ * writes before reading, so any region of a zeroed buffer serves. Under
+ * d->lock. */
+static clf_status share_state(clf_executable *e, clf_executable *x, const char *call)
+{
+    struct clf__dyn *d = e->dyn;
+    if (x->state_bytes == 0)
+        return CLF_OK;
+    if (x->state_bytes > d->state_bytes) {
+        uint64_t bytes = d->state_bytes + d->state_bytes / 2;
+        if (bytes < x->state_bytes)
+            bytes = x->state_bytes;
+        cl_mem m = NULL;
+        cl_int err = clf__zeroed_buffer(e->ctx, bytes, &m);
+        if (err != CL_SUCCESS)
+            return clf__ctx_fail(e->ctx, clf__cl_status(err), "%s: %llu bytes of kernels' state: %s", call,
+                                 (unsigned long long)bytes, clf__cl_error_name(err));
+        clf__log(CLF__LOG_CACHE, "symbolic sizes: the kernels' state grows to %llu bytes", (unsigned long long)bytes);
+        if (d->state)
+            clReleaseMemObject(d->state);
+        d->state = m;
+        d->state_bytes = bytes;
+    }
+    if (x->state != d->state) {
+        clRetainMemObject(d->state);
+        pthread_mutex_lock(&x->lock);
+        cl_mem old = x->state;
+        x->state = d->state;
+        pthread_mutex_unlock(&x->lock);
+        if (old)
+            clReleaseMemObject(old);
+    }
+    return CLF_OK;
+}
+
 /* The specialisation to values (*out), made now if there is none: the
  * least recently used one no run is using makes room where all MAX_SPECS
  * are kept. Under d->lock; a failure leaves its message on the context. */
@@ -444,6 +484,8 @@ static clf_status select_spec(clf_executable *e, const char *call, size_t ninput
     clf_executable *chosen = *sp ? (*sp)->exe : e;
     if (st == CLF_OK)
         st = share_scratch(e, chosen, call);
+    if (st == CLF_OK)
+        st = share_state(e, chosen, call);
     if (st == CLF_OK) {
         if (*sp) {
             (*sp)->used = d->clock;

@@ -44,6 +44,11 @@ struct clf__dyn {
      * the specialisations follow each other (clf__lift_last_run). */
     cl_mem scratch;
     uint64_t scratch_bytes;
+    /* The kernels' state every one of them runs with (share_state):
+     * zeroed when made, and left zeroed by every launch that uses it;
+     * grows as the scratch does, never shrinks. */
+    cl_mem state;
+    uint64_t state_bytes;
 };
 
 #endif

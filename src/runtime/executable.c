@@ -293,9 +293,21 @@ out:
     return st;
 }
 
-/* The kernels' own state (clf__exe_kernel.state): regions of one zeroed
- * buffer, placed by the memory planner as buffers all live at once (each
- * at a multiple of the device's base alignment, none sharing a byte). */
+cl_int clf__zeroed_buffer(clf_context *ctx, uint64_t bytes, cl_mem *out)
+{
+    void *zeros = bytes <= SIZE_MAX ? clf__calloc(1, (size_t)bytes) : NULL;
+    cl_int err = CL_OUT_OF_HOST_MEMORY;
+    *out = NULL;
+    if (zeros)
+        *out = clCreateBuffer(ctx->cl, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, (size_t)bytes, zeros, &err);
+    clf__free(zeros);
+    return *out ? CL_SUCCESS : err;
+}
+
+/* The kernels' own state (clf__exe_kernel.state_at): regions of one
+ * zeroed buffer, placed by the memory planner as buffers all live at once
+ * (none sharing a byte), and that buffer, except for the executables of a
+ * graph with symbolic sizes, whose buffer dynamic.c shares. */
 static clf_status make_kernel_state(clf_context *ctx, clf_executable *e)
 {
     size_t n = 0;
@@ -311,22 +323,17 @@ static clf_status make_kernel_state(clf_context *ctx, clf_executable *e)
             iv[i++] = (clf__mem_interval){e->kernels[k].state_bytes, 0, (uint32_t)e->nkernels};
     if (st == CLF_OK)
         st = clf__memory_plan(iv, n, ctx->base_align, off, &total);
-    void *zeros = st == CLF_OK && total <= SIZE_MAX ? clf__calloc(1, (size_t)total) : NULL;
-    cl_int err = CL_OUT_OF_HOST_MEMORY;
-    if (zeros)
-        e->state = clCreateBuffer(ctx->cl, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, (size_t)total, zeros, &err);
-    clf__free(zeros);
-    for (size_t k = 0, i = 0; k < e->nkernels && e->state; k++) {
-        clf__exe_kernel *K = &e->kernels[k];
-        if (!K->state_bytes)
-            continue;
-        cl_buffer_region r = {(size_t)off[i++], (size_t)K->state_bytes};
-        K->state = clCreateSubBuffer(e->state, CL_MEM_READ_WRITE, CL_BUFFER_CREATE_TYPE_REGION, &r, &err);
-        if (!K->state)
-            break;
-    }
+    if (st == CLF_OK && total >= ((uint64_t)1 << 34))
+        st = CLF_ERR_UNSUPPORTED; /* state_at counts uints in 32 bits */
+    for (size_t k = 0, i = 0; k < e->nkernels && st == CLF_OK; k++)
+        if (e->kernels[k].state_bytes)
+            e->kernels[k].state_at = (uint32_t)(off[i++] / sizeof(cl_uint));
     clf__free(iv);
     clf__free(off);
+    e->state_bytes = total;
+    cl_int err = CL_SUCCESS;
+    if (st == CLF_OK && !e->lift)
+        err = clf__zeroed_buffer(ctx, total, &e->state);
     if (st != CLF_OK)
         return clf__ctx_fail(ctx, st, "clf_compile: %s while placing the kernels' state",
                              st == CLF_ERR_OUT_OF_MEMORY ? "out of memory" : "size overflow");
@@ -940,8 +947,6 @@ CLF_API void clf_executable_destroy(clf_executable **pe)
             clReleaseKernel(K->final_kernel);
         if (K->scratch)
             clReleaseMemObject(K->scratch);
-        if (K->state)
-            clReleaseMemObject(K->state);
         if (e->starts && e->starts[k])
             clReleaseEvent(e->starts[k]);
         if (e->events && e->events[k])

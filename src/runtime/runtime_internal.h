@@ -107,11 +107,12 @@ typedef struct clf__exe_kernel {
     size_t final_global, final_local;
     uint64_t partial_bytes, partial_offset;
     /* State kept between the kernel's work-groups (codegen.h's
-     * state_bytes): its own region of the executable's state buffer,
-     * zeroed when made. Launches of one executable never overlap (run.c),
-     * so one region serves every run. */
-    cl_mem state;
+     * state_bytes): its own region of the executable's state buffer, from
+     * uint state_at on (an argument: no sub-buffer), zeroed when made.
+     * Launches of one executable never overlap (run.c), so one region
+     * serves every run. */
     uint64_t state_bytes;
+    uint32_t state_at;
 } clf__exe_kernel;
 
 /* A set of device buffers for one clf_run_host call: per plan buffer, its
@@ -176,10 +177,12 @@ struct clf_executable {
      * a kernel written with inline PTX: the forms it used (CLF__PTX_*,
      * warp shuffles, tensor cores); clf_compile lowers again without them. */
     unsigned ptx_refused;
-    /* The kernels' own state (clf__exe_kernel.state: sub-buffers of it),
-     * one allocation zeroed when made: a step at a new length makes one,
-     * not one a kernel. */
+    /* The kernels' own state (clf__exe_kernel.state_at), state_bytes in
+     * all: one zeroed allocation, made at instantiation; the executables
+     * of a graph with symbolic sizes share one (dynamic.c's share_state,
+     * set before each run), so a step at a new length allocates none. */
     cl_mem state;
+    uint64_t state_bytes;
     cl_mem scratch;
     clf__exe_kernel *kernels;
     size_t nkernels;
@@ -305,6 +308,9 @@ void clf__device_describe(cl_platform_id platform, cl_device_id device, uint32_t
 /* Chooses a device by selector (see clf_context_params.device). */
 clf_status clf__device_select(const char *selector, cl_platform_id *platform, cl_device_id *device,
                               uint32_t *index, char *msg, size_t cap);
+
+/* A new buffer of bytes zeroes (*out), or the OpenCL error. */
+cl_int clf__zeroed_buffer(clf_context *ctx, uint64_t bytes, cl_mem *out);
 
 /* A scratch buffer of *bytes, lowered to the device's largest allocation,
  * for intermediates that need `need` (refused, with call in the message,
