@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The KV cache and the decoder stack on the GPU machine, through the device
-# tool (carry .gpu; see shared BENCH.md).
+# tool (carry .gpu, filled by ../shared/gpu/prepare and then
+# bench/models/prepare_gpu.sh; see shared BENCH.md).
 #     bash bench/run_decoder_gpu.sh tests   the kv_cache, dynamic and attention
 #                                           suites on the H200
 #     bash bench/run_decoder_gpu.sh bench   bench_decoder (f16, 2 layers) and
@@ -10,9 +11,8 @@
 #                                           tensor-core GEMM form
 #     bash bench/run_decoder_gpu.sh rows    the gemm and half suites (ROWS_SUITES), then
 #                                           bench_decoder with the few-rows GEMM
-#                                           form first, after the tensor cores
-#                                           (the default) and off (CLFUSE_GEMM_ROWS
-#                                           first, 1, 0);
+#                                           form (the default) and without it
+#                                           (CLFUSE_GEMM_ROWS 1, 0);
 #                                           where a step's time goes:
 #                                           bench/probes/decode_step_gpu.sh
 # Results in $OUT.
@@ -62,6 +62,6 @@ rows)
   CLFUSE_DEVICE=gpu timeout ${ROWS_TEST_TIMEOUT:-240} meson test -C $B $suites --num-processes 8 --print-errorlogs \
     > "$OUT/tests_gpu.txt" 2>&1
   grep -E "^ *[0-9]+/[0-9]+ |^(Ok|Fail|Skipped|Timeout)" "$OUT/tests_gpu.txt"
-  decoder_with_and_without CLFUSE_GEMM_ROWS rows first 1 0
+  decoder_with_and_without CLFUSE_GEMM_ROWS rows 1 0
   ;;
 esac

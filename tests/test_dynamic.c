@@ -293,7 +293,6 @@ END_TEST
 START_TEST(split_products_share_state_across_lengths)
 {
     enum { K = 2048, N = 40 };
-    setenv("CLFUSE_GEMM_ROWS", "first", 1); /* the sliced form before tiles here too */
     clf_context *ctx = clf_test_context();
     clf_graph *g = clf_graph_create();
     int64_t s = clf_dim(g, "S", 1, 8);
@@ -343,7 +342,6 @@ START_TEST(split_products_share_state_across_lengths)
     clf_graph_destroy(&g);
     free(w);
     clf_context_destroy(&ctx);
-    unsetenv("CLFUSE_GEMM_ROWS");
 }
 END_TEST
 

@@ -43,7 +43,6 @@ typedef struct clf__codegen_target {
     bool tensor_cores; /* an NVIDIA GPU of sm_80 or later: inline PTX mma.sync on f16/bf16 operands */
     bool tf32;         /* f32 GEMM operands may run on the tensor cores as TF32 (clf_compile_params.allow_tf32) */
     bool no_gemm_rows; /* GPU GEMMs of at most 8 rows keep the tiled forms (CLFUSE_GEMM_ROWS=0), not gemm_rows.cl */
-    bool gemm_rows_first; /* one-row products take gemm_rows.cl before the tensor cores in symbolic graphs too (=first) */
     /* The driver ends every loop after this many iterations, silently (0: no
      * limit; llvmpipe's 65535, runtime/driver_quirks.h): loops are cut so
      * that none runs longer, or codegen refuses the kernel. */

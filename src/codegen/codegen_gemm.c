@@ -389,26 +389,21 @@ static rows_form gemm_rows_form(const clf_graph *g, const clf__node *mm, const c
 }
 
 /* The form that takes GEMM kernel k: the few-rows form first for one row
- * of a graph without symbolic sizes (the H200's decode products took
- * 0.0071-0.0203 ms there against 0.0166-0.0595 in the tensor-core tiles,
- * the decoder's kernels), then the tensor-core form, then the few-rows form
- * (for up to 8 rows, and one row of a graph with symbolic sizes), then the
- * portable tiles. A graph with symbolic sizes keeps the tensor-core tiles
- * first: in the H200's decoder (two layers, same calls) a step at a new
- * length took 7.0-7.2 ms with the few-rows form against 4.2-4.6 with the
- * tiles, a per-length cost of NVIDIA's driver not yet understood (the
- * library's own planning and instantiation took the same 0.83 + 0.45 ms a
- * layer either way on PoCL), where a generation loop pays it every step;
- * the device time of a step at a length already run was 0.206 against
- * 0.260 ms a layer (CLFUSE_GEMM_ROWS=first puts the few-rows form first
- * there too, to measure). *rows gets the few-rows form (rows_max 0: not
- * it); the tensor-core kind is returned with its tiling. */
+ * (the H200's decode products took 0.0071-0.0203 ms there against
+ * 0.0166-0.0595 in the tensor-core tiles, the decoder's kernels), then the
+ * tensor-core form, then the few-rows form (for up to 8 rows), then the
+ * portable tiles. Graphs with symbolic sizes too: a step at a new length
+ * of the H200's decoder (two layers, same call) took 3.4-3.5 ms with the
+ * few-rows form against 3.7-4.0 with the tiles, once its state needed no
+ * allocation a length (it had cost 7.0-8.2 against 4.2-6.1). *rows gets
+ * the few-rows form (rows_max 0: not it); the tensor-core kind is
+ * returned with its tiling. */
 static mma_kind gemm_forms(const clf_graph *g, const clf__node *mm, const clf__codegen_target *target, int64_t M,
                            int64_t N, int64_t K, int64_t batch, rows_form *rows, clf__gemm_config *tiles,
                            int *stages, bool *pad)
 {
     *rows = gemm_rows_form(g, mm, target, M, N, K, batch);
-    if (rows->rows_max == 1 && (!target->sizes_vary || target->gemm_rows_first))
+    if (rows->rows_max == 1)
         return MMA_NONE;
     mma_kind mma = mma_form(g, mm, target, M, N, batch, tiles, stages, pad);
     if (mma != MMA_NONE)

@@ -88,11 +88,8 @@ void clf__compile_target(const clf_context *ctx, const clf_compile_params *param
      * CLFUSE_TENSOR_CORES=0 or 1 overrides, with the same fallback. */
     out->tensor_cores = !out->cpu && clf__env_switch("CLFUSE_TENSOR_CORES", ctx->nvidia_sm80);
     /* GEMMs of a few rows in their own form (gemm_rows.cl); CLFUSE_GEMM_ROWS=0
-     * gives them the tiled forms (to compare), =first puts it before the
-     * tensor-core form in graphs with symbolic sizes too. */
+     * gives them the tiled forms (to compare). */
     out->no_gemm_rows = !clf__env_switch("CLFUSE_GEMM_ROWS", true);
-    const char *rows = getenv("CLFUSE_GEMM_ROWS");
-    out->gemm_rows_first = rows && strcmp(rows, "first") == 0;
     /* TF32 only when asked for (it rounds f32 operands). */
     const char *tf32 = getenv("CLFUSE_TF32");
     out->tf32 = (params && params->allow_tf32) || (tf32 && strcmp(tf32, "1") == 0);
