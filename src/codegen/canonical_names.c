@@ -118,17 +118,17 @@ static const char *skip_non_ident(const char *p)
 static const char *next_ident(const char *p, const char *end, const char **e)
 {
     while (p < end && *p) {
-        const char *q = skip_non_ident(p);
-        if (q != p) {
-            p = q;
-        } else if (ident_start(*p)) {
-            for (q = p; ident_char(*q); q++)
-                ;
+        const char c = *p;
+        if (ident_start(c)) {
+            const char *q = p + 1;
+            while (ident_char(*q))
+                q++;
             *e = q;
             return p;
-        } else {
-            p++;
         }
+        /* Only these can start a comment, string, character or number. */
+        const char *q = c == '/' || c == '"' || c == '\'' || c == '.' || (c >= '0' && c <= '9') ? skip_non_ident(p) : p;
+        p = q != p ? q : p + 1;
     }
     return NULL;
 }

@@ -393,8 +393,10 @@ clf_status clf__codegen_attention(const clf_graph *g, const clf__plan *plan, uin
                         : decode          ? "attention_decode.cl"
                         : mma != CLF_F32 ? "attention_mma.cl"
                                           : "attention_gpu.cl";
-    if (mma != CLF_F32)
-        clf__sb_printf(&src, "/* ---- kernels_templates/mma_sync.cl ---- */\n%s", clf__template_mma_sync);
+    if (mma != CLF_F32) {
+        clf__sb_puts(&src, "/* ---- kernels_templates/mma_sync.cl ---- */\n");
+        clf__sb_puts(&src, clf__template_mma_sync);
+    }
     clf__sb_printf(&src, "/* ---- kernels_templates/%s ---- */\n", tname);
     clf__sb_puts(&src, target->cpu       ? clf__template_attention_cpu
                        : decode          ? clf__template_attention_decode

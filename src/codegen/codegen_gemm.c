@@ -652,8 +652,10 @@ clf_status clf__codegen_gemm(const clf_graph *g, const clf__plan *plan, uint32_t
 
     clf__sb_puts(&src, clf__sb_str(&store_fn));
 
-    if (mma != MMA_NONE)
-        clf__sb_printf(&src, "/* ---- kernels_templates/mma_sync.cl ---- */\n%s", clf__template_mma_sync);
+    if (mma != MMA_NONE) {
+        clf__sb_puts(&src, "/* ---- kernels_templates/mma_sync.cl ---- */\n");
+        clf__sb_puts(&src, clf__template_mma_sync);
+    }
     clf__sb_printf(&src, "/* ---- kernels_templates/%s ---- */\n",
                    rows.rows_max     ? "gemm_rows.cl"
                    : target->cpu     ? "gemm_cpu.cl"

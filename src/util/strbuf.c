@@ -54,18 +54,28 @@ void clf__sb_putn(clf__strbuf *sb, const char *s, size_t n)
 
 void clf__sb_puts(clf__strbuf *sb, const char *s) { clf__sb_putn(sb, s, strlen(s)); }
 
+/* Formats into the room the buffer has, and again after growing it only
+ * when that was too little (code generation writes most of its text
+ * through here: one pass instead of a measuring one and a writing one). */
 void clf__sb_printf(clf__strbuf *sb, const char *fmt, ...)
 {
+    if (sb->failed)
+        return;
     va_list ap;
     va_start(ap, fmt);
-    int n = vsnprintf(NULL, 0, fmt, ap);
+    const size_t room = sb->data ? sb->cap - sb->len : 0;
+    int n = vsnprintf(room ? sb->data + sb->len : NULL, room, fmt, ap);
     va_end(ap);
-    if (n < 0) {
-        sb->failed = true;
+    if (n >= 0 && (size_t)n < room) {
+        sb->len += (size_t)n;
         return;
     }
-    if (!reserve(sb, (size_t)n))
+    if (n < 0 || !reserve(sb, (size_t)n)) {
+        sb->failed = true;
+        if (sb->data)
+            sb->data[sb->len] = '\0'; /* what a first pass that did not fit wrote */
         return;
+    }
     va_start(ap, fmt);
     vsnprintf(sb->data + sb->len, (size_t)n + 1, fmt, ap);
     va_end(ap);
