@@ -16,7 +16,7 @@
  *   decode steps             consecutive steps L, L+1, ... each a length
  *                            not run before (host work of a new length
  *                            included: what a generation loop pays)
- * and, per kernel, where a decode step's device time goes. First the stack
+ * and, per kernel, where each case's device time goes. First the stack
  * checks itself: a prefill of 8 positions and one of 7 then a decode step
  * agree on the last position's output (and, with --small, the reference
  * interpreter agrees with both).
@@ -416,8 +416,8 @@ int main(int argc, char **argv)
         printf(markdown ? "| %s | %.4f | %.4f | %.4f | %.1f |\n"
                         : "%-16s wall %.4f ms  device %.4f ms  per layer %.4f ms  first %.1f ms\n",
                cases[c].name, wall, device, device / s.layers, first);
-        if (S == 1) {
-            /* Where a decode step's device time goes, per kernel. */
+        /* Where the step's device time goes, per kernel. */
+        {
             uint64_t ns[512];
             clf_run_profile p;
             clf_executable *x = r.exe->dyn ? r.exe->dyn->last : r.exe;
