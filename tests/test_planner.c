@@ -111,6 +111,32 @@ START_TEST(grow_gives_each_kind_its_region)
 }
 END_TEST
 
+/* A GEMM operand that applies a reduction's result (x / sum, a norm's
+ * shape) is computed in the GEMM's loads on CPUs, and stored by its own
+ * kernel where tiles reload operands (the GPU forms recompute a prologue
+ * for every tile that loads the element). */
+START_TEST(row_statistic_prologue_stored_where_tiles_reload)
+{
+    int64_t sh[2] = {8, 16};
+    clf_graph *g = clf_graph_create();
+    clf_tensor x = clf_input(g, "x", CLF_F32, 2, sh), w = clf_input(g, "w", CLF_F32, 2, (int64_t[]){16, 4});
+    clf_tensor sm = clf_reduce(g, CLF_REDUCE_SUM, x, 1, (int[]){1}, true);
+    clf_tensor d = clf_div(g, x, sm), e = clf_mul(g, x, clf_scalar(g, CLF_F32, 2.0));
+    clf_graph_output(g, "y", clf_matmul(g, d, w));
+    clf_graph_output(g, "v", clf_matmul(g, e, w));
+    for (int reload = 0; reload < 2; reload++) {
+        clf__plan_options o = {.tiles_reload_operands = reload != 0};
+        clf__plan_state S;
+        clf__plan p;
+        run_phases(g, &o, 2, &S, &p);
+        ck_assert_msg(S.mat[d.node] == (reload != 0), "tiles_reload_operands %d", reload);
+        ck_assert(!S.mat[e.node]); /* no reduction: a prologue either way */
+        end_phases(&S, &p);
+    }
+    clf_graph_destroy(&g);
+}
+END_TEST
+
 START_TEST(order_and_buffers)
 {
     int64_t sh[2] = {8, 16};
@@ -344,5 +370,6 @@ int main(void)
     clf_test_add_case(s, "find_attention_matches_and_refuses", find_attention_matches_and_refuses);
     clf_test_add_case(s, "permuted_store_of_merged_heads", permuted_store_of_merged_heads);
     clf_test_add_case(s, "permuted_store_of_a_gemm", permuted_store_of_a_gemm);
+    clf_test_add_case(s, "row_statistic_prologue_stored_where_tiles_reload", row_statistic_prologue_stored_where_tiles_reload);
     return clf_test_run_suite(s);
 }

@@ -138,6 +138,10 @@ typedef struct clf__plan {
 typedef struct clf__plan_options {
     bool disable_fusion; /* every pointwise op its own kernel; movement ops stay views */
     int max_fused_depth; /* 0: default; a chain deeper than this is cut by a buffer */
+    /* GEMM tiles load an operand element once per tile of the other
+     * operand (the GPU forms): a prologue that applies a row statistic (a
+     * norm's) is stored by its own kernel instead of recomputed. */
+    bool tiles_reload_operands;
 } clf__plan_options;
 
 /* How many (node, view) pairs the reduction-alignment walk visits before it

@@ -57,6 +57,7 @@ typedef struct clf__plan_state {
     uint32_t n; /* nodes */
     bool fuse;
     int max_depth;
+    bool tiles_reload_operands; /* clf__plan_options' */
     clf__plan *out;
     bool *needed, *is_out, *mat, *cut, *crosses;
     int *depth;

@@ -128,7 +128,8 @@ static clf_status lower(clf_context *ctx, const clf_graph *g, const clf_compile_
     clf_status st;
     unsigned long failures = clf__alloc_failures();
     clf__plan_options popt = {.disable_fusion = params && params->disable_fusion,
-                              .max_fused_depth = target->small_code ? CLF__SMALL_CODE_DEPTH : 0};
+                              .max_fused_depth = target->small_code ? CLF__SMALL_CODE_DEPTH : 0,
+                              .tiles_reload_operands = !target->cpu};
     st = clf__plan_build(g, &popt, &plan, err, sizeof err);
     if (st != CLF_OK)
         goto fail_msg;
