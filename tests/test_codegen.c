@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "codegen/codegen.h"
+#include "codegen/codegen_expr.h"
 #include "codegen/templates.h"
 #include "planner/planner.h"
 #include "test_support.h"
@@ -1054,12 +1055,19 @@ START_TEST(templates_have_no_generated_names)
                                      clf__template_gemm_mma,       clf__template_gemm_rows,
                                      clf__template_attention_cpu,  clf__template_attention_gpu,
                                      clf__template_attention_mma,  clf__template_attention_decode,
-                                     clf__template_mma_sync,       clf__template_erf,
-                                     clf__template_storage_floats};
+                                     clf__template_mma_sync,       clf__template_erf};
     for (size_t i = 0; i < sizeof templates / sizeof *templates; i++) {
         const char *n = clf__cg_generated_name(templates[i]);
         ck_assert_msg(!n, "template %zu has a generated name's form: %.20s", i, n);
     }
+    /* The storage floats' helpers every f16/bf16 kernel carries (written
+     * once into a fixed buffer): whole, and no generated names either. */
+    const char *sf = clf__cg_storage_floats();
+    ck_assert_ptr_null(clf__cg_generated_name(sf));
+    ck_assert_msg(strlen(sf) > 4000 && strlen(sf) < 8000, "%zu bytes", strlen(sf));
+    ck_assert_ptr_nonnull(strstr(sf, "clf_round_f16_16(float16 x)"));
+    const char *last = "static inline ushort clf_bf16_bits(float x) { return (ushort)(as_uint(x) >> 16); }\n";
+    ck_assert_str_eq(sf + strlen(sf) - strlen(last), last);
     const char *probe = "/* b3 s_4 */ x = \"c_5\" + 1e5f + .5e-2 + b12; v_7";
     ck_assert_ptr_eq(clf__cg_generated_name(probe), strstr(probe, "b12"));
     char *src = strdup("float b7 = s_9;\n/* ---- kernels_templates/t.cl ---- */\nb7 s_9\n");

@@ -6,6 +6,8 @@
 #include "util/alloc.h"
 
 #include <math.h>
+#include <pthread.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -593,6 +595,71 @@ static bool calls_erf(const clf_graph *g, const clf__plan_kernel *K)
     return false;
 }
 
+/* The storage floats' helpers, the same text before every kernel with an
+ * f16 or bf16 value: written once (storage_floats), not a kernel at a
+ * time. Rounding (graph/dtype_table.h) in registers and without
+ * cl_khr_fp16: integer round-to-nearest-even of the f32 bits (13 bits off
+ * for a normal f16; f16 subnormals, whose quantum is 2^-24, by the float
+ * add (|x| + 0.5) - 0.5, which rounds there; inf from 65520; NaN stays a
+ * quiet NaN of its payload's top bits, as the host conversion gives), bf16
+ * 16 bits off. The same text serves the vector forms (clf_round_f16_4): ?:
+ * and comparisons act lane-wise. A round trip through vstore_half_rte into
+ * private memory, the obvious spelling, went through the stack on NVIDIA's
+ * compiler: an f16 chain ran at 65% of the copy rate. */
+static char storage_float_text[8192]; /* 5 KB written; a codegen test checks the end */
+static size_t storage_float_len;
+
+static void put_storage_floats(const char *fmt, ...)
+{
+    if (storage_float_len >= sizeof storage_float_text)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(storage_float_text + storage_float_len, sizeof storage_float_text - storage_float_len, fmt, ap);
+    va_end(ap);
+    storage_float_len += n > 0 ? (size_t)n : 0;
+}
+
+static void write_storage_floats(void)
+{
+    static const char *const width[] = {"", "2", "4", "8", "16"};
+    for (size_t k = 0; k < sizeof width / sizeof width[0]; k++) {
+        const char *w = width[k], *sfx = k ? "_" : "";
+        put_storage_floats("static inline float%s clf_round_f16%s%s(float%s x)\n{\n"
+                           "    const uint%s u = as_uint%s(x), a = u & 0x7fffffffu;\n"
+                           "    const uint%s nrm = (a + 0xfffu + ((a >> 13) & 1u)) & 0xffffe000u;\n"
+                           "    const uint%s sub = as_uint%s((as_float%s(a) + 0.5f) - 0.5f);\n"
+                           "    uint%s r = a >= 0x38800000u ? nrm : sub;\n"
+                           "    r = a >= 0x477ff000u ? (uint%s)0x7f800000u : r;\n"
+                           "    r = a > 0x7f800000u ? ((a | 0x00400000u) & 0xffffe000u) : r;\n"
+                           "    return as_float%s((u & 0x80000000u) | r);\n}\n",
+                           w, sfx, w, w, w, w, w, w, w, w, w, w, w);
+        /* f16 bit patterns (the low 16 bits of each lane) to f32, for
+         * aligned vector loads of raw bits: normals rebiased, subnormals
+         * and zeros as m 2^-24, inf and NaN keep their payload. */
+        if (k)
+            put_storage_floats("static inline float%s clf_f16_float%s(uint%s h)\n{\n"
+                               "    const uint%s e = h & 0x7c00u, a = (h & 0x7fffu) << 13;\n"
+                               "    uint%s r = a + 0x38000000u;\n"
+                               "    r = e == 0x7c00u ? (a | 0x7f800000u) : r;\n"
+                               "    r = e == 0u ? as_uint%s(convert_float%s(h & 0x3ffu) * 0x1p-24f) : r;\n"
+                               "    return as_float%s(r | ((h & 0x8000u) << 16));\n}\n",
+                               w, w, w, w, w, w, w, w);
+        put_storage_floats("static inline float%s clf_round_bf16%s%s(float%s x)\n{\n    const uint%s u = as_uint%s(x);\n"
+                           "    const uint%s r = (u + 0x7fffu + ((u >> 16) & 1u)) & 0xffff0000u;\n"
+                           "    return as_float%s((u & 0x7fffffffu) > 0x7f800000u ? ((u | 0x00400000u) & 0xffff0000u) : r);\n}\n",
+                           w, sfx, w, w, w, w, w, w);
+    }
+    put_storage_floats("static inline ushort clf_bf16_bits(float x) { return (ushort)(as_uint(x) >> 16); }\n");
+}
+
+const char *clf__cg_storage_floats(void)
+{
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, write_storage_floats);
+    return storage_float_text;
+}
+
 void clf__cg_source_header(clf__strbuf *src, const clf_graph *g, const clf__plan_kernel *K, const char *name,
                            const char *ops)
 {
@@ -603,10 +670,8 @@ void clf__cg_source_header(clf__strbuf *src, const clf_graph *g, const clf__plan
         clf__sb_puts(src, clf__template_erf);
         clf__sb_puts(src, "\n");
     }
-    if (uses_storage_floats(g, K)) {
-        clf__sb_puts(src, "/* ---- kernels_templates/storage_floats.cl ---- */\n");
-        clf__sb_puts(src, clf__template_storage_floats);
-    }
+    if (uses_storage_floats(g, K))
+        clf__sb_puts(src, clf__cg_storage_floats());
 }
 
 const char *clf__cg_read_expr(uint32_t buffer, const clf__ix *index, clf_dtype dt, char *out, size_t cap)

@@ -160,5 +160,7 @@ char *clf__cg_op_list(const clf_graph *g, const uint32_t *ops, uint32_t nops);
  * functions of the storage floats. */
 void clf__cg_source_header(clf__strbuf *src, const clf_graph *g, const clf__plan_kernel *K, const char *name,
                            const char *ops);
+/* Those rounding functions (and f16 loads from raw bits), written once. */
+const char *clf__cg_storage_floats(void);
 
 #endif
