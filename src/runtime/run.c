@@ -152,10 +152,11 @@ static cl_int set_args(clf_executable *e, clf__exe_kernel *K, cl_kernel kern, cl
         err = clSetKernelArg(kern, a, K->lift[l].size, K->lift[l].bytes);
     if (err == CL_SUCCESS && K->scratch)
         err = clSetKernelArg(kern, a++, sizeof K->scratch, &K->scratch);
-    if (err == CL_SUCCESS && K->state_bytes)
+    if (err == CL_SUCCESS && K->state_bytes) { /* its state: the buffer, and where in it */
         err = clSetKernelArg(kern, a++, sizeof e->state, &e->state);
-    if (err == CL_SUCCESS && K->state_bytes)
-        err = clSetKernelArg(kern, a++, sizeof K->state_at, &K->state_at);
+        if (err == CL_SUCCESS)
+            err = clSetKernelArg(kern, a++, sizeof K->state_at, &K->state_at);
+    }
     if (err == CL_SUCCESS) {
         if (K->wide_index) {
             cl_ulong n = K->numel;
