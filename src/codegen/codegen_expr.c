@@ -596,7 +596,7 @@ static bool calls_erf(const clf_graph *g, const clf__plan_kernel *K)
 }
 
 /* The storage floats' helpers, the same text before every kernel with an
- * f16 or bf16 value: written once (storage_floats), not a kernel at a
+ * f16 or bf16 value: written once (clf__cg_storage_floats), not a kernel at a
  * time. Rounding (graph/dtype_table.h) in registers and without
  * cl_khr_fp16: integer round-to-nearest-even of the f32 bits (13 bits off
  * for a normal f16; f16 subnormals, whose quantum is 2^-24, by the float
