@@ -1075,6 +1075,17 @@ START_TEST(templates_have_no_generated_names)
     ck_assert(clf__cg_canonical_names(params, 1, nodes, 1, &src));
     ck_assert_str_eq(src, "float b0 = s_0;\n/* ---- kernels_templates/t.cl ---- */\nb7 s_9\n");
     free(src);
+    /* A constant text (the storage floats' helpers) inside the generated
+     * part is passed over, and the names after it renamed. */
+    const char *head = "float b7;\n", *tail = "b7 s_9;\n/* ---- kernels_templates/t.cl ---- */\nb7\n";
+    char *with = malloc(strlen(head) + strlen(sf) + strlen(tail) + 1);
+    char *want = malloc(strlen(head) + strlen(sf) + strlen(tail) + 1);
+    sprintf(with, "%s%s%s", head, sf, tail);
+    sprintf(want, "float b0;\n%sb0 s_0;\n/* ---- kernels_templates/t.cl ---- */\nb7\n", sf);
+    ck_assert(clf__cg_canonical_names(params, 1, nodes, 1, &with));
+    ck_assert_str_eq(with, want);
+    free(with);
+    free(want);
 }
 END_TEST
 

@@ -12,16 +12,20 @@
  * the source is left as generated when a new name is already an identifier
  * of the source that is not renamed. None of these forms can be a vector
  * component (.s1) or a builtin. The template every writer ends a source
- * with (after its "/\* ---- kernels_templates/" line) is not read: no
- * template has such an identifier (clf__cg_generated_name, which a codegen
- * test runs over every template). About 40 us for a 21 KB kernel read
- * whole; most kernels are mostly template. */
+ * with (after its "/\* ---- kernels_templates/" line) is not read, nor
+ * the constant texts some sources carry before their own code (the
+ * storage floats' helpers, erf.cl, mma_sync.cl): none has such an
+ * identifier (clf__cg_generated_name, which a codegen test runs over each).
+ * About 40 us for a 21 KB kernel read whole; most kernels are mostly
+ * template. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "codegen/codegen.h"
+#include "codegen/codegen_expr.h"
+#include "codegen/templates.h"
 #include "util/alloc.h"
 #include "util/log.h"
 #include "util/strbuf.h"
@@ -155,6 +159,40 @@ const char *clf__cg_generated_name(const char *text)
     return NULL;
 }
 
+/* A stretch of a source that is one of the constant texts. */
+typedef struct span {
+    const char *from, *to;
+} span;
+
+/* Where the constant texts lie in src before end (in order, at most
+ * three): found by their first line, and only where the whole text is
+ * there. */
+static size_t constant_spans(const char *src, const char *end, span *out)
+{
+    const char *const texts[] = {clf__cg_storage_floats(), clf__template_erf, clf__template_mma_sync};
+    size_t n = 0;
+    for (size_t t = 0; t < sizeof texts / sizeof *texts; t++) {
+        const char *nl = strchr(texts[t], '\n');
+        const size_t len = strlen(texts[t]), head = nl ? (size_t)(nl - texts[t]) + 1 : len;
+        char first[256];
+        if (head == 0 || head >= sizeof first)
+            continue;
+        memcpy(first, texts[t], head);
+        first[head] = '\0';
+        const char *at = strstr(src, first);
+        if (!at || at + len > end || memcmp(at, texts[t], len) != 0)
+            continue;
+        size_t i = n++;
+        for (; i > 0 && out[i - 1].from > at; i--)
+            out[i] = out[i - 1];
+        out[i] = (span){at, at + len};
+    }
+    for (size_t i = 1; i < n; i++) /* overlapping: not texts as written; read them */
+        if (out[i].from < out[i - 1].to)
+            return 0;
+    return n;
+}
+
 /* ids[i] paired with i, sorted by id; false when an id repeats or memory
  * ran out. */
 static id_ord *sorted_ids(const uint32_t *ids, uint32_t n, bool *ok)
@@ -180,15 +218,22 @@ bool clf__cg_canonical_names(const uint32_t *params, uint32_t nparams, const uin
     clf__strbuf out = {0};
     const char *src = *source, *why = NULL, *copied = src, *at = src;
     const char *const generated_end = template_start(src);
+    span spans[3];
+    const size_t nspans = constant_spans(src, generated_end, spans);
     size_t why_len = 0;
     if (!ok_p || !ok_n)
         goto end; /* an id listed twice: not a kernel codegen wrote */
-    /* One pass: text is copied in runs up to each identifier renamed. */
-    const char *e;
-    for (const char *p = next_ident(src, generated_end, &e); p && !why; p = next_ident(e, generated_end, &e)) {
-        uint32_t v;
-        const int kind = generated_shape(p, (size_t)(e - p), &v);
-        if (kind >= 0) {
+    clf__sb_reserve(&out, strlen(src) + 64);
+    /* One pass: text is copied in runs up to each identifier renamed; the
+     * constant texts are passed over. */
+    const char *e, *from = src;
+    for (size_t s = 0; s <= nspans && !why; s++) {
+        const char *const limit = s < nspans ? spans[s].from : generated_end;
+        for (const char *p = next_ident(from, limit, &e); p && !why; p = next_ident(e, limit, &e)) {
+            uint32_t v;
+            const int kind = generated_shape(p, (size_t)(e - p), &v);
+            if (kind < 0)
+                continue;
             const bool param = kind == PARAM;
             const id_ord key = {v, 0};
             const id_ord *hit = bsearch(&key, param ? pv : nv, param ? nparams : nnodes, sizeof key, cmp_id);
@@ -202,6 +247,8 @@ bool clf__cg_canonical_names(const uint32_t *params, uint32_t nparams, const uin
                 why_len = (size_t)(e - p);
             }
         }
+        if (s < nspans)
+            from = spans[s].to;
     }
     if (why) {
         clf__log(CLF__LOG_OUTPUT_CODE, "kernel-local names not applied (%s: %.*s)", why, (int)why_len, at);

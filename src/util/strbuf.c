@@ -54,6 +54,12 @@ void clf__sb_putn(clf__strbuf *sb, const char *s, size_t n)
 
 void clf__sb_puts(clf__strbuf *sb, const char *s) { clf__sb_putn(sb, s, strlen(s)); }
 
+void clf__sb_reserve(clf__strbuf *sb, size_t extra)
+{
+    if (reserve(sb, extra) && sb->data)
+        sb->data[sb->len] = '\0';
+}
+
 /* Formats into the room the buffer has, and again after growing it only
  * when that was too little (code generation writes most of its text
  * through here: one pass instead of a measuring one and a writing one). */

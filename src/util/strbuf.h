@@ -15,6 +15,9 @@ typedef struct clf__strbuf {
 void clf__sb_free(clf__strbuf *sb);
 void clf__sb_puts(clf__strbuf *sb, const char *s);
 void clf__sb_putn(clf__strbuf *sb, const char *s, size_t n);
+/* Makes room for extra more bytes at once (a failure marks the buffer
+ * failed, as a put would). */
+void clf__sb_reserve(clf__strbuf *sb, size_t extra);
 #if defined(__GNUC__)
 __attribute__((format(printf, 2, 3)))
 #endif
