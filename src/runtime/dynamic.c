@@ -323,9 +323,17 @@ static void sizes_str(const clf_graph *g, const int64_t *v, char *buf, size_t ca
         o += (size_t)snprintf(buf + o, cap - o, "%s%s=%" PRId64, i ? " " : "", g->syms[i].name, v[i]);
 }
 
+/* The size a shared buffer of have bytes grows to for a need of need:
+ * the need, and by half at least (a decoder's needs grow a little with
+ * every step). */
+static uint64_t grown(uint64_t have, uint64_t need)
+{
+    const uint64_t half_again = have + have / 2;
+    return half_again > need ? half_again : need;
+}
+
 /* Binds x's intermediates to the shared scratch, which first grows where
- * x needs more than it has: to x's need, and by half at least (a decoder's
- * needs grow a little with every step), within the device's largest
+ * x needs more than it has (grown), within the device's largest
  * allocation; every executable bound to the old buffer moves to the new one
  * at once, so that the old one is freed once the runs in flight end. Under
  * d->lock. */
@@ -337,9 +345,7 @@ static clf_status share_scratch(clf_executable *e, clf_executable *x, const char
     if (need == 0 || !x->external_scratch) /* none, or its own (CLF__QUIRK_OVERLAPPING_SUB_BUFFERS) */
         return CLF_OK;
     if (need > d->scratch_bytes) {
-        uint64_t bytes = d->scratch_bytes + d->scratch_bytes / 2;
-        if (bytes < need)
-            bytes = need;
+        uint64_t bytes = grown(d->scratch_bytes, need);
         cl_mem m = NULL;
         clf_status st = clf__scratch_buffer(ctx, need, &bytes, call, &m);
         if (st != CLF_OK)
@@ -363,20 +369,17 @@ static clf_status share_scratch(clf_executable *e, clf_executable *x, const char
 }
 
 /* Gives x the shared state buffer, which first grows where x needs more
- * than it has (to x's need, and by half at least), zeroed. An executable
- * still on an older buffer moves at its own next run: state is no memory
- * plan, only counters that every launch leaves at 0 and partial sums it
- * writes before reading, so any region of a zeroed buffer serves. Under
- * d->lock. */
+ * than it has (grown), zeroed. An executable still on an older buffer
+ * moves at its own next run: state is no memory plan, only counters that
+ * every launch leaves at 0 and partial sums it writes before reading, so
+ * any region of a zeroed buffer serves. Under d->lock. */
 static clf_status share_state(clf_executable *e, clf_executable *x, const char *call)
 {
     struct clf__dyn *d = e->dyn;
     if (x->state_bytes == 0)
         return CLF_OK;
     if (x->state_bytes > d->state_bytes) {
-        uint64_t bytes = d->state_bytes + d->state_bytes / 2;
-        if (bytes < x->state_bytes)
-            bytes = x->state_bytes;
+        const uint64_t bytes = grown(d->state_bytes, x->state_bytes);
         cl_mem m = NULL;
         cl_int err = clf__zeroed_buffer(e->ctx, bytes, &m);
         if (err != CL_SUCCESS)
