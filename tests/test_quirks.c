@@ -73,6 +73,21 @@ static probe probe_open(const char *platform, const char *device)
     return P;
 }
 
+/* src's kernel k, built (its program released with it); status 2 when
+ * it does not build. */
+static cl_kernel build_kernel(const probe *P, const char *src)
+{
+    cl_int err;
+    cl_program p = clCreateProgramWithSource(P->ctx, 1, &src, NULL, &err);
+    if (!p || clBuildProgram(p, 1, &P->dev, "", NULL, NULL) != CL_SUCCESS)
+        exit(2);
+    cl_kernel k = clCreateKernel(p, "k", &err);
+    clReleaseProgram(p); /* the kernel keeps it */
+    if (!k)
+        exit(2);
+    return k;
+}
+
 /* Builds src's kernel k(__global T *buf[, uint n]), runs one work-item on
  * buf (bytes, in and out) and returns the seconds from the build to the
  * launch's end (rusticl compiles for the device at the kernel and its
@@ -82,13 +97,10 @@ static double run_kernel(const probe *P, const char *src, void *buf, size_t byte
     struct timespec t0, t1;
     cl_int err;
     clock_gettime(CLOCK_MONOTONIC, &t0);
-    cl_program p = clCreateProgramWithSource(P->ctx, 1, &src, NULL, &err);
-    if (!p || clBuildProgram(p, 1, &P->dev, "", NULL, NULL) != CL_SUCCESS)
-        exit(2);
-    cl_kernel k = clCreateKernel(p, "k", &err);
+    cl_kernel k = build_kernel(P, src);
     cl_mem m = clCreateBuffer(P->ctx, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, bytes, buf, &err);
     size_t one = 1;
-    if (!k || !m || clSetKernelArg(k, 0, sizeof m, &m) != CL_SUCCESS ||
+    if (!m || clSetKernelArg(k, 0, sizeof m, &m) != CL_SUCCESS ||
         (n && clSetKernelArg(k, 1, sizeof *n, n) != CL_SUCCESS) ||
         clEnqueueNDRangeKernel(P->q, k, 1, NULL, &one, &one, 0, NULL, NULL) != CL_SUCCESS ||
         clEnqueueReadBuffer(P->q, m, CL_TRUE, 0, bytes, buf, 0, NULL, NULL) != CL_SUCCESS)
@@ -96,7 +108,6 @@ static double run_kernel(const probe *P, const char *src, void *buf, size_t byte
     clock_gettime(CLOCK_MONOTONIC, &t1);
     clReleaseMemObject(m);
     clReleaseKernel(k);
-    clReleaseProgram(p);
     return (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9;
 }
 
@@ -175,14 +186,10 @@ static void slow_inlined_code(const probe *P)
  * the driver released both. */
 static void overlapping_sub_buffers(const probe *P)
 {
-    const char *src = "__kernel void k(__global float *o) { o[get_global_id(0)] = 1.0f; }\n";
+    cl_kernel k = build_kernel(P, "__kernel void k(__global float *o) { o[get_global_id(0)] = 1.0f; }\n");
     cl_int err;
-    cl_program p = clCreateProgramWithSource(P->ctx, 1, &src, NULL, &err);
-    if (!p || clBuildProgram(p, 1, &P->dev, "", NULL, NULL) != CL_SUCCESS)
-        exit(2);
-    cl_kernel k = clCreateKernel(p, "k", &err);
     cl_mem whole = clCreateBuffer(P->ctx, CL_MEM_READ_WRITE, 4096, NULL, &err);
-    if (!k || !whole)
+    if (!whole)
         exit(2);
     const cl_buffer_region regions[2] = {{0, 320}, {0, 64}};
     cl_mem sub[2];
