@@ -26,14 +26,13 @@
  * them (VU x its DVL columns of loads in flight, not one: the sweep is
  * bound by how many loads wait on memory at once). The chunk's state,
  * its maximum, its sum of weights and its DV unnormalised accumulators,
- * is written to `part` (f32, DV + 2 floats a chunk).
+ * is written to the kernel's state (f32, DV + 2 floats a chunk).
  *
- * CLF_FINAL_NAME, the combine: a work-group of WG per query row, the
- * work-items across DV; each takes the row's maximum over the chunks, then
- * every chunk's sum and accumulators rescaled by exp(chunk max - row max),
- * and stores accumulators / sum through clf_store (the epilogue). No local
- * memory and no barrier: the row's SPLIT states are read by every
- * work-item from the cache.
+ * The combine (clf_combine): the last of a row's SPLIT work-groups to
+ * finish (a counter a row) reads the row's chunk states, the work-items
+ * across DV, and stores the row; a second launch for it cost a launch gap
+ * in every decode layer. No local memory and no barrier: the row's SPLIT
+ * states are read by every work-item from the cache.
  *
  * The semantics are attention_cpu.cl's: a maximum of -inf counts as 0 in
  * the exponents (clf_base), so -inf logits weigh 0 and a row of -inf only
@@ -49,18 +48,18 @@
  * over V in the combine (rare).
  *
  * Codegen prepends what attention_cpu.cl takes, and SPLIT, CHUNK, WG, VL,
- * KG, KP, VU and CLF_FINAL_NAME. Launch: BATCH * SQ * SPLIT work-groups of WG,
- * then BATCH * SQ work-groups of WG. Both kernels take the parameters,
- * then `part` (BATCH * SQ * SPLIT * (DV + 2) floats), then numel. Without
- * the definitions this file is valid OpenCL C: one 8 x 8 head over 300
- * keys. */
+ * KG, KP and VU. Launch: BATCH * SQ * SPLIT work-groups of WG. The kernel
+ * takes the parameters, then its state as a buffer and where it starts in
+ * it (in uints; zeroed once by the runtime, its counters left at 0 by
+ * every launch): BATCH * SQ counters padded to a multiple of 32, then
+ * BATCH * SQ * SPLIT * (DV + 2) floats; then numel. Without the
+ * definitions this file is valid OpenCL C: one 8 x 8 head over 300 keys. */
 #ifndef IDX_T
 #define IDX_T uint
 #endif
 
 #ifndef CLF_KERNEL_NAME
 #define CLF_KERNEL_NAME clf_attention_decode_example
-#define CLF_FINAL_NAME clf_attention_decode_example_final
 #define BATCH 1
 #define SQ 1
 #define SK 300
@@ -107,9 +106,50 @@ static inline float clf_decode_logit(IDX_T bt, IDX_T m, IDX_T n, float acc, CLF_
     return clf_logit(bt, m, n, acc, CLF_ARGS);
 }
 
-__kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void CLF_KERNEL_NAME(CLF_PARAMS, __global float *restrict part,
-                                                                            const IDX_T numel)
+/* Reads a float another work-group wrote (atomically: no data race). */
+static inline float clf_part_read(__global uint *p) { return as_float(atomic_or(p, 0u)); }
+
+/* The row's output from its SPLIT chunks' states (rec: the row's first),
+ * the work-items of the work-group across DV: each takes the row's
+ * maximum over the chunks, then every chunk's sum and accumulators
+ * rescaled by exp(chunk max - row max), and stores accumulators / sum
+ * through clf_store (the epilogue). */
+static inline void clf_combine(IDX_T bt, IDX_T m, IDX_T lid, __global uint *rec, CLF_PARAMS)
 {
+    float mx = -INFINITY;
+    for (int s = 0; s < SPLIT; ++s)
+        mx = fmax(mx, clf_part_read(rec + s * REC));
+    const float base = clf_base(mx);
+    float l = 0.0f;
+    for (int s = 0; s < SPLIT; ++s)
+        l += clf_part_read(rec + s * REC + 1) * exp(clf_part_read(rec + s * REC) - base);
+    for (IDX_T d = lid; d < (IDX_T)DV; d += WG) {
+        float acc = 0.0f;
+        for (int s = 0; s < SPLIT; ++s)
+            acc += clf_part_read(rec + s * REC + 2 + d) * exp(clf_part_read(rec + s * REC) - base);
+        float lr = l;
+#if NAN_FILL
+        /* Every weight of the row NaN (its sum NaN, or 0 for a row of
+         * -inf): each key weighs NAN_FILL_VALUE. */
+        if (!(l > 0.0f)) {
+            acc = 0.0f;
+            for (IDX_T n = 0; n < SK; ++n)
+                acc += clf_load_v(bt, n, d, CLF_ARGS);
+            acc *= NAN_FILL_VALUE;
+            lr = 1.0f;
+        }
+#endif
+        clf_store(bt, m, d, acc / lr, CLF_ARGS);
+    }
+}
+
+__kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void CLF_KERNEL_NAME(CLF_PARAMS, __global uint *restrict state,
+                                                                            const uint state_at, const IDX_T numel)
+{
+    /* The state: a counter a row (padded to 32), then the chunks' states. */
+    __global uint *counters = state + state_at;
+    __global uint *part = counters + ((IDX_T)(BATCH) * (IDX_T)SQ + 31) / 32 * 32;
+    __local int last;
     __local float ql[DK];
     __local float kt[WG * (KP + 1)]; /* a piece of K: WG keys x KP columns */
     __local float w[CHUNK];          /* the chunk's logits, then their weights */
@@ -203,12 +243,12 @@ __kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void CLF_KERNEL_NAME(CL
                 acc[e] = fma(p, clf_load_v(bt, n0 + j, c + e * VL, CLF_ARGS), acc[e]);
     }
     barrier(CLK_LOCAL_MEM_FENCE);
-    __global float *rec = part + grp * (IDX_T)REC;
+    __global uint *rec = part + grp * (IDX_T)REC;
     if (lid == 0) {
         for (int i = 1; i < WG; ++i)
             l += red[i];
-        rec[0] = mx;
-        rec[1] = l;
+        atomic_xchg(rec, as_uint(mx));
+        atomic_xchg(rec + 1, as_uint(l));
     }
 #if KG > 1
     /* KG groups of VL work-items (DV <= VL here, so one accumulator
@@ -220,46 +260,27 @@ __kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void CLF_KERNEL_NAME(CL
         float s = 0.0f;
         for (int i = 0; i < KG; ++i)
             s += red[i * VL + c];
-        rec[2 + c] = s;
+        atomic_xchg(rec + 2 + c, as_uint(s));
     }
 #else
 #pragma unroll
     for (int e = 0; e < DVL; ++e)
         if (c + e * VL < DV)
-            rec[2 + c + e * VL] = acc[e];
+            atomic_xchg(rec + 2 + c + e * VL, as_uint(acc[e]));
 #endif
-}
-
-__kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void CLF_FINAL_NAME(CLF_PARAMS,
-                                                                           __global const float *restrict part,
-                                                                           const IDX_T numel)
-{
-    const IDX_T lid = (IDX_T)get_local_id(0), row = (IDX_T)get_group_id(0);
-    const IDX_T bt = row / SQ, m = row % SQ;
-    __global const float *rec = part + row * (IDX_T)(SPLIT * REC);
-    float mx = -INFINITY;
-    for (int s = 0; s < SPLIT; ++s)
-        mx = fmax(mx, rec[s * REC]);
-    const float base = clf_base(mx);
-    float l = 0.0f;
-    for (int s = 0; s < SPLIT; ++s)
-        l += rec[s * REC + 1] * exp(rec[s * REC] - base);
-    for (IDX_T d = lid; d < (IDX_T)DV; d += WG) {
-        float acc = 0.0f;
-        for (int s = 0; s < SPLIT; ++s)
-            acc += rec[s * REC + 2 + d] * exp(rec[s * REC] - base);
-        float lr = l;
-#if NAN_FILL
-        /* Every weight of the row NaN (its sum NaN, or 0 for a row of
-         * -inf): each key weighs NAN_FILL_VALUE. */
-        if (!(l > 0.0f)) {
-            acc = 0.0f;
-            for (IDX_T n = 0; n < SK; ++n)
-                acc += clf_load_v(bt, n, d, CLF_ARGS);
-            acc *= NAN_FILL_VALUE;
-            lr = 1.0f;
-        }
-#endif
-        clf_store(bt, m, d, acc / lr, CLF_ARGS);
+    /* Counted in the row's counter; the row's last work-group to finish
+     * combines its chunks and sets the counter back to 0 for the next
+     * launch (counters start at 0: the runtime zeroes the state once). */
+    mem_fence(CLK_GLOBAL_MEM_FENCE);
+    barrier(CLK_GLOBAL_MEM_FENCE);
+    if (lid == 0) {
+        last = atomic_inc(counters + row) == SPLIT - 1;
+        mem_fence(CLK_GLOBAL_MEM_FENCE);
     }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (!last)
+        return;
+    clf_combine(bt, m, lid, part + row * (IDX_T)(SPLIT * REC), CLF_ARGS);
+    if (lid == 0)
+        atomic_xchg(counters + row, 0u);
 }

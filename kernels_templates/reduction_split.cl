@@ -41,9 +41,13 @@ static inline void clf_finish0(clf_row *row, const clf_acc0 *a) { row->r0 = a->s
 static inline void clf_rowout(const clf_row *row, IDX_T x, CLF_PARAMS) { out0[x] = row->r0; }
 #endif
 
-/* Partial accumulator of chunk `chunk` of row x. */
-__kernel void CLF_KERNEL_NAME(CLF_PARAMS, __global clf_acc0 *restrict partial, const IDX_T nrows)
+/* Partial accumulator of chunk `chunk` of row x. The accumulators lie
+ * partial_at bytes into partials (a region of the executable's scratch
+ * buffer, passed with its offset rather than as a sub-buffer). */
+__kernel void CLF_KERNEL_NAME(CLF_PARAMS, __global uchar *restrict partials, const ulong partial_at,
+                              const IDX_T nrows)
 {
+    __global clf_acc0 *restrict partial = (__global clf_acc0 *)(partials + partial_at);
     clf_row row; /* unused by a single stage; the step functions take it */
 #if SPLIT_GPU
     __local clf_acc0 scratch[WG];
@@ -91,8 +95,10 @@ __kernel void CLF_KERNEL_NAME(CLF_PARAMS, __global clf_acc0 *restrict partial, c
 /* Each row's partials combined, then the row's stores: on a GPU a
  * work-group per row (lanes stride over the partials, then a tree in local
  * memory), on a CPU a work-item per row in chunk order. */
-__kernel void CLF_FINAL_NAME(CLF_PARAMS, __global const clf_acc0 *restrict partial, const IDX_T nrows)
+__kernel void CLF_FINAL_NAME(CLF_PARAMS, __global const uchar *restrict partials, const ulong partial_at,
+                             const IDX_T nrows)
 {
+    __global const clf_acc0 *restrict partial = (__global const clf_acc0 *)(partials + partial_at);
 #if SPLIT_GPU
     __local clf_acc0 scratch[WG];
     const int lid = (int)get_local_id(0);

@@ -252,10 +252,8 @@ static void many_lengths(clf_kernel_style style)
     /* One scratch for every specialisation (S = 17 ran again after larger
      * ones had grown it): each one's intermediates in the executable's
      * buffer, as large as the largest need and less than half as large
-     * again. Where the driver cannot release overlapping sub-buffers
-     * (NVIDIA), a scratch of its own each. */
+     * again. */
     const struct clf__dyn *d = exe->dyn;
-    const bool own = (ctx->quirks & CLF__QUIRK_OVERLAPPING_SUB_BUFFERS) != 0;
     uint64_t largest = 0;
     size_t with = 0;
     for (size_t i = 0; i < d->nspecs; i++) {
@@ -264,18 +262,11 @@ static void many_lengths(clf_kernel_style style)
             continue;
         with++;
         largest = x->scratch_bytes > largest ? x->scratch_bytes : largest;
-        if (own)
-            ck_assert(x->scratch && x->scratch != d->scratch);
-        else
-            ck_assert_ptr_eq(x->scratch, d->scratch);
+        ck_assert_ptr_eq(x->scratch, d->scratch);
     }
     ck_assert_uint_ge(with, 2);
-    if (own) {
-        ck_assert_ptr_null(d->scratch);
-    } else {
-        ck_assert_uint_ge(d->scratch_bytes, largest);
-        ck_assert_uint_le(d->scratch_bytes, largest + largest / 2);
-    }
+    ck_assert_uint_ge(d->scratch_bytes, largest);
+    ck_assert_uint_le(d->scratch_bytes, largest + largest / 2);
     clf_executable_destroy(&exe);
     clf_graph_destroy(&g);
     clf_context_destroy(&ctx);

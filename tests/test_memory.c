@@ -264,16 +264,23 @@ START_TEST(caller_scratch)
     ck_assert_int_eq(memcmp(back + off + need, pattern + off + need, total - off - need), 0);
     ck_assert_int_ne(memcmp(back + off, pattern + off, need), 0); /* the intermediates went there */
 
-    /* Replaced by another (a sub-buffer: used through its parent). */
-    cl_mem parent = clCreateBuffer(cl, CL_MEM_READ_WRITE, need + 2 * d.base_align, NULL, &err);
+    /* Replaced by another: a sub-buffer, used as it is (the kernels get it
+     * and their regions' offsets in it); its parent's bytes before it
+     * stay. */
+    const size_t psize = need + 2 * d.base_align;
+    cl_mem parent = clCreateBuffer(cl, CL_MEM_READ_WRITE, psize, NULL, &err);
+    ck_assert_int_eq(clEnqueueWriteBuffer(q, parent, CL_TRUE, 0, psize, pattern, 0, NULL, NULL), CL_SUCCESS);
     cl_buffer_region r = {d.base_align, need + d.base_align};
     cl_mem sub = clCreateSubBuffer(parent, CL_MEM_READ_WRITE, CL_BUFFER_CREATE_TYPE_REGION, &r, &err);
     ck_assert_ptr_nonnull(sub);
     ck_assert_int_eq(clf_executable_set_scratch(exe, sub, 0), CLF_OK);
-    ck_assert_ptr_eq(exe->scratch, parent);
+    ck_assert_ptr_eq(exe->scratch, sub);
     memset(y, 0, CN * sizeof *y);
     ck_assert_int_eq(clf_run_host(exe, 1, in, 1, out), CLF_OK);
     check_chain(y, want);
+    ck_assert_int_eq(clEnqueueReadBuffer(q, parent, CL_TRUE, 0, psize, back, 0, NULL, NULL), CL_SUCCESS);
+    ck_assert_int_eq(memcmp(back, pattern, d.base_align), 0);
+    ck_assert_int_ne(memcmp(back + d.base_align, pattern + d.base_align, need), 0);
     clReleaseMemObject(sub);
     clReleaseMemObject(parent);
     clReleaseMemObject(small);

@@ -226,13 +226,15 @@ CLF_API clf_status clf_executable_stats(const clf_executable *exe, clf_plan_stat
 /* The bytes of scratch memory the executable's intermediates need
  * (clf_plan_stats.peak_intermediate_bytes); 0 when it has none. */
 CLF_API clf_status clf_executable_scratch_size(const clf_executable *exe, size_t *bytes);
-/* Places the intermediates in buffer, from byte offset on, as sub-buffers
- * of it; the executable retains buffer and no longer uses the scratch it
- * had (its own is freed). buffer must belong to the executable's context,
- * hold offset + clf_executable_scratch_size() bytes, and offset must be a
- * multiple of the device's CL_DEVICE_MEM_BASE_ADDR_ALIGN (in bytes);
- * otherwise CLF_ERR_INVALID_ARGUMENT with the sizes in the message. A
- * buffer that is itself a sub-buffer is used through its parent. Runs
+/* Places the intermediates in buffer, from byte offset on (the kernels get
+ * buffer and each intermediate's offset in it: no sub-buffers are made, so
+ * several executables may share one arena); the executable retains buffer
+ * and no longer uses the scratch it had (its own is freed). buffer must
+ * belong to the executable's context, hold offset +
+ * clf_executable_scratch_size() bytes, and offset must be a multiple of the
+ * device's CL_DEVICE_MEM_BASE_ADDR_ALIGN (in bytes); otherwise
+ * CLF_ERR_INVALID_ARGUMENT with the sizes in the message. A buffer that is
+ * itself a sub-buffer is used as it is. Runs
  * already enqueued keep the scratch they were given; the caller must not
  * use those bytes for anything else while a run may be in flight. NULL
  * (with offset 0) is accepted when the size is 0. Serialized with runs. */

@@ -1,6 +1,7 @@
 /* Kernel-local names in generated sources. Codegen writes the plan's buffer
- * and node ids into identifiers (parameter b18, reduction fields a->s_42 and
- * row->r_42, CLF_GIX_42 for a gather's indices); kernels that compute the
+ * and node ids into identifiers (parameter b18 and its offset o_18,
+ * reduction fields a->s_42 and row->r_42, CLF_GIX_42 for a gather's
+ * indices); kernels that compute the
  * same thing on other tensors - the layers of a model - then differ only in
  * those numbers. Renaming them to ordinals within the kernel (b0, a->s_3,
  * CLF_GIX_1) gives such kernels one source: one OpenCL program built, one
@@ -31,9 +32,11 @@
 #include "util/strbuf.h"
 
 /* The fields and variables codegen names after a node id, the prefix then
- * the id (codegen_reduction.c, the index algebra's gathers). */
-static const char *const node_prefixes[] = {"s_", "c_", "v_", "i_", "n_", "r_", "CLF_GIX_"};
-enum { NPREFIX = sizeof node_prefixes / sizeof node_prefixes[0], PARAM = NPREFIX };
+ * the id (codegen_reduction.c, the index algebra's gathers), then the one
+ * named after a buffer id besides its parameter b<id>: a placed buffer's
+ * offset o_<id> (codegen_expr.h), renamed with its parameter. */
+static const char *const node_prefixes[] = {"s_", "c_", "v_", "i_", "n_", "r_", "CLF_GIX_", "o_"};
+enum { NPREFIX = sizeof node_prefixes / sizeof node_prefixes[0], OFFSET = NPREFIX - 1, PARAM = NPREFIX };
 
 /* An id and its ordinal in the kernel, sorted by id for bsearch. */
 typedef struct id_ord {
@@ -234,12 +237,12 @@ bool clf__cg_canonical_names(const uint32_t *params, uint32_t nparams, const uin
             const int kind = generated_shape(p, (size_t)(e - p), &v);
             if (kind < 0)
                 continue;
-            const bool param = kind == PARAM;
+            const bool param = kind == PARAM || kind == OFFSET;
             const id_ord key = {v, 0};
             const id_ord *hit = bsearch(&key, param ? pv : nv, param ? nparams : nnodes, sizeof key, cmp_id);
             if (hit) {
                 clf__sb_putn(&out, copied, (size_t)(p - copied));
-                clf__sb_printf(&out, "%s%u", param ? "b" : node_prefixes[kind], hit->ord);
+                clf__sb_printf(&out, "%s%u", kind == PARAM ? "b" : node_prefixes[kind], hit->ord);
                 copied = e;
             } else if (v < (param ? nparams : nnodes)) {
                 why = "a new name is already used"; /* by an identifier not renamed */

@@ -97,15 +97,17 @@ typedef struct clf__kernel_code {
     size_t global, local; /* launch geometry (global 0: nothing to do) */
     /* A split reduction is two launches: this kernel writes scratch_bytes
      * of partial results, then final_name (an entry of the same source)
-     * combines them. Both take the
-     * parameters, then the scratch buffer, then the row count. */
+     * combines them. Both take the parameters, then the scratch buffer and
+     * the partial results' byte offset in it, then the row count. */
     char *final_name;
     size_t final_global, final_local;
     uint64_t scratch_bytes;
     /* Bytes of state the kernel keeps between its work-groups (the
-     * few-rows GEMM's slices of K, gemm_rows.cl: counters it finds zero
-     * and leaves zero, and partial sums): a buffer of the kernel's own,
-     * zeroed when made, passed after CLF_PARAMS and the lifted literals. */
+     * few-rows GEMM's slices of K, gemm_rows.cl, and the decode attention's
+     * chunks of keys, attention_decode.cl: counters it finds zero and
+     * leaves zero, and partial results): a region of a zeroed buffer,
+     * passed as the buffer and the region's start in uints after
+     * CLF_PARAMS and the lifted literals. */
     uint64_t state_bytes;
     clf__schedule schedule;
 } clf__kernel_code;

@@ -12,8 +12,8 @@
  * query rows, K and V tiles through local memory), attention_mma.cl (the
  * same on NVIDIA's tensor cores for f16/bf16 operands) or, for a few query
  * rows over many keys on a GPU, attention_decode.cl (the keys cut into
- * chunks over work-groups, then a second launch combining each row's
- * chunks). */
+ * chunks over work-groups, the last of a row's to finish combining the
+ * row's chunks). */
 #include "codegen/codegen.h"
 #include "util/alloc.h"
 #include "util/pow2.h"
@@ -287,14 +287,8 @@ clf_status clf__codegen_attention(const clf_graph *g, const clf__plan *plan, uin
     } else if (decode) {
         out->local = (size_t)G.wg;
         out->global = (size_t)(rows * G.split * G.wg);
-        out->final_local = (size_t)G.wg;
-        out->final_global = (size_t)(rows * G.wg);
-        out->scratch_bytes = state_floats * sizeof(float);
-        clf__strbuf fn = {0};
-        clf__sb_printf(&fn, "%s_final", out->entry);
-        out->final_name = clf__sb_take(&fn);
-        if (!out->final_name)
-            goto done;
+        /* counters (padded to 32), then the chunks' states (attention_decode.cl) */
+        out->state_bytes = ((rows + 31) / 32 * 32 + state_floats) * 4u;
     } else if (mma != CLF_F32) {
         out->local = (size_t)(32 * mma_warps);
         out->global = (size_t)((uint64_t)batch * (((uint64_t)sq + 16 * mma_warps - 1) / (16 * mma_warps)) * out->local);
@@ -350,10 +344,10 @@ clf_status clf__codegen_attention(const clf_graph *g, const clf__plan *plan, uin
     if (decode)
         clf__sb_printf(&src,
                        "#define SPLIT %llu\n#define CHUNK %llu\n#define WG %llu\n#define VL %llu\n#define KG %llu\n"
-                             "#define KP %llu\n#define VU %llu\n#define CLF_FINAL_NAME %s\n",
+                             "#define KP %llu\n#define VU %llu\n",
                        (unsigned long long)G.split, (unsigned long long)G.chunk, (unsigned long long)G.wg,
                        (unsigned long long)G.vl, (unsigned long long)G.kg, (unsigned long long)G.kp,
-                       (unsigned long long)G.vu, out->final_name);
+                       (unsigned long long)G.vu);
     else if (mma != CLF_F32)
         clf__sb_printf(&src, CLF__MMA_LINE "#define MMA_BF16 %d\n#define WARPS %d\n#define BKT %llu\n",
                        mma == CLF_BF16 ? 1 : 0, mma_warps, (unsigned long long)bkt);

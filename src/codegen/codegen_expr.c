@@ -36,10 +36,20 @@ static void spell(clf__strbuf *sb, const char *fmt, const char *b, const char *i
     }
 }
 
-const char *clf__cg_load_expr(clf_dtype dt, uint32_t buffer, const char *index, char *out, size_t cap)
+const char *clf__cg_buffer_ref(const clf__plan *plan, uint32_t buffer, char *out, size_t cap)
 {
-    char b[16];
-    snprintf(b, sizeof b, "b%u", buffer);
+    if (clf__plan_buffer_in_scratch(&plan->buffers[buffer]))
+        snprintf(out, cap, "(b%u + o_%u)", buffer, buffer);
+    else
+        snprintf(out, cap, "b%u", buffer);
+    return out;
+}
+
+const char *clf__cg_load_expr(const clf__plan *plan, clf_dtype dt, uint32_t buffer, const char *index, char *out,
+                              size_t cap)
+{
+    char b[40];
+    clf__cg_buffer_ref(plan, buffer, b, sizeof b);
     clf__strbuf sb = {0};
     spell(&sb, clf__dtype_info_of(dt)->load, b, index, NULL, 1);
     snprintf(out, cap, "%s", clf__sb_ok(&sb) ? clf__sb_str(&sb) : "0");
@@ -47,28 +57,30 @@ const char *clf__cg_load_expr(clf_dtype dt, uint32_t buffer, const char *index, 
     return out;
 }
 
-void clf__cg_load_vec(clf__strbuf *sb, clf_dtype dt, uint32_t buffer, const char *index, int width, bool aligned)
+void clf__cg_load_vec(const clf__plan *plan, clf__strbuf *sb, clf_dtype dt, uint32_t buffer, const char *index,
+                      int width, bool aligned)
 {
-    char b[16];
-    snprintf(b, sizeof b, "b%u", buffer);
+    char b[40];
+    clf__cg_buffer_ref(plan, buffer, b, sizeof b);
     const clf__dtype_info *d = clf__dtype_info_of(dt);
     spell(sb, aligned ? d->load_vec_aligned : d->load_vec, b, index, NULL, width);
 }
 
-void clf__cg_store(clf__strbuf *sb, clf_dtype dt, uint32_t buffer, const char *index, const char *value)
+void clf__cg_store(const clf__plan *plan, clf__strbuf *sb, clf_dtype dt, uint32_t buffer, const char *index,
+                   const char *value)
 {
-    char b[16];
-    snprintf(b, sizeof b, "b%u", buffer);
+    char b[40];
+    clf__cg_buffer_ref(plan, buffer, b, sizeof b);
     clf__sb_puts(sb, "    ");
     spell(sb, clf__dtype_info_of(dt)->store, b, index, value, 1);
     clf__sb_puts(sb, ";\n");
 }
 
-void clf__cg_store_vec(clf__strbuf *sb, clf_dtype dt, uint32_t buffer, const char *index, const char *value,
-                       int width, bool aligned)
+void clf__cg_store_vec(const clf__plan *plan, clf__strbuf *sb, clf_dtype dt, uint32_t buffer, const char *index,
+                       const char *value, int width, bool aligned)
 {
-    char b[16];
-    snprintf(b, sizeof b, "b%u", buffer);
+    char b[40];
+    clf__cg_buffer_ref(plan, buffer, b, sizeof b);
     const clf__dtype_info *d = clf__dtype_info_of(dt);
     clf__sb_puts(sb, "    ");
     spell(sb, aligned ? d->store_vec_aligned : d->store_vec, b, index, value, width);
@@ -466,7 +478,7 @@ const char *clf__cg_value(gen *G, uint32_t id, const clf__view *v)
         return hit;
     }
     const char *result;
-    char buf[48];
+    char buf[128];
     int32_t src = G->plan->src_buffer[id];
     bool leaf = clf__node_class_of(n) == CLF__CLASS_LEAF;
     if (id == G->forward_node) {
@@ -674,14 +686,15 @@ void clf__cg_source_header(clf__strbuf *src, const clf_graph *g, const clf__plan
         clf__sb_puts(src, clf__cg_storage_floats());
 }
 
-const char *clf__cg_read_expr(uint32_t buffer, const clf__ix *index, clf_dtype dt, char *out, size_t cap)
+const char *clf__cg_read_expr(const clf__plan *plan, uint32_t buffer, const clf__ix *index, clf_dtype dt, char *out,
+                              size_t cap)
 {
     char a[32];
     clf__ix_str(index, a, sizeof a);
     if (buffer == CLF__CG_INDEX_VALUE)
         snprintf(out, cap, "((long)%s)", a);
     else
-        clf__cg_load_expr(dt, buffer, a, out, cap);
+        clf__cg_load_expr(plan, dt, buffer, a, out, cap);
     return out;
 }
 
@@ -697,8 +710,8 @@ void clf__cg_gather_defs(clf__strbuf *src, const clf_graph *g, const clf__plan *
             constant_literal(src, ix);
         else
         {
-            char rd[64];
-            clf__sb_printf(src, "(%s)", clf__cg_load_expr(ix->dtype, (uint32_t)plan->src_buffer[n->inputs[1]], "j", rd, sizeof rd));
+            char rd[128];
+            clf__sb_printf(src, "(%s)", clf__cg_load_expr(plan, ix->dtype, (uint32_t)plan->src_buffer[n->inputs[1]], "j", rd, sizeof rd));
         }
         clf__sb_puts(src, "\n");
     }
@@ -712,10 +725,15 @@ void clf__cg_signature(clf__strbuf *src, const clf_graph *g, const clf__plan *pl
         const clf__plan_buffer *B = &plan->buffers[params[p]];
         clf__sb_printf(src, "%s __global %s%s *restrict b%u", p ? "," : "", p < nreads ? "const " : "",
                        clf__cg_storage_type(clf__graph_node(g, B->node)->dtype), params[p]);
+        if (clf__plan_buffer_in_scratch(&plan->buffers[params[p]]))
+            clf__sb_printf(src, ", const ulong o_%u", params[p]);
     }
     clf__sb_puts(src, "\n#define CLF_ARGS");
-    for (uint32_t p = 0; p < nparams; p++)
+    for (uint32_t p = 0; p < nparams; p++) {
         clf__sb_printf(src, "%s b%u", p ? "," : "", params[p]);
+        if (clf__plan_buffer_in_scratch(&plan->buffers[params[p]]))
+            clf__sb_printf(src, ", o_%u", params[p]);
+    }
     clf__sb_puts(src, "\n");
 }
 

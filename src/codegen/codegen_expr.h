@@ -113,7 +113,8 @@ bool clf__cg_params(const clf__plan_kernel *K, uint32_t **params, uint32_t *npar
 bool clf__cg_wide_index(const clf_graph *g, const clf__plan *plan, const clf__plan_kernel *K, uint64_t space);
 
 /* Writes "#define CLF_KERNEL_NAME name", "#define CLF_PARAMS ..." (each
- * buffer parameter b<id>, the first nreads const) and "#define CLF_ARGS
+ * buffer parameter b<id>, the first nreads const, the offset o_<id> after
+ * one in the scratch) and "#define CLF_ARGS
  * ...", each on its own line: the kernel signature every template takes. */
 void clf__cg_signature(clf__strbuf *src, const clf_graph *g, const clf__plan *plan, const char *name,
                        const uint32_t *params, uint32_t nparams, uint32_t nreads);
@@ -124,17 +125,25 @@ const char *clf__cg_ctype(clf_dtype dt);
 /* The element type of a dtype's buffers: float, half, ushort, int, ... */
 const char *clf__cg_storage_type(clf_dtype dt);
 
+/* The pointer to buffer's first element: b<buffer>, or (b<buffer> +
+ * o_<buffer>) for one in the scratch (clf__plan_buffer_in_scratch: the
+ * parameter is the scratch buffer, o_<buffer> the region's offset in
+ * elements, a const ulong right after it in CLF_PARAMS). */
+const char *clf__cg_buffer_ref(const clf__plan *plan, uint32_t buffer, char *out, size_t cap);
 /* Loads and stores of buffer elements, spelled by the dtype table (every
  * kernel writer goes through these; see graph/dtype_table.h). index is an
  * element index expression, value one of the compute type, already
  * rounded to dt. Vector forms move width consecutive elements; aligned:
  * the caller proved buffer + index aligned to the vector. */
-const char *clf__cg_load_expr(clf_dtype dt, uint32_t buffer, const char *index, char *out, size_t cap);
-void clf__cg_load_vec(clf__strbuf *sb, clf_dtype dt, uint32_t buffer, const char *index, int width, bool aligned);
+const char *clf__cg_load_expr(const clf__plan *plan, clf_dtype dt, uint32_t buffer, const char *index, char *out,
+                              size_t cap);
+void clf__cg_load_vec(const clf__plan *plan, clf__strbuf *sb, clf_dtype dt, uint32_t buffer, const char *index,
+                      int width, bool aligned);
 /* Appends "    <store>;\n". */
-void clf__cg_store(clf__strbuf *sb, clf_dtype dt, uint32_t buffer, const char *index, const char *value);
-void clf__cg_store_vec(clf__strbuf *sb, clf_dtype dt, uint32_t buffer, const char *index, const char *value,
-                       int width, bool aligned);
+void clf__cg_store(const clf__plan *plan, clf__strbuf *sb, clf_dtype dt, uint32_t buffer, const char *index,
+                   const char *value);
+void clf__cg_store_vec(const clf__plan *plan, clf__strbuf *sb, clf_dtype dt, uint32_t buffer, const char *index,
+                       const char *value, int width, bool aligned);
 /* Appends value (width lanes: 1, or a vector of 2, 4, 8 or 16) rounded to
  * dt (the value itself for dtypes computed in their own type). */
 void clf__cg_round(clf__strbuf *sb, clf_dtype dt, const char *value);
@@ -143,7 +152,8 @@ void clf__cg_round_vec(clf__strbuf *sb, clf_dtype dt, const char *value, int wid
 void clf__cg_literal(clf__strbuf *sb, clf_dtype dt, double v);
 /* The C expression of a read of dtype dt: b<buffer>[index] (as the dtype
  * table spells it), or for CLF__CG_INDEX_VALUE the index as a long. */
-const char *clf__cg_read_expr(uint32_t buffer, const clf__ix *index, clf_dtype dt, char *out, size_t cap);
+const char *clf__cg_read_expr(const clf__plan *plan, uint32_t buffer, const clf__ix *index, clf_dtype dt, char *out,
+                              size_t cap);
 /* "#define CLF_GIX_<node>(j) ..." for each gather kernel K evaluates: how its
  * indices are read (a buffer, or a literal). */
 void clf__cg_gather_defs(clf__strbuf *src, const clf_graph *g, const clf__plan *plan, const clf__plan_kernel *K);

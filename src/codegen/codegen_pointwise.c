@@ -156,7 +156,7 @@ clf_status clf__codegen_pointwise(const clf_graph *g, const clf__plan *plan, uin
     for (size_t s = 0; s < G.nslots; s++) {
         char a[80];
         clf__sb_printf(&src, "%s%s", s ? ", " : "",
-                       clf__cg_read_expr(G.slots[s].buffer, &G.slots[s].index, G.slots[s].dtype, a, sizeof a));
+                       clf__cg_read_expr(plan, G.slots[s].buffer, &G.slots[s].index, G.slots[s].dtype, a, sizeof a));
     }
     for (uint32_t s = 0; s < K->nstores; s++)
         clf__sb_printf(&src, "%s&s%u", (s || G.nslots) ? ", " : "", s);
@@ -171,7 +171,7 @@ clf_status clf__codegen_pointwise(const clf_graph *g, const clf__plan *plan, uin
             snprintf(at, sizeof at, "p%u", s);
             clf__sb_printf(&src, "    const IDX_T %s = %s;\n", at, store_at[s]);
         }
-        clf__cg_store(&src, clf__graph_node(g, K->stores[s].node)->dtype, K->stores[s].buffer, at, v);
+        clf__cg_store(plan, &src, clf__graph_node(g, K->stores[s].node)->dtype, K->stores[s].buffer, at, v);
     }
     clf__sb_puts(&src, "}\n\n");
 
@@ -183,13 +183,13 @@ clf_status clf__codegen_pointwise(const clf_graph *g, const clf__plan *plan, uin
             const char *ty = clf__cg_ctype(G.slots[s].dtype);
             if (G.slots[s].index.temp == 0) {
                 clf__sb_printf(&src, "    const %s%d l%zu = ", ty, V, s);
-                clf__cg_load_vec(&src, G.slots[s].dtype, G.slots[s].buffer, "i", V, false);
+                clf__cg_load_vec(plan, &src, G.slots[s].dtype, G.slots[s].buffer, "i", V, false);
                 clf__sb_puts(&src, ";\n");
             } else {
                 char at[32], rd[96];
                 snprintf(at, sizeof at, "%lld", (long long)G.slots[s].index.c);
                 clf__sb_printf(&src, "    const %s l%zu = %s;\n", ty, s,
-                               clf__cg_load_expr(G.slots[s].dtype, G.slots[s].buffer, at, rd, sizeof rd));
+                               clf__cg_load_expr(plan, G.slots[s].dtype, G.slots[s].buffer, at, rd, sizeof rd));
             }
         }
         for (int lane = 0; lane < V; lane++) {
@@ -212,7 +212,7 @@ clf_status clf__codegen_pointwise(const clf_graph *g, const clf__plan *plan, uin
             for (int lane = 0; lane < V; lane++)
                 clf__sb_printf(&v, "%ss%u_%d", lane ? ", " : "", s, lane);
             clf__sb_puts(&v, ")");
-            clf__cg_store_vec(&src, sdt, K->stores[s].buffer, "i", clf__sb_ok(&v) ? clf__sb_str(&v) : "0", V, false);
+            clf__cg_store_vec(plan, &src, sdt, K->stores[s].buffer, "i", clf__sb_ok(&v) ? clf__sb_str(&v) : "0", V, false);
             if (!clf__sb_ok(&v))
                 G.failed = true;
             clf__sb_free(&v);

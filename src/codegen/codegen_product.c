@@ -20,8 +20,7 @@
 const char *clf__cg_load_direct(clf__cg_fn *f, uint32_t buffer, clf__ix index, clf_dtype dt, char *name,
                                size_t cap)
 {
-    (void)f;
-    return clf__cg_read_expr(buffer, &index, dt, name, cap);
+    return clf__cg_read_expr(f->plan, buffer, &index, dt, name, cap);
 }
 
 /* The product at the element being stored is the accumulator; the planner
@@ -119,7 +118,7 @@ bool clf__cg_emit_operand_load_vec(const clf_graph *g, const clf__plan *plan, ui
         snprintf(at, sizeof at, "off + %s * %lluu + %s", swapped ? cname : rname,
                  (unsigned long long)op->shape[op->rank - 1], swapped ? rname : cname);
         clf__sb_puts(src, "    return ");
-        clf__cg_load_vec(src, op->dtype, (uint32_t)buffer, at, w, aligned);
+        clf__cg_load_vec(plan, src, op->dtype, (uint32_t)buffer, at, w, aligned);
         clf__sb_puts(src, ";\n}\n\n");
         return true;
     }
@@ -233,7 +232,7 @@ clf_status clf__cg_emit_product_store(const clf_graph *g, const clf__plan *plan,
     clf__sb_puts(src, "    const IDX_T i = (bt * (IDX_T)M + m) * (IDX_T)N + n;\n");
     clf__sb_printf(src, "%s%s", clf__sb_str(&G.idx_code), clf__sb_str(&G.body));
     for (uint32_t s = 0; s < K->nstores; s++)
-        clf__cg_store(src, clf__graph_node(g, K->stores[s].node)->dtype, K->stores[s].buffer, at[s], vals[s]);
+        clf__cg_store(plan, src, clf__graph_node(g, K->stores[s].node)->dtype, K->stores[s].buffer, at[s], vals[s]);
     clf__sb_puts(src, "}\n\n");
     st = clf__sb_ok(src) ? CLF_OK : CLF_ERR_OUT_OF_MEMORY;
 done:
@@ -266,12 +265,14 @@ void clf__cg_emit_stage16(const clf_graph *g, const clf__plan *plan, uint32_t k,
                                 : "static inline __global const uint4 *clf_stage_%s_at(IDX_T bt, %s, CLF_PARAMS)\n{\n",
                    name, params);
     clf__cg_emit_batch_offset(mm, op, src);
+    char b[40];
+    clf__cg_buffer_ref(plan, (uint32_t)plan->src_buffer[id], b, sizeof b);
     if (guarded)
         clf__sb_printf(src,
-                       "    return %s < %lldu ? ((__global const uint4 *)b%d)[(off + %s * %lldu + %s) / %d] "
+                       "    return %s < %lldu ? ((__global const uint4 *)%s)[(off + %s * %lldu + %s) / %d] "
                        ": (uint4)(0);\n}\n\n",
-                       col, (long long)row, plan->src_buffer[id], r, (long long)row, col, per);
+                       col, (long long)row, b, r, (long long)row, col, per);
     else
-        clf__sb_printf(src, "    return (__global const uint4 *)b%d + (off + %s * %lldu + %s) / %d;\n}\n\n",
-                       plan->src_buffer[id], r, (long long)row, col, per);
+        clf__sb_printf(src, "    return (__global const uint4 *)%s + (off + %s * %lldu + %s) / %d;\n}\n\n",
+                       b, r, (long long)row, col, per);
 }

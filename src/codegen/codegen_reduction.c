@@ -174,11 +174,11 @@ static bool vec_load_expr(red_ctx *rc, clf__strbuf *sb, uint32_t b, const clf__i
     char a[32], rd[96];
     int st = r_stride(&rc->full_ix, ix, rc->r_bit);
     if (st == 1) {
-        clf__cg_load_vec(sb, dt, b, clf__ix_str(ix, a, sizeof a), n, aligned_vec(rc, ix, n));
+        clf__cg_load_vec(rc->plan, sb, dt, b, clf__ix_str(ix, a, sizeof a), n, aligned_vec(rc, ix, n));
         return true;
     }
     if (st == 0) {
-        clf__sb_printf(sb, "(float%d)(%s)", n, clf__cg_load_expr(dt, b, clf__ix_str(ix, a, sizeof a), rd, sizeof rd));
+        clf__sb_printf(sb, "(float%d)(%s)", n, clf__cg_load_expr(rc->plan, dt, b, clf__ix_str(ix, a, sizeof a), rd, sizeof rd));
         return true;
     }
     if (ix->var || ix->temp <= 0 || !note_gather(rc, ix->temp))
@@ -187,7 +187,7 @@ static bool vec_load_expr(red_ctx *rc, clf__strbuf *sb, uint32_t b, const clf__i
     for (int j = 0; j < n; j++) {
         char at[64];
         snprintf(at, sizeof at, "clf_at_t%d(x, r + %du, CLF_ARGS)", ix->temp, j);
-        clf__sb_printf(sb, "%s%s", j ? ", " : "", clf__cg_load_expr(dt, b, at, rd, sizeof rd));
+        clf__sb_printf(sb, "%s%s", j ? ", " : "", clf__cg_load_expr(rc->plan, dt, b, at, rd, sizeof rd));
     }
     clf__sb_puts(sb, ")");
     return true;
@@ -226,7 +226,7 @@ static const char *load_hook(clf__cg_fn *f, uint32_t buffer, clf__ix index, clf_
     }
     char rd[96];
     clf__sb_printf(&f->body, "    const %s %s = %s;\n", clf__cg_ctype(dt), name,
-                   clf__cg_read_expr(buffer, &index, dt, rd, sizeof rd));
+                   clf__cg_read_expr(f->plan, buffer, &index, dt, rd, sizeof rd));
     return name;
 }
 
@@ -643,7 +643,7 @@ static bool vec_store(red_ctx *rc, clf__strbuf *sb, uint32_t b, const clf__ix *a
     char val[160];
     snprintf(val, sizeof val, "(float%d)(%s)", n, v);
     if (st == 1) {
-        clf__cg_store_vec(sb, dt, b, clf__ix_str(at, a, sizeof a), val, n, aligned_vec(rc, at, n));
+        clf__cg_store_vec(rc->plan, sb, dt, b, clf__ix_str(at, a, sizeof a), val, n, aligned_vec(rc, at, n));
     } else {
         clf__sb_printf(sb, "    {\n        const float%d y = %s;\n", n, val);
         for (int l = 0; l < n; l++) {
@@ -651,7 +651,7 @@ static bool vec_store(red_ctx *rc, clf__strbuf *sb, uint32_t b, const clf__ix *a
             snprintf(ix, sizeof ix, "clf_at_t%d(x, r + %du, CLF_ARGS)", at->temp, l);
             snprintf(lane, sizeof lane, "y.%s", vec_lane(l));
             clf__sb_puts(sb, "    ");
-            clf__cg_store(sb, dt, b, ix, lane);
+            clf__cg_store(rc->plan, sb, dt, b, ix, lane);
         }
         clf__sb_puts(sb, "    }\n");
     }
@@ -726,7 +726,7 @@ static bool scalar_epilogue(red_ctx *rc, clf__cg_fn *epi, const clf__view *full,
         snprintf(name, sizeof name, "cy%d", c);
         char rd[96];
         clf__sb_printf(&epi->body, "    const float %s = %s;\n", name,
-                       clf__cg_load_expr(CLF_F32, cy->c[c].buffer, clf__ix_str(&cy->at, a, sizeof a), rd, sizeof rd));
+                       clf__cg_load_expr(rc->plan, CLF_F32, cy->c[c].buffer, clf__ix_str(&cy->at, a, sizeof a), rd, sizeof rd));
         clf__cg_seed(epi, cy->c[c].node, full, name);
     }
     for (uint32_t i = 0; i < K->nstores; i++) {
@@ -739,7 +739,7 @@ static bool scalar_epilogue(red_ctx *rc, clf__cg_fn *epi, const clf__view *full,
             epi->failed = true;
             return true;
         }
-        clf__cg_store(&epi->body, clf__graph_node(rc->g, id)->dtype, K->stores[i].buffer, clf__ix_str(&at, a, sizeof a), v);
+        clf__cg_store(rc->plan, &epi->body, clf__graph_node(rc->g, id)->dtype, K->stores[i].buffer, clf__ix_str(&at, a, sizeof a), v);
         clf__free(v);
         any = true;
     }
@@ -983,7 +983,7 @@ clf_status clf__codegen_reduction(const clf_graph *g, const clf__plan *plan, uin
         char *v = clf__strdup(clf__cg_value(&row_fn, id, &at_x));
         if (!v)
             goto done;
-        clf__cg_store(&row_fn.body, clf__graph_node(g, id)->dtype, K->stores[i].buffer, "x", v);
+        clf__cg_store(plan, &row_fn.body, clf__graph_node(g, id)->dtype, K->stores[i].buffer, "x", v);
         clf__free(v);
     }
     /* CPU devices: costly values the epilogue shares with a stage are
@@ -1001,7 +1001,7 @@ clf_status clf__codegen_reduction(const clf_graph *g, const clf__plan *plan, uin
         char *v = known ? clf__strdup(known) : NULL; /* add_carry found it there */
         if (!v)
             goto done;
-        clf__cg_store(&stage_fn[cy.c[c].stage].body, CLF_F32, cy.c[c].buffer, clf__ix_str(&cy.at, a, sizeof a), v);
+        clf__cg_store(plan, &stage_fn[cy.c[c].stage].body, CLF_F32, cy.c[c].buffer, clf__ix_str(&cy.at, a, sizeof a), v);
         clf__free(v);
     }
     bool failed = rc.full_ix.failed || row_fn.ix->failed || epi_fn.failed || row_fn.failed;
@@ -1209,7 +1209,7 @@ clf_status clf__codegen_reduction(const clf_graph *g, const clf__plan *plan, uin
     for (size_t s = 0; s < rc.nslots; s++) {
         char a[96];
         clf__sb_printf(&src, "    v->l%zu = %s;\n", s,
-                       clf__cg_read_expr(rc.slots[s].buffer, &rc.slots[s].index, rc.slots[s].dtype, a, sizeof a));
+                       clf__cg_read_expr(plan, rc.slots[s].buffer, &rc.slots[s].index, rc.slots[s].dtype, a, sizeof a));
     }
     clf__sb_puts(&src, "}\n\n");
     for (int s = 0; s < nstages; s++) {

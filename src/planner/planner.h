@@ -32,6 +32,14 @@ typedef struct clf__plan_buffer {
     uint32_t in_place;
 } clf__plan_buffer;
 
+/* Whether the buffer is a region of the executable's scratch: kernels get
+ * the scratch buffer and the region's offset in elements (codegen_expr.h's
+ * o_<id>) rather than a buffer or sub-buffer of its own. */
+static inline bool clf__plan_buffer_in_scratch(const clf__plan_buffer *B)
+{
+    return B->kind == CLF__BUF_INTERMEDIATE;
+}
+
 /* One value a kernel writes: node's value into buffer. A kernel that ends
  * in a product (GEMM, attention) may write it as the value `from` that it
  * computes at the product's element i, stored where the movement ops

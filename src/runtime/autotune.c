@@ -92,19 +92,19 @@ static double time_candidate(clf_context *ctx, cl_command_queue q, const clf_gra
     if (!kern || !mem)
         goto out;
     const float pattern = 0.5f;
+    cl_uint a = 0;
     for (uint32_t p = 0; p < code.nparams; p++) {
-        uint64_t bytes = plan->buffers[code.params[p]].bytes;
-        size_t n = bytes < 4 ? 4 : (size_t)(bytes + 3) / 4 * 4;
+        const clf__plan_buffer *B = &plan->buffers[code.params[p]];
+        size_t n = B->bytes < 4 ? 4 : (size_t)(B->bytes + 3) / 4 * 4;
         mem[p] = clCreateBuffer(ctx->cl, CL_MEM_READ_WRITE, n, NULL, &cerr);
         if (!mem[p] || clEnqueueFillBuffer(q, mem[p], &pattern, sizeof pattern, 0, n, 0, NULL, NULL) != CL_SUCCESS ||
-            clSetKernelArg(kern, p, sizeof mem[p], &mem[p]) != CL_SUCCESS)
+            clf__set_buffer_arg(kern, &a, B, mem[p], 0) != CL_SUCCESS)
             goto out;
     }
     uint64_t numel = (uint64_t)plan->kernels[k].numel;
     cl_uint n32 = (cl_uint)numel;
     cl_ulong n64 = numel;
-    cerr = code.wide_index ? clSetKernelArg(kern, code.nparams, sizeof n64, &n64)
-                           : clSetKernelArg(kern, code.nparams, sizeof n32, &n32);
+    cerr = code.wide_index ? clSetKernelArg(kern, a, sizeof n64, &n64) : clSetKernelArg(kern, a, sizeof n32, &n32);
     if (cerr != CL_SUCCESS)
         goto out;
     double ms[TIMED_RUNS];

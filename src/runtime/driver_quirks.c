@@ -52,7 +52,8 @@ const clf__driver_quirk clf__driver_quirk_table[] = {
      .seen_on = "580.159.04, H200",
      .quirk = CLF__QUIRK_OVERLAPPING_SUB_BUFFERS,
      .what = "crashes releasing a sub-buffer, used by a kernel, that overlaps a live one of other extent used after it",
-     .workaround = "the specialisations of a graph with symbolic sizes get a scratch each instead of sharing one",
+     .workaround = "no sub-buffers of scratch memory: kernels get the scratch buffer and each region's offset "
+                   "(a caller's bindings at offsets remain sub-buffers)",
      .reproducer = "nvidia_overlapping_sub_buffers_crash"},
 };
 const size_t clf__driver_quirk_count = sizeof clf__driver_quirk_table / sizeof clf__driver_quirk_table[0];

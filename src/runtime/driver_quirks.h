@@ -47,10 +47,11 @@ typedef enum clf__quirk {
      * extents, each used by a kernel: releasing the one used first while
      * the other lives crashes the process in the driver (NVIDIA 580, H200;
      * the specialisations of a graph with symbolic sizes, which shared one
-     * scratch, crashed when destroyed). Workaround: there every
-     * specialisation has a scratch of its own (dynamic.c); within one
-     * executable overlapping values already get buffers of their own
-     * (executable.c's make_sub_buffers). */
+     * scratch through sub-buffers, crashed when destroyed). Workaround for
+     * every driver: the library makes no sub-buffers of scratch memory;
+     * kernels get the scratch buffer and each region's offset (codegen's
+     * o_<id>, a split reduction's partial_at, the state's state_at). Only
+     * a caller's bindings at offsets are sub-buffers (run.c). */
     CLF__QUIRK_OVERLAPPING_SUB_BUFFERS = 1u << 4,
 } clf__quirk;
 

@@ -17,9 +17,8 @@
  * later run at new sizes plans and generates code, and builds nothing
  * unless its kernels take another form (a variant: a different vector
  * width, tiling or reduction form). The specialisations share one
- * scratch buffer, as large as the largest needs (share_scratch; each has
- * its own on drivers with CLF__QUIRK_OVERLAPPING_SUB_BUFFERS), and run one
- * after another. So do the kernels' state (share_state). */
+ * scratch buffer, as large as the largest needs (share_scratch), and run
+ * one after another. So do the kernels' state (share_state). */
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
@@ -342,7 +341,7 @@ static clf_status share_scratch(clf_executable *e, clf_executable *x, const char
     struct clf__dyn *d = e->dyn;
     clf_context *ctx = e->ctx;
     const uint64_t need = x->scratch_bytes;
-    if (need == 0 || !x->external_scratch) /* none, or its own (CLF__QUIRK_OVERLAPPING_SUB_BUFFERS) */
+    if (need == 0)
         return CLF_OK;
     if (need > d->scratch_bytes) {
         uint64_t bytes = grown(d->scratch_bytes, need);
@@ -355,17 +354,17 @@ static clf_status share_scratch(clf_executable *e, clf_executable *x, const char
         cl_mem old = d->scratch;
         d->scratch = m;
         d->scratch_bytes = bytes;
-        /* One that cannot move now (out of memory) keeps the old buffer
-         * alive and moves at its next run: not this run's failure. */
         for (size_t i = 0; i <= d->nspecs; i++) {
             clf_executable *y = i < d->nspecs ? d->specs[i]->exe : e;
-            if (y->scratch && y->scratch == old && clf__executable_bind_scratch(y, m, 0, call) != CLF_OK)
-                clf__ctx_clear_error(ctx);
+            if (y->scratch && y->scratch == old)
+                clf__executable_bind_scratch(y, m, 0);
         }
         if (old)
             clReleaseMemObject(old);
     }
-    return x->scratch == d->scratch ? CLF_OK : clf__executable_bind_scratch(x, d->scratch, 0, call);
+    if (x->scratch != d->scratch)
+        clf__executable_bind_scratch(x, d->scratch, 0);
+    return CLF_OK;
 }
 
 /* Gives x the shared state buffer, which first grows where x needs more

@@ -341,89 +341,6 @@ static clf_status make_kernel_state(clf_context *ctx, clf_executable *e)
                          (unsigned long long)total, clf__cl_error_name(err));
 }
 
-/* Whether [off, off + bytes) overlaps a region in regs (pairs of offset,
- * end), not counting one starting at off itself when same_ok. */
-static bool overlaps(const uint64_t *regs, size_t n, uint64_t off, uint64_t bytes, bool same_ok)
-{
-    for (size_t i = 0; i < n; i++)
-        if (!(same_ok && regs[2 * i] == off) && off < regs[2 * i + 1] && regs[2 * i] < off + bytes)
-            return true;
-    return false;
-}
-
-/* Gives each intermediate (owned, per buffer) and each split reduction's
- * partial results (partials, per kernel) its memory: a sub-buffer of base
- * at offset + its planned offset. Values placed at one offset share one
- * sub-buffer, as large as the largest of them. Where a value's region
- * partly overlaps another one's (possible when lifetimes allow it) and
- * dedicated is set, it gets a buffer of its own instead: NVIDIA's driver
- * (580, H200) crashed releasing overlapping sub-buffers of one buffer.
- * On failure nothing is left. */
-static clf_status make_sub_buffers(clf_executable *e, cl_mem base, size_t offset, cl_mem *owned, cl_mem *partials,
-                                   bool dedicated, const char *call)
-{
-    clf_context *ctx = e->ctx;
-    cl_int err = CL_SUCCESS;
-    uint64_t what = 0;
-    size_t nreg = 0;
-    uint64_t *regs = clf__calloc(2 * ((size_t)e->nbuffers + e->nkernels) + 2, sizeof *regs);
-    if (!regs)
-        return clf__ctx_fail(ctx, CLF_ERR_OUT_OF_MEMORY, "%s: out of memory", call);
-    for (uint32_t b = 0; b < e->nbuffers && err == CL_SUCCESS; b++) {
-        if (e->buffers[b].kind != CLF__BUF_INTERMEDIATE || e->buffers[b].bytes == 0 || owned[b])
-            continue;
-        uint64_t bytes = e->buffers[b].bytes, off = e->offsets[b];
-        for (uint32_t c = b + 1; c < e->nbuffers; c++)
-            if (e->buffers[c].kind == CLF__BUF_INTERMEDIATE && e->offsets[c] == off && e->buffers[c].bytes > bytes)
-                bytes = e->buffers[c].bytes;
-        if (dedicated && overlaps(regs, nreg, off, bytes, true)) {
-            owned[b] = clCreateBuffer(ctx->cl, CL_MEM_READ_WRITE, (size_t)bytes, NULL, &err);
-        } else {
-            cl_buffer_region r = {offset + (size_t)off, (size_t)bytes};
-            owned[b] = clCreateSubBuffer(base, CL_MEM_READ_WRITE, CL_BUFFER_CREATE_TYPE_REGION, &r, &err);
-            regs[2 * nreg] = off;
-            regs[2 * nreg++ + 1] = off + bytes;
-        }
-        what = bytes;
-        for (uint32_t c = b + 1; c < e->nbuffers && err == CL_SUCCESS; c++)
-            if (e->buffers[c].kind == CLF__BUF_INTERMEDIATE && e->buffers[c].bytes && e->offsets[c] == off) {
-                owned[c] = owned[b];
-                clRetainMemObject(owned[c]);
-            }
-    }
-    for (size_t k = 0; k < e->nkernels && err == CL_SUCCESS; k++) {
-        const clf__exe_kernel *K = &e->kernels[k];
-        if (!K->partial_bytes)
-            continue;
-        uint64_t off = K->partial_offset, bytes = K->partial_bytes;
-        if (dedicated && overlaps(regs, nreg, off, bytes, false)) {
-            partials[k] = clCreateBuffer(ctx->cl, CL_MEM_READ_WRITE, (size_t)bytes, NULL, &err);
-        } else {
-            cl_buffer_region r = {offset + (size_t)off, (size_t)bytes};
-            partials[k] = clCreateSubBuffer(base, CL_MEM_READ_WRITE, CL_BUFFER_CREATE_TYPE_REGION, &r, &err);
-            regs[2 * nreg] = off;
-            regs[2 * nreg++ + 1] = off + bytes;
-        }
-        what = bytes;
-    }
-    clf__free(regs);
-    if (err == CL_SUCCESS)
-        return CLF_OK;
-    for (uint32_t b = 0; b < e->nbuffers; b++) {
-        if (owned[b] && e->buffers[b].kind == CLF__BUF_INTERMEDIATE)
-            clReleaseMemObject(owned[b]);
-        if (e->buffers[b].kind == CLF__BUF_INTERMEDIATE)
-            owned[b] = NULL;
-    }
-    for (size_t k = 0; k < e->nkernels; k++) {
-        if (partials[k])
-            clReleaseMemObject(partials[k]);
-        partials[k] = NULL;
-    }
-    return clf__ctx_fail(ctx, clf__cl_status(err), "%s: clCreateSubBuffer(%llu bytes of scratch): %s", call,
-                         (unsigned long long)what, clf__cl_error_name(err));
-}
-
 /* The largest work-group the device says kernel k runs in
  * (CL_KERNEL_WORK_GROUP_SIZE: registers per work-item on GPUs); 0 when there
  * is no kernel or no answer. */
@@ -443,7 +360,7 @@ static size_t kernel_fit(const clf_context *ctx, cl_kernel k)
  * cl_kernel_info.c), which would lower a persistent softmax into a kernel
  * that reloads its rows. A launch the kernel's registers do not allow
  * fails with CL_OUT_OF_RESOURCES. */
-static bool idle_launch_runs(clf_context *ctx, const clf__exe_kernel *K)
+static bool idle_launch_runs(clf_context *ctx, const clf_executable *e, const clf__exe_kernel *K)
 {
     if (K->final_kernel || K->local <= 1 || !strstr(K->source, "/* ---- kernels_templates/reduction_gpu.cl ---- */"))
         return false;
@@ -452,13 +369,13 @@ static bool idle_launch_runs(clf_context *ctx, const clf__exe_kernel *K)
     if (!dummy)
         return false;
     cl_command_queue q = clCreateCommandQueue(ctx->cl, ctx->device, 0, &err);
+    cl_uint last = 0;
     for (uint32_t p = 0; q && err == CL_SUCCESS && p < K->nparams; p++)
-        err = clSetKernelArg(K->kernel, p, sizeof dummy, &dummy);
+        err = clf__set_buffer_arg(K->kernel, &last, &e->buffers[K->params[p]], dummy, 0);
     for (uint32_t p = 0; q && err == CL_SUCCESS && p < K->nlift; p++)
-        err = clSetKernelArg(K->kernel, K->nparams + p, K->lift[p].size, K->lift[p].bytes);
+        err = clSetKernelArg(K->kernel, last++, K->lift[p].size, K->lift[p].bytes);
     const cl_ulong none64 = 0;
     const cl_uint none32 = 0;
-    const cl_uint last = K->nparams + K->nlift;
     if (q && err == CL_SUCCESS)
         err = K->wide_index ? clSetKernelArg(K->kernel, last, sizeof none64, &none64)
                             : clSetKernelArg(K->kernel, last, sizeof none32, &none32);
@@ -556,13 +473,12 @@ static clf_status instantiate(clf_context *ctx, const clf_graph *g, clf_executab
     e->owned = clf__calloc(e->nbuffers ? e->nbuffers : 1, sizeof *e->owned);
     e->events = clf__calloc(e->nkernels ? e->nkernels : 1, sizeof *e->events);
     e->starts = clf__calloc(e->nkernels ? e->nkernels : 1, sizeof *e->starts);
-    cl_mem *partials = clf__calloc(e->nkernels ? e->nkernels : 1, sizeof *partials);
-    if (!e->owned || !e->events || !e->starts || !partials) {
-        clf__free(partials);
+    e->elem_bytes = clf__calloc(e->nbuffers ? e->nbuffers : 1, sizeof *e->elem_bytes);
+    if (!e->owned || !e->events || !e->starts || !e->elem_bytes)
         return clf__ctx_fail(ctx, CLF_ERR_OUT_OF_MEMORY, "clf_compile: out of memory");
-    }
     for (uint32_t b = 0; b < e->nbuffers; b++) {
         const clf__plan_buffer *B = &e->buffers[b];
+        e->elem_bytes[b] = (uint8_t)clf__dtype_info_of(clf__graph_node(g, B->node)->dtype)->size;
         if (B->kind != CLF__BUF_CONSTANT || B->bytes == 0)
             continue;
         if (B->bytes > ctx->desc.max_alloc_bytes && ctx->desc.max_alloc_bytes) {
@@ -594,11 +510,6 @@ static clf_status instantiate(clf_context *ctx, const clf_graph *g, clf_executab
         st = clf__scratch_buffer(ctx, e->scratch_bytes, &bytes, "clf_compile", &e->scratch);
         if (st != CLF_OK)
             goto out;
-        st = make_sub_buffers(e, e->scratch, 0, e->owned, partials, true, "clf_compile");
-        if (st != CLF_OK)
-            goto out;
-        for (size_t k = 0; k < e->nkernels; k++)
-            e->kernels[k].scratch = partials[k];
     }
     e->scratch_ready = e->scratch_bytes == 0 || !e->external_scratch;
     st = make_kernel_state(ctx, e);
@@ -733,7 +644,7 @@ static clf_status instantiate(clf_context *ctx, const clf_graph *g, clf_executab
         if (narrow && !narrow2) {
             if (e->lift) /* its arguments are shared */
                 pthread_mutex_lock(clf__lift_run_lock(e->lift));
-            idle_ran = idle_launch_runs(ctx, K);
+            idle_ran = idle_launch_runs(ctx, e, K);
             if (e->lift)
                 pthread_mutex_unlock(clf__lift_run_lock(e->lift));
         }
@@ -760,7 +671,6 @@ out:
     clf__program_jobs_free(jobs, jobs ? nsrcs : 0);
     clf__free(srcs);
     clf__free(src_of);
-    clf__free(partials);
     return st;
 }
 
@@ -852,10 +762,8 @@ clf_status clf__compile_graph(clf_context *ctx, const clf_graph *g, const clf_co
             if (st != CLF_OK)
                 goto fail;
         }
-        /* A specialisation takes the shared scratch dynamic.c binds, where
-         * the driver can release overlapping sub-buffers. */
-        e->external_scratch = (params && params->external_scratch) ||
-                              (share && !(ctx->quirks & CLF__QUIRK_OVERLAPPING_SUB_BUFFERS));
+        /* A specialisation takes the shared scratch dynamic.c binds. */
+        e->external_scratch = (params && params->external_scratch) || share;
         e->build_threads = build_threads;
         if (share && share->sources_only) {
             st = CLF_OK;
@@ -943,8 +851,6 @@ CLF_API void clf_executable_destroy(clf_executable **pe)
             clReleaseKernel(K->kernel);
         if (K->final_kernel)
             clReleaseKernel(K->final_kernel);
-        if (K->scratch)
-            clReleaseMemObject(K->scratch);
         if (e->starts && e->starts[k])
             clReleaseEvent(e->starts[k]);
         if (e->events && e->events[k])
@@ -971,6 +877,7 @@ CLF_API void clf_executable_destroy(clf_executable **pe)
     clf__free(e->buffers);
     clf__free(e->owned);
     clf__free(e->offsets);
+    clf__free(e->elem_bytes);
     if (e->scratch)
         clReleaseMemObject(e->scratch);
     if (e->state)
@@ -1055,68 +962,30 @@ CLF_API clf_status clf_executable_set_scratch(clf_executable *e, cl_mem buffer, 
                              "clf_executable_set_scratch: the executable needs %llu bytes of scratch, the buffer "
                              "has %zu from offset %zu",
                              (unsigned long long)e->scratch_bytes, offset <= size ? size - offset : (size_t)0, offset);
-    /* A sub-buffer is used through its parent: OpenCL makes no sub-buffer
-     * of a sub-buffer. */
-    cl_mem parent = NULL;
-    size_t poff = 0;
-    if (clGetMemObjectInfo(buffer, CL_MEM_ASSOCIATED_MEMOBJECT, sizeof parent, &parent, NULL) == CL_SUCCESS && parent &&
-        clGetMemObjectInfo(buffer, CL_MEM_OFFSET, sizeof poff, &poff, NULL) == CL_SUCCESS) {
-        buffer = parent;
-        offset += poff;
-    }
+    /* The regions' offsets are multiples of the alignment (a sub-buffer's
+     * origin is too), which the kernels' aligned vector accesses need. */
     if (offset % ctx->base_align)
         return clf__ctx_fail(ctx, CLF_ERR_INVALID_ARGUMENT,
-                             "clf_executable_set_scratch: offset %zu%s is not a multiple of the device's "
+                             "clf_executable_set_scratch: offset %zu is not a multiple of the device's "
                              "CL_DEVICE_MEM_BASE_ADDR_ALIGN (%llu bytes)",
-                             offset, poff ? " (with the sub-buffer's own offset)" : "",
-                             (unsigned long long)ctx->base_align);
-    return clf__executable_bind_scratch(e, buffer, offset, "clf_executable_set_scratch");
+                             offset, (unsigned long long)ctx->base_align);
+    clf__executable_bind_scratch(e, buffer, offset);
+    return CLF_OK;
 }
 
-clf_status clf__executable_bind_scratch(clf_executable *e, cl_mem buffer, size_t offset, const char *call)
+void clf__executable_bind_scratch(clf_executable *e, cl_mem buffer, size_t offset)
 {
-    clf_context *ctx = e->ctx;
-    cl_mem *owned = clf__calloc(e->nbuffers ? e->nbuffers : 1, sizeof *owned);
-    cl_mem *partials = clf__calloc(e->nkernels ? e->nkernels : 1, sizeof *partials);
-    if (!owned || !partials) {
-        clf__free(owned);
-        clf__free(partials);
-        return clf__ctx_fail(ctx, CLF_ERR_OUT_OF_MEMORY, "%s: out of memory", call);
-    }
-    clf_status st = make_sub_buffers(e, buffer, offset, owned, partials, false, call);
-    if (st == CLF_OK) {
-        clRetainMemObject(buffer);
-        /* Swap under the lock, so that no run sets arguments meanwhile; the
-         * old sub-buffers are released here (commands in flight keep them). */
-        pthread_mutex_lock(&e->lock);
-        for (uint32_t b = 0; b < e->nbuffers; b++) {
-            if (e->buffers[b].kind != CLF__BUF_INTERMEDIATE)
-                continue;
-            cl_mem old = e->owned[b];
-            e->owned[b] = owned[b];
-            owned[b] = old;
-        }
-        for (size_t k = 0; k < e->nkernels; k++) {
-            cl_mem old = e->kernels[k].scratch;
-            e->kernels[k].scratch = partials[k];
-            partials[k] = old;
-        }
-        cl_mem old_scratch = e->scratch;
-        e->scratch = buffer;
-        e->scratch_ready = true;
-        pthread_mutex_unlock(&e->lock);
-        for (uint32_t b = 0; b < e->nbuffers; b++)
-            if (owned[b])
-                clReleaseMemObject(owned[b]);
-        for (size_t k = 0; k < e->nkernels; k++)
-            if (partials[k])
-                clReleaseMemObject(partials[k]);
-        if (old_scratch)
-            clReleaseMemObject(old_scratch);
-    }
-    clf__free(owned);
-    clf__free(partials);
-    return st;
+    clRetainMemObject(buffer);
+    /* Under the lock, so that no run sets arguments meanwhile; commands in
+     * flight keep the old buffer. */
+    pthread_mutex_lock(&e->lock);
+    cl_mem old = e->scratch;
+    e->scratch = buffer;
+    e->scratch_at = offset;
+    e->scratch_ready = true;
+    pthread_mutex_unlock(&e->lock);
+    if (old)
+        clReleaseMemObject(old);
 }
 
 CLF_API size_t clf_executable_kernel_count(const clf_executable *exe) { return exe ? exe->nkernels : 0; }

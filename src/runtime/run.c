@@ -138,20 +138,36 @@ static clf_status bind(clf_executable *e, const char *what, const clf__io *io, s
     return CLF_OK;
 }
 
+cl_int clf__set_buffer_arg(cl_kernel kern, cl_uint *a, const clf__plan_buffer *B, cl_mem mem, cl_ulong at)
+{
+    cl_int err = clSetKernelArg(kern, (*a)++, sizeof mem, &mem);
+    if (err == CL_SUCCESS && clf__plan_buffer_in_scratch(B))
+        err = clSetKernelArg(kern, (*a)++, sizeof at, &at);
+    return err;
+}
+
 /* Sets kernel k's arguments from table. Called with e->lock held. */
 static cl_int set_args(clf_executable *e, clf__exe_kernel *K, cl_kernel kern, cl_mem *table, cl_uint *failed_arg)
 {
     cl_int err = CL_SUCCESS;
     cl_uint a = 0;
-    for (; a < K->nparams && err == CL_SUCCESS; a++) {
-        cl_mem m = table[K->params[a]] ? table[K->params[a]] : e->owned[K->params[a]];
-        err = clSetKernelArg(kern, a, sizeof m, &m);
+    for (uint32_t p = 0; p < K->nparams && err == CL_SUCCESS; p++) {
+        const uint32_t b = K->params[p];
+        if (clf__plan_buffer_in_scratch(&e->buffers[b]))
+            err = clf__set_buffer_arg(kern, &a, &e->buffers[b], e->scratch,
+                                      (e->scratch_at + e->offsets[b]) / e->elem_bytes[b]);
+        else
+            err = clf__set_buffer_arg(kern, &a, &e->buffers[b], table[b] ? table[b] : e->owned[b], 0);
     }
     /* Literals lifted out of the source (source_lift.h), after CLF_PARAMS. */
     for (uint32_t l = 0; l < K->nlift && err == CL_SUCCESS; l++, a++)
         err = clSetKernelArg(kern, a, K->lift[l].size, K->lift[l].bytes);
-    if (err == CL_SUCCESS && K->scratch)
-        err = clSetKernelArg(kern, a++, sizeof K->scratch, &K->scratch);
+    if (err == CL_SUCCESS && K->partial_bytes) { /* the partial results: the scratch, and where in it */
+        const cl_ulong at = e->scratch_at + K->partial_offset;
+        err = clSetKernelArg(kern, a++, sizeof e->scratch, &e->scratch);
+        if (err == CL_SUCCESS)
+            err = clSetKernelArg(kern, a++, sizeof at, &at);
+    }
     if (err == CL_SUCCESS && K->state_bytes) { /* its state: the buffer, and where in it */
         err = clSetKernelArg(kern, a++, sizeof e->state, &e->state);
         if (err == CL_SUCCESS)

@@ -52,7 +52,7 @@ struct clf_context {
      * PoCL, whose builds cost ~95 ms a program whatever it holds;
      * CLFUSE_ONE_PROGRAM=0 or 1 decides instead. */
     bool one_program;
-    uint64_t base_align; /* CL_DEVICE_MEM_BASE_ADDR_ALIGN in bytes: sub-buffer offsets */
+    uint64_t base_align; /* CL_DEVICE_MEM_BASE_ADDR_ALIGN in bytes: sub-buffer and scratch region offsets */
     uint64_t id; /* unique in the process: names this context's per-thread errors */
     pthread_mutex_t lock; /* guards programs and counts */
     bool lock_ready;
@@ -100,10 +100,9 @@ typedef struct clf__exe_kernel {
     uint32_t nlift;
     size_t global, local;
     /* A split reduction: a second kernel combines the first one's partial
-     * results (partial_bytes at partial_offset of the executable's scratch;
-     * scratch is that sub-buffer). */
+     * results (partial_bytes at partial_offset of the executable's scratch,
+     * passed as the scratch buffer and that offset). */
     cl_kernel final_kernel;
-    cl_mem scratch;
     size_t final_global, final_local;
     uint64_t partial_bytes, partial_offset;
     /* State kept between the kernel's work-groups (codegen.h's
@@ -131,8 +130,7 @@ typedef struct clf__lift_table clf__lift_table;
 /* What a specialisation of a graph with symbolic dimensions shares with
  * the others (dynamic.c): constant buffers, programs through the lift
  * table, and scratch (the executable is made without one, as with
- * external_scratch; dynamic.c binds the shared one before each run),
- * except on drivers with CLF__QUIRK_OVERLAPPING_SUB_BUFFERS.
+ * external_scratch; dynamic.c binds the shared one before each run).
  * sources_only: lower and note the kernels' sources in the lift table,
  * build nothing and make no executable (a probe at other sizes); as_is:
  * note them as worth building as they are. */
@@ -158,14 +156,17 @@ struct clf_executable {
     size_t ninputs, noutputs;
     uint32_t nbuffers;
     clf__plan_buffer *buffers; /* the plan's buffer table */
-    cl_mem *owned;             /* per buffer: constants and intermediates (else NULL) */
+    cl_mem *owned;             /* per buffer: constants (else NULL) */
     /* Memory plan: intermediates and split reductions' partial results live
      * at offsets[b] / partial_offset in one scratch allocation of
-     * scratch_bytes (sub-buffers of it in owned[] and K->scratch). scratch
-     * is the executable's own, or the caller's (retained) with
-     * external_scratch; scratch_ready once the sub-buffers exist. */
+     * scratch_bytes, from scratch_at bytes into buffer scratch on; kernels
+     * get scratch and each region's offset (in elements of elem_bytes[b]
+     * bytes for an intermediate), no sub-buffers. scratch is the
+     * executable's own, or the caller's (retained) with external_scratch;
+     * scratch_ready once it has one. */
     uint64_t *offsets;
-    uint64_t scratch_bytes;
+    uint8_t *elem_bytes;
+    uint64_t scratch_bytes, scratch_at;
     bool external_scratch;
     bool scratch_ready;
     /* Set by instantiation when a built kernel allows smaller work-groups
@@ -197,6 +198,11 @@ struct clf_executable {
     cl_event last;    /* the last run's completion: the next run waits for it */
     bool ran;
 };
+
+/* Sets a CLF_PARAMS buffer argument of kern at *a and moves *a past it:
+ * mem, then for a buffer in the scratch (clf__plan_buffer_in_scratch) its
+ * offset at in elements (run.c). */
+cl_int clf__set_buffer_arg(cl_kernel kern, cl_uint *a, const clf__plan_buffer *B, cl_mem mem, cl_ulong at);
 
 /* Compiles a graph without symbolic dimensions (clf_compile's work), as a
  * specialisation sharing what share gives (NULL: a plain executable). */
@@ -317,9 +323,8 @@ cl_int clf__zeroed_buffer(clf_context *ctx, uint64_t bytes, cl_mem *out);
  * when no allocation can hold them). */
 clf_status clf__scratch_buffer(clf_context *ctx, uint64_t need, uint64_t *bytes, const char *call, cl_mem *out);
 /* Places e's intermediates in buffer from offset (at least
- * e->scratch_bytes, offset aligned; checked by the caller): new
- * sub-buffers, swapped in under e's lock (commands in flight keep the old
- * ones). call names the caller in messages. */
-clf_status clf__executable_bind_scratch(clf_executable *e, cl_mem buffer, size_t offset, const char *call);
+ * e->scratch_bytes, offset aligned; checked by the caller), retained,
+ * under e's lock (commands in flight keep the old buffer). */
+void clf__executable_bind_scratch(clf_executable *e, cl_mem buffer, size_t offset);
 
 #endif
