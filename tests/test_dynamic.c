@@ -244,10 +244,16 @@ static void many_lengths(clf_kernel_style style)
         if (i == 5) /* 17 again: the specialisation is kept */
             ck_assert_uint_eq(ctx->counts.plans_built, before.plans_built);
         before = ctx->counts;
+        const size_t lexed = clf__lift_sources_lexed(exe->dyn->lift);
         check_at(ctx, exe, g, lengths[i][1]);
         built = ctx->counts.source_builds - before.source_builds;
         ck_assert_msg(built == 0, "S=%lld (after S=%lld) built %llu programs", (long long)lengths[i][1],
                       (long long)lengths[i][0], built);
+        /* Nor lexes any source: each differs from its group's first one
+         * only in literals the group's generic program takes. */
+        ck_assert_msg(clf__lift_sources_lexed(exe->dyn->lift) == lexed, "S=%lld (after S=%lld) lexed %zu sources",
+                      (long long)lengths[i][1], (long long)lengths[i][0],
+                      clf__lift_sources_lexed(exe->dyn->lift) - lexed);
     }
     /* One scratch for every specialisation (S = 17 ran again after larger
      * ones had grown it): each one's intermediates in the executable's
@@ -706,15 +712,46 @@ START_TEST(lift_program_runs)
     ck_assert_int_eq(clf__lift_program(ctx, t, a, &prog_a, &args_a, &nargs_a, &berr), CLF_OK);
     ck_assert(prog_a == prog && nargs_a == 2);
     ck_assert_uint_eq(ctx->counts.source_builds, before.source_builds + 1);
+    /* A third size, with longer literals: matched against the group's
+     * first source without lexing, its own values. */
+    const size_t lexed = clf__lift_sources_lexed(t);
+    char *e = lift_source("#define N 1000u\n#define SCALE 2.0f\n", body);
+    clf__lift_arg *args_e;
+    uint32_t nargs_e;
+    cl_program prog_e;
+    ck_assert_int_eq(clf__lift_program(ctx, t, e, &prog_e, &args_e, &nargs_e, &berr), CLF_OK);
+    ck_assert(prog_e == prog && nargs_e == 2);
+    ck_assert_uint_eq(clf__lift_sources_lexed(t), lexed);
+    ck_assert_uint_eq(ctx->counts.source_builds, before.source_builds + 1);
+    /* Not so: another type of literal (int, not uint: another skeleton),
+     * or another token: lexed, another program each. */
+    static const char *const others[][2] = {{"#define N 9\n#define SCALE 2.0f\n", NULL},
+                                             {"#define N 9u\n#define SCALE 2.0f\n", "(float)(i / N)"}};
+    for (int o = 0; o < 2; o++) {
+        char *other_body = strdup(body), *at = strstr(other_body, "(float)(i % N)");
+        if (others[o][1])
+            memcpy(at, others[o][1], strlen(others[o][1]));
+        char *f = lift_source(others[o][0], other_body);
+        clf__lift_arg *args_f;
+        uint32_t nargs_f;
+        cl_program prog_f;
+        ck_assert_int_eq(clf__lift_program(ctx, t, f, &prog_f, &args_f, &nargs_f, &berr), CLF_OK);
+        ck_assert(prog_f != prog);
+        ck_assert_uint_eq(clf__lift_sources_lexed(t), lexed + 1 + (size_t)o);
+        clReleaseProgram(prog_f);
+        clf__free(args_f);
+        free(f);
+        free(other_body);
+    }
     cl_int err;
     cl_kernel k = clCreateKernel(prog, "k", &err);
     ck_assert_int_eq(err, CL_SUCCESS);
     cl_mem out = clCreateBuffer(ctx->cl, CL_MEM_READ_WRITE, 16 * sizeof(float), NULL, &err);
     cl_command_queue q = clCreateCommandQueue(ctx->cl, ctx->device, 0, &err);
-    const clf__lift_arg *sets[2] = {args, args_a};
-    const float scale[2] = {3.0f, 0.5f};
-    const unsigned mod[2] = {7, 5};
-    for (int s = 0; s < 2; s++) {
+    const clf__lift_arg *sets[3] = {args, args_a, args_e};
+    const float scale[3] = {3.0f, 0.5f, 2.0f};
+    const unsigned mod[3] = {7, 5, 1000};
+    for (int s = 0; s < 3; s++) {
         cl_uint n = 16;
         ck_assert_int_eq(clSetKernelArg(k, 0, sizeof out, &out), CL_SUCCESS);
         for (uint32_t j = 0; j < 2; j++)
@@ -750,8 +787,11 @@ START_TEST(lift_program_runs)
     clReleaseKernel(k);
     clReleaseProgram(prog);
     clReleaseProgram(prog_a);
+    clReleaseProgram(prog_e);
     clf__free(args);
     clf__free(args_a);
+    clf__free(args_e);
+    free(e);
     free(a);
     free(b);
     clf__lift_table_free(&t);

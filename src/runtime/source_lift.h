@@ -52,7 +52,9 @@ clf_status clf__lift_note(clf__lift_table *t, const char *source, bool as_is);
 /* The program for source: its own build while its group has seen no other
  * values, else the group's generic build; *args (heap, *nargs entries, NULL
  * when none) receives the values of the lifted parameters, which come
- * right after the kernel's CLF_PARAMS arguments. */
+ * right after the kernel's CLF_PARAMS arguments. A source seen before, or
+ * one that differs from a group's first source only in literals the
+ * group's generic program takes (most of a new length's), is not lexed. */
 clf_status clf__lift_program(clf_context *ctx, clf__lift_table *t, const char *source, cl_program *prog,
                              clf__lift_arg **args, uint32_t *nargs, cl_int *build_err);
 
@@ -80,8 +82,11 @@ clf_status clf__lift_prebuild(clf_context *ctx, clf__lift_table *t);
  * without the table's lock held. */
 void clf__lift_set_prober(clf__lift_table *t, void (*prober)(void *arg), void *arg);
 
-/* The number of skeletons (kernel forms) the table has seen. */
-size_t clf__lift_group_count(clf__lift_table *t);
+/* The number of sources clf__lift_program has lexed: those neither seen
+ * before nor matched by a group's generic program as they are (a source
+ * that differs from a group's first source only in literals that program
+ * takes as parameters is matched by comparing the two texts). */
+size_t clf__lift_sources_lexed(clf__lift_table *t);
 
 /* For the tests: the generic source of source's group as the table would
  * build it now (heap; NULL when nothing is lifted or out of memory). */
