@@ -285,7 +285,6 @@ static const struct cl_fault {
     {"clCreateBuffer", 2, CL_OUT_OF_RESOURCES, COMPILE, CLF_ERR_OUT_OF_MEMORY, false, false},
     {"clCreateBuffer", 1, CL_OUT_OF_RESOURCES, RUN_HOST, CLF_ERR_OUT_OF_MEMORY, false, false},
     {"clCreateBuffer", 3, CL_OUT_OF_HOST_MEMORY, RUN_HOST, CLF_ERR_OUT_OF_MEMORY, false, false},
-    {"clCreateSubBuffer", 1, CL_OUT_OF_RESOURCES, COMPILE, CLF_ERR_OUT_OF_MEMORY, false, false},
     {"clCreateSubBuffer", 1, CL_MEM_OBJECT_ALLOCATION_FAILURE, RUN_OFFSETS, CLF_ERR_OUT_OF_MEMORY, false, false},
     {"clCreateProgramWithSource", 1, CL_OUT_OF_HOST_MEMORY, COMPILE, CLF_ERR_OUT_OF_MEMORY, true, false},
     {"clBuildProgram", 1, CL_BUILD_PROGRAM_FAILURE, COMPILE, CLF_ERR_BUILD, true, false},
