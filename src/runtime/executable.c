@@ -115,11 +115,12 @@ static clf_status exe_new(clf_context *ctx, clf_executable **out)
     return CLF_OK;
 }
 
-/* Lowering: plan the graph (fused and, for the statistics, unfused),
+/* Lowering: plan the graph (fused and, for the statistics where
+ * unfused_stats, unfused),
  * generate every kernel and place the intermediates in scratch memory. Fills
  * e's lowered fields (everything the plan cache stores); no OpenCL. */
 static clf_status lower(clf_context *ctx, const clf_graph *g, const clf_compile_params *params,
-                        const clf__codegen_target *target, clf_executable *e)
+                        const clf__codegen_target *target, bool unfused_stats, clf_executable *e)
 {
     char err[256] = "";
     clf__plan plan = {0}, unfused = {0};
@@ -134,7 +135,7 @@ static clf_status lower(clf_context *ctx, const clf_graph *g, const clf_compile_
     if (st != CLF_OK)
         goto fail_msg;
     clf__plan_options uopt = {.disable_fusion = true};
-    st = clf__plan_build(g, &uopt, &unfused, err, sizeof err);
+    st = unfused_stats ? clf__plan_build(g, &uopt, &unfused, err, sizeof err) : CLF_OK;
     if (st != CLF_OK)
         goto fail_msg;
     stats_from(&plan.stats, &unfused.stats, &e->stats);
@@ -758,7 +759,9 @@ clf_status clf__compile_graph(clf_context *ctx, const clf_graph *g, const clf_co
             pthread_mutex_lock(&ctx->lock);
             ctx->counts.plans_built++;
             pthread_mutex_unlock(&ctx->lock);
-            st = lower(ctx, g, params, &target, e);
+            /* A specialisation's statistics reach no caller (clf_executable_stats
+             * gives the executable's own): it plans the graph once. */
+            st = lower(ctx, g, params, &target, !share, e);
             if (st != CLF_OK)
                 goto fail;
         }
