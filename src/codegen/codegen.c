@@ -54,7 +54,8 @@ clf_status clf__codegen_kernel(const clf_graph *g, const clf__plan *plan, uint32
         return CLF_ERR_OUT_OF_MEMORY;
     }
     sprintf(out->name, "%s_%u", out->entry, k);
-    clf__cg_canonical_names(out->params, out->nparams, plan->kernels[k].ops, plan->kernels[k].nops, &out->source);
+    out->canonical =
+        clf__cg_canonical_names(out->params, out->nparams, plan->kernels[k].ops, plan->kernels[k].nops, &out->source);
     return CLF_OK;
 }
 

@@ -92,6 +92,7 @@ typedef struct clf__kernel_code {
     char *source; /* the whole program: generated definitions + template */
     uint32_t *params; /* plan buffer ids, in kernel parameter order */
     uint32_t nparams;
+    bool canonical; /* the source's ids are ordinals (clf__cg_canonical_names did its work) */
     bool wide_index; /* IDX_T is ulong (the last argument's type) */
     int vec, items;
     size_t global, local; /* launch geometry (global 0: nothing to do) */
@@ -133,6 +134,22 @@ clf_status clf__codegen_gemm(const clf_graph *g, const clf__plan *plan, uint32_t
 clf_status clf__codegen_attention(const clf_graph *g, const clf__plan *plan, uint32_t k,
                                   const clf__codegen_target *target, clf__kernel_code *out, char *err, size_t errlen);
 void clf__kernel_code_free(clf__kernel_code *code);
+
+/* Generated code kept by kernel key (kernel_memo.c): the key holds what a
+ * writer reads of the graph, the plan and the target, with ids as their
+ * order of appearance, so that the layers of a model, or a kernel a new
+ * size leaves alone, find the code generated before. Thread-safe. */
+typedef struct clf__kernel_memo clf__kernel_memo;
+clf__kernel_memo *clf__kernel_memo_new(void);
+void clf__kernel_memo_free(clf__kernel_memo **m);
+/* clf__codegen_kernel through the memo: a copy of the code of a kernel of
+ * the same key (with kernel k's parameters and name), else the code
+ * generated, kept when its source came out canonical. */
+clf_status clf__codegen_kernel_memo(clf__kernel_memo *m, const clf_graph *g, const clf__plan *plan, uint32_t k,
+                                    const clf__codegen_target *target, clf__kernel_code *out, char *err,
+                                    size_t errlen);
+/* The kernels the memo gave so far. */
+unsigned long clf__kernel_memo_hits(clf__kernel_memo *m);
 /* Renames, in *source, the identifiers codegen made of plan ids to ordinals
  * within the kernel: parameter b<params[p]> to b<p>, and the names made of
  * node nodes[i] (s_, c_, v_, i_, n_, r_, CLF_GIX_ followed by the id) to

@@ -76,18 +76,28 @@ static void put_attr(clf__strbuf *sb, const clf__node *n, int rank)
     }
 }
 
+void clf__graph_key_node(const clf__node *n, clf__strbuf *sb)
+{
+    int rank = n->rank < 0 ? 0 : n->rank > CLF_MAX_RANK ? CLF_MAX_RANK : n->rank;
+    clf__sb_printf(sb, " op=%d dtype=%d rank=%d", (int)n->op, (int)n->dtype, n->rank);
+    put_i64s(sb, "shape", n->shape, rank);
+    put_attr(sb, n, rank);
+    if (n->gen.kind)
+        clf__sb_printf(sb, " gen=%d,%" PRIu32 ",%" PRIx32 ",%016" PRIx64, (int)n->gen.kind, n->gen.node, n->gen.mask,
+                       bits(n->gen.minus));
+}
+
 void clf__graph_key(const clf_graph *g, clf__strbuf *sb)
 {
     clf__sb_printf(sb, "nodes %zu\n", g->nnodes);
     for (size_t i = 0; i < g->nnodes; i++) {
         const clf__node *n = &g->nodes[i];
         int rank = n->rank < 0 ? 0 : n->rank > CLF_MAX_RANK ? CLF_MAX_RANK : n->rank;
-        clf__sb_printf(sb, "%zu op=%d dtype=%d rank=%d", i, (int)n->op, (int)n->dtype, n->rank);
-        put_i64s(sb, "shape", n->shape, rank);
+        clf__sb_printf(sb, "%zu", i);
+        clf__graph_key_node(n, sb);
         clf__sb_printf(sb, " in");
         for (int k = 0; k < n->ninputs; k++)
             clf__sb_printf(sb, "%c%" PRIu32, k ? ',' : '=', n->inputs[k]);
-        put_attr(sb, n, rank);
         if (n->data) {
             int64_t numel = clf__node_numel(n);
             size_t bytes = (size_t)numel * clf_dtype_size(n->dtype);
@@ -105,9 +115,6 @@ void clf__graph_key(const clf_graph *g, clf__strbuf *sb)
         for (int d = 0; d < rank; d++)
             if (n->sym[d])
                 clf__sb_printf(sb, " sym%d=%d", d, (int)n->sym[d]);
-        if (n->gen.kind)
-            clf__sb_printf(sb, " gen=%d,%" PRIu32 ",%" PRIx32 ",%016" PRIx64, (int)n->gen.kind, n->gen.node,
-                           n->gen.mask, bits(n->gen.minus));
         clf__sb_puts(sb, "\n");
     }
     clf__sb_printf(sb, "inputs %zu", g->ninputs);

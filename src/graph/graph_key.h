@@ -15,4 +15,9 @@
  * failure is sticky in sb. */
 void clf__graph_key(const clf_graph *g, clf__strbuf *sb);
 
+/* Appends what the canonical text says of one node by itself: its op,
+ * dtype, shape, attributes and generator (not its inputs, data, name or
+ * symbols). */
+void clf__graph_key_node(const clf__node *n, clf__strbuf *sb);
+
 #endif

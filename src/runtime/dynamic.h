@@ -38,6 +38,7 @@ struct clf__dyn {
     clf_executable *last; /* the executable of the last run */
     clf__const_pool pool;
     clf__lift_table *lift; /* the programs the specialisations share */
+    clf__kernel_memo *memo; /* and the code generated for their kernels */
     /* The scratch every specialisation (and the stand-in executable) binds
      * its intermediates to before a run: one buffer, as large as the
      * largest need seen (grown by half at least), never shrunk; runs of

@@ -115,12 +115,14 @@ static clf_status exe_new(clf_context *ctx, clf_executable **out)
     return CLF_OK;
 }
 
-/* Lowering: plan the graph (fused and, for the statistics where
- * unfused_stats, unfused),
- * generate every kernel and place the intermediates in scratch memory. Fills
- * e's lowered fields (everything the plan cache stores); no OpenCL. */
+/* Lowering: plan the graph (fused and, for the statistics, unfused: not
+ * for a specialisation, whose statistics reach no caller since
+ * clf_executable_stats gives the executable's own), generate every kernel
+ * (a specialisation's through the memo its graph's specialisations share)
+ * and place the intermediates in scratch memory. Fills e's lowered fields
+ * (everything the plan cache stores); no OpenCL. */
 static clf_status lower(clf_context *ctx, const clf_graph *g, const clf_compile_params *params,
-                        const clf__codegen_target *target, bool unfused_stats, clf_executable *e)
+                        const clf__codegen_target *target, const clf__spec_share *share, clf_executable *e)
 {
     char err[256] = "";
     clf__plan plan = {0}, unfused = {0};
@@ -135,7 +137,7 @@ static clf_status lower(clf_context *ctx, const clf_graph *g, const clf_compile_
     if (st != CLF_OK)
         goto fail_msg;
     clf__plan_options uopt = {.disable_fusion = true};
-    st = unfused_stats ? clf__plan_build(g, &uopt, &unfused, err, sizeof err) : CLF_OK;
+    st = !share ? clf__plan_build(g, &uopt, &unfused, err, sizeof err) : CLF_OK;
     if (st != CLF_OK)
         goto fail_msg;
     stats_from(&plan.stats, &unfused.stats, &e->stats);
@@ -179,7 +181,8 @@ static clf_status lower(clf_context *ctx, const clf_graph *g, const clf_compile_
         if (autotune && plan.kernels[k].kind == CLF__REGION_GEMM && !target->gemm &&
             !clf__gemm_rows(g, &plan, k, target) && clf__gemm_autotune(ctx, g, &plan, k, target, &tuned))
             tk.gemm = &tuned;
-        st = clf__codegen_kernel(g, &plan, k, &tk, &code, err, sizeof err);
+        st = share && share->memo ? clf__codegen_kernel_memo(share->memo, g, &plan, k, &tk, &code, err, sizeof err)
+                                  : clf__codegen_kernel(g, &plan, k, &tk, &code, err, sizeof err);
         if (st != CLF_OK)
             goto fail_msg;
         if (clf__log_enabled(CLF__LOG_SCHEDULE)) {
@@ -759,9 +762,7 @@ clf_status clf__compile_graph(clf_context *ctx, const clf_graph *g, const clf_co
             pthread_mutex_lock(&ctx->lock);
             ctx->counts.plans_built++;
             pthread_mutex_unlock(&ctx->lock);
-            /* A specialisation's statistics reach no caller (clf_executable_stats
-             * gives the executable's own): it plans the graph once. */
-            st = lower(ctx, g, params, &target, !share, e);
+            st = lower(ctx, g, params, &target, share, e);
             if (st != CLF_OK)
                 goto fail;
         }

@@ -129,7 +129,8 @@ typedef struct clf__lift_table clf__lift_table;
 
 /* What a specialisation of a graph with symbolic dimensions shares with
  * the others (dynamic.c): constant buffers, programs through the lift
- * table, and scratch (the executable is made without one, as with
+ * table, generated code (the kernel memo), and scratch (the executable is
+ * made without one, as with
  * external_scratch; dynamic.c binds the shared one before each run).
  * sources_only: lower and note the kernels' sources in the lift table,
  * build nothing and make no executable (a probe at other sizes); as_is:
@@ -137,6 +138,7 @@ typedef struct clf__lift_table clf__lift_table;
 typedef struct clf__spec_share {
     clf__const_pool *pool;
     clf__lift_table *lift;
+    clf__kernel_memo *memo; /* the code generated for kernels of the same key */
     bool sources_only, as_is;
 } clf__spec_share;
 

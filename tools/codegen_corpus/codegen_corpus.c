@@ -8,14 +8,22 @@
  *   build/tools/codegen_corpus/codegen_corpus FILES... > before.txt
  *
  * with FILES the model fixtures (tests/models/NAME/model.onnx), tests/onnx
- * and tests/graphs.
+ * and tests/graphs (a folder stands for its .onnx and .onnxtxt files and
+ * its folders' model.onnx).
  *
  * The corpus is the model files named on the command line plus the
  * benchmark suite's graphs (bench/bench_graphs.c) at GPU and CPU sizes.
  * With --dump DIR first, each source is also written to DIR/NNNNN.cl (the
- * input of lift_corpus, beside this file). */
+ * input of lift_corpus, beside this file). With --memo first, each kernel
+ * is also taken through a kernel memo (codegen.h's clf__kernel_memo, one a
+ * target, shared by every graph) and compared with the one just generated:
+ * any difference is printed and the exit status is 1 (the check of the
+ * memo's key, run by the test suite over the model fixtures). */
+#include <dirent.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "clfuse/clfuse.h"
 #include "clfuse/onnx.h"
@@ -53,9 +61,55 @@ static const named_target targets[] = {
                   .small_code = true}},
 };
 
+enum { NTARGETS = sizeof targets / sizeof targets[0] };
+
+/* --memo: a memo a target, the kernels compared, those the memo gave, and
+ * the differences found. */
+static clf__kernel_memo *memos[NTARGETS];
+static unsigned long compared, differing;
+
+static bool same_str(const char *a, const char *b) { return a == b || (a && b && !strcmp(a, b)); }
+
+/* Whether the schedules read the same (clf__schedule_str: every field). */
+static bool same_schedule(const clf__kernel_code *a, const clf__kernel_code *b)
+{
+    char x[512], y[512];
+    return !strcmp(clf__schedule_str(a, x, sizeof x), clf__schedule_str(b, y, sizeof y));
+}
+
+/* Whether code b (through the memo) is code a (generated), field by field. */
+static bool same_code(const clf__kernel_code *a, const clf__kernel_code *b)
+{
+    return same_str(a->name, b->name) && same_str(a->entry, b->entry) && same_str(a->ops, b->ops) &&
+           same_str(a->source, b->source) && same_str(a->final_name, b->final_name) && a->nparams == b->nparams &&
+           !memcmp(a->params, b->params, a->nparams * sizeof *a->params) && a->wide_index == b->wide_index &&
+           a->vec == b->vec && a->items == b->items && a->global == b->global && a->local == b->local &&
+           a->final_global == b->final_global && a->final_local == b->final_local &&
+           a->scratch_bytes == b->scratch_bytes && a->state_bytes == b->state_bytes && a->canonical == b->canonical &&
+           same_schedule(a, b);
+}
+
+static void check_memo(const char *graph, size_t t, const clf_graph *g, const clf__plan *p, uint32_t k,
+                       const clf__kernel_code *fresh)
+{
+    clf__kernel_code m;
+    char err[256] = "";
+    compared++;
+    if (clf__codegen_kernel_memo(memos[t], g, p, k, &targets[t].t, &m, err, sizeof err) != CLF_OK) {
+        printf("%s %s %u memo-failed %s\n", graph, targets[t].name, k, err);
+        differing++;
+        return;
+    }
+    if (!same_code(fresh, &m)) {
+        printf("%s %s %u memo-differs %s / %s\n", graph, targets[t].name, k, fresh->name, m.name);
+        differing++;
+    }
+    clf__kernel_code_free(&m);
+}
+
 static void emit(const char *graph, const clf_graph *g)
 {
-    for (size_t t = 0; t < sizeof targets / sizeof targets[0]; t++) {
+    for (size_t t = 0; t < NTARGETS; t++) {
         for (int fused = 1; fused >= 0; fused--) {
             const clf__codegen_target *T = &targets[t].t;
             clf__plan_options o = {.disable_fusion = !fused, .max_fused_depth = T->small_code ? CLF__SMALL_CODE_DEPTH : 0};
@@ -72,6 +126,8 @@ static void emit(const char *graph, const clf_graph *g)
                            err);
                     continue;
                 }
+                if (memos[t])
+                    check_memo(graph, t, g, &p, k, &c);
                 clf__sha256 s;
                 unsigned char d[32];
                 clf__sha256_init(&s);
@@ -93,6 +149,51 @@ static void emit(const char *graph, const clf_graph *g)
     }
 }
 
+static void emit_file(const char *path)
+{
+    clf_onnx_model *m = NULL;
+    char msg[512] = "";
+    if (clf_onnx_load_file(path, clf_onnx_params(.message = msg, .message_cap = sizeof msg), &m) != CLF_OK) {
+        printf("%s load-failed %s\n", path, msg);
+        return;
+    }
+    emit(path, clf_onnx_model_graph(m));
+    clf_onnx_model_destroy(&m);
+}
+
+static bool ends_with(const char *s, const char *tail)
+{
+    size_t n = strlen(s), t = strlen(tail);
+    return n >= t && !strcmp(s + n - t, tail);
+}
+
+/* A model file, or a folder: its .onnx and .onnxtxt files and its
+ * folders' model.onnx (tests/models, tests/onnx), in name order. */
+static void emit_path(const char *path)
+{
+    struct dirent **names = NULL;
+    int n = scandir(path, &names, NULL, alphasort);
+    if (n < 0) {
+        emit_file(path);
+        return;
+    }
+    for (int i = 0; i < n; i++) {
+        char sub[4096];
+        const char *e = names[i]->d_name;
+        struct stat st;
+        snprintf(sub, sizeof sub, "%s/%s", path, e);
+        if (e[0] != '.' && (ends_with(e, ".onnx") || ends_with(e, ".onnxtxt")))
+            emit_file(sub);
+        else if (e[0] != '.' && stat(sub, &st) == 0 && S_ISDIR(st.st_mode)) {
+            snprintf(sub, sizeof sub, "%s/%s/model.onnx", path, e);
+            if (stat(sub, &st) == 0)
+                emit_file(sub);
+        }
+        free(names[i]);
+    }
+    free(names);
+}
+
 int main(int argc, char **argv)
 {
     int first = 1;
@@ -100,16 +201,13 @@ int main(int argc, char **argv)
         dump_dir = argv[2];
         first = 3;
     }
-    for (int a = first; a < argc; a++) {
-        clf_onnx_model *m = NULL;
-        char msg[512] = "";
-        if (clf_onnx_load_file(argv[a], clf_onnx_params(.message = msg, .message_cap = sizeof msg), &m) != CLF_OK) {
-            printf("%s load-failed %s\n", argv[a], msg);
-            continue;
-        }
-        emit(argv[a], clf_onnx_model_graph(m));
-        clf_onnx_model_destroy(&m);
-    }
+    const bool memo = argc > first && !strcmp(argv[first], "--memo");
+    first += memo;
+    for (size_t t = 0; memo && t < NTARGETS; t++)
+        if (!(memos[t] = clf__kernel_memo_new()))
+            return 2;
+    for (int a = first; a < argc; a++)
+        emit_path(argv[a]);
     static const clf_dtype dts[] = {CLF_F32, CLF_F16, CLF_BF16};
     for (int gpu = 0; gpu < 2; gpu++)
         for (size_t d = 0; d < 3; d++) {
@@ -125,5 +223,13 @@ int main(int argc, char **argv)
                 clf_graph_destroy(&g);
             }
         }
-    return 0;
+    if (!memo)
+        return 0;
+    unsigned long hits = 0;
+    for (size_t t = 0; t < NTARGETS; t++) {
+        hits += clf__kernel_memo_hits(memos[t]);
+        clf__kernel_memo_free(&memos[t]);
+    }
+    fprintf(stderr, "codegen_corpus --memo: %lu kernels, %lu from the memo, %lu differ\n", compared, hits, differing);
+    return differing ? 1 : 0;
 }

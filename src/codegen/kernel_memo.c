@@ -1,0 +1,297 @@
+/* Generated code kept by kernel key (codegen.h's clf__kernel_memo): a
+ * kernel whose key was seen before gets a copy of that code instead of
+ * being generated again.
+ *
+ * The key holds everything a writer reads, with the graph's node and
+ * buffer ids replaced by their order of appearance, so that kernels that
+ * compute the same thing on other tensors (the layers of a model, a kernel
+ * that a new sequence length leaves alone) have one key, and generate one
+ * source once canonical_names.c has renamed their ids. What the writers
+ * read (codegen/, index/, the planner's queries): the target; the plan
+ * kernel's fields; for each node a kernel evaluates or loads, its op,
+ * dtype, shape, attributes and generator (clf__graph_key_node), a
+ * literal's values, its inputs, and the plan's facts about it (where its
+ * value lives: this kernel, another's buffer, nowhere; its reduction
+ * stage); for each buffer parameter, its kind and node. The walk starts
+ * from the kernel's ops, stores and anchor nodes and goes through every
+ * input except past a node loaded from a buffer (what the writers do:
+ * codegen_expr.c's value, clf__cg_operand_plain). codegen_corpus --memo
+ * checks over the model fixtures and the benchmark graphs that every
+ * kernel found in the memo is the kernel generated anew. */
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "codegen/codegen.h"
+#include "codegen/codegen_expr.h"
+#include "graph/graph_key.h"
+#include "util/alloc.h"
+#include "util/hash.h"
+
+/* The nodes met so far, numbered in order (ord[id]: 0 unseen, else 1 +
+ * the number), and the ones still to write. */
+typedef struct walk {
+    const clf_graph *g;
+    const clf__plan *plan;
+    uint32_t k;
+    uint32_t *ord;
+    uint32_t *todo;
+    size_t ntodo, nseen;
+} walk;
+
+/* The number of node id in the key (numbering it when first met). */
+static uint32_t number(walk *w, uint32_t id)
+{
+    if (!w->ord[id]) {
+        w->ord[id] = (uint32_t)++w->nseen;
+        w->todo[w->ntodo++] = id;
+    }
+    return w->ord[id] - 1;
+}
+
+/* Whether the writers read node id from a buffer rather than evaluate it. */
+static bool loaded(const walk *w, uint32_t id)
+{
+    const clf__node *n = clf__graph_node(w->g, id);
+    return w->plan->src_buffer[id] >= 0 &&
+           (clf__node_class_of(n) == CLF__CLASS_LEAF || w->plan->producer[id] != (int32_t)w->k);
+}
+
+/* The parameter position of buffer b in kernel K, or -1. */
+static int param_of(const clf__plan_kernel *K, int32_t b)
+{
+    for (uint32_t i = 0; i < K->nreads; i++)
+        if ((int32_t)K->reads[i] == b)
+            return (int)i;
+    for (uint32_t i = 0; i < K->nstores; i++)
+        if ((int32_t)K->stores[i].buffer == b)
+            return (int)(K->nreads + i);
+    return -1;
+}
+
+static uint64_t bits(double d)
+{
+    uint64_t u;
+    memcpy(&u, &d, sizeof u);
+    return u;
+}
+
+static void put_target(const clf__codegen_target *t, clf__strbuf *sb)
+{
+    clf__sb_printf(sb, "target cpu=%d local=%zu fp64=%d cus=%" PRIu32 " lmem=%zu fw=%d shfl=%d tc=%d tf32=%d rows=%d "
+                       "trips=%" PRIu32 " small=%d vary=%d",
+                   t->cpu, t->max_local, t->fp64, t->compute_units, t->local_mem, t->float_width, t->warp_shuffle,
+                   t->tensor_cores, t->tf32, t->no_gemm_rows, t->max_loop_trips, t->small_code, t->sizes_vary);
+    if (t->gemm)
+        clf__sb_printf(sb, " gemm=%d,%d,%d,%d,%d,%d", t->gemm->tm, t->gemm->tn, t->gemm->tk, t->gemm->wm, t->gemm->wn,
+                       t->gemm->mma);
+    clf__sb_puts(sb, "\n");
+}
+
+/* A literal's values: its bytes (in hexadecimal up to 64 of them, else
+ * their length and two 64-bit hashes). */
+static void put_data(const clf__node *n, clf__strbuf *sb)
+{
+    const size_t bytes = (size_t)clf__node_numel(n) * clf_dtype_size(n->dtype);
+    const unsigned char *p = n->data;
+    clf__sb_printf(sb, " data=%zu:", bytes);
+    if (bytes <= 64) {
+        for (size_t i = 0; i < bytes; i++)
+            clf__sb_printf(sb, "%02x", p[i]);
+    } else {
+        clf__sb_printf(sb, "%016" PRIx64 "%016" PRIx64, clf__hash_bytes(CLF__HASH_SEED, p, bytes),
+                       clf__hash_bytes(~CLF__HASH_SEED, p, bytes));
+    }
+}
+
+static bool kernel_key(const clf_graph *g, const clf__plan *plan, uint32_t k, const clf__codegen_target *target,
+                        clf__strbuf *out)
+{
+    const clf__plan_kernel *K = &plan->kernels[k];
+    walk w = {g, plan, k, clf__calloc(g->nnodes ? g->nnodes : 1, sizeof *w.ord),
+              clf__malloc((g->nnodes ? g->nnodes : 1) * sizeof *w.todo), 0, 0};
+    if (!w.ord || !w.todo) {
+        clf__free(w.ord);
+        clf__free(w.todo);
+        return false;
+    }
+    put_target(target, out);
+    /* The kernel: its fields, with node ids as numbers and buffers as
+     * parameter positions. */
+    /* Products, attention and cache writes have an anchor node. */
+    const bool anchored =
+        K->kind == CLF__REGION_GEMM || K->kind == CLF__REGION_ATTENTION || K->kind == CLF__REGION_CACHE_WRITE;
+    clf__sb_printf(out, "kind=%d anchor=%" PRId64 " mask=%" PRIx32 " rows=%" PRId64 " rlen=%" PRId64 " numel=%" PRId64
+                        " shape",
+                   (int)K->kind, anchored ? (int64_t)number(&w, K->anchor) : -1, K->reduce_mask, K->rows, K->rlen,
+                   K->numel);
+    for (int d = 0; d < K->rank && d < CLF_MAX_RANK; d++)
+        clf__sb_printf(out, "%c%" PRId64, d ? ',' : '=', K->shape[d]);
+    const clf__plan_attention *A = &K->attention;
+    if (K->kind == CLF__REGION_ATTENTION)
+        clf__sb_printf(out,
+                       " att=%" PRIu32 ",%" PRIu32 ",%" PRIu32 ",%" PRIu32 ",%" PRIu32 " causal=%d,%" PRId64
+                       ",%016" PRIx64 ",%" PRId64 ",%d nan=%d,%016" PRIx64,
+                       number(&w, A->scores), number(&w, A->logits), number(&w, A->max), number(&w, A->sum),
+                       number(&w, A->probs), (int)A->causal, A->causal_offset, bits(A->causal_fill),
+                       A->causal_where < g->nnodes ? (int64_t)number(&w, A->causal_where) : -1, A->causal_keep,
+                       (int)A->has_nan_fill, bits(A->nan_fill));
+    clf__sb_puts(out, "\nops");
+    for (uint32_t i = 0; i < K->nops; i++)
+        clf__sb_printf(out, " %" PRIu32, number(&w, K->ops[i]));
+    clf__sb_puts(out, "\nstores");
+    for (uint32_t i = 0; i < K->nstores; i++)
+        clf__sb_printf(out, " %" PRIu32 ">%d<%" PRIu32, number(&w, K->stores[i].node), param_of(K, (int32_t)K->stores[i].buffer),
+                       number(&w, K->stores[i].from));
+    clf__sb_puts(out, "\nparams");
+    for (uint32_t i = 0; i < K->nreads + K->nstores; i++) {
+        const uint32_t b = i < K->nreads ? K->reads[i] : K->stores[i - K->nreads].buffer;
+        const clf__plan_buffer *B = &plan->buffers[b];
+        clf__sb_printf(out, " %d:%" PRIu32 ":%d", (int)B->kind, number(&w, B->node), B->in_place != 0);
+    }
+    clf__sb_puts(out, "\n");
+    /* Every node met, in the order met: what it is, where its value lives,
+     * its inputs (which the walk then writes, unless it is loaded). */
+    for (size_t t = 0; t < w.ntodo; t++) {
+        const uint32_t id = w.todo[t];
+        const clf__node *n = clf__graph_node(g, id);
+        const int32_t p = plan->producer[id];
+        clf__sb_printf(out, "%zu", t);
+        clf__graph_key_node(n, out);
+        clf__sb_printf(out, " at=%c%d stage=%d", p < 0 ? 'n' : p == (int32_t)k ? 'h' : 'e',
+                       param_of(K, plan->src_buffer[id]), plan->stage[id]);
+        if (n->data && (clf__plan_is_literal(n) || !loaded(&w, id)))
+            put_data(n, out);
+        if (!loaded(&w, id)) {
+            clf__sb_puts(out, " in");
+            for (int i = 0; i < n->ninputs; i++)
+                clf__sb_printf(out, "%c%" PRIu32, i ? ',' : '=', number(&w, n->inputs[i]));
+        }
+        clf__sb_puts(out, "\n");
+    }
+    clf__free(w.ord);
+    clf__free(w.todo);
+    return clf__sb_ok(out);
+}
+
+/* ---- The memo ------------------------------------------------------------------ */
+
+/* The most kernels kept: past it the memo starts again empty. */
+#define MEMO_CAP 512
+
+typedef struct entry {
+    uint64_t hash;
+    char *key;
+    clf__kernel_code code; /* name and params: the first kernel's */
+} entry;
+
+struct clf__kernel_memo {
+    pthread_mutex_t lock;
+    entry *entries;
+    size_t n;
+    unsigned long hits;
+};
+
+clf__kernel_memo *clf__kernel_memo_new(void)
+{
+    clf__kernel_memo *m = clf__calloc(1, sizeof *m);
+    if (m && !(m->entries = clf__calloc(MEMO_CAP, sizeof *m->entries))) {
+        clf__free(m);
+        return NULL;
+    }
+    if (m)
+        pthread_mutex_init(&m->lock, NULL);
+    return m;
+}
+
+static void clear(clf__kernel_memo *m)
+{
+    for (size_t i = 0; i < m->n; i++) {
+        clf__free(m->entries[i].key);
+        clf__kernel_code_free(&m->entries[i].code);
+    }
+    m->n = 0;
+}
+
+void clf__kernel_memo_free(clf__kernel_memo **mp)
+{
+    if (!mp || !*mp)
+        return;
+    clf__kernel_memo *m = *mp;
+    clear(m);
+    clf__free(m->entries);
+    pthread_mutex_destroy(&m->lock);
+    clf__free(m);
+    *mp = NULL;
+}
+
+unsigned long clf__kernel_memo_hits(clf__kernel_memo *m)
+{
+    pthread_mutex_lock(&m->lock);
+    const unsigned long n = m->hits;
+    pthread_mutex_unlock(&m->lock);
+    return n;
+}
+
+/* A copy of from for kernel k (its own strings, K's parameters, its name);
+ * false when out of memory (out then holds nothing). */
+static bool copy_code(const clf__kernel_code *from, const clf__plan_kernel *K, uint32_t k, clf__kernel_code *out)
+{
+    *out = *from;
+    out->entry = clf__strdup(from->entry);
+    out->ops = clf__strdup(from->ops);
+    out->source = clf__strdup(from->source);
+    out->final_name = from->final_name ? clf__strdup(from->final_name) : NULL;
+    out->name = out->entry ? clf__malloc(strlen(out->entry) + 16) : NULL;
+    out->params = NULL;
+    bool ok = out->entry && out->ops && out->source && (out->final_name || !from->final_name) && out->name &&
+              clf__cg_params(K, &out->params, &out->nparams);
+    if (ok)
+        sprintf(out->name, "%s_%u", out->entry, k);
+    else
+        clf__kernel_code_free(out);
+    return ok;
+}
+
+clf_status clf__codegen_kernel_memo(clf__kernel_memo *m, const clf_graph *g, const clf__plan *plan, uint32_t k,
+                                    const clf__codegen_target *target, clf__kernel_code *out, char *err,
+                                    size_t errlen)
+{
+    clf__strbuf key = {0};
+    if (!kernel_key(g, plan, k, target, &key)) {
+        clf__sb_free(&key);
+        return clf__codegen_kernel(g, plan, k, target, out, err, errlen);
+    }
+    const char *text = clf__sb_str(&key);
+    const uint64_t h = clf__hash_words(CLF__HASH_SEED, text, strlen(text));
+    bool found = false;
+    pthread_mutex_lock(&m->lock);
+    for (size_t i = 0; i < m->n && !found; i++)
+        if (m->entries[i].hash == h && strcmp(m->entries[i].key, text) == 0) {
+            found = copy_code(&m->entries[i].code, &plan->kernels[k], k, out);
+            m->hits += found;
+        }
+    pthread_mutex_unlock(&m->lock);
+    if (found) {
+        clf__sb_free(&key);
+        return CLF_OK;
+    }
+    clf_status st = clf__codegen_kernel(g, plan, k, target, out, err, errlen);
+    /* Only a source whose ids became ordinals serves another kernel. */
+    if (st == CLF_OK && out->canonical) {
+        entry e = {h, clf__sb_take(&key), {0}};
+        if (e.key && copy_code(out, &plan->kernels[k], k, &e.code)) {
+            pthread_mutex_lock(&m->lock);
+            if (m->n == MEMO_CAP)
+                clear(m);
+            m->entries[m->n++] = e;
+            pthread_mutex_unlock(&m->lock);
+        } else {
+            clf__free(e.key);
+        }
+    }
+    clf__sb_free(&key);
+    return st;
+}
