@@ -683,6 +683,26 @@ START_TEST(lift_rules)
     g = generic_of("#define X 0.5\n", "#define X 0.25\n",
                    "__kernel void CLF_KERNEL_NAME(CLF_PARAMS, const uint n) { out[0] = X; }\n");
     ck_assert_msg(g == NULL, "a double lifted: %s", g);
+    /* Noting a source of a group seen before but for a literal compares
+     * the texts, lexing nothing, and notes the literal as varying; one of
+     * another literal type is lexed (another skeleton). */
+    t = clf__lift_table_new();
+    a = lift_source("#define N 17u\n", body);
+    b = lift_source("#define N 1024u\n", body);
+    char *c = lift_source("#define N 17\n", body);
+    ck_assert_int_eq(clf__lift_note(t, a, false), CLF_OK);
+    ck_assert_uint_eq(clf__lift_sources_lexed(t), 1);
+    ck_assert_int_eq(clf__lift_note(t, b, false), CLF_OK);
+    ck_assert_uint_eq(clf__lift_sources_lexed(t), 1);
+    g = clf__lift_generic_source(t, a);
+    ck_assert_msg(g && strstr(g, "#define N clf_l0"), "%s", g ? g : "(none)");
+    free(g);
+    ck_assert_int_eq(clf__lift_note(t, c, false), CLF_OK);
+    ck_assert_uint_eq(clf__lift_sources_lexed(t), 2);
+    free(a);
+    free(b);
+    free(c);
+    clf__lift_table_free(&t);
 }
 END_TEST
 

@@ -706,7 +706,7 @@ struct clf__lift_table {
     void (*prober)(void *arg); /* clf__lift_set_prober */
     void *prober_arg;
     bool probed; /* the prober ran since it was set */
-    size_t lexed; /* sources clf__lift_program lexed (no memo or quick match took them) */
+    size_t lexed; /* sources clf__lift_note and clf__lift_program lexed (clf__lift_sources_lexed) */
 };
 
 static void group_free(group *g)
@@ -870,12 +870,29 @@ static bool note_differences(group *g, const parsed *P)
     return any_varies(g);
 }
 
+static group *literal_variant_of(clf__lift_table *t, const char *source, size_t len, bool covered, size_t **at);
+
 clf_status clf__lift_note(clf__lift_table *t, const char *source, bool as_is)
 {
+    /* A source of a group seen before, but for some literals: those vary
+     * (as note_differences would find after lexing it). */
+    size_t *at;
+    pthread_mutex_lock(&t->lock);
+    group *seen = literal_variant_of(t, source, strlen(source), false, &at);
+    if (seen) {
+        for (size_t j = 0; j < seen->first.nlits; j++)
+            seen->varies[j] |= at[j] != SIZE_MAX;
+        seen->as_is |= as_is;
+    }
+    pthread_mutex_unlock(&t->lock);
+    clf__free(at);
+    if (seen)
+        return CLF_OK;
     parsed P;
     bool ok = parse(source, &P);
     if (ok) {
         pthread_mutex_lock(&t->lock);
+        t->lexed++;
         group *g = group_of(t, source, &P);
         if (g) {
             note_differences(g, &P);
@@ -1073,7 +1090,7 @@ clf_status clf__lift_prebuild(clf_context *ctx, clf__lift_table *t)
 /* Where source differs from the group's first source (b of len bytes):
  * only at liftable literals of the first source, each written in source
  * as a literal of the same type. Then true, with at[j] the offset in
- * source of literal j when it differs (else SIZE_MAX). The texts are
+ * source of literal j when its text differs (else SIZE_MAX). The texts are
  * compared a byte at a time; at a difference, the first source must have
  * a liftable literal there (or ending there, when source's is longer),
  * whose text in source starts where the first source's does, since all
@@ -1100,11 +1117,38 @@ static bool differs_in_literals(const group *g, const char *b, size_t len, size_
         const size_t k = j - (i - t->off), end = number_starts(b + k, len - k) ? number_end(b, k, len) : k;
         if (lit_type_of(b + k, end - k) != F->types[next])
             return false;
-        at[next] = k;
+        if (end - k != t->len || memcmp(b + k, a + t->off, t->len) != 0)
+            at[next] = k;
         i = t->off + t->len;
         j = end;
         next++;
     }
+}
+
+/* The group whose first source source is but for some liftable literals
+ * written otherwise (differs_in_literals: the same skeleton), with *at
+ * (heap, a slot per literal) marking those; NULL when none does or memory
+ * ran out. Only one group can: skeletons differ. covered: only a group
+ * whose generic program takes every literal that varies. Called with the
+ * lock held. */
+static group *literal_variant_of(clf__lift_table *t, const char *source, size_t len, bool covered, size_t **at)
+{
+    const uint64_t head = head_hash(source);
+    *at = NULL;
+    for (group *g = t->groups; g; g = g->next) {
+        if (g->head != head || (covered && (g->refused || !generic_covers(g))))
+            continue;
+        const size_t n = g->first.nlits;
+        if (!(*at = clf__malloc((n ? n : 1) * sizeof **at)))
+            return NULL;
+        for (size_t j = 0; j < n; j++)
+            (*at)[j] = SIZE_MAX;
+        if (differs_in_literals(g, source, len, *at))
+            return g;
+        clf__free(*at);
+        *at = NULL;
+    }
+    return NULL;
 }
 
 /* The generic program of a group that source matches without lexing it
@@ -1115,17 +1159,11 @@ static bool differs_in_literals(const group *g, const char *b, size_t len, size_
 static cl_program quick_match(clf__lift_table *t, const char *source, size_t len, clf__lift_arg **args,
                               uint32_t *nargs)
 {
-    const uint64_t head = head_hash(source);
-    for (group *g = t->groups; g; g = g->next) {
-        if (g->head != head || g->refused || !generic_covers(g))
-            continue;
+    size_t *at;
+    group *g = literal_variant_of(t, source, len, true, &at);
+    if (g) {
         const size_t n = g->first.nlits;
-        size_t *at = clf__malloc((n ? n : 1) * sizeof *at);
-        if (!at)
-            return NULL;
-        for (size_t j = 0; j < n; j++)
-            at[j] = SIZE_MAX;
-        bool ok = differs_in_literals(g, source, len, at);
+        bool ok = true;
         uint32_t count = 0;
         for (size_t j = 0; j < n && ok; j++) {
             ok = at[j] == SIZE_MAX || g->lifted[j];

@@ -82,10 +82,12 @@ clf_status clf__lift_prebuild(clf_context *ctx, clf__lift_table *t);
  * without the table's lock held. */
 void clf__lift_set_prober(clf__lift_table *t, void (*prober)(void *arg), void *arg);
 
-/* The number of sources clf__lift_program has lexed: those neither seen
- * before nor matched by a group's generic program as they are (a source
- * that differs from a group's first source only in literals that program
- * takes as parameters is matched by comparing the two texts). */
+/* The number of sources clf__lift_note and clf__lift_program have lexed.
+ * Neither lexes a source that differs from a group's first source only in
+ * liftable literals of the same types (the two texts are compared):
+ * clf__lift_note notes those literals as varying, clf__lift_program
+ * passes them to the group's generic program where it takes them all
+ * (nor does it lex a source it saw before). */
 size_t clf__lift_sources_lexed(clf__lift_table *t);
 
 /* For the tests: the generic source of source's group as the table would
