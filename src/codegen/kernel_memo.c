@@ -139,17 +139,28 @@ static bool kernel_key(const clf_graph *g, const clf__plan *plan, uint32_t k, co
                        A->causal_where < g->nnodes ? (int64_t)number(&w, A->causal_where) : -1, A->causal_keep,
                        (int)A->has_nan_fill, bits(A->nan_fill));
     clf__sb_puts(out, "\nops");
-    for (uint32_t i = 0; i < K->nops; i++)
-        clf__sb_printf(out, " %" PRIu32, number(&w, K->ops[i]));
+    for (uint32_t i = 0; i < K->nops; i++) {
+        clf__sb_putn(out, " ", 1);
+        clf__sb_put_i64(out, number(&w, K->ops[i]));
+    }
     clf__sb_puts(out, "\nstores");
-    for (uint32_t i = 0; i < K->nstores; i++)
-        clf__sb_printf(out, " %" PRIu32 ">%d<%" PRIu32, number(&w, K->stores[i].node), param_of(K, (int32_t)K->stores[i].buffer),
-                       number(&w, K->stores[i].from));
+    for (uint32_t i = 0; i < K->nstores; i++) {
+        clf__sb_putn(out, " ", 1);
+        clf__sb_put_i64(out, number(&w, K->stores[i].node));
+        clf__sb_putn(out, ">", 1);
+        clf__sb_put_i64(out, param_of(K, (int32_t)K->stores[i].buffer));
+        clf__sb_putn(out, "<", 1);
+        clf__sb_put_i64(out, number(&w, K->stores[i].from));
+    }
     clf__sb_puts(out, "\nparams");
     for (uint32_t i = 0; i < K->nreads + K->nstores; i++) {
         const uint32_t b = i < K->nreads ? K->reads[i] : K->stores[i - K->nreads].buffer;
         const clf__plan_buffer *B = &plan->buffers[b];
-        clf__sb_printf(out, " %d:%" PRIu32 ":%d", (int)B->kind, number(&w, B->node), B->in_place != 0);
+        clf__sb_putn(out, " ", 1);
+        clf__sb_put_i64(out, (int)B->kind);
+        clf__sb_putn(out, ":", 1);
+        clf__sb_put_i64(out, number(&w, B->node));
+        clf__sb_putn(out, B->in_place ? ":1" : ":0", 2);
     }
     clf__sb_puts(out, "\n");
     /* Every node met, in the order met: what it is, where its value lives,
@@ -158,16 +169,20 @@ static bool kernel_key(const clf_graph *g, const clf__plan *plan, uint32_t k, co
         const uint32_t id = w.todo[t];
         const clf__node *n = clf__graph_node(g, id);
         const int32_t p = plan->producer[id];
-        clf__sb_printf(out, "%zu", t);
+        clf__sb_put_i64(out, (long long)t);
         clf__graph_key_node(n, out);
-        clf__sb_printf(out, " at=%c%d stage=%d", p < 0 ? 'n' : p == (int32_t)k ? 'h' : 'e',
-                       param_of(K, plan->src_buffer[id]), plan->stage[id]);
+        clf__sb_puts(out, p < 0 ? " at=n" : p == (int32_t)k ? " at=h" : " at=e");
+        clf__sb_put_i64(out, param_of(K, plan->src_buffer[id]));
+        clf__sb_puts(out, " stage=");
+        clf__sb_put_i64(out, plan->stage[id]);
         if (n->data && (clf__plan_is_literal(n) || !loaded(&w, id)))
             put_data(n, out);
         if (!loaded(&w, id)) {
             clf__sb_puts(out, " in");
-            for (int i = 0; i < n->ninputs; i++)
-                clf__sb_printf(out, "%c%" PRIu32, i ? ',' : '=', number(&w, n->inputs[i]));
+            for (int i = 0; i < n->ninputs; i++) {
+                clf__sb_putn(out, i ? "," : "=", 1);
+                clf__sb_put_i64(out, number(&w, n->inputs[i]));
+            }
         }
         clf__sb_puts(out, "\n");
     }

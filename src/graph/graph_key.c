@@ -79,8 +79,19 @@ static void put_attr(clf__strbuf *sb, const clf__node *n, int rank)
 void clf__graph_key_node(const clf__node *n, clf__strbuf *sb)
 {
     int rank = n->rank < 0 ? 0 : n->rank > CLF_MAX_RANK ? CLF_MAX_RANK : n->rank;
-    clf__sb_printf(sb, " op=%d dtype=%d rank=%d", (int)n->op, (int)n->dtype, n->rank);
-    put_i64s(sb, "shape", n->shape, rank);
+    /* " op=%d dtype=%d rank=%d shape=..." a field at a time (the kernel
+     * memo's keys write a node each for every kernel of a new size). */
+    clf__sb_puts(sb, " op=");
+    clf__sb_put_i64(sb, (int)n->op);
+    clf__sb_puts(sb, " dtype=");
+    clf__sb_put_i64(sb, (int)n->dtype);
+    clf__sb_puts(sb, " rank=");
+    clf__sb_put_i64(sb, n->rank);
+    clf__sb_puts(sb, " shape");
+    for (int i = 0; i < rank; i++) {
+        clf__sb_putn(sb, i ? "," : "=", 1);
+        clf__sb_put_i64(sb, n->shape[i]);
+    }
     put_attr(sb, n, rank);
     if (n->gen.kind)
         clf__sb_printf(sb, " gen=%d,%" PRIu32 ",%" PRIx32 ",%016" PRIx64, (int)n->gen.kind, n->gen.node, n->gen.mask,

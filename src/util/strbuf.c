@@ -54,6 +54,18 @@ void clf__sb_putn(clf__strbuf *sb, const char *s, size_t n)
 
 void clf__sb_puts(clf__strbuf *sb, const char *s) { clf__sb_putn(sb, s, strlen(s)); }
 
+void clf__sb_put_i64(clf__strbuf *sb, long long v)
+{
+    char d[24], *p = d + sizeof d;
+    unsigned long long u = v < 0 ? 0ull - (unsigned long long)v : (unsigned long long)v;
+    do
+        *--p = (char)('0' + u % 10);
+    while ((u /= 10) != 0);
+    if (v < 0)
+        *--p = '-';
+    clf__sb_putn(sb, p, (size_t)(d + sizeof d - p));
+}
+
 void clf__sb_reserve(clf__strbuf *sb, size_t extra)
 {
     if (reserve(sb, extra) && sb->data)

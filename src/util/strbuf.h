@@ -22,6 +22,9 @@ void clf__sb_reserve(clf__strbuf *sb, size_t extra);
 __attribute__((format(printf, 2, 3)))
 #endif
 void clf__sb_printf(clf__strbuf *sb, const char *fmt, ...);
+/* Appends v in decimal (what printf's %lld writes, without its cost:
+ * keys built a field at a time). */
+void clf__sb_put_i64(clf__strbuf *sb, long long v);
 bool clf__sb_ok(const clf__strbuf *sb);
 /* The contents ("" when empty); valid until the next append. */
 const char *clf__sb_str(const clf__strbuf *sb);
