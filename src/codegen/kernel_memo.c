@@ -193,8 +193,9 @@ static bool kernel_key(const clf_graph *g, const clf__plan *plan, uint32_t k, co
 
 /* ---- The memo ------------------------------------------------------------------ */
 
-/* The most kernels kept: past it the memo starts again empty. */
-#define MEMO_CAP 512
+/* The most kernels kept (sources of tens of kB each): past it each new one
+ * replaces the oldest. */
+#define MEMO_CAP 256
 
 typedef struct entry {
     uint64_t hash;
@@ -205,7 +206,7 @@ typedef struct entry {
 struct clf__kernel_memo {
     pthread_mutex_t lock;
     entry *entries;
-    size_t n;
+    size_t n, oldest; /* entries used; the one replaced next once all are */
     unsigned long hits;
 };
 
@@ -221,13 +222,10 @@ clf__kernel_memo *clf__kernel_memo_new(void)
     return m;
 }
 
-static void clear(clf__kernel_memo *m)
+static void entry_free(entry *e)
 {
-    for (size_t i = 0; i < m->n; i++) {
-        clf__free(m->entries[i].key);
-        clf__kernel_code_free(&m->entries[i].code);
-    }
-    m->n = 0;
+    clf__free(e->key);
+    clf__kernel_code_free(&e->code);
 }
 
 void clf__kernel_memo_free(clf__kernel_memo **mp)
@@ -235,7 +233,8 @@ void clf__kernel_memo_free(clf__kernel_memo **mp)
     if (!mp || !*mp)
         return;
     clf__kernel_memo *m = *mp;
-    clear(m);
+    for (size_t i = 0; i < m->n; i++)
+        entry_free(&m->entries[i]);
     clf__free(m->entries);
     pthread_mutex_destroy(&m->lock);
     clf__free(m);
@@ -299,9 +298,13 @@ clf_status clf__codegen_kernel_memo(clf__kernel_memo *m, const clf_graph *g, con
         entry e = {h, clf__sb_take(&key), {0}};
         if (e.key && copy_code(out, &plan->kernels[k], k, &e.code)) {
             pthread_mutex_lock(&m->lock);
-            if (m->n == MEMO_CAP)
-                clear(m);
-            m->entries[m->n++] = e;
+            if (m->n < MEMO_CAP) {
+                m->entries[m->n++] = e;
+            } else {
+                entry_free(&m->entries[m->oldest]);
+                m->entries[m->oldest] = e;
+                m->oldest = (m->oldest + 1) % MEMO_CAP;
+            }
             pthread_mutex_unlock(&m->lock);
         } else {
             clf__free(e.key);
