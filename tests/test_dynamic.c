@@ -225,6 +225,12 @@ static void many_lengths(clf_kernel_style style)
     int64_t shape[CLF_MAX_RANK];
     ck_assert_int_eq(clf_executable_input(exe, 0, NULL, NULL, &rank, shape), CLF_OK);
     ck_assert(rank == 3 && shape[0] == 1 && shape[1] == -1 && shape[2] == D);
+    /* So do the statistics, unfused ones included (the stand-in is planned
+     * unfused too; its specialisations are not). */
+    clf_plan_stats stats;
+    ck_assert_int_eq(clf_executable_stats(exe, &stats), CLF_OK);
+    ck_assert_uint_gt(stats.kernels, 0);
+    ck_assert_uint_gt(stats.unfused_kernels, stats.kernels);
     /* On a CPU, clf_compile built every program: the lengths after it,
      * seen or not, build nothing (their literals are kernel arguments; size
      * 1 has kernels of its own, built at compile time too). A GPU's kernels

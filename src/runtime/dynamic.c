@@ -137,7 +137,7 @@ static clf_status generate_at(clf_context *ctx, struct clf__dyn *d, const clf_co
     clf_graph *at = NULL;
     if (clf__graph_specialise(d->graph, values, false, &at, err, sizeof err) != CLF_OK)
         return CLF_OK;
-    clf__spec_share share = {&d->pool, d->lift, d->memo, true, as_is};
+    clf__spec_share share = {&d->pool, d->lift, d->memo, true, as_is, false};
     clf_executable *none = NULL;
     clf_status st = clf__compile_graph(ctx, at, params, &share, &none);
     clf_graph_destroy(&at);
@@ -213,7 +213,7 @@ clf_status clf__dyn_compile(clf_context *ctx, const clf_graph *g, const clf_comp
     }
     st = probe(ctx, d, params);
     clf_executable *e = NULL;
-    clf__spec_share share = {&d->pool, d->lift, d->memo, false, false};
+    clf__spec_share share = {&d->pool, d->lift, d->memo, false, false, true};
     if (st == CLF_OK)
         st = clf__compile_graph(ctx, at_rep, params, &share, &e);
     clf_graph_destroy(&at_rep);
@@ -449,7 +449,7 @@ static clf_status spec_at(clf_executable *e, const int64_t *values, const char *
         return clf__ctx_fail(e->ctx, st, "%s: at %s: %s", call, sizes, err);
     }
     sibling_probe sib = {e->ctx, d, values};
-    clf__spec_share share = {&d->pool, d->lift, d->memo, false, false};
+    clf__spec_share share = {&d->pool, d->lift, d->memo, false, false, false};
     clf__lift_set_prober(d->lift, probe_sibling, &sib);
     st = clf__compile_graph(e->ctx, sg, &d->params, &share, &made);
     clf__lift_set_prober(d->lift, NULL, NULL);

@@ -116,8 +116,8 @@ static clf_status exe_new(clf_context *ctx, clf_executable **out)
 }
 
 /* Lowering: plan the graph (fused and, for the statistics, unfused: not
- * for a specialisation, whose statistics reach no caller since
- * clf_executable_stats gives the executable's own), generate every kernel
+ * for a specialisation or a probe, whose statistics reach no caller since
+ * clf_executable_stats gives the stand-in's), generate every kernel
  * (a specialisation's through the memo its graph's specialisations share)
  * and place the intermediates in scratch memory. Fills e's lowered fields
  * (everything the plan cache stores); no OpenCL. */
@@ -137,7 +137,7 @@ static clf_status lower(clf_context *ctx, const clf_graph *g, const clf_compile_
     if (st != CLF_OK)
         goto fail_msg;
     clf__plan_options uopt = {.disable_fusion = true};
-    st = !share ? clf__plan_build(g, &uopt, &unfused, err, sizeof err) : CLF_OK;
+    st = !share || share->stats ? clf__plan_build(g, &uopt, &unfused, err, sizeof err) : CLF_OK;
     if (st != CLF_OK)
         goto fail_msg;
     stats_from(&plan.stats, &unfused.stats, &e->stats);

@@ -140,6 +140,9 @@ typedef struct clf__spec_share {
     clf__lift_table *lift;
     clf__kernel_memo *memo; /* the code generated for kernels of the same key */
     bool sources_only, as_is;
+    /* The executable is the graph's own (its stand-in, whose statistics
+     * clf_executable_stats gives): plan it unfused too, for them. */
+    bool stats;
 } clf__spec_share;
 
 struct clf_executable {
