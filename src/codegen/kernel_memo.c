@@ -119,8 +119,8 @@ static bool kernel_key(const clf_graph *g, const clf__plan *plan, uint32_t k, co
     }
     put_target(target, out);
     /* The kernel: its fields, with node ids as numbers and buffers as
-     * parameter positions. */
-    /* Products, attention and cache writes have an anchor node. */
+     * parameter positions (products, attention and cache writes have an
+     * anchor node; other kinds leave the field 0). */
     const bool anchored =
         K->kind == CLF__REGION_GEMM || K->kind == CLF__REGION_ATTENTION || K->kind == CLF__REGION_CACHE_WRITE;
     clf__sb_printf(out, "kind=%d anchor=%" PRId64 " mask=%" PRIx32 " rows=%" PRId64 " rlen=%" PRId64 " numel=%" PRId64

@@ -1,7 +1,9 @@
 /* Lifting size-dependent literals out of generated sources (see
  * source_lift.h): a small lexer for the OpenCL C that codegen writes, the
- * analysis of where a literal may become a parameter, and the table of
- * skeletons with their generic programs. */
+ * analysis of where a literal may become a parameter, the table of
+ * skeletons with their generic programs, and the quick match, which finds
+ * a source's group by comparing its text with the group's first source
+ * instead of lexing it. */
 #include "source_lift.h"
 
 #include <ctype.h>
