@@ -366,7 +366,7 @@ START_TEST(gpu_form_float4_tile_loads)
     const char *first = clf_executable_kernel_source(exe, 0), *second = clf_executable_kernel_source(exe, 1);
     /* x @ w: A's rows (18) are not whole float4s, B's (36) are. */
     ck_assert_msg(!strstr(first, "clf_load_a4(IDX_T") && strstr(first, "#define VEC_A 0\n"), "%s", first);
-    const char *b4 = strstr(first, "return *(const __global float4 *)(");
+    const char *b4 = strstr(first, "return *(const __global float4 *)(b");
     ck_assert_msg(b4 && strstr(b4, " + off + k * 36u + n);"), "%s", first);
     ck_assert_ptr_null(strstr(first, "vload4(0, b"));
     /* (x @ w) @ v: both operands' rows are whole float4s. */
