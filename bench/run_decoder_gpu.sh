@@ -2,8 +2,8 @@
 # The KV cache and the decoder stack on the GPU machine, through the device
 # tool (carry .gpu, filled by ../shared/gpu/prepare and then
 # bench/models/prepare_gpu.sh; see shared BENCH.md).
-#     bash bench/run_decoder_gpu.sh tests   the kv_cache, dynamic and attention
-#                                           suites on the H200
+#     bash bench/run_decoder_gpu.sh tests   the kv_cache, dynamic, attention,
+#                                           memory and quirks suites on the H200
 #     bash bench/run_decoder_gpu.sh bench   bench_decoder (f16, 2 layers) and
 #                                           .gpu/llm_anchors.py (a copy of ../shared/gpu/llm_anchors.py; ../shared does not travel) in
 #                                           the same call
@@ -33,7 +33,7 @@ decoder_with_and_without() {
 case "${1:-bench}" in
 tests)
   CLFUSE_DEVICE=gpu timeout 420 meson test -C $B --suite kv_cache --suite dynamic --suite attention \
-    --num-processes 8 --print-errorlogs > "$OUT/tests_gpu.txt" 2>&1
+    --suite memory --suite quirks --num-processes 8 --print-errorlogs > "$OUT/tests_gpu.txt" 2>&1
   grep -E "^ *[0-9]+/[0-9]+ |^(Ok|Fail|Skipped|Timeout)" "$OUT/tests_gpu.txt"
   ;;
 bench)
