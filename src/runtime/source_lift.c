@@ -1032,6 +1032,38 @@ static clf__lift_arg arg_of(const parsed *P, size_t j)
     return arg_from(P->types[j], P->L.src + t->off, t->len);
 }
 
+/* How many literals the group's generic program takes. */
+static uint32_t lifted_count(const group *g)
+{
+    uint32_t n = 0;
+    for (size_t j = 0; j < g->first.nlits; j++)
+        n += g->lifted[j];
+    return n;
+}
+
+/* The values of the group's lifted literals as kernel arguments, in order
+ * (heap, *n of them; NULL when out of memory), from a source of the group:
+ * literal j as P has it (a lexed source), else at source + at[j] (a quick
+ * match; at[j] SIZE_MAX: as the group's first source has it). */
+static clf__lift_arg *lifted_args(const group *g, const parsed *P, const char *source, size_t len, const size_t *at,
+                                  uint32_t *n)
+{
+    const uint32_t count = lifted_count(g);
+    clf__lift_arg *args = clf__calloc(count ? count : 1, sizeof *args);
+    *n = 0;
+    for (size_t j = 0; args && j < g->first.nlits; j++) {
+        if (!g->lifted[j])
+            continue;
+        if (P)
+            args[(*n)++] = arg_of(P, j);
+        else if (at[j] == SIZE_MAX)
+            args[(*n)++] = arg_of(&g->first, j);
+        else
+            args[(*n)++] = arg_from(g->first.types[j], source + at[j], number_end(source, at[j], len) - at[j]);
+    }
+    return args;
+}
+
 /* Whether the group's generic program lifts every literal that varies. */
 static bool generic_covers(const group *g)
 {
@@ -1060,10 +1092,8 @@ static clf_status ensure_generic(clf_context *ctx, group *g, cl_int *build_err)
         clReleaseProgram(g->generic);
     g->generic = built;
     memcpy(g->lifted, g->varies, nlits * sizeof *g->lifted);
-    unsigned n = 0;
-    for (size_t j = 0; j < nlits; j++)
-        n += g->lifted[j];
-    clf__log(CLF__LOG_CACHE, "a generic program with %u of %zu literals as parameters", n, nlits);
+    clf__log(CLF__LOG_CACHE, "a generic program with %u of %zu literals as parameters", (unsigned)lifted_count(g),
+             nlits);
     return CLF_OK;
 }
 
@@ -1110,7 +1140,7 @@ static size_t common_prefix(const char *a, size_t na, const char *b, size_t nb)
  * only at liftable literals of the first source, each written in source
  * as a literal of the same type. Then true, with at[j] the offset in
  * source of literal j when its text differs (else SIZE_MAX). The texts are
- * compared a byte at a time; at a difference, the first source must have
+ * compared (common_prefix); at a difference, the first source must have
  * a liftable literal there (or ending there, when source's is longer),
  * whose text in source starts where the first source's does, since all
  * before it is the same text: lexed alike. */
@@ -1179,35 +1209,17 @@ static cl_program quick_match(clf__lift_table *t, const char *source, size_t len
 {
     size_t *at;
     group *g = literal_variant_of(t, source, len, true, &at);
-    if (g) {
-        const size_t n = g->first.nlits;
-        bool ok = true;
-        uint32_t count = 0;
-        for (size_t j = 0; j < n && ok; j++) {
-            ok = at[j] == SIZE_MAX || g->lifted[j];
-            count += g->lifted[j];
-        }
-        *args = ok ? clf__calloc(count ? count : 1, sizeof **args) : NULL;
-        if (*args) {
-            *nargs = 0;
-            for (size_t j = 0; j < n; j++) {
-                if (!g->lifted[j])
-                    continue;
-                if (at[j] == SIZE_MAX) {
-                    (*args)[(*nargs)++] = arg_of(&g->first, j);
-                } else {
-                    const size_t k = at[j];
-                    (*args)[(*nargs)++] = arg_from(g->first.types[j], source + k, number_end(source, k, len) - k);
-                }
-            }
-        }
-        clf__free(at);
-        if (*args) {
-            clRetainProgram(g->generic);
-            return g->generic;
-        }
-    }
-    return NULL;
+    if (!g)
+        return NULL;
+    bool ok = true;
+    for (size_t j = 0; j < g->first.nlits && ok; j++)
+        ok = at[j] == SIZE_MAX || g->lifted[j];
+    *args = ok ? lifted_args(g, NULL, source, len, at, nargs) : NULL;
+    clf__free(at);
+    if (!*args)
+        return NULL;
+    clRetainProgram(g->generic);
+    return g->generic;
 }
 
 clf_status clf__lift_program(clf_context *ctx, clf__lift_table *t, const char *source, cl_program *prog,
@@ -1244,12 +1256,12 @@ clf_status clf__lift_program(clf_context *ctx, clf__lift_table *t, const char *s
     *nargs = 0;
     parsed P;
     clf_status st = CLF_OK;
-    t->lexed++;
     if (!parse(source, &P)) {
         parsed_free(&P);
         return clf__ctx_fail(ctx, CLF_ERR_OUT_OF_MEMORY, "clf_compile: out of memory");
     }
     pthread_mutex_lock(&t->lock);
+    t->lexed++;
     group *g = group_of(t, source, &P);
     if (!g) {
         st = clf__ctx_fail(ctx, CLF_ERR_OUT_OF_MEMORY, "clf_compile: out of memory");
@@ -1291,17 +1303,11 @@ clf_status clf__lift_program(clf_context *ctx, clf__lift_table *t, const char *s
     }
     if (st != CLF_OK)
         goto out;
-    uint32_t n = 0;
-    for (size_t j = 0; j < P.nlits; j++)
-        n += g->lifted[j];
-    *args = clf__calloc(n ? n : 1, sizeof **args);
+    *args = lifted_args(g, &P, source, len, NULL, nargs);
     if (!*args) {
         st = clf__ctx_fail(ctx, CLF_ERR_OUT_OF_MEMORY, "clf_compile: out of memory");
         goto out;
     }
-    for (size_t j = 0; j < P.nlits; j++)
-        if (g->lifted[j])
-            (*args)[(*nargs)++] = arg_of(&P, j);
     clRetainProgram(g->generic);
     *prog = g->generic;
 out:
