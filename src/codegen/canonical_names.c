@@ -242,7 +242,8 @@ bool clf__cg_canonical_names(const uint32_t *params, uint32_t nparams, const uin
             const id_ord *hit = bsearch(&key, param ? pv : nv, param ? nparams : nnodes, sizeof key, cmp_id);
             if (hit) {
                 clf__sb_putn(&out, copied, (size_t)(p - copied));
-                clf__sb_printf(&out, "%s%u", kind == PARAM ? "b" : node_prefixes[kind], hit->ord);
+                clf__sb_puts(&out, kind == PARAM ? "b" : node_prefixes[kind]);
+                clf__sb_put_i64(&out, hit->ord);
                 copied = e;
             } else if (v < (param ? nparams : nnodes)) {
                 why = "a new name is already used"; /* by an identifier not renamed */

@@ -23,11 +23,16 @@ static uint64_t bits(double d)
     return u;
 }
 
+/* " name=v0,v1,..." a field at a time (the kernel memo's keys write a
+ * node's for every kernel of a new size). */
 static void put_i64s(clf__strbuf *sb, const char *name, const int64_t *v, int n)
 {
-    clf__sb_printf(sb, " %s", name);
-    for (int i = 0; i < n; i++)
-        clf__sb_printf(sb, "%c%" PRId64, i ? ',' : '=', v[i]);
+    clf__sb_putn(sb, " ", 1);
+    clf__sb_puts(sb, name);
+    for (int i = 0; i < n; i++) {
+        clf__sb_putn(sb, i ? "," : "=", 1);
+        clf__sb_put_i64(sb, v[i]);
+    }
 }
 
 static void put_str(clf__strbuf *sb, const char *name, const char *s)
@@ -79,19 +84,14 @@ static void put_attr(clf__strbuf *sb, const clf__node *n, int rank)
 void clf__graph_key_node(const clf__node *n, clf__strbuf *sb)
 {
     int rank = n->rank < 0 ? 0 : n->rank > CLF_MAX_RANK ? CLF_MAX_RANK : n->rank;
-    /* " op=%d dtype=%d rank=%d shape=..." a field at a time (the kernel
-     * memo's keys write a node each for every kernel of a new size). */
+    /* " op=%d dtype=%d rank=%d", without printf (see put_i64s). */
     clf__sb_puts(sb, " op=");
     clf__sb_put_i64(sb, (int)n->op);
     clf__sb_puts(sb, " dtype=");
     clf__sb_put_i64(sb, (int)n->dtype);
     clf__sb_puts(sb, " rank=");
     clf__sb_put_i64(sb, n->rank);
-    clf__sb_puts(sb, " shape");
-    for (int i = 0; i < rank; i++) {
-        clf__sb_putn(sb, i ? "," : "=", 1);
-        clf__sb_put_i64(sb, n->shape[i]);
-    }
+    put_i64s(sb, "shape", n->shape, rank);
     put_attr(sb, n, rank);
     if (n->gen.kind)
         clf__sb_printf(sb, " gen=%d,%" PRIu32 ",%" PRIx32 ",%016" PRIx64, (int)n->gen.kind, n->gen.node, n->gen.mask,
