@@ -10,6 +10,7 @@
 #include "codegen/templates.h"
 #include "planner/planner.h"
 #include "test_support.h"
+#include "util/text.h"
 
 static clf__plan plan_of(const clf_graph *g, bool fuse)
 {
@@ -1071,11 +1072,15 @@ START_TEST(templates_have_no_generated_names)
     ck_assert_str_eq(sf + strlen(sf) - strlen(last), last);
     const char *probe = "/* b3 s_4 */ x = \"c_5\" + 1e5f + .5e-2 + b12; v_7";
     ck_assert_ptr_eq(clf__cg_generated_name(probe), strstr(probe, "b12"));
-    char *src = strdup("float b7 = s_9;\n/* ---- kernels_templates/t.cl ---- */\nb7 s_9\n");
+    /* Sources are texts (util/text.h): the renamed source is a new one. */
+    const char *text = "float b7 = s_9;\n/* ---- kernels_templates/t.cl ---- */\nb7 s_9\n";
+    const char *src = clf__text_new(text, strlen(text));
+    ck_assert_ptr_nonnull(src);
     const uint32_t params[] = {7}, nodes[] = {9};
     ck_assert(clf__cg_canonical_names(params, 1, nodes, 1, &src));
     ck_assert_str_eq(src, "float b0 = s_0;\n/* ---- kernels_templates/t.cl ---- */\nb7 s_9\n");
-    free(src);
+    ck_assert_uint_eq(clf__text_len(src), strlen(src));
+    clf__text_release(src);
     /* A constant text (the storage floats' helpers) inside the generated
      * part is passed over, and the names after it renamed. */
     const char *head = "float b7;\n", *tail = "b7 s_9;\n/* ---- kernels_templates/t.cl ---- */\nb7\n";
@@ -1083,8 +1088,11 @@ START_TEST(templates_have_no_generated_names)
     char *want = malloc(strlen(head) + strlen(sf) + strlen(tail) + 1);
     sprintf(with, "%s%s%s", head, sf, tail);
     sprintf(want, "float b0;\n%sb0 s_0;\n/* ---- kernels_templates/t.cl ---- */\nb7\n", sf);
-    ck_assert(clf__cg_canonical_names(params, 1, nodes, 1, &with));
-    ck_assert_str_eq(with, want);
+    const char *with_text = clf__text_new(with, strlen(with));
+    ck_assert_ptr_nonnull(with_text);
+    ck_assert(clf__cg_canonical_names(params, 1, nodes, 1, &with_text));
+    ck_assert_str_eq(with_text, want);
+    clf__text_release(with_text);
     free(with);
     free(want);
 }

@@ -17,6 +17,7 @@
 #include "runtime/source_lift.h"
 #include "util/alloc.h"
 #include "util/strbuf.h"
+#include "util/text.h"
 #include "clfuse/onnx.h"
 #include "../tools/clfuse/npy.h"
 #include "test_support.h"
@@ -620,7 +621,8 @@ END_TEST
 
 /* A generated-looking source: the macro N (17 or 64 here) and where it is
  * used, by the text of body. */
-static char *lift_source(const char *defines, const char *body)
+/* A source as the lift takes one: a text (util/text.h). */
+static const char *lift_source(const char *defines, const char *body)
 {
     static const char head[] = "#define CLF_KERNEL_NAME k\n"
                                "#define CLF_PARAMS __global float *restrict out\n"
@@ -630,7 +632,10 @@ static char *lift_source(const char *defines, const char *body)
     char *s = malloc(n);
     ck_assert_ptr_nonnull(s);
     snprintf(s, n, "%s%s%s%s", head, defines, tail, body);
-    return s;
+    const char *text = clf__text_new(s, strlen(s));
+    ck_assert_ptr_nonnull(text);
+    free(s);
+    return text;
 }
 
 /* The generic source after noting the sources of defines_a and defines_b
@@ -638,11 +643,11 @@ static char *lift_source(const char *defines, const char *body)
 static char *generic_of(const char *defines_a, const char *defines_b, const char *body)
 {
     clf__lift_table *t = clf__lift_table_new();
-    char *a = lift_source(defines_a, body), *b = lift_source(defines_b, body);
+    const char *a = lift_source(defines_a, body), *b = lift_source(defines_b, body);
     ck_assert_int_eq(clf__lift_note(t, a, false), CLF_OK);
     char *generic = clf__lift_generic_source(t, b);
-    free(a);
-    free(b);
+    clf__text_release(a);
+    clf__text_release(b);
     clf__lift_table_free(&t);
     return generic;
 }
@@ -663,14 +668,14 @@ START_TEST(lift_rules)
     g = generic_of("", "", "__kernel void CLF_KERNEL_NAME(CLF_PARAMS, const uint n) { out[0] = 0x1.1p+4f; }\n");
     ck_assert_ptr_null(g); /* one source: nothing varies */
     clf__lift_table *t = clf__lift_table_new();
-    char *a = lift_source("", "__kernel void CLF_KERNEL_NAME(CLF_PARAMS, const uint n) { out[0] = 0x1.1p+4f + 3; }\n");
-    char *b = lift_source("", "__kernel void CLF_KERNEL_NAME(CLF_PARAMS, const uint n) { out[0] = 0x1p+6f + 3; }\n");
+    const char *a = lift_source("", "__kernel void CLF_KERNEL_NAME(CLF_PARAMS, const uint n) { out[0] = 0x1.1p+4f + 3; }\n");
+    const char *b = lift_source("", "__kernel void CLF_KERNEL_NAME(CLF_PARAMS, const uint n) { out[0] = 0x1p+6f + 3; }\n");
     ck_assert_int_eq(clf__lift_note(t, a, false), CLF_OK);
     g = clf__lift_generic_source(t, b);
     ck_assert_msg(g && strstr(g, "const float clf_l0") && strstr(g, "= clf_l0 + 3;"), "%s", g ? g : "(none)");
     free(g);
-    free(a);
-    free(b);
+    clf__text_release(a);
+    clf__text_release(b);
     clf__lift_table_free(&t);
     /* Where a run-time value would not do, the literal stays, and two
      * sizes are two programs: a preprocessor condition, a __local array,
@@ -695,7 +700,7 @@ START_TEST(lift_rules)
     t = clf__lift_table_new();
     a = lift_source("#define N 17u\n", body);
     b = lift_source("#define N 1024u\n", body);
-    char *c = lift_source("#define N 17\n", body);
+    const char *c = lift_source("#define N 17\n", body);
     ck_assert_int_eq(clf__lift_note(t, a, false), CLF_OK);
     ck_assert_uint_eq(clf__lift_sources_lexed(t), 1);
     ck_assert_int_eq(clf__lift_note(t, b, false), CLF_OK);
@@ -705,9 +710,9 @@ START_TEST(lift_rules)
     free(g);
     ck_assert_int_eq(clf__lift_note(t, c, false), CLF_OK);
     ck_assert_uint_eq(clf__lift_sources_lexed(t), 2);
-    free(a);
-    free(b);
-    free(c);
+    clf__text_release(a);
+    clf__text_release(b);
+    clf__text_release(c);
     clf__lift_table_free(&t);
 }
 END_TEST
@@ -720,8 +725,8 @@ START_TEST(lift_program_runs)
     clf__lift_table *t = clf__lift_table_new();
     const char *body = "__kernel void CLF_KERNEL_NAME(CLF_PARAMS, const uint n)\n"
                        "{ uint i = get_global_id(0); if (i < n) out[i] = (float)(i % N) * SCALE; }\n";
-    char *a = lift_source("#define N 5u\n#define SCALE 0.5f\n", body);
-    char *b = lift_source("#define N 7u\n#define SCALE 0x1.8p+1f\n", body);
+    const char *a = lift_source("#define N 5u\n#define SCALE 0.5f\n", body);
+    const char *b = lift_source("#define N 7u\n#define SCALE 0x1.8p+1f\n", body);
     ck_assert_int_eq(clf__lift_note(t, a, false), CLF_OK);
     cl_program prog;
     clf__lift_arg *args;
@@ -741,7 +746,7 @@ START_TEST(lift_program_runs)
     /* A third size, with longer literals: matched against the group's
      * first source without lexing, its own values. */
     const size_t lexed = clf__lift_sources_lexed(t);
-    char *e = lift_source("#define N 1000u\n#define SCALE 2.0f\n", body);
+    const char *e = lift_source("#define N 1000u\n#define SCALE 2.0f\n", body);
     clf__lift_arg *args_e;
     uint32_t nargs_e;
     cl_program prog_e;
@@ -757,7 +762,7 @@ START_TEST(lift_program_runs)
         char *other_body = strdup(body), *at = strstr(other_body, "(float)(i % N)");
         if (others[o][1])
             memcpy(at, others[o][1], strlen(others[o][1]));
-        char *f = lift_source(others[o][0], other_body);
+        const char *f = lift_source(others[o][0], other_body);
         clf__lift_arg *args_f;
         uint32_t nargs_f;
         cl_program prog_f;
@@ -766,7 +771,7 @@ START_TEST(lift_program_runs)
         ck_assert_uint_eq(clf__lift_sources_lexed(t), lexed + 1 + (size_t)o);
         clReleaseProgram(prog_f);
         clf__free(args_f);
-        free(f);
+        clf__text_release(f);
         free(other_body);
     }
     cl_int err;
@@ -793,9 +798,9 @@ START_TEST(lift_program_runs)
     /* A literal the analysis lifts but the compiler wants constant (an
      * enumerator here): the generic program does not build, and the
      * source is built as it is. */
-    char *c = lift_source("#define N 5\n", "__kernel void CLF_KERNEL_NAME(CLF_PARAMS, const uint n) "
+    const char *c = lift_source("#define N 5\n", "__kernel void CLF_KERNEL_NAME(CLF_PARAMS, const uint n) "
                                            "{ enum { ROWS = N }; out[0] = ROWS; }\n");
-    char *d = lift_source("#define N 9\n", "__kernel void CLF_KERNEL_NAME(CLF_PARAMS, const uint n) "
+    const char *d = lift_source("#define N 9\n", "__kernel void CLF_KERNEL_NAME(CLF_PARAMS, const uint n) "
                                            "{ enum { ROWS = N }; out[0] = ROWS; }\n");
     ck_assert_int_eq(clf__lift_note(t, c, false), CLF_OK);
     cl_program prog_d;
@@ -806,8 +811,8 @@ START_TEST(lift_program_runs)
     ck_assert_uint_eq(nargs_d, 0);
     clReleaseProgram(prog_d);
     clf__free(args_d);
-    free(c);
-    free(d);
+    clf__text_release(c);
+    clf__text_release(d);
     clReleaseCommandQueue(q);
     clReleaseMemObject(out);
     clReleaseKernel(k);
@@ -817,9 +822,9 @@ START_TEST(lift_program_runs)
     clf__free(args);
     clf__free(args_a);
     clf__free(args_e);
-    free(e);
-    free(a);
-    free(b);
+    clf__text_release(e);
+    clf__text_release(a);
+    clf__text_release(b);
     clf__lift_table_free(&t);
     clf_context_destroy(&ctx);
 }

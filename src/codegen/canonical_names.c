@@ -30,6 +30,7 @@
 #include "util/alloc.h"
 #include "util/log.h"
 #include "util/strbuf.h"
+#include "util/text.h"
 
 /* The fields and variables codegen names after a node id, the prefix then
  * the id (codegen_reduction.c, the index algebra's gathers), then the one
@@ -214,7 +215,7 @@ static id_ord *sorted_ids(const uint32_t *ids, uint32_t n, bool *ok)
 }
 
 bool clf__cg_canonical_names(const uint32_t *params, uint32_t nparams, const uint32_t *nodes, uint32_t nnodes,
-                             char **source)
+                             const char **source)
 {
     bool ok_p, ok_n, done = false;
     id_ord *pv = sorted_ids(params, nparams, &ok_p), *nv = sorted_ids(nodes, nnodes, &ok_n);
@@ -226,7 +227,7 @@ bool clf__cg_canonical_names(const uint32_t *params, uint32_t nparams, const uin
     size_t why_len = 0;
     if (!ok_p || !ok_n)
         goto end; /* an id listed twice: not a kernel codegen wrote */
-    clf__sb_reserve(&out, strlen(src) + 64);
+    clf__sb_reserve(&out, clf__text_len(src) + 64);
     /* One pass: text is copied in runs up to each identifier renamed; the
      * constant texts are passed over. */
     const char *e, *from = src;
@@ -259,10 +260,11 @@ bool clf__cg_canonical_names(const uint32_t *params, uint32_t nparams, const uin
         goto end;
     }
     clf__sb_puts(&out, copied);
-    if (!clf__sb_ok(&out))
+    const char *renamed = clf__text_take(&out);
+    if (!renamed)
         goto end;
-    clf__free(*source);
-    *source = clf__sb_take(&out);
+    clf__text_release(*source);
+    *source = renamed;
     done = true;
 end:
     clf__sb_free(&out);

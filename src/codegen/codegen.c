@@ -1,6 +1,7 @@
 /* Codegen entry: one planned kernel to its writer. */
 #include "codegen/codegen.h"
 #include "util/alloc.h"
+#include "util/text.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -67,7 +68,7 @@ void clf__kernel_code_free(clf__kernel_code *c)
     clf__free(c->entry);
     clf__free(c->final_name);
     clf__free(c->ops);
-    clf__free(c->source);
+    clf__text_release(c->source);
     clf__free(c->params);
     memset(c, 0, sizeof *c);
 }

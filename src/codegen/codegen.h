@@ -89,7 +89,9 @@ typedef struct clf__kernel_code {
      * their program (canonical_names.c). */
     char *entry;
     char *ops;    /* "mul add relu", in evaluation order */
-    char *source; /* the whole program: generated definitions + template */
+    /* The whole program: generated definitions + template. A text
+     * (util/text.h): the kernel memo and the executables share it. */
+    const char *source;
     uint32_t *params; /* plan buffer ids, in kernel parameter order */
     uint32_t nparams;
     bool canonical; /* the source's ids are ordinals (clf__cg_canonical_names did its work) */
@@ -153,10 +155,11 @@ unsigned long clf__kernel_memo_hits(clf__kernel_memo *m);
 /* Renames, in *source, the identifiers codegen made of plan ids to ordinals
  * within the kernel: parameter b<params[p]> to b<p>, and the names made of
  * node nodes[i] (s_, c_, v_, i_, n_, r_, CLF_GIX_ followed by the id) to
- * the prefix and i. False (and the source untouched) where that cannot be
- * done exactly or memory ran out (canonical_names.c). */
+ * the prefix and i (*source, a text, is replaced by a new one). False (and
+ * the source untouched) where that cannot be done exactly or memory ran out
+ * (canonical_names.c). */
 bool clf__cg_canonical_names(const uint32_t *params, uint32_t nparams, const uint32_t *nodes, uint32_t nnodes,
-                             char **source);
+                             const char **source);
 /* The first identifier of text (outside comments, strings and numbers)
  * that has the form of a name codegen makes of an id, or NULL. NULL for
  * every template, which clf__cg_canonical_names does not read. */

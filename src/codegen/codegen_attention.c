@@ -26,6 +26,7 @@
 #include "codegen/codegen_product.h"
 #include "codegen/templates.h"
 #include "util/strbuf.h"
+#include "util/text.h"
 
 /* The CPU form: keys a fold, rows a work-item (at most), and the
  * work-items a compute unit it keeps at least. On PoCL (AVX-512, 2 cores,
@@ -398,7 +399,7 @@ clf_status clf__codegen_attention(const clf_graph *g, const clf__plan *plan, uin
                                          : clf__template_attention_gpu);
     if (!clf__sb_ok(&src))
         goto done;
-    out->source = clf__sb_take(&src);
+    out->source = clf__text_take(&src);
     if (out->source)
         st = CLF_OK;
 

@@ -15,6 +15,7 @@
 #include "codegen/codegen_product.h"
 #include "codegen/templates.h"
 #include "util/strbuf.h"
+#include "util/text.h"
 
 /* The number of products of MATMUL node mm: its batch axes' extents. */
 static int64_t batch_of(const clf__node *mm)
@@ -667,7 +668,7 @@ clf_status clf__codegen_gemm(const clf_graph *g, const clf__plan *plan, uint32_t
                                          : clf__template_gemm);
     if (!clf__sb_ok(&src))
         goto done;
-    out->source = clf__sb_take(&src);
+    out->source = clf__text_take(&src);
     if (out->source)
         st = CLF_OK;
 

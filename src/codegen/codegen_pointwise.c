@@ -11,6 +11,7 @@
 #include "codegen/codegen_expr.h"
 #include "codegen/templates.h"
 #include "util/strbuf.h"
+#include "util/text.h"
 
 static const char *vec_suffix(int lane)
 {
@@ -223,7 +224,7 @@ clf_status clf__codegen_pointwise(const clf_graph *g, const clf__plan *plan, uin
     clf__sb_puts(&src, clf__template_pointwise);
     if (!clf__sb_ok(&src))
         goto done;
-    out->source = clf__sb_take(&src);
+    out->source = clf__text_take(&src);
     if (!out->source)
         goto done;
     st = CLF_OK;

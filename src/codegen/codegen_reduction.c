@@ -19,6 +19,7 @@
 #include "codegen/codegen_expr.h"
 #include "codegen/templates.h"
 #include "util/strbuf.h"
+#include "util/text.h"
 
 #define MAX_STAGES CLF__MAX_REDUCTION_STAGES
 #define MAX_CACHED_VALUES 64
@@ -1275,7 +1276,7 @@ clf_status clf__codegen_reduction(const clf_graph *g, const clf__plan *plan, uin
                                      : clf__template_reduction_gpu);
     if (!clf__sb_ok(&src))
         goto done;
-    out->source = clf__sb_take(&src);
+    out->source = clf__text_take(&src);
     if (!out->source)
         goto done;
     st = CLF_OK;

@@ -28,6 +28,7 @@
 #include "codegen/codegen_expr.h"
 #include "graph/graph_key.h"
 #include "util/alloc.h"
+#include "util/text.h"
 #include "util/hash.h"
 
 /* The nodes met so far, numbered in order (ord[id]: 0 unseen, else 1 +
@@ -256,7 +257,7 @@ static bool copy_code(const clf__kernel_code *from, const clf__plan_kernel *K, u
     *out = *from;
     out->entry = clf__strdup(from->entry);
     out->ops = clf__strdup(from->ops);
-    out->source = clf__strdup(from->source);
+    out->source = clf__text_ref(from->source);
     out->final_name = from->final_name ? clf__strdup(from->final_name) : NULL;
     out->name = out->entry ? clf__malloc(strlen(out->entry) + 16) : NULL;
     out->params = NULL;

@@ -16,6 +16,7 @@
 #include "runtime/runtime_internal.h"
 #include "runtime/source_lift.h"
 #include "util/strbuf.h"
+#include "util/text.h"
 #include "util/log.h"
 
 static void stats_from(const clf__plan_stats *fused, const clf__plan_stats *unfused, clf_plan_stats *out)
@@ -863,7 +864,7 @@ CLF_API void clf_executable_destroy(clf_executable **pe)
         clf__free(K->entry);
         clf__free(K->final_name);
         clf__free(K->ops);
-        clf__free(K->source);
+        clf__text_release(K->source);
         clf__free(K->lift);
         clf__free(K->params);
         clf__free(K->nodes);

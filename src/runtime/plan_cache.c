@@ -28,6 +28,7 @@
 #include "util/alloc.h"
 #include "util/log.h"
 #include "util/strbuf.h"
+#include "util/text.h"
 
 #define MAGIC "CLFUSEPL"
 #define FORMAT_VERSION 3u /* 2: kernel entries apart from names; 3: kernels' own state */
@@ -295,6 +296,19 @@ static char *r_str(reader *r, bool nullable)
     return s;
 }
 
+/* A string as a text (util/text.h), as kernel sources are. */
+static const char *r_text(reader *r)
+{
+    char *s = r_str(r, false);
+    const char *t = s ? clf__text_new(s, strlen(s)) : NULL;
+    if (s && !t) {
+        r->oom = r->bad = true;
+        r->why = "out of memory";
+    }
+    clf__free(s);
+    return t;
+}
+
 static void *r_alloc(reader *r, size_t n, size_t size)
 {
     if (r->bad)
@@ -386,7 +400,7 @@ static void parse(reader *r, const clf_graph *g, clf_executable *e)
         K->name = r_str(r, false);
         K->entry = r_str(r, false);
         K->ops = r_str(r, false);
-        K->source = r_str(r, false);
+        K->source = r_text(r);
         K->final_name = r_str(r, true);
         uint32_t np = r_count(r, 4);
         K->params = r_alloc(r, np, sizeof *K->params);
@@ -441,7 +455,7 @@ static void unparse(clf_executable *e)
         clf__free(K->name);
         clf__free(K->entry);
         clf__free(K->ops);
-        clf__free(K->source);
+        clf__text_release(K->source);
         clf__free(K->final_name);
         clf__free(K->params);
         clf__free(K->nodes);

@@ -83,7 +83,8 @@ typedef struct clf__io {
 void clf__exe_mark_in_place(clf_executable *e, const clf_graph *g);
 
 typedef struct clf__exe_kernel {
-    char *name, *ops, *source; /* name as shown: the entry and the kernel's index */
+    char *name, *ops; /* name as shown: the entry and the kernel's index */
+    const char *source; /* a text (util/text.h), shared with the kernel memo and the lift */
     char *entry;      /* the kernel function in source (kernels of one source share it) */
     char *final_name; /* a split reduction's combining kernel (an entry), else NULL */
     cl_kernel kernel;

@@ -16,6 +16,7 @@
 #include "util/hash.h"
 #include "util/log.h"
 #include "util/strbuf.h"
+#include "util/text.h"
 
 /* ---- Lexing ------------------------------------------------------------------ */
 
@@ -679,7 +680,7 @@ typedef struct group {
 typedef struct memo {
     uint64_t hash;
     size_t len;
-    char *source;
+    const char *source; /* a reference to the text (util/text.h) */
     cl_program prog;
     clf__lift_arg *args;
     uint32_t nargs;
@@ -737,13 +738,23 @@ static void memo_clear(memo *m)
 {
     if (m->prog)
         clReleaseProgram(m->prog);
-    clf__free(m->source);
+    clf__text_release(m->source);
     clf__free(m->args);
     memset(m, 0, sizeof *m);
 }
 
-/* The memo of exactly source (hash h, len bytes), or NULL. Called with the
- * lock held. */
+/* The memo of the text source itself (the kernel memo hands one text to
+ * every kernel it serves), or NULL. Called with the lock held. */
+static const memo *memo_same(const clf__lift_table *t, const char *source)
+{
+    for (size_t i = 0; i < MEMOS; i++)
+        if (t->memos[i].source == source)
+            return &t->memos[i];
+    return NULL;
+}
+
+/* The memo of exactly source's characters (hash h, len bytes), or NULL.
+ * Called with the lock held. */
 static const memo *memo_find(const clf__lift_table *t, uint64_t h, size_t len, const char *source)
 {
     for (size_t i = 0; i < MEMOS; i++) {
@@ -761,13 +772,10 @@ static void memo_keep(clf__lift_table *t, uint64_t h, size_t len, const char *so
 {
     memo *m = &t->memos[t->next_memo];
     memo_clear(m);
-    m->source = clf__malloc(len + 1);
     m->args = clf__malloc((nargs ? nargs : 1) * sizeof *args);
-    if (!m->source || !m->args) {
-        memo_clear(m);
+    if (!m->args)
         return;
-    }
-    memcpy(m->source, source, len + 1);
+    m->source = clf__text_ref(source);
     if (nargs)
         memcpy(m->args, args, nargs * sizeof *args);
     m->hash = h;
@@ -1228,14 +1236,17 @@ clf_status clf__lift_program(clf_context *ctx, clf__lift_table *t, const char *s
     *prog = NULL;
     *args = NULL;
     *nargs = 0;
-    /* The memo's key: the length and a hash of the source's head (the
-     * generated definitions, where sources of one kernel differ) and
-     * tail; memo_find compares the whole text. Hashing whole sources
-     * (tens of kB each, a byte at a time) cost a new length ~1 ms. */
-    const size_t len = strlen(source), head = len < 2048 ? len : 2048, tail = len - head < 256 ? len - head : 256;
+    /* The memo's key: the text itself (a kernel the kernel memo served),
+     * else the length and a hash of the source's head (the generated
+     * definitions, where sources of one kernel differ) and tail, with the
+     * whole text compared. Hashing whole sources (tens of kB each, a byte
+     * at a time) cost a new length ~1 ms. */
+    const size_t len = clf__text_len(source), head = len < 2048 ? len : 2048, tail = len - head < 256 ? len - head : 256;
     const uint64_t h = clf__hash_words(clf__hash_words(CLF__HASH_SEED ^ len, source, head), source + len - tail, tail);
     pthread_mutex_lock(&t->lock);
-    const memo *seen = memo_find(t, h, len, source);
+    const memo *seen = memo_same(t, source);
+    if (!seen)
+        seen = memo_find(t, h, len, source);
     if (seen) {
         *args = clf__malloc((seen->nargs ? seen->nargs : 1) * sizeof **args);
         if (*args) {

@@ -54,7 +54,9 @@ clf_status clf__lift_note(clf__lift_table *t, const char *source, bool as_is);
  * when none) receives the values of the lifted parameters, which come
  * right after the kernel's CLF_PARAMS arguments. A source seen before, or
  * one that differs from a group's first source only in literals the
- * group's generic program takes (most of a new length's), is not lexed. */
+ * group's generic program takes (most of a new length's), is not lexed.
+ * source is a text (util/text.h): the table keeps a reference, and finds
+ * the same text again by its address. */
 clf_status clf__lift_program(clf_context *ctx, clf__lift_table *t, const char *source, cl_program *prog,
                              clf__lift_arg **args, uint32_t *nargs, cl_int *build_err);
 

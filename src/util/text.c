@@ -1,0 +1,53 @@
+/* Shared immutable strings (text.h): a header with the count and the
+ * length, then the characters, in one allocation. */
+#include "text.h"
+
+#include <stdatomic.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "alloc.h"
+
+typedef struct {
+    _Atomic size_t refs;
+    size_t len;
+    char chars[];
+} text_head;
+
+static text_head *head_of(const char *t) { return (text_head *)(uintptr_t)(t - offsetof(text_head, chars)); }
+
+const char *clf__text_new(const char *s, size_t len)
+{
+    if (len > SIZE_MAX - sizeof(text_head) - 1)
+        return NULL;
+    text_head *h = clf__malloc(sizeof *h + len + 1);
+    if (!h)
+        return NULL;
+    atomic_init(&h->refs, 1);
+    h->len = len;
+    memcpy(h->chars, s, len);
+    h->chars[len] = '\0';
+    return h->chars;
+}
+
+const char *clf__text_take(clf__strbuf *sb)
+{
+    const char *t = clf__sb_ok(sb) ? clf__text_new(clf__sb_str(sb), sb->len) : NULL;
+    clf__sb_free(sb);
+    return t;
+}
+
+const char *clf__text_ref(const char *t)
+{
+    if (t)
+        atomic_fetch_add_explicit(&head_of(t)->refs, 1, memory_order_relaxed);
+    return t;
+}
+
+void clf__text_release(const char *t)
+{
+    if (t && atomic_fetch_sub_explicit(&head_of(t)->refs, 1, memory_order_acq_rel) == 1)
+        clf__free(head_of(t));
+}
+
+size_t clf__text_len(const char *t) { return head_of(t)->len; }
