@@ -8,6 +8,8 @@
 #include <string.h>
 
 #include "graph/graph_internal.h"
+#include "util/strbuf.h"
+#include "util/text.h"
 #include "test_support.h"
 
 #if defined(__SANITIZE_ADDRESS__)
@@ -115,6 +117,48 @@ static const clf__node *node_of(const clf_graph *g, clf_tensor t)
 }
 
 /* ---- Status, version, dtypes ---------------------------------------- */
+
+/* The key writers' number formats write what printf would, and texts
+ * (util/text.h) are copies that references share. */
+START_TEST(test_strbuf_numbers_and_texts)
+{
+    static const long long ints[] = {0, 7, -7, 10, 4096, -4096, 2147483647, INT64_MAX, INT64_MIN};
+    static const unsigned long long hexes[] = {0, 1, 0xf, 0x10, 0xabcdef, 0x8000000000000000ull, UINT64_MAX};
+    static const int widths[] = {0, 1, 2, 8, 16};
+    char want[64];
+    for (size_t i = 0; i < sizeof ints / sizeof *ints; i++) {
+        clf__strbuf sb = {0};
+        clf__sb_put_i64(&sb, ints[i]);
+        snprintf(want, sizeof want, "%lld", ints[i]);
+        ck_assert_str_eq(clf__sb_str(&sb), want);
+        clf__sb_free(&sb);
+    }
+    for (size_t i = 0; i < sizeof hexes / sizeof *hexes; i++)
+        for (size_t w = 0; w < sizeof widths / sizeof *widths; w++) {
+            clf__strbuf sb = {0};
+            clf__sb_put_hex(&sb, hexes[i], widths[w]);
+            snprintf(want, sizeof want, "%0*llx", widths[w], hexes[i]);
+            ck_assert_str_eq(clf__sb_str(&sb), want);
+            clf__sb_free(&sb);
+        }
+    clf__strbuf sb = {0};
+    clf__sb_puts(&sb, "a source");
+    const char *t = clf__text_take(&sb);
+    ck_assert_ptr_nonnull(t);
+    ck_assert_ptr_null(sb.data);
+    ck_assert_str_eq(t, "a source");
+    ck_assert_uint_eq(clf__text_len(t), 8);
+    ck_assert_ptr_eq(clf__text_ref(t), t);
+    clf__text_release(t);
+    ck_assert_str_eq(t, "a source"); /* the second reference holds it */
+    clf__text_release(t);
+    ck_assert_ptr_null(clf__text_ref(NULL));
+    clf__text_release(NULL);
+    const char *part = clf__text_new("abcdef", 3);
+    ck_assert_str_eq(part, "abc");
+    clf__text_release(part);
+}
+END_TEST
 
 START_TEST(test_status_names)
 {
@@ -1974,6 +2018,7 @@ static Suite *graph_suite(void)
 {
     Suite *s = suite_create("graph");
     TCase *tc = tcase_create("graph");
+    tcase_add_test(tc, test_strbuf_numbers_and_texts);
     tcase_add_test(tc, test_status_names);
     tcase_add_test(tc, test_version);
     tcase_add_test(tc, test_dtype_info);

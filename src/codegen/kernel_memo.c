@@ -79,15 +79,37 @@ static uint64_t bits(double d)
     return u;
 }
 
+/* name (" x=" or ",") and v: keys are written a field at a time, without
+ * printf (26 keys a new length of a small decoder). */
+static void put(clf__strbuf *sb, const char *name, long long v)
+{
+    clf__sb_puts(sb, name);
+    clf__sb_put_i64(sb, v);
+}
+
 static void put_target(const clf__codegen_target *t, clf__strbuf *sb)
 {
-    clf__sb_printf(sb, "target cpu=%d local=%zu fp64=%d cus=%" PRIu32 " lmem=%zu fw=%d shfl=%d tc=%d tf32=%d rows=%d "
-                       "trips=%" PRIu32 " small=%d vary=%d",
-                   t->cpu, t->max_local, t->fp64, t->compute_units, t->local_mem, t->float_width, t->warp_shuffle,
-                   t->tensor_cores, t->tf32, t->no_gemm_rows, t->max_loop_trips, t->small_code, t->sizes_vary);
-    if (t->gemm)
-        clf__sb_printf(sb, " gemm=%d,%d,%d,%d,%d,%d", t->gemm->tm, t->gemm->tn, t->gemm->tk, t->gemm->wm, t->gemm->wn,
-                       t->gemm->mma);
+    put(sb, "target cpu=", t->cpu);
+    put(sb, " local=", (long long)t->max_local);
+    put(sb, " fp64=", t->fp64);
+    put(sb, " cus=", t->compute_units);
+    put(sb, " lmem=", (long long)t->local_mem);
+    put(sb, " fw=", t->float_width);
+    put(sb, " shfl=", t->warp_shuffle);
+    put(sb, " tc=", t->tensor_cores);
+    put(sb, " tf32=", t->tf32);
+    put(sb, " rows=", t->no_gemm_rows);
+    put(sb, " trips=", t->max_loop_trips);
+    put(sb, " small=", t->small_code);
+    put(sb, " vary=", t->sizes_vary);
+    if (t->gemm) {
+        put(sb, " gemm=", t->gemm->tm);
+        put(sb, ",", t->gemm->tn);
+        put(sb, ",", t->gemm->tk);
+        put(sb, ",", t->gemm->wm);
+        put(sb, ",", t->gemm->wn);
+        put(sb, ",", t->gemm->mma);
+    }
     clf__sb_puts(sb, "\n");
 }
 
@@ -97,13 +119,14 @@ static void put_data(const clf__node *n, clf__strbuf *sb)
 {
     const size_t bytes = (size_t)clf__node_numel(n) * clf_dtype_size(n->dtype);
     const unsigned char *p = n->data;
-    clf__sb_printf(sb, " data=%zu:", bytes);
+    put(sb, " data=", (long long)bytes);
+    clf__sb_puts(sb, ":");
     if (bytes <= 64) {
         for (size_t i = 0; i < bytes; i++)
-            clf__sb_printf(sb, "%02x", p[i]);
+            clf__sb_put_hex(sb, p[i], 2);
     } else {
-        clf__sb_printf(sb, "%016" PRIx64 "%016" PRIx64, clf__hash_bytes(CLF__HASH_SEED, p, bytes),
-                       clf__hash_bytes(~CLF__HASH_SEED, p, bytes));
+        clf__sb_put_hex(sb, clf__hash_bytes(CLF__HASH_SEED, p, bytes), 16);
+        clf__sb_put_hex(sb, clf__hash_bytes(~CLF__HASH_SEED, p, bytes), 16);
     }
 }
 
@@ -124,21 +147,34 @@ static bool kernel_key(const clf_graph *g, const clf__plan *plan, uint32_t k, co
      * anchor node; other kinds leave the field 0). */
     const bool anchored =
         K->kind == CLF__REGION_GEMM || K->kind == CLF__REGION_ATTENTION || K->kind == CLF__REGION_CACHE_WRITE;
-    clf__sb_printf(out, "kind=%d anchor=%" PRId64 " mask=%" PRIx32 " rows=%" PRId64 " rlen=%" PRId64 " numel=%" PRId64
-                        " shape",
-                   (int)K->kind, anchored ? (int64_t)number(&w, K->anchor) : -1, K->reduce_mask, K->rows, K->rlen,
-                   K->numel);
+    put(out, "kind=", (int)K->kind);
+    put(out, " anchor=", anchored ? (long long)number(&w, K->anchor) : -1);
+    clf__sb_puts(out, " mask=");
+    clf__sb_put_hex(out, K->reduce_mask, 0);
+    put(out, " rows=", K->rows);
+    put(out, " rlen=", K->rlen);
+    put(out, " numel=", K->numel);
+    clf__sb_puts(out, " shape");
     for (int d = 0; d < K->rank && d < CLF_MAX_RANK; d++)
-        clf__sb_printf(out, "%c%" PRId64, d ? ',' : '=', K->shape[d]);
+        put(out, d ? "," : "=", K->shape[d]);
     const clf__plan_attention *A = &K->attention;
-    if (K->kind == CLF__REGION_ATTENTION)
-        clf__sb_printf(out,
-                       " att=%" PRIu32 ",%" PRIu32 ",%" PRIu32 ",%" PRIu32 ",%" PRIu32 " causal=%d,%" PRId64
-                       ",%016" PRIx64 ",%" PRId64 ",%d nan=%d,%016" PRIx64,
-                       number(&w, A->scores), number(&w, A->logits), number(&w, A->max), number(&w, A->sum),
-                       number(&w, A->probs), (int)A->causal, A->causal_offset, bits(A->causal_fill),
-                       A->causal_where < g->nnodes ? (int64_t)number(&w, A->causal_where) : -1, A->causal_keep,
-                       (int)A->has_nan_fill, bits(A->nan_fill));
+    if (K->kind == CLF__REGION_ATTENTION) {
+        /* number() in the order the fields are written (the order met). */
+        put(out, " att=", number(&w, A->scores));
+        put(out, ",", number(&w, A->logits));
+        put(out, ",", number(&w, A->max));
+        put(out, ",", number(&w, A->sum));
+        put(out, ",", number(&w, A->probs));
+        put(out, " causal=", (int)A->causal);
+        put(out, ",", A->causal_offset);
+        clf__sb_puts(out, ",");
+        clf__sb_put_hex(out, bits(A->causal_fill), 16);
+        put(out, ",", A->causal_where < g->nnodes ? (long long)number(&w, A->causal_where) : -1);
+        put(out, ",", A->causal_keep);
+        put(out, " nan=", (int)A->has_nan_fill);
+        clf__sb_puts(out, ",");
+        clf__sb_put_hex(out, bits(A->nan_fill), 16);
+    }
     clf__sb_puts(out, "\nops");
     for (uint32_t i = 0; i < K->nops; i++) {
         clf__sb_putn(out, " ", 1);

@@ -35,6 +35,26 @@ static void put_i64s(clf__strbuf *sb, const char *name, const int64_t *v, int n)
     }
 }
 
+/* " name=v", without printf. */
+static void put_int(clf__strbuf *sb, const char *name, long long v)
+{
+    clf__sb_putn(sb, " ", 1);
+    clf__sb_puts(sb, name);
+    clf__sb_putn(sb, "=", 1);
+    clf__sb_put_i64(sb, v);
+}
+
+/* " name=<16 hexadecimal digits>" (name NULL: the digits alone). */
+static void put_hex64(clf__strbuf *sb, const char *name, uint64_t v)
+{
+    if (name) {
+        clf__sb_putn(sb, " ", 1);
+        clf__sb_puts(sb, name);
+        clf__sb_putn(sb, "=", 1);
+    }
+    clf__sb_put_hex(sb, v, 16);
+}
+
 static void put_str(clf__strbuf *sb, const char *name, const char *s)
 {
     /* Length-prefixed, so that any bytes in a name are unambiguous. */
@@ -47,34 +67,41 @@ static void put_attr(clf__strbuf *sb, const clf__node *n, int rank)
 {
     switch (n->op) {
     case CLF__OP_TRANSPOSE:
-        clf__sb_printf(sb, " perm");
-        for (int k = 0; k < rank; k++)
-            clf__sb_printf(sb, "%c%d", k ? ',' : '=', n->attr.transpose.perm[k]);
+        clf__sb_puts(sb, " perm");
+        for (int k = 0; k < rank; k++) {
+            clf__sb_putn(sb, k ? "," : "=", 1);
+            clf__sb_put_i64(sb, n->attr.transpose.perm[k]);
+        }
         break;
     case CLF__OP_SLICE:
         put_i64s(sb, "start", n->attr.slice.start, rank);
         put_i64s(sb, "step", n->attr.slice.step, rank);
         break;
     case CLF__OP_CLIP:
-        clf__sb_printf(sb, " lo=%016" PRIx64 " hi=%016" PRIx64, bits(n->attr.clip.lo), bits(n->attr.clip.hi));
+        put_hex64(sb, "lo", bits(n->attr.clip.lo));
+        put_hex64(sb, "hi", bits(n->attr.clip.hi));
         break;
     case CLF__OP_REDUCE:
-        clf__sb_printf(sb, " kind=%d mask=%" PRIx32 " keepdims=%d last=%d", (int)n->attr.reduce.kind,
-                       n->attr.reduce.mask, (int)n->attr.reduce.keepdims, (int)n->attr.reduce.select_last);
+        put_int(sb, "kind", (int)n->attr.reduce.kind);
+        clf__sb_puts(sb, " mask=");
+        clf__sb_put_hex(sb, n->attr.reduce.mask, 0);
+        put_int(sb, "keepdims", (int)n->attr.reduce.keepdims);
+        put_int(sb, "last", (int)n->attr.reduce.select_last);
         break;
     case CLF__OP_CONSTANT:
-        clf__sb_printf(sb, " scalar=%016" PRIx64, bits(n->attr.constant.scalar));
+        put_hex64(sb, "scalar", bits(n->attr.constant.scalar));
         break;
     case CLF__OP_GATHER:
     case CLF__OP_GATHER_ELEMENTS:
-        clf__sb_printf(sb, " axis=%d", n->attr.gather.axis);
+        put_int(sb, "axis", n->attr.gather.axis);
         break;
     case CLF__OP_CONCAT:
-        clf__sb_printf(sb, " axis=%d", n->attr.concat.axis);
+        put_int(sb, "axis", n->attr.concat.axis);
         break;
     case CLF__OP_CACHE_WRITE:
-        clf__sb_printf(sb, " axis=%d len=%" PRId64 " len_sym=%d", n->attr.cache.axis, n->attr.cache.len,
-                       (int)n->attr.cache.len_sym);
+        put_int(sb, "axis", n->attr.cache.axis);
+        put_int(sb, "len", n->attr.cache.len);
+        put_int(sb, "len_sym", (int)n->attr.cache.len_sym);
         break;
     default: /* no attributes */
         break;
@@ -93,9 +120,15 @@ void clf__graph_key_node(const clf__node *n, clf__strbuf *sb)
     clf__sb_put_i64(sb, n->rank);
     put_i64s(sb, "shape", n->shape, rank);
     put_attr(sb, n, rank);
-    if (n->gen.kind)
-        clf__sb_printf(sb, " gen=%d,%" PRIu32 ",%" PRIx32 ",%016" PRIx64, (int)n->gen.kind, n->gen.node, n->gen.mask,
-                       bits(n->gen.minus));
+    if (n->gen.kind) {
+        put_int(sb, "gen", (int)n->gen.kind);
+        clf__sb_putn(sb, ",", 1);
+        clf__sb_put_i64(sb, n->gen.node);
+        clf__sb_putn(sb, ",", 1);
+        clf__sb_put_hex(sb, n->gen.mask, 0);
+        clf__sb_putn(sb, ",", 1);
+        put_hex64(sb, NULL, bits(n->gen.minus));
+    }
 }
 
 void clf__graph_key(const clf_graph *g, clf__strbuf *sb)

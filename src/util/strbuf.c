@@ -66,6 +66,17 @@ void clf__sb_put_i64(clf__strbuf *sb, long long v)
     clf__sb_putn(sb, p, (size_t)(d + sizeof d - p));
 }
 
+void clf__sb_put_hex(clf__strbuf *sb, unsigned long long v, int width)
+{
+    char d[16], *p = d + sizeof d;
+    do
+        *--p = "0123456789abcdef"[v & 15u];
+    while ((v >>= 4) != 0);
+    while (p > d && d + sizeof d - p < width)
+        *--p = '0';
+    clf__sb_putn(sb, p, (size_t)(d + sizeof d - p));
+}
+
 void clf__sb_reserve(clf__strbuf *sb, size_t extra)
 {
     if (reserve(sb, extra) && sb->data)

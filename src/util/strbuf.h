@@ -25,6 +25,9 @@ void clf__sb_printf(clf__strbuf *sb, const char *fmt, ...);
 /* Appends v in decimal (what printf's %lld writes, without its cost:
  * keys built a field at a time). */
 void clf__sb_put_i64(clf__strbuf *sb, long long v);
+/* Appends v in lower-case hexadecimal, zero-padded to width digits (what
+ * printf's %0<width>llx writes; width 0: %llx). */
+void clf__sb_put_hex(clf__strbuf *sb, unsigned long long v, int width);
 bool clf__sb_ok(const clf__strbuf *sb);
 /* The contents ("" when empty); valid until the next append. */
 const char *clf__sb_str(const clf__strbuf *sb);
