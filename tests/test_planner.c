@@ -358,6 +358,40 @@ START_TEST(permuted_store_of_a_gemm)
 }
 END_TEST
 
+/* Members of a GEMM region read the product at the element they store:
+ * through pointwise nodes of their shape and reshapes (decided without
+ * index algebra), beside broadcast values computed from other inputs; a
+ * transpose of a square product has the product's shape but reads it at
+ * another element, and is refused. */
+START_TEST(gemm_members_read_the_product_in_place)
+{
+    for (int which = 0; which < 3; which++) {
+        clf_graph *g = clf_graph_create();
+        clf_tensor x = clf_input(g, "x", CLF_F32, 2, (int64_t[]){4, 4}),
+                   w = clf_input(g, "w", CLF_F32, 2, (int64_t[]){4, 4}),
+                   b = clf_input(g, "b", CLF_F32, 1, (int64_t[]){4}),
+                   res = clf_input(g, "res", CLF_F32, 1, (int64_t[]){16});
+        clf_tensor pr = clf_matmul(g, x, w), y;
+        if (which == 0) /* bias, activation, reshape, residual */
+            y = clf_add(g, clf_reshape(g, clf_relu(g, clf_add(g, pr, b)), 1, (int64_t[]){16}), res);
+        else if (which == 1) /* a broadcast value computed from an input */
+            y = clf_mul(g, pr, clf_exp(g, b));
+        else /* the product transposed: another element */
+            y = clf_add(g, pr, clf_transpose(g, pr, 0, NULL));
+        clf_graph_output(g, "y", y);
+        clf__plan_state S;
+        clf__plan p;
+        run_phases(g, NULL, 7, &S, &p);
+        ck_assert_msg(p.nkernels == (which == 2 ? 2u : 1u), "case %d: %u kernels", which, p.nkernels);
+        ck_assert_int_eq(p.kernels[0].kind, CLF__REGION_GEMM);
+        if (which < 2)
+            ck_assert_uint_eq(store_of(&p, 0, y.node)->from, y.node);
+        end_phases(&S, &p);
+        clf_graph_destroy(&g);
+    }
+}
+END_TEST
+
 int main(void)
 {
     clf_test_setup_env();
@@ -370,6 +404,7 @@ int main(void)
     clf_test_add_case(s, "find_attention_matches_and_refuses", find_attention_matches_and_refuses);
     clf_test_add_case(s, "permuted_store_of_merged_heads", permuted_store_of_merged_heads);
     clf_test_add_case(s, "permuted_store_of_a_gemm", permuted_store_of_a_gemm);
+    clf_test_add_case(s, "gemm_members_read_the_product_in_place", gemm_members_read_the_product_in_place);
     clf_test_add_case(s, "row_statistic_prologue_stored_where_tiles_reload", row_statistic_prologue_stored_where_tiles_reload);
     return clf_test_run_suite(s);
 }

@@ -499,8 +499,9 @@ static int32_t choose_region(clf__plan_state *S, uint32_t m, const clf__u32vec *
         if (clf__fusion_legal(r, mregions->v, mregions->n, S->nr, rdeps, rndeps)) {
             if (ro == CLF__ROLE_REDUCE)
                 S->out->stage[m] = (int8_t)st_m;
-            clf__log(CLF__LOG_FUSION, "node %u (%s %s): fused into kernel region %u", m, clf__node_op_name(mn),
-                     shape_str(sbuf, sizeof sbuf, mn->rank, mn->shape), r);
+            if (clf__log_enabled(CLF__LOG_FUSION)) /* the shape's text is not made for nothing */
+                clf__log(CLF__LOG_FUSION, "node %u (%s %s): fused into kernel region %u", m, clf__node_op_name(mn),
+                         shape_str(sbuf, sizeof sbuf, mn->rank, mn->shape), r);
             return (int32_t)r;
         }
         clf__log(CLF__LOG_FUSION,
@@ -531,8 +532,9 @@ static int32_t start_region(clf__plan_state *S, uint32_t m)
      * the cut for no reader. */
     R->closed = S->cut[m];
     char sbuf[128];
-    clf__log(CLF__LOG_FUSION, "node %u (%s %s): starts kernel region %u%s", m, clf__node_op_name(mn),
-             shape_str(sbuf, sizeof sbuf, mn->rank, mn->shape), S->nr, S->fuse ? "" : " (fusion disabled)");
+    if (clf__log_enabled(CLF__LOG_FUSION))
+        clf__log(CLF__LOG_FUSION, "node %u (%s %s): starts kernel region %u%s", m, clf__node_op_name(mn),
+                 shape_str(sbuf, sizeof sbuf, mn->rank, mn->shape), S->nr, S->fuse ? "" : " (fusion disabled)");
     return (int32_t)S->nr++;
 }
 

@@ -82,6 +82,7 @@ static bool seen_before(align_walk *w, uint32_t id, const clf__view *v, int rank
 }
 
 static void walk_inputs(align_walk *w, const clf__node *n, const clf__view *v);
+static bool read_in_place(const clf__plan_state *S, uint32_t r, uint32_t id, int *budget);
 
 static void walk_node(align_walk *w, uint32_t id, const clf__view *v)
 {
@@ -149,6 +150,57 @@ static bool reduction_aligned(const clf__plan_state *S, uint32_t r, const clf__r
     return align_walk_end(&w);
 }
 
+/* The walk below without index algebra, for the common cases, within a
+ * budget of nodes. Whether the nodes the walk would inline below id reach
+ * a value of region r (or a product or reduction, which the walk checks):
+ * true, too, when the budget ran out. */
+static bool reaches_region(const clf__plan_state *S, uint32_t r, uint32_t id, int *budget)
+{
+    const clf__node *n = clf__graph_node(S->g, id);
+    if (!clf__plan_is_computed(n) || (S->mat[id] && S->region_of[id] != (int32_t)r))
+        return false; /* a load */
+    if (S->mat[id] || n->op == CLF__OP_REDUCE || n->op == CLF__OP_MATMUL || --*budget < 0)
+        return true;
+    for (int i = 0; i < n->ninputs; i++)
+        if (reaches_region(S, r, n->inputs[i], budget))
+            return true;
+    return false;
+}
+
+/* With node n read at its linear element i (n has the region's number of
+ * elements), whether what the walk inlines below it reads the region's
+ * values only at i: loads anywhere; the product at its element i, through
+ * pointwise nodes reading inputs of their own shape and reshapes (which
+ * keep the linear index); anything else only where it reaches no value of
+ * the region. False when that is not so or not known (the budget ran
+ * out): the walk decides then. */
+static bool below_in_place(const clf__plan_state *S, uint32_t r, const clf__node *n, int *budget)
+{
+    const bool reshapes = n->op == CLF__OP_RESHAPE || n->op == CLF__OP_SQUEEZE || n->op == CLF__OP_UNSQUEEZE;
+    const bool pointwise = clf__node_class_of(n) == CLF__CLASS_POINTWISE;
+    for (int i = 0; i < n->ninputs; i++) {
+        const clf__node *in = clf__graph_node(S->g, n->inputs[i]);
+        const bool at_i =
+            (reshapes && i == 0) || (pointwise && clf__plan_same_shape(in->rank, in->shape, n->rank, n->shape));
+        if (at_i ? !read_in_place(S, r, n->inputs[i], budget) : reaches_region(S, r, n->inputs[i], budget))
+            return false;
+    }
+    return true;
+}
+
+/* below_in_place for node id itself, read at its element i. */
+static bool read_in_place(const clf__plan_state *S, uint32_t r, uint32_t id, int *budget)
+{
+    const clf__node *n = clf__graph_node(S->g, id);
+    if (!clf__plan_is_computed(n) || (S->mat[id] && S->region_of[id] != (int32_t)r))
+        return true; /* a load */
+    if (--*budget < 0)
+        return false;
+    if (n->op == CLF__OP_MATMUL)
+        return true; /* at its element i, where the walk's view finds it */
+    return below_in_place(S, r, n, budget);
+}
+
 /* Whether node id, computed at element i of GEMM region R (number r),
  * reads the region's product only at i, where the accumulator holds it:
  * the walk starts at id's inputs (a member joining the region) or, with
@@ -156,6 +208,10 @@ static bool reduction_aligned(const clf__plan_state *S, uint32_t r, const clf__r
 static bool gemm_aligned(const clf__plan_state *S, uint32_t r, const clf__region *R, uint32_t id, bool self)
 {
     const clf_graph *g = S->g;
+    const clf__node *n = clf__graph_node(g, id);
+    int budget = 64;
+    if (self ? read_in_place(S, r, id, &budget) : below_in_place(S, r, n, &budget))
+        return true;
     align_walk w = {.g = g, .mat = S->mat, .region_of = S->region_of, .stage = S->out->stage, .region = (int32_t)r,
                     .ok = true};
     int64_t numel = 1;
