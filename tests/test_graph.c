@@ -157,6 +157,20 @@ START_TEST(test_strbuf_numbers_and_texts)
     const char *part = clf__text_new("abcdef", 3);
     ck_assert_str_eq(part, "abc");
     clf__text_release(part);
+    /* A buffer that never grew is the empty text; a long one whole. */
+    clf__strbuf empty = {0}, big = {0};
+    const char *none = clf__text_take(&empty);
+    ck_assert_ptr_nonnull(none);
+    ck_assert_str_eq(none, "");
+    ck_assert_uint_eq(clf__text_len(none), 0);
+    clf__text_release(none);
+    for (int i = 0; i < 5000; i++)
+        clf__sb_put_i64(&big, i % 10);
+    const char *digits = clf__text_take(&big);
+    ck_assert_uint_eq(clf__text_len(digits), 5000);
+    ck_assert_uint_eq(strlen(digits), 5000);
+    ck_assert(digits[0] == '0' && digits[4999] == '9' && digits[1234] == '4');
+    clf__text_release(digits);
 }
 END_TEST
 

@@ -32,9 +32,25 @@ const char *clf__text_new(const char *s, size_t len)
 
 const char *clf__text_take(clf__strbuf *sb)
 {
-    const char *t = clf__sb_ok(sb) ? clf__text_new(clf__sb_str(sb), sb->len) : NULL;
-    clf__sb_free(sb);
-    return t;
+    if (!clf__sb_ok(sb) || !sb->data || sb->len > SIZE_MAX - sizeof(text_head) - 1) {
+        const char *t = clf__sb_ok(sb) && !sb->data ? clf__text_new("", 0) : NULL;
+        clf__sb_free(sb);
+        return t;
+    }
+    /* The buffer itself becomes the text: its characters move up past the
+     * header (most buffers have the room already, so the block stays put;
+     * a copy into a new block touched fresh pages, a cost per source). */
+    const size_t len = sb->len;
+    text_head *h = clf__realloc(sb->data, sizeof *h + len + 1);
+    if (!h) {
+        clf__sb_free(sb);
+        return NULL;
+    }
+    memmove(h->chars, h, len + 1);
+    atomic_init(&h->refs, 1);
+    h->len = len;
+    *sb = (clf__strbuf){0};
+    return h->chars;
 }
 
 const char *clf__text_ref(const char *t)
