@@ -2,7 +2,9 @@
 # The KV cache and the decoder stack on the GPU machine, through the device
 # tool (carry .gpu, filled by ../shared/gpu/prepare and then
 # bench/models/prepare_gpu.sh; see shared BENCH.md).
-#     bash bench/run_decoder_gpu.sh tests   the kv_cache, dynamic, attention,
+#     bash bench/run_decoder_gpu.sh tests   the driver's extensions
+#                                           (bench/probes/device_extensions.c), then
+#                                           the kv_cache, dynamic, attention,
 #                                           memory and quirks suites on the H200
 #     bash bench/run_decoder_gpu.sh bench   bench_decoder (f16, 2 layers) and
 #                                           .gpu/llm_anchors.py (a copy of ../shared/gpu/llm_anchors.py; ../shared does not travel) in
@@ -32,6 +34,10 @@ decoder_with_and_without() {
 }
 case "${1:-bench}" in
 tests)
+  # The driver's extensions first (command buffers: a decode step recorded
+  # once and replayed, as CUDA graphs are).
+  gcc -O2 -std=c11 -o /tmp/devext bench/probes/device_extensions.c -lOpenCL &&
+    /tmp/devext > "$OUT/device_extensions.txt" 2>&1; tail -1 "$OUT/device_extensions.txt"
   CLFUSE_DEVICE=gpu timeout 420 meson test -C $B --suite kv_cache --suite dynamic --suite attention \
     --suite memory --suite quirks --num-processes 8 --print-errorlogs > "$OUT/tests_gpu.txt" 2>&1
   grep -E "^ *[0-9]+/[0-9]+ |^(Ok|Fail|Skipped|Timeout)" "$OUT/tests_gpu.txt"
