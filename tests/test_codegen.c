@@ -1086,6 +1086,7 @@ START_TEST(templates_have_no_generated_names)
     const char *head = "float b7;\n", *tail = "b7 s_9;\n/* ---- kernels_templates/t.cl ---- */\nb7\n";
     char *with = malloc(strlen(head) + strlen(sf) + strlen(tail) + 1);
     char *want = malloc(strlen(head) + strlen(sf) + strlen(tail) + 1);
+    ck_assert(with && want);
     sprintf(with, "%s%s%s", head, sf, tail);
     sprintf(want, "float b0;\n%sb0 s_0;\n/* ---- kernels_templates/t.cl ---- */\nb7\n", sf);
     const char *with_text = clf__text_new(with, strlen(with));
