@@ -361,14 +361,15 @@ END_TEST
 /* Members of a GEMM region read the product at the element they store:
  * through pointwise nodes of their shape and reshapes (decided without
  * index algebra), beside broadcast values computed from other inputs; a
- * transpose of a square product has the product's shape but reads it at
- * another element, and is refused. */
+ * transpose of a square product and a gather along its rows have the
+ * product's shape but read it at another element, and are refused. */
 START_TEST(gemm_members_read_the_product_in_place)
 {
-    for (int which = 0; which < 3; which++) {
+    for (int which = 0; which < 4; which++) {
         clf_graph *g = clf_graph_create();
         clf_tensor x = clf_input(g, "x", CLF_F32, 2, (int64_t[]){4, 4}),
                    w = clf_input(g, "w", CLF_F32, 2, (int64_t[]){4, 4}),
+                   idx = clf_input(g, "idx", CLF_I32, 2, (int64_t[]){4, 4}),
                    b = clf_input(g, "b", CLF_F32, 1, (int64_t[]){4}),
                    res = clf_input(g, "res", CLF_F32, 1, (int64_t[]){16});
         clf_tensor pr = clf_matmul(g, x, w), y;
@@ -376,16 +377,66 @@ START_TEST(gemm_members_read_the_product_in_place)
             y = clf_add(g, clf_reshape(g, clf_relu(g, clf_add(g, pr, b)), 1, (int64_t[]){16}), res);
         else if (which == 1) /* a broadcast value computed from an input */
             y = clf_mul(g, pr, clf_exp(g, b));
-        else /* the product transposed: another element */
+        else if (which == 2) /* the product transposed: another element */
             y = clf_add(g, pr, clf_transpose(g, pr, 0, NULL));
+        else /* gathered along its rows (the product's own shape, read at indices) */
+            y = clf_add(g, pr, clf_gather_elements(g, pr, idx, 1));
         clf_graph_output(g, "y", y);
         clf__plan_state S;
         clf__plan p;
         run_phases(g, NULL, 7, &S, &p);
-        ck_assert_msg(p.nkernels == (which == 2 ? 2u : 1u), "case %d: %u kernels", which, p.nkernels);
+        ck_assert_msg(p.nkernels == (which >= 2 ? 2u : 1u), "case %d: %u kernels", which, p.nkernels);
         ck_assert_int_eq(p.kernels[0].kind, CLF__REGION_GEMM);
         if (which < 2)
             ck_assert_uint_eq(store_of(&p, 0, y.node)->from, y.node);
+        end_phases(&S, &p);
+        clf_graph_destroy(&g);
+    }
+}
+END_TEST
+
+/* Members of a reduction region read its rows at their own row: a
+ * layer norm's variance reads the mean there (stage 1), its output reads
+ * both broadcast along the row, and a softmax the max and the sum. A
+ * member that reads another row's statistic in the statistic's own shape
+ * (the rows' maxima rotated by one, or gathered) is refused. */
+START_TEST(reduction_members_read_rows_in_place)
+{
+    for (int which = 0; which < 4; which++) {
+        clf_graph *g = clf_graph_create();
+        clf_tensor x = clf_input(g, "x", CLF_F32, 2, (int64_t[]){4, 4}),
+                   idx = clf_input(g, "idx", CLF_I32, 2, (int64_t[]){4, 1});
+        int last = -1;
+        clf_tensor y;
+        if (which == 0) { /* layer norm by hand */
+            clf_tensor mean = clf_reduce_mean(g, x, 1, &last, true);
+            clf_tensor d = clf_sub(g, x, mean);
+            clf_tensor var = clf_reduce_mean(g, clf_mul(g, d, d), 1, &last, true);
+            y = clf_div(g, d, clf_sqrt(g, clf_add(g, var, clf_scalar(g, CLF_F32, 1e-5))));
+        } else if (which == 1) {
+            y = clf_softmax(g, x, -1);
+        } else if (which == 3) { /* x minus a max gathered from another row, in the max's own shape */
+            clf_tensor mx = clf_reduce_max(g, x, 1, &last, true);
+            y = clf_sub(g, x, clf_gather_elements(g, mx, idx, 0));
+        } else { /* x minus the max of another row */
+            clf_tensor mx = clf_reduce_max(g, x, 1, &last, true);
+            clf_tensor next = clf_slice(g, mx, 1, (int64_t[]){1}, (int64_t[]){4}, (int[]){0}, NULL),
+                       first = clf_slice(g, mx, 1, (int64_t[]){0}, (int64_t[]){1}, (int[]){0}, NULL);
+            clf_tensor moved = clf_concat(g, 2, (clf_tensor[]){next, first}, 0); /* row i + 1's max */
+            y = clf_sub(g, x, moved);
+        }
+        clf_graph_output(g, "y", y);
+        clf__plan_state S;
+        clf__plan p;
+        run_phases(g, NULL, 7, &S, &p);
+        ck_assert_msg(p.nkernels == (which >= 2 ? 2u : 1u), "case %d: %u kernels", which, p.nkernels);
+        if (which == 0) { /* the mean's sum at stage 0, the variance's at 1 */
+            int stages[2] = {0, 0};
+            for (uint32_t i = 0; i < (uint32_t)g->nnodes; i++)
+                if (clf__graph_node(g, i)->op == CLF__OP_REDUCE && p.stage[i] >= 0 && p.stage[i] < 2)
+                    stages[p.stage[i]]++;
+            ck_assert_msg(stages[0] == 1 && stages[1] == 1, "stages 0: %d, 1: %d", stages[0], stages[1]);
+        }
         end_phases(&S, &p);
         clf_graph_destroy(&g);
     }
@@ -405,6 +456,7 @@ int main(void)
     clf_test_add_case(s, "permuted_store_of_merged_heads", permuted_store_of_merged_heads);
     clf_test_add_case(s, "permuted_store_of_a_gemm", permuted_store_of_a_gemm);
     clf_test_add_case(s, "gemm_members_read_the_product_in_place", gemm_members_read_the_product_in_place);
+    clf_test_add_case(s, "reduction_members_read_rows_in_place", reduction_members_read_rows_in_place);
     clf_test_add_case(s, "row_statistic_prologue_stored_where_tiles_reload", row_statistic_prologue_stored_where_tiles_reload);
     return clf_test_run_suite(s);
 }

@@ -455,17 +455,42 @@ static clf__ix ix_concat_part(clf__ixgen *gen, clf__ix x, int64_t off, int64_t l
     return temp_for(gen, expr, (uint64_t)len, x.deps, (clf__ix_origin){0});
 }
 
-void clf__view_input(clf__ixgen *gen, const clf_graph *g, const clf__node *n, int k,
-                     const clf__view *v, clf__view *in)
+bool clf__view_input_linear(const clf__node *n)
 {
-    const clf__node *src = clf__graph_node(g, n->inputs[k]);
+    return n->op == CLF__OP_RESHAPE || n->op == CLF__OP_SQUEEZE || n->op == CLF__OP_UNSQUEEZE;
+}
+
+bool clf__view_input_broadcasts(const clf__node *n)
+{
     switch (n->op) {
     case CLF__OP_RESHAPE:
     case CLF__OP_SQUEEZE:
     case CLF__OP_UNSQUEEZE:
+    case CLF__OP_TRANSPOSE:
+    case CLF__OP_SLICE:
+    case CLF__OP_GATHER:
+    case CLF__OP_GATHER_ELEMENTS:
+    case CLF__OP_CONCAT:
+        return false;
+    default:
+        return true;
+    }
+}
+
+void clf__view_input(clf__ixgen *gen, const clf_graph *g, const clf__node *n, int k,
+                     const clf__view *v, clf__view *in)
+{
+    const clf__node *src = clf__graph_node(g, n->inputs[k]);
+    if (clf__view_input_broadcasts(n)) { /* EXPAND and every pointwise op */
+        broadcast_view(gen, v, n->rank, n->shape, src->rank, src->shape, in);
+        return;
+    }
+    if (clf__view_input_linear(n)) {
         in->linear = true;
         in->lin = clf__view_linear(gen, v, n->rank, n->shape);
         return;
+    }
+    switch (n->op) {
     case CLF__OP_TRANSPOSE: {
         clf__ix dims[CLF_MAX_RANK];
         clf__view_dims(gen, v, n->rank, n->shape, dims);
@@ -529,8 +554,7 @@ void clf__view_input(clf__ixgen *gen, const clf_graph *g, const clf__node *n, in
             in->dims[d] = d == a ? ix_concat_part(gen, dims[d], off, src->shape[a]) : dims[d];
         return;
     }
-    default: /* EXPAND and every pointwise op broadcast numpy-style */
-        broadcast_view(gen, v, n->rank, n->shape, src->rank, src->shape, in);
+    default: /* read numpy-broadcast or linearly, above */
         return;
     }
 }

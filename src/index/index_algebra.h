@@ -90,6 +90,13 @@ void clf__view_dims(clf__ixgen *gen, const clf__view *v, int rank, const int64_t
  * the view of n. */
 void clf__view_input(clf__ixgen *gen, const clf_graph *g, const clf__node *n, int k,
                      const clf__view *v, clf__view *in);
+/* Whether clf__view_input reads n's inputs numpy-broadcast: an input of
+ * n's shape at n's own element (every op but the movement ops, gathers and
+ * concat, whose inputs are read elsewhere). */
+bool clf__view_input_broadcasts(const clf__node *n);
+/* Whether clf__view_input reads n's input at n's linear index (reshape,
+ * squeeze, unsqueeze). */
+bool clf__view_input_linear(const clf__node *n);
 
 /* Whether movement op n permutes the elements of its input: every element
  * lands at exactly one place of n and every place of n holds one (transpose,

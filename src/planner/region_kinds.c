@@ -82,7 +82,7 @@ static bool seen_before(align_walk *w, uint32_t id, const clf__view *v, int rank
 }
 
 static void walk_inputs(align_walk *w, const clf__node *n, const clf__view *v);
-static bool read_in_place(const clf__plan_state *S, uint32_t r, uint32_t id, int *budget);
+static bool read_in_place(const clf__plan_state *S, uint32_t r, uint32_t id, int *budget, int *stage);
 
 static void walk_node(align_walk *w, uint32_t id, const clf__view *v)
 {
@@ -123,37 +123,11 @@ static bool align_walk_end(align_walk *w)
     return w->ok;
 }
 
-/* Whether m may join reduction region R (number r) in role ro; *stage gets
- * m's reduction stage when m is a reduction. */
-static bool reduction_aligned(const clf__plan_state *S, uint32_t r, const clf__region *R, uint32_t m, clf__role ro,
-                              int *stage_out)
-{
-    const clf_graph *g = S->g;
-    align_walk w = {.g = g, .mat = S->mat, .region_of = S->region_of, .stage = S->out->stage, .region = (int32_t)r,
-                    .ok = true};
-    clf__ixgen_init(&w.ix, &w.code, 0);
-    int64_t rows = 1, rlen = 1;
-    for (int d = 0; d < R->rank; d++)
-        *(((R->mask >> d) & 1u) ? &rlen : &rows) *= R->shape[d];
-    w.x = clf__ixgen_var(&w.ix, "x", (uint64_t)rows);
-    clf__ix rv = clf__ixgen_var(&w.ix, "r", (uint64_t)rlen);
-    clf__view full, row = {.linear = true, .lin = w.x};
-    clf__view_reduction(&w.ix, R->rank, R->shape, R->mask, w.x, rv, &full);
-    const clf__node *mn = clf__graph_node(g, m);
-    if (ro == CLF__ROLE_REDUCE)
-        walk_node(&w, mn->inputs[0], &full);
-    else
-        walk_inputs(&w, mn, ro == CLF__ROLE_ROW ? &row : &full);
-    if (w.ix.failed || (ro == CLF__ROLE_REDUCE && w.max_stage >= CLF__MAX_REDUCTION_STAGES))
-        w.ok = false;
-    *stage_out = w.max_stage;
-    return align_walk_end(&w);
-}
-
-/* The walk below without index algebra, for the common cases, within a
- * budget of nodes. Whether the nodes the walk would inline below id reach
- * a value of region r (or a product or reduction, which the walk checks):
- * true, too, when the budget ran out. */
+/* The walk without index algebra, for the common cases, within a budget
+ * of nodes: where it answers yes, the walk would too; elsewhere the walk
+ * decides. Whether the nodes the walk would inline below id reach a value
+ * of region r (or a product or reduction, which the walk checks): true,
+ * too, when the budget ran out. */
 static bool reaches_region(const clf__plan_state *S, uint32_t r, uint32_t id, int *budget)
 {
     const clf__node *n = clf__graph_node(S->g, id);
@@ -167,29 +141,31 @@ static bool reaches_region(const clf__plan_state *S, uint32_t r, uint32_t id, in
     return false;
 }
 
-/* With node n read at its linear element i (n has the region's number of
- * elements), whether what the walk inlines below it reads the region's
- * values only at i: loads anywhere; the product at its element i, through
- * pointwise nodes reading inputs of their own shape and reshapes (which
- * keep the linear index); anything else only where it reaches no value of
- * the region. False when that is not so or not known (the budget ran
- * out): the walk decides then. */
-static bool below_in_place(const clf__plan_state *S, uint32_t r, const clf__node *n, int *budget)
+/* With node n read at its linear element x (a GEMM region's element, or
+ * with stage a reduction region's row: n has that many elements), whether
+ * what the walk inlines below it reads the region's values only at x:
+ * loads anywhere; the region's values at x, through nodes that read their
+ * inputs numpy-broadcast (pointwise ops: an input of their own shape at
+ * their element; not gathers or concat, clf__view_input_broadcasts) and
+ * reshapes (which keep the linear index); anything else only where it
+ * reaches no value of the region. A
+ * reduction's row read raises *stage to its stage + 1 (the walk's
+ * max_stage). False when that is not so or not known. */
+static bool below_in_place(const clf__plan_state *S, uint32_t r, const clf__node *n, int *budget, int *stage)
 {
-    const bool reshapes = n->op == CLF__OP_RESHAPE || n->op == CLF__OP_SQUEEZE || n->op == CLF__OP_UNSQUEEZE;
-    const bool pointwise = clf__node_class_of(n) == CLF__CLASS_POINTWISE;
+    const bool linear = clf__view_input_linear(n), broadcasts = clf__view_input_broadcasts(n);
     for (int i = 0; i < n->ninputs; i++) {
         const clf__node *in = clf__graph_node(S->g, n->inputs[i]);
-        const bool at_i =
-            (reshapes && i == 0) || (pointwise && clf__plan_same_shape(in->rank, in->shape, n->rank, n->shape));
-        if (at_i ? !read_in_place(S, r, n->inputs[i], budget) : reaches_region(S, r, n->inputs[i], budget))
+        const bool at_x =
+            (linear && i == 0) || (broadcasts && clf__plan_same_shape(in->rank, in->shape, n->rank, n->shape));
+        if (at_x ? !read_in_place(S, r, n->inputs[i], budget, stage) : reaches_region(S, r, n->inputs[i], budget))
             return false;
     }
     return true;
 }
 
-/* below_in_place for node id itself, read at its element i. */
-static bool read_in_place(const clf__plan_state *S, uint32_t r, uint32_t id, int *budget)
+/* below_in_place for node id itself, read at its element x. */
+static bool read_in_place(const clf__plan_state *S, uint32_t r, uint32_t id, int *budget, int *stage)
 {
     const clf__node *n = clf__graph_node(S->g, id);
     if (!clf__plan_is_computed(n) || (S->mat[id] && S->region_of[id] != (int32_t)r))
@@ -197,8 +173,109 @@ static bool read_in_place(const clf__plan_state *S, uint32_t r, uint32_t id, int
     if (--*budget < 0)
         return false;
     if (n->op == CLF__OP_MATMUL)
-        return true; /* at its element i, where the walk's view finds it */
-    return below_in_place(S, r, n, budget);
+        return !stage; /* a GEMM's product at x; the walk compares a reduction's rows with nothing else */
+    if (n->op == CLF__OP_REDUCE) {
+        if (stage && S->out->stage[id] + 1 > *stage)
+            *stage = S->out->stage[id] + 1;
+        return true; /* at x, where the walk's view finds it */
+    }
+    return below_in_place(S, r, n, budget, stage);
+}
+
+static bool full_in_place(const clf__plan_state *S, uint32_t r, const clf__region *R, uint32_t id, int *budget,
+                          int *stage);
+
+/* For a reduction region R over its last axes: with node n of R's shape
+ * read at the region's element (row x, index r), whether the walk finds
+ * only loads and the region's values at row x: through nodes of R's shape
+ * that read their inputs numpy-broadcast, and from them inputs of R's
+ * shape with its reduced axes 1 (broadcast along them: read at row x, as
+ * read_in_place takes them).
+ * False when that is not so or not known; *stage as read_in_place. */
+static bool below_full(const clf__plan_state *S, uint32_t r, const clf__region *R, const clf__node *n, int *budget,
+                       int *stage)
+{
+    int64_t keep[CLF_MAX_RANK];
+    for (int d = 0; d < R->rank; d++)
+        keep[d] = (R->mask >> d) & 1u ? 1 : R->shape[d];
+    const bool broadcasts = clf__view_input_broadcasts(n);
+    for (int i = 0; i < n->ninputs; i++) {
+        const uint32_t id = n->inputs[i];
+        const clf__node *in = clf__graph_node(S->g, id);
+        bool ok;
+        if (broadcasts && clf__plan_same_shape(in->rank, in->shape, R->rank, R->shape)) {
+            ok = full_in_place(S, r, R, id, budget, stage);
+        } else if (broadcasts && clf__plan_same_shape(in->rank, in->shape, R->rank, keep)) {
+            ok = read_in_place(S, r, id, budget, stage);
+        } else {
+            ok = !reaches_region(S, r, id, budget);
+        }
+        if (!ok)
+            return false;
+    }
+    return true;
+}
+
+/* below_full for node id itself (of R's shape, read at the region's
+ * element): a product or reduction there is not at row x. */
+static bool full_in_place(const clf__plan_state *S, uint32_t r, const clf__region *R, uint32_t id, int *budget,
+                          int *stage)
+{
+    const clf__node *n = clf__graph_node(S->g, id);
+    if (!clf__plan_is_computed(n) || (S->mat[id] && S->region_of[id] != (int32_t)r))
+        return true; /* a load */
+    return --*budget >= 0 && n->op != CLF__OP_REDUCE && n->op != CLF__OP_MATMUL && below_full(S, r, R, n, budget, stage);
+}
+
+/* Whether R reduces its last axes only (rows contiguous). */
+static bool reduces_last_axes(const clf__region *R)
+{
+    for (int d = 0; d + 1 < R->rank; d++)
+        if (((R->mask >> d) & 1u) && !((R->mask >> (d + 1)) & 1u))
+            return false;
+    return true;
+}
+
+/* Whether m may join reduction region R (number r) in role ro; *stage gets
+ * m's reduction stage when m is a reduction. */
+static bool reduction_aligned(const clf__plan_state *S, uint32_t r, const clf__region *R, uint32_t m, clf__role ro,
+                              int *stage_out)
+{
+    const clf_graph *g = S->g;
+    const clf__node *mn = clf__graph_node(g, m);
+    int budget = 64, quick_stage = 0;
+    bool quick = true;
+    if (ro == CLF__ROLE_ROW) { /* m's inputs at its row */
+        quick = below_in_place(S, r, mn, &budget, &quick_stage);
+    } else if (reduces_last_axes(R)) { /* m (full) or its input (reduced) at the region's element */
+        quick = ro == CLF__ROLE_FULL ? below_full(S, r, R, mn, &budget, &quick_stage)
+                                     : full_in_place(S, r, R, mn->inputs[0], &budget, &quick_stage);
+    } else {
+        for (int i = 0; i < (ro == CLF__ROLE_REDUCE ? 1 : mn->ninputs) && quick; i++)
+            quick = !reaches_region(S, r, mn->inputs[i], &budget);
+    }
+    if (quick) {
+        *stage_out = quick_stage;
+        return true;
+    }
+    align_walk w = {.g = g, .mat = S->mat, .region_of = S->region_of, .stage = S->out->stage, .region = (int32_t)r,
+                    .ok = true};
+    clf__ixgen_init(&w.ix, &w.code, 0);
+    int64_t rows = 1, rlen = 1;
+    for (int d = 0; d < R->rank; d++)
+        *(((R->mask >> d) & 1u) ? &rlen : &rows) *= R->shape[d];
+    w.x = clf__ixgen_var(&w.ix, "x", (uint64_t)rows);
+    clf__ix rv = clf__ixgen_var(&w.ix, "r", (uint64_t)rlen);
+    clf__view full, row = {.linear = true, .lin = w.x};
+    clf__view_reduction(&w.ix, R->rank, R->shape, R->mask, w.x, rv, &full);
+    if (ro == CLF__ROLE_REDUCE)
+        walk_node(&w, mn->inputs[0], &full);
+    else
+        walk_inputs(&w, mn, ro == CLF__ROLE_ROW ? &row : &full);
+    if (w.ix.failed || (ro == CLF__ROLE_REDUCE && w.max_stage >= CLF__MAX_REDUCTION_STAGES))
+        w.ok = false;
+    *stage_out = w.max_stage;
+    return align_walk_end(&w);
 }
 
 /* Whether node id, computed at element i of GEMM region R (number r),
@@ -210,7 +287,7 @@ static bool gemm_aligned(const clf__plan_state *S, uint32_t r, const clf__region
     const clf_graph *g = S->g;
     const clf__node *n = clf__graph_node(g, id);
     int budget = 64;
-    if (self ? read_in_place(S, r, id, &budget) : below_in_place(S, r, n, &budget))
+    if (self ? read_in_place(S, r, id, &budget, NULL) : below_in_place(S, r, n, &budget, NULL))
         return true;
     align_walk w = {.g = g, .mat = S->mat, .region_of = S->region_of, .stage = S->out->stage, .region = (int32_t)r,
                     .ok = true};
