@@ -399,10 +399,11 @@ END_TEST
  * layer norm's variance reads the mean there (stage 1), its output reads
  * both broadcast along the row, and a softmax the max and the sum. A
  * member that reads another row's statistic in the statistic's own shape
- * (the rows' maxima rotated by one, or gathered) is refused. */
+ * (the rows' maxima rotated by one, or gathered) is refused, and so is a
+ * reduction past the last stage a kernel holds (a new kernel instead). */
 START_TEST(reduction_members_read_rows_in_place)
 {
-    for (int which = 0; which < 4; which++) {
+    for (int which = 0; which < 5; which++) {
         clf_graph *g = clf_graph_create();
         clf_tensor x = clf_input(g, "x", CLF_F32, 2, (int64_t[]){4, 4}),
                    idx = clf_input(g, "idx", CLF_I32, 2, (int64_t[]){4, 1});
@@ -415,6 +416,11 @@ START_TEST(reduction_members_read_rows_in_place)
             y = clf_div(g, d, clf_sqrt(g, clf_add(g, var, clf_scalar(g, CLF_F32, 1e-5))));
         } else if (which == 1) {
             y = clf_softmax(g, x, -1);
+        } else if (which == 4) { /* sums each of x less the one before: one stage more each, past the limit */
+            clf_tensor sum = clf_reduce_sum(g, x, 1, &last, true);
+            for (int i = 0; i < CLF__MAX_REDUCTION_STAGES; i++)
+                sum = clf_reduce_sum(g, clf_sub(g, x, sum), 1, &last, true);
+            y = sum;
         } else if (which == 3) { /* x minus a max gathered from another row, in the max's own shape */
             clf_tensor mx = clf_reduce_max(g, x, 1, &last, true);
             y = clf_sub(g, x, clf_gather_elements(g, mx, idx, 0));
@@ -430,6 +436,8 @@ START_TEST(reduction_members_read_rows_in_place)
         clf__plan p;
         run_phases(g, NULL, 7, &S, &p);
         ck_assert_msg(p.nkernels == (which >= 2 ? 2u : 1u), "case %d: %u kernels", which, p.nkernels);
+        for (uint32_t i = 0; i < (uint32_t)g->nnodes; i++)
+            ck_assert_int_lt(p.stage[i], CLF__MAX_REDUCTION_STAGES);
         if (which == 0) { /* the mean's sum at stage 0, the variance's at 1 */
             int stages[2] = {0, 0};
             for (uint32_t i = 0; i < (uint32_t)g->nnodes; i++)

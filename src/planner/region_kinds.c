@@ -148,9 +148,9 @@ static bool reaches_region(const clf__plan_state *S, uint32_t r, uint32_t id, in
  * inputs numpy-broadcast (pointwise ops: an input of their own shape at
  * their element; not gathers or concat, clf__view_input_broadcasts) and
  * reshapes (which keep the linear index); anything else only where it
- * reaches no value of the region. A
- * reduction's row read raises *stage to its stage + 1 (the walk's
- * max_stage). False when that is not so or not known. */
+ * reaches no value of the region. A reduction's row read raises *stage to
+ * its stage + 1 (the walk's max_stage). False when that is not so or not
+ * known. */
 static bool below_in_place(const clf__plan_state *S, uint32_t r, const clf__node *n, int *budget, int *stage)
 {
     const bool linear = clf__view_input_linear(n), broadcasts = clf__view_input_broadcasts(n);
@@ -190,8 +190,8 @@ static bool full_in_place(const clf__plan_state *S, uint32_t r, const clf__regio
  * only loads and the region's values at row x: through nodes of R's shape
  * that read their inputs numpy-broadcast, and from them inputs of R's
  * shape with its reduced axes 1 (broadcast along them: read at row x, as
- * read_in_place takes them).
- * False when that is not so or not known; *stage as read_in_place. */
+ * read_in_place takes them). False when that is not so or not known;
+ * *stage as read_in_place. */
 static bool below_full(const clf__plan_state *S, uint32_t r, const clf__region *R, const clf__node *n, int *budget,
                        int *stage)
 {
@@ -224,7 +224,8 @@ static bool full_in_place(const clf__plan_state *S, uint32_t r, const clf__regio
     const clf__node *n = clf__graph_node(S->g, id);
     if (!clf__plan_is_computed(n) || (S->mat[id] && S->region_of[id] != (int32_t)r))
         return true; /* a load */
-    return --*budget >= 0 && n->op != CLF__OP_REDUCE && n->op != CLF__OP_MATMUL && below_full(S, r, R, n, budget, stage);
+    return --*budget >= 0 && n->op != CLF__OP_REDUCE && n->op != CLF__OP_MATMUL &&
+           below_full(S, r, R, n, budget, stage);
 }
 
 /* Whether R reduces its last axes only (rows contiguous). */
@@ -254,7 +255,7 @@ static bool reduction_aligned(const clf__plan_state *S, uint32_t r, const clf__r
         for (int i = 0; i < (ro == CLF__ROLE_REDUCE ? 1 : mn->ninputs) && quick; i++)
             quick = !reaches_region(S, r, mn->inputs[i], &budget);
     }
-    if (quick) {
+    if (quick && (ro != CLF__ROLE_REDUCE || quick_stage < CLF__MAX_REDUCTION_STAGES)) {
         *stage_out = quick_stage;
         return true;
     }
