@@ -18,7 +18,6 @@
  * codegen_expr.c's value, clf__cg_operand_plain). codegen_corpus --memo
  * checks over the model fixtures and the benchmark graphs that every
  * kernel found in the memo is the kernel generated anew. */
-#include <inttypes.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,8 +27,8 @@
 #include "codegen/codegen_expr.h"
 #include "graph/graph_key.h"
 #include "util/alloc.h"
-#include "util/text.h"
 #include "util/hash.h"
+#include "util/text.h"
 
 /* The nodes met so far, numbered in order (ord[id]: 0 unseen, else 1 +
  * the number), and the ones still to write. */
