@@ -154,9 +154,12 @@ START_TEST(test_strbuf_numbers_and_texts)
     clf__text_release(t);
     ck_assert_ptr_null(clf__text_ref(NULL));
     clf__text_release(NULL);
-    const char *part = clf__text_new("abcdef", 3);
+    const char *part = clf__text_new("abcdef", 3), *same = clf__text_new("abc", 3), *other = clf__text_new("abd", 3);
     ck_assert_str_eq(part, "abc");
+    ck_assert(clf__text_hash(part) == clf__text_hash(same) && clf__text_hash(part) != clf__text_hash(other));
     clf__text_release(part);
+    clf__text_release(same);
+    clf__text_release(other);
     /* A buffer that never grew is the empty text; a long one whole. */
     clf__strbuf empty = {0}, big = {0};
     const char *none = clf__text_take(&empty);
@@ -166,7 +169,9 @@ START_TEST(test_strbuf_numbers_and_texts)
     clf__text_release(none);
     for (int i = 0; i < 5000; i++)
         clf__sb_put_i64(&big, i % 10);
-    const char *digits = clf__text_take(&big);
+    const char *digits = clf__text_take(&big), *copy = clf__text_new(digits, 5000);
+    ck_assert(clf__text_hash(digits) == clf__text_hash(copy)); /* taken or copied, one hash */
+    clf__text_release(copy);
     ck_assert_uint_eq(clf__text_len(digits), 5000);
     ck_assert_uint_eq(strlen(digits), 5000);
     ck_assert(digits[0] == '0' && digits[4999] == '9' && digits[1234] == '4');

@@ -1237,12 +1237,10 @@ clf_status clf__lift_program(clf_context *ctx, clf__lift_table *t, const char *s
     *args = NULL;
     *nargs = 0;
     /* The memo's key: the text itself (a kernel the kernel memo served),
-     * else the length and a hash of the source's head (the generated
-     * definitions, where sources of one kernel differ) and tail, with the
-     * whole text compared. Hashing whole sources (tens of kB each, a byte
-     * at a time) cost a new length ~1 ms. */
-    const size_t len = clf__text_len(source), head = len < 2048 ? len : 2048, tail = len - head < 256 ? len - head : 256;
-    const uint64_t h = clf__hash_words(clf__hash_words(CLF__HASH_SEED ^ len, source, head), source + len - tail, tail);
+     * else its length and hash (made with the text), with the whole text
+     * compared. */
+    const size_t len = clf__text_len(source);
+    const uint64_t h = clf__text_hash(source);
     pthread_mutex_lock(&t->lock);
     const memo *seen = memo_same(t, source);
     if (!seen)

@@ -7,10 +7,12 @@
 #include <string.h>
 
 #include "alloc.h"
+#include "hash.h"
 
 typedef struct {
     _Atomic size_t refs;
     size_t len;
+    uint64_t hash; /* of the characters, made with them */
     char chars[];
 } text_head;
 
@@ -27,6 +29,7 @@ const char *clf__text_new(const char *s, size_t len)
     h->len = len;
     memcpy(h->chars, s, len);
     h->chars[len] = '\0';
+    h->hash = clf__hash_words(CLF__HASH_SEED, h->chars, len);
     return h->chars;
 }
 
@@ -49,6 +52,7 @@ const char *clf__text_take(clf__strbuf *sb)
     memmove(h->chars, h, len + 1);
     atomic_init(&h->refs, 1);
     h->len = len;
+    h->hash = clf__hash_words(CLF__HASH_SEED, h->chars, len);
     *sb = (clf__strbuf){0};
     return h->chars;
 }
@@ -67,3 +71,5 @@ void clf__text_release(const char *t)
 }
 
 size_t clf__text_len(const char *t) { return head_of(t)->len; }
+
+uint64_t clf__text_hash(const char *t) { return head_of(t)->hash; }

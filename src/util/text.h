@@ -11,6 +11,7 @@
 #define CLFUSE_UTIL_TEXT_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "strbuf.h"
 
@@ -25,5 +26,8 @@ const char *clf__text_ref(const char *t);
 void clf__text_release(const char *t);
 /* strlen(t), without reading the characters. */
 size_t clf__text_len(const char *t);
+/* A 64-bit hash of the characters (util/hash.h's clf__hash_words), made
+ * with the text: texts of equal characters have equal hashes. */
+uint64_t clf__text_hash(const char *t);
 
 #endif
