@@ -3,6 +3,7 @@
 #include "text.h"
 
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -12,7 +13,8 @@
 typedef struct {
     _Atomic size_t refs;
     size_t len;
-    uint64_t hash; /* of the characters, made with them */
+    _Atomic uint64_t hash; /* of the characters, made at the first clf__text_hash */
+    _Atomic bool hashed;
     char chars[];
 } text_head;
 
@@ -29,7 +31,7 @@ const char *clf__text_new(const char *s, size_t len)
     h->len = len;
     memcpy(h->chars, s, len);
     h->chars[len] = '\0';
-    h->hash = clf__hash_words(CLF__HASH_SEED, h->chars, len);
+    atomic_init(&h->hashed, false);
     return h->chars;
 }
 
@@ -52,7 +54,7 @@ const char *clf__text_take(clf__strbuf *sb)
     memmove(h->chars, h, len + 1);
     atomic_init(&h->refs, 1);
     h->len = len;
-    h->hash = clf__hash_words(CLF__HASH_SEED, h->chars, len);
+    atomic_init(&h->hashed, false);
     *sb = (clf__strbuf){0};
     return h->chars;
 }
@@ -72,4 +74,14 @@ void clf__text_release(const char *t)
 
 size_t clf__text_len(const char *t) { return head_of(t)->len; }
 
-uint64_t clf__text_hash(const char *t) { return head_of(t)->hash; }
+uint64_t clf__text_hash(const char *t)
+{
+    /* Threads that find it unmade make the same value. */
+    text_head *h = head_of(t);
+    if (atomic_load_explicit(&h->hashed, memory_order_acquire))
+        return atomic_load_explicit(&h->hash, memory_order_relaxed);
+    const uint64_t v = clf__hash_words(CLF__HASH_SEED, h->chars, h->len);
+    atomic_store_explicit(&h->hash, v, memory_order_relaxed);
+    atomic_store_explicit(&h->hashed, true, memory_order_release);
+    return v;
+}

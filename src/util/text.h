@@ -27,7 +27,8 @@ void clf__text_release(const char *t);
 /* strlen(t), without reading the characters. */
 size_t clf__text_len(const char *t);
 /* A 64-bit hash of the characters (util/hash.h's clf__hash_words), made
- * with the text: texts of equal characters have equal hashes. */
+ * at the first call and kept: texts of equal characters have equal
+ * hashes. */
 uint64_t clf__text_hash(const char *t);
 
 #endif
