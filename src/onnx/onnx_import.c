@@ -17,6 +17,7 @@
 #include "graph/graph_builder.h"
 #include "graph/op_table.h"
 #include "util/alloc.h"
+#include "util/hash.h"
 #include "util/log.h"
 
 #define DEFAULT_OPSET 18
@@ -43,6 +44,12 @@ typedef struct importer {
     clf_graph *g;
     value *values;
     size_t nvalues, cap_values;
+    /* The values by name: open addressing over a power-of-two table of
+     * indices into values plus one (0: a free slot), at most half full (a
+     * graph of thousands of values was a million name comparisons an
+     * import, and a symbolic model imports again at every new size). */
+    uint32_t *index;
+    size_t cap_index;
     symbol *syms;
     size_t nsyms, cap_syms;
     void **owned; /* literals made here (Constant value_ints, Shape, integer lists) */
@@ -150,12 +157,31 @@ static void *own(importer *I, size_t bytes)
     return p;
 }
 
+static size_t name_slot(const char *name, size_t cap)
+{
+    return (size_t)clf__hash_bytes(CLF__HASH_SEED, name, strlen(name)) & (cap - 1);
+}
+
 static value *find(importer *I, const char *name)
 {
-    for (size_t i = I->nvalues; i-- > 0;)
-        if (!strcmp(I->values[i].name, name))
-            return &I->values[i];
-    return NULL;
+    if (!I->cap_index)
+        return NULL;
+    for (size_t s = name_slot(name, I->cap_index);; s = (s + 1) & (I->cap_index - 1)) {
+        const uint32_t v = I->index[s];
+        if (!v)
+            return NULL;
+        if (!strcmp(I->values[v - 1].name, name))
+            return &I->values[v - 1];
+    }
+}
+
+/* Puts values[i] into the index, which has room. */
+static void index_put(importer *I, size_t i)
+{
+    size_t s = name_slot(I->values[i].name, I->cap_index);
+    while (I->index[s])
+        s = (s + 1) & (I->cap_index - 1);
+    I->index[s] = (uint32_t)(i + 1);
 }
 
 static clf_status define(importer *I, clf__onnx_pos pos, const char *name, clf_tensor t, const clf__onnx_tensor *lit,
@@ -171,7 +197,22 @@ static clf_status define(importer *I, clf__onnx_pos pos, const char *name, clf_t
         I->values = v;
         I->cap_values = nc;
     }
+    if (I->nvalues + 1 > UINT32_MAX - 1)
+        return fail(I, pos, "more than %u values", (unsigned)(UINT32_MAX - 1));
     I->values[I->nvalues++] = (value){name, t, lit, producer};
+    if (I->nvalues * 2 > I->cap_index) { /* a table twice as large, every value again */
+        const size_t nc = I->cap_index ? I->cap_index * 2 : 256;
+        uint32_t *x = clf__calloc(nc, sizeof *x);
+        if (!x)
+            return oom(I);
+        clf__free(I->index);
+        I->index = x;
+        I->cap_index = nc;
+        for (size_t i = 0; i < I->nvalues; i++)
+            index_put(I, i);
+    } else {
+        index_put(I, I->nvalues - 1);
+    }
     return CLF_OK;
 }
 
@@ -1948,6 +1989,7 @@ clf_status clf__onnx_import_model(const clf__onnx_model *m, const clf_onnx_param
         clf__free(I.owned[i]);
     clf__free(I.owned);
     clf__free(I.values);
+    clf__free(I.index);
     clf__free(I.syms);
     clf__free(I.kvs);
     clf_graph_destroy(&I.g);
