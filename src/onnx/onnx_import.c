@@ -159,7 +159,7 @@ static void *own(importer *I, size_t bytes)
 
 static size_t name_slot(const char *name, size_t cap)
 {
-    return (size_t)clf__hash_bytes(CLF__HASH_SEED, name, strlen(name)) & (cap - 1);
+    return (size_t)clf__hash_words(CLF__HASH_SEED, name, strlen(name)) & (cap - 1);
 }
 
 static value *find(importer *I, const char *name)
