@@ -225,6 +225,29 @@ START_TEST(alignment_walk_cap_refuses_merges)
 }
 END_TEST
 
+/* A layer norm over empty rows (extents of 0): the planner joins what the
+ * alignment walk allows there, and every kernel is written (the quick
+ * check once fused what the walk refuses at extent 0, and codegen then
+ * found a reduction read away from its row: the fuzzer's seed 1, graph
+ * 140). */
+START_TEST(empty_rows_plan_generates)
+{
+    clf_graph *g = clf_graph_create();
+    const int64_t s[4] = {2, 1, 0, 0};
+    clf_tensor y = clf_layer_norm(g, clf_input(g, "x", CLF_F32, 4, s), 2, 1e-5, CLF_TENSOR_INVALID,
+                                  CLF_TENSOR_INVALID);
+    clf_graph_output(g, "y", clf_transpose(g, y, 4, (int[]){2, 1, 0, 3}));
+    clf__plan p = plan_of(g, true);
+    for (int cpu = 0; cpu < 2; cpu++)
+        for (uint32_t k = 0; k < p.nkernels; k++) {
+            clf__kernel_code c = code_of(g, &p, k, cpu);
+            clf__kernel_code_free(&c);
+        }
+    clf__plan_free(&p);
+    clf_graph_destroy(&g);
+}
+END_TEST
+
 START_TEST(literals_are_exact)
 {
     clf_graph *g = clf_graph_create();
@@ -1107,6 +1130,7 @@ int main(void)
     TCase *tc = tcase_create("plan_and_source");
     tcase_add_test(tc, chain_plan_and_name);
     tcase_add_test(tc, alignment_walk_cap_refuses_merges);
+    tcase_add_test(tc, empty_rows_plan_generates);
     tcase_add_test(tc, wide_index_over_2_31);
     tcase_add_test(tc, movement_chain_is_index_arithmetic);
     tcase_add_test(tc, multi_output_and_shapes);

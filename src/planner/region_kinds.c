@@ -244,16 +244,22 @@ static bool reduction_aligned(const clf__plan_state *S, uint32_t r, const clf__r
 {
     const clf_graph *g = S->g;
     const clf__node *mn = clf__graph_node(g, m);
+    int64_t rows = 1, rlen = 1;
+    for (int d = 0; d < R->rank; d++)
+        *(((R->mask >> d) & 1u) ? &rlen : &rows) *= R->shape[d];
     int budget = 64, quick_stage = 0;
-    bool quick = true;
-    if (ro == CLF__ROLE_ROW) { /* m's inputs at its row */
-        quick = below_in_place(S, r, mn, &budget, &quick_stage);
-    } else if (reduces_last_axes(R)) { /* m (full) or its input (reduced) at the region's element */
-        quick = ro == CLF__ROLE_FULL ? below_full(S, r, R, mn, &budget, &quick_stage)
-                                     : full_in_place(S, r, R, mn->inputs[0], &budget, &quick_stage);
-    } else {
-        for (int i = 0; i < (ro == CLF__ROLE_REDUCE ? 1 : mn->ninputs) && quick; i++)
-            quick = !reaches_region(S, r, mn->inputs[i], &budget);
+    bool quick = false;
+    if (rows > 0 && rlen > 0) { /* an empty region's rows are the walk's to judge (codegen asks it too) */
+        if (ro == CLF__ROLE_ROW) { /* m's inputs at its row */
+            quick = below_in_place(S, r, mn, &budget, &quick_stage);
+        } else if (reduces_last_axes(R)) { /* m (full) or its input (reduced) at the region's element */
+            quick = ro == CLF__ROLE_FULL ? below_full(S, r, R, mn, &budget, &quick_stage)
+                                         : full_in_place(S, r, R, mn->inputs[0], &budget, &quick_stage);
+        } else {
+            quick = true;
+            for (int i = 0; i < (ro == CLF__ROLE_REDUCE ? 1 : mn->ninputs) && quick; i++)
+                quick = !reaches_region(S, r, mn->inputs[i], &budget);
+        }
     }
     if (quick && (ro != CLF__ROLE_REDUCE || quick_stage < CLF__MAX_REDUCTION_STAGES)) {
         *stage_out = quick_stage;
@@ -262,9 +268,6 @@ static bool reduction_aligned(const clf__plan_state *S, uint32_t r, const clf__r
     align_walk w = {.g = g, .mat = S->mat, .region_of = S->region_of, .stage = S->out->stage, .region = (int32_t)r,
                     .ok = true};
     clf__ixgen_init(&w.ix, &w.code, 0);
-    int64_t rows = 1, rlen = 1;
-    for (int d = 0; d < R->rank; d++)
-        *(((R->mask >> d) & 1u) ? &rlen : &rows) *= R->shape[d];
     w.x = clf__ixgen_var(&w.ix, "x", (uint64_t)rows);
     clf__ix rv = clf__ixgen_var(&w.ix, "r", (uint64_t)rlen);
     clf__view full, row = {.linear = true, .lin = w.x};
