@@ -46,18 +46,23 @@ clf_status clf__codegen_kernel(const clf_graph *g, const clf__plan *plan, uint32
     clf_status st = kinds[kind].write(g, plan, k, target, out, err, errlen);
     if (st != CLF_OK)
         return st;
-    /* Writers name the kernel function by its region and ops; the plan
-     * index goes into the name shown, not into the source. */
-    out->name = clf__malloc(strlen(out->entry) + 16);
+    out->name = clf__kernel_code_name(out->entry, k);
     if (!out->name) {
         clf__kernel_code_free(out);
         snprintf(err, errlen, "codegen: kernel %u: out of memory", k);
         return CLF_ERR_OUT_OF_MEMORY;
     }
-    sprintf(out->name, "%s_%u", out->entry, k);
     out->canonical =
         clf__cg_canonical_names(out->params, out->nparams, plan->kernels[k].ops, plan->kernels[k].nops, &out->source);
     return CLF_OK;
+}
+
+char *clf__kernel_code_name(const char *entry, uint32_t k)
+{
+    char *name = entry ? clf__malloc(strlen(entry) + 16) : NULL;
+    if (name)
+        sprintf(name, "%s_%u", entry, k);
+    return name;
 }
 
 void clf__kernel_code_free(clf__kernel_code *c)

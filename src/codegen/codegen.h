@@ -136,6 +136,11 @@ clf_status clf__codegen_gemm(const clf_graph *g, const clf__plan *plan, uint32_t
 clf_status clf__codegen_attention(const clf_graph *g, const clf__plan *plan, uint32_t k,
                                   const clf__codegen_target *target, clf__kernel_code *out, char *err, size_t errlen);
 void clf__kernel_code_free(clf__kernel_code *code);
+/* The name shown for kernel k of a plan whose function is entry:
+ * "<entry>_<k>" (heap; NULL when out of memory). Writers name the function
+ * by its region and ops; the plan index goes into the name shown, not into
+ * the source, which kernels of one form share. */
+char *clf__kernel_code_name(const char *entry, uint32_t k);
 
 /* Generated code kept by kernel key (kernel_memo.c): the key holds what a
  * writer reads of the graph, the plan and the target, with ids as their

@@ -19,7 +19,6 @@
  * checks over the model fixtures and the benchmark graphs that every
  * kernel found in the memo is the kernel generated anew. */
 #include <pthread.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -294,13 +293,11 @@ static bool copy_code(const clf__kernel_code *from, const clf__plan_kernel *K, u
     out->ops = clf__strdup(from->ops);
     out->source = clf__text_ref(from->source);
     out->final_name = from->final_name ? clf__strdup(from->final_name) : NULL;
-    out->name = out->entry ? clf__malloc(strlen(out->entry) + 16) : NULL;
+    out->name = clf__kernel_code_name(out->entry, k);
     out->params = NULL;
     bool ok = out->entry && out->ops && out->source && (out->final_name || !from->final_name) && out->name &&
               clf__cg_params(K, &out->params, &out->nparams);
-    if (ok)
-        sprintf(out->name, "%s_%u", out->entry, k);
-    else
+    if (!ok)
         clf__kernel_code_free(out);
     return ok;
 }
