@@ -81,14 +81,22 @@ static bool seen_before(align_walk *w, uint32_t id, const clf__view *v, int rank
     return false;
 }
 
+/* Whether a kernel of region r reads node n (number id) from memory, a
+ * leaf or another kernel's value, rather than computing it: where the
+ * walk and the quick check below stop. */
+static bool loaded_in(const bool *mat, const int32_t *region_of, int32_t r, uint32_t id, const clf__node *n)
+{
+    return !clf__plan_is_computed(n) || (mat[id] && region_of[id] != r);
+}
+
 static void walk_inputs(align_walk *w, const clf__node *n, const clf__view *v);
 static bool read_in_place(const clf__plan_state *S, uint32_t r, uint32_t id, int *budget, int *stage);
 
 static void walk_node(align_walk *w, uint32_t id, const clf__view *v)
 {
     const clf__node *n = clf__graph_node(w->g, id);
-    if (!w->ok || !clf__plan_is_computed(n) || (w->mat[id] && w->region_of[id] != w->region))
-        return; /* a leaf or another kernel's value: a load */
+    if (!w->ok || loaded_in(w->mat, w->region_of, w->region, id, n))
+        return;
     if (seen_before(w, id, v, n->rank))
         return;
     if (n->op == CLF__OP_REDUCE || n->op == CLF__OP_MATMUL) {
@@ -131,8 +139,8 @@ static bool align_walk_end(align_walk *w)
 static bool reaches_region(const clf__plan_state *S, uint32_t r, uint32_t id, int *budget)
 {
     const clf__node *n = clf__graph_node(S->g, id);
-    if (!clf__plan_is_computed(n) || (S->mat[id] && S->region_of[id] != (int32_t)r))
-        return false; /* a load */
+    if (loaded_in(S->mat, S->region_of, (int32_t)r, id, n))
+        return false;
     if (S->mat[id] || n->op == CLF__OP_REDUCE || n->op == CLF__OP_MATMUL || --*budget < 0)
         return true;
     for (int i = 0; i < n->ninputs; i++)
@@ -168,8 +176,8 @@ static bool below_in_place(const clf__plan_state *S, uint32_t r, const clf__node
 static bool read_in_place(const clf__plan_state *S, uint32_t r, uint32_t id, int *budget, int *stage)
 {
     const clf__node *n = clf__graph_node(S->g, id);
-    if (!clf__plan_is_computed(n) || (S->mat[id] && S->region_of[id] != (int32_t)r))
-        return true; /* a load */
+    if (loaded_in(S->mat, S->region_of, (int32_t)r, id, n))
+        return true;
     if (--*budget < 0)
         return false;
     if (n->op == CLF__OP_MATMUL)
@@ -222,8 +230,8 @@ static bool full_in_place(const clf__plan_state *S, uint32_t r, const clf__regio
                           int *stage)
 {
     const clf__node *n = clf__graph_node(S->g, id);
-    if (!clf__plan_is_computed(n) || (S->mat[id] && S->region_of[id] != (int32_t)r))
-        return true; /* a load */
+    if (loaded_in(S->mat, S->region_of, (int32_t)r, id, n))
+        return true;
     return --*budget >= 0 && n->op != CLF__OP_REDUCE && n->op != CLF__OP_MATMUL &&
            below_full(S, r, R, n, budget, stage);
 }
