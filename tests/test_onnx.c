@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "onnx.pb-c.h"
+#include "onnx/fold_memo.h"
 #include "onnx/onnx_ast.h"
 #include "test_support.h"
 
@@ -2254,6 +2255,121 @@ START_TEST(bad_f16_initializers_are_refused_clearly)
 }
 END_TEST
 
+/* The fold memo (onnx/fold_memo.h): a fold is found again only by its
+ * node and the same input types, shapes and bytes; string inputs are not
+ * remembered; past CLF__FOLD_MEMO_BYTES the memo starts again. */
+static bool take_first(void *ctx, const clf__fold_output *o)
+{
+    clf__fold_output *got = ctx;
+    if (got->slot >= 0)
+        return true; /* only the first output is kept */
+    *got = *o;
+    return true;
+}
+
+static bool stop_taking(void *ctx, const clf__fold_output *o)
+{
+    (void)ctx;
+    (void)o;
+    return false;
+}
+
+START_TEST(fold_memo_finds_only_the_same_literals)
+{
+    clf__fold_memo *M = clf__fold_memo_new();
+    ck_assert_ptr_nonnull(M);
+    int64_t shape_vals[2] = {4, 7};
+    clf__onnx_tensor shape = {.type = {.elem = CLF__ONNX_INT64, .has_shape = true, .rank = 1, .dims = {{.value = 2}}},
+                              .n = 2, .data = shape_vals};
+    const clf__onnx_tensor *ins[2] = {&shape, NULL};
+    clf__fold_key key;
+    ck_assert(clf__fold_memo_key_make(5, ins, 2, &key));
+    clf__fold_output got = {.slot = -1};
+    uint64_t bits = 0;
+    bool stopped;
+    ck_assert(!clf__fold_memo_get(M, &key, take_first, &got, &bits, &stopped) && !stopped);
+    const int64_t out_shape[1] = {1};
+    const int64_t out_val = 28;
+    clf__fold_output out = {1, CLF__ONNX_INT64, 1, out_shape, &out_val, sizeof out_val};
+    clf__fold_memo_put(M, &key, &out, 1, 0x5);
+    ck_assert(clf__fold_memo_get(M, &key, take_first, &got, &bits, &stopped));
+    ck_assert_int_eq(got.slot, 1);
+    ck_assert_int_eq(got.elem, CLF__ONNX_INT64);
+    ck_assert(got.rank == 1 && got.shape[0] == 1 && got.bytes == sizeof out_val);
+    ck_assert_int_eq(*(const int64_t *)got.data, 28);
+    ck_assert_uint_eq(bits, 0x5);
+    ck_assert(!clf__fold_memo_get(M, &key, stop_taking, NULL, &bits, &stopped) && stopped);
+    clf__fold_memo_key_free(&key);
+    /* Another node, other bytes, another shape, an input present where it
+     * was absent: not found. */
+    ck_assert(clf__fold_memo_key_make(6, ins, 2, &key));
+    got.slot = -1;
+    ck_assert(!clf__fold_memo_get(M, &key, take_first, &got, &bits, &stopped));
+    clf__fold_memo_key_free(&key);
+    shape_vals[1] = 8;
+    ck_assert(clf__fold_memo_key_make(5, ins, 2, &key));
+    ck_assert(!clf__fold_memo_get(M, &key, take_first, &got, &bits, &stopped));
+    clf__fold_memo_key_free(&key);
+    shape_vals[1] = 7;
+    shape.type.rank = 2;
+    shape.type.dims[0].value = 1;
+    shape.type.dims[1].value = 2;
+    ck_assert(clf__fold_memo_key_make(5, ins, 2, &key));
+    ck_assert(!clf__fold_memo_get(M, &key, take_first, &got, &bits, &stopped));
+    clf__fold_memo_key_free(&key);
+    shape.type.rank = 1;
+    shape.type.dims[0].value = 2;
+    const clf__onnx_tensor *both[2] = {&shape, &shape};
+    ck_assert(clf__fold_memo_key_make(5, both, 2, &key));
+    ck_assert(!clf__fold_memo_get(M, &key, take_first, &got, &bits, &stopped));
+    clf__fold_memo_key_free(&key);
+    /* The first key again: still there. */
+    ck_assert(clf__fold_memo_key_make(5, ins, 2, &key));
+    got.slot = -1;
+    ck_assert(clf__fold_memo_get(M, &key, take_first, &got, &bits, &stopped));
+    clf__fold_memo_key_free(&key);
+    /* Strings are not remembered. */
+    const char *words[1] = {"a"};
+    clf__onnx_tensor str = {.type = {.elem = CLF__ONNX_STRING, .has_shape = true, .rank = 1, .dims = {{.value = 1}}},
+                            .n = 1, .data = words};
+    const clf__onnx_tensor *sin[1] = {&str};
+    ck_assert(!clf__fold_memo_key_make(5, sin, 1, &key));
+    ck_assert_ptr_null(key.bytes);
+    /* Bounded: entries of a ninth of the bound each; after ten, the first
+     * is gone and the last is there. */
+    const size_t big = CLF__FOLD_MEMO_BYTES / 9;
+    uint8_t *blob = calloc(1, big);
+    ck_assert_ptr_nonnull(blob);
+    const int64_t blob_shape[1] = {(int64_t)big};
+    clf__fold_output bout = {0, CLF__ONNX_UINT8, 1, blob_shape, blob, big};
+    for (int i = 0; i < 10; i++) {
+        ck_assert(clf__fold_memo_key_make(100 + i, ins, 2, &key));
+        clf__fold_memo_put(M, &key, &bout, 1, 0);
+        clf__fold_memo_key_free(&key);
+    }
+    ck_assert(clf__fold_memo_key_make(100, ins, 2, &key));
+    ck_assert(!clf__fold_memo_get(M, &key, take_first, &got, &bits, &stopped));
+    clf__fold_memo_key_free(&key);
+    ck_assert(clf__fold_memo_key_make(109, ins, 2, &key));
+    got.slot = -1;
+    ck_assert(clf__fold_memo_get(M, &key, take_first, &got, &bits, &stopped));
+    ck_assert(got.bytes == big);
+    clf__fold_memo_key_free(&key);
+    /* One entry larger than an eighth of the bound is not kept. */
+    uint8_t *huge = calloc(1, CLF__FOLD_MEMO_BYTES / 4);
+    ck_assert_ptr_nonnull(huge);
+    const int64_t huge_shape[1] = {(int64_t)(CLF__FOLD_MEMO_BYTES / 4)};
+    clf__fold_output hout = {0, CLF__ONNX_UINT8, 1, huge_shape, huge, CLF__FOLD_MEMO_BYTES / 4};
+    ck_assert(clf__fold_memo_key_make(200, ins, 2, &key));
+    clf__fold_memo_put(M, &key, &hout, 1, 0);
+    ck_assert(!clf__fold_memo_get(M, &key, take_first, &got, &bits, &stopped));
+    clf__fold_memo_key_free(&key);
+    free(blob);
+    free(huge);
+    clf__fold_memo_free(M);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("onnx");
@@ -2266,6 +2382,7 @@ int main(void)
     suite_add_tcase(s, tc);
     clf_test_add_case(s, "text_in_memory_and_forced_formats", text_in_memory_and_forced_formats);
     clf_test_add_case(s, "shape_chains_and_masks_fold_at_load", shape_chains_and_masks_fold_at_load);
+    clf_test_add_case(s, "fold_memo_finds_only_the_same_literals", fold_memo_finds_only_the_same_literals);
     clf_test_add_case(s, "unknown_attributes_are_refused", unknown_attributes_are_refused);
     clf_test_add_case(s, "ops_before_their_first_opset_are_refused", ops_before_their_first_opset_are_refused);
     clf_test_add_case(s, "constant_of_shape_extents_overflowing", constant_of_shape_extents_overflowing);

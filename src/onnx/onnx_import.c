@@ -69,6 +69,7 @@ typedef struct importer {
     /* Bit i: attribute i of the node being imported was read (node_attr);
      * an attribute no rule read is refused (check_attrs_read). */
     uint64_t attrs_read;
+    clf__fold_memo *folds; /* folds remembered across imports (NULL: none) */
     char *err;
     size_t cap;
     clf_status status; /* the first failure */
@@ -1701,6 +1702,46 @@ static bool foldable(importer *I, const clf__onnx_node *n)
 
 static clf_status import_op(importer *I, const clf__onnx_node *n, int idx, clf_tensor *out);
 
+/* fold_node's hit in the memo: each remembered output becomes the node's
+ * literal. */
+struct remembered {
+    importer *I;
+    const clf__onnx_node *n;
+    int idx;
+};
+
+static bool take_remembered(void *ctx, const clf__fold_output *o)
+{
+    const struct remembered *r = ctx;
+    clf__onnx_tensor *T = new_literal(r->I, r->n->outputs[o->slot], o->elem, o->rank, o->shape, r->n->op_pos);
+    if (!T)
+        return false;
+    if (o->bytes)
+        memcpy((void *)T->data, o->data, o->bytes);
+    return define(r->I, r->n->pos, r->n->outputs[o->slot], CLF_TENSOR_INVALID, T, r->idx) == CLF_OK;
+}
+
+/* Puts a fold's literals (lits[j], NULL where output j has none) in the
+ * memo under key. */
+static void remember(importer *I, const clf__fold_key *key, clf__onnx_tensor *const *lits, int nout)
+{
+    clf__fold_output outs[16];
+    int64_t shapes[16][CLF__ONNX_MAX_RANK];
+    int k = 0;
+    for (int j = 0; j < nout && I->folds && key->bytes; j++) {
+        const clf__onnx_tensor *T = lits[j];
+        if (!T)
+            continue;
+        for (int d = 0; d < T->type.rank; d++)
+            shapes[k][d] = T->type.dims[d].value;
+        outs[k] = (clf__fold_output){j, T->type.elem, T->type.rank, shapes[k], T->data,
+                                     T->n * clf__onnx_elem_size(T->type.elem)};
+        k++;
+    }
+    if (I->folds && key->bytes)
+        clf__fold_memo_put(I->folds, key, outs, k, I->attrs_read);
+}
+
 /* Evaluates node n, whose inputs are all literals, by importing it into a
  * graph of its own and running the reference interpreter: the outputs
  * become literals, and no kernel computes them (the exporters' Shape ->
@@ -1711,8 +1752,33 @@ static clf_status fold_node(importer *I, const clf__onnx_node *n, int idx, bool 
     *folded = false;
     clf_graph *main_g = I->g;
     clf_tensor saved[64];
-    if (n->ninputs > 64)
+    if (n->ninputs > 64 || n->noutputs > 16)
         return CLF_OK;
+    /* An earlier import's fold of this node with the same literals. */
+    clf__fold_key key = {0};
+    if (I->folds) {
+        const clf__onnx_tensor *ins[64];
+        for (int k = 0; k < n->ninputs; k++) {
+            const value *v = n->inputs[k][0] ? find(I, n->inputs[k]) : NULL;
+            ins[k] = v ? v->lit : NULL;
+        }
+        if (clf__fold_memo_key_make(idx, ins, n->ninputs, &key)) {
+            struct remembered r = {I, n, idx};
+            uint64_t bits = 0;
+            bool stopped;
+            const bool hit = clf__fold_memo_get(I->folds, &key, take_remembered, &r, &bits, &stopped);
+            if (hit || stopped) {
+                clf__fold_memo_key_free(&key);
+                if (stopped)
+                    return I->status ? I->status : oom(I);
+                I->attrs_read = bits;
+                *folded = true;
+                clf__log(CLF__LOG_FUSION, "onnx node %d (%s '%s'): folded into a constant at load (as at an earlier "
+                         "import)", idx, n->op, n->name && n->name[0] ? n->name : n->outputs[0]);
+                return CLF_OK;
+            }
+        }
+    }
     for (int k = 0; k < n->ninputs; k++) {
         value *v = n->inputs[k][0] ? find(I, n->inputs[k]) : NULL;
         saved[k] = v ? v->t : CLF_TENSOR_INVALID;
@@ -1730,8 +1796,6 @@ static clf_status fold_node(importer *I, const clf__onnx_node *n, int idx, bool 
         st = oom(I);
         goto done;
     }
-    if (n->noutputs > 16)
-        goto done;
     for (int j = 0; j < 16; j++)
         outs[j] = CLF_TENSOR_INVALID;
     I->g = fg;
@@ -1784,6 +1848,7 @@ static clf_status fold_node(importer *I, const clf__onnx_node *n, int idx, bool 
         if (lits[j] && (st = define(I, n->pos, n->outputs[j], CLF_TENSOR_INVALID, lits[j], idx)))
             goto done;
     *folded = true;
+    remember(I, &key, lits, n->noutputs);
     clf__log(CLF__LOG_FUSION, "onnx node %d (%s '%s'): folded into a constant at load", idx, n->op,
              n->name && n->name[0] ? n->name : n->outputs[0]);
 done:
@@ -1794,6 +1859,7 @@ done:
             v->t = saved[k];
     }
     clf_graph_destroy(&fg);
+    clf__fold_memo_key_free(&key);
     return st;
 }
 
@@ -1959,12 +2025,12 @@ static clf_status import_all(importer *I, const clf_onnx_params *p, clf__onnx_im
 }
 
 clf_status clf__onnx_import_model(const clf__onnx_model *m, const clf_onnx_params *p, bool borrow,
-                                  clf__onnx_import *out, char *err, size_t cap)
+                                  clf__fold_memo *folds, clf__onnx_import *out, char *err, size_t cap)
 {
     static const clf_onnx_params defaults = {0};
     memset(out, 0, sizeof *out);
     importer I = {.m = m, .opset = m->opset >= 0 ? m->opset : DEFAULT_OPSET, .node = -1, .borrow = borrow,
-                  .err = err, .cap = cap};
+                  .folds = folds, .err = err, .cap = cap};
     if (cap)
         err[0] = 0;
     I.g = clf_graph_create();

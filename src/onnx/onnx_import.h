@@ -11,6 +11,7 @@
 
 #include "clfuse/graph.h"
 #include "clfuse/onnx.h"
+#include "fold_memo.h"
 #include "onnx_ast.h"
 
 /* Per ONNX node: the graph nodes its import recorded, [first, end). */
@@ -35,11 +36,12 @@ typedef struct clf__onnx_import {
 /* Builds out->g from m, with the sizes and shapes of p (may be NULL;
  * p->symbols is the caller's business, onnx_model.c). borrow: the
  * initializers become constants borrowing m's bytes, which must outlive
- * the graph. On failure returns the status and writes "[LINE:COL: ][node K
- * 'name' (Op): ]reason" to err, and out is empty. Strings in out point
+ * the graph. folds (may be NULL): the folds of m's earlier imports, taken
+ * and added to. On failure returns the status and writes "[LINE:COL: ][node
+ * K 'name' (Op): ]reason" to err, and out is empty. Strings in out point
  * into m. */
 clf_status clf__onnx_import_model(const clf__onnx_model *m, const clf_onnx_params *p, bool borrow,
-                                  clf__onnx_import *out, char *err, size_t cap);
+                                  clf__fold_memo *folds, clf__onnx_import *out, char *err, size_t cap);
 void clf__onnx_import_free(clf__onnx_import *r);
 
 #endif

@@ -179,6 +179,7 @@ typedef struct regen_state {
     clf_onnx_kv_cache *kv;
     size_t nkv;
     char *strings;
+    clf__fold_memo *folds; /* the imports' constant folds, kept for the next */
 } regen_state;
 
 static void regen_release(void *state)
@@ -190,6 +191,7 @@ static void regen_release(void *state)
     clf__free(R->derived);
     clf__free(R->kv);
     clf__free(R->strings);
+    clf__fold_memo_free(R->folds);
     clf__free(R);
 }
 
@@ -212,7 +214,7 @@ static clf_status import_at(const regen_state *R, const int64_t *values, clf__on
                                clf_onnx_params(.dim_names = R->names, .dim_values = all, .ndims = n,
                                                .derived = R->derived, .nderived = R->nderived, .kv_caches = R->kv,
                                                .nkv_caches = R->nkv),
-                               true, imp, err, cap);
+                               true, R->folds, imp, err, cap);
     clf__free(all);
     return st;
 }
@@ -272,12 +274,14 @@ static regen_state *regen_state_new(clf_onnx_model *m, const clf_onnx_params *p)
     R->derived = clf__calloc(R->nderived + 1, sizeof *R->derived);
     R->kv = clf__calloc(R->nkv + 1, sizeof *R->kv);
     R->strings = clf__malloc(bytes + 1);
-    if (!R->names || !R->values || !R->derived || !R->kv || !R->strings) {
+    R->folds = clf__fold_memo_new();
+    if (!R->names || !R->values || !R->derived || !R->kv || !R->strings || !R->folds) {
         clf__free(R->names);
         clf__free(R->values);
         clf__free(R->derived);
         clf__free(R->kv);
         clf__free(R->strings);
+        clf__fold_memo_free(R->folds);
         clf__free(R);
         return NULL;
     }
@@ -405,7 +409,7 @@ static clf_status load(const void *data, size_t size, const char *base_dir, cons
     if (st == CLF_OK && symbolic) {
         st = import_symbolic(m, p, err, sizeof err);
     } else if (st == CLF_OK) {
-        st = clf__onnx_import_model(&m->shared->ast, p, false, &m->imp, err, sizeof err);
+        st = clf__onnx_import_model(&m->shared->ast, p, false, NULL, &m->imp, err, sizeof err);
         /* The graph has its own copy of every constant now. */
         if (st == CLF_OK)
             clf__onnx_release_data(&m->shared->ast);
