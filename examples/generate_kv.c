@@ -182,6 +182,10 @@ int main(int argc, char **argv)
     printf("\ngenerated:");
     double prompt_ms = 0, steps_ms = 0, again_ms[REPEATS];
     double *step_ms = calloc((size_t)steps + 1, sizeof *step_ms); /* each decode step's */
+    if (!step_ms) {
+        fprintf(stderr, "generate_kv: out of memory\n");
+        return 1;
+    }
     int64_t done = 0; /* tokens already in the caches */
     /* The prompt, the steps, then the last step REPEATS times more: a
      * length already run (its entries written again, the same values). */
@@ -218,9 +222,9 @@ int main(int argc, char **argv)
         else if (s <= steps) {
             steps_ms += ms;
             step_ms[s - 1] = ms;
-        }
-        else
+        } else {
             again_ms[s - steps - 1] = ms;
+        }
         done = len;
         if (s >= steps)
             continue;

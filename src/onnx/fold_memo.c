@@ -15,7 +15,7 @@
 typedef struct entry {
     struct entry *next;
     uint64_t hash, attrs_read;
-    size_t key_len, size;
+    size_t key_len;
     int nout;
     clf__fold_output *outs;
     const uint8_t *key;
@@ -164,7 +164,6 @@ void clf__fold_memo_put(clf__fold_memo *M, const clf__fold_key *key, const clf__
     e->hash = key->hash;
     e->attrs_read = attrs_read;
     e->key_len = key->len;
-    e->size = size;
     e->nout = nout;
     pthread_mutex_lock(&M->lock);
     if (find(M, key)) { /* another import remembered it meanwhile */

@@ -39,7 +39,9 @@ typedef struct clf__fold_key {
     uint64_t hash;
 } clf__fold_key;
 
-/* false when out of memory (the key is then empty). */
+/* false (the key then empty) where an input has no bytes to compare (a
+ * string tensor, or none read) or memory ran out: such a fold is neither
+ * looked up nor remembered. */
 bool clf__fold_memo_key_make(int node, const clf__onnx_tensor *const *ins, int nin, clf__fold_key *key);
 void clf__fold_memo_key_free(clf__fold_key *key);
 

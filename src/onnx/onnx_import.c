@@ -1725,10 +1725,12 @@ static bool take_remembered(void *ctx, const clf__fold_output *o)
  * memo under key. */
 static void remember(importer *I, const clf__fold_key *key, clf__onnx_tensor *const *lits, int nout)
 {
+    if (!I->folds || !key->bytes)
+        return;
     clf__fold_output outs[16];
     int64_t shapes[16][CLF__ONNX_MAX_RANK];
     int k = 0;
-    for (int j = 0; j < nout && I->folds && key->bytes; j++) {
+    for (int j = 0; j < nout; j++) {
         const clf__onnx_tensor *T = lits[j];
         if (!T)
             continue;
@@ -1738,8 +1740,7 @@ static void remember(importer *I, const clf__fold_key *key, clf__onnx_tensor *co
                                      T->n * clf__onnx_elem_size(T->type.elem)};
         k++;
     }
-    if (I->folds && key->bytes)
-        clf__fold_memo_put(I->folds, key, outs, k, I->attrs_read);
+    clf__fold_memo_put(I->folds, key, outs, k, I->attrs_read);
 }
 
 /* Evaluates node n, whose inputs are all literals, by importing it into a
