@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "graph/graph_internal.h"
+#include "graph/op_table.h"
 #include "util/strbuf.h"
 #include "util/text.h"
 #include "test_support.h"
@@ -2033,6 +2034,49 @@ START_TEST(test_op_table_rows_are_complete)
 }
 END_TEST
 
+/* clf__op_from_onnx (a sorted index of the table's ONNX names) gives what
+ * a walk over the table in its order gives: for every name the table has,
+ * at every opset from 1 to 30 and at "any" (-1), and for names it lacks. */
+static clf__op op_from_onnx_walk(const char *onnx, int64_t opset, const clf__onnx_form **form)
+{
+    for (int op = 0; op < CLF__OP_COUNT; op++)
+        for (int i = 0; i < CLF__ONNX_FORMS; i++) {
+            const clf__onnx_form *f = &clf__op_table[op].onnx[i];
+            if (f->name && !strcmp(f->name, onnx) &&
+                (opset < 0 || (opset >= f->since && (!f->until || opset <= f->until)))) {
+                *form = f;
+                return (clf__op)op;
+            }
+        }
+    return CLF__OP_COUNT;
+}
+
+START_TEST(test_onnx_names_find_the_table_first_row)
+{
+    int names = 0, found = 0;
+    for (int op = 0; op < CLF__OP_COUNT; op++)
+        for (int i = 0; i < CLF__ONNX_FORMS; i++) {
+            const char *name = clf__op_table[op].onnx[i].name;
+            if (!name)
+                continue;
+            names++;
+            for (int64_t opset = -1; opset <= 30; opset++) {
+                const clf__onnx_form *want = NULL, *got = NULL;
+                clf__op w = op_from_onnx_walk(name, opset, &want), g = clf__op_from_onnx(name, opset, &got);
+                ck_assert_msg(w == g && (w == CLF__OP_COUNT || want == got), "%s at opset %lld: %d, want %d", name,
+                              (long long)opset, (int)g, (int)w);
+                found += g != CLF__OP_COUNT;
+            }
+            ck_assert_int_eq(clf__op_from_onnx(name, -1, NULL), op_from_onnx_walk(name, -1, &(const clf__onnx_form *){0}));
+        }
+    ck_assert_int_gt(names, 30);
+    ck_assert_int_gt(found, names); /* most names hold at several opsets */
+    static const char *const absent[] = {"", "A", "Zzz", "add", "Relu ", "Conv2D", "~"};
+    for (size_t k = 0; k < sizeof absent / sizeof *absent; k++)
+        ck_assert_int_eq(clf__op_from_onnx(absent[k], -1, NULL), CLF__OP_COUNT);
+}
+END_TEST
+
 static Suite *graph_suite(void)
 {
     Suite *s = suite_create("graph");
@@ -2080,6 +2124,7 @@ static Suite *graph_suite(void)
     tcase_add_test(tc, test_softmax_structure);
     tcase_add_test(tc, test_norm_structure);
     tcase_add_test(tc, test_op_table_rows_are_complete);
+    tcase_add_test(tc, test_onnx_names_find_the_table_first_row);
     suite_add_tcase(s, tc);
     return s;
 }

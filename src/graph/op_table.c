@@ -5,6 +5,8 @@
 #include "graph/op_table.h"
 
 #include <math.h>
+#include <pthread.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* ---- Reference arithmetic ---------------------------------------------------- */
@@ -210,17 +212,55 @@ const clf__op_info clf__op_table[CLF__OP_COUNT] = {
                              .min_inputs = 2, .max_inputs = 2, .rule = CLF__DT_OWN},
 };
 
-clf__op clf__op_from_onnx(const char *onnx, int64_t opset, const clf__onnx_form **form)
+/* The table's ONNX names, sorted by name and then by (op, form), so that
+ * the entries of one name come in the table's order; made once. */
+typedef struct onnx_name {
+    const char *name;
+    int op, form;
+} onnx_name;
+
+static onnx_name onnx_names[CLF__OP_COUNT * CLF__ONNX_FORMS];
+static size_t nonnx_names;
+static pthread_once_t onnx_names_once = PTHREAD_ONCE_INIT;
+
+static int onnx_name_cmp(const void *a, const void *b)
+{
+    const onnx_name *x = a, *y = b;
+    int c = strcmp(x->name, y->name);
+    if (c)
+        return c;
+    return x->op != y->op ? (x->op < y->op ? -1 : 1) : (x->form > y->form) - (x->form < y->form);
+}
+
+static void onnx_names_make(void)
 {
     for (int op = 0; op < CLF__OP_COUNT; op++)
-        for (int i = 0; i < CLF__ONNX_FORMS; i++) {
-            const clf__onnx_form *f = &clf__op_table[op].onnx[i];
-            if (f->name && strcmp(f->name, onnx) == 0 &&
-                (opset < 0 || (opset >= f->since && (!f->until || opset <= f->until)))) {
-                if (form)
-                    *form = f;
-                return (clf__op)op;
-            }
+        for (int i = 0; i < CLF__ONNX_FORMS; i++)
+            if (clf__op_table[op].onnx[i].name)
+                onnx_names[nonnx_names++] = (onnx_name){clf__op_table[op].onnx[i].name, op, i};
+    qsort(onnx_names, nonnx_names, sizeof *onnx_names, onnx_name_cmp);
+}
+
+clf__op clf__op_from_onnx(const char *onnx, int64_t opset, const clf__onnx_form **form)
+{
+    pthread_once(&onnx_names_once, onnx_names_make);
+    /* The first entry not below onnx, then its name's entries in the
+     * table's order: the first whose opsets hold. */
+    size_t lo = 0, hi = nonnx_names;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (strcmp(onnx_names[mid].name, onnx) < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    for (size_t k = lo; k < nonnx_names && !strcmp(onnx_names[k].name, onnx); k++) {
+        const clf__onnx_form *f = &clf__op_table[onnx_names[k].op].onnx[onnx_names[k].form];
+        if (opset < 0 || (opset >= f->since && (!f->until || opset <= f->until))) {
+            if (form)
+                *form = f;
+            return (clf__op)onnx_names[k].op;
         }
+    }
     return CLF__OP_COUNT;
 }
