@@ -1684,7 +1684,17 @@ static clf_status import_literal_op(importer *I, const clf__onnx_node *n, int id
 
 /* Whether node n can be evaluated now: it has inputs, each a literal, and
  * they are small. Random ops never are. */
-static bool foldable(importer *I, const clf__onnx_node *n)
+/* Input k of node n: its value (NULL where the input is absent), from vi
+ * (import_node's lookups: a value's index plus one per input) where
+ * given, else by name. */
+static value *input_at(importer *I, const clf__onnx_node *n, int k, const uint32_t *vi)
+{
+    if (!n->inputs[k][0])
+        return NULL;
+    return vi ? &I->values[vi[k] - 1] : find(I, n->inputs[k]);
+}
+
+static bool foldable(importer *I, const clf__onnx_node *n, const uint32_t *vi)
 {
     if (n->ninputs == 0 || !strncmp(n->op, "Random", 6))
         return false;
@@ -1692,7 +1702,7 @@ static bool foldable(importer *I, const clf__onnx_node *n)
     for (int k = 0; k < n->ninputs; k++) {
         if (!n->inputs[k][0])
             continue;
-        const value *v = find(I, n->inputs[k]);
+        const value *v = input_at(I, n, k, vi);
         if (!v || !v->lit || (v->lit->n && !v->lit->data))
             return false;
         total += v->lit->n;
@@ -1748,7 +1758,7 @@ static void remember(importer *I, const clf__fold_key *key, clf__onnx_tensor *co
  * become literals, and no kernel computes them (the exporters' Shape ->
  * Gather -> Concat -> Reshape chains, masks from Range and Trilu). Returns
  * CLF_OK with *folded false when the node's results are too large. */
-static clf_status fold_node(importer *I, const clf__onnx_node *n, int idx, bool *folded)
+static clf_status fold_node(importer *I, const clf__onnx_node *n, int idx, const uint32_t *vi, bool *folded)
 {
     *folded = false;
     clf_graph *main_g = I->g;
@@ -1760,7 +1770,7 @@ static clf_status fold_node(importer *I, const clf__onnx_node *n, int idx, bool 
     if (I->folds) {
         const clf__onnx_tensor *ins[64];
         for (int k = 0; k < n->ninputs; k++) {
-            const value *v = n->inputs[k][0] ? find(I, n->inputs[k]) : NULL;
+            const value *v = input_at(I, n, k, vi);
             ins[k] = v ? v->lit : NULL;
         }
         if (clf__fold_memo_key_make(idx, ins, n->ninputs, &key)) {
@@ -1781,7 +1791,7 @@ static clf_status fold_node(importer *I, const clf__onnx_node *n, int idx, bool 
         }
     }
     for (int k = 0; k < n->ninputs; k++) {
-        value *v = n->inputs[k][0] ? find(I, n->inputs[k]) : NULL;
+        value *v = input_at(I, n, k, vi);
         saved[k] = v ? v->t : CLF_TENSOR_INVALID;
         if (v)
             v->t = CLF_TENSOR_INVALID; /* the literal goes into the folding graph */
@@ -1855,7 +1865,7 @@ static clf_status fold_node(importer *I, const clf__onnx_node *n, int idx, bool 
 done:
     I->g = main_g;
     for (int k = 0; k < n->ninputs; k++) {
-        value *v = n->inputs[k][0] ? find(I, n->inputs[k]) : NULL;
+        value *v = input_at(I, n, k, vi);
         if (v)
             v->t = saved[k];
     }
@@ -1874,10 +1884,18 @@ static clf_status import_node(importer *I, int k, clf__onnx_node_span *span)
                            n->domain, n->op);
     if (check_node_outputs(I, n))
         return I->status;
-    for (int j = 0; j < n->ninputs; j++)
-        if (n->inputs[j][0] && !find(I, n->inputs[j]))
+    /* Each input's value once, for the folding below (at most 64: more go
+     * by name). */
+    uint32_t vi[64];
+    for (int j = 0; j < n->ninputs; j++) {
+        const value *v = n->inputs[j][0] ? find(I, n->inputs[j]) : NULL;
+        if (n->inputs[j][0] && !v)
             return fail(I, n->op_pos, "input '%s' is not defined by a graph input, an initializer or an earlier node",
                         n->inputs[j]);
+        if (j < 64)
+            vi[j] = v ? (uint32_t)(v - I->values) + 1 : 0;
+    }
+    const uint32_t *inputs = n->ninputs <= 64 ? vi : NULL;
     if (!strcmp(n->op, "Constant")) {
         if (import_constant(I, n))
             return I->status;
@@ -1892,7 +1910,7 @@ static clf_status import_node(importer *I, int k, clf__onnx_node_span *span)
         bool folded = false;
         if (I->nkv && import_kv_concat(I, n, &folded))
             return I->status;
-        if (!folded && foldable(I, n) && fold_node(I, n, k, &folded))
+        if (!folded && foldable(I, n, inputs) && fold_node(I, n, k, inputs, &folded))
             return I->status;
         if (!folded) {
             clf_tensor t[64];
