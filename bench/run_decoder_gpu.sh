@@ -17,6 +17,10 @@
 #                                           (CLFUSE_GEMM_ROWS 1, 0);
 #                                           where a step's time goes:
 #                                           bench/probes/decode_step_gpu.sh
+#     bash bench/run_decoder_gpu.sh tiles   bench_decoder's prefill with each
+#                                           tensor-core tiling of TILES pinned
+#                                           (CLFUSE_GEMM_TILE; "default": none),
+#                                           its GEMMs' times per tiling
 # Results in $OUT.
 set -uo pipefail
 source bench/gpu_build.sh
@@ -73,5 +77,17 @@ rows)
     > "$OUT/tests_gpu.txt" 2>&1
   grep -E "^ *[0-9]+/[0-9]+ |^(Ok|Fail|Skipped|Timeout)" "$OUT/tests_gpu.txt"
   decoder_with_and_without CLFUSE_GEMM_ROWS rows 1 0
+  ;;
+tiles)
+  i=0
+  for t in ${TILES:-default 128,128,32,64,64,mma 128,128,32,32,64,mma 64,128,32,32,64,mma 128,64,32,64,32,mma 64,64,32,32,32,mma default}; do
+    pin=$t; [ "$t" = default ] && pin=
+    i=$((i + 1)); f="$OUT/tiles_${i}_$t.md"
+    CLFUSE_DEVICE=gpu CLFUSE_GEMM_TILE=$pin timeout 150 $B/bench/bench_decoder --layers 2 --runs 10 --markdown \
+      > "$f" 2>&1
+    echo "== $t: $(grep -E '^\| prefill' "$f")"
+    awk '/per kernel at prefill/,/per kernel at decode L=128/' "$f" | grep gemm | tr -s ' ' | tr '\n' ';'
+    echo
+  done
   ;;
 esac
