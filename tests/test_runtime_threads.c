@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "clfuse/onnx.h"
 #include "clfuse/reference.h"
 #include "runtime/runtime_internal.h"
 #include "test_support.h"
@@ -24,6 +25,7 @@ typedef struct worker {
     int id;
     clf_context *ctx;
     clf_executable *exe;
+    bool same_lengths; /* shaped_worker: the lengths every thread runs, not its own */
     char failure[512]; /* "" when every check passed */
 } worker;
 
@@ -41,6 +43,38 @@ static clf_graph *seed_graph_of(bool symbolic)
 
 static clf_graph *seed_graph(void) { return seed_graph_of(false); }
 static clf_graph *symbolic_seed_graph(void) { return seed_graph_of(true); }
+
+/* The seed as an ONNX model with n symbolic, its a reshaped through shape
+ * arithmetic that folds at each import: one fold whose literals change
+ * with n (the shape times one) and one that never does (one plus zero),
+ * so that imports at new lengths from several threads at once both find
+ * and add folds in the model's memo (onnx/fold_memo.h). */
+static clf_graph *onnx_seed_graph(void)
+{
+    static const char text[] = "<ir_version: 8, opset_import: [\"\" : 17]>\n"
+                               "seed (float[n] a, float[n] b, float[n] c) => (float[n] y) {\n"
+                               "  one = Constant <value = int64[1] {1}> ()\n"
+                               "  zero = Constant <value = int64[1] {0}> ()\n"
+                               "  still_one = Add(one, zero)\n"
+                               "  s = Shape(a)\n"
+                               "  s1 = Mul(s, still_one)\n"
+                               "  a1 = Reshape(a, s1)\n"
+                               "  m = Mul(a1, b)\n"
+                               "  t = Add(m, c)\n"
+                               "  y = Relu(t)\n"
+                               "}\n";
+    char msg[512] = "";
+    clf_onnx_symbol sym = {"n", 1, N};
+    clf_onnx_model *model = NULL;
+    clf_status st = clf_onnx_load_memory(text, sizeof text - 1, NULL,
+                                         clf_onnx_params(.symbols = &sym, .nsymbols = 1, .message = msg,
+                                                         .message_cap = sizeof msg),
+                                         &model);
+    ck_assert_msg(st == CLF_OK, "%s", msg);
+    clf_graph *g = clf_onnx_model_take_graph(model);
+    clf_onnx_model_destroy(&model);
+    return g;
+}
 
 /* Inputs that differ per thread and iteration, so that a result computed
  * from another caller's inputs cannot pass. */
@@ -433,7 +467,8 @@ static void *shaped_worker(void *arg)
     }
     float *b = a + N, *c = b + N, *y = c + N;
     for (int it = 0; it < ITERS; it++) {
-        const int64_t n = N - 64 * w->id - (it % 3) * 7; /* lengths of its own, a few of them */
+        /* Lengths of its own, a few of them (or everyone's same few). */
+        const int64_t n = N - (w->same_lengths ? 0 : 64 * w->id) - (it % 3) * 7;
         fill(w->id, it, a, b, c);
         memset(y, 0xff, N * sizeof *y);
         clf_host_binding in[3] = {{"a", a}, {"b", b}, {"c", c}}, out[1] = {{"y", y}};
@@ -454,6 +489,40 @@ static void *shaped_worker(void *arg)
 START_TEST(shaped_runs_from_threads) { run_workers_on(shaped_worker, false, symbolic_seed_graph); }
 END_TEST
 
+/* The graph onnx_shaped_runs_from_threads' threads each compile. */
+static const clf_graph *threads_graph;
+
+/* shaped_worker on an executable of the thread's own, at the lengths
+ * every thread runs: the executables share the graph's regen, so their
+ * imports of one length run at once and find and add the same folds in
+ * its memo. */
+static void *own_executable_shaped_worker(void *arg)
+{
+    worker *w = arg;
+    w->same_lengths = true;
+    clf_status st = clf_compile(w->ctx, threads_graph, NULL, &w->exe);
+    if (st != CLF_OK) {
+        snprintf(w->failure, sizeof w->failure, "thread %d: clf_compile: %s: %s", w->id, clf_status_name(st),
+                 clf_context_last_error(w->ctx));
+        return NULL;
+    }
+    shaped_worker(w);
+    clf_executable_destroy(&w->exe);
+    return NULL;
+}
+
+START_TEST(onnx_shaped_runs_from_threads)
+{
+    clf_context *ctx = NULL;
+    ck_assert_int_eq(clf_context_create(clf_context_params(.profiling = false), &ctx), CLF_OK);
+    clf_graph *g = onnx_seed_graph();
+    threads_graph = g;
+    run_threads(own_executable_shaped_worker, ctx, NULL);
+    clf_graph_destroy(&g);
+    clf_context_destroy(&ctx);
+}
+END_TEST
+
 static void add(Suite *s, const char *name, const TTest *t)
 {
     TCase *tc = tcase_create(name);
@@ -472,5 +541,6 @@ int main(void)
     add(s, "parallel_builds_from_threads", parallel_builds_from_threads);
     add(s, "errors_per_thread", errors_per_thread);
     add(s, "shaped_runs_from_threads", shaped_runs_from_threads);
+    add(s, "onnx_shaped_runs_from_threads", onnx_shaped_runs_from_threads);
     return clf_test_run_suite(s);
 }
