@@ -962,15 +962,27 @@ START_TEST(gemm_tensor_cores_where_the_operands_allow)
     ck_assert_ptr_nonnull(strstr(clf__schedule_str(&c, line, sizeof line), " tensor-cores=mma.m16n8k16.f16"));
     clf__kernel_code_free(&c);
 
-    /* Large enough for 128-row blocks on every unit. */
+    /* Large enough for 128-row blocks on every unit: eight warps of 64 x
+     * 32 (work-groups of 256). */
     gemm_code(CLF_F16, 2048, 2048, 64, false, false, false, false, &tc, &c);
     ck_assert_int_eq(c.schedule.tiles.tm, 128);
     ck_assert_int_eq(c.schedule.tiles.tn, 128);
+    ck_assert_uint_eq(c.local, 256);
     /* Two stages of padded rows (128 x 40 + 32 x 136 16-bit values: 37 KiB;
      * three would take 56). */
-    ck_assert_ptr_nonnull(strstr(c.source, "#define FM 4\n#define FN 8\n#define WARPS_M 2\n#define WARPS_N 2\n"));
+    ck_assert_ptr_nonnull(strstr(c.source, "#define FM 4\n#define FN 4\n#define WARPS_M 2\n#define WARPS_N 4\n"));
     ck_assert_ptr_nonnull(strstr(c.source, "#define STAGES 2\n"));
     ck_assert_ptr_nonnull(strstr(c.source, "#define STAGE_PAD 1\n"));
+    clf__kernel_code_free(&c);
+    /* Where work-groups of 256 are not allowed, four warps of 64 x 64. */
+    clf__codegen_target tc128 = tc;
+    tc128.max_local = 128;
+    gemm_code(CLF_F16, 2048, 2048, 64, false, false, false, false, &tc128, &c);
+    ck_assert_str_eq(c.schedule.form, "tensor-cores");
+    ck_assert_int_eq(c.schedule.tiles.tm, 128);
+    ck_assert_int_eq(c.schedule.tiles.tn, 128);
+    ck_assert_uint_eq(c.local, 128);
+    ck_assert_ptr_nonnull(strstr(c.source, "#define FM 4\n#define FN 8\n#define WARPS_M 2\n#define WARPS_N 2\n"));
     clf__kernel_code_free(&c);
 
     /* A pinned tensor-core tiling: eight warps of 32 x 32 in 128 x 64

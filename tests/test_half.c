@@ -1679,7 +1679,8 @@ END_TEST
 
 /* The cases' small products take small blocks by default (32 x 32, four
  * stages of padded rows); pinned tilings run the large blocks' paths: 128 x
- * 128 on four warps of 64 x 64 in two padded stages, and in three with the
+ * 128 on four warps of 64 x 64 and on eight of 64 x 32 (the default for
+ * large products) in two padded stages, and in three with the
  * rows' chunks permuted instead (STAGE_PAD=0, the layout of blocks whose
  * padded stages do not fit), emulated where the driver has no PTX; on
  * NVIDIA also 128 x 64 on eight warps of 32 x 32 and 128 x 256 (permuted,
@@ -1690,6 +1691,7 @@ START_TEST(gemm_tensor_cores_pinned_tilings)
     bool nvidia = clf_test_on_nvidia(ctx);
     clf_context_destroy(&ctx);
     check_tensor_core_cases(nvidia ? NULL : "-DCLF_MMA_EMULATE=1", true, "128,128,32,64,64,mma");
+    check_tensor_core_cases(nvidia ? NULL : "-DCLF_MMA_EMULATE=1", true, "128,128,32,64,32,mma");
     check_tensor_core_cases(nvidia ? "-DSTAGE_PAD=0 -DSTAGES=3" : "-DCLF_MMA_EMULATE=1 -DSTAGE_PAD=0 -DSTAGES=3", true,
                             "128,128,32,64,64,mma");
     if (nvidia) {

@@ -216,8 +216,13 @@ static size_t mma_stages_bytes(const clf__gemm_config *c, int stages, bool pad, 
 /* The tensor-core form's tiling when none is pinned: blocks of 32 fm rows
  * by 16 fn columns on four warps (2 x 2, each 16 fm x 8 fn), as large as
  * the product (fm 4, fn 8: 128 x 128) and halved, the longer side first,
- * while the blocks leave compute units idle, down to 32 x 32. */
-static clf__gemm_config mma_default_tiles(int64_t M, int64_t N, int64_t batch, uint64_t units)
+ * while the blocks leave compute units idle, down to 32 x 32. Full 128 x
+ * 128 blocks take eight warps (2 x 4, each 64 x 32) where work-groups of
+ * 256 are allowed (max_local): on the H200 the prefill's up projection
+ * with its silu(gate) * up epilogue (512 x 8192 x 2048, f16) took 0.088
+ * ms on eight warps against 0.125 on four, the gate's plain product 0.080
+ * against 0.078 (bench/results/2026-12-05-h200.md, pinned tilings). */
+static clf__gemm_config mma_default_tiles(int64_t M, int64_t N, int64_t batch, uint64_t units, size_t max_local)
 {
     int fm = M <= 32 ? 1 : M <= 64 ? 2 : 4, fn = N <= 32 ? 2 : N <= 64 ? 4 : 8;
     for (;;) {
@@ -230,7 +235,10 @@ static clf__gemm_config mma_default_tiles(int64_t M, int64_t N, int64_t batch, u
         else
             fn /= 2;
     }
-    return (clf__gemm_config){.tm = 32 * fm, .tn = 16 * fn, .tk = 32, .wm = 16 * fm, .wn = 8 * fn};
+    clf__gemm_config c = {.tm = 32 * fm, .tn = 16 * fn, .tk = 32, .wm = 16 * fm, .wn = 8 * fn};
+    if (fm == 4 && fn == 8 && max_local >= 256)
+        c.wn = 32;
+    return c;
 }
 
 bool clf__gemm_mma_config_valid(const clf__gemm_config *c, size_t max_local, size_t local_mem, char *why, size_t cap)
@@ -268,7 +276,8 @@ typedef enum { MMA_NONE, MMA_F16, MMA_BF16, MMA_TF32 } mma_kind;
  * target allows TF32 (clf_compile_params.allow_tf32), a GPU target with
  * mma.sync and a tiling for it: a pinned one marked mma (CLFUSE_GEMM_TILE,
  * autotuning; one not so marked is the portable form's) or
- * mma_default_tiles, which needs work-groups of 128 and at most 48 KiB of
+ * mma_default_tiles, which needs work-groups of 128 (256 for its largest
+ * blocks, else 128 on four warps) and at most 48 KiB of
  * local memory (the static local memory a kernel may take). *tiles: the
  * tiling; *pad: rows padded (else chunks permuted); *stages: as many as
  * fit, 2 to 4. */
@@ -287,7 +296,8 @@ static mma_kind mma_form(const clf_graph *g, const clf__node *mm, const clf__cod
                              clf__graph_node(g, mm->inputs[1])->dtype != CLF_F32))
         return MMA_NONE;
     *tiles = target->gemm ? *target->gemm
-                          : mma_default_tiles(M, N, batch, target->compute_units ? target->compute_units : 1);
+                          : mma_default_tiles(M, N, batch, target->compute_units ? target->compute_units : 1,
+                                              max_local);
     tiles->mma = true;
     char why[160];
     if (!clf__gemm_mma_config_valid(tiles, max_local, local_mem, why, sizeof why))
