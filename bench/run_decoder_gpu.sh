@@ -82,7 +82,7 @@ tiles)
   i=0
   for t in ${TILES:-default 128,128,32,64,64,mma 128,128,32,32,64,mma 64,128,32,32,64,mma 128,64,32,64,32,mma 64,64,32,32,32,mma default}; do
     pin=$t; [ "$t" = default ] && pin=
-    i=$((i + 1)); f="$OUT/tiles_${i}_$t.md"
+    i=$((i + 1)); f="$OUT/tiles_${i}_$(echo "$t" | tr , -).md" # (the device tool refuses commas in names)
     CLFUSE_DEVICE=gpu CLFUSE_GEMM_TILE=$pin timeout 150 $B/bench/bench_decoder --layers 2 --runs 10 --markdown \
       > "$f" 2>&1
     echo "== $t: $(grep -E '^\| prefill' "$f")"
