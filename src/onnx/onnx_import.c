@@ -1682,8 +1682,6 @@ static clf_status import_literal_op(importer *I, const clf__onnx_node *n, int id
     return define(I, n->pos, n->outputs[0], CLF_TENSOR_INVALID, T, idx);
 }
 
-/* Whether node n can be evaluated now: it has inputs, each a literal, and
- * they are small. Random ops never are. */
 /* Input k of node n: its value (NULL where the input is absent), from vi
  * (import_node's lookups: a value's index plus one per input) where
  * given, else by name. */
@@ -1694,6 +1692,8 @@ static value *input_at(importer *I, const clf__onnx_node *n, int k, const uint32
     return vi ? &I->values[vi[k] - 1] : find(I, n->inputs[k]);
 }
 
+/* Whether node n can be evaluated now: it has inputs, each a literal, and
+ * they are small. Random ops never are. */
 static bool foldable(importer *I, const clf__onnx_node *n, const uint32_t *vi)
 {
     if (n->ninputs == 0 || !strncmp(n->op, "Random", 6))
