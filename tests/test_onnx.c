@@ -2274,6 +2274,31 @@ static bool stop_taking(void *ctx, const clf__fold_output *o)
     return false;
 }
 
+/* Whether M holds node's fold of ins (the first output in *got), by a key
+ * made and freed here. */
+static bool memo_finds(clf__fold_memo *M, int node, const clf__onnx_tensor *const *ins, int nin, clf__fold_output *got)
+{
+    clf__fold_key key;
+    ck_assert(clf__fold_memo_key_make(node, ins, nin, &key));
+    uint64_t bits;
+    bool stopped;
+    got->slot = -1;
+    bool hit = clf__fold_memo_get(M, &key, take_first, got, &bits, &stopped);
+    ck_assert(!stopped);
+    clf__fold_memo_key_free(&key);
+    return hit;
+}
+
+/* Remembers out as node's fold of ins. */
+static void memo_put(clf__fold_memo *M, int node, const clf__onnx_tensor *const *ins, int nin,
+                     const clf__fold_output *out)
+{
+    clf__fold_key key;
+    ck_assert(clf__fold_memo_key_make(node, ins, nin, &key));
+    clf__fold_memo_put(M, &key, out, 1, 0);
+    clf__fold_memo_key_free(&key);
+}
+
 START_TEST(fold_memo_finds_only_the_same_literals)
 {
     clf__fold_memo *M = clf__fold_memo_new();
@@ -2302,32 +2327,20 @@ START_TEST(fold_memo_finds_only_the_same_literals)
     clf__fold_memo_key_free(&key);
     /* Another node, other bytes, another shape, an input present where it
      * was absent: not found. */
-    ck_assert(clf__fold_memo_key_make(6, ins, 2, &key));
-    got.slot = -1;
-    ck_assert(!clf__fold_memo_get(M, &key, take_first, &got, &bits, &stopped));
-    clf__fold_memo_key_free(&key);
+    ck_assert(!memo_finds(M, 6, ins, 2, &got));
     shape_vals[1] = 8;
-    ck_assert(clf__fold_memo_key_make(5, ins, 2, &key));
-    ck_assert(!clf__fold_memo_get(M, &key, take_first, &got, &bits, &stopped));
-    clf__fold_memo_key_free(&key);
+    ck_assert(!memo_finds(M, 5, ins, 2, &got));
     shape_vals[1] = 7;
     shape.type.rank = 2;
     shape.type.dims[0].value = 1;
     shape.type.dims[1].value = 2;
-    ck_assert(clf__fold_memo_key_make(5, ins, 2, &key));
-    ck_assert(!clf__fold_memo_get(M, &key, take_first, &got, &bits, &stopped));
-    clf__fold_memo_key_free(&key);
+    ck_assert(!memo_finds(M, 5, ins, 2, &got));
     shape.type.rank = 1;
     shape.type.dims[0].value = 2;
     const clf__onnx_tensor *both[2] = {&shape, &shape};
-    ck_assert(clf__fold_memo_key_make(5, both, 2, &key));
-    ck_assert(!clf__fold_memo_get(M, &key, take_first, &got, &bits, &stopped));
-    clf__fold_memo_key_free(&key);
+    ck_assert(!memo_finds(M, 5, both, 2, &got));
     /* The first key again: still there. */
-    ck_assert(clf__fold_memo_key_make(5, ins, 2, &key));
-    got.slot = -1;
-    ck_assert(clf__fold_memo_get(M, &key, take_first, &got, &bits, &stopped));
-    clf__fold_memo_key_free(&key);
+    ck_assert(memo_finds(M, 5, ins, 2, &got));
     /* Strings are not remembered. */
     const char *words[1] = {"a"};
     clf__onnx_tensor str = {.type = {.elem = CLF__ONNX_STRING, .has_shape = true, .rank = 1, .dims = {{.value = 1}}},
@@ -2342,28 +2355,18 @@ START_TEST(fold_memo_finds_only_the_same_literals)
     ck_assert_ptr_nonnull(blob);
     const int64_t blob_shape[1] = {(int64_t)big};
     clf__fold_output bout = {0, CLF__ONNX_UINT8, 1, blob_shape, blob, big};
-    for (int i = 0; i < 10; i++) {
-        ck_assert(clf__fold_memo_key_make(100 + i, ins, 2, &key));
-        clf__fold_memo_put(M, &key, &bout, 1, 0);
-        clf__fold_memo_key_free(&key);
-    }
-    ck_assert(clf__fold_memo_key_make(100, ins, 2, &key));
-    ck_assert(!clf__fold_memo_get(M, &key, take_first, &got, &bits, &stopped));
-    clf__fold_memo_key_free(&key);
-    ck_assert(clf__fold_memo_key_make(109, ins, 2, &key));
-    got.slot = -1;
-    ck_assert(clf__fold_memo_get(M, &key, take_first, &got, &bits, &stopped));
+    for (int i = 0; i < 10; i++)
+        memo_put(M, 100 + i, ins, 2, &bout);
+    ck_assert(!memo_finds(M, 100, ins, 2, &got));
+    ck_assert(memo_finds(M, 109, ins, 2, &got));
     ck_assert(got.bytes == big);
-    clf__fold_memo_key_free(&key);
     /* One entry larger than an eighth of the bound is not kept. */
     uint8_t *huge = calloc(1, CLF__FOLD_MEMO_BYTES / 4);
     ck_assert_ptr_nonnull(huge);
     const int64_t huge_shape[1] = {(int64_t)(CLF__FOLD_MEMO_BYTES / 4)};
     clf__fold_output hout = {0, CLF__ONNX_UINT8, 1, huge_shape, huge, CLF__FOLD_MEMO_BYTES / 4};
-    ck_assert(clf__fold_memo_key_make(200, ins, 2, &key));
-    clf__fold_memo_put(M, &key, &hout, 1, 0);
-    ck_assert(!clf__fold_memo_get(M, &key, take_first, &got, &bits, &stopped));
-    clf__fold_memo_key_free(&key);
+    memo_put(M, 200, ins, 2, &hout);
+    ck_assert(!memo_finds(M, 200, ins, 2, &got));
     free(blob);
     free(huge);
     clf__fold_memo_free(M);
