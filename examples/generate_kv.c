@@ -180,7 +180,7 @@ int main(int argc, char **argv)
     for (int64_t i = 0; i < len; i++)
         printf(" %lld", (long long)tokens[i]);
     printf("\ngenerated:");
-    double prompt_ms = 0, steps_ms = 0, again_ms[REPEATS];
+    double prompt_ms = 0, again_ms[REPEATS];
     double *step_ms = calloc((size_t)steps + 1, sizeof *step_ms); /* each decode step's */
     if (!step_ms) {
         fprintf(stderr, "generate_kv: out of memory\n");
@@ -219,12 +219,10 @@ int main(int argc, char **argv)
         const double ms = now_ms() - t0;
         if (s == 0)
             prompt_ms = ms;
-        else if (s <= steps) {
-            steps_ms += ms;
+        else if (s <= steps)
             step_ms[s - 1] = ms;
-        } else {
+        else
             again_ms[s - steps - 1] = ms;
-        }
         done = len;
         if (s >= steps)
             continue;
@@ -237,6 +235,9 @@ int main(int argc, char **argv)
         fflush(stdout);
     }
     qsort(again_ms, REPEATS, sizeof *again_ms, cmp_ms);
+    double steps_ms = 0;
+    for (int s = 0; s < steps; s++)
+        steps_ms += step_ms[s];
     printf("\nclf_compile %.0f ms; prompt of %lld tokens %.2f ms; %d decode steps %.2f ms each (%.1f tokens/s, "
            "every length new); the last step again %.2f ms (median of %d, a length already run)\n",
            compile_ms, (long long)(len - steps), prompt_ms, steps, steps ? steps_ms / steps : 0.0,
