@@ -2348,6 +2348,17 @@ START_TEST(fold_memo_finds_only_the_same_literals)
     const clf__onnx_tensor *sin[1] = {&str};
     ck_assert(!clf__fold_memo_key_make(5, sin, 1, &key));
     ck_assert_ptr_null(key.bytes);
+    /* Nor inputs whose key alone passes what an entry may take. */
+    const size_t nbig = CLF__FOLD_MEMO_ENTRY_BYTES / sizeof(int64_t) + 1;
+    int64_t *big_vals = calloc(nbig, sizeof *big_vals);
+    ck_assert_ptr_nonnull(big_vals);
+    clf__onnx_tensor big_in = {.type = {.elem = CLF__ONNX_INT64, .has_shape = true, .rank = 1,
+                                        .dims = {{.value = (int64_t)nbig}}},
+                               .n = nbig, .data = big_vals};
+    const clf__onnx_tensor *bin[1] = {&big_in};
+    ck_assert(!clf__fold_memo_key_make(5, bin, 1, &key));
+    ck_assert_ptr_null(key.bytes);
+    free(big_vals);
     /* Bounded: entries of a ninth of the bound each; after ten, the first
      * is gone and the last is there. */
     const size_t big = CLF__FOLD_MEMO_BYTES / 9;
@@ -2360,7 +2371,7 @@ START_TEST(fold_memo_finds_only_the_same_literals)
     ck_assert(!memo_finds(M, 100, ins, 2, &got));
     ck_assert(memo_finds(M, 109, ins, 2, &got));
     ck_assert(got.bytes == big);
-    /* One entry larger than an eighth of the bound is not kept. */
+    /* One entry larger than CLF__FOLD_MEMO_ENTRY_BYTES is not kept. */
     uint8_t *huge = calloc(1, CLF__FOLD_MEMO_BYTES / 4);
     ck_assert_ptr_nonnull(huge);
     const int64_t huge_shape[1] = {(int64_t)(CLF__FOLD_MEMO_BYTES / 4)};

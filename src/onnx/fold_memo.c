@@ -77,6 +77,8 @@ bool clf__fold_memo_key_make(int node, const clf__onnx_tensor *const *ins, int n
             return false; /* strings, or no bytes to compare: not remembered */
         len += 2 * sizeof(int) + (size_t)T->type.rank * sizeof(int64_t) + sizeof T->n + T->n * es;
     }
+    if (len > CLF__FOLD_MEMO_ENTRY_BYTES)
+        return false; /* its entry could not be kept: no copy of large inputs at every import */
     uint8_t *b = clf__malloc(len), *at = b;
     if (!b)
         return false;
@@ -139,7 +141,7 @@ void clf__fold_memo_put(clf__fold_memo *M, const clf__fold_key *key, const clf__
     size_t size = up8(sizeof(entry)) + up8((size_t)nout * sizeof(clf__fold_output)) + up8(key->len);
     for (int j = 0; j < nout; j++)
         size += up8((size_t)outs[j].rank * sizeof(int64_t)) + up8(outs[j].bytes);
-    if (size > CLF__FOLD_MEMO_BYTES / 8)
+    if (size > CLF__FOLD_MEMO_ENTRY_BYTES)
         return; /* one fold's literals should not crowd out the rest */
     uint8_t *block = clf__malloc(size);
     if (!block)

@@ -24,6 +24,8 @@
 #include "onnx_ast.h"
 
 #define CLF__FOLD_MEMO_BYTES ((size_t)8 << 20)
+/* The most one entry (key and results) may take. */
+#define CLF__FOLD_MEMO_ENTRY_BYTES (CLF__FOLD_MEMO_BYTES / 8)
 
 typedef struct clf__fold_memo clf__fold_memo;
 
@@ -40,7 +42,8 @@ typedef struct clf__fold_key {
 } clf__fold_key;
 
 /* false (the key then empty) where an input has no bytes to compare (a
- * string tensor, or none read) or memory ran out: such a fold is neither
+ * string tensor, or none read), the key alone passes
+ * CLF__FOLD_MEMO_ENTRY_BYTES, or memory ran out: such a fold is neither
  * looked up nor remembered. */
 bool clf__fold_memo_key_make(int node, const clf__onnx_tensor *const *ins, int nin, clf__fold_key *key);
 void clf__fold_memo_key_free(clf__fold_key *key);
