@@ -164,7 +164,7 @@ static void zero_plus_x(const probe *P)
 
 /* CLF__QUIRK_SLOW_INLINED_CODE: the build time of four chained sin
  * written out for eight lanes against one lane (Mesa's shader cache off:
- * probe_open comes after the setenv); exits 0 when eight lanes build at
+ * the setenv comes before the driver loads); exits 0 when eight lanes build at
  * least four times slower, 1 when not. */
 static void slow_inlined_code(const probe *P)
 {
@@ -217,11 +217,15 @@ int main(void)
          * initialised before fork() has no worker threads after it. */
         pid_t pid = fork();
         if (pid == 0) {
+            /* Before the driver is first loaded (device_of): Mesa reads
+             * it when it makes the device, and a shader cache warm from an
+             * earlier run made the build fast (a rusticl run sharing
+             * MESA_SHADER_CACHE_DIR with the run before failed). */
+            if (q->quirk == CLF__QUIRK_SLOW_INLINED_CODE)
+                setenv("MESA_SHADER_CACHE_DISABLE", "true", 1);
             cl_platform_id plat;
             if (!device_of(q->platform, q->device, &plat))
                 exit(77);
-            if (q->quirk == CLF__QUIRK_SLOW_INLINED_CODE)
-                setenv("MESA_SHADER_CACHE_DISABLE", "true", 1);
             const probe P = probe_open(q->platform, q->device);
             if (q->quirk == CLF__QUIRK_ABORTS_ON_FOREIGN_BINARY)
                 foreign_binary(&P);
