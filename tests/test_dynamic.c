@@ -1017,6 +1017,84 @@ START_TEST(onnx_exported_model_two_sizes)
 }
 END_TEST
 
+/* The same exported model with batch 1 and seq symbolic, loaded twice:
+ * with room in the bounds for the sizes that check a graph made node by
+ * node (graph_generalise.h: seq 1..24), and without (1..11: imported again
+ * at each size). Both run at four lengths, the first importing nothing at
+ * a new one; their logits agree. */
+START_TEST(onnx_exported_model_by_nodes)
+{
+    const char *src = getenv("CLFUSE_TEST_SOURCE_DIR");
+    char path[1200], msg[512] = "", nerr[200];
+    snprintf(path, sizeof path, "%s/models/llama_torchscript_ids_dyn/input_input_ids.npy", src ? src : "tests");
+    npy_array ids;
+    ck_assert_msg(npy_read(path, &ids, nerr, sizeof nerr) == 0, "%s: %s", path, nerr);
+    snprintf(path, sizeof path, "%s/models/llama_torchscript_ids_dyn/model.onnx", src ? src : "tests");
+    /* Batch 1: with more, a flattened [batch * seq] axis is no one
+     * dimension's size, and the model is imported again at each. */
+    const int64_t B = 1, T = ids.shape[1];
+    const char *fixed[1] = {"batch"};
+    clf_context *ctx = clf_test_context();
+    clf_onnx_model *model[2] = {NULL, NULL};
+    clf_executable *exe[2] = {NULL, NULL};
+    static const int64_t hi[2] = {24, 11};
+    static const char *const says[2] = {"made again node by node", "imported again at each new size"};
+    for (int m = 0; m < 2; m++) {
+        clf_onnx_symbol seq = {"seq", 1, hi[m]};
+        clf_test_log ll = clf_test_log_begin("cache");
+        clf_status st = clf_onnx_load_file(path, clf_onnx_params(.dim_names = fixed, .dim_values = &B, .ndims = 1,
+                                                                  .symbols = &seq, .nsymbols = 1, .message = msg,
+                                                                  .message_cap = sizeof msg),
+                                           &model[m]);
+        static char log[1 << 16];
+        clf_test_log_end(&ll, log, sizeof log);
+        ck_assert_msg(st == CLF_OK, "%s", msg);
+        ck_assert_msg(strstr(log, says[m]), "model %d: %s", m, log);
+        st = clf_compile(ctx, clf_onnx_model_graph(model[m]), NULL, &exe[m]);
+        ck_assert_msg(st == CLF_OK, "%s", clf_context_last_error(ctx));
+    }
+    clf_onnx_io io;
+    ck_assert_int_eq(clf_onnx_model_output(model[0], 0, &io), CLF_OK);
+    const int64_t vocab = io.shape[io.rank - 1];
+    static const int64_t lengths[] = {8, 1, 11, 3};
+    for (size_t l = 0; l < sizeof lengths / sizeof lengths[0]; l++) {
+        const int64_t L = lengths[l], shape[2] = {B, L};
+        int64_t *tok = malloc((size_t)(B * L) * sizeof *tok), *mask = malloc((size_t)(B * L) * sizeof *mask);
+        for (int64_t b = 0; b < B; b++)
+            for (int64_t t = 0; t < L; t++) {
+                tok[b * L + t] = ((const int64_t *)ids.data)[b * T + t % T];
+                mask[b * L + t] = 1;
+            }
+        float *got[2];
+        for (int m = 0; m < 2; m++) {
+            got[m] = malloc((size_t)(B * L * vocab) * sizeof *got[m]);
+            const int64_t *shapes[2] = {shape, shape};
+            clf_host_binding in[2] = {{"input_ids", tok}, {"attention_mask", mask}}, out[1] = {{"logits", got[m]}};
+            clf_test_log lc = clf_test_log_begin("fusion");
+            clf_status st = clf_run_host_shaped(exe[m], 2, in, shapes, 1, out);
+            static char log[1 << 20];
+            clf_test_log_end(&lc, log, sizeof log);
+            ck_assert_msg(st == CLF_OK, "length %lld: %s", (long long)L, clf_context_last_error(ctx));
+            ck_assert_msg(m == 1 || !strstr(log, "folded into a constant"), "length %lld: imported again",
+                          (long long)L);
+        }
+        for (int64_t i = 0; i < B * L * vocab; i++)
+            ck_assert_msg(fabsf(got[0][i] - got[1][i]) <= 1e-5f * (1 + fabsf(got[1][i])), "length %lld, logit %lld: %g != %g",
+                          (long long)L, (long long)i, got[0][i], got[1][i]);
+        free(got[0]);
+        free(got[1]);
+        free(tok);
+        free(mask);
+    }
+    for (int m = 0; m < 2; m++) {
+        clf_executable_destroy(&exe[m]);
+        clf_onnx_model_destroy(&model[m]);
+    }
+    npy_free(&ids);
+    clf_context_destroy(&ctx);
+}
+END_TEST
+
 static Suite *dynamic_suite(void)
 {
     Suite *s = suite_create("dynamic");
@@ -1035,6 +1113,7 @@ static Suite *dynamic_suite(void)
     clf_test_add_case(s, "lift_program_runs", lift_program_runs);
     clf_test_add_case(s, "onnx_symbolic_dims", onnx_symbolic_dims);
     clf_test_add_case(s, "onnx_exported_model_two_sizes", onnx_exported_model_two_sizes);
+    clf_test_add_case(s, "onnx_exported_model_by_nodes", onnx_exported_model_by_nodes);
     return s;
 }
 

@@ -7,7 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "graph/graph_generalise.h"
 #include "graph/graph_internal.h"
+#include "graph/graph_symbols.h"
 #include "graph/op_table.h"
 #include "util/strbuf.h"
 #include "util/text.h"
@@ -2077,6 +2079,141 @@ START_TEST(test_onnx_names_find_the_table_first_row)
 }
 END_TEST
 
+/* A graph as an import at size S makes it (graph_generalise.h): z =
+ * where(causal [1, S, S], 1, 0) @ (x + pos * two + rows), x [S, 4] an
+ * input, the constants made from S: pos[i] = i ([S, 1]; odd_at gives it
+ * another value at that size), two = 2 everywhere ([S, 4]), rows[i][j] =
+ * 100 i + j ([S, 4], rows of a table), causal[0][i][j] = j <= i. */
+static clf_graph *made_at(int64_t S, int64_t odd_at)
+{
+    clf_graph *g = clf_graph_create();
+    int64_t xs[2] = {S, 4}, ps[2] = {S, 1}, ms[3] = {1, S, S};
+    float *pos = malloc((size_t)S * sizeof *pos), *two = malloc((size_t)S * 4 * sizeof *two),
+          *rows = malloc((size_t)S * 4 * sizeof *rows);
+    uint8_t *mask = malloc((size_t)(S * S));
+    for (int64_t i = 0; i < S; i++) {
+        pos[i] = (float)i + (S == odd_at ? 5.0f : 0.0f);
+        for (int j = 0; j < 4; j++) {
+            two[i * 4 + j] = 2;
+            rows[i * 4 + j] = (float)(100 * i + j);
+        }
+        for (int64_t j = 0; j < S; j++)
+            mask[i * S + j] = j <= i;
+    }
+    clf_tensor x = clf_input(g, "x", CLF_F32, 2, xs);
+    clf_tensor y = clf_binary(g, CLF_BINARY_ADD, x, clf_binary(g, CLF_BINARY_MUL, clf_constant(g, CLF_F32, 2, ps, pos),
+                                                        clf_constant(g, CLF_F32, 2, xs, two)));
+    y = clf_binary(g, CLF_BINARY_ADD, y, clf_constant(g, CLF_F32, 2, xs, rows));
+    clf_tensor m = clf_where(g, clf_constant(g, CLF_BOOL, 3, ms, mask), clf_scalar(g, CLF_F32, 1),
+                             clf_scalar(g, CLF_F32, 0));
+    ck_assert_int_eq(clf_graph_output(g, "z", clf_matmul(g, m, y)), CLF_OK);
+    free(pos);
+    free(two);
+    free(rows);
+    free(mask);
+    return g;
+}
+
+/* made_at(2) with S (1..20, stand-in 2) declared on x's axis 0 and z's
+ * axis 1. */
+static clf_graph *symbolic_made_at_2(int64_t odd_at)
+{
+    clf_graph *g = made_at(2, odd_at);
+    const char *names[1] = {"S"};
+    const int64_t lo[1] = {1}, hi[1] = {20};
+    const char *dims[2][CLF_MAX_RANK] = {{"S"}, {NULL, "S"}};
+    char err[200];
+    ck_assert_int_eq(clf__graph_make_symbolic(g, 1, names, lo, hi, (const char *const(*)[CLF_MAX_RANK])dims, NULL,
+                                              err, sizeof err),
+                     CLF_OK);
+    return g;
+}
+
+static bool any_generated(const clf_graph *g)
+{
+    for (size_t i = 0; i < g->nnodes; i++)
+        if (g->nodes[i].gen.kind != CLF__GEN_NONE)
+            return true;
+    return false;
+}
+
+START_TEST(test_generalise_finds_symbols_and_generators)
+{
+    const int64_t v[4] = {6, 12, 1, 20};
+    clf_graph *made[4];
+    clf__graph_at at[4];
+    for (int k = 0; k < 4; k++) {
+        made[k] = made_at(v[k], 0);
+        at[k] = (clf__graph_at){made[k], &v[k]};
+    }
+    clf_graph *g = symbolic_made_at_2(0);
+    char why[400] = "";
+    /* Without the graph at the upper bound the rows have no table. */
+    ck_assert(!clf__graph_generalise(g, at, 3, NULL, why, sizeof why));
+    ck_assert_msg(strstr(why, "no generator"), "%s", why);
+    ck_assert(!any_generated(g));
+    ck_assert_msg(clf__graph_generalise(g, at, 3, &at[3], why, sizeof why), "%s", why);
+    int kinds[8] = {0};
+    for (size_t i = 0; i < g->nnodes; i++)
+        kinds[g->nodes[i].gen.kind]++;
+    ck_assert_int_eq(kinds[CLF__GEN_IOTA], 1);
+    ck_assert_int_eq(kinds[CLF__GEN_SPLAT], 1);
+    ck_assert_int_eq(kinds[CLF__GEN_PREFIX], 1);
+    ck_assert_int_eq(kinds[CLF__GEN_CAUSAL], 1);
+    /* At a size none of them had, node by node, as made there. */
+    const int64_t nine = 9;
+    clf_graph *s = NULL, *want = made_at(9, 0);
+    ck_assert_int_eq(clf__graph_specialise(g, &nine, false, &s, why, sizeof why), CLF_OK);
+    ck_assert_uint_eq(s->nnodes, want->nnodes);
+    for (size_t i = 0; i < s->nnodes; i++) {
+        const clf__node *a = &s->nodes[i], *b = &want->nodes[i];
+        ck_assert_msg(!memcmp(a->shape, b->shape, sizeof a->shape), "node %zu", i);
+        if (a->op == CLF__OP_CONSTANT)
+            ck_assert_msg(!memcmp(a->data, b->data, (size_t)clf__node_numel(a) * clf_dtype_size(a->dtype)),
+                          "node %zu", i);
+    }
+    clf_graph_destroy(&s);
+    clf_graph_destroy(&want);
+    clf_graph_destroy(&g);
+    for (int k = 0; k < 4; k++)
+        clf_graph_destroy(&made[k]);
+}
+END_TEST
+
+START_TEST(test_generalise_refuses_what_the_checks_contradict)
+{
+    const int64_t v[4] = {6, 12, 1, 20};
+    clf_graph *made[4];
+    clf__graph_at at[4];
+    char why[400] = "";
+    /* The positions are i at 6, 12 and 20 but not at 1: the fit from the
+     * first two holds, the check at S=1 refuses it. */
+    for (int k = 0; k < 4; k++) {
+        made[k] = made_at(v[k], 1);
+        at[k] = (clf__graph_at){made[k], &v[k]};
+    }
+    clf_graph *g = symbolic_made_at_2(1);
+    ck_assert(!clf__graph_generalise(g, at, 3, &at[3], why, sizeof why));
+    ck_assert_msg(strstr(why, "at S=1") && strstr(why, "values"), "%s", why);
+    ck_assert(!any_generated(g));
+    for (size_t i = 0; i < g->nnodes; i++)
+        if (g->nodes[i].op != CLF__OP_INPUT)
+            for (int d = 0; d < g->nodes[i].rank; d++)
+                ck_assert_msg(!g->nodes[i].sym[d] || i == g->outputs[0].node, "node %zu kept a mark", i);
+    /* Another graph at one size: not the same nodes. */
+    clf_graph *other = made_at(12, 0);
+    int64_t ones[2] = {12, 4};
+    clf_graph_output(other, "extra", clf_unary(other, CLF_UNARY_EXP, clf_input(other, "w", CLF_F32, 2, ones)));
+    clf__graph_at two[2] = {at[0], {other, &v[1]}};
+    ck_assert(!clf__graph_generalise(g, two, 2, NULL, why, sizeof why));
+    ck_assert_msg(strstr(why, "nodes"), "%s", why);
+    clf_graph_destroy(&other);
+    clf_graph_destroy(&g);
+    for (int k = 0; k < 4; k++)
+        clf_graph_destroy(&made[k]);
+}
+END_TEST
+
 static Suite *graph_suite(void)
 {
     Suite *s = suite_create("graph");
@@ -2125,6 +2262,8 @@ static Suite *graph_suite(void)
     tcase_add_test(tc, test_norm_structure);
     tcase_add_test(tc, test_op_table_rows_are_complete);
     tcase_add_test(tc, test_onnx_names_find_the_table_first_row);
+    tcase_add_test(tc, test_generalise_finds_symbols_and_generators);
+    tcase_add_test(tc, test_generalise_refuses_what_the_checks_contradict);
     suite_add_tcase(s, tc);
     return s;
 }

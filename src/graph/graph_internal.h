@@ -112,6 +112,10 @@ typedef struct clf__node {
         uint32_t node; /* COUNT: the node whose extents are counted */
         uint32_t mask; /* COUNT: which of its axes */
         double minus;  /* COUNT: subtracted from the count (not below 0) */
+        int axis;      /* IOTA: the axis whose index is the value; PREFIX: the axis cut */
+        uint8_t splat[8]; /* SPLAT: the element every position holds, its bytes */
+        const void *table; /* PREFIX: the node's shape but gen.rows on gen.axis, in C order */
+        int64_t rows;
     } gen;
     bool borrowed; /* data belongs to the graph this one was specialised from */
 } clf__node;
@@ -119,8 +123,13 @@ typedef struct clf__node {
 /* How a CONSTANT's values follow from shapes. */
 typedef enum clf__const_gen {
     CLF__GEN_NONE,
-    CLF__GEN_CAUSAL, /* bool [sq, sk]: C[i][j] = j <= i + sk - sq (clf_attention's causal mask) */
+    CLF__GEN_CAUSAL, /* bool [.., sq, sk], leading extents 1: C[i][j] = j <= i + sk - sq (clf_attention's
+                        causal mask; an imported model's, graph_generalise.h) */
     CLF__GEN_COUNT,  /* f32 scalar: the product of gen.node's extents on gen.mask, less gen.minus */
+    CLF__GEN_SPLAT,  /* any dtype: every element is gen.splat */
+    CLF__GEN_IOTA,   /* integer or float: each element is its index on gen.axis */
+    CLF__GEN_PREFIX, /* any dtype: the first extents on gen.axis of gen.table, kept alive by the graph's
+                        regen (a position embedding's rows, a rotary table) */
 } clf__const_gen;
 
 /* A symbolic dimension (clf_dim). rep is the size the graph's shapes hold
@@ -141,8 +150,10 @@ typedef struct clf__graph_output {
 /* How a graph is made again at given sizes when it cannot be specialised
  * node by node: a model whose import folds its shapes into constants
  * (onnx/) is imported again. make builds the graph at values (one per
- * symbol, within bounds; no symbols in it); the graph and its copies
- * share one, counted. */
+ * symbol, within bounds; no symbols in it); make NULL: the graph is
+ * specialised node by node after all (graph_generalise.h), and the regen
+ * only keeps alive the constants the graph borrows. The graph and its
+ * copies share one, counted. */
 typedef struct clf__graph_regen {
     clf_status (*make)(void *state, const int64_t *values, clf_graph **out, char *err, size_t cap);
     void (*release)(void *state);

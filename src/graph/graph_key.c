@@ -10,7 +10,7 @@
 #include "util/sha256.h"
 
 #if UINTPTR_MAX == UINT64_MAX
-static_assert(sizeof(clf__node) == 280, "clf__node changed: write the new field in clf__graph_key");
+static_assert(sizeof(clf__node) == 312, "clf__node changed: write the new field in clf__graph_key");
 static_assert(sizeof(clf__graph_output) == 16, "clf__graph_output changed: update clf__graph_key");
 static_assert(sizeof(struct clf_graph) == 624, "clf_graph changed: write the new field in clf__graph_key");
 #endif
@@ -128,6 +128,14 @@ void clf__graph_key_node(const clf__node *n, clf__strbuf *sb)
         clf__sb_put_hex(sb, n->gen.mask, 0);
         clf__sb_putn(sb, ",", 1);
         put_hex64(sb, NULL, bits(n->gen.minus));
+        clf__sb_putn(sb, ",", 1);
+        clf__sb_put_i64(sb, n->gen.axis);
+        uint64_t splat;
+        memcpy(&splat, n->gen.splat, sizeof splat);
+        clf__sb_putn(sb, ",", 1);
+        put_hex64(sb, NULL, splat);
+        clf__sb_putn(sb, ",", 1);
+        clf__sb_put_i64(sb, n->gen.rows);
     }
 }
 

@@ -421,18 +421,56 @@ static clf_status fail(char *err, size_t cap, clf_status st, const char *fmt, co
  * made for s's shapes. */
 static clf_status generate(const clf_graph *s, const clf__node *from, clf__node *n, char *err, size_t cap)
 {
-    if (from->gen.kind == CLF__GEN_CAUSAL) {
-        int64_t sq = n->shape[0], sk = n->shape[1];
-        size_t bytes = (size_t)(sq * sk);
-        uint8_t *c = clf__malloc(bytes ? bytes : 1);
-        if (!c)
-            return fail(err, cap, CLF_ERR_OUT_OF_MEMORY, "%sout of memory for a causal mask of %lld bytes", "",
-                        (long long)bytes);
+    const int64_t numel = clf__node_numel(n);
+    const size_t size = clf_dtype_size(n->dtype), bytes = (size_t)numel * size;
+    uint8_t *c = from->gen.kind == CLF__GEN_COUNT ? NULL : clf__malloc(bytes ? bytes : 1);
+    if (from->gen.kind != CLF__GEN_COUNT && !c)
+        return fail(err, cap, CLF_ERR_OUT_OF_MEMORY, "%sout of memory for a constant of %lld bytes made from shapes",
+                    "", (long long)bytes);
+    switch ((clf__const_gen)from->gen.kind) {
+    case CLF__GEN_CAUSAL: {
+        /* [.., sq, sk], the leading extents 1 */
+        const int64_t sq = n->shape[n->rank - 2], sk = n->shape[n->rank - 1];
         for (int64_t i = 0; i < sq; i++)
             for (int64_t j = 0; j < sk; j++)
                 c[i * sk + j] = j <= i + sk - sq;
-        n->data = c;
-    } else {
+        break;
+    }
+    case CLF__GEN_SPLAT:
+        for (int64_t i = 0; i < numel; i++)
+            memcpy(c + (size_t)i * size, from->gen.splat, size);
+        break;
+    case CLF__GEN_IOTA: {
+        /* The index on axis a of element i is (i / inner) % extent. */
+        int64_t inner = 1;
+        for (int d = from->gen.axis + 1; d < n->rank; d++)
+            inner *= n->shape[d];
+        const int64_t extent = n->shape[from->gen.axis];
+        for (int64_t i = 0; i < numel; i++)
+            clf__dtype_table[n->dtype].put_i64(c, i, i / inner % extent);
+        break;
+    }
+    case CLF__GEN_PREFIX: {
+        /* outer x extent x inner of rows x inner's outer x rows x inner */
+        const int a = from->gen.axis;
+        const int64_t extent = n->shape[a];
+        if (extent > from->gen.rows) {
+            clf__free(c);
+            return fail(err, cap, CLF_ERR_SHAPE, "%sa constant made from shapes needs %lld rows of a table of fewer",
+                        "", (long long)extent);
+        }
+        int64_t outer = 1, inner = 1;
+        for (int d = 0; d < a; d++)
+            outer *= n->shape[d];
+        for (int d = a + 1; d < n->rank; d++)
+            inner *= n->shape[d];
+        const size_t run = (size_t)(extent * inner) * size;
+        for (int64_t o = 0; o < outer; o++)
+            memcpy(c + (size_t)o * run, (const uint8_t *)from->gen.table + (size_t)(o * from->gen.rows * inner) * size,
+                   run);
+        break;
+    }
+    case CLF__GEN_COUNT: {
         const clf__node *of = &s->nodes[from->gen.node];
         double count = 1;
         for (int d = 0; d < of->rank; d++)
@@ -445,9 +483,20 @@ static clf_status generate(const clf_graph *s, const clf__node *from, clf__node 
         *f = (float)count;
         n->data = f;
         n->attr.constant.scalar = (double)*f;
+        n->borrowed = false;
+        return CLF_OK;
     }
+    case CLF__GEN_NONE:
+        break;
+    }
+    n->data = c;
     n->borrowed = false;
     return CLF_OK;
+}
+
+clf_status clf__graph_generate_const(const clf_graph *s, const clf__node *from, clf__node *n, char *err, size_t cap)
+{
+    return generate(s, from, n, err, cap);
 }
 
 static char *dup_str(const char *s)
@@ -509,7 +558,7 @@ clf_status clf__graph_specialise(const clf_graph *g, const int64_t *values, bool
                                  char *err, size_t cap)
 {
     *out = NULL;
-    if (g->regen && values)
+    if (g->regen && g->regen->make && values)
         return g->regen->make(g->regen->state, values, out, err, cap);
     clf_graph *s = clf_graph_create();
     if (!s)

@@ -52,6 +52,11 @@ void clf__graph_count_gen(clf_graph *g, clf_tensor c, uint32_t node, uint32_t ma
 bool clf__graph_slice_sym_ok(clf_graph *g, const char *call, const clf__node *in, int a, int64_t start,
                              int64_t end, int64_t step, int64_t extent);
 
+/* n's data (allocated; n->borrowed false) for n's shape, a constant that
+ * follows from shapes as from's gen says (s: the graph n is in, for
+ * COUNT's node). */
+clf_status clf__graph_generate_const(const clf_graph *s, const clf__node *from, clf__node *n, char *err, size_t cap);
+
 /* "S" for 1 + the index of a symbol. */
 const char *clf__graph_sym_name(const clf_graph *g, int sym);
 

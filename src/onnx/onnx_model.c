@@ -16,8 +16,10 @@
 
 #include "onnx_ast.h"
 #include "onnx_import.h"
+#include "graph/graph_generalise.h"
 #include "graph/graph_symbols.h"
 #include "util/alloc.h"
+#include "util/log.h"
 
 /* An input or output as the queries give it, fixed at load time so that
  * the answers do not need the graph (which the caller may have taken). */
@@ -180,6 +182,8 @@ typedef struct regen_state {
     size_t nkv;
     char *strings;
     clf__fold_memo *folds; /* the imports' constant folds, kept for the next */
+    void **tables;         /* the graph's PREFIX tables (try_by_nodes) */
+    size_t ntables;
 } regen_state;
 
 static void regen_release(void *state)
@@ -192,6 +196,9 @@ static void regen_release(void *state)
     clf__free(R->kv);
     clf__free(R->strings);
     clf__fold_memo_free(R->folds);
+    for (size_t i = 0; i < R->ntables; i++)
+        clf__free(R->tables[i]);
+    clf__free(R->tables);
     clf__free(R);
 }
 
@@ -308,8 +315,124 @@ static regen_state *regen_state_new(clf_onnx_model *m, const clf_onnx_params *p)
     return R;
 }
 
+/* Sizes of g's symbols for the imports that check whether g can be made
+ * again node by node: k = 0 and 1, two sizes above the lower bound, each
+ * symbol's pair unlike the others' (clf__graph_generalise tells the
+ * symbols apart by them); k = 2, the lower bounds (at least 1: the size-1
+ * class of a decoder's steps). False where the bounds leave no room. */
+static bool check_sizes(const clf_graph *g, int k, int64_t *v)
+{
+    for (size_t s = 0; s < g->nsyms; s++) {
+        const clf__dim_sym *S = &g->syms[s];
+        const int64_t lo = S->lo > 1 ? S->lo : 1;
+        v[s] = k == 0 ? lo + 5 + 2 * (int64_t)s : k == 1 ? lo + 11 + 3 * (int64_t)s : lo;
+        if (S->hi && v[s] > S->hi)
+            return false;
+    }
+    return true;
+}
+
+/* The largest product of the symbols' upper bounds at which try_by_nodes
+ * imports the model at them for its tables (the masks an import folds
+ * grow with it). */
+#define TOP_IMPORT_MAX ((int64_t)1 << 22)
+
+/* The symbols' upper bounds in v; false where one has none or their
+ * product is past TOP_IMPORT_MAX. */
+static bool top_sizes(const clf_graph *g, int64_t *v)
+{
+    int64_t product = 1;
+    for (size_t s = 0; s < g->nsyms; s++) {
+        v[s] = g->syms[s].hi;
+        if (!v[s] || v[s] > TOP_IMPORT_MAX / product)
+            return false;
+        product *= v[s];
+    }
+    return true;
+}
+
+/* Moves g's PREFIX tables (pointing into the graph at the upper bounds)
+ * into R, which keeps them as long as the graph and its copies; false
+ * when out of memory. */
+static bool keep_tables(regen_state *R, clf_graph *g)
+{
+    for (size_t i = 0; i < g->nnodes; i++) {
+        clf__node *n = &g->nodes[i];
+        if (n->gen.kind != CLF__GEN_PREFIX)
+            continue;
+        size_t bytes = (size_t)(clf__node_numel(n) / n->shape[n->gen.axis] * n->gen.rows) * clf_dtype_size(n->dtype);
+        void **tables = clf__realloc(R->tables, (R->ntables + 1) * sizeof *tables);
+        void *copy = clf__malloc(bytes ? bytes : 1);
+        if (tables)
+            R->tables = tables;
+        if (!tables || !copy) {
+            clf__free(copy);
+            return false;
+        }
+        memcpy(copy, n->gen.table, bytes);
+        n->gen.table = R->tables[R->ntables++] = copy;
+    }
+    return true;
+}
+
+/* Imports the model at three more sizes and, where every extent and
+ * constant that changes with them is a symbol's size or made from shapes
+ * (graph_generalise.h), makes g (the import at the stand-in sizes) again
+ * node by node from then on: a new size costs a copy of the graph, not an
+ * import. Where a constant is a table's rows (a position embedding), the
+ * model is imported at the symbols' upper bounds too, for the tables.
+ * Else g keeps its regen; the log says why. */
+static void try_by_nodes(regen_state *R, clf_graph *g, clf__graph_regen *regen)
+{
+    enum { NCHECK = 3 };
+    clf__onnx_import imps[NCHECK + 1];
+    int64_t values[NCHECK + 1][CLF__MAX_SYMS];
+    clf__graph_at at[NCHECK + 1];
+    size_t n = 0;
+    char why[400] = "", err[320];
+    bool ok = true;
+    for (int k = 0; ok && k < NCHECK; k++) {
+        if (!(ok = check_sizes(g, k, values[k]))) {
+            snprintf(why, sizeof why, "the bounds leave no room for the sizes it is checked at");
+        } else if (import_at(R, values[k], &imps[k], err, sizeof err) != CLF_OK) {
+            snprintf(why, sizeof why, "an import at other sizes failed: %s", err);
+            ok = false;
+        } else {
+            at[n++] = (clf__graph_at){imps[k].g, values[k]};
+        }
+    }
+    bool by_nodes = ok && clf__graph_generalise(g, at, n, NULL, why, sizeof why);
+    if (ok && !by_nodes && strstr(why, "no generator") && top_sizes(g, values[n]) &&
+        import_at(R, values[n], &imps[n], err, sizeof err) == CLF_OK) {
+        at[n] = (clf__graph_at){imps[n].g, values[n]};
+        n++;
+        by_nodes = clf__graph_generalise(g, at, n, &at[n - 1], why, sizeof why);
+        if (by_nodes && !keep_tables(R, g)) {
+            /* No tables pointing into the import about to go: the regen
+             * makes the graph at new sizes as before. */
+            for (size_t i = 0; i < g->nnodes; i++)
+                if (g->nodes[i].gen.kind == CLF__GEN_PREFIX)
+                    memset(&g->nodes[i].gen, 0, sizeof g->nodes[i].gen);
+            by_nodes = false;
+            snprintf(why, sizeof why, "out of memory for its tables");
+        }
+    }
+    for (size_t k = 0; k < n; k++)
+        clf__onnx_import_free(&imps[k]);
+    if (by_nodes) {
+        regen->make = NULL;
+        clf__fold_memo_free(R->folds);
+        R->folds = NULL;
+        clf__log(CLF__LOG_CACHE, "symbolic sizes: the model's graph is made again node by node at new sizes");
+    } else {
+        clf__log(CLF__LOG_CACHE, "symbolic sizes: the model is imported again at each new size: %s", why);
+    }
+}
+
 /* Imports m's AST at the symbols' stand-in sizes, keeping its data, and
- * makes the graph symbolic with a regen that imports it again. */
+ * makes the graph symbolic with a regen that imports it again, or that
+ * only keeps the data where the graph can be made node by node
+ * (try_by_nodes). */
 static clf_status import_symbolic(clf_onnx_model *m, const clf_onnx_params *p, char *err, size_t cap)
 {
     const clf__onnx_model *ast = &m->shared->ast;
@@ -378,6 +501,8 @@ static clf_status import_symbolic(clf_onnx_model *m, const clf_onnx_params *p, c
     clf__free(dims);
     if (st != CLF_OK)
         clf__graph_regen_release(regen);
+    else
+        try_by_nodes(R, g, regen);
     return st;
 }
 

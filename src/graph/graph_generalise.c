@@ -1,0 +1,278 @@
+/* Making a graph symbolic node by node from copies of it at other sizes
+ * (graph_generalise.h). */
+#include "graph_generalise.h"
+
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "graph_symbols.h"
+#include "util/alloc.h"
+
+static bool say(char *why, size_t cap, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(why, cap, fmt, ap);
+    va_end(ap);
+    return false;
+}
+
+/* "seq=5 total=9" */
+static const char *sizes_text(const clf_graph *g, const int64_t *values, char *buf, size_t cap)
+{
+    size_t o = 0;
+    buf[0] = '\0';
+    for (size_t i = 0; i < g->nsyms && o + 1 < cap; i++)
+        o += (size_t)snprintf(buf + o, cap - o, "%s%s=%" PRId64, i ? " " : "", g->syms[i].name, values[i]);
+    return buf;
+}
+
+/* Which nodes an output depends on (1) in g, whose nodes' inputs come
+ * before them. NULL when out of memory. */
+static uint8_t *live_nodes(const clf_graph *g)
+{
+    uint8_t *live = clf__calloc(g->nnodes ? g->nnodes : 1, 1);
+    if (!live)
+        return NULL;
+    for (size_t o = 0; o < g->noutputs; o++)
+        live[g->outputs[o].node] = 1;
+    for (size_t i = g->nnodes; i-- > 0;)
+        for (int k = 0; live[i] && k < g->nodes[i].ninputs; k++)
+            live[g->nodes[i].inputs[k]] = 1;
+    return live;
+}
+
+/* Whether h has g's nodes, inputs and outputs: the same ops, dtypes,
+ * ranks and edges. */
+static bool same_nodes(const clf_graph *g, const clf_graph *h, char *why, size_t cap)
+{
+    if (h->nnodes != g->nnodes || h->ninputs != g->ninputs || h->noutputs != g->noutputs)
+        return say(why, cap, "%zu nodes at one size, %zu at another", g->nnodes, h->nnodes);
+    for (size_t o = 0; o < g->noutputs; o++)
+        if (h->outputs[o].node != g->outputs[o].node)
+            return say(why, cap, "output %zu is node %u at one size, %u at another", o, g->outputs[o].node,
+                       h->outputs[o].node);
+    for (size_t i = 0; i < g->nnodes; i++) {
+        const clf__node *a = &g->nodes[i], *b = &h->nodes[i];
+        if (a->op != b->op || a->dtype != b->dtype || a->rank != b->rank || a->ninputs != b->ninputs ||
+            (a->ninputs && memcmp(a->inputs, b->inputs, (size_t)a->ninputs * sizeof *a->inputs)))
+            return say(why, cap, "node %zu is %s at one size, %s at another (or its inputs differ)", i,
+                       clf__node_op_name(a), clf__node_op_name(b));
+    }
+    return true;
+}
+
+/* 1 + the one symbol of g whose sizes are ea at A and eb at B; 0 when none
+ * or several are. */
+static int symbol_of(const clf_graph *g, const clf__graph_at *A, const clf__graph_at *B, int64_t ea, int64_t eb)
+{
+    int found = 0;
+    for (size_t s = 0; s < g->nsyms; s++)
+        if (A->values[s] == ea && B->values[s] == eb) {
+            if (found)
+                return 0;
+            found = (int)s + 1;
+        }
+    return found;
+}
+
+/* The bytes of a constant node's data. */
+static size_t const_bytes(const clf__node *n) { return (size_t)clf__node_numel(n) * clf_dtype_size(n->dtype); }
+
+static bool same_shape(const clf__node *a, const clf__node *b)
+{
+    return !memcmp(a->shape, b->shape, (size_t)a->rank * sizeof a->shape[0]);
+}
+
+/* Whether the generator cand, made at c's shape in graph at, gives c's
+ * data. */
+static bool generates(const clf_graph *at, const clf__node *c, const clf__node *cand)
+{
+    clf__node n = *c, from = *c;
+    n.data = NULL;
+    from.gen = cand->gen;
+    char err[120];
+    if (clf__graph_generate_const(at, &from, &n, err, sizeof err) != CLF_OK)
+        return false;
+    const bool same = !memcmp(n.data, c->data, const_bytes(c));
+    clf__free(n.data);
+    return same;
+}
+
+/* The PREFIX generator of constant n (g's, its extents marked) from the
+ * same constant t of the graph at the upper bounds: n's one symbolic axis
+ * cut from t; false where n has not one or t does not fit. */
+static bool prefix_of(const clf__node *n, const clf__node *t, clf__node *cand)
+{
+    int axis = -1;
+    for (int d = 0; d < n->rank; d++)
+        if (n->sym[d]) {
+            if (axis >= 0)
+                return false;
+            axis = d;
+        }
+    if (axis < 0 || t->rank != n->rank || !t->data)
+        return false;
+    for (int d = 0; d < n->rank; d++)
+        if (d != axis && t->shape[d] != n->shape[d])
+            return false;
+    cand->gen.kind = CLF__GEN_PREFIX;
+    cand->gen.axis = axis;
+    cand->gen.table = t->data;
+    cand->gen.rows = t->shape[axis];
+    return true;
+}
+
+/* Finds the generator that gives constant i at A and at B, into g's node;
+ * false when none does. */
+static bool fit_constant(clf_graph *g, size_t i, const clf__graph_at *A, const clf__graph_at *B,
+                         const clf__graph_at *top)
+{
+    const clf__node *a = &A->g->nodes[i], *b = &B->g->nodes[i];
+    clf__node cand = {0};
+    /* One value everywhere (ConstantOfShape, an Expand of a scalar). */
+    if (const_bytes(a) && clf_dtype_size(a->dtype) <= sizeof cand.gen.splat) {
+        cand.gen.kind = CLF__GEN_SPLAT;
+        memcpy(cand.gen.splat, a->data, clf_dtype_size(a->dtype));
+        if (generates(A->g, a, &cand) && generates(B->g, b, &cand))
+            goto found;
+    }
+    memset(&cand.gen, 0, sizeof cand.gen);
+    /* Positions (Range(0, n)), on the last axis first. */
+    if (a->dtype != CLF_BOOL) {
+        for (int d = a->rank - 1; d >= 0; d--) {
+            cand.gen.kind = CLF__GEN_IOTA;
+            cand.gen.axis = d;
+            if (generates(A->g, a, &cand) && generates(B->g, b, &cand))
+                goto found;
+        }
+    }
+    memset(&cand.gen, 0, sizeof cand.gen);
+    /* A causal mask, [.., sq, sk] with the leading extents 1. */
+    if (a->dtype == CLF_BOOL && a->rank >= 2 && clf__node_numel(a) == a->shape[a->rank - 2] * a->shape[a->rank - 1]) {
+        cand.gen.kind = CLF__GEN_CAUSAL;
+        if (generates(A->g, a, &cand) && generates(B->g, b, &cand))
+            goto found;
+    }
+    memset(&cand.gen, 0, sizeof cand.gen);
+    /* Rows of a table that the sizes cut: positions 0..n-1 looked up. */
+    if (top && prefix_of(&g->nodes[i], &top->g->nodes[i], &cand) && generates(A->g, a, &cand) &&
+        generates(B->g, b, &cand))
+        goto found;
+    return false;
+found:
+    g->nodes[i].gen = cand.gen;
+    return true;
+}
+
+/* Marks g's live nodes from A and B (see clf__graph_generalise). */
+static bool fit(clf_graph *g, const uint8_t *live, const clf__graph_at *A, const clf__graph_at *B,
+                const clf__graph_at *top, char *why, size_t cap)
+{
+    char sa[160], sb[160];
+    for (size_t i = 0; i < g->nnodes; i++) {
+        if (!live[i])
+            continue;
+        clf__node *n = &g->nodes[i];
+        const clf__node *a = &A->g->nodes[i], *b = &B->g->nodes[i];
+        for (int d = 0; d < n->rank; d++) {
+            if (a->shape[d] == b->shape[d])
+                continue;
+            int s = symbol_of(g, A, B, a->shape[d], b->shape[d]);
+            if (!s || (n->sym[d] && n->sym[d] != s))
+                return say(why, cap, "node %zu (%s) axis %d is %" PRId64 " at %s and %" PRId64 " at %s: %s", i,
+                           clf__node_op_name(n), d, a->shape[d], sizes_text(g, A->values, sa, sizeof sa),
+                           b->shape[d], sizes_text(g, B->values, sb, sizeof sb),
+                           s ? "another dimension's size" : "no one dimension's size");
+            n->sym[d] = (uint8_t)s;
+        }
+        if (n->op == CLF__OP_CACHE_WRITE) {
+            if (a->attr.cache.axis != b->attr.cache.axis)
+                return say(why, cap, "cache write %zu writes another axis at another size", i);
+            if (a->attr.cache.len != b->attr.cache.len) {
+                int s = symbol_of(g, A, B, a->attr.cache.len, b->attr.cache.len);
+                if (!s)
+                    return say(why, cap, "cache write %zu: its length is %" PRId64 " at %s and %" PRId64
+                                         " at %s, no one dimension's size",
+                               i, a->attr.cache.len, sizes_text(g, A->values, sa, sizeof sa), b->attr.cache.len,
+                               sizes_text(g, B->values, sb, sizeof sb));
+                n->attr.cache.len_sym = (uint8_t)s;
+            }
+        } else if (memcmp(&a->attr, &b->attr, sizeof a->attr)) {
+            return say(why, cap, "node %zu (%s): its attributes change with the sizes", i, clf__node_op_name(n));
+        }
+        if (n->op == CLF__OP_CONSTANT && n->gen.kind == CLF__GEN_NONE &&
+            (!same_shape(a, b) || memcmp(a->data, b->data, const_bytes(a))) && !fit_constant(g, i, A, B, top))
+            return say(why, cap, "constant node %zu (%s, rank %d) changes with the sizes in a way no generator gives",
+                       i, clf_dtype_name(n->dtype), n->rank);
+    }
+    return true;
+}
+
+/* Whether g specialised at values has h's live nodes (h made there). */
+static bool agrees_at(const clf_graph *g, const uint8_t *live, const clf_graph *h, const int64_t *values, char *why,
+                      size_t cap)
+{
+    char err[320], sz[160];
+    clf_graph *s = NULL;
+    clf_status st = clf__graph_specialise(g, values, false, &s, err, sizeof err);
+    if (st != CLF_OK)
+        return say(why, cap, "at %s: %s", sizes_text(g, values, sz, sizeof sz), err);
+    bool ok = true;
+    for (size_t i = 0; ok && i < g->nnodes; i++) {
+        if (!live[i])
+            continue;
+        const clf__node *x = &s->nodes[i], *y = &h->nodes[i];
+        const char *what = NULL;
+        if (!same_shape(x, y))
+            what = "shape";
+        else if (x->op == CLF__OP_CACHE_WRITE && x->attr.cache.len != y->attr.cache.len)
+            what = "cache length";
+        else if (x->op == CLF__OP_CONSTANT && memcmp(x->data, y->data, const_bytes(x)))
+            what = "values";
+        if (what)
+            ok = say(why, cap, "at %s, node %zu (%s): its %s differ from the model's made there",
+                     sizes_text(g, values, sz, sizeof sz), i, clf__node_op_name(x), what);
+    }
+    clf_graph_destroy(&s);
+    return ok;
+}
+
+bool clf__graph_generalise(clf_graph *g, const clf__graph_at *at, size_t n, const clf__graph_at *top, char *why,
+                           size_t cap)
+{
+    if (n < 2)
+        return say(why, cap, "two graphs at other sizes are needed");
+    if (!g->nsyms)
+        return say(why, cap, "the graph has no symbolic dimensions");
+    for (size_t k = 0; k < n; k++)
+        if (!same_nodes(g, at[k].g, why, cap))
+            return false;
+    if (top && !same_nodes(g, top->g, why, cap))
+        return false;
+    uint8_t *live = live_nodes(g);
+    clf__node *saved = clf__malloc((g->nnodes ? g->nnodes : 1) * sizeof *saved);
+    int64_t rep[CLF__MAX_SYMS];
+    if (!live || !saved) {
+        clf__free(live);
+        clf__free(saved);
+        return say(why, cap, "out of memory");
+    }
+    memcpy(saved, g->nodes, g->nnodes * sizeof *saved);
+    for (size_t s = 0; s < g->nsyms; s++)
+        rep[s] = g->syms[s].rep;
+    /* Specialising by nodes, not by the regen, for the checks. */
+    clf__graph_regen *regen = g->regen;
+    g->regen = NULL;
+    bool ok = fit(g, live, &at[0], &at[1], top, why, cap) && agrees_at(g, live, g, rep, why, cap);
+    for (size_t k = 0; ok && k < n; k++)
+        ok = agrees_at(g, live, at[k].g, at[k].values, why, cap);
+    g->regen = regen;
+    if (!ok)
+        memcpy(g->nodes, saved, g->nnodes * sizeof *saved);
+    clf__free(saved);
+    clf__free(live);
+    return ok;
+}
