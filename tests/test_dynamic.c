@@ -935,10 +935,14 @@ END_TEST
 
 /* A real exported model (tests/models: Llama, TorchScript exporter, dynamic
  * axes; its Shape -> Gather -> Concat -> Reshape chains read the sizes)
- * with its dim_params symbolic: one executable runs the fixture's two
- * input sets (batch 2, seq 8 and batch 3, seq 5) and matches
- * onnxruntime's outputs for both. */
-START_TEST(onnx_exported_model_two_sizes)
+ * with its dim_params symbolic (batch lo[0]..hi[0], seq lo[1]..hi[1]): one
+ * executable runs the fixture's two input sets (batch 2, seq 8 and batch
+ * 3, seq 5) and matches onnxruntime's outputs for both. by_nodes: whether
+ * the bounds leave room for the sizes that make the graph node by node
+ * (graph_generalise.h: a new size imports nothing), else the model is
+ * imported again at the second set's sizes, taking the folds it shares
+ * with the first's from the memo. */
+static void exported_model_two_sizes(const int64_t lo[2], const int64_t hi[2], bool by_nodes)
 {
     const char *src = getenv("CLFUSE_TEST_SOURCE_DIR");
     char dir[1024], path[1200], msg[512] = "";
@@ -966,12 +970,15 @@ START_TEST(onnx_exported_model_two_sizes)
     clf_onnx_model_destroy(&model);
     npy_free(&ids);
 
-    /* Bounds around the two sets keep the probes (and PoCL's builds) few. */
-    clf_onnx_symbol syms[2] = {{names[0], 2, 3}, {names[1], 5, 8}};
+    clf_onnx_symbol syms[2] = {{names[0], lo[0], hi[0]}, {names[1], lo[1], hi[1]}};
+    clf_test_log ll = clf_test_log_begin("cache");
     st = clf_onnx_load_file(path, clf_onnx_params(.symbols = syms, .nsymbols = 2, .message = msg,
                                                    .message_cap = sizeof msg),
                             &model);
+    static char load_log[1 << 16];
+    clf_test_log_end(&ll, load_log, sizeof load_log);
     ck_assert_msg(st == CLF_OK, "%s", msg);
+    ck_assert_msg(!!strstr(load_log, "made again node by node") == by_nodes, "%s", load_log);
     clf_context *ctx = clf_test_context();
     clf_executable *exe = NULL;
     st = clf_compile(ctx, clf_onnx_model_graph(model), NULL, &exe);
@@ -988,16 +995,19 @@ START_TEST(onnx_exported_model_two_sizes)
         float *got = malloc(want.numel * sizeof *got);
         const int64_t *shapes[2] = {ids.shape, mask.shape};
         clf_host_binding in[2] = {{"input_ids", ids.data}, {"attention_mask", mask.data}}, out[1] = {{"logits", got}};
-        /* The second set's import takes the folds whose literals it shares
-         * with the first's from the memo (onnx/fold_memo.h); its outputs
-         * below are still onnxruntime's. */
+        /* The second set's import, where there is one, takes the folds
+         * whose literals it shares with the first's from the memo
+         * (onnx/fold_memo.h); the outputs below are still onnxruntime's. */
         clf_test_log lc = clf_test_log_begin("fusion");
         st = clf_run_host_shaped(exe, 2, in, shapes, 1, out);
         static char log[1 << 20];
         clf_test_log_end(&lc, log, sizeof log);
         ck_assert_msg(st == CLF_OK, "set %d: %s", k, clf_context_last_error(ctx));
-        ck_assert_msg(k == 0 || strstr(log, "folded into a constant at load (as at an earlier import)"),
-                      "set %d: no fold was taken from an earlier import", k);
+        if (by_nodes)
+            ck_assert_msg(!strstr(log, "folded into a constant"), "set %d: the model was imported again", k);
+        else
+            ck_assert_msg(k == 0 || strstr(log, "folded into a constant at load (as at an earlier import)"),
+                          "set %d: no fold was taken from an earlier import", k);
         /* The normwise relative error the models suite allows. */
         double num = 0, den = 0;
         for (size_t i = 0; i < want.numel; i++) {
@@ -1015,9 +1025,25 @@ START_TEST(onnx_exported_model_two_sizes)
     clf_onnx_model_destroy(&model);
     clf_context_destroy(&ctx);
 }
+
+/* Bounds around the two sets (few probes and builds on PoCL) leave no room
+ * for the sizes that check a graph made node by node. */
+START_TEST(onnx_exported_model_two_sizes)
+{
+    exported_model_two_sizes((const int64_t[2]){2, 5}, (const int64_t[2]){3, 8}, false);
+}
 END_TEST
 
-/* The same exported model with batch 1 and seq symbolic, loaded twice:
+/* Wider bounds: the graph is made node by node, its flattened batch * seq
+ * axes a product of the two, its rotary tables from an import at the
+ * upper bounds. */
+START_TEST(onnx_exported_model_two_sizes_by_nodes)
+{
+    exported_model_two_sizes((const int64_t[2]){1, 1}, (const int64_t[2]){16, 24}, true);
+}
+END_TEST
+
+/* The same exported model with batch fixed and seq symbolic, loaded twice:
  * with room in the bounds for the sizes that check a graph made node by
  * node (graph_generalise.h: seq 1..24), and without (1..11: imported again
  * at each size). Both run at four lengths, the first importing nothing at
@@ -1030,9 +1056,7 @@ START_TEST(onnx_exported_model_by_nodes)
     npy_array ids;
     ck_assert_msg(npy_read(path, &ids, nerr, sizeof nerr) == 0, "%s: %s", path, nerr);
     snprintf(path, sizeof path, "%s/models/llama_torchscript_ids_dyn/model.onnx", src ? src : "tests");
-    /* Batch 1: with more, a flattened [batch * seq] axis is no one
-     * dimension's size, and the model is imported again at each. */
-    const int64_t B = 1, T = ids.shape[1];
+    const int64_t B = ids.shape[0], T = ids.shape[1];
     const char *fixed[1] = {"batch"};
     clf_context *ctx = clf_test_context();
     clf_onnx_model *model[2] = {NULL, NULL};
@@ -1113,6 +1137,7 @@ static Suite *dynamic_suite(void)
     clf_test_add_case(s, "lift_program_runs", lift_program_runs);
     clf_test_add_case(s, "onnx_symbolic_dims", onnx_symbolic_dims);
     clf_test_add_case(s, "onnx_exported_model_two_sizes", onnx_exported_model_two_sizes);
+    clf_test_add_case(s, "onnx_exported_model_two_sizes_by_nodes", onnx_exported_model_two_sizes_by_nodes);
     clf_test_add_case(s, "onnx_exported_model_by_nodes", onnx_exported_model_by_nodes);
     return s;
 }

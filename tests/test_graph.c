@@ -2083,7 +2083,8 @@ END_TEST
  * where(causal [1, S, S], 1, 0) @ (x + pos * two + rows), x [S, 4] an
  * input, the constants made from S: pos[i] = i ([S, 1]; odd_at gives it
  * another value at that size), two = 2 everywhere ([S, 4]), rows[i][j] =
- * 100 i + j ([S, 4], rows of a table), causal[0][i][j] = j <= i. */
+ * 100 i + j ([S, 4], rows of a table), causal[0][i][j] = j <= i; and x
+ * flattened ([4 S]). */
 static clf_graph *made_at(int64_t S, int64_t odd_at)
 {
     clf_graph *g = clf_graph_create();
@@ -2107,6 +2108,8 @@ static clf_graph *made_at(int64_t S, int64_t odd_at)
     clf_tensor m = clf_where(g, clf_constant(g, CLF_BOOL, 3, ms, mask), clf_scalar(g, CLF_F32, 1),
                              clf_scalar(g, CLF_F32, 0));
     ck_assert_int_eq(clf_graph_output(g, "z", clf_matmul(g, m, y)), CLF_OK);
+    /* x flattened: an axis of 4 S, a dimension derived from S. */
+    ck_assert_int_eq(clf_graph_output(g, "flat", clf_reshape(g, x, 1, (const int64_t[1]){4 * S})), CLF_OK);
     free(pos);
     free(two);
     free(rows);
@@ -2121,7 +2124,7 @@ static clf_graph *symbolic_made_at_2(int64_t odd_at)
     clf_graph *g = made_at(2, odd_at);
     const char *names[1] = {"S"};
     const int64_t lo[1] = {1}, hi[1] = {20};
-    const char *dims[2][CLF_MAX_RANK] = {{"S"}, {NULL, "S"}};
+    const char *dims[3][CLF_MAX_RANK] = {{"S"}, {NULL, "S"}, {NULL}};
     char err[200];
     ck_assert_int_eq(clf__graph_make_symbolic(g, 1, names, lo, hi, (const char *const(*)[CLF_MAX_RANK])dims, NULL,
                                               err, sizeof err),
@@ -2160,6 +2163,17 @@ START_TEST(test_generalise_finds_symbols_and_generators)
     ck_assert_int_eq(kinds[CLF__GEN_SPLAT], 1);
     ck_assert_int_eq(kinds[CLF__GEN_PREFIX], 1);
     ck_assert_int_eq(kinds[CLF__GEN_CAUSAL], 1);
+    /* The flattened axis: 4 S, derived. */
+    ck_assert_uint_eq(g->nderived, 1);
+    ck_assert_int_eq(g->syms[1].rule, CLF__DIM_SCALED);
+    ck_assert(g->syms[1].k == 4 && g->syms[1].c == 0);
+    const char *names[CLF_MAX_RANK];
+    ck_assert_int_eq(clf_tensor_dim_names(g, (clf_tensor){g->serial, g->outputs[1].node}, names), CLF_OK);
+    ck_assert_str_eq(names[0], g->syms[1].name);
+    /* No new symbol once one is derived. */
+    ck_assert_int_eq(clf_dim(g, "T", 1, 8), 0);
+    ck_assert_int_eq(g->status, CLF_ERR_UNSUPPORTED);
+    g->status = CLF_OK;
     /* At a size none of them had, node by node, as made there. */
     const int64_t nine = 9;
     clf_graph *s = NULL, *want = made_at(9, 0);

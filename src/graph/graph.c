@@ -54,7 +54,7 @@ void clf_graph_destroy(clf_graph **gp)
     clf__free(g->nodes);
     clf__free(g->inputs);
     clf__free(g->outputs);
-    for (size_t i = 0; i < g->nsyms; i++)
+    for (size_t i = 0; i < g->nsyms + g->nderived; i++)
         clf__free(g->syms[i].name);
     clf__free(g->syms);
     clf__graph_regen_release(g->regen);

@@ -78,6 +78,93 @@ static int symbol_of(const clf_graph *g, const clf__graph_at *A, const clf__grap
     return found;
 }
 
+/* Whether r is a candidate better than *best (of *n as good so far):
+ * rules without a constant term come first (two sizes fit k * s + c to
+ * nearly anything); *n counts the candidates as good as the best. */
+static void consider(const clf__dim_sym *r, clf__dim_sym *best, int *n)
+{
+    const int rank = r->c != 0, best_rank = best->c != 0;
+    if (!*n || rank < best_rank) {
+        *best = *r;
+        *n = 1;
+    } else if (rank == best_rank) {
+        ++*n;
+    }
+}
+
+/* The rule a derived dimension of sizes ea at A and eb at B follows, of k
+ * * s + c, k * s * t and s - t + c (clf__dim_rule), into *rule: the one
+ * without a constant term, else the one with; false when none or several
+ * as good fit (the checks would tell them apart, but a guess is not worth
+ * an import's time). */
+static bool rule_for(const clf_graph *g, const int64_t *va, const int64_t *vb, int64_t ea, int64_t eb,
+                     clf__dim_sym *rule)
+{
+    int n = 0;
+    for (size_t a = 0; a < g->nsyms; a++) {
+        const int64_t da = vb[a] - va[a];
+        if (da > 0 && (eb - ea) % da == 0 && (eb - ea) / da >= 1) {
+            const int64_t k = (eb - ea) / da;
+            consider(&(clf__dim_sym){.rule = CLF__DIM_SCALED, .a = (uint8_t)a, .k = k, .c = ea - k * va[a]}, rule,
+                     &n);
+        }
+        for (size_t b = 0; b < g->nsyms; b++) {
+            if (b == a)
+                continue;
+            const int64_t pa = va[a] * va[b];
+            if (a < b && pa > 0 && ea % pa == 0 && eb == ea / pa * vb[a] * vb[b])
+                consider(&(clf__dim_sym){.rule = CLF__DIM_PRODUCT, .a = (uint8_t)a, .b = (uint8_t)b, .k = ea / pa},
+                         rule, &n);
+            const int64_t c = ea - (va[a] - va[b]);
+            if (eb == vb[a] - vb[b] + c)
+                consider(&(clf__dim_sym){.rule = CLF__DIM_DIFFERENCE, .a = (uint8_t)a, .b = (uint8_t)b, .c = c}, rule,
+                         &n);
+        }
+    }
+    return n == 1;
+}
+
+/* 1 + the index of g's derived dimension of sizes ea at A and eb at B,
+ * added where none is; 0 where no one rule gives them (or out of room). */
+static int derived_of(clf_graph *g, const clf__graph_at *A, const clf__graph_at *B, int64_t ea, int64_t eb)
+{
+    int64_t va[CLF__MAX_SYMS], vb[CLF__MAX_SYMS];
+    char err[160];
+    memcpy(va, A->values, g->nsyms * sizeof *va);
+    memcpy(vb, B->values, g->nsyms * sizeof *vb);
+    if (!clf__graph_derive(g, va, err, sizeof err) || !clf__graph_derive(g, vb, err, sizeof err))
+        return 0;
+    for (size_t i = g->nsyms; i < g->nsyms + g->nderived; i++)
+        if (va[i] == ea && vb[i] == eb)
+            return (int)i + 1;
+    clf__dim_sym r;
+    if (!rule_for(g, va, vb, ea, eb, &r) || g->nsyms + g->nderived == CLF__MAX_SYMS)
+        return 0;
+    const char *a = g->syms[r.a].name, *b = g->syms[r.b].name;
+    char name[160];
+    switch ((clf__dim_rule)r.rule) {
+    case CLF__DIM_SCALED:
+        snprintf(name, sizeof name, "%" PRId64 "*%s%+" PRId64, r.k, a, r.c);
+        break;
+    case CLF__DIM_PRODUCT:
+        snprintf(name, sizeof name, "%" PRId64 "*%s*%s", r.k, a, b);
+        break;
+    default:
+        snprintf(name, sizeof name, "%s-%s%+" PRId64, a, b, r.c);
+        break;
+    }
+    int64_t rep[CLF__MAX_SYMS];
+    for (size_t s = 0; s < g->nsyms; s++)
+        rep[s] = g->syms[s].rep;
+    size_t len = strlen(name) + 1;
+    if (!(r.name = clf__malloc(len)))
+        return 0;
+    memcpy(r.name, name, len);
+    r.rep = clf__graph_dim_value(&r, rep);
+    g->syms[g->nsyms + g->nderived] = r;
+    return (int)(g->nsyms + g->nderived++) + 1;
+}
+
 /* The bytes of a constant node's data. */
 static size_t const_bytes(const clf__node *n) { return (size_t)clf__node_numel(n) * clf_dtype_size(n->dtype); }
 
@@ -140,9 +227,10 @@ static bool fit_constant(clf_graph *g, size_t i, const clf__graph_at *A, const c
             goto found;
     }
     memset(&cand.gen, 0, sizeof cand.gen);
-    /* Positions (Range(0, n)), on the last axis first. */
+    /* Positions (Range(0, n)), on the last axis first, then in C order
+     * (-1: a Range over a flattened batch * seq). */
     if (a->dtype != CLF_BOOL) {
-        for (int d = a->rank - 1; d >= 0; d--) {
+        for (int d = a->rank - 1; d >= -1; d--) {
             cand.gen.kind = CLF__GEN_IOTA;
             cand.gen.axis = d;
             if (generates(A->g, a, &cand) && generates(B->g, b, &cand))
@@ -181,6 +269,8 @@ static bool fit(clf_graph *g, const uint8_t *live, const clf__graph_at *A, const
             if (a->shape[d] == b->shape[d])
                 continue;
             int s = symbol_of(g, A, B, a->shape[d], b->shape[d]);
+            if (!s && n->op != CLF__OP_INPUT)
+                s = derived_of(g, A, B, a->shape[d], b->shape[d]);
             if (!s || (n->sym[d] && n->sym[d] != s))
                 return say(why, cap, "node %zu (%s) axis %d is %" PRId64 " at %s and %" PRId64 " at %s: %s", i,
                            clf__node_op_name(n), d, a->shape[d], sizes_text(g, A->values, sa, sizeof sa),
@@ -193,6 +283,8 @@ static bool fit(clf_graph *g, const uint8_t *live, const clf__graph_at *A, const
                 return say(why, cap, "cache write %zu writes another axis at another size", i);
             if (a->attr.cache.len != b->attr.cache.len) {
                 int s = symbol_of(g, A, B, a->attr.cache.len, b->attr.cache.len);
+                if (!s)
+                    s = derived_of(g, A, B, a->attr.cache.len, b->attr.cache.len);
                 if (!s)
                     return say(why, cap, "cache write %zu: its length is %" PRId64 " at %s and %" PRId64
                                          " at %s, no one dimension's size",
@@ -261,6 +353,7 @@ bool clf__graph_generalise(clf_graph *g, const clf__graph_at *at, size_t n, cons
         return say(why, cap, "out of memory");
     }
     memcpy(saved, g->nodes, g->nnodes * sizeof *saved);
+    const size_t nderived = g->nderived;
     for (size_t s = 0; s < g->nsyms; s++)
         rep[s] = g->syms[s].rep;
     /* Specialising by nodes, not by the regen, for the checks. */
@@ -270,8 +363,14 @@ bool clf__graph_generalise(clf_graph *g, const clf__graph_at *at, size_t n, cons
     for (size_t k = 0; ok && k < n; k++)
         ok = agrees_at(g, live, at[k].g, at[k].values, why, cap);
     g->regen = regen;
-    if (!ok)
+    if (!ok) {
         memcpy(g->nodes, saved, g->nnodes * sizeof *saved);
+        for (size_t i = g->nsyms + nderived; i < g->nsyms + g->nderived; i++) {
+            clf__free(g->syms[i].name);
+            memset(&g->syms[i], 0, sizeof g->syms[i]);
+        }
+        g->nderived = nderived;
+    }
     clf__free(saved);
     clf__free(live);
     return ok;

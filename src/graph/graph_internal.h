@@ -127,19 +127,33 @@ typedef enum clf__const_gen {
                         causal mask; an imported model's, graph_generalise.h) */
     CLF__GEN_COUNT,  /* f32 scalar: the product of gen.node's extents on gen.mask, less gen.minus */
     CLF__GEN_SPLAT,  /* any dtype: every element is gen.splat */
-    CLF__GEN_IOTA,   /* integer or float: each element is its index on gen.axis */
+    CLF__GEN_IOTA,   /* integer or float: each element is its index on gen.axis (-1: its index in C order) */
     CLF__GEN_PREFIX, /* any dtype: the first extents on gen.axis of gen.table, kept alive by the graph's
                         regen (a position embedding's rows, a rotary table) */
 } clf__const_gen;
 
-/* A symbolic dimension (clf_dim). rep is the size the graph's shapes hold
- * for it while building. */
+/* How a derived dimension's size follows from symbols a and b (indices of
+ * the graph's symbols; graph_generalise.h finds them). */
+typedef enum clf__dim_rule {
+    CLF__DIM_SYMBOL,     /* a symbol itself (clf_dim) */
+    CLF__DIM_SCALED,     /* k * a + c */
+    CLF__DIM_PRODUCT,    /* k * a * b */
+    CLF__DIM_DIFFERENCE, /* a - b + c */
+} clf__dim_rule;
+
+/* A symbolic dimension (clf_dim), or one derived from them (index nsyms
+ * and after: no bounds, never bound by a run, its size computed). rep is
+ * the size the graph's shapes hold for it while building. */
 typedef struct clf__dim_sym {
     char *name;
     int64_t lo, hi, rep;
+    uint8_t rule; /* clf__dim_rule */
+    uint8_t a, b;
+    int64_t k, c;
 } clf__dim_sym;
 
-/* Symbolic dimensions a graph may declare (sym[] holds 1 + the index). */
+/* Symbolic dimensions a graph may declare, derived ones included (sym[]
+ * holds 1 + the index). */
 #define CLF__MAX_SYMS 64
 
 typedef struct clf__graph_output {
@@ -169,8 +183,8 @@ struct clf_graph {
     size_t ninputs, cap_inputs;
     clf__graph_output *outputs;
     size_t noutputs, cap_outputs;
-    clf__dim_sym *syms; /* symbolic dimensions, at most CLF__MAX_SYMS */
-    size_t nsyms;
+    clf__dim_sym *syms; /* symbolic dimensions, then the derived ones; CLF__MAX_SYMS in all */
+    size_t nsyms, nderived;
     clf__graph_regen *regen; /* NULL: specialised node by node */
     clf_status status;
     char message[512];

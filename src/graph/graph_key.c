@@ -12,7 +12,7 @@
 #if UINTPTR_MAX == UINT64_MAX
 static_assert(sizeof(clf__node) == 312, "clf__node changed: write the new field in clf__graph_key");
 static_assert(sizeof(clf__graph_output) == 16, "clf__graph_output changed: update clf__graph_key");
-static_assert(sizeof(struct clf_graph) == 624, "clf_graph changed: write the new field in clf__graph_key");
+static_assert(sizeof(struct clf_graph) == 632, "clf_graph changed: write the new field in clf__graph_key");
 #endif
 static_assert(CLF__OP_COUNT == 52, "a new op: check that put_attr writes its attributes");
 
@@ -175,6 +175,11 @@ void clf__graph_key(const clf_graph *g, clf__strbuf *sb)
     for (size_t i = 0; i < g->nsyms; i++) {
         clf__sb_printf(sb, "\nsym %" PRId64 "..%" PRId64 " rep %" PRId64, g->syms[i].lo, g->syms[i].hi, g->syms[i].rep);
         put_str(sb, "name", g->syms[i].name);
+    }
+    for (size_t i = g->nsyms; i < g->nsyms + g->nderived; i++) {
+        const clf__dim_sym *S = &g->syms[i];
+        clf__sb_printf(sb, "\nderived %d %d %d %" PRId64 " %" PRId64 " rep %" PRId64, (int)S->rule, (int)S->a,
+                       (int)S->b, S->k, S->c, S->rep);
     }
     /* A graph made again at each size (an imported model): its nodes are
      * the stand-in import's, and what it becomes is the importer's. */

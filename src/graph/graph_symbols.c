@@ -32,6 +32,11 @@ int64_t clf_dim(clf_graph *g, const char *name, int64_t lo, int64_t hi)
                         "'%s': bounds %" PRId64 "..%" PRId64 " (want 0 <= lo <= hi, or hi 0 for none)", name, lo, hi);
         return 0;
     }
+    if (g->nderived) {
+        clf__graph_fail(g, CLF_ERR_UNSUPPORTED, call,
+                        "'%s': the graph's dimensions are fixed (it has dimensions derived from them)", name);
+        return 0;
+    }
     if (g->nsyms == CLF__MAX_SYMS) {
         clf__graph_fail(g, CLF_ERR_UNSUPPORTED, call, "'%s': a graph has at most %d symbolic dimensions", name,
                         CLF__MAX_SYMS);
@@ -54,7 +59,7 @@ int64_t clf_dim(clf_graph *g, const char *name, int64_t lo, int64_t hi)
     /* The stand-in is never 1 where the bounds allow otherwise, so that no
      * builder takes the dimension for a broadcast one. */
     int64_t rep = clf__graph_dim_rep(lo, hi);
-    g->syms[g->nsyms] = (clf__dim_sym){copy, lo, hi, rep};
+    g->syms[g->nsyms] = (clf__dim_sym){.name = copy, .lo = lo, .hi = hi, .rep = rep, .a = (uint8_t)g->nsyms};
     return CLF__DIM_TOKEN - (int64_t)g->nsyms++;
 }
 
@@ -103,7 +108,42 @@ void clf__graph_take_dims(const clf_graph *g, int rank, const int64_t *in, int64
 
 const char *clf__graph_sym_name(const clf_graph *g, int sym)
 {
-    return sym > 0 && (size_t)sym <= g->nsyms ? g->syms[sym - 1].name : "?";
+    return sym > 0 && (size_t)sym <= g->nsyms + g->nderived ? g->syms[sym - 1].name : "?";
+}
+
+int64_t clf__graph_dim_value(const clf__dim_sym *S, const int64_t *values)
+{
+    switch ((clf__dim_rule)S->rule) {
+    case CLF__DIM_SCALED:
+        return S->k * values[S->a] + S->c;
+    case CLF__DIM_PRODUCT:
+        return S->k * values[S->a] * values[S->b];
+    case CLF__DIM_DIFFERENCE:
+        return values[S->a] - values[S->b] + S->c;
+    case CLF__DIM_SYMBOL:
+        break;
+    }
+    return values[S->a];
+}
+
+bool clf__graph_derive(const clf_graph *g, int64_t *values, char *err, size_t cap)
+{
+    for (size_t i = g->nsyms; i < g->nsyms + g->nderived; i++) {
+        const clf__dim_sym *S = &g->syms[i];
+        /* The symbols' sizes are bounded by the tensors they make (under
+         * 2^63 bytes): a product of two in double first. */
+        const double approx = S->rule == CLF__DIM_PRODUCT
+                                  ? (double)S->k * (double)values[S->a] * (double)values[S->b]
+                                  : 0.0;
+        const int64_t v = approx > 9.0e18 ? -1 : clf__graph_dim_value(S, values);
+        if (v < 0) {
+            snprintf(err, cap, "dimension %s is %s at these sizes", S->name, v < 0 && approx <= 9.0e18 ? "negative"
+                                                                                                     : "too large");
+            return false;
+        }
+        values[i] = v;
+    }
+    return true;
 }
 
 /* ---- The rule of each op ---------------------------------------------- */
@@ -441,11 +481,12 @@ static clf_status generate(const clf_graph *s, const clf__node *from, clf__node 
             memcpy(c + (size_t)i * size, from->gen.splat, size);
         break;
     case CLF__GEN_IOTA: {
-        /* The index on axis a of element i is (i / inner) % extent. */
+        /* The index on axis a of element i is (i / inner) % extent; axis
+         * -1: i itself. */
         int64_t inner = 1;
-        for (int d = from->gen.axis + 1; d < n->rank; d++)
+        for (int d = from->gen.axis + 1; from->gen.axis >= 0 && d < n->rank; d++)
             inner *= n->shape[d];
-        const int64_t extent = n->shape[from->gen.axis];
+        const int64_t extent = from->gen.axis < 0 ? numel : n->shape[from->gen.axis];
         for (int64_t i = 0; i < numel; i++)
             clf__dtype_table[n->dtype].put_i64(c, i, i / inner % extent);
         break;
@@ -560,6 +601,14 @@ clf_status clf__graph_specialise(const clf_graph *g, const int64_t *values, bool
     *out = NULL;
     if (g->regen && g->regen->make && values)
         return g->regen->make(g->regen->state, values, out, err, cap);
+    /* The symbols' sizes and the derived dimensions'. */
+    int64_t all[CLF__MAX_SYMS];
+    if (values) {
+        memcpy(all, values, g->nsyms * sizeof *all);
+        if (!clf__graph_derive(g, all, err, cap))
+            return CLF_ERR_SHAPE;
+        values = all;
+    }
     clf_graph *s = clf_graph_create();
     if (!s)
         return fail(err, cap, CLF_ERR_OUT_OF_MEMORY, "%sout of memory", "", 0);
@@ -643,11 +692,14 @@ clf_status clf__graph_specialise(const clf_graph *g, const int64_t *values, bool
     if (!values && g->nsyms) {
         if (!(s->syms = clf__calloc(CLF__MAX_SYMS, sizeof *s->syms)))
             goto oom;
-        for (size_t i = 0; i < g->nsyms; i++) {
+        for (size_t i = 0; i < g->nsyms + g->nderived; i++) {
             s->syms[i] = g->syms[i];
             if (!(s->syms[i].name = dup_str(g->syms[i].name)))
                 goto oom;
-            s->nsyms = i + 1;
+            if (i < g->nsyms)
+                s->nsyms = i + 1;
+            else
+                s->nderived = i + 1 - g->nsyms;
         }
     }
     memcpy(s->inputs, g->inputs, g->ninputs * sizeof *s->inputs);

@@ -57,7 +57,16 @@ bool clf__graph_slice_sym_ok(clf_graph *g, const char *call, const clf__node *in
  * COUNT's node). */
 clf_status clf__graph_generate_const(const clf_graph *s, const clf__node *from, clf__node *n, char *err, size_t cap);
 
-/* "S" for 1 + the index of a symbol. */
+/* A derived dimension's size at the symbols' sizes values (its rule; a
+ * symbol's own: values[a]). */
+int64_t clf__graph_dim_value(const clf__dim_sym *S, const int64_t *values);
+
+/* Fills values[nsyms ..] with g's derived dimensions' sizes from the
+ * symbols' (values[0 .. nsyms)); false with err where one is negative or
+ * too large. */
+bool clf__graph_derive(const clf_graph *g, int64_t *values, char *err, size_t cap);
+
+/* "S" for 1 + the index of a symbol (or a derived dimension). */
 const char *clf__graph_sym_name(const clf_graph *g, int sym);
 
 /* Counts a graph's reference to r (NULL: nothing). */

@@ -1,7 +1,9 @@
 /* Constant folds remembered across the imports of one model.
  *
- * A model with symbolic dimensions is imported again at every new size
- * (onnx_model.c's regen), and the importer folds the nodes whose inputs
+ * A model with symbolic dimensions whose graph cannot be made node by
+ * node is imported again at every new size (onnx_model.c's regen), and
+ * its imports at the sizes that check whether it can be are several more;
+ * the importer folds the nodes whose inputs
  * are all literals (the exporters' Shape -> Gather -> Concat -> Reshape
  * chains, masks from Range) by running the reference interpreter on a
  * graph of one node. Most of those folds see the same literals at every

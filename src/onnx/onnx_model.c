@@ -32,8 +32,9 @@ typedef struct io_entry {
 } io_entry;
 
 /* The AST, shared by the model and, where dimensions stay symbolic, by its
- * graph's regen, which imports it again at each new size and whose graphs
- * borrow its initializers' bytes. */
+ * graph's regen, which imports it again at each new size (or only keeps
+ * it, where the graph is made node by node: try_by_nodes) and whose
+ * graphs borrow its initializers' bytes. */
 typedef struct shared_ast {
     clf__onnx_model ast;
     int refs;
