@@ -2167,6 +2167,7 @@ START_TEST(test_generalise_finds_symbols_and_generators)
     ck_assert_uint_eq(g->nderived, 1);
     ck_assert_int_eq(g->syms[1].rule, CLF__DIM_SCALED);
     ck_assert(g->syms[1].k == 4 && g->syms[1].c == 0);
+    ck_assert_str_eq(g->syms[1].name, "4*S");
     const char *names[CLF_MAX_RANK];
     ck_assert_int_eq(clf_tensor_dim_names(g, (clf_tensor){g->serial, g->outputs[1].node}, names), CLF_OK);
     ck_assert_str_eq(names[0], g->syms[1].name);
@@ -2188,6 +2189,53 @@ START_TEST(test_generalise_finds_symbols_and_generators)
     }
     clf_graph_destroy(&s);
     clf_graph_destroy(&want);
+    clf_graph_destroy(&g);
+    for (int k = 0; k < 4; k++)
+        clf_graph_destroy(&made[k]);
+}
+END_TEST
+
+/* A regen that makes made_at(values[0]), counting its calls. */
+static int made_again;
+static clf_status make_again(void *state, const int64_t *values, clf_graph **out, char *err, size_t cap)
+{
+    (void)state, (void)err, (void)cap;
+    made_again++;
+    *out = made_at(values[0], 0);
+    return CLF_OK;
+}
+static void release_nothing(void *state) { (void)state; }
+
+START_TEST(test_generalise_tables_past_their_rows_made_again)
+{
+    const int64_t v[4] = {6, 12, 1, 12};
+    clf_graph *made[4];
+    clf__graph_at at[4];
+    for (int k = 0; k < 4; k++) {
+        made[k] = made_at(v[k], 0);
+        at[k] = (clf__graph_at){made[k], &v[k]};
+    }
+    clf_graph *g = symbolic_made_at_2(0);
+    char why[400] = "";
+    /* The table from a graph at 12, short of the bound 20. */
+    ck_assert_msg(clf__graph_generalise(g, at, 3, &at[3], why, sizeof why), "%s", why);
+    clf__graph_regen *regen = calloc(1, sizeof *regen);
+    *regen = (clf__graph_regen){make_again, release_nothing, NULL, 1, true};
+    g->regen = regen;
+    for (int64_t size = 9; size <= 15; size += 6) {
+        made_again = 0;
+        clf_graph *s = NULL, *want = made_at(size, 0);
+        ck_assert_int_eq(clf__graph_specialise(g, &size, false, &s, why, sizeof why), CLF_OK);
+        /* 9 rows: node by node; 15: past the table, made again. */
+        ck_assert_int_eq(made_again, size > 12);
+        for (size_t i = 0; i < s->nnodes; i++)
+            if (s->nodes[i].op == CLF__OP_CONSTANT)
+                ck_assert_msg(!memcmp(s->nodes[i].data, want->nodes[i].data,
+                                      (size_t)clf__node_numel(&want->nodes[i]) * clf_dtype_size(want->nodes[i].dtype)),
+                              "size %lld, node %zu", (long long)size, i);
+        clf_graph_destroy(&s);
+        clf_graph_destroy(&want);
+    }
     clf_graph_destroy(&g);
     for (int k = 0; k < 4; k++)
         clf_graph_destroy(&made[k]);
@@ -2278,6 +2326,7 @@ static Suite *graph_suite(void)
     tcase_add_test(tc, test_onnx_names_find_the_table_first_row);
     tcase_add_test(tc, test_generalise_finds_symbols_and_generators);
     tcase_add_test(tc, test_generalise_refuses_what_the_checks_contradict);
+    tcase_add_test(tc, test_generalise_tables_past_their_rows_made_again);
     suite_add_tcase(s, tc);
     return s;
 }

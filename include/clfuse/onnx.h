@@ -125,13 +125,17 @@ typedef struct clf_onnx_params {
     size_t message_cap;
     /* Dimensions kept symbolic (not named in dim_names, nor fixed by
      * inputs). The model is imported at their stand-in sizes (clf_dim's
-     * rule), and again at each new size a run gives (as clf_run_host_shaped
-     * says, programs are built per kernel form, not per size): shape
-     * arithmetic (Shape, Gather, Concat, Reshape, Range, Trilu) folds at
-     * every size, so any model whose shapes follow from its inputs' works.
-     * The axes of inputs and outputs whose dim_param names a symbol are
-     * symbolic. Initializers are kept by the graph (which outlives the
-     * model) and shared by every size (one device copy per executable). */
+     * rule), and at a few more sizes at load: where those imports show
+     * every extent and constant that changes to follow from the sizes in
+     * a way the library can make (README, ONNX: Shapes), the graph is made
+     * at each new size a run gives node by node; else the model is
+     * imported again at each new size (as clf_run_host_shaped says,
+     * programs are built per kernel form, not per size). Shape arithmetic
+     * (Shape, Gather, Concat, Reshape, Range, Trilu) folds at every size,
+     * so any model whose shapes follow from its inputs' works. The axes of
+     * inputs and outputs whose dim_param names a symbol are symbolic.
+     * Initializers are kept by the graph (which outlives the model) and
+     * shared by every size (one device copy per executable). */
     const clf_onnx_symbol *symbols;
     size_t nsymbols;
     /* Dimensions that follow from others (clf_onnx_derived_dim). */

@@ -141,18 +141,14 @@ static int derived_of(clf_graph *g, const clf__graph_at *A, const clf__graph_at 
     if (!rule_for(g, va, vb, ea, eb, &r) || g->nsyms + g->nderived == CLF__MAX_SYMS)
         return 0;
     const char *a = g->syms[r.a].name, *b = g->syms[r.b].name;
-    char name[160];
-    switch ((clf__dim_rule)r.rule) {
-    case CLF__DIM_SCALED:
-        snprintf(name, sizeof name, "%" PRId64 "*%s%+" PRId64, r.k, a, r.c);
-        break;
-    case CLF__DIM_PRODUCT:
-        snprintf(name, sizeof name, "%" PRId64 "*%s*%s", r.k, a, b);
-        break;
-    default:
-        snprintf(name, sizeof name, "%s-%s%+" PRId64, a, b, r.c);
-        break;
-    }
+    /* Its name, for messages and queries: "4*S", "T-S", "S+1". */
+    char name[160], k[24] = "", c[24] = "";
+    if (r.k != 1 && r.rule != CLF__DIM_DIFFERENCE)
+        snprintf(k, sizeof k, "%" PRId64 "*", r.k);
+    if (r.c)
+        snprintf(c, sizeof c, "%+" PRId64, r.c);
+    const char *op = r.rule == CLF__DIM_PRODUCT ? "*" : r.rule == CLF__DIM_DIFFERENCE ? "-" : "";
+    snprintf(name, sizeof name, "%s%s%s%s%s", k, a, op, r.rule == CLF__DIM_SCALED ? "" : b, c);
     int64_t rep[CLF__MAX_SYMS];
     for (size_t s = 0; s < g->nsyms; s++)
         rep[s] = g->syms[s].rep;

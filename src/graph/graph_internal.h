@@ -164,15 +164,17 @@ typedef struct clf__graph_output {
 /* How a graph is made again at given sizes when it cannot be specialised
  * node by node: a model whose import folds its shapes into constants
  * (onnx/) is imported again. make builds the graph at values (one per
- * symbol, within bounds; no symbols in it); make NULL: the graph is
- * specialised node by node after all (graph_generalise.h), and the regen
- * only keeps alive the constants the graph borrows. The graph and its
- * copies share one, counted. */
+ * symbol, within bounds; no symbols in it). by_nodes: the graph is
+ * specialised node by node after all (graph_generalise.h), make serving
+ * only sizes past its PREFIX tables' rows, and the regen keeps alive the
+ * constants and tables the graph borrows. The graph and its copies share
+ * one, counted. */
 typedef struct clf__graph_regen {
     clf_status (*make)(void *state, const int64_t *values, clf_graph **out, char *err, size_t cap);
     void (*release)(void *state);
     void *state;
     int refs; /* changed only through clf__graph_regen_retain / _release */
+    bool by_nodes;
 } clf__graph_regen;
 
 struct clf_graph {

@@ -132,16 +132,15 @@ bool clf__graph_derive(const clf_graph *g, int64_t *values, char *err, size_t ca
         const clf__dim_sym *S = &g->syms[i];
         /* The symbols' sizes are bounded by the tensors they make (under
          * 2^63 bytes): a product of two in double first. */
-        const double approx = S->rule == CLF__DIM_PRODUCT
-                                  ? (double)S->k * (double)values[S->a] * (double)values[S->b]
-                                  : 0.0;
-        const int64_t v = approx > 9.0e18 ? -1 : clf__graph_dim_value(S, values);
-        if (v < 0) {
-            snprintf(err, cap, "dimension %s is %s at these sizes", S->name, v < 0 && approx <= 9.0e18 ? "negative"
-                                                                                                     : "too large");
+        if (S->rule == CLF__DIM_PRODUCT && (double)S->k * (double)values[S->a] * (double)values[S->b] > 9.0e18) {
+            snprintf(err, cap, "dimension %s is too large at these sizes", S->name);
             return false;
         }
-        values[i] = v;
+        values[i] = clf__graph_dim_value(S, values);
+        if (values[i] < 0) {
+            snprintf(err, cap, "dimension %s is negative at these sizes", S->name);
+            return false;
+        }
     }
     return true;
 }
@@ -457,9 +456,7 @@ static clf_status fail(char *err, size_t cap, clf_status st, const char *fmt, co
     return st;
 }
 
-/* The data of n, a constant that follows from shapes as from's does,
- * made for s's shapes. */
-static clf_status generate(const clf_graph *s, const clf__node *from, clf__node *n, char *err, size_t cap)
+clf_status clf__graph_generate_const(const clf_graph *s, const clf__node *from, clf__node *n, char *err, size_t cap)
 {
     const int64_t numel = clf__node_numel(n);
     const size_t size = clf_dtype_size(n->dtype), bytes = (size_t)numel * size;
@@ -492,13 +489,14 @@ static clf_status generate(const clf_graph *s, const clf__node *from, clf__node 
         break;
     }
     case CLF__GEN_PREFIX: {
-        /* outer x extent x inner of rows x inner's outer x rows x inner */
+        /* n is [outer.., extent, inner..], the table [outer.., rows,
+         * inner..]: each outer index takes the first extent rows. */
         const int a = from->gen.axis;
         const int64_t extent = n->shape[a];
         if (extent > from->gen.rows) {
             clf__free(c);
-            return fail(err, cap, CLF_ERR_SHAPE, "%sa constant made from shapes needs %lld rows of a table of fewer",
-                        "", (long long)extent);
+            snprintf(err, cap, "a table of %lld rows cannot give %lld", (long long)from->gen.rows, (long long)extent);
+            return CLF_ERR_SHAPE;
         }
         int64_t outer = 1, inner = 1;
         for (int d = 0; d < a; d++)
@@ -533,11 +531,6 @@ static clf_status generate(const clf_graph *s, const clf__node *from, clf__node 
     n->data = c;
     n->borrowed = false;
     return CLF_OK;
-}
-
-clf_status clf__graph_generate_const(const clf_graph *s, const clf__node *from, clf__node *n, char *err, size_t cap)
-{
-    return generate(s, from, n, err, cap);
 }
 
 static char *dup_str(const char *s)
@@ -595,11 +588,23 @@ clf_status clf__graph_make_symbolic(clf_graph *g, size_t nsyms, const char *cons
     return CLF_OK;
 }
 
+/* Whether each PREFIX table of g has the rows its constant takes at the
+ * sizes all (the derived dimensions' included). */
+static bool tables_cover(const clf_graph *g, const int64_t *all)
+{
+    for (size_t i = 0; i < g->nnodes; i++) {
+        const clf__node *n = &g->nodes[i];
+        if (n->gen.kind == CLF__GEN_PREFIX && n->sym[n->gen.axis] && all[n->sym[n->gen.axis] - 1] > n->gen.rows)
+            return false;
+    }
+    return true;
+}
+
 clf_status clf__graph_specialise(const clf_graph *g, const int64_t *values, bool own_data, clf_graph **out,
                                  char *err, size_t cap)
 {
     *out = NULL;
-    if (g->regen && g->regen->make && values)
+    if (g->regen && !g->regen->by_nodes && values)
         return g->regen->make(g->regen->state, values, out, err, cap);
     /* The symbols' sizes and the derived dimensions'. */
     int64_t all[CLF__MAX_SYMS];
@@ -607,6 +612,8 @@ clf_status clf__graph_specialise(const clf_graph *g, const int64_t *values, bool
         memcpy(all, values, g->nsyms * sizeof *all);
         if (!clf__graph_derive(g, all, err, cap))
             return CLF_ERR_SHAPE;
+        if (g->regen && !tables_cover(g, all))
+            return g->regen->make(g->regen->state, values, out, err, cap);
         values = all;
     }
     clf_graph *s = clf_graph_create();
@@ -672,7 +679,7 @@ clf_status clf__graph_specialise(const clf_graph *g, const int64_t *values, bool
         if (from->name && !(n->name = dup_str(from->name)))
             goto oom;
         if (from->gen.kind != CLF__GEN_NONE && values) {
-            st = generate(s, from, n, err, cap);
+            st = clf__graph_generate_const(s, from, n, err, cap);
             if (st != CLF_OK)
                 goto out;
         } else if (from->data && own_data && !(from->borrowed && g->regen)) {

@@ -95,7 +95,9 @@ int64_t clf__graph_dim_rep(int64_t lo, int64_t hi);
  * unless own_data, then they are copied; those that follow from shapes
  * are made again. A size that makes a tensor too large is refused. A
  * graph with a regen is made again by it at values, and its copy keeps
- * the regen and the constants the regen keeps alive. */
+ * the regen and the constants the regen keeps alive. A graph whose regen
+ * is by_nodes is specialised node by node where its PREFIX tables have the
+ * rows, else made by the regen. */
 clf_status clf__graph_specialise(const clf_graph *g, const int64_t *values, bool own_data, clf_graph **out,
                                  char *err, size_t cap);
 

@@ -32,9 +32,9 @@ typedef struct io_entry {
 } io_entry;
 
 /* The AST, shared by the model and, where dimensions stay symbolic, by its
- * graph's regen, which imports it again at each new size (or only keeps
- * it, where the graph is made node by node: try_by_nodes) and whose
- * graphs borrow its initializers' bytes. */
+ * graph's regen, which imports it again at each new size (where the graph
+ * is made node by node, try_by_nodes, only at sizes past its tables' rows)
+ * and whose graphs borrow its initializers' bytes. */
 typedef struct shared_ast {
     clf__onnx_model ast;
     int refs;
@@ -333,23 +333,26 @@ static bool check_sizes(const clf_graph *g, int k, int64_t *v)
     return true;
 }
 
-/* The largest product of the symbols' upper bounds at which try_by_nodes
- * imports the model at them for its tables (the masks an import folds
- * grow with it). */
-#define TOP_IMPORT_MAX ((int64_t)1 << 22)
+/* The sizes try_by_nodes imports the model at for its tables: each
+ * symbol's upper bound, or less where the product of the sizes times the
+ * largest (a batch of square masks the import folds) would pass
+ * TOP_IMPORT_ELEMS: then every symbol is cut to one power of two. Sizes
+ * past a table's rows are imported again (clf__graph_specialise). */
+#define TOP_IMPORT_ELEMS ((double)(1 << 22))
 
-/* The symbols' upper bounds in v; false where one has none or their
- * product is past TOP_IMPORT_MAX. */
-static bool top_sizes(const clf_graph *g, int64_t *v)
+static void top_sizes(const clf_graph *g, int64_t *v)
 {
-    int64_t product = 1;
-    for (size_t s = 0; s < g->nsyms; s++) {
-        v[s] = g->syms[s].hi;
-        if (!v[s] || v[s] > TOP_IMPORT_MAX / product)
-            return false;
-        product *= v[s];
+    for (int64_t cut = (int64_t)1 << 30;; cut /= 2) {
+        double product = 1, largest = 1;
+        for (size_t s = 0; s < g->nsyms; s++) {
+            const int64_t hi = g->syms[s].hi;
+            v[s] = hi && hi < cut ? hi : cut;
+            product *= (double)v[s];
+            largest = (double)v[s] > largest ? (double)v[s] : largest;
+        }
+        if (product * largest <= TOP_IMPORT_ELEMS || cut == 1)
+            return;
     }
-    return true;
 }
 
 /* Moves g's PREFIX tables (pointing into the graph at the upper bounds)
@@ -381,8 +384,8 @@ static bool keep_tables(regen_state *R, clf_graph *g)
  * (graph_generalise.h), makes g (the import at the stand-in sizes) again
  * node by node from then on: a new size costs a copy of the graph, not an
  * import. Where a constant is a table's rows (a position embedding), the
- * model is imported at the symbols' upper bounds too, for the tables.
- * Else g keeps its regen; the log says why. */
+ * model is imported at the symbols' upper bounds too (top_sizes), for the
+ * tables. Else g keeps its regen; the log says why. */
 static void try_by_nodes(regen_state *R, clf_graph *g, clf__graph_regen *regen)
 {
     enum { NCHECK = 3 };
@@ -403,8 +406,8 @@ static void try_by_nodes(regen_state *R, clf_graph *g, clf__graph_regen *regen)
         }
     }
     bool by_nodes = ok && clf__graph_generalise(g, at, n, NULL, why, sizeof why);
-    if (ok && !by_nodes && strstr(why, "no generator") && top_sizes(g, values[n]) &&
-        import_at(R, values[n], &imps[n], err, sizeof err) == CLF_OK) {
+    if (ok && !by_nodes && strstr(why, "no generator") &&
+        (top_sizes(g, values[n]), import_at(R, values[n], &imps[n], err, sizeof err) == CLF_OK)) {
         at[n] = (clf__graph_at){imps[n].g, values[n]};
         n++;
         by_nodes = clf__graph_generalise(g, at, n, &at[n - 1], why, sizeof why);
@@ -421,9 +424,7 @@ static void try_by_nodes(regen_state *R, clf_graph *g, clf__graph_regen *regen)
     for (size_t k = 0; k < n; k++)
         clf__onnx_import_free(&imps[k]);
     if (by_nodes) {
-        regen->make = NULL;
-        clf__fold_memo_free(R->folds);
-        R->folds = NULL;
+        regen->by_nodes = true;
         clf__log(CLF__LOG_CACHE, "symbolic sizes: the model's graph is made again node by node at new sizes");
     } else {
         clf__log(CLF__LOG_CACHE, "symbolic sizes: the model is imported again at each new size: %s", why);
@@ -431,9 +432,8 @@ static void try_by_nodes(regen_state *R, clf_graph *g, clf__graph_regen *regen)
 }
 
 /* Imports m's AST at the symbols' stand-in sizes, keeping its data, and
- * makes the graph symbolic with a regen that imports it again, or that
- * only keeps the data where the graph can be made node by node
- * (try_by_nodes). */
+ * makes the graph symbolic with a regen that imports it again (made node
+ * by node instead where it can be: try_by_nodes). */
 static clf_status import_symbolic(clf_onnx_model *m, const clf_onnx_params *p, char *err, size_t cap)
 {
     const clf__onnx_model *ast = &m->shared->ast;
@@ -454,7 +454,7 @@ static clf_status import_symbolic(clf_onnx_model *m, const clf_onnx_params *p, c
         snprintf(err, cap, "out of memory");
         return CLF_ERR_OUT_OF_MEMORY;
     }
-    *regen = (clf__graph_regen){regen_make, regen_release, R, 1};
+    *regen = (clf__graph_regen){regen_make, regen_release, R, 1, false};
     /* The model's import, at the stand-in sizes: its graph becomes the
      * symbolic one. */
     clf_status st = import_at(R, values, &m->imp, err, cap);
