@@ -2219,9 +2219,9 @@ START_TEST(test_generalise_tables_past_their_rows_made_again)
     char why[400] = "";
     /* The table from a graph at 12, short of the bound 20. */
     ck_assert_msg(clf__graph_generalise(g, at, 3, &at[3], why, sizeof why), "%s", why);
-    clf__graph_regen *regen = calloc(1, sizeof *regen);
-    *regen = (clf__graph_regen){make_again, release_nothing, NULL, 1, true};
-    g->regen = regen;
+    g->regen = clf__graph_regen_new(make_again, release_nothing, NULL);
+    g->regen->by_nodes = true;
+    g->regen->upto[0] = 12;
     for (int64_t size = 9; size <= 15; size += 6) {
         made_again = 0;
         clf_graph *s = NULL, *want = made_at(size, 0);
@@ -2239,6 +2239,81 @@ START_TEST(test_generalise_tables_past_their_rows_made_again)
     clf_graph_destroy(&g);
     for (int k = 0; k < 4; k++)
         clf_graph_destroy(&made[k]);
+}
+END_TEST
+
+/* y = x + pos, x [S, 4] an input, pos[i] = i ([S, 1]), but i + 5 from
+ * S = odd_from on (a rule no size below shows, as a sliding window's). */
+static int64_t small_odd_from;
+static clf_graph *small_at(int64_t S)
+{
+    clf_graph *g = clf_graph_create();
+    int64_t xs[2] = {S, 4}, ps[2] = {S, 1};
+    float *pos = malloc((size_t)S * sizeof *pos);
+    for (int64_t i = 0; i < S; i++)
+        pos[i] = (float)i + (S >= small_odd_from ? 5.0f : 0.0f);
+    clf_tensor y = clf_binary(g, CLF_BINARY_ADD, clf_input(g, "x", CLF_F32, 2, xs), clf_constant(g, CLF_F32, 2, ps, pos));
+    ck_assert_int_eq(clf_graph_output(g, "y", y), CLF_OK);
+    free(pos);
+    return g;
+}
+
+static clf_status make_small_again(void *state, const int64_t *values, clf_graph **out, char *err, size_t cap)
+{
+    (void)state, (void)err, (void)cap;
+    made_again++;
+    *out = small_at(values[0]);
+    return CLF_OK;
+}
+
+/* Sizes past those checked are checked as they come, at twice the size
+ * checked before: where the graph made node by node agrees with the
+ * regen's, the range grows; where not, every later size is the regen's. */
+START_TEST(test_generalise_checks_larger_sizes_as_they_come)
+{
+    for (int disagree = 0; disagree < 2; disagree++) {
+        small_odd_from = disagree ? 20 : 1000;
+        const int64_t v[3] = {6, 12, 1};
+        clf_graph *made[3];
+        clf__graph_at at[3];
+        for (int k = 0; k < 3; k++) {
+            made[k] = small_at(v[k]);
+            at[k] = (clf__graph_at){made[k], &v[k]};
+        }
+        clf_graph *g = small_at(2);
+        const char *names[1] = {"S"};
+        const int64_t lo[1] = {1}, hi[1] = {40};
+        const char *dims[2][CLF_MAX_RANK] = {{"S"}, {"S"}};
+        char why[400] = "";
+        ck_assert_int_eq(clf__graph_make_symbolic(g, 1, names, lo, hi, (const char *const(*)[CLF_MAX_RANK])dims,
+                                                  NULL, why, sizeof why),
+                         CLF_OK);
+        ck_assert_msg(clf__graph_generalise(g, at, 3, NULL, why, sizeof why), "%s", why);
+        g->regen = clf__graph_regen_new(make_small_again, release_nothing, NULL);
+        g->regen->by_nodes = true;
+        g->regen->upto[0] = 12;
+        /* size, how many graphs the regen made for it (a check, the size
+         * itself), and upto after */
+        static const int64_t steps[2][4][3] = {{{10, 0, 12}, {17, 1, 24}, {23, 0, 24}, {30, 1, 40}},
+                                               {{10, 0, 12}, {17, 2, 12}, {15, 1, 12}, {5, 1, 12}}};
+        for (int k = 0; k < 4; k++) {
+            const int64_t size = steps[disagree][k][0];
+            made_again = 0;
+            clf_graph *sg = NULL, *want = small_at(size);
+            ck_assert_int_eq(clf__graph_specialise(g, &size, false, &sg, why, sizeof why), CLF_OK);
+            ck_assert_msg(made_again == steps[disagree][k][1], "size %lld: made %d", (long long)size, made_again);
+            ck_assert_int_eq(g->regen->upto[0], steps[disagree][k][2]);
+            ck_assert_int_eq(g->regen->by_nodes, !disagree || k == 0);
+            const uint32_t pos = sg->nodes[0].op == CLF__OP_CONSTANT ? 0 : 1;
+            const clf__node *c = &sg->nodes[pos], *w = &want->nodes[pos];
+            ck_assert(c->op == CLF__OP_CONSTANT && !memcmp(c->data, w->data, (size_t)size * sizeof(float)));
+            clf_graph_destroy(&sg);
+            clf_graph_destroy(&want);
+        }
+        clf_graph_destroy(&g);
+        for (int k = 0; k < 3; k++)
+            clf_graph_destroy(&made[k]);
+    }
 }
 END_TEST
 
@@ -2327,6 +2402,7 @@ static Suite *graph_suite(void)
     tcase_add_test(tc, test_generalise_finds_symbols_and_generators);
     tcase_add_test(tc, test_generalise_refuses_what_the_checks_contradict);
     tcase_add_test(tc, test_generalise_tables_past_their_rows_made_again);
+    tcase_add_test(tc, test_generalise_checks_larger_sizes_as_they_come);
     suite_add_tcase(s, tc);
     return s;
 }

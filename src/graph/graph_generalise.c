@@ -9,6 +9,7 @@
 
 #include "graph_symbols.h"
 #include "util/alloc.h"
+#include "util/log.h"
 
 static bool say(char *why, size_t cap, const char *fmt, ...)
 {
@@ -305,7 +306,7 @@ static bool agrees_at(const clf_graph *g, const uint8_t *live, const clf_graph *
 {
     char err[320], sz[160];
     clf_graph *s = NULL;
-    clf_status st = clf__graph_specialise(g, values, false, &s, err, sizeof err);
+    clf_status st = clf__graph_specialise_nodes(g, values, false, &s, err, sizeof err);
     if (st != CLF_OK)
         return say(why, cap, "at %s: %s", sizes_text(g, values, sz, sizeof sz), err);
     bool ok = true;
@@ -352,13 +353,9 @@ bool clf__graph_generalise(clf_graph *g, const clf__graph_at *at, size_t n, cons
     const size_t nderived = g->nderived;
     for (size_t s = 0; s < g->nsyms; s++)
         rep[s] = g->syms[s].rep;
-    /* Specialising by nodes, not by the regen, for the checks. */
-    clf__graph_regen *regen = g->regen;
-    g->regen = NULL;
     bool ok = fit(g, live, &at[0], &at[1], top, why, cap) && agrees_at(g, live, g, rep, why, cap);
     for (size_t k = 0; ok && k < n; k++)
         ok = agrees_at(g, live, at[k].g, at[k].values, why, cap);
-    g->regen = regen;
     if (!ok) {
         memcpy(g->nodes, saved, g->nnodes * sizeof *saved);
         for (size_t i = g->nsyms + nderived; i < g->nsyms + g->nderived; i++) {
@@ -370,4 +367,76 @@ bool clf__graph_generalise(clf_graph *g, const clf__graph_at *at, size_t n, cons
     clf__free(saved);
     clf__free(live);
     return ok;
+}
+
+/* Whether each PREFIX table of g has the rows its constant takes at the
+ * sizes values (the symbols'; the derived dimensions' follow). */
+static bool tables_cover(const clf_graph *g, const int64_t *values)
+{
+    int64_t all[CLF__MAX_SYMS];
+    char err[160];
+    memcpy(all, values, g->nsyms * sizeof *all);
+    if (!clf__graph_derive(g, all, err, sizeof err))
+        return false;
+    for (size_t i = 0; i < g->nnodes; i++) {
+        const clf__node *n = &g->nodes[i];
+        if (n->gen.kind == CLF__GEN_PREFIX && n->sym[n->gen.axis] && all[n->sym[n->gen.axis] - 1] > n->gen.rows)
+            return false;
+    }
+    return true;
+}
+
+/* Whether every size of values is within the regen's upto. */
+static bool checked(const clf_graph *g, const int64_t *values)
+{
+    for (size_t s = 0; s < g->nsyms; s++)
+        if (values[s] > g->regen->upto[s])
+            return false;
+    return true;
+}
+
+clf_status clf__graph_specialise_checked(const clf_graph *g, const int64_t *values, bool own_data, clf_graph **out,
+                                         char *err, size_t cap)
+{
+    clf__graph_regen *r = g->regen;
+    char why[400] = "", sz[160];
+    pthread_mutex_lock(&r->lock);
+    bool nodes = r->by_nodes && checked(g, values);
+    if (r->by_nodes && !nodes) {
+        /* The sizes to check at: past upto, twice upto (or the size asked
+         * for, if more) within the bounds; else, past the tables' rows,
+         * the sizes asked for. */
+        int64_t v[CLF__MAX_SYMS];
+        for (size_t s = 0; s < g->nsyms; s++) {
+            v[s] = values[s];
+            if (values[s] > r->upto[s]) {
+                const int64_t twice = 2 * r->upto[s] > values[s] ? 2 * r->upto[s] : values[s];
+                v[s] = g->syms[s].hi && twice > g->syms[s].hi ? g->syms[s].hi : twice;
+            }
+        }
+        if (!tables_cover(g, v))
+            memcpy(v, values, g->nsyms * sizeof *v);
+        clf_graph *h = NULL;
+        char merr[320];
+        if (tables_cover(g, v) && r->make(r->state, v, &h, merr, sizeof merr) == CLF_OK) {
+            uint8_t *live = live_nodes(g);
+            if (live && same_nodes(g, h, why, sizeof why) && agrees_at(g, live, h, v, why, sizeof why)) {
+                for (size_t s = 0; s < g->nsyms; s++)
+                    r->upto[s] = v[s] > r->upto[s] ? v[s] : r->upto[s];
+                nodes = true;
+                clf__log(CLF__LOG_CACHE, "symbolic sizes: made node by node up to %s (checked against an import)",
+                         sizes_text(g, v, sz, sizeof sz));
+            } else if (live) {
+                __atomic_store_n(&r->by_nodes, false, __ATOMIC_RELEASE);
+                clf__log(CLF__LOG_CACHE, "symbolic sizes: the model is imported again at each new size from now: %s",
+                         why);
+            }
+            clf__free(live);
+            clf_graph_destroy(&h);
+        }
+    }
+    pthread_mutex_unlock(&r->lock);
+    if (nodes)
+        return clf__graph_specialise_nodes(g, values, own_data, out, err, cap);
+    return r->make(r->state, values, out, err, cap);
 }

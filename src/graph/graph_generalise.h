@@ -38,8 +38,18 @@ typedef struct clf__graph_at {
  * compared with them node by node (the nodes an output depends on:
  * shapes, attributes, constants' bytes). Returns true when all agree;
  * else false with the first disagreement in why, and g as it was. g's
- * regen is not used (nor changed). */
+ * regen is not used (nor changed): the caller makes it by_nodes. */
 bool clf__graph_generalise(clf_graph *g, const clf__graph_at *at, size_t n, const clf__graph_at *top, char *why,
                            size_t cap);
+
+/* g specialised at values (clf__graph_specialise's contract) where g's
+ * regen is by_nodes: node by node at sizes up to the regen's upto and
+ * within g's PREFIX tables. Past upto, the graph made node by node at
+ * sizes v (each symbol past its upto at twice that, or values', within
+ * its bounds) is compared with the regen's at v first: where they agree,
+ * upto grows to v; where not, by_nodes ends (the log says so) and the
+ * regen makes this and every later size. */
+clf_status clf__graph_specialise_checked(const clf_graph *g, const int64_t *values, bool own_data, clf_graph **out,
+                                         char *err, size_t cap);
 
 #endif

@@ -5,6 +5,8 @@
 #define CLFUSE_GRAPH_INTERNAL_H
 
 #include <assert.h>
+#include <pthread.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -164,17 +166,23 @@ typedef struct clf__graph_output {
 /* How a graph is made again at given sizes when it cannot be specialised
  * node by node: a model whose import folds its shapes into constants
  * (onnx/) is imported again. make builds the graph at values (one per
- * symbol, within bounds; no symbols in it). by_nodes: the graph is
- * specialised node by node after all (graph_generalise.h), make serving
- * only sizes past its PREFIX tables' rows, and the regen keeps alive the
- * constants and tables the graph borrows. The graph and its copies share
- * one, counted. */
+ * symbol, within bounds; no symbols in it). The graph and its copies share
+ * one, counted (clf__graph_regen_new, _retain, _release).
+ *
+ * by_nodes: the graph is specialised node by node after all
+ * (graph_generalise.h) at sizes up to upto[s] for each symbol s, the
+ * largest it was checked at; a size past them is checked first (the graph
+ * made there both ways and compared, at twice the size checked before:
+ * clf__graph_specialise), and one disagreement ends by_nodes. The regen
+ * keeps alive the constants and tables the graph borrows. */
 typedef struct clf__graph_regen {
     clf_status (*make)(void *state, const int64_t *values, clf_graph **out, char *err, size_t cap);
     void (*release)(void *state);
     void *state;
-    int refs; /* changed only through clf__graph_regen_retain / _release */
+    int refs;
+    pthread_mutex_t lock; /* by_nodes and upto, which runs at new sizes change */
     bool by_nodes;
+    int64_t upto[CLF__MAX_SYMS];
 } clf__graph_regen;
 
 struct clf_graph {

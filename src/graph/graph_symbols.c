@@ -2,6 +2,8 @@
  * follows for them, and specialising a graph to sizes. */
 #include "graph_symbols.h"
 
+#include "graph_generalise.h"
+
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
@@ -542,6 +544,23 @@ static char *dup_str(const char *s)
     return c;
 }
 
+clf__graph_regen *clf__graph_regen_new(clf_status (*make)(void *, const int64_t *, clf_graph **, char *, size_t),
+                                       void (*release)(void *), void *state)
+{
+    clf__graph_regen *r = clf__calloc(1, sizeof *r);
+    if (r && pthread_mutex_init(&r->lock, NULL) != 0) {
+        clf__free(r);
+        r = NULL;
+    }
+    if (r) {
+        r->make = make;
+        r->release = release;
+        r->state = state;
+        r->refs = 1;
+    }
+    return r;
+}
+
 void clf__graph_regen_retain(clf__graph_regen *r)
 {
     if (r)
@@ -552,6 +571,7 @@ void clf__graph_regen_release(clf__graph_regen *r)
 {
     if (r && __atomic_sub_fetch(&r->refs, 1, __ATOMIC_ACQ_REL) == 0) {
         r->release(r->state);
+        pthread_mutex_destroy(&r->lock);
         clf__free(r);
     }
 }
@@ -588,32 +608,27 @@ clf_status clf__graph_make_symbolic(clf_graph *g, size_t nsyms, const char *cons
     return CLF_OK;
 }
 
-/* Whether each PREFIX table of g has the rows its constant takes at the
- * sizes all (the derived dimensions' included). */
-static bool tables_cover(const clf_graph *g, const int64_t *all)
-{
-    for (size_t i = 0; i < g->nnodes; i++) {
-        const clf__node *n = &g->nodes[i];
-        if (n->gen.kind == CLF__GEN_PREFIX && n->sym[n->gen.axis] && all[n->sym[n->gen.axis] - 1] > n->gen.rows)
-            return false;
-    }
-    return true;
-}
-
 clf_status clf__graph_specialise(const clf_graph *g, const int64_t *values, bool own_data, clf_graph **out,
                                  char *err, size_t cap)
 {
     *out = NULL;
-    if (g->regen && !g->regen->by_nodes && values)
+    if (g->regen && values && !__atomic_load_n(&g->regen->by_nodes, __ATOMIC_ACQUIRE))
         return g->regen->make(g->regen->state, values, out, err, cap);
+    if (g->regen && values)
+        return clf__graph_specialise_checked(g, values, own_data, out, err, cap);
+    return clf__graph_specialise_nodes(g, values, own_data, out, err, cap);
+}
+
+clf_status clf__graph_specialise_nodes(const clf_graph *g, const int64_t *values, bool own_data, clf_graph **out,
+                                       char *err, size_t cap)
+{
+    *out = NULL;
     /* The symbols' sizes and the derived dimensions'. */
     int64_t all[CLF__MAX_SYMS];
     if (values) {
         memcpy(all, values, g->nsyms * sizeof *all);
         if (!clf__graph_derive(g, all, err, cap))
             return CLF_ERR_SHAPE;
-        if (g->regen && !tables_cover(g, all))
-            return g->regen->make(g->regen->state, values, out, err, cap);
         values = all;
     }
     clf_graph *s = clf_graph_create();

@@ -69,6 +69,10 @@ bool clf__graph_derive(const clf_graph *g, int64_t *values, char *err, size_t ca
 /* "S" for 1 + the index of a symbol (or a derived dimension). */
 const char *clf__graph_sym_name(const clf_graph *g, int sym);
 
+/* A regen (graph_internal.h) with one reference, not by_nodes; NULL when
+ * out of memory. */
+clf__graph_regen *clf__graph_regen_new(clf_status (*make)(void *, const int64_t *, clf_graph **, char *, size_t),
+                                       void (*release)(void *), void *state);
 /* Counts a graph's reference to r (NULL: nothing). */
 void clf__graph_regen_retain(clf__graph_regen *r);
 /* Drops one; the last calls r->release. */
@@ -96,10 +100,14 @@ int64_t clf__graph_dim_rep(int64_t lo, int64_t hi);
  * are made again. A size that makes a tensor too large is refused. A
  * graph with a regen is made again by it at values, and its copy keeps
  * the regen and the constants the regen keeps alive. A graph whose regen
- * is by_nodes is specialised node by node where its PREFIX tables have the
- * rows, else made by the regen. */
+ * is by_nodes is specialised node by node where that was checked
+ * (clf__graph_specialise_checked). */
 clf_status clf__graph_specialise(const clf_graph *g, const int64_t *values, bool own_data, clf_graph **out,
                                  char *err, size_t cap);
+
+/* clf__graph_specialise node by node, whatever g's regen. */
+clf_status clf__graph_specialise_nodes(const clf_graph *g, const int64_t *values, bool own_data, clf_graph **out,
+                                       char *err, size_t cap);
 
 /* The symbols' sizes given by tensors' shapes: shape (rank extents) for
  * node id, which must have the node's rank; where a symbolic extent of it

@@ -424,6 +424,13 @@ static void try_by_nodes(regen_state *R, clf_graph *g, clf__graph_regen *regen)
     for (size_t k = 0; k < n; k++)
         clf__onnx_import_free(&imps[k]);
     if (by_nodes) {
+        /* Checked at these sizes and the stand-in's; larger ones are
+         * checked as runs meet them (clf__graph_specialise_checked). */
+        for (size_t s = 0; s < g->nsyms; s++) {
+            regen->upto[s] = g->syms[s].rep;
+            for (size_t k = 0; k < n; k++)
+                regen->upto[s] = values[k][s] > regen->upto[s] ? values[k][s] : regen->upto[s];
+        }
         regen->by_nodes = true;
         clf__log(CLF__LOG_CACHE, "symbolic sizes: the model's graph is made again node by node at new sizes");
     } else {
@@ -446,15 +453,13 @@ static clf_status import_symbolic(clf_onnx_model *m, const clf_onnx_params *p, c
         values[i] = clf__graph_dim_rep(lo[i], hi[i]);
     }
     regen_state *R = regen_state_new(m, p);
-    clf__graph_regen *regen = clf__calloc(1, sizeof *regen);
-    if (!R || !regen) {
+    clf__graph_regen *regen = R ? clf__graph_regen_new(regen_make, regen_release, R) : NULL;
+    if (!regen) {
         if (R)
             regen_release(R);
-        clf__free(regen);
         snprintf(err, cap, "out of memory");
         return CLF_ERR_OUT_OF_MEMORY;
     }
-    *regen = (clf__graph_regen){regen_make, regen_release, R, 1, false};
     /* The model's import, at the stand-in sizes: its graph becomes the
      * symbolic one. */
     clf_status st = import_at(R, values, &m->imp, err, cap);
