@@ -2132,6 +2132,30 @@ static clf_graph *symbolic_made_at_2(int64_t odd_at)
     return g;
 }
 
+/* made_at at sizes v[0..n) (n <= 4), each paired with its size in at
+ * for clf__graph_generalise. */
+typedef struct made_sizes {
+    clf_graph *g[4];
+    clf__graph_at at[4];
+    int n;
+} made_sizes;
+
+static made_sizes made_at_sizes(const int64_t *v, int n, int64_t odd_at)
+{
+    made_sizes m = {.n = n};
+    for (int k = 0; k < n; k++) {
+        m.g[k] = made_at(v[k], odd_at);
+        m.at[k] = (clf__graph_at){m.g[k], &v[k]};
+    }
+    return m;
+}
+
+static void made_sizes_free(made_sizes *m)
+{
+    for (int k = 0; k < m->n; k++)
+        clf_graph_destroy(&m->g[k]);
+}
+
 static bool any_generated(const clf_graph *g)
 {
     for (size_t i = 0; i < g->nnodes; i++)
@@ -2143,12 +2167,8 @@ static bool any_generated(const clf_graph *g)
 START_TEST(test_generalise_finds_symbols_and_generators)
 {
     const int64_t v[4] = {6, 12, 1, 20};
-    clf_graph *made[4];
-    clf__graph_at at[4];
-    for (int k = 0; k < 4; k++) {
-        made[k] = made_at(v[k], 0);
-        at[k] = (clf__graph_at){made[k], &v[k]};
-    }
+    made_sizes m = made_at_sizes(v, 4, 0);
+    const clf__graph_at *at = m.at;
     clf_graph *g = symbolic_made_at_2(0);
     char why[400] = "";
     /* Without the graph at the upper bound the rows have no table. */
@@ -2190,8 +2210,7 @@ START_TEST(test_generalise_finds_symbols_and_generators)
     clf_graph_destroy(&s);
     clf_graph_destroy(&want);
     clf_graph_destroy(&g);
-    for (int k = 0; k < 4; k++)
-        clf_graph_destroy(&made[k]);
+    made_sizes_free(&m);
 }
 END_TEST
 
@@ -2209,12 +2228,8 @@ static void release_nothing(void *state) { (void)state; }
 START_TEST(test_generalise_tables_past_their_rows_made_again)
 {
     const int64_t v[4] = {6, 12, 1, 12};
-    clf_graph *made[4];
-    clf__graph_at at[4];
-    for (int k = 0; k < 4; k++) {
-        made[k] = made_at(v[k], 0);
-        at[k] = (clf__graph_at){made[k], &v[k]};
-    }
+    made_sizes m = made_at_sizes(v, 4, 0);
+    const clf__graph_at *at = m.at;
     clf_graph *g = symbolic_made_at_2(0);
     char why[400] = "";
     /* The table from a graph at 12, short of the bound 20. */
@@ -2237,8 +2252,7 @@ START_TEST(test_generalise_tables_past_their_rows_made_again)
         clf_graph_destroy(&want);
     }
     clf_graph_destroy(&g);
-    for (int k = 0; k < 4; k++)
-        clf_graph_destroy(&made[k]);
+    made_sizes_free(&m);
 }
 END_TEST
 
@@ -2320,15 +2334,11 @@ END_TEST
 START_TEST(test_generalise_refuses_what_the_checks_contradict)
 {
     const int64_t v[4] = {6, 12, 1, 20};
-    clf_graph *made[4];
-    clf__graph_at at[4];
     char why[400] = "";
     /* The positions are i at 6, 12 and 20 but not at 1: the fit from the
      * first two holds, the check at S=1 refuses it. */
-    for (int k = 0; k < 4; k++) {
-        made[k] = made_at(v[k], 1);
-        at[k] = (clf__graph_at){made[k], &v[k]};
-    }
+    made_sizes m = made_at_sizes(v, 4, 1);
+    const clf__graph_at *at = m.at;
     clf_graph *g = symbolic_made_at_2(1);
     ck_assert(!clf__graph_generalise(g, at, 3, &at[3], why, sizeof why));
     ck_assert_msg(strstr(why, "at S=1") && strstr(why, "values"), "%s", why);
@@ -2346,8 +2356,7 @@ START_TEST(test_generalise_refuses_what_the_checks_contradict)
     ck_assert_msg(strstr(why, "nodes"), "%s", why);
     clf_graph_destroy(&other);
     clf_graph_destroy(&g);
-    for (int k = 0; k < 4; k++)
-        clf_graph_destroy(&made[k]);
+    made_sizes_free(&m);
 }
 END_TEST
 
