@@ -317,8 +317,9 @@ static bool agrees_at(const clf_graph *g, const uint8_t *live, const clf_graph *
         const char *what = NULL;
         if (!same_shape(x, y))
             what = "shape";
-        else if (x->op == CLF__OP_CACHE_WRITE && x->attr.cache.len != y->attr.cache.len)
-            what = "cache length";
+        else if (x->op == CLF__OP_CACHE_WRITE ? x->attr.cache.len != y->attr.cache.len
+                                               : memcmp(&x->attr, &y->attr, sizeof x->attr) != 0)
+            what = "attributes";
         else if (x->op == CLF__OP_CONSTANT && memcmp(x->data, y->data, const_bytes(x)))
             what = "values";
         if (what)
