@@ -139,7 +139,9 @@ CLF_API size_t clf_graph_dim_count(const clf_graph *g);
 CLF_API clf_status clf_graph_dim(const clf_graph *g, size_t i, const char **name, int64_t *lo, int64_t *hi);
 /* Which dimensions of t are symbolic: names[d] (CLF_MAX_RANK entries) is
  * the name of axis d's symbolic dimension, or NULL where the extent is
- * fixed. */
+ * fixed. In a graph loaded from ONNX with symbols, an axis may hold a
+ * size derived from them, named by its rule ("batch*seq", "4*seq",
+ * "total-seq+1"): not one of clf_graph_dim's. */
 CLF_API clf_status clf_tensor_dim_names(const clf_graph *g, clf_tensor t, const char **names);
 
 /* ---- Leaves ---------------------------------------------------------- */
