@@ -2272,21 +2272,35 @@ static clf_graph *small_at(int64_t S)
     return g;
 }
 
+/* The largest size make_small_again makes (as a KV cache's capacity
+ * bounds an import). */
+static int64_t small_capacity;
 static clf_status make_small_again(void *state, const int64_t *values, clf_graph **out, char *err, size_t cap)
 {
-    (void)state, (void)err, (void)cap;
+    (void)state;
     made_again++;
+    if (values[0] > small_capacity) {
+        snprintf(err, cap, "past the capacity");
+        return CLF_ERR_SHAPE;
+    }
     *out = small_at(values[0]);
     return CLF_OK;
 }
 
 /* Sizes past those checked are checked as they come, at twice the size
- * checked before: where the graph made node by node agrees with the
- * regen's, the range grows; where not, every later size is the regen's. */
+ * checked before (the size asked for where the regen cannot make that):
+ * where the graph made node by node agrees with the regen's, the range
+ * grows; where not, every later size is the regen's. */
 START_TEST(test_generalise_checks_larger_sizes_as_they_come)
 {
-    for (int disagree = 0; disagree < 2; disagree++) {
-        small_odd_from = disagree ? 20 : 1000;
+    /* 0: agrees everywhere, made up to 36; 1: disagrees from 20; 2:
+     * disagrees from 17, made up to 18 (the check at the size asked for,
+     * whose graph is the result). */
+    static const int64_t odd_from[3] = {1000, 20, 17}, capacity[3] = {36, 1000, 18};
+    for (int sc = 0; sc < 3; sc++) {
+        const bool disagree = sc > 0;
+        small_odd_from = odd_from[sc];
+        small_capacity = capacity[sc];
         const int64_t v[3] = {6, 12, 1};
         clf_graph *made[3];
         clf__graph_at at[3];
@@ -2308,15 +2322,17 @@ START_TEST(test_generalise_checks_larger_sizes_as_they_come)
         g->regen->upto[0] = 12;
         /* size, how many graphs the regen made for it (a check, the size
          * itself), and upto after */
-        static const int64_t steps[2][4][3] = {{{10, 0, 12}, {17, 1, 24}, {23, 0, 24}, {30, 1, 40}},
+        static const int64_t steps[3][4][3] = {{{10, 0, 12}, {17, 1, 24}, {23, 0, 24}, {30, 2, 30}},
+                                               {{10, 0, 12}, {17, 2, 12}, {15, 1, 12}, {5, 1, 12}},
                                                {{10, 0, 12}, {17, 2, 12}, {15, 1, 12}, {5, 1, 12}}};
         for (int k = 0; k < 4; k++) {
-            const int64_t size = steps[disagree][k][0];
+            const int64_t size = steps[sc][k][0];
             made_again = 0;
             clf_graph *sg = NULL, *want = small_at(size);
             ck_assert_int_eq(clf__graph_specialise(g, &size, false, &sg, why, sizeof why), CLF_OK);
-            ck_assert_msg(made_again == steps[disagree][k][1], "size %lld: made %d", (long long)size, made_again);
-            ck_assert_int_eq(g->regen->upto[0], steps[disagree][k][2]);
+            ck_assert_msg(made_again == steps[sc][k][1], "case %d, size %lld: made %d", sc, (long long)size,
+                          made_again);
+            ck_assert_int_eq(g->regen->upto[0], steps[sc][k][2]);
             ck_assert_int_eq(g->regen->by_nodes, !disagree || k == 0);
             const uint32_t pos = sg->nodes[0].op == CLF__OP_CONSTANT ? 0 : 1;
             const clf__node *c = &sg->nodes[pos], *w = &want->nodes[pos];

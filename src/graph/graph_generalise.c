@@ -401,43 +401,53 @@ clf_status clf__graph_specialise_checked(const clf_graph *g, const int64_t *valu
 {
     clf__graph_regen *r = g->regen;
     char why[400] = "", sz[160];
+    clf_graph *made = NULL; /* the regen's graph at values, where the check made it */
     pthread_mutex_lock(&r->lock);
     bool nodes = r->by_nodes && checked(g, values);
     if (r->by_nodes && !nodes) {
         /* The sizes to check at: past upto, twice upto (or the size asked
-         * for, if more) within the bounds; else, past the tables' rows,
+         * for, if more) within the bounds; where the tables lack the rows
+         * or the regen cannot make the graph there (a cache's capacity),
          * the sizes asked for. */
-        int64_t v[CLF__MAX_SYMS];
+        int64_t v[2][CLF__MAX_SYMS];
         for (size_t s = 0; s < g->nsyms; s++) {
-            v[s] = values[s];
+            v[1][s] = v[0][s] = values[s];
             if (values[s] > r->upto[s]) {
                 const int64_t twice = 2 * r->upto[s] > values[s] ? 2 * r->upto[s] : values[s];
-                v[s] = g->syms[s].hi && twice > g->syms[s].hi ? g->syms[s].hi : twice;
+                v[0][s] = g->syms[s].hi && twice > g->syms[s].hi ? g->syms[s].hi : twice;
             }
         }
-        if (!tables_cover(g, v))
-            memcpy(v, values, g->nsyms * sizeof *v);
-        clf_graph *h = NULL;
-        char merr[320];
-        if (tables_cover(g, v) && r->make(r->state, v, &h, merr, sizeof merr) == CLF_OK) {
+        for (int t = 0; t < 2; t++) {
+            clf_graph *h = NULL;
+            char merr[320];
+            if ((t == 1 && !memcmp(v[0], v[1], g->nsyms * sizeof v[0][0])) || !tables_cover(g, v[t]) ||
+                r->make(r->state, v[t], &h, merr, sizeof merr) != CLF_OK)
+                continue;
             uint8_t *live = live_nodes(g);
-            if (live && same_nodes(g, h, why, sizeof why) && agrees_at(g, live, h, v, why, sizeof why)) {
+            if (live && same_nodes(g, h, why, sizeof why) && agrees_at(g, live, h, v[t], why, sizeof why)) {
                 for (size_t s = 0; s < g->nsyms; s++)
-                    r->upto[s] = v[s] > r->upto[s] ? v[s] : r->upto[s];
+                    r->upto[s] = v[t][s] > r->upto[s] ? v[t][s] : r->upto[s];
                 nodes = true;
                 clf__log(CLF__LOG_CACHE, "symbolic sizes: made node by node up to %s (checked against an import)",
-                         sizes_text(g, v, sz, sizeof sz));
+                         sizes_text(g, v[t], sz, sizeof sz));
             } else if (live) {
                 __atomic_store_n(&r->by_nodes, false, __ATOMIC_RELEASE);
                 clf__log(CLF__LOG_CACHE, "symbolic sizes: the model is imported again at each new size from now: %s",
                          why);
+                if (t == 1) /* made at the sizes asked for: the result */
+                    made = h, h = NULL;
             }
             clf__free(live);
             clf_graph_destroy(&h);
+            break;
         }
     }
     pthread_mutex_unlock(&r->lock);
     if (nodes)
         return clf__graph_specialise_nodes(g, values, own_data, out, err, cap);
+    if (made) {
+        *out = made;
+        return CLF_OK;
+    }
     return r->make(r->state, values, out, err, cap);
 }
