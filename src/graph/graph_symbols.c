@@ -462,8 +462,8 @@ clf_status clf__graph_generate_const(const clf_graph *s, const clf__node *from, 
 {
     const int64_t numel = clf__node_numel(n);
     const size_t size = clf_dtype_size(n->dtype), bytes = (size_t)numel * size;
-    uint8_t *c = from->gen.kind == CLF__GEN_COUNT ? NULL : clf__malloc(bytes ? bytes : 1);
-    if (from->gen.kind != CLF__GEN_COUNT && !c)
+    uint8_t *c = clf__malloc(bytes ? bytes : 1);
+    if (!c)
         return fail(err, cap, CLF_ERR_OUT_OF_MEMORY, "%sout of memory for a constant of %lld bytes made from shapes",
                     "", (long long)bytes);
     switch ((clf__const_gen)from->gen.kind) {
@@ -512,20 +512,17 @@ clf_status clf__graph_generate_const(const clf_graph *s, const clf__node *from, 
         break;
     }
     case CLF__GEN_COUNT: {
+        /* an f32 scalar */
         const clf__node *of = &s->nodes[from->gen.node];
         double count = 1;
         for (int d = 0; d < of->rank; d++)
             if (from->gen.mask >> d & 1)
                 count *= (double)of->shape[d];
         count = count > from->gen.minus ? count - from->gen.minus : 0.0;
-        float *f = clf__malloc(sizeof *f);
-        if (!f)
-            return fail(err, cap, CLF_ERR_OUT_OF_MEMORY, "%sout of memory", "", 0);
-        *f = (float)count;
-        n->data = f;
-        n->attr.constant.scalar = (double)*f;
-        n->borrowed = false;
-        return CLF_OK;
+        const float f = (float)count;
+        memcpy(c, &f, sizeof f);
+        n->attr.constant.scalar = (double)f;
+        break;
     }
     case CLF__GEN_NONE:
         break;
