@@ -162,6 +162,15 @@ static int derived_of(clf_graph *g, const clf__graph_at *A, const clf__graph_at 
     return (int)(g->nsyms + g->nderived++) + 1;
 }
 
+/* 1 + the index of g's one symbol of sizes ea at A and eb at B, else
+ * (where derive) of its derived dimension of those sizes (derived_of); 0
+ * where there is none. */
+static int dim_for(clf_graph *g, const clf__graph_at *A, const clf__graph_at *B, int64_t ea, int64_t eb, bool derive)
+{
+    const int s = symbol_of(g, A, B, ea, eb);
+    return s || !derive ? s : derived_of(g, A, B, ea, eb);
+}
+
 /* The bytes of a constant node's data. */
 static size_t const_bytes(const clf__node *n) { return (size_t)clf__node_numel(n) * clf_dtype_size(n->dtype); }
 
@@ -265,9 +274,8 @@ static bool fit(clf_graph *g, const uint8_t *live, const clf__graph_at *A, const
         for (int d = 0; d < n->rank; d++) {
             if (a->shape[d] == b->shape[d])
                 continue;
-            int s = symbol_of(g, A, B, a->shape[d], b->shape[d]);
-            if (!s && n->op != CLF__OP_INPUT)
-                s = derived_of(g, A, B, a->shape[d], b->shape[d]);
+            /* An input's sizes are bound by runs: symbols only. */
+            const int s = dim_for(g, A, B, a->shape[d], b->shape[d], n->op != CLF__OP_INPUT);
             if (!s || (n->sym[d] && n->sym[d] != s))
                 return say(why, cap, "node %zu (%s) axis %d is %" PRId64 " at %s and %" PRId64 " at %s: %s", i,
                            clf__node_op_name(n), d, a->shape[d], sizes_text(g, A->values, sa, sizeof sa),
@@ -279,9 +287,7 @@ static bool fit(clf_graph *g, const uint8_t *live, const clf__graph_at *A, const
             if (a->attr.cache.axis != b->attr.cache.axis)
                 return say(why, cap, "cache write %zu writes another axis at another size", i);
             if (a->attr.cache.len != b->attr.cache.len) {
-                int s = symbol_of(g, A, B, a->attr.cache.len, b->attr.cache.len);
-                if (!s)
-                    s = derived_of(g, A, B, a->attr.cache.len, b->attr.cache.len);
+                const int s = dim_for(g, A, B, a->attr.cache.len, b->attr.cache.len, true);
                 if (!s)
                     return say(why, cap, "cache write %zu: its length is %" PRId64 " at %s and %" PRId64
                                          " at %s, no one dimension's size",
