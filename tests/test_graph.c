@@ -2183,6 +2183,10 @@ START_TEST(test_generalise_finds_symbols_and_generators)
     ck_assert_int_eq(kinds[CLF__GEN_SPLAT], 1);
     ck_assert_int_eq(kinds[CLF__GEN_PREFIX], 1);
     ck_assert_int_eq(kinds[CLF__GEN_CAUSAL], 1);
+    /* A table's bytes whatever the constant's extent on its axis, 0 too
+     * (a derived dimension's stand-in may be). */
+    clf__node table = {.dtype = CLF_F32, .rank = 3, .shape = {2, 0, 4}, .gen = {.axis = 1, .rows = 20}};
+    ck_assert_uint_eq(clf__graph_prefix_table_bytes(&table), 2 * 20 * 4 * sizeof(float));
     /* The flattened axis: 4 S, derived. */
     ck_assert_uint_eq(g->nderived, 1);
     ck_assert_int_eq(g->syms[1].rule, CLF__DIM_SCALED);

@@ -458,6 +458,15 @@ static clf_status fail(char *err, size_t cap, clf_status st, const char *fmt, co
     return st;
 }
 
+size_t clf__graph_prefix_table_bytes(const clf__node *n)
+{
+    size_t elems = (size_t)n->gen.rows;
+    for (int d = 0; d < n->rank; d++)
+        if (d != n->gen.axis)
+            elems *= (size_t)n->shape[d];
+    return elems * clf_dtype_size(n->dtype);
+}
+
 clf_status clf__graph_generate_const(const clf_graph *s, const clf__node *from, clf__node *n, char *err, size_t cap)
 {
     const int64_t numel = clf__node_numel(n);

@@ -57,6 +57,10 @@ bool clf__graph_slice_sym_ok(clf_graph *g, const char *call, const clf__node *in
  * COUNT's node). */
 clf_status clf__graph_generate_const(const clf_graph *s, const clf__node *from, clf__node *n, char *err, size_t cap);
 
+/* The bytes of a PREFIX constant's table (n's extents but gen.rows on
+ * gen.axis, whatever n's extent there). */
+size_t clf__graph_prefix_table_bytes(const clf__node *n);
+
 /* A derived dimension's size at the symbols' sizes values (its rule; a
  * symbol's own: values[a]). */
 int64_t clf__graph_dim_value(const clf__dim_sym *S, const int64_t *values);

@@ -364,7 +364,7 @@ static bool keep_tables(regen_state *R, clf_graph *g)
         clf__node *n = &g->nodes[i];
         if (n->gen.kind != CLF__GEN_PREFIX)
             continue;
-        size_t bytes = (size_t)(clf__node_numel(n) / n->shape[n->gen.axis] * n->gen.rows) * clf_dtype_size(n->dtype);
+        const size_t bytes = clf__graph_prefix_table_bytes(n);
         void **tables = clf__realloc(R->tables, (R->ntables + 1) * sizeof *tables);
         void *copy = clf__malloc(bytes ? bytes : 1);
         if (tables)
