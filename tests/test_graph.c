@@ -2172,10 +2172,11 @@ START_TEST(test_generalise_finds_symbols_and_generators)
     clf_graph *g = symbolic_made_at_2(0);
     char why[400] = "";
     /* Without the graph at the upper bound the rows have no table. */
-    ck_assert(!clf__graph_generalise(g, at, 3, NULL, why, sizeof why));
-    ck_assert_msg(strstr(why, "no generator"), "%s", why);
+    bool wants_table = false;
+    ck_assert(!clf__graph_generalise(g, at, 3, NULL, &wants_table, why, sizeof why));
+    ck_assert_msg(strstr(why, "no generator") && wants_table, "%s", why);
     ck_assert(!any_generated(g));
-    ck_assert_msg(clf__graph_generalise(g, at, 3, &at[3], why, sizeof why), "%s", why);
+    ck_assert_msg(clf__graph_generalise(g, at, 3, &at[3], NULL, why, sizeof why), "%s", why);
     int kinds[8] = {0};
     for (size_t i = 0; i < g->nnodes; i++)
         kinds[g->nodes[i].gen.kind]++;
@@ -2237,7 +2238,7 @@ START_TEST(test_generalise_tables_past_their_rows_made_again)
     clf_graph *g = symbolic_made_at_2(0);
     char why[400] = "";
     /* The table from a graph at 12, short of the bound 20. */
-    ck_assert_msg(clf__graph_generalise(g, at, 3, &at[3], why, sizeof why), "%s", why);
+    ck_assert_msg(clf__graph_generalise(g, at, 3, &at[3], NULL, why, sizeof why), "%s", why);
     g->regen = clf__graph_regen_new(make_again, release_nothing, NULL);
     g->regen->by_nodes = true;
     g->regen->upto[0] = 12;
@@ -2320,7 +2321,7 @@ START_TEST(test_generalise_checks_larger_sizes_as_they_come)
         ck_assert_int_eq(clf__graph_make_symbolic(g, 1, names, lo, hi, (const char *const(*)[CLF_MAX_RANK])dims,
                                                   NULL, why, sizeof why),
                          CLF_OK);
-        ck_assert_msg(clf__graph_generalise(g, at, 3, NULL, why, sizeof why), "%s", why);
+        ck_assert_msg(clf__graph_generalise(g, at, 3, NULL, NULL, why, sizeof why), "%s", why);
         g->regen = clf__graph_regen_new(make_small_again, release_nothing, NULL);
         g->regen->by_nodes = true;
         g->regen->upto[0] = 12;
@@ -2360,7 +2361,7 @@ START_TEST(test_generalise_refuses_what_the_checks_contradict)
     made_sizes m = made_at_sizes(v, 4, 1);
     const clf__graph_at *at = m.at;
     clf_graph *g = symbolic_made_at_2(1);
-    ck_assert(!clf__graph_generalise(g, at, 3, &at[3], why, sizeof why));
+    ck_assert(!clf__graph_generalise(g, at, 3, &at[3], NULL, why, sizeof why));
     ck_assert_msg(strstr(why, "at S=1") && strstr(why, "values"), "%s", why);
     ck_assert(!any_generated(g));
     for (size_t i = 0; i < g->nnodes; i++)
@@ -2372,7 +2373,7 @@ START_TEST(test_generalise_refuses_what_the_checks_contradict)
     int64_t ones[2] = {12, 4};
     clf_graph_output(other, "extra", clf_unary(other, CLF_UNARY_EXP, clf_input(other, "w", CLF_F32, 2, ones)));
     clf__graph_at two[2] = {at[0], {other, &v[1]}};
-    ck_assert(!clf__graph_generalise(g, two, 2, NULL, why, sizeof why));
+    ck_assert(!clf__graph_generalise(g, two, 2, NULL, NULL, why, sizeof why));
     ck_assert_msg(strstr(why, "nodes"), "%s", why);
     clf_graph_destroy(&other);
     clf_graph_destroy(&g);

@@ -263,7 +263,7 @@ found:
 
 /* Marks g's live nodes from A and B (see clf__graph_generalise). */
 static bool fit(clf_graph *g, const uint8_t *live, const clf__graph_at *A, const clf__graph_at *B,
-                const clf__graph_at *top, char *why, size_t cap)
+                const clf__graph_at *top, bool *wants_table, char *why, size_t cap)
 {
     char sa[160], sb[160];
     for (size_t i = 0; i < g->nnodes; i++) {
@@ -299,9 +299,12 @@ static bool fit(clf_graph *g, const uint8_t *live, const clf__graph_at *A, const
             return say(why, cap, "node %zu (%s): its attributes change with the sizes", i, clf__node_op_name(n));
         }
         if (n->op == CLF__OP_CONSTANT && n->gen.kind == CLF__GEN_NONE &&
-            (!same_shape(a, b) || memcmp(a->data, b->data, const_bytes(a))) && !fit_constant(g, i, A, B, top))
+            (!same_shape(a, b) || memcmp(a->data, b->data, const_bytes(a))) && !fit_constant(g, i, A, B, top)) {
+            if (!top && wants_table)
+                *wants_table = true;
             return say(why, cap, "constant node %zu (%s, rank %d) changes with the sizes in a way no generator gives",
                        i, clf_dtype_name(n->dtype), n->rank);
+        }
     }
     return true;
 }
@@ -336,9 +339,11 @@ static bool agrees_at(const clf_graph *g, const uint8_t *live, const clf_graph *
     return ok;
 }
 
-bool clf__graph_generalise(clf_graph *g, const clf__graph_at *at, size_t n, const clf__graph_at *top, char *why,
-                           size_t cap)
+bool clf__graph_generalise(clf_graph *g, const clf__graph_at *at, size_t n, const clf__graph_at *top,
+                           bool *wants_table, char *why, size_t cap)
 {
+    if (wants_table)
+        *wants_table = false;
     if (n < 2)
         return say(why, cap, "two graphs at other sizes are needed");
     if (!g->nsyms)
@@ -360,7 +365,7 @@ bool clf__graph_generalise(clf_graph *g, const clf__graph_at *at, size_t n, cons
     const size_t nderived = g->nderived;
     for (size_t s = 0; s < g->nsyms; s++)
         rep[s] = g->syms[s].rep;
-    bool ok = fit(g, live, &at[0], &at[1], top, why, cap) && agrees_at(g, live, g, rep, why, cap);
+    bool ok = fit(g, live, &at[0], &at[1], top, wants_table, why, cap) && agrees_at(g, live, g, rep, why, cap);
     for (size_t k = 0; ok && k < n; k++)
         ok = agrees_at(g, live, at[k].g, at[k].values, why, cap);
     if (!ok) {

@@ -37,10 +37,12 @@ typedef struct clf__graph_at {
  * the sizes of every at[k] (n >= 2) and at its stand-in sizes, and
  * compared with them node by node (the nodes an output depends on:
  * shapes, attributes, constants' bytes). Returns true when all agree;
- * else false with the first disagreement in why, and g as it was. g's
- * regen is not used (nor changed): the caller makes it by_nodes. */
-bool clf__graph_generalise(clf_graph *g, const clf__graph_at *at, size_t n, const clf__graph_at *top, char *why,
-                           size_t cap);
+ * else false with the first disagreement in why, and g as it was;
+ * *wants_table (NULL: not asked) says whether that was a constant no
+ * generator gives without top, one a table's rows might. g's regen is not
+ * used (nor changed): the caller makes it by_nodes. */
+bool clf__graph_generalise(clf_graph *g, const clf__graph_at *at, size_t n, const clf__graph_at *top,
+                           bool *wants_table, char *why, size_t cap);
 
 /* g specialised at values (clf__graph_specialise's contract) where g's
  * regen is by_nodes: node by node at sizes up to the regen's upto and

@@ -405,12 +405,13 @@ static void try_by_nodes(regen_state *R, clf_graph *g, clf__graph_regen *regen)
             at[n++] = (clf__graph_at){imps[k].g, values[k]};
         }
     }
-    bool by_nodes = ok && clf__graph_generalise(g, at, n, NULL, why, sizeof why);
-    if (ok && !by_nodes && strstr(why, "no generator") &&
+    bool wants_table = false;
+    bool by_nodes = ok && clf__graph_generalise(g, at, n, NULL, &wants_table, why, sizeof why);
+    if (wants_table &&
         (top_sizes(g, values[n]), import_at(R, values[n], &imps[n], err, sizeof err) == CLF_OK)) {
         at[n] = (clf__graph_at){imps[n].g, values[n]};
         n++;
-        by_nodes = clf__graph_generalise(g, at, n, &at[n - 1], why, sizeof why);
+        by_nodes = clf__graph_generalise(g, at, n, &at[n - 1], NULL, why, sizeof why);
         if (by_nodes && !keep_tables(R, g)) {
             /* No tables pointing into the import about to go: the regen
              * makes the graph at new sizes as before. */
