@@ -17,6 +17,10 @@
 #                                           (CLFUSE_GEMM_ROWS 1, 0);
 #                                           where a step's time goes:
 #                                           bench/probes/decode_step_gpu.sh
+#     bash bench/run_decoder_gpu.sh merge   bench_decoder with products that read one
+#                                           operand merged (q/k/v, gate/up; the default)
+#                                           and apart (CLFUSE_MERGE_PRODUCTS 1, 0), then
+#                                           .gpu/llm_anchors.py, one call
 #     bash bench/run_decoder_gpu.sh tiles   bench_decoder's prefill with each
 #                                           tensor-core tiling of TILES pinned
 #                                           (CLFUSE_GEMM_TILE; "default": none),
@@ -26,14 +30,16 @@ set -uo pipefail
 source bench/gpu_build.sh
 # bench_decoder (2 layers, f16) with the switch $1 at each of the values
 # after $2 (default 1 and 0), one call; results in
-# $OUT/decoder_gpu_f16_$2<value>.md.
+# $OUT/decoder_gpu_f16_$2<value>.md (from the third value on, _<i> after it).
 decoder_with_and_without() {
   local switch=$1 tag=$2
   shift 2
+  local i=0 f
   for on in ${@:-1 0}; do
+    i=$((i + 1)); f="$OUT/decoder_gpu_f16_$tag$on.md"; [ $i -gt 2 ] && f="$OUT/decoder_gpu_f16_$tag${on}_$i.md"
     env CLFUSE_DEVICE=gpu "$switch=$on" timeout 200 $B/bench/bench_decoder --layers 2 --runs 30 --markdown \
-      > "$OUT/decoder_gpu_f16_$tag$on.md" 2>&1
-    echo "== $switch=$on"; cat "$OUT/decoder_gpu_f16_$tag$on.md"
+      > "$f" 2>&1
+    echo "== $switch=$on"; grep -vE "^ +[0-9.]+ ms  clf_" "$f"
   done
 }
 case "${1:-bench}" in
@@ -65,6 +71,11 @@ lengths)
     > "$OUT/decoder_gpu_f16_lengths.md" 2> "$OUT/decoder_gpu_f16_lengths_log.txt"
   grep -E "attention|^\||decode" "$OUT/decoder_gpu_f16_lengths.md"
   grep -E "symbolic sizes|generic program|a kernel form" "$OUT/decoder_gpu_f16_lengths_log.txt" | tail -40
+  ;;
+merge)
+  decoder_with_and_without CLFUSE_MERGE_PRODUCTS merge 1 0 1
+  timeout 280 python3 .gpu/llm_anchors.py > "$OUT/llm_anchors.txt" 2>&1
+  tail -20 "$OUT/llm_anchors.txt"
   ;;
 ablate)
   # The decode GEMMs (M = 1): the tensor-core tile form against the

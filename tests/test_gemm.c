@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "graph/graph_merge_products.h"
 #include "test_e2e.h"
 #include "test_support.h"
 
@@ -452,6 +453,88 @@ END_TEST
 /* BENCH.md's mlp block, x + (gelu(x @ w1 + b1) @ w2 + b2): two GEMM
  * kernels, the bias and gelu in the first one's epilogue, the bias and
  * residual in the second's. */
+/* Products that read one operand merged into one (graph_merge_products.h):
+ * a layer's q, k, v (read through a reshape) and gate, up (silu(gate) * up
+ * the down projection's operand) over one x, at 1 row (a decode step) and
+ * 12. Against the reference fused, unfused and in both forms; the merged
+ * kernel lists every member among its nodes; CLFUSE_MERGE_PRODUCTS=0 keeps
+ * them apart. GPU products of more than CLF__FEW_ROWS rows whose kernels
+ * store more than the product stay apart there (their epilogues would be
+ * kernels of their own); CPU forms compute the parts in their loads. */
+static clf_tensor small_weight(clf_graph *g, int64_t k, int64_t n, unsigned seed)
+{
+    float *w = malloc((size_t)(k * n) * sizeof *w);
+    for (int64_t i = 0; i < k * n; i++)
+        w[i] = (float)((i * 7919 + seed * 104729) % 2001 - 1000) / 20000.0f;
+    int64_t shape[2] = {k, n};
+    clf_tensor t = clf_constant(g, CLF_F32, 2, shape, w);
+    free(w);
+    return t;
+}
+
+static size_t compiled_kernels(clf_context *ctx, const clf_graph *g, clf_kernel_style style)
+{
+    clf_executable *exe = NULL;
+    ck_assert_int_eq(clf_compile(ctx, g, clf_compile_params(.kernel_style = style), &exe), CLF_OK);
+    size_t k = clf_executable_kernel_count(exe);
+    clf_executable_destroy(&exe);
+    return k;
+}
+
+START_TEST(merged_products)
+{
+    const int64_t K = 520, D = 24, F = 40, O = 16;
+    for (int64_t rows = 1; rows <= 12; rows += 11) {
+        clf_graph *g = clf_graph_create();
+        e2e_inputs in = {0};
+        clf_tensor x = input2(g, &in, "x", rows, K);
+        clf_tensor p[5];
+        for (unsigned i = 0; i < 5; i++)
+            p[i] = clf_matmul(g, x, small_weight(g, K, i < 3 ? D : F, i + 1));
+        static const char *names[3] = {"q", "k", "v"};
+        for (int i = 0; i < 3; i++) {
+            int64_t heads[3] = {rows, 2, D / 2};
+            ck_assert_int_eq(clf_graph_output(g, names[i], clf_neg(g, clf_reshape(g, p[i], 3, heads))), CLF_OK);
+        }
+        clf_tensor act = clf_mul(g, clf_mul(g, p[3], clf_sigmoid(g, p[3])), p[4]);
+        ck_assert_int_eq(clf_graph_output(g, "y", clf_matmul(g, act, small_weight(g, F, O, 9))), CLF_OK);
+        clf_context *ctx = clf_test_context();
+        e2e_check(ctx, g, &in, RTOL, ATOL, NULL, E2E_BOTH, NULL);
+        /* Merged: one product, one kernel for the three reshaped outputs,
+         * the down projection. Apart: five products, v's epilogue computing
+         * the three outputs, up's silu(gate) * up. GPU tiles (12 rows) keep
+         * v and up apart, whose kernels store more than their products
+         * there, and merge q, k and gate: 4 kernels. */
+        const size_t merged = 3, apart = 6, gpu_tiles = 4;
+        ck_assert_uint_eq(e2e_check_style(ctx, g, &in, CLF_KERNEL_STYLE_CPU, RTOL, ATOL), merged);
+        ck_assert_uint_eq(e2e_check_style(ctx, g, &in, CLF_KERNEL_STYLE_GPU, RTOL, ATOL),
+                          rows <= CLF__FEW_ROWS ? merged : gpu_tiles);
+        clf_executable *exe = NULL;
+        ck_assert_int_eq(clf_compile(ctx, g, clf_compile_params(.kernel_style = CLF_KERNEL_STYLE_CPU), &exe), CLF_OK);
+        size_t found = 0;
+        for (size_t k = 0; k < clf_executable_kernel_count(exe); k++) {
+            size_t n = 0;
+            const uint32_t *ids = clf_executable_kernel_nodes(exe, k, &n);
+            size_t members = 0;
+            for (size_t j = 0; j < n; j++)
+                for (int i = 0; i < 5; i++)
+                    members += ids[j] == p[i].node;
+            if (members == 5)
+                found++;
+        }
+        ck_assert_uint_eq(found, 1);
+        clf_executable_destroy(&exe);
+        setenv("CLFUSE_MERGE_PRODUCTS", "0", 1);
+        ck_assert_uint_eq(compiled_kernels(ctx, g, CLF_KERNEL_STYLE_CPU), apart);
+        ck_assert_uint_eq(compiled_kernels(ctx, g, CLF_KERNEL_STYLE_GPU), apart);
+        unsetenv("CLFUSE_MERGE_PRODUCTS");
+        clf_context_destroy(&ctx);
+        e2e_inputs_free(&in);
+        clf_graph_destroy(&g);
+    }
+}
+END_TEST
+
 START_TEST(mlp_two_kernels)
 {
     int64_t m = 24, d = 20, ff = 36;
@@ -771,6 +854,7 @@ int main(void)
     clf_test_add_case(s, "prologue_refused_when_it_reads_more", prologue_refused_when_it_reads_more);
     clf_test_add_case(s, "constant_outputs_beside_a_prologue", constant_outputs_beside_a_prologue);
     clf_test_add_case(s, "mlp_two_kernels", mlp_two_kernels);
+    clf_test_add_case(s, "merged_products", merged_products);
     clf_test_add_case(s, "kernel_named_after_epilogue", kernel_named_after_epilogue);
     clf_test_add_case(s, "cpu_form_pinned_tilings", cpu_form_pinned_tilings);
     clf_test_add_case(s, "long_epilogue_one_kernel", long_epilogue_one_kernel);

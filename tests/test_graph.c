@@ -9,6 +9,7 @@
 
 #include "graph/graph_generalise.h"
 #include "graph/graph_internal.h"
+#include "graph/graph_merge_products.h"
 #include "graph/graph_symbols.h"
 #include "graph/op_table.h"
 #include "util/strbuf.h"
@@ -2381,6 +2382,190 @@ START_TEST(test_generalise_refuses_what_the_checks_contradict)
 }
 END_TEST
 
+/* ---- Products that read one operand, merged (graph_merge_products.h) ---- */
+
+static clf_tensor weight(clf_graph *g, int64_t rows, int64_t cols, float base)
+{
+    float *w = malloc((size_t)(rows * cols) * sizeof *w);
+    for (int64_t i = 0; i < rows * cols; i++)
+        w[i] = base + 0.01f * (float)i;
+    int64_t shape[2] = {rows, cols};
+    clf_tensor t = clf_constant(g, CLF_F32, 2, shape, w);
+    free(w);
+    return t;
+}
+
+/* x [2, 3, 8] times: q [8, 5] and k [8, 3] (one group), transposed t1 [4,
+ * 8] and t2 [2, 8] (another: exporters' Gemm transB), a lone product of
+ * another K, one with a computed b; every product an output. */
+static clf_graph *products_graph(uint32_t *ids)
+{
+    clf_graph *g = clf_graph_create();
+    int64_t xs[3] = {2, 3, 8}, ys[2] = {3, 6}, zs[2] = {8, 2};
+    clf_tensor x = clf_input(g, "x", CLF_F32, 3, xs), y = clf_input(g, "y", CLF_F32, 2, ys);
+    clf_tensor z = clf_input(g, "z", CLF_F32, 2, zs);
+    const int perm[2] = {1, 0};
+    clf_tensor p[6];
+    p[0] = clf_matmul(g, x, weight(g, 8, 5, 0.5f));
+    p[1] = clf_matmul(g, x, clf_transpose(g, weight(g, 4, 8, -0.25f), 2, perm));
+    p[2] = clf_matmul(g, y, weight(g, 6, 4, 0.1f));
+    p[3] = clf_matmul(g, x, weight(g, 8, 3, -1.0f));
+    p[4] = clf_matmul(g, x, clf_unary(g, CLF_UNARY_EXP, z));
+    p[5] = clf_matmul(g, x, clf_transpose(g, weight(g, 2, 8, 0.75f), 2, perm));
+    static const char *names[6] = {"q", "t1", "lone", "k", "computed", "t2"};
+    for (int i = 0; i < 6; i++) {
+        ck_assert(clf_tensor_valid(p[i]));
+        ids[i] = p[i].node;
+        /* Read through a movement op by a pointwise op (a product that is
+         * an output, even through movement ops, stays). */
+        const clf__node *n = &g->nodes[p[i].node];
+        int64_t flat[2] = {clf__node_numel(n) / n->shape[n->rank - 1], n->shape[n->rank - 1]};
+        clf_tensor read = clf_unary(g, CLF_UNARY_NEG, clf_reshape(g, p[i], 2, flat));
+        ck_assert_int_eq(clf_graph_output(g, names[i], read), CLF_OK);
+    }
+    return g;
+}
+
+static void run_products(const clf_graph *g, float *out /* 6 x 48 */)
+{
+    float x[48], y[18], z[16];
+    for (int i = 0; i < 48; i++)
+        x[i] = (float)((i * 37) % 17) / 8.0f - 1.0f;
+    for (int i = 0; i < 18; i++)
+        y[i] = (float)((i * 11) % 7) / 4.0f - 0.5f;
+    for (int i = 0; i < 16; i++)
+        z[i] = (float)(i % 5) / 5.0f;
+    for (int i = 0; i < 6 * 48; i++)
+        out[i] = NAN;
+    clf_host_binding in[3] = {{"x", x}, {"y", y}, {"z", z}};
+    clf_host_binding o[6] = {{"q", out}, {"t1", out + 48}, {"lone", out + 96}, {"k", out + 144},
+                             {"computed", out + 192}, {"t2", out + 240}};
+    char msg[256];
+    ck_assert_msg(clf_reference_run(g, 3, in, 6, o, msg, sizeof msg) == CLF_OK, "%s", msg);
+}
+
+START_TEST(test_merge_products_groups_and_slices)
+{
+    uint32_t ids[6];
+    clf_graph *g = products_graph(ids);
+    clf__merged_graph m;
+    char err[128];
+    ck_assert_int_eq(clf__graph_merge_products(g, NULL, NULL, &m, err, sizeof err), CLF_OK);
+    ck_assert_ptr_nonnull(m.g);
+    /* Two groups: {q, k} and {t1, t2}, in the order their first members come. */
+    ck_assert_uint_eq(m.nproducts, 2);
+    ck_assert_uint_eq(m.products[0].nmembers, 2);
+    ck_assert_uint_eq(m.products[0].members[0], ids[0]);
+    ck_assert_uint_eq(m.products[0].members[1], ids[3]);
+    ck_assert_uint_eq(m.products[1].nmembers, 2);
+    ck_assert_uint_eq(m.products[1].members[0], ids[1]);
+    ck_assert_uint_eq(m.products[1].members[1], ids[5]);
+    const clf__node *qk = &m.g->nodes[m.products[0].node], *tt = &m.g->nodes[m.products[1].node];
+    ck_assert_int_eq(qk->op, CLF__OP_MATMUL);
+    ck_assert_int_eq(qk->shape[2], 8); /* 5 + 3 */
+    ck_assert_int_eq(tt->shape[2], 6); /* 4 + 2 */
+    /* q|k's b is [8, 8], row r = q's row r then k's; t1|t2's the transpose of
+     * [6, 8], t1's rows then t2's. */
+    const clf__node *w = &m.g->nodes[qk->inputs[1]];
+    ck_assert_int_eq(w->op, CLF__OP_CONSTANT);
+    ck_assert_int_eq(w->shape[0], 8);
+    ck_assert_int_eq(w->shape[1], 8);
+    const float *wd = w->data;
+    ck_assert_float_eq(wd[1 * 8 + 4], 0.5f + 0.01f * (1 * 5 + 4));
+    ck_assert_float_eq(wd[1 * 8 + 5], -1.0f + 0.01f * (1 * 3 + 0));
+    const clf__node *tr = &m.g->nodes[tt->inputs[1]];
+    ck_assert_int_eq(tr->op, CLF__OP_TRANSPOSE);
+    const float *td = m.g->nodes[tr->inputs[0]].data;
+    ck_assert_float_eq(td[4 * 8 + 3], 0.75f + 0.01f * 3);
+    /* Each member is now its slice (read by the outputs' reshapes), starting
+     * at 0 and 5. */
+#define READ_BY(o) (m.g->nodes[m.g->nodes[m.g->outputs[o].node].inputs[0]].inputs[0])
+    const clf__node *sq = &m.g->nodes[READ_BY(0)], *sk = &m.g->nodes[READ_BY(3)];
+    ck_assert_int_eq(sq->op, CLF__OP_SLICE);
+    ck_assert_int_eq(sk->op, CLF__OP_SLICE);
+    ck_assert_int_eq(sq->attr.slice.start[2], 0);
+    ck_assert_int_eq(sk->attr.slice.start[2], 5);
+    ck_assert_int_eq(sk->shape[2], 3);
+    /* The others are copies: the lone product and the computed b. */
+    ck_assert_int_eq(m.g->nodes[READ_BY(2)].op, CLF__OP_MATMUL);
+    ck_assert_int_eq(m.g->nodes[READ_BY(4)].op, CLF__OP_MATMUL);
+    ck_assert_uint_eq(m.g->nnodes, g->nnodes + 2 + 3); /* a constant and a product; and a transpose */
+    /* Origins: the merged product is both members, a slice its member. */
+    uint32_t o[8];
+    ck_assert_uint_eq(clf__merged_origins(&m, m.products[0].node, o, 8), 2);
+    ck_assert_uint_eq(o[0], ids[0]);
+    ck_assert_uint_eq(o[1], ids[3]);
+    ck_assert_uint_eq(clf__merged_origins(&m, READ_BY(3), o, 8), 1);
+    ck_assert_uint_eq(o[0], ids[3]);
+#undef READ_BY
+    ck_assert_uint_eq(clf__merged_origins(&m, qk->inputs[1], o, 8), 0);
+    /* The same values, bit for bit (each dot product sums K in one order). */
+    float a[6 * 48], b[6 * 48];
+    run_products(g, a);
+    run_products(m.g, b);
+    for (int i = 0; i < 6 * 48; i++)
+        if (!isnan(a[i]) || !isnan(b[i]))
+            ck_assert_msg(a[i] == b[i], "element %d: %g merged, %g not", i, (double)b[i], (double)a[i]);
+    ck_assert(!isnan(a[144]) && !isnan(a[240]));
+    clf__merged_graph_free(&m);
+    clf_graph_destroy(&g);
+}
+END_TEST
+
+START_TEST(test_merge_products_memo_and_nothing_to_merge)
+{
+    uint32_t ids[6];
+    clf_graph *g = products_graph(ids);
+    clf__merge_memo *memo = clf__merge_memo_new();
+    clf__merged_graph m1, m2;
+    char err[128];
+    ck_assert_int_eq(clf__graph_merge_products(g, NULL, memo, &m1, err, sizeof err), CLF_OK);
+    ck_assert_int_eq(clf__graph_merge_products(g, NULL, memo, &m2, err, sizeof err), CLF_OK);
+    /* One concatenation per group, at one address (the constant pool's key). */
+    for (size_t p = 0; p < 2; p++) {
+        const clf__node *a = &m1.g->nodes[m1.products[p].node], *b = &m2.g->nodes[m2.products[p].node];
+        uint32_t wa = a->inputs[1], wb = b->inputs[1];
+        if (m1.g->nodes[wa].op == CLF__OP_TRANSPOSE) {
+            wa = m1.g->nodes[wa].inputs[0];
+            wb = m2.g->nodes[wb].inputs[0];
+        }
+        ck_assert_ptr_nonnull(m1.g->nodes[wa].data);
+        ck_assert_ptr_eq(m1.g->nodes[wa].data, m2.g->nodes[wb].data);
+        ck_assert(m1.g->nodes[wa].borrowed);
+    }
+    clf__merged_graph_free(&m1);
+    clf__merged_graph_free(&m2);
+    clf__merge_memo_free(memo);
+    clf_graph_destroy(&g);
+
+    /* Products of one a that are outputs (even through a movement op), or
+     * one of two kept apart, stay apart; read by a pointwise op, merged. */
+    for (int c = 0; c < 3; c++) {
+        g = clf_graph_create();
+        int64_t xs[2] = {5, 8};
+        clf_tensor x = clf_input(g, "x", CLF_F32, 2, xs);
+        clf_tensor a = clf_matmul(g, x, weight(g, 8, 4, 0.0f)), b = clf_matmul(g, x, weight(g, 8, 4, 1.0f));
+        if (c == 0) {
+            const int perm[2] = {1, 0};
+            ck_assert_int_eq(clf_graph_output(g, "a", a), CLF_OK);
+            ck_assert_int_eq(clf_graph_output(g, "b", clf_transpose(g, b, 2, perm)), CLF_OK);
+        } else {
+            ck_assert_int_eq(clf_graph_output(g, "y", clf_binary(g, CLF_BINARY_MUL, a, b)), CLF_OK);
+        }
+        uint8_t *apart = calloc(g->nnodes, 1);
+        apart[a.node] = c == 1;
+        ck_assert_int_eq(clf__graph_merge_products(g, apart, NULL, &m1, err, sizeof err), CLF_OK);
+        if (c < 2)
+            ck_assert_msg(m1.g == NULL, "case %d merged", c);
+        else
+            ck_assert_msg(m1.g != NULL && m1.nproducts == 1, "case %d not merged", c);
+        free(apart);
+        clf__merged_graph_free(&m1);
+        clf_graph_destroy(&g);
+    }
+}
+END_TEST
+
 static Suite *graph_suite(void)
 {
     Suite *s = suite_create("graph");
@@ -2433,6 +2618,8 @@ static Suite *graph_suite(void)
     tcase_add_test(tc, test_generalise_refuses_what_the_checks_contradict);
     tcase_add_test(tc, test_generalise_tables_past_their_rows_made_again);
     tcase_add_test(tc, test_generalise_checks_larger_sizes_as_they_come);
+    tcase_add_test(tc, test_merge_products_groups_and_slices);
+    tcase_add_test(tc, test_merge_products_memo_and_nothing_to_merge);
     suite_add_tcase(s, tc);
     return s;
 }

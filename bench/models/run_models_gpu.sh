@@ -5,7 +5,9 @@
 #     bash bench/models/run_models_gpu.sh large    # the Llama-shaped stack (hidden 2048, 2 layers, seq 512, f32)
 #     bash bench/models/run_models_gpu.sh quick    # the three TorchScript tiny fixtures on the GPU (default and
 #                                                  # autotuned tiles; MODELS_AUTOTUNE=0: default only), a
-#                                                  # launch-floor chain, torch in the same call
+#                                                  # launch-floor chain, torch in the same call;
+#                                                  # MODELS_ALSO="VAR=value": each also with it, then
+#                                                  # the default again
 # Everything lands in $OUT; a summary is printed last.
 set -uo pipefail
 source .gpu/env.sh
@@ -46,6 +48,12 @@ PY
     d=tests/models/${fam}_torchscript_ids
     CLFUSE_DEVICE=gpu timeout 200 $CLI bench "$d/model.onnx" --runs 300 > "$OUT/bench_${fam}_gpu.txt" 2>&1
     echo "== $fam default tiles"; grep -E "^(unfused|fused) " "$OUT/bench_${fam}_gpu.txt"
+    if [ -n "${MODELS_ALSO:-}" ]; then # the same with a switch, e.g. CLFUSE_MERGE_PRODUCTS=0
+      env CLFUSE_DEVICE=gpu $MODELS_ALSO timeout 200 $CLI bench "$d/model.onnx" --runs 300 > "$OUT/bench_${fam}_also_gpu.txt" 2>&1
+      echo "== $fam with $MODELS_ALSO"; grep -E "^(unfused|fused) " "$OUT/bench_${fam}_also_gpu.txt"
+      CLFUSE_DEVICE=gpu timeout 200 $CLI bench "$d/model.onnx" --runs 300 > "$OUT/bench_${fam}_again_gpu.txt" 2>&1
+      echo "== $fam default tiles again"; grep -E "^(unfused|fused) " "$OUT/bench_${fam}_again_gpu.txt"
+    fi
     if [ "${MODELS_AUTOTUNE:-1}" != 0 ]; then
       CLFUSE_DEVICE=gpu CLFUSE_AUTOTUNE=1 timeout 200 $CLI bench "$d/model.onnx" --runs 300 > "$OUT/bench_${fam}_tuned_gpu.txt" 2>&1
       echo "== $fam autotuned"; grep -E "^(unfused|fused) " "$OUT/bench_${fam}_tuned_gpu.txt"

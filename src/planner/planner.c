@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "graph/graph_merge_products.h"
 #include "index/index_algebra.h"
 #include "util/log.h"
 
@@ -136,7 +137,9 @@ static bool collect_deps(const clf_graph *g, const bool *mat, uint32_t m, uint32
 /* Whether the GEMM consuming operand node op should compute it in its loads
  * (a prologue) rather than read it from a buffer. A prologue is refused when
  * it reads another GEMM's product (that GEMM's epilogue computes it once
- * instead), when it loads more than one tensor of the operand's size (the
+ * instead; a product larger than the operand, whose parts the prologue
+ * reads, is accepted where parts_ok: a merged product's, which no epilogue
+ * can combine, graph_merge_products.h), when it loads more than one tensor of the operand's size (the
  * tiles would read more bytes than one stored operand), when it is long,
  * and, where tiles reload operands (GPU forms), when it applies a
  * reduction's result: on the H200 the f16 prefill's q/k/v products with an
@@ -144,7 +147,8 @@ static bool collect_deps(const clf_graph *g, const bool *mat, uint32_t m, uint32
  * / 0.023 reading the norm's output (its own kernel: 0.012), the tensor-core
  * form staging A through registers instead of raw copies. Returns NULL to
  * accept, else the reason. */
-static const char *prologue_refusal(const clf_graph *g, const bool *mat, uint32_t op, bool tiles_reload)
+static const char *prologue_refusal(const clf_graph *g, const bool *mat, uint32_t op, bool tiles_reload,
+                                    bool parts_ok)
 {
     while (clf__node_class_of(clf__graph_node(g, op)) == CLF__CLASS_MOVEMENT && !mat[op])
         op = clf__graph_node(g, op)->inputs[0];
@@ -167,7 +171,7 @@ static const char *prologue_refusal(const clf_graph *g, const bool *mat, uint32_
         }
         const clf__node *n = clf__graph_node(g, id);
         if (!clf__plan_is_computed(n) || mat[id]) {
-            if (n->op == CLF__OP_MATMUL)
+            if (n->op == CLF__OP_MATMUL && (clf__node_numel(n) <= numel || !parts_ok))
                 why = "it reads another GEMM's product (that GEMM's epilogue computes it once instead)";
             else if (tiles_reload && clf__node_class_of(n) == CLF__CLASS_REDUCTION)
                 why = "it applies a reduction's result, which every tile would apply again (stored once instead)";
@@ -405,7 +409,15 @@ clf_status clf__plan_materialise(clf__plan_state *S)
                 }
                 while (clf__node_class_of(clf__graph_node(g, in)) == CLF__CLASS_MOVEMENT && !mat[in])
                     in = clf__graph_node(g, in)->inputs[0];
-                const char *why = prologue_refusal(g, mat, nd->inputs[k], S->tiles_reload_operands);
+                /* A merged product's parts are read in the loads of CPU
+                 * forms (cheap there) and of GPU products of a few rows
+                 * (every work-group of the few-rows form reads all of A);
+                 * GPU tiles store them (the tensor-core form stages a
+                 * prologue's operand through registers: slower). */
+                const int64_t n_cols = nd->shape[nd->rank - 1];
+                const bool parts_ok = !S->tiles_reload_operands ||
+                                      (n_cols > 0 && clf__node_numel(nd) / n_cols <= CLF__FEW_ROWS);
+                const char *why = prologue_refusal(g, mat, nd->inputs[k], S->tiles_reload_operands, parts_ok);
                 if (why) {
                     mat[in] = true;
                     clf__log(CLF__LOG_FUSION, "node %u (%s): operand %c of matmul %u stored, not "

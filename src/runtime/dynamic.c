@@ -83,6 +83,7 @@ static void dyn_free(struct clf__dyn *d)
         clReleaseMemObject(d->state);
     clf__lift_table_free(&d->lift);
     clf__kernel_memo_free(&d->memo);
+    clf__merge_memo_free(d->merges);
     clf_graph_destroy(&d->graph);
     pthread_mutex_destroy(&d->pool.lock);
     pthread_mutex_destroy(&d->lock);
@@ -137,7 +138,7 @@ static clf_status generate_at(clf_context *ctx, struct clf__dyn *d, const clf_co
     clf_graph *at = NULL;
     if (clf__graph_specialise(d->graph, values, false, &at, err, sizeof err) != CLF_OK)
         return CLF_OK;
-    clf__spec_share share = {&d->pool, d->lift, d->memo, true, as_is, false};
+    clf__spec_share share = {&d->pool, d->lift, d->memo, d->merges, true, as_is, false};
     clf_executable *none = NULL;
     clf_status st = clf__compile_graph(ctx, at, params, &share, &none);
     clf_graph_destroy(&at);
@@ -206,14 +207,15 @@ clf_status clf__dyn_compile(clf_context *ctx, const clf_graph *g, const clf_comp
     }
     d->lift = clf__lift_table_new();
     d->memo = clf__kernel_memo_new();
-    if (!d->lift || !d->memo) {
+    d->merges = clf__merge_memo_new();
+    if (!d->lift || !d->memo || !d->merges) {
         clf_graph_destroy(&at_rep);
         dyn_free(d);
         return clf__ctx_fail(ctx, CLF_ERR_OUT_OF_MEMORY, "clf_compile: out of memory");
     }
     st = probe(ctx, d, params);
     clf_executable *e = NULL;
-    clf__spec_share share = {&d->pool, d->lift, d->memo, false, false, true};
+    clf__spec_share share = {&d->pool, d->lift, d->memo, d->merges, false, false, true};
     if (st == CLF_OK)
         st = clf__compile_graph(ctx, at_rep, params, &share, &e);
     clf_graph_destroy(&at_rep);
@@ -449,7 +451,7 @@ static clf_status spec_at(clf_executable *e, const int64_t *values, const char *
         return clf__ctx_fail(e->ctx, st, "%s: at %s: %s", call, sizes, err);
     }
     sibling_probe sib = {e->ctx, d, values};
-    clf__spec_share share = {&d->pool, d->lift, d->memo, false, false, false};
+    clf__spec_share share = {&d->pool, d->lift, d->memo, d->merges, false, false, false};
     clf__lift_set_prober(d->lift, probe_sibling, &sib);
     st = clf__compile_graph(e->ctx, sg, &d->params, &share, &made);
     clf__lift_set_prober(d->lift, NULL, NULL);

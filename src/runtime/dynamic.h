@@ -39,6 +39,7 @@ struct clf__dyn {
     clf__const_pool pool;
     clf__lift_table *lift; /* the programs the specialisations share */
     clf__kernel_memo *memo; /* and the code generated for their kernels */
+    clf__merge_memo *merges; /* and their merged products' weights (one address each: the pool keys on it) */
     /* The scratch every specialisation (and the stand-in executable) binds
      * its intermediates to before a run: one buffer, as large as the
      * largest need seen (grown by half at least), never shrunk; runs of

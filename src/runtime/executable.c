@@ -91,6 +91,8 @@ void clf__compile_target(const clf_context *ctx, const clf_compile_params *param
     /* GEMMs of a few rows in their own form (gemm_rows.cl); CLFUSE_GEMM_ROWS=0
      * gives them the tiled forms (to compare). */
     out->no_gemm_rows = !clf__env_switch("CLFUSE_GEMM_ROWS", true);
+    /* Products that read one operand as one (q/k/v, gate/up); off unfused. */
+    out->merge_products = !(params && params->disable_fusion) && clf__env_switch("CLFUSE_MERGE_PRODUCTS", true);
     /* TF32 only when asked for (it rounds f32 operands). */
     const char *tf32 = getenv("CLFUSE_TF32");
     out->tf32 = (params && params->allow_tf32) || (tf32 && strcmp(tf32, "1") == 0);
@@ -116,14 +118,66 @@ static clf_status exe_new(clf_context *ctx, clf_executable **out)
     return CLF_OK;
 }
 
+/* The planner's options for a compile's fused plan. */
+static clf__plan_options plan_options(const clf_compile_params *params, const clf__codegen_target *target)
+{
+    return (clf__plan_options){.disable_fusion = params && params->disable_fusion,
+                               .max_fused_depth = target->small_code ? CLF__SMALL_CODE_DEPTH : 0,
+                               .tiles_reload_operands = !target->cpu};
+}
+
+/* g with its products merged into *merged (graph_merge_products.h; nothing
+ * there where none merge). Where the target's GEMM loads do not compute a
+ * merged product's parts (GPU tiles, products of more than CLF__FEW_ROWS
+ * rows: the planner stores such an operand), a product whose kernel in g's
+ * own plan stores anything but the product itself (an epilogue: a bias, an
+ * activation, up's silu(gate) * up) stays apart: merged, that work would
+ * be a kernel of its own. That plan is made only where products merge. */
+static clf_status merge_products(clf_context *ctx, const clf_graph *g, const clf_compile_params *params,
+                                 const clf__codegen_target *target, const clf__spec_share *share,
+                                 clf__merged_graph *merged)
+{
+    char err[256];
+    clf__merge_memo *memo = share ? share->merges : NULL;
+    clf_status st = clf__graph_merge_products(g, NULL, memo, merged, err, sizeof err);
+    if (st != CLF_OK || !merged->g || target->cpu)
+        return st == CLF_OK ? st : clf__ctx_fail(ctx, st, "%s", err);
+    clf__plan plan = {0};
+    clf__plan_options popt = plan_options(params, target);
+    uint8_t *apart = clf__calloc(g->nnodes, 1);
+    if (!apart || (st = clf__plan_build(g, &popt, &plan, err, sizeof err)) != CLF_OK) {
+        clf__free(apart);
+        clf__merged_graph_free(merged);
+        return clf__ctx_fail(ctx, apart ? st : CLF_ERR_OUT_OF_MEMORY, "clf_compile: %s", apart ? err : "out of memory");
+    }
+    bool any = false;
+    for (uint32_t k = 0; k < plan.nkernels; k++) {
+        const clf__plan_kernel *K = &plan.kernels[k];
+        const clf__node *m = clf__graph_node(g, K->anchor);
+        const int64_t cols = m->rank ? m->shape[m->rank - 1] : 0;
+        if (K->kind != CLF__REGION_GEMM || (cols > 0 && clf__node_numel(m) / cols <= CLF__FEW_ROWS))
+            continue;
+        if (K->nstores != 1 || K->stores[0].node != K->anchor)
+            apart[K->anchor] = any = true;
+    }
+    clf__plan_free(&plan);
+    if (any) {
+        clf__merged_graph_free(merged);
+        st = clf__graph_merge_products(g, apart, memo, merged, err, sizeof err);
+    }
+    clf__free(apart);
+    return st == CLF_OK ? st : clf__ctx_fail(ctx, st, "%s", err);
+}
+
 /* Lowering: plan the graph (fused and, for the statistics, unfused: not
  * for a specialisation or a probe, whose statistics reach no caller since
  * clf_executable_stats gives the stand-in's), generate every kernel
  * (a specialisation's through the memo its graph's specialisations share)
  * and place the intermediates in scratch memory. Fills e's lowered fields
  * (everything the plan cache stores); no OpenCL. */
-static clf_status lower(clf_context *ctx, const clf_graph *g, const clf_compile_params *params,
-                        const clf__codegen_target *target, const clf__spec_share *share, clf_executable *e)
+static clf_status lower(clf_context *ctx, const clf_graph *g, const clf__merged_graph *merged,
+                        const clf_compile_params *params, const clf__codegen_target *target,
+                        const clf__spec_share *share, clf_executable *e)
 {
     char err[256] = "";
     clf__plan plan = {0}, unfused = {0};
@@ -131,9 +185,7 @@ static clf_status lower(clf_context *ctx, const clf_graph *g, const clf_compile_
     uint64_t *ivoff = NULL;
     clf_status st;
     unsigned long failures = clf__alloc_failures();
-    clf__plan_options popt = {.disable_fusion = params && params->disable_fusion,
-                              .max_fused_depth = target->small_code ? CLF__SMALL_CODE_DEPTH : 0,
-                              .tiles_reload_operands = !target->cpu};
+    clf__plan_options popt = plan_options(params, target);
     st = clf__plan_build(g, &popt, &plan, err, sizeof err);
     if (st != CLF_OK)
         goto fail_msg;
@@ -212,14 +264,22 @@ static clf_status lower(clf_context *ctx, const clf_graph *g, const clf_compile_
         if (K->numel)
             K->state_bytes = code.state_bytes;
         if (plan.kernels[k].nops) {
-            K->nodes = clf__malloc(plan.kernels[k].nops * sizeof *K->nodes);
+            /* The caller's node ids: a merged product is each of its members. */
+            const size_t most = plan.kernels[k].nops * (merged->g ? CLF__MERGED_MAX_MEMBERS : 1);
+            K->nodes = clf__malloc(most * sizeof *K->nodes);
             if (!K->nodes) {
                 st = CLF_ERR_OUT_OF_MEMORY;
                 snprintf(err, sizeof err, "clf_compile: out of memory");
                 goto fail_msg;
             }
-            memcpy(K->nodes, plan.kernels[k].ops, plan.kernels[k].nops * sizeof *K->nodes);
-            K->nnodes = plan.kernels[k].nops;
+            if (merged->g) {
+                for (uint32_t i = 0; i < plan.kernels[k].nops; i++)
+                    K->nnodes += (uint32_t)clf__merged_origins(merged, plan.kernels[k].ops[i], K->nodes + K->nnodes,
+                                                     most - K->nnodes);
+            } else {
+                memcpy(K->nodes, plan.kernels[k].ops, plan.kernels[k].nops * sizeof *K->nodes);
+                K->nnodes = plan.kernels[k].nops;
+            }
         }
     }
 
@@ -715,6 +775,7 @@ clf_status clf__compile_graph(clf_context *ctx, const clf_graph *g, const clf_co
 
     clf_status st;
     clf_executable *e = NULL;
+    clf__merged_graph merged = {0};
     st = exe_new(ctx, &e);
     if (st != CLF_OK)
         return st;
@@ -744,6 +805,10 @@ clf_status clf__compile_graph(clf_context *ctx, const clf_graph *g, const clf_co
     st = clf__program_batch_threads(ctx, &build_threads);
     if (st != CLF_OK)
         goto fail;
+    /* The graph planned: g with its products merged (the cache keys on g). */
+    if (target.merge_products && (st = merge_products(ctx, g, params, &target, share, &merged)) != CLF_OK)
+        goto fail;
+    const clf_graph *gp = merged.g ? merged.g : g;
     /* Whoever asks for the planner's decisions gets them: plan (and store)
      * instead of loading the plan. */
     bool planner_logs = clf__log_enabled(CLF__LOG_FUSION) || clf__log_enabled(CLF__LOG_SCHEDULE);
@@ -758,12 +823,12 @@ clf_status clf__compile_graph(clf_context *ctx, const clf_graph *g, const clf_co
         key = share ? NULL : clf__plan_cache_key(ctx, g, params, &target);
         if (key && planner_logs)
             clf__log(CLF__LOG_CACHE, "plan cache not read: CLFUSE_LOGS asks for the planner's decisions");
-        bool loaded = key && !planner_logs && clf__plan_cache_load(ctx, key, g, e);
+        bool loaded = key && !planner_logs && clf__plan_cache_load(ctx, key, gp, e);
         if (!loaded) {
             pthread_mutex_lock(&ctx->lock);
             ctx->counts.plans_built++;
             pthread_mutex_unlock(&ctx->lock);
-            st = lower(ctx, g, params, &target, share, e);
+            st = lower(ctx, gp, &merged, params, &target, share, e);
             if (st != CLF_OK)
                 goto fail;
         }
@@ -776,12 +841,13 @@ clf_status clf__compile_graph(clf_context *ctx, const clf_graph *g, const clf_co
                 st = clf__lift_note(share->lift, e->kernels[k].source, share->as_is);
             clf__free(key);
             clf_executable_destroy(&e);
+            clf__merged_graph_free(&merged);
             return st == CLF_OK ? st : clf__ctx_fail(ctx, st, "clf_compile: out of memory");
         }
         const double t_lowered = clf__now_ms();
         e->pool = share ? share->pool : NULL;
         e->lift = share ? share->lift : NULL;
-        st = instantiate(ctx, g, e);
+        st = instantiate(ctx, gp, e);
         if (st == CLF_OK && share)
             clf__log(CLF__LOG_CACHE, "symbolic sizes: specialisation planned and generated in %.2f ms, instantiated in "
                      "%.2f ms",
@@ -827,12 +893,14 @@ clf_status clf__compile_graph(clf_context *ctx, const clf_graph *g, const clf_co
         st = exe_new(ctx, &e);
         if (st != CLF_OK) {
             clf__free(first_key);
+            clf__merged_graph_free(&merged);
             return st;
         }
         clf__ctx_clear_error(ctx);
     }
     clf__free(key);
     clf__free(first_key);
+    clf__merged_graph_free(&merged);
     *out = e;
     return CLF_OK;
 
@@ -840,6 +908,7 @@ fail:
     clf__free(key);
     clf__free(first_key);
     clf_executable_destroy(&e);
+    clf__merged_graph_free(&merged);
     return st;
 }
 

@@ -73,6 +73,8 @@ char *clf__plan_cache_key(const clf_context *ctx, const clf_graph *g, const clf_
     clf__cache_key_field(&sb, "target-tf32", num);
     snprintf(num, sizeof num, "%d", (int)target->no_gemm_rows);
     clf__cache_key_field(&sb, "target-no-gemm-rows", num);
+    snprintf(num, sizeof num, "%d", (int)target->merge_products);
+    clf__cache_key_field(&sb, "target-merge-products", num);
     /* Build options decide whether a form builds (inline PTX, or its
      * emulation under -DCLF_MMA_EMULATE=1), and so which plan a compile
      * that lowered again stored. */

@@ -7,6 +7,7 @@
 
 #include "clfuse/runtime.h"
 #include "codegen/codegen.h"
+#include "graph/graph_merge_products.h"
 #include "planner/planner.h"
 #include "util/strbuf.h"
 
@@ -140,6 +141,7 @@ typedef struct clf__spec_share {
     clf__const_pool *pool;
     clf__lift_table *lift;
     clf__kernel_memo *memo; /* the code generated for kernels of the same key */
+    clf__merge_memo *merges; /* the merged products' concatenated weights */
     bool sources_only, as_is;
     /* The executable is the graph's own (its stand-in, whose statistics
      * clf_executable_stats gives): plan it unfused too, for them. */
