@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "graph/graph_generalise.h"
+#include "graph/graph_builder.h"
 #include "graph/graph_internal.h"
 #include "graph/graph_merge_products.h"
 #include "graph/graph_symbols.h"
@@ -2384,15 +2385,22 @@ END_TEST
 
 /* ---- Products that read one operand, merged (graph_merge_products.h) ---- */
 
+/* Weights of at most 64 values, copied into the graph; or borrowed (as a
+ * model's initializers are) from static storage, slot by slot. */
+static bool weights_borrowed;
+static int weight_slot;
+
 static clf_tensor weight(clf_graph *g, int64_t rows, int64_t cols, float base)
 {
-    float *w = malloc((size_t)(rows * cols) * sizeof *w);
+    static float slots[8][64];
+    float local[64];
+    float *w = weights_borrowed ? slots[weight_slot++ % 8] : local;
+    ck_assert_int_le(rows * cols, 64);
     for (int64_t i = 0; i < rows * cols; i++)
         w[i] = base + 0.01f * (float)i;
     int64_t shape[2] = {rows, cols};
-    clf_tensor t = clf_constant(g, CLF_F32, 2, shape, w);
-    free(w);
-    return t;
+    return weights_borrowed ? clf__graph_constant_borrowed(g, CLF_F32, 2, shape, w)
+                            : clf_constant(g, CLF_F32, 2, shape, w);
 }
 
 /* x [2, 3, 8] times: q [8, 5] and k [8, 3] (one group), transposed t1 [4,
@@ -2514,29 +2522,44 @@ END_TEST
 
 START_TEST(test_merge_products_memo_and_nothing_to_merge)
 {
-    uint32_t ids[6];
-    clf_graph *g = products_graph(ids);
-    clf__merge_memo *memo = clf__merge_memo_new();
-    clf__merged_graph m1, m2;
-    char err[128];
-    ck_assert_int_eq(clf__graph_merge_products(g, NULL, memo, &m1, err, sizeof err), CLF_OK);
-    ck_assert_int_eq(clf__graph_merge_products(g, NULL, memo, &m2, err, sizeof err), CLF_OK);
-    /* One concatenation per group, at one address (the constant pool's key). */
-    for (size_t p = 0; p < 2; p++) {
-        const clf__node *a = &m1.g->nodes[m1.products[p].node], *b = &m2.g->nodes[m2.products[p].node];
-        uint32_t wa = a->inputs[1], wb = b->inputs[1];
-        if (m1.g->nodes[wa].op == CLF__OP_TRANSPOSE) {
-            wa = m1.g->nodes[wa].inputs[0];
-            wb = m2.g->nodes[wb].inputs[0];
+    /* Borrowed weights (a model's): one concatenation per group in the
+     * memo, at one address (the constant pool's key), borrowed by the
+     * copies. Weights a graph owns (an import's folds, freed with it, whose
+     * addresses a later one may reuse): a concatenation each copy owns. */
+    for (int borrowed = 1; borrowed >= 0; borrowed--) {
+        weights_borrowed = borrowed;
+        uint32_t ids[6];
+        clf_graph *g = products_graph(ids);
+        weights_borrowed = false;
+        clf__merge_memo *memo = clf__merge_memo_new();
+        clf__merged_graph m1, m2;
+        char err[128];
+        ck_assert_int_eq(clf__graph_merge_products(g, NULL, memo, &m1, err, sizeof err), CLF_OK);
+        ck_assert_int_eq(clf__graph_merge_products(g, NULL, memo, &m2, err, sizeof err), CLF_OK);
+        for (size_t p = 0; p < 2; p++) {
+            const clf__node *a = &m1.g->nodes[m1.products[p].node], *b = &m2.g->nodes[m2.products[p].node];
+            uint32_t wa = a->inputs[1], wb = b->inputs[1];
+            if (m1.g->nodes[wa].op == CLF__OP_TRANSPOSE) {
+                wa = m1.g->nodes[wa].inputs[0];
+                wb = m2.g->nodes[wb].inputs[0];
+            }
+            ck_assert_ptr_nonnull(m1.g->nodes[wa].data);
+            ck_assert_int_eq(m1.g->nodes[wa].borrowed, borrowed);
+            ck_assert_int_eq(m1.g->nodes[wa].data == m2.g->nodes[wb].data, borrowed);
+            ck_assert_mem_eq(m1.g->nodes[wa].data, m2.g->nodes[wb].data, 48 * sizeof(float));
         }
-        ck_assert_ptr_nonnull(m1.g->nodes[wa].data);
-        ck_assert_ptr_eq(m1.g->nodes[wa].data, m2.g->nodes[wb].data);
-        ck_assert(m1.g->nodes[wa].borrowed);
+        /* A copied constant (the lone product's weight) keeps its mark. */
+        const clf__node *lone = &m1.g->nodes[m1.g->nodes[m1.g->nodes[m1.g->outputs[2].node].inputs[0]].inputs[0]];
+        ck_assert_int_eq(lone->op, CLF__OP_MATMUL);
+        ck_assert_int_eq(m1.g->nodes[lone->inputs[1]].borrowed, borrowed);
+        clf__merged_graph_free(&m1);
+        clf__merged_graph_free(&m2);
+        clf__merge_memo_free(memo);
+        clf_graph_destroy(&g);
     }
-    clf__merged_graph_free(&m1);
-    clf__merged_graph_free(&m2);
-    clf__merge_memo_free(memo);
-    clf_graph_destroy(&g);
+    clf_graph *g;
+    clf__merged_graph m1;
+    char err[128];
 
     /* Products of one a that are outputs (even through a movement op), or
      * one of two kept apart, stay apart; read by a pointwise op, merged. */

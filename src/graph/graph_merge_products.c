@@ -210,13 +210,18 @@ static uint32_t emit_product(copier *C, clf__merge_memo *memo, const candidate *
     clf__node c = {.op = CLF__OP_CONSTANT, .dtype = w->dtype, .rank = 2};
     c.shape[0] = m[0].form == B_TRANSPOSED ? ntot : m[0].k;
     c.shape[1] = m[0].form == B_TRANSPOSED ? m[0].k : ntot;
+    /* The memo keys on addresses: only parts whose data outlives every
+     * copy (borrowed: a model's initializers) keep theirs. */
+    bool stable = memo != NULL;
+    for (size_t j = 0; j < nm; j++)
+        stable = stable && g->nodes[m[j].weight].borrowed;
     size_t bytes = 0;
-    c.data = memo ? memo_concatenation(memo, g, m, nm) : concatenate(g, m, nm, &bytes);
-    c.borrowed = memo != NULL;
+    c.data = stable ? memo_concatenation(memo, g, m, nm) : concatenate(g, m, nm, &bytes);
+    c.borrowed = stable;
     if (!c.data)
         return UINT32_MAX;
     if (!emit(C, &c, NULL, UINT32_MAX)) {
-        if (!memo)
+        if (!stable)
             clf__free(c.data);
         return UINT32_MAX;
     }
@@ -265,6 +270,10 @@ static bool emit_slice(copier *C, const candidate *m, size_t j, uint32_t product
 
 void clf__merged_graph_free(clf__merged_graph *m)
 {
+    /* The copied nodes' data is the original graph's. */
+    for (size_t i = 0; m->g && i < m->g->nnodes; i++)
+        if (m->origin[i] != UINT32_MAX)
+            m->g->nodes[i].data = NULL;
     clf_graph_destroy(&m->g);
     clf__free(m->origin);
     clf__free(m->products);
@@ -368,9 +377,7 @@ clf_status clf__graph_merge_products(const clf_graph *g, const uint8_t *keep_apa
         }
         for (int k = 0; k < n->ninputs; k++)
             inputs[k] = C.remap[n->inputs[k]];
-        clf__node copy = *n;
-        copy.borrowed = true; /* g's data */
-        ok = emit(&C, &copy, inputs, i);
+        ok = emit(&C, n, inputs, i); /* g's data: clf__merged_graph_free leaves it */
         C.remap[i] = (uint32_t)s->nnodes - 1;
     }
     clf__free(inputs);

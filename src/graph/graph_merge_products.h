@@ -29,9 +29,10 @@
 #define CLF__FEW_ROWS 8
 
 /* Concatenated weights kept across compiles of graphs that share their
- * constants' data (the specialisations of one graph), so that each
- * concatenation is made once and keeps one address (the constant pool
- * finds device buffers by address). Thread-safe. */
+ * constants' data (the specialisations of one graph, whose constants
+ * borrow a model's initializers), so that each concatenation is made once
+ * and keeps one address (the constant pool finds device buffers of
+ * borrowed constants by address). Thread-safe. */
 typedef struct clf__merge_memo clf__merge_memo;
 
 clf__merge_memo *clf__merge_memo_new(void);
@@ -65,9 +66,10 @@ typedef struct clf__merged_graph {
  * group's first member replaced by the concatenated constant, the merged
  * MATMUL and the member's SLICE of its last axis, and each later member
  * by its SLICE; nodes keep their order (ids shift), the inputs and
- * outputs their names and order. The copy borrows g's data (it must not
- * outlive g) and the concatenations from memo, or owns them where memo is
- * NULL. Where there is no group, out->g is NULL. Fails only for memory
+ * outputs their names and order. The copy uses g's data (it must not
+ * outlive g; its nodes keep their borrowed marks) and takes a group's
+ * concatenation from memo where every part is borrowed (its address
+ * outlives every copy: the constant pool may share it), else owns it. Where there is no group, out->g is NULL. Fails only for memory
  * (CLF_ERR_OUT_OF_MEMORY, a message in err). */
 clf_status clf__graph_merge_products(const clf_graph *g, const uint8_t *keep_apart, clf__merge_memo *memo,
                                      clf__merged_graph *out, char *err, size_t cap);
