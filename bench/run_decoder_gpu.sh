@@ -20,7 +20,7 @@
 #     bash bench/run_decoder_gpu.sh merge   bench_decoder with products that read one
 #                                           operand merged (q/k/v, gate/up; the default)
 #                                           and apart (CLFUSE_MERGE_PRODUCTS 1, 0), then
-#                                           .gpu/llm_anchors.py, one call
+#                                           .gpu/llm_anchors.py, one call (NO_ANCHORS=1: not it)
 #     bash bench/run_decoder_gpu.sh tiles   bench_decoder's prefill with each
 #                                           tensor-core tiling of TILES pinned
 #                                           (CLFUSE_GEMM_TILE; "default": none),
@@ -74,6 +74,7 @@ lengths)
   ;;
 merge)
   decoder_with_and_without CLFUSE_MERGE_PRODUCTS merge 1 0 1
+  [ -n "${NO_ANCHORS:-}" ] && exit 0
   timeout 280 python3 .gpu/llm_anchors.py > "$OUT/llm_anchors.txt" 2>&1
   tail -20 "$OUT/llm_anchors.txt"
   ;;

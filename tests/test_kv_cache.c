@@ -222,6 +222,11 @@ START_TEST(decode_equals_prefill)
     make_layer(&m, true);
     clf_executable *exe = NULL;
     ck_assert_int_eq(clf_compile(ctx, m.g, NULL, &exe), CLF_OK);
+    /* One kernel writes both caches (their new entries have one shape). */
+    size_t writers = 0;
+    for (size_t k = 0; k < clf_executable_kernel_count(exe); k++)
+        writers += strstr(clf_executable_kernel_name(exe, k), "cache_write") != NULL;
+    ck_assert_uint_eq(writers, 1);
     float hs[TOTAL * W], whole[TOTAL * W], stepped[TOTAL * W];
     clf_test_fill_f32(hs, TOTAL * W, -1, 1);
 
@@ -267,6 +272,8 @@ START_TEST(decode_equals_prefill)
                     ck_assert_msg(k2h[i] != SENTINEL && v2h[i] != SENTINEL, "position %d not written", p);
                     ck_assert_msg(fabsf(k2h[i] - kref[i]) <= 1e-4f + 1e-4f * fabsf(kref[i]),
                                   "k at head %d position %d: %g, want %g", h, p, k2h[i], kref[i]);
+                    ck_assert_msg(fabsf(v2h[i] - vref[i]) <= 1e-4f + 1e-4f * fabsf(vref[i]),
+                                  "v at head %d position %d: %g, want %g", h, p, v2h[i], vref[i]);
                 }
             }
     clReleaseMemObject(k1);

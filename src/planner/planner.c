@@ -478,8 +478,8 @@ static int32_t choose_region(clf__plan_state *S, uint32_t m, const clf__u32vec *
     const clf_graph *g = S->g;
     const clf__node *mn = clf__graph_node(g, m);
     char sbuf[128];
-    if (clf__region_kinds[clf__region_kind_of_anchor(S, m)].alone)
-        return -1;
+    const clf__region_kind kind = clf__region_kind_of_anchor(S, m);
+    const bool own_kind = clf__region_kinds[kind].own_kind;
     for (uint32_t r = 0; r < S->nr; r++) {
         rdeps[r] = S->rs[r].deps.v;
         rndeps[r] = S->rs[r].deps.n;
@@ -488,6 +488,8 @@ static int32_t choose_region(clf__plan_state *S, uint32_t m, const clf__u32vec *
      * m reads. */
     for (uint32_t r = S->nr; r-- > 0;) {
         const clf__region_rules *K = &clf__region_kinds[S->rs[r].kind];
+        if (own_kind && S->rs[r].kind != kind)
+            continue;
         clf__role ro = S->rs[r].closed ? CLF__ROLE_NONE : K->role(g, &S->rs[r], mn);
         if (ro == CLF__ROLE_NONE)
             continue;

@@ -111,9 +111,9 @@ typedef struct clf__region_rules {
     /* The node whose value the kernel of region r stores as its member m
      * (clf__plan_store's from). NULL pointer: m itself. */
     uint32_t (*store_from)(const clf__plan_state *S, uint32_t r, uint32_t m);
-    /* A kernel of this kind holds its anchor alone: the anchor joins no
-     * other region, and nothing joins its region. */
-    bool alone;
+    /* The kind's anchors join regions of their own kind only (as its role
+     * admits them), never another kind's. */
+    bool own_kind;
 } clf__region_rules;
 
 extern const clf__region_rules clf__region_kinds[CLF__REGION_KIND_COUNT];

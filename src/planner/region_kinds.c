@@ -482,7 +482,9 @@ static void attention_start(clf__plan_state *S, clf__region *R, uint32_t m)
 
 /* A kernel over the new entries x of a CACHE_WRITE, storing x's element i
  * at its place in the cache's buffer (the cache input's own: the write is
- * in place); x's chain (a rotary embedding of new keys) is computed in it. */
+ * in place), and so for the other cache writes of entries of x's shape
+ * that join it; each x's chain (a rotary embedding of new keys) is
+ * computed in it. */
 static bool cache_write_anchors(const clf__plan_state *S, uint32_t m)
 {
     return clf__graph_node(S->g, m)->op == CLF__OP_CACHE_WRITE;
@@ -496,12 +498,14 @@ static void cache_write_start(clf__plan_state *S, clf__region *R, uint32_t m)
     memcpy(R->shape, x->shape, sizeof x->shape);
 }
 
+/* Another cache write whose new entries have the region's shape joins it
+ * (a layer's keys and values: one kernel stores both); nothing else does. */
 static clf__role cache_write_role(const clf_graph *g, const clf__region *R, const clf__node *m)
 {
-    (void)g;
-    (void)R;
-    (void)m;
-    return CLF__ROLE_NONE;
+    if (m->op != CLF__OP_CACHE_WRITE)
+        return CLF__ROLE_NONE;
+    const clf__node *x = clf__graph_node(g, m->inputs[1]);
+    return clf__plan_same_shape(R->rank, R->shape, x->rank, x->shape) ? CLF__ROLE_POINTWISE : CLF__ROLE_NONE;
 }
 
 static uint32_t cache_write_store_from(const clf__plan_state *S, uint32_t r, uint32_t m)
@@ -521,7 +525,7 @@ const clf__region_rules clf__region_kinds[CLF__REGION_KIND_COUNT] = {
     [CLF__REGION_ATTENTION] = {CLF__REGION_ATTENTION, "attention", attention_anchors, attention_start, attention_role,
                                attention_refusal, attention_store_from},
     [CLF__REGION_CACHE_WRITE] = {CLF__REGION_CACHE_WRITE, "cache write", cache_write_anchors, cache_write_start,
-                                 cache_write_role, NULL, cache_write_store_from, .alone = true},
+                                 cache_write_role, NULL, cache_write_store_from, .own_kind = true},
 };
 _Static_assert(CLF__REGION_KIND_COUNT == 5, "a new region kind needs its row in clf__region_kinds");
 
