@@ -232,6 +232,56 @@ START_TEST(binary_f32)
 }
 END_TEST
 
+/* Pow by a constant 2, 3 or 4 (a scalar, or a tensor of one value) is
+ * products in the kernel (codegen_expr.c: PoCL's pow is ~30x slower); other
+ * exponents keep pow. Against the reference, in both forms, with signed
+ * zeros, infinities and NaN exact. */
+START_TEST(pow_small_integer_exponents)
+{
+    clf_context *ctx = clf_test_context();
+    clf_graph *g = clf_graph_create();
+    e2e_inputs in = {0};
+    clf_tensor x = e2e_input(g, &in, "x", CLF_F32, 2, S_ODD, -3.0, 3.0);
+    float *xd = e2e_data(&in, "x");
+    const float sx[] = {NAN, INFINITY, -INFINITY, 0.0f, -0.0f, -2.0f, 1.5f};
+    memcpy(xd, sx, sizeof sx);
+    const float threes[7] = {3, 3, 3, 3, 3, 3, 3};
+    clf_graph_output(g, "p2", clf_pow(g, x, clf_scalar(g, CLF_F32, 2.0)));
+    clf_graph_output(g, "p3", clf_pow(g, x, clf_constant(g, CLF_F32, 1, (int64_t[]){7}, threes)));
+    clf_graph_output(g, "p4", clf_pow(g, x, clf_scalar(g, CLF_F32, 4.0)));
+    const e2e_tol tols[] = {{"p2", 1e-6, 1e-6}, {"p3", 1e-6, 1e-6}, {"p4", 1e-6, 1e-6}, {NULL, 0, 0}};
+    e2e_run r;
+    e2e_check(ctx, g, &in, RTOL, ATOL, tols, E2E_BOTH, &r);
+    const float *p2 = e2e_got(&r, "p2"), *p3 = e2e_got(&r, "p3"), *p4 = e2e_got(&r, "p4");
+    ck_assert(isnan(p2[0]) && isnan(p3[0]) && isnan(p4[0]));
+    ck_assert(p2[1] == INFINITY && p3[1] == INFINITY && p2[2] == INFINITY && p3[2] == -INFINITY);
+    ck_assert(p3[3] == 0.0f && !signbit(p3[3]) && p3[4] == 0.0f && signbit(p3[4]) && !signbit(p2[4]));
+    ck_assert(p3[5] == -8.0f && p4[5] == 16.0f && p2[6] == 2.25f && p3[6] == 3.375f);
+    e2e_run_free(&r);
+    ck_assert_uint_eq(e2e_check_style_tols(ctx, g, &in, CLF_KERNEL_STYLE_GPU, RTOL, ATOL, tols), 1);
+    clf_executable *exe = NULL;
+    ck_assert_int_eq(clf_compile(ctx, g, NULL, &exe), CLF_OK);
+    ck_assert_ptr_null(strstr(clf_executable_kernel_source(exe, 0), "pow("));
+    clf_executable_destroy(&exe);
+    clf_graph_destroy(&g);
+
+    /* 2.5, and exponents that differ, keep pow. */
+    g = clf_graph_create();
+    x = clf_input(g, "x", CLF_F32, 2, S_ODD);
+    const float mixed[7] = {3, 3, 3, 2, 3, 3, 3};
+    clf_graph_output(g, "a", clf_pow(g, x, clf_scalar(g, CLF_F32, 2.5)));
+    clf_graph_output(g, "b", clf_pow(g, x, clf_constant(g, CLF_F32, 1, (int64_t[]){7}, mixed)));
+    ck_assert_int_eq(clf_compile(ctx, g, NULL, &exe), CLF_OK);
+    const char *src = clf_executable_kernel_source(exe, 0), *first = strstr(src, "pow(");
+    ck_assert_ptr_nonnull(first);
+    ck_assert_ptr_nonnull(strstr(first + 1, "pow("));
+    clf_executable_destroy(&exe);
+    clf_graph_destroy(&g);
+    e2e_inputs_free(&in);
+    clf_context_destroy(&ctx);
+}
+END_TEST
+
 START_TEST(binary_i32)
 {
     clf_context *ctx = clf_test_context();
@@ -921,6 +971,7 @@ static Suite *ops_suite(void)
     clf_test_add_case(s, "unary_f32_domain", unary_f32_domain);
     clf_test_add_case(s, "unary_i32_bool", unary_i32_bool);
     clf_test_add_case(s, "binary_f32", binary_f32);
+    clf_test_add_case(s, "pow_small_integer_exponents", pow_small_integer_exponents);
     clf_test_add_case(s, "binary_i32", binary_i32);
     clf_test_add_case(s, "binary_bool", binary_bool);
     clf_test_add_case(s, "where_all_dtypes", where_all_dtypes);
