@@ -145,19 +145,26 @@ static clf_status merge_products(clf_context *ctx, const clf_graph *g, const clf
     clf__plan plan = {0};
     clf__plan_options popt = plan_options(params, target);
     uint8_t *apart = clf__calloc(g->nnodes, 1);
-    if (!apart || (st = clf__plan_build(g, &popt, &plan, err, sizeof err)) != CLF_OK) {
+    if (!apart) {
+        st = CLF_ERR_OUT_OF_MEMORY;
+        snprintf(err, sizeof err, "clf_compile: out of memory");
+    } else {
+        st = clf__plan_build(g, &popt, &plan, err, sizeof err);
+    }
+    if (st != CLF_OK) {
         clf__free(apart);
         clf__merged_graph_free(merged);
-        return clf__ctx_fail(ctx, apart ? st : CLF_ERR_OUT_OF_MEMORY, "clf_compile: %s", apart ? err : "out of memory");
+        return clf__ctx_fail(ctx, st, "%s", err);
     }
     bool any = false;
     for (uint32_t k = 0; k < plan.nkernels; k++) {
         const clf__plan_kernel *K = &plan.kernels[k];
-        const clf__node *m = clf__graph_node(g, K->anchor);
-        const int64_t cols = m->rank ? m->shape[m->rank - 1] : 0;
-        if (K->kind != CLF__REGION_GEMM || (cols > 0 && clf__node_numel(m) / cols <= CLF__FEW_ROWS))
+        if (K->kind != CLF__REGION_GEMM)
             continue;
-        if (K->nstores != 1 || K->stores[0].node != K->anchor)
+        const clf__node *m = clf__graph_node(g, K->anchor);
+        const int64_t cols = m->shape[m->rank - 1];
+        if ((cols <= 0 || clf__node_numel(m) / cols > CLF__FEW_ROWS) &&
+            (K->nstores != 1 || K->stores[0].node != K->anchor))
             apart[K->anchor] = any = true;
     }
     clf__plan_free(&plan);
