@@ -413,10 +413,15 @@ clf_status clf__plan_materialise(clf__plan_state *S)
                  * forms (cheap there) and of GPU products of a few rows
                  * (every work-group of the few-rows form reads all of A);
                  * GPU tiles store them (the tensor-core form stages a
-                 * prologue's operand through registers: slower). */
+                 * prologue's operand through registers: slower). Not in
+                 * attention's: a decoder's query rotation there made the
+                 * attention kernel's code follow the length's rotary table
+                 * (generated again at each new length: generate_kv's new
+                 * lengths 0.68 -> 1.00 ms on PoCL), where a pointwise
+                 * kernel of its own is cheap to generate. */
                 const int64_t n_cols = nd->shape[nd->rank - 1];
-                const bool parts_ok = !S->tiles_reload_operands ||
-                                      (n_cols > 0 && clf__node_numel(nd) / n_cols <= CLF__FEW_ROWS);
+                const bool parts_ok = att < 0 && (!S->tiles_reload_operands ||
+                                                  (n_cols > 0 && clf__node_numel(nd) / n_cols <= CLF__FEW_ROWS));
                 const char *why = prologue_refusal(g, mat, nd->inputs[k], S->tiles_reload_operands, parts_ok);
                 if (why) {
                     mat[in] = true;
