@@ -160,15 +160,6 @@ static void *memo_concatenation(clf__merge_memo *memo, const clf_graph *g, const
 
 /* ---- The copy ------------------------------------------------------------- */
 
-static char *dup_str(const char *s)
-{
-    size_t len = strlen(s);
-    char *c = clf__malloc(len + 1);
-    if (c)
-        memcpy(c, s, len + 1);
-    return c;
-}
-
 typedef struct copier {
     const clf_graph *g;
     clf__merged_graph *out;
@@ -183,7 +174,8 @@ static bool emit(copier *C, const clf__node *n, const uint32_t *inputs, uint32_t
     clf_graph *s = C->out->g;
     uint32_t *in = NULL;
     char *name = NULL;
-    if ((n->ninputs && !(in = clf__malloc((size_t)n->ninputs * sizeof *in))) || (n->name && !(name = dup_str(n->name)))) {
+    if ((n->ninputs && !(in = clf__malloc((size_t)n->ninputs * sizeof *in))) ||
+        (n->name && !(name = clf__strdup(n->name)))) {
         clf__free(in);
         return false;
     }
@@ -387,7 +379,7 @@ clf_status clf__graph_merge_products(const clf_graph *g, const uint8_t *keep_apa
         s->inputs[s->ninputs++] = C.remap[g->inputs[i]];
     for (size_t i = 0; ok && i < g->noutputs; i++) {
         s->outputs[i].node = C.remap[g->outputs[i].node];
-        ok = (s->outputs[i].name = dup_str(g->outputs[i].name)) != NULL;
+        ok = (s->outputs[i].name = clf__strdup(g->outputs[i].name)) != NULL;
         s->noutputs = i + 1;
     }
     if (ok)
