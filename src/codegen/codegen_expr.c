@@ -277,27 +277,22 @@ const char *clf__cg_load_slot(clf__cg_fn *G, uint32_t buffer, clf__ix index, clf
     return name;
 }
 
-/* Pow's exponent where it is 2, 3 or 4 everywhere (a constant, through
- * movement ops): GELU's tanh form cubes, RMS and layer norms square. Else 0.
- * PoCL's pow took 0.3 ms for the tiny GPT-2's 4,096 GELUs (x * x * x:
- * 0.01); the products differ from pow's correctly rounded result by an ulp
- * or two, and agree on signed zeros, infinities and NaN. */
+/* Pow's exponent where it is a literal 2, 3 or 4 (a one-element constant,
+ * through movement ops: as exporters write GELU's tanh form's cube and the
+ * norms' squares), else 0. Only a literal: the kernel memo keys on a
+ * literal's value, not on a loaded constant's bytes (kernel_memo.c). PoCL's
+ * pow took 0.3 ms for the tiny GPT-2's 4,096 GELUs (x * x * x: 0.01); the
+ * products differ from pow's correctly rounded result by an ulp or two, and
+ * agree on signed zeros, infinities and NaN. */
 static int small_exponent(const clf_graph *g, const clf__node *n)
 {
     const clf__node *e = clf__graph_node(g, n->inputs[1]);
     while (clf__node_class_of(e) == CLF__CLASS_MOVEMENT)
         e = clf__graph_node(g, e->inputs[0]);
-    if (e->op != CLF__OP_CONSTANT || !e->data || e->dtype == CLF_BOOL)
+    if (!clf__plan_is_literal(e) || !e->data || e->dtype == CLF_BOOL)
         return 0;
-    const int64_t numel = clf__node_numel(e);
-    double v = 0;
-    for (int64_t i = 0; i < numel; i++) {
-        const double x = clf__dtype_table[e->dtype].get_f64(e->data, i);
-        if (i && x != v)
-            return 0;
-        v = x;
-    }
-    return numel && (v == 2 || v == 3 || v == 4) ? (int)v : 0;
+    const double v = clf__dtype_table[e->dtype].get_f64(e->data, 0);
+    return v == 2 || v == 3 || v == 4 ? (int)v : 0;
 }
 
 /* Emits the statement computing node n from its input values; returns the
