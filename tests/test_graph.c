@@ -2498,13 +2498,15 @@ START_TEST(test_merge_products_groups_and_slices)
     ck_assert_int_eq(m.g->nodes[READ_BY(2)].op, CLF__OP_MATMUL);
     ck_assert_int_eq(m.g->nodes[READ_BY(4)].op, CLF__OP_MATMUL);
     ck_assert_uint_eq(m.g->nnodes, g->nnodes + 2 + 3); /* a constant and a product; and a transpose */
-    /* Origins: the merged product is both members, a slice its member. */
+    /* Origins: the merged product is both members; a slice (a view its
+     * readers index) and the concatenation none; a copy its original. */
     uint32_t o[8];
     ck_assert_uint_eq(clf__merged_origins(&m, m.products[0].node, o, 8), 2);
     ck_assert_uint_eq(o[0], ids[0]);
     ck_assert_uint_eq(o[1], ids[3]);
-    ck_assert_uint_eq(clf__merged_origins(&m, READ_BY(3), o, 8), 1);
-    ck_assert_uint_eq(o[0], ids[3]);
+    ck_assert_uint_eq(clf__merged_origins(&m, READ_BY(3), o, 8), 0);
+    ck_assert_uint_eq(clf__merged_origins(&m, READ_BY(2), o, 8), 1);
+    ck_assert_uint_eq(o[0], ids[2]);
 #undef READ_BY
     ck_assert_uint_eq(clf__merged_origins(&m, qk->inputs[1], o, 8), 0);
     /* The same values, bit for bit (each dot product sums K in one order). */

@@ -254,7 +254,7 @@ static bool emit_slice(copier *C, const candidate *m, size_t j, uint32_t product
         sl.attr.slice.step[d] = 1;
     for (size_t i = 0; i < j; i++)
         sl.attr.slice.start[sl.rank - 1] += m[i].n;
-    if (!emit(C, &sl, &product, m[j].node))
+    if (!emit(C, &sl, &product, UINT32_MAX)) /* a view: its member is the merged product's */
         return false;
     C->remap[m[j].node] = (uint32_t)C->out->g->nnodes - 1;
     return true;
@@ -262,7 +262,8 @@ static bool emit_slice(copier *C, const candidate *m, size_t j, uint32_t product
 
 void clf__merged_graph_free(clf__merged_graph *m)
 {
-    /* The copied nodes' data is the original graph's. */
+    /* The copied nodes' data is the original graph's (the nodes the merge
+     * made, origin UINT32_MAX, hold none but the concatenations). */
     for (size_t i = 0; m->g && i < m->g->nnodes; i++)
         if (m->origin[i] != UINT32_MAX)
             m->g->nodes[i].data = NULL;

@@ -40,8 +40,9 @@ void clf__merge_memo_free(clf__merge_memo *memo);
 
 /* A copy of a graph with its products merged, and where its nodes came
  * from: origin[i] is the id in the original graph of the copy's node i,
- * or UINT32_MAX for a node the merge made (the concatenated constant and
- * its transpose); a merged product lists its members. */
+ * or UINT32_MAX for a node the merge made (the concatenated constant, its
+ * transpose, the members' slices: views, which the kernels reading them
+ * only index); a merged product lists its members. */
 typedef struct clf__merged_graph {
     clf_graph *g;
     uint32_t *origin;
@@ -77,8 +78,8 @@ clf_status clf__graph_merge_products(const clf_graph *g, const uint8_t *keep_apa
 void clf__merged_graph_free(clf__merged_graph *m);
 
 /* The ids in the original graph of the copy's node id (a merged product's
- * members, another node's origin), at most cap of them, into ids; returns
- * how many. */
+ * members, a copied node's origin, none for the nodes the merge made), at
+ * most cap of them, into ids; returns how many. */
 size_t clf__merged_origins(const clf__merged_graph *m, uint32_t id, uint32_t *ids, size_t cap);
 
 #endif
