@@ -28,7 +28,6 @@ typedef struct memo_entry {
     b_form form;
     size_t nparts;
     const void *parts[MAX_MEMBERS];
-    size_t bytes;
     void *data;
 } memo_entry;
 
@@ -94,7 +93,7 @@ static bool same_group(const clf_graph *g, const candidate *x, const candidate *
 
 /* The members' constants concatenated along N: [K, sum N] row by row
  * (direct), or [sum N, K] one after another (transposed). */
-static void *concatenate(const clf_graph *g, const candidate *m, size_t nm, size_t *bytes_out)
+static void *concatenate(const clf_graph *g, const candidate *m, size_t nm)
 {
     const size_t es = clf_dtype_size(g->nodes[m[0].weight].dtype);
     int64_t ntot = 0;
@@ -121,7 +120,6 @@ static void *concatenate(const clf_graph *g, const candidate *m, size_t nm, size
             }
         }
     }
-    *bytes_out = bytes;
     return c;
 }
 
@@ -150,7 +148,7 @@ static void *memo_concatenation(clf__merge_memo *memo, const clf_graph *g, const
         memo_entry E = {.form = m[0].form, .nparts = nm};
         for (size_t j = 0; j < nm; j++)
             E.parts[j] = g->nodes[m[j].weight].data;
-        if ((E.data = concatenate(g, m, nm, &E.bytes)) != NULL)
+        if ((E.data = concatenate(g, m, nm)) != NULL)
             memo->entries[memo->n++] = E;
         data = E.data;
     }
@@ -207,8 +205,7 @@ static uint32_t emit_product(copier *C, clf__merge_memo *memo, const candidate *
     bool stable = memo != NULL;
     for (size_t j = 0; j < nm; j++)
         stable = stable && g->nodes[m[j].weight].borrowed;
-    size_t bytes = 0;
-    c.data = stable ? memo_concatenation(memo, g, m, nm) : concatenate(g, m, nm, &bytes);
+    c.data = stable ? memo_concatenation(memo, g, m, nm) : concatenate(g, m, nm);
     c.borrowed = stable;
     if (!c.data)
         return UINT32_MAX;
@@ -273,20 +270,40 @@ void clf__merged_graph_free(clf__merged_graph *m)
     memset(m, 0, sizeof *m);
 }
 
-clf_status clf__graph_merge_products(const clf_graph *g, const uint8_t *keep_apart, clf__merge_memo *memo,
-                                     clf__merged_graph *out, char *err, size_t cap)
+/* The candidates of a graph and their groups. */
+typedef struct groups {
+    candidate *cand;
+    uint32_t *cand_of; /* per node: its candidate, or UINT32_MAX */
+    int32_t *first;    /* per candidate: its group's first candidate */
+    int32_t *size;     /* per candidate that is a group's first: its members */
+    size_t n, ngroups; /* candidates; groups of two or more */
+} groups;
+
+static void groups_free(groups *G)
 {
-    memset(out, 0, sizeof *out);
-    if (g->nsyms || g->regen)
-        return CLF_OK; /* merged per specialisation (dynamic.c) */
-    clf_status st = CLF_ERR_OUT_OF_MEMORY;
-    candidate *cand = clf__malloc((g->nnodes ? g->nnodes : 1) * sizeof *cand);
-    int32_t *group = clf__malloc((g->nnodes ? g->nnodes : 1) * sizeof *group); /* per candidate: its group's first */
-    uint32_t *cand_of = clf__malloc((g->nnodes ? g->nnodes : 1) * sizeof *cand_of);
-    bool *is_output = clf__calloc(g->nnodes ? g->nnodes : 1, sizeof *is_output);
-    copier C = {.g = g, .out = out};
-    if (!cand || !group || !cand_of || !is_output)
-        goto done;
+    clf__free(G->cand);
+    clf__free(G->cand_of);
+    clf__free(G->first);
+    clf__free(G->size);
+    memset(G, 0, sizeof *G);
+}
+
+/* Finds g's groups (clf__graph_merge_products's rules); false when out of
+ * memory. */
+static bool find_groups(const clf_graph *g, const uint8_t *keep_apart, groups *G)
+{
+    memset(G, 0, sizeof *G);
+    const size_t nn = g->nnodes ? g->nnodes : 1;
+    G->cand = clf__malloc(nn * sizeof *G->cand);
+    G->cand_of = clf__malloc(nn * sizeof *G->cand_of);
+    G->first = clf__malloc(nn * sizeof *G->first);
+    G->size = clf__calloc(nn, sizeof *G->size);
+    bool *is_output = clf__calloc(nn, sizeof *is_output);
+    if (!G->cand || !G->cand_of || !G->first || !G->size || !is_output) {
+        clf__free(is_output);
+        groups_free(G);
+        return false;
+    }
     /* Outputs, and what a movement op that is one moves (in reverse order,
      * a node is marked before its inputs take its mark). */
     for (size_t o = 0; o < g->noutputs; o++)
@@ -296,68 +313,84 @@ clf_status clf__graph_merge_products(const clf_graph *g, const uint8_t *keep_apa
             is_output[g->nodes[i].inputs[0]] = true;
     /* Candidates, then groups: each candidate joins the first earlier one
      * of its kind whose group has room. */
-    size_t nc = 0, ngroups = 0;
     for (uint32_t i = 0; i < g->nnodes; i++) {
-        cand_of[i] = UINT32_MAX;
-        if (as_candidate(g, i, is_output, keep_apart, &cand[nc])) {
-            cand_of[i] = (uint32_t)nc;
-            nc++;
-        }
+        G->cand_of[i] = UINT32_MAX;
+        if (as_candidate(g, i, is_output, keep_apart, &G->cand[G->n]))
+            G->cand_of[i] = (uint32_t)G->n++;
     }
-    int32_t *size = clf__calloc(nc ? nc : 1, sizeof *size);
-    if (!size)
-        goto done;
-    for (size_t c = 0; c < nc; c++) {
-        group[c] = (int32_t)c;
+    clf__free(is_output);
+    for (size_t c = 0; c < G->n; c++) {
+        G->first[c] = (int32_t)c;
         for (size_t e = 0; e < c; e++)
-            if (group[e] == (int32_t)e && size[e] < MAX_MEMBERS && same_group(g, &cand[e], &cand[c])) {
-                group[c] = (int32_t)e;
+            if (G->first[e] == (int32_t)e && G->size[e] < MAX_MEMBERS && same_group(g, &G->cand[e], &G->cand[c])) {
+                G->first[c] = (int32_t)e;
                 break;
             }
-        size[group[c]]++;
+        G->size[G->first[c]]++;
     }
-    for (size_t c = 0; c < nc; c++)
-        if (group[c] == (int32_t)c && size[c] > 1)
-            ngroups++;
-    if (!ngroups) {
-        clf__free(size);
-        st = CLF_OK;
-        goto done;
+    for (size_t c = 0; c < G->n; c++)
+        if (G->first[c] == (int32_t)c && G->size[c] > 1)
+            G->ngroups++;
+    return true;
+}
+
+size_t clf__graph_merge_count(const clf_graph *g, const uint8_t *keep_apart)
+{
+    groups G;
+    if (g->nsyms || g->regen || !find_groups(g, keep_apart, &G))
+        return 0;
+    const size_t n = G.ngroups;
+    groups_free(&G);
+    return n;
+}
+
+clf_status clf__graph_merge_products(const clf_graph *g, const uint8_t *keep_apart, clf__merge_memo *memo,
+                                     clf__merged_graph *out, char *err, size_t cap)
+{
+    memset(out, 0, sizeof *out);
+    if (g->nsyms || g->regen)
+        return CLF_OK; /* merged per specialisation (dynamic.c) */
+    clf_status st = CLF_ERR_OUT_OF_MEMORY;
+    groups G;
+    copier C = {.g = g, .out = out};
+    if (!find_groups(g, keep_apart, &G))
+        goto fail;
+    if (!G.ngroups) {
+        groups_free(&G);
+        return CLF_OK;
     }
     /* The copy: a constant, maybe a transpose, and a product more per group. */
-    const size_t cap_nodes = g->nnodes + 3 * ngroups;
+    const size_t cap_nodes = g->nnodes + 3 * G.ngroups;
     out->g = clf_graph_create();
     out->origin = clf__malloc(cap_nodes * sizeof *out->origin);
-    out->products = clf__calloc(ngroups, sizeof *out->products);
+    out->products = clf__calloc(G.ngroups, sizeof *out->products);
     C.remap = clf__malloc(g->nnodes * sizeof *C.remap);
     clf_graph *s = out->g;
     if (!s || !out->origin || !out->products || !C.remap || !(s->nodes = clf__calloc(cap_nodes, sizeof *s->nodes)) ||
         !(s->inputs = clf__calloc(g->ninputs ? g->ninputs : 1, sizeof *s->inputs)) ||
-        !(s->outputs = clf__calloc(g->noutputs ? g->noutputs : 1, sizeof *s->outputs))) {
-        clf__free(size);
-        goto done;
-    }
+        !(s->outputs = clf__calloc(g->noutputs ? g->noutputs : 1, sizeof *s->outputs)))
+        goto fail;
     s->cap_nodes = cap_nodes;
     s->cap_inputs = g->ninputs;
     s->cap_outputs = g->noutputs;
-    uint32_t *product_of = clf__malloc(nc ? nc * sizeof *product_of : 1); /* per group's first: its product */
+    uint32_t *product_of = clf__malloc((G.n ? G.n : 1) * sizeof *product_of); /* per group's first: its product */
     uint32_t *inputs = NULL;
     size_t cap_inputs = 0;
     bool ok = product_of != NULL;
     for (uint32_t i = 0; ok && i < g->nnodes; i++) {
-        const uint32_t c = cand_of[i];
-        if (c != UINT32_MAX && size[group[c]] > 1) {
+        const uint32_t c = G.cand_of[i];
+        if (c != UINT32_MAX && G.size[G.first[c]] > 1) {
             candidate m[MAX_MEMBERS];
             size_t nm = 0, j = 0;
-            for (size_t e = (size_t)group[c]; e < nc; e++)
-                if (group[e] == group[c]) {
+            for (size_t e = (size_t)G.first[c]; e < G.n; e++)
+                if (G.first[e] == G.first[c]) {
                     if (e == c)
                         j = nm;
-                    m[nm++] = cand[e];
+                    m[nm++] = G.cand[e];
                 }
             if (j == 0)
                 ok = (product_of[c] = emit_product(&C, memo, m, nm)) != UINT32_MAX;
-            ok = ok && emit_slice(&C, m, j, product_of[group[c]]);
+            ok = ok && emit_slice(&C, m, j, product_of[G.first[c]]);
             continue;
         }
         const clf__node *n = &g->nodes[i];
@@ -375,7 +408,6 @@ clf_status clf__graph_merge_products(const clf_graph *g, const uint8_t *keep_apa
     }
     clf__free(inputs);
     clf__free(product_of);
-    clf__free(size);
     for (size_t i = 0; ok && i < g->ninputs; i++)
         s->inputs[s->ninputs++] = C.remap[g->inputs[i]];
     for (size_t i = 0; ok && i < g->noutputs; i++) {
@@ -395,11 +427,8 @@ clf_status clf__graph_merge_products(const clf_graph *g, const uint8_t *keep_apa
                  clf__sb_str(&sb), P->node);
         clf__sb_free(&sb);
     }
-done:
-    clf__free(cand);
-    clf__free(group);
-    clf__free(cand_of);
-    clf__free(is_output);
+fail:
+    groups_free(&G);
     clf__free(C.remap);
     if (st != CLF_OK) {
         clf__merged_graph_free(out);

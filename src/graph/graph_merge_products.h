@@ -28,6 +28,14 @@
  * prologue rule and clf_compile's products kept apart use it. */
 #define CLF__FEW_ROWS 8
 
+/* Whether a MATMUL node has at most CLF__FEW_ROWS rows in all (its
+ * elements over its last extent). */
+static inline bool clf__product_few_rows(const clf__node *m)
+{
+    const int64_t cols = m->shape[m->rank - 1];
+    return cols > 0 && clf__node_numel(m) / cols <= CLF__FEW_ROWS;
+}
+
 /* Concatenated weights kept across compiles of graphs that share their
  * constants' data (the specialisations of one graph, whose constants
  * borrow a model's initializers), so that each concatenation is made once
@@ -74,6 +82,11 @@ typedef struct clf__merged_graph {
  * (CLF_ERR_OUT_OF_MEMORY, a message in err). */
 clf_status clf__graph_merge_products(const clf_graph *g, const uint8_t *keep_apart, clf__merge_memo *memo,
                                      clf__merged_graph *out, char *err, size_t cap);
+
+/* How many groups clf__graph_merge_products would merge in g (keep_apart
+ * likewise), without copying anything; 0 also where out of memory (then
+ * nothing merges, which is always safe). */
+size_t clf__graph_merge_count(const clf_graph *g, const uint8_t *keep_apart);
 
 void clf__merged_graph_free(clf__merged_graph *m);
 

@@ -139,10 +139,10 @@ static bool collect_deps(const clf_graph *g, const bool *mat, uint32_t m, uint32
  * it reads another GEMM's product (that GEMM's epilogue computes it once
  * instead; a product larger than the operand, whose parts the prologue
  * reads, is accepted where parts_ok: a merged product's, which no epilogue
- * can combine, graph_merge_products.h), when it loads more than one tensor of the operand's size (the
- * tiles would read more bytes than one stored operand), when it is long,
- * and, where tiles reload operands (GPU forms), when it applies a
- * reduction's result: on the H200 the f16 prefill's q/k/v products with an
+ * can combine, graph_merge_products.h), when it loads more than one tensor
+ * of the operand's size (the tiles would read more bytes than one stored
+ * operand), when it is long, and, where tiles reload operands (GPU forms),
+ * when it applies a reduction's result: on the H200 the f16 prefill's q/k/v products with an
  * RMSNorm as prologue took 0.140 / 0.075 / 0.075 ms against 0.031 / 0.024
  * / 0.023 reading the norm's output (its own kernel: 0.012), the tensor-core
  * form staging A through registers instead of raw copies. Returns NULL to
@@ -419,9 +419,7 @@ clf_status clf__plan_materialise(clf__plan_state *S)
                  * (generated again at each new length: generate_kv's new
                  * lengths 0.68 -> 1.00 ms on PoCL), where a pointwise
                  * kernel of its own is cheap to generate. */
-                const int64_t n_cols = nd->shape[nd->rank - 1];
-                const bool parts_ok = att < 0 && (!S->tiles_reload_operands ||
-                                                  (n_cols > 0 && clf__node_numel(nd) / n_cols <= CLF__FEW_ROWS));
+                const bool parts_ok = att < 0 && (!S->tiles_reload_operands || clf__product_few_rows(nd));
                 const char *why = prologue_refusal(g, mat, nd->inputs[k], S->tiles_reload_operands, parts_ok);
                 if (why) {
                     mat[in] = true;

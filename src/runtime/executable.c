@@ -132,46 +132,39 @@ static clf__plan_options plan_options(const clf_compile_params *params, const cl
  * rows: the planner stores such an operand), a product whose kernel in g's
  * own plan stores anything but the product itself (an epilogue: a bias, an
  * activation, up's silu(gate) * up) stays apart: merged, that work would
- * be a kernel of its own. That plan is made only where products merge. */
+ * be a kernel of its own. That plan is made only where products would
+ * merge, and the copy once, after it. */
 static clf_status merge_products(clf_context *ctx, const clf_graph *g, const clf_compile_params *params,
                                  const clf__codegen_target *target, const clf__spec_share *share,
                                  clf__merged_graph *merged)
 {
     char err[256];
-    clf__merge_memo *memo = share ? share->merges : NULL;
-    clf_status st = clf__graph_merge_products(g, NULL, memo, merged, err, sizeof err);
-    if (st != CLF_OK || !merged->g || target->cpu)
-        return st == CLF_OK ? st : clf__ctx_fail(ctx, st, "%s", err);
-    clf__plan plan = {0};
-    clf__plan_options popt = plan_options(params, target);
-    uint8_t *apart = clf__calloc(g->nnodes, 1);
-    if (!apart) {
-        st = CLF_ERR_OUT_OF_MEMORY;
-        snprintf(err, sizeof err, "clf_compile: out of memory");
-    } else {
-        st = clf__plan_build(g, &popt, &plan, err, sizeof err);
+    memset(merged, 0, sizeof *merged);
+    if (!clf__graph_merge_count(g, NULL))
+        return CLF_OK;
+    clf_status st = CLF_OK;
+    uint8_t *apart = NULL;
+    if (!target->cpu) {
+        clf__plan plan = {0};
+        clf__plan_options popt = plan_options(params, target);
+        if (!(apart = clf__calloc(g->nnodes, 1))) {
+            st = CLF_ERR_OUT_OF_MEMORY;
+            snprintf(err, sizeof err, "clf_compile: out of memory");
+        } else {
+            st = clf__plan_build(g, &popt, &plan, err, sizeof err);
+        }
+        for (uint32_t k = 0; st == CLF_OK && k < plan.nkernels; k++) {
+            const clf__plan_kernel *K = &plan.kernels[k];
+            if (K->kind != CLF__REGION_GEMM)
+                continue;
+            if (!clf__product_few_rows(clf__graph_node(g, K->anchor)) &&
+                (K->nstores != 1 || K->stores[0].node != K->anchor))
+                apart[K->anchor] = 1;
+        }
+        clf__plan_free(&plan);
     }
-    if (st != CLF_OK) {
-        clf__free(apart);
-        clf__merged_graph_free(merged);
-        return clf__ctx_fail(ctx, st, "%s", err);
-    }
-    bool any = false;
-    for (uint32_t k = 0; k < plan.nkernels; k++) {
-        const clf__plan_kernel *K = &plan.kernels[k];
-        if (K->kind != CLF__REGION_GEMM)
-            continue;
-        const clf__node *m = clf__graph_node(g, K->anchor);
-        const int64_t cols = m->shape[m->rank - 1];
-        if ((cols <= 0 || clf__node_numel(m) / cols > CLF__FEW_ROWS) &&
-            (K->nstores != 1 || K->stores[0].node != K->anchor))
-            apart[K->anchor] = any = true;
-    }
-    clf__plan_free(&plan);
-    if (any) {
-        clf__merged_graph_free(merged);
-        st = clf__graph_merge_products(g, apart, memo, merged, err, sizeof err);
-    }
+    if (st == CLF_OK)
+        st = clf__graph_merge_products(g, apart, share ? share->merges : NULL, merged, err, sizeof err);
     clf__free(apart);
     return st == CLF_OK ? st : clf__ctx_fail(ctx, st, "%s", err);
 }
