@@ -2387,26 +2387,24 @@ END_TEST
 
 /* Weights of at most 64 values, copied into the graph; or borrowed (as a
  * model's initializers are) from static storage, slot by slot. */
-static bool weights_borrowed;
-static int weight_slot;
-
-static clf_tensor weight(clf_graph *g, int64_t rows, int64_t cols, float base)
+static clf_tensor weight(clf_graph *g, int64_t rows, int64_t cols, float base, bool borrowed)
 {
     static float slots[8][64];
+    static int slot;
     float local[64];
-    float *w = weights_borrowed ? slots[weight_slot++ % 8] : local;
+    float *w = borrowed ? slots[slot++ % 8] : local;
     ck_assert_int_le(rows * cols, 64);
     for (int64_t i = 0; i < rows * cols; i++)
         w[i] = base + 0.01f * (float)i;
     int64_t shape[2] = {rows, cols};
-    return weights_borrowed ? clf__graph_constant_borrowed(g, CLF_F32, 2, shape, w)
+    return borrowed ? clf__graph_constant_borrowed(g, CLF_F32, 2, shape, w)
                             : clf_constant(g, CLF_F32, 2, shape, w);
 }
 
 /* x [2, 3, 8] times: q [8, 5] and k [8, 3] (one group), transposed t1 [4,
  * 8] and t2 [2, 8] (another: exporters' Gemm transB), a lone product of
  * another K, one with a computed b; every product an output. */
-static clf_graph *products_graph(uint32_t *ids)
+static clf_graph *products_graph(uint32_t *ids, bool borrowed)
 {
     clf_graph *g = clf_graph_create();
     int64_t xs[3] = {2, 3, 8}, ys[2] = {3, 6}, zs[2] = {8, 2};
@@ -2414,12 +2412,12 @@ static clf_graph *products_graph(uint32_t *ids)
     clf_tensor z = clf_input(g, "z", CLF_F32, 2, zs);
     const int perm[2] = {1, 0};
     clf_tensor p[6];
-    p[0] = clf_matmul(g, x, weight(g, 8, 5, 0.5f));
-    p[1] = clf_matmul(g, x, clf_transpose(g, weight(g, 4, 8, -0.25f), 2, perm));
-    p[2] = clf_matmul(g, y, weight(g, 6, 4, 0.1f));
-    p[3] = clf_matmul(g, x, weight(g, 8, 3, -1.0f));
+    p[0] = clf_matmul(g, x, weight(g, 8, 5, 0.5f, borrowed));
+    p[1] = clf_matmul(g, x, clf_transpose(g, weight(g, 4, 8, -0.25f, borrowed), 2, perm));
+    p[2] = clf_matmul(g, y, weight(g, 6, 4, 0.1f, borrowed));
+    p[3] = clf_matmul(g, x, weight(g, 8, 3, -1.0f, borrowed));
     p[4] = clf_matmul(g, x, clf_unary(g, CLF_UNARY_EXP, z));
-    p[5] = clf_matmul(g, x, clf_transpose(g, weight(g, 2, 8, 0.75f), 2, perm));
+    p[5] = clf_matmul(g, x, clf_transpose(g, weight(g, 2, 8, 0.75f, borrowed), 2, perm));
     static const char *names[6] = {"q", "t1", "lone", "k", "computed", "t2"};
     for (int i = 0; i < 6; i++) {
         ck_assert(clf_tensor_valid(p[i]));
@@ -2455,7 +2453,7 @@ static void run_products(const clf_graph *g, float *out /* 6 x 48 */)
 START_TEST(test_merge_products_groups_and_slices)
 {
     uint32_t ids[6];
-    clf_graph *g = products_graph(ids);
+    clf_graph *g = products_graph(ids, false);
     clf__merged_graph m;
     char err[128];
     ck_assert_int_eq(clf__graph_merge_products(g, NULL, NULL, &m, err, sizeof err), CLF_OK);
@@ -2529,10 +2527,8 @@ START_TEST(test_merge_products_memo_and_nothing_to_merge)
      * copies. Weights a graph owns (an import's folds, freed with it, whose
      * addresses a later one may reuse): a concatenation each copy owns. */
     for (int borrowed = 1; borrowed >= 0; borrowed--) {
-        weights_borrowed = borrowed;
         uint32_t ids[6];
-        clf_graph *g = products_graph(ids);
-        weights_borrowed = false;
+        clf_graph *g = products_graph(ids, borrowed);
         clf__merge_memo *memo = clf__merge_memo_new();
         clf__merged_graph m1, m2;
         char err[128];
@@ -2569,7 +2565,8 @@ START_TEST(test_merge_products_memo_and_nothing_to_merge)
         g = clf_graph_create();
         int64_t xs[2] = {5, 8};
         clf_tensor x = clf_input(g, "x", CLF_F32, 2, xs);
-        clf_tensor a = clf_matmul(g, x, weight(g, 8, 4, 0.0f)), b = clf_matmul(g, x, weight(g, 8, 4, 1.0f));
+        clf_tensor a = clf_matmul(g, x, weight(g, 8, 4, 0.0f, false));
+        clf_tensor b = clf_matmul(g, x, weight(g, 8, 4, 1.0f, false));
         if (c == 0) {
             const int perm[2] = {1, 0};
             ck_assert_int_eq(clf_graph_output(g, "a", a), CLF_OK);
