@@ -61,6 +61,8 @@ static double atol_of(clf_dtype dt)
 typedef enum want_kernels {
     PREFILL,   /* exactly 1 (an output transposed back to [B, S, H*D]
                 * included: a permuted store) */
+    PROJECTED, /* exactly 2: the q, k, v projections' one GEMM, then
+                * attention */
     TWO,       /* exactly 2: attention, then a GEMM reading its output or a
                 * copy of it through a slice or a broadcast */
     DECODE,    /* Sq <= 4, Sk >= 1024: at most 2 */
@@ -69,7 +71,8 @@ typedef enum want_kernels {
 
 static const char *want_str(want_kernels w)
 {
-    return w == PREFILL    ? "1 (prefill)"
+    return w == PREFILL     ? "1 (prefill)"
+           : w == PROJECTED ? "2 (the projections' GEMM, then attention)"
            : w == TWO      ? "2 (attention, then a GEMM or a copy)"
            : w == DECODE   ? "<= 2 (decode)"
                            : "> 1 (scores are an output)";
@@ -79,6 +82,7 @@ static bool kernels_ok(size_t got, want_kernels w)
 {
     switch (w) {
     case PREFILL: return got == 1;
+    case PROJECTED:
     case TWO: return got == 2;
     case DECODE: return got >= 1 && got <= 2;
     case NOT_FUSED: return got > 1;
@@ -908,6 +912,65 @@ START_TEST(idiom_scale_q_before_matmul)
         e2e_inputs_free(&in);
         clf_graph_destroy(&g);
     }
+    clf_context_destroy(&ctx);
+    assert_kernel_counts();
+}
+END_TEST
+
+/* A constant [k, n] (a bias: k = 0, [n]) of small values that vary. */
+static clf_tensor weights(clf_graph *g, int64_t k, int64_t n, unsigned seed)
+{
+    const int64_t count = (k ? k : 1) * n, shape[2] = {k, n};
+    float *w = malloc((size_t)count * sizeof *w);
+    ck_assert_ptr_nonnull(w);
+    for (int64_t i = 0; i < count; i++)
+        w[i] = (float)((i * 7919 + seed * 104729) % 2001 - 1000) / 8000.0f;
+    clf_tensor t = k ? clf_constant(g, CLF_F32, 2, shape, w) : clf_constant(g, CLF_F32, 1, shape + 1, w);
+    free(w);
+    return t;
+}
+
+/* q, k and v as exporters write them from one activation x [B*S, E]:
+ * GPT-2's one product x Wqkv + bqkv cut in three, or BERT's three products
+ * with their biases; heads split, q and kT each scaled by d^-1/4 (the
+ * dynamo exporter's SDPA). The projections are one GEMM (BERT's three
+ * merged: graph_merge_products.h), and attention's loads add the biases
+ * and scales to its slices: 2 kernels in both forms, 8 rows (the GPU's
+ * few-rows form) or 32 (GPU tiles). */
+START_TEST(idiom_projections_sliced_and_scaled)
+{
+    const int64_t B = 2, H = 2, D = 16, E = H * D;
+    clf_context *ctx = clf_test_context();
+    for (int one = 0; one < 2; one++)
+        for (int64_t S = 4; S <= 16; S += 12) {
+            clf_graph *g = clf_graph_create();
+            e2e_inputs in = {0};
+            const int64_t xs[2] = {B * S, E};
+            clf_tensor x = e2e_input(g, &in, "x", CLF_F32, 2, xs, -1.0, 1.0);
+            clf_tensor p[3];
+            clf_tensor qkv = one ? clf_add(g, clf_matmul(g, x, weights(g, E, 3 * E, 1)), weights(g, 0, 3 * E, 2))
+                                 : CLF_TENSOR_INVALID;
+            for (int i = 0; i < 3; i++) {
+                if (one) {
+                    const int64_t start = i * E, end = (i + 1) * E;
+                    const int axis = 1;
+                    p[i] = clf_slice(g, qkv, 1, &start, &end, &axis, NULL);
+                } else {
+                    p[i] = clf_add(g, clf_matmul(g, x, weights(g, E, E, 3 + i)), weights(g, 0, E, 6 + i));
+                }
+                const int64_t heads[4] = {B, S, H, D};
+                static const int swap[4] = {0, 2, 1, 3};
+                p[i] = clf_transpose(g, clf_reshape(g, p[i], 4, heads), 4, swap);
+            }
+            clf_tensor f = scalar_f32(g, pow(D, -0.25));
+            clf_tensor s = clf_matmul(g, clf_mul(g, p[0], f), clf_mul(g, transpose_last2(g, p[1]), f));
+            char label[64];
+            snprintf(label, sizeof label, "%s, %lld rows", one ? "one product cut in three" : "three products",
+                     (long long)(B * S));
+            finish_idiom(ctx, label, g, &in, s, p[2], PROJECTED, NULL);
+            e2e_inputs_free(&in);
+            clf_graph_destroy(&g);
+        }
     clf_context_destroy(&ctx);
     assert_kernel_counts();
 }
@@ -1821,6 +1884,7 @@ int main(void)
     clf_test_add_case(s, "idiom_where_finite_fill", idiom_where_finite_fill);
     clf_test_add_case(s, "idiom_additive_mask_broadcast", idiom_additive_mask_broadcast);
     clf_test_add_case(s, "idiom_gqa_repeat_kv", idiom_gqa_repeat_kv);
+    clf_test_add_case(s, "idiom_projections_sliced_and_scaled", idiom_projections_sliced_and_scaled);
     clf_test_add_case(s, "idiom_output_transposed_reshaped", idiom_output_transposed_reshaped);
     clf_test_add_case(s, "transposed_output_feeds_a_matmul", transposed_output_feeds_a_matmul);
     clf_test_add_variant_case(s, "transposed_output_variants", transposed_output_variants);

@@ -565,6 +565,22 @@ START_TEST(gather_embedding_fuses_into_layer_norm)
     clf_graph_destroy(&g);
     e2e_inputs_free(&in);
 
+    /* The ids through reshapes (GPT-2's exports flatten them first): the
+     * gather reads the input's buffer, in C order as the reshapes view it;
+     * no kernel stores the view. */
+    g = clf_graph_create();
+    e2e_inputs in1 = {0};
+    ids = e2e_input(g, &in1, "ids", CLF_I64, 2, ids_shape, -11, 10);
+    table = e2e_input(g, &in1, "table", CLF_F32, 2, table_shape, -1, 1);
+    const int64_t flat[1] = {10}, rows[3] = {5, 2, 1};
+    const int squeeze_last[1] = {2};
+    clf_tensor viewed = clf_squeeze(g, clf_reshape(g, clf_reshape(g, ids, 1, flat), 3, rows), 1, squeeze_last);
+    clf_graph_output(g, "y", clf_layer_norm(g, clf_gather(g, table, viewed, 0), -1, 1e-5, CLF_TENSOR_INVALID,
+                                            CLF_TENSOR_INVALID)); /* [5, 2, 24] */
+    e2e_check_all(g, &in1, 1, 1e-5, 1e-5);
+    clf_graph_destroy(&g);
+    e2e_inputs_free(&in1);
+
     g = clf_graph_create();
     e2e_inputs in2 = {0};
     const int64_t x_shape[3] = {3, 7, 4}, i_shape[1] = {6};

@@ -727,14 +727,15 @@ void clf__cg_gather_defs(clf__strbuf *src, const clf_graph *g, const clf__plan *
         const clf__node *n = clf__graph_node(g, K->ops[i]);
         if (!clf__op_reads_indices(n->op))
             continue;
-        const clf__node *ix = clf__graph_node(g, n->inputs[1]);
+        const uint32_t ixid = clf__plan_gather_indices(g, n);
+        const clf__node *ix = clf__graph_node(g, ixid);
         clf__sb_printf(src, "#define CLF_GIX_%u(j) ", K->ops[i]);
         if (clf__plan_is_literal(ix))
             constant_literal(src, ix);
         else
         {
             char rd[128];
-            clf__sb_printf(src, "(%s)", clf__cg_load_expr(plan, ix->dtype, (uint32_t)plan->src_buffer[n->inputs[1]], "j", rd, sizeof rd));
+            clf__sb_printf(src, "(%s)", clf__cg_load_expr(plan, ix->dtype, (uint32_t)plan->src_buffer[ixid], "j", rd, sizeof rd));
         }
         clf__sb_puts(src, "\n");
     }

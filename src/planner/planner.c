@@ -57,6 +57,19 @@ bool clf__plan_is_literal(const clf__node *n)
     return n->op == CLF__OP_CONSTANT && clf__node_numel(n) == 1;
 }
 
+static bool keeps_c_order(const clf__node *n)
+{
+    return n->op == CLF__OP_RESHAPE || n->op == CLF__OP_SQUEEZE || n->op == CLF__OP_UNSQUEEZE;
+}
+
+uint32_t clf__plan_gather_indices(const clf_graph *g, const clf__node *gather)
+{
+    uint32_t id = gather->inputs[1];
+    while (keeps_c_order(clf__graph_node(g, id)))
+        id = clf__graph_node(g, id)->inputs[0];
+    return clf__plan_is_computed(clf__graph_node(g, id)) ? gather->inputs[1] : id;
+}
+
 bool clf__fusion_legal(uint32_t r, const uint32_t *m_deps, uint32_t nm_deps, uint32_t nregions,
                        const uint32_t *const *region_deps, const uint32_t *region_ndeps)
 {
@@ -134,12 +147,30 @@ static bool collect_deps(const clf_graph *g, const bool *mat, uint32_t m, uint32
  * per tile that loads the element, not once per element. */
 #define MAX_PROLOGUE_OPS 16
 
+/* Axes of n longer than 1. */
+static int long_axes(const clf__node *n)
+{
+    int k = 0;
+    for (int d = 0; d < n->rank; d++)
+        k += n->shape[d] > 1;
+    return k;
+}
+
+/* Whether a prologue may read parts of a product larger than its operand. */
+typedef enum parts_rule {
+    PARTS_NONE,
+    PARTS_ANY,
+    PARTS_VECTORS, /* where it reads no constant of more than one axis longer than 1 */
+} parts_rule;
+
 /* Whether the GEMM consuming operand node op should compute it in its loads
  * (a prologue) rather than read it from a buffer. A prologue is refused when
  * it reads another GEMM's product (that GEMM's epilogue computes it once
  * instead; a product larger than the operand, whose parts the prologue
- * reads, is accepted where parts_ok: a merged product's, which no epilogue
- * can combine, graph_merge_products.h), when it loads more than one tensor
+ * reads, is accepted where parts is PARTS_ANY, or PARTS_VECTORS and the
+ * prologue reads no constant table of more than one axis: a merged
+ * product's or one like GPT-2's q/k/v, which no epilogue can combine,
+ * graph_merge_products.h), when it loads more than one tensor
  * of the operand's size (the tiles would read more bytes than one stored
  * operand), when it is long, and, where tiles reload operands (GPU forms),
  * when it applies a reduction's result: on the H200 the f16 prefill's q/k/v products with an
@@ -148,7 +179,7 @@ static bool collect_deps(const clf_graph *g, const bool *mat, uint32_t m, uint32
  * form staging A through registers instead of raw copies. Returns NULL to
  * accept, else the reason. */
 static const char *prologue_refusal(const clf_graph *g, const bool *mat, uint32_t op, bool tiles_reload,
-                                    bool parts_ok)
+                                    parts_rule parts)
 {
     while (clf__node_class_of(clf__graph_node(g, op)) == CLF__CLASS_MOVEMENT && !mat[op])
         op = clf__graph_node(g, op)->inputs[0];
@@ -159,6 +190,7 @@ static const char *prologue_refusal(const clf_graph *g, const bool *mat, uint32_
     const char *why = NULL;
     clf__u32vec stack = {0}, seen = {0};
     int full = 0, ops = 0;
+    bool reads_parts = false, reads_table = false;
     if (!clf__u32vec_push(&stack, op))
         return "out of memory";
     while (stack.n && !why) {
@@ -171,7 +203,9 @@ static const char *prologue_refusal(const clf_graph *g, const bool *mat, uint32_
         }
         const clf__node *n = clf__graph_node(g, id);
         if (!clf__plan_is_computed(n) || mat[id]) {
-            if (n->op == CLF__OP_MATMUL && (clf__node_numel(n) <= numel || !parts_ok))
+            reads_parts |= n->op == CLF__OP_MATMUL;
+            reads_table |= n->op == CLF__OP_CONSTANT && long_axes(n) > 1;
+            if (n->op == CLF__OP_MATMUL && (clf__node_numel(n) <= numel || parts == PARTS_NONE))
                 why = "it reads another GEMM's product (that GEMM's epilogue computes it once instead)";
             else if (tiles_reload && clf__node_class_of(n) == CLF__CLASS_REDUCTION)
                 why = "it applies a reduction's result, which every tile would apply again (stored once instead)";
@@ -185,9 +219,51 @@ static const char *prologue_refusal(const clf_graph *g, const bool *mat, uint32_
             if (!clf__u32vec_push(&stack, n->inputs[i]))
                 why = "out of memory";
     }
+    if (!why && reads_parts && reads_table && parts == PARTS_VECTORS)
+        why = "it reads parts of another GEMM's product and a constant table (a kernel of its own is cheaper to "
+              "generate again at each length)";
     clf__free(stack.v);
     clf__free(seen.v);
     return why;
+}
+
+/* Whether node r is what operand k of product mm loads, through movement
+ * ops. */
+static bool operand_leaf(const clf_graph *g, const clf__node *mm, uint32_t r)
+{
+    for (int k = 0; k < mm->ninputs; k++) {
+        uint32_t id = mm->inputs[k];
+        while (id != r && clf__node_class_of(clf__graph_node(g, id)) == CLF__CLASS_MOVEMENT)
+            id = clf__graph_node(g, id)->inputs[0];
+        if (id == r)
+            return true;
+    }
+    return false;
+}
+
+bool clf__plan_epilogue_fits_attention(const clf_graph *g, const clf__plan *p, uint32_t k)
+{
+    const clf__plan_kernel *K = &p->kernels[k];
+    const clf__node *mm = clf__graph_node(g, K->anchor);
+    if (K->kind != CLF__REGION_GEMM)
+        return false;
+    for (uint32_t r = 0; r < K->nreads; r++) {
+        const uint32_t id = p->buffers[K->reads[r]].node;
+        const clf__node *n = clf__graph_node(g, id);
+        const bool partner = n->op == CLF__OP_MATMUL && n->inputs[0] == mm->inputs[0];
+        if (!operand_leaf(g, mm, id) && !partner && (n->op != CLF__OP_CONSTANT || long_axes(n) > 1))
+            return false;
+    }
+    for (uint32_t s = 0; s < K->nstores; s++)
+        for (uint32_t j = 0; j < p->nkernels; j++) {
+            const clf__plan_kernel *J = &p->kernels[j];
+            if (j == k || J->kind == CLF__REGION_ATTENTION)
+                continue;
+            for (uint32_t r = 0; r < J->nreads; r++)
+                if (J->reads[r] == K->stores[s].buffer)
+                    return false;
+        }
+    return true;
 }
 
 void clf__plan_free(clf__plan *p)
@@ -413,14 +489,19 @@ clf_status clf__plan_materialise(clf__plan_state *S)
                  * forms (cheap there) and of GPU products of a few rows
                  * (every work-group of the few-rows form reads all of A);
                  * GPU tiles store them (the tensor-core form stages a
-                 * prologue's operand through registers: slower). Not in
-                 * attention's: a decoder's query rotation there made the
-                 * attention kernel's code follow the length's rotary table
-                 * (generated again at each new length: generate_kv's new
-                 * lengths 0.68 -> 1.00 ms on PoCL), where a pointwise
-                 * kernel of its own is cheap to generate. */
-                const bool parts_ok = att < 0 && (!S->tiles_reload_operands || clf__product_few_rows(nd));
-                const char *why = prologue_refusal(g, mat, nd->inputs[k], S->tiles_reload_operands, parts_ok);
+                 * prologue's operand through registers: slower).
+                 * Attention's loads read parts through scalars and vectors
+                 * only (GPT-2's q and k, with their biases, scaled by
+                 * sqrt(scale) each, slices of one product: a kernel fewer
+                 * a layer), not tables: a decoder's query rotation there made the attention kernel's code follow
+                 * the length's rotary table (generated again at each new
+                 * length: generate_kv's new lengths 0.68 -> 1.00 ms on
+                 * PoCL), where a pointwise kernel of its own is cheap to
+                 * generate. */
+                const parts_rule parts = att >= 0 ? PARTS_VECTORS
+                                         : !S->tiles_reload_operands || clf__product_few_rows(nd) ? PARTS_ANY
+                                                                                                   : PARTS_NONE;
+                const char *why = prologue_refusal(g, mat, nd->inputs[k], S->tiles_reload_operands, parts);
                 if (why) {
                     mat[in] = true;
                     clf__log(CLF__LOG_FUSION, "node %u (%s): operand %c of matmul %u stored, not "
@@ -435,7 +516,7 @@ clf_status clf__plan_materialise(clf__plan_state *S)
         /* A gather reads its indices from memory inside the index
          * arithmetic of its loads: computed indices are stored first. */
         if (clf__op_reads_indices(nd->op)) {
-            uint32_t ix = nd->inputs[1];
+            uint32_t ix = clf__plan_gather_indices(g, nd);
             if (clf__plan_is_computed(clf__graph_node(g, ix)) && !mat[ix]) {
                 mat[ix] = true;
                 clf__log(CLF__LOG_FUSION, "node %u (%s): stored: gather %u reads its indices from memory", ix,

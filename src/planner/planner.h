@@ -166,6 +166,20 @@ void clf__plan_free(clf__plan *plan);
 /* True when a node is a scalar constant that codegen writes as a literal. */
 bool clf__plan_is_literal(const clf__node *n);
 
+/* The node whose buffer a gather's kernel reads its indices from, in C
+ * order: the indices, or through reshapes (which keep C order) the graph
+ * input or constant they view, which needs no kernel to store them. */
+uint32_t clf__plan_gather_indices(const clf_graph *g, const clf__node *gather);
+
+/* Whether the epilogue of GEMM kernel k of plan p (of g) could be computed
+ * by the attention kernels that read its stores instead, were its product a
+ * part of a larger one (graph_merge_products.h): every store is read by
+ * attention kernels only, and the kernel loads nothing but its product's
+ * operands, products of the same left operand (those it would merge with)
+ * and constants attention's loads may apply to such parts (literals and
+ * vectors: a bias). */
+bool clf__plan_epilogue_fits_attention(const clf_graph *g, const clf__plan *p, uint32_t k);
+
 /* Whether a materialised node m may join kernel region r of plan-in-progress
  * `deps` (region-level dependency lists): the rule, in words, is that the
  * merged kernel must not depend on itself through another kernel. Exposed for

@@ -132,7 +132,8 @@ static clf__plan_options plan_options(const clf_compile_params *params, const cl
  * rows: the planner stores such an operand), a product whose kernel in g's
  * own plan stores anything but the product itself (an epilogue: a bias, an
  * activation, up's silu(gate) * up) stays apart: merged, that work would
- * be a kernel of its own. That plan is made only where products would
+ * be a kernel of its own, unless attention's loads would do it (BERT's v
+ * and its bias). That plan is made only where products would
  * merge, and the copy once, after it. */
 static clf_status merge_products(clf_context *ctx, const clf_graph *g, const clf_compile_params *params,
                                  const clf__codegen_target *target, const clf__spec_share *share,
@@ -158,7 +159,8 @@ static clf_status merge_products(clf_context *ctx, const clf_graph *g, const clf
             if (K->kind != CLF__REGION_GEMM)
                 continue;
             if (!clf__product_few_rows(clf__graph_node(g, K->anchor)) &&
-                (K->nstores != 1 || K->stores[0].node != K->anchor))
+                (K->nstores != 1 || K->stores[0].node != K->anchor) &&
+                !clf__plan_epilogue_fits_attention(g, &plan, k))
                 apart[K->anchor] = 1;
         }
         clf__plan_free(&plan);
