@@ -4,12 +4,14 @@
  *     bench_attention [--dtype f32|f16|bf16] [--b B] [--h H] [--hkv HKV] [--sq SQ] [--sk SK]
  *                     [--s S] [--d D] [--dv DV] [--scale X] [--causal] [--iters N] [--warmup W]
  *                     [--sets N] [--rows N] [--unfused] [--primitives] [--gqa expand|broadcast]
- *                     [--source FILE]
+ *                     [--split-scale] [--source FILE]
  *
  * q is [B, H, Sq, D], k [B, Hkv, Sk, D], v [B, Hkv, Sk, Dv]; with Hkv < H
  * (grouped-query attention) k and v are broadcast to H heads in the graph
  * (unsqueeze, expand, reshape: head h reads kv head h / (H / Hkv), as
- * torch's repeat_interleave); --gqa broadcast splits q's heads instead,
+ * torch's repeat_interleave); --split-scale multiplies q and k by
+ * sqrt(scale) each instead of the scores by scale (attention's loads
+ * then compute them); --gqa broadcast splits q's heads instead,
  * [B, Hkv, H / Hkv, Sq, D] against k and v [B, Hkv, 1, Sk, D], the batch
  * axes broadcast (the form clf_attention documents for GQA). --causal masks key j from query i when
  * j > i + Sk - Sq (bottom-right aligned). --scale 0 (the default) is
@@ -43,6 +45,10 @@ typedef struct attn_case {
     int64_t b, h, hkv, sq, sk, d, dv;
     double scale; /* 0: 1/sqrt(d) */
     bool causal;
+    /* q and k each multiplied by sqrt(scale) before the product (as
+     * PyTorch's dynamo export of SDPA writes it): prologues on attention's
+     * loads of Q and K, instead of the scale on the scores. */
+    bool split_scale;
 } attn_case;
 
 /* softmax(q kᵀ scale + mask) v in primitives, the decomposition
@@ -123,15 +129,22 @@ static clf_graph *case_graph(const attn_case *c, bool primitives, bool gqa_broad
     int64_t sq[4] = {c->b, c->h, c->sq, c->d}, sk[4] = {c->b, c->hkv, c->sk, c->d}, sv[4] = {c->b, c->hkv, c->sk, c->dv};
     clf_tensor q = clf_input(g, "q", c->dt, 4, sq), k = clf_input(g, "k", c->dt, 4, sk);
     clf_tensor v = clf_input(g, "v", c->dt, 4, sv), out;
+    double scale = c->scale;
+    if (c->split_scale) {
+        clf_tensor r = clf_scalar(g, c->dt, sqrt(c->scale != 0 ? c->scale : 1.0 / sqrt((double)c->d)));
+        q = clf_mul(g, q, r);
+        k = clf_mul(g, k, r);
+        scale = 1.0;
+    }
     if (gqa_broadcast && c->hkv < c->h) {
         int ax = 2;
         int64_t qs[5] = {c->b, c->hkv, c->h / c->hkv, c->sq, c->d}, os[4] = {c->b, c->h, c->sq, c->dv};
         out = attention(g, clf_reshape(g, q, 5, qs), clf_unsqueeze(g, k, 1, &ax), clf_unsqueeze(g, v, 1, &ax),
-                        CLF_TENSOR_INVALID, c->scale, c->causal, primitives);
+                        CLF_TENSOR_INVALID, scale, c->causal, primitives);
         out = clf_reshape(g, out, 4, os);
     } else {
         out = attention(g, q, kv_to_heads(g, k, c, c->sk, c->d), kv_to_heads(g, v, c, c->sk, c->dv),
-                        CLF_TENSOR_INVALID, c->scale, c->causal, primitives);
+                        CLF_TENSOR_INVALID, scale, c->causal, primitives);
     }
     clf_graph_output(g, "out", out);
     return g;
@@ -150,15 +163,21 @@ static double case_bytes(const attn_case *c)
                 (double)(c->b * c->hkv * c->sk) * (double)(c->d + c->dv));
 }
 
-/* The scale the graph multiplies by, rounded to the dtype as its scalar is. */
+/* s rounded to the dtype, as a scalar of the graph is. */
+static double rounded(clf_dtype dt, double s)
+{
+    if (dt == CLF_F16)
+        return clf_f32_from_f16(clf_f16_from_f32((float)s));
+    if (dt == CLF_BF16)
+        return clf_f32_from_bf16(clf_bf16_from_f32((float)s));
+    return (float)s;
+}
+
+/* The scale the graph multiplies the scores by, in effect. */
 static double graph_scale(const attn_case *c)
 {
     double s = c->scale != 0 ? c->scale : 1.0 / sqrt((double)c->d);
-    if (c->dt == CLF_F16)
-        return clf_f32_from_f16(clf_f16_from_f32((float)s));
-    if (c->dt == CLF_BF16)
-        return clf_f32_from_bf16(clf_bf16_from_f32((float)s));
-    return (float)s;
+    return c->split_scale ? rounded(c->dt, sqrt(s)) * rounded(c->dt, sqrt(s)) : rounded(c->dt, s);
 }
 
 static const void *host_input(const bench_io *io, const char *name)
@@ -303,6 +322,8 @@ static bool parse_args(int argc, char **argv, options *o)
             i++;
         } else if (strcmp(a, "--causal") == 0) {
             o->c.causal = true;
+        } else if (strcmp(a, "--split-scale") == 0) {
+            o->c.split_scale = true;
         } else if (strcmp(a, "--unfused") == 0) {
             o->unfused = true;
         } else if (strcmp(a, "--primitives") == 0) {
@@ -317,7 +338,7 @@ static bool parse_args(int argc, char **argv, options *o)
             fprintf(stderr,
                     "usage: bench_attention [--dtype f32|f16|bf16] [--b B] [--h H] [--hkv HKV] [--sq SQ] [--sk SK] "
                     "[--s S] [--d D] [--dv DV] [--scale X] [--causal] [--iters N] [--warmup W] [--sets N] "
-                    "[--rows N] [--unfused] [--primitives] [--gqa expand|broadcast] [--source FILE]\n");
+                    "[--rows N] [--unfused] [--primitives] [--gqa expand|broadcast] [--split-scale] [--source FILE]\n");
             return false;
         }
     }

@@ -7,7 +7,9 @@
 #                                                  # autotuned tiles; MODELS_AUTOTUNE=0: default only), a
 #                                                  # launch-floor chain, torch in the same call;
 #                                                  # MODELS_ALSO="VAR=value": each also with it, then
-#                                                  # the default again
+#                                                  # the default again; BASE_TREE=dir (a tree
+#                                                  # from git archive): each also with that
+#                                                  # tree's clfuse, then this one's again
 # Everything lands in $OUT; a summary is printed last.
 set -uo pipefail
 source .gpu/env.sh
@@ -25,6 +27,16 @@ if ! { $setup && ninja -C $B; } > "$OUT/build.log" 2>&1; then
 fi
 { clinfo -l; nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv; git log -1 --format=%H 2>/dev/null; } > "$OUT/log.txt" 2>&1
 CLI=$B/tools/clfuse/clfuse
+BASE_CLI=
+if [ -n "${BASE_TREE:-}" ]; then
+  BB=/tmp/build-base-models
+  if ! { [ -f $BB/build.ninja ] || (cd "$BASE_TREE" && meson setup $BB -Dtests=false --buildtype=release \
+      --wrap-mode=nodownload -Donnx_proto=/tmp/gpu-root/usr/include/onnx/onnx.proto); } > "$OUT/build_base.log" 2>&1 ||
+     ! ninja -C $BB >> "$OUT/build_base.log" 2>&1; then
+    tail -40 "$OUT/build_base.log"; exit 1
+  fi
+  BASE_CLI=$BB/tools/clfuse/clfuse
+fi
 bench() { # model dir, label, runs
   for dev in gpu cpu; do
     CLFUSE_DEVICE=$dev timeout 300 $CLI bench "$1/model.onnx" --runs "$3" > "$OUT/bench_$2_$dev.txt" 2>&1
@@ -53,6 +65,13 @@ PY
       echo "== $fam with $MODELS_ALSO"; grep -E "^(unfused|fused) " "$OUT/bench_${fam}_also_gpu.txt"
       CLFUSE_DEVICE=gpu timeout 200 $CLI bench "$d/model.onnx" --runs 300 > "$OUT/bench_${fam}_again_gpu.txt" 2>&1
       echo "== $fam default tiles again"; grep -E "^(unfused|fused) " "$OUT/bench_${fam}_again_gpu.txt"
+    fi
+    if [ -n "$BASE_CLI" ]; then
+      CLFUSE_DEVICE=gpu CLFUSE_CACHE_DIR=/tmp/clfuse-cache-base timeout 200 $BASE_CLI bench "$d/model.onnx" --runs 300 \
+        > "$OUT/bench_${fam}_base_gpu.txt" 2>&1
+      echo "== $fam base tree"; grep -E "^(unfused|fused) " "$OUT/bench_${fam}_base_gpu.txt"
+      CLFUSE_DEVICE=gpu timeout 200 $CLI bench "$d/model.onnx" --runs 300 > "$OUT/bench_${fam}_again_gpu.txt" 2>&1
+      echo "== $fam this tree again"; grep -E "^(unfused|fused) " "$OUT/bench_${fam}_again_gpu.txt"
     fi
     if [ "${MODELS_AUTOTUNE:-1}" != 0 ]; then
       CLFUSE_DEVICE=gpu CLFUSE_AUTOTUNE=1 timeout 200 $CLI bench "$d/model.onnx" --runs 300 > "$OUT/bench_${fam}_tuned_gpu.txt" 2>&1
