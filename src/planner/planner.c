@@ -156,6 +156,14 @@ static int long_axes(const clf__node *n)
     return k;
 }
 
+/* Whether attention's loads may compute an operand of product mm (its
+ * scores or its output) from parts of a larger product (GPU forms: f32
+ * operands only; below). */
+static bool attention_reads_parts(bool gpu, const clf__node *mm)
+{
+    return !gpu || mm->dtype == CLF_F32;
+}
+
 /* Whether a prologue may read parts of a product larger than its operand. */
 typedef enum parts_rule {
     PARTS_NONE,
@@ -245,7 +253,7 @@ bool clf__plan_epilogue_fits_attention(const clf_graph *g, const clf__plan *p, u
 {
     const clf__plan_kernel *K = &p->kernels[k];
     const clf__node *mm = clf__graph_node(g, K->anchor);
-    if (K->kind != CLF__REGION_GEMM)
+    if (K->kind != CLF__REGION_GEMM || !attention_reads_parts(true, mm))
         return false;
     for (uint32_t r = 0; r < K->nreads; r++) {
         const uint32_t id = p->buffers[K->reads[r]].node;
@@ -493,12 +501,18 @@ clf_status clf__plan_materialise(clf__plan_state *S)
                  * Attention's loads read parts through scalars and vectors
                  * only (GPT-2's q and k, with their biases, scaled by
                  * sqrt(scale) each, slices of one product: a kernel fewer
-                 * a layer), not tables: a decoder's query rotation there made the attention kernel's code follow
+                 * a layer), and on GPUs only for f32 operands: the
+                 * tensor-core form stages K and V as they lie in memory
+                 * where they are stored (on the H100, f16 B8 H16 S1024
+                 * D64 causal: 0.145 ms, 0.202 with K through a prologue,
+                 * `bench_attention --split-scale`). Not tables: a
+                 * decoder's query rotation there made the attention kernel's code follow
                  * the length's rotary table (generated again at each new
                  * length: generate_kv's new lengths 0.68 -> 1.00 ms on
                  * PoCL), where a pointwise kernel of its own is cheap to
                  * generate. */
-                const parts_rule parts = att >= 0 ? PARTS_VECTORS
+                const parts_rule parts = att >= 0 ? (attention_reads_parts(S->tiles_reload_operands, nd) ? PARTS_VECTORS
+                                                                                                        : PARTS_NONE)
                                          : !S->tiles_reload_operands || clf__product_few_rows(nd) ? PARTS_ANY
                                                                                                    : PARTS_NONE;
                 const char *why = prologue_refusal(g, mat, nd->inputs[k], S->tiles_reload_operands, parts);

@@ -171,9 +171,11 @@ bool clf__plan_is_literal(const clf__node *n);
  * input or constant they view, which needs no kernel to store them. */
 uint32_t clf__plan_gather_indices(const clf_graph *g, const clf__node *gather);
 
-/* Whether the epilogue of GEMM kernel k of plan p (of g) could be computed
- * by the attention kernels that read its stores instead, were its product a
- * part of a larger one (graph_merge_products.h): every store is read by
+/* Whether the epilogue of GEMM kernel k of plan p (of g), a GPU plan,
+ * could be computed by the attention kernels that read its stores instead,
+ * were its product a part of a larger one (graph_merge_products.h): an f32
+ * product (attention's GPU forms read 16-bit parts of no product, the
+ * planner's rule), every store is read by
  * attention kernels only, and the kernel loads nothing but its product's
  * operands, products of the same left operand (those it would merge with)
  * and constants attention's loads may apply to such parts (literals and
