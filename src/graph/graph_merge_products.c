@@ -334,12 +334,17 @@ static bool find_groups(const clf_graph *g, const uint8_t *keep_apart, groups *G
     return true;
 }
 
-size_t clf__graph_merge_count(const clf_graph *g, const uint8_t *keep_apart)
+size_t clf__graph_merge_count(const clf_graph *g, const uint8_t *keep_apart, bool *tiled)
 {
     groups G;
+    if (tiled)
+        *tiled = false;
     if (g->nsyms || g->regen || !find_groups(g, keep_apart, &G))
         return 0;
     const size_t n = G.ngroups;
+    for (size_t c = 0; tiled && c < G.n; c++)
+        if (G.size[G.first[c]] > 1 && !clf__product_few_rows(clf__graph_node(g, G.cand[c].node)))
+            *tiled = true;
     groups_free(&G);
     return n;
 }

@@ -85,8 +85,9 @@ clf_status clf__graph_merge_products(const clf_graph *g, const uint8_t *keep_apa
 
 /* How many groups clf__graph_merge_products would merge in g (keep_apart
  * likewise), without copying anything; 0 also where out of memory (then
- * nothing merges, which is always safe). */
-size_t clf__graph_merge_count(const clf_graph *g, const uint8_t *keep_apart);
+ * nothing merges, which is always safe). *tiled (when not NULL) gets
+ * whether a group's products have more than CLF__FEW_ROWS rows. */
+size_t clf__graph_merge_count(const clf_graph *g, const uint8_t *keep_apart, bool *tiled);
 
 void clf__merged_graph_free(clf__merged_graph *m);
 

@@ -133,19 +133,21 @@ static clf__plan_options plan_options(const clf_compile_params *params, const cl
  * own plan stores anything but the product itself (an epilogue: a bias, an
  * activation, up's silu(gate) * up) stays apart: merged, that work would
  * be a kernel of its own, unless attention's loads would do it (BERT's v
- * and its bias). That plan is made only where products would
- * merge, and the copy once, after it. */
+ * and its bias). That plan is made only where products of more than
+ * CLF__FEW_ROWS rows would merge (not for a decode step), and the copy
+ * once, after it. */
 static clf_status merge_products(clf_context *ctx, const clf_graph *g, const clf_compile_params *params,
                                  const clf__codegen_target *target, const clf__spec_share *share,
                                  clf__merged_graph *merged)
 {
     char err[256];
     memset(merged, 0, sizeof *merged);
-    if (!clf__graph_merge_count(g, NULL))
+    bool tiled = false;
+    if (!clf__graph_merge_count(g, NULL, &tiled))
         return CLF_OK;
     clf_status st = CLF_OK;
     uint8_t *apart = NULL;
-    if (!target->cpu) {
+    if (!target->cpu && tiled) {
         clf__plan plan = {0};
         clf__plan_options popt = plan_options(params, target);
         if (!(apart = clf__calloc(g->nnodes, 1))) {
