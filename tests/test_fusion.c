@@ -107,6 +107,30 @@ START_TEST(chain_through_movement)
 }
 END_TEST
 
+/* A cast of views of a computed value is built as the views of the cast
+ * value (graph.c): an f16 model's layer norm, computed in f32, reshaped to
+ * the rows of the next product and cast back to f16, is then the norm's
+ * epilogue: the norm's kernel and the product's, in both forms (the cast
+ * after the reshape had a kernel of its own in the GPU form). */
+START_TEST(cast_of_views_joins_its_value)
+{
+    clf_context *ctx = clf_test_context();
+    clf_graph *g = clf_graph_create();
+    e2e_inputs in = {0};
+    const int64_t sx[3] = {2, 8, 32}, sw[2] = {32, 8}, rows[2] = {16, 32};
+    clf_tensor x = e2e_input(g, &in, "x", CLF_F16, 3, sx, -2.0, 2.0);
+    clf_tensor w = e2e_input(g, &in, "w", CLF_F16, 2, sw, -1.0, 1.0);
+    clf_tensor h = clf_layer_norm(g, clf_cast(g, x, CLF_F32), -1, 1e-5, CLF_TENSOR_INVALID, CLF_TENSOR_INVALID);
+    clf_tensor y = clf_cast(g, clf_reshape(g, h, 2, rows), CLF_F16);
+    ck_assert_int_eq(clf_graph_output(g, "out", clf_matmul(g, y, w)), CLF_OK);
+    ck_assert_uint_eq(e2e_check_style(ctx, g, &in, CLF_KERNEL_STYLE_GPU, 1e-2, 1e-2), 2);
+    ck_assert_uint_eq(e2e_check_style(ctx, g, &in, CLF_KERNEL_STYLE_CPU, 1e-2, 1e-2), 2);
+    e2e_inputs_free(&in);
+    clf_graph_destroy(&g);
+    clf_context_destroy(&ctx);
+}
+END_TEST
+
 /* Outputs that are movement ops (or the input itself) must be written by a
  * kernel all the same. */
 START_TEST(movement_outputs)
@@ -449,6 +473,7 @@ static Suite *fusion_suite(void)
     clf_test_add_case(s, "deep_chain", deep_chain);
     clf_test_add_case(s, "random_mixed_graphs", random_mixed_graphs);
     clf_test_add_case(s, "logs", logs);
+    clf_test_add_case(s, "cast_of_views_joins_its_value", cast_of_views_joins_its_value);
     clf_test_add_case(s, "row_results_read_at_another_row_are_not_fused", row_results_read_at_another_row_are_not_fused);
     return s;
 }

@@ -719,6 +719,32 @@ clf_tensor clf_clip(clf_graph *g, clf_tensor x, double lo, double hi)
     return clf__graph_append(g, call, &n);
 }
 
+/* Movement ops a cast is moved above: they move every element to one
+ * place (no slice, which drops some, no expand, which copies). */
+static bool cast_commutes(const clf__node *n)
+{
+    return n->op == CLF__OP_RESHAPE || n->op == CLF__OP_SQUEEZE || n->op == CLF__OP_UNSQUEEZE ||
+           n->op == CLF__OP_TRANSPOSE;
+}
+
+/* Whether node id is a chain of such views of a computed value (no leaf,
+ * no other movement op below them). */
+static bool views_of_value(const clf_graph *g, uint32_t id)
+{
+    const clf__node *n = clf__graph_node(g, id);
+    if (!cast_commutes(n))
+        return false;
+    while (cast_commutes(n))
+        n = clf__graph_node(g, n->inputs[0]);
+    return clf__node_class_of(n) != CLF__CLASS_LEAF && clf__node_class_of(n) != CLF__CLASS_MOVEMENT;
+}
+
+/* A cast of views (reshapes, transposes) of a computed value is built as
+ * those views of the cast value: the cast then has the value's shape, so
+ * the kernel computing the value takes it as an epilogue (an f16 model's
+ * layer norm, reshaped to the rows of the next product and cast to f16;
+ * attention's output, transposed, merged into heads and cast) rather than
+ * a kernel of its own. */
 clf_tensor clf_cast(clf_graph *g, clf_tensor x, clf_dtype dtype)
 {
     static const char call[] = "clf_cast";
@@ -727,6 +753,15 @@ clf_tensor clf_cast(clf_graph *g, clf_tensor x, clf_dtype dtype)
     const clf__node *in = clf__graph_arg(g, call, "x", x);
     if (!in || !check_dtype_arg(g, call, "dtype", dtype))
         return CLF_TENSOR_INVALID;
+    if (in->dtype != dtype && views_of_value(g, x.node)) {
+        clf__node view = *in;
+        clf_tensor y = clf_cast(g, (clf_tensor){g->serial, in->inputs[0]}, dtype);
+        if (!clf__graph_usable(g))
+            return CLF_TENSOR_INVALID;
+        view.dtype = dtype;
+        view.inputs = (uint32_t[]){y.node};
+        return clf__graph_append(g, call, &view);
+    }
     clf__node n = {
         .op = CLF__OP_CAST, .dtype = dtype, .rank = in->rank, .ninputs = 1, .inputs = (uint32_t[]){x.node}};
     memcpy(n.shape, in->shape, sizeof n.shape);
