@@ -288,6 +288,67 @@ static void many_lengths(clf_kernel_style style)
 START_TEST(one_executable_many_lengths) { many_lengths(CLF_KERNEL_STYLE_AUTO); }
 END_TEST
 
+/* GPT-2's attention (one qkv product with its bias, cut in three, q and
+ * kT scaled by d^-1/4) with a symbolic length: a graph of fixed sizes
+ * computes q and k from the product's parts in attention's loads (2
+ * kernels, test_attention), but a specialisation stores them by pointwise
+ * kernels (4 kernels: q [1, 2, S, 8] and kT [1, 2, 8, S] are two shapes):
+ * every new length generates and instantiates its kernels again, and a
+ * pointwise kernel is cheap to (planner.c). Right at two lengths, in both
+ * forms. */
+START_TEST(attention_reads_no_parts_where_sizes_vary)
+{
+    enum { E = 16, HD = 8 };
+    clf_context *ctx = clf_test_context();
+    for (int style = CLF_KERNEL_STYLE_CPU; style <= CLF_KERNEL_STYLE_GPU; style++) {
+        clf_graph *g = clf_graph_create();
+        int64_t s = clf_dim(g, "S", 1, 64);
+        float w[E * 3 * E], b[3 * E];
+        clf_test_fill_f32(w, E * 3 * E, -0.3f, 0.3f);
+        clf_test_fill_f32(b, 3 * E, -0.1f, 0.1f);
+        clf_tensor x = clf_input(g, "x", CLF_F32, 2, (int64_t[]){s, E});
+        clf_tensor qkv = clf_add(g, clf_matmul(g, x, clf_constant(g, CLF_F32, 2, (int64_t[]){E, 3 * E}, w)),
+                                 clf_constant(g, CLF_F32, 1, (int64_t[]){3 * E}, b));
+        clf_tensor p[3];
+        for (int i = 0; i < 3; i++) {
+            const int64_t start = i * E, end = (i + 1) * E;
+            const int axis = 1;
+            p[i] = clf_transpose(g, clf_reshape(g, clf_slice(g, qkv, 1, &start, &end, &axis, NULL), 4,
+                                                (int64_t[]){1, s, E / HD, HD}),
+                                 4, (int[]){0, 2, 1, 3});
+        }
+        clf_tensor f = clf_scalar(g, CLF_F32, pow(HD, -0.25));
+        clf_tensor kt = clf_transpose(g, p[1], 4, (int[]){0, 1, 3, 2});
+        clf_tensor sc = clf_matmul(g, clf_mul(g, p[0], f), clf_mul(g, kt, f));
+        clf_graph_output(g, "a", clf_matmul(g, clf_softmax(g, sc, -1), p[2]));
+        clf_executable *exe = NULL;
+        clf_status st = clf_compile(ctx, g, clf_compile_params(.kernel_style = (clf_kernel_style)style), &exe);
+        ck_assert_msg(st == CLF_OK, "%s: %s", clf_status_name(st), clf_context_last_error(ctx));
+        for (int64_t len = 3; len <= 5; len += 2) {
+            float xv[5 * E], got[5 * E], want[5 * E];
+            clf_test_fill_f32(xv, (size_t)(len * E), -2, 2);
+            const int64_t xs[2] = {len, E};
+            const int64_t *shapes[1] = {xs};
+            clf_host_binding in[1] = {{"x", xv}}, wb[1] = {{"a", want}}, gb[1] = {{"a", got}};
+            char msg[320];
+            ck_assert_msg(clf_reference_run_shaped(g, 1, in, shapes, 1, wb, msg, sizeof msg) == CLF_OK, "%s", msg);
+            st = clf_run_host_shaped(exe, 1, in, shapes, 1, gb);
+            ck_assert_msg(st == CLF_OK, "S=%lld: %s: %s", (long long)len, clf_status_name(st),
+                          clf_context_last_error(ctx));
+            ck_assert_msg(clf_test_close(CLF_F32, got, want, (size_t)(len * E), 1e-4, 1e-5, msg, sizeof msg),
+                          "S=%lld: %s", (long long)len, msg);
+        }
+        const struct clf__dyn *d = exe->dyn;
+        ck_assert_uint_ge(d->nspecs, 2);
+        for (size_t i = 0; i < d->nspecs; i++)
+            ck_assert_uint_eq(clf_executable_kernel_count(d->specs[i]->exe), 4);
+        clf_executable_destroy(&exe);
+        clf_graph_destroy(&g);
+    }
+    clf_context_destroy(&ctx);
+}
+END_TEST
+
 /* One-row products cut into K slices (the GPU form, gemm_rows.cl) keep
  * counters and partial sums in the kernels' state, which every
  * specialisation shares (dynamic.c's share_state): a one-row product
@@ -1126,6 +1187,7 @@ static Suite *dynamic_suite(void)
     clf_test_add_case(s, "builder_refuses", builder_refuses);
     clf_test_add_case(s, "symbols_propagate", symbols_propagate);
     clf_test_add_case(s, "one_executable_many_lengths", one_executable_many_lengths);
+    clf_test_add_case(s, "attention_reads_no_parts_where_sizes_vary", attention_reads_no_parts_where_sizes_vary);
     clf_test_add_case(s, "split_products_share_state_across_lengths", split_products_share_state_across_lengths);
     clf_test_add_case(s, "many_lengths_gpu_form", many_lengths_gpu_form);
     clf_test_add_case(s, "bad_shapes_refused", bad_shapes_refused);

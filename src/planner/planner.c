@@ -158,10 +158,10 @@ static int long_axes(const clf__node *n)
 
 /* Whether attention's loads may compute an operand of product mm (its
  * scores or its output) from parts of a larger product (GPU forms: f32
- * operands only; below). */
-static bool attention_reads_parts(bool gpu, const clf__node *mm)
+ * operands only; not in a graph whose sizes vary; below). */
+static bool attention_reads_parts(bool gpu, bool sizes_vary, const clf__node *mm)
 {
-    return !gpu || mm->dtype == CLF_F32;
+    return !sizes_vary && (!gpu || mm->dtype == CLF_F32);
 }
 
 /* Whether a prologue may read parts of a product larger than its operand. */
@@ -249,11 +249,11 @@ static bool operand_leaf(const clf_graph *g, const clf__node *mm, uint32_t r)
     return false;
 }
 
-bool clf__plan_epilogue_fits_attention(const clf_graph *g, const clf__plan *p, uint32_t k)
+bool clf__plan_epilogue_fits_attention(const clf_graph *g, const clf__plan *p, uint32_t k, bool sizes_vary)
 {
     const clf__plan_kernel *K = &p->kernels[k];
     const clf__node *mm = clf__graph_node(g, K->anchor);
-    if (K->kind != CLF__REGION_GEMM || !attention_reads_parts(true, mm))
+    if (K->kind != CLF__REGION_GEMM || !attention_reads_parts(true, sizes_vary, mm))
         return false;
     for (uint32_t r = 0; r < K->nreads; r++) {
         const uint32_t id = p->buffers[K->reads[r]].node;
@@ -353,6 +353,7 @@ clf_status clf__plan_state_init(clf__plan_state *S, const clf_graph *g, const cl
     S->max_depth = opt && opt->max_fused_depth > 0 ? opt->max_fused_depth : DEFAULT_MAX_FUSED_DEPTH;
     S->fuse = !(opt && opt->disable_fusion);
     S->tiles_reload_operands = opt && opt->tiles_reload_operands;
+    S->sizes_vary = opt && opt->sizes_vary;
     S->needed = clf__calloc(n1, sizeof *S->needed);
     S->mat = clf__calloc(n1, sizeof *S->mat);
     S->is_out = clf__calloc(n1, sizeof *S->is_out);
@@ -501,20 +502,23 @@ clf_status clf__plan_materialise(clf__plan_state *S)
                  * Attention's loads read parts through scalars and vectors
                  * only (GPT-2's q and k, with their biases, scaled by
                  * sqrt(scale) each, slices of one product: a kernel fewer
-                 * a layer), and on GPUs only for f32 operands: the
-                 * tensor-core form stages K and V as they lie in memory
-                 * where they are stored (on the H100, f16 B8 H16 S1024
-                 * D64 causal: 0.145 ms, 0.202 with K through a prologue,
-                 * `bench_attention --split-scale`). Not tables: a
-                 * decoder's query rotation there made the attention kernel's code follow
-                 * the length's rotary table (generated again at each new
-                 * length: generate_kv's new lengths 0.68 -> 1.00 ms on
-                 * PoCL), where a pointwise kernel of its own is cheap to
-                 * generate. */
-                const parts_rule parts = att >= 0 ? (attention_reads_parts(S->tiles_reload_operands, nd) ? PARTS_VECTORS
-                                                                                                        : PARTS_NONE)
-                                         : !S->tiles_reload_operands || clf__product_few_rows(nd) ? PARTS_ANY
-                                                                                                   : PARTS_NONE;
+                 * a layer). Not tables: a query rotation there made the
+                 * attention kernel's code follow each length's rotary
+                 * table. On GPUs only for f32 operands: the tensor-core
+                 * form stages K and V as they lie in memory where they
+                 * are stored (on the H100, f16 B8 H16 S1024 D64 causal:
+                 * 0.145 ms, 0.202 with K through a prologue,
+                 * `bench_attention --split-scale`). And not where sizes
+                 * vary: with a decode step's query rotation there
+                 * (computed from the positions) each layer's attention
+                 * source differed and every new length instantiated each
+                 * (generate_kv's later new lengths 0.73 -> 1.16 ms on
+                 * PoCL), where a pointwise kernel of its own is cheap. */
+                const parts_rule parts =
+                    att >= 0 ? (attention_reads_parts(S->tiles_reload_operands, S->sizes_vary, nd) ? PARTS_VECTORS
+                                                                                                  : PARTS_NONE)
+                    : !S->tiles_reload_operands || clf__product_few_rows(nd) ? PARTS_ANY
+                                                                              : PARTS_NONE;
                 const char *why = prologue_refusal(g, mat, nd->inputs[k], S->tiles_reload_operands, parts);
                 if (why) {
                     mat[in] = true;

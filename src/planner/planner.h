@@ -150,6 +150,11 @@ typedef struct clf__plan_options {
      * operand (the GPU forms): a prologue that applies a row statistic (a
      * norm's) is stored by its own kernel instead of recomputed. */
     bool tiles_reload_operands;
+    /* The graph is one specialisation of a graph with symbolic sizes,
+     * whose kernels each new size generates and instantiates again:
+     * attention's loads compute no operand from parts of a product there
+     * (planner.c). */
+    bool sizes_vary;
 } clf__plan_options;
 
 /* How many (node, view) pairs the reduction-alignment walk visits before it
@@ -171,16 +176,17 @@ bool clf__plan_is_literal(const clf__node *n);
  * input or constant they view, which needs no kernel to store them. */
 uint32_t clf__plan_gather_indices(const clf_graph *g, const clf__node *gather);
 
-/* Whether the epilogue of GEMM kernel k of plan p (of g), a GPU plan,
- * could be computed by the attention kernels that read its stores instead,
- * were its product a part of a larger one (graph_merge_products.h): an f32
- * product (attention's GPU forms read 16-bit parts of no product, the
- * planner's rule), every store is read by
+/* Whether the epilogue of GEMM kernel k of plan p (of g), a GPU plan made
+ * with sizes_vary as clf__plan_options', could be computed by the attention
+ * kernels that read its stores instead, were its product a part of a
+ * larger one (graph_merge_products.h): an f32 product in a graph whose
+ * sizes do not vary (the planner's rule for attention's loads), every
+ * store is read by
  * attention kernels only, and the kernel loads nothing but its product's
  * operands, products of the same left operand (those it would merge with)
  * and constants attention's loads may apply to such parts (literals and
  * vectors: a bias). */
-bool clf__plan_epilogue_fits_attention(const clf_graph *g, const clf__plan *p, uint32_t k);
+bool clf__plan_epilogue_fits_attention(const clf_graph *g, const clf__plan *p, uint32_t k, bool sizes_vary);
 
 /* Whether a materialised node m may join kernel region r of plan-in-progress
  * `deps` (region-level dependency lists): the rule, in words, is that the

@@ -58,6 +58,7 @@ typedef struct clf__plan_state {
     bool fuse;
     int max_depth;
     bool tiles_reload_operands; /* clf__plan_options' */
+    bool sizes_vary;            /* clf__plan_options' */
     clf__plan *out;
     bool *needed, *is_out, *mat, *cut, *crosses;
     int *depth;

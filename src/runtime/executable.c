@@ -123,7 +123,8 @@ static clf__plan_options plan_options(const clf_compile_params *params, const cl
 {
     return (clf__plan_options){.disable_fusion = params && params->disable_fusion,
                                .max_fused_depth = target->small_code ? CLF__SMALL_CODE_DEPTH : 0,
-                               .tiles_reload_operands = !target->cpu};
+                               .tiles_reload_operands = !target->cpu,
+                               .sizes_vary = target->sizes_vary};
 }
 
 /* g with its products merged into *merged (graph_merge_products.h; nothing
@@ -162,7 +163,7 @@ static clf_status merge_products(clf_context *ctx, const clf_graph *g, const clf
                 continue;
             if (!clf__product_few_rows(clf__graph_node(g, K->anchor)) &&
                 (K->nstores != 1 || K->stores[0].node != K->anchor) &&
-                !clf__plan_epilogue_fits_attention(g, &plan, k))
+                !clf__plan_epilogue_fits_attention(g, &plan, k, popt.sizes_vary))
                 apart[K->anchor] = 1;
         }
         clf__plan_free(&plan);
