@@ -147,13 +147,14 @@ static bool collect_deps(const clf_graph *g, const bool *mat, uint32_t m, uint32
  * per tile that loads the element, not once per element. */
 #define MAX_PROLOGUE_OPS 16
 
-/* Axes of n longer than 1. */
-static int long_axes(const clf__node *n)
+/* Whether n is a constant of more than one axis longer than 1 (a table,
+ * not a scalar or a vector: a bias). */
+static bool constant_table(const clf__node *n)
 {
     int k = 0;
     for (int d = 0; d < n->rank; d++)
         k += n->shape[d] > 1;
-    return k;
+    return n->op == CLF__OP_CONSTANT && k > 1;
 }
 
 /* Whether attention's loads may compute an operand of product mm (its
@@ -212,7 +213,7 @@ static const char *prologue_refusal(const clf_graph *g, const bool *mat, uint32_
         const clf__node *n = clf__graph_node(g, id);
         if (!clf__plan_is_computed(n) || mat[id]) {
             reads_parts |= n->op == CLF__OP_MATMUL;
-            reads_table |= n->op == CLF__OP_CONSTANT && long_axes(n) > 1;
+            reads_table |= constant_table(n);
             if (n->op == CLF__OP_MATMUL && (clf__node_numel(n) <= numel || parts == PARTS_NONE))
                 why = "it reads another GEMM's product (that GEMM's epilogue computes it once instead)";
             else if (tiles_reload && clf__node_class_of(n) == CLF__CLASS_REDUCTION)
@@ -259,7 +260,7 @@ bool clf__plan_epilogue_fits_attention(const clf_graph *g, const clf__plan *p, u
         const uint32_t id = p->buffers[K->reads[r]].node;
         const clf__node *n = clf__graph_node(g, id);
         const bool partner = n->op == CLF__OP_MATMUL && n->inputs[0] == mm->inputs[0];
-        if (!operand_leaf(g, mm, id) && !partner && (n->op != CLF__OP_CONSTANT || long_axes(n) > 1))
+        if (!operand_leaf(g, mm, id) && !partner && (n->op != CLF__OP_CONSTANT || constant_table(n)))
             return false;
     }
     for (uint32_t s = 0; s < K->nstores; s++)
