@@ -63,6 +63,8 @@ typedef enum want_kernels {
                 * included: a permuted store) */
     PROJECTED, /* exactly 2: the q, k, v projections' one GEMM, then
                 * attention */
+    THREE,     /* exactly 3: the projections' GEMM, a pointwise kernel
+                * storing q and k, attention */
     TWO,       /* exactly 2: attention, then a GEMM reading its output or a
                 * copy of it through a slice or a broadcast */
     DECODE,    /* Sq <= 4, Sk >= 1024: at most 2 */
@@ -73,6 +75,7 @@ static const char *want_str(want_kernels w)
 {
     return w == PREFILL     ? "1 (prefill)"
            : w == PROJECTED ? "2 (the projections' GEMM, then attention)"
+           : w == THREE     ? "3 (the projections' GEMM, q and k stored, attention)"
            : w == TWO      ? "2 (attention, then a GEMM or a copy)"
            : w == DECODE   ? "<= 2 (decode)"
                            : "> 1 (scores are an output)";
@@ -84,6 +87,7 @@ static bool kernels_ok(size_t got, want_kernels w)
     case PREFILL: return got == 1;
     case PROJECTED:
     case TWO: return got == 2;
+    case THREE: return got == 3;
     case DECODE: return got >= 1 && got <= 2;
     case NOT_FUSED: return got > 1;
     }
@@ -971,6 +975,61 @@ START_TEST(idiom_projections_sliced_and_scaled)
             e2e_inputs_free(&in);
             clf_graph_destroy(&g);
         }
+    clf_context_destroy(&ctx);
+    assert_kernel_counts();
+}
+END_TEST
+
+/* x [h, D] rotated as Llama's exporters write it: x * cos + rotate_half(x)
+ * * sin, cos and sin constant tables [S, D] broadcast over batch and heads
+ * (rotate_half: concat(-x2, x1) of x's halves along D). */
+static clf_tensor rotated(clf_graph *g, clf_tensor x, clf_tensor cos, clf_tensor sin, int64_t D)
+{
+    const int64_t zero = 0, half = D / 2, end = D;
+    const int axis = 3;
+    clf_tensor halves[2] = {clf_neg(g, clf_slice(g, x, 1, &half, &end, &axis, NULL)),
+                            clf_slice(g, x, 1, &zero, &half, &axis, NULL)};
+    return clf_add(g, clf_mul(g, x, cos), clf_mul(g, clf_concat(g, 2, halves, 3), sin));
+}
+
+/* Llama's q and k: three products of one activation (merged into one:
+ * graph_merge_products.h), each query and key rotated by constant tables.
+ * A small attention (8 rows; B H S S = 512 scores, SMALL_ATTENTION_SCORES
+ * in planner.c) rotates them in its loads: 2 kernels; a larger one (256
+ * rows, 131072 scores, which would rotate each K row again for every block
+ * of queries) stores them by a pointwise kernel first: 3. Both forms. */
+START_TEST(idiom_rotated_parts_small_attention)
+{
+    const int64_t B = 1, H = 2, D = 16, E = H * D;
+    clf_context *ctx = clf_test_context();
+    for (int64_t S = 8; S <= 256; S *= 32) {
+        clf_graph *g = clf_graph_create();
+        e2e_inputs in = {0};
+        const int64_t xs[2] = {B * S, E}, ts[2] = {S, D};
+        clf_tensor x = e2e_input(g, &in, "x", CLF_F32, 2, xs, -1.0, 1.0);
+        float *table = malloc((size_t)(S * D) * sizeof *table);
+        ck_assert_ptr_nonnull(table);
+        for (int64_t i = 0; i < S * D; i++)
+            table[i] = (float)cos(0.01 * (double)(i / D) * (double)(1 + i % (D / 2)));
+        clf_tensor cos_t = clf_constant(g, CLF_F32, 2, ts, table);
+        for (int64_t i = 0; i < S * D; i++)
+            table[i] = (float)sin(0.01 * (double)(i / D) * (double)(1 + i % (D / 2)));
+        clf_tensor sin_t = clf_constant(g, CLF_F32, 2, ts, table);
+        free(table);
+        clf_tensor p[3];
+        for (int i = 0; i < 3; i++) {
+            const int64_t heads[4] = {B, S, H, D};
+            static const int swap[4] = {0, 2, 1, 3};
+            p[i] = clf_transpose(g, clf_reshape(g, clf_matmul(g, x, weights(g, E, E, 11 + i)), 4, heads), 4, swap);
+        }
+        clf_tensor q = rotated(g, p[0], cos_t, sin_t, D), k = rotated(g, p[1], cos_t, sin_t, D);
+        clf_tensor sc = clf_mul(g, clf_matmul(g, q, transpose_last2(g, k)), scalar_f32(g, 0.25));
+        char label[64];
+        snprintf(label, sizeof label, "rotated q and k, %lld rows", (long long)(B * S));
+        finish_idiom(ctx, label, g, &in, sc, p[2], S == 8 ? PROJECTED : THREE, NULL);
+        e2e_inputs_free(&in);
+        clf_graph_destroy(&g);
+    }
     clf_context_destroy(&ctx);
     assert_kernel_counts();
 }
@@ -1885,6 +1944,7 @@ int main(void)
     clf_test_add_case(s, "idiom_additive_mask_broadcast", idiom_additive_mask_broadcast);
     clf_test_add_case(s, "idiom_gqa_repeat_kv", idiom_gqa_repeat_kv);
     clf_test_add_case(s, "idiom_projections_sliced_and_scaled", idiom_projections_sliced_and_scaled);
+    clf_test_add_case(s, "idiom_rotated_parts_small_attention", idiom_rotated_parts_small_attention);
     clf_test_add_case(s, "idiom_output_transposed_reshaped", idiom_output_transposed_reshaped);
     clf_test_add_case(s, "transposed_output_feeds_a_matmul", transposed_output_feeds_a_matmul);
     clf_test_add_variant_case(s, "transposed_output_variants", transposed_output_variants);

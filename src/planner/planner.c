@@ -158,12 +158,22 @@ static bool constant_table(const clf__node *n)
 }
 
 /* Whether attention's loads may compute an operand of product mm (its
- * scores or its output) from parts of a larger product (GPU forms: f32
- * operands only; not in a graph whose sizes vary; below). */
+ * scores or its output) from parts of a larger product through scalars and
+ * vectors (GPU forms: f32 operands only; not in a graph whose sizes vary;
+ * below). */
 static bool attention_reads_parts(bool gpu, bool sizes_vary, const clf__node *mm)
 {
     return !sizes_vary && (!gpu || mm->dtype == CLF_F32);
 }
+
+/* Scores (batch x heads x queries x keys) up to which attention's loads
+ * compute an operand from any parts of a product, tables too (a query's
+ * rotation): they load K again for each block of queries (each block of 4
+ * on CPUs), so what they recompute grows with the scores, where a kernel
+ * of its own costs a launch (4-7 us through NVIDIA's OpenCL). Not for
+ * 16-bit operands on GPUs: the tensor-core form's loads through such
+ * prologues have not run on a GPU. */
+#define SMALL_ATTENTION_SCORES 65536
 
 /* Whether a prologue may read parts of a product larger than its operand. */
 typedef enum parts_rule {
@@ -171,6 +181,16 @@ typedef enum parts_rule {
     PARTS_ANY,
     PARTS_VECTORS, /* where it reads no constant of more than one axis longer than 1 */
 } parts_rule;
+
+/* The parts rule of attention's loads of an operand of product mm, whose
+ * scores are scores (the attention_reads_parts and SMALL_ATTENTION_SCORES
+ * rules). */
+static parts_rule attention_parts(bool gpu, bool sizes_vary, const clf__node *mm, const clf__node *scores)
+{
+    if (!attention_reads_parts(gpu, sizes_vary, mm))
+        return PARTS_NONE;
+    return clf__node_numel(scores) <= SMALL_ATTENTION_SCORES ? PARTS_ANY : PARTS_VECTORS;
+}
 
 /* Whether the GEMM consuming operand node op should compute it in its loads
  * (a prologue) rather than read it from a buffer. A prologue is refused when
@@ -229,8 +249,8 @@ static const char *prologue_refusal(const clf_graph *g, const bool *mat, uint32_
                 why = "out of memory";
     }
     if (!why && reads_parts && reads_table && parts == PARTS_VECTORS)
-        why = "it reads parts of another GEMM's product and a constant table (a kernel of its own is cheaper to "
-              "generate again at each length)";
+        why = "it reads parts of another GEMM's product and a constant table, which a large attention would "
+              "apply again for each block of queries (stored once instead)";
     clf__free(stack.v);
     clf__free(seen.v);
     return why;
@@ -501,23 +521,22 @@ clf_status clf__plan_materialise(clf__plan_state *S)
                  * GPU tiles store them (the tensor-core form stages a
                  * prologue's operand through registers: slower).
                  * Attention's loads read parts through scalars and vectors
-                 * only (GPT-2's q and k, with their biases, scaled by
+                 * (GPT-2's q and k, with their biases, scaled by
                  * sqrt(scale) each, slices of one product: a kernel fewer
-                 * a layer). Not tables: a query rotation there made the
-                 * attention kernel's code follow each length's rotary
-                 * table. On GPUs only for f32 operands: the tensor-core
-                 * form stages K and V as they lie in memory where they
-                 * are stored (on the H100, f16 B8 H16 S1024 D64 causal:
-                 * 0.145 ms, 0.202 with K through a prologue,
-                 * `bench_attention --split-scale`). And not where sizes
-                 * vary: with a decode step's query rotation there
+                 * a layer); through tables (a query's rotation) only in
+                 * a small attention (SMALL_ATTENTION_SCORES). On GPUs only
+                 * for f32 operands: the tensor-core form stages K and V
+                 * as they lie in memory where they are stored (on the
+                 * H100, f16 B8 H16 S1024 D64 causal: 0.145 ms, 0.202 with
+                 * K through a prologue, `bench_attention --split-scale`).
+                 * And not where sizes vary: with a decode step's query rotation there
                  * (computed from the positions) each layer's attention
                  * source differed and every new length instantiated each
                  * (generate_kv's later new lengths 0.73 -> 1.16 ms on
                  * PoCL), where a pointwise kernel of its own is cheap. */
+                const clf__node *scores = att == (int32_t)i ? clf__graph_node(g, nd->inputs[0]) : nd;
                 const parts_rule parts =
-                    att >= 0 ? (attention_reads_parts(S->tiles_reload_operands, S->sizes_vary, nd) ? PARTS_VECTORS
-                                                                                                  : PARTS_NONE)
+                    att >= 0 ? attention_parts(S->tiles_reload_operands, S->sizes_vary, nd, scores)
                     : !S->tiles_reload_operands || clf__product_few_rows(nd) ? PARTS_ANY
                                                                               : PARTS_NONE;
                 const char *why = prologue_refusal(g, mat, nd->inputs[k], S->tiles_reload_operands, parts);
