@@ -57,15 +57,10 @@ bool clf__plan_is_literal(const clf__node *n)
     return n->op == CLF__OP_CONSTANT && clf__node_numel(n) == 1;
 }
 
-static bool keeps_c_order(const clf__node *n)
-{
-    return n->op == CLF__OP_RESHAPE || n->op == CLF__OP_SQUEEZE || n->op == CLF__OP_UNSQUEEZE;
-}
-
 uint32_t clf__plan_gather_indices(const clf_graph *g, const clf__node *gather)
 {
     uint32_t id = gather->inputs[1];
-    while (keeps_c_order(clf__graph_node(g, id)))
+    while (clf__view_input_linear(clf__graph_node(g, id)))
         id = clf__graph_node(g, id)->inputs[0];
     return clf__plan_is_computed(clf__graph_node(g, id)) ? gather->inputs[1] : id;
 }
@@ -529,11 +524,12 @@ clf_status clf__plan_materialise(clf__plan_state *S)
                  * as they lie in memory where they are stored (on the
                  * H100, f16 B8 H16 S1024 D64 causal: 0.145 ms, 0.202 with
                  * K through a prologue, `bench_attention --split-scale`).
-                 * And not where sizes vary: with a decode step's query rotation there
-                 * (computed from the positions) each layer's attention
-                 * source differed and every new length instantiated each
-                 * (generate_kv's later new lengths 0.73 -> 1.16 ms on
-                 * PoCL), where a pointwise kernel of its own is cheap. */
+                 * And not where sizes vary: with a decode step's query
+                 * rotation there (computed from the positions) each
+                 * layer's attention source differed and every new length
+                 * instantiated each (generate_kv's later new lengths 0.73
+                 * -> 1.16 ms on PoCL), where a pointwise kernel of its own
+                 * is cheap. */
                 const clf__node *scores = att == (int32_t)i ? clf__graph_node(g, nd->inputs[0]) : nd;
                 const parts_rule parts =
                     att >= 0 ? attention_parts(S->tiles_reload_operands, S->sizes_vary, nd, scores)
