@@ -20,6 +20,10 @@
  *                        an operand element, prologue applied
  *   clf_store(bt, m, n, acc, ...)
  *                        the epilogue of one element and its stores
+ * Where codegen defines CLF_ROW_STATS (and prepends row_stats.cl), A's
+ * prologue applies that many statistics of its rows (a norm's): the
+ * work-group computes them for its tile's rows first, into local memory,
+ * and clf_load_a takes the row's after k.
  * Without them this file is still valid OpenCL C: a plain 64 x 64 product.
  *
  * Tuning: TM, TN (tile, multiples of 4 * the work-items across), TK, WM,
@@ -115,6 +119,13 @@ static inline void clf_store(IDX_T bt, IDX_T m, IDX_T n, float acc, CLF_PARAMS) 
 #define LA4 ((TM * TK / 4 + NT - 1) / NT)
 #define LB4 ((TK * TN / 4 + NT - 1) / NT)
 
+/* Element (m, k) of A, row mm of the tile (its statistics in st_l). */
+#ifdef CLF_ROW_STATS
+#define CLF_LOAD_A(bt, mm, m, k) clf_load_a(bt, m, k, st_l + (mm) * CLF_ROW_STATS, CLF_ARGS)
+#else
+#define CLF_LOAD_A(bt, mm, m, k) clf_load_a(bt, m, k, CLF_ARGS)
+#endif
+
 /* Loads the A and B elements of the k-tile at k0 that work-item t stages
  * into registers (ra/rb, or ra4/rb4 with float4 loads where codegen found
  * the operand contiguous along its fast axis: VEC_A, VEC_B). */
@@ -145,7 +156,7 @@ static inline void clf_store(IDX_T bt, IDX_T m, IDX_T n, float acc, CLF_PARAMS) 
         const IDX_T m = m0 + (IDX_T)mm, k = (k0) + (IDX_T)kk;                                      \
         if ((TM * TK) % NT == 0 || l < TM * TK)                                                    \
             ra[s] = (IN_M(m) && IN_K(k))                             \
-                        ? clf_load_a(bt, m, k, CLF_ARGS) : 0.0f;                                   \
+                        ? CLF_LOAD_A(bt, mm, m, k) : 0.0f;                                         \
     }
 #define STORE_A(buf)                                                                               \
     for (int s = 0; s < LA; ++s) {                                                                 \
@@ -228,6 +239,11 @@ void CLF_KERNEL_NAME(CLF_PARAMS, const IDX_T numel)
         for (int j = 0; j < WN / 4; ++j)
             acc[i][j] = (float4)(0.0f);
 
+#ifdef CLF_ROW_STATS
+    /* The tile's rows' statistics (the A tiles' memory their scratch). */
+    __local float st_l[TM * CLF_ROW_STATS];
+    clf_row_stats_group(bt, m0, 0, M - m0 < (IDX_T)TM ? (int)(M - m0) : TM, t, NT, st_l, as, CLF_ARGS);
+#endif
     LOAD_A((IDX_T)0)
     LOAD_B((IDX_T)0)
     STORE_A(0)

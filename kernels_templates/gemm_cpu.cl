@@ -12,7 +12,11 @@
  * once per micro-tile; the sums wait in local memory between k-blocks.
  * Operands come in through clf_load_a / clf_load_b (the prologue applied)
  * and clf_load_bv (VW consecutive elements of a row of B); the epilogue
- * and stores through clf_store.
+ * and stores through clf_store. Where codegen defines CLF_ROW_STATS, A's
+ * prologue applies that many statistics of its rows (a norm's mean and
+ * variance): the block computes them for its TM rows first
+ * (clf_row_stats: a loop along the row) and passes each row's to
+ * clf_load_a.
  *
  * Codegen prepends CLF_KERNEL_NAME, CLF_PARAMS, CLF_ARGS, M, N, K, BATCH
  * (M may be a kernel argument where sizes are symbolic: the preprocessor
@@ -85,6 +89,13 @@ static inline void clf_store(IDX_T bt, IDX_T m, IDX_T n, float acc, CLF_PARAMS) 
 #define MT (TM / WM) /* micro-tiles down a block */
 #define NT (TN / WN) /* and across */
 
+/* Element (m, k) of A for row i of the block (its statistics). */
+#ifdef CLF_ROW_STATS
+#define CLF_LOAD_A(bt, i, m, k) clf_load_a(bt, m, k, st + (i) * CLF_ROW_STATS, CLF_ARGS)
+#else
+#define CLF_LOAD_A(bt, i, m, k) clf_load_a(bt, m, k, CLF_ARGS)
+#endif
+
 /* Packs the block's B for k in [k0, k0 + kn) into local memory in the order
  * the micro-kernel reads it: nt panels of KC x WN (step k of panel p at
  * [(p * KC + k) * WN]), zero past N, so that every micro-tile's loads of B
@@ -111,6 +122,41 @@ static inline void clf_pack_b(IDX_T bt, IDX_T bn, IDX_T k0, int kn, int nt, __lo
     }
 }
 
+/* Micro-tile (p, q) of a k-block (kn steps from k0): its sums in cs, B's
+ * packed panel q, A's value at row i of the micro-tile and step kk through
+ * A_AT(i, kk): CLF_A_IN_PLACE reads A where it lies (rows past M read row
+ * M - 1, whose sums are never stored), CLF_A_PACKED from ap (CLF_PACK_A:
+ * A's prologue is a norm's, evaluated once per block rather than once per
+ * micro-tile column). */
+#define CLF_A_IN_PLACE(i, kk) CLF_LOAD_A(bt, p * WM + (i), rows[i], k0 + (IDX_T)(kk))
+#define CLF_A_PACKED(i, kk) ap[(kk) * WM + (i)]
+#define CLF_MICRO_TILE(p, q, A_AT)                                                                 \
+    {                                                                                              \
+        __local VEC_T *c = cs + ((q) * MT + (p)) * WM * VN;                                        \
+        __local const float *b = bp + (q) * KC * WN;                                               \
+        IDX_T rows[WM];                                                                            \
+        _Pragma("unroll") for (int i = 0; i < WM; ++i) {                                           \
+            const IDX_T m = bm + (IDX_T)((p) * WM + i);                                            \
+            rows[i] = m < M ? m : M - 1;                                                           \
+        }                                                                                          \
+        (void)rows;                                                                                \
+        VEC_T acc[WM * VN];                                                                        \
+        _Pragma("unroll") for (int i = 0; i < WM * VN; ++i)                                        \
+            acc[i] = k0 ? c[i] : (VEC_T)(0.0f);                                                    \
+        for (int kk = 0; kk < kn; ++kk) {                                                          \
+            VEC_T bv[VN];                                                                          \
+            _Pragma("unroll") for (int v = 0; v < VN; ++v)                                         \
+                bv[v] = VLOAD(v, b + kk * WN);                                                     \
+            _Pragma("unroll") for (int i = 0; i < WM; ++i) {                                       \
+                const VEC_T av = (VEC_T)(A_AT(i, kk));                                             \
+                _Pragma("unroll") for (int v = 0; v < VN; ++v)                                     \
+                    acc[i * VN + v] += av * bv[v];                                                 \
+            }                                                                                      \
+        }                                                                                          \
+        _Pragma("unroll") for (int i = 0; i < WM * VN; ++i)                                        \
+            c[i] = acc[i];                                                                         \
+    }
+
 __kernel void CLF_KERNEL_NAME(CLF_PARAMS, const IDX_T numel)
 {
     __local float bp[KC * TN];
@@ -126,42 +172,32 @@ __kernel void CLF_KERNEL_NAME(CLF_PARAMS, const IDX_T numel)
      * computes only those. */
     const int mt = M - bm >= TM ? MT : (int)((M - bm + WM - 1) / WM);
     const int nt = N - bn >= TN ? NT : (int)((N - bn + WN - 1) / WN);
+#ifdef CLF_ROW_STATS
+    float st[TM * CLF_ROW_STATS];
+    for (int i = 0; i < mt * WM; ++i)
+        clf_row_stats(bt, bm + (IDX_T)i < M ? bm + (IDX_T)i : M - 1, st + i * CLF_ROW_STATS, CLF_ARGS);
+#endif
     for (IDX_T k0 = 0; k0 < K || k0 == 0; k0 += KC) {
         const int kn = k0 >= K ? 0 : K - k0 >= KC ? KC : (int)(K - k0);
         clf_pack_b(bt, bn, k0, kn, nt, bp, CLF_ARGS);
-        for (int q = 0; q < nt; ++q)
-            for (int p = 0; p < mt; ++p) {
-                __local VEC_T *c = cs + (q * MT + p) * WM * VN;
-                __local const float *b = bp + q * KC * WN;
-                /* The micro-tile's rows of A; rows past M read row M - 1
-                 * (their sums are never stored). */
-                IDX_T rows[WM];
-#pragma unroll
-                for (int i = 0; i < WM; ++i) {
-                    const IDX_T m = bm + (IDX_T)(p * WM + i);
-                    rows[i] = m < M ? m : M - 1;
-                }
-                VEC_T acc[WM * VN];
-#pragma unroll
-                for (int i = 0; i < WM * VN; ++i)
-                    acc[i] = k0 ? c[i] : (VEC_T)(0.0f);
-                for (int kk = 0; kk < kn; ++kk) {
-                    VEC_T bv[VN];
-#pragma unroll
-                    for (int v = 0; v < VN; ++v)
-                        bv[v] = VLOAD(v, b + kk * WN);
-#pragma unroll
-                    for (int i = 0; i < WM; ++i) {
-                        const VEC_T av = (VEC_T)(clf_load_a(bt, rows[i], k0 + (IDX_T)kk, CLF_ARGS));
-#pragma unroll
-                        for (int v = 0; v < VN; ++v)
-                            acc[i * VN + v] += av * bv[v];
-                    }
-                }
-#pragma unroll
-                for (int i = 0; i < WM * VN; ++i)
-                    c[i] = acc[i];
+#ifdef CLF_PACK_A
+        /* A's prologue once per element of the block: a micro-tile row's
+         * values of the k-block into ap, then every column's micro-tile. */
+        for (int p = 0; p < mt; ++p) {
+            float ap[KC * WM];
+            for (int i = 0; i < WM; ++i) { /* along rows: a row's index arithmetic out of the loop */
+                const IDX_T m = bm + (IDX_T)(p * WM + i);
+                for (int kk = 0; kk < kn; ++kk)
+                    ap[kk * WM + i] = CLF_LOAD_A(bt, p * WM + i, m < M ? m : M - 1, k0 + (IDX_T)kk);
             }
+            for (int q = 0; q < nt; ++q)
+                CLF_MICRO_TILE(p, q, CLF_A_PACKED)
+        }
+#else
+        for (int q = 0; q < nt; ++q)
+            for (int p = 0; p < mt; ++p)
+                CLF_MICRO_TILE(p, q, CLF_A_IN_PLACE)
+#endif
     }
     /* The epilogue, within M and N. */
     for (int q = 0; q < nt; ++q)

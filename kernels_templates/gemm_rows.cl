@@ -53,6 +53,11 @@
  *                        B's W values from (k, n) along n / along k
  *   clf_store(bt, m, n, acc, ...)
  *                        the epilogue of one element and its stores
+ *   CLF_ROW_STATS        (where A's prologue applies statistics of its
+ *                        rows, with row_stats.cl before this file) the
+ *                        work-group computes its rows' first, over the
+ *                        whole K whatever its slice; clf_load_a takes
+ *                        the row's after k
  * The launch is 1-D: SPLIT * BLOCKS work-groups of NT work-items, BLOCKS
  * = (B_SHARED ? 1 : BATCH) * ceil(N / TN). */
 #ifndef IDX_T
@@ -152,6 +157,14 @@ void CLF_KERNEL_NAME(CLF_PARAMS, const IDX_T numel)
 #define ROW_M(r) (r)
 #endif
 
+#ifdef CLF_ROW_STATS
+    __local float st_l[ROWS_MAX * CLF_ROW_STATS];
+    clf_row_stats_group(bt0, 0, B_SHARED, (int)rows, t, NT, st_l, red, CLF_ARGS);
+#define CLF_LOAD_A(bt, r, m, k) clf_load_a(bt, m, k, st_l + (r) * CLF_ROW_STATS, CLF_ARGS)
+#else
+#define CLF_LOAD_A(bt, r, m, k) clf_load_a(bt, m, k, CLF_ARGS)
+#endif
+
     float acc[ROWS_MAX][CW];
     for (int r = 0; r < ROWS_MAX; ++r)
         for (int j = 0; j < CW; ++j)
@@ -165,7 +178,7 @@ void CLF_KERNEL_NAME(CLF_PARAMS, const IDX_T numel)
      * columns, each multiplied by row r's value at k. */
 #define ROW_FMA(r, k, b_)                                                                          \
     {                                                                                              \
-        const float av = clf_load_a(ROW_BT(r), ROW_M(r), (k), CLF_ARGS);                           \
+        const float av = CLF_LOAD_A(ROW_BT(r), r, ROW_M(r), (k));                                  \
         for (int j = 0; j < W; ++j)                                                                \
             acc[r][j] = fma(av, b_[j], acc[r][j]);                                                 \
     }
@@ -180,7 +193,7 @@ void CLF_KERNEL_NAME(CLF_PARAMS, const IDX_T numel)
     {                                                                                              \
         float s = acc[r][0];                                                                       \
         for (int j = 0; j < W; ++j)                                                                \
-            s = fma(clf_load_a(ROW_BT(r), ROW_M(r), (k) + (IDX_T)j, CLF_ARGS), b_[j], s);          \
+            s = fma(CLF_LOAD_A(ROW_BT(r), r, ROW_M(r), (k) + (IDX_T)j), b_[j], s);                 \
         acc[r][0] = s;                                                                             \
     }
 #define LOAD(k) clf_load_bk(bt0, (k), n, CLF_ARGS)
@@ -223,7 +236,7 @@ void CLF_KERNEL_NAME(CLF_PARAMS, const IDX_T numel)
                     const float bv = clf_load_b(bt0, k, n + (IDX_T)j, CLF_ARGS);
                     for (int r = 0; r < ROWS_MAX; ++r)
                         if ((IDX_T)r < rows)
-                            acc[r][j] = fma(clf_load_a(ROW_BT((IDX_T)r), ROW_M((IDX_T)r), k, CLF_ARGS), bv,
+                            acc[r][j] = fma(CLF_LOAD_A(ROW_BT((IDX_T)r), r, ROW_M((IDX_T)r), k), bv,
                                             acc[r][j]);
                 }
             }
@@ -235,7 +248,7 @@ void CLF_KERNEL_NAME(CLF_PARAMS, const IDX_T numel)
             const float bv = clf_load_b(bt0, k, n, CLF_ARGS);
             for (int r = 0; r < ROWS_MAX; ++r)
                 if ((IDX_T)r < rows)
-                    acc[r][0] = fma(clf_load_a(ROW_BT((IDX_T)r), ROW_M((IDX_T)r), k, CLF_ARGS), bv, acc[r][0]);
+                    acc[r][0] = fma(CLF_LOAD_A(ROW_BT((IDX_T)r), r, ROW_M((IDX_T)r), k), bv, acc[r][0]);
         }
     }
 #endif

@@ -1094,7 +1094,8 @@ START_TEST(templates_have_no_generated_names)
                                      clf__template_gemm_mma,       clf__template_gemm_rows,
                                      clf__template_attention_cpu,  clf__template_attention_gpu,
                                      clf__template_attention_mma,  clf__template_attention_decode,
-                                     clf__template_mma_sync,       clf__template_erf};
+                                     clf__template_mma_sync,       clf__template_erf,
+                                     clf__template_row_stats};
     for (size_t i = 0; i < sizeof templates / sizeof *templates; i++) {
         const char *n = clf__cg_generated_name(templates[i]);
         ck_assert_msg(!n, "template %zu has a generated name's form: %.20s", i, n);

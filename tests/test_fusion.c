@@ -111,13 +111,15 @@ END_TEST
  * value (graph.c): an f16 model's layer norm, computed in f32, reshaped to
  * the rows of the next product and cast back to f16, is then the norm's
  * epilogue: the norm's kernel and the product's, in both forms (the cast
- * after the reshape had a kernel of its own in the GPU form). */
+ * after the reshape had a kernel of its own in the GPU form). Rows enough
+ * (16384 elements) that the product does not compute the norm's
+ * statistics itself (planner.c's row statistics). */
 START_TEST(cast_of_views_joins_its_value)
 {
     clf_context *ctx = clf_test_context();
     clf_graph *g = clf_graph_create();
     e2e_inputs in = {0};
-    const int64_t sx[3] = {2, 8, 32}, sw[2] = {32, 8}, rows[2] = {16, 32};
+    const int64_t sx[3] = {2, 256, 32}, sw[2] = {32, 8}, rows[2] = {512, 32};
     clf_tensor x = e2e_input(g, &in, "x", CLF_F16, 3, sx, -2.0, 2.0);
     clf_tensor w = e2e_input(g, &in, "w", CLF_F16, 2, sw, -1.0, 1.0);
     clf_tensor h = clf_layer_norm(g, clf_cast(g, x, CLF_F32), -1, 1e-5, CLF_TENSOR_INVALID, CLF_TENSOR_INVALID);
@@ -462,6 +464,112 @@ START_TEST(row_results_read_at_another_row_are_not_fused)
 }
 END_TEST
 
+/* A norm's statistics over the rows of a product's first operand are
+ * computed in that product's loads (planner.c, row statistics), in the
+ * CPU and GPU forms (gemm_cpu.cl's blocks, row_stats.cl's work-groups; GPU
+ * tiles one statistic only): a layer norm, an RMSNorm, a row maximum and
+ * a softmax (two stages) before a product are one kernel, batched, with
+ * the operand broadcast over the batch, of odd sizes, reading another product's result (a residual: two
+ * kernels), and read by two products (each computes them: two kernels).
+ * Not where a statistic is read elsewhere too, at another
+ * row, or over an operand of more than 8192 elements: the reduction's
+ * kernel stays, the refusal logged. Every case against the reference. */
+enum { STATS_LAYER_NORM, STATS_RMS, STATS_MAX, STATS_SOFTMAX, STATS_BATCHED, STATS_BROADCAST, STATS_FEW_ROWS,
+       STATS_RESIDUAL, STATS_TWO_PRODUCTS, STATS_ALSO_OUTPUT, STATS_OTHER_ROW, STATS_LARGE, STATS_CASES };
+
+static clf_graph *row_stats_graph(int c, e2e_inputs *in)
+{
+    clf_graph *g = clf_graph_create();
+    /* STATS_FEW_ROWS: a layer norm before two products of two rows over
+     * K = 1024 sharing B: the GPU's few-rows form (gemm_rows.cl, B_SHARED,
+     * K in slices), two statistics. */
+    const bool rows_form = c == STATS_FEW_ROWS;
+    const int64_t m = c == STATS_LARGE ? 128 : rows_form ? 2 : 7, k = c == STATS_LARGE ? 128 : rows_form ? 1024 : 33;
+    const int64_t n = 12;
+    const int batched = c == STATS_BATCHED || c == STATS_BROADCAST;
+    const int64_t sx[3] = {rows_form ? 2 : 3, m, k}, sw[3] = {3, k, n};
+    const bool x3 = c == STATS_BATCHED || rows_form;
+    const int last = x3 ? 2 : 1;
+    clf_tensor x = e2e_input(g, in, "x", CLF_F32, x3 ? 3 : 2, x3 ? sx : sx + 1, -2.0, 2.0);
+    clf_tensor w = e2e_input(g, in, "w", CLF_F32, batched ? 3 : 2, batched ? sw : sw + 1, -1.0, 1.0);
+    clf_tensor gamma = e2e_input(g, in, "gamma", CLF_F32, 1, &k, 0.5, 1.5);
+    if (c == STATS_RESIDUAL) { /* h = x @ v + x, a product's result read in the norm */
+        const int64_t sv[2] = {k, k};
+        clf_tensor v = e2e_input(g, in, "v", CLF_F32, 2, sv, -0.2, 0.2);
+        x = clf_add(g, clf_matmul(g, x, v), x);
+    }
+    clf_tensor a;
+    if (c == STATS_RMS) {
+        clf_tensor ms = clf_reduce(g, CLF_REDUCE_MEAN, clf_mul(g, x, x), 1, &last, true);
+        a = clf_mul(g, clf_mul(g, x, clf_rsqrt(g, clf_add(g, ms, clf_scalar(g, CLF_F32, 1e-6)))), gamma);
+    } else if (c == STATS_MAX || c == STATS_OTHER_ROW || c == STATS_ALSO_OUTPUT) {
+        clf_tensor mx = clf_reduce(g, CLF_REDUCE_MAX, x, 1, &last, true);
+        if (c == STATS_OTHER_ROW) { /* the maximum of the rows in reverse order */
+            static const int64_t start[1] = {-1}, end[1] = {INT64_MIN}, step[1] = {-1};
+            static const int axis0[1] = {0};
+            mx = clf_slice(g, mx, 1, start, end, axis0, step);
+        }
+        if (c == STATS_ALSO_OUTPUT)
+            clf_graph_output(g, "max", mx);
+        a = clf_sub(g, x, mx);
+    } else if (c == STATS_SOFTMAX) {
+        a = clf_softmax(g, x, last);
+    } else {
+        a = clf_layer_norm(g, x, last, 1e-5, gamma, CLF_TENSOR_INVALID);
+    }
+    clf_graph_output(g, "y", clf_relu(g, clf_matmul(g, a, w)));
+    if (c == STATS_TWO_PRODUCTS) /* a norm read by two products (a gate and an up projection) */
+        clf_graph_output(g, "z", clf_matmul(g, clf_reshape(g, a, 2, (const int64_t[]){m, k}), w));
+    return g;
+}
+
+START_TEST(row_statistics_in_product_loads)
+{
+    static const char *names[STATS_CASES] = {"layer norm", "RMSNorm", "row max", "softmax", "batched",
+                                             "broadcast", "few rows", "residual", "two products",
+                                             "statistic also an output",
+                                             "statistic of another row", "operand of 16384 elements"};
+    clf_context *ctx = NULL;
+    ck_assert_int_eq(clf_context_create(clf_context_params(.disable_disk_cache = true), &ctx), CLF_OK);
+    clf_device_desc dev;
+    ck_assert_int_eq(clf_context_device(ctx, &dev), CLF_OK);
+    for (int c = 0; c < STATS_CASES; c++) {
+        e2e_inputs in = {0};
+        clf_graph *g = row_stats_graph(c, &in);
+        const bool folds = c <= STATS_TWO_PRODUCTS;
+        const size_t cpu = (folds ? 1u : 2u) + (c == STATS_RESIDUAL || c == STATS_TWO_PRODUCTS);
+        size_t kc = e2e_check_style(ctx, g, &in, CLF_KERNEL_STYLE_CPU, 1e-4, 1e-5);
+        ck_assert_msg(kc == cpu, "%s: %zu kernels in the CPU form, want %zu", names[c], kc, cpu);
+        /* GPU tiles take one statistic (not a mean and then the variance,
+         * nor a softmax's maximum and sum); the few-rows form any. */
+        const bool one_stat = c == STATS_RMS || c == STATS_MAX || c == STATS_FEW_ROWS;
+        kc = e2e_check_style(ctx, g, &in, CLF_KERNEL_STYLE_GPU, 1e-4, 1e-5);
+        ck_assert_msg(!folds || kc == cpu + !one_stat, "%s: %zu kernels in the GPU form", names[c], kc);
+        if (c == STATS_FEW_ROWS) {
+            clf_executable *exe = NULL;
+            ck_assert_int_eq(clf_compile(ctx, g, clf_compile_params(.kernel_style = CLF_KERNEL_STYLE_GPU), &exe),
+                             CLF_OK);
+            ck_assert_msg(strstr(clf_executable_kernel_name(exe, 0), "clf_gemm_rows"), "%s",
+                          clf_executable_kernel_name(exe, 0));
+            clf_executable_destroy(&exe);
+        }
+        if (dev.is_cpu) {
+            clf_executable *exe = NULL;
+            char *text = compile_logged(ctx, g, "fusion", &exe);
+            ck_assert_msg(!strstr(text, "a statistic of its operand's rows") == !folds, "%s: fusion log:\n%s",
+                          names[c], text);
+            ck_assert_msg(c != STATS_OTHER_ROW || strstr(text, "at another row than the operand's"),
+                          "%s: fusion log:\n%s", names[c], text);
+            free(text);
+            clf_executable_destroy(&exe);
+        }
+        e2e_inputs_free(&in);
+        clf_graph_destroy(&g);
+    }
+    clf_context_destroy(&ctx);
+}
+END_TEST
+
 static Suite *fusion_suite(void)
 {
     Suite *s = suite_create("fusion");
@@ -475,6 +583,7 @@ static Suite *fusion_suite(void)
     clf_test_add_case(s, "logs", logs);
     clf_test_add_case(s, "cast_of_views_joins_its_value", cast_of_views_joins_its_value);
     clf_test_add_case(s, "row_results_read_at_another_row_are_not_fused", row_results_read_at_another_row_are_not_fused);
+    clf_test_add_case(s, "row_statistics_in_product_loads", row_statistics_in_product_loads);
     return s;
 }
 

@@ -93,6 +93,7 @@ START_TEST(grow_gives_each_kind_its_region)
     clf_tensor z = clf_add(g, x, x);
     clf_graph_output(g, "y", y);
     clf_graph_output(g, "z", z);
+    clf_graph_output(g, "sm", sm); /* read beyond the product's loads: not one of its row statistics */
     clf__plan_state S;
     clf__plan p;
     run_phases(g, NULL, 3, &S, &p);
@@ -111,15 +112,16 @@ START_TEST(grow_gives_each_kind_its_region)
 }
 END_TEST
 
-/* A GEMM operand that applies a reduction's result (x / sum, a norm's
- * shape) is computed in the GEMM's loads on CPUs, and stored by its own
- * kernel where tiles reload operands (the GPU forms recompute a prologue
- * for every tile that loads the element). */
+/* A GEMM operand that applies a stored reduction's result (x / sum, a
+ * norm's shape, over an operand too large for the product to compute the
+ * sums itself: row statistics) is computed in the GEMM's loads on CPUs,
+ * and stored by its own kernel where tiles reload operands (the GPU forms
+ * recompute a prologue for every tile that loads the element). */
 START_TEST(row_statistic_prologue_stored_where_tiles_reload)
 {
-    int64_t sh[2] = {8, 16};
+    int64_t sh[2] = {128, 128};
     clf_graph *g = clf_graph_create();
-    clf_tensor x = clf_input(g, "x", CLF_F32, 2, sh), w = clf_input(g, "w", CLF_F32, 2, (int64_t[]){16, 4});
+    clf_tensor x = clf_input(g, "x", CLF_F32, 2, sh), w = clf_input(g, "w", CLF_F32, 2, (int64_t[]){128, 4});
     clf_tensor sm = clf_reduce(g, CLF_REDUCE_SUM, x, 1, (int[]){1}, true);
     clf_tensor d = clf_div(g, x, sm), e = clf_mul(g, x, clf_scalar(g, CLF_F32, 2.0));
     clf_graph_output(g, "y", clf_matmul(g, d, w));
@@ -134,6 +136,56 @@ START_TEST(row_statistic_prologue_stored_where_tiles_reload)
         end_phases(&S, &p);
     }
     clf_graph_destroy(&g);
+}
+END_TEST
+
+/* A norm's statistics over the rows of a product's first operand are
+ * computed in the product's loads (not materialised; the product one
+ * region, its kernel evaluating them): in the CPU form; in the GPU tiles
+ * (tiles_reload_operands) one statistic (a mean square), not a mean and
+ * then the variance; and where sizes vary only for an operand of one row
+ * (its specialisations share programs). */
+START_TEST(row_statistics_computed_in_product_loads)
+{
+    for (int c = 0; c < 4; c++) {
+        const int rows = c % 2 ? 8 : 1;
+        const bool two = c < 2; /* a layer norm's two statistics, else an RMSNorm's one */
+        int64_t sh[2] = {rows, 16};
+        clf_graph *g = clf_graph_create();
+        clf_tensor x = clf_input(g, "x", CLF_F32, 2, sh), w = clf_input(g, "w", CLF_F32, 2, (int64_t[]){16, 4});
+        clf_tensor d = x;
+        if (two)
+            d = clf_sub(g, x, clf_reduce(g, CLF_REDUCE_MEAN, x, 1, (int[]){1}, true));
+        clf_tensor var = clf_reduce(g, CLF_REDUCE_MEAN, clf_mul(g, d, d), 1, (int[]){1}, true);
+        clf_graph_output(g, "y", clf_matmul(g, clf_mul(g, d, clf_rsqrt(g, var)), w));
+        const uint32_t want = two ? 2 : 1;
+        for (int o = 0; o < 3; o++) {
+            clf__plan_options opt = {.tiles_reload_operands = o == 1, .sizes_vary = o == 2};
+            const bool folds = o == 0 || (o == 1 && !two) || (o == 2 && rows == 1);
+            clf__plan_state S;
+            clf__plan p;
+            run_phases(g, &opt, 6, &S, &p);
+            /* A mean is a sum and a division: the REDUCE nodes. */
+            uint32_t reduces = 0, stored = 0;
+            for (uint32_t i = 0; i < S.n; i++)
+                if (clf__graph_node(g, i)->op == CLF__OP_REDUCE) {
+                    reduces++;
+                    stored += S.mat[i];
+                }
+            ck_assert_uint_eq(reduces, want);
+            ck_assert_msg(stored == (folds ? 0u : want), "case %d, options %d: %u stored", c, o, stored);
+            ck_assert_uint_eq(p.nkernels, folds ? 1u : 2u);
+            if (folds) { /* the product's kernel evaluates them */
+                uint32_t in_kernel = 0;
+                for (uint32_t j = 0; j < p.kernels[0].nops; j++)
+                    in_kernel += clf__graph_node(g, p.kernels[0].ops[j])->op == CLF__OP_REDUCE;
+                ck_assert_int_eq(p.kernels[0].kind, CLF__REGION_GEMM);
+                ck_assert_uint_eq(in_kernel, want);
+            }
+            end_phases(&S, &p);
+        }
+        clf_graph_destroy(&g);
+    }
 }
 END_TEST
 
@@ -458,6 +510,7 @@ int main(void)
     clf_test_add_case(s, "liveness_skips_unused_nodes", liveness_skips_unused_nodes);
     clf_test_add_case(s, "materialise_anchors_outputs_and_cuts", materialise_anchors_outputs_and_cuts);
     clf_test_add_case(s, "grow_gives_each_kind_its_region", grow_gives_each_kind_its_region);
+    clf_test_add_case(s, "row_statistics_computed_in_product_loads", row_statistics_computed_in_product_loads);
     clf_test_add_case(s, "order_and_buffers", order_and_buffers);
     clf_test_add_case(s, "kind_table_rows", kind_table_rows);
     clf_test_add_case(s, "find_attention_matches_and_refuses", find_attention_matches_and_refuses);

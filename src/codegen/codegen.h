@@ -134,6 +134,15 @@ clf_status clf__codegen_pointwise(const clf_graph *g, const clf__plan *plan, uin
 clf_status clf__codegen_reduction(const clf_graph *g, const clf__plan *plan, uint32_t k,
                                   const clf__codegen_target *target, clf__kernel_code *out,
                                   char *err, size_t errlen);
+/* Emits a block computing reduction node n (id) of values of type in_dt
+ * along a row in one work-item, into dest (a float lvalue): its
+ * accumulator (f32 sums in double where fp64, else compensated), then
+ * loop_head ("for (...)") around body, the statements computing the
+ * element, and the step taking value, then the result, rounded to n's
+ * dtype. The reduction writer's accumulator code (codegen_reduction.c);
+ * the GEMM writer's row statistics use it (codegen_product.c). */
+void clf__cg_emit_row_reduction(clf__strbuf *sb, const clf__node *n, uint32_t id, clf_dtype in_dt, bool fp64,
+                                const char *loop_head, const char *body, const char *value, const char *dest);
 clf_status clf__codegen_gemm(const clf_graph *g, const clf__plan *plan, uint32_t k,
                              const clf__codegen_target *target, clf__kernel_code *out, char *err,
                              size_t errlen);

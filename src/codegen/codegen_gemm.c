@@ -14,6 +14,7 @@
 #include "codegen/codegen_expr.h"
 #include "codegen/codegen_product.h"
 #include "codegen/templates.h"
+#include "graph/graph_merge_products.h"
 #include "util/strbuf.h"
 #include "util/text.h"
 
@@ -50,9 +51,13 @@ static bool operand_transposed(const clf_graph *g, uint32_t id)
  * 42-50 for the unblocked 8 x 8 micro-tiles of before), smaller where
  * the product is (one row: one-row micro-tiles) or where fewer blocks
  * than two per compute unit would leave cores idle, and within the
- * device's local memory. */
+ * device's local memory. Where the kernel computes row statistics (a
+ * norm's, planner.c), every block computes its rows' statistics and
+ * prologue again: blocks are split along rows first, and one a compute
+ * unit is enough (the tiny GPT-2's MLP product with its layer norm took
+ * 0.030 ms in four blocks of 16 x 32 on 2 cores). */
 static clf__gemm_config cpu_default_config(const clf__codegen_target *target, int64_t m, int64_t n, int64_t k,
-                                           int64_t batch)
+                                           int64_t batch, bool row_stats)
 {
     /* Where the sizes vary (symbolic graphs share one program between
      * their sizes), an extent other than 1 is blocked as a large one. */
@@ -76,9 +81,9 @@ static clf__gemm_config cpu_default_config(const clf__codegen_target *target, in
     int64_t units = target->compute_units ? target->compute_units : 1, nb = batch > 0 ? batch : 1;
     for (;;) {
         int64_t blocks = nb * ((m + c.tm - 1) / c.tm) * ((n + c.tn - 1) / c.tn);
-        if (blocks >= 2 * units)
+        if (blocks >= (row_stats ? 1 : 2) * units)
             break;
-        if (c.tn >= c.tm && c.tn > c.wn && c.tn / 2 % c.wn == 0)
+        if ((row_stats ? c.tm == c.wm : c.tn >= c.tm) && c.tn > c.wn && c.tn / 2 % c.wn == 0)
             c.tn /= 2;
         else if (c.tm > c.wm && c.tm / 2 % c.wm == 0)
             c.tm /= 2;
@@ -109,7 +114,7 @@ clf__gemm_config clf__gemm_default_config(const clf__codegen_target *target, int
 {
     size_t max_local = target->max_local ? target->max_local : 256;
     if (target->cpu)
-        return cpu_default_config(target, m, n, k, batch);
+        return cpu_default_config(target, m, n, k, batch, false);
     /* 128 x 128 tiles on 128 work-items of 16 x 8 each, 8 deep: on an H200
      * 3.55 ms for 4096^3 against 3.70 for 8 x 8 on 256 work-items 16 deep
      * (bench/gemm_tile_sweep.sh); other tilings by autotuning. */
@@ -319,7 +324,7 @@ static mma_kind mma_form(const clf_graph *g, const clf__node *mm, const clf__cod
  * values and the lanes' sum dominates (the H200, same call: the tiny
  * GPT-2 and BERT fixtures, products of 8 rows with K of 64 to 256, ran
  * 0.147 and 0.143 ms in it against 0.119 and 0.122 in the tiled form). */
-#define GEMM_ROWS_MIN_K 512
+#define GEMM_ROWS_MIN_K CLF__FEW_ROWS_MIN_K
 
 /* The few-rows form (gemm_rows.cl): a GPU product whose work-groups take
  * at most 8 rows (a decode step's x @ W) over a K of GEMM_ROWS_MIN_K or
@@ -402,7 +407,8 @@ static rows_form gemm_rows_form(const clf_graph *g, const clf__node *mm, const c
 /* The form that takes GEMM kernel k: the few-rows form first for one row
  * (the H200's decode products took 0.0071-0.0203 ms there against
  * 0.0166-0.0595 in the tensor-core tiles, the decoder's kernels), then the
- * tensor-core form, then the few-rows form (for up to 8 rows), then the
+ * tensor-core form (not for a kernel computing row statistics, planner.c:
+ * small products), then the few-rows form (for up to 8 rows), then the
  * portable tiles. Graphs with symbolic sizes too: a step at a new length
  * of the H200's decoder (two layers, same call) took 3.4-3.5 ms with the
  * few-rows form against 3.7-4.0 with the tiles, once its state needed no
@@ -410,11 +416,11 @@ static rows_form gemm_rows_form(const clf_graph *g, const clf__node *mm, const c
  * the few-rows form (rows_max 0: not it); the tensor-core kind is
  * returned with its tiling. */
 static mma_kind gemm_forms(const clf_graph *g, const clf__node *mm, const clf__codegen_target *target, int64_t M,
-                           int64_t N, int64_t K, int64_t batch, rows_form *rows, clf__gemm_config *tiles,
-                           int *stages, bool *pad)
+                           int64_t N, int64_t K, int64_t batch, bool row_stats, rows_form *rows,
+                           clf__gemm_config *tiles, int *stages, bool *pad)
 {
     *rows = gemm_rows_form(g, mm, target, M, N, K, batch);
-    if (rows->rows_max == 1)
+    if (rows->rows_max == 1 || row_stats) /* the tensor-core form computes no row statistics */
         return MMA_NONE;
     mma_kind mma = mma_form(g, mm, target, M, N, batch, tiles, stages, pad);
     if (mma != MMA_NONE)
@@ -431,8 +437,8 @@ static mma_kind kernel_forms(const clf_graph *g, const clf__plan *plan, uint32_t
     int r = mm->rank, stages;
     bool pad;
     clf__gemm_config tiles;
-    return gemm_forms(g, mm, target, mm->shape[r - 2], mm->shape[r - 1], a->shape[a->rank - 1], batch_of(mm), rows,
-                      &tiles, &stages, &pad);
+    return gemm_forms(g, mm, target, mm->shape[r - 2], mm->shape[r - 1], a->shape[a->rank - 1], batch_of(mm),
+                      clf__cg_row_stats(plan, k, g, NULL, 0) != 0, rows, &tiles, &stages, &pad);
 }
 
 bool clf__gemm_rows(const clf_graph *g, const clf__plan *plan, uint32_t k, const clf__codegen_target *target)
@@ -489,15 +495,17 @@ clf_status clf__codegen_gemm(const clf_graph *g, const clf__plan *plan, uint32_t
 
     /* A pinned tensor-core tiling leaves the GEMMs that form does not take
      * their default. */
+    const bool row_stats = clf__cg_row_stats(plan, k, g, NULL, 0) != 0;
     clf__gemm_config cfg = target->gemm && !target->gemm->mma ? *target->gemm
-                                                               : clf__gemm_default_config(target, M, N, KK, batch);
+                           : target->cpu ? cpu_default_config(target, M, N, KK, batch, row_stats)
+                                         : clf__gemm_default_config(target, M, N, KK, batch);
     size_t max_local = target->max_local ? target->max_local : 256;
     char why[160];
     int stages = 2;
     bool pad = false;
     clf__gemm_config mma_tiles;
     rows_form rows;
-    mma_kind mma = gemm_forms(g, mm, target, M, N, KK, batch, &rows, &mma_tiles, &stages, &pad);
+    mma_kind mma = gemm_forms(g, mm, target, M, N, KK, batch, row_stats, &rows, &mma_tiles, &stages, &pad);
     if (mma != MMA_NONE)
         cfg = mma_tiles;
     if (!rows.rows_max && mma == MMA_NONE &&
@@ -627,6 +635,18 @@ clf_status clf__codegen_gemm(const clf_graph *g, const clf__plan *plan, uint32_t
     clf__cg_gather_defs(&src, g, plan, K);
     clf__sb_puts(&src, "\n");
 
+    /* Row statistics of A's prologue (planner.c): computed by each block
+     * (gemm_cpu.cl) or work-group (row_stats.cl) for its rows. */
+    if (row_stats && !clf__cg_emit_row_stats(g, plan, k, target->cpu, target->fp64, &src)) {
+        snprintf(err, errlen, "codegen: kernel %u: out of memory or unsupported row statistics", k);
+        goto done;
+    }
+    /* The CPU form evaluates such a prologue (a norm's) once per element
+     * of a block, not once per micro-tile column: the tiny GPT-2's MLP
+     * product with its layer norm took 0.039-0.042 ms reading A in place
+     * against 0.021 for the norm's kernel and the product before it. */
+    if (row_stats && target->cpu)
+        clf__sb_puts(&src, "#define CLF_PACK_A 1\n");
     if (!clf__cg_emit_operand_load(g, plan, k, mm, 0, "clf_load_a", &src) ||
         !clf__cg_emit_operand_load(g, plan, k, mm, 1, "clf_load_b", &src)) {
         snprintf(err, errlen, "codegen: kernel %u: out of memory or unsupported operand prologue", k);
@@ -666,6 +686,10 @@ clf_status clf__codegen_gemm(const clf_graph *g, const clf__plan *plan, uint32_t
     if (mma != MMA_NONE) {
         clf__sb_puts(&src, "/* ---- kernels_templates/mma_sync.cl ---- */\n");
         clf__sb_puts(&src, clf__template_mma_sync);
+    }
+    if (row_stats && !target->cpu) {
+        clf__sb_puts(&src, "/* ---- kernels_templates/row_stats.cl ---- */\n");
+        clf__sb_puts(&src, clf__template_row_stats);
     }
     clf__sb_printf(&src, "/* ---- kernels_templates/%s ---- */\n",
                    rows.rows_max     ? "gemm_rows.cl"

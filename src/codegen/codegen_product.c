@@ -133,37 +133,189 @@ bool clf__cg_emit_operand_load_vec(const clf_graph *g, const clf__plan *plan, ui
     return false;
 }
 
-bool clf__cg_emit_operand_load(const clf_graph *g, const clf__plan *plan, uint32_t k, const clf__node *mm, int which,
-                               const char *fname, clf__strbuf *src)
+/* The view of operand op of MATMUL node mm at (bt, r, c), three variables
+ * of ix named "bt", rname and cname (string literals), its batch axes
+ * broadcast from the product's. */
+static void operand_view(clf__ixgen *ix, const clf__node *mm, const clf__node *op, const char *rname,
+                         const char *cname, clf__view *v)
 {
-    clf__cg_hooks hooks = {.load = clf__cg_load_direct};
-    clf__cg_fn F;
-    clf__cg_fn_init(&F, g, plan, k, &hooks);
-    uint32_t id = mm->inputs[which];
-    const clf__node *op = clf__graph_node(g, id);
     int nb = mm->rank - 2, ob = op->rank - 2;
     int64_t batch = 1;
     for (int d = 0; d < nb; d++)
         batch *= mm->shape[d];
-    const char *rname = which == 0 ? "m" : "k", *cname = which == 0 ? "k" : "n";
-    clf__ix bt = clf__ixgen_var(F.ix, "bt", (uint64_t)(batch ? batch : 1));
-    clf__ix r = clf__ixgen_var(F.ix, rname, (uint64_t)op->shape[op->rank - 2]);
-    clf__ix c = clf__ixgen_var(F.ix, cname, (uint64_t)op->shape[op->rank - 1]);
+    clf__ix bt = clf__ixgen_var(ix, "bt", (uint64_t)(batch ? batch : 1));
+    clf__ix r = clf__ixgen_var(ix, rname, (uint64_t)op->shape[op->rank - 2]);
+    clf__ix c = clf__ixgen_var(ix, cname, (uint64_t)op->shape[op->rank - 1]);
     clf__ix bdims[CLF_MAX_RANK];
     if (nb > 0) {
         clf__view bv = {.linear = true, .lin = bt};
-        clf__view_dims(F.ix, &bv, nb, mm->shape, bdims);
+        clf__view_dims(ix, &bv, nb, mm->shape, bdims);
     }
-    clf__view v = {.linear = false};
+    v->linear = false;
     for (int d = 0; d < ob; d++)
-        v.dims[d] = op->shape[d] == 1 ? clf__ix_const(0) : bdims[d + nb - ob];
-    v.dims[ob] = r;
-    v.dims[ob + 1] = c;
+        v->dims[d] = op->shape[d] == 1 ? clf__ix_const(0) : bdims[d + nb - ob];
+    v->dims[ob] = r;
+    v->dims[ob + 1] = c;
+}
+
+uint32_t clf__cg_row_stats(const clf__plan *plan, uint32_t k, const clf_graph *g, uint32_t *stats, uint32_t cap)
+{
+    const clf__plan_kernel *K = &plan->kernels[k];
+    uint32_t n = 0;
+    if (K->kind != CLF__REGION_GEMM)
+        return 0;
+    for (uint32_t i = 0; i < K->nops; i++)
+        if (clf__graph_node(g, K->ops[i])->op == CLF__OP_REDUCE) {
+            if (n < cap)
+                stats[n] = K->ops[i];
+            n++;
+        }
+    return n;
+}
+
+/* Reduction hook of the row statistics: statistic j of the row is st[j],
+ * for the first n of them (those computed before the value asked for). */
+typedef struct row_stats_ctx {
+    const uint32_t *stats;
+    uint32_t n;
+} row_stats_ctx;
+
+static const char *row_stat_hook(clf__cg_fn *f, uint32_t node, const clf__view *v, char *name, size_t cap)
+{
+    (void)v; /* at the row: the planner checked every read (clf__plan_row_stats_aligned) */
+    const row_stats_ctx *c = f->hooks.user;
+    for (uint32_t j = 0; j < c->n; j++)
+        if (c->stats[j] == node) {
+            snprintf(name, cap, "st[%u]", j);
+            return name;
+        }
+    return NULL;
+}
+
+/* Statistic j's input at element r of row (bt, m): value F computes,
+ * its index temporaries and statements in *code. False when out of memory
+ * or not expressible. */
+static bool row_stat_input(const clf_graph *g, const clf__plan *plan, uint32_t k, const uint32_t *stats, uint32_t j,
+                           clf__strbuf *code, char **value)
+{
+    const clf__node *mm = clf__graph_node(g, plan->kernels[k].anchor), *op = clf__graph_node(g, mm->inputs[0]);
+    row_stats_ctx ctx = {stats, j};
+    clf__cg_hooks hooks = {.load = clf__cg_load_direct, .reduction = row_stat_hook, .user = &ctx};
+    clf__cg_fn F;
+    clf__cg_fn_init(&F, g, plan, k, &hooks);
+    /* The input's element (x, r) is the operand's (x, r) (the planner's
+     * rule): evaluated at the operand's linear index. */
+    clf__view at;
+    operand_view(F.ix, mm, op, "m", "r", &at);
+    clf__view lin = {.linear = true, .lin = clf__view_linear(F.ix, &at, op->rank, op->shape)};
+    *value = clf__strdup(clf__cg_value(&F, clf__graph_node(g, stats[j])->inputs[0], &lin));
+    bool ok = *value && !F.failed && !F.ix->failed && clf__sb_ok(&F.idx_code) && clf__sb_ok(&F.body);
+    if (ok)
+        clf__sb_printf(code, "%s%s", clf__sb_str(&F.idx_code), clf__sb_str(&F.body));
+    clf__cg_fn_free(&F);
+    return ok && clf__sb_ok(code);
+}
+
+bool clf__cg_emit_row_stats(const clf_graph *g, const clf__plan *plan, uint32_t k, bool cpu, bool fp64,
+                            clf__strbuf *src)
+{
+    uint32_t stats[CLF__CG_ROW_STATS_MAX];
+    const uint32_t n = clf__cg_row_stats(plan, k, g, stats, CLF__CG_ROW_STATS_MAX);
+    if (n > CLF__CG_ROW_STATS_MAX)
+        return false;
+    const clf__node *mm = clf__graph_node(g, plan->kernels[k].anchor), *op = clf__graph_node(g, mm->inputs[0]);
+    const int64_t rlen = op->shape[op->rank - 1];
+    clf__sb_printf(src, "#define CLF_ROW_STATS %u\n#define CLF_ROW_STATS_SPACE %s\n\n", n, cpu ? "" : "__local");
+    bool ok = true;
+    if (cpu) { /* one work-item a row: the statistics one after another */
+        clf__sb_puts(src, "static inline void clf_row_stats(IDX_T bt, IDX_T m, float *st, CLF_PARAMS)\n{\n"
+                          "    (void)bt;\n");
+        for (uint32_t j = 0; j < n && ok; j++) {
+            clf__strbuf body = {0};
+            char *val = NULL, head[96], dest[24];
+            ok = row_stat_input(g, plan, k, stats, j, &body, &val);
+            snprintf(head, sizeof head, "for (IDX_T r = 0; r < %lluu; ++r)", (unsigned long long)rlen);
+            snprintf(dest, sizeof dest, "st[%u]", j);
+            const clf__node *red = clf__graph_node(g, stats[j]);
+            if (ok)
+                clf__cg_emit_row_reduction(src, red, stats[j], clf__graph_node(g, red->inputs[0])->dtype, fp64, head,
+                                           clf__sb_str(&body), val, dest);
+            clf__free(val);
+            clf__sb_free(&body);
+        }
+        clf__sb_puts(src, "}\n\n");
+        return ok;
+    }
+    /* GPU forms: the work-group's lanes combine partial results
+     * (row_stats.cl): each statistic's input, identity, combination and
+     * rounding. Max and min keep a NaN once seen and take +0 over -0 (max)
+     * or -0 over +0 (min) whatever the order, as the reduction kernels. */
+    clf__strbuf init = {0}, combine = {0}, finish = {0};
+    clf__sb_puts(src, "static inline float clf_row_stat_term(int j, IDX_T bt, IDX_T m, IDX_T r, __local const float *st, "
+                      "CLF_PARAMS)\n{\n    (void)bt;\n");
+    for (uint32_t j = 0; j < n && ok; j++) {
+        clf__strbuf body = {0};
+        char *val = NULL;
+        ok = row_stat_input(g, plan, k, stats, j, &body, &val);
+        if (ok)
+            clf__sb_printf(src, "    if (j == %u) {\n%s        return %s;\n    }\n", j, clf__sb_str(&body), val);
+        clf__free(val);
+        clf__sb_free(&body);
+        const clf__node *red = clf__graph_node(g, stats[j]);
+        const char *id = "0.0f", *op2 = "a + b";
+        switch (red->attr.reduce.kind) {
+        case CLF__REDUCE_PROD:
+            id = "1.0f", op2 = "a * b";
+            break;
+        case CLF__REDUCE_MAX:
+            id = "-INFINITY", op2 = "isnan(a) || a > b || (a == b && !signbit(a)) ? a : b";
+            break;
+        case CLF__REDUCE_MIN:
+            id = "INFINITY", op2 = "isnan(a) || a < b || (a == b && signbit(a)) ? a : b";
+            break;
+        default: /* sum (the planner takes no other kind) */
+            break;
+        }
+        clf__sb_printf(&init, "    if (j == %u)\n        return %s;\n", j, id);
+        clf__sb_printf(&combine, "    if (j == %u)\n        return %s;\n", j, op2);
+        clf__sb_printf(&finish, "    if (j == %u)\n        return ", j);
+        clf__cg_round(&finish, red->dtype, "a");
+        clf__sb_puts(&finish, ";\n");
+    }
+    clf__sb_printf(src, "    return 0.0f;\n}\n\nstatic inline float clf_row_stat_init(int j)\n{\n%s    return 0.0f;\n}\n\n"
+                        "static inline float clf_row_stat_combine(int j, float a, float b)\n{\n%s    return a;\n}\n\n"
+                        "static inline float clf_row_stat_finish(int j, float a)\n{\n%s    return a;\n}\n\n",
+                   clf__sb_str(&init), clf__sb_str(&combine), clf__sb_str(&finish));
+    ok = ok && clf__sb_ok(&init) && clf__sb_ok(&combine) && clf__sb_ok(&finish);
+    clf__sb_free(&init);
+    clf__sb_free(&combine);
+    clf__sb_free(&finish);
+    return ok;
+}
+
+bool clf__cg_emit_operand_load(const clf_graph *g, const clf__plan *plan, uint32_t k, const clf__node *mm, int which,
+                               const char *fname, clf__strbuf *src)
+{
+    /* A's loads apply the row statistics the kernel computes (st: the
+     * row's, clf__cg_emit_row_stats). */
+    uint32_t stats[CLF__CG_ROW_STATS_MAX];
+    uint32_t nstats = which == 0 ? clf__cg_row_stats(plan, k, g, stats, CLF__CG_ROW_STATS_MAX) : 0;
+    if (nstats > CLF__CG_ROW_STATS_MAX)
+        return false;
+    row_stats_ctx ctx = {stats, nstats};
+    clf__cg_hooks hooks = {.load = clf__cg_load_direct, .reduction = nstats ? row_stat_hook : NULL, .user = &ctx};
+    clf__cg_fn F;
+    clf__cg_fn_init(&F, g, plan, k, &hooks);
+    uint32_t id = mm->inputs[which];
+    const clf__node *op = clf__graph_node(g, id);
+    const char *rname = which == 0 ? "m" : "k", *cname = which == 0 ? "k" : "n";
+    clf__view v;
+    operand_view(F.ix, mm, op, rname, cname, &v);
     char *val = clf__strdup(clf__cg_value(&F, id, &v));
     bool ok = val && !F.failed && !F.ix->failed && clf__sb_ok(&F.idx_code) && clf__sb_ok(&F.body);
     if (ok) {
-        clf__sb_printf(src, "static inline float %s(IDX_T bt, IDX_T %s, IDX_T %s, CLF_PARAMS)\n{\n", fname, rname,
-                       cname);
+        clf__sb_printf(src, "static inline float %s(IDX_T bt, IDX_T %s, IDX_T %s, %sCLF_PARAMS)\n{\n", fname, rname,
+                       cname, nstats ? "CLF_ROW_STATS_SPACE const float *st, " : "");
         clf__sb_printf(src, "    (void)bt;\n%s%s    return %s;\n}\n\n", clf__sb_str(&F.idx_code),
                        clf__sb_str(&F.body), val);
     }

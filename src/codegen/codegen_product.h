@@ -47,10 +47,33 @@ void clf__cg_emit_stage16(const clf_graph *g, const clf__plan *plan, uint32_t k,
  * axes broadcast from mm's (the last two axes of op are a matrix). */
 void clf__cg_emit_batch_offset(const clf__node *mm, const clf__node *op, clf__strbuf *src);
 
+/* Most row statistics a GEMM kernel computes (planner.c's
+ * ROW_STATS_MAX). */
+#define CLF__CG_ROW_STATS_MAX 8
+
+/* The row statistics GEMM kernel k computes for its first operand's
+ * prologue (the planner's row statistics: REDUCE nodes over the operand's
+ * rows that it evaluates): how many, the first cap of them into stats,
+ * ascending (each reads only those before it). 0 for other kinds. */
+uint32_t clf__cg_row_stats(const clf__plan *plan, uint32_t k, const clf_graph *g, uint32_t *stats, uint32_t cap);
+
+/* Emits "#define CLF_ROW_STATS <n>", CLF_ROW_STATS_SPACE (where the
+ * statistics live: private on CPUs, __local on GPUs) and what computes
+ * the row statistics of GEMM kernel k's first operand. CPU forms: "static
+ * inline void clf_row_stats(IDX_T bt, IDX_T m, float *st, CLF_PARAMS)",
+ * row m of product bt into st[0..n), each a loop along the row (f32 sums
+ * in double where fp64). GPU forms: what kernels_templates/row_stats.cl
+ * takes (clf_row_stat_term, _init, _combine, _finish). False when out of
+ * memory or not expressible. */
+bool clf__cg_emit_row_stats(const clf_graph *g, const clf__plan *plan, uint32_t k, bool cpu, bool fp64,
+                            clf__strbuf *src);
+
 /* Emits "static inline float <fname>(IDX_T bt, IDX_T r, IDX_T c,
  * CLF_PARAMS)" returning operand `which` (0: a [.., M, K] as (m, k); 1: b
  * [.., K, N] as (k, n)) of MATMUL node mm at batch bt, its batch axes
- * broadcast from the product's. */
+ * broadcast from the product's. Where kernel k computes row statistics,
+ * A's function takes its row's after c: "CLF_ROW_STATS_SPACE const float
+ * *st, CLF_PARAMS". */
 bool clf__cg_emit_operand_load(const clf_graph *g, const clf__plan *plan, uint32_t k, const clf__node *mm, int which,
                                const char *fname, clf__strbuf *src);
 

@@ -430,6 +430,21 @@ static void emit_acc_finish(clf__strbuf *sb, const clf__node *n, uint32_t id, cl
 }
 
 
+void clf__cg_emit_row_reduction(clf__strbuf *sb, const clf__node *n, uint32_t id, clf_dtype in_dt, bool fp64,
+                                const char *loop_head, const char *body, const char *value, const char *dest)
+{
+    const sum_kind sk = fp64 ? SUM_DOUBLE : SUM_KAHAN;
+    clf__sb_puts(sb, "    {\n    struct {\n");
+    emit_acc_fields(sb, n, id, in_dt, sk);
+    clf__sb_printf(sb, "    } acc, *a = &acc;\n    struct {\n        float r_%u;\n    } out, *row = &out;\n", id);
+    emit_acc_init(sb, n, id, in_dt, sk);
+    clf__sb_printf(sb, "    %s {\n%s", loop_head, body);
+    emit_acc_step(sb, n, id, in_dt, value, sk);
+    clf__sb_puts(sb, "    }\n");
+    emit_acc_finish(sb, n, id, in_dt, sk);
+    clf__sb_printf(sb, "    %s = out.r_%u;\n    }\n", dest, id);
+}
+
 /* The vector loop's accumulators (see CPU_VEC): the fields of
  * emit_acc_fields as vectors of n lanes, one partial result per lane,
  * combined lane by lane into the scalar accumulator at the end of the

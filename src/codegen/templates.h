@@ -17,6 +17,7 @@ extern const char clf__template_attention_mma[];
 extern const char clf__template_attention_decode[];
 extern const char clf__template_mma_sync[];
 extern const char clf__template_erf[];
+extern const char clf__template_row_stats[];
 /* Changes whenever any template changes: part of every cache key. */
 extern const char clf__templates_hash[];
 

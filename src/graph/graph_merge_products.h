@@ -36,6 +36,17 @@ static inline bool clf__product_few_rows(const clf__node *m)
     return cols > 0 && clf__node_numel(m) / cols <= CLF__FEW_ROWS;
 }
 
+/* The K from which a GPU product of few rows takes codegen's few-rows
+ * form (gemm_rows.cl; shorter ones take the tiles). */
+#define CLF__FEW_ROWS_MIN_K 512
+
+/* Whether MATMUL node m, of first operand a, is a GPU product of the
+ * few-rows form's shape: few rows, K of CLF__FEW_ROWS_MIN_K or more. */
+static inline bool clf__product_rows_form(const clf__node *m, const clf__node *a)
+{
+    return clf__product_few_rows(m) && a->rank > 0 && a->shape[a->rank - 1] >= CLF__FEW_ROWS_MIN_K;
+}
+
 /* Concatenated weights kept across compiles of graphs that share their
  * constants' data (the specialisations of one graph, whose constants
  * borrow a model's initializers), so that each concatenation is made once

@@ -200,10 +200,14 @@ static parts_rule attention_parts(bool gpu, bool sizes_vary, const clf__node *mm
  * when it applies a reduction's result: on the H200 the f16 prefill's q/k/v products with an
  * RMSNorm as prologue took 0.140 / 0.075 / 0.075 ms against 0.031 / 0.024
  * / 0.023 reading the norm's output (its own kernel: 0.012), the tensor-core
- * form staging A through registers instead of raw copies. Returns NULL to
+ * form staging A through registers instead of raw copies. With row_stats
+ * (a small operand whose loads compute its rows' statistics,
+ * fold_row_stats) it may read products and several operand-sized tensors
+ * and be twice as long: what the blocks recompute is a few thousand
+ * elements, where the kernel it saves is a launch. Returns NULL to
  * accept, else the reason. */
 static const char *prologue_refusal(const clf_graph *g, const bool *mat, uint32_t op, bool tiles_reload,
-                                    parts_rule parts)
+                                    parts_rule parts, bool row_stats)
 {
     while (clf__node_class_of(clf__graph_node(g, op)) == CLF__CLASS_MOVEMENT && !mat[op])
         op = clf__graph_node(g, op)->inputs[0];
@@ -229,15 +233,15 @@ static const char *prologue_refusal(const clf_graph *g, const bool *mat, uint32_
         if (!clf__plan_is_computed(n) || mat[id]) {
             reads_parts |= n->op == CLF__OP_MATMUL;
             reads_table |= constant_table(n);
-            if (n->op == CLF__OP_MATMUL && (clf__node_numel(n) <= numel || parts == PARTS_NONE))
+            if (n->op == CLF__OP_MATMUL && !row_stats && (clf__node_numel(n) <= numel || parts == PARTS_NONE))
                 why = "it reads another GEMM's product (that GEMM's epilogue computes it once instead)";
             else if (tiles_reload && clf__node_class_of(n) == CLF__CLASS_REDUCTION)
                 why = "it applies a reduction's result, which every tile would apply again (stored once instead)";
-            else if (!clf__plan_is_literal(n) && clf__node_numel(n) * 2 > numel && ++full > 1)
+            else if (!row_stats && !clf__plan_is_literal(n) && clf__node_numel(n) * 2 > numel && ++full > 1)
                 why = "it loads several operand-sized tensors (storing it once reads fewer bytes)";
             continue;
         }
-        if (clf__node_class_of(n) == CLF__CLASS_POINTWISE && ++ops > MAX_PROLOGUE_OPS)
+        if (clf__node_class_of(n) == CLF__CLASS_POINTWISE && ++ops > (row_stats ? 2 : 1) * MAX_PROLOGUE_OPS)
             why = "it is too long to recompute for every tile";
         for (int i = 0; i < n->ninputs && !why; i++)
             if (!clf__u32vec_push(&stack, n->inputs[i]))
@@ -249,6 +253,188 @@ static const char *prologue_refusal(const clf_graph *g, const bool *mat, uint32_
     clf__free(stack.v);
     clf__free(seen.v);
     return why;
+}
+
+/* Row statistics in a product's loads: a norm's REDUCE nodes over the
+ * rows of a GEMM's first operand, which its prologue applies (mean and
+ * variance, or the mean square), are computed by the GEMM kernel itself:
+ * each block of the CPU form computes them for its rows before its sweep
+ * (gemm_cpu.cl), each work-group of the GPU tiles and of the few-rows
+ * form for its rows with its work-items (row_stats.cl; never the
+ * tensor-core form, codegen_gemm.c), where a reduction kernel of its own
+ * stored them (or the normalised operand) before: a kernel fewer a norm,
+ * five of the tiny GPT-2's sixteen. Only for operands of at most
+ * ROW_STATS_MAX_OPERAND elements (decode steps, small batches: every
+ * block of columns computes its rows' statistics again), in a graph
+ * whose sizes vary only of one row (its specialisations share programs
+ * built for a few sizes: a decision by size would make plans no build
+ * covered, where one row is a class of its own), at most
+ * ROW_STATS_MAX reductions, each over the last axis of an input of the
+ * operand's rows (clf__plan_row_stats_aligned), floats, read by nothing
+ * but this prologue. */
+#define ROW_STATS_MAX_OPERAND 8192
+#define ROW_STATS_MAX 4
+
+/* Whether materialised node id may be a row statistic of an operand of
+ * numel elements whose rows are k long. */
+static bool row_stat_candidate(const clf__plan_state *S, uint32_t id, int64_t numel, int64_t k)
+{
+    const clf__node *n = clf__graph_node(S->g, id);
+    if (n->op != CLF__OP_REDUCE || S->is_out[id] || (S->attention_of && S->attention_of[id] >= 0))
+        return false;
+    const clf__reduce_kind kind = (clf__reduce_kind)n->attr.reduce.kind;
+    const clf__node *in = clf__graph_node(S->g, n->inputs[0]);
+    return (kind == CLF__REDUCE_SUM || kind == CLF__REDUCE_PROD || kind == CLF__REDUCE_MAX ||
+            kind == CLF__REDUCE_MIN) &&
+           in->rank >= 1 && n->attr.reduce.mask == 1u << (in->rank - 1) && in->shape[in->rank - 1] == k &&
+           clf__node_numel(in) == numel && clf__dtype_compute(in->dtype) == CLF_F32;
+}
+
+/* Index of id in v, or -1. */
+static long u32vec_find(const clf__u32vec *v, uint32_t id)
+{
+    for (uint32_t i = 0; i < v->n; i++)
+        if (v->v[i] == id)
+            return (long)i;
+    return -1;
+}
+
+/* Whether node id, walked in the prologue (nodes: those walked), reaches
+ * one of the statistics below it (reach: per walked node, 0 unknown, 1
+ * no, 2 yes). */
+static bool reaches_stat(const clf_graph *g, const clf__u32vec *nodes, const clf__u32vec *stats, uint8_t *reach,
+                         uint32_t id, int depth)
+{
+    long at = u32vec_find(nodes, id);
+    if (at < 0)
+        return false;
+    if (reach[at])
+        return reach[at] == 2;
+    bool yes = u32vec_find(stats, id) >= 0;
+    const clf__node *n = clf__graph_node(g, id);
+    for (int i = 0; i < n->ninputs && !yes && depth < 512; i++)
+        yes = reaches_stat(g, nodes, stats, reach, n->inputs[i], depth + 1);
+    reach[at] = yes ? 2 : 1;
+    return yes;
+}
+
+/* How many reads of node id are other products' (not mm, not attention's)
+ * first operands, or the movement ops between such a product and id that
+ * are not in the prologue's nodes (whose reads the caller counts). */
+static uint32_t other_products_reading(const clf__plan_state *S, uint32_t mm, uint32_t id, const clf__u32vec *nodes)
+{
+    const clf_graph *g = S->g;
+    uint32_t count = 0;
+    for (uint32_t p = 0; p < S->n; p++) {
+        const clf__node *n = clf__graph_node(g, p);
+        if (p == mm || !S->needed[p] || n->op != CLF__OP_MATMUL || (S->attention_of && S->attention_of[p] >= 0))
+            continue;
+        for (uint32_t at = n->inputs[0];;) {
+            if (at == id) {
+                count++;
+                break;
+            }
+            const clf__node *m = clf__graph_node(g, at);
+            if (clf__node_class_of(m) != CLF__CLASS_MOVEMENT || S->mat[at] || u32vec_find(nodes, at) >= 0)
+                break;
+            at = m->inputs[0];
+        }
+    }
+    return count;
+}
+
+/* Computes the row statistics of product mm's first operand in its loads
+ * where the rule above allows: clears their marks and returns true, or
+ * returns false with nothing changed. readers: each node's consumers,
+ * graph outputs counted. */
+static bool fold_row_stats(clf__plan_state *S, const uint32_t *readers, uint32_t mm)
+{
+    const clf_graph *g = S->g;
+    const uint32_t op = clf__graph_node(g, mm)->inputs[0];
+    const clf__node *a = clf__graph_node(g, op);
+    const int64_t numel = clf__node_numel(a), k = a->rank ? a->shape[a->rank - 1] : 0;
+    if (!readers || numel <= 0 || numel > ROW_STATS_MAX_OPERAND || k <= 0 || (S->sizes_vary && numel != k) ||
+        !clf__plan_is_computed(a) || S->mat[op])
+        return false;
+    /* The prologue's nodes, walked through the candidates. */
+    clf__u32vec nodes = {0}, stats = {0}, stack = {0};
+    bool ok = clf__u32vec_push(&stack, op), folded = false;
+    while (ok && stack.n) {
+        const uint32_t id = stack.v[--stack.n];
+        const clf__node *n = clf__graph_node(g, id);
+        if (!clf__plan_is_computed(n) || u32vec_find(&nodes, id) >= 0)
+            continue;
+        if (S->mat[id] || n->op == CLF__OP_REDUCE) {
+            /* A statistic another product computes in its loads (of the
+             * same operand) is one here too; one that cannot be is stored
+             * again (that product then loads it). */
+            if (stats.n == ROW_STATS_MAX || !row_stat_candidate(S, id, numel, k)) {
+                S->mat[id] = true;
+                continue; /* loaded */
+            }
+            ok = clf__u32vec_push(&stats, id);
+        }
+        ok = ok && clf__u32vec_push(&nodes, id);
+        for (int i = 0; ok && i < n->ninputs; i++)
+            ok = clf__u32vec_push(&stack, n->inputs[i]);
+    }
+    uint8_t *reach = ok && stats.n ? clf__calloc(nodes.n, 1) : NULL;
+    /* Nothing but the prologue reads a statistic, or a node it reaches:
+     * another kernel would have to compute them too. Other products whose
+     * first operand is such a node (through movement ops: a norm's output
+     * read by two products, as GPU tiles keep a gate and an up projection
+     * apart) compute them in their loads as well. */
+    for (uint32_t i = 0; reach && i < nodes.n; i++) {
+        const uint32_t id = nodes.v[i];
+        if (!reaches_stat(g, &nodes, &stats, reach, id, 0))
+            continue;
+        uint32_t in_prologue = id == op;
+        for (uint32_t j = 0; j < nodes.n; j++) {
+            const clf__node *n = clf__graph_node(g, nodes.v[j]);
+            for (int e = 0; e < n->ninputs; e++)
+                in_prologue += n->inputs[e] == id;
+        }
+        in_prologue += other_products_reading(S, mm, id, &nodes);
+        if (in_prologue != readers[id]) {
+            clf__free(reach);
+            reach = NULL;
+        }
+    }
+    if (reach) {
+        for (uint32_t j = 0; j < stats.n; j++)
+            S->mat[stats.v[j]] = false;
+        qsort(stats.v, stats.n, sizeof *stats.v, cmp_u32);
+        /* GPU tiles of a small product have few work-items, and each
+         * statistic is a sweep along the rows, one after another, before
+         * the product's: there one statistic (an RMSNorm's), not a mean
+         * and then the variance around it. On the H100 the tiny GPT-2
+         * with its layer norms in its products' loads ran 0.107 ms back to
+         * back against 0.096 with the norms' own kernels, the tiny Llama
+         * with its RMSNorms there 0.109 against 0.122 (same call). */
+        const char *why = S->tiles_reload_operands && stats.n > 1 &&
+                                  !clf__product_rows_form(clf__graph_node(g, mm), clf__graph_node(g, op))
+                              ? "GPU tiles sweep the rows once a statistic before the product's, and this has more "
+                                "than one (stored once instead)"
+                              : prologue_refusal(g, S->mat, op, S->tiles_reload_operands, PARTS_ANY, true);
+        if (!why && !clf__plan_row_stats_aligned(S, op, stats.v, stats.n))
+            why = "a statistic is read at another row than the operand's";
+        folded = !why;
+        for (uint32_t j = 0; j < stats.n; j++) {
+            S->mat[stats.v[j]] = !folded;
+            if (folded)
+                clf__log(CLF__LOG_FUSION, "node %u (%s): computed in matmul %u's loads of a, for each block's "
+                         "rows (a statistic of its operand's rows)", stats.v[j],
+                         clf__node_op_name(clf__graph_node(g, stats.v[j])), mm);
+            else
+                clf__log(CLF__LOG_FUSION, "node %u (%s): stored, not computed in matmul %u's loads of a: %s",
+                         stats.v[j], clf__node_op_name(clf__graph_node(g, stats.v[j])), mm, why);
+        }
+    }
+    clf__free(reach);
+    clf__free(nodes.v);
+    clf__free(stats.v);
+    clf__free(stack.v);
+    return folded;
 }
 
 /* Whether node r is what operand k of product mm loads, through movement
@@ -467,7 +653,7 @@ clf_status clf__plan_materialise(clf__plan_state *S)
     const clf_graph *g = S->g;
     bool *mat = S->mat;
     uint32_t *readers = NULL;
-    if (S->fuse && S->nmatches) {
+    if (S->fuse) {
         readers = clf__calloc(S->n ? S->n : 1, sizeof *readers);
         if (!readers)
             return CLF_ERR_OUT_OF_MEMORY;
@@ -501,7 +687,7 @@ clf_status clf__plan_materialise(clf__plan_state *S)
                 uint32_t in = nd->inputs[k];
                 if (att == (int32_t)i && k == 0)
                     continue;
-                if (readers && operand_stored_by_attention(S, readers, in)) {
+                if (readers && S->nmatches && operand_stored_by_attention(S, readers, in)) {
                     mat[in] = true;
                     clf__log(CLF__LOG_FUSION, "node %u (%s): operand %c of matmul %u stored by the attention "
                              "kernel it permutes, in the layout the matmul reads",
@@ -510,6 +696,11 @@ clf_status clf__plan_materialise(clf__plan_state *S)
                 }
                 while (clf__node_class_of(clf__graph_node(g, in)) == CLF__CLASS_MOVEMENT && !mat[in])
                     in = clf__graph_node(g, in)->inputs[0];
+                if (k == 0 && att < 0 && fold_row_stats(S, readers, i)) {
+                    clf__log(CLF__LOG_FUSION, "node %u (%s): fused into matmul %u's loads of a (prologue)", in,
+                             clf__node_op_name(clf__graph_node(g, in)), i);
+                    continue;
+                }
                 /* A merged product's parts are read in the loads of CPU
                  * forms (cheap there) and of GPU products of a few rows
                  * (every work-group of the few-rows form reads all of A);
@@ -535,7 +726,7 @@ clf_status clf__plan_materialise(clf__plan_state *S)
                     att >= 0 ? attention_parts(S->tiles_reload_operands, S->sizes_vary, nd, scores)
                     : !S->tiles_reload_operands || clf__product_few_rows(nd) ? PARTS_ANY
                                                                               : PARTS_NONE;
-                const char *why = prologue_refusal(g, mat, nd->inputs[k], S->tiles_reload_operands, parts);
+                const char *why = prologue_refusal(g, mat, nd->inputs[k], S->tiles_reload_operands, parts, false);
                 if (why) {
                     mat[in] = true;
                     clf__log(CLF__LOG_FUSION, "node %u (%s): operand %c of matmul %u stored, not "

@@ -129,6 +129,15 @@ uint32_t clf__product_store_from(const clf__plan_state *S, uint32_t r, uint32_t 
 /* The kind a materialised node starts when it joins no region. */
 clf__region_kind clf__region_kind_of_anchor(const clf__plan_state *S, uint32_t m);
 
+/* Whether a product's first operand, node op (its last axis K), reads
+ * the reductions stats[0..nstats) (not materialised: the caller cleared
+ * their marks) only at its own row: read at row x of op (x over op's
+ * elements / K, C order), each is its element x, and so in each one's
+ * input below the ones before it; each reduces its input's last axis,
+ * whose rows are op's. Then a kernel computing op's row x may compute
+ * those reductions for row x first (planner.c, row statistics). */
+bool clf__plan_row_stats_aligned(const clf__plan_state *S, uint32_t op, const uint32_t *stats, uint32_t nstats);
+
 bool clf__plan_same_shape(int ra, const int64_t *a, int rb, const int64_t *b);
 bool clf__plan_is_computed(const clf__node *n);
 

@@ -319,6 +319,38 @@ static bool gemm_aligned(const clf__plan_state *S, uint32_t r, const clf__region
 }
 
 
+bool clf__plan_row_stats_aligned(const clf__plan_state *S, uint32_t op, const uint32_t *stats, uint32_t nstats)
+{
+    const clf_graph *g = S->g;
+    const clf__node *a = clf__graph_node(g, op);
+    const int64_t k = a->rank ? a->shape[a->rank - 1] : 0;
+    if (a->rank < 1 || k <= 0)
+        return false;
+    /* Region -2: every materialised node is loaded (none has a region yet). */
+    align_walk w = {.g = g, .mat = S->mat, .region_of = S->region_of, .stage = S->out->stage, .region = -2,
+                    .ok = true};
+    clf__ixgen_init(&w.ix, &w.code, 0);
+    w.x = clf__ixgen_var(&w.ix, "x", (uint64_t)(clf__node_numel(a) / k));
+    clf__ix r = clf__ixgen_var(&w.ix, "r", (uint64_t)k);
+    clf__view at;
+    clf__view_reduction(&w.ix, a->rank, a->shape, 1u << (a->rank - 1), w.x, r, &at);
+    walk_node(&w, op, &at);
+    for (uint32_t j = 0; j < nstats && w.ok; j++) {
+        const clf__node *red = clf__graph_node(g, stats[j]), *in = clf__graph_node(g, red->inputs[0]);
+        if (clf__node_numel(in) != clf__node_numel(a) || in->shape[in->rank - 1] != k ||
+            red->attr.reduce.mask != 1u << (in->rank - 1)) {
+            w.ok = false;
+            break;
+        }
+        clf__view row;
+        clf__view_reduction(&w.ix, in->rank, in->shape, red->attr.reduce.mask, w.x, r, &row);
+        walk_node(&w, red->inputs[0], &row);
+    }
+    if (w.ix.failed)
+        w.ok = false;
+    return align_walk_end(&w);
+}
+
 /* ---- Pointwise ---------------------------------------------------------- */
 
 static bool pointwise_node(const clf__node *m) { return m->op != CLF__OP_REDUCE && m->op != CLF__OP_MATMUL; }

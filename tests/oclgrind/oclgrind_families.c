@@ -221,6 +221,26 @@ static void build_gemm_rows(clf_graph *g, inputs *in)
     clf_graph_output(g, "z", clf_matmul(g, input(g, in, "a", 2, sa), bt));
 }
 
+/* A norm's statistics computed in the product's loads (planner.c's row
+ * statistics): x [9, 40] normalised (an RMSNorm: GPU tiles take one
+ * statistic) then times w [40, 13]. */
+static void build_gemm_row_stats(clf_graph *g, inputs *in)
+{
+    int64_t sx[2] = {9, 40}, sw[2] = {40, 13};
+    clf_tensor x = clf_rms_norm(g, input(g, in, "x", 2, sx), -1, 1e-5, CLF_TENSOR_INVALID);
+    clf_graph_output(g, "y", clf_matmul(g, x, input(g, in, "w", 2, sw)));
+}
+
+/* The GPU's few-rows form and the CPU form: a layer norm (two statistics,
+ * the variance after the mean) of 3 rows of 600 (600 / 256 lanes: a
+ * tail), times w [600, 20] shared by the rows. */
+static void build_gemm_rows_row_stats(clf_graph *g, inputs *in)
+{
+    int64_t sx[3] = {3, 1, 600}, sw[2] = {600, 20};
+    clf_tensor x = clf_layer_norm(g, input(g, in, "x", 3, sx), -1, 1e-5, CLF_TENSOR_INVALID, CLF_TENSOR_INVALID);
+    clf_graph_output(g, "y", clf_matmul(g, x, input(g, in, "w", 2, sw)));
+}
+
 typedef struct family_case {
     const char *name;
     void (*build)(clf_graph *g, inputs *in);
@@ -248,6 +268,12 @@ static const family_case cases[] = {
      "#define A_K_FAST 0", false},
     {"gemm_rows (shared B, transposed B, tails)", build_gemm_rows, CLF_KERNEL_STYLE_GPU,
      "GEMM region, GPU form for products of a few rows", "#define B_N_FAST 0", false},
+    {"gemm_gpu (row statistics)", build_gemm_row_stats, CLF_KERNEL_STYLE_GPU, "GEMM region, GPU form",
+     "#define CLF_ROW_STATS 1", false},
+    {"gemm_rows (row statistics)", build_gemm_rows_row_stats, CLF_KERNEL_STYLE_GPU,
+     "GEMM region, GPU form for products of a few rows", "#define CLF_ROW_STATS 2", false},
+    {"gemm_cpu (row statistics)", build_gemm_rows_row_stats, CLF_KERNEL_STYLE_CPU, "GEMM region, CPU form",
+     "#define CLF_ROW_STATS 2", false},
     {"gemm_cpu (partial blocks)", build_gemm_partial, CLF_KERNEL_STYLE_CPU, "GEMM region, CPU form", NULL, false},
     {"gemm_cpu (transposed, prologue, K = 0)", build_gemm_transposed, CLF_KERNEL_STYLE_CPU, "GEMM region, CPU form",
      NULL, false},
