@@ -240,9 +240,9 @@ void CLF_KERNEL_NAME(CLF_PARAMS, const IDX_T numel)
             acc[i][j] = (float4)(0.0f);
 
 #ifdef CLF_ROW_STATS
-    /* The tile's rows' statistics (the A tiles' memory their scratch). */
-    __local float st_l[TM * CLF_ROW_STATS];
-    clf_row_stats_group(bt, m0, 0, M - m0 < (IDX_T)TM ? (int)(M - m0) : TM, t, NT, st_l, as, CLF_ARGS);
+    /* The tile's rows' statistics. */
+    __local float st_l[TM * CLF_ROW_STATS], st_red[NT];
+    clf_row_stats_group(bt, m0, 0, M - m0 < (IDX_T)TM ? (int)(M - m0) : TM, t, NT, st_l, st_red, CLF_ARGS);
 #endif
     LOAD_A((IDX_T)0)
     LOAD_B((IDX_T)0)

@@ -308,28 +308,32 @@ static bool reaches_stat(const clf_graph *g, const clf__u32vec *nodes, const clf
     long at = u32vec_find(nodes, id);
     if (at < 0)
         return false;
+    if (depth >= 512)
+        return true; /* not known: the readers are checked as if it did */
     if (reach[at])
         return reach[at] == 2;
     bool yes = u32vec_find(stats, id) >= 0;
     const clf__node *n = clf__graph_node(g, id);
-    for (int i = 0; i < n->ninputs && !yes && depth < 512; i++)
+    for (int i = 0; i < n->ninputs && !yes; i++)
         yes = reaches_stat(g, nodes, stats, reach, n->inputs[i], depth + 1);
     reach[at] = yes ? 2 : 1;
     return yes;
 }
 
-/* How many reads of node id are other products' (not mm, not attention's)
- * first operands, or the movement ops between such a product and id that
- * are not in the prologue's nodes (whose reads the caller counts). */
-static uint32_t other_products_reading(const clf__plan_state *S, uint32_t mm, uint32_t id, const clf__u32vec *nodes)
+/* How many reads of node id are other products' (of products: the
+ * needed MATMUL nodes no attention kernel computes; not mm) first
+ * operands, or the movement ops between such a product and id that are
+ * not in the prologue's nodes (whose reads the caller counts). */
+static uint32_t other_products_reading(const clf__plan_state *S, const clf__u32vec *products, uint32_t mm,
+                                       uint32_t id, const clf__u32vec *nodes)
 {
     const clf_graph *g = S->g;
     uint32_t count = 0;
-    for (uint32_t p = 0; p < S->n; p++) {
-        const clf__node *n = clf__graph_node(g, p);
-        if (p == mm || !S->needed[p] || n->op != CLF__OP_MATMUL || (S->attention_of && S->attention_of[p] >= 0))
+    for (uint32_t j = 0; j < products->n; j++) {
+        const uint32_t p = products->v[j];
+        if (p == mm)
             continue;
-        for (uint32_t at = n->inputs[0];;) {
+        for (uint32_t at = clf__graph_node(g, p)->inputs[0];;) {
             if (at == id) {
                 count++;
                 break;
@@ -345,9 +349,11 @@ static uint32_t other_products_reading(const clf__plan_state *S, uint32_t mm, ui
 
 /* Computes the row statistics of product mm's first operand in its loads
  * where the rule above allows: clears their marks and returns true, or
- * returns false with nothing changed. readers: each node's consumers,
- * graph outputs counted. */
-static bool fold_row_stats(clf__plan_state *S, const uint32_t *readers, uint32_t mm)
+ * returns false. Either way a statistic another product computes in its
+ * loads that cannot be one here is stored again (that product then loads
+ * it). readers: each node's consumers, graph outputs counted; products:
+ * the needed MATMUL nodes no attention kernel computes. */
+static bool fold_row_stats(clf__plan_state *S, const uint32_t *readers, const clf__u32vec *products, uint32_t mm)
 {
     const clf_graph *g = S->g;
     const uint32_t op = clf__graph_node(g, mm)->inputs[0];
@@ -364,7 +370,7 @@ static bool fold_row_stats(clf__plan_state *S, const uint32_t *readers, uint32_t
         const clf__node *n = clf__graph_node(g, id);
         if (!clf__plan_is_computed(n) || u32vec_find(&nodes, id) >= 0)
             continue;
-        if (S->mat[id] || n->op == CLF__OP_REDUCE) {
+        if (S->mat[id] || (n->op == CLF__OP_REDUCE && !(S->attention_of && S->attention_of[id] >= 0))) {
             /* A statistic another product computes in its loads (of the
              * same operand) is one here too; one that cannot be is stored
              * again (that product then loads it). */
@@ -394,7 +400,7 @@ static bool fold_row_stats(clf__plan_state *S, const uint32_t *readers, uint32_t
             for (int e = 0; e < n->ninputs; e++)
                 in_prologue += n->inputs[e] == id;
         }
-        in_prologue += other_products_reading(S, mm, id, &nodes);
+        in_prologue += other_products_reading(S, products, mm, id, &nodes);
         if (in_prologue != readers[id]) {
             clf__free(reach);
             reach = NULL;
@@ -653,10 +659,18 @@ clf_status clf__plan_materialise(clf__plan_state *S)
     const clf_graph *g = S->g;
     bool *mat = S->mat;
     uint32_t *readers = NULL;
+    clf__u32vec products = {0};
     if (S->fuse) {
         readers = clf__calloc(S->n ? S->n : 1, sizeof *readers);
         if (!readers)
             return CLF_ERR_OUT_OF_MEMORY;
+        for (uint32_t i = 0; i < S->n; i++)
+            if (S->needed[i] && clf__graph_node(g, i)->op == CLF__OP_MATMUL &&
+                !(S->attention_of && S->attention_of[i] >= 0) && !clf__u32vec_push(&products, i)) {
+                clf__free(readers);
+                clf__free(products.v);
+                return CLF_ERR_OUT_OF_MEMORY;
+            }
         for (uint32_t i = 0; i < S->n; i++)
             for (int k = 0; S->needed[i] && k < clf__graph_node(g, i)->ninputs; k++)
                 readers[clf__graph_node(g, i)->inputs[k]]++;
@@ -696,7 +710,7 @@ clf_status clf__plan_materialise(clf__plan_state *S)
                 }
                 while (clf__node_class_of(clf__graph_node(g, in)) == CLF__CLASS_MOVEMENT && !mat[in])
                     in = clf__graph_node(g, in)->inputs[0];
-                if (k == 0 && att < 0 && fold_row_stats(S, readers, i)) {
+                if (k == 0 && att < 0 && fold_row_stats(S, readers, &products, i)) {
                     clf__log(CLF__LOG_FUSION, "node %u (%s): fused into matmul %u's loads of a (prologue)", in,
                              clf__node_op_name(clf__graph_node(g, in)), i);
                     continue;
@@ -773,6 +787,7 @@ clf_status clf__plan_materialise(clf__plan_state *S)
         S->depth[i] = d;
     }
     clf__free(readers);
+    clf__free(products.v);
     return CLF_OK;
 }
 
