@@ -143,6 +143,14 @@ clf_status clf__codegen_reduction(const clf_graph *g, const clf__plan *plan, uin
  * the GEMM writer's row statistics use it (codegen_product.c). */
 void clf__cg_emit_row_reduction(clf__strbuf *sb, const clf__node *n, uint32_t id, clf_dtype in_dt, bool fp64,
                                 const char *loop_head, const char *body, const char *value, const char *dest);
+/* Appends, for reduction node n (id) of values of type in_dt kept in one
+ * float accumulator (sums plain), the bodies ("{ ... }") of three
+ * functions of floats: init returns the identity, combine the result of
+ * x and y combined, finish x rounded to n's dtype; the reduction writer's
+ * accumulator code, so that the GPU's row statistics (row_stats.cl) keep
+ * its semantics (NaN, signed zeros). */
+void clf__cg_emit_float_reduction(clf__strbuf *init, clf__strbuf *combine, clf__strbuf *finish, const clf__node *n,
+                                  uint32_t id, clf_dtype in_dt);
 clf_status clf__codegen_gemm(const clf_graph *g, const clf__plan *plan, uint32_t k,
                              const clf__codegen_target *target, clf__kernel_code *out, char *err,
                              size_t errlen);

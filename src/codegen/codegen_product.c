@@ -248,8 +248,7 @@ bool clf__cg_emit_row_stats(const clf_graph *g, const clf__plan *plan, uint32_t 
     }
     /* GPU forms: the work-group's lanes combine partial results
      * (row_stats.cl): each statistic's input, identity, combination and
-     * rounding. Max and min keep a NaN once seen and take +0 over -0 (max)
-     * or -0 over +0 (min) whatever the order, as the reduction kernels. */
+     * rounding, the last three the reduction writer's. */
     clf__strbuf init = {0}, combine = {0}, finish = {0};
     clf__sb_puts(src, "static inline float clf_row_stat_term(int j, IDX_T bt, IDX_T m, IDX_T r, __local const float *st, "
                       "CLF_PARAMS)\n{\n    (void)bt;\n");
@@ -262,29 +261,14 @@ bool clf__cg_emit_row_stats(const clf_graph *g, const clf__plan *plan, uint32_t 
         clf__free(val);
         clf__sb_free(&body);
         const clf__node *red = clf__graph_node(g, stats[j]);
-        const char *id = "0.0f", *op2 = "a + b";
-        switch (red->attr.reduce.kind) {
-        case CLF__REDUCE_PROD:
-            id = "1.0f", op2 = "a * b";
-            break;
-        case CLF__REDUCE_MAX:
-            id = "-INFINITY", op2 = "isnan(a) || a > b || (a == b && !signbit(a)) ? a : b";
-            break;
-        case CLF__REDUCE_MIN:
-            id = "INFINITY", op2 = "isnan(a) || a < b || (a == b && signbit(a)) ? a : b";
-            break;
-        default: /* sum (the planner takes no other kind) */
-            break;
-        }
-        clf__sb_printf(&init, "    if (j == %u)\n        return %s;\n", j, id);
-        clf__sb_printf(&combine, "    if (j == %u)\n        return %s;\n", j, op2);
-        clf__sb_printf(&finish, "    if (j == %u)\n        return ", j);
-        clf__cg_round(&finish, red->dtype, "a");
-        clf__sb_puts(&finish, ";\n");
+        clf__sb_printf(&init, "    if (j == %u)\n", j);
+        clf__sb_printf(&combine, "    if (j == %u)\n", j);
+        clf__sb_printf(&finish, "    if (j == %u)\n", j);
+        clf__cg_emit_float_reduction(&init, &combine, &finish, red, stats[j], clf__graph_node(g, red->inputs[0])->dtype);
     }
     clf__sb_printf(src, "    return 0.0f;\n}\n\nstatic inline float clf_row_stat_init(int j)\n{\n%s    return 0.0f;\n}\n\n"
-                        "static inline float clf_row_stat_combine(int j, float a, float b)\n{\n%s    return a;\n}\n\n"
-                        "static inline float clf_row_stat_finish(int j, float a)\n{\n%s    return a;\n}\n\n",
+                        "static inline float clf_row_stat_combine(int j, float x, float y)\n{\n%s    return x;\n}\n\n"
+                        "static inline float clf_row_stat_finish(int j, float x)\n{\n%s    return x;\n}\n\n",
                    clf__sb_str(&init), clf__sb_str(&combine), clf__sb_str(&finish));
     ok = ok && clf__sb_ok(&init) && clf__sb_ok(&combine) && clf__sb_ok(&finish);
     clf__sb_free(&init);

@@ -445,6 +445,26 @@ void clf__cg_emit_row_reduction(clf__strbuf *sb, const clf__node *n, uint32_t id
     clf__sb_printf(sb, "    %s = out.r_%u;\n    }\n", dest, id);
 }
 
+void clf__cg_emit_float_reduction(clf__strbuf *init, clf__strbuf *combine, clf__strbuf *finish, const clf__node *n,
+                                  uint32_t id, clf_dtype in_dt)
+{
+    /* One float accumulator (plain sums) a, b of this function's shape. */
+    clf__strbuf fields = {0};
+    emit_acc_fields(&fields, n, id, in_dt, SUM_PLAIN);
+    const char *f = clf__sb_ok(&fields) ? clf__sb_str(&fields) : "";
+    clf__sb_printf(init, "{\n    struct {\n%s    } acc, *a = &acc;\n", f);
+    emit_acc_init(init, n, id, in_dt, SUM_PLAIN);
+    clf__sb_printf(init, "    return a->s_%u;\n}\n", id);
+    clf__sb_printf(combine, "{\n    struct {\n%s    } xa = {x}, xb = {y}, *a = &xa, *b = &xb;\n", f);
+    emit_acc_combine(combine, n, id, in_dt, SUM_PLAIN);
+    clf__sb_printf(combine, "    return a->s_%u;\n}\n", id);
+    clf__sb_printf(finish, "{\n    struct {\n%s    } xa = {x}, *a = &xa;\n    struct {\n        float r_%u;\n    } out, "
+                           "*row = &out;\n", f, id);
+    emit_acc_finish(finish, n, id, in_dt, SUM_PLAIN);
+    clf__sb_printf(finish, "    return out.r_%u;\n}\n", id);
+    clf__sb_free(&fields);
+}
+
 /* The vector loop's accumulators (see CPU_VEC): the fields of
  * emit_acc_fields as vectors of n lanes, one partial result per lane,
  * combined lane by lane into the scalar accumulator at the end of the
