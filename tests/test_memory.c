@@ -312,6 +312,58 @@ START_TEST(caller_scratch)
 }
 END_TEST
 
+/* A run sets only the arguments that changed since the last (run.c,
+ * kernel_args.h): a scratch bound anew, also one bound before, is the one
+ * the kernels get, and the one before is left alone. */
+START_TEST(scratch_swapped_back_and_forth)
+{
+    clf_context *ctx = clf_test_context();
+    clf_graph *g = chain_graph();
+    clf_executable *exe = NULL;
+    ck_assert_int_eq(clf_compile(ctx, g, clf_compile_params(.external_scratch = true), &exe), CLF_OK);
+    size_t need = 0;
+    ck_assert_int_eq(clf_executable_scratch_size(exe, &need), CLF_OK);
+    ck_assert_uint_gt(need, 0);
+    float *x = malloc(CN * sizeof *x), *y = malloc(CN * sizeof *y), *want = malloc(CN * sizeof *want);
+    unsigned char *pattern = malloc(need), *back = malloc(need);
+    memset(pattern, 0x5a, need);
+    cl_int err;
+    cl_context cl = clf_context_cl(ctx);
+    cl_command_queue q = clf_context_queue(ctx);
+    cl_mem s[2] = {clCreateBuffer(cl, CL_MEM_READ_WRITE, need, NULL, &err),
+                   clCreateBuffer(cl, CL_MEM_READ_WRITE, need, NULL, &err)};
+    ck_assert(s[0] && s[1]);
+    for (int round = 0; round < 4; round++) {
+        const int now = round % 2, other = 1 - now;
+        clf_test_fill_f32(x, CN, -3 - round, 3 + round);
+        chain_reference(g, x, want);
+        /* The other one poisoned: no kernel of this run may write it. */
+        ck_assert_int_eq(clEnqueueWriteBuffer(q, s[other], CL_TRUE, 0, need, pattern, 0, NULL, NULL), CL_SUCCESS);
+        ck_assert_int_eq(clf_executable_set_scratch(exe, s[now], 0), CLF_OK);
+        for (int run = 0; run < 2; run++) { /* the second with every argument remembered */
+            clf_host_binding in[1] = {{"x", x}}, out[1] = {{"y", y}};
+            memset(y, 0, CN * sizeof *y);
+            ck_assert_int_eq(clf_run_host(exe, 1, in, 1, out), CLF_OK);
+            check_chain(y, want);
+        }
+        ck_assert_int_eq(clEnqueueReadBuffer(q, s[other], CL_TRUE, 0, need, back, 0, NULL, NULL), CL_SUCCESS);
+        ck_assert_msg(memcmp(back, pattern, need) == 0, "round %d: a kernel wrote the scratch bound before", round);
+        ck_assert_int_eq(clEnqueueReadBuffer(q, s[now], CL_TRUE, 0, need, back, 0, NULL, NULL), CL_SUCCESS);
+        ck_assert_msg(memcmp(back, pattern, need) != 0, "round %d: the intermediates went elsewhere", round);
+    }
+    clReleaseMemObject(s[0]);
+    clReleaseMemObject(s[1]);
+    free(pattern);
+    free(back);
+    free(x);
+    free(y);
+    free(want);
+    clf_executable_destroy(&exe);
+    clf_graph_destroy(&g);
+    clf_context_destroy(&ctx);
+}
+END_TEST
+
 /* ---- Offsets and the caller's queue ---------------------------------------- */
 
 #define ON 1000
@@ -439,6 +491,7 @@ int main(void)
     clf_test_add_case(s, "chain_shares_scratch", chain_shares_scratch);
     clf_test_add_case(s, "reductions_share_scratch", reductions_share_scratch);
     clf_test_add_case(s, "caller_scratch", caller_scratch);
+    clf_test_add_case(s, "scratch_swapped_back_and_forth", scratch_swapped_back_and_forth);
     clf_test_add_case(s, "offsets_and_queue", offsets_and_queue);
     return clf_test_run_suite(s);
 }
