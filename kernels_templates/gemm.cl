@@ -121,7 +121,8 @@ static inline void clf_store(IDX_T bt, IDX_T m, IDX_T n, float acc, CLF_PARAMS) 
 
 /* Element (m, k) of A, row mm of the tile (its statistics in st_l). */
 #ifdef CLF_ROW_STATS
-#define CLF_LOAD_A(bt, mm, m, k) clf_load_a(bt, m, k, st_l + (mm) * CLF_ROW_STATS, CLF_ARGS)
+#define CLF_LOAD_A(bt, mm, m, k)                                                                   \
+    clf_load_a(bt, m, k, *(__local const clf_row_stat_values *)(st_l + (mm) * CLF_ROW_STATS), CLF_ARGS)
 #else
 #define CLF_LOAD_A(bt, mm, m, k) clf_load_a(bt, m, k, CLF_ARGS)
 #endif

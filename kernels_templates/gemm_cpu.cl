@@ -91,7 +91,7 @@ static inline void clf_store(IDX_T bt, IDX_T m, IDX_T n, float acc, CLF_PARAMS) 
 
 /* Element (m, k) of A for row i of the block (its statistics). */
 #ifdef CLF_ROW_STATS
-#define CLF_LOAD_A(bt, i, m, k) clf_load_a(bt, m, k, st + (i) * CLF_ROW_STATS, CLF_ARGS)
+#define CLF_LOAD_A(bt, i, m, k) clf_load_a(bt, m, k, *(const clf_row_stat_values *)(st + (i) * CLF_ROW_STATS), CLF_ARGS)
 #else
 #define CLF_LOAD_A(bt, i, m, k) clf_load_a(bt, m, k, CLF_ARGS)
 #endif

@@ -160,7 +160,8 @@ void CLF_KERNEL_NAME(CLF_PARAMS, const IDX_T numel)
 #ifdef CLF_ROW_STATS
     __local float st_l[ROWS_MAX * CLF_ROW_STATS];
     clf_row_stats_group(bt0, 0, B_SHARED, (int)rows, t, NT, st_l, red, CLF_ARGS);
-#define CLF_LOAD_A(bt, r, m, k) clf_load_a(bt, m, k, st_l + (r) * CLF_ROW_STATS, CLF_ARGS)
+#define CLF_LOAD_A(bt, r, m, k)                                                                    \
+    clf_load_a(bt, m, k, *(__local const clf_row_stat_values *)(st_l + (r) * CLF_ROW_STATS), CLF_ARGS)
 #else
 #define CLF_LOAD_A(bt, r, m, k) clf_load_a(bt, m, k, CLF_ARGS)
 #endif

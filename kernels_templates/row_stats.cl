@@ -18,7 +18,8 @@
  *
  * Codegen prepends CLF_ROW_STATS, K (the row's length), M, and
  * clf_row_stat_term(j, bt, m, r, st, ...) (statistic j's input at element
- * r of row (bt, m), st the row's statistics), clf_row_stat_init(j),
+ * r of row (bt, m), st the row's statistics by value: clf_row_stat_values),
+ * clf_row_stat_init(j),
  * clf_row_stat_combine(j, a, b) and clf_row_stat_finish(j, a). */
 static void clf_row_stats_group(IDX_T bt0, IDX_T m0, int shared, int rows, int t, int nt, __local float *st,
                                 __local float *red, CLF_PARAMS)
@@ -26,6 +27,11 @@ static void clf_row_stats_group(IDX_T bt0, IDX_T m0, int shared, int rows, int t
     int lanes = 1;
     while (lanes * 2 * rows <= nt)
         lanes *= 2;
+    /* Statistic j's terms read those before it, passed on by value with
+     * the later ones (zero until computed). */
+    for (int e = t; e < rows * CLF_ROW_STATS; e += nt)
+        st[e] = 0.0f;
+    barrier(CLK_LOCAL_MEM_FENCE);
     const int per_pass = nt / lanes, lane = t % lanes;
     for (int j = 0; j < CLF_ROW_STATS; ++j) {
         for (int base = 0; base < rows; base += per_pass) {
@@ -34,7 +40,7 @@ static void clf_row_stats_group(IDX_T bt0, IDX_T m0, int shared, int rows, int t
             if (t / lanes < per_pass && i < rows) {
                 const IDX_T bt = shared ? (IDX_T)i / (IDX_T)(M) : bt0;
                 const IDX_T m = shared ? (IDX_T)i % (IDX_T)(M) : m0 + (IDX_T)i;
-                __local const float *sr = st + i * CLF_ROW_STATS;
+                const clf_row_stat_values sr = *(__local const clf_row_stat_values *)(st + i * CLF_ROW_STATS);
                 /* Four elements' loads in flight, four partial results. */
                 float p1 = a, p2 = a, p3 = a;
                 IDX_T r = (IDX_T)lane;

@@ -474,8 +474,9 @@ END_TEST
  * Not where a statistic is read elsewhere too, at another
  * row, or over an operand of more than 8192 elements: the reduction's
  * kernel stays, the refusal logged. Every case against the reference. */
-enum { STATS_LAYER_NORM, STATS_RMS, STATS_MAX, STATS_SOFTMAX, STATS_BATCHED, STATS_BROADCAST, STATS_FEW_ROWS,
-       STATS_RESIDUAL, STATS_TWO_PRODUCTS, STATS_ALSO_OUTPUT, STATS_OTHER_ROW, STATS_LARGE, STATS_CASES };
+enum { STATS_LAYER_NORM, STATS_RMS, STATS_HALF_RMS, STATS_HALF_RESIDUALS, STATS_MAX, STATS_SOFTMAX, STATS_BATCHED, STATS_BROADCAST,
+       STATS_FEW_ROWS, STATS_RESIDUAL, STATS_TWO_PRODUCTS, STATS_ALSO_OUTPUT, STATS_OTHER_ROW, STATS_LARGE,
+       STATS_CASES };
 
 static clf_graph *row_stats_graph(int c, e2e_inputs *in)
 {
@@ -484,22 +485,38 @@ static clf_graph *row_stats_graph(int c, e2e_inputs *in)
      * K = 1024 sharing B: the GPU's few-rows form (gemm_rows.cl, B_SHARED,
      * K in slices), two statistics. */
     const bool rows_form = c == STATS_FEW_ROWS;
-    const int64_t m = c == STATS_LARGE ? 128 : rows_form ? 2 : 7, k = c == STATS_LARGE ? 128 : rows_form ? 1024 : 33;
+    /* STATS_HALF_RESIDUALS: one row (a decode step) of f16, two residuals
+     * (two products' results) before the norm, as a decoder's second
+     * layer. */
+    const int64_t m = c == STATS_LARGE ? 128 : rows_form ? 2 : c == STATS_HALF_RESIDUALS ? 1 : 7;
+    const int64_t k = c == STATS_LARGE ? 128 : rows_form ? 1024 : c == STATS_HALF_RESIDUALS ? 64 : 33;
     const int64_t n = 12;
     const int batched = c == STATS_BATCHED || c == STATS_BROADCAST;
     const int64_t sx[3] = {rows_form ? 2 : 3, m, k}, sw[3] = {3, k, n};
     const bool x3 = c == STATS_BATCHED || rows_form;
     const int last = x3 ? 2 : 1;
-    clf_tensor x = e2e_input(g, in, "x", CLF_F32, x3 ? 3 : 2, x3 ? sx : sx + 1, -2.0, 2.0);
-    clf_tensor w = e2e_input(g, in, "w", CLF_F32, batched ? 3 : 2, batched ? sw : sw + 1, -1.0, 1.0);
+    /* STATS_HALF_RMS: f16 storage, the norm in f32 between casts (as
+     * bench_decoder's layers). */
+    const bool half = c == STATS_HALF_RMS || c == STATS_HALF_RESIDUALS;
+    const clf_dtype dt = half ? CLF_F16 : CLF_F32;
+    clf_tensor x = e2e_input(g, in, "x", dt, x3 ? 3 : 2, x3 ? sx : sx + 1, -2.0, 2.0);
+    clf_tensor w = e2e_input(g, in, "w", dt, batched ? 3 : 2, batched ? sw : sw + 1, -1.0, 1.0);
     clf_tensor gamma = e2e_input(g, in, "gamma", CLF_F32, 1, &k, 0.5, 1.5);
     if (c == STATS_RESIDUAL) { /* h = x @ v + x, a product's result read in the norm */
         const int64_t sv[2] = {k, k};
         clf_tensor v = e2e_input(g, in, "v", CLF_F32, 2, sv, -0.2, 0.2);
         x = clf_add(g, clf_matmul(g, x, v), x);
     }
+    if (c == STATS_HALF_RESIDUALS) {
+        const int64_t sv[2] = {k, k};
+        clf_tensor v1 = e2e_input(g, in, "v1", dt, 2, sv, -0.3, 0.3), v2 = e2e_input(g, in, "v2", dt, 2, sv, -0.3, 0.3);
+        x = clf_add(g, x, clf_matmul(g, x, v1));
+        x = clf_add(g, x, clf_relu(g, clf_matmul(g, x, v2)));
+    }
     clf_tensor a;
-    if (c == STATS_RMS) {
+    if (half) {
+        a = clf_cast(g, clf_rms_norm(g, clf_cast(g, x, CLF_F32), last, 1e-5, gamma), CLF_F16);
+    } else if (c == STATS_RMS) {
         clf_tensor ms = clf_reduce(g, CLF_REDUCE_MEAN, clf_mul(g, x, x), 1, &last, true);
         a = clf_mul(g, clf_mul(g, x, clf_rsqrt(g, clf_add(g, ms, clf_scalar(g, CLF_F32, 1e-6)))), gamma);
     } else if (c == STATS_MAX || c == STATS_OTHER_ROW || c == STATS_ALSO_OUTPUT) {
@@ -525,7 +542,7 @@ static clf_graph *row_stats_graph(int c, e2e_inputs *in)
 
 START_TEST(row_statistics_in_product_loads)
 {
-    static const char *names[STATS_CASES] = {"layer norm", "RMSNorm", "row max", "softmax", "batched",
+    static const char *names[STATS_CASES] = {"layer norm", "RMSNorm", "f16 RMSNorm", "f16 residuals", "row max", "softmax", "batched",
                                              "broadcast", "few rows", "residual", "two products",
                                              "statistic also an output",
                                              "statistic of another row", "operand of 16384 elements"};
@@ -537,13 +554,15 @@ START_TEST(row_statistics_in_product_loads)
         e2e_inputs in = {0};
         clf_graph *g = row_stats_graph(c, &in);
         const bool folds = c <= STATS_TWO_PRODUCTS;
-        const size_t cpu = (folds ? 1u : 2u) + (c == STATS_RESIDUAL || c == STATS_TWO_PRODUCTS);
-        size_t kc = e2e_check_style(ctx, g, &in, CLF_KERNEL_STYLE_CPU, 1e-4, 1e-5);
+        const size_t cpu = (folds ? 1u : 2u) + (c == STATS_RESIDUAL || c == STATS_TWO_PRODUCTS) + 2 * (c == STATS_HALF_RESIDUALS);
+        const bool half = c == STATS_HALF_RMS || c == STATS_HALF_RESIDUALS;
+        const double rtol = half ? 1e-2 : 1e-4, atol = half ? 1e-2 : 1e-5;
+        size_t kc = e2e_check_style(ctx, g, &in, CLF_KERNEL_STYLE_CPU, rtol, atol);
         ck_assert_msg(kc == cpu, "%s: %zu kernels in the CPU form, want %zu", names[c], kc, cpu);
         /* GPU tiles take one statistic (not a mean and then the variance,
          * nor a softmax's maximum and sum); the few-rows form any. */
-        const bool one_stat = c == STATS_RMS || c == STATS_MAX || c == STATS_FEW_ROWS;
-        kc = e2e_check_style(ctx, g, &in, CLF_KERNEL_STYLE_GPU, 1e-4, 1e-5);
+        const bool one_stat = c == STATS_RMS || half || c == STATS_MAX || c == STATS_FEW_ROWS;
+        kc = e2e_check_style(ctx, g, &in, CLF_KERNEL_STYLE_GPU, rtol, atol);
         ck_assert_msg(!folds || kc == cpu + !one_stat, "%s: %zu kernels in the GPU form", names[c], kc);
         if (c == STATS_FEW_ROWS) {
             clf_executable *exe = NULL;

@@ -186,7 +186,7 @@ static const char *row_stat_hook(clf__cg_fn *f, uint32_t node, const clf__view *
     const row_stats_ctx *c = f->hooks.user;
     for (uint32_t j = 0; j < c->n; j++)
         if (c->stats[j] == node) {
-            snprintf(name, cap, "st[%u]", j);
+            snprintf(name, cap, "st.v[%u]", j);
             return name;
         }
     return NULL;
@@ -225,17 +225,25 @@ bool clf__cg_emit_row_stats(const clf_graph *g, const clf__plan *plan, uint32_t 
         return false;
     const clf__node *mm = clf__graph_node(g, plan->kernels[k].anchor), *op = clf__graph_node(g, mm->inputs[0]);
     const int64_t rlen = op->shape[op->rank - 1];
-    clf__sb_printf(src, "#define CLF_ROW_STATS %u\n#define CLF_ROW_STATS_SPACE %s\n\n", n, cpu ? "" : "__local");
+    /* A row's statistics reach the functions that apply them by value:
+     * given a pointer to the kernel's local array, LLVM's interprocedural
+     * passes (clang -O2 on PoCL, rusticl, Oclgrind) replaced it, where
+     * every call passed one address (a tile of one row), with the array
+     * itself inside a function not inlined, and that function read other
+     * memory than the kernel's array (NaN a decode step, test fusion
+     * row_statistics_in_product_loads "f16 residuals"). */
+    clf__sb_printf(src, "#define CLF_ROW_STATS %u\ntypedef struct { float v[CLF_ROW_STATS]; } clf_row_stat_values;\n\n",
+                   n);
     bool ok = true;
     if (cpu) { /* one work-item a row: the statistics one after another */
-        clf__sb_puts(src, "static inline void clf_row_stats(IDX_T bt, IDX_T m, float *st, CLF_PARAMS)\n{\n"
-                          "    (void)bt;\n");
+        clf__sb_puts(src, "static inline void clf_row_stats(IDX_T bt, IDX_T m, float *out, CLF_PARAMS)\n{\n"
+                          "    (void)bt;\n    clf_row_stat_values st;\n");
         for (uint32_t j = 0; j < n && ok; j++) {
             clf__strbuf body = {0};
             char *val = NULL, head[96], dest[24];
             ok = row_stat_input(g, plan, k, stats, j, &body, &val);
             snprintf(head, sizeof head, "for (IDX_T r = 0; r < %lluu; ++r)", (unsigned long long)rlen);
-            snprintf(dest, sizeof dest, "st[%u]", j);
+            snprintf(dest, sizeof dest, "st.v[%u]", j);
             const clf__node *red = clf__graph_node(g, stats[j]);
             if (ok)
                 clf__cg_emit_row_reduction(src, red, stats[j], clf__graph_node(g, red->inputs[0])->dtype, fp64, head,
@@ -243,14 +251,14 @@ bool clf__cg_emit_row_stats(const clf_graph *g, const clf__plan *plan, uint32_t 
             clf__free(val);
             clf__sb_free(&body);
         }
-        clf__sb_puts(src, "}\n\n");
+        clf__sb_puts(src, "    for (int j = 0; j < CLF_ROW_STATS; ++j)\n        out[j] = st.v[j];\n}\n\n");
         return ok;
     }
     /* GPU forms: the work-group's lanes combine partial results
      * (row_stats.cl): each statistic's input, identity, combination and
      * rounding, the last three the reduction writer's. */
     clf__strbuf init = {0}, combine = {0}, finish = {0};
-    clf__sb_puts(src, "static inline float clf_row_stat_term(int j, IDX_T bt, IDX_T m, IDX_T r, __local const float *st, "
+    clf__sb_puts(src, "static inline float clf_row_stat_term(int j, IDX_T bt, IDX_T m, IDX_T r, clf_row_stat_values st, "
                       "CLF_PARAMS)\n{\n    (void)bt;\n");
     for (uint32_t j = 0; j < n && ok; j++) {
         clf__strbuf body = {0};
@@ -299,7 +307,7 @@ bool clf__cg_emit_operand_load(const clf_graph *g, const clf__plan *plan, uint32
     bool ok = val && !F.failed && !F.ix->failed && clf__sb_ok(&F.idx_code) && clf__sb_ok(&F.body);
     if (ok) {
         clf__sb_printf(src, "static inline float %s(IDX_T bt, IDX_T %s, IDX_T %s, %sCLF_PARAMS)\n{\n", fname, rname,
-                       cname, nstats ? "CLF_ROW_STATS_SPACE const float *st, " : "");
+                       cname, nstats ? "clf_row_stat_values st, " : "");
         clf__sb_printf(src, "    (void)bt;\n%s%s    return %s;\n}\n\n", clf__sb_str(&F.idx_code),
                        clf__sb_str(&F.body), val);
     }

@@ -57,11 +57,11 @@ void clf__cg_emit_batch_offset(const clf__node *mm, const clf__node *op, clf__st
  * ascending (each reads only those before it). 0 for other kinds. */
 uint32_t clf__cg_row_stats(const clf__plan *plan, uint32_t k, const clf_graph *g, uint32_t *stats, uint32_t cap);
 
-/* Emits "#define CLF_ROW_STATS <n>", CLF_ROW_STATS_SPACE (where the
- * statistics live: private on CPUs, __local on GPUs) and what computes
+/* Emits "#define CLF_ROW_STATS <n>", the type a row's statistics travel
+ * in by value (clf_row_stat_values, its floats in v[]) and what computes
  * the row statistics of GEMM kernel k's first operand. CPU forms: "static
- * inline void clf_row_stats(IDX_T bt, IDX_T m, float *st, CLF_PARAMS)",
- * row m of product bt into st[0..n), each a loop along the row (f32 sums
+ * inline void clf_row_stats(IDX_T bt, IDX_T m, float *out, CLF_PARAMS)",
+ * row m of product bt into out[0..n), each a loop along the row (f32 sums
  * in double where fp64). GPU forms: what kernels_templates/row_stats.cl
  * takes (clf_row_stat_term, _init, _combine, _finish). False when out of
  * memory or not expressible. */
@@ -72,8 +72,8 @@ bool clf__cg_emit_row_stats(const clf_graph *g, const clf__plan *plan, uint32_t 
  * CLF_PARAMS)" returning operand `which` (0: a [.., M, K] as (m, k); 1: b
  * [.., K, N] as (k, n)) of MATMUL node mm at batch bt, its batch axes
  * broadcast from the product's. Where kernel k computes row statistics,
- * A's function takes its row's after c: "CLF_ROW_STATS_SPACE const float
- * *st, CLF_PARAMS". */
+ * A's function takes its row's after c: "clf_row_stat_values st,
+ * CLF_PARAMS". */
 bool clf__cg_emit_operand_load(const clf_graph *g, const clf__plan *plan, uint32_t k, const clf__node *mm, int which,
                                const char *fname, clf__strbuf *src);
 
