@@ -19,8 +19,9 @@
  * and, per kernel, where each case's device time goes. First the stack
  * checks itself: a prefill of 8 positions and one of 7 then a decode step
  * agree on the last position's output (and, with --small, the reference
- * interpreter agrees with both).
- * Usage: bench_decoder [--layers N] [--small] [--gpu-form] [--dtype f32|f16] [--runs R] */
+ * interpreter agrees with both); --check stops there (the test suite's
+ * decoder_self_check).
+ * Usage: bench_decoder [--layers N] [--small] [--gpu-form] [--dtype f32|f16] [--runs R] [--check] */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -342,7 +343,7 @@ static int self_check(run_state *r, bool markdown)
 int main(int argc, char **argv)
 {
     stack s = {.m = LLAMA_1B, .layers = 2, .dt = CLF_F16, .seed = 11};
-    bool markdown = false;
+    bool markdown = false, check_only = false;
     clf_kernel_style style = CLF_KERNEL_STYLE_AUTO;
     int runs = 50;
     for (int i = 1; i < argc; i++) {
@@ -350,6 +351,8 @@ int main(int argc, char **argv)
             s.m = SMALL;
         else if (!strcmp(argv[i], "--markdown"))
             markdown = true;
+        else if (!strcmp(argv[i], "--check"))
+            check_only = true;
         else if (!strcmp(argv[i], "--gpu-form")) /* the GPU kernel forms on any device (a check on PoCL) */
             style = CLF_KERNEL_STYLE_GPU;
         else if (!strcmp(argv[i], "--layers") && i + 1 < argc)
@@ -360,7 +363,7 @@ int main(int argc, char **argv)
             s.dt = !strcmp(argv[++i], "f32") ? CLF_F32 : CLF_F16;
         else {
             fprintf(stderr, "usage: bench_decoder [--layers N] [--small] [--gpu-form] [--dtype f32|f16] [--runs R] "
-                            "[--markdown]\n");
+                            "[--markdown] [--check]\n");
             return 2;
         }
     }
@@ -393,6 +396,8 @@ int main(int argc, char **argv)
         fprintf(stderr, "bench_decoder: self-check failed: %s\n", clf_context_last_error(ctx));
         return 1;
     }
+    if (check_only)
+        return 0;
     if (markdown)
         printf(TABLE_HEAD);
     struct {

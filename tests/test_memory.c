@@ -312,9 +312,9 @@ START_TEST(caller_scratch)
 }
 END_TEST
 
-/* A run sets only the arguments that changed since the last (run.c,
- * kernel_args.h): a scratch bound anew, also one bound before, is the one
- * the kernels get, and the one before is left alone. */
+/* A scratch bound anew, also one bound before, is the one the kernels of
+ * every later run get (twice each: a second run with nothing else new),
+ * and the one before is left alone. */
 START_TEST(scratch_swapped_back_and_forth)
 {
     clf_context *ctx = clf_test_context();
@@ -340,7 +340,7 @@ START_TEST(scratch_swapped_back_and_forth)
         /* The other one poisoned: no kernel of this run may write it. */
         ck_assert_int_eq(clEnqueueWriteBuffer(q, s[other], CL_TRUE, 0, need, pattern, 0, NULL, NULL), CL_SUCCESS);
         ck_assert_int_eq(clf_executable_set_scratch(exe, s[now], 0), CLF_OK);
-        for (int run = 0; run < 2; run++) { /* the second with every argument remembered */
+        for (int run = 0; run < 2; run++) {
             clf_host_binding in[1] = {{"x", x}}, out[1] = {{"y", y}};
             memset(y, 0, CN * sizeof *y);
             ck_assert_int_eq(clf_run_host(exe, 1, in, 1, out), CLF_OK);

@@ -399,7 +399,6 @@ static clf_status share_state(clf_executable *e, clf_executable *x, const char *
         pthread_mutex_lock(&x->lock);
         cl_mem old = x->state;
         x->state = d->state;
-        x->args_owner = clf__kernel_args_owner(); /* the kernels' remembered arguments name the old one */
         pthread_mutex_unlock(&x->lock);
         if (old)
             clReleaseMemObject(old);

@@ -114,7 +114,6 @@ static clf_status exe_new(clf_context *ctx, clf_executable **out)
         return clf__ctx_fail(ctx, CLF_ERR_OUT_OF_MEMORY, "clf_compile: pthread_mutex_init failed");
     }
     e->lock_ready = true;
-    e->args_owner = clf__kernel_args_owner();
     *out = e;
     return CLF_OK;
 }
@@ -458,7 +457,6 @@ static bool idle_launch_runs(clf_context *ctx, const clf_executable *e, const cl
     if (q)
         clReleaseCommandQueue(q);
     clReleaseMemObject(dummy);
-    clf__kernel_args_forget(K->args); /* set here around them */
     return q && err == CL_SUCCESS;
 }
 
@@ -679,9 +677,9 @@ static clf_status instantiate(clf_context *ctx, const clf_graph *g, clf_executab
         const char *failed = K->name;
         /* A symbolic graph's executables share their kernels (the table's). */
         if (e->lift) {
-            if (clf__lift_kernel(e->lift, prog, K->entry, &K->kernel, &K->args, &cerr) == CLF_OK && K->final_name) {
+            if (clf__lift_kernel(e->lift, prog, K->entry, &K->kernel, &cerr) == CLF_OK && K->final_name) {
                 failed = K->final_name;
-                clf__lift_kernel(e->lift, prog, K->final_name, &K->final_kernel, &K->final_args, &cerr);
+                clf__lift_kernel(e->lift, prog, K->final_name, &K->final_kernel, &cerr);
             }
             if (cerr == CL_SUCCESS && (!K->kernel || (K->final_name && !K->final_kernel)))
                 cerr = CL_OUT_OF_HOST_MEMORY;
@@ -692,8 +690,6 @@ static clf_status instantiate(clf_context *ctx, const clf_graph *g, clf_executab
             if (merged && (!entry || (K->final_name && !final)))
                 cerr = CL_OUT_OF_HOST_MEMORY;
             else {
-                K->args = &K->own_args;
-                K->final_args = &K->own_final_args;
                 K->kernel = clCreateKernel(prog, entry ? entry : K->entry, &cerr);
                 if (K->kernel && K->final_name) {
                     failed = K->final_name;
@@ -934,8 +930,6 @@ CLF_API void clf_executable_destroy(clf_executable **pe)
             clReleaseKernel(K->kernel);
         if (K->final_kernel)
             clReleaseKernel(K->final_kernel);
-        clf__kernel_args_free(&K->own_args);
-        clf__kernel_args_free(&K->own_final_args);
         if (e->starts && e->starts[k])
             clReleaseEvent(e->starts[k]);
         if (e->events && e->events[k])
@@ -1068,7 +1062,6 @@ void clf__executable_bind_scratch(clf_executable *e, cl_mem buffer, size_t offse
     e->scratch = buffer;
     e->scratch_at = offset;
     e->scratch_ready = true;
-    e->args_owner = clf__kernel_args_owner(); /* the kernels' remembered arguments name the old one */
     pthread_mutex_unlock(&e->lock);
     if (old)
         clReleaseMemObject(old);

@@ -146,52 +146,40 @@ cl_int clf__set_buffer_arg(cl_kernel kern, cl_uint *a, const clf__plan_buffer *B
     return err;
 }
 
-/* Sets kernel kern's arguments (K's, remembered in args) from table: the
- * caller's buffers each time, the executable's own values (its buffers,
- * scratch offsets, literals, sizes) where they changed. Called with
- * e->lock held (and a symbolic graph's shared lock). */
-static cl_int set_args(clf_executable *e, clf__exe_kernel *K, cl_kernel kern, clf__kernel_args *args, cl_mem *table,
-                       cl_uint *failed_arg)
+/* Sets kernel k's arguments from table. Called with e->lock held. */
+static cl_int set_args(clf_executable *e, clf__exe_kernel *K, cl_kernel kern, cl_mem *table, cl_uint *failed_arg)
 {
     cl_int err = CL_SUCCESS;
     cl_uint a = 0;
-    const uint64_t own = e->args_owner;
     for (uint32_t p = 0; p < K->nparams && err == CL_SUCCESS; p++) {
         const uint32_t b = K->params[p];
-        const clf__plan_buffer *B = &e->buffers[b];
-        cl_mem mem = e->scratch;
-        cl_ulong at = (e->scratch_at + e->offsets[b]) / e->elem_bytes[b];
-        if (!clf__plan_buffer_in_scratch(B)) {
-            mem = table[b] ? table[b] : e->owned[b];
-            at = 0;
-        }
-        err = table[b] ? clf__kernel_arg_once(args, kern, a, sizeof mem, &mem)
-                       : clf__kernel_arg(args, own, kern, a, sizeof mem, &mem);
-        a++;
-        if (err == CL_SUCCESS && clf__plan_buffer_in_scratch(B))
-            err = clf__kernel_arg(args, own, kern, a++, sizeof at, &at);
+        if (clf__plan_buffer_in_scratch(&e->buffers[b]))
+            err = clf__set_buffer_arg(kern, &a, &e->buffers[b], e->scratch,
+                                      (e->scratch_at + e->offsets[b]) / e->elem_bytes[b]);
+        else
+            err = clf__set_buffer_arg(kern, &a, &e->buffers[b], table[b] ? table[b] : e->owned[b], 0);
     }
     /* Literals lifted out of the source (source_lift.h), after CLF_PARAMS. */
     for (uint32_t l = 0; l < K->nlift && err == CL_SUCCESS; l++, a++)
-        err = clf__kernel_arg(args, own, kern, a, K->lift[l].size, K->lift[l].bytes);
+        err = clSetKernelArg(kern, a, K->lift[l].size, K->lift[l].bytes);
     if (err == CL_SUCCESS && K->partial_bytes) { /* the partial results: the scratch, and where in it */
         const cl_ulong at = e->scratch_at + K->partial_offset;
-        err = clf__kernel_arg(args, own, kern, a++, sizeof e->scratch, &e->scratch);
+        err = clSetKernelArg(kern, a++, sizeof e->scratch, &e->scratch);
         if (err == CL_SUCCESS)
-            err = clf__kernel_arg(args, own, kern, a++, sizeof at, &at);
+            err = clSetKernelArg(kern, a++, sizeof at, &at);
     }
     if (err == CL_SUCCESS && K->state_bytes) { /* its state: the buffer, and where in it */
-        err = clf__kernel_arg(args, own, kern, a++, sizeof e->state, &e->state);
+        err = clSetKernelArg(kern, a++, sizeof e->state, &e->state);
         if (err == CL_SUCCESS)
-            err = clf__kernel_arg(args, own, kern, a++, sizeof K->state_at, &K->state_at);
+            err = clSetKernelArg(kern, a++, sizeof K->state_at, &K->state_at);
     }
     if (err == CL_SUCCESS) {
         if (K->wide_index) {
             cl_ulong n = K->numel;
-            err = clf__kernel_arg(args, own, kern, a, sizeof n, &n);
+            err = clSetKernelArg(kern, a, sizeof n, &n);
         } else {
             cl_uint n = (cl_uint)K->numel;
-            err = clf__kernel_arg(args, own, kern, a, sizeof n, &n);
+            err = clSetKernelArg(kern, a, sizeof n, &n);
         }
     } else {
         a--;
@@ -273,9 +261,9 @@ static clf_status enqueue(clf_executable *e, cl_command_queue queue, cl_mem *tab
         if (K->global == 0 || K->numel == 0)
             continue;
         cl_uint a;
-        cl_int err = set_args(e, K, K->kernel, K->args, table, &a);
+        cl_int err = set_args(e, K, K->kernel, table, &a);
         if (err == CL_SUCCESS && K->final_kernel)
-            err = set_args(e, K, K->final_kernel, K->final_args, table, &a);
+            err = set_args(e, K, K->final_kernel, table, &a);
         if (err != CL_SUCCESS) {
             st = clf__ctx_fail(ctx, clf__cl_status(err), "clf_run: clSetKernelArg(%s, %u): %s", K->name, a,
                                clf__cl_error_name(err));

@@ -9,7 +9,6 @@
 #include "codegen/codegen.h"
 #include "graph/graph_merge_products.h"
 #include "planner/planner.h"
-#include "runtime/kernel_args.h"
 #include "util/strbuf.h"
 
 typedef struct clf__cached_program {
@@ -90,11 +89,6 @@ typedef struct clf__exe_kernel {
     char *entry;      /* the kernel function in source (kernels of one source share it) */
     char *final_name; /* a split reduction's combining kernel (an entry), else NULL */
     cl_kernel kernel;
-    /* The values kernel and final_kernel were last given (kernel_args.h):
-     * own_args, or for a symbolic graph's shared kernels the lift
-     * table's. */
-    clf__kernel_args *args, *final_args;
-    clf__kernel_args own_args, own_final_args;
     uint32_t *params;
     uint32_t nparams;
     uint32_t *nodes; /* the plan kernel's ops, for clf_executable_kernel_nodes */
@@ -199,10 +193,6 @@ struct clf_executable {
     cl_mem state;
     uint64_t state_bytes;
     cl_mem scratch;
-    /* Whose values the kernels' remembered arguments are
-     * (clf__kernel_args_owner): renewed whenever scratch or state is
-     * bound anew. */
-    uint64_t args_owner;
     clf__exe_kernel *kernels;
     size_t nkernels;
     clf_plan_stats stats;

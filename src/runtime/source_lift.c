@@ -695,7 +695,6 @@ typedef struct shared_kernel {
     char *name;
     cl_kernel kernel;
     struct shared_kernel *next;
-    clf__kernel_args args; /* the values it was last given */
 } shared_kernel;
 
 struct clf__lift_table {
@@ -731,7 +730,6 @@ static void group_free(group *g)
 static void shared_kernel_free(shared_kernel *k)
 {
     clReleaseKernel(k->kernel);
-    clf__kernel_args_free(&k->args);
     clf__free(k->name);
     clf__free(k);
 }
@@ -1333,11 +1331,9 @@ pthread_mutex_t *clf__lift_run_lock(clf__lift_table *t) { return &t->run_lock; }
 
 cl_event *clf__lift_last_run(clf__lift_table *t) { return &t->last_run; }
 
-clf_status clf__lift_kernel(clf__lift_table *t, cl_program prog, const char *name, cl_kernel *out,
-                            clf__kernel_args **args, cl_int *err)
+clf_status clf__lift_kernel(clf__lift_table *t, cl_program prog, const char *name, cl_kernel *out, cl_int *err)
 {
     *out = NULL;
-    *args = NULL;
     *err = CL_SUCCESS;
     pthread_mutex_lock(&t->lock);
     shared_kernel *k = t->kernels;
@@ -1370,13 +1366,12 @@ clf_status clf__lift_kernel(clf__lift_table *t, cl_program prog, const char *nam
             pthread_mutex_unlock(&t->lock);
             return *err != CL_SUCCESS ? CLF_ERR_OPENCL : CLF_ERR_OUT_OF_MEMORY;
         }
-        *k = (shared_kernel){prog, copy, made, t->kernels, {0}};
+        *k = (shared_kernel){prog, copy, made, t->kernels};
         t->kernels = k;
         t->nkernels++;
     }
     clRetainKernel(k->kernel);
     *out = k->kernel;
-    *args = &k->args;
     pthread_mutex_unlock(&t->lock);
     return CLF_OK;
 }

@@ -63,10 +63,8 @@ clf_status clf__lift_program(clf_context *ctx, clf__lift_table *t, const char *s
 /* The kernel name of prog, one cl_kernel shared by every executable of the
  * table (a new cl_kernel per specialisation costs PoCL a load of the
  * kernel's compiled code at its first launch): retained for the caller.
- * Runs that set its arguments and enqueue it hold clf__lift_run_lock; *args
- * receives the values it was last given (the table's, kernel_args.h). */
-clf_status clf__lift_kernel(clf__lift_table *t, cl_program prog, const char *name, cl_kernel *out,
-                            clf__kernel_args **args, cl_int *err);
+ * Runs that set its arguments and enqueue it hold clf__lift_run_lock. */
+clf_status clf__lift_kernel(clf__lift_table *t, cl_program prog, const char *name, cl_kernel *out, cl_int *err);
 /* The lock held from setting a shared kernel's arguments to enqueueing it. */
 pthread_mutex_t *clf__lift_run_lock(clf__lift_table *t);
 /* The completion of the last run of any executable of the table (NULL
