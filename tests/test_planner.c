@@ -189,6 +189,42 @@ START_TEST(row_statistics_computed_in_product_loads)
 }
 END_TEST
 
+/* A decoder's residual stream (h = h + attention, h = h + MLP, each read by
+ * the next layer's products and the next residual) is stored once, by the
+ * product computing its last term, from the second sum on: else each
+ * layer's loads sum every layer's results again (a sixth layer read 12
+ * buffers). One kernel a product, in both kernel forms' options; no
+ * kernel reads more than the product's operand, its weight and two terms. */
+START_TEST(residual_stream_stored_once)
+{
+    enum { LAYERS = 6 };
+    int64_t sh[2] = {2, 16};
+    clf_graph *g = clf_graph_create();
+    clf_tensor h = clf_input(g, "x", CLF_F32, 2, sh), w = clf_input(g, "w", CLF_F32, 2, (int64_t[]){16, 16});
+    uint32_t sums[2 * LAYERS];
+    for (int l = 0; l < 2 * LAYERS; l++) {
+        h = clf_add(g, h, clf_matmul(g, clf_relu(g, h), w));
+        sums[l] = h.node;
+    }
+    clf_graph_output(g, "y", h);
+    for (int o = 0; o < 2; o++) {
+        clf__plan_options opt = {.tiles_reload_operands = o == 1};
+        clf__plan_state S;
+        clf__plan p;
+        run_phases(g, &opt, 6, &S, &p);
+        ck_assert_uint_eq(p.nkernels, 2 * LAYERS);
+        ck_assert_msg(!S.mat[sums[0]], "options %d: the first sum (one product's result) is stored", o);
+        for (int l = 1; l < 2 * LAYERS; l++)
+            ck_assert_msg(S.mat[sums[l]], "options %d: sum %d is not stored", o, l);
+        for (uint32_t k = 0; k < p.nkernels; k++)
+            ck_assert_msg(p.kernels[k].nreads <= 4, "options %d: kernel %u reads %u buffers", o, k,
+                          p.kernels[k].nreads);
+        end_phases(&S, &p);
+    }
+    clf_graph_destroy(&g);
+}
+END_TEST
+
 START_TEST(order_and_buffers)
 {
     int64_t sh[2] = {8, 16};
@@ -511,6 +547,7 @@ int main(void)
     clf_test_add_case(s, "materialise_anchors_outputs_and_cuts", materialise_anchors_outputs_and_cuts);
     clf_test_add_case(s, "grow_gives_each_kind_its_region", grow_gives_each_kind_its_region);
     clf_test_add_case(s, "row_statistics_computed_in_product_loads", row_statistics_computed_in_product_loads);
+    clf_test_add_case(s, "residual_stream_stored_once", residual_stream_stored_once);
     clf_test_add_case(s, "order_and_buffers", order_and_buffers);
     clf_test_add_case(s, "kind_table_rows", kind_table_rows);
     clf_test_add_case(s, "find_attention_matches_and_refuses", find_attention_matches_and_refuses);
