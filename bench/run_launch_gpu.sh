@@ -2,16 +2,17 @@
 # Host launch cost and the session's runtime changes on the GPU machine
 # (one call of the device tool; carry .gpu; BASE_TREE=base-tree, made by
 # `git archive <rev> | tar -x -C base-tree`):
-#     BASE_TREE=base-tree bash bench/run_launch_gpu.sh [probe|suites]
-# Both stages: the tiny TorchScript fixtures, this tree and the base
-# alternately (clfuse bench --fused-only: wall and back-to-back ms);
-# bench_decoder (f16, 2 layers), this tree and the base, twice; torch eager
-# / torch.compile and onnxruntime for the fixtures in the same call
-# (bench/models/bench_models.py). probe (default) first runs
-# bench/probes/launch_cost.c (what clEnqueueNDRangeKernel, argument
+#     BASE_TREE=base-tree bash bench/run_launch_gpu.sh [probe|suites|tiny]
+# Every stage: the tiny TorchScript fixtures, this tree and the base
+# alternately (clfuse bench --fused-only: wall and back-to-back ms), and
+# torch eager / torch.compile and onnxruntime for the fixtures in the same
+# call (bench/models/bench_models.py). probe (default) and suites also run
+# bench_decoder (f16, 2 layers), this tree and the base, twice; probe first
+# runs bench/probes/launch_cost.c (what clEnqueueNDRangeKernel, argument
 # setting, events and switching kernels cost the host a launch); suites
 # builds this tree with the tests and runs the fusion, gemm and kv_cache
-# suites (bench_decoder's self-check in both forms among them) on the GPU.
+# suites (bench_decoder's self-check in both forms among them) on the GPU;
+# tiny runs four rounds of the fixtures and the references only.
 # Everything lands in $OUT (results.tar.gz); a summary is printed.
 set -uo pipefail
 source .gpu/env.sh
@@ -33,7 +34,8 @@ if [ "$stage" = probe ]; then
   timeout 60 /tmp/launch_cost > "$R/launch_cost.txt" 2>&1
   echo "== launch_cost"; cat "$R/launch_cost.txt"
 fi
-for r in 1 2 3; do
+rounds="1 2 3"; [ "$stage" = tiny ] && rounds="1 2 3 4"
+for r in $rounds; do
   for t in head base; do
     cli=$B/tools/clfuse/clfuse; [ $t = base ] && cli=$BB/tools/clfuse/clfuse
     for m in llama gpt2 bert; do
@@ -43,7 +45,7 @@ for r in 1 2 3; do
     done
   done
 done
-for r in 1 2; do
+for r in $([ "$stage" = tiny ] || echo 1 2); do
   for t in head base; do
     bin=$B/bench/bench_decoder; [ $t = base ] && bin=$BB/bench/bench_decoder
     CLFUSE_DEVICE=gpu CLFUSE_CACHE_DIR=/tmp/clfuse-cache-dec-$t timeout 100 $bin --layers 2 --runs 30 --markdown \
