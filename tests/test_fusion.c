@@ -470,13 +470,14 @@ END_TEST
  * tiles one statistic only): a layer norm, an RMSNorm, a row maximum and
  * a softmax (two stages) before a product are one kernel, batched, with
  * the operand broadcast over the batch, of odd sizes, reading another product's result (a residual: two
- * kernels), and read by two products (each computes them: two kernels).
+ * kernels), and read by two products (each computes them: two kernels);
+ * in f16 (a decoder's norm between casts; one row after two residuals).
  * Not where a statistic is read elsewhere too, at another
  * row, or over an operand of more than 8192 elements: the reduction's
  * kernel stays, the refusal logged. Every case against the reference. */
-enum { STATS_LAYER_NORM, STATS_RMS, STATS_HALF_RMS, STATS_HALF_RESIDUALS, STATS_MAX, STATS_SOFTMAX, STATS_BATCHED, STATS_BROADCAST,
-       STATS_FEW_ROWS, STATS_RESIDUAL, STATS_TWO_PRODUCTS, STATS_ALSO_OUTPUT, STATS_OTHER_ROW, STATS_LARGE,
-       STATS_CASES };
+enum { STATS_LAYER_NORM, STATS_RMS, STATS_HALF_RMS, STATS_HALF_RESIDUALS, STATS_MAX, STATS_SOFTMAX,
+       STATS_BATCHED, STATS_BROADCAST, STATS_FEW_ROWS, STATS_RESIDUAL, STATS_TWO_PRODUCTS, STATS_ALSO_OUTPUT,
+       STATS_OTHER_ROW, STATS_LARGE, STATS_CASES };
 
 static clf_graph *row_stats_graph(int c, e2e_inputs *in)
 {
@@ -542,8 +543,8 @@ static clf_graph *row_stats_graph(int c, e2e_inputs *in)
 
 START_TEST(row_statistics_in_product_loads)
 {
-    static const char *names[STATS_CASES] = {"layer norm", "RMSNorm", "f16 RMSNorm", "f16 residuals", "row max", "softmax", "batched",
-                                             "broadcast", "few rows", "residual", "two products",
+    static const char *names[STATS_CASES] = {"layer norm", "RMSNorm", "f16 RMSNorm", "f16 residuals", "row max",
+                                             "softmax", "batched", "broadcast", "few rows", "residual", "two products",
                                              "statistic also an output",
                                              "statistic of another row", "operand of 16384 elements"};
     clf_context *ctx = NULL;
@@ -554,7 +555,8 @@ START_TEST(row_statistics_in_product_loads)
         e2e_inputs in = {0};
         clf_graph *g = row_stats_graph(c, &in);
         const bool folds = c <= STATS_TWO_PRODUCTS;
-        const size_t cpu = (folds ? 1u : 2u) + (c == STATS_RESIDUAL || c == STATS_TWO_PRODUCTS) + 2 * (c == STATS_HALF_RESIDUALS);
+        const size_t cpu = (folds ? 1u : 2u) + (c == STATS_RESIDUAL || c == STATS_TWO_PRODUCTS) +
+                           2 * (c == STATS_HALF_RESIDUALS); /* the residuals' two products */
         const bool half = c == STATS_HALF_RMS || c == STATS_HALF_RESIDUALS;
         const double rtol = half ? 1e-2 : 1e-4, atol = half ? 1e-2 : 1e-5;
         size_t kc = e2e_check_style(ctx, g, &in, CLF_KERNEL_STYLE_CPU, rtol, atol);

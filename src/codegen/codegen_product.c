@@ -258,8 +258,8 @@ bool clf__cg_emit_row_stats(const clf_graph *g, const clf__plan *plan, uint32_t 
      * (row_stats.cl): each statistic's input, identity, combination and
      * rounding, the last three the reduction writer's. */
     clf__strbuf init = {0}, combine = {0}, finish = {0};
-    clf__sb_puts(src, "static inline float clf_row_stat_term(int j, IDX_T bt, IDX_T m, IDX_T r, clf_row_stat_values st, "
-                      "CLF_PARAMS)\n{\n    (void)bt;\n");
+    clf__sb_puts(src, "static inline float clf_row_stat_term(int j, IDX_T bt, IDX_T m, IDX_T r, "
+                      "clf_row_stat_values st, CLF_PARAMS)\n{\n    (void)bt;\n");
     for (uint32_t j = 0; j < n && ok; j++) {
         clf__strbuf body = {0};
         char *val = NULL;
