@@ -654,42 +654,13 @@ static bool operand_stored_by_attention(const clf__plan_state *S, const uint32_t
     }
 }
 
-/* How many stored results of products and of pointwise ops (not of
- * reductions: a softmax's exp(x - max) stays in its kernel) node id's
- * inline evaluation reads, counting at most cap: the inlined pointwise and
- * movement nodes under it walked, each once. */
-static uint32_t stored_results_read(clf__plan_state *S, uint32_t id, uint32_t cap)
-{
-    const clf_graph *g = S->g;
-    uint32_t found = 0, mark = ++S->mark;
-    S->stack.n = 0;
-    if (!clf__u32vec_push(&S->stack, id))
-        return 0;
-    while (S->stack.n && found < cap) {
-        const clf__node *nd = clf__graph_node(g, S->stack.v[--S->stack.n]);
-        for (int k = 0; k < nd->ninputs; k++) {
-            uint32_t in = nd->inputs[k];
-            if (S->stamp[in] == mark)
-                continue;
-            S->stamp[in] = mark;
-            const clf__node *c = clf__graph_node(g, in);
-            if (!clf__plan_is_computed(c))
-                continue;
-            if (S->mat[in])
-                found += c->op == CLF__OP_MATMUL || clf__node_class_of(c) == CLF__CLASS_POINTWISE;
-            else if (!clf__u32vec_push(&S->stack, in))
-                return found;
-        }
-    }
-    return found;
-}
-
 clf_status clf__plan_materialise(clf__plan_state *S)
 {
     const clf_graph *g = S->g;
     bool *mat = S->mat;
     uint32_t *readers = NULL;
-    clf__u32vec products = {0};
+    clf__u32vec products = {0}, deps = {0}, gather_ix = {0};
+    clf_status st = CLF_OK;
     if (S->fuse) {
         readers = clf__calloc(S->n ? S->n : 1, sizeof *readers);
         if (!readers)
@@ -801,27 +772,39 @@ clf_status clf__plan_materialise(clf__plan_state *S)
             mat[i] = true;
             continue;
         }
+        /* A value computed from several stored results (products', or
+         * values stored by this rule; not reductions': a softmax's
+         * exp(x - max) stays in its kernel) and read more than once is
+         * stored once: a decoder's residual stream (h = x + attention +
+         * MLP, read by the next norm and the next residual) was else
+         * summed again in every reader, each layer reading every layer
+         * before it (bench_decoder's sixth layer: 12 buffers a product's
+         * loads). The product computing its last term stores it in its
+         * epilogue: no kernel more. */
+        if (readers && readers[i] > 1 && clf__node_class_of(nd) == CLF__CLASS_POINTWISE) {
+            deps.n = gather_ix.n = 0;
+            if (!collect_deps(g, mat, i, S->stamp, ++S->mark, &S->stack, &deps, &gather_ix)) {
+                st = CLF_ERR_OUT_OF_MEMORY;
+                break;
+            }
+            uint32_t stored = 0;
+            for (uint32_t j = 0; j < deps.n; j++) {
+                const clf__node *c = clf__graph_node(g, deps.v[j]);
+                stored += c->op == CLF__OP_MATMUL || clf__node_class_of(c) == CLF__CLASS_POINTWISE;
+            }
+            if (stored >= 2) {
+                mat[i] = true;
+                clf__log(CLF__LOG_FUSION, "node %u (%s): stored: it reads several stored results and has %u readers",
+                         i, clf__node_op_name(nd), readers[i]);
+                S->depth[i] = 0;
+                continue;
+            }
+        }
         int d = 1;
         for (int k = 0; k < nd->ninputs; k++) {
             uint32_t in = nd->inputs[k];
             if (clf__plan_is_computed(clf__graph_node(g, in)) && !mat[in] && S->depth[in] + 1 > d)
                 d = S->depth[in] + 1;
-        }
-        /* A value computed from several stored results (products', or
-         * values stored by this rule) and read more than once is stored
-         * once: a decoder's residual stream (h = x + attention + MLP, read
-         * by the next norm and the next residual) was else summed again in
-         * every reader, each layer reading every layer before it
-         * (bench_decoder's sixth layer: 12 buffers a product's loads). The
-         * product computing its last term stores it in its epilogue: no
-         * kernel more. */
-        if (readers && readers[i] > 1 && clf__node_class_of(nd) == CLF__CLASS_POINTWISE &&
-            stored_results_read(S, i, 2) >= 2) {
-            mat[i] = true;
-            clf__log(CLF__LOG_FUSION, "node %u (%s): stored: it reads several stored results and has %u readers",
-                     i, clf__node_op_name(nd), readers[i]);
-            S->depth[i] = 0;
-            continue;
         }
         if (d > S->max_depth) {
             mat[i] = true;
@@ -834,7 +817,9 @@ clf_status clf__plan_materialise(clf__plan_state *S)
     }
     clf__free(readers);
     clf__free(products.v);
-    return CLF_OK;
+    clf__free(deps.v);
+    clf__free(gather_ix.v);
+    return st;
 }
 
 /* ---- Growth: regions, in topological order of their first member -------- */
