@@ -225,6 +225,40 @@ START_TEST(residual_stream_stored_once)
 }
 END_TEST
 
+/* A post-LN stack (BERT: x = LN(x + x @ w)): each sum is read only by its
+ * norm, in the norm's kernel, so it is not stored (the norm's loads add x
+ * and the product again); the norm's output, which the next residual sum
+ * and the next product read, is. The last layer's norm is the output. */
+START_TEST(post_norm_sums_stay_in_the_norm)
+{
+    enum { LAYERS = 4 };
+    int64_t sh[2] = {2, 16};
+    clf_graph *g = clf_graph_create();
+    clf_tensor x = clf_input(g, "x", CLF_F32, 2, sh), w = clf_input(g, "w", CLF_F32, 2, (int64_t[]){16, 16});
+    uint32_t sums[LAYERS], norms[LAYERS];
+    for (int l = 0; l < LAYERS; l++) {
+        clf_tensor h = clf_add(g, x, clf_matmul(g, x, w));
+        x = clf_layer_norm(g, h, 1, 1e-5, CLF_TENSOR_INVALID, CLF_TENSOR_INVALID);
+        sums[l] = h.node;
+        norms[l] = x.node;
+    }
+    clf_graph_output(g, "y", x);
+    ck_assert_int_eq(clf_graph_status(g, NULL), CLF_OK);
+    for (int o = 0; o < 2; o++) {
+        clf__plan_options opt = {.tiles_reload_operands = o == 1};
+        clf__plan_state S;
+        clf__plan p;
+        run_phases(g, &opt, 6, &S, &p);
+        for (int l = 0; l < LAYERS; l++) {
+            ck_assert_msg(!S.mat[sums[l]], "options %d: sum %d, read only by its norm, is stored", o, l);
+            ck_assert_msg(S.mat[norms[l]], "options %d: norm %d is not stored", o, l);
+        }
+        end_phases(&S, &p);
+    }
+    clf_graph_destroy(&g);
+}
+END_TEST
+
 START_TEST(order_and_buffers)
 {
     int64_t sh[2] = {8, 16};
@@ -548,6 +582,7 @@ int main(void)
     clf_test_add_case(s, "grow_gives_each_kind_its_region", grow_gives_each_kind_its_region);
     clf_test_add_case(s, "row_statistics_computed_in_product_loads", row_statistics_computed_in_product_loads);
     clf_test_add_case(s, "residual_stream_stored_once", residual_stream_stored_once);
+    clf_test_add_case(s, "post_norm_sums_stay_in_the_norm", post_norm_sums_stay_in_the_norm);
     clf_test_add_case(s, "order_and_buffers", order_and_buffers);
     clf_test_add_case(s, "kind_table_rows", kind_table_rows);
     clf_test_add_case(s, "find_attention_matches_and_refuses", find_attention_matches_and_refuses);

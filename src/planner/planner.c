@@ -654,6 +654,52 @@ static bool operand_stored_by_attention(const clf__plan_state *S, const uint32_t
     }
 }
 
+/* Whether value id is a product's result, or computed from one by at most
+ * depth pointwise or movement ops (a bias, a cast, a reshape): how a
+ * layer's attention or MLP output reaches the residual sum. */
+static bool from_product(const clf_graph *g, uint32_t id, int depth)
+{
+    const clf__node *n = clf__graph_node(g, id);
+    if (n->op == CLF__OP_MATMUL)
+        return true;
+    const clf__node_class c = clf__node_class_of(n);
+    if (depth == 0 || (c != CLF__CLASS_POINTWISE && c != CLF__CLASS_MOVEMENT))
+        return false;
+    for (int k = 0; k < n->ninputs; k++)
+        if (from_product(g, n->inputs[k], depth - 1))
+            return true;
+    return false;
+}
+
+/* Whether a reader of value v (directly or through movement ops, at most
+ * depth of them) adds it to a product's result: v is a residual stream's
+ * value that the next residual sum reads, in another kernel than the norm
+ * that reads it too. A post-LN sum (BERT: LN(x + attention)) is read only
+ * by its norm's nodes, in one kernel, and has no such reader. Readers come
+ * after v in the node order. */
+static bool summed_with_product(const clf__plan_state *S, uint32_t v, int depth)
+{
+    const clf_graph *g = S->g;
+    for (uint32_t j = v + 1; j < S->n; j++) {
+        const clf__node *r = clf__graph_node(g, j);
+        if (!S->needed[j])
+            continue;
+        const clf__node_class c = clf__node_class_of(r);
+        for (int k = 0; k < r->ninputs; k++) {
+            if (r->inputs[k] != v)
+                continue;
+            if (c == CLF__CLASS_MOVEMENT && depth > 0 && summed_with_product(S, j, depth - 1))
+                return true;
+            if (c != CLF__CLASS_POINTWISE)
+                continue;
+            for (int o = 0; o < r->ninputs; o++)
+                if (r->inputs[o] != v && from_product(g, r->inputs[o], 3))
+                    return true;
+        }
+    }
+    return false;
+}
+
 clf_status clf__plan_materialise(clf__plan_state *S)
 {
     const clf_graph *g = S->g;
@@ -774,13 +820,16 @@ clf_status clf__plan_materialise(clf__plan_state *S)
         }
         /* A value computed from several stored results (products', or
          * values stored by this rule; not reductions': a softmax's
-         * exp(x - max) stays in its kernel) and read more than once is
-         * stored once: a decoder's residual stream (h = x + attention +
-         * MLP, read by the next norm and the next residual) was else
-         * summed again in every reader, each layer reading every layer
-         * before it (bench_decoder's sixth layer: 12 buffers a product's
-         * loads). The product computing its last term stores it in its
-         * epilogue: no kernel more. */
+         * exp(x - max) stays in its kernel), read more than once, and
+         * added by a reader to a product's result is stored once: a
+         * decoder's residual stream (h = x + attention + MLP, read by the
+         * next norm and the next residual) was else summed again in every
+         * reader, each layer reading every layer before it
+         * (bench_decoder's sixth layer: 12 buffers a product's loads). The
+         * product computing its last term stores it in its epilogue: no
+         * kernel more. A sum that only its norm reads (post-LN) stays in
+         * the norm's loads: stored, the norm's kernel loaded it back (the
+         * tiny BERT on PoCL's 2 cores 7% slower). */
         if (readers && readers[i] > 1 && clf__node_class_of(nd) == CLF__CLASS_POINTWISE) {
             deps.n = gather_ix.n = 0;
             if (!collect_deps(g, mat, i, S->stamp, ++S->mark, &S->stack, &deps, &gather_ix)) {
@@ -792,7 +841,7 @@ clf_status clf__plan_materialise(clf__plan_state *S)
                 const clf__node *c = clf__graph_node(g, deps.v[j]);
                 stored += c->op == CLF__OP_MATMUL || clf__node_class_of(c) == CLF__CLASS_POINTWISE;
             }
-            if (stored >= 2) {
+            if (stored >= 2 && summed_with_product(S, i, 4)) {
                 mat[i] = true;
                 clf__log(CLF__LOG_FUSION, "node %u (%s): stored: it reads several stored results and has %u readers",
                          i, clf__node_op_name(nd), readers[i]);
