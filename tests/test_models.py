@@ -13,7 +13,8 @@ NaN fails; 1e-2 for the f16 fixtures: libclfuse rounds every f16 node's
 value, onnxruntime keeps some of its kernels' intermediates in f32). Fixtures with dynamic axes (*_ids_dyn) also run the alt_input_*
 set (batch 3, seq 5) against alt_output_*: symbolic dimensions bind from
 the inputs' shapes. Before the runs, `clfuse plan` prints the fused plan's
-kernel count (to set against Inductor's).
+kernel count (to set against Inductor's); the plan passes when it has one
+attention kernel a layer (the config's layer count), and counts as a test.
 
 Prints one line per fixture and variant, PASS or FAIL with the error of
 each output or the tool's first error line, then a summary; exits 1 when
@@ -97,14 +98,29 @@ def symbolic_dims(fixture):
     return [a for k, v in sorted(dims.items()) for a in ("--dim", f"{k}={v}")]
 
 
+def layers_of(fixture):
+    """The model's layer count from its config (Llama/BERT or GPT-2 names)."""
+    config = fixture.get("config", {})
+    return config.get("num_hidden_layers", config.get("n_layer"))
+
+
 def plan(fixture, model):
+    """Returns (ok, line): the fused plan's kernel count, and whether each
+    layer's attention became one kernel (issue 17: every exporter's idiom,
+    the f16 casts around the softmax and Llama's repeated KV heads
+    included)."""
     p, dt, err = clfuse("plan", model, *symbolic_dims(fixture))
     if err:
-        return f"plan: FAIL {err}"
+        return False, f"plan: FAIL {err}"
     m = re.search(r"^\s*kernels\s+(\d+)\s+(\d+)\s*$", p.stdout, re.M)
     if not m:
-        return f"plan: FAIL no kernel count in the output of clfuse plan ({dt:.1f} s)"
-    return f"plan: {m.group(1)} kernels fused, {m.group(2)} unfused ({dt:.1f} s)"
+        return False, f"plan: FAIL no kernel count in the output of clfuse plan ({dt:.1f} s)"
+    attention = len(re.findall(r"^kernel \d+\s+clf_attention_\d+\s*$", p.stdout, re.M))
+    layers = layers_of(fixture)
+    line = f"plan: {m.group(1)} kernels fused, {m.group(2)} unfused, {attention} attention ({dt:.1f} s)"
+    if layers is not None and attention != layers:
+        return False, f"{line}: FAIL {layers} layers, so {layers} attention kernels expected"
+    return True, line
 
 
 def run_variant(name, model, inputs, outputs, fused, outdir, dtype):
@@ -155,11 +171,12 @@ def run_fixture(fixture):
     d = os.path.join(MODELS, name)
     model = os.path.join(d, fixture.get("model_file", "model.onnx"))
     t0 = time.monotonic()
-    lines = [f"{name}: {plan(fixture, model)}"]
+    planned, line = plan(fixture, model)
+    lines = [f"{name}: {line}"]
     sets = [("", fixture["inputs"], fixture["outputs"])]
     if fixture.get("alt_inputs"):
         sets.append((" alt", fixture["alt_inputs"], fixture["alt_outputs"]))
-    passed = failed = 0
+    passed, failed = int(planned), int(not planned)
     for tag, ins, outs in sets:
         shape = "x".join(str(s) for s in ins[0]["shape"]) if ins else ""
         for fused in (True, False) if not UNFUSED or matches(name, UNFUSED) else (True,):
