@@ -643,33 +643,83 @@ START_TEST(bool_mask_fully_masked_rows)
 }
 END_TEST
 
+/* A bool key-padding mask [B, 1, 1, Sk] (BERT's attention mask: each
+ * sequence's last keys are padding), broadcast over heads and queries. */
+START_TEST(bool_padding_mask)
+{
+    clf_context *ctx = clf_test_context();
+    enum { B = 2, H = 4, S = 32, D = 64 };
+    static const int valid[B] = {20, 27};
+    clf_graph *g = clf_graph_create();
+    e2e_inputs in = {0};
+    clf_tensor q = in4(g, &in, "q", CLF_F32, B, H, S, D);
+    clf_tensor k = in4(g, &in, "k", CLF_F32, B, H, S, D);
+    clf_tensor v = in4(g, &in, "v", CLF_F32, B, H, S, D);
+    clf_tensor m = in4(g, &in, "m", CLF_BOOL, B, 1, 1, S);
+    uint8_t *md = e2e_data(&in, "m");
+    for (int b = 0; b < B; b++)
+        for (int j = 0; j < S; j++)
+            md[b * S + j] = j < valid[b];
+    ck_assert_int_eq(clf_graph_output(g, "out", clf_attention(g, q, k, v, m, 0, false)), CLF_OK);
+    ref_outputs ref;
+    check_graph(ctx, "bool padding mask [B,1,1,Sk]", g, &in, PREFILL, &ref);
+    double *bias = malloc(sizeof(double) * B * H * S * S), *host = malloc(sizeof(double) * B * H * S * D);
+    ck_assert(bias && host);
+    for (int b = 0; b < B; b++)
+        for (int h = 0; h < H; h++)
+            for (int i = 0; i < S; i++)
+                for (int j = 0; j < S; j++)
+                    bias[((b * H + h) * S + i) * S + j] = j < valid[b] ? 0.0 : -INFINITY;
+    host_attention(e2e_data(&in, "q"), e2e_data(&in, "k"), e2e_data(&in, "v"), bias, B * H, 1, S, S, D, D, 0.125, false,
+                   host);
+    check_against_host("bool padding mask", ref_get(&ref, "out"), host, B * H * S * D);
+    free(bias);
+    free(host);
+    ref_free(&ref);
+    e2e_inputs_free(&in);
+    clf_graph_destroy(&g);
+    clf_context_destroy(&ctx);
+    assert_kernel_counts();
+}
+END_TEST
+
 /* A float mask added to the scores, [B, 1, Sq, Sk] and [1, 1, Sq, Sk],
- * with a few -inf entries (no whole row). */
+ * with a few -inf entries (no whole row); and a bias of each head's own,
+ * [1, H, Sq, Sk] and [B, H, Sq, Sk] (ALiBi, relative positions). */
 START_TEST(additive_mask)
 {
     clf_context *ctx = clf_test_context();
     enum { B = 2, H = 4, S = 32, D = 64 };
-    for (int per_batch = 1; per_batch >= 0; per_batch--) {
-        int64_t mb = per_batch ? B : 1;
+    static const struct {
+        bool per_batch, per_head;
+        const char *label;
+    } shapes[] = {{true, false, "additive mask [B,1,Sq,Sk]"},
+                  {false, false, "additive mask [1,1,Sq,Sk]"},
+                  {false, true, "additive bias [1,H,Sq,Sk]"},
+                  {true, true, "additive bias [B,H,Sq,Sk]"}};
+    for (size_t c = 0; c < sizeof shapes / sizeof shapes[0]; c++) {
+        const bool per_batch = shapes[c].per_batch, per_head = shapes[c].per_head;
+        int64_t mb = per_batch ? B : 1, mh = per_head ? H : 1;
         clf_graph *g = clf_graph_create();
         e2e_inputs in = {0};
         clf_tensor q = in4(g, &in, "q", CLF_F32, B, H, S, D);
         clf_tensor k = in4(g, &in, "k", CLF_F32, B, H, S, D);
         clf_tensor v = in4(g, &in, "v", CLF_F32, B, H, S, D);
-        int64_t ms[4] = {mb, 1, S, S};
+        int64_t ms[4] = {mb, mh, S, S};
         clf_tensor m = e2e_input(g, &in, "m", CLF_F32, 4, ms, -4.0, 0.0);
         float *md = e2e_data(&in, "m");
-        for (int64_t i = 0; i < mb * S * S; i += 37)
+        for (int64_t i = 0; i < mb * mh * S * S; i += 37)
             md[i] = -INFINITY;
         ck_assert_int_eq(clf_graph_output(g, "out", clf_attention(g, q, k, v, m, 0, false)), CLF_OK);
         ref_outputs ref;
-        check_graph(ctx, per_batch ? "additive mask [B,1,Sq,Sk]" : "additive mask [1,1,Sq,Sk]", g, &in, PREFILL, &ref);
+        check_graph(ctx, shapes[c].label, g, &in, PREFILL, &ref);
         double *bias = malloc(sizeof(double) * B * H * S * S), *host = malloc(sizeof(double) * B * H * S * D);
         ck_assert(bias && host);
         for (int b = 0; b < B; b++)
             for (int h = 0; h < H; h++)
                 for (int ij = 0; ij < S * S; ij++)
-                    bias[(b * H + h) * S * S + ij] = md[(per_batch ? b : 0) * S * S + ij];
+                    bias[(b * H + h) * S * S + ij] =
+                        md[((per_batch ? b : 0) * mh + (per_head ? h : 0)) * S * S + ij];
         host_attention(e2e_data(&in, "q"), e2e_data(&in, "k"), e2e_data(&in, "v"), bias, B * H, 1, S, S, D, D, 0.125,
                        false, host);
         check_against_host("additive mask", ref_get(&ref, "out"), host, B * H * S * D);
@@ -1933,6 +1983,7 @@ int main(void)
     clf_test_add_variant_case(s, "kv_heads_broadcast", kv_heads_broadcast);
     clf_test_add_case(s, "bool_mask_fully_masked_rows", bool_mask_fully_masked_rows);
     clf_test_add_case(s, "additive_mask", additive_mask);
+    clf_test_add_case(s, "bool_padding_mask", bool_padding_mask);
     clf_test_add_case(s, "nan_in_q_propagates_to_its_row", nan_in_q_propagates_to_its_row);
     clf_test_add_case(s, "f16_storage", f16_storage);
     clf_test_add_variant_case(s, "bf16_storage", bf16_storage);
