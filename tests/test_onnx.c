@@ -1161,6 +1161,15 @@ START_TEST(bad_models_are_refused_clearly)
     axis->g = NULL;
     axis->type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT;
     axis->has_i = 1;
+    /* An axis past what an int holds is refused, not taken modulo 2^32
+     * (4294967295 was read as -1, the last axis). */
+    const int64_t axis_i = axis->i;
+    axis->i = 4294967295LL;
+    expect_model_fail(&M, CLF_ERR_MODEL,
+                      PARTS("node 4 'sm' (Softmax): attribute 'axis' is 4294967295: an axis must lie in [-8, 8)"));
+    axis->i = -9;
+    expect_model_fail(&M, CLF_ERR_MODEL, PARTS("attribute 'axis' is -9"));
+    axis->i = axis_i;
 
     /* Names that are not defined, outputs nobody computes. */
     M.nodes[2]->input[0] = "zz";

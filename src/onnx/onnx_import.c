@@ -293,9 +293,6 @@ static clf_status check_graph(importer *I, const clf__onnx_node *n)
 
 /* ---- Constants ------------------------------------------------------------- */
 
-/* The graph tensor for v, creating a constant from its literal when
- * needed. f32, i32 and bool literals go to clf_constant as they are;
- * int64 ones are narrowed to i32 when every value fits. */
 /* The graph dtype of an ONNX element type, where libclfuse has one. */
 static bool elem_dtype(int elem, clf_dtype *dt) { return clf__dtype_from_onnx(elem, dt); }
 
@@ -311,6 +308,9 @@ static bool made_here(const importer *I, const void *p)
     return false;
 }
 
+/* The graph tensor for v, creating a constant from its literal when
+ * needed: every element type libclfuse has (int64 included) goes to
+ * clf_constant in its own bytes. */
 static clf_status materialize(importer *I, const clf__onnx_node *n, value *v, clf_tensor *out)
 {
     if (clf_tensor_valid(v->t)) {
@@ -454,6 +454,20 @@ static clf_status attr_int(importer *I, const clf__onnx_node *n, const char *nam
     if (a->kind != CLF__ONNX_ATTR_INT)
         return fail(I, a->pos, "attribute '%s' must be an integer", name);
     *out = a->i;
+    return CLF_OK;
+}
+
+/* An axis attribute: attr_int's, refused when given outside [-CLF_MAX_RANK,
+ * CLF_MAX_RANK) (the builders take an int and check it against the rank;
+ * 4294967295 must not reach them as -1). */
+static clf_status attr_axis(importer *I, const clf__onnx_node *n, const char *name, int64_t dflt, int64_t *out)
+{
+    if (attr_int(I, n, name, dflt, out))
+        return I->status;
+    const clf__onnx_attr *a = node_attr(I, n, name);
+    if (a && (*out < -CLF_MAX_RANK || *out >= CLF_MAX_RANK))
+        return fail(I, a->pos, "attribute '%s' is %lld: an axis must lie in [%d, %d)", name, (long long)*out,
+                    -CLF_MAX_RANK, CLF_MAX_RANK);
     return CLF_OK;
 }
 
@@ -746,7 +760,7 @@ static clf_status import_split(importer *I, const clf__onnx_node *n, clf_tensor 
     const int64_t *sizes = NULL;
     size_t nsizes = 0;
     bool present = false;
-    if (want_inputs(I, n, 1, 2) || input(I, n, 0, &x) || attr_int(I, n, "axis", 0, &axis) ||
+    if (want_inputs(I, n, 1, 2) || input(I, n, 0, &x) || attr_axis(I, n, "axis", 0, &axis) ||
         attr_int(I, n, "num_outputs", n->noutputs, &nout))
         return I->status;
     if (has_input(n, 1)) {
@@ -1136,7 +1150,7 @@ static clf_status import_op(importer *I, const clf__onnx_node *n, int idx, clf_t
     }
     if (!strcmp(o, "ArgMax") || !strcmp(o, "ArgMin")) {
         int64_t axis, keep, last;
-        if (want_inputs(I, n, 1, 1) || input(I, n, 0, &a) || attr_int(I, n, "axis", 0, &axis) ||
+        if (want_inputs(I, n, 1, 1) || input(I, n, 0, &a) || attr_axis(I, n, "axis", 0, &axis) ||
             attr_int(I, n, "keepdims", 1, &keep) || attr_int(I, n, "select_last_index", 0, &last))
             return I->status;
         /* ONNX gives int64 indices; libclfuse's arg reductions give i32. */
@@ -1147,7 +1161,7 @@ static clf_status import_op(importer *I, const clf__onnx_node *n, int idx, clf_t
     if (!strcmp(o, "Softmax") || !strcmp(o, "LogSoftmax")) {
         int64_t axis;
         if (want_inputs(I, n, 1, 1) || input(I, n, 0, &a) ||
-            attr_int(I, n, "axis", I->opset >= 13 ? -1 : 1, &axis))
+            attr_axis(I, n, "axis", I->opset >= 13 ? -1 : 1, &axis))
             return I->status;
         int rank = rank_of(I, a);
         if (I->opset < 13 && (axis < 0 ? axis + rank : axis) != rank - 1)
@@ -1160,7 +1174,7 @@ static clf_status import_op(importer *I, const clf__onnx_node *n, int idx, clf_t
         bool ln = o[0] == 'L';
         int64_t axis;
         double eps;
-        if (want_inputs(I, n, 1, ln ? 3 : 2) || input(I, n, 0, &a) || attr_int(I, n, "axis", -1, &axis) ||
+        if (want_inputs(I, n, 1, ln ? 3 : 2) || input(I, n, 0, &a) || attr_axis(I, n, "axis", -1, &axis) ||
             attr_float(I, n, "epsilon", 1e-5, &eps))
             return I->status;
         if (!ln)
@@ -1177,7 +1191,7 @@ static clf_status import_op(importer *I, const clf__onnx_node *n, int idx, clf_t
     }
     if (!strcmp(o, "Gather") || !strcmp(o, "GatherElements")) {
         int64_t axis;
-        if (want_inputs(I, n, 2, 2) || input(I, n, 0, &a) || input(I, n, 1, &b) || attr_int(I, n, "axis", 0, &axis))
+        if (want_inputs(I, n, 2, 2) || input(I, n, 0, &a) || input(I, n, 1, &b) || attr_axis(I, n, "axis", 0, &axis))
             return I->status;
         *out = (o[6] == 'E' ? clf_gather_elements : clf_gather)(g, a, b, (int)axis);
         return 0;
@@ -1186,7 +1200,7 @@ static clf_status import_op(importer *I, const clf__onnx_node *n, int idx, clf_t
         return import_gather_nd(I, n, out);
     if (!strcmp(o, "Concat")) {
         int64_t axis;
-        if (want_inputs(I, n, 1, 1 << 16) || attr_int(I, n, "axis", INT64_MIN, &axis))
+        if (want_inputs(I, n, 1, 1 << 16) || attr_axis(I, n, "axis", INT64_MIN, &axis))
             return I->status;
         if (axis == INT64_MIN)
             return fail(I, n->op_pos, "attribute 'axis' is required");
@@ -1216,7 +1230,7 @@ static clf_status import_op(importer *I, const clf__onnx_node *n, int idx, clf_t
         return import_split(I, n, out);
     if (!strcmp(o, "Flatten")) {
         int64_t axis;
-        if (want_inputs(I, n, 1, 1) || input(I, n, 0, &a) || attr_int(I, n, "axis", 1, &axis))
+        if (want_inputs(I, n, 1, 1) || input(I, n, 0, &a) || attr_axis(I, n, "axis", 1, &axis))
             return I->status;
         int rank;
         int64_t shape[CLF_MAX_RANK];
@@ -1414,7 +1428,7 @@ static clf_status import_kv_concat(importer *I, const clf__onnx_node *n, bool *d
     struct kv_state *K = &I->kvs[k];
     const clf_onnx_kv_cache *C = &I->kv[k];
     int64_t axis = 0;
-    if (attr_int(I, n, "axis", INT64_MAX, &axis))
+    if (attr_axis(I, n, "axis", INT64_MAX, &axis))
         return I->status;
     clf_tensor x;
     /* The first input is the past itself (or an Identity or one-input
