@@ -523,6 +523,16 @@ def bad_inputs_are_refused_with_one_line():
     for args, parts in cases:
         error_line(clfuse("run", g, *args, expect=2), *parts)
     error_line(clfuse("run", tmp("nonexistent.onnxtxt"), expect=2), "nonexistent.onnxtxt", "cannot open")
+    # generate: what it takes is checked before anything is compiled (the
+    # tokens themselves: check_generate_kv.py, kv_cache suite).
+    error_line(clfuse("generate", tmp("nonexistent.onnx"), expect=2), "nonexistent.onnx", "cannot open")
+    no_cache = os.path.join(ONNX, "..", "models", "llama_torchscript_ids", "model.onnx")
+    error_line(clfuse("generate", no_cache, expect=2), "no past_* inputs")
+    error_line(clfuse("generate", g, "--prompt", "1,x", expect=2), "'1,x' is not comma-separated token ids")
+    error_line(clfuse("generate", g, "--prompt", "1,2,3", "--steps", "9", "--max-len", "10", expect=2),
+               "3 tokens) and 9 steps must fit in --max-len 10")
+    error_line(clfuse("generate", g, "--steps", "x", expect=2), "--steps: 'x' is not a count")
+    error_line(clfuse("generate", g, "--max-len", "0", expect=2), "--max-len: '0' is not a length")
     error_line(clfuse("plan", expect=2), "no GRAPH")
     error_line(clfuse("plan", g, "--dim", "N=x", expect=2), "--dim N")
     p = clfuse("plan", g, "--dim", "N=4", "--device", "no-such-device-anywhere", expect=None)

@@ -38,6 +38,9 @@ typedef struct cli_opts {
     int runs;             /* bench; 0: default */
     double tol;           /* check; < 0: default */
     uint64_t seed;
+    const char *prompt;   /* generate: token ids; NULL: default */
+    int steps;            /* generate; < 0: default */
+    long long max_len;    /* generate; 0: default */
 } cli_opts;
 
 /* A loaded model file. */
@@ -91,5 +94,6 @@ int cmd_plan(const cli_opts *o);
 int cmd_code(const cli_opts *o);
 int cmd_dot(const cli_opts *o);
 int cmd_bench(const cli_opts *o);
+int cmd_generate(const cli_opts *o);
 
 #endif

@@ -20,6 +20,7 @@ enum {
     OPT_TOL = 1 << 7,
     OPT_SEED = 1 << 8,
     OPT_FUSED_ONLY = 1 << 9,
+    OPT_GENERATE = 1 << 10, /* --prompt, --steps, --max-len */
 };
 
 typedef struct command {
@@ -31,10 +32,10 @@ typedef struct command {
     const char *usage;
 } command;
 
-static const char common_help[] =
+static const char device_help[] =
     "  --device D          device: an index, gpu, cpu or part of a device or platform name\n"
-    "                      (default: $CLFUSE_DEVICE, else the first GPU, else the first device)\n"
-    "  --dim NAME=SIZE     size of a symbolic dimension such as N in float[N, 64]\n";
+    "                      (default: $CLFUSE_DEVICE, else the first GPU, else the first device)\n";
+static const char dim_help[] = "  --dim NAME=SIZE     size of a symbolic dimension such as N in float[N, 64]\n";
 
 static const command commands[] = {
     {"devices", cmd_devices, false, 0, "list OpenCL platforms and devices with the facts the planner uses",
@@ -87,6 +88,16 @@ static const command commands[] = {
      "for float outputs, mismatches for integer and bool ones. Exits 1 when an error\n"
      "exceeds T (default 1e-4 for float32 outputs, 2e-3 for float16 and 1.6e-2 for\n"
      "bfloat16: two ulps of the type).\n"},
+    {"generate", cmd_generate, true, OPT_DEVICE | OPT_GENERATE,
+     "greedy generation from a decoder exported with its KV cache, the cache updated in place",
+     "usage: clfuse generate MODEL.onnx [--prompt 1,2,3] [--steps N] [--max-len L] [--device D]\n\n"
+     "Runs the prompt (token ids), then N greedy steps of one token each (default 16)\n"
+     "against caches of L + 1 positions (default 64) that every step updates in\n"
+     "place, and prints the tokens, the compile time, the prompt's time and the\n"
+     "decode rate. The model: inputs input_ids, attention_mask, position_ids and\n"
+     "past_* (one per cache), outputs logits and present_*, with the sequence\n"
+     "lengths symbolic (seq, total; tests/models/make_kv_fixture.py exports one).\n"
+     "The loop is examples/generate_kv's.\n\n"},
 };
 
 static void main_usage(FILE *f)
@@ -126,6 +137,7 @@ static int parse(const command *c, int argc, char **argv, cli_opts *o)
     memset(o, 0, sizeof *o);
     o->tol = -1;
     o->seed = 1;
+    o->steps = -1;
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i];
         const char *val = NULL;
@@ -234,6 +246,27 @@ static int parse(const command *c, int argc, char **argv, cli_opts *o)
                 cli_error("--seed: '%s' is not a number", val);
                 return -1;
             }
+        } else if (!strcmp(a, "--prompt") && (c->opts & OPT_GENERATE)) {
+            TAKE_VALUE();
+            o->prompt = val;
+        } else if (!strcmp(a, "--steps") && (c->opts & OPT_GENERATE)) {
+            TAKE_VALUE();
+            char *end;
+            long v = strtol(val, &end, 10);
+            if (*end || !*val || v < 0 || v > 1000000) {
+                cli_error("--steps: '%s' is not a count from 0 to 1000000", val);
+                return -1;
+            }
+            o->steps = (int)v;
+        } else if (!strcmp(a, "--max-len") && (c->opts & OPT_GENERATE)) {
+            TAKE_VALUE();
+            char *end;
+            long long v = strtoll(val, &end, 10);
+            if (*end || !*val || v < 1 || v > (1 << 24)) {
+                cli_error("--max-len: '%s' is not a length from 1 to %d", val, 1 << 24);
+                return -1;
+            }
+            o->max_len = v;
         } else if (a[0] == '-' && a[1]) {
             cli_error("%s: unknown option '%s' (see clfuse %s --help)", c->name, argv[i], c->name);
             return -1;
@@ -264,7 +297,9 @@ int main(int argc, char **argv)
                 if (!strcmp(commands[i].name, argv[2])) {
                     fputs(commands[i].usage, stdout);
                     if (commands[i].opts & OPT_DEVICE)
-                        fputs(common_help, stdout);
+                        fputs(device_help, stdout);
+                    if (commands[i].opts & OPT_DIM)
+                        fputs(dim_help, stdout);
                     return CLI_OK;
                 }
         }
@@ -283,7 +318,9 @@ int main(int argc, char **argv)
             if (!strcmp(argv[k], "--help") || !strcmp(argv[k], "-h")) {
                 fputs(c->usage, stdout);
                 if (c->opts & OPT_DEVICE)
-                    fputs(common_help, stdout);
+                    fputs(device_help, stdout);
+                if (c->opts & OPT_DIM)
+                    fputs(dim_help, stdout);
                 return CLI_OK;
             }
         cli_opts o;
@@ -291,6 +328,6 @@ int main(int argc, char **argv)
             return CLI_USAGE;
         return c->fn(&o);
     }
-    cli_error("unknown command '%s' (commands: devices, run, plan, code, dot, bench, check)", argv[1]);
+    cli_error("unknown command '%s' (commands: devices, run, plan, code, dot, bench, check, generate)", argv[1]);
     return CLI_USAGE;
 }
