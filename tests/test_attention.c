@@ -1546,6 +1546,32 @@ START_TEST(decode_f16_long)
 }
 END_TEST
 
+/* Decode in f16 and bf16 with grouped KV heads (GQA by broadcast: K and V
+ * [B, Hkv, 1, Sk, D] serve G query heads each), over a key count that no
+ * chunk divides: the split-keys form with 16-bit storage, against the
+ * reference within the dtype's tolerance. */
+START_TEST(decode_half_gqa)
+{
+    clf_context *ctx = clf_test_context();
+    static const clf_dtype dts[2] = {CLF_F16, CLF_BF16};
+    for (int t = 0; t < 2; t++) {
+        clf_graph *g = clf_graph_create();
+        e2e_inputs in = {0};
+        int64_t qs[5] = {1, 2, 4, 1, 64}, ks[5] = {1, 2, 1, 700, 64};
+        clf_tensor q = e2e_input(g, &in, "q", dts[t], 5, qs, -1, 1);
+        clf_tensor k = e2e_input(g, &in, "k", dts[t], 5, ks, -1, 1);
+        clf_tensor v = e2e_input(g, &in, "v", dts[t], 5, ks, -1, 1);
+        ck_assert_int_eq(clf_graph_output(g, "out", clf_attention(g, q, k, v, CLF_TENSOR_INVALID, 0, true)), CLF_OK);
+        check_graph(ctx, t ? "decode bf16 GQA (2 kv heads, 4 each), Sk = 700" : "decode f16 GQA (2 kv heads, 4 each), Sk = 700",
+                    g, &in, DECODE, NULL);
+        e2e_inputs_free(&in);
+        clf_graph_destroy(&g);
+    }
+    clf_context_destroy(&ctx);
+    assert_kernel_counts();
+}
+END_TEST
+
 /* The layout around attention in a transformer block: q, k, v come from
  * projections as [B, S, H*D], are reshaped to [B, S, H, D] and transposed
  * to [B, H, S, D]; the output goes back the same way to [B, S, H*D]. */
@@ -2007,6 +2033,7 @@ int main(void)
     clf_test_add_case(s, "decode_nan_and_masked_rows", decode_nan_and_masked_rows);
     clf_test_add_case(s, "nan_guard_rows", nan_guard_rows);
     clf_test_add_variant_case(s, "decode_f16_long", decode_f16_long);
+    clf_test_add_case(s, "decode_half_gqa", decode_half_gqa);
     clf_test_add_case(s, "scores_also_an_output", scores_also_an_output);
     clf_test_add_case(s, "onnx_hf_additive_mask", onnx_hf_additive_mask);
     clf_test_add_case(s, "onnx_causal_trilu", onnx_causal_trilu);
