@@ -396,11 +396,15 @@ static void *parallel_build_worker(void *arg)
 /* Both ways of getting a compile's programs: in build threads (a program
  * per source) and as the graph's one program (PoCL's default); after the
  * threads, one more compile's kernels come from one program or from as
- * many as they have, as asked. */
+ * many as they have, as asked. Each way also with the compile's progress
+ * logged (CLFUSE_LOGS=cache: build threads log as they finish). */
 START_TEST(parallel_builds_from_threads)
 {
     setenv("CLFUSE_BUILD_THREADS", "3", 1);
-    for (int one = 0; one < 2; one++) {
+    for (int way = 0; way < 4; way++) {
+        const int one = way % 2;
+        if (way >= 2)
+            setenv("CLFUSE_LOGS", "cache", 1);
         setenv("CLFUSE_ONE_PROGRAM", one ? "1" : "0", 1);
         clf_context *ctx = clf_test_context();
         run_threads(parallel_build_worker, ctx, NULL);
@@ -424,6 +428,7 @@ START_TEST(parallel_builds_from_threads)
         clf_graph_destroy(&g);
         clf_context_destroy(&ctx);
     }
+    unsetenv("CLFUSE_LOGS");
     unsetenv("CLFUSE_ONE_PROGRAM");
     unsetenv("CLFUSE_BUILD_THREADS");
 }
