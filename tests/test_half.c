@@ -1922,6 +1922,66 @@ START_TEST(gemm_tensor_cores_tf32)
 }
 END_TEST
 
+/* TF32 over a long K against the precision compile_params documents:
+ * each operand rounded to 10 mantissa bits (a relative error of at most
+ * 2^-11 each), products summed in f32, so |got - exact| stays within
+ * 2^-10 of sum |a||b| (each term's two roundings) plus f32's summation
+ * (K 2^-24 of it), whatever K; and where the tensor-core form runs, the
+ * error is TF32's, well above f32's (the opt-in took effect). */
+START_TEST(gemm_tf32_long_k_within_documented_bound)
+{
+    enum { M = 40, N = 48, K = 2048 };
+    clf_context *ctx = clf_test_context();
+    clf_device_desc dev;
+    ck_assert_int_eq(clf_context_device(ctx, &dev), CLF_OK);
+    const bool want = runs_groups_of_128(ctx);
+    ck_assert_int_eq(setenv("CLFUSE_TENSOR_CORES", "1", 1), 0);
+    if (!strstr(dev.platform_name, "NVIDIA"))
+        ck_assert_int_eq(setenv("CLFUSE_BUILD_OPTIONS", "-DCLF_MMA_EMULATE=1", 1), 0);
+    clf_graph *g = clf_graph_create();
+    e2e_inputs in = {0};
+    ck_assert_int_eq(clf_graph_output(g, "y", clf_matmul(g, input2(g, &in, "a", CLF_F32, M, K),
+                                                          input2(g, &in, "b", CLF_F32, K, N))),
+                     CLF_OK);
+    clf_executable *exe = NULL;
+    ck_assert_int_eq(
+        clf_compile(ctx, g, clf_compile_params(.kernel_style = CLF_KERNEL_STYLE_GPU, .allow_tf32 = true), &exe),
+        CLF_OK);
+    const bool mma = strstr(clf_executable_kernel_source(exe, 0), CLF__MMA_LINE) != NULL;
+    ck_assert_msg(mma == want, "tensor-core form %s on %s", mma ? "kept" : "dropped", dev.platform_name);
+    float *got = malloc(sizeof(float) * M * N);
+    ck_assert_ptr_nonnull(got);
+    clf_host_binding out = {"y", got};
+    ck_assert_int_eq(clf_run_host(exe, in.n, in.b, 1, &out), CLF_OK);
+    const float *a = e2e_data(&in, "a"), *b = e2e_data(&in, "b");
+    double worst = 0.0; /* the largest |got - exact| / sum |a||b| */
+    for (int i = 0; i < M; i++)
+        for (int j = 0; j < N; j++) {
+            double exact = 0.0, mag = 0.0;
+            for (int k = 0; k < K; k++) {
+                exact += (double)a[i * K + k] * b[k * N + j];
+                mag += fabs((double)a[i * K + k] * b[k * N + j]);
+            }
+            const double err = fabs(got[i * N + j] - exact);
+            ck_assert_msg(err <= (0x1p-10 + K * 0x1p-24) * mag, "y[%d][%d] = %.9g, exact %.9g: error %.3g of sum |a||b| %.6g",
+                          i, j, got[i * N + j], exact, err, mag);
+            if (err / mag > worst)
+                worst = err / mag;
+        }
+    if (mma)
+        ck_assert_msg(worst > 0x1p-18, "the largest error is %.3g of sum |a||b|: f32's, not TF32's", worst);
+    else
+        ck_assert_msg(worst <= K * 0x1p-24, "no tensor cores, yet the error is %.3g of sum |a||b|", worst);
+    free(got);
+    clf_executable_destroy(&exe);
+    unsetenv("CLFUSE_BUILD_OPTIONS");
+    unsetenv("CLFUSE_TENSOR_CORES");
+    e2e_inputs_free(&in);
+    clf_graph_destroy(&g);
+    clf_context_destroy(&ctx);
+}
+END_TEST
+
 /* clf_gemm on f16 operands computes in f32 through casts; unfused, the
  * casts are stored as f32 buffers by kernels of their own, and the
  * tensor-core form (emulated here) must read those as f32, not as the raw
@@ -2271,6 +2331,7 @@ int main(void)
     clf_test_add_variant_case(s, "gemm_tensor_cores_pinned_tilings", gemm_tensor_cores_pinned_tilings);
     clf_test_add_variant_case(s, "gemm_tensor_cores_autotuned", gemm_tensor_cores_autotuned);
     clf_test_add_variant_case(s, "gemm_tensor_cores_tf32", gemm_tensor_cores_tf32);
+    clf_test_add_case(s, "gemm_tf32_long_k_within_documented_bound", gemm_tf32_long_k_within_documented_bound);
     clf_test_add_case(s, "gemm_tensor_cores_unfused_casts_are_f32", gemm_tensor_cores_unfused_casts_are_f32);
     clf_test_add_case(s, "refused_shuffles_keep_the_tensor_cores", refused_shuffles_keep_the_tensor_cores);
     clf_test_add_case(s, "plan_lowered_again_not_reused_under_other_build_options",
