@@ -12,11 +12,16 @@
 # setting, events and switching kernels cost the host a launch); suites
 # builds this tree with the tests and runs the fusion, gemm and kv_cache
 # suites (bench_decoder's self-check in both forms among them) on the GPU;
-# tiny runs four rounds of the fixtures and the references only.
+# tiny runs four rounds of the fixtures and the references only; cpu runs
+# the fixtures and bench_decoder (one layer, 3 runs) on PoCL over the
+# machine's cores (CLFUSE_DEVICE=cpu) instead of the GPU, and onnxruntime
+# (every core) in the same call.
 # Everything lands in $OUT (results.tar.gz); a summary is printed.
 set -uo pipefail
 source .gpu/env.sh
 stage=${1:-probe}
+dev=gpu dec="--layers 2 --runs 30"
+[ "$stage" = cpu ] && dev=cpu dec="--layers 1 --runs 3"
 OUT=${OUT:-/tmp/clfuse-out}
 mkdir -p "$OUT/r"
 R=$OUT/r
@@ -39,7 +44,7 @@ for r in $rounds; do
   for t in head base; do
     cli=$B/tools/clfuse/clfuse; [ $t = base ] && cli=$BB/tools/clfuse/clfuse
     for m in llama gpt2 bert; do
-      CLFUSE_DEVICE=gpu CLFUSE_CACHE_DIR=/tmp/clfuse-cache-$t timeout 100 $cli bench \
+      CLFUSE_DEVICE=$dev CLFUSE_CACHE_DIR=/tmp/clfuse-cache-$t timeout 100 $cli bench \
         tests/models/${m}_torchscript_ids/model.onnx --runs 300 --fused-only > "$R/bench_${m}_${t}_$r.txt" 2>&1
       grep -E '^fused ' "$R/bench_${m}_${t}_$r.txt" | sed "s/^/$r $t $m /" | tee -a "$R/models.txt"
     done
@@ -48,7 +53,7 @@ done
 for r in $([ "$stage" = tiny ] || echo 1 2); do
   for t in head base; do
     bin=$B/bench/bench_decoder; [ $t = base ] && bin=$BB/bench/bench_decoder
-    CLFUSE_DEVICE=gpu CLFUSE_CACHE_DIR=/tmp/clfuse-cache-dec-$t timeout 100 $bin --layers 2 --runs 30 --markdown \
+    CLFUSE_DEVICE=$dev CLFUSE_CACHE_DIR=/tmp/clfuse-cache-dec-$t timeout 100 $bin $dec --markdown \
       > "$R/dec_${t}_$r.md" 2>&1
     echo "== decoder $t $r"; grep -E "self-check|^\| (prefill|decode)" "$R/dec_${t}_$r.md"
   done
@@ -58,6 +63,6 @@ if [ "$stage" = suites ]; then
     --print-errorlogs > "$R/tests_gpu.txt" 2>&1
   grep -E "^ *[0-9]+/[0-9]+ |^(Ok|Fail|Skipped|Timeout)" "$R/tests_gpu.txt"
 fi
-PYTHONUNBUFFERED=1 timeout 200 python3 bench/models/bench_models.py > "$R/refs.jsonl" 2> "$R/refs.log"
+PYTHONUNBUFFERED=1 timeout 200 python3 bench/models/bench_models.py $([ "$stage" = cpu ] && echo --no-torch) > "$R/refs.jsonl" 2> "$R/refs.log"
 cut -c1-160 "$R/refs.jsonl"
 tar -czf "$OUT/results.tar.gz" -C "$OUT" r && rm -rf "$R"

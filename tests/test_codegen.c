@@ -468,6 +468,35 @@ START_TEST(gemm_default_tiles_fit_small_products)
 }
 END_TEST
 
+/* The CPU GEMM form packs A (CLF_PACK_A: its prologue evaluated once per
+ * element of a block) where A has a prologue of its own, here a SiLU
+ * (an MLP's activation) and a cast from f16; a plain A (a buffer as it lies) is
+ * read in place; the GPU forms never pack it. */
+START_TEST(cpu_gemm_packs_an_operand_with_a_prologue)
+{
+    int64_t xs[2] = {64, 96}, ws[2] = {96, 32};
+    for (int c = 0; c < 3; c++) {
+        clf_graph *g = clf_graph_create();
+        clf_tensor x = clf_input(g, "x", c == 2 ? CLF_F16 : CLF_F32, 2, xs), w = clf_input(g, "w", CLF_F32, 2, ws);
+        clf_tensor a = c == 0   ? x
+                       : c == 1 ? clf_mul(g, x, clf_sigmoid(g, x))
+                                : clf_cast(g, x, CLF_F32);
+        ck_assert_int_eq(clf_graph_output(g, "y", clf_matmul(g, a, w)), CLF_OK);
+        clf__plan p = plan_of(g, true);
+        ck_assert_msg(p.nkernels == 1, "case %d: %u kernels", c, p.nkernels);
+        for (int cpu = 0; cpu < 2; cpu++) {
+            clf__kernel_code code = code_of(g, &p, 0, cpu);
+            const bool packs = strstr(code.source, "#define CLF_PACK_A 1") != NULL;
+            ck_assert_msg(packs == (cpu && c > 0), "case %d, %s form: A %s", c, cpu ? "CPU" : "GPU",
+                          packs ? "packed" : "read in place");
+            clf__kernel_code_free(&code);
+        }
+        clf__plan_free(&p);
+        clf_graph_destroy(&g);
+    }
+}
+END_TEST
+
 /* The schedule each writer records (CLFUSE_LOGS=schedule): the device
  * form and the choices behind it, for cases whose choice is known. */
 /* The CPU GEMM tiling without autotuning: blocks of up to 128 x 128 of
@@ -1155,6 +1184,7 @@ int main(void)
     tcase_add_test(tc, rows_of_rank_3_and_4_in_both_forms);
     tcase_add_test(tc, gemm_default_tiles_fit_small_products);
     tcase_add_test(tc, cpu_gemm_default_blocks);
+    tcase_add_test(tc, cpu_gemm_packs_an_operand_with_a_prologue);
     tcase_add_test(tc, schedules_name_their_choices);
     tcase_add_test(tc, attention_tensor_cores_where_the_operands_allow);
     tcase_add_test(tc, permuted_store_feeds_a_plain_operand);

@@ -642,12 +642,19 @@ clf_status clf__codegen_gemm(const clf_graph *g, const clf__plan *plan, uint32_t
         snprintf(err, errlen, "codegen: kernel %u: out of memory or unsupported row statistics", k);
         goto done;
     }
-    /* The CPU form evaluates such a prologue (a norm's) once per element
-     * of a block, not once per micro-tile column: on 2 cores of PoCL the
-     * tiny GPT-2's MLP products with their layer norms took 0.012 ms
-     * with A packed against 0.018-0.020 reading it in place (100 runs,
-     * CLFUSE_LOGS=perf, two rounds each). */
-    if (row_stats && target->cpu)
+    /* The CPU form evaluates A's prologue, where A has one (a norm's, an
+     * activation's, a cast's), once per element of a block, not once per
+     * micro-tile column: on 2 cores of PoCL the tiny GPT-2's MLP products
+     * with their layer norms took 0.012 ms with A packed against
+     * 0.018-0.020 reading it in place (100 runs, CLFUSE_LOGS=perf, two
+     * rounds each); bench_decoder's down projection, whose A is
+     * silu(gate) * up, took 3077 ms in place at a 512-row prefill against
+     * 675 for the gate/up product of twice its flops. Even with one
+     * micro-tile column a block (the tiny Llama's down projection, N =
+     * 32) packing paid: the fixture's device time 0.048-0.052 ms against
+     * 0.064-0.070 (2 cores, four alternating rounds; GPT-2 level). A
+     * read as it lies is used in place (no copy). */
+    if (target->cpu && (row_stats || !clf__cg_operand_plain(plan, k, g, mm->inputs[0])))
         clf__sb_puts(&src, "#define CLF_PACK_A 1\n");
     if (!clf__cg_emit_operand_load(g, plan, k, mm, 0, "clf_load_a", &src) ||
         !clf__cg_emit_operand_load(g, plan, k, mm, 1, "clf_load_b", &src)) {
