@@ -1661,6 +1661,44 @@ START_TEST(identity_of_a_constant_and_concat_of_empty_tensors)
 }
 END_TEST
 
+/* Pow of an integer base by a constant whole exponent is exact, wrapping
+ * as numpy's int64 power does: 3^17 is 129140163 (through f32 it was
+ * 129140160), 100003^17 wraps; an exponent given as a float 0 gives ones. */
+START_TEST(integer_pow_by_a_constant_exponent_is_exact)
+{
+    static const char text[] = "g (int64[5] x) => (int64[5] y, int64[5] z, int64[5] w) {\n"
+                               "  e = Constant <value = int64 {17}> ()\n  y = Pow(x, e)\n"
+                               "  two = Constant <value = int64 {2}> ()\n  z = Pow(x, two)\n"
+                               "  zero = Constant <value = float {0}> ()\n  w = Pow(x, zero)\n}\n";
+    char why[512] = "";
+    clf_onnx_model *m = NULL;
+    ck_assert_msg(clf_onnx_load_memory(text, strlen(text), NULL,
+                                       clf_onnx_params(.message = why, .message_cap = sizeof why), &m) == CLF_OK,
+                  "%s", why);
+    clf_context *ctx = clf_test_context();
+    clf_executable *exe = NULL;
+    ck_assert_int_eq(clf_compile(ctx, clf_onnx_model_graph(m), NULL, &exe), CLF_OK);
+    int64_t x[5] = {3, 100003, -7, 2, 0};
+    int64_t got[3][5];
+    memset(got, 0x5a, sizeof got);
+    clf_host_binding in = {"x", x}, out[3] = {{"y", got[0]}, {"z", got[1]}, {"w", got[2]}};
+    ck_assert_int_eq(clf_run_host(exe, 1, &in, 3, out), CLF_OK);
+    static const int exps[3] = {17, 2, 0};
+    for (int o = 0; o < 3; o++)
+        for (int i = 0; i < 5; i++) {
+            uint64_t want = 1;
+            for (int k = 0; k < exps[o]; k++)
+                want *= (uint64_t)x[i];
+            ck_assert_msg(got[o][i] == (int64_t)want, "%lld^%d: got %lld, want %lld", (long long)x[i], exps[o],
+                          (long long)got[o][i], (long long)(int64_t)want);
+        }
+    ck_assert_int_eq(got[0][0], 129140163);
+    clf_executable_destroy(&exe);
+    clf_context_destroy(&ctx);
+    clf_onnx_model_destroy(&m);
+}
+END_TEST
+
 /* Every input that once crashed the loader (tests/fuzz_onnx/crashes: a
  * Slice with its starts or ends omitted dereferenced NULL; a name with a
  * newline made a two-line message) is now refused with a one-line message. */
@@ -2421,6 +2459,7 @@ int main(void)
     clf_test_add_case(s, "fuzzer_crashes_are_refused_in_one_line", fuzzer_crashes_are_refused_in_one_line);
     clf_test_add_case(s, "identity_of_a_constant_and_concat_of_empty_tensors",
                       identity_of_a_constant_and_concat_of_empty_tensors);
+    clf_test_add_case(s, "integer_pow_by_a_constant_exponent_is_exact", integer_pow_by_a_constant_exponent_is_exact);
     clf_test_add_case(s, "half_models_declare_f16_and_bf16", half_models_declare_f16_and_bf16);
     clf_test_add_case(s, "f16_mlp_matches_numpy", f16_mlp_matches_numpy);
     clf_test_add_case(s, "f16_layer_norm_and_softmax_near_the_max", f16_layer_norm_and_softmax_near_the_max);

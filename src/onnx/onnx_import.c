@@ -731,15 +731,30 @@ static clf_status import_fold(importer *I, const clf__onnx_node *n, clf_binary_o
     return 0;
 }
 
-/* Pow: ONNX lets the exponent's type differ from the base's. Both are
- * raised in f32; an integer base's result is rounded and cast back (exact
- * while it fits a float's 24 bits). */
-static clf_status import_pow(importer *I, clf_tensor a, clf_tensor b, clf_tensor *out)
+/* Pow: ONNX lets the exponent's type differ from the base's. An integer
+ * base raised to a constant whole exponent from 0 to 64 is exact:
+ * products by repeated squaring, wrapping as integer products do (numpy's
+ * power). Otherwise both are raised in f32; an integer base's result is
+ * rounded and cast back (exact while it fits a float's 24 bits). */
+static clf_status import_pow(importer *I, const clf__onnx_node *n, clf_tensor a, clf_tensor b, clf_tensor *out)
 {
     clf_graph *g = I->g;
     clf_dtype da = CLF_F32, db = CLF_F32;
     clf_tensor_dtype(g, a, &da);
     clf_tensor_dtype(g, b, &db);
+    const value *e = find(I, n->inputs[1]);
+    const double ev = e && e->lit && e->lit->n == 1 && e->lit->data ? clf__onnx_tensor_double(e->lit, 0) : -1.0;
+    if ((da == CLF_I32 || da == CLF_I64) && ev >= 0.0 && ev <= 64.0 && ev == (double)(int)ev) {
+        clf_tensor r = clf_add(g, clf_mul(g, a, clf_scalar(g, da, 0)), clf_scalar(g, da, 1)), sq = a;
+        for (int k = (int)ev; k > 0; k >>= 1) {
+            if (k & 1)
+                r = clf_mul(g, r, sq);
+            if (k > 1)
+                sq = clf_mul(g, sq, sq);
+        }
+        *out = r;
+        return CLF_OK;
+    }
     clf_tensor x = da == CLF_F32 ? a : clf_cast(g, a, CLF_F32);
     clf_tensor y = db == CLF_F32 ? b : clf_cast(g, b, CLF_F32);
     clf_tensor r = clf_pow(g, x, y);
@@ -1000,7 +1015,7 @@ static clf_status import_op(importer *I, const clf__onnx_node *n, int idx, clf_t
         if (want_inputs(I, n, 2, 2) || input(I, n, 0, &a) || input(I, n, 1, &b))
             return I->status;
         if (top == CLF__OP_POW)
-            return import_pow(I, a, b, out);
+            return import_pow(I, n, a, b, out);
         *out = clf_binary(g, clf__op_binary(top), a, b);
         return 0;
     }
