@@ -94,8 +94,13 @@ int kv_generate(clf_context *ctx, const kv_generation *a)
         fprintf(stderr, "%s: out of memory\n", a->prog);
         goto done;
     }
-    for (const char *p = a->prompt; *p && len < max_len;) {
+    for (const char *p = a->prompt; *p;) {
         char *end;
+        if (len == max_len) {
+            fprintf(stderr, "%s: the prompt holds more than --max-len %lld tokens\n", a->prog, (long long)max_len);
+            rc = 2;
+            goto done;
+        }
         tokens[len++] = strtoll(p, &end, 10);
         if (end == p || (*end && *end != ',')) {
             fprintf(stderr, "%s: the prompt '%s' is not comma-separated token ids\n", a->prog, a->prompt);

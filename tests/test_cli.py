@@ -531,6 +531,8 @@ def bad_inputs_are_refused_with_one_line():
     error_line(clfuse("generate", g, "--prompt", "1,x", expect=2), "'1,x' is not comma-separated token ids")
     error_line(clfuse("generate", g, "--prompt", "1,2,3", "--steps", "9", "--max-len", "10", expect=2),
                "3 tokens) and 9 steps must fit in --max-len 10")
+    error_line(clfuse("generate", g, "--prompt", "1,2,3,4", "--steps", "0", "--max-len", "3", expect=2),
+               "the prompt holds more than --max-len 3 tokens")
     error_line(clfuse("generate", g, "--steps", "x", expect=2), "--steps: 'x' is not a count")
     error_line(clfuse("generate", g, "--max-len", "0", expect=2), "--max-len: '0' is not a length")
     error_line(clfuse("plan", expect=2), "no GRAPH")
