@@ -128,6 +128,20 @@ static int split_eq(const char *opt, const char *arg, char *name, size_t cap, co
     return 0;
 }
 
+/* An option's whole number within [lo, hi] ("--runs: 'x' is not a count
+ * from 1 to 100000" otherwise; what: count or length). */
+static int parse_whole(const char *opt, const char *val, long long lo, long long hi, const char *what, long long *out)
+{
+    char *end;
+    long long v = strtoll(val, &end, 10);
+    if (*end || !*val || v < lo || v > hi) {
+        cli_error("%s: '%s' is not a %s from %lld to %lld", opt, val, what, lo, hi);
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
 /* Storage for option names split out of argv. */
 static char name_store[CLI_MAX_BINDINGS * 3][128];
 static size_t nname_store;
@@ -222,12 +236,9 @@ static int parse(const command *c, int argc, char **argv, cli_opts *o)
             o->out_path = val;
         } else if (!strcmp(a, "--runs") && (c->opts & OPT_RUNS)) {
             TAKE_VALUE();
-            char *end;
-            long v = strtol(val, &end, 10);
-            if (*end || v < 1 || v > 100000) {
-                cli_error("--runs: '%s' is not a count from 1 to 100000", val);
+            long long v;
+            if (parse_whole("--runs", val, 1, 100000, "count", &v))
                 return -1;
-            }
             o->runs = (int)v;
         } else if (!strcmp(a, "--tol") && (c->opts & OPT_TOL)) {
             TAKE_VALUE();
@@ -251,22 +262,14 @@ static int parse(const command *c, int argc, char **argv, cli_opts *o)
             o->prompt = val;
         } else if (!strcmp(a, "--steps") && (c->opts & OPT_GENERATE)) {
             TAKE_VALUE();
-            char *end;
-            long v = strtol(val, &end, 10);
-            if (*end || !*val || v < 0 || v > 1000000) {
-                cli_error("--steps: '%s' is not a count from 0 to 1000000", val);
+            long long v;
+            if (parse_whole("--steps", val, 0, 1000000, "count", &v))
                 return -1;
-            }
             o->steps = (int)v;
         } else if (!strcmp(a, "--max-len") && (c->opts & OPT_GENERATE)) {
             TAKE_VALUE();
-            char *end;
-            long long v = strtoll(val, &end, 10);
-            if (*end || !*val || v < 1 || v > (1 << 24)) {
-                cli_error("--max-len: '%s' is not a length from 1 to %d", val, 1 << 24);
+            if (parse_whole("--max-len", val, 1, 1 << 24, "length", &o->max_len))
                 return -1;
-            }
-            o->max_len = v;
         } else if (a[0] == '-' && a[1]) {
             cli_error("%s: unknown option '%s' (see clfuse %s --help)", c->name, argv[i], c->name);
             return -1;
