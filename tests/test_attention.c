@@ -300,6 +300,28 @@ static void check_against_host(const char *label, const float *got, const double
     }
 }
 
+/* host_attention of the inputs q, k and v (n heads of sq queries over sk
+ * keys of d), their scores biased by bias ([n, sq, sk], -inf for a hidden
+ * key; NULL: none): one query head a KV head, scale 1/8 (D = 64), no
+ * causal flag. Heap; the caller frees it. */
+static double *plain_host_of(const e2e_inputs *in, const double *bias, int64_t n, int64_t sq, int64_t sk, int64_t d)
+{
+    double *host = malloc(sizeof(double) * (size_t)(n * sq * d));
+    ck_assert_ptr_nonnull(host);
+    host_attention(e2e_data(in, "q"), e2e_data(in, "k"), e2e_data(in, "v"), bias, n, 1, sq, sk, d, d, 0.125, false,
+                   host);
+    return host;
+}
+
+/* The fused output got against plain_host_of's. */
+static void check_biased(const char *label, const e2e_inputs *in, const float *got, const double *bias, int64_t n,
+                         int64_t sq, int64_t sk, int64_t d)
+{
+    double *host = plain_host_of(in, bias, n, sq, sk, d);
+    check_against_host(label, got, host, (size_t)(n * sq * d));
+    free(host);
+}
+
 /* ---- Graph building helpers ----------------------------------------------- */
 
 static clf_tensor in4(clf_graph *g, e2e_inputs *in, const char *name, clf_dtype dt, int64_t a, int64_t b, int64_t c,
@@ -624,17 +646,14 @@ START_TEST(bool_mask_fully_masked_rows)
                     float x = out[((b * H + h) * S + i) * D + d];
                     ck_assert_msg(dead[b][i] ? isnan(x) : isfinite(x), "b %d h %d row %d: %g", b, h, i, x);
                 }
-    double *bias = malloc(sizeof(double) * B * H * S * S), *host = malloc(sizeof(double) * B * H * S * D);
-    ck_assert(bias && host);
+    double *bias = malloc(sizeof(double) * B * H * S * S);
+    ck_assert_ptr_nonnull(bias);
     for (int b = 0; b < B; b++)
         for (int h = 0; h < H; h++)
             for (int ij = 0; ij < S * S; ij++)
                 bias[(b * H + h) * S * S + ij] = md[b * S * S + ij] ? 0.0 : -INFINITY;
-    host_attention(e2e_data(&in, "q"), e2e_data(&in, "k"), e2e_data(&in, "v"), bias, B * H, 1, S, S, D, D, 0.125, false,
-                   host);
-    check_against_host("bool mask", out, host, B * H * S * D);
+    check_biased("bool mask", &in, out, bias, B * H, S, S, D);
     free(bias);
-    free(host);
     ref_free(&ref);
     e2e_inputs_free(&in);
     clf_graph_destroy(&g);
@@ -663,18 +682,15 @@ START_TEST(bool_padding_mask)
     ck_assert_int_eq(clf_graph_output(g, "out", clf_attention(g, q, k, v, m, 0, false)), CLF_OK);
     ref_outputs ref;
     check_graph(ctx, "bool padding mask [B,1,1,Sk]", g, &in, PREFILL, &ref);
-    double *bias = malloc(sizeof(double) * B * H * S * S), *host = malloc(sizeof(double) * B * H * S * D);
-    ck_assert(bias && host);
+    double *bias = malloc(sizeof(double) * B * H * S * S);
+    ck_assert_ptr_nonnull(bias);
     for (int b = 0; b < B; b++)
         for (int h = 0; h < H; h++)
             for (int i = 0; i < S; i++)
                 for (int j = 0; j < S; j++)
                     bias[((b * H + h) * S + i) * S + j] = j < valid[b] ? 0.0 : -INFINITY;
-    host_attention(e2e_data(&in, "q"), e2e_data(&in, "k"), e2e_data(&in, "v"), bias, B * H, 1, S, S, D, D, 0.125, false,
-                   host);
-    check_against_host("bool padding mask", ref_get(&ref, "out"), host, B * H * S * D);
+    check_biased("bool padding mask", &in, ref_get(&ref, "out"), bias, B * H, S, S, D);
     free(bias);
-    free(host);
     ref_free(&ref);
     e2e_inputs_free(&in);
     clf_graph_destroy(&g);
@@ -713,18 +729,15 @@ START_TEST(additive_mask)
         ck_assert_int_eq(clf_graph_output(g, "out", clf_attention(g, q, k, v, m, 0, false)), CLF_OK);
         ref_outputs ref;
         check_graph(ctx, shapes[c].label, g, &in, PREFILL, &ref);
-        double *bias = malloc(sizeof(double) * B * H * S * S), *host = malloc(sizeof(double) * B * H * S * D);
-        ck_assert(bias && host);
+        double *bias = malloc(sizeof(double) * B * H * S * S);
+        ck_assert_ptr_nonnull(bias);
         for (int b = 0; b < B; b++)
             for (int h = 0; h < H; h++)
                 for (int ij = 0; ij < S * S; ij++)
                     bias[(b * H + h) * S * S + ij] =
                         md[((per_batch ? b : 0) * mh + (per_head ? h : 0)) * S * S + ij];
-        host_attention(e2e_data(&in, "q"), e2e_data(&in, "k"), e2e_data(&in, "v"), bias, B * H, 1, S, S, D, D, 0.125,
-                       false, host);
-        check_against_host("additive mask", ref_get(&ref, "out"), host, B * H * S * D);
+        check_biased(shapes[c].label, &in, ref_get(&ref, "out"), bias, B * H, S, S, D);
         free(bias);
-        free(host);
         ref_free(&ref);
         e2e_inputs_free(&in);
         clf_graph_destroy(&g);
@@ -912,11 +925,7 @@ static void finish_idiom(clf_context *ctx, const char *label, clf_graph *g, e2e_
  * (host, double), for comparison with what an idiom computes. */
 static double *plain_host(const e2e_inputs *in, const double *bias)
 {
-    double *host = malloc(sizeof(double) * IB * IH * IS * ID);
-    ck_assert_ptr_nonnull(host);
-    host_attention(e2e_data(in, "q"), e2e_data(in, "k"), e2e_data(in, "v"), bias, IB * IH, 1, IS, IS, ID, ID, 0.125,
-                   false, host);
-    return host;
+    return plain_host_of(in, bias, IB * IH, IS, IS, ID);
 }
 
 START_TEST(idiom_div_by_sqrt_d)
@@ -1404,8 +1413,8 @@ START_TEST(decode_causal_few_queries)
     clf_tensor k = in4(g, &in, "k", CLF_F32, 1, H, SK, D);
     clf_tensor v = in4(g, &in, "v", CLF_F32, 1, H, SK, D);
     uint8_t cm[SQ * SK];
-    double *bias = malloc(sizeof(double) * H * SQ * SK), *host = malloc(sizeof(double) * H * SQ * D);
-    ck_assert(bias && host);
+    double *bias = malloc(sizeof(double) * H * SQ * SK);
+    ck_assert_ptr_nonnull(bias);
     for (int i = 0; i < SQ; i++)
         for (int j = 0; j < SK; j++) {
             cm[i * SK + j] = j <= i + OFF;
@@ -1417,11 +1426,8 @@ START_TEST(decode_causal_few_queries)
     sc = clf_where(g, causal, sc, scalar_f32(g, -INFINITY));
     ref_outputs ref;
     finish_idiom(ctx, "decode causal offset 10 of 300 keys", g, &in, sc, v, DECODE, &ref);
-    host_attention(e2e_data(&in, "q"), e2e_data(&in, "k"), e2e_data(&in, "v"), bias, H, 1, SQ, SK, D, D, 0.125, false,
-                   host);
-    check_against_host("decode causal offset 10", ref_get(&ref, "out"), host, H * SQ * D);
+    check_biased("decode causal offset 10", &in, ref_get(&ref, "out"), bias, H, SQ, SK, D);
     free(bias);
-    free(host);
     ref_free(&ref);
     e2e_inputs_free(&in);
     clf_graph_destroy(&g);
