@@ -83,7 +83,7 @@ int kv_generate(clf_context *ctx, const kv_generation *a)
     int64_t *tokens = calloc((size_t)max_len + 1, sizeof *tokens), *mask = calloc((size_t)max_len + 1, sizeof *mask);
     int64_t *pos = calloc((size_t)max_len + 1, sizeof *pos), len = 0;
     double *step_ms = calloc((size_t)(steps > 0 ? steps : 0) + 1, sizeof *step_ms); /* each decode step's */
-    static char past[MAX_CACHES][128], present[MAX_CACHES][128];
+    char past[MAX_CACHES][128], present[MAX_CACHES][128]; /* 16 KiB: the caches' names */
     clf_onnx_kv_cache kv[MAX_CACHES];
     size_t ncaches = 0, cache_bytes[MAX_CACHES];
     cl_mem caches[MAX_CACHES] = {NULL}, out = NULL;
