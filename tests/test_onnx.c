@@ -1131,6 +1131,17 @@ START_TEST(bad_models_are_refused_clearly)
     M.m.n_opset_import = 0;
     expect_model_fail(&M, CLF_ERR_MODEL, PARTS("imports no opset"));
     M.m.n_opset_import = 1;
+    M.opset.version = 99; /* past the newest opset read: refused, not read as opset 28 */
+    expect_model_fail(&M, CLF_ERR_UNSUPPORTED,
+                      PARTS("the model imports opset 99 of the default domain", "reads opsets up to 28"));
+    M.opset.version = 28; /* the newest read: the same model loads */
+    {
+        size_t len;
+        const uint8_t *bytes = pack(&M, &len);
+        clf_onnx_model *model = load_mem(bytes, len, NULL, &N_IS_2);
+        clf_onnx_model_destroy(&model);
+    }
+    M.opset.version = 17;
 
     /* An unknown op, named by index, name and op_type. */
     M.nodes[1]->op_type = "Frob";

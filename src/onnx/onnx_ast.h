@@ -30,6 +30,13 @@
  * IR 9 and 10 only add fields and types that libclfuse refuses anyway
  * (float8, int4, function overloads), and exporters write them today. */
 #define CLF__ONNX_MAX_IR_VERSION 10
+/* The newest opset of the default domain read. Every op the import reads
+ * was checked against onnx 1.23's schemas up to it: past opset 18 their
+ * new versions add element types (float8, int4, int2, float4, ...), which
+ * are refused, and attributes for them (Cast's round_mode, Range's
+ * stash_type), which are refused as unknown. A later opset may give an op
+ * another meaning, so it is refused rather than read as this one. */
+#define CLF__ONNX_MAX_OPSET 28
 /* Opset imports appeared in IR 3; older models are not read. */
 #define CLF__ONNX_MIN_IR_VERSION 3
 

@@ -1977,6 +1977,10 @@ static clf_status import_all(importer *I, const clf_onnx_params *p, clf__onnx_im
     if (m->ir_version >= 0 && (m->ir_version < CLF__ONNX_MIN_IR_VERSION || m->ir_version > CLF__ONNX_MAX_IR_VERSION))
         return fail(I, nowhere, "ir_version %lld is not one libclfuse reads (%d to %d)", (long long)m->ir_version,
                     CLF__ONNX_MIN_IR_VERSION, CLF__ONNX_MAX_IR_VERSION);
+    if (m->opset > CLF__ONNX_MAX_OPSET)
+        return fail_status(I, CLF_ERR_UNSUPPORTED, nowhere, "the model imports opset %lld of the default domain; "
+                           "libclfuse reads opsets up to %d (a later opset may change what an op means)",
+                           (long long)m->opset, CLF__ONNX_MAX_OPSET);
     if (p->ndims && (!p->dim_names || !p->dim_values))
         return fail_status(I, CLF_ERR_INVALID_ARGUMENT, nowhere, "clf_onnx_params: ndims is %zu but dim_names or "
                            "dim_values is NULL", p->ndims);
