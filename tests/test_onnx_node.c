@@ -30,6 +30,12 @@
  * - A case with an input or output declared in a dtype libclfuse does not
  *   compute (float16, double, uint8, string, ...; sequences, maps,
  *   optionals) that fails to load is a SKIP naming that dtype.
+ * - A case refused because an input must be a constant (a shape, axes,
+ *   split sizes, Trilu's k, Range's bounds given as graph inputs) is loaded
+ *   again with those inputs made initializers holding the data set's values
+ *   and held to its outputs like any other ("PASS <case>: with input(s)
+ *   ... bound as constants"); it is a SKIP only when the value is computed
+ *   in the graph or the bound model is refused as unsupported too.
  * - A model that loads is held to its outputs, whatever its ops: a compile
  *   or run error or a wrong value is a FAIL.
  *
@@ -584,10 +590,36 @@ static int compare_output(const run_io *r, size_t i, char *why, size_t cap)
     return ok;
 }
 
-/* Compiles and runs g one way (fused or not) on every data set; 0 with
- * why written on the first failure. */
-static int run_variant(clf_context *ctx, clf_onnx_model *m, const char *dir, int ndata, int unfused, char *why,
-                       size_t cap)
+/* The graph inputs a case was loaded with bound as constants (see
+ * "Inputs the library takes as constants" below); none for most cases. */
+typedef struct bound_inputs {
+    char names[MAX_IO][128];
+    size_t n;
+} bound_inputs;
+
+static int is_bound(const bound_inputs *b, const char *name)
+{
+    for (size_t i = 0; b && i < b->n; i++)
+        if (!strcmp(b->names[i], name))
+            return 1;
+    return 0;
+}
+
+/* The model input that input file k of a data set is: the one it names,
+ * else the k-th of the model file's inputs. */
+static const char *file_input(const case_info *ci, const tensor_data *t, int k)
+{
+    for (size_t i = 0; i < ci->ninputs; i++)
+        if (t->name && !strcmp(ci->inputs[i], t->name))
+            return ci->inputs[i];
+    return (size_t)k < ci->ninputs ? ci->inputs[k] : NULL;
+}
+
+/* Compiles and runs g one way (fused or not) on data sets ds0 to ds1 - 1;
+ * 0 with why written on the first failure. The files of inputs in bound
+ * are not the graph's inputs any more and are left out. */
+static int run_variant(clf_context *ctx, clf_onnx_model *m, const case_info *ci, const bound_inputs *bound,
+                       const char *dir, int ds0, int ds1, int unfused, char *why, size_t cap)
 {
     const char *variant = unfused ? "unfused" : "fused";
     clf_executable *exe = NULL;
@@ -600,7 +632,7 @@ static int run_variant(clf_context *ctx, clf_onnx_model *m, const char *dir, int
         return 0;
     }
     int ok = 1;
-    for (int ds = 0; ok && ds < ndata; ds++) {
+    for (int ds = ds0; ok && ds < ds1; ds++) {
         char dsdir[1100], path[1300], detail[1024];
         snprintf(dsdir, sizeof dsdir, "%s/test_data_set_%d", dir, ds);
         run_io r;
@@ -624,14 +656,20 @@ static int run_variant(clf_context *ctx, clf_onnx_model *m, const char *dir, int
         tensor_data files[MAX_IO];
         int nf = nin_files < MAX_IO ? nin_files : MAX_IO;
         memset(files, 0, sizeof files);
+        int kept = 0;
         for (int k = 0; ok && k < nf; k++) {
             snprintf(path, sizeof path, "%s/input_%d.pb", dsdir, k);
-            if (!read_tensor(path, &files[k], detail, sizeof detail)) {
+            if (!read_tensor(path, &files[kept], detail, sizeof detail)) {
                 snprintf(why, cap, "%s", detail);
                 ok = 0;
+            } else if (is_bound(bound, file_input(ci, &files[kept], k) ? file_input(ci, &files[kept], k) : "")) {
+                tensor_free(&files[kept]);
+            } else {
+                kept++;
             }
         }
-        size_t bound = 0;
+        nf = kept;
+        size_t nset = 0;
         for (size_t i = 0; ok && i < r.nin; i++) {
             clf_onnx_io d;
             clf_onnx_model_input(m, i, &d);
@@ -664,10 +702,10 @@ static int run_variant(clf_context *ctx, clf_onnx_model *m, const char *dir, int
                 break;
             }
             r.in[i] = (clf_host_binding){d.name, p};
-            bound = i + 1;
+            nset = i + 1;
         }
         if (!ok)
-            r.nin = bound;
+            r.nin = nset;
         for (int k = 0; k < nf; k++)
             tensor_free(&files[k]);
         size_t nread = 0;
@@ -752,6 +790,213 @@ static const char *skip_reason(const case_info *ci, clf_status st, const char *m
     return msg;
 }
 
+/* ---- Inputs the library takes as constants ----------------------------------------------------- */
+
+/* libclfuse takes a shape, axes, split sizes, Trilu's k and Range's bounds
+ * when the graph is built (exporters write them as constants); ONNX's
+ * cases give many of them as graph inputs, which the library refuses with
+ * "the <role> input '<name>' must be a Constant, ...". Such a case is
+ * loaded again with each input so named made an initializer holding the
+ * data set's values (one model per data set), so that the op is still
+ * checked against the case's outputs. The input named is read from that
+ * message: the text the library documents for the refusal. */
+#define CONSTANT_INPUT " must be a Constant, an initializer or computable from"
+
+/* The input a refusal asks to be a constant, into name; 0 for another message. */
+static int constant_input_named(const char *msg, char *name, size_t cap)
+{
+    const char *end = strstr(msg, "'" CONSTANT_INPUT);
+    if (!end)
+        return 0;
+    const char *start = end;
+    while (start > msg && start[-1] != '\'')
+        start--;
+    if (start == msg)
+        return 0;
+    snprintf(name, cap, "%.*s", (int)(end - start), start);
+    return 1;
+}
+
+/* model.onnx with every input of b moved to the initializers, holding data
+ * set ds's values, packed (malloc'd, *len bytes); NULL with why written
+ * when an input named is not one of the graph's or has no file. */
+static uint8_t *bind_inputs(const char *dir, const case_info *ci, int ds, const bound_inputs *b, size_t *len,
+                            char *why, size_t cap)
+{
+    char path[1300];
+    snprintf(path, sizeof path, "%s/model.onnx", dir);
+    size_t mlen;
+    uint8_t *bytes = slurp(path, &mlen), *out = NULL;
+    Onnx__ModelProto *m = bytes ? onnx__model_proto__unpack(NULL, mlen, bytes) : NULL;
+    free(bytes);
+    if (!m || !m->graph) {
+        snprintf(why, cap, "model.onnx: not readable");
+        goto done;
+    }
+    Onnx__GraphProto *g = m->graph;
+    for (size_t j = 0; j < b->n; j++) {
+        size_t at = g->n_input;
+        for (size_t i = 0; i < g->n_input && at == g->n_input; i++)
+            if (!strcmp(g->input[i]->name, b->names[j]))
+                at = i;
+        if (at == g->n_input) {
+            snprintf(why, cap, "'%s' is computed in the graph, not one of its inputs", b->names[j]);
+            goto done;
+        }
+        Onnx__TensorProto *value = NULL;
+        char dsdir[1100];
+        snprintf(dsdir, sizeof dsdir, "%s/test_data_set_%d", dir, ds);
+        int nfiles = count_files(dsdir, "input");
+        for (int k = 0; k < nfiles && !value; k++) {
+            char file[1300];
+            tensor_data t;
+            snprintf(file, sizeof file, "%s/input_%d.pb", dsdir, k);
+            if (!read_tensor(file, &t, why, cap))
+                continue;
+            const char *as = file_input(ci, &t, k);
+            if (as && !strcmp(as, b->names[j])) {
+                size_t tlen;
+                uint8_t *tb = slurp(file, &tlen);
+                value = tb ? onnx__tensor_proto__unpack(NULL, tlen, tb) : NULL;
+                free(tb);
+            }
+            tensor_free(&t);
+        }
+        if (!value) {
+            snprintf(why, cap, "no file of test_data_set_%d holds input '%s'", ds, b->names[j]);
+            goto done;
+        }
+        free(value->name);
+        value->name = strdup(b->names[j]);
+        Onnx__TensorProto **inits = realloc(g->initializer, (g->n_initializer + 1) * sizeof *inits);
+        if (!inits || !value->name) {
+            onnx__tensor_proto__free_unpacked(value, NULL);
+            snprintf(why, cap, "out of memory");
+            goto done;
+        }
+        g->initializer = inits;
+        g->initializer[g->n_initializer++] = value;
+        onnx__value_info_proto__free_unpacked(g->input[at], NULL);
+        memmove(&g->input[at], &g->input[at + 1], (g->n_input - at - 1) * sizeof g->input[0]);
+        g->n_input--;
+    }
+    *len = onnx__model_proto__get_packed_size(m);
+    out = malloc(*len ? *len : 1);
+    if (out)
+        onnx__model_proto__pack(m, out);
+done:
+    if (m)
+        onnx__model_proto__free_unpacked(m, NULL);
+    return out;
+}
+
+/* Loads the case's model (the file, or bytes when given) with the shapes
+ * of data set ds's inputs fixing symbolic dimensions; the inputs in bound
+ * are initializers there and given no shape. */
+static clf_status load_case(const char *dir, const char *name, const case_info *ci, int ds, const bound_inputs *bound,
+                            const uint8_t *bytes, size_t len, clf_onnx_model **m, char *msg, size_t msg_cap)
+{
+    char dsdir[1100], path[1300], origin[32];
+    snprintf(dsdir, sizeof dsdir, "%s/test_data_set_%d", dir, ds);
+    snprintf(origin, sizeof origin, "test_data_set_%d", ds);
+    clf_onnx_input_shape given[MAX_IO];
+    tensor_data gt[MAX_IO];
+    memset(gt, 0, sizeof gt);
+    size_t ngiven = 0;
+    int nin_files = count_files(dsdir, "input");
+    for (int k = 0; k < nin_files && ngiven < MAX_IO; k++) {
+        char detail[512];
+        snprintf(path, sizeof path, "%s/input_%d.pb", dsdir, k);
+        if (!read_tensor(path, &gt[ngiven], detail, sizeof detail))
+            continue; /* run_variant says why */
+        tensor_data *t = &gt[ngiven];
+        const char *as = file_input(ci, t, k); /* the model input it is */
+        if (!as || is_bound(bound, as)) {
+            tensor_free(t);
+            continue;
+        }
+        clf_onnx_input_shape *s = &given[ngiven];
+        memset(s, 0, sizeof *s);
+        s->name = as;
+        s->origin = origin;
+        s->rank = t->rank;
+        memcpy(s->shape, t->shape, sizeof s->shape);
+        s->dtype = t->elem == ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT     ? CLF_F32
+                   : t->elem == ONNX__TENSOR_PROTO__DATA_TYPE__INT32   ? CLF_I32
+                   : t->elem == ONNX__TENSOR_PROTO__DATA_TYPE__INT64   ? CLF_I64
+                   : t->elem == ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT16 ? CLF_F16
+                   : t->elem == ONNX__TENSOR_PROTO__DATA_TYPE__BFLOAT16 ||
+                           t->elem == ONNX__TENSOR_PROTO__DATA_TYPE__UINT16
+                       ? CLF_BF16 /* older test data keeps bfloat16 bits as uint16 */
+                       : CLF_BOOL;
+        ngiven++;
+    }
+    const clf_onnx_params *p = clf_onnx_params(.inputs = given, .ninputs = ngiven, .name = name, .message = msg,
+                                               .message_cap = msg_cap);
+    clf_status st;
+    if (bytes) {
+        st = clf_onnx_load_memory(bytes, len, dir, p, m);
+    } else {
+        snprintf(path, sizeof path, "%s/model.onnx", dir);
+        st = clf_onnx_load_file(path, p, m);
+    }
+    for (size_t k = 0; k < ngiven; k++)
+        tensor_free(&gt[k]);
+    if (st != CLF_OK) { /* the message starts with the model's name (params.name) */
+        size_t nl = strlen(name);
+        if (!strncmp(msg, name, nl) && msg[nl] == ':')
+            memmove(msg, msg + nl + (msg[nl + 1] == ' ' ? 2 : 1), strlen(msg + nl) + 1);
+    }
+    return st;
+}
+
+/* Runs the case with the inputs the library asked for (named in msg, the
+ * refusal of the plain load) bound as constants, one model per data set.
+ * 1 when it ran (passed or failed: emitted), 0 when it still does not
+ * load for the same reason or another (msg, st: that load's). */
+static int run_bound(clf_context *ctx, const char *dir, const char *name, const case_info *ci, int ndata,
+                     size_t unfused_max, clf_status *st, char *msg, size_t msg_cap)
+{
+    bound_inputs b;
+    memset(&b, 0, sizeof b);
+    char why[4096] = "", list[MAX_IO * 132] = "";
+    int ok = 1;
+    for (int ds = 0; ok && ds < ndata; ds++) {
+        clf_onnx_model *m = NULL;
+        for (;;) { /* bind what the library names, one input at a time */
+            char input[128];
+            if (!constant_input_named(msg, input, sizeof input) || is_bound(&b, input) || b.n == MAX_IO)
+                return 0;
+            snprintf(b.names[b.n++], sizeof b.names[0], "%s", input);
+            size_t len;
+            uint8_t *bytes = bind_inputs(dir, ci, ds, &b, &len, why, sizeof why);
+            if (!bytes) {
+                snprintf(msg, msg_cap, "%s", why);
+                return 0;
+            }
+            *st = load_case(dir, name, ci, ds, &b, bytes, len, &m, msg, msg_cap);
+            free(bytes);
+            if (*st == CLF_OK)
+                break;
+            if (!constant_input_named(msg, input, sizeof input))
+                return 0;
+        }
+        ok = run_variant(ctx, m, ci, &b, dir, ds, ds + 1, 0, why, sizeof why);
+        if (ok && ci->nnodes <= unfused_max)
+            ok = run_variant(ctx, m, ci, &b, dir, ds, ds + 1, 1, why, sizeof why);
+        clf_onnx_model_destroy(&m);
+        list[0] = 0;
+        for (size_t i = 0; i < b.n; i++)
+            snprintf(list + strlen(list), sizeof list - strlen(list), "%s'%s'", i ? ", " : "", b.names[i]);
+        b.n = 0; /* the next data set binds again from the plain load's refusal */
+    }
+    if (ok)
+        emit("PASS", name, "with input(s) %s bound as constants", list);
+    else
+        emit("FAIL", name, "with input(s) %s bound as constants: %s", list, why);
+    return 1;
+}
+
 static void run_one_case(clf_context *ctx, const char *root, const char *name, size_t unfused_max, case_info *cip)
 {
     char dir[1024], path[1300], msg[2048] = "", buf[3072], why[4096];
@@ -778,70 +1023,30 @@ static void run_one_case(clf_context *ctx, const char *root, const char *name, s
         emit("SKIP", name, "no test_data_set_0");
         return;
     }
-
-    /* The inputs' shapes as data set 0 gives them fix symbolic dims. */
-    char dsdir[1100];
-    snprintf(dsdir, sizeof dsdir, "%s/test_data_set_0", dir);
-    clf_onnx_input_shape given[MAX_IO];
-    tensor_data gt[MAX_IO];
-    memset(gt, 0, sizeof gt);
-    size_t ngiven = 0;
-    int nin_files = count_files(dsdir, "input");
-    for (int k = 0; k < nin_files && ngiven < MAX_IO; k++) {
-        char detail[512];
-        snprintf(path, sizeof path, "%s/input_%d.pb", dsdir, k);
-        if (!read_tensor(path, &gt[ngiven], detail, sizeof detail))
-            continue; /* run_variant says why */
-        tensor_data *t = &gt[ngiven];
-        const char *as = NULL; /* the model input it is: by name, else by position */
-        for (size_t i = 0; i < ci.ninputs && !as; i++)
-            if (!strcmp(ci.inputs[i], t->name))
-                as = ci.inputs[i];
-        if (!as && (size_t)k < ci.ninputs)
-            as = ci.inputs[k];
-        if (!as) {
-            tensor_free(t);
-            continue;
-        }
-        clf_onnx_input_shape *s = &given[ngiven];
-        memset(s, 0, sizeof *s);
-        s->name = as;
-        s->origin = "test_data_set_0";
-        s->rank = t->rank;
-        memcpy(s->shape, t->shape, sizeof s->shape);
-        s->dtype = t->elem == ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT     ? CLF_F32
-                   : t->elem == ONNX__TENSOR_PROTO__DATA_TYPE__INT32   ? CLF_I32
-                   : t->elem == ONNX__TENSOR_PROTO__DATA_TYPE__INT64   ? CLF_I64
-                   : t->elem == ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT16 ? CLF_F16
-                   : t->elem == ONNX__TENSOR_PROTO__DATA_TYPE__BFLOAT16 ||
-                           t->elem == ONNX__TENSOR_PROTO__DATA_TYPE__UINT16
-                       ? CLF_BF16 /* older test data keeps bfloat16 bits as uint16 */
-                       : CLF_BOOL;
-        ngiven++;
-    }
-    snprintf(path, sizeof path, "%s/model.onnx", dir);
     clf_onnx_model *m = NULL;
-    clf_status st = clf_onnx_load_file(path, clf_onnx_params(.inputs = given, .ninputs = ngiven, .name = name,
-                                                             .message = msg, .message_cap = sizeof msg),
-                                       &m);
-    for (size_t k = 0; k < ngiven; k++)
-        tensor_free(&gt[k]);
+    clf_status st = load_case(dir, name, &ci, 0, NULL, NULL, 0, &m, msg, sizeof msg);
+    if (st == CLF_ERR_UNSUPPORTED && !ci.unclaimed[0] && !ci.bad_dtype[0]) {
+        char first[sizeof msg];
+        snprintf(first, sizeof first, "%s", msg);
+        if (run_bound(ctx, dir, name, &ci, ndata, unfused_max, &st, msg, sizeof msg))
+            return;
+        if (strcmp(first, msg)) { /* the bound form's refusal, after the plain one's */
+            char both[2 * sizeof msg + 64];
+            snprintf(both, sizeof both, "%s; with it bound as a constant: %s", first, msg);
+            snprintf(msg, sizeof msg, "%.*s", (int)sizeof msg - 1, both);
+        }
+    }
     if (st != CLF_OK) {
-        /* The message starts with the model's name (params.name). */
-        const char *text = msg;
-        size_t nl = strlen(name);
-        if (!strncmp(text, name, nl) && text[nl] == ':')
-            text += nl + (text[nl + 1] == ' ' ? 2 : 1);
-        const char *reason = skip_reason(&ci, st, text, buf, sizeof buf);
+        const char *reason = skip_reason(&ci, st, msg, buf, sizeof buf);
         if (reason)
             emit("SKIP", name, "%s", reason);
         else
-            emit("FAIL", name, "load: %s: %s", clf_status_name(st), text);
+            emit("FAIL", name, "load: %s: %s", clf_status_name(st), msg);
         return;
     }
-    int ok = run_variant(ctx, m, dir, ndata, 0, why, sizeof why);
+    int ok = run_variant(ctx, m, &ci, NULL, dir, 0, ndata, 0, why, sizeof why);
     if (ok && ci.nnodes <= unfused_max)
-        ok = run_variant(ctx, m, dir, ndata, 1, why, sizeof why);
+        ok = run_variant(ctx, m, &ci, NULL, dir, 0, ndata, 1, why, sizeof why);
     if (ok)
         emit("PASS", name, NULL);
     else
