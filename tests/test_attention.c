@@ -1213,6 +1213,82 @@ START_TEST(additive_masks_other_than_causal)
 }
 END_TEST
 
+/* The causal mask as torch's exporters write it with the model's
+ * attention_mask: scores + WHERE(AND(causal pattern, key padding [B,1,1,Sk]),
+ * 0, fill), the pattern a bool constant [1,1,Sq,Sk] (batch 1: its last 5
+ * keys are padding). With fill -inf (TorchScript) or f32's lowest (dynamo:
+ * x + fill rounds to fill) the kernel takes the causal flag and evaluates
+ * only the padding at the keys it visits; with -1e9 (x + fill is not one
+ * value) it reads the whole mask. And the pattern alone, WHERE(causal, 0,
+ * -inf), and its complement, WHERE(NOT causal, -inf, 0). Each against a
+ * plain attention with the mask as a bias. */
+START_TEST(idiom_causal_and_padding_mask)
+{
+    clf_context *ctx = clf_test_context();
+    static const struct {
+        double fill;
+        int form; /* 0: AND with padding, 1: the pattern alone, 2: its complement */
+        bool causal;
+    } cases[] = {{-INFINITY, 0, true}, {-3.4028234663852886e38, 0, true}, {-1e9, 0, false},
+                 {-INFINITY, 1, true}, {-INFINITY, 2, true}};
+    static uint8_t pattern[IS * IS], hidden[IS * IS];
+    for (int i = 0; i < IS; i++)
+        for (int j = 0; j < IS; j++) {
+            pattern[i * IS + j] = j <= i;
+            hidden[i * IS + j] = j > i;
+        }
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        clf_graph *g = clf_graph_create();
+        e2e_inputs in = {0};
+        clf_tensor q = in4(g, &in, "q", CLF_F32, IB, IH, IS, ID);
+        clf_tensor k = in4(g, &in, "k", CLF_F32, IB, IH, IS, ID);
+        clf_tensor v = in4(g, &in, "v", CLF_F32, IB, IH, IS, ID);
+        int form = cases[c].form;
+        clf_tensor cond = clf_constant(g, CLF_BOOL, 4, (int64_t[]){1, 1, IS, IS}, form == 2 ? hidden : pattern);
+        uint8_t *pd = NULL;
+        if (form == 0) {
+            clf_tensor pad = in4(g, &in, "pad", CLF_BOOL, IB, 1, 1, IS);
+            pd = e2e_data(&in, "pad");
+            for (int b = 0; b < IB; b++)
+                for (int j = 0; j < IS; j++)
+                    pd[b * IS + j] = !(b == 1 && j >= IS - 5);
+            cond = clf_logical_and(g, cond, pad);
+        }
+        clf_tensor zero = scalar_f32(g, 0.0), fill = scalar_f32(g, cases[c].fill);
+        clf_tensor mask = form == 2 ? clf_where(g, cond, fill, zero) : clf_where(g, cond, zero, fill);
+        clf_tensor s = clf_add(g, clf_mul(g, clf_matmul(g, q, transpose_last2(g, k)), scalar_f32(g, 0.125)), mask);
+        char label[96];
+        snprintf(label, sizeof label, "%s, fill %g",
+                 form == 0 ? "causal AND padding" : form == 1 ? "causal" : "NOT causal", cases[c].fill);
+        ref_outputs ref;
+        finish_idiom(ctx, label, g, &in, s, v, PREFILL, &ref);
+        double *bias = malloc(sizeof(double) * IB * IH * IS * IS);
+        ck_assert_ptr_nonnull(bias);
+        for (int b = 0; b < IB; b++)
+            for (int h = 0; h < IH; h++)
+                for (int i = 0; i < IS; i++)
+                    for (int j = 0; j < IS; j++)
+                        bias[((b * IH + h) * IS + i) * IS + j] =
+                            j <= i && (!pd || pd[b * IS + j]) ? 0.0 : (double)(float)cases[c].fill;
+        double *host = plain_host(&in, bias);
+        check_against_host(label, ref_get(&ref, "out"), host, IB * IH * IS * ID);
+        clf_executable *exe = NULL;
+        ck_assert_int_eq(clf_compile(ctx, g, NULL, &exe), CLF_OK);
+        const char *src = clf_executable_kernel_source(exe, 0);
+        ck_assert_msg(strstr(src, cases[c].causal ? "#define CAUSAL 1\n" : "#define CAUSAL 0\n"),
+                      "%s: the causal flag %s", label, cases[c].causal ? "is missing" : "is set");
+        clf_executable_destroy(&exe);
+        free(bias);
+        free(host);
+        ref_free(&ref);
+        e2e_inputs_free(&in);
+        clf_graph_destroy(&g);
+    }
+    clf_context_destroy(&ctx);
+    assert_kernel_counts();
+}
+END_TEST
+
 /* An additive mask broadcast over batch and heads: [Sq, Sk] (rank 2), and
  * a key-padding mask [B, 1, 1, Sk]. */
 START_TEST(idiom_additive_mask_broadcast)
@@ -2025,6 +2101,7 @@ int main(void)
     clf_test_add_case(s, "idiom_k_pretransposed", idiom_k_pretransposed);
     clf_test_add_case(s, "idiom_where_finite_fill", idiom_where_finite_fill);
     clf_test_add_case(s, "idiom_additive_mask_broadcast", idiom_additive_mask_broadcast);
+    clf_test_add_case(s, "idiom_causal_and_padding_mask", idiom_causal_and_padding_mask);
     clf_test_add_case(s, "idiom_gqa_repeat_kv", idiom_gqa_repeat_kv);
     clf_test_add_case(s, "idiom_projections_sliced_and_scaled", idiom_projections_sliced_and_scaled);
     clf_test_add_case(s, "idiom_rotated_parts_small_attention", idiom_rotated_parts_small_attention);

@@ -154,6 +154,101 @@ static bool fill_value(const clf_graph *g, uint32_t id, double *fill)
     return isinf(*fill) ? *fill < 0 : *fill <= -65504.0;
 }
 
+/* The node id reaches the logits from through movement ops that keep its
+ * trailing [Sq, Sk] (as trailing_constant walks them); UINT32_MAX when a
+ * node on the way does not. */
+static uint32_t through_movement(const clf_graph *g, uint32_t id, int64_t sq, int64_t sk)
+{
+    for (;;) {
+        const clf__node *n = clf__graph_node(g, id);
+        if (n->rank < 2 || n->shape[n->rank - 2] != sq || n->shape[n->rank - 1] != sk)
+            return UINT32_MAX;
+        if (n->op != CLF__OP_EXPAND && n->op != CLF__OP_RESHAPE && n->op != CLF__OP_UNSQUEEZE)
+            return id;
+        id = n->inputs[0];
+    }
+}
+
+/* A literal scalar float that node id is, through movement ops; false when
+ * it is not one. */
+static bool literal_value(const clf_graph *g, uint32_t id, double *v)
+{
+    const clf__node *n = clf__graph_node(g, id);
+    while (clf__node_class_of(n) == CLF__CLASS_MOVEMENT)
+        n = clf__graph_node(g, n->inputs[0]);
+    if (!clf__plan_is_literal(n) || !clf__dtype_is_float(n->dtype))
+        return false;
+    *v = clf__dtype_info_of(n->dtype)->get_f64(n->data, 0);
+    return true;
+}
+
+/* An additive mask built from a condition: the logits are x + m with m,
+ * through float casts and movement, WHERE(cond, 0, F) (or WHERE(cond, F,
+ * 0) with the pattern's complement), where cond is the causal pattern or
+ * AND(causal pattern, other) (torch's export of a causal mask combined
+ * with a key-padding mask from the model's attention_mask input). At the
+ * keys the pattern keeps, the WHERE (or the AND, which is other there) is
+ * forwarded; at the keys it hides the logits are x + F, which is F itself
+ * where F is -inf, or, for logits added in f32, where F <= -2^127
+ * (finfo.min, the dynamo exporter's fill): x + F rounds to F for every
+ * |x| < 2^103. A finite F in a narrower type (f16's -65504) is not one
+ * value there, and is not taken. True with M's causal fields set. */
+static bool masked_causal(const clf_graph *g, const clf__node *add, uint32_t addend, clf__plan_attention *M,
+                          int64_t sq, int64_t sk)
+{
+    uint32_t id = addend;
+    for (int hops = 0; hops < 16; hops++) {
+        const clf__node *n = clf__graph_node(g, id);
+        if (!(n->op == CLF__OP_CAST && clf__dtype_is_float(n->dtype)) && clf__node_class_of(n) != CLF__CLASS_MOVEMENT)
+            break;
+        id = n->inputs[0];
+    }
+    const clf__node *w = clf__graph_node(g, id);
+    if (w->op != CLF__OP_WHERE || !clf__dtype_is_float(w->dtype))
+        return false;
+    for (int zero_side = 1; zero_side <= 2; zero_side++) {
+        double zero, fill;
+        if (!literal_value(g, w->inputs[zero_side], &zero) || zero != 0.0 ||
+            !literal_value(g, w->inputs[3 - zero_side], &fill))
+            continue;
+        /* F as the ADD sees it: through the casts from the WHERE's type */
+        unsigned char cell[8];
+        fill = clf__dtype_info_of(w->dtype)->put_f64(cell, 0, fill);
+        for (uint32_t c = addend; c != id; c = clf__graph_node(g, c)->inputs[0])
+            if (clf__graph_node(g, c)->op == CLF__OP_CAST)
+                fill = clf__dtype_info_of(clf__graph_node(g, c)->dtype)->put_f64(cell, 0, fill);
+        if (!(isinf(fill) && fill < 0) && !(add->dtype == CLF_F32 && fill <= -0x1p127))
+            continue;
+        uint32_t fwd = UINT32_MAX;
+        int fwd_input = 0;
+        int64_t off;
+        const clf__node *c = trailing_constant(g, w->inputs[0], sq, sk);
+        if (c && causal_pattern(c, sq, sk, zero_side == 1, &off)) {
+            fwd = id; /* the WHERE is its zero */
+            fwd_input = zero_side;
+        } else if (zero_side == 1) {
+            uint32_t and_id = through_movement(g, w->inputs[0], sq, sk);
+            const clf__node *a = and_id == UINT32_MAX ? NULL : clf__graph_node(g, and_id);
+            for (int k = 0; a && a->op == CLF__OP_AND && k < 2 && fwd == UINT32_MAX; k++) {
+                c = trailing_constant(g, a->inputs[k], sq, sk);
+                if (c && causal_pattern(c, sq, sk, true, &off)) {
+                    fwd = and_id; /* the AND is its other operand */
+                    fwd_input = 1 - k;
+                }
+            }
+        }
+        if (fwd == UINT32_MAX)
+            continue;
+        M->causal = true;
+        M->causal_offset = off;
+        M->causal_fill = fill;
+        M->causal_where = fwd;
+        M->causal_keep = fwd_input;
+        return true;
+    }
+    return false;
+}
+
 /* The causal flag: the logits end in WHERE(c, x, fill) or WHERE(c, fill, x)
  * (through float casts only) with c the causal pattern. The fill is taken
  * through those casts, as the logits hold it. */
@@ -183,6 +278,8 @@ static void find_causal(const clf_graph *g, clf__plan_attention *M, int64_t sq, 
             M->causal_keep = side;
             return;
         }
+        if (masked_causal(g, w, w->inputs[1 - side], M, sq, sk))
+            return;
     }
     if (w->op != CLF__OP_WHERE)
         return;
