@@ -29,11 +29,15 @@ bool bench_parse_args(int argc, char **argv, const char *prog, unsigned opts, be
             a->dtype = strcmp(v, "f16") == 0 ? CLF_F16 : strcmp(v, "bf16") == 0 ? CLF_BF16 : CLF_F32;
             i++;
         } else if ((opts & BENCH_OPT_SIZE) && strcmp(o, "--size") == 0 && v) {
-            a->size = strtoll(v, NULL, 0);
+            long long m, n, k;
+            if (sscanf(v, "%lld,%lld,%lld", &m, &n, &k) == 3 && m > 0 && n > 0 && k > 0)
+                a->mnk[0] = m, a->mnk[1] = n, a->mnk[2] = k;
+            else
+                a->size = strtoll(v, NULL, 0);
             i++;
         } else {
             fprintf(stderr, "usage: %s [--runs R] [--markdown] [--dtype f32|f16|bf16]%s%s%s\n", prog,
-                    opts & BENCH_OPT_SIZE ? " [--size N]" : "",
+                    opts & BENCH_OPT_SIZE ? " [--size N|M,N,K]" : "",
                     opts & BENCH_OPT_ONLY ? " [--only NAME] [--style cpu|gpu]" : "",
                     opts & BENCH_OPT_AUTOTUNE ? " [--autotune]" : "");
             return false;

@@ -22,7 +22,7 @@ typedef struct bench_timing {
 
 /* The options the benchmark programs share: --runs R, --markdown, and
  * where opts has them --only NAME with --style cpu|gpu (BENCH_OPT_ONLY),
- * --autotune (BENCH_OPT_AUTOTUNE), --size N (BENCH_OPT_SIZE); every program
+ * --autotune (BENCH_OPT_AUTOTUNE), --size N or M,N,K (BENCH_OPT_SIZE); every program
  * takes --dtype f32|f16|bf16. */
 enum { BENCH_OPT_ONLY = 1, BENCH_OPT_AUTOTUNE = 2, BENCH_OPT_SIZE = 4 };
 typedef struct bench_args {
@@ -31,6 +31,7 @@ typedef struct bench_args {
     const char *only;      /* NULL: every case */
     clf_kernel_style style;
     int64_t size;          /* 0: the program's default */
+    int64_t mnk[3];        /* --size M,N,K: a product's extents (0 where --size N or none) */
     clf_dtype dtype;       /* --dtype f32|f16|bf16 (every program): the tensors' dtype */
 } bench_args;
 

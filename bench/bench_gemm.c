@@ -4,11 +4,12 @@
  * CLBlast's SGEMM alone and CLBlast's SGEMM followed by libclfuse's
  * epilogue kernel, on the default device (CLFUSE_DEVICE picks another).
  *
- *     bench_gemm [--runs R] [--markdown] [--dtype f32|f16|bf16] [--size N] [--only NAME]
+ *     bench_gemm [--runs R] [--markdown] [--dtype f32|f16|bf16] [--size N|M,N,K] [--only NAME]
  *                [--style cpu|gpu] [--autotune]
  *
  * Sizes are BENCH.md's: the GPU sizes on a GPU, the CPU sizes otherwise;
- * --size N makes gemm_epilogue N x N x N.
+ * --size N makes gemm_epilogue N x N x N, --size M,N,K M x K by K x N (one
+ * row: a decode step's projection).
  * GFLOP/s count 2*M*N*K per product; the mlp counts both products. */
 #include <math.h>
 #include <stdio.h>
@@ -243,7 +244,8 @@ int main(int argc, char **argv)
     bool gpu = dev.is_gpu;
     int64_t side = a.size > 0 ? a.size : gpu ? 4096 : 1024;
     bench_case cases[] = {
-        {"gemm_epilogue", side, side, side, a.dtype},
+        {"gemm_epilogue", a.mnk[0] ? a.mnk[0] : side, a.mnk[0] ? a.mnk[1] : side, a.mnk[0] ? a.mnk[2] : side,
+         a.dtype},
         {"mlp", gpu ? 8192 : 1024, gpu ? 1024 : 512, gpu ? 4096 : 2048, a.dtype},
     };
     printf("device: %s (%s); %s tensors; medians of %d runs; device time from profiling events%s\n", dev.device_name,

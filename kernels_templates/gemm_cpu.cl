@@ -79,8 +79,13 @@ static inline void clf_store(IDX_T bt, IDX_T m, IDX_T n, float acc, CLF_PARAMS) 
 #define VLOAD_PASTE_(w) vload##w
 #define VLOAD_PASTE(w) VLOAD_PASTE_(w)
 #define VLOAD VLOAD_PASTE(VW)
+#ifdef CLF_ONE_ROW
+#define COLS (CLF_ONE_ROW * TN) /* a block's columns: CLF_ONE_ROW blocks of TN */
+#else
+#define COLS TN
+#endif
 #define BLOCKS_M ((M + TM - 1) / TM)
-#define BLOCKS_N ((N + TN - 1) / TN)
+#define BLOCKS_N ((N + COLS - 1) / COLS)
 
 #ifndef TK
 #define TK 256
@@ -159,12 +164,14 @@ static inline void clf_pack_b(IDX_T bt, IDX_T bn, IDX_T k0, int kn, int nt, __lo
 
 __kernel void CLF_KERNEL_NAME(CLF_PARAMS, const IDX_T numel)
 {
+#ifndef CLF_ONE_ROW
     __local float bp[KC * TN];
     __local VEC_T cs[TM * TN / VW]; /* the block's sums, micro-tile by micro-tile */
+#endif
     const IDX_T g = (IDX_T)get_group_id(0);
     const IDX_T bt = g / (BLOCKS_M * BLOCKS_N);
     const IDX_T block = g % (BLOCKS_M * BLOCKS_N);
-    const IDX_T bm = block / BLOCKS_N * TM, bn = block % BLOCKS_N * TN;
+    const IDX_T bm = block / BLOCKS_N * TM, bn = block % BLOCKS_N * COLS;
     if (bt >= BATCH)
         return;
     /* The micro-tiles that hold elements of the product: a block past M or
@@ -177,6 +184,53 @@ __kernel void CLF_KERNEL_NAME(CLF_PARAMS, const IDX_T numel)
     for (int i = 0; i < mt * WM; ++i)
         clf_row_stats(bt, bm + (IDX_T)i < M ? bm + (IDX_T)i : M - 1, st + i * CLF_ROW_STATS, CLF_ARGS);
 #endif
+#ifdef CLF_ONE_ROW
+    /* One row of A (codegen defines CLF_ONE_ROW where M is 1: a decode
+     * step's projections), and a work-item's block is CLF_ONE_ROW blocks
+     * of TN columns side by side (COLS). Each element of B is used once,
+     * so packing it would only copy it through local memory: B is read
+     * where it lies, a row of TN columns at a time (consecutive), into
+     * vector sums held in registers; A's values of KC steps are evaluated
+     * once into ap (its prologue: a norm, an activation) for all COLS
+     * columns, which is what the wider block is for, and the sums wait in
+     * sums between k-blocks. Columns past the last whole vector inside N
+     * sum in tail. */
+    const int nc = N - bn >= COLS ? COLS : (int)(N - bn); /* the block's columns inside N */
+    float sums[COLS], ap[KC];
+    for (int j = 0; j < nc; ++j)
+        sums[j] = 0.0f;
+    for (IDX_T k0 = 0; k0 < K; k0 += KC) {
+        const int kn = K - k0 >= KC ? KC : (int)(K - k0);
+        for (int kk = 0; kk < kn; ++kk)
+            ap[kk] = CLF_LOAD_A(bt, 0, 0, k0 + (IDX_T)kk);
+        for (int s0 = 0; s0 < nc; s0 += TN) {
+            const int sn = nc - s0 >= TN ? TN : nc - s0, nv = sn / VW;
+            const IDX_T n0 = bn + (IDX_T)s0;
+            VEC_T acc[TN / VW];
+            for (int v = 0; v < nv; ++v)
+                acc[v] = VLOAD(0, sums + s0 + v * VW);
+            if (nv == TN / VW) {
+                for (int kk = 0; kk < kn; ++kk) {
+                    const VEC_T av = (VEC_T)(ap[kk]);
+                    _Pragma("unroll") for (int v = 0; v < TN / VW; ++v)
+                        acc[v] += av * clf_load_bv(bt, k0 + (IDX_T)kk, n0 + (IDX_T)(v * VW), CLF_ARGS);
+                }
+            } else {
+                for (int kk = 0; kk < kn; ++kk) {
+                    const IDX_T k = k0 + (IDX_T)kk;
+                    for (int v = 0; v < nv; ++v)
+                        acc[v] += (VEC_T)(ap[kk]) * clf_load_bv(bt, k, n0 + (IDX_T)(v * VW), CLF_ARGS);
+                    for (int j = nv * VW; j < sn; ++j)
+                        sums[s0 + j] += ap[kk] * clf_load_b(bt, k, n0 + (IDX_T)j, CLF_ARGS);
+                }
+            }
+            for (int v = 0; v < nv; ++v)
+                VSTORE(acc[v], 0, sums + s0 + v * VW);
+        }
+    }
+    for (int j = 0; j < nc; ++j)
+        clf_store(bt, 0, bn + (IDX_T)j, sums[j], CLF_ARGS);
+#else
     for (IDX_T k0 = 0; k0 < K || k0 == 0; k0 += KC) {
         const int kn = k0 >= K ? 0 : K - k0 >= KC ? KC : (int)(K - k0);
         clf_pack_b(bt, bn, k0, kn, nt, bp, CLF_ARGS);
@@ -216,4 +270,5 @@ __kernel void CLF_KERNEL_NAME(CLF_PARAMS, const IDX_T numel)
                     }
                 }
             }
+#endif
 }

@@ -566,6 +566,60 @@ START_TEST(mlp_two_kernels)
 }
 END_TEST
 
+/* One row of A on the CPU form (a decode step's projections) reads B where
+ * it lies into vector sums (gemm_cpu.cl, CLF_ONE_ROW): whole blocks of
+ * vectors, a block's last columns past its whole vectors (N = 53, 1000),
+ * blocks several TN wide (N = 1500, 2048),
+ * one column, K = 0 and 1, a batch of one-row products, f16 weights, and
+ * A through a prologue (an activation; an RMS norm, whose statistics the
+ * kernel computes), each against the reference; the CPU form's kernel
+ * must take the one-row path. */
+START_TEST(cpu_one_row_products)
+{
+    static const struct {
+        int64_t batch, n, k;
+        clf_dtype wdt;
+        int prologue; /* 0: none, 1: relu, 2: rms norm */
+    } cases[] = {
+        {1, 256, 64, CLF_F32, 0}, {1, 53, 300, CLF_F32, 0}, {1, 1000, 33, CLF_F32, 1}, {1, 1, 17, CLF_F32, 0},
+        {1, 40, 0, CLF_F32, 0},   {1, 96, 1, CLF_F32, 0},   {3, 70, 24, CLF_F32, 0},   {1, 512, 128, CLF_F16, 0},
+        {1, 200, 96, CLF_F16, 2},
+        /* blocks of several TN columns (CLF_ONE_ROW > 1 on 2 compute
+         * units), the last one short of a whole TN and of a whole vector */
+        {1, 1500, 300, CLF_F32, 1}, {1, 2048, 40, CLF_F16, 2},
+    };
+    clf_context *ctx = clf_test_context();
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        clf_graph *g = clf_graph_create();
+        e2e_inputs in = {0};
+        int64_t sx[3] = {cases[c].batch, 1, cases[c].k}, sw[2] = {cases[c].k, cases[c].n}, sb[1] = {cases[c].n};
+        clf_tensor x = e2e_input(g, &in, "x", CLF_F32, 3, sx, -1.0, 1.0);
+        clf_tensor w = e2e_input(g, &in, "w", cases[c].wdt, 2, sw, -1.0, 1.0);
+        if (cases[c].prologue == 1)
+            x = clf_relu(g, x);
+        else if (cases[c].prologue == 2)
+            x = clf_rms_norm(g, x, -1, 1e-5, CLF_TENSOR_INVALID);
+        if (cases[c].wdt != CLF_F32)
+            w = clf_cast(g, w, CLF_F32);
+        clf_tensor y = clf_add(g, clf_matmul(g, x, w), e2e_input(g, &in, "b", CLF_F32, 1, sb, -1.0, 1.0));
+        ck_assert_int_eq(clf_graph_output(g, "y", y), CLF_OK);
+        size_t kernels = e2e_check_style(ctx, g, &in, CLF_KERNEL_STYLE_CPU, RTOL, ATOL);
+        ck_assert_uint_ge(kernels, 1);
+        clf_executable *exe = NULL;
+        ck_assert_int_eq(clf_compile(ctx, g, clf_compile_params(.kernel_style = CLF_KERNEL_STYLE_CPU), &exe), CLF_OK);
+        bool one_row = false;
+        for (size_t i = 0; i < clf_executable_kernel_count(exe); i++)
+            one_row |= strstr(clf_executable_kernel_source(exe, i), "#define CLF_ONE_ROW ") != NULL;
+        ck_assert_msg(one_row || cases[c].k == 0, "case %zu (batch %lld, N %lld, K %lld): no kernel takes the one-row path",
+                      c, (long long)cases[c].batch, (long long)cases[c].n, (long long)cases[c].k);
+        clf_executable_destroy(&exe);
+        e2e_inputs_free(&in);
+        clf_graph_destroy(&g);
+    }
+    clf_context_destroy(&ctx);
+}
+END_TEST
+
 /* The CPU form at tilings other than its default (CLFUSE_GEMM_TILE, what
  * the tuner and a user pinning by hand get): blocks of one micro-tile and
  * of several, every micro-tile width, k-blocks shorter than K, on a
@@ -857,6 +911,7 @@ int main(void)
     clf_test_add_case(s, "merged_products", merged_products);
     clf_test_add_case(s, "kernel_named_after_epilogue", kernel_named_after_epilogue);
     clf_test_add_case(s, "cpu_form_pinned_tilings", cpu_form_pinned_tilings);
+    clf_test_add_case(s, "cpu_one_row_products", cpu_one_row_products);
     clf_test_add_case(s, "long_epilogue_one_kernel", long_epilogue_one_kernel);
     clf_test_add_case(s, "epilogue_outputs_and_misaligned_reads", epilogue_outputs_and_misaligned_reads);
     clf_test_add_case(s, "transposed_outputs_stored_by_the_gemm", transposed_outputs_stored_by_the_gemm);
