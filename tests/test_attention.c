@@ -34,6 +34,7 @@
 
 #include "codegen/codegen.h"
 #include "graph/graph_internal.h"
+#include "runtime/runtime_internal.h"
 #include "test_e2e.h"
 #include "test_support.h"
 
@@ -2001,6 +2002,44 @@ END_TEST
 
 /* ---- Bad input -------------------------------------------------------------- */
 
+/* A head too wide for the GPU form's tiles of K and V in the device's
+ * local memory (d + dv floats a key, more than half of it): the planner
+ * asks codegen whether its kernel takes the attention before it plans one,
+ * so the graph runs as its products and softmax instead of failing to
+ * compile (as it did). Two queries over two keys, d = dv just past the
+ * limit (131,172 floats on PoCL's 2 MiB), against the reference. */
+START_TEST(head_too_wide_for_local_memory_runs_unfused)
+{
+    clf_context *ctx = clf_test_context();
+    cl_ulong local_mem = 0;
+    ck_assert_int_eq(clGetDeviceInfo(ctx->device, CL_DEVICE_LOCAL_MEM_SIZE, sizeof local_mem, &local_mem, NULL),
+                     CL_SUCCESS);
+    int64_t d = (int64_t)(local_mem / 16) + 100;
+    if (d > (int64_t)1 << 20) {
+        clf_context_destroy(&ctx);
+        printf("head_too_wide_for_local_memory_runs_unfused: %llu bytes of local memory: skipped\n",
+               (unsigned long long)local_mem);
+        return;
+    }
+    clf_graph *g = clf_graph_create();
+    e2e_inputs in = {0};
+    clf_tensor q = in4(g, &in, "q", CLF_F32, 1, 1, 2, d);
+    clf_tensor k = in4(g, &in, "k", CLF_F32, 1, 1, 2, d);
+    clf_tensor v = in4(g, &in, "v", CLF_F32, 1, 1, 2, d);
+    ck_assert_int_eq(clf_graph_output(g, "out", clf_attention(g, q, k, v, CLF_TENSOR_INVALID, 0.001, false)), CLF_OK);
+    e2e_check_style(ctx, g, &in, CLF_KERNEL_STYLE_GPU, 1e-4, 1e-5);
+    clf_executable *exe = NULL;
+    ck_assert_int_eq(clf_compile(ctx, g, clf_compile_params(.kernel_style = CLF_KERNEL_STYLE_GPU), &exe), CLF_OK);
+    for (size_t i = 0; i < clf_executable_kernel_count(exe); i++)
+        ck_assert_msg(!strstr(clf_executable_kernel_name(exe, i), "attention"), "kernel %zu is %s", i,
+                      clf_executable_kernel_name(exe, i));
+    clf_executable_destroy(&exe);
+    e2e_inputs_free(&in);
+    clf_graph_destroy(&g);
+    clf_context_destroy(&ctx);
+}
+END_TEST
+
 /* Builds q, k, v (and a mask) of the given shapes and dtypes on a fresh
  * graph and calls clf_attention: it must fail with status want, a message
  * holding every part, record no node, and leave the graph failed. */
@@ -2079,6 +2118,7 @@ int main(void)
     clf_test_setup_env();
     Suite *s = suite_create("attention");
     clf_test_add_case(s, "builder_records_the_pattern", builder_records_the_pattern);
+    clf_test_add_case(s, "head_too_wide_for_local_memory_runs_unfused", head_too_wide_for_local_memory_runs_unfused);
     clf_test_add_case(s, "bad_arguments_are_clear_errors", bad_arguments_are_clear_errors);
     clf_test_add_case(s, "no_mask", no_mask);
     clf_test_add_case(s, "causal_square", causal_square);

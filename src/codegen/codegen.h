@@ -156,6 +156,13 @@ clf_status clf__codegen_gemm(const clf_graph *g, const clf__plan *plan, uint32_t
                              size_t errlen);
 clf_status clf__codegen_attention(const clf_graph *g, const clf__plan *plan, uint32_t k,
                                   const clf__codegen_target *target, clf__kernel_code *out, char *err, size_t errlen);
+/* Whether target's attention kernel takes an attention of batch x sq
+ * queries over sk keys with heads of d (q, k) and dv (v): its tiles of K
+ * and V, or a decode step's pieces, fit the local memory, and its sweep
+ * over the keys the driver's loops; false with why written. The planner
+ * asks before it plans one (clf__plan_options.attention_fits). */
+bool clf__cg_attention_fits(const clf__codegen_target *target, int64_t batch, int64_t sq, int64_t sk, int64_t d,
+                            int64_t dv, char *why, size_t cap);
 void clf__kernel_code_free(clf__kernel_code *code);
 /* The name shown for kernel k of a plan whose function is entry:
  * "<entry>_<k>" (heap; NULL when out of memory). Writers name the function

@@ -175,6 +175,31 @@ static uint64_t mma_tiles_bytes(uint64_t bkt, uint64_t dp16, uint64_t dvp16)
     return (bkt * (dp16 + 8) + dvp16 * (bkt + 8)) * 2;
 }
 
+bool clf__cg_attention_fits(const clf__codegen_target *target, int64_t batch, int64_t sq, int64_t sk, int64_t d,
+                            int64_t dv, char *why, size_t cap)
+{
+    const uint64_t local_mem = target->local_mem ? target->local_mem : 32768;
+    const uint64_t row_floats = (uint64_t)((d + 3) / 4 * 4 + (dv + 3) / 4 * 4); /* a key of K and V, float4s */
+    if (!target->cpu && row_floats * sizeof(float) > local_mem / 2) {
+        snprintf(why, cap, "a head of %lld + %lld floats does not fit the kernel's tiles in %llu bytes of local "
+                 "memory", (long long)d, (long long)dv, (unsigned long long)local_mem);
+        return false;
+    }
+    const bool decode = !target->cpu && sq <= 4 && sk >= 64;
+    if (decode && decode_geometry_of(target, (uint64_t)batch * (uint64_t)sq, sk, d, dv).local == 0) {
+        snprintf(why, cap, "a decode step's head of %lld floats does not fit %llu bytes of local memory",
+                 (long long)d, (unsigned long long)local_mem);
+        return false;
+    }
+    if (target->max_loop_trips && (uint64_t)sk > target->max_loop_trips) {
+        snprintf(why, cap, "its sweep over %lld keys needs loops of as many iterations; this driver ends every "
+                 "loop after %llu (runtime/driver_quirks.h)", (long long)sk,
+                 (unsigned long long)target->max_loop_trips);
+        return false;
+    }
+    return true;
+}
+
 clf_status clf__codegen_attention(const clf_graph *g, const clf__plan *plan, uint32_t k,
                                   const clf__codegen_target *target, clf__kernel_code *out, char *err, size_t errlen)
 {
@@ -204,9 +229,11 @@ clf_status clf__codegen_attention(const clf_graph *g, const clf__plan *plan, uin
     uint64_t bk = 64, row_floats = (uint64_t)((d + 3) / 4 * 4 + (dv + 3) / 4 * 4); /* rows padded to float4s */
     while (bk > 1 && bk * row_floats * sizeof(float) > local_mem / 2)
         bk /= 2;
-    if (!target->cpu && row_floats * sizeof(float) > local_mem / 2) {
-        snprintf(err, errlen, "codegen: kernel %u: attention with head size %lld + %lld does not fit local memory",
-                 k, (long long)d, (long long)dv);
+    /* (The planner asked clf__cg_attention_fits before it planned this
+     * kernel; a plan made without asking is refused here.) */
+    char unfit[200];
+    if (!clf__cg_attention_fits(target, batch, sq, sk, d, dv, unfit, sizeof unfit)) {
+        snprintf(err, errlen, "codegen: kernel %u: attention: %s", k, unfit);
         st = CLF_ERR_UNSUPPORTED;
         goto done;
     }
@@ -215,12 +242,6 @@ clf_status clf__codegen_attention(const clf_graph *g, const clf__plan *plan, uin
     const uint64_t rows = (uint64_t)batch * (uint64_t)sq;
     const bool decode = !target->cpu && sq <= 4 && sk >= 64;
     const decode_geometry G = decode ? decode_geometry_of(target, rows, sk, d, dv) : (decode_geometry){0};
-    if (decode && G.local == 0) {
-        snprintf(err, errlen, "codegen: kernel %u: decode attention with head size %lld does not fit local memory", k,
-                 (long long)d);
-        st = CLF_ERR_UNSUPPORTED;
-        goto done;
-    }
     /* The tensor-core form (attention_mma.cl): f16 or bf16 operands on a
      * target with mma.sync, eight warps a work-group (four where the
      * device allows fewer than 256 work-items), tiles of BKT keys (32 for
@@ -240,16 +261,6 @@ clf_status clf__codegen_attention(const clf_graph *g, const clf__plan *plan, uin
         bkt /= 2;
     if (mma_tiles_bytes(bkt, dp16, dvp16) > mma_local)
         mma = CLF_F32;
-    /* A driver that ends loops early (target->max_loop_trips): the sweep
-     * over the keys is the longest loop. */
-    if (target->max_loop_trips && (uint64_t)sk > target->max_loop_trips) {
-        snprintf(err, errlen,
-                 "kernel %u: attention over %lld keys needs loops of as many iterations; this driver ends every "
-                 "loop after %llu (runtime/driver_quirks.h)",
-                 k, (long long)sk, (unsigned long long)target->max_loop_trips);
-        st = CLF_ERR_UNSUPPORTED;
-        goto done;
-    }
 
     uint64_t space = (uint64_t)clf__node_numel(SC) > (uint64_t)K->numel ? (uint64_t)clf__node_numel(SC)
                                                                          : (uint64_t)K->numel;

@@ -453,6 +453,23 @@ static bool match(clf__plan_state *S, const uses *u, uint32_t o, clf__attention_
     return true;
 }
 
+/* Whether the target's attention kernel takes M's extents
+ * (clf__plan_options.attention_fits); true without a target to ask. */
+static bool fits_target(const clf__plan_state *S, const clf__attention_match *M, char *why, size_t cap)
+{
+    if (!S->opt || !S->opt->attention_fits)
+        return true;
+    const clf_graph *g = S->g;
+    const clf__node *O = clf__graph_node(g, M->anchor), *SC = clf__graph_node(g, M->at.scores);
+    const clf__node *Q = clf__graph_node(g, SC->inputs[0]);
+    int r = O->rank;
+    int64_t batch = 1;
+    for (int a = 0; a < r - 2; a++)
+        batch *= O->shape[a];
+    return S->opt->attention_fits(S->opt->target, batch, SC->shape[r - 2], SC->shape[r - 1], Q->shape[Q->rank - 1],
+                                  O->shape[r - 1], why, cap);
+}
+
 clf_status clf__plan_find_attention(clf__plan_state *S)
 {
     const clf_graph *g = S->g;
@@ -477,6 +494,11 @@ clf_status clf__plan_find_attention(clf__plan_state *S)
         if (!match(S, &u, o, &M, inner, &why)) {
             if (why)
                 clf__log(CLF__LOG_FUSION, "matmul %u: not planned as attention: %s", o, why);
+            continue;
+        }
+        char unfit[200];
+        if (!fits_target(S, &M, unfit, sizeof unfit)) {
+            clf__log(CLF__LOG_FUSION, "matmul %u: not planned as attention: %s", o, unfit);
             continue;
         }
         clf__attention_match *grown = clf__realloc(S->matches, (S->nmatches + 1) * sizeof *grown);

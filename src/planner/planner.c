@@ -562,6 +562,7 @@ clf_status clf__plan_state_init(clf__plan_state *S, const clf_graph *g, const cl
     S->fuse = !(opt && opt->disable_fusion);
     S->tiles_reload_operands = opt && opt->tiles_reload_operands;
     S->sizes_vary = opt && opt->sizes_vary;
+    S->opt = opt;
     S->needed = clf__calloc(n1, sizeof *S->needed);
     S->mat = clf__calloc(n1, sizeof *S->mat);
     S->is_out = clf__calloc(n1, sizeof *S->is_out);

@@ -155,6 +155,13 @@ typedef struct clf__plan_options {
      * attention's loads compute no operand from parts of a product there
      * (planner.c). */
     bool sizes_vary;
+    /* Whether the target's attention kernel takes an attention of these
+     * extents (batch the product of the leading axes; codegen_attention.c
+     * says, through the runtime); false with why written. NULL: every
+     * one. One it does not take is planned as its products and softmax. */
+    bool (*attention_fits)(const void *target, int64_t batch, int64_t sq, int64_t sk, int64_t d, int64_t dv,
+                           char *why, size_t cap);
+    const void *target;
 } clf__plan_options;
 
 /* How many (node, view) pairs the reduction-alignment walk visits before it

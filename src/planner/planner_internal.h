@@ -59,6 +59,7 @@ typedef struct clf__plan_state {
     int max_depth;
     bool tiles_reload_operands; /* clf__plan_options' */
     bool sizes_vary;            /* clf__plan_options' */
+    const clf__plan_options *opt; /* NULL: the defaults */
     clf__plan *out;
     bool *needed, *is_out, *mat, *cut, *crosses;
     int *depth;

@@ -119,12 +119,20 @@ static clf_status exe_new(clf_context *ctx, clf_executable **out)
 }
 
 /* The planner's options for a compile's fused plan. */
+static bool attention_fits(const void *target, int64_t batch, int64_t sq, int64_t sk, int64_t d, int64_t dv,
+                           char *why, size_t cap)
+{
+    return clf__cg_attention_fits((const clf__codegen_target *)target, batch, sq, sk, d, dv, why, cap);
+}
+
 static clf__plan_options plan_options(const clf_compile_params *params, const clf__codegen_target *target)
 {
     return (clf__plan_options){.disable_fusion = params && params->disable_fusion,
                                .max_fused_depth = target->small_code ? CLF__SMALL_CODE_DEPTH : 0,
                                .tiles_reload_operands = !target->cpu,
-                               .sizes_vary = target->sizes_vary};
+                               .sizes_vary = target->sizes_vary,
+                               .attention_fits = attention_fits,
+                               .target = target};
 }
 
 /* g with its products merged into *merged (graph_merge_products.h; nothing
