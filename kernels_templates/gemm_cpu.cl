@@ -79,11 +79,10 @@ static inline void clf_store(IDX_T bt, IDX_T m, IDX_T n, float acc, CLF_PARAMS) 
 #define VLOAD_PASTE_(w) vload##w
 #define VLOAD_PASTE(w) VLOAD_PASTE_(w)
 #define VLOAD VLOAD_PASTE(VW)
-#ifdef CLF_ONE_ROW
-#define COLS (CLF_ONE_ROW * TN) /* a block's columns: CLF_ONE_ROW blocks of TN */
-#else
-#define COLS TN
+#ifndef CLF_SPAN
+#define CLF_SPAN 1
 #endif
+#define COLS (CLF_SPAN * TN) /* a block's columns: CLF_SPAN sub-blocks of TN side by side */
 #define BLOCKS_M ((M + TM - 1) / TM)
 #define BLOCKS_N ((N + COLS - 1) / COLS)
 
@@ -134,10 +133,14 @@ static inline void clf_pack_b(IDX_T bt, IDX_T bn, IDX_T k0, int kn, int nt, __lo
  * A's prologue is a norm's, evaluated once per block rather than once per
  * micro-tile column). */
 #define CLF_A_IN_PLACE(i, kk) CLF_LOAD_A(bt, p * WM + (i), rows[i], k0 + (IDX_T)(kk))
+#if CLF_SPAN > 1
+#define CLF_A_PACKED(i, kk) apk[((p) * KC + (kk)) * WM + (i)]
+#else
 #define CLF_A_PACKED(i, kk) ap[(kk) * WM + (i)]
+#endif
 #define CLF_MICRO_TILE(p, q, A_AT)                                                                 \
     {                                                                                              \
-        __local VEC_T *c = cs + ((q) * MT + (p)) * WM * VN;                                        \
+        __local VEC_T *c = csub + ((q) * MT + (p)) * WM * VN;                                      \
         __local const float *b = bp + (q) * KC * WN;                                               \
         IDX_T rows[WM];                                                                            \
         _Pragma("unroll") for (int i = 0; i < WM; ++i) {                                           \
@@ -166,7 +169,10 @@ __kernel void CLF_KERNEL_NAME(CLF_PARAMS, const IDX_T numel)
 {
 #ifndef CLF_ONE_ROW
     __local float bp[KC * TN];
-    __local VEC_T cs[TM * TN / VW]; /* the block's sums, micro-tile by micro-tile */
+    __local VEC_T cs[CLF_SPAN * TM * TN / VW]; /* the block's sums, micro-tile by micro-tile */
+#if CLF_SPAN > 1
+    __local float apk[TM * KC]; /* A's block of a k-block, for every sub-block */
+#endif
 #endif
     const IDX_T g = (IDX_T)get_group_id(0);
     const IDX_T bt = g / (BLOCKS_M * BLOCKS_N);
@@ -178,7 +184,6 @@ __kernel void CLF_KERNEL_NAME(CLF_PARAMS, const IDX_T numel)
      * N (the blocking is chosen once for every size of a symbolic extent)
      * computes only those. */
     const int mt = M - bm >= TM ? MT : (int)((M - bm + WM - 1) / WM);
-    const int nt = N - bn >= TN ? NT : (int)((N - bn + WN - 1) / WN);
 #ifdef CLF_ROW_STATS
     float st[TM * CLF_ROW_STATS];
     for (int i = 0; i < mt * WM; ++i)
@@ -186,8 +191,8 @@ __kernel void CLF_KERNEL_NAME(CLF_PARAMS, const IDX_T numel)
 #endif
 #ifdef CLF_ONE_ROW
     /* One row of A (codegen defines CLF_ONE_ROW where M is 1: a decode
-     * step's projections), and a work-item's block is CLF_ONE_ROW blocks
-     * of TN columns side by side (COLS). Each element of B is used once,
+     * step's projections), a work-item's block CLF_SPAN sub-blocks of TN
+     * columns side by side (COLS). Each element of B is used once,
      * so packing it would only copy it through local memory: B is read
      * where it lies, a row of TN columns at a time (consecutive), into
      * vector sums held in registers; A's values of KC steps are evaluated
@@ -231,44 +236,73 @@ __kernel void CLF_KERNEL_NAME(CLF_PARAMS, const IDX_T numel)
     for (int j = 0; j < nc; ++j)
         clf_store(bt, 0, bn + (IDX_T)j, sums[j], CLF_ARGS);
 #else
+    /* The block's sub-blocks of TN columns inside N, and the micro-tile
+     * columns of sub-block j (those inside N). */
+    const int ns = (int)((N - bn < COLS ? N - bn : COLS) + TN - 1) / TN;
+#define CLF_SUB_NT(j) (N - (bn + (IDX_T)((j) * TN)) >= TN ? NT : (int)((N - (bn + (IDX_T)((j) * TN)) + WN - 1) / WN))
     for (IDX_T k0 = 0; k0 < K || k0 == 0; k0 += KC) {
         const int kn = k0 >= K ? 0 : K - k0 >= KC ? KC : (int)(K - k0);
-        clf_pack_b(bt, bn, k0, kn, nt, bp, CLF_ARGS);
-#ifdef CLF_PACK_A
-        /* A's prologue once per element of the block: a micro-tile row's
-         * values of the k-block into ap, then every column's micro-tile. */
-        for (int p = 0; p < mt; ++p) {
-            float ap[KC * WM];
-            for (int i = 0; i < WM; ++i) { /* along rows: a row's index arithmetic out of the loop */
-                const IDX_T m = bm + (IDX_T)(p * WM + i);
-                for (int kk = 0; kk < kn; ++kk)
-                    ap[kk * WM + i] = CLF_LOAD_A(bt, p * WM + i, m < M ? m : M - 1, k0 + (IDX_T)kk);
-            }
-            for (int q = 0; q < nt; ++q)
-                CLF_MICRO_TILE(p, q, CLF_A_PACKED)
-        }
-#else
-        for (int q = 0; q < nt; ++q)
-            for (int p = 0; p < mt; ++p)
-                CLF_MICRO_TILE(p, q, CLF_A_IN_PLACE)
-#endif
-    }
-    /* The epilogue, within M and N. */
-    for (int q = 0; q < nt; ++q)
+#if CLF_SPAN > 1
+        /* Several sub-blocks (codegen's CLF_SPAN, where A's loads compute a
+         * prologue): A's block of the k-block once into local memory, then
+         * each sub-block packs its B and runs its micro-tiles on it, so
+         * that the prologue runs once per element for CLF_SPAN sub-blocks. */
         for (int p = 0; p < mt; ++p)
             for (int i = 0; i < WM; ++i) {
                 const IDX_T m = bm + (IDX_T)(p * WM + i);
-                if (m >= M)
-                    break;
-                for (int v = 0; v < VN; ++v) {
-                    float s[VW];
-                    VSTORE(cs[(q * MT + p) * WM * VN + i * VN + v], 0, s);
-                    for (int j = 0; j < VW; ++j) {
-                        const IDX_T n = bn + (IDX_T)(q * WN + v * VW + j);
-                        if (n < N)
-                            clf_store(bt, m, n, s[j], CLF_ARGS);
+                for (int kk = 0; kk < kn; ++kk)
+                    apk[(p * KC + kk) * WM + i] = CLF_LOAD_A(bt, p * WM + i, m < M ? m : M - 1, k0 + (IDX_T)kk);
+            }
+#endif
+        for (int j = 0; j < ns; ++j) {
+            const int nt = CLF_SUB_NT(j);
+            __local VEC_T *csub = cs + j * (TM * TN / VW);
+            clf_pack_b(bt, bn + (IDX_T)(j * TN), k0, kn, nt, bp, CLF_ARGS);
+#if CLF_SPAN > 1
+            for (int q = 0; q < nt; ++q)
+                for (int p = 0; p < mt; ++p)
+                    CLF_MICRO_TILE(p, q, CLF_A_PACKED)
+#elif defined(CLF_PACK_A)
+            /* A's prologue once per element of the block: a micro-tile
+             * row's values of the k-block into ap, then every column's
+             * micro-tile. */
+            for (int p = 0; p < mt; ++p) {
+                float ap[KC * WM];
+                for (int i = 0; i < WM; ++i) { /* along rows: a row's index arithmetic out of the loop */
+                    const IDX_T m = bm + (IDX_T)(p * WM + i);
+                    for (int kk = 0; kk < kn; ++kk)
+                        ap[kk * WM + i] = CLF_LOAD_A(bt, p * WM + i, m < M ? m : M - 1, k0 + (IDX_T)kk);
+                }
+                for (int q = 0; q < nt; ++q)
+                    CLF_MICRO_TILE(p, q, CLF_A_PACKED)
+            }
+#else
+            for (int q = 0; q < nt; ++q)
+                for (int p = 0; p < mt; ++p)
+                    CLF_MICRO_TILE(p, q, CLF_A_IN_PLACE)
+#endif
+        }
+    }
+    /* The epilogue, within M and N. */
+    for (int j = 0; j < ns; ++j) {
+        const int nt = CLF_SUB_NT(j);
+        const IDX_T bj = bn + (IDX_T)(j * TN);
+        for (int q = 0; q < nt; ++q)
+            for (int p = 0; p < mt; ++p)
+                for (int i = 0; i < WM; ++i) {
+                    const IDX_T m = bm + (IDX_T)(p * WM + i);
+                    if (m >= M)
+                        break;
+                    for (int v = 0; v < VN; ++v) {
+                        float s[VW];
+                        VSTORE(cs[j * (TM * TN / VW) + (q * MT + p) * WM * VN + i * VN + v], 0, s);
+                        for (int jj = 0; jj < VW; ++jj) {
+                            const IDX_T n = bj + (IDX_T)(q * WN + v * VW + jj);
+                            if (n < N)
+                                clf_store(bt, m, n, s[jj], CLF_ARGS);
+                        }
                     }
                 }
-            }
+    }
 #endif
 }

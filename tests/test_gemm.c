@@ -620,6 +620,53 @@ START_TEST(cpu_one_row_products)
 }
 END_TEST
 
+/* The CPU form's blocks of several sub-blocks of columns (gemm_cpu.cl,
+ * CLF_SPAN), where A's loads compute a prologue (an activation, an RMS
+ * norm with its row statistics) or convert f16: A's block is evaluated
+ * once into local memory for every sub-block. N = 512 x the compute units
+ * - 68, so that the device's blocks span two sub-blocks and the last is
+ * short of a whole one; a batch; K past one k-block. Each against the
+ * reference, and on a CPU the kernel must take the wide blocks. */
+START_TEST(cpu_blocks_of_several_sub_blocks)
+{
+    clf_context *ctx = clf_test_context();
+    clf_device_desc dev;
+    ck_assert_int_eq(clf_context_device(ctx, &dev), CLF_OK);
+    const int64_t n = 512 * (int64_t)(dev.compute_units ? dev.compute_units : 1) - 68;
+    static const struct {
+        int64_t batch, m, k;
+        int prologue; /* 0: f16 A as it lies, 1: sigmoid, 2: rms norm */
+    } cases[] = {{1, 37, 300, 1}, {1, 5, 33, 2}, {1, 64, 48, 0}, {2, 20, 24, 1}};
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        clf_graph *g = clf_graph_create();
+        e2e_inputs in = {0};
+        int64_t sx[3] = {cases[c].batch, cases[c].m, cases[c].k}, sw[2] = {cases[c].k, n};
+        clf_tensor x = e2e_input(g, &in, "x", cases[c].prologue ? CLF_F32 : CLF_F16, 3, sx, -1.0, 1.0);
+        clf_tensor w = e2e_input(g, &in, "w", CLF_F32, 2, sw, -1.0, 1.0);
+        x = cases[c].prologue == 0   ? clf_cast(g, x, CLF_F32)
+            : cases[c].prologue == 1 ? clf_sigmoid(g, x)
+                                     : clf_rms_norm(g, x, -1, 1e-5, CLF_TENSOR_INVALID);
+        ck_assert_int_eq(clf_graph_output(g, "y", clf_relu(g, clf_matmul(g, x, w))), CLF_OK);
+        e2e_check_style(ctx, g, &in, CLF_KERNEL_STYLE_CPU, RTOL, ATOL);
+        clf_executable *exe = NULL;
+        ck_assert_int_eq(clf_compile(ctx, g, clf_compile_params(.kernel_style = CLF_KERNEL_STYLE_CPU), &exe), CLF_OK);
+        bool wide = false;
+        for (size_t i = 0; i < clf_executable_kernel_count(exe); i++) {
+            const char *span = strstr(clf_executable_kernel_source(exe, i), "#define CLF_SPAN ");
+            wide |= span && atoi(span + 17) > 1;
+        }
+        /* (A GPU running the CPU form has too little local memory for them.) */
+        ck_assert_msg(wide || !dev.is_cpu, "case %zu (batch %lld, M %lld, K %lld, N %lld): no kernel takes blocks of several "
+                      "sub-blocks", c, (long long)cases[c].batch, (long long)cases[c].m, (long long)cases[c].k,
+                      (long long)n);
+        clf_executable_destroy(&exe);
+        e2e_inputs_free(&in);
+        clf_graph_destroy(&g);
+    }
+    clf_context_destroy(&ctx);
+}
+END_TEST
+
 /* The CPU form at tilings other than its default (CLFUSE_GEMM_TILE, what
  * the tuner and a user pinning by hand get): blocks of one micro-tile and
  * of several, every micro-tile width, k-blocks shorter than K, on a
@@ -912,6 +959,7 @@ int main(void)
     clf_test_add_case(s, "kernel_named_after_epilogue", kernel_named_after_epilogue);
     clf_test_add_case(s, "cpu_form_pinned_tilings", cpu_form_pinned_tilings);
     clf_test_add_case(s, "cpu_one_row_products", cpu_one_row_products);
+    clf_test_add_case(s, "cpu_blocks_of_several_sub_blocks", cpu_blocks_of_several_sub_blocks);
     clf_test_add_case(s, "long_epilogue_one_kernel", long_epilogue_one_kernel);
     clf_test_add_case(s, "epilogue_outputs_and_misaligned_reads", epilogue_outputs_and_misaligned_reads);
     clf_test_add_case(s, "transposed_outputs_stored_by_the_gemm", transposed_outputs_stored_by_the_gemm);

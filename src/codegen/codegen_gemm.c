@@ -552,21 +552,34 @@ clf_status clf__codegen_gemm(const clf_graph *g, const clf__plan *plan, uint32_t
     if (!out->entry || !out->ops)
         goto done;
 
-    /* One row on the CPU form (a decode step's projections): a block is
-     * span blocks of tn columns side by side (gemm_cpu.cl, CLF_ONE_ROW),
-     * as wide as still gives every compute unit two, so that A's values
-     * (its prologue, its row statistics) are evaluated for fewer blocks:
-     * bench_decoder's gate/up product with its RMS norm took 8.5 ms a
-     * decode step on 2 PoCL cores in 128 blocks of 128 columns, the same
-     * product without the norm 3.6. */
-    int64_t span = 0;
-    if (target->cpu && M == 1 && cfg.tm == 1 && mma == MMA_NONE && !rows.rows_max) {
-        int64_t units = target->compute_units ? target->compute_units : 1;
-        span = N / (2 * units * cfg.tn);
-        span = span < 1 ? 1 : span > 8 ? 8 : span;
+    /* The CPU form's blocks of span sub-blocks of tn columns side by side
+     * (gemm_cpu.cl, CLF_SPAN): where A's loads compute a prologue (an
+     * activation, a norm with its row statistics), a block evaluates it
+     * once for all its columns, so blocks as wide as still give every
+     * compute unit two, of equal widths (at most 8 sub-blocks for one
+     * row, 4 with a block's A and sums in local memory). bench_decoder's gate/up product
+     * with its RMS norm took 8.5 ms a decode step on 2 PoCL cores in 128
+     * blocks of 128 columns, the same product without the norm 3.6; at a
+     * 512-row prefill on 16 cores the down projection, A = silu(gate) *
+     * up, ran at 119 GFLOP/s against the gate/up product's 487. */
+    const bool one_row = target->cpu && M == 1 && cfg.tm == 1 && mma == MMA_NONE && !rows.rows_max;
+    const bool pack_a = target->cpu && (row_stats || !clf__cg_operand_plain(plan, k, g, mm->inputs[0]) ||
+                                        operand_16bit(g, mm->inputs[0]) != CLF_F32);
+    int64_t span = 1;
+    if (one_row || (pack_a && mma == MMA_NONE && !rows.rows_max)) {
+        const int64_t units = target->compute_units ? target->compute_units : 1;
+        const int64_t blocks_m = batch * ((M + cfg.tm - 1) / cfg.tm);
+        const size_t local_mem = target->local_mem ? target->local_mem : 32768;
+        for (int64_t s = one_row ? 8 : 4; s > 1 && span == 1; s--) {
+            size_t local = ((size_t)cfg.tk * (size_t)cfg.tn + (size_t)s * (size_t)cfg.tm * (size_t)cfg.tn +
+                            (size_t)cfg.tm * (size_t)cfg.tk) * sizeof(float);
+            const int64_t subs = (N + cfg.tn - 1) / cfg.tn; /* whole blocks of equal width */
+            if (subs % s == 0 && blocks_m * (subs / s) >= 2 * units && (one_row || local <= local_mem))
+                span = s;
+        }
     }
     /* Launch: one work-group per tile (GPU) or per work-item block (CPU). */
-    int64_t tiles = batch * ((M + cfg.tm - 1) / cfg.tm) * ((N + cfg.tn * (span ? span : 1) - 1) / (cfg.tn * (span ? span : 1)));
+    int64_t tiles = batch * ((M + cfg.tm - 1) / cfg.tm) * ((N + cfg.tn * span - 1) / (cfg.tn * span));
     if (rows.rows_max) {
         out->local = (size_t)rows.nt;
         out->global = (size_t)(rows.split * rows.blocks) * out->local;
@@ -667,10 +680,12 @@ clf_status clf__codegen_gemm(const clf_graph *g, const clf__plan *plan, uint32_t
      * 32) packing paid: the fixture's device time 0.048-0.052 ms against
      * 0.064-0.070 (2 cores, four alternating rounds; GPT-2 level). A
      * read as it lies is used in place (no copy). */
-    if (target->cpu && (row_stats || !clf__cg_operand_plain(plan, k, g, mm->inputs[0])))
+    if (pack_a)
         clf__sb_puts(&src, "#define CLF_PACK_A 1\n");
-    if (span)
-        clf__sb_printf(&src, "#define CLF_ONE_ROW %lld\n", (long long)span);
+    if (one_row)
+        clf__sb_puts(&src, "#define CLF_ONE_ROW 1\n");
+    if (span > 1)
+        clf__sb_printf(&src, "#define CLF_SPAN %lld\n", (long long)span);
     if (!clf__cg_emit_operand_load(g, plan, k, mm, 0, "clf_load_a", &src) ||
         !clf__cg_emit_operand_load(g, plan, k, mm, 1, "clf_load_b", &src)) {
         snprintf(err, errlen, "codegen: kernel %u: out of memory or unsupported operand prologue", k);

@@ -207,6 +207,17 @@ static void build_gemm_batched(clf_graph *g, inputs *in)
     clf_graph_output(g, "y", clf_add(g, y, input(g, in, "r", 2, sr)));
 }
 
+/* GEMM whose A is computed in its loads (a sigmoid) over blocks of
+ * several sub-blocks of columns (the CPU form's CLF_SPAN: A's block in
+ * local memory for all of them), the last sub-block partial: sigmoid(x
+ * [37, 70]) @ w [70, 500]. */
+static void build_gemm_wide_blocks(clf_graph *g, inputs *in)
+{
+    int64_t sx[2] = {37, 70}, sw[2] = {70, 500};
+    clf_tensor x = clf_sigmoid(g, input(g, in, "x", 2, sx));
+    clf_graph_output(g, "y", clf_matmul(g, x, input(g, in, "w", 2, sw)));
+}
+
 /* GEMM in the GPU's few-rows form (gemm_rows.cl): relu(x @ w + b) for 3
  * products of one row sharing w [517, 45] (one work-group takes all 3
  * rows; K and N not multiples of 4: a tail of columns and of lanes), and
@@ -274,6 +285,8 @@ static const family_case cases[] = {
      "GEMM region, GPU form for products of a few rows", "#define CLF_ROW_STATS 2", false},
     {"gemm_cpu (row statistics)", build_gemm_rows_row_stats, CLF_KERNEL_STYLE_CPU, "GEMM region, CPU form",
      "#define CLF_ROW_STATS 2", false},
+    {"gemm_cpu (wide blocks, prologue)", build_gemm_wide_blocks, CLF_KERNEL_STYLE_CPU, "GEMM region, CPU form",
+     "#define CLF_SPAN ", false},
     {"gemm_cpu (partial blocks)", build_gemm_partial, CLF_KERNEL_STYLE_CPU, "GEMM region, CPU form", NULL, false},
     {"gemm_cpu (transposed, prologue, K = 0)", build_gemm_transposed, CLF_KERNEL_STYLE_CPU, "GEMM region, CPU form",
      NULL, false},
