@@ -1221,17 +1221,20 @@ END_TEST
  * x + fill rounds to fill) the kernel takes the causal flag and evaluates
  * only the padding at the keys it visits; with -1e9 (x + fill is not one
  * value) it reads the whole mask. And the pattern alone, WHERE(causal, 0,
- * -inf), and its complement, WHERE(NOT causal, -inf, 0). Each against a
- * plain attention with the mask as a bias. */
+ * -inf), and its complement, WHERE(NOT causal, -inf, 0); and that mask
+ * transposed, which is not causal (its keys j >= i), though its constant
+ * is the pattern. Each against a plain attention with the mask as a
+ * bias. */
 START_TEST(idiom_causal_and_padding_mask)
 {
     clf_context *ctx = clf_test_context();
     static const struct {
         double fill;
-        int form; /* 0: AND with padding, 1: the pattern alone, 2: its complement */
+        int form; /* 0: AND with padding, 1: the pattern alone, 2: its complement, 3: the pattern's mask
+                   * transposed (keys j >= i: not causal, though its constant is the pattern) */
         bool causal;
     } cases[] = {{-INFINITY, 0, true}, {-3.4028234663852886e38, 0, true}, {-1e9, 0, false},
-                 {-INFINITY, 1, true}, {-INFINITY, 2, true}};
+                 {-INFINITY, 1, true}, {-INFINITY, 2, true}, {-INFINITY, 3, false}};
     static uint8_t pattern[IS * IS], hidden[IS * IS];
     for (int i = 0; i < IS; i++)
         for (int j = 0; j < IS; j++) {
@@ -1257,10 +1260,13 @@ START_TEST(idiom_causal_and_padding_mask)
         }
         clf_tensor zero = scalar_f32(g, 0.0), fill = scalar_f32(g, cases[c].fill);
         clf_tensor mask = form == 2 ? clf_where(g, cond, fill, zero) : clf_where(g, cond, zero, fill);
+        if (form == 3)
+            mask = transpose_last2(g, mask);
         clf_tensor s = clf_add(g, clf_mul(g, clf_matmul(g, q, transpose_last2(g, k)), scalar_f32(g, 0.125)), mask);
         char label[96];
         snprintf(label, sizeof label, "%s, fill %g",
-                 form == 0 ? "causal AND padding" : form == 1 ? "causal" : "NOT causal", cases[c].fill);
+                 form == 0 ? "causal AND padding" : form == 1 ? "causal" : form == 2 ? "NOT causal" : "transposed",
+                 cases[c].fill);
         ref_outputs ref;
         finish_idiom(ctx, label, g, &in, s, v, PREFILL, &ref);
         double *bias = malloc(sizeof(double) * IB * IH * IS * IS);
@@ -1270,7 +1276,7 @@ START_TEST(idiom_causal_and_padding_mask)
                 for (int i = 0; i < IS; i++)
                     for (int j = 0; j < IS; j++)
                         bias[((b * IH + h) * IS + i) * IS + j] =
-                            j <= i && (!pd || pd[b * IS + j]) ? 0.0 : (double)(float)cases[c].fill;
+                            (form == 3 ? j >= i : j <= i) && (!pd || pd[b * IS + j]) ? 0.0 : (double)(float)cases[c].fill;
         double *host = plain_host(&in, bias);
         check_against_host(label, ref_get(&ref, "out"), host, IB * IH * IS * ID);
         clf_executable *exe = NULL;

@@ -139,18 +139,27 @@ static bool additive_causal_pattern(const clf__node *c, int64_t sq, int64_t sk, 
     return o >= 0;
 }
 
-/* A literal fill value: a scalar constant, -inf or at most -65504 (f16's
- * lowest, HF's finfo.min): keys holding it weigh 0 next to any visible key
- * more than ~104 above it (the kernel checks that per row, else visits the
- * skipped keys too). */
-static bool fill_value(const clf_graph *g, uint32_t id, double *fill)
+/* A literal scalar float that node id is, through movement ops; false when
+ * it is not one. */
+static bool literal_value(const clf_graph *g, uint32_t id, double *v)
 {
     const clf__node *n = clf__graph_node(g, id);
     while (clf__node_class_of(n) == CLF__CLASS_MOVEMENT)
         n = clf__graph_node(g, n->inputs[0]);
     if (!clf__plan_is_literal(n) || !clf__dtype_is_float(n->dtype))
         return false;
-    *fill = clf__dtype_info_of(n->dtype)->get_f64(n->data, 0);
+    *v = clf__dtype_info_of(n->dtype)->get_f64(n->data, 0);
+    return true;
+}
+
+/* A literal fill value: a scalar constant, -inf or at most -65504 (f16's
+ * lowest, HF's finfo.min): keys holding it weigh 0 next to any visible key
+ * more than ~104 above it (the kernel checks that per row, else visits the
+ * skipped keys too). */
+static bool fill_value(const clf_graph *g, uint32_t id, double *fill)
+{
+    if (!literal_value(g, id, fill))
+        return false;
     return isinf(*fill) ? *fill < 0 : *fill <= -65504.0;
 }
 
@@ -169,21 +178,8 @@ static uint32_t through_movement(const clf_graph *g, uint32_t id, int64_t sq, in
     }
 }
 
-/* A literal scalar float that node id is, through movement ops; false when
- * it is not one. */
-static bool literal_value(const clf_graph *g, uint32_t id, double *v)
-{
-    const clf__node *n = clf__graph_node(g, id);
-    while (clf__node_class_of(n) == CLF__CLASS_MOVEMENT)
-        n = clf__graph_node(g, n->inputs[0]);
-    if (!clf__plan_is_literal(n) || !clf__dtype_is_float(n->dtype))
-        return false;
-    *v = clf__dtype_info_of(n->dtype)->get_f64(n->data, 0);
-    return true;
-}
-
 /* An additive mask built from a condition: the logits are x + m with m,
- * through float casts and movement, WHERE(cond, 0, F) (or WHERE(cond, F,
+ * through float casts and the movement through_movement walks, WHERE(cond, 0, F) (or WHERE(cond, F,
  * 0) with the pattern's complement), where cond is the causal pattern or
  * AND(causal pattern, other) (torch's export of a causal mask combined
  * with a key-padding mask from the model's attention_mask input). At the
@@ -197,11 +193,14 @@ static bool masked_causal(const clf_graph *g, const clf__node *add, uint32_t add
                           int64_t sq, int64_t sk)
 {
     uint32_t id = addend;
-    for (int hops = 0; hops < 16; hops++) {
+    for (int hops = 0; hops < 16; hops++) { /* (no transpose: the pattern's axes must stay [Sq, Sk]) */
         const clf__node *n = clf__graph_node(g, id);
-        if (!(n->op == CLF__OP_CAST && clf__dtype_is_float(n->dtype)) && clf__node_class_of(n) != CLF__CLASS_MOVEMENT)
+        bool cast = n->op == CLF__OP_CAST && clf__dtype_is_float(n->dtype);
+        if (!cast && through_movement(g, id, sq, sk) == id)
             break;
-        id = n->inputs[0];
+        id = cast ? n->inputs[0] : through_movement(g, id, sq, sk);
+        if (id == UINT32_MAX)
+            return false;
     }
     const clf__node *w = clf__graph_node(g, id);
     if (w->op != CLF__OP_WHERE || !clf__dtype_is_float(w->dtype))
