@@ -25,8 +25,11 @@
  *
  * Tuning: WM rows (up to 16) and WN columns (4, 8, 16 or 32: VN vectors of
  * VW = min(WN, 16)) per micro-tile; TM and TN multiples of them; TK the
- * k-block KC. Local memory: (KC + TM) * TN floats. The launch is BATCH *
- * ceil(M / TM) * ceil(N / TN) work-groups of one work-item. */
+ * k-block KC; CLF_SPAN (default 1) sub-blocks of TN columns a block (COLS
+ * columns); CLF_ONE_ROW where M is 1 (B read in place, below). Local
+ * memory: (KC + CLF_SPAN * TM) * TN floats, and TM * KC more where
+ * CLF_SPAN > 1 (none for one row). The launch is BATCH * ceil(M / TM) *
+ * ceil(N / COLS) work-groups of one work-item. */
 #ifndef IDX_T
 #define IDX_T uint
 #endif
@@ -199,7 +202,7 @@ __kernel void CLF_KERNEL_NAME(CLF_PARAMS, const IDX_T numel)
      * once into ap (its prologue: a norm, an activation) for all COLS
      * columns, which is what the wider block is for, and the sums wait in
      * sums between k-blocks. Columns past the last whole vector inside N
-     * sum in tail. */
+     * add into sums directly. */
     const int nc = N - bn >= COLS ? COLS : (int)(N - bn); /* the block's columns inside N */
     float sums[COLS], ap[KC];
     for (int j = 0; j < nc; ++j)

@@ -553,15 +553,18 @@ clf_status clf__codegen_gemm(const clf_graph *g, const clf__plan *plan, uint32_t
         goto done;
 
     /* The CPU form's blocks of span sub-blocks of tn columns side by side
-     * (gemm_cpu.cl, CLF_SPAN): where A's loads compute a prologue (an
-     * activation, a norm with its row statistics), a block evaluates it
-     * once for all its columns, so blocks as wide as still give every
+     * (gemm_cpu.cl, CLF_SPAN): where A is packed (its loads compute a
+     * prologue, a norm's row statistics, or convert f16) a block does that
+     * once for all its columns, so blocks are as wide as still gives every
      * compute unit two, of equal widths (at most 8 sub-blocks for one
-     * row, 4 with a block's A and sums in local memory). bench_decoder's gate/up product
-     * with its RMS norm took 8.5 ms a decode step on 2 PoCL cores in 128
-     * blocks of 128 columns, the same product without the norm 3.6; at a
-     * 512-row prefill on 16 cores the down projection, A = silu(gate) *
-     * up, ran at 119 GFLOP/s against the gate/up product's 487. */
+     * row, 4 with a block's A and sums in local memory). bench_decoder's
+     * gate/up product with its RMS norm took 8.5 ms a decode step on 2
+     * PoCL cores in 128 blocks of 128 columns, the same product without
+     * the norm 3.6; at a 512-row prefill on 16 cores the down projection,
+     * A = silu(gate) * up, ran at 119 GFLOP/s against the gate/up
+     * product's 487, and on 2 cores the gate/up product, its f16 A read
+     * in place (converted in the micro-kernel's inner loop), at 49 GFLOP/s
+     * against 212 packed. */
     const bool one_row = target->cpu && M == 1 && cfg.tm == 1 && mma == MMA_NONE && !rows.rows_max;
     const bool pack_a = target->cpu && (row_stats || !clf__cg_operand_plain(plan, k, g, mm->inputs[0]) ||
                                         operand_16bit(g, mm->inputs[0]) != CLF_F32);
@@ -678,8 +681,9 @@ clf_status clf__codegen_gemm(const clf_graph *g, const clf__plan *plan, uint32_t
      * 675 for the gate/up product of twice its flops. Even with one
      * micro-tile column a block (the tiny Llama's down projection, N =
      * 32) packing paid: the fixture's device time 0.048-0.052 ms against
-     * 0.064-0.070 (2 cores, four alternating rounds; GPT-2 level). A
-     * read as it lies is used in place (no copy). */
+     * 0.064-0.070 (2 cores, four alternating rounds; GPT-2 level). An
+     * f32 A read as it lies is used in place (no copy); one in f16 is
+     * packed, converted once (see span above). */
     if (pack_a)
         clf__sb_puts(&src, "#define CLF_PACK_A 1\n");
     if (one_row)
