@@ -599,7 +599,7 @@ typedef struct bound_inputs {
 
 static int is_bound(const bound_inputs *b, const char *name)
 {
-    for (size_t i = 0; b && i < b->n; i++)
+    for (size_t i = 0; b && name && i < b->n; i++)
         if (!strcmp(b->names[i], name))
             return 1;
     return 0;
@@ -607,10 +607,10 @@ static int is_bound(const bound_inputs *b, const char *name)
 
 /* The model input that input file k of a data set is: the one it names,
  * else the k-th of the model file's inputs. */
-static const char *file_input(const case_info *ci, const tensor_data *t, int k)
+static const char *file_input(const case_info *ci, const char *name, int k)
 {
     for (size_t i = 0; i < ci->ninputs; i++)
-        if (t->name && !strcmp(ci->inputs[i], t->name))
+        if (name && !strcmp(ci->inputs[i], name))
             return ci->inputs[i];
     return (size_t)k < ci->ninputs ? ci->inputs[k] : NULL;
 }
@@ -662,7 +662,7 @@ static int run_variant(clf_context *ctx, clf_onnx_model *m, const case_info *ci,
             if (!read_tensor(path, &files[kept], detail, sizeof detail)) {
                 snprintf(why, cap, "%s", detail);
                 ok = 0;
-            } else if (is_bound(bound, file_input(ci, &files[kept], k) ? file_input(ci, &files[kept], k) : "")) {
+            } else if (is_bound(bound, file_input(ci, files[kept].name, k))) {
                 tensor_free(&files[kept]);
             } else {
                 kept++;
@@ -847,20 +847,18 @@ static uint8_t *bind_inputs(const char *dir, const case_info *ci, int ds, const 
         char dsdir[1100];
         snprintf(dsdir, sizeof dsdir, "%s/test_data_set_%d", dir, ds);
         int nfiles = count_files(dsdir, "input");
-        for (int k = 0; k < nfiles && !value; k++) {
+        for (int k = 0; k < nfiles && !value; k++) { /* each file read once, as the TensorProto it is */
             char file[1300];
-            tensor_data t;
+            size_t tlen;
             snprintf(file, sizeof file, "%s/input_%d.pb", dsdir, k);
-            if (!read_tensor(file, &t, why, cap))
-                continue;
-            const char *as = file_input(ci, &t, k);
-            if (as && !strcmp(as, b->names[j])) {
-                size_t tlen;
-                uint8_t *tb = slurp(file, &tlen);
-                value = tb ? onnx__tensor_proto__unpack(NULL, tlen, tb) : NULL;
-                free(tb);
-            }
-            tensor_free(&t);
+            uint8_t *tb = slurp(file, &tlen);
+            Onnx__TensorProto *t = tb ? onnx__tensor_proto__unpack(NULL, tlen, tb) : NULL;
+            free(tb);
+            const char *as = t ? file_input(ci, t->name, k) : NULL;
+            if (as && !strcmp(as, b->names[j]))
+                value = t;
+            else if (t)
+                onnx__tensor_proto__free_unpacked(t, NULL);
         }
         if (!value) {
             snprintf(why, cap, "no file of test_data_set_%d holds input '%s'", ds, b->names[j]);
@@ -910,7 +908,7 @@ static clf_status load_case(const char *dir, const char *name, const case_info *
         if (!read_tensor(path, &gt[ngiven], detail, sizeof detail))
             continue; /* run_variant says why */
         tensor_data *t = &gt[ngiven];
-        const char *as = file_input(ci, t, k); /* the model input it is */
+        const char *as = file_input(ci, t->name, k); /* the model input it is */
         if (!as || is_bound(bound, as)) {
             tensor_free(t);
             continue;
