@@ -621,11 +621,12 @@ END_TEST
 START_TEST(gpu_float4_units_of_sliced_rows)
 {
     /* Rows of whole float4s read through slices of a [5, 4098] input
-     * (x[:, :4096] and x[:, 2:]): their elements are not at x * 4096 + r,
-     * so the GPU form's float4 units gather them element by element (the
-     * index algebra proves only x * RLEN + r and r aligned), while the
-     * outputs, stored at x * 4096 + r, go through float4 pointers; both
-     * softmaxes share one kernel and stay right. */
+     * (x[:, :4096] and x[:, 2:]): their elements are consecutive (x * 4098
+     * + r and x * 4098 + 2 + r) but not float4-aligned, so the GPU form's
+     * float4 units read them by vload4 (the index algebra proves x * RLEN
+     * + r and r aligned, not these), while the outputs, stored at x * 4096
+     * + r, go through float4 pointers; both softmaxes share one kernel and
+     * stay right. */
     const int64_t s[2] = {5, 4098}, lo[1] = {0}, hi[1] = {4096}, lo2[1] = {2}, hi2[1] = {4098};
     const int ax[1] = {1};
     clf_graph *g = clf_graph_create();
@@ -641,7 +642,9 @@ START_TEST(gpu_float4_units_of_sliced_rows)
     ck_assert_int_eq(clf_compile(ctx, g, clf_compile_params(.kernel_style = CLF_KERNEL_STYLE_GPU), &exe), CLF_OK);
     const char *src = clf_executable_kernel_source(exe, 0);
     ck_assert_ptr_nonnull(strstr(src, "#define VEC 4\n"));
-    ck_assert_ptr_nonnull(strstr(src, "(float4)(b0[clf_at_t"));
+    ck_assert_ptr_nonnull(strstr(src, "vload4(0, b0 + "));
+    ck_assert_ptr_null(strstr(src, "*(const __global float4 *)(b0"));
+    ck_assert_ptr_null(strstr(src, "clf_at_t"));
     ck_assert_ptr_nonnull(strstr(src, "    *(__global float4 *)(b"));
     clf_executable_destroy(&exe);
     clf_context_destroy(&ctx);

@@ -110,24 +110,7 @@ static const char *vec_lane(int lane)
     return s[lane];
 }
 
-/* How an index of the full space moves with the element r: 0 not at all,
- * 1 as r itself plus something independent of r (so elements r .. r+n-1
- * are consecutive in memory), -1 otherwise. */
-static int r_stride(const clf__ixgen *gen, const clf__ix *ix, uint32_t r_bit)
-{
-    if (!(ix->deps & r_bit))
-        return 0;
-    if (ix->var)
-        return ix->deps == r_bit ? 1 : -1;
-    if (ix->temp > 0 && ix->temp < gen->ntemps) {
-        const clf__ix_origin *o = &gen->origin[ix->temp];
-        if (o->kind == CLF__IX_MAD && !(o->a.deps & r_bit) && r_stride(gen, &o->b, r_bit) == 1)
-            return 1; /* a * k + (... + r) */
-    }
-    return -1;
-}
-
-/* Whether an index of stride 1 in r (see r_stride) is a multiple of n
+/* Whether an index of stride 1 in r (clf__ix_unit_stride) is a multiple of n
  * whenever r is: r itself, plus terms a * k with n dividing k, plus
  * constants that n divides. Buffers start at CL_DEVICE_MEM_BASE_ADDR_ALIGN
  * (at least the size of a long16), so such an index of a float buffer is a
@@ -173,7 +156,7 @@ static bool note_gather(red_ctx *rc, int temp)
 static bool vec_load_expr(red_ctx *rc, clf__strbuf *sb, uint32_t b, const clf__ix *ix, clf_dtype dt, int n)
 {
     char a[32], rd[96];
-    int st = r_stride(&rc->full_ix, ix, rc->r_bit);
+    int st = clf__ix_unit_stride(&rc->full_ix, ix, rc->r_bit);
     if (st == 1) {
         clf__cg_load_vec(rc->plan, sb, dt, b, clf__ix_str(ix, a, sizeof a), n, aligned_vec(rc, ix, n));
         return true;
@@ -673,7 +656,7 @@ static bool add_carry(red_ctx *rc, const clf__view *full, clf__cg_fn *stages, in
 static bool vec_store(red_ctx *rc, clf__strbuf *sb, uint32_t b, const clf__ix *at, clf_dtype dt, int n, const char *v)
 {
     char a[32];
-    int st = r_stride(&rc->full_ix, at, rc->r_bit);
+    int st = clf__ix_unit_stride(&rc->full_ix, at, rc->r_bit);
     if (st == 0 || (st < 0 && (at->var || at->temp <= 0 || !note_gather(rc, at->temp))))
         return false;
     char val[160];

@@ -244,7 +244,12 @@ static clf__ix ix_affine(clf__ixgen *gen, int64_t start, clf__ix x, int64_t step
         snprintf(e, sizeof e, "%lldu + %s * %lldu", (long long)start, xs, (long long)step);
     else
         snprintf(e, sizeof e, "%lldu - %s * %lldu", (long long)start, xs, (long long)-step);
-    return temp_for(gen, e, bound, x.deps, (clf__ix_origin){0});
+    /* An ascending slice is x * step + start, which division, modulus and
+     * clf__ix_unit_stride see through. */
+    clf__ix_origin o = {0};
+    if (step > 0)
+        o = (clf__ix_origin){.kind = CLF__IX_MAD, .a = x, .b = clf__ix_const(start), .k = step};
+    return temp_for(gen, e, bound, x.deps, o);
 }
 
 static void strides_of(int rank, const int64_t *shape, int64_t *strides)
@@ -272,6 +277,35 @@ clf__ix clf__ix_mad(clf__ixgen *gen, clf__ix base, int64_t stride, clf__ix offse
     uint64_t bound = (base.bound ? base.bound - 1 : 0) * (uint64_t)stride + offset.bound;
     return temp_for(gen, e, bound, base.deps | offset.deps,
                     (clf__ix_origin){.kind = CLF__IX_MAD, .a = base, .b = offset, .k = stride});
+}
+
+int clf__ix_unit_stride(const clf__ixgen *gen, const clf__ix *x, uint32_t var_bit)
+{
+    if (!(x->deps & var_bit))
+        return 0;
+    if (x->var)
+        return x->deps == var_bit ? 1 : -1;
+    if (x->temp <= 0 || x->temp >= gen->ntemps)
+        return -1;
+    const clf__ix_origin *o = &gen->origin[x->temp];
+    if (o->kind == CLF__IX_MAD) {
+        if (!(o->a.deps & var_bit)) /* a * k + (... + v) */
+            return clf__ix_unit_stride(gen, &o->b, var_bit) == 1 ? 1 : -1;
+        if (!(o->b.deps & var_bit) && o->k == 1) /* (... + v) * 1 + b */
+            return clf__ix_unit_stride(gen, &o->a, var_bit) == 1 ? 1 : -1;
+        return -1;
+    }
+    if (o->kind == CLF__IX_SUM) { /* c + terms: one of stride 1 moves with v */
+        int moving = -1;
+        for (int j = 0; j < o->nterms; j++)
+            if (o->terms[j].deps & var_bit) {
+                if (moving >= 0 || o->strides[j] != 1)
+                    return -1;
+                moving = j;
+            }
+        return moving >= 0 && clf__ix_unit_stride(gen, &o->terms[moving], var_bit) == 1 ? 1 : -1;
+    }
+    return -1;
 }
 
 void clf__view_dims(clf__ixgen *gen, const clf__view *v, int rank, const int64_t *shape,

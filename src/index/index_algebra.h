@@ -62,6 +62,11 @@ clf__ix clf__ix_i(uint64_t bound);
 clf__ix clf__ixgen_var(clf__ixgen *gen, const char *name, uint64_t bound);
 /* base * stride + offset, for a linear index built from two variables. */
 clf__ix clf__ix_mad(clf__ixgen *gen, clf__ix base, int64_t stride, clf__ix offset);
+/* How index x moves with the variable whose deps bit is var_bit: 0 not at
+ * all; 1 as the variable itself plus terms that do not depend on it, so
+ * that n consecutive values of the variable reach n consecutive elements
+ * (one vector load); -1 otherwise (or not known). */
+int clf__ix_unit_stride(const clf__ixgen *gen, const clf__ix *x, uint32_t var_bit);
 void clf__ixgen_free(clf__ixgen *gen);
 
 clf__ix clf__ix_const(int64_t c);
