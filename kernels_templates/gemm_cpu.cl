@@ -11,8 +11,11 @@
  * so that B is read from memory M / TM times and A N / TN times instead of
  * once per micro-tile; the sums wait in local memory between k-blocks.
  * Operands come in through clf_load_a / clf_load_b (the prologue applied)
- * and clf_load_bv (VW consecutive elements of a row of B); the epilogue
- * and stores through clf_store. Where codegen defines CLF_ROW_STATS, A's
+ * and clf_load_bv (VW consecutive elements of a row of B), and where
+ * codegen defines CLF_A_VEC through clf_load_av (that many consecutive
+ * elements of a row of A); the epilogue and stores through clf_store, and
+ * where codegen defines CLF_STORE_VEC clf_store_v (VW consecutive columns
+ * of a row). Where codegen defines CLF_ROW_STATS, A's
  * prologue applies that many statistics of its rows (a norm's mean and
  * variance): the block computes them for its TM rows first
  * (clf_row_stats: a loop along the row) and passes each row's to
@@ -101,6 +104,37 @@ static inline void clf_store(IDX_T bt, IDX_T m, IDX_T n, float acc, CLF_PARAMS) 
 #define CLF_LOAD_A(bt, i, m, k) clf_load_a(bt, m, k, *(const clf_row_stat_values *)(st + (i) * CLF_ROW_STATS), CLF_ARGS)
 #else
 #define CLF_LOAD_A(bt, i, m, k) clf_load_a(bt, m, k, CLF_ARGS)
+#endif
+
+/* A's values of one row (row i of the block, element m) for the kn steps
+ * of the k-block from k0, into DST(kk) (a macro naming the place of step
+ * kk): CLF_A_VEC steps at a time through clf_load_av where codegen gave
+ * A's prologue a vector form (an activation's exp or erf sixteen lanes at
+ * a time, where one at a time it cost more than the block's FMAs: a
+ * 512-row prefill's down projection, silu(gate) * up, on 2 PoCL cores),
+ * the rest one by one. */
+#ifdef CLF_A_VEC
+#ifdef CLF_ROW_STATS
+#define CLF_LOAD_AV(bt, i, m, k) clf_load_av(bt, m, k, *(const clf_row_stat_values *)(st + (i) * CLF_ROW_STATS), CLF_ARGS)
+#else
+#define CLF_LOAD_AV(bt, i, m, k) clf_load_av(bt, m, k, CLF_ARGS)
+#endif
+#define CLF_PACK_A_ROW(i, m, kn, DST)                                                              \
+    {                                                                                              \
+        int kk = 0;                                                                                \
+        for (; kk + CLF_A_VEC <= (kn); kk += CLF_A_VEC) {                                          \
+            float t_[CLF_A_VEC];                                                                   \
+            VSTORE_PASTE(CLF_A_VEC)(CLF_LOAD_AV(bt, i, m, k0 + (IDX_T)kk), 0, t_);                 \
+            _Pragma("unroll") for (int j_ = 0; j_ < CLF_A_VEC; ++j_)                               \
+                DST(kk + j_) = t_[j_];                                                             \
+        }                                                                                          \
+        for (; kk < (kn); ++kk)                                                                    \
+            DST(kk) = CLF_LOAD_A(bt, i, m, k0 + (IDX_T)kk);                                        \
+    }
+#else
+#define CLF_PACK_A_ROW(i, m, kn, DST)                                                              \
+    for (int kk = 0; kk < (kn); ++kk)                                                              \
+        DST(kk) = CLF_LOAD_A(bt, i, m, k0 + (IDX_T)kk);
 #endif
 
 /* Packs the block's B for k in [k0, k0 + kn) into local memory in the order
@@ -209,8 +243,8 @@ __kernel void CLF_KERNEL_NAME(CLF_PARAMS, const IDX_T numel)
         sums[j] = 0.0f;
     for (IDX_T k0 = 0; k0 < K; k0 += KC) {
         const int kn = K - k0 >= KC ? KC : (int)(K - k0);
-        for (int kk = 0; kk < kn; ++kk)
-            ap[kk] = CLF_LOAD_A(bt, 0, 0, k0 + (IDX_T)kk);
+#define CLF_ONE_ROW_AT(kk) ap[kk]
+        CLF_PACK_A_ROW(0, 0, kn, CLF_ONE_ROW_AT)
         for (int s0 = 0; s0 < nc; s0 += TN) {
             const int sn = nc - s0 >= TN ? TN : nc - s0, nv = sn / VW;
             const IDX_T n0 = bn + (IDX_T)s0;
@@ -236,7 +270,12 @@ __kernel void CLF_KERNEL_NAME(CLF_PARAMS, const IDX_T numel)
                 VSTORE(acc[v], 0, sums + s0 + v * VW);
         }
     }
-    for (int j = 0; j < nc; ++j)
+    int j = 0;
+#ifdef CLF_STORE_VEC
+    for (; j + VW <= nc; j += VW)
+        clf_store_v(bt, 0, bn + (IDX_T)j, VLOAD(0, sums + j), CLF_ARGS);
+#endif
+    for (; j < nc; ++j)
         clf_store(bt, 0, bn + (IDX_T)j, sums[j], CLF_ARGS);
 #else
     /* The block's sub-blocks of TN columns inside N, and the micro-tile
@@ -253,8 +292,8 @@ __kernel void CLF_KERNEL_NAME(CLF_PARAMS, const IDX_T numel)
         for (int p = 0; p < mt; ++p)
             for (int i = 0; i < WM; ++i) {
                 const IDX_T m = bm + (IDX_T)(p * WM + i);
-                for (int kk = 0; kk < kn; ++kk)
-                    apk[(p * KC + kk) * WM + i] = CLF_LOAD_A(bt, p * WM + i, m < M ? m : M - 1, k0 + (IDX_T)kk);
+#define CLF_SPAN_AT(kk) apk[(p * KC + (kk)) * WM + i]
+                CLF_PACK_A_ROW(p * WM + i, m < M ? m : M - 1, kn, CLF_SPAN_AT)
             }
 #endif
         for (int j = 0; j < ns; ++j) {
@@ -273,8 +312,8 @@ __kernel void CLF_KERNEL_NAME(CLF_PARAMS, const IDX_T numel)
                 float ap[KC * WM];
                 for (int i = 0; i < WM; ++i) { /* along rows: a row's index arithmetic out of the loop */
                     const IDX_T m = bm + (IDX_T)(p * WM + i);
-                    for (int kk = 0; kk < kn; ++kk)
-                        ap[kk * WM + i] = CLF_LOAD_A(bt, p * WM + i, m < M ? m : M - 1, k0 + (IDX_T)kk);
+#define CLF_PACK_AT(kk) ap[(kk) * WM + i]
+                    CLF_PACK_A_ROW(p * WM + i, m < M ? m : M - 1, kn, CLF_PACK_AT)
                 }
                 for (int q = 0; q < nt; ++q)
                     CLF_MICRO_TILE(p, q, CLF_A_PACKED)
@@ -297,6 +336,13 @@ __kernel void CLF_KERNEL_NAME(CLF_PARAMS, const IDX_T numel)
                     if (m >= M)
                         break;
                     for (int v = 0; v < VN; ++v) {
+#ifdef CLF_STORE_VEC
+                        if (bj + (IDX_T)(q * WN + v * VW + VW) <= N) {
+                            clf_store_v(bt, m, bj + (IDX_T)(q * WN + v * VW),
+                                        cs[j * (TM * TN / VW) + (q * MT + p) * WM * VN + i * VN + v], CLF_ARGS);
+                            continue;
+                        }
+#endif
                         float s[VW];
                         VSTORE(cs[j * (TM * TN / VW) + (q * MT + p) * WM * VN + i * VN + v], 0, s);
                         for (int jj = 0; jj < VW; ++jj) {

@@ -489,11 +489,59 @@ START_TEST(cpu_gemm_packs_an_operand_with_a_prologue)
             const bool packs = strstr(code.source, "#define CLF_PACK_A 1") != NULL;
             ck_assert_msg(packs == (cpu && c > 0), "case %d, %s form: A %s", c, cpu ? "CPU" : "GPU",
                           packs ? "packed" : "read in place");
+            /* Packed A's prologue (sigmoid, the f16 conversion) and the
+             * plain epilogue in vectors of the micro-tile's width. */
+            const bool av = strstr(code.source, "static inline float16 clf_load_av(") != NULL;
+            const bool sv = strstr(code.source, "static inline void clf_store_v(") != NULL;
+            ck_assert_msg(av == (cpu && c > 0) && sv == (bool)cpu, "case %d, %s form: vector A %d, store %d", c,
+                          cpu ? "CPU" : "GPU", av, sv);
             clf__kernel_code_free(&code);
         }
         clf__plan_free(&p);
         clf_graph_destroy(&g);
     }
+}
+END_TEST
+
+/* How an index moves with a variable (clf__ix_unit_stride): the variable
+ * itself, a row's offset plus it, it times 1 plus an offset, an ascending
+ * slice of step 1 (start + it) are consecutive; a stride of 4, a
+ * reversed slice and an index that does not depend on it are not (0 for
+ * the last). */
+START_TEST(index_unit_stride)
+{
+    clf__strbuf code = {0};
+    clf__ixgen gen;
+    clf__ixgen_init(&gen, &code, 64);
+    clf__ix x = clf__ixgen_var(&gen, "x", 5), r = clf__ixgen_var(&gen, "r", 4096);
+    ck_assert_int_eq(clf__ix_unit_stride(&gen, &r, r.deps), 1);
+    ck_assert_int_eq(clf__ix_unit_stride(&gen, &x, r.deps), 0);
+    clf__ix row = clf__ix_mad(&gen, x, 4098, r);
+    ck_assert_int_eq(clf__ix_unit_stride(&gen, &row, r.deps), 1);
+    ck_assert_int_eq(clf__ix_unit_stride(&gen, &row, x.deps), -1);
+    clf__ix shifted = clf__ix_mad(&gen, r, 1, clf__ix_const(2));
+    ck_assert_int_eq(clf__ix_unit_stride(&gen, &shifted, r.deps), 1);
+    clf__ix strided = clf__ix_mad(&gen, r, 4, x);
+    ck_assert_int_eq(clf__ix_unit_stride(&gen, &strided, r.deps), -1);
+    /* Slices of a [5, 4098] tensor's rows, through the movement algebra. */
+    int64_t shape[2] = {5, 4098}, lo[1] = {2}, hi[1] = {4098}, rlo[1] = {-1}, rhi[1] = {INT64_MIN}, back[1] = {-1};
+    const int ax[1] = {1};
+    clf_graph *g = clf_graph_create();
+    clf_tensor t = clf_input(g, "t", CLF_F32, 2, shape);
+    clf_tensor fwd = clf_slice(g, t, 1, lo, hi, ax, NULL), rev = clf_slice(g, t, 1, rlo, rhi, ax, back);
+    const clf_tensor slices[2] = {fwd, rev};
+    for (int k = 0; k < 2; k++) {
+        clf__view v = {.linear = false}, in;
+        v.dims[0] = x;
+        v.dims[1] = r;
+        clf__view_input(&gen, g, clf__graph_node(g, slices[k].node), 0, &v, &in);
+        clf__ix at = clf__view_linear(&gen, &in, 2, shape);
+        ck_assert_int_eq(clf__ix_unit_stride(&gen, &at, r.deps), k == 0 ? 1 : -1);
+    }
+    ck_assert(!gen.failed);
+    clf_graph_destroy(&g);
+    clf__ixgen_free(&gen);
+    clf__sb_free(&code);
 }
 END_TEST
 
@@ -1185,6 +1233,7 @@ int main(void)
     tcase_add_test(tc, gemm_default_tiles_fit_small_products);
     tcase_add_test(tc, cpu_gemm_default_blocks);
     tcase_add_test(tc, cpu_gemm_packs_an_operand_with_a_prologue);
+    tcase_add_test(tc, index_unit_stride);
     tcase_add_test(tc, schedules_name_their_choices);
     tcase_add_test(tc, attention_tensor_cores_where_the_operands_allow);
     tcase_add_test(tc, permuted_store_feeds_a_plain_operand);

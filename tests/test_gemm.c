@@ -671,6 +671,77 @@ START_TEST(cpu_blocks_of_several_sub_blocks)
 }
 END_TEST
 
+/* The CPU form computes A's prologue and the epilogue sixteen (VW)
+ * columns at a time where they have a vector form (clf_load_av,
+ * clf_store_v): SwiGLU's silu(gate) * up read through slices of an f16
+ * tensor with K past a whole vector, a norm's row statistics, one row, a
+ * GELU epilogue with a bias and a residual into f16 and f32 outputs with N
+ * past a whole vector; and where they have none (A reversed along k, a
+ * transposed store) the scalar functions alone, right either way. */
+START_TEST(cpu_prologues_and_epilogues_in_vectors)
+{
+    clf_context *ctx = clf_test_context();
+    clf_device_desc dev;
+    ck_assert_int_eq(clf_context_device(ctx, &dev), CLF_OK);
+    const bool vectors = dev.is_cpu && !(ctx->quirks & CLF__QUIRK_LOOP_TRIPS_65535);
+    for (int c = 0; c < 5; c++) {
+        clf_graph *g = clf_graph_create();
+        e2e_inputs in = {0};
+        const int64_t m = c == 2 ? 1 : 37, k = c == 1 ? 48 : 300, n = c == 3 ? 40 : 53;
+        clf_tensor a;
+        bool vec_a = true, vec_store = true;
+        if (c == 0 || c == 2) { /* silu(gate) * up from one f16 tensor */
+            int64_t sg[2] = {m, 2 * k}, lo[1] = {0}, mid[1] = {k}, hi[1] = {2 * k};
+            const int ax[1] = {1};
+            clf_tensor gu = e2e_input(g, &in, "gu", CLF_F16, 2, sg, -2.0, 2.0);
+            a = clf_mul(g, clf_silu(g, clf_slice(g, gu, 1, lo, mid, ax, NULL)),
+                        clf_slice(g, gu, 1, mid, hi, ax, NULL));
+        } else if (c == 1) { /* a norm's row statistics */
+            a = clf_rms_norm(g, input2(g, &in, "x", m, k), -1, 1e-5, CLF_TENSOR_INVALID);
+        } else if (c == 4) {
+            a = clf_sigmoid(g, input2(g, &in, "x", m, k));
+        } else { /* A reversed along k: no vector form */
+            int64_t lo[1] = {-1}, hi[1] = {INT64_MIN}, step[1] = {-1};
+            const int ax[1] = {1};
+            a = clf_sigmoid(g, clf_slice(g, input2(g, &in, "x", m, k), 1, lo, hi, ax, step));
+            vec_a = false;
+        }
+        int64_t sw[2] = {k, n}, sb[1] = {n}, sr[2] = {m, n};
+        const clf_dtype wdt = c == 0 || c == 2 ? CLF_F16 : CLF_F32;
+        clf_tensor w = e2e_input(g, &in, "w", wdt, 2, sw, -1.0, 1.0);
+        clf_tensor p = clf_matmul(g, a, w);
+        clf_tensor y = clf_gelu(g, clf_add(g, p, e2e_input(g, &in, "b", wdt, 1, sb, -1.0, 1.0)));
+        if (c == 1) { /* a residual, and a second output */
+            y = clf_add(g, y, e2e_input(g, &in, "r", CLF_F32, 2, sr, -1.0, 1.0));
+            ck_assert_int_eq(clf_graph_output(g, "h", clf_cast(g, y, CLF_F16)), CLF_OK);
+        }
+        if (c == 4) { /* stored transposed */
+            const int perm[2] = {1, 0};
+            y = clf_transpose(g, y, 2, perm);
+            vec_store = false;
+        }
+        const char *why = NULL;
+        clf_graph_output(g, "y", y);
+        ck_assert_msg(clf_graph_status(g, &why) == CLF_OK, "case %d: %s", c, why);
+        e2e_check_style(ctx, g, &in, CLF_KERNEL_STYLE_CPU, wdt == CLF_F16 ? 2e-3 : RTOL, wdt == CLF_F16 ? 2e-3 : ATOL);
+        clf_executable *exe = NULL;
+        ck_assert_int_eq(clf_compile(ctx, g, clf_compile_params(.kernel_style = CLF_KERNEL_STYLE_CPU), &exe), CLF_OK);
+        bool load_av = false, store_v = false;
+        for (size_t i = 0; i < clf_executable_kernel_count(exe); i++) {
+            const char *src = clf_executable_kernel_source(exe, i);
+            load_av |= strstr(src, "#define CLF_A_VEC ") != NULL;
+            store_v |= strstr(src, "#define CLF_STORE_VEC 1") != NULL;
+        }
+        ck_assert_msg(load_av == (vectors && vec_a), "case %d: A's prologue in vectors: %d", c, load_av);
+        ck_assert_msg(store_v == (vectors && vec_store), "case %d: the epilogue in vectors: %d", c, store_v);
+        clf_executable_destroy(&exe);
+        e2e_inputs_free(&in);
+        clf_graph_destroy(&g);
+    }
+    clf_context_destroy(&ctx);
+}
+END_TEST
+
 /* The CPU form at tilings other than its default (CLFUSE_GEMM_TILE, what
  * the tuner and a user pinning by hand get): blocks of one micro-tile and
  * of several, every micro-tile width, k-blocks shorter than K, on a
@@ -964,6 +1035,7 @@ int main(void)
     clf_test_add_case(s, "cpu_form_pinned_tilings", cpu_form_pinned_tilings);
     clf_test_add_case(s, "cpu_one_row_products", cpu_one_row_products);
     clf_test_add_case(s, "cpu_blocks_of_several_sub_blocks", cpu_blocks_of_several_sub_blocks);
+    clf_test_add_case(s, "cpu_prologues_and_epilogues_in_vectors", cpu_prologues_and_epilogues_in_vectors);
     clf_test_add_case(s, "long_epilogue_one_kernel", long_epilogue_one_kernel);
     clf_test_add_case(s, "epilogue_outputs_and_misaligned_reads", epilogue_outputs_and_misaligned_reads);
     clf_test_add_case(s, "transposed_outputs_stored_by_the_gemm", transposed_outputs_stored_by_the_gemm);

@@ -285,8 +285,57 @@ bool clf__cg_emit_row_stats(const clf_graph *g, const clf__plan *plan, uint32_t 
     return ok;
 }
 
-bool clf__cg_emit_operand_load(const clf_graph *g, const clf__plan *plan, uint32_t k, const clf__node *mm, int which,
-                               const char *fname, clf__strbuf *src)
+/* The hooks' context of an operand's load function: the row statistics
+ * it reads, and for a vector function (vec > 1) the deps bit of the index
+ * variable its lanes follow. */
+typedef struct operand_ctx {
+    row_stats_ctx stats;
+    uint32_t along_bit;
+    clf__ix acc_at; /* the vector store's: the product's linear index */
+} operand_ctx;
+
+static const char *operand_row_stat(clf__cg_fn *f, uint32_t node, const clf__view *v, char *name, size_t cap)
+{
+    operand_ctx *c = f->hooks.user;
+    clf__cg_hooks h = f->hooks;
+    f->hooks.user = &c->stats;
+    const char *r = row_stat_hook(f, node, v, name, cap);
+    f->hooks = h;
+    return r;
+}
+
+/* Load hook of a vector load function: an element that does not move
+ * along the lanes is a scalar (widened where it meets a vector); one that
+ * moves as the lanes' index, a float vector loaded at once (vload, or
+ * vload_half and the like for the storage floats); anything else (a
+ * gather, an integer or an index value varying along the lanes) has no
+ * vector form here, and the writer keeps the scalar function. */
+static const char *operand_vec_load(clf__cg_fn *f, uint32_t buffer, clf__ix index, clf_dtype dt, char *name,
+                                    size_t cap)
+{
+    const operand_ctx *c = f->hooks.user;
+    const int st = clf__ix_unit_stride(f->ix, &index, c->along_bit);
+    if (st == 0)
+        return clf__cg_read_expr(f->plan, buffer, &index, dt, name, cap);
+    if (st < 0 || buffer == CLF__CG_INDEX_VALUE || clf__dtype_compute(dt) != CLF_F32) {
+        f->novec = true;
+        snprintf(name, cap, "0");
+        return name;
+    }
+    char at[32];
+    snprintf(name, cap, "ld%d", f->ntemps++);
+    clf__sb_printf(&f->body, "    const float%d %s = ", f->vec, name);
+    clf__cg_load_vec(f->plan, &f->body, dt, buffer, clf__ix_str(&index, at, sizeof at), f->vec, false);
+    clf__sb_puts(&f->body, ";\n");
+    return name;
+}
+
+/* The load function of operand `which` of mm: scalar (w 1) or w lanes
+ * along the operand's columns (A's k, B's n). A vector function that some
+ * value of the prologue has no vector form for is not emitted: returns
+ * false with nothing appended, as for a failure (out of memory). */
+static bool emit_operand_fn(const clf_graph *g, const clf__plan *plan, uint32_t k, const clf__node *mm, int which,
+                            int w, const char *fname, clf__strbuf *src)
 {
     /* A's loads apply the row statistics the kernel computes (st: the
      * row's, clf__cg_emit_row_stats). */
@@ -294,25 +343,123 @@ bool clf__cg_emit_operand_load(const clf_graph *g, const clf__plan *plan, uint32
     uint32_t nstats = which == 0 ? clf__cg_row_stats(plan, k, g, stats, CLF__CG_ROW_STATS_MAX) : 0;
     if (nstats > CLF__CG_ROW_STATS_MAX)
         return false;
-    row_stats_ctx ctx = {stats, nstats};
-    clf__cg_hooks hooks = {.load = clf__cg_load_direct, .reduction = nstats ? row_stat_hook : NULL, .user = &ctx};
+    operand_ctx ctx = {{stats, nstats}, 0, {0}};
+    clf__cg_hooks hooks = {.load = w > 1 ? operand_vec_load : clf__cg_load_direct,
+                           .reduction = nstats ? operand_row_stat : NULL, .user = &ctx};
     clf__cg_fn F;
     clf__cg_fn_init(&F, g, plan, k, &hooks);
+    F.vec = w > 1 ? w : 0;
     uint32_t id = mm->inputs[which];
     const clf__node *op = clf__graph_node(g, id);
     const char *rname = which == 0 ? "m" : "k", *cname = which == 0 ? "k" : "n";
     clf__view v;
     operand_view(F.ix, mm, op, rname, cname, &v);
+    ctx.along_bit = v.dims[op->rank - 1].deps;
     char *val = clf__strdup(clf__cg_value(&F, id, &v));
-    bool ok = val && !F.failed && !F.ix->failed && clf__sb_ok(&F.idx_code) && clf__sb_ok(&F.body);
+    bool ok = val && !F.failed && !F.novec && !F.ix->failed && clf__sb_ok(&F.idx_code) && clf__sb_ok(&F.body);
     if (ok) {
-        clf__sb_printf(src, "static inline float %s(IDX_T bt, IDX_T %s, IDX_T %s, %sCLF_PARAMS)\n{\n", fname, rname,
-                       cname, nstats ? "clf_row_stat_values st, " : "");
-        clf__sb_printf(src, "    (void)bt;\n%s%s    return %s;\n}\n\n", clf__sb_str(&F.idx_code),
-                       clf__sb_str(&F.body), val);
+        char type[16];
+        snprintf(type, sizeof type, w > 1 ? "float%d" : "float", w);
+        clf__sb_printf(src, "static inline %s %s(IDX_T bt, IDX_T %s, IDX_T %s, %sCLF_PARAMS)\n{\n", type, fname,
+                       rname, cname, nstats ? "clf_row_stat_values st, " : "");
+        /* A value that does not move along the lanes is a scalar: widened. */
+        clf__sb_printf(src, "    (void)bt;\n%s%s", clf__sb_str(&F.idx_code), clf__sb_str(&F.body));
+        if (w > 1)
+            clf__sb_printf(src, "    return (%s)(%s);\n}\n\n", type, val);
+        else
+            clf__sb_printf(src, "    return %s;\n}\n\n", val);
     }
     clf__free(val);
     clf__cg_fn_free(&F);
+    return ok;
+}
+
+bool clf__cg_emit_operand_load(const clf_graph *g, const clf__plan *plan, uint32_t k, const clf__node *mm, int which,
+                               const char *fname, clf__strbuf *src)
+{
+    return emit_operand_fn(g, plan, k, mm, which, 1, fname, src);
+}
+
+bool clf__cg_emit_operand_prologue_vec(const clf_graph *g, const clf__plan *plan, uint32_t k, const clf__node *mm,
+                                       int which, int w, const char *fname, clf__strbuf *src)
+{
+    return w > 1 && emit_operand_fn(g, plan, k, mm, which, w, fname, src);
+}
+
+/* Product hook of the vector store: the product at the lanes being
+ * stored (the store's own linear index) is the vector accumulator. */
+static const char *product_acc_vec(clf__cg_fn *f, uint32_t node, const clf__view *v, char *name, size_t cap)
+{
+    const operand_ctx *c = f->hooks.user;
+    const clf__node *n = clf__graph_node(f->g, node);
+    clf__ix at = clf__view_linear(f->ix, v, n->rank, n->shape);
+    if (!clf__ix_same(&at, &c->acc_at))
+        return NULL;
+    clf__strbuf sb = {0};
+    clf__cg_round_vec(&sb, f->no_round ? CLF_F32 : n->dtype, "acc", f->vec);
+    snprintf(name, cap, "%s", clf__sb_ok(&sb) ? clf__sb_str(&sb) : "acc");
+    clf__sb_free(&sb);
+    return name;
+}
+
+bool clf__cg_emit_product_store_vec(const clf_graph *g, const clf__plan *plan, uint32_t k, int w, clf__strbuf *src)
+{
+    const clf__plan_kernel *K = &plan->kernels[k];
+    const clf__node *mm = clf__graph_node(g, K->anchor);
+    if (w < 2 || mm->op != CLF__OP_MATMUL || K->nstores == 0)
+        return false;
+    for (uint32_t s = 0; s < K->nstores; s++)
+        if (K->stores[s].from != K->stores[s].node)
+            return false; /* a permuted store: its lanes are not consecutive */
+    operand_ctx ctx = {{NULL, 0}, 0, {0}};
+    clf__cg_hooks hooks = {.load = operand_vec_load, .product = product_acc_vec, .user = &ctx};
+    clf__cg_fn G;
+    clf__cg_fn_init(&G, g, plan, k, &hooks);
+    G.vec = w;
+    /* The product's element (bt, m, n), its lanes along n: the epilogue's
+     * values are read at views made from these, so that its loads see
+     * through them (a bias at n, a residual at its row's offset + n). */
+    clf__view v;
+    operand_view(G.ix, mm, mm, "m", "n", &v);
+    ctx.along_bit = v.dims[mm->rank - 1].deps;
+    ctx.acc_at = clf__view_linear(G.ix, &v, mm->rank, mm->shape);
+    bool ok = false;
+    clf__strbuf body = {0};
+    char **vals = clf__calloc(K->nstores, sizeof *vals);
+    if (!vals)
+        goto done;
+    for (uint32_t s = 0; s < K->nstores; s++) {
+        vals[s] = clf__strdup(clf__cg_value(&G, K->stores[s].from, &v));
+        if (!vals[s])
+            G.failed = true;
+    }
+    ok = !G.failed && !G.novec && !G.ix->failed && clf__sb_ok(&G.idx_code) && clf__sb_ok(&G.body);
+    if (ok) {
+        char at[32];
+        clf__ix_str(&ctx.acc_at, at, sizeof at);
+        clf__sb_printf(&body,
+                       "static inline void clf_store_v(IDX_T bt, IDX_T m, IDX_T n, float%d acc, CLF_PARAMS)\n{\n"
+                       "    (void)bt;\n%s%s",
+                       w, clf__sb_str(&G.idx_code), clf__sb_str(&G.body));
+        for (uint32_t s = 0; s < K->nstores; s++) {
+            clf__strbuf val = {0};
+            clf__sb_printf(&val, "(float%d)(%s)", w, vals[s]);
+            clf__cg_store_vec(plan, &body, clf__graph_node(g, K->stores[s].node)->dtype, K->stores[s].buffer, at,
+                              clf__sb_ok(&val) ? clf__sb_str(&val) : "0", w, false);
+            ok = ok && clf__sb_ok(&val);
+            clf__sb_free(&val);
+        }
+        clf__sb_puts(&body, "}\n\n");
+        ok = ok && clf__sb_ok(&body);
+        if (ok)
+            clf__sb_puts(src, clf__sb_str(&body));
+    }
+done:
+    for (uint32_t s = 0; vals && s < K->nstores; s++)
+        clf__free(vals[s]);
+    clf__free(vals);
+    clf__sb_free(&body);
+    clf__cg_fn_free(&G);
     return ok;
 }
 

@@ -76,6 +76,14 @@ bool clf__cg_emit_row_stats(const clf_graph *g, const clf__plan *plan, uint32_t 
  * CLF_PARAMS". */
 bool clf__cg_emit_operand_load(const clf_graph *g, const clf__plan *plan, uint32_t k, const clf__node *mm, int which,
                                const char *fname, clf__strbuf *src);
+/* The same function evaluating w consecutive columns at once (A's k, B's
+ * n; w 2, 4, 8 or 16): "static inline float<w> <fname>(...)", the same
+ * parameters, its prologue computed in vectors. Where some value of the
+ * prologue has no vector form (integers, gathers, movement that reorders
+ * the columns) emits nothing and returns false: the caller keeps the
+ * scalar function. */
+bool clf__cg_emit_operand_prologue_vec(const clf_graph *g, const clf__plan *plan, uint32_t k, const clf__node *mm,
+                                       int which, int w, const char *fname, clf__strbuf *src);
 
 /* Emits "static inline float<w> <fname>(IDX_T bt, IDX_T r, IDX_T c,
  * CLF_PARAMS)": w consecutive elements of operand `which` of MATMUL node mm
@@ -95,5 +103,12 @@ bool clf__cg_emit_operand_load_vec(const clf_graph *g, const clf__plan *plan, ui
  * (bt, m, n) whose f32 value is acc (uses the M and N macros). */
 clf_status clf__cg_emit_product_store(const clf_graph *g, const clf__plan *plan, uint32_t k, clf__strbuf *src,
                                       char *err, size_t errlen);
+/* The same for w consecutive elements of a row of a GEMM's product,
+ * "static inline void clf_store_v(IDX_T bt, IDX_T m, IDX_T n, float<w>
+ * acc, CLF_PARAMS)" (n to n + w - 1, inside the row): the epilogue computed
+ * in vectors, the stores vector stores. Emits nothing and returns false
+ * where the epilogue has no vector form (integers, gathers, permuted
+ * stores): the caller keeps clf_store. */
+bool clf__cg_emit_product_store_vec(const clf_graph *g, const clf__plan *plan, uint32_t k, int w, clf__strbuf *src);
 
 #endif
