@@ -406,8 +406,8 @@ bool clf__cg_emit_product_store_vec(const clf_graph *g, const clf__plan *plan, u
 {
     const clf__plan_kernel *K = &plan->kernels[k];
     const clf__node *mm = clf__graph_node(g, K->anchor);
-    if (w < 2 || mm->op != CLF__OP_MATMUL || K->nstores == 0)
-        return false;
+    if (w < 2 || mm->op != CLF__OP_MATMUL || mm->rank < 2 || K->nstores == 0)
+        return false; /* (a product of rank 1, a vector's, has no rows: the scalar store serves) */
     for (uint32_t s = 0; s < K->nstores; s++)
         if (K->stores[s].from != K->stores[s].node)
             return false; /* a permuted store: its lanes are not consecutive */
@@ -416,9 +416,9 @@ bool clf__cg_emit_product_store_vec(const clf_graph *g, const clf__plan *plan, u
     clf__cg_fn G;
     clf__cg_fn_init(&G, g, plan, k, &hooks);
     G.vec = w;
-    /* The product's element (bt, m, n), its lanes along n: the epilogue's
-     * values are read at views made from these, so that its loads see
-     * through them (a bias at n, a residual at its row's offset + n). */
+    /* The product's element (bt, m, n), its lanes along n, and its linear
+     * index, which the index algebra splits back into these (a bias at n,
+     * a residual at its row's offset + n). */
     clf__view v;
     operand_view(G.ix, mm, mm, "m", "n", &v);
     ctx.along_bit = v.dims[mm->rank - 1].deps;
@@ -428,8 +428,11 @@ bool clf__cg_emit_product_store_vec(const clf_graph *g, const clf__plan *plan, u
     char **vals = clf__calloc(K->nstores, sizeof *vals);
     if (!vals)
         goto done;
+    /* Each store's node at the product's linear index (its shape may be
+     * another of the same elements, a reshape's). */
+    const clf__view at_lin = {.linear = true, .lin = ctx.acc_at};
     for (uint32_t s = 0; s < K->nstores; s++) {
-        vals[s] = clf__strdup(clf__cg_value(&G, K->stores[s].from, &v));
+        vals[s] = clf__strdup(clf__cg_value(&G, K->stores[s].from, &at_lin));
         if (!vals[s])
             G.failed = true;
     }
