@@ -101,16 +101,24 @@ static const clf__node *operand_contiguous(const clf__plan *plan, uint32_t k, co
     return clf__graph_node(g, plain);
 }
 
+static bool emit_operand_fn(const clf_graph *g, const clf__plan *plan, uint32_t k, const clf__node *mm, int which,
+                            int w, int along, bool stats_param, const char *fname, clf__strbuf *src);
+
 bool clf__cg_emit_operand_load_vec(const clf_graph *g, const clf__plan *plan, uint32_t k, const clf__node *mm,
                                    int which, int along, int w, bool aligned, const char *scalar, const char *fname,
                                    clf__strbuf *src)
 {
     const char *rname = which == 0 ? "m" : "k", *cname = which == 0 ? "k" : "n";
-    clf__sb_printf(src, "static inline float%d %s(IDX_T bt, IDX_T %s, IDX_T %s, CLF_PARAMS)\n{\n", w, fname, rname,
-                   cname);
     bool swapped;
     int32_t buffer;
     const clf__node *op = operand_contiguous(plan, k, g, mm->inputs[which], along, &swapped, &buffer);
+    /* Not a buffer as it lies: the operand's prologue (casts, a GQA head's
+     * index arithmetic, an activation) in vectors where it has a vector
+     * form, else w scalar loads. */
+    if (!op && emit_operand_fn(g, plan, k, mm, which, w, along, false, fname, src))
+        return true;
+    clf__sb_printf(src, "static inline float%d %s(IDX_T bt, IDX_T %s, IDX_T %s, CLF_PARAMS)\n{\n", w, fname, rname,
+                   cname);
     if (op) {
         /* r and c swapped for a transposed buffer. */
         clf__cg_emit_batch_offset(mm, op, src);
@@ -335,13 +343,13 @@ static const char *operand_vec_load(clf__cg_fn *f, uint32_t buffer, clf__ix inde
  * value of the prologue has no vector form for is not emitted: returns
  * false with nothing appended, as for a failure (out of memory). */
 static bool emit_operand_fn(const clf_graph *g, const clf__plan *plan, uint32_t k, const clf__node *mm, int which,
-                            int w, const char *fname, clf__strbuf *src)
+                            int w, int along, bool stats_param, const char *fname, clf__strbuf *src)
 {
     /* A's loads apply the row statistics the kernel computes (st: the
-     * row's, clf__cg_emit_row_stats). */
+     * row's, clf__cg_emit_row_stats), where the function may take them. */
     uint32_t stats[CLF__CG_ROW_STATS_MAX];
     uint32_t nstats = which == 0 ? clf__cg_row_stats(plan, k, g, stats, CLF__CG_ROW_STATS_MAX) : 0;
-    if (nstats > CLF__CG_ROW_STATS_MAX)
+    if (nstats > CLF__CG_ROW_STATS_MAX || (nstats && !stats_param))
         return false;
     operand_ctx ctx = {{stats, nstats}, 0, {0}};
     clf__cg_hooks hooks = {.load = w > 1 ? operand_vec_load : clf__cg_load_direct,
@@ -354,7 +362,7 @@ static bool emit_operand_fn(const clf_graph *g, const clf__plan *plan, uint32_t 
     const char *rname = which == 0 ? "m" : "k", *cname = which == 0 ? "k" : "n";
     clf__view v;
     operand_view(F.ix, mm, op, rname, cname, &v);
-    ctx.along_bit = v.dims[op->rank - 1].deps;
+    ctx.along_bit = v.dims[op->rank - (along ? 1 : 2)].deps;
     char *val = clf__strdup(clf__cg_value(&F, id, &v));
     bool ok = val && !F.failed && !F.novec && !F.ix->failed && clf__sb_ok(&F.idx_code) && clf__sb_ok(&F.body);
     if (ok) {
@@ -377,13 +385,13 @@ static bool emit_operand_fn(const clf_graph *g, const clf__plan *plan, uint32_t 
 bool clf__cg_emit_operand_load(const clf_graph *g, const clf__plan *plan, uint32_t k, const clf__node *mm, int which,
                                const char *fname, clf__strbuf *src)
 {
-    return emit_operand_fn(g, plan, k, mm, which, 1, fname, src);
+    return emit_operand_fn(g, plan, k, mm, which, 1, 1, true, fname, src);
 }
 
 bool clf__cg_emit_operand_prologue_vec(const clf_graph *g, const clf__plan *plan, uint32_t k, const clf__node *mm,
                                        int which, int w, const char *fname, clf__strbuf *src)
 {
-    return w > 1 && emit_operand_fn(g, plan, k, mm, which, w, fname, src);
+    return w > 1 && emit_operand_fn(g, plan, k, mm, which, w, 1, true, fname, src);
 }
 
 /* Product hook of the vector store: the product at the lanes being

@@ -92,8 +92,10 @@ bool clf__cg_emit_operand_prologue_vec(const clf_graph *g, const clf__plan *plan
  * caller proved the address aligned, else vloadw) when the operand is a
  * buffer contiguous along that axis: read as it is (columns), or a
  * TRANSPOSE of the last two axes of one (rows: K of Q Kt); returns true
- * then. Else w calls of the scalar load `scalar` (same arguments), and
- * false. */
+ * then. Else the operand's prologue computed in vectors along that axis
+ * where it has a vector form (as clf__cg_emit_operand_prologue_vec; not
+ * for an A whose prologue takes row statistics), true too. Else w calls
+ * of the scalar load `scalar` (same arguments), and false. */
 bool clf__cg_emit_operand_load_vec(const clf_graph *g, const clf__plan *plan, uint32_t k, const clf__node *mm,
                                    int which, int along, int w, bool aligned, const char *scalar, const char *fname,
                                    clf__strbuf *src);

@@ -196,6 +196,26 @@ static clf__ix ix_div(clf__ixgen *gen, clf__ix x, int64_t d)
         return ix_div(gen, o.a, d / o.k); /* (a * k + b) / (k * q) = a / q for b < k */
     if (o.kind == CLF__IX_MAD && o.k > 0 && o.k % d == 0)
         return clf__ix_mad(gen, o.a, o.k / d, ix_div(gen, o.b, d)); /* exact: d divides a * k */
+    if (o.kind == CLF__IX_SUM && o.c >= 0) {
+        /* (a * s + rest) / (s * q) = a / q, for the term of the largest
+         * stride s and the rest below s (a view's linear index divided
+         * past its outer axis: a GQA head's K read as bt * S * D + n * D +
+         * d, divided by the group's elements, is bt / group). */
+        int top = 0;
+        for (int j = 1; j < o.nterms; j++)
+            if (o.strides[j] > o.strides[top])
+                top = j;
+        const int64_t s = o.strides[top];
+        uint64_t rest = (uint64_t)o.c;
+        for (int j = 0; j < o.nterms && rest < (uint64_t)s; j++)
+            if (j != top) {
+                const uint64_t top_j = o.terms[j].bound ? o.terms[j].bound - 1 : 0;
+                rest = top_j > ((uint64_t)s - rest) / (uint64_t)o.strides[j] ? (uint64_t)s
+                                                                                : rest + top_j * (uint64_t)o.strides[j];
+            }
+        if (s > 0 && d % s == 0 && rest < (uint64_t)s)
+            return ix_div(gen, o.terms[top], d / s);
+    }
     sum_part high, low;
     if (sum_split(&o, d, &high, &low)) /* a view's linear index: the axes outside d */
         return ix_sum(gen, high.n, high.terms, high.strides, high.c, high.bound < bound ? high.bound : bound);
