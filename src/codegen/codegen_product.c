@@ -339,9 +339,12 @@ static const char *operand_vec_load(clf__cg_fn *f, uint32_t buffer, clf__ix inde
 }
 
 /* The load function of operand `which` of mm: scalar (w 1) or w lanes
- * along the operand's columns (A's k, B's n). A vector function that some
+ * along the operand's columns (along 1: A's k, B's n) or rows (along 0: a
+ * K row as the scores' transposed operand). A vector function that some
  * value of the prologue has no vector form for is not emitted: returns
- * false with nothing appended, as for a failure (out of memory). */
+ * false with nothing appended, as for a failure (out of memory). Row
+ * statistics are a parameter only where stats_param (else an A that
+ * needs them gets no function). */
 static bool emit_operand_fn(const clf_graph *g, const clf__plan *plan, uint32_t k, const clf__node *mm, int which,
                             int w, int along, bool stats_param, const char *fname, clf__strbuf *src)
 {
