@@ -3,6 +3,8 @@
 # device tool; carry .gpu; BASE_TREE=base-tree made by
 # `git archive <rev> | tar -x -C base-tree`):
 #     BASE_TREE=base-tree bash bench/cpu/gemm_ab_16.sh [rounds]
+# (DECODER_ROUNDS: bench_decoder rounds, default 2; QUICK=1 stops after
+# them, without torch, the fixtures or onnxruntime.)
 # This tree and the base alternately, PoCL on every core
 # (CLFUSE_DEVICE=cpu): bench_gemm's gemm_epilogue 1024^3 and mlp (default
 # CPU tiling, 20 runs), bench_decoder (Llama-3.2-1B shapes, one layer, f16,
@@ -39,7 +41,7 @@ for r in $(seq 1 "$rounds"); do
     done
   done
 done
-for r in 1 2; do
+for r in $(seq 1 "${DECODER_ROUNDS:-2}"); do
   for t in head base; do
     CLFUSE_DEVICE=cpu CLFUSE_CACHE_DIR=/tmp/clfuse-cache-ab-dec-$t timeout 150 $(tree $t)/bench/bench_decoder \
       --layers 1 --dtype f16 --runs 3 > "$R/dec_${t}_$r.txt" 2>&1
@@ -47,6 +49,7 @@ for r in 1 2; do
     grep -E "self-check|^prefill|^decode|clf_gemm" "$R/dec_${t}_$r.txt" | head -12
   done
 done
+[ "${QUICK:-0}" = 1 ] && { echo "done in $((SECONDS - START)) s (QUICK: no references)"; exit 0; }
 echo "== torch ($((SECONDS - START)) s)"
 timeout 150 python3 bench/cpu/torch_cpu.py --cases gemm --iters 50 --warmup 5 > "$R/torch.txt" 2>&1
 cat "$R/torch.txt" | tail -8
