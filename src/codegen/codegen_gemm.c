@@ -712,11 +712,11 @@ clf_status clf__codegen_gemm(const clf_graph *g, const clf__plan *plan, uint32_t
      * and with 16 PoCL threads on them (two sub-blocks a block, so A's
      * prologue runs twice as often) 109 against 159. Not where the driver
      * ends loops early (see loops_cut). */
-    if ((pack_a || one_row) && !loops_cut && mma == MMA_NONE && !rows.rows_max) {
-        const int aw = cfg.wn < 16 ? cfg.wn : 16;
-        if (clf__cg_emit_operand_prologue_vec(g, plan, k, mm, 0, aw, "clf_load_av", &src))
-            clf__sb_printf(&src, "#define CLF_A_VEC %d\n", aw);
-    }
+    /* gemm_cpu.cl's VW: the width of its vectors of B, of A and of the epilogue. */
+    const int cpu_vw = cfg.wn < 16 ? cfg.wn : 16;
+    if ((pack_a || one_row) && !loops_cut && mma == MMA_NONE && !rows.rows_max &&
+        clf__cg_emit_operand_prologue_vec(g, plan, k, mm, 0, cpu_vw, "clf_load_av", &src))
+        clf__sb_printf(&src, "#define CLF_A_VEC %d\n", cpu_vw);
     if (rows.rows_max) {
         /* w of B's values a load: along its rows (n) as it lies, along K
          * where B is a transpose (aligned where the row length and the
@@ -737,8 +737,7 @@ clf_status clf__codegen_gemm(const clf_graph *g, const clf__plan *plan, uint32_t
         clf__cg_emit_stage16(g, plan, k, mm, 1, !b_n_fast, mma == MMA_TF32, "b", "IDX_T k, IDX_T n", b_n_fast ? "k" : "n",
                              b_n_fast ? "n" : "k", false, &src);
     } else if (target->cpu) {
-        clf__cg_emit_operand_load_vec(g, plan, k, mm, 1, 1, cfg.wn < 16 ? cfg.wn : 16, false, "clf_load_b", "clf_load_bv",
-                                      &src);
+        clf__cg_emit_operand_load_vec(g, plan, k, mm, 1, 1, cpu_vw, false, "clf_load_b", "clf_load_bv", &src);
     } else {
         if (vec_a)
             clf__cg_emit_operand_load_vec(g, plan, k, mm, 0, 1, 4, true, "clf_load_a", "clf_load_a4", &src);
@@ -754,7 +753,7 @@ clf_status clf__codegen_gemm(const clf_graph *g, const clf__plan *plan, uint32_t
      * ms against 22.2-24.3 (GELU one element at a time), 20.7-21.4 with
      * ReLU in its place. Not where the driver ends loops early. */
     if (target->cpu && !loops_cut && mma == MMA_NONE && !rows.rows_max &&
-        clf__cg_emit_product_store_vec(g, plan, k, cfg.wn < 16 ? cfg.wn : 16, &src))
+        clf__cg_emit_product_store_vec(g, plan, k, cpu_vw, &src))
         clf__sb_puts(&src, "#define CLF_STORE_VEC 1\n");
 
     if (mma != MMA_NONE) {

@@ -294,23 +294,14 @@ bool clf__cg_emit_row_stats(const clf_graph *g, const clf__plan *plan, uint32_t 
 }
 
 /* The hooks' context of an operand's load function: the row statistics
- * it reads, and for a vector function (vec > 1) the deps bit of the index
- * variable its lanes follow. */
+ * it reads (first, so that row_stat_hook reads the context as its
+ * row_stats_ctx), and for a vector function (vec > 1) the deps bit of the
+ * index variable its lanes follow. */
 typedef struct operand_ctx {
     row_stats_ctx stats;
     uint32_t along_bit;
     clf__ix acc_at; /* the vector store's: the product's linear index */
 } operand_ctx;
-
-static const char *operand_row_stat(clf__cg_fn *f, uint32_t node, const clf__view *v, char *name, size_t cap)
-{
-    operand_ctx *c = f->hooks.user;
-    clf__cg_hooks h = f->hooks;
-    f->hooks.user = &c->stats;
-    const char *r = row_stat_hook(f, node, v, name, cap);
-    f->hooks = h;
-    return r;
-}
 
 /* Load hook of a vector load function: an element that does not move
  * along the lanes is a scalar (widened where it meets a vector); one that
@@ -356,7 +347,7 @@ static bool emit_operand_fn(const clf_graph *g, const clf__plan *plan, uint32_t 
         return false;
     operand_ctx ctx = {{stats, nstats}, 0, {0}};
     clf__cg_hooks hooks = {.load = w > 1 ? operand_vec_load : clf__cg_load_direct,
-                           .reduction = nstats ? operand_row_stat : NULL, .user = &ctx};
+                           .reduction = nstats ? row_stat_hook : NULL, .user = &ctx};
     clf__cg_fn F;
     clf__cg_fn_init(&F, g, plan, k, &hooks);
     F.vec = w > 1 ? w : 0;
