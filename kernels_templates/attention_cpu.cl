@@ -30,7 +30,9 @@
  * SK]), clf_load_v(bt, n, d), their vector forms clf_load_qv(bt, m, d),
  * clf_load_kv(bt, d, n), clf_load_vv(bt, n, d) (VW consecutive elements
  * from d, which is a multiple of VW with d + VW <= D or DV), the logits of
- * one score clf_logit(bt, m, n, s) and the epilogue clf_store(bt, m, d, o);
+ * one score clf_logit(bt, m, n, s) (where CLF_LOGIT_VEC, also those of CH
+ * keys n .. n + CH - 1 at once, clf_logit_v(bt, m, n, floatCH s)) and the
+ * epilogue clf_store(bt, m, d, o);
  * without them this file is still valid OpenCL C: plain attention of one
  * 8 x 8 head.
  *
@@ -270,6 +272,9 @@ static inline void clf_logits_group(IDX_T bt, const IDX_T *m, IDX_T n0, const VE
          * went to memory one by one and came back as one vector load,
          * which store forwarding does not serve). */
         const KEYS_T d = clf_hsum_keys(s[r]);
+#ifdef CLF_LOGIT_VEC
+        t[r] = clf_logit_v(bt, m[r], n0, d, CLF_ARGS);
+#else
         KEYS_T tr;
 #define CLF_LOGIT_LANE(j, sj) tr.sj = clf_logit(bt, m[r], n0 + j, d.sj, CLF_ARGS)
         CLF_LOGIT_LANE(0, s0);
@@ -294,6 +299,7 @@ static inline void clf_logits_group(IDX_T bt, const IDX_T *m, IDX_T n0, const VE
 #endif
 #undef CLF_LOGIT_LANE
         t[r] = tr;
+#endif
     }
 }
 

@@ -816,6 +816,46 @@ START_TEST(cpu_attention_reads_a_gqa_head_in_vectors)
 }
 END_TEST
 
+/* The CPU form's logits of a group of keys (CH of them) in vector code
+ * where every value has a vector form (CLF_LOGIT_VEC, clf_logit_v): f16
+ * scores' roundings (lane by lane they were two software roundings a
+ * logit), an f32 mask added (a vector load along the keys); a bool mask
+ * has none (the scalar clf_logit serves), nor a GPU. */
+START_TEST(cpu_attention_logits_of_a_key_group_in_vectors)
+{
+    clf__codegen_target cpu = {.cpu = true, .max_local = 4096, .compute_units = 2, .float_width = 16};
+    clf__codegen_target gpu = {.max_local = 256, .compute_units = 8, .local_mem = 49152};
+    for (int c = 0; c < 4; c++) {
+        const clf_dtype dt = c == 0 || c == 3 ? CLF_F16 : CLF_F32;
+        int64_t qs[4] = {1, 2, 40, 64}, ms[4] = {1, 1, 40, 40};
+        clf_graph *g = clf_graph_create();
+        clf_tensor q = clf_input(g, "q", dt, 4, qs), k = clf_input(g, "k", dt, 4, qs), v = clf_input(g, "v", dt, 4, qs);
+        clf_tensor mask = c == 1 ? clf_input(g, "mask", CLF_F32, 4, ms)
+                          : c == 2 ? clf_input(g, "mask", CLF_BOOL, 4, ms)
+                                   : CLF_TENSOR_INVALID;
+        ck_assert_int_eq(clf_graph_output(g, "o", clf_attention(g, q, k, v, mask, 0, c == 0 || c == 3)), CLF_OK);
+        clf__plan p = plan_of(g, true);
+        ck_assert_uint_eq(p.nkernels, 1);
+        clf__kernel_code code = code_of_target(g, &p, 0, c == 3 ? &gpu : &cpu);
+        const bool want = c < 2;
+        ck_assert_msg((strstr(code.source, "#define CLF_LOGIT_VEC 1") != NULL) == want, "case %d", c);
+        const char *fn = strstr(code.source, "static inline float8 clf_logit_v(");
+        ck_assert_msg((fn != NULL) == want, "case %d", c);
+        if (fn) {
+            const char *end = strstr(fn, "\n}\n");
+            ck_assert_ptr_nonnull(end);
+            const char *what = c == 0 ? "clf_round_f16_8(" : "vload8(";
+            const char *at = strstr(fn, what);
+            ck_assert_msg(at && at < end, "case %d: no %s in clf_logit_v", c, what);
+        }
+        ck_assert_ptr_nonnull(strstr(code.source, "static inline float clf_logit("));
+        clf__kernel_code_free(&code);
+        clf__plan_free(&p);
+        clf_graph_destroy(&g);
+    }
+}
+END_TEST
+
 /* Keys read through a cache's views (a slice to 37 of 100 positions, a
  * head axis added for GQA), as a decoder's attention reads them: the
  * operand's linear index, a sum over its axes, is seen through when the
@@ -1284,6 +1324,7 @@ int main(void)
     tcase_add_test(tc, cpu_gemm_packs_an_operand_with_a_prologue);
     tcase_add_test(tc, index_unit_stride);
     tcase_add_test(tc, cpu_attention_reads_a_gqa_head_in_vectors);
+    tcase_add_test(tc, cpu_attention_logits_of_a_key_group_in_vectors);
     tcase_add_test(tc, schedules_name_their_choices);
     tcase_add_test(tc, attention_tensor_cores_where_the_operands_allow);
     tcase_add_test(tc, permuted_store_feeds_a_plain_operand);

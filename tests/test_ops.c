@@ -675,6 +675,62 @@ START_TEST(concat_axes_and_dtypes)
 }
 END_TEST
 
+/* The CPU form's pointwise kernels in vector code along the last axis
+ * (16 lanes dividing it): an f16 rotary embedding (concat(-x2, x1) * sin +
+ * x * cos, cos and sin broadcast over heads), an f32 concatenation of
+ * three parts each a multiple of 16 and computed, stored twice; and where lanes would straddle two inputs (parts of
+ * 8) or the concatenation is along another axis, the lane-by-lane form.
+ * Every case against the reference in both styles, outputs poisoned. */
+START_TEST(concat_along_vector_lanes)
+{
+    clf_context *ctx = clf_test_context();
+    for (int c = 0; c < 4; c++) {
+        clf_graph *g = clf_graph_create();
+        e2e_inputs in = {0};
+        const int lanes_expected = c < 2;
+        if (c == 0) {
+            const int64_t sx[4] = {3, 5, 2, 64}, sc[2] = {5, 64}, r4[4] = {1, 5, 1, 64};
+            const int64_t lo[1] = {0}, mid[1] = {32}, hi[1] = {64};
+            const int ax[1] = {3};
+            clf_tensor x = e2e_input(g, &in, "x", CLF_F16, 4, sx, -2, 2);
+            clf_tensor cs = clf_reshape(g, e2e_input(g, &in, "cos", CLF_F16, 2, sc, -1, 1), 4, r4);
+            clf_tensor sn = clf_reshape(g, e2e_input(g, &in, "sin", CLF_F16, 2, sc, -1, 1), 4, r4);
+            clf_tensor rot[2] = {clf_neg(g, clf_slice(g, x, 1, mid, hi, ax, NULL)), clf_slice(g, x, 1, lo, mid, ax, NULL)};
+            clf_graph_output(g, "y", clf_add(g, clf_mul(g, x, cs), clf_mul(g, clf_concat(g, 2, rot, 3), sn)));
+        } else {
+            const int64_t w = c == 2 ? 8 : 16;
+            const int64_t sa[2] = {7, w}, sb[2] = {7, 2 * w}, sm[3] = {2, 7, 32};
+            clf_tensor a = e2e_input(g, &in, "a", CLF_F32, 2, sa, -1, 1);
+            clf_tensor b = e2e_input(g, &in, "b", CLF_F32, 2, sb, -1, 1);
+            clf_tensor parts[3] = {clf_tanh(g, a), clf_exp(g, b), clf_neg(g, a)};
+            clf_tensor cat = clf_concat(g, 3, parts, 1); /* [7, 4w] */
+            if (c == 3) { /* along the first axis of [2, 7, 32] */
+                clf_tensor m = e2e_input(g, &in, "m", CLF_F32, 3, sm, -1, 1);
+                clf_tensor two[2] = {m, clf_sigmoid(g, m)};
+                cat = clf_concat(g, 2, two, 0);
+            }
+            clf_graph_output(g, "y", clf_mul(g, cat, cat));
+            if (c == 1)
+                clf_graph_output(g, "twice", clf_add(g, cat, cat));
+        }
+        e2e_check_all(g, &in, 1, c == 0 ? 2e-3 : 1e-5, c == 0 ? 2e-3 : 1e-6);
+        clf_executable *exe = NULL;
+        ck_assert_int_eq(clf_compile(ctx, g, clf_compile_params(.kernel_style = CLF_KERNEL_STYLE_CPU), &exe), CLF_OK);
+        ck_assert_uint_eq(clf_executable_kernel_count(exe), 1);
+        const char *src = clf_executable_kernel_source(exe, 0);
+        ck_assert_msg((strstr(src, "const IDX_T vx = i / ") != NULL) == lanes_expected, "case %d: lanes form %s", c,
+                      lanes_expected ? "missing" : "taken");
+        if (lanes_expected)
+            ck_assert_msg(strstr(src, "? (float16)(") != NULL,
+                          "case %d: no concatenation of vectors", c);
+        clf_executable_destroy(&exe);
+        clf_graph_destroy(&g);
+        e2e_inputs_free(&in);
+    }
+    clf_context_destroy(&ctx);
+}
+END_TEST
+
 /* GatherElements along each axis, indices smaller than data off the axis,
  * negative and out-of-range ones; and indices computed in the graph. */
 /* An i32 widened to i64, then compared with constants and used as a
@@ -998,6 +1054,7 @@ static Suite *ops_suite(void)
     clf_test_add_case(s, "gather_embedding_fuses_into_layer_norm", gather_embedding_fuses_into_layer_norm);
     clf_test_add_case(s, "gather_of_computed_indices", gather_of_computed_indices);
     clf_test_add_case(s, "concat_axes_and_dtypes", concat_axes_and_dtypes);
+    clf_test_add_case(s, "concat_along_vector_lanes", concat_along_vector_lanes);
     clf_test_add_case(s, "gather_and_concat_errors", gather_and_concat_errors);
     clf_test_add_case(s, "gather_elements_axes", gather_elements_axes);
     clf_test_add_case(s, "widened_i32_compares_with_constants", widened_i32_compares_with_constants);

@@ -387,6 +387,14 @@ clf_status clf__codegen_attention(const clf_graph *g, const clf__plan *plan, uin
                                                             "clf_load_vv", &src);
         out->schedule.rows = rb;
         out->schedule.keys = CPU_CH;
+        /* A group's CH logits in vector code where they have a vector form
+         * (CLF_LOGIT_VEC): lane by lane, f16 scores took two software
+         * roundings to f16 a logit. */
+        if (clf__cg_emit_product_value_vec(g, plan, k, SC, K->attention.logits,
+                                           K->attention.causal ? K->attention.causal_where : UINT32_MAX,
+                                           K->attention.causal ? K->attention.causal_keep : 0, CPU_CH, "clf_logit_v",
+                                           &src))
+            clf__sb_puts(&src, "#define CLF_LOGIT_VEC 1\n");
     }
     clf__sb_puts(&src, clf__sb_str(&store_fn));
     if (mma != CLF_F32) {

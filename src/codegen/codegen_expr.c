@@ -428,6 +428,71 @@ void clf__cg_seed(gen *G, uint32_t id, const clf__view *v, const char *value)
     clf__sb_free(&key);
 }
 
+const char *clf__cg_load_lanes(clf__cg_fn *f, uint32_t buffer, clf__ix index, clf_dtype dt, char *name, size_t cap)
+{
+    const int st = clf__ix_unit_stride(f->ix, &index, f->lane_bit);
+    if (st == 0)
+        return clf__cg_read_expr(f->plan, buffer, &index, dt, name, cap);
+    if (st < 0 || f->lane_bit == 0 || buffer == CLF__CG_INDEX_VALUE || clf__dtype_compute(dt) != CLF_F32) {
+        f->novec = true;
+        snprintf(name, cap, "0");
+        return name;
+    }
+    char at[32];
+    snprintf(name, cap, "ld%d", f->ntemps++);
+    clf__sb_printf(&f->body, "    const float%d %s = ", f->vec, name);
+    clf__cg_load_vec(f->plan, &f->body, dt, buffer, clf__ix_str(&index, at, sizeof at), f->vec, false);
+    clf__sb_puts(&f->body, ";\n");
+    return name;
+}
+
+/* A concatenation along the lanes of a vector function (f->lane_bit), the
+ * inputs' offsets and lengths multiples of the lanes: the vector of the
+ * input the lanes fall in, chosen by the lanes' first position; each
+ * input read at clf__ix_concat_lanes. NULL where that does not hold. */
+static const char *concat_lanes(gen *G, const clf__node *n, const clf__ix *dims, char *name, size_t cap)
+{
+    const int a = n->attr.concat.axis;
+    const clf__ix *x = &dims[a];
+    if (G->vec < 2 || G->lane_bit == 0 || !x->var || x->deps != G->lane_bit)
+        return NULL;
+    for (int k = 0; k < n->ninputs; k++)
+        if (clf__graph_node(G->g, n->inputs[k])->shape[a] % G->vec != 0)
+            return NULL;
+    char pos[32];
+    clf__ix_str(x, pos, sizeof pos);
+    clf__strbuf e = {0};
+    int open = 0;
+    int64_t off = 0;
+    for (int k = 0; k < n->ninputs; k++) {
+        const clf__node *in_node = clf__graph_node(G->g, n->inputs[k]);
+        const int64_t len = in_node->shape[a];
+        if (len == 0)
+            continue;
+        clf__view in = {.linear = false};
+        for (int d = 0; d < n->rank; d++)
+            in.dims[d] = dims[d];
+        in.dims[a] = clf__ix_concat_lanes(G->ix, *x, off, len, G->vec);
+        const char *val = clf__cg_value(G, n->inputs[k], &in);
+        if (off + len >= n->shape[a]) {
+            clf__sb_printf(&e, "(float%d)(%s)", G->vec, val);
+            break;
+        }
+        clf__sb_printf(&e, "(%s < %lldu ? (float%d)(%s) : ", pos, (long long)(off + len), G->vec, val);
+        open++;
+        off += len;
+    }
+    for (; open > 0; open--)
+        clf__sb_puts(&e, ")");
+    snprintf(name, cap, "v%d", G->ntemps++);
+    clf__sb_printf(&G->body, "    const float%d %s = %s; /* concat */\n", G->vec, name,
+                   clf__sb_ok(&e) ? clf__sb_str(&e) : "0");
+    if (!clf__sb_ok(&e))
+        G->failed = true;
+    clf__sb_free(&e);
+    return name;
+}
+
 /* A concatenation at view v: the value of the input the position along the
  * axis falls in, chosen by comparing the position (an index value) with
  * the inputs' offsets; each input is read at its clamped index. */
@@ -435,6 +500,11 @@ static const char *concat_value(gen *G, const clf__node *n, const clf__view *v, 
 {
     clf__ix dims[CLF_MAX_RANK];
     clf__view_dims(G->ix, v, n->rank, n->shape, dims);
+    if (clf__dtype_compute(n->dtype) == CLF_F32) {
+        const char *lanes = concat_lanes(G, n, dims, name, cap);
+        if (lanes)
+            return lanes;
+    }
     int a = n->attr.concat.axis;
     int64_t off = 0, pos_c = dims[a].temp < 0 ? dims[a].c : -1;
     char pos[48] = "0";

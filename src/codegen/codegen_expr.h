@@ -65,6 +65,12 @@ struct clf__cg_fn {
      * novec instead of failing, and the writer falls back to scalar code. */
     int vec;
     bool novec;
+    /* Of a vector function (vec > 1) whose lanes are consecutive positions
+     * along an axis, w-aligned: the deps bit of that axis' index variable
+     * (clf__cg_load_lanes). A concatenation along it is the input the
+     * lanes fall in, where the inputs' offsets are multiples of vec. 0:
+     * not known (no concatenation in vectors). */
+    uint32_t lane_bit;
     /* A node this function evaluates as its input forward_input, where the
      * writer knows the two agree at every element it asks for (attention's
      * causal WHERE at the keys it visits); UINT32_MAX: none. */
@@ -152,6 +158,13 @@ void clf__cg_round_vec(clf__strbuf *sb, clf_dtype dt, const char *value, int wid
 void clf__cg_literal(clf__strbuf *sb, clf_dtype dt, double v);
 /* The C expression of a read of dtype dt: b<buffer>[index] (as the dtype
  * table spells it), or for CLF__CG_INDEX_VALUE the index as a long. */
+/* Load hook of a vector function (f->vec lanes, f->lane_bit their
+ * variable): an element that does not move along the lanes is a scalar
+ * (widened where it meets a vector); one that moves as the lanes' index, a
+ * float vector loaded at once (vload, or vload_half and the like for the
+ * storage floats); anything else (a gather, an integer or an index value
+ * varying along the lanes) has no vector form, and sets f->novec. */
+const char *clf__cg_load_lanes(clf__cg_fn *f, uint32_t buffer, clf__ix index, clf_dtype dt, char *name, size_t cap);
 const char *clf__cg_read_expr(const clf__plan *plan, uint32_t buffer, const clf__ix *index, clf_dtype dt, char *out,
                               size_t cap);
 /* "#define CLF_GIX_<node>(j) ..." for each gather kernel K evaluates: how its

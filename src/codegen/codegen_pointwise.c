@@ -46,6 +46,78 @@ static char *placed_index(const clf_graph *g, const clf__plan_store *st, uint64_
     return clf__strdup(buf);
 }
 
+/* The elements a cache write's store puts consecutively (the extent below
+ * its axis), for the vector form: 0 for another store. */
+static int64_t placed_run(const clf_graph *g, const clf__plan_store *st)
+{
+    const clf__node *w = clf__graph_node(g, st->node);
+    if (w->op != CLF__OP_CACHE_WRITE)
+        return 0;
+    const clf__node *x = clf__graph_node(g, w->inputs[1]);
+    int64_t inner = 1;
+    for (int d = w->attr.cache.axis + 1; d < x->rank; d++)
+        inner *= x->shape[d];
+    return inner;
+}
+
+/* The CPU form's clf_vec in vector code: w consecutive elements along
+ * the region's last axis (of length len, a multiple of w), i = vx * len +
+ * vc with vc a multiple of w, every value a floatW (clf__cg_load_lanes;
+ * a concatenation along that axis is the input the lanes fall in). On
+ * PoCL 5 the lane-by-lane clf_vec stays scalar: a rotary embedding's f16
+ * roundings and index arithmetic an element. Appends nothing and returns
+ * false where some value has no vector form. */
+static bool emit_lanes_fn(const clf_graph *g, const clf__plan *plan, uint32_t k, int64_t len, int w,
+                          char *const *store_at, clf__strbuf *src)
+{
+    const clf__plan_kernel *K = &plan->kernels[k];
+    clf__cg_hooks hooks = {.load = clf__cg_load_lanes};
+    clf__cg_fn V;
+    clf__cg_fn_init(&V, g, plan, k, &hooks);
+    V.vec = w;
+    const clf__ix vx = clf__ixgen_var(V.ix, "vx", (uint64_t)(K->numel / len)),
+                  vc = clf__ixgen_var(V.ix, "vc", (uint64_t)len);
+    V.lane_bit = vc.deps;
+    const clf__view at_lin = {.linear = true, .lin = clf__ix_mad(V.ix, vx, len, vc)};
+    char **vals = clf__calloc(K->nstores, sizeof *vals);
+    bool ok = vals != NULL;
+    for (uint32_t s = 0; ok && s < K->nstores; s++) {
+        vals[s] = clf__strdup(clf__cg_value(&V, K->stores[s].from, &at_lin));
+        ok = vals[s] != NULL;
+    }
+    ok = ok && !V.failed && !V.novec && !V.ix->failed && clf__sb_ok(&V.idx_code) && clf__sb_ok(&V.body);
+    clf__strbuf fn = {0};
+    if (ok) {
+        clf__sb_printf(&fn,
+                       "static inline void clf_vec(IDX_T i, CLF_PARAMS)\n{\n"
+                       "    const IDX_T vx = i / %lldu, vc = i %% %lldu;\n    (void)vx;\n    (void)vc;\n%s%s",
+                       (long long)len, (long long)len, clf__sb_str(&V.idx_code), clf__sb_str(&V.body));
+        for (uint32_t s = 0; s < K->nstores; s++) {
+            clf__strbuf val = {0};
+            clf__sb_printf(&val, "(float%d)(%s)", w, vals[s]);
+            char at[16] = "i";
+            if (strcmp(store_at[s], "i") != 0) { /* a cache write's place (placed_index) */
+                snprintf(at, sizeof at, "p%u", s);
+                clf__sb_printf(&fn, "    const IDX_T %s = %s;\n", at, store_at[s]);
+            }
+            clf__cg_store_vec(plan, &fn, clf__graph_node(g, K->stores[s].node)->dtype, K->stores[s].buffer, at,
+                              clf__sb_ok(&val) ? clf__sb_str(&val) : "0", w, false);
+            ok = ok && clf__sb_ok(&val);
+            clf__sb_free(&val);
+        }
+        clf__sb_puts(&fn, "}\n\n");
+        ok = ok && clf__sb_ok(&fn);
+        if (ok)
+            clf__sb_puts(src, clf__sb_str(&fn));
+    }
+    for (uint32_t s = 0; vals && s < K->nstores; s++)
+        clf__free(vals[s]);
+    clf__free(vals);
+    clf__sb_free(&fn);
+    clf__cg_fn_free(&V);
+    return ok;
+}
+
 clf_status clf__codegen_pointwise(const clf_graph *g, const clf__plan *plan, uint32_t k,
                                const clf__codegen_target *target, clf__kernel_code *out,
                                char *err, size_t errlen)
@@ -98,8 +170,27 @@ clf_status clf__codegen_pointwise(const clf_graph *g, const clf__plan *plan, uin
         if (!(G.slots[s].index.temp == 0 || G.slots[s].index.temp < 0) || G.slots[s].buffer == CLF__CG_INDEX_VALUE)
             vec_ok = false;
     size_t max_local = target->max_local ? target->max_local : 256;
+    /* The CPU form in vector code along the last axis where it has one
+     * (emit_lanes_fn): 16 lanes, or 8, dividing the axis. */
+    clf__strbuf lanes_fn = {0};
+    int lanes = 0;
+    if (target->cpu && !target->small_code && K->nstores > 0) {
+        /* The region's elements in the shape of its first store's values
+         * (a cache write's: its new entries'). */
+        const clf__node *o = clf__graph_node(g, K->stores[0].from);
+        const int64_t len = o->rank > 0 ? o->shape[o->rank - 1] : 1;
+        int w = len > 0 && len % 16 == 0 ? 16 : len > 0 && len % 8 == 0 ? 8 : 0;
+        /* A cache write's rows stay whole in a vector where w divides them. */
+        for (uint32_t s = 0; s < K->nstores && w; s++)
+            if (placed_run(g, &K->stores[s]) % w != 0)
+                w = 0;
+        if (w && clf__node_numel(o) == K->numel && emit_lanes_fn(g, plan, k, len, w, store_at, &lanes_fn))
+            lanes = w;
+        if (!clf__sb_ok(&lanes_fn))
+            goto done;
+    }
     if (target->cpu) {
-        out->vec = vec_ok && !target->small_code ? 8 : 1;
+        out->vec = lanes ? lanes : vec_ok && !target->small_code ? 8 : 1;
         out->items = 16;
         out->local = max_local < 16 ? max_local : 16;
     } else {
@@ -177,7 +268,9 @@ clf_status clf__codegen_pointwise(const clf_graph *g, const clf__plan *plan, uin
     clf__sb_puts(&src, "}\n\n");
 
     /* clf_vec: VEC elements with vector loads and stores. */
-    if (out->vec > 1) {
+    if (lanes) {
+        clf__sb_puts(&src, clf__sb_str(&lanes_fn));
+    } else if (out->vec > 1) {
         int V = out->vec;
         clf__sb_printf(&src, "static inline void clf_vec(IDX_T i, CLF_PARAMS)\n{\n");
         for (size_t s = 0; s < G.nslots; s++) {
@@ -245,6 +338,7 @@ done:
     clf__free(store_at);
     clf__free(store_vals);
     clf__cg_fn_free(&G);
+    clf__sb_free(&lanes_fn);
     clf__sb_free(&src);
     return st;
 }

@@ -295,39 +295,11 @@ bool clf__cg_emit_row_stats(const clf_graph *g, const clf__plan *plan, uint32_t 
 
 /* The hooks' context of an operand's load function: the row statistics
  * it reads (first, so that row_stat_hook reads the context as its
- * row_stats_ctx), and for a vector function (vec > 1) the deps bit of the
- * index variable its lanes follow. */
+ * row_stats_ctx). */
 typedef struct operand_ctx {
     row_stats_ctx stats;
-    uint32_t along_bit;
     clf__ix acc_at; /* the vector store's: the product's linear index */
 } operand_ctx;
-
-/* Load hook of a vector load function: an element that does not move
- * along the lanes is a scalar (widened where it meets a vector); one that
- * moves as the lanes' index, a float vector loaded at once (vload, or
- * vload_half and the like for the storage floats); anything else (a
- * gather, an integer or an index value varying along the lanes) has no
- * vector form here, and the writer keeps the scalar function. */
-static const char *operand_vec_load(clf__cg_fn *f, uint32_t buffer, clf__ix index, clf_dtype dt, char *name,
-                                    size_t cap)
-{
-    const operand_ctx *c = f->hooks.user;
-    const int st = clf__ix_unit_stride(f->ix, &index, c->along_bit);
-    if (st == 0)
-        return clf__cg_read_expr(f->plan, buffer, &index, dt, name, cap);
-    if (st < 0 || buffer == CLF__CG_INDEX_VALUE || clf__dtype_compute(dt) != CLF_F32) {
-        f->novec = true;
-        snprintf(name, cap, "0");
-        return name;
-    }
-    char at[32];
-    snprintf(name, cap, "ld%d", f->ntemps++);
-    clf__sb_printf(&f->body, "    const float%d %s = ", f->vec, name);
-    clf__cg_load_vec(f->plan, &f->body, dt, buffer, clf__ix_str(&index, at, sizeof at), f->vec, false);
-    clf__sb_puts(&f->body, ";\n");
-    return name;
-}
 
 /* The load function of operand `which` of mm: scalar (w 1) or w lanes
  * along the operand's columns (along 1: A's k, B's n) or rows (along 0: a
@@ -345,8 +317,8 @@ static bool emit_operand_fn(const clf_graph *g, const clf__plan *plan, uint32_t 
     uint32_t nstats = which == 0 ? clf__cg_row_stats(plan, k, g, stats, CLF__CG_ROW_STATS_MAX) : 0;
     if (nstats > CLF__CG_ROW_STATS_MAX || (nstats && !stats_param))
         return false;
-    operand_ctx ctx = {{stats, nstats}, 0, {0}};
-    clf__cg_hooks hooks = {.load = w > 1 ? operand_vec_load : clf__cg_load_direct,
+    operand_ctx ctx = {{stats, nstats}, {0}};
+    clf__cg_hooks hooks = {.load = w > 1 ? clf__cg_load_lanes : clf__cg_load_direct,
                            .reduction = nstats ? row_stat_hook : NULL, .user = &ctx};
     clf__cg_fn F;
     clf__cg_fn_init(&F, g, plan, k, &hooks);
@@ -356,7 +328,7 @@ static bool emit_operand_fn(const clf_graph *g, const clf__plan *plan, uint32_t 
     const char *rname = which == 0 ? "m" : "k", *cname = which == 0 ? "k" : "n";
     clf__view v;
     operand_view(F.ix, mm, op, rname, cname, &v);
-    ctx.along_bit = v.dims[op->rank - (along ? 1 : 2)].deps;
+    F.lane_bit = v.dims[op->rank - (along ? 1 : 2)].deps;
     char *val = clf__strdup(clf__cg_value(&F, id, &v));
     bool ok = val && !F.failed && !F.novec && !F.ix->failed && clf__sb_ok(&F.idx_code) && clf__sb_ok(&F.body);
     if (ok) {
@@ -413,8 +385,8 @@ bool clf__cg_emit_product_store_vec(const clf_graph *g, const clf__plan *plan, u
     for (uint32_t s = 0; s < K->nstores; s++)
         if (K->stores[s].from != K->stores[s].node)
             return false; /* a permuted store: its lanes are not consecutive */
-    operand_ctx ctx = {{NULL, 0}, 0, {0}};
-    clf__cg_hooks hooks = {.load = operand_vec_load, .product = product_acc_vec, .user = &ctx};
+    operand_ctx ctx = {{NULL, 0}, {0}};
+    clf__cg_hooks hooks = {.load = clf__cg_load_lanes, .product = product_acc_vec, .user = &ctx};
     clf__cg_fn G;
     clf__cg_fn_init(&G, g, plan, k, &hooks);
     G.vec = w;
@@ -423,7 +395,7 @@ bool clf__cg_emit_product_store_vec(const clf_graph *g, const clf__plan *plan, u
      * a residual at its row's offset + n). */
     clf__view v;
     operand_view(G.ix, mm, mm, "m", "n", &v);
-    ctx.along_bit = v.dims[mm->rank - 1].deps;
+    G.lane_bit = v.dims[mm->rank - 1].deps;
     ctx.acc_at = clf__view_linear(G.ix, &v, mm->rank, mm->shape);
     bool ok = false;
     clf__strbuf body = {0};
@@ -464,6 +436,38 @@ done:
         clf__free(vals[s]);
     clf__free(vals);
     clf__sb_free(&body);
+    clf__cg_fn_free(&G);
+    return ok;
+}
+
+bool clf__cg_emit_product_value_vec(const clf_graph *g, const clf__plan *plan, uint32_t k, const clf__node *mm,
+                                    uint32_t value, uint32_t forward_node, int forward_input, int w, const char *fname,
+                                    clf__strbuf *src)
+{
+    if (w < 2 || mm->op != CLF__OP_MATMUL || mm->rank < 2)
+        return false;
+    operand_ctx ctx = {{NULL, 0}, {0}};
+    clf__cg_hooks hooks = {.load = clf__cg_load_lanes, .product = product_acc_vec, .user = &ctx};
+    clf__cg_fn G;
+    clf__cg_fn_init(&G, g, plan, k, &hooks);
+    G.vec = w;
+    G.forward_node = forward_node;
+    G.forward_input = forward_input;
+    /* As the vector store: the product's element (bt, m, n), lanes along n,
+     * the value at the product's linear index. */
+    clf__view v;
+    operand_view(G.ix, mm, mm, "m", "n", &v);
+    G.lane_bit = v.dims[mm->rank - 1].deps;
+    ctx.acc_at = clf__view_linear(G.ix, &v, mm->rank, mm->shape);
+    const clf__view at_lin = {.linear = true, .lin = ctx.acc_at};
+    char *val = clf__strdup(clf__cg_value(&G, value, &at_lin));
+    bool ok = val && !G.failed && !G.novec && !G.ix->failed && clf__sb_ok(&G.idx_code) && clf__sb_ok(&G.body);
+    if (ok)
+        clf__sb_printf(src,
+                       "static inline float%d %s(IDX_T bt, IDX_T m, IDX_T n, float%d acc, CLF_PARAMS)\n{\n"
+                       "    (void)bt;\n%s%s    return (float%d)(%s);\n}\n\n",
+                       w, fname, w, clf__sb_str(&G.idx_code), clf__sb_str(&G.body), w, val);
+    clf__free(val);
     clf__cg_fn_free(&G);
     return ok;
 }

@@ -113,4 +113,15 @@ clf_status clf__cg_emit_product_store(const clf_graph *g, const clf__plan *plan,
  * stores): the caller keeps clf_store. */
 bool clf__cg_emit_product_store_vec(const clf_graph *g, const clf__plan *plan, uint32_t k, int w, clf__strbuf *src);
 
+/* Emits "static inline floatW fname(IDX_T bt, IDX_T m, IDX_T n, floatW acc,
+ * CLF_PARAMS)": node `value`, an elementwise function of the product mm's
+ * elements (the attention's logits of its scores), at mm's elements (bt,
+ * m, n .. n + w - 1) whose products are acc's lanes, evaluated as
+ * forward_node's input forward_input where forward_node is not
+ * UINT32_MAX. Only where every value has a vector form: otherwise false
+ * with nothing appended (as for a failure). */
+bool clf__cg_emit_product_value_vec(const clf_graph *g, const clf__plan *plan, uint32_t k, const clf__node *mm,
+                                    uint32_t value, uint32_t forward_node, int forward_input, int w, const char *fname,
+                                    clf__strbuf *src);
+
 #endif

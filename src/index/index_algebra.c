@@ -315,6 +315,8 @@ int clf__ix_unit_stride(const clf__ixgen *gen, const clf__ix *x, uint32_t var_bi
             return clf__ix_unit_stride(gen, &o->a, var_bit) == 1 ? 1 : -1;
         return -1;
     }
+    if (o->kind == CLF__IX_LANES) /* x - off, clamped where it is not used */
+        return clf__ix_unit_stride(gen, &o->a, var_bit) == 1 ? 1 : -1;
     if (o->kind == CLF__IX_SUM) { /* c + terms: one of stride 1 moves with v */
         int moving = -1;
         for (int j = 0; j < o->nterms; j++)
@@ -326,6 +328,19 @@ int clf__ix_unit_stride(const clf__ixgen *gen, const clf__ix *x, uint32_t var_bi
         return moving >= 0 && clf__ix_unit_stride(gen, &o->terms[moving], var_bit) == 1 ? 1 : -1;
     }
     return -1;
+}
+
+clf__ix clf__ix_concat_lanes(clf__ixgen *gen, clf__ix x, int64_t off, int64_t len, int w)
+{
+    const int64_t top = len - w > 0 ? len - w : 0;
+    char a[32], e[160];
+    const char *xs = clf__ix_str(&x, a, sizeof a);
+    if (off == 0)
+        snprintf(e, sizeof e, "min(%s, (IDX_T)%lld)", xs, (long long)top);
+    else
+        snprintf(e, sizeof e, "(%s < (IDX_T)%lld ? (IDX_T)0 : min((IDX_T)(%s - %lld), (IDX_T)%lld))", xs,
+                 (long long)off, xs, (long long)off, (long long)top);
+    return temp_for(gen, e, (uint64_t)top + 1, x.deps, (clf__ix_origin){.kind = CLF__IX_LANES, .a = x});
 }
 
 void clf__view_dims(clf__ixgen *gen, const clf__view *v, int rank, const int64_t *shape,

@@ -33,9 +33,11 @@ typedef struct clf__view {
  * that the same index is computed once per kernel. */
 /* How a temporary was made, so that index algebra can see through it:
  * DIVMOD is (a / k) % m (m 0: no modulus), MAD is a * k + b, SUM is c +
- * the sum of terms[j] * strides[j] (a view's linear index, strides > 0). */
+ * the sum of terms[j] * strides[j] (a view's linear index, strides > 0),
+ * LANES is a - off clamped to an input of a concatenation
+ * (clf__ix_concat_lanes). */
 typedef struct clf__ix_origin {
-    enum { CLF__IX_PLAIN, CLF__IX_DIVMOD, CLF__IX_MAD, CLF__IX_SUM } kind;
+    enum { CLF__IX_PLAIN, CLF__IX_DIVMOD, CLF__IX_MAD, CLF__IX_SUM, CLF__IX_LANES } kind;
     clf__ix a, b;
     int64_t k, m;
     int nterms;
@@ -67,6 +69,14 @@ clf__ix clf__ix_mad(clf__ixgen *gen, clf__ix base, int64_t stride, clf__ix offse
  * that n consecutive values of the variable reach n consecutive elements
  * (one vector load); -1 otherwise (or not known). */
 int clf__ix_unit_stride(const clf__ixgen *gen, const clf__ix *x, uint32_t var_bit);
+/* Input k's position along a concatenation's axis, where x, the position in
+ * the concatenation, is the first of w lanes of a vector function (x a
+ * multiple of w, as are the inputs' offsets and lengths, so that the w
+ * lanes fall in one input): x - off in the input the lanes fall in (of
+ * length len, at offset off), clamped into [0, len - w] for the others,
+ * whose loads the function makes but does not use, so that they stay in
+ * the input. Moves with x as x does (clf__ix_unit_stride). */
+clf__ix clf__ix_concat_lanes(clf__ixgen *gen, clf__ix x, int64_t off, int64_t len, int w);
 void clf__ixgen_free(clf__ixgen *gen);
 
 clf__ix clf__ix_const(int64_t c);
