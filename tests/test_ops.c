@@ -11,6 +11,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "runtime/driver_quirks.h"
+#include "runtime/runtime_internal.h"
 #include "test_e2e.h"
 
 #define RTOL 1e-5
@@ -687,7 +689,8 @@ START_TEST(concat_along_vector_lanes)
     for (int c = 0; c < 4; c++) {
         clf_graph *g = clf_graph_create();
         e2e_inputs in = {0};
-        const int lanes_expected = c < 2;
+        /* (Not where the driver is slow to compile inlined code: llvmpipe.) */
+        const int lanes_expected = c < 2 && !(ctx->quirks & CLF__QUIRK_SLOW_INLINED_CODE);
         if (c == 0) {
             const int64_t sx[4] = {3, 5, 2, 64}, sc[2] = {5, 64}, r4[4] = {1, 5, 1, 64};
             const int64_t lo[1] = {0}, mid[1] = {32}, hi[1] = {64};
