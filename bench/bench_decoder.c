@@ -21,7 +21,9 @@
  * agree on the last position's output (and, with --small, the reference
  * interpreter agrees with both); --check stops there (the test suite's
  * decoder_self_check).
- * Usage: bench_decoder [--layers N] [--small] [--gpu-form] [--dtype f32|f16] [--runs R] [--check] */
+ * --source DIR writes each case's kernel sources to DIR/<case>.cl.
+ * Usage: bench_decoder [--layers N] [--small] [--gpu-form] [--dtype f32|f16] [--runs R] [--check]
+ *                      [--source DIR] */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -346,6 +348,7 @@ int main(int argc, char **argv)
     bool markdown = false, check_only = false;
     clf_kernel_style style = CLF_KERNEL_STYLE_AUTO;
     int runs = 50;
+    const char *source_dir = NULL;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--small"))
             s.m = SMALL;
@@ -361,9 +364,11 @@ int main(int argc, char **argv)
             runs = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--dtype") && i + 1 < argc)
             s.dt = !strcmp(argv[++i], "f32") ? CLF_F32 : CLF_F16;
+        else if (!strcmp(argv[i], "--source") && i + 1 < argc)
+            source_dir = argv[++i];
         else {
             fprintf(stderr, "usage: bench_decoder [--layers N] [--small] [--gpu-form] [--dtype f32|f16] [--runs R] "
-                            "[--markdown] [--check]\n");
+                            "[--markdown] [--check] [--source DIR]\n");
             return 2;
         }
     }
@@ -436,6 +441,18 @@ int main(int argc, char **argv)
                                clf_executable_kernel_name(x, k));
                 if (markdown)
                     printf(TABLE_HEAD);
+            }
+            if (source_dir) { /* each case's kernel sources, one file a case */
+                char path[1024];
+                snprintf(path, sizeof path, "%s/%s.cl", source_dir, c == 0 ? "prefill" : c == 1 ? "decode128" : c == 2 ? "decode1024" : "decode4096");
+                FILE *f = fopen(path, "w");
+                for (size_t k = 0; f && k < clf_executable_kernel_count(x); k++)
+                    fprintf(f, "/* ==== kernel %zu: %s ==== */\n%s\n", k, clf_executable_kernel_name(x, k),
+                            clf_executable_kernel_source(x, k));
+                if (f)
+                    fclose(f);
+                else
+                    fprintf(stderr, "bench_decoder: could not write %s\n", path);
             }
         }
     }

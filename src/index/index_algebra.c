@@ -239,6 +239,11 @@ static clf__ix ix_mod(clf__ixgen *gen, clf__ix x, int64_t m)
     clf__ix_origin o = origin_of(gen, &x), rec;
     if (o.kind == CLF__IX_MAD && o.k > 0 && o.k % m == 0)
         return ix_mod(gen, o.b, m); /* (a * k + b) % m = b % m where m divides k */
+    if (o.kind == CLF__IX_MAD && o.k > 0 && m % o.k == 0 && o.b.bound <= (uint64_t)o.k)
+        /* (a * k + b) % (k * q) = (a % q) * k + b for b < k: a row of a
+         * vector function's lanes (vx * 64 + vc) within a merged
+         * product's row of 2048, still moving with vc. */
+        return clf__ix_mad(gen, ix_mod(gen, o.a, m / o.k), o.k, o.b);
     sum_part high, low;
     if (sum_split(&o, m, &high, &low)) /* a view's linear index: the axes within m */
         return ix_sum(gen, low.n, low.terms, low.strides, low.c, low.bound);
