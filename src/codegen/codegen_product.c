@@ -376,6 +376,22 @@ static const char *product_acc_vec(clf__cg_fn *f, uint32_t node, const clf__view
     return name;
 }
 
+/* G: a vector function over the product mm's elements (bt, m, n .. n + w
+ * - 1), lanes along n, whose product is the accumulator acc (ctx->acc_at:
+ * the product's linear index there). */
+static void product_lanes_init(clf__cg_fn *G, operand_ctx *ctx, const clf_graph *g, const clf__plan *plan, uint32_t k,
+                               const clf__node *mm, int w)
+{
+    *ctx = (operand_ctx){{NULL, 0}, {0}};
+    const clf__cg_hooks hooks = {.load = clf__cg_load_lanes, .product = product_acc_vec, .user = ctx};
+    clf__cg_fn_init(G, g, plan, k, &hooks);
+    G->vec = w;
+    clf__view v;
+    operand_view(G->ix, mm, mm, "m", "n", &v);
+    G->lane_bit = v.dims[mm->rank - 1].deps;
+    ctx->acc_at = clf__view_linear(G->ix, &v, mm->rank, mm->shape);
+}
+
 bool clf__cg_emit_product_store_vec(const clf_graph *g, const clf__plan *plan, uint32_t k, int w, clf__strbuf *src)
 {
     const clf__plan_kernel *K = &plan->kernels[k];
@@ -385,18 +401,12 @@ bool clf__cg_emit_product_store_vec(const clf_graph *g, const clf__plan *plan, u
     for (uint32_t s = 0; s < K->nstores; s++)
         if (K->stores[s].from != K->stores[s].node)
             return false; /* a permuted store: its lanes are not consecutive */
-    operand_ctx ctx = {{NULL, 0}, {0}};
-    clf__cg_hooks hooks = {.load = clf__cg_load_lanes, .product = product_acc_vec, .user = &ctx};
-    clf__cg_fn G;
-    clf__cg_fn_init(&G, g, plan, k, &hooks);
-    G.vec = w;
     /* The product's element (bt, m, n), its lanes along n, and its linear
      * index, which the index algebra splits back into these (a bias at n,
      * a residual at its row's offset + n). */
-    clf__view v;
-    operand_view(G.ix, mm, mm, "m", "n", &v);
-    G.lane_bit = v.dims[mm->rank - 1].deps;
-    ctx.acc_at = clf__view_linear(G.ix, &v, mm->rank, mm->shape);
+    operand_ctx ctx;
+    clf__cg_fn G;
+    product_lanes_init(&G, &ctx, g, plan, k, mm, w);
     bool ok = false;
     clf__strbuf body = {0};
     char **vals = clf__calloc(K->nstores, sizeof *vals);
@@ -446,19 +456,12 @@ bool clf__cg_emit_product_value_vec(const clf_graph *g, const clf__plan *plan, u
 {
     if (w < 2 || mm->op != CLF__OP_MATMUL || mm->rank < 2)
         return false;
-    operand_ctx ctx = {{NULL, 0}, {0}};
-    clf__cg_hooks hooks = {.load = clf__cg_load_lanes, .product = product_acc_vec, .user = &ctx};
+    /* As the vector store: the value at the product's linear index. */
+    operand_ctx ctx;
     clf__cg_fn G;
-    clf__cg_fn_init(&G, g, plan, k, &hooks);
-    G.vec = w;
+    product_lanes_init(&G, &ctx, g, plan, k, mm, w);
     G.forward_node = forward_node;
     G.forward_input = forward_input;
-    /* As the vector store: the product's element (bt, m, n), lanes along n,
-     * the value at the product's linear index. */
-    clf__view v;
-    operand_view(G.ix, mm, mm, "m", "n", &v);
-    G.lane_bit = v.dims[mm->rank - 1].deps;
-    ctx.acc_at = clf__view_linear(G.ix, &v, mm->rank, mm->shape);
     const clf__view at_lin = {.linear = true, .lin = ctx.acc_at};
     char *val = clf__strdup(clf__cg_value(&G, value, &at_lin));
     bool ok = val && !G.failed && !G.novec && !G.ix->failed && clf__sb_ok(&G.idx_code) && clf__sb_ok(&G.body);
