@@ -574,11 +574,14 @@ clf_status clf__codegen_gemm(const clf_graph *g, const clf__plan *plan, uint32_t
      * micro-kernel loop runs 196,608 times in all is right there, so the
      * cause is not pinned down. The forms of before are kept there. */
     const bool loops_cut = target->max_loop_trips != 0;
-    const bool one_row = target->cpu && !loops_cut && M == 1 && cfg.tm == 1 && mma == MMA_NONE && !rows.rows_max;
+    /* The CPU form's blocks (gemm_cpu.cl), where its newer parts may run:
+     * spans, one row, A's prologue and the epilogue in vectors. */
+    const bool cpu_blocks = target->cpu && !loops_cut && mma == MMA_NONE && !rows.rows_max;
+    const bool one_row = cpu_blocks && M == 1 && cfg.tm == 1;
     const bool pack_a = target->cpu && (row_stats || !clf__cg_operand_plain(plan, k, g, mm->inputs[0]) ||
                                         (!loops_cut && operand_16bit(g, mm->inputs[0]) != CLF_F32));
     int64_t span = 1;
-    if (one_row || (pack_a && !loops_cut && mma == MMA_NONE && !rows.rows_max)) {
+    if (one_row || (pack_a && cpu_blocks)) {
         const int64_t units = target->compute_units ? target->compute_units : 1;
         const int64_t blocks_m = batch * ((M + cfg.tm - 1) / cfg.tm);
         const size_t local_mem = target->local_mem ? target->local_mem : 32768;
@@ -714,7 +717,7 @@ clf_status clf__codegen_gemm(const clf_graph *g, const clf__plan *plan, uint32_t
      * ends loops early (see loops_cut). */
     /* gemm_cpu.cl's VW: the width of its vectors of B, of A and of the epilogue. */
     const int cpu_vw = cfg.wn < 16 ? cfg.wn : 16;
-    if ((pack_a || one_row) && !loops_cut && mma == MMA_NONE && !rows.rows_max &&
+    if ((pack_a || one_row) && cpu_blocks &&
         clf__cg_emit_operand_prologue_vec(g, plan, k, mm, 0, cpu_vw, "clf_load_av", &src))
         clf__sb_printf(&src, "#define CLF_A_VEC %d\n", cpu_vw);
     if (rows.rows_max) {
@@ -752,7 +755,7 @@ clf_status clf__codegen_gemm(const clf_graph *g, const clf__plan *plan, uint32_t
      * 512 x 2048 with bias and GELU, then back) on 2 PoCL cores: 20.8-21.3
      * ms against 22.2-24.3 (GELU one element at a time), 20.7-21.4 with
      * ReLU in its place. Not where the driver ends loops early. */
-    if (target->cpu && !loops_cut && mma == MMA_NONE && !rows.rows_max &&
+    if (cpu_blocks &&
         clf__cg_emit_product_store_vec(g, plan, k, cpu_vw, &src))
         clf__sb_puts(&src, "#define CLF_STORE_VEC 1\n");
 
