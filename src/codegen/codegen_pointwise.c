@@ -71,6 +71,9 @@ static bool emit_lanes_fn(const clf_graph *g, const clf__plan *plan, uint32_t k,
                           char *const *store_at, clf__strbuf *src)
 {
     const clf__plan_kernel *K = &plan->kernels[k];
+    for (uint32_t s = 0; s < K->nstores; s++) /* vector stores of floats only */
+        if (clf__dtype_compute(clf__graph_node(g, K->stores[s].node)->dtype) != CLF_F32)
+            return false;
     clf__cg_hooks hooks = {.load = clf__cg_load_lanes};
     clf__cg_fn V;
     clf__cg_fn_init(&V, g, plan, k, &hooks);
