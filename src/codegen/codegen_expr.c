@@ -87,6 +87,21 @@ void clf__cg_store_vec(const clf__plan *plan, clf__strbuf *sb, clf_dtype dt, uin
     clf__sb_puts(sb, ";\n");
 }
 
+void clf__cg_store_values_vec(const clf_graph *g, const clf__plan *plan, const clf__plan_kernel *K,
+                              char *const *vals, const char *at, const char *const *at_each, int width,
+                              clf__strbuf *sb)
+{
+    for (uint32_t s = 0; s < K->nstores; s++) {
+        clf__strbuf val = {0};
+        clf__sb_printf(&val, "(float%d)(%s)", width, vals[s]);
+        clf__cg_store_vec(plan, sb, clf__graph_node(g, K->stores[s].node)->dtype, K->stores[s].buffer,
+                          at_each ? at_each[s] : at, clf__sb_ok(&val) ? clf__sb_str(&val) : "0", width, false);
+        if (!clf__sb_ok(&val))
+            sb->failed = true; /* (sticky, as an append's failure) */
+        clf__sb_free(&val);
+    }
+}
+
 void clf__cg_round_vec(clf__strbuf *sb, clf_dtype dt, const char *value, int width)
 {
     const char *fn = clf__dtype_info_of(dt)->round_fn;

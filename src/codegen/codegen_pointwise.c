@@ -83,7 +83,13 @@ static bool emit_lanes_fn(const clf_graph *g, const clf__plan *plan, uint32_t k,
     V.lane_bit = vc.deps;
     const clf__view at_lin = {.linear = true, .lin = clf__ix_mad(V.ix, vx, len, vc)};
     char **vals = clf__calloc(K->nstores, sizeof *vals);
-    bool ok = vals != NULL;
+    char(*names)[16] = clf__calloc(K->nstores, sizeof *names);
+    const char **at = clf__calloc(K->nstores, sizeof *at);
+    bool ok = vals && names && at;
+    for (uint32_t s = 0; ok && s < K->nstores; s++) {
+        snprintf(names[s], sizeof names[s], strcmp(store_at[s], "i") != 0 ? "p%u" : "i", s);
+        at[s] = names[s];
+    }
     for (uint32_t s = 0; ok && s < K->nstores; s++) {
         vals[s] = clf__strdup(clf__cg_value(&V, K->stores[s].from, &at_lin));
         ok = vals[s] != NULL;
@@ -95,19 +101,11 @@ static bool emit_lanes_fn(const clf_graph *g, const clf__plan *plan, uint32_t k,
                        "static inline void clf_vec(IDX_T i, CLF_PARAMS)\n{\n"
                        "    const IDX_T vx = i / %lldu, vc = i %% %lldu;\n    (void)vx;\n    (void)vc;\n%s%s",
                        (long long)len, (long long)len, clf__sb_str(&V.idx_code), clf__sb_str(&V.body));
-        for (uint32_t s = 0; s < K->nstores; s++) {
-            clf__strbuf val = {0};
-            clf__sb_printf(&val, "(float%d)(%s)", w, vals[s]);
-            char at[16] = "i";
-            if (strcmp(store_at[s], "i") != 0) { /* a cache write's place (placed_index) */
-                snprintf(at, sizeof at, "p%u", s);
-                clf__sb_printf(&fn, "    const IDX_T %s = %s;\n", at, store_at[s]);
-            }
-            clf__cg_store_vec(plan, &fn, clf__graph_node(g, K->stores[s].node)->dtype, K->stores[s].buffer, at,
-                              clf__sb_ok(&val) ? clf__sb_str(&val) : "0", w, false);
-            ok = ok && clf__sb_ok(&val);
-            clf__sb_free(&val);
-        }
+        /* A cache write's place (placed_index) as a temporary of its own. */
+        for (uint32_t s = 0; s < K->nstores; s++)
+            if (strcmp(store_at[s], "i") != 0)
+                clf__sb_printf(&fn, "    const IDX_T p%u = %s;\n", s, store_at[s]);
+        clf__cg_store_values_vec(g, plan, K, vals, NULL, at, w, &fn);
         clf__sb_puts(&fn, "}\n\n");
         ok = ok && clf__sb_ok(&fn);
         if (ok)
@@ -116,6 +114,8 @@ static bool emit_lanes_fn(const clf_graph *g, const clf__plan *plan, uint32_t k,
     for (uint32_t s = 0; vals && s < K->nstores; s++)
         clf__free(vals[s]);
     clf__free(vals);
+    clf__free(names);
+    clf__free(at);
     clf__sb_free(&fn);
     clf__cg_fn_free(&V);
     return ok;

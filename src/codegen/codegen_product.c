@@ -428,14 +428,7 @@ bool clf__cg_emit_product_store_vec(const clf_graph *g, const clf__plan *plan, u
                        "static inline void clf_store_v(IDX_T bt, IDX_T m, IDX_T n, float%d acc, CLF_PARAMS)\n{\n"
                        "    (void)bt;\n%s%s",
                        w, clf__sb_str(&G.idx_code), clf__sb_str(&G.body));
-        for (uint32_t s = 0; s < K->nstores; s++) {
-            clf__strbuf val = {0};
-            clf__sb_printf(&val, "(float%d)(%s)", w, vals[s]);
-            clf__cg_store_vec(plan, &body, clf__graph_node(g, K->stores[s].node)->dtype, K->stores[s].buffer, at,
-                              clf__sb_ok(&val) ? clf__sb_str(&val) : "0", w, false);
-            ok = ok && clf__sb_ok(&val);
-            clf__sb_free(&val);
-        }
+        clf__cg_store_values_vec(g, plan, K, vals, at, NULL, w, &body);
         clf__sb_puts(&body, "}\n\n");
         ok = ok && clf__sb_ok(&body);
         if (ok)
