@@ -386,7 +386,7 @@ START_TEST(clip_f32_i32)
     clf_tensor xi = e2e_input(g, &in, "xi", CLF_I32, 2, S_ODD, INT32_MIN, INT32_MAX);
     clf_tensor xs = e2e_input(g, &in, "xs", CLF_I32, 2, S_ODD, -300, 300);
     float *xd = e2e_data(&in, "x");
-    xd[0] = NAN, xd[1] = INFINITY, xd[2] = -INFINITY, xd[3] = -0.0f;
+    xd[0] = NAN, xd[1] = INFINITY, xd[2] = -INFINITY, xd[3] = -0.0f, xd[4] = 0.0f;
     int32_t *xid = e2e_data(&in, "xi");
     xid[0] = INT32_MIN, xid[1] = INT32_MAX;
     clf_graph_output(g, "both", clf_clip(g, x, -1.0, 1.0));
@@ -395,6 +395,12 @@ START_TEST(clip_f32_i32)
     clf_graph_output(g, "none", clf_clip(g, x, -INFINITY, INFINITY));
     clf_graph_output(g, "lo_gt_hi", clf_clip(g, x, 2.0, -2.0));
     clf_graph_output(g, "inexact", clf_clip(g, x, -0.1, 0.1)); /* bounds rounded to float */
+    /* A zero at a zero bound of the other sign is the bound, as the
+     * reference's maximum(x, lo) and minimum(x, hi) give (seed 35 of the
+     * fuzzer: -0 clipped below at 0 came out -0). */
+    clf_graph_output(g, "zero_lo", clf_clip(g, x, 0.0, INFINITY));
+    clf_graph_output(g, "zero_hi", clf_clip(g, x, -INFINITY, -0.0));
+    clf_graph_output(g, "zero_both", clf_clip(g, x, 0.0, 0.0));
     clf_graph_output(g, "i_both", clf_clip(g, xs, -100.7, 100.2));
     clf_graph_output(g, "i_hi", clf_clip(g, xs, -INFINITY, 5.0));
     clf_graph_output(g, "i_lo", clf_clip(g, xs, -5.0, INFINITY));
@@ -406,6 +412,10 @@ START_TEST(clip_f32_i32)
     ck_assert_uint_eq(r.kernels, 1);
     const float *both = e2e_got(&r, "both"), *lgh = e2e_got(&r, "lo_gt_hi");
     ck_assert(isnan(both[0]) && both[1] == 1.0f && both[2] == -1.0f);
+    const float *zlo = e2e_got(&r, "zero_lo"), *zhi = e2e_got(&r, "zero_hi"), *zb = e2e_got(&r, "zero_both");
+    ck_assert_msg(zlo[3] == 0.0f && !signbit(zlo[3]), "clip(-0, 0, inf) = %g", zlo[3]);
+    ck_assert_msg(zhi[4] == 0.0f && signbit(zhi[4]), "clip(+0, -inf, -0) = %g", zhi[4]);
+    ck_assert_msg(!signbit(zb[3]) && !signbit(zb[4]) && isnan(zb[0]), "clip(x, 0, 0)");
     for (int i = 1; i < 35; i++)
         ck_assert(lgh[i] == -2.0f);
     const int32_t *ib = e2e_got(&r, "i_both"), *nm = e2e_got(&r, "i_near_max");

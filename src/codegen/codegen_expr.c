@@ -371,8 +371,10 @@ static const char *compute(gen *G, const clf__node *n, const char *const *args, 
         subst(b, cast_format(in0->dtype, n->dtype), args);
         break;
     case CLF__OP_CLIP: {
-        /* x below lo becomes lo, then above hi becomes hi; NaN compares
-         * false and passes through. */
+        /* x at or below lo becomes lo, then at or above hi becomes hi (so
+         * that a zero at a zero bound of the other sign is the bound: the
+         * reference's minimum(maximum(x, lo), hi)); NaN compares false and
+         * passes through. */
         clf__strbuf lo = {0}, hi = {0};
         bool has_lo, has_hi;
         if (n->dtype == CLF_I32) {
@@ -389,11 +391,11 @@ static const char *compute(gen *G, const clf__node *n, const char *const *args, 
         }
         const char *cargs[3] = {args[0], clf__sb_str(&lo), clf__sb_str(&hi)};
         if (has_lo && has_hi)
-            subst(b, "(($1 < $2 ? $2 : $1) > $3 ? $3 : ($1 < $2 ? $2 : $1))", cargs);
+            subst(b, "(($1 <= $2 ? $2 : $1) >= $3 ? $3 : ($1 <= $2 ? $2 : $1))", cargs);
         else if (has_lo)
-            subst(b, "($1 < $2 ? $2 : $1)", cargs);
+            subst(b, "($1 <= $2 ? $2 : $1)", cargs);
         else if (has_hi)
-            subst(b, "($1 > $3 ? $3 : $1)", cargs);
+            subst(b, "($1 >= $3 ? $3 : $1)", cargs);
         else
             clf__sb_puts(b, args[0]);
         if (!clf__sb_ok(&lo) || !clf__sb_ok(&hi))
