@@ -78,10 +78,14 @@ static bool emit_lanes_fn(const clf_graph *g, const clf__plan *plan, uint32_t k,
     clf__cg_fn V;
     clf__cg_fn_init(&V, g, plan, k, &hooks);
     V.vec = w;
+    /* One row (a vector's elements, say): vc is i itself, and the source
+     * names no extent, as the lane-by-lane form's did (one build for every
+     * length where the lanes divide it). */
+    const bool one_row = K->numel == len;
     const clf__ix vx = clf__ixgen_var(V.ix, "vx", (uint64_t)(K->numel / len)),
                   vc = clf__ixgen_var(V.ix, "vc", (uint64_t)len);
     V.lane_bit = vc.deps;
-    const clf__view at_lin = {.linear = true, .lin = clf__ix_mad(V.ix, vx, len, vc)};
+    const clf__view at_lin = {.linear = true, .lin = one_row ? vc : clf__ix_mad(V.ix, vx, len, vc)};
     char **vals = clf__calloc(K->nstores, sizeof *vals);
     char(*names)[16] = clf__calloc(K->nstores, sizeof *names);
     const char **at = clf__calloc(K->nstores, sizeof *at);
@@ -97,10 +101,13 @@ static bool emit_lanes_fn(const clf_graph *g, const clf__plan *plan, uint32_t k,
     ok = ok && !V.failed && !V.novec && !V.ix->failed && clf__sb_ok(&V.idx_code) && clf__sb_ok(&V.body);
     clf__strbuf fn = {0};
     if (ok) {
-        clf__sb_printf(&fn,
-                       "static inline void clf_vec(IDX_T i, CLF_PARAMS)\n{\n"
-                       "    const IDX_T vx = i / %lldu, vc = i %% %lldu;\n    (void)vx;\n    (void)vc;\n%s%s",
-                       (long long)len, (long long)len, clf__sb_str(&V.idx_code), clf__sb_str(&V.body));
+        clf__sb_puts(&fn, "static inline void clf_vec(IDX_T i, CLF_PARAMS)\n{\n");
+        if (one_row)
+            clf__sb_puts(&fn, "    const IDX_T vc = i;\n");
+        else
+            clf__sb_printf(&fn, "    const IDX_T vx = i / %lldu, vc = i %% %lldu;\n    (void)vx;\n", (long long)len,
+                           (long long)len);
+        clf__sb_printf(&fn, "    (void)vc;\n%s%s", clf__sb_str(&V.idx_code), clf__sb_str(&V.body));
         /* A cache write's place (placed_index) as a temporary of its own. */
         for (uint32_t s = 0; s < K->nstores; s++)
             if (strcmp(store_at[s], "i") != 0)
