@@ -136,6 +136,7 @@ clf_status clf__codegen_pointwise(const clf_graph *g, const clf__plan *plan, uin
     clf__cg_fn G;
     clf__cg_hooks hooks = {.load = clf__cg_load_slot};
     clf__strbuf src = {0};
+    clf__strbuf lanes_fn = {0}; /* the vector form's clf_vec (emit_lanes_fn) */
     clf_status st = CLF_ERR_OUT_OF_MEMORY;
     memset(out, 0, sizeof *out);
     clf__cg_fn_init(&G, g, plan, k, &hooks);
@@ -182,7 +183,6 @@ clf_status clf__codegen_pointwise(const clf_graph *g, const clf__plan *plan, uin
     size_t max_local = target->max_local ? target->max_local : 256;
     /* The CPU form in vector code along the last axis where it has one
      * (emit_lanes_fn): 16 lanes, or 8, dividing the axis. */
-    clf__strbuf lanes_fn = {0};
     int lanes = 0;
     if (target->cpu && !target->small_code && K->nstores > 0) {
         /* The region's elements in the shape of its first store's values
