@@ -87,19 +87,15 @@ void clf__cg_store_vec(const clf__plan *plan, clf__strbuf *sb, clf_dtype dt, uin
     clf__sb_puts(sb, ";\n");
 }
 
-void clf__cg_store_values_vec(const clf_graph *g, const clf__plan *plan, const clf__plan_kernel *K,
-                              char *const *vals, const char *at, const char *const *at_each, int width,
-                              clf__strbuf *sb)
+void clf__cg_store_float_vec(const clf__plan *plan, clf__strbuf *sb, clf_dtype dt, uint32_t buffer, const char *index,
+                             const char *value, int width)
 {
-    for (uint32_t s = 0; s < K->nstores; s++) {
-        clf__strbuf val = {0};
-        clf__sb_printf(&val, "(float%d)(%s)", width, vals[s]);
-        clf__cg_store_vec(plan, sb, clf__graph_node(g, K->stores[s].node)->dtype, K->stores[s].buffer,
-                          at_each ? at_each[s] : at, clf__sb_ok(&val) ? clf__sb_str(&val) : "0", width, false);
-        if (!clf__sb_ok(&val))
-            sb->failed = true; /* (sticky, as an append's failure) */
-        clf__sb_free(&val);
-    }
+    clf__strbuf v = {0};
+    clf__sb_printf(&v, "(float%d)(%s)", width, value);
+    clf__cg_store_vec(plan, sb, dt, buffer, index, clf__sb_ok(&v) ? clf__sb_str(&v) : "0", width, false);
+    if (!clf__sb_ok(&v))
+        sb->failed = true; /* (sticky, as an append's failure) */
+    clf__sb_free(&v);
 }
 
 void clf__cg_round_vec(clf__strbuf *sb, clf_dtype dt, const char *value, int width)

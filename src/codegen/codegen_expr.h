@@ -150,11 +150,10 @@ void clf__cg_store(const clf__plan *plan, clf__strbuf *sb, clf_dtype dt, uint32_
                    const char *value);
 void clf__cg_store_vec(const clf__plan *plan, clf__strbuf *sb, clf_dtype dt, uint32_t buffer, const char *index,
                        const char *value, int width, bool aligned);
-/* The vector stores of every store of K: store s's value vals[s], as a
- * float<width>, at index at_each[s] (at for all where at_each is NULL). */
-void clf__cg_store_values_vec(const clf_graph *g, const clf__plan *plan, const clf__plan_kernel *K,
-                              char *const *vals, const char *at, const char *const *at_each, int width,
-                              clf__strbuf *sb);
+/* clf__cg_store_vec of value as a float<width> (a scalar widened), the
+ * vector functions' stores. */
+void clf__cg_store_float_vec(const clf__plan *plan, clf__strbuf *sb, clf_dtype dt, uint32_t buffer, const char *index,
+                             const char *value, int width);
 /* Appends value (width lanes: 1, or a vector of 2, 4, 8 or 16) rounded to
  * dt (the value itself for dtypes computed in their own type). */
 void clf__cg_round(clf__strbuf *sb, clf_dtype dt, const char *value);

@@ -60,6 +60,19 @@ static int64_t placed_run(const clf_graph *g, const clf__plan_store *st)
     return inner;
 }
 
+/* Where clf_point and clf_vec store store s: at "i", or for a cache write
+ * at a temporary p<s> declared into fn holding placed_index's expression
+ * (its own statement: the lifter, runtime/source_lift.c, takes a literal
+ * before a statement's '=' for an array size). */
+static const char *store_index(clf__strbuf *fn, char *const *store_at, uint32_t s, char *name, size_t cap)
+{
+    if (strcmp(store_at[s], "i") == 0)
+        return "i";
+    snprintf(name, cap, "p%u", s);
+    clf__sb_printf(fn, "    const IDX_T %s = %s;\n", name, store_at[s]);
+    return name;
+}
+
 /* The CPU form's clf_vec in vector code: w consecutive elements along
  * the region's last axis (of length len, a multiple of w), i = vx * len +
  * vc with vc a multiple of w, every value a floatW (clf__cg_load_lanes;
@@ -87,13 +100,7 @@ static bool emit_lanes_fn(const clf_graph *g, const clf__plan *plan, uint32_t k,
     V.lane_bit = vc.deps;
     const clf__view at_lin = {.linear = true, .lin = one_row ? vc : clf__ix_mad(V.ix, vx, len, vc)};
     char **vals = clf__calloc(K->nstores, sizeof *vals);
-    char(*names)[16] = clf__calloc(K->nstores, sizeof *names);
-    const char **at = clf__calloc(K->nstores, sizeof *at);
-    bool ok = vals && names && at;
-    for (uint32_t s = 0; ok && s < K->nstores; s++) {
-        snprintf(names[s], sizeof names[s], strcmp(store_at[s], "i") != 0 ? "p%u" : "i", s);
-        at[s] = names[s];
-    }
+    bool ok = vals != NULL;
     for (uint32_t s = 0; ok && s < K->nstores; s++) {
         vals[s] = clf__strdup(clf__cg_value(&V, K->stores[s].from, &at_lin));
         ok = vals[s] != NULL;
@@ -108,11 +115,12 @@ static bool emit_lanes_fn(const clf_graph *g, const clf__plan *plan, uint32_t k,
             clf__sb_printf(&fn, "    const IDX_T vx = i / %lldu, vc = i %% %lldu;\n    (void)vx;\n", (long long)len,
                            (long long)len);
         clf__sb_printf(&fn, "    (void)vc;\n%s%s", clf__sb_str(&V.idx_code), clf__sb_str(&V.body));
-        /* A cache write's place (placed_index) as a temporary of its own. */
-        for (uint32_t s = 0; s < K->nstores; s++)
-            if (strcmp(store_at[s], "i") != 0)
-                clf__sb_printf(&fn, "    const IDX_T p%u = %s;\n", s, store_at[s]);
-        clf__cg_store_values_vec(g, plan, K, vals, NULL, at, w, &fn);
+        for (uint32_t s = 0; s < K->nstores; s++) {
+            char name[16];
+            const char *at = store_index(&fn, store_at, s, name, sizeof name);
+            clf__cg_store_float_vec(plan, &fn, clf__graph_node(g, K->stores[s].node)->dtype, K->stores[s].buffer, at,
+                                    vals[s], w);
+        }
         clf__sb_puts(&fn, "}\n\n");
         ok = ok && clf__sb_ok(&fn);
         if (ok)
@@ -121,8 +129,6 @@ static bool emit_lanes_fn(const clf_graph *g, const clf__plan *plan, uint32_t k,
     for (uint32_t s = 0; vals && s < K->nstores; s++)
         clf__free(vals[s]);
     clf__free(vals);
-    clf__free(names);
-    clf__free(at);
     clf__sb_free(&fn);
     clf__cg_fn_free(&V);
     return ok;
@@ -264,15 +270,9 @@ clf_status clf__codegen_pointwise(const clf_graph *g, const clf__plan *plan, uin
         clf__sb_printf(&src, "%s&s%u", (s || G.nslots) ? ", " : "", s);
     clf__sb_puts(&src, ");\n");
     for (uint32_t s = 0; s < K->nstores; s++) {
-        char v[16];
+        char v[16], name[16];
         snprintf(v, sizeof v, "s%u", s);
-        char at[16] = "i";
-        if (strcmp(store_at[s], "i") != 0) {
-            /* Its own statement: the lifter (runtime/source_lift.c) takes
-             * a literal before a statement's '=' for an array size. */
-            snprintf(at, sizeof at, "p%u", s);
-            clf__sb_printf(&src, "    const IDX_T %s = %s;\n", at, store_at[s]);
-        }
+        const char *at = store_index(&src, store_at, s, name, sizeof name);
         clf__cg_store(plan, &src, clf__graph_node(g, K->stores[s].node)->dtype, K->stores[s].buffer, at, v);
     }
     clf__sb_puts(&src, "}\n\n");

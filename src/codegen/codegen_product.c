@@ -428,7 +428,9 @@ bool clf__cg_emit_product_store_vec(const clf_graph *g, const clf__plan *plan, u
                        "static inline void clf_store_v(IDX_T bt, IDX_T m, IDX_T n, float%d acc, CLF_PARAMS)\n{\n"
                        "    (void)bt;\n%s%s",
                        w, clf__sb_str(&G.idx_code), clf__sb_str(&G.body));
-        clf__cg_store_values_vec(g, plan, K, vals, at, NULL, w, &body);
+        for (uint32_t s = 0; s < K->nstores; s++)
+            clf__cg_store_float_vec(plan, &body, clf__graph_node(g, K->stores[s].node)->dtype, K->stores[s].buffer, at,
+                                    vals[s], w);
         clf__sb_puts(&body, "}\n\n");
         ok = ok && clf__sb_ok(&body);
         if (ok)
