@@ -629,8 +629,24 @@ START_TEST(schedules_name_their_choices)
     clf__kernel_code_free(&c);
     ck_assert(clf__codegen_kernel(g, &p, 0, &cpu, &c, err, sizeof err) == CLF_OK);
     ck_assert_str_eq(c.schedule.form, "cpu");
-    ck_assert_str_eq(c.schedule.sum, "double");
+    ck_assert_str_eq(c.schedule.sum, "plain"); /* short rows: plain float lanes */
     ck_assert_uint_eq(c.schedule.wg, 1);
+    ck_assert_int_eq(c.schedule.vec, 8);
+    clf__kernel_code_free(&c);
+    clf__codegen_target wide = cpu;
+    wide.float_width = 16; /* AVX-512 */
+    ck_assert(clf__codegen_kernel(g, &p, 0, &wide, &c, err, sizeof err) == CLF_OK);
+    ck_assert_int_eq(c.schedule.vec, 16);
+    clf__kernel_code_free(&c);
+    clf__plan_free(&p);
+    clf_graph_destroy(&g);
+    /* Longer rows sum in double lanes on CPUs with doubles. */
+    int64_t lsh[2] = {8, 2048};
+    g = clf_graph_create();
+    clf_graph_output(g, "y", clf_softmax(g, clf_input(g, "x", CLF_F32, 2, lsh), 1));
+    p = plan_of(g, true);
+    ck_assert(clf__codegen_kernel(g, &p, 0, &cpu, &c, err, sizeof err) == CLF_OK);
+    ck_assert_str_eq(c.schedule.sum, "double");
     clf__kernel_code_free(&c);
     clf__plan_free(&p);
     clf_graph_destroy(&g);

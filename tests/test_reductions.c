@@ -296,8 +296,8 @@ START_TEST(few_long_rows_split)
 END_TEST
 
 /* The CPU form forced on g, against the reference, on the device as it is
- * and as if it had no fp64 (sums in Kahan-compensated float lanes instead
- * of double ones); the kernels that must take the vector loop (their names
+ * and as if it had no fp64 (sums of rows longer than 1024 in
+ * Kahan-compensated float lanes instead of double ones); the kernels that must take the vector loop (their names
  * containing want_vec, NULL for all) do. */
 static void check_cpu_vector(const clf_graph *g, const e2e_inputs *in, const char *want_vec, double rtol, double atol)
 {
@@ -318,7 +318,12 @@ static void check_cpu_vector(const clf_graph *g, const e2e_inputs *in, const cha
             bool sums = false;
             for (const char *o = ops + 8; *o && *o != '*'; o++)
                 sums = sums || (strncmp(o, "sum", 3) == 0 && (o[3] == ' ' || o[3] == '*'));
-            ck_assert_int_eq(strstr(src, "double8") != NULL, vec && device_fp64 && !nofp64 && sums);
+            const char *rlen = strstr(src, "#define RLEN ");
+            ck_assert_ptr_nonnull(rlen);
+            /* rows up to 1024 sum in plain float lanes */
+            const bool long_rows = strtoul(rlen + strlen("#define RLEN "), NULL, 10) > 1024;
+            ck_assert_int_eq(strstr(src, "double8") != NULL || strstr(src, "double16") != NULL,
+                             vec && device_fp64 && !nofp64 && sums && long_rows);
             if (want_vec && !strstr(name, want_vec))
                 continue;
             ck_assert_msg(vec, "kernel %s has no vector loop", name);
@@ -332,10 +337,12 @@ static void check_cpu_vector(const clf_graph *g, const e2e_inputs *in, const cha
 
 START_TEST(cpu_vector_loop_edge_values)
 {
-    /* Rows of 61 = 7 vectors of 8 and a scalar tail of 5, with NaN and
-     * infinities in vector lanes and in the tail, a row of -inf and a row
-     * that is one large value: every reduction and composite of the CPU
-     * form's vector loop against the reference. */
+    /* Rows of 61 = 7 vectors of 8 and a scalar tail of 5 (or 3 of 16 and
+     * 13), with NaN and infinities in vector lanes and in the tail, a NaN
+     * then a larger value in one lane (a split max or min keeps the NaN), a
+     * row of -inf and a row that is one large value, and rows of 1500 (sums
+     * in double or compensated lanes): every reduction and composite of the
+     * CPU form's vector loop against the reference. */
     int64_t s[2] = {7, 61}, w[1] = {61};
     int last = -1;
     clf_graph *g = clf_graph_create();
@@ -351,6 +358,18 @@ START_TEST(cpu_vector_loop_edge_values)
     for (int i = 0; i < 61; i++)
         xd[4 * 61 + i] = -INFINITY;
     xd[5 * 61 + 33] = 1e4f;
+    xd[6 * 61 + 2] = NAN; /* then lane 2's larger and smaller values */
+    xd[6 * 61 + 18] = 100.0f;
+    xd[6 * 61 + 34] = -100.0f;
+    /* Rows of 1500 sum in double lanes (Kahan's without fp64). */
+    int64_t ls[2] = {4, 1500};
+    clf_tensor xl = e2e_input(g, &in, "xl", CLF_F32, 2, ls, -3, 3);
+    float *xld = e2e_data(&in, "xl");
+    xld[1 * 1500 + 700] = NAN;
+    xld[2 * 1500 + 1499] = INFINITY;
+    clf_graph_output(g, "long_sum", clf_reduce_sum(g, xl, 1, &last, false));
+    clf_graph_output(g, "long_soft", clf_softmax(g, xl, -1));
+    clf_graph_output(g, "long_ln", clf_layer_norm(g, xl, -1, 1e-5, CLF_TENSOR_INVALID, CLF_TENSOR_INVALID));
     clf_graph_output(g, "sum", clf_reduce_sum(g, x, 1, &last, false));
     clf_graph_output(g, "max", clf_reduce_max(g, x, 1, &last, false));
     clf_graph_output(g, "min", clf_reduce_min(g, x, 1, &last, false));
@@ -418,7 +437,7 @@ START_TEST(max_and_min_of_signed_zeros_do_not_depend_on_order)
      * wherever they sit (first or last, in a vector lane or the scalar
      * tail, in another lane's partial result): the reference and both
      * kernel styles, fused and alone, whatever order they combine in. */
-    enum { ROWS = 6, LEN = 37 };
+    enum { ROWS = 8, LEN = 37 };
     int64_t s[2] = {ROWS, LEN};
     int last = -1;
     clf_graph *g = clf_graph_create();
@@ -426,7 +445,8 @@ START_TEST(max_and_min_of_signed_zeros_do_not_depend_on_order)
     clf_tensor x = e2e_input(g, &in, "x", CLF_F32, 2, s, -3, -1); /* zeros are each row's max */
     clf_tensor y = e2e_input(g, &in, "y", CLF_F32, 2, s, 1, 3);   /* and each row's min */
     float *xd = e2e_data(&in, "x"), *yd = e2e_data(&in, "y");
-    const int at[ROWS][2] = {{0, 1}, {1, 0}, {0, LEN - 1}, {LEN - 1, 0}, {3, 35}, {35, 3}};
+    /* {0, 16}, {16, 0}: one vector lane sees both zeros, in each order */
+    const int at[ROWS][2] = {{0, 1}, {1, 0}, {0, LEN - 1}, {LEN - 1, 0}, {3, 35}, {35, 3}, {0, 16}, {16, 0}};
     for (int i = 0; i < ROWS; i++)
         for (int j = 0; j < 2; j++) {
             xd[i * LEN + at[i][j]] = j ? 0.0f : -0.0f;
@@ -507,7 +527,7 @@ START_TEST(cpu_form_carries_exp_to_the_epilogue)
     /* The CPU form computes a softmax's exp once: the sum's stage stores
      * it into the output, the epilogue reads it back (scalar and vector
      * functions alike). Checked on rows with a scalar tail (77 = 9 vectors
-     * of 8 and 5), on columns of 37 (gathers and scatters), with a second output
+     * of 8 and 5, or 4 of 16 and 13), on columns of 37 (gathers and scatters), with a second output
      * that is the carried value itself, with an epilogue that also reads x,
      * with a layer norm in the same kernel (its output may carry an exp),
      * and with values that overflow exp and NaN. A layer norm alone has
@@ -542,7 +562,10 @@ START_TEST(cpu_form_carries_exp_to_the_epilogue)
             for (int v = 0; v < 2; v++) {
                 const char *epi = v ? "void clf_vepilogue(" : "void clf_epilogue(";
                 ck_assert_msg(!fn_has(src, epi, "exp("), "%s: exp in %s", name, epi);
-                ck_assert_msg(fn_has(src, epi, v ? "const float8 cy0 = " : "const float cy0 = "), "%s", name);
+                /* float16 on devices with a native float vector that wide */
+                ck_assert_msg(fn_has(src, epi, v ? "const float8 cy0 = " : "const float cy0 = ") ||
+                                  (v && fn_has(src, epi, "const float16 cy0 = ")),
+                              "%s", name);
             }
             carried++;
         }

@@ -36,7 +36,7 @@
  * the id (codegen_reduction.c, the index algebra's gathers), then the one
  * named after a buffer id besides its parameter b<id>: the offset o_<id> of
  * a buffer in the scratch (codegen_expr.h), renamed with its parameter. */
-static const char *const node_prefixes[] = {"s_", "c_", "v_", "i_", "n_", "r_", "CLF_GIX_", "o_"};
+static const char *const node_prefixes[] = {"s_", "c_", "v_", "i_", "n_", "z_", "r_", "CLF_GIX_", "o_"};
 enum { NPREFIX = sizeof node_prefixes / sizeof node_prefixes[0], OFFSET = NPREFIX - 1, PARAM = NPREFIX };
 
 /* An id and its ordinal in the kernel, sorted by id for bsearch. */

@@ -42,12 +42,20 @@
  * compiler can overlap (16 measured best on PoCL, against 1, 4 and 8). */
 #define CPU_ACCUMULATORS 16
 /* The CPU form's vector loop: CPU_VEC consecutive elements of a row as one
- * floatN value, so that PoCL's vector math (exp above all) does the work;
- * CPU_VACCS independent vector accumulators. Rows shorter than
- * CPU_VEC_MIN_RLEN stay scalar. */
+ * floatN value, so that PoCL's vector math (exp above all) does the work,
+ * CPU_VEC_WIDE on devices whose native float vector is that wide (AVX-512:
+ * a softmax over 16384 x 256 in 3.9 ms against 4.8 with float8, one PoCL
+ * thread, bench/probes/cl_kernel_info); CPU_VACCS independent vector
+ * accumulators. Rows shorter than CPU_VEC_MIN_RLEN stay scalar. */
 #define CPU_VEC 8
+#define CPU_VEC_WIDE 16
 #define CPU_VACCS 1
 #define CPU_VEC_MIN_RLEN 16
+/* CPU rows up to this long sum f32 in plain float lanes (each lane adds at
+ * most CPU_PLAIN_SUM_RLEN / CPU_VEC elements, then the lanes combine):
+ * double lanes cost that softmax 0.45 ms of 3.4 there; longer rows sum in
+ * double (see sum_kind). */
+#define CPU_PLAIN_SUM_RLEN 1024u
 /* Gathered indices one kernel may use in its vector loop. */
 #define MAX_GATHERS 32
 
@@ -70,6 +78,9 @@ typedef struct red_ctx {
     /* Vector loads and stores at provably aligned places go through
      * floatN pointers (GPUs: one wide memory access instead of several). */
     bool aligned_access;
+    /* The vector loop's f32 max and min keep NaN and signed zeros apart
+     * (vec_acc_fields): CPU devices. */
+    bool split_minmax;
 } red_ctx;
 
 /* What a function's hooks need: the kernel and the function's own row x. */
@@ -458,22 +469,63 @@ static bool vec_acc_ok(const clf__node *n, clf_dtype in_dt)
                                 n->attr.reduce.kind == CLF__REDUCE_MAX || n->attr.reduce.kind == CLF__REDUCE_MIN);
 }
 
-static void vec_acc_fields(clf__strbuf *sb, const clf__node *n, uint32_t id, sum_kind sk, int vn)
+static bool is_minmax(const clf__node *n)
+{
+    return n->attr.reduce.kind == CLF__REDUCE_MAX || n->attr.reduce.kind == CLF__REDUCE_MIN;
+}
+
+/* With split (rc->split_minmax), a max or min lane keeps three things: s,
+ * the plain comparison's result (`v > s ? v : s`: one instruction, and a
+ * dependency chain of one), n, the last NaN seen (0 if none), and z, whether
+ * a zero of the winning sign (+0 for max, -0 for min) was seen. The exact
+ * rule of emit_acc_step (NaN stays, equal zeros resolve by sign) chains
+ * five operations through s; with one PoCL thread it cost that softmax 0.67
+ * ms of 3.4 (bench/probes/cl_kernel_info). vec_acc_fix puts the rule back
+ * into each lane before the lanes combine. */
+static void vec_acc_fields(clf__strbuf *sb, const clf__node *n, uint32_t id, sum_kind sk, int vn, bool split)
 {
     if (n->attr.reduce.kind == CLF__REDUCE_SUM && sk == SUM_DOUBLE)
         clf__sb_printf(sb, "    double%d s_%u;\n", vn, id);
     else if (n->attr.reduce.kind == CLF__REDUCE_SUM && sk == SUM_KAHAN)
         clf__sb_printf(sb, "    float%d s_%u, c_%u;\n", vn, id, id);
+    else if (split && is_minmax(n))
+        clf__sb_printf(sb, "    float%d s_%u, n_%u;\n    int%d z_%u;\n", vn, id, id, vn, id);
     else
         clf__sb_printf(sb, "    float%d s_%u;\n", vn, id);
 }
 
+static void vec_acc_init(clf__strbuf *sb, const clf__node *n, uint32_t id, sum_kind sk, bool split)
+{
+    emit_acc_init(sb, n, id, CLF_F32, sk);
+    if (split && is_minmax(n))
+        clf__sb_printf(sb, "    a->n_%u = 0.0f;\n    a->z_%u = 0;\n", id, id);
+}
+
+/* A split max or min lane's exact result, into the copy f of the vector
+ * accumulator that the lanes are read from. */
+static void vec_acc_fix(clf__strbuf *sb, const clf__node *n, uint32_t id, bool split)
+{
+    if (!split || !is_minmax(n))
+        return;
+    clf__sb_printf(sb, "    f.s_%u = f.z_%u != 0 && f.s_%u == 0.0f ? %s : f.s_%u;\n", id, id, id,
+                   n->attr.reduce.kind == CLF__REDUCE_MAX ? "0.0f" : "-0.0f", id);
+    clf__sb_printf(sb, "    f.s_%u = f.n_%u != f.n_%u ? f.n_%u : f.s_%u;\n", id, id, id, id, id);
+}
+
 /* One vector of elements v (a floatN, or a scalar that widens) into the
  * accumulators: sums in double lanes or Kahan-compensated lanes as in
- * emit_acc_step, the rest as there. */
-static void vec_acc_step(clf__strbuf *sb, const clf__node *n, uint32_t id, const char *v, sum_kind sk, int vn)
+ * emit_acc_step, split max and min as vec_acc_fields says, the rest as in
+ * emit_acc_step. */
+static void vec_acc_step(clf__strbuf *sb, const clf__node *n, uint32_t id, const char *v, sum_kind sk, int vn,
+                         bool split)
 {
-    if (n->attr.reduce.kind == CLF__REDUCE_SUM && sk == SUM_DOUBLE)
+    if (split && is_minmax(n)) {
+        const bool mx = n->attr.reduce.kind == CLF__REDUCE_MAX;
+        clf__sb_printf(sb, "    {\n        const float%d y = (float%d)(%s);\n", vn, vn, v);
+        clf__sb_printf(sb, "        a->s_%u = y %s a->s_%u ? y : a->s_%u;\n", id, mx ? ">" : "<", id, id);
+        clf__sb_printf(sb, "        a->n_%u = y != y ? y : a->n_%u;\n", id, id);
+        clf__sb_printf(sb, "        a->z_%u |= as_int%d(y) == %s;\n    }\n", id, vn, mx ? "0" : "(-2147483647 - 1)");
+    } else if (n->attr.reduce.kind == CLF__REDUCE_SUM && sk == SUM_DOUBLE)
         clf__sb_printf(sb, "    a->s_%u += convert_double%d((float%d)(%s));\n", id, vn, vn, v);
     else if (n->attr.reduce.kind == CLF__REDUCE_SUM && sk == SUM_PLAIN)
         clf__sb_printf(sb, "    a->s_%u += (float%d)(%s);\n", id, vn, v);
@@ -782,7 +834,7 @@ static bool vector_form(red_ctx *rc, uint32_t k, clf__ix x, const clf__view *ful
     fn_ctx vctx = {rc, x, true};
     clf__cg_hooks vh = {.load = load_hook, .reduction = reduction_hook, .user = &vctx};
     clf__cg_fn fn[MAX_STAGES + 1]; /* the stages, then the epilogue */
-    clf__strbuf accs[MAX_STAGES] = {{0}}, lanes[MAX_STAGES] = {{0}}, load = {0};
+    clf__strbuf accs[MAX_STAGES] = {{0}}, lanes[MAX_STAGES] = {{0}}, fixes[MAX_STAGES] = {{0}}, load = {0};
     bool ok = true;
     for (int s = 0; s <= MAX_STAGES; s++) {
         clf__cg_fn_init(&fn[s], g, plan, k, &vh);
@@ -806,9 +858,10 @@ static bool vector_form(red_ctx *rc, uint32_t k, clf__ix x, const clf__view *ful
             ok = false;
             break;
         }
-        vec_acc_step(&fn[s].body, n, id, v, sk, vn);
+        vec_acc_step(&fn[s].body, n, id, v, sk, vn, rc->split_minmax);
         clf__free(v);
-        vec_acc_fields(&accs[s], n, id, sk, vn);
+        vec_acc_fields(&accs[s], n, id, sk, vn, rc->split_minmax);
+        vec_acc_fix(&fixes[s], n, id, rc->split_minmax);
     }
     /* Each lane's partial results of every reduction of a stage, combined
      * into the scalar accumulator as one more partial accumulator. */
@@ -858,6 +911,8 @@ static bool vector_form(red_ctx *rc, uint32_t k, clf__ix x, const clf__view *ful
     }
     for (int s = 0; s <= MAX_STAGES; s++)
         ok = ok && !fn[s].failed && !fn[s].novec;
+    for (int s = 0; s < MAX_STAGES; s++)
+        ok = ok && clf__sb_ok(&accs[s]) && clf__sb_ok(&lanes[s]) && clf__sb_ok(&fixes[s]);
     ok = ok && !rc->full_ix.failed;
     if (ok) {
         for (int i = 0; i < rc->ngathers; i++)
@@ -877,13 +932,15 @@ static bool vector_form(red_ctx *rc, uint32_t k, clf__ix x, const clf__view *ful
             for (uint32_t i = 0; i < K->nops; i++) {
                 const clf__node *n = clf__graph_node(g, K->ops[i]);
                 if (n->op == CLF__OP_REDUCE && plan->stage[K->ops[i]] == s && plan->producer[K->ops[i]] == (int32_t)k)
-                    emit_acc_init(out, n, K->ops[i], CLF_F32, sk);
+                    vec_acc_init(out, n, K->ops[i], sk, rc->split_minmax);
             }
             clf__sb_printf(out, "}\n\nstatic inline void clf_vstep%d(clf_vacc%d *a, const clf_row *row, const clf_vvals *v, "
                                 "IDX_T x, IDX_T r, CLF_PARAMS)\n{\n    CLF_FULL_INDEX\n", s, s);
             append_fn_body(out, &fn[s], false);
-            clf__sb_printf(out, "}\n\nstatic inline void clf_vcombine%d(clf_acc%d *a, const clf_vacc%d *b)\n{\n%s}\n\n", s,
-                           s, s, clf__sb_str(&lanes[s]));
+            clf__sb_printf(out, "}\n\nstatic inline void clf_vcombine%d(clf_acc%d *a, const clf_vacc%d *b)\n{\n", s, s, s);
+            if (fixes[s].len)
+                clf__sb_printf(out, "    clf_vacc%d f = *b;\n%s    b = &f;\n", s, clf__sb_str(&fixes[s]));
+            clf__sb_printf(out, "%s}\n\n", clf__sb_str(&lanes[s]));
         }
         if (has_epilogue) {
             clf__sb_puts(out, "static inline void clf_vepilogue(const clf_row *row, const clf_vvals *v, IDX_T x, IDX_T r, "
@@ -898,6 +955,7 @@ static bool vector_form(red_ctx *rc, uint32_t k, clf__ix x, const clf__view *ful
     for (int s = 0; s < MAX_STAGES; s++) {
         clf__sb_free(&accs[s]);
         clf__sb_free(&lanes[s]);
+        clf__sb_free(&fixes[s]);
     }
     ok = ok && clf__sb_ok(&load);
     clf__sb_free(&load);
@@ -918,15 +976,16 @@ clf_status clf__codegen_reduction(const clf_graph *g, const clf__plan *plan, uin
     clf__strbuf shfl_defs = {0};
     int nstages = 0;
     bool has_epilogue = false, fns_ready = false, shfl = false;
-    /* How f32 sums accumulate: CPU devices with doubles sum in double (as
-     * accurate as Kahan's compensation and cheaper there); GPUs sum rows up
-     * to GPU_PLAIN_SUM_RLEN in plain f32 lanes, where each lane adds at most
-     * a few hundred elements and the lanes combine in a tree (Kahan's
-     * compensation cost a cached softmax 12% of its time on an H200,
-     * bench/probes/cases_gpu.sh); the rest use the compensation. */
-    const sum_kind sk = target->cpu && target->fp64                        ? SUM_DOUBLE
-                        : !target->cpu && K->rlen <= GPU_PLAIN_SUM_RLEN ? SUM_PLAIN
-                                                                         : SUM_KAHAN;
+    /* How f32 sums accumulate: GPUs sum rows up to GPU_PLAIN_SUM_RLEN in
+     * plain f32 lanes, where each lane adds at most a few hundred elements
+     * and the lanes combine in a tree (Kahan's compensation cost a cached
+     * softmax 12% of its time on an H200, bench/probes/cases_gpu.sh), CPU
+     * devices rows up to CPU_PLAIN_SUM_RLEN; longer rows on CPU devices with
+     * doubles sum in double (as accurate as Kahan's compensation and cheaper
+     * there); the rest use the compensation. */
+    const sum_kind sk = K->rlen <= (target->cpu ? CPU_PLAIN_SUM_RLEN : GPU_PLAIN_SUM_RLEN) ? SUM_PLAIN
+                        : target->cpu && target->fp64                                     ? SUM_DOUBLE
+                                                                                          : SUM_KAHAN;
     memset(out, 0, sizeof *out);
 
     clf__ixgen_init(&rc.full_ix, &rc.full_idx, 0);
@@ -1070,7 +1129,8 @@ clf_status clf__codegen_reduction(const clf_graph *g, const clf__plan *plan, uin
      * the rest of each row), on GPUs float4 units through aligned pointers
      * for rows of whole float4s. */
     int vec = 1;
-    const int vn = target->cpu ? CPU_VEC : GPU_VEC;
+    const int vn = !target->cpu ? GPU_VEC : target->float_width >= CPU_VEC_WIDE ? CPU_VEC_WIDE : CPU_VEC;
+    rc.split_minmax = target->cpu;
     if (split == 1 && !online &&
         (target->cpu ? (uint64_t)K->rlen >= CPU_VEC_MIN_RLEN : K->rlen >= GPU_VEC && K->rlen % GPU_VEC == 0)) {
         rc.aligned_access = !target->cpu;
