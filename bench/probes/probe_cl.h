@@ -9,7 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The first GPU of any platform, else the first device of the first. */
+/* The first GPU of any platform (with PROBE_DEVICE=cpu the first CPU), else
+ * the first device of the first platform. */
 static cl_device_id probe_device(void)
 {
     cl_platform_id plats[8];
@@ -17,8 +18,10 @@ static cl_device_id probe_device(void)
     cl_device_id dev = NULL;
     clGetPlatformIDs(8, plats, &np);
     cl_int err = CL_DEVICE_NOT_FOUND;
+    const char *want = getenv("PROBE_DEVICE"); /* "cpu": the first CPU device instead */
+    const cl_device_type type = want && strcmp(want, "cpu") == 0 ? CL_DEVICE_TYPE_CPU : CL_DEVICE_TYPE_GPU;
     for (cl_uint i = 0; i < np && err; ++i)
-        err = clGetDeviceIDs(plats[i], CL_DEVICE_TYPE_GPU, 1, &dev, NULL);
+        err = clGetDeviceIDs(plats[i], type, 1, &dev, NULL);
     if (err && np)
         clGetDeviceIDs(plats[0], CL_DEVICE_TYPE_ALL, 1, &dev, NULL);
     return dev;
