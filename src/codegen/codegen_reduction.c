@@ -463,15 +463,15 @@ void clf__cg_emit_float_reduction(clf__strbuf *init, clf__strbuf *combine, clf__
  * emit_acc_fields as vectors of n lanes, one partial result per lane,
  * combined lane by lane into the scalar accumulator at the end of the
  * row. Only f32 sum, prod, max and min have this form. */
-static bool vec_acc_ok(const clf__node *n, clf_dtype in_dt)
-{
-    return clf__dtype_compute(in_dt) == CLF_F32 && (n->attr.reduce.kind == CLF__REDUCE_SUM || n->attr.reduce.kind == CLF__REDUCE_PROD ||
-                                n->attr.reduce.kind == CLF__REDUCE_MAX || n->attr.reduce.kind == CLF__REDUCE_MIN);
-}
-
 static bool is_minmax(const clf__node *n)
 {
     return n->attr.reduce.kind == CLF__REDUCE_MAX || n->attr.reduce.kind == CLF__REDUCE_MIN;
+}
+
+static bool vec_acc_ok(const clf__node *n, clf_dtype in_dt)
+{
+    return clf__dtype_compute(in_dt) == CLF_F32 &&
+           (n->attr.reduce.kind == CLF__REDUCE_SUM || n->attr.reduce.kind == CLF__REDUCE_PROD || is_minmax(n));
 }
 
 /* With split (rc->split_minmax), a max or min lane keeps three things: s,
