@@ -238,7 +238,7 @@ static const char *reduction_hook(clf__cg_fn *f, uint32_t node, const clf__view 
     return name;
 }
 
-static bool is_arg(const clf__node *n) { return n->attr.reduce.kind == CLF__REDUCE_ARGMAX || n->attr.reduce.kind == CLF__REDUCE_ARGMIN; }
+static bool is_arg(const clf__node *n) { return clf__reduce_is_arg(n->attr.reduce.kind); }
 
 /* Accumulator code for reduction node id of kind n->attr.reduce.kind over elements of
  * type in_dt: its fields, initial values, update by one element (value v
@@ -470,8 +470,7 @@ static bool is_minmax(const clf__node *n)
 
 static bool vec_acc_ok(const clf__node *n, clf_dtype in_dt)
 {
-    return clf__dtype_compute(in_dt) == CLF_F32 &&
-           (n->attr.reduce.kind == CLF__REDUCE_SUM || n->attr.reduce.kind == CLF__REDUCE_PROD || is_minmax(n));
+    return clf__dtype_compute(in_dt) == CLF_F32 && !is_arg(n);
 }
 
 /* With split (rc->split_minmax), a max or min lane keeps three things: s,

@@ -38,7 +38,7 @@ int64_t clf__node_numel(const clf__node *n)
 }
 
 static const char *const reduce_names[CLF__REDUCE_KIND_COUNT] = {
-#define REDUCE_NAME_(E, n) [CLF__REDUCE_##E] = n,
+#define REDUCE_NAME_(E, n, arg) [CLF__REDUCE_##E] = n,
     CLF__REDUCE_KIND_LIST(REDUCE_NAME_)
 #undef REDUCE_NAME_
 };

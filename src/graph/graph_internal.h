@@ -16,15 +16,29 @@
 #include "graph/op_table.h"
 
 /* The primitive reductions a REDUCE node performs (mean and variance are
- * composites over SUM). */
-#define CLF__REDUCE_KIND_LIST(X) X(SUM, "sum") X(PROD, "prod") X(MAX, "max") X(MIN, "min") X(ARGMAX, "argmax") X(ARGMIN, "argmin")
+ * composites over SUM): X(enum suffix, name, arg), arg 1 where the result
+ * is the position of a value (an i32), not a value. */
+#define CLF__REDUCE_KIND_LIST(X)                                                                   \
+    X(SUM, "sum", 0) X(PROD, "prod", 0) X(MAX, "max", 0) X(MIN, "min", 0) X(ARGMAX, "argmax", 1)  \
+    X(ARGMIN, "argmin", 1)
 
 typedef enum clf__reduce_kind {
-#define CLF__REDUCE_KIND_ENUM_(E, n) CLF__REDUCE_##E,
+#define CLF__REDUCE_KIND_ENUM_(E, n, arg) CLF__REDUCE_##E,
     CLF__REDUCE_KIND_LIST(CLF__REDUCE_KIND_ENUM_)
 #undef CLF__REDUCE_KIND_ENUM_
     CLF__REDUCE_KIND_COUNT
 } clf__reduce_kind;
+
+/* Whether a reduction of kind yields a position (argmax, argmin). */
+static inline bool clf__reduce_is_arg(clf__reduce_kind kind)
+{
+    static const bool arg[CLF__REDUCE_KIND_COUNT] = {
+#define CLF__REDUCE_KIND_ARG_(E, n, a) [CLF__REDUCE_##E] = a,
+        CLF__REDUCE_KIND_LIST(CLF__REDUCE_KIND_ARG_)
+#undef CLF__REDUCE_KIND_ARG_
+    };
+    return (unsigned)kind < CLF__REDUCE_KIND_COUNT && arg[kind];
+}
 
 /* One recorded value. Movement attributes are normalised by the builder so
  * that consumers never re-derive ONNX rules:

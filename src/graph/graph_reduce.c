@@ -107,7 +107,7 @@ static clf_tensor reduce_node(clf_graph *g, const char *call, clf__reduce_kind k
     const clf__node *in = clf__graph_arg(g, call, "x", x);
     if (!in)
         return CLF_TENSOR_INVALID;
-    bool arg = kind == CLF__REDUCE_ARGMAX || kind == CLF__REDUCE_ARGMIN;
+    bool arg = clf__reduce_is_arg(kind);
     clf__node n = {.op = CLF__OP_REDUCE,
                    .dtype = arg ? CLF_I32 : in->dtype,
                    .ninputs = 1,

@@ -281,7 +281,7 @@ static int32_t clip_bound_i32(double v, int32_t none)
  * reduced axis. */
 static bool reduce_ok(const clf__node *in, const clf__node *n)
 {
-    bool arg = n->attr.reduce.kind == CLF__REDUCE_ARGMAX || n->attr.reduce.kind == CLF__REDUCE_ARGMIN;
+    bool arg = clf__reduce_is_arg(n->attr.reduce.kind);
     if ((unsigned)n->attr.reduce.kind >= CLF__REDUCE_KIND_COUNT || (!clf__dtype_is_float(in->dtype) && in->dtype != CLF_I32))
         return false;
     if (n->dtype != (arg ? CLF_I32 : in->dtype) || (n->attr.reduce.mask >> in->rank) != 0)
@@ -622,7 +622,7 @@ static double reduce_one(const clf__node *n, clf_dtype dt, const void *x, int64_
         default: break;
         }
     }
-    if (kind == CLF__REDUCE_ARGMAX || kind == CLF__REDUCE_ARGMIN)
+    if (clf__reduce_is_arg(kind))
         return (double)best_k;
     if (!f32 && (kind == CLF__REDUCE_SUM || kind == CLF__REDUCE_PROD))
         return wrap_i32(wacc);
