@@ -29,10 +29,17 @@
  * Tuning: WM rows (up to 16) and WN columns (4, 8, 16 or 32: VN vectors of
  * VW = min(WN, 16)) per micro-tile; TM and TN multiples of them; TK the
  * k-block KC; CLF_SPAN (default 1) sub-blocks of TN columns a block (COLS
- * columns); CLF_ONE_ROW where M is 1 (B read in place, below). Local
- * memory: (KC + CLF_SPAN * TM) * TN floats, and TM * KC more where
- * CLF_SPAN > 1 (none for one row). The launch is BATCH * ceil(M / TM) *
- * ceil(N / COLS) work-groups of one work-item. */
+ * columns); CLF_ONE_ROW where M is 1 (B read in place, below), with
+ * ONE_ROW_SPLIT slices of ONE_ROW_KCH values of K a block (default 1: K
+ * whole). Local memory: (KC + CLF_SPAN * TM) * TN floats, and TM * KC more
+ * where CLF_SPAN > 1 (none for one row). The launch is BATCH * ceil(M / TM)
+ * * ceil(N / COLS) work-groups of one work-item, times ONE_ROW_SPLIT for
+ * one row. ONE_ROW_SPLIT > 1 makes it two launches: this kernel writes
+ * the slices' sums (blocks * ONE_ROW_SPLIT * COLS floats) into a region of
+ * the executable's scratch (passed after CLF_PARAMS as the buffer and the
+ * region's byte offset), then CLF_FINAL_NAME (a work-item a vector of VW
+ * columns of a block, the same parameters) adds each column's slices in
+ * their order and applies the epilogue. */
 #ifndef IDX_T
 #define IDX_T uint
 #endif
@@ -89,6 +96,13 @@ static inline void clf_store(IDX_T bt, IDX_T m, IDX_T n, float acc, CLF_PARAMS) 
 #define CLF_SPAN 1
 #endif
 #define COLS (CLF_SPAN * TN) /* a block's columns: CLF_SPAN sub-blocks of TN side by side */
+#ifndef ONE_ROW_SPLIT
+#define ONE_ROW_SPLIT 1
+#endif
+#ifndef ONE_ROW_KCH
+#define ONE_ROW_KCH K
+#endif
+#define ONE_ROW_R 4 /* rows of B a step of the one-row sweep */
 #define BLOCKS_M ((M + TM - 1) / TM)
 #define BLOCKS_N ((N + COLS - 1) / COLS)
 
@@ -202,7 +216,11 @@ static inline void clf_pack_b(IDX_T bt, IDX_T bn, IDX_T k0, int kn, int nt, __lo
             c[i] = acc[i];                                                                         \
     }
 
+#if defined(CLF_ONE_ROW) && ONE_ROW_SPLIT > 1
+__kernel void CLF_KERNEL_NAME(CLF_PARAMS, __global uchar *restrict partials, const ulong partial_at, const IDX_T numel)
+#else
 __kernel void CLF_KERNEL_NAME(CLF_PARAMS, const IDX_T numel)
+#endif
 {
 #ifndef CLF_ONE_ROW
     __local float bp[KC * TN];
@@ -211,7 +229,12 @@ __kernel void CLF_KERNEL_NAME(CLF_PARAMS, const IDX_T numel)
     __local float apk[TM * KC]; /* A's block of a k-block, for every sub-block */
 #endif
 #endif
+#if defined(CLF_ONE_ROW) && ONE_ROW_SPLIT > 1
+    /* Work-item g * ONE_ROW_SPLIT + sp: block g's sp-th slice of K. */
+    const IDX_T sp = (IDX_T)get_group_id(0) % ONE_ROW_SPLIT, g = (IDX_T)get_group_id(0) / ONE_ROW_SPLIT;
+#else
     const IDX_T g = (IDX_T)get_group_id(0);
+#endif
     const IDX_T bt = g / (BLOCKS_M * BLOCKS_N);
     const IDX_T block = g % (BLOCKS_M * BLOCKS_N);
     const IDX_T bm = block / BLOCKS_N * TM, bn = block % BLOCKS_N * COLS;
@@ -228,48 +251,62 @@ __kernel void CLF_KERNEL_NAME(CLF_PARAMS, const IDX_T numel)
 #endif
 #ifdef CLF_ONE_ROW
     /* One row of A (codegen defines CLF_ONE_ROW where M is 1: a decode
-     * step's projections), a work-item's block CLF_SPAN sub-blocks of TN
-     * columns side by side (COLS). Each element of B is used once,
-     * so packing it would only copy it through local memory: B is read
-     * where it lies, a row of TN columns at a time (consecutive), into
-     * vector sums held in registers; A's values of KC steps are evaluated
-     * once into ap (its prologue: a norm, an activation) for all COLS
-     * columns, which is what the wider block is for, and the sums wait in
-     * sums between k-blocks. Columns past the last whole vector inside N
-     * add into sums directly. */
+     * step's projections), a work-item's block of COLS columns (CLF_SPAN
+     * sub-blocks of TN side by side, as wide as codegen could make them)
+     * and its slice of K (all of it, or the sp-th of ONE_ROW_SPLIT). Each
+     * element of B is used once, so it is read where it lies, not packed:
+     * A's values of KC steps are evaluated once into ap (its prologue: a
+     * norm, an activation), then the sweep takes ONE_ROW_R rows of B a
+     * step, each along the block's whole width, into sums held in private
+     * memory (the core's L1). So B is read in runs of COLS values a row
+     * (8 KB of f32 at 2048 columns: two pages) rather than TN (a new page
+     * every 512 bytes, which left a strided stream at about 55% of a plain
+     * one's rate on 2 PoCL cores; this sweep 1.6-1.9x faster, bench/
+     * results/2026-12-07-s37.md). A block this wide leaves few blocks:
+     * K's slices give the device its work-items, their sums added by a
+     * second launch (CLF_FINAL_NAME, at the end of this file). Columns
+     * past the last whole vector inside N add one by one. */
     const int nc = N - bn >= COLS ? COLS : (int)(N - bn); /* the block's columns inside N */
+    const int nv = nc / VW;
     float sums[COLS], ap[KC];
     for (int j = 0; j < nc; ++j)
         sums[j] = 0.0f;
-    for (IDX_T k0 = 0; k0 < K; k0 += KC) {
-        const int kn = K - k0 >= KC ? KC : (int)(K - k0);
+#if ONE_ROW_SPLIT > 1
+    const IDX_T k_begin = sp * (IDX_T)ONE_ROW_KCH;
+    const IDX_T k_end = k_begin >= K ? k_begin : K - k_begin > (IDX_T)ONE_ROW_KCH ? k_begin + (IDX_T)ONE_ROW_KCH : K;
+#else
+    const IDX_T k_begin = 0, k_end = K;
+#endif
+    for (IDX_T k0 = k_begin; k0 < k_end; k0 += KC) {
+        const int kn = k_end - k0 >= KC ? KC : (int)(k_end - k0);
 #define CLF_ONE_ROW_AT(kk) ap[kk]
         CLF_PACK_A_ROW(0, 0, kn, CLF_ONE_ROW_AT)
-        for (int s0 = 0; s0 < nc; s0 += TN) {
-            const int sn = nc - s0 >= TN ? TN : nc - s0, nv = sn / VW;
-            const IDX_T n0 = bn + (IDX_T)s0;
-            VEC_T acc[TN / VW];
-            for (int v = 0; v < nv; ++v)
-                acc[v] = VLOAD(0, sums + s0 + v * VW);
-            if (nv == TN / VW) {
-                for (int kk = 0; kk < kn; ++kk) {
-                    const VEC_T av = (VEC_T)(ap[kk]);
-                    _Pragma("unroll") for (int v = 0; v < TN / VW; ++v)
-                        acc[v] += av * clf_load_bv(bt, k0 + (IDX_T)kk, n0 + (IDX_T)(v * VW), CLF_ARGS);
-                }
-            } else {
-                for (int kk = 0; kk < kn; ++kk) {
-                    const IDX_T k = k0 + (IDX_T)kk;
-                    for (int v = 0; v < nv; ++v)
-                        acc[v] += (VEC_T)(ap[kk]) * clf_load_bv(bt, k, n0 + (IDX_T)(v * VW), CLF_ARGS);
-                    for (int j = nv * VW; j < sn; ++j)
-                        sums[s0 + j] += ap[kk] * clf_load_b(bt, k, n0 + (IDX_T)j, CLF_ARGS);
-                }
+        int kk = 0;
+        for (; kk + ONE_ROW_R <= kn; kk += ONE_ROW_R)
+            for (int v = 0; v < nv; ++v) {
+                VEC_T s = VLOAD(v, sums);
+                _Pragma("unroll") for (int r = 0; r < ONE_ROW_R; ++r)
+                    s += (VEC_T)(ap[kk + r]) * clf_load_bv(bt, k0 + (IDX_T)(kk + r), bn + (IDX_T)(v * VW), CLF_ARGS);
+                VSTORE(s, v, sums);
             }
-            for (int v = 0; v < nv; ++v)
-                VSTORE(acc[v], 0, sums + s0 + v * VW);
-        }
+        for (; kk < kn; ++kk)
+            for (int v = 0; v < nv; ++v) {
+                const VEC_T b = clf_load_bv(bt, k0 + (IDX_T)kk, bn + (IDX_T)(v * VW), CLF_ARGS);
+                VSTORE(VLOAD(v, sums) + (VEC_T)(ap[kk]) * b, v, sums);
+            }
+        for (int j = nv * VW; j < nc; ++j)
+            for (kk = 0; kk < kn; ++kk)
+                sums[j] += ap[kk] * clf_load_b(bt, k0 + (IDX_T)kk, bn + (IDX_T)j, CLF_ARGS);
     }
+#if ONE_ROW_SPLIT > 1
+    /* The slice's sums for CLF_FINAL_NAME, a launch later, to add. */
+    __global float *part = (__global float *)(partials + partial_at) + (g * ONE_ROW_SPLIT + sp) * COLS;
+    int j = 0;
+    for (; j + VW <= nc; j += VW)
+        VSTORE(VLOAD(0, sums + j), 0, part + j);
+    for (; j < nc; ++j)
+        part[j] = sums[j];
+#else
     int j = 0;
 #ifdef CLF_STORE_VEC
     for (; j + VW <= nc; j += VW)
@@ -277,6 +314,7 @@ __kernel void CLF_KERNEL_NAME(CLF_PARAMS, const IDX_T numel)
 #endif
     for (; j < nc; ++j)
         clf_store(bt, 0, bn + (IDX_T)j, sums[j], CLF_ARGS);
+#endif
 #else
     /* The block's sub-blocks of TN columns inside N, and the micro-tile
      * columns of sub-block j (those inside N). */
@@ -355,3 +393,40 @@ __kernel void CLF_KERNEL_NAME(CLF_PARAMS, const IDX_T numel)
     }
 #endif
 }
+
+#if defined(CLF_ONE_ROW) && ONE_ROW_SPLIT > 1
+/* The one-row product's second launch: work-item i takes VW columns (the
+ * (i % (COLS / VW))-th vector) of block i / (COLS / VW), adds their
+ * ONE_ROW_SPLIT slices' sums in slice order and stores them through the
+ * epilogue. */
+__kernel void CLF_FINAL_NAME(CLF_PARAMS, __global uchar *restrict partials, const ulong partial_at, const IDX_T numel)
+{
+    const IDX_T item = (IDX_T)get_global_id(0), g = item / (COLS / VW), j0 = item % (COLS / VW) * VW;
+    const IDX_T bt = g / (BLOCKS_M * BLOCKS_N), bn = g % (BLOCKS_M * BLOCKS_N) % BLOCKS_N * COLS;
+    if (bt >= BATCH || bn + j0 >= N)
+        return;
+    __global const float *part = (__global const float *)(partials + partial_at) + g * ONE_ROW_SPLIT * COLS + j0;
+    if (bn + j0 + VW <= N) {
+        VEC_T s = VLOAD(0, part);
+        for (int p = 1; p < ONE_ROW_SPLIT; ++p)
+            s += VLOAD(0, part + p * COLS);
+#ifdef CLF_STORE_VEC
+        clf_store_v(bt, 0, bn + j0, s, CLF_ARGS);
+#else
+        float v[VW];
+        VSTORE(s, 0, v);
+        for (int j = 0; j < VW; ++j)
+            clf_store(bt, 0, bn + j0 + (IDX_T)j, v[j], CLF_ARGS);
+#endif
+        return;
+    }
+    /* The block's last columns past its whole vectors: only those the
+     * slices wrote. */
+    for (int j = 0; bn + j0 + (IDX_T)j < N; ++j) {
+        float t = part[j];
+        for (int p = 1; p < ONE_ROW_SPLIT; ++p)
+            t += part[p * COLS + j];
+        clf_store(bt, 0, bn + j0 + (IDX_T)j, t, CLF_ARGS);
+    }
+}
+#endif

@@ -1097,6 +1097,74 @@ START_TEST(gemm_one_row_form_order_and_slices)
 }
 END_TEST
 
+/* One-row products on the CPU form (gemm_cpu.cl, CLF_ONE_ROW): blocks of
+ * about 2048 columns (of equal widths where N is known, 2048 whatever N
+ * where sizes vary), K cut into slices until four work-items a compute
+ * unit, each slice 256 values of K at least where K is known, their sums
+ * in the executable's scratch for a second launch to add (a work-item a
+ * vector of 16 columns). */
+START_TEST(gemm_cpu_one_row_blocks_and_slices)
+{
+    clf__codegen_target cpu = {.cpu = true, .max_local = 4096, .compute_units = 16, .float_width = 16};
+    clf__codegen_target sym = cpu, two = cpu;
+    sym.sizes_vary = true;
+    two.compute_units = 2;
+    clf__kernel_code c;
+
+    /* A decode step's gate/up product: 8 blocks of 2048, 8 slices of 256. */
+    gemm_code(CLF_F16, 1, 16384, 2048, false, false, false, false, &cpu, &c);
+    ck_assert_str_eq(c.schedule.form, "cpu-one-row");
+    ck_assert_int_eq(c.schedule.tiles.tn, 2048);
+    ck_assert_uint_eq(c.schedule.split, 8);
+    ck_assert_uint_eq(c.schedule.chunk, 256);
+    ck_assert_uint_eq(c.global, 64);
+    ck_assert_uint_eq(c.scratch_bytes, 8 * 8 * 2048 * 4);
+    ck_assert_uint_eq(c.final_global, 8 * 2048 / 16);
+    ck_assert_uint_eq(c.state_bytes, 0);
+    ck_assert_ptr_nonnull(c.final_name);
+    ck_assert_ptr_nonnull(
+        strstr(c.source, "#define CLF_ONE_ROW 1\n#define ONE_ROW_SPLIT 8\n#define ONE_ROW_KCH 256\n"));
+    char final_line[256];
+    snprintf(final_line, sizeof final_line, "#define CLF_FINAL_NAME %s\n", c.final_name);
+    ck_assert_ptr_nonnull(strstr(c.source, final_line));
+    clf__kernel_code_free(&c);
+    /* Its down projection: one block, 32 slices (the most); the output
+     * projection, K = 2048: 8 slices of 256. */
+    gemm_code(CLF_F16, 1, 2048, 8192, false, false, false, false, &cpu, &c);
+    ck_assert_uint_eq(c.schedule.split, 32);
+    ck_assert_uint_eq(c.schedule.chunk, 256);
+    clf__kernel_code_free(&c);
+    gemm_code(CLF_F16, 1, 2048, 2048, false, false, false, false, &cpu, &c);
+    ck_assert_uint_eq(c.schedule.split, 8);
+    ck_assert_uint_eq(c.schedule.chunk, 256);
+    clf__kernel_code_free(&c);
+    /* N = 3072 in two equal blocks of 1536. */
+    gemm_code(CLF_F16, 1, 3072, 2048, false, false, false, false, &cpu, &c);
+    ck_assert_int_eq(c.schedule.tiles.tn, 1536);
+    clf__kernel_code_free(&c);
+    /* Enough blocks without slices on 2 compute units: one launch. */
+    gemm_code(CLF_F16, 1, 16384, 2048, false, false, false, false, &two, &c);
+    ck_assert_str_eq(c.schedule.form, "cpu-one-row");
+    ck_assert_uint_eq(c.schedule.split, 1);
+    ck_assert_uint_eq(c.scratch_bytes, 0);
+    ck_assert_ptr_null(c.final_name);
+    clf__kernel_code_free(&c);
+    /* Short K in a static graph: no slice under 256 values. */
+    gemm_code(CLF_F32, 1, 256, 500, false, false, false, false, &cpu, &c);
+    ck_assert_uint_eq(c.schedule.split, 1);
+    clf__kernel_code_free(&c);
+    /* Sizes vary: blocks of 2048 whatever N, and slices that do not follow
+     * K (ONE_ROW_SPLIT is read by #if): 32 over K = 100 as over 8192. */
+    gemm_code(CLF_F32, 1, 3072, 100, false, false, false, false, &sym, &c);
+    ck_assert_int_eq(c.schedule.tiles.tn, 2048);
+    ck_assert_uint_eq(c.schedule.split, 32);
+    clf__kernel_code_free(&c);
+    gemm_code(CLF_F32, 1, 2048, 8192, false, false, false, false, &sym, &c);
+    ck_assert_uint_eq(c.schedule.split, 32);
+    clf__kernel_code_free(&c);
+}
+END_TEST
+
 START_TEST(gemm_tensor_cores_where_the_operands_allow)
 {
     /* The tensor-core form (gemm_mma.cl) for f16 and bf16 operands on a
@@ -1346,6 +1414,7 @@ int main(void)
     tcase_add_test(tc, permuted_store_feeds_a_plain_operand);
     tcase_add_test(tc, gemm_tensor_cores_where_the_operands_allow);
     tcase_add_test(tc, gemm_one_row_form_order_and_slices);
+    tcase_add_test(tc, gemm_cpu_one_row_blocks_and_slices);
     tcase_add_test(tc, cache_view_loads_need_no_division_by_the_length);
     tcase_add_test(tc, templates_have_no_generated_names);
     suite_add_tcase(s, tc);

@@ -575,7 +575,13 @@ END_TEST
  * one column, K = 0 and 1, a batch of one-row products, f16 weights, and
  * A through a prologue (an activation; an RMS norm, whose statistics the
  * kernel computes), each against the reference; the CPU form's kernel
- * must take the one-row path (but on llvmpipe, whose loops end early). */
+ * must take the one-row path (but on llvmpipe, whose loops end early).
+ * K long enough to be cut into slices where the blocks are fewer than four
+ * a compute unit (ONE_ROW_SPLIT > 1, the slices' sums added by a second
+ * launch): slices not a multiple of the sweep's four rows (K = 1000, 1001:
+ * the last slice shorter), a batch, blocks past one k-block a slice (N =
+ * 2100, K = 4000); each executable run twice, x negated the second time,
+ * so that a run cannot pass on what the first left. */
 START_TEST(cpu_one_row_products)
 {
     static const struct {
@@ -589,8 +595,13 @@ START_TEST(cpu_one_row_products)
         /* blocks of several TN columns (CLF_ONE_ROW > 1 on 2 compute
          * units), the last one short of a whole TN and of a whole vector */
         {1, 1500, 300, CLF_F32, 1}, {1, 2048, 40, CLF_F16, 2},
+        /* slices of K */
+        {1, 300, 1000, CLF_F32, 0}, {1, 37, 1001, CLF_F16, 1}, {3, 70, 700, CLF_F16, 2}, {1, 2100, 4000, CLF_F16, 0},
     };
     clf_context *ctx = clf_test_context();
+    clf_device_desc dev;
+    ck_assert_int_eq(clf_context_device(ctx, &dev), CLF_OK);
+    const int64_t units = dev.compute_units ? (int64_t)dev.compute_units : 1;
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
         clf_graph *g = clf_graph_create();
         e2e_inputs in = {0};
@@ -607,13 +618,43 @@ START_TEST(cpu_one_row_products)
         ck_assert_int_eq(clf_graph_output(g, "y", y), CLF_OK);
         size_t kernels = e2e_check_style(ctx, g, &in, CLF_KERNEL_STYLE_CPU, RTOL, ATOL);
         ck_assert_uint_ge(kernels, 1);
+        const bool sliced = cases[c].batch * ((cases[c].n + 2047) / 2048) < 4 * units && cases[c].k >= 512;
         clf_executable *exe = NULL;
         ck_assert_int_eq(clf_compile(ctx, g, clf_compile_params(.kernel_style = CLF_KERNEL_STYLE_CPU), &exe), CLF_OK);
-        bool one_row = false;
-        for (size_t i = 0; i < clf_executable_kernel_count(exe); i++)
-            one_row |= strstr(clf_executable_kernel_source(exe, i), "#define CLF_ONE_ROW ") != NULL;
-        ck_assert_msg(one_row || cases[c].k == 0 || ctx->quirks & CLF__QUIRK_LOOP_TRIPS_65535, "case %zu (batch %lld, N %lld, K %lld): no kernel takes the one-row path",
-                      c, (long long)cases[c].batch, (long long)cases[c].n, (long long)cases[c].k);
+        if (sliced) { /* twice, x negated the second time */
+            const size_t numel = (size_t)(cases[c].batch * cases[c].n);
+            float *want = malloc(numel * sizeof *want), *got = malloc(numel * sizeof *got);
+            clf_host_binding wb = {"y", want}, o = {"y", got};
+            char why[256];
+            for (int run = 0; run < 2; run++) {
+                if (run == 1)
+                    for (size_t i = 0; i < in.n; i++)
+                        if (strcmp(in.b[i].name, "x") == 0)
+                            for (size_t e = 0; e < in.bytes[i] / sizeof(float); e++)
+                                ((float *)in.b[i].data)[e] = -((float *)in.b[i].data)[e];
+                ck_assert_int_eq(clf_reference_run(g, in.n, in.b, 1, &wb, why, sizeof why), CLF_OK);
+                memset(got, 0xff, numel * sizeof *got);
+                ck_assert_int_eq(clf_run_host(exe, in.n, in.b, 1, &o), CLF_OK);
+                ck_assert_msg(clf_test_close(CLF_F32, got, want, numel, RTOL, ATOL, why, sizeof why),
+                              "case %zu run %d: %s", c, run, why);
+            }
+            free(want);
+            free(got);
+        }
+        bool one_row = false, split = false;
+        for (size_t i = 0; i < clf_executable_kernel_count(exe); i++) {
+            const char *src = clf_executable_kernel_source(exe, i);
+            one_row |= strstr(src, "#define CLF_ONE_ROW ") != NULL;
+            const char *at = strstr(src, "#define ONE_ROW_SPLIT "); /* codegen's, before the template's default */
+            split |= at && atoi(at + strlen("#define ONE_ROW_SPLIT ")) > 1;
+        }
+        const bool loops_cut = ctx->quirks & CLF__QUIRK_LOOP_TRIPS_65535;
+        ck_assert_msg(one_row || cases[c].k == 0 || loops_cut,
+                      "case %zu (batch %lld, N %lld, K %lld): no kernel takes the one-row path", c,
+                      (long long)cases[c].batch, (long long)cases[c].n, (long long)cases[c].k);
+        ck_assert_msg(loops_cut || split == sliced, "case %zu (batch %lld, N %lld, K %lld): K %s into slices", c,
+                      (long long)cases[c].batch, (long long)cases[c].n, (long long)cases[c].k,
+                      split ? "cut" : "not cut");
         clf_executable_destroy(&exe);
         e2e_inputs_free(&in);
         clf_graph_destroy(&g);

@@ -68,7 +68,8 @@ typedef struct clf__codegen_target {
  * and printed under CLFUSE_LOGS=schedule (clf__schedule_str). Fields that do
  * not apply to a kind stay 0 / NULL. */
 typedef struct clf__schedule {
-    const char *form; /* the device form: "cpu", "gpu", "persistent", "split", "cpu-blocks", "gpu-tiles", "gpu-rows" */
+    const char *form; /* the device form: "cpu", "gpu", "persistent", "split", "cpu-blocks",
+                         "cpu-one-row", "gpu-tiles", "gpu-rows" */
     int vec;          /* elements a vector unit carries (1: scalar) */
     uint64_t lanes;   /* GPU reductions: work-items a row is spread over */
     uint64_t wg;      /* work-group size the form is written for */

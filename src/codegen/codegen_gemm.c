@@ -326,6 +326,10 @@ static mma_kind mma_form(const clf_graph *g, const clf__node *mm, const clf__cod
  * GPT-2 and BERT fixtures, products of 8 rows with K of 64 to 256, ran
  * 0.147 and 0.143 ms in it against 0.119 and 0.122 in the tiled form). */
 #define GEMM_ROWS_MIN_K CLF__FEW_ROWS_MIN_K
+/* The CPU form's one-row blocks: columns a block, and the fewest values of
+ * K a slice (clf__codegen_gemm). */
+#define ONE_ROW_COLS 2048
+#define ONE_ROW_MIN_SLICE 256
 
 /* The few-rows form (gemm_rows.cl): a GPU product whose work-groups take
  * at most 8 rows (a decode step's x @ W) over a K of GEMM_ROWS_MIN_K or
@@ -581,17 +585,46 @@ clf_status clf__codegen_gemm(const clf_graph *g, const clf__plan *plan, uint32_t
     const bool pack_a = target->cpu && (row_stats || !clf__cg_operand_plain(plan, k, g, mm->inputs[0]) ||
                                         (!loops_cut && operand_16bit(g, mm->inputs[0]) != CLF_F32));
     int64_t span = 1;
-    if (one_row || (pack_a && cpu_blocks)) {
-        const int64_t units = target->compute_units ? target->compute_units : 1;
+    const int64_t units = target->compute_units ? target->compute_units : 1;
+    if (pack_a && cpu_blocks && !one_row) {
         const int64_t blocks_m = batch * ((M + cfg.tm - 1) / cfg.tm);
         const size_t local_mem = target->local_mem ? target->local_mem : 32768;
-        for (int64_t s = one_row ? 8 : 4; s > 1 && span == 1; s--) {
+        for (int64_t s = 4; s > 1 && span == 1; s--) {
             size_t local = ((size_t)cfg.tk * (size_t)cfg.tn + (size_t)s * (size_t)cfg.tm * (size_t)cfg.tn +
                             (size_t)cfg.tm * (size_t)cfg.tk) * sizeof(float);
             const int64_t subs = (N + cfg.tn - 1) / cfg.tn; /* whole blocks of equal width */
-            if (subs % s == 0 && blocks_m * (subs / s) >= 2 * units && (one_row || local <= local_mem))
+            if (subs % s == 0 && blocks_m * (subs / s) >= 2 * units && local <= local_mem)
                 span = s;
         }
+    }
+    /* One row (gemm_cpu.cl, CLF_ONE_ROW): blocks of about ONE_ROW_COLS
+     * columns (of equal widths where N is known; in a graph with symbolic
+     * sizes ONE_ROW_COLS whatever N, the last one partial), so that each
+     * step of the sweep reads runs of that many values of a row of B; K
+     * cut into slices (ONE_ROW_SPLIT, a power of two up to 32) until the
+     * blocks' slices give every compute unit four, each slice
+     * ONE_ROW_MIN_SLICE values of K at least (except in a graph with
+     * symbolic sizes, where the split, a literal of the template's #if,
+     * must not follow a symbolic K); a split product's slices write their sums to the scratch and a second
+     * launch adds them (an exchange inside the kernel cost the last slice
+     * 0.2-0.35 ms with atomics, and plain accesses across work-groups are
+     * a data race). On 2 PoCL cores the decode step's gate/up product (one
+     * f16 row, K = 2048, N = 16384) took 2.4-2.6 ms in blocks of 2048
+     * against 3.7-4.1 in blocks of 512 swept 128 columns at a time, and
+     * the step 4.8 ms against 7.8-8.1 (bench/results/2026-12-07-s37.md). */
+    int one_row_split = 1;
+    int64_t one_row_kch = KK;
+    if (one_row) {
+        span = ONE_ROW_COLS / cfg.tn > 1 ? ONE_ROW_COLS / cfg.tn : 1;
+        if (!target->sizes_vary) { /* blocks of equal widths where N is known */
+            const int64_t subs = (N + cfg.tn - 1) / cfg.tn, nblocks = (subs + span - 1) / span;
+            span = (subs + nblocks - 1) / nblocks;
+        }
+        const int64_t blocks = batch * ((N + cfg.tn * span - 1) / (cfg.tn * span));
+        while (blocks * one_row_split < 4 * units && one_row_split < 32 &&
+               (target->sizes_vary || KK / (2 * one_row_split) >= ONE_ROW_MIN_SLICE))
+            one_row_split *= 2;
+        one_row_kch = (KK + one_row_split - 1) / one_row_split;
     }
     /* Launch: one work-group per tile (GPU) or per work-item block (CPU). */
     int64_t tiles = batch * ((M + cfg.tm - 1) / cfg.tm) * ((N + cfg.tn * span - 1) / (cfg.tn * span));
@@ -604,7 +637,12 @@ clf_status clf__codegen_gemm(const clf_graph *g, const clf__plan *plan, uint32_t
                                4u;
     } else if (target->cpu) {
         out->local = 1;
-        out->global = (size_t)tiles;
+        out->global = (size_t)tiles * (size_t)one_row_split;
+        if (one_row_split > 1) { /* the slices' sums, then a launch that adds them (gemm_cpu.cl) */
+            out->scratch_bytes = (uint64_t)tiles * (uint64_t)one_row_split * (uint64_t)(cfg.tn * span) * 4u;
+            out->final_local = 1;
+            out->final_global = (size_t)tiles * (size_t)(cfg.tn * span / (cfg.wn < 16 ? cfg.wn : 16));
+        }
     } else if (mma != MMA_NONE) {
         out->local = 32u * (size_t)(cfg.tm / cfg.wm) * (size_t)(cfg.tn / cfg.wn);
         out->global = (size_t)tiles * out->local;
@@ -670,8 +708,13 @@ clf_status clf__codegen_gemm(const clf_graph *g, const clf__plan *plan, uint32_t
         clf__sb_printf(&src, "#define M_WHOLE_TILES %d\n", M % cfg.tm == 0 ? 1 : 0);
         clf__sb_printf(&src, "#define A_K_FAST %d\n#define B_N_FAST %d\n#define VEC_A %d\n#define VEC_B %d\n",
                        a_k_fast ? 1 : 0, b_n_fast ? 1 : 0, vec_a ? 1 : 0, vec_b ? 1 : 0);
-        out->schedule = (clf__schedule){.form = target->cpu ? "cpu-blocks" : "gpu-tiles", .vec = 1,
-                                        .wg = out->local, .tiles = cfg, .vec_a = vec_a, .vec_b = vec_b};
+        out->schedule = (clf__schedule){.form = one_row ? "cpu-one-row" : target->cpu ? "cpu-blocks" : "gpu-tiles",
+                                        .vec = 1, .wg = out->local, .tiles = cfg, .vec_a = vec_a, .vec_b = vec_b};
+        if (one_row) {
+            out->schedule.tiles.tn = (int)(cfg.tn * span);
+            out->schedule.split = (uint64_t)one_row_split;
+            out->schedule.chunk = (uint64_t)one_row_kch;
+        }
     }
     clf__cg_signature(&src, g, plan, out->entry, out->params, out->nparams, K->nreads);
     clf__cg_gather_defs(&src, g, plan, K);
@@ -699,7 +742,15 @@ clf_status clf__codegen_gemm(const clf_graph *g, const clf__plan *plan, uint32_t
     if (pack_a)
         clf__sb_puts(&src, "#define CLF_PACK_A 1\n");
     if (one_row)
-        clf__sb_puts(&src, "#define CLF_ONE_ROW 1\n");
+        clf__sb_printf(&src, "#define CLF_ONE_ROW 1\n#define ONE_ROW_SPLIT %d\n#define ONE_ROW_KCH %lld\n",
+                       one_row_split, (long long)one_row_kch);
+    if (one_row_split > 1) {
+        out->final_name = clf__malloc(strlen(out->entry) + 8);
+        if (!out->final_name)
+            goto done;
+        sprintf(out->final_name, "%s_final", out->entry);
+        clf__sb_printf(&src, "#define CLF_FINAL_NAME %s\n", out->final_name);
+    }
     if (span > 1)
         clf__sb_printf(&src, "#define CLF_SPAN %lld\n", (long long)span);
     if (!clf__cg_emit_operand_load(g, plan, k, mm, 0, "clf_load_a", &src) ||

@@ -252,6 +252,16 @@ static void build_gemm_rows_row_stats(clf_graph *g, inputs *in)
     clf_graph_output(g, "y", clf_matmul(g, x, input(g, in, "w", 2, sw)));
 }
 
+/* The CPU form's one-row products with K cut into slices (gemm_cpu.cl,
+ * ONE_ROW_SPLIT > 1, and its second launch adding the slices): relu(x)
+ * [2, 1, 1100] @ w [1100, 37] + b, 37 columns (two vectors and a tail). */
+static void build_gemm_one_row_slices(clf_graph *g, inputs *in)
+{
+    int64_t sx[3] = {2, 1, 1100}, sw[2] = {1100, 37}, sb[1] = {37};
+    clf_tensor y = clf_matmul(g, clf_relu(g, input(g, in, "x", 3, sx)), input(g, in, "w", 2, sw));
+    clf_graph_output(g, "y", clf_add(g, y, input(g, in, "b", 1, sb)));
+}
+
 typedef struct family_case {
     const char *name;
     void (*build)(clf_graph *g, inputs *in);
@@ -288,6 +298,8 @@ static const family_case cases[] = {
     {"gemm_cpu (wide blocks, prologue)", build_gemm_wide_blocks, CLF_KERNEL_STYLE_CPU, "GEMM region, CPU form",
      "#define CLF_SPAN ", false},
     {"gemm_cpu (partial blocks)", build_gemm_partial, CLF_KERNEL_STYLE_CPU, "GEMM region, CPU form", NULL, false},
+    {"gemm_cpu (one row, slices of K)", build_gemm_one_row_slices, CLF_KERNEL_STYLE_CPU, "GEMM region, CPU form",
+     "#define CLF_FINAL_NAME ", false},
     {"gemm_cpu (transposed, prologue, K = 0)", build_gemm_transposed, CLF_KERNEL_STYLE_CPU, "GEMM region, CPU form",
      NULL, false},
     {"gemm_cpu (broadcast batch, residual)", build_gemm_batched, CLF_KERNEL_STYLE_CPU, "GEMM region, CPU form", NULL,
