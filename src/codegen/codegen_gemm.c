@@ -616,12 +616,11 @@ clf_status clf__codegen_gemm(const clf_graph *g, const clf__plan *plan, uint32_t
     int64_t one_row_kch = KK;
     if (one_row) {
         span = ONE_ROW_COLS / cfg.tn > 1 ? ONE_ROW_COLS / cfg.tn : 1;
-        if (!target->sizes_vary) { /* blocks of equal widths where N is known */
-            const int64_t subs = (N + cfg.tn - 1) / cfg.tn, nblocks = (subs + span - 1) / span;
+        const int64_t subs = (N + cfg.tn - 1) / cfg.tn, nblocks = (subs + span - 1) / span;
+        if (!target->sizes_vary && nblocks > 0) /* blocks of equal widths where N is known (N = 0: none) */
             span = (subs + nblocks - 1) / nblocks;
-        }
         const int64_t blocks = batch * ((N + cfg.tn * span - 1) / (cfg.tn * span));
-        while (blocks * one_row_split < 4 * units && one_row_split < 32 &&
+        while (blocks > 0 && blocks * one_row_split < 4 * units && one_row_split < 32 &&
                (target->sizes_vary || KK / (2 * one_row_split) >= ONE_ROW_MIN_SLICE))
             one_row_split *= 2;
         one_row_kch = (KK + one_row_split - 1) / one_row_split;
