@@ -284,8 +284,8 @@ static bool row_stat_candidate(const clf__plan_state *S, uint32_t id, int64_t nu
         return false;
     const clf__reduce_kind kind = (clf__reduce_kind)n->attr.reduce.kind;
     const clf__node *in = clf__graph_node(S->g, n->inputs[0]);
-    return !clf__reduce_is_arg(kind) && in->rank >= 1 && n->attr.reduce.mask == 1u << (in->rank - 1) && in->shape[in->rank - 1] == k &&
-           clf__node_numel(in) == numel && clf__dtype_compute(in->dtype) == CLF_F32;
+    return !clf__reduce_is_arg(kind) && in->rank >= 1 && n->attr.reduce.mask == 1u << (in->rank - 1) &&
+           in->shape[in->rank - 1] == k && clf__node_numel(in) == numel && clf__dtype_compute(in->dtype) == CLF_F32;
 }
 
 /* Index of id in v, or -1. */
