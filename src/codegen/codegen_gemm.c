@@ -560,8 +560,8 @@ clf_status clf__codegen_gemm(const clf_graph *g, const clf__plan *plan, uint32_t
      * (gemm_cpu.cl, CLF_SPAN): where A is packed (its loads compute a
      * prologue, a norm's row statistics, or convert f16) a block does that
      * once for all its columns, so blocks are as wide as still gives every
-     * compute unit two, of equal widths (at most 8 sub-blocks for one
-     * row, 4 with a block's A and sums in local memory). bench_decoder's
+     * compute unit two, of equal widths (at most 4, a block's A and sums
+     * in local memory; one row has blocks of its own, below). bench_decoder's
      * gate/up product with its RMS norm took 8.5 ms a decode step on 2
      * PoCL cores in 128 blocks of 128 columns, the same product without
      * the norm 3.6; at a 512-row prefill on 16 cores the down projection,
