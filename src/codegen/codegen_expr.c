@@ -867,3 +867,11 @@ bool clf__cg_wide_index(const clf_graph *g, const clf__plan *plan, const clf__pl
     }
     return widest > (uint64_t)INT32_MAX;
 }
+
+char *clf__cg_final_name(const char *entry)
+{
+    char *name = clf__malloc(strlen(entry) + sizeof "_final");
+    if (name)
+        sprintf(name, "%s_final", entry);
+    return name;
+}

@@ -179,6 +179,10 @@ void clf__cg_literal_i64(clf__strbuf *sb, int64_t v);
 /* <prefix>_fused_<sorted distinct op names>, or <prefix>_copy: the kernel's
  * entry (clf__codegen_kernel adds the plan index to the name shown). */
 char *clf__cg_kernel_name(const clf_graph *g, const uint32_t *ops, uint32_t nops, const char *prefix);
+
+/* The name of a two-launch kernel's second entry: "<entry>_final"
+ * (malloc'd; NULL when out of memory). */
+char *clf__cg_final_name(const char *entry);
 /* The ops of a kernel in plan order, space separated ("mul add relu");
  * NULL when out of memory. */
 char *clf__cg_op_list(const clf_graph *g, const uint32_t *ops, uint32_t nops);

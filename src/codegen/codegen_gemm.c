@@ -744,10 +744,9 @@ clf_status clf__codegen_gemm(const clf_graph *g, const clf__plan *plan, uint32_t
         clf__sb_printf(&src, "#define CLF_ONE_ROW 1\n#define ONE_ROW_SPLIT %d\n#define ONE_ROW_KCH %lld\n",
                        one_row_split, (long long)one_row_kch);
     if (one_row_split > 1) {
-        out->final_name = clf__malloc(strlen(out->entry) + 8);
+        out->final_name = clf__cg_final_name(out->entry);
         if (!out->final_name)
             goto done;
-        sprintf(out->final_name, "%s_final", out->entry);
         clf__sb_printf(&src, "#define CLF_FINAL_NAME %s\n", out->final_name);
     }
     if (span > 1)

@@ -1246,10 +1246,9 @@ clf_status clf__codegen_reduction(const clf_graph *g, const clf__plan *plan, uin
         clf__sb_printf(&src, "#define ROWS_PER_ITEM 1u\n#define ACCS %d\n#define VEC %d\n#define VACCS %d\n",
                        CPU_ACCUMULATORS, vec, CPU_VACCS);
     if (split > 1) {
-        out->final_name = clf__malloc(strlen(out->entry) + 8);
+        out->final_name = clf__cg_final_name(out->entry);
         if (!out->final_name)
             goto done;
-        sprintf(out->final_name, "%s_final", out->entry);
         clf__sb_printf(&src, "#define SPLIT %lluu\n#define CHUNK %lluu\n#define SPLIT_GPU %d\n#define WG %llu\n"
                              "#define CLF_FINAL_NAME %s\n",
                        (unsigned long long)split, (unsigned long long)chunk, !target->cpu, (unsigned long long)wg,
