@@ -466,6 +466,71 @@ START_TEST(writes_only_the_new_entries)
 }
 END_TEST
 
+/* A cache write whose new entries are another cache write's result
+ * (written straight or through an op): the second cannot join the first's
+ * kernel, whose value it reads is the whole first cache, not an expression
+ * of the kernel's element; it gets a kernel of its own that loads them
+ * from the first cache's buffer. Found by the graph fuzzer (seed 43,
+ * graph 89: clf_compile failed with an out-of-memory status). */
+START_TEST(chain_of_writes)
+{
+    enum { CW = 4, CAP1 = 3, CAP2 = 6, LEN2 = 5 };
+    clf_context *ctx = clf_test_context();
+    for (int through_op = 0; through_op < 2; through_op++) {
+        clf_graph *g = clf_graph_create();
+        clf_tensor c1 = clf_input(g, "c1", CLF_F32, 2, (int64_t[]){CAP1, CW});
+        clf_tensor x = clf_input(g, "x", CLF_F32, 2, (int64_t[]){CAP1, CW});
+        clf_tensor c2 = clf_input(g, "c2", CLF_F32, 2, (int64_t[]){CAP2, CW});
+        clf_tensor w1 = clf_cache_write(g, c1, x, 0, CAP1);
+        clf_tensor w2 = clf_cache_write(g, c2, through_op ? clf_neg(g, w1) : w1, 0, LEN2);
+        ck_assert_int_eq(clf_graph_output(g, "w1", w1), CLF_OK);
+        ck_assert_int_eq(clf_graph_output(g, "w2", w2), CLF_OK);
+        clf_executable *exe = NULL;
+        ck_assert_int_eq(clf_compile(ctx, g, NULL, &exe), CLF_OK);
+        clf_plan_stats st;
+        ck_assert_int_eq(clf_executable_stats(exe, &st), CLF_OK);
+        ck_assert_uint_eq(st.kernels, 2);
+        float cache1[CAP1 * CW], cache2[CAP2 * CW], xs[CAP1 * CW];
+        for (int i = 0; i < CAP1 * CW; i++) {
+            cache1[i] = -100.0f - (float)i;
+            xs[i] = 1.0f + (float)i / 8.0f;
+        }
+        for (int i = 0; i < CAP2 * CW; i++)
+            cache2[i] = -1000.0f - (float)i;
+        cl_int err;
+        cl_mem b1 = clCreateBuffer(clf_context_cl(ctx), CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, sizeof cache1,
+                                   cache1, &err);
+        cl_mem b2 = clCreateBuffer(clf_context_cl(ctx), CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, sizeof cache2,
+                                   cache2, &err);
+        cl_mem bx = clCreateBuffer(clf_context_cl(ctx), CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, sizeof xs, xs, &err);
+        ck_assert(b1 && b2 && bx);
+        clf_buffer_view in[3] = {{"c1", b1, 0}, {"x", bx, 0}, {"c2", b2, 0}}, out[2] = {{"w1", b1, 0}, {"w2", b2, 0}};
+        ck_assert_int_eq(clf_enqueue(exe, NULL, 3, in, 2, out, 0, NULL, NULL), CLF_OK);
+        float got1[CAP1 * CW], got2[CAP2 * CW];
+        cl_command_queue q = clf_context_queue(ctx);
+        ck_assert_int_eq(clEnqueueReadBuffer(q, b1, CL_TRUE, 0, sizeof got1, got1, 0, NULL, NULL), CL_SUCCESS);
+        ck_assert_int_eq(clEnqueueReadBuffer(q, b2, CL_TRUE, 0, sizeof got2, got2, 0, NULL, NULL), CL_SUCCESS);
+        for (int i = 0; i < CAP1 * CW; i++)
+            ck_assert_msg(got1[i] == xs[i], "w1 element %d: %g, want %g", i, got1[i], xs[i]);
+        for (int p = 0; p < CAP2; p++)
+            for (int d = 0; d < CW; d++) {
+                const int at = p * CW + d;
+                float want = cache2[at];
+                if (p >= LEN2 - CAP1 && p < LEN2)
+                    want = (through_op ? -1.0f : 1.0f) * xs[(p - (LEN2 - CAP1)) * CW + d];
+                ck_assert_msg(got2[at] == want, "%s: w2 position %d, %d: %g, want %g",
+                              through_op ? "through neg" : "straight", p, d, got2[at], want);
+            }
+        clReleaseMemObject(b1);
+        clReleaseMemObject(b2);
+        clReleaseMemObject(bx);
+        clf_executable_destroy(&exe);
+        clf_graph_destroy(&g);
+    }
+    clf_context_destroy(&ctx);
+}
+END_TEST
+
 /* A cache with no elements (a zero extent off its axis): nothing to
  * write, and no buffer to bind (OpenCL has no zero-byte buffers), so the
  * write and its cache take NULL in device runs and any data in host runs.
@@ -703,6 +768,7 @@ int main(void)
     clf_test_add_case(s, "host_run_value_semantics", host_run_value_semantics);
     clf_test_add_case(s, "rules_checked", rules_checked);
     clf_test_add_case(s, "empty_cache", empty_cache);
+    clf_test_add_case(s, "chain_of_writes", chain_of_writes);
     clf_test_add_case(s, "writes_only_the_new_entries", writes_only_the_new_entries);
     clf_test_add_case(s, "plan_cache_round_trip", plan_cache_round_trip);
     clf_test_add_case(s, "onnx_decoder_with_past", onnx_decoder_with_past);

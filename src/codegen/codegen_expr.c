@@ -402,6 +402,7 @@ static const char *compute(gen *G, const clf__node *n, const char *const *args, 
     }
     default:
         G->failed = true;
+        G->no_expression = n;
         clf__sb_puts(b, "0");
     }
     clf__sb_printf(b, "%s; /* %s */\n", rnd_tail, clf__node_op_name(n));

@@ -59,6 +59,10 @@ struct clf__cg_fn {
     size_t nslots, cap_slots;
     int ntemps;
     bool failed;
+    /* The node failed was set for, where it has no OpenCL expression (an op
+     * the planner should not have left to be computed inline): a planner
+     * fault, not memory. */
+    const clf__node *no_expression;
     /* vec > 1: the function computes vec consecutive elements at once, its
      * f32 temporaries are floatN vectors (the CPU reduction form's vector
      * loop). An op without a vector form there (any non-f32 value) sets

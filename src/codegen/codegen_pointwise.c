@@ -334,9 +334,11 @@ clf_status clf__codegen_pointwise(const clf_graph *g, const clf__plan *plan, uin
 
 done:
     if (st != CLF_OK) {
-        if (G.failed && st == CLF_ERR_OUT_OF_MEMORY)
-            snprintf(err, errlen, "codegen: kernel %u: out of memory or unsupported node", k);
-        else
+        if (G.no_expression && st == CLF_ERR_OUT_OF_MEMORY) {
+            st = CLF_ERR_INTERNAL;
+            snprintf(err, errlen, "codegen: kernel %u: a %s node has no expression in a pointwise kernel (a planner fault)",
+                     k, clf__node_op_name(G.no_expression));
+        } else
             snprintf(err, errlen, "codegen: kernel %u: out of memory", k);
         clf__kernel_code_free(out);
     }

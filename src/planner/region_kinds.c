@@ -540,6 +540,21 @@ static clf__role cache_write_role(const clf_graph *g, const clf__region *R, cons
     return clf__plan_same_shape(R->rank, R->shape, x->rank, x->shape) ? CLF__ROLE_POINTWISE : CLF__ROLE_NONE;
 }
 
+/* A cache write's value is the cache with its new entries in place: not an
+ * expression of the region's element, and stored in the kernel that reads
+ * it. So a write whose new entries read another write of the region (a
+ * chain of writes, v5 = cache_write(v4, cache_write(v2, v1))) gets a kernel
+ * of its own, which loads them from the first write's buffer. */
+static const char *cache_write_refusal(clf__plan_state *S, uint32_t r, uint32_t m, clf__role ro, int *stage)
+{
+    (void)ro;
+    (void)stage;
+    int budget = 256;
+    return reaches_region(S, r, clf__graph_node(S->g, m)->inputs[1], &budget)
+               ? "its new entries read a cache write of that region"
+               : NULL;
+}
+
 static uint32_t cache_write_store_from(const clf__plan_state *S, uint32_t r, uint32_t m)
 {
     (void)r;
@@ -557,7 +572,8 @@ const clf__region_rules clf__region_kinds[CLF__REGION_KIND_COUNT] = {
     [CLF__REGION_ATTENTION] = {CLF__REGION_ATTENTION, "attention", attention_anchors, attention_start, attention_role,
                                attention_refusal, attention_store_from},
     [CLF__REGION_CACHE_WRITE] = {CLF__REGION_CACHE_WRITE, "cache write", cache_write_anchors, cache_write_start,
-                                 cache_write_role, NULL, cache_write_store_from, .own_kind = true},
+                                 cache_write_role, cache_write_refusal, cache_write_store_from,
+                                 .own_kind = true},
 };
 _Static_assert(CLF__REGION_KIND_COUNT == 5, "a new region kind needs its row in clf__region_kinds");
 
