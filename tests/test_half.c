@@ -1880,7 +1880,7 @@ static float tf32_rounding_probe(clf_context *ctx, bool tf32)
     return yv[0];
 }
 
-/* TF32 is opt-in (clf_compile_params.allow_tf32, CLFUSE_TF32=1): f32
+/* TF32 is opt-in (clf_compile_params.allow_tf32, CLFUSE_TF32 set): f32
  * GEMMs then run in the tensor-core form (emulated where the driver has no
  * PTX) within f16's tolerances (TF32 keeps its 10 mantissa bits), operands
  * rounded as TF32 rounds them; without it, in f32. */
@@ -1897,7 +1897,12 @@ START_TEST(gemm_tensor_cores_tf32)
     /* Opt-in: the portable form in f32, TF32's rounding where asked. */
     ck_assert_float_eq(tf32_rounding_probe(ctx, false), 8.0f + 0x1p-9f);
     ck_assert_float_eq(tf32_rounding_probe(ctx, true), want ? 8.0f : 8.0f + 0x1p-9f);
-    ck_assert_int_eq(setenv("CLFUSE_TF32", "1", 1), 0);
+    /* CLFUSE_TF32 is a switch as the others are: "0" off, any other
+     * value on. */
+    ck_assert_int_eq(setenv("CLFUSE_TF32", "0", 1), 0);
+    ck_assert_float_eq(tf32_rounding_probe(ctx, false), 8.0f + 0x1p-9f);
+    ck_assert_int_eq(setenv("CLFUSE_TF32", "yes", 1), 0);
+    ck_assert_float_eq(tf32_rounding_probe(ctx, false), want ? 8.0f : 8.0f + 0x1p-9f);
     for (int c = 0; c < TF32_CASES; c++) {
         clf_graph *g = clf_graph_create();
         e2e_inputs in = {0};

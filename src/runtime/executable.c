@@ -94,8 +94,7 @@ void clf__compile_target(const clf_context *ctx, const clf_compile_params *param
     /* Products that read one operand as one (q/k/v, gate/up); off unfused. */
     out->merge_products = !(params && params->disable_fusion) && clf__env_switch("CLFUSE_MERGE_PRODUCTS", true);
     /* TF32 only when asked for (it rounds f32 operands). */
-    const char *tf32 = getenv("CLFUSE_TF32");
-    out->tf32 = (params && params->allow_tf32) || (tf32 && strcmp(tf32, "1") == 0);
+    out->tf32 = (params && params->allow_tf32) || clf__env_switch("CLFUSE_TF32", false);
     if (ctx->quirks & CLF__QUIRK_LOOP_TRIPS_65535)
         out->max_loop_trips = 65535;
     out->small_code = (ctx->quirks & CLF__QUIRK_SLOW_INLINED_CODE) != 0;

@@ -8,7 +8,7 @@
 
 /* The switch the variable name sets: unset or empty gives otherwise, "0"
  * off, any other value on (CLFUSE_WARP_SHUFFLE, CLFUSE_TENSOR_CORES,
- * CLFUSE_ONE_PROGRAM). */
+ * CLFUSE_ONE_PROGRAM, CLFUSE_TF32). */
 static inline bool clf__env_switch(const char *name, bool otherwise)
 {
     const char *v = getenv(name);
