@@ -558,7 +558,8 @@ END_TEST
 /* The schedule each writer records (CLFUSE_LOGS=schedule): the device
  * form and the choices behind it, for cases whose choice is known. */
 /* The CPU GEMM tiling without autotuning: blocks of up to 128 x 128 of
- * 8 x 32 micro-tiles where vectors are 16 floats (6 x 16 where 8), one-row
+ * 8 x 32 micro-tiles where vectors are 16 floats (6 x 16 where 8, 4 x 8
+ * where 4), one-row
  * micro-tiles for one-row products, blocks shrunk until every compute unit
  * has two, the packed operands within the device's local memory (32 KiB on
  * llvmpipe), k-blocks multiples of 16; every choice one the form runs. */
@@ -574,12 +575,16 @@ START_TEST(cpu_gemm_default_blocks)
     ck_assert_msg(2048 / c.tn >= 32, "%d columns a block leave units idle", c.tn);
     c = clf__gemm_default_config(&avx2, 512, 512, 512, 1);
     ck_assert(c.wm == 6 && c.wn == 16);
+    /* 128-bit vectors (SSE, NEON): 4 x 8. */
+    clf__codegen_target neon = {.cpu = true, .compute_units = 8, .local_mem = 65536, .float_width = 4};
+    c = clf__gemm_default_config(&neon, 512, 512, 512, 1);
+    ck_assert_msg(c.wm == 4 && c.wn == 8, "%dx%d", c.wm, c.wn);
     static const int64_t sizes[][4] = {{1, 1, 1, 1},     {3, 200, 5, 1},    {200, 3, 9, 7},   {40, 50, 17, 1},
                                        {37, 53, 29, 1},  {127, 127, 127, 1}, {8, 8, 8, 256},  {1024, 512, 2048, 1},
                                        {1, 4096, 40, 1}, {300, 2, 4000, 1}};
     /* The CPU form on a GPU (kernel_style CPU): 48 KiB of local memory. */
     clf__codegen_target gpu48k = {.cpu = true, .compute_units = 132, .local_mem = 49152, .float_width = 1};
-    const clf__codegen_target *targets[3] = {&avx512, &avx2, &gpu48k};
+    const clf__codegen_target *targets[4] = {&avx512, &avx2, &gpu48k, &neon};
     c = clf__gemm_default_config(&gpu48k, 100, 100, 16, 32); /* attention's 100 x 100 scores */
     ck_assert_msg(clf__gemm_config_valid(&c, true, 1, gpu48k.local_mem, why, sizeof why), "%dx%dx%d/%dx%d: %s", c.tm,
                   c.tn, c.tk, c.wm, c.wn, why);
@@ -590,7 +595,7 @@ START_TEST(cpu_gemm_default_blocks)
                           "%lld x %lld: %dx%dx%d/%dx%d: %s", (long long)m, (long long)n, c.tm, c.tn, c.tk, c.wm, c.wn,
                           why);
         }
-    for (int t = 0; t < 3; t++)
+    for (int t = 0; t < 4; t++)
         for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
             c = clf__gemm_default_config(targets[t], sizes[i][0], sizes[i][1], sizes[i][2], sizes[i][3]);
             ck_assert_msg(clf__gemm_config_valid(&c, true, 1, targets[t]->local_mem, why, sizeof why),

@@ -799,6 +799,7 @@ START_TEST(cpu_form_pinned_tilings)
 {
     static const char *const tiles[] = {
         "8,8,16,8,8", "16,32,16,8,16", "24,64,32,8,32", "32,16,48,16,16", "12,12,16,3,4", "64,32,128,16,32",
+        "16,32,32,4,8", /* the default micro-tile where vectors are 4 floats */
     };
     clf_context *ctx = clf_test_context();
     for (size_t t = 0; t < sizeof tiles / sizeof tiles[0]; t++) {

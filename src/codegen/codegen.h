@@ -38,7 +38,7 @@ typedef struct clf__codegen_target {
     bool fp64;        /* the device has cl_khr_fp64 */
     uint32_t compute_units; /* 0: 1 */
     size_t local_mem; /* CL_DEVICE_LOCAL_MEM_SIZE (0: 32 KiB) */
-    int float_width;  /* CL_DEVICE_NATIVE_VECTOR_WIDTH_FLOAT (0: unknown, 8 assumed) */
+    int float_width;  /* CL_DEVICE_PREFERRED_VECTOR_WIDTH_FLOAT, else _NATIVE_ (0: unknown, 8 assumed) */
     bool warp_shuffle; /* an NVIDIA GPU: inline PTX shuffles within a 32-lane warp */
     bool tensor_cores; /* an NVIDIA GPU of sm_80 or later: inline PTX mma.sync on f16/bf16 operands */
     bool tf32;         /* f32 GEMM operands may run on the tensor cores as TF32 (clf_compile_params.allow_tf32) */

@@ -68,8 +68,14 @@ static clf__gemm_config cpu_default_config(const clf__codegen_target *target, in
         k = k == 1 ? 1 : 1 << 20;
         batch = batch == 1 ? 1 : 1 << 20;
     }
-    int vw = target->float_width >= 16 ? 16 : 8;
-    clf__gemm_config c = {.wm = vw >= 16 ? 8 : 6, .wn = 2 * vw, .tk = 256};
+    /* Micro-tiles of 2 vectors of the device's float width a row, as many
+     * rows as its vector registers hold sums for: 8 x 32 where vectors are
+     * 16 floats (AVX-512), 6 x 16 where 8 (AVX2; the default where the
+     * width is unknown or under 4, a GPU running this form), 4 x 8 where 4
+     * (SSE's and NEON's 128 bits). */
+    const int fw = target->float_width;
+    const int vw = fw >= 16 ? 16 : fw >= 4 && fw < 8 ? 4 : 8;
+    clf__gemm_config c = {.wm = vw == 16 ? 8 : vw == 8 ? 6 : 4, .wn = 2 * vw, .tk = 256};
     if (m < c.wm)
         c.wm = m > 1 ? (int)m : 1;
     while (c.wn > 4 && c.wn / 2 >= n)

@@ -77,10 +77,15 @@ void clf__compile_target(const clf_context *ctx, const clf_compile_params *param
     cl_ulong local_mem = 0;
     if (clGetDeviceInfo(ctx->device, CL_DEVICE_LOCAL_MEM_SIZE, sizeof local_mem, &local_mem, NULL) == CL_SUCCESS)
         out->local_mem = (size_t)local_mem;
+    /* The width the driver prefers kernels to be written in; its hardware's
+     * where it names none. */
     cl_uint float_width = 0;
-    if (clGetDeviceInfo(ctx->device, CL_DEVICE_NATIVE_VECTOR_WIDTH_FLOAT, sizeof float_width, &float_width, NULL) ==
-        CL_SUCCESS)
-        out->float_width = (int)float_width;
+    if (clGetDeviceInfo(ctx->device, CL_DEVICE_PREFERRED_VECTOR_WIDTH_FLOAT, sizeof float_width, &float_width,
+                        NULL) != CL_SUCCESS ||
+        float_width == 0)
+        (void)clGetDeviceInfo(ctx->device, CL_DEVICE_NATIVE_VECTOR_WIDTH_FLOAT, sizeof float_width, &float_width,
+                              NULL);
+    out->float_width = (int)float_width;
     /* NVIDIA GPUs take inline PTX warp shuffles; CLFUSE_WARP_SHUFFLE=0 or 1
      * overrides the vendor test (1 on a device without PTX: its build
      * fails and clf_compile lowers again without them). */
