@@ -214,7 +214,8 @@ static void read_cache(clf_context *ctx, cl_mem m, float *out) { read_cache_n(ct
 /* Decode of TOTAL - PREFILL steps after a prefill gives the whole
  * sequence's outputs; the caches hold the sequence's keys and values at
  * [0, TOTAL) and nothing was written past it; decode steps after the
- * first build nothing. */
+ * first build nothing; a step at any length writes its new positions
+ * only. */
 START_TEST(decode_equals_prefill)
 {
     clf_context *ctx = clf_test_context();
@@ -276,6 +277,31 @@ START_TEST(decode_equals_prefill)
                                   "v at head %d position %d: %g, want %g", h, p, v2h[i], vref[i]);
                 }
             }
+    /* A step writes its positions [l - s, l) and no other, whatever l and
+     * s (one executable): caches all sentinels before, sentinels after
+     * everywhere but there (a rewrite of the positions below with the
+     * values they held would pass the checks above). */
+    static const int64_t writes[][2] = {{1, 1}, {1, 6}, {3, 9}, {1, TOTAL}, {2, CAP}};
+    for (size_t w = 0; w < sizeof writes / sizeof writes[0]; w++) {
+        const int64_t s = writes[w][0], l = writes[w][1];
+        cl_mem k3 = cache_buffer(ctx), v3 = cache_buffer(ctx);
+        float hl[CAP * W], o3[CAP * W];
+        clf_test_fill_f32(hl, CAP * W, -1, 1);
+        ck_assert_int_eq(step(exe, ctx, hl, s, l, k3, v3, o3), CLF_OK);
+        read_cache(ctx, k3, k2h);
+        read_cache(ctx, v3, v2h);
+        for (int h = 0; h < NH; h++)
+            for (int p = 0; p < CAP; p++)
+                for (int d = 0; d < HD; d++) {
+                    const int i = (h * CAP + p) * HD + d;
+                    const bool written = p >= l - s && p < l;
+                    ck_assert_msg((k2h[i] != SENTINEL) == written && (v2h[i] != SENTINEL) == written,
+                                  "s %lld, l %lld: head %d position %d %s", (long long)s, (long long)l, h, p,
+                                  written ? "not written" : "written");
+                }
+        clReleaseMemObject(k3);
+        clReleaseMemObject(v3);
+    }
     clReleaseMemObject(k1);
     clReleaseMemObject(v1);
     clReleaseMemObject(k2);
