@@ -643,6 +643,8 @@ END_TEST
 #define KV_HEADS 2
 #define KV_HD 8
 #define KV_FLOATS (KV_HEADS * KV_CAP * KV_HD)
+#define KV_SEQ 9     /* the fixture's tokens: a prompt of 6, 3 decoded */
+#define KV_VOCAB 128 /* logits a token */
 
 static void read_npy(const char *dir, const char *file, npy_array *a)
 {
@@ -651,12 +653,54 @@ static void read_npy(const char *dir, const char *file, npy_array *a)
     ck_assert_msg(npy_read(path, a, err, sizeof err) == 0, "%s: %s", path, err);
 }
 
+/* One run of the exported decoder on device buffers: seq token ids at
+ * positions pos, a mask of total positions, the caches bufs bound as
+ * past and present (written in place); the logits [1, seq, V] into
+ * logits. */
+static clf_status run_decoder(clf_executable *exe, clf_context *ctx, char (*past)[32], char (*present)[32],
+                              cl_mem *bufs, const int64_t *ids, const int64_t *mask, const int64_t *pos, int64_t seq,
+                              int64_t total, float *logits, size_t nlogits)
+{
+    cl_int err;
+    cl_context cl = clf_context_cl(ctx);
+    cl_mem b_ids = clCreateBuffer(cl, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, (size_t)seq * 8, (void *)ids, &err);
+    cl_mem b_mask =
+        clCreateBuffer(cl, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, (size_t)total * 8, (void *)mask, &err);
+    cl_mem b_pos = clCreateBuffer(cl, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, (size_t)seq * 8, (void *)pos, &err);
+    cl_mem b_out = clCreateBuffer(cl, CL_MEM_READ_WRITE, nlogits * 4, NULL, &err);
+    ck_assert(b_ids && b_mask && b_pos && b_out);
+    clf_buffer_view in[3 + 2 * KV_LAYERS] = {{"input_ids", b_ids, 0}, {"attention_mask", b_mask, 0},
+                                             {"position_ids", b_pos, 0}};
+    clf_buffer_view out[1 + 2 * KV_LAYERS] = {{"logits", b_out, 0}};
+    const int64_t ids_shape[2] = {1, seq}, mask_shape[2] = {1, total};
+    const int64_t *shapes[3 + 2 * KV_LAYERS] = {ids_shape, mask_shape, ids_shape};
+    for (int c = 0; c < 2 * KV_LAYERS; c++) {
+        in[3 + c] = (clf_buffer_view){past[c], bufs[c], 0};
+        out[1 + c] = (clf_buffer_view){present[c], bufs[c], 0};
+    }
+    cl_event done = NULL;
+    clf_status st =
+        clf_enqueue_shaped(exe, NULL, 3 + 2 * KV_LAYERS, in, shapes, 1 + 2 * KV_LAYERS, out, 0, NULL, &done);
+    if (st == CLF_OK) {
+        ck_assert_int_eq(clWaitForEvents(1, &done), CL_SUCCESS);
+        clReleaseEvent(done);
+        ck_assert_int_eq(
+            clEnqueueReadBuffer(clf_context_queue(ctx), b_out, CL_TRUE, 0, nlogits * 4, logits, 0, NULL, NULL),
+            CL_SUCCESS);
+    }
+    clReleaseMemObject(b_ids);
+    clReleaseMemObject(b_mask);
+    clReleaseMemObject(b_pos);
+    clReleaseMemObject(b_out);
+    return st;
+}
+
 /* tests/models/llama_torchscript_kv (make_kv_fixture.py): a prompt of 6
  * tokens after a masked past of 1, then 3 decode steps, each run through
  * one executable with the caches in device buffers written in place; the
  * logits and the caches' first `total` positions against onnxruntime's,
  * the positions past them untouched; the decode steps after the first
- * build nothing. */
+ * build nothing; the whole sequence in one run gives the steps' logits. */
 START_TEST(onnx_decoder_with_past)
 {
     const char *src = getenv("CLFUSE_TEST_SOURCE_DIR");
@@ -671,8 +715,9 @@ START_TEST(onnx_decoder_with_past)
         snprintf(present[c], sizeof present[c], "present_%s", caches[c]);
         kv[c] = (clf_onnx_kv_cache){past[c], present[c], KV_CAP};
     }
-    /* Bounds around the steps (a prompt of 6, totals 7 to 10) keep the probes few. */
-    clf_onnx_symbol syms[2] = {{"seq", 1, 6}, {"total", 2, 10}};
+    /* Bounds around the runs (a prompt of 6, then the whole sequence of 9;
+     * totals 7 to 10) keep the probes few. */
+    clf_onnx_symbol syms[2] = {{"seq", 1, KV_SEQ}, {"total", 2, 10}};
     clf_onnx_derived_dim derived[1] = {{"past", "total", "seq"}};
     clf_onnx_model *model = NULL;
     /* A count without its array is refused, not read. */
@@ -703,6 +748,12 @@ START_TEST(onnx_decoder_with_past)
         ck_assert(bufs[c]);
     }
     clf__program_counts before = ctx->counts;
+    /* The library's logits of every step, and the steps' tokens, positions
+     * and last mask: the whole sequence's run below. */
+    static float stepped[KV_SEQ * KV_VOCAB], whole[KV_SEQ * KV_VOCAB];
+    int64_t all_ids[KV_SEQ], all_pos[KV_SEQ], last_mask[KV_CAP];
+    size_t nstepped = 0;
+    int64_t nseq = 0, ntotal = 0;
     for (int k = 0; k < 4; k++) {
         npy_array ids, mask, pos, want;
         char f[256];
@@ -714,37 +765,21 @@ START_TEST(onnx_decoder_with_past)
         read_npy(dir, f, &pos);
         snprintf(f, sizeof f, "step%d_output_logits.npy", k);
         read_npy(dir, f, &want);
-        int64_t total = mask.shape[1];
-        cl_mem b_ids = clCreateBuffer(clf_context_cl(ctx), CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, ids.numel * 8,
-                                      ids.data, &err);
-        cl_mem b_mask = clCreateBuffer(clf_context_cl(ctx), CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, mask.numel * 8,
-                                       mask.data, &err);
-        cl_mem b_pos = clCreateBuffer(clf_context_cl(ctx), CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, pos.numel * 8,
-                                      pos.data, &err);
-        cl_mem b_out = clCreateBuffer(clf_context_cl(ctx), CL_MEM_READ_WRITE, want.numel * 4, NULL, &err);
-        ck_assert(b_ids && b_mask && b_pos && b_out);
-        clf_buffer_view in[3 + 2 * KV_LAYERS] = {{"input_ids", b_ids, 0}, {"attention_mask", b_mask, 0},
-                                                 {"position_ids", b_pos, 0}};
-        clf_buffer_view out[1 + 2 * KV_LAYERS] = {{"logits", b_out, 0}};
-        const int64_t *shapes[3 + 2 * KV_LAYERS] = {ids.shape, mask.shape, pos.shape};
-        for (int c = 0; c < 2 * KV_LAYERS; c++) {
-            in[3 + c] = (clf_buffer_view){past[c], bufs[c], 0};
-            out[1 + c] = (clf_buffer_view){present[c], bufs[c], 0};
-        }
-        cl_event done = NULL;
-        st = clf_enqueue_shaped(exe, NULL, 3 + 2 * KV_LAYERS, in, shapes, 1 + 2 * KV_LAYERS, out, 0, NULL, &done);
+        int64_t total = mask.shape[1], seq = ids.shape[1];
+        float *got = stepped + nstepped;
+        ck_assert(nstepped + want.numel <= sizeof stepped / sizeof stepped[0]);
+        st = run_decoder(exe, ctx, past, present, bufs, ids.data, mask.data, pos.data, seq, total, got, want.numel);
         ck_assert_msg(st == CLF_OK, "step %d: %s", k, clf_context_last_error(ctx));
-        ck_assert_int_eq(clWaitForEvents(1, &done), CL_SUCCESS);
-        clReleaseEvent(done);
         if (k == 1)
             before = ctx->counts;
-        float *got = malloc(want.numel * sizeof *got);
-        ck_assert_int_eq(clEnqueueReadBuffer(clf_context_queue(ctx), b_out, CL_TRUE, 0, want.numel * 4, got, 0, NULL,
-                                             NULL),
-                         CL_SUCCESS);
         ck_assert_msg(clf_test_close(CLF_F32, got, want.data, want.numel, 1e-4, 1e-4, msg, sizeof msg), "step %d: %s",
                       k, msg);
-        free(got);
+        nstepped += want.numel;
+        memcpy(all_ids + nseq, ids.data, (size_t)seq * sizeof *all_ids);
+        memcpy(all_pos + nseq, pos.data, (size_t)seq * sizeof *all_pos);
+        memcpy(last_mask, mask.data, (size_t)total * sizeof *last_mask);
+        nseq += seq;
+        ntotal = total;
         for (int c = 0; c < 2 * KV_LAYERS; c++) {
             npy_array pw;
             snprintf(f, sizeof f, "step%d_output_%s.npy", k, present[c]);
@@ -766,10 +801,6 @@ START_TEST(onnx_decoder_with_past)
                     }
             npy_free(&pw);
         }
-        clReleaseMemObject(b_ids);
-        clReleaseMemObject(b_mask);
-        clReleaseMemObject(b_pos);
-        clReleaseMemObject(b_out);
         npy_free(&ids);
         npy_free(&mask);
         npy_free(&pos);
@@ -777,6 +808,20 @@ START_TEST(onnx_decoder_with_past)
     }
     ck_assert_msg(ctx->counts.source_builds == before.source_builds, "decode steps built %llu programs",
                   (unsigned long long)(ctx->counts.source_builds - before.source_builds));
+    /* Decode equals the whole sequence: the same tokens in one run (after
+     * the same masked past position, fresh caches) give the steps'
+     * logits. */
+    ck_assert_int_eq(nseq, KV_SEQ);
+    for (int c = 0; c < 2 * KV_LAYERS; c++) {
+        clReleaseMemObject(bufs[c]);
+        bufs[c] =
+            clCreateBuffer(clf_context_cl(ctx), CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, sizeof init, init, &err);
+        ck_assert(bufs[c]);
+    }
+    st = run_decoder(exe, ctx, past, present, bufs, all_ids, last_mask, all_pos, nseq, ntotal, whole, nstepped);
+    ck_assert_msg(st == CLF_OK, "the whole sequence: %s", clf_context_last_error(ctx));
+    ck_assert_msg(clf_test_close(CLF_F32, whole, stepped, nstepped, 1e-4, 1e-4, msg, sizeof msg),
+                  "the whole sequence against its decode steps: %s", msg);
     for (int c = 0; c < 2 * KV_LAYERS; c++)
         clReleaseMemObject(bufs[c]);
     clf_executable_destroy(&exe);
