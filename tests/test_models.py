@@ -9,8 +9,10 @@ models .half() before export; outputs are onnxruntime's), runs
 `clfuse run model.onnx --input NAME=input_NAME.npy ... --output ...` fused
 and with --no-fusion, and checks every output against onnxruntime's by the
 normwise relative error ||got - want|| / ||want|| <= 1e-4 (float64 norms;
-NaN fails; 1e-2 for the f16 fixtures: libclfuse rounds every f16 node's
-value, onnxruntime keeps some of its kernels' intermediates in f32). Fixtures with dynamic axes (*_ids_dyn) also run the alt_input_*
+NaN fails; 3e-3 for the f16 fixtures: libclfuse rounds every f16 node's
+value, onnxruntime keeps some of its kernels' intermediates in f32; the
+three measure 6.8e-4 to 8.7e-4 on PoCL and the H200, and 1e-2 had hidden
+f16 Pow rounded to whole numbers, 3.0e-3 on GPT-2). Fixtures with dynamic axes (*_ids_dyn) also run the alt_input_*
 set (batch 3, seq 5) against alt_output_*: symbolic dimensions bind from
 the inputs' shapes. Before the runs, `clfuse plan` prints the fused plan's
 kernel count (to set against Inductor's); the plan passes when it has one
@@ -46,7 +48,7 @@ except ImportError:
     print("numpy is not installed (apt-get install python3-numpy): skipping")
     sys.exit(77)
 
-TOL = {"f32": 1e-4, "f16": 1e-2}
+TOL = {"f32": 1e-4, "f16": 3e-3}
 CLFUSE = os.path.abspath(sys.argv[1])
 MODELS = os.path.abspath(sys.argv[2])
 FILTERS = sys.argv[3:] or [f for f in os.environ.get("CLFUSE_MODELS_ONLY", "").split(",") if f]

@@ -1710,6 +1710,58 @@ START_TEST(integer_pow_by_a_constant_exponent_is_exact)
 }
 END_TEST
 
+/* Pow of an f16 or bf16 base is raised in f32 and rounded once to the
+ * base's type: not to a whole number (found by an audit: every storage
+ * float went through the integer bases' rounding, so f16 x^0.5 of 0.3
+ * gave 1 and GPT-2's f16 GELU lost its x^3's fraction). */
+START_TEST(storage_float_pow_keeps_fractions)
+{
+    static const clf_dtype dts[2] = {CLF_F16, CLF_BF16};
+    static const char *const names[2] = {"float16", "bfloat16"};
+    const float x[5] = {2.0f, 3.0f, 0.3f, 1.7f, 0.0f};
+    for (int t = 0; t < 2; t++) {
+        char text[512];
+        snprintf(text, sizeof text,
+                 "g (%s[5] x, float[1] e) => (%s[5] y, %s[5] z, %s[5] w) {\n"
+                 "  half = Constant <value = float {0.5}> ()\n  y = Pow(x, half)\n"
+                 "  three = Constant <value = int64 {3}> ()\n  z = Pow(x, three)\n"
+                 "  w = Pow(x, e)\n}\n",
+                 names[t], names[t], names[t], names[t]);
+        char why[512] = "";
+        clf_onnx_model *m = NULL;
+        ck_assert_msg(clf_onnx_load_memory(text, strlen(text), NULL,
+                                           clf_onnx_params(.message = why, .message_cap = sizeof why), &m) == CLF_OK,
+                      "%s", why);
+        clf_context *ctx = clf_test_context();
+        for (int fused = 0; fused < 2; fused++) {
+            clf_executable *exe = NULL;
+            ck_assert_int_eq(clf_compile(ctx, clf_onnx_model_graph(m),
+                                         clf_compile_params(.disable_fusion = !fused), &exe),
+                             CLF_OK);
+            uint16_t xs[5], got[3][5];
+            for (int i = 0; i < 5; i++)
+                xs[i] = dts[t] == CLF_F16 ? clf_test_to_f16(x[i]) : clf_test_to_bf16(x[i]);
+            float e = 1.5f;
+            clf_host_binding in[2] = {{"x", xs}, {"e", &e}}, out[3] = {{"y", got[0]}, {"z", got[1]}, {"w", got[2]}};
+            ck_assert_int_eq(clf_run_host(exe, 2, in, 3, out), CLF_OK);
+            for (int o = 0; o < 3; o++)
+                for (int i = 0; i < 5; i++) {
+                    const float xi = dts[t] == CLF_F16 ? clf_test_from_f16(xs[i]) : clf_test_from_bf16(xs[i]);
+                    const float want = powf(xi, o == 0 ? 0.5f : o == 1 ? 3.0f : 1.5f);
+                    const float g = dts[t] == CLF_F16 ? clf_test_from_f16(got[o][i]) : clf_test_from_bf16(got[o][i]);
+                    /* within one rounding of the storage type */
+                    const float tol = (dts[t] == CLF_F16 ? 0x1p-10f : 0x1p-7f) * fabsf(want);
+                    ck_assert_msg(fabsf(g - want) <= tol, "%s %s: %g ^ %s: got %g, want %g", names[t],
+                                  fused ? "fused" : "unfused", xi, o == 0 ? "0.5" : o == 1 ? "3" : "1.5", g, want);
+                }
+            clf_executable_destroy(&exe);
+        }
+        clf_context_destroy(&ctx);
+        clf_onnx_model_destroy(&m);
+    }
+}
+END_TEST
+
 /* Every input that once crashed the loader (tests/fuzz_onnx/crashes: a
  * Slice with its starts or ends omitted dereferenced NULL; a name with a
  * newline made a two-line message) is now refused with a one-line message. */
@@ -2471,6 +2523,7 @@ int main(void)
     clf_test_add_case(s, "identity_of_a_constant_and_concat_of_empty_tensors",
                       identity_of_a_constant_and_concat_of_empty_tensors);
     clf_test_add_case(s, "integer_pow_by_a_constant_exponent_is_exact", integer_pow_by_a_constant_exponent_is_exact);
+    clf_test_add_case(s, "storage_float_pow_keeps_fractions", storage_float_pow_keeps_fractions);
     clf_test_add_case(s, "half_models_declare_f16_and_bf16", half_models_declare_f16_and_bf16);
     clf_test_add_case(s, "f16_mlp_matches_numpy", f16_mlp_matches_numpy);
     clf_test_add_case(s, "f16_layer_norm_and_softmax_near_the_max", f16_layer_norm_and_softmax_near_the_max);

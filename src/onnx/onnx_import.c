@@ -735,7 +735,8 @@ static clf_status import_fold(importer *I, const clf__onnx_node *n, clf_binary_o
  * base raised to a constant whole exponent from 0 to 64 is exact:
  * products by repeated squaring, wrapping as integer products do (numpy's
  * power). Otherwise both are raised in f32; an integer base's result is
- * rounded and cast back (exact while it fits a float's 24 bits). */
+ * rounded to the nearest integer and cast back (exact while it fits a
+ * float's 24 bits), an f16 or bf16 base's cast back. */
 static clf_status import_pow(importer *I, const clf__onnx_node *n, clf_tensor a, clf_tensor b, clf_tensor *out)
 {
     clf_graph *g = I->g;
@@ -758,8 +759,12 @@ static clf_status import_pow(importer *I, const clf__onnx_node *n, clf_tensor a,
     clf_tensor x = da == CLF_F32 ? a : clf_cast(g, a, CLF_F32);
     clf_tensor y = db == CLF_F32 ? b : clf_cast(g, b, CLF_F32);
     clf_tensor r = clf_pow(g, x, y);
-    /* Round to the nearest integer: pow in float may land just below it. */
-    *out = da == CLF_F32 ? r : clf_cast(g, clf_floor(g, clf_add(g, r, clf_scalar(g, CLF_F32, 0.5))), da);
+    if (da == CLF_F32)
+        *out = r;
+    else if (clf__dtype_is_float(da)) /* f16, bf16: rounded once, as their other ops are */
+        *out = clf_cast(g, r, da);
+    else /* an integer: to the nearest, as pow in float may land just below it */
+        *out = clf_cast(g, clf_floor(g, clf_add(g, r, clf_scalar(g, CLF_F32, 0.5))), da);
     return CLF_OK;
 }
 
