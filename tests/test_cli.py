@@ -327,7 +327,7 @@ IMPORT_ERRORS = [
     ("g (int64[4] a) => (float[4] y) {\n  y = Relu(a)\n}", "2:7:", "x has dtype i64; relu takes f32"),
     ("g (float[4] a) => (float[5] y) {\n  y = Relu(a)\n}", "1:20:", "output 'y' is declared float[5]"),
     ("g (float[N] a) => (float[N] y) {\n  y = Relu(a)\n}", "1:4:", "dimension 'N' of input 'a' has no size"),
-    ("g (float[4] a) => (float[4] y) {\n  y = Gelu <approximate = \"tanh\"> (a)\n}", "2:13:", "approximate"),
+    ("g (float[4] a) => (float[4] y) {\n  y = Gelu <approximate = \"erf\"> (a)\n}", "2:13:", "approximate"),
 ]
 
 

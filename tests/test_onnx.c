@@ -1762,6 +1762,64 @@ START_TEST(storage_float_pow_keeps_fractions)
 }
 END_TEST
 
+/* Gelu with approximate = "tanh" (opset 20, PyTorch's
+ * gelu(approximate='tanh'), which the dynamo exporter writes as it) is
+ * 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3))), fused and not, in f32
+ * and in f16 (computed in f32, rounded once); "none" stays erf's. */
+START_TEST(gelu_tanh_approximation)
+{
+    enum { NX = 9 };
+    const float x[NX] = {-6.0f, -3.0f, -1.0f, -0.25f, 0.0f, 0.5f, 1.0f, 2.5f, 7.0f};
+    for (int half = 0; half < 2; half++) {
+        const char *ty = half ? "float16" : "float";
+        char text[512];
+        snprintf(text, sizeof text,
+                 "<ir_version: 9, opset_import: [\"\" : 20]>\n"
+                 "g (%s[%d] x) => (%s[%d] y, %s[%d] z) {\n"
+                 "  y = Gelu <approximate = \"tanh\"> (x)\n  z = Gelu <approximate = \"none\"> (x)\n}\n",
+                 ty, NX, ty, NX, ty, NX);
+        char why[512] = "";
+        clf_onnx_model *m = NULL;
+        ck_assert_msg(clf_onnx_load_memory(text, strlen(text), NULL,
+                                           clf_onnx_params(.message = why, .message_cap = sizeof why), &m) == CLF_OK,
+                      "%s", why);
+        clf_context *ctx = clf_test_context();
+        for (int fused = 0; fused < 2; fused++) {
+            clf_executable *exe = NULL;
+            ck_assert_int_eq(clf_compile(ctx, clf_onnx_model_graph(m),
+                                         clf_compile_params(.disable_fusion = !fused), &exe),
+                             CLF_OK);
+            float xf[NX], yf[NX], zf[NX];
+            uint16_t xh[NX], yh[NX], zh[NX];
+            for (int i = 0; i < NX; i++) {
+                xh[i] = clf_test_to_f16(x[i]);
+                xf[i] = x[i];
+            }
+            clf_host_binding in[1] = {{"x", half ? (void *)xh : (void *)xf}},
+                             out[2] = {{"y", half ? (void *)yh : (void *)yf}, {"z", half ? (void *)zh : (void *)zf}};
+            ck_assert_int_eq(clf_run_host(exe, 1, in, 2, out), CLF_OK);
+            for (int i = 0; i < NX; i++) {
+                const double v = x[i];
+                const double t = 0.5 * v * (1.0 + tanh(0.7978845608028654 * (v + 0.044715 * v * v * v)));
+                const double e = 0.5 * v * (1.0 + erf(v / sqrt(2.0)));
+                const double gy = half ? clf_test_from_f16(yh[i]) : yf[i], gz = half ? clf_test_from_f16(zh[i]) : zf[i];
+                const double tol = half ? 1e-3 * fabs(t) + 1e-4 : 1e-5 * fabs(t) + 1e-6;
+                ck_assert_msg(fabs(gy - t) <= tol, "%s %s: tanh gelu(%g) = %.9g, want %.9g", ty,
+                              fused ? "fused" : "unfused", v, gy, t);
+                ck_assert_msg(fabs(gz - e) <= (half ? 1e-3 * fabs(e) + 1e-4 : 1e-5 * fabs(e) + 1e-6),
+                              "%s: erf gelu(%g) = %.9g, want %.9g", ty, v, gz, e);
+            }
+            /* The two differ where the check can tell them apart. */
+            ck_assert(fabs((half ? clf_test_from_f16(yh[2]) : yf[2]) - (half ? clf_test_from_f16(zh[2]) : zf[2])) >
+                      1e-4);
+            clf_executable_destroy(&exe);
+        }
+        clf_context_destroy(&ctx);
+        clf_onnx_model_destroy(&m);
+    }
+}
+END_TEST
+
 /* Every input that once crashed the loader (tests/fuzz_onnx/crashes: a
  * Slice with its starts or ends omitted dereferenced NULL; a name with a
  * newline made a two-line message) is now refused with a one-line message. */
@@ -2524,6 +2582,7 @@ int main(void)
                       identity_of_a_constant_and_concat_of_empty_tensors);
     clf_test_add_case(s, "integer_pow_by_a_constant_exponent_is_exact", integer_pow_by_a_constant_exponent_is_exact);
     clf_test_add_case(s, "storage_float_pow_keeps_fractions", storage_float_pow_keeps_fractions);
+    clf_test_add_case(s, "gelu_tanh_approximation", gelu_tanh_approximation);
     clf_test_add_case(s, "half_models_declare_f16_and_bf16", half_models_declare_f16_and_bf16);
     clf_test_add_case(s, "f16_mlp_matches_numpy", f16_mlp_matches_numpy);
     clf_test_add_case(s, "f16_layer_norm_and_softmax_near_the_max", f16_layer_norm_and_softmax_near_the_max);

@@ -611,6 +611,25 @@ static clf_status import_reduce(importer *I, const clf__onnx_node *n, clf_reduce
     return 0;
 }
 
+/* Gelu with approximate = "tanh" (opset 20; PyTorch's
+ * gelu(approximate='tanh')): 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715
+ * x^3))), one ONNX node: a storage float's computed in f32 and rounded
+ * once. */
+static clf_tensor gelu_tanh_of(importer *I, clf_tensor x)
+{
+    clf_graph *g = I->g;
+    clf_dtype sdt;
+    const bool storage = storage_float(I, x, &sdt);
+    if (storage)
+        x = clf_cast(g, x, CLF_F32);
+    clf_tensor x3 = clf_mul(g, clf_mul(g, x, x), x);
+    clf_tensor inner = clf_mul(g, clf_add(g, x, clf_mul(g, x3, clf_scalar(g, CLF_F32, 0.044715))),
+                               clf_scalar(g, CLF_F32, 0.7978845608028654));
+    clf_tensor r = clf_mul(g, clf_mul(g, x, clf_scalar(g, CLF_F32, 0.5)),
+                           clf_add(g, clf_tanh(g, inner), clf_scalar(g, CLF_F32, 1.0)));
+    return storage ? clf_cast(g, r, sdt) : r;
+}
+
 static int rank_of(importer *I, clf_tensor t)
 {
     int rank = 0;
@@ -1005,14 +1024,21 @@ static clf_status import_op(importer *I, const clf__onnx_node *n, int idx, clf_t
     if (top != CLF__OP_COUNT && form->fold)
         return import_fold(I, n, clf__op_binary(top), form->mean, out);
     if (top != CLF__OP_COUNT && clf__op_is_unary(top)) {
+        bool gelu_tanh = false;
         if (top == CLF__OP_GELU) {
             const clf__onnx_attr *ap = node_attr(I, n, "approximate");
-            if (ap && (ap->kind != CLF__ONNX_ATTR_STRING || strcmp(ap->s, "none")))
-                return unsupported(I, ap->pos, "approximate=\"%s\" is not supported by libclfuse (only \"none\")",
+            gelu_tanh = ap && ap->kind == CLF__ONNX_ATTR_STRING && !strcmp(ap->s, "tanh");
+            if (ap && !gelu_tanh && (ap->kind != CLF__ONNX_ATTR_STRING || strcmp(ap->s, "none")))
+                return unsupported(I, ap->pos,
+                                   "approximate=\"%s\" is not supported by libclfuse (only \"none\" and \"tanh\")",
                                    ap->kind == CLF__ONNX_ATTR_STRING ? ap->s : "?");
         }
         if (want_inputs(I, n, 1, 1) || input(I, n, 0, &a))
             return I->status;
+        if (gelu_tanh) {
+            *out = gelu_tanh_of(I, a);
+            return 0;
+        }
         *out = clf_unary(g, clf__op_unary(top), a);
         return 0;
     }
