@@ -16,6 +16,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "../tools/clfuse/npy.h"
 #include "onnx.pb-c.h"
 #include "onnx/fold_memo.h"
 #include "onnx/onnx_ast.h"
@@ -1820,6 +1821,167 @@ START_TEST(gelu_tanh_approximation)
 }
 END_TEST
 
+/* ONNX's Attention op (opset 23; tests/onnx/attention_op/make_cases.py:
+ * onnx's reference implementation computed the outputs): MHA, GQA with a
+ * causal flag and an additive mask, 3-D MQA with a bool padding mask, a
+ * past with its presents, f16 with a per-head mask. Each runs fused (one
+ * attention kernel) and unfused against the reference's outputs. */
+START_TEST(attention_op_cases)
+{
+    enum { NCASES = 5 };
+    clf_context *ctx = clf_test_context();
+    for (int c = 0; c < NCASES; c++) {
+        char path[1024], file[64], err[256], why[512] = "";
+        snprintf(file, sizeof file, "case%d.onnx", c);
+        fixture(path, sizeof path, "onnx/attention_op", file);
+        clf_onnx_model *m = NULL;
+        ck_assert_msg(clf_onnx_load_file(path, clf_onnx_params(.message = why, .message_cap = sizeof why), &m) ==
+                          CLF_OK,
+                      "case %d: %s", c, why);
+        const size_t nin = clf_onnx_model_input_count(m), nout = clf_onnx_model_output_count(m);
+        npy_array in[8], want[4];
+        clf_host_binding hin[8], hout[4];
+        void *got[4];
+        ck_assert(nin <= 8 && nout <= 4);
+        for (size_t j = 0; j < nin; j++) {
+            clf_onnx_io io;
+            ck_assert_int_eq(clf_onnx_model_input(m, j, &io), CLF_OK);
+            snprintf(file, sizeof file, "case%d_in%zu.npy", c, j);
+            fixture(path, sizeof path, "onnx/attention_op", file);
+            ck_assert_msg(npy_read(path, &in[j], err, sizeof err) == 0, "%s: %s", path, err);
+            hin[j] = (clf_host_binding){io.name, in[j].data};
+        }
+        for (size_t j = 0; j < nout; j++) {
+            clf_onnx_io io;
+            ck_assert_int_eq(clf_onnx_model_output(m, j, &io), CLF_OK);
+            snprintf(file, sizeof file, "case%d_out%zu.npy", c, j);
+            fixture(path, sizeof path, "onnx/attention_op", file);
+            ck_assert_msg(npy_read(path, &want[j], err, sizeof err) == 0, "%s: %s", path, err);
+            ck_assert_int_eq(want[j].dtype, io.dtype);
+            got[j] = calloc(want[j].numel ? want[j].numel : 1, clf_dtype_size(want[j].dtype));
+            hout[j] = (clf_host_binding){io.name, got[j]};
+        }
+        for (int fused = 1; fused >= 0; fused--) {
+            clf_executable *exe = NULL;
+            clf_status st =
+                clf_compile(ctx, clf_onnx_model_graph(m), clf_compile_params(.disable_fusion = !fused), &exe);
+            ck_assert_msg(st == CLF_OK, "case %d: %s", c, clf_context_last_error(ctx));
+            if (fused) {
+                size_t att = 0;
+                for (size_t k = 0; k < clf_executable_kernel_count(exe); k++)
+                    att += strstr(clf_executable_kernel_name(exe, k), "attention") != NULL;
+                ck_assert_msg(att == 1, "case %d: %zu attention kernels", c, att);
+            }
+            ck_assert_int_eq(clf_run_host(exe, nin, hin, nout, hout), CLF_OK);
+            for (size_t j = 0; j < nout; j++) {
+                const bool half = want[j].dtype == CLF_F16;
+                char diff[256];
+                ck_assert_msg(clf_test_close(want[j].dtype, got[j], want[j].data, want[j].numel, half ? 4e-3 : 1e-5,
+                                             half ? 2e-3 : 1e-6, diff, sizeof diff),
+                              "case %d output %zu (%s): %s", c, j, fused ? "fused" : "unfused", diff);
+            }
+            clf_executable_destroy(&exe);
+        }
+        for (size_t j = 0; j < nin; j++)
+            npy_free(&in[j]);
+        for (size_t j = 0; j < nout; j++) {
+            npy_free(&want[j]);
+            free(got[j]);
+        }
+        clf_onnx_model_destroy(&m);
+    }
+    clf_context_destroy(&ctx);
+}
+END_TEST
+
+/* The Attention op's presents as KV caches written in place (the load's
+ * kv_caches name them): case 3's past of 3 positions lies in caches of 8,
+ * the op writes the 2 new ones at [3, 5) and reads the cache where it
+ * lies; the output and the caches' first 5 positions are the reference's,
+ * the positions past them untouched. */
+START_TEST(attention_op_presents_in_place)
+{
+    enum { CAP = 8, HK = 2, D = 8, PAST = 3, NEW = 2 };
+    char path[1024], file[64], err[256], why[512] = "";
+    fixture(path, sizeof path, "onnx/attention_op", "case3.onnx");
+    const clf_onnx_kv_cache kv[2] = {{"pk", "present_key", CAP}, {"pv", "present_value", CAP}};
+    clf_onnx_model *m = NULL;
+    ck_assert_msg(clf_onnx_load_file(path,
+                                     clf_onnx_params(.kv_caches = kv, .nkv_caches = 2, .message = why,
+                                                     .message_cap = sizeof why),
+                                     &m) == CLF_OK,
+                  "%s", why);
+    npy_array in[5], want[3];
+    for (int j = 0; j < 5; j++) {
+        snprintf(file, sizeof file, "case3_in%d.npy", j);
+        fixture(path, sizeof path, "onnx/attention_op", file);
+        ck_assert_msg(npy_read(path, &in[j], err, sizeof err) == 0, "%s: %s", path, err);
+    }
+    for (int j = 0; j < 3; j++) {
+        snprintf(file, sizeof file, "case3_out%d.npy", j);
+        fixture(path, sizeof path, "onnx/attention_op", file);
+        ck_assert_msg(npy_read(path, &want[j], err, sizeof err) == 0, "%s: %s", path, err);
+    }
+    clf_context *ctx = clf_test_context();
+    clf_executable *exe = NULL;
+    ck_assert_msg(clf_compile(ctx, clf_onnx_model_graph(m), NULL, &exe) == CLF_OK, "%s",
+                  clf_context_last_error(ctx));
+    cl_context cl = clf_context_cl(ctx);
+    cl_int e;
+    cl_mem bq = clCreateBuffer(cl, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, in[0].numel * 4, in[0].data, &e);
+    cl_mem bk = clCreateBuffer(cl, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, in[1].numel * 4, in[1].data, &e);
+    cl_mem bv = clCreateBuffer(cl, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, in[2].numel * 4, in[2].data, &e);
+    cl_mem by = clCreateBuffer(cl, CL_MEM_READ_WRITE, want[0].numel * 4, NULL, &e);
+    cl_mem caches[2];
+    float init[2][HK * CAP * D];
+    for (int c = 0; c < 2; c++) {
+        const float *past = in[3 + c].data;
+        for (int h = 0; h < HK; h++)
+            for (int p = 0; p < CAP; p++)
+                for (int d = 0; d < D; d++)
+                    init[c][(h * CAP + p) * D + d] = p < PAST ? past[(h * PAST + p) * D + d] : 777.0f;
+        caches[c] = clCreateBuffer(cl, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, sizeof init[c], init[c], &e);
+        ck_assert(caches[c]);
+    }
+    ck_assert(bq && bk && bv && by);
+    clf_buffer_view bin[5] = {{"q", bq, 0}, {"k", bk, 0}, {"v", bv, 0}, {"pk", caches[0], 0}, {"pv", caches[1], 0}};
+    clf_buffer_view bout[3] = {{"y", by, 0}, {"present_key", caches[0], 0}, {"present_value", caches[1], 0}};
+    ck_assert_msg(clf_enqueue(exe, NULL, 5, bin, 3, bout, 0, NULL, NULL) == CLF_OK, "%s",
+                  clf_context_last_error(ctx));
+    cl_command_queue queue = clf_context_queue(ctx);
+    float y[64], cache[HK * CAP * D];
+    ck_assert(want[0].numel <= 64);
+    ck_assert_int_eq(clEnqueueReadBuffer(queue, by, CL_TRUE, 0, want[0].numel * 4, y, 0, NULL, NULL), CL_SUCCESS);
+    char diff[256];
+    ck_assert_msg(clf_test_close(CLF_F32, y, want[0].data, want[0].numel, 1e-5, 1e-6, diff, sizeof diff), "y: %s",
+                  diff);
+    for (int c = 0; c < 2; c++) {
+        ck_assert_int_eq(clEnqueueReadBuffer(queue, caches[c], CL_TRUE, 0, sizeof cache, cache, 0, NULL, NULL),
+                         CL_SUCCESS);
+        const float *pw = want[1 + c].data; /* [1, HK, PAST + NEW, D] */
+        for (int h = 0; h < HK; h++)
+            for (int p = 0; p < CAP; p++)
+                for (int d = 0; d < D; d++) {
+                    const float g = cache[(h * CAP + p) * D + d];
+                    const float w = p < PAST + NEW ? pw[(h * (PAST + NEW) + p) * D + d] : 777.0f;
+                    ck_assert_msg(fabsf(g - w) <= 1e-6f, "cache %d head %d position %d: %g, want %g", c, h, p, g, w);
+                }
+        clReleaseMemObject(caches[c]);
+    }
+    clReleaseMemObject(bq);
+    clReleaseMemObject(bk);
+    clReleaseMemObject(bv);
+    clReleaseMemObject(by);
+    for (int j = 0; j < 5; j++)
+        npy_free(&in[j]);
+    for (int j = 0; j < 3; j++)
+        npy_free(&want[j]);
+    clf_executable_destroy(&exe);
+    clf_context_destroy(&ctx);
+    clf_onnx_model_destroy(&m);
+}
+END_TEST
+
 /* Every input that once crashed the loader (tests/fuzz_onnx/crashes: a
  * Slice with its starts or ends omitted dereferenced NULL; a name with a
  * newline made a two-line message) is now refused with a one-line message. */
@@ -2583,6 +2745,8 @@ int main(void)
     clf_test_add_case(s, "integer_pow_by_a_constant_exponent_is_exact", integer_pow_by_a_constant_exponent_is_exact);
     clf_test_add_case(s, "storage_float_pow_keeps_fractions", storage_float_pow_keeps_fractions);
     clf_test_add_case(s, "gelu_tanh_approximation", gelu_tanh_approximation);
+    clf_test_add_case(s, "attention_op_cases", attention_op_cases);
+    clf_test_add_case(s, "attention_op_presents_in_place", attention_op_presents_in_place);
     clf_test_add_case(s, "half_models_declare_f16_and_bf16", half_models_declare_f16_and_bf16);
     clf_test_add_case(s, "f16_mlp_matches_numpy", f16_mlp_matches_numpy);
     clf_test_add_case(s, "f16_layer_norm_and_softmax_near_the_max", f16_layer_norm_and_softmax_near_the_max);

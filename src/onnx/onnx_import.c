@@ -1010,6 +1010,8 @@ static clf_status import_gather_nd(importer *I, const clf__onnx_node *n, clf_ten
 }
 
 /* Imports node n (index idx): its outputs go to out[0 .. n->noutputs). */
+static clf_status import_attention(importer *I, const clf__onnx_node *n, clf_tensor *out);
+
 static clf_status import_op(importer *I, const clf__onnx_node *n, int idx, clf_tensor *out)
 {
     const char *o = n->op;
@@ -1274,6 +1276,8 @@ static clf_status import_op(importer *I, const clf__onnx_node *n, int idx, clf_t
     }
     if (!strcmp(o, "Split"))
         return import_split(I, n, out);
+    if (!strcmp(o, "Attention") && I->opset >= 23)
+        return import_attention(I, n, out);
     if (!strcmp(o, "Flatten")) {
         int64_t axis;
         if (want_inputs(I, n, 1, 1) || input(I, n, 0, &a) || attr_axis(I, n, "axis", 1, &axis))
@@ -1462,29 +1466,18 @@ static clf_status make_kv_input(importer *I, size_t k, const clf__onnx_value *v,
     return define(I, v->pos, v->name, past, NULL, CLF_ONNX_PRODUCER_INPUT);
 }
 
-/* Concat(past, new) making a KV cache's present: the new positions written
- * into the cache in place (clf_cache_write); the node's output is the
- * cache's first past + new positions. *done: the node was one. */
-static clf_status import_kv_concat(importer *I, const clf__onnx_node *n, bool *done)
+/* KV cache k's present made of its past (the tensor first, which must be
+ * the past itself) and new entries x along axis: the new positions written
+ * into the cache in place (clf_cache_write); *view is the cache's first
+ * past + new positions. */
+static clf_status kv_write(importer *I, const clf__onnx_node *n, size_t k, clf_tensor first, clf_tensor x,
+                           int64_t axis, clf_tensor *view)
 {
-    *done = false;
-    long k = n->noutputs >= 1 ? kv_of(I, n->outputs[0], true) : -1;
-    if (k < 0 || strcmp(n->op, "Concat"))
-        return CLF_OK;
     struct kv_state *K = &I->kvs[k];
     const clf_onnx_kv_cache *C = &I->kv[k];
-    int64_t axis = 0;
-    if (attr_axis(I, n, "axis", INT64_MAX, &axis))
-        return I->status;
-    clf_tensor x;
-    /* The first input is the past itself (or an Identity or one-input
-     * Concat of it, as the TorchScript exporter writes). */
-    const value *first = n->ninputs == 2 ? find(I, n->inputs[0]) : NULL;
-    if (!first || !clf_tensor_valid(K->storage) || first->t.graph != K->past.graph || first->t.node != K->past.node)
-        return unsupported(I, n->op_pos, "KV cache '%s': present '%s' must be Concat('%s', new entries)", C->past,
-                           C->present, C->past);
-    if (input(I, n, 1, &x))
-        return I->status;
+    if (!clf_tensor_valid(K->storage) || first.graph != K->past.graph || first.node != K->past.node)
+        return unsupported(I, n->op_pos, "KV cache '%s': present '%s' must be made of '%s' and the new entries",
+                           C->past, C->present, C->past);
     int rank = 0, srank = 0;
     int64_t shape[CLF_MAX_RANK] = {0}, sshape[CLF_MAX_RANK];
     clf_tensor_shape(I->g, x, &rank, shape);
@@ -1493,19 +1486,197 @@ static clf_status import_kv_concat(importer *I, const clf__onnx_node *n, bool *d
         return fail_status(I, CLF_ERR_SHAPE, n->op_pos, "KV cache '%s': the new entries have rank %d, the cache %d",
                            C->past, rank, srank);
     if ((axis < 0 ? axis + rank : axis) != K->axis)
-        return unsupported(I, n->op_pos, "KV cache '%s': the Concat is along axis %lld, not the sequence axis %d",
-                           C->past, (long long)axis, K->axis);
+        return unsupported(I, n->op_pos, "KV cache '%s': the %s is along axis %lld, not the sequence axis %d",
+                           C->past, n->op, (long long)axis, K->axis);
     int64_t len = K->past_len + shape[K->axis];
     if (len > C->capacity)
         return fail_status(I, CLF_ERR_SHAPE, n->op_pos,
                            "KV cache '%s': %lld past and %lld new positions exceed its capacity %lld", C->past,
                            (long long)K->past_len, (long long)shape[K->axis], (long long)C->capacity);
     K->write = clf_cache_write(I->g, K->storage, x, K->axis, len);
-    clf_tensor view = clf_slice(I->g, K->write, 1, (int64_t[]){0}, &len, &K->axis, NULL);
-    if (check_graph(I, n))
+    *view = clf_slice(I->g, K->write, 1, (int64_t[]){0}, &len, &K->axis, NULL);
+    return check_graph(I, n);
+}
+
+/* Concat(past, new) making a KV cache's present (kv_write). *done: the
+ * node was one. */
+static clf_status import_kv_concat(importer *I, const clf__onnx_node *n, bool *done)
+{
+    *done = false;
+    long k = n->noutputs >= 1 ? kv_of(I, n->outputs[0], true) : -1;
+    if (k < 0 || strcmp(n->op, "Concat"))
+        return CLF_OK;
+    const clf_onnx_kv_cache *C = &I->kv[k];
+    int64_t axis = 0;
+    if (attr_axis(I, n, "axis", INT64_MAX, &axis))
+        return I->status;
+    clf_tensor x, view;
+    /* The first input is the past itself (or an Identity or one-input
+     * Concat of it, as the TorchScript exporter writes). */
+    const value *first = n->ninputs == 2 ? find(I, n->inputs[0]) : NULL;
+    if (!first)
+        return unsupported(I, n->op_pos, "KV cache '%s': present '%s' must be Concat('%s', new entries)", C->past,
+                           C->present, C->past);
+    if (input(I, n, 1, &x) || kv_write(I, n, (size_t)k, first->t, x, axis, &view))
         return I->status;
     *done = true;
     return define(I, n->pos, n->outputs[0], view, NULL, I->node);
+}
+
+/* ONNX Attention (opset 23; 24 adds nonpad_kv_seqlen, refused):
+ * softmax(Q Kᵀ scale + mask) V through clf_attention, which the planner
+ * fuses into one kernel.
+ * - Q, K, V are [B, H, S, D], or [B, S, H·D] with q_num_heads and
+ *   kv_num_heads (split into heads here, the output merged back).
+ * - past_key/past_value are concatenated before K and V along the
+ *   sequence (present_key/present_value, BNSH); where the load's
+ *   kv_caches name the presents, the new entries are written into the
+ *   cache in place (kv_write), as for exporters' Concat.
+ * - GQA/MQA (q heads a multiple of the KV heads): query head h reads KV
+ *   head h / (Hq / Hkv), by broadcasting a head axis of 1, never a copy.
+ * - attn_mask: bool (true attends) or Q's dtype (added), broadcast to
+ *   [B, Hq, Sq, Sk]; is_causal aligns as ONNX does (query i sees keys up
+ *   to i + the past's length), which is clf_attention's alignment where
+ *   the new keys are as many as the queries; other lengths are refused.
+ * - Refused: softcap, the qk_matmul_output output, a mask narrower than
+ *   the keys (ONNX pads it). A row that sees no key gives NaN (opset
+ *   23's softmax of -inf; later opsets define 0). */
+static clf_status import_attention(importer *I, const clf__onnx_node *n, clf_tensor *out)
+{
+    clf_graph *g = I->g;
+    clf_tensor q, k, v, mask = CLF_TENSOR_INVALID, pk = CLF_TENSOR_INVALID, pv = CLF_TENSOR_INVALID;
+    int64_t causal, qh, kvh, qk_mode, precision;
+    double scale, softcap;
+    if (want_inputs(I, n, 3, 7) || input(I, n, 0, &q) || input(I, n, 1, &k) || input(I, n, 2, &v) ||
+        attr_int(I, n, "is_causal", 0, &causal) || attr_int(I, n, "q_num_heads", 0, &qh) ||
+        attr_int(I, n, "kv_num_heads", 0, &kvh) || attr_int(I, n, "qk_matmul_output_mode", 0, &qk_mode) ||
+        attr_int(I, n, "softmax_precision", 0, &precision) || attr_float(I, n, "scale", 0.0, &scale) ||
+        attr_float(I, n, "softcap", 0.0, &softcap))
+        return I->status;
+    (void)precision; /* the softmax is computed in f32 (or wider) whatever it asks */
+    (void)qk_mode;   /* it concerns the qk_matmul_output output only, refused below */
+    if (softcap != 0.0)
+        return unsupported(I, n->op_pos, "Attention with softcap is not supported by libclfuse");
+    if (n->noutputs > 3 && n->outputs[3][0])
+        return unsupported(I, n->op_pos, "Attention's qk_matmul_output output is not supported by libclfuse "
+                           "(the scores are never stored)");
+    if (has_input(n, 6))
+        return unsupported(I, n->op_pos, "Attention's nonpad_kv_seqlen input is not supported by libclfuse");
+    if (has_input(n, 4) != has_input(n, 5))
+        return fail(I, n->op_pos, "past_key and past_value must be given together");
+    if ((has_input(n, 3) && input(I, n, 3, &mask)) || (has_input(n, 4) && input(I, n, 4, &pk)) ||
+        (has_input(n, 5) && input(I, n, 5, &pv)))
+        return I->status;
+    if (scale != 0.0 && !(isfinite(scale) && scale > 0.0))
+        return fail(I, n->op_pos, "scale %g must be a positive finite number", scale);
+    int rq = rank_of(I, q);
+    if (rq != rank_of(I, k) || rq != rank_of(I, v) || (rq != 3 && rq != 4))
+        return fail(I, n->op_pos, "Q, K and V must all be 3-D ([B, S, H*D]) or all 4-D ([B, H, S, D]); they have "
+                    "ranks %d, %d and %d", rq, rank_of(I, k), rank_of(I, v));
+    int64_t sq[CLF_MAX_RANK], sk[CLF_MAX_RANK], sv[CLF_MAX_RANK];
+    int r;
+    clf_tensor_shape(g, q, &r, sq);
+    clf_tensor_shape(g, k, &r, sk);
+    clf_tensor_shape(g, v, &r, sv);
+    static const int to_heads[4] = {0, 2, 1, 3};
+    if (rq == 3) {
+        if (qh < 1 || kvh < 1)
+            return fail(I, n->op_pos, "3-D Q, K and V need the attributes q_num_heads and kv_num_heads");
+        if (sq[2] % qh || sk[2] % kvh || sv[2] % kvh)
+            return fail(I, n->op_pos, "hidden sizes %lld, %lld and %lld do not split into %lld query and %lld KV "
+                        "heads", (long long)sq[2], (long long)sk[2], (long long)sv[2], (long long)qh, (long long)kvh);
+        q = clf_transpose(g, clf_reshape(g, q, 4, (int64_t[]){sq[0], sq[1], qh, sq[2] / qh}), 4, to_heads);
+        k = clf_transpose(g, clf_reshape(g, k, 4, (int64_t[]){sk[0], sk[1], kvh, sk[2] / kvh}), 4, to_heads);
+        v = clf_transpose(g, clf_reshape(g, v, 4, (int64_t[]){sv[0], sv[1], kvh, sv[2] / kvh}), 4, to_heads);
+        if (check_graph(I, n))
+            return I->status;
+        clf_tensor_shape(g, q, &r, sq);
+        clf_tensor_shape(g, k, &r, sk);
+        clf_tensor_shape(g, v, &r, sv);
+    }
+    const int64_t s_new = sk[2];
+    /* The presents: the past and the new entries along the sequence. */
+    clf_tensor present[2] = {k, v};
+    const clf_tensor past[2] = {pk, pv};
+    for (int c = 0; c < 2; c++) {
+        if (!clf_tensor_valid(past[c]))
+            continue;
+        long kvi = n->noutputs > 1 + c && n->outputs[1 + c][0] ? kv_of(I, n->outputs[1 + c], true) : -1;
+        if (kvi >= 0) {
+            if (kv_write(I, n, (size_t)kvi, past[c], present[c], 2, &present[c]))
+                return I->status;
+        } else {
+            present[c] = clf_concat(g, 2, (clf_tensor[]){past[c], present[c]}, 2);
+        }
+    }
+    k = present[0];
+    v = present[1];
+    if (check_graph(I, n))
+        return I->status;
+    clf_tensor_shape(g, k, &r, sk);
+    clf_tensor_shape(g, v, &r, sv);
+    const int64_t hq = sq[1], hkv = sk[1];
+    if (sv[1] != hkv || hkv < 1 || hq % hkv)
+        return fail(I, n->op_pos, "%lld query heads cannot share %lld key and %lld value heads", (long long)hq,
+                    (long long)hkv, (long long)sv[1]);
+    if (causal && s_new != sq[2])
+        return unsupported(I, n->op_pos, "Attention with is_causal and %s new keys than queries is not supported by "
+                           "libclfuse", s_new < sq[2] ? "fewer" : "more");
+    if (clf_tensor_valid(mask)) {
+        int rm;
+        int64_t sm[CLF_MAX_RANK];
+        clf_tensor_shape(g, mask, &rm, sm);
+        if (rm < 1 || rm > 4 || sm[rm - 1] != sk[2])
+            return unsupported(I, n->op_pos, "attn_mask's last axis must have the keys' length (a narrower mask, "
+                               "padded by ONNX, is not supported by libclfuse)");
+    }
+    const int64_t reps = hq / hkv;
+    if (reps > 1) {
+        /* [B, Hkv, reps, S, D] queries against [B, Hkv, 1, S, D] keys and
+         * values: query head h = j * reps + i reads KV head j. */
+        q = clf_reshape(g, q, 5, (int64_t[]){sq[0], hkv, reps, sq[2], sq[3]});
+        k = clf_reshape(g, k, 5, (int64_t[]){sk[0], hkv, 1, sk[2], sk[3]});
+        v = clf_reshape(g, v, 5, (int64_t[]){sv[0], hkv, 1, sv[2], sv[3]});
+        if (clf_tensor_valid(mask)) {
+            int rm;
+            int64_t sm[CLF_MAX_RANK];
+            clf_tensor_shape(g, mask, &rm, sm);
+            /* The mask's head axis (third from the end) splits as the
+             * queries' did; one of 1 stays 1 on both. */
+            if (rm >= 3) {
+                int64_t m5[5], h = sm[rm - 3];
+                int o = 0;
+                if (rm == 4)
+                    m5[o++] = sm[0];
+                m5[o++] = h == 1 ? 1 : hkv;
+                m5[o++] = h == 1 ? 1 : reps;
+                m5[o++] = sm[rm - 2];
+                m5[o++] = sm[rm - 1];
+                mask = clf_reshape(g, mask, o, m5);
+            }
+        }
+    }
+    clf_tensor y = clf_attention(g, q, k, v, mask, scale, causal != 0);
+    if (check_graph(I, n))
+        return I->status;
+    if (reps > 1) {
+        int ry;
+        int64_t sy[CLF_MAX_RANK];
+        clf_tensor_shape(g, y, &ry, sy);
+        y = clf_reshape(g, y, 4, (int64_t[]){sy[0], hq, sy[3], sy[4]});
+    }
+    if (rq == 3) {
+        int ry;
+        int64_t sy[CLF_MAX_RANK];
+        clf_tensor_shape(g, y, &ry, sy);
+        y = clf_reshape(g, clf_transpose(g, y, 4, to_heads), 3, (int64_t[]){sy[0], sy[2], sy[1] * sy[3]});
+    }
+    out[0] = y;
+    if (n->noutputs > 1)
+        out[1] = present[0];
+    if (n->noutputs > 2)
+        out[2] = present[1];
+    return 0;
 }
 
 static clf_status make_input(importer *I, const clf__onnx_value *v, const clf_onnx_params *p)
@@ -1602,7 +1773,7 @@ static clf_status check_node_outputs(importer *I, const clf__onnx_node *n)
         return unsupported(I, n->op_pos, "%s without its first output is not supported", n->op);
     for (int j = 1; j < n->noutputs; j++)
         if (n->outputs[j][0] && strcmp(n->op, "LayerNormalization") && strcmp(n->op, "RMSNormalization") &&
-            strcmp(n->op, "Dropout") && strcmp(n->op, "Split"))
+            strcmp(n->op, "Dropout") && strcmp(n->op, "Split") && strcmp(n->op, "Attention"))
             return unsupported(I, n->op_pos, "%s with %d outputs is not supported (libclfuse computes its first)",
                                n->op, n->noutputs);
     return CLF_OK;
