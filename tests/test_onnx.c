@@ -1982,6 +1982,37 @@ START_TEST(attention_op_presents_in_place)
 }
 END_TEST
 
+/* What the Attention op's import refuses is said, naming the attribute,
+ * input or output; an unknown attribute stays refused as for every op. */
+START_TEST(attention_op_refusals)
+{
+    static const struct {
+        const char *node, *outs, *want;
+    } cases[] = {
+        {"y = Attention <softcap = 2.0> (q, k, v)", "float[1, 2, 4, 8] y", "softcap"},
+        {"y, pk, pv, qk = Attention (q, k, v)", "float[1, 2, 4, 8] y, float[1, 2, 4, 8] qk", "qk_matmul_output"},
+        {"y = Attention <is_causal = 1> (q, k2, v2)", "float[1, 2, 4, 8] y", "fewer new keys than queries"},
+        {"y = Attention <window = 3> (q, k, v)", "float[1, 2, 4, 8] y", "window"},
+        {"y = Attention (q3, k3, v3)", "float[1, 4, 16] y", "q_num_heads and kv_num_heads"},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        char text[1024], why[512] = "";
+        snprintf(text, sizeof text,
+                 "<ir_version: 10, opset_import: [\"\" : 23]>\n"
+                 "g (float[1, 2, 4, 8] q, float[1, 2, 4, 8] k, float[1, 2, 4, 8] v, float[1, 2, 2, 8] k2, "
+                 "float[1, 2, 2, 8] v2, float[1, 4, 16] q3, float[1, 4, 16] k3, float[1, 4, 16] v3) => (%s) {\n"
+                 "  %s\n}\n",
+                 cases[c].outs, cases[c].node);
+        clf_onnx_model *m = NULL;
+        clf_status st = clf_onnx_load_memory(text, strlen(text), NULL,
+                                             clf_onnx_params(.message = why, .message_cap = sizeof why), &m);
+        ck_assert_msg(st != CLF_OK && strstr(why, cases[c].want), "case %zu: %s: \"%s\" should name %s", c,
+                      clf_status_name(st), why, cases[c].want);
+        ck_assert_ptr_null(m);
+    }
+}
+END_TEST
+
 /* Every input that once crashed the loader (tests/fuzz_onnx/crashes: a
  * Slice with its starts or ends omitted dereferenced NULL; a name with a
  * newline made a two-line message) is now refused with a one-line message. */
@@ -2747,6 +2778,7 @@ int main(void)
     clf_test_add_case(s, "gelu_tanh_approximation", gelu_tanh_approximation);
     clf_test_add_case(s, "attention_op_cases", attention_op_cases);
     clf_test_add_case(s, "attention_op_presents_in_place", attention_op_presents_in_place);
+    clf_test_add_case(s, "attention_op_refusals", attention_op_refusals);
     clf_test_add_case(s, "half_models_declare_f16_and_bf16", half_models_declare_f16_and_bf16);
     clf_test_add_case(s, "f16_mlp_matches_numpy", f16_mlp_matches_numpy);
     clf_test_add_case(s, "f16_layer_norm_and_softmax_near_the_max", f16_layer_norm_and_softmax_near_the_max);
