@@ -1174,35 +1174,49 @@ END_TEST
  * stay masks read by the kernel (no causal flag): a sliding window of 3
  * keys, the strict lower triangle (row 0 sees nothing: NaN, as unfused),
  * and a diagonal offset that starts at key 1 in row 0; and one that is
- * (key j <= i + 2) becomes the flag. Each against the reference. */
+ * (key j <= i + 2) becomes the flag. So does the causal pattern filled
+ * with f32's lowest (HF's older masks: x + fill rounds to fill) and one
+ * the loader folded expanded over the batch ([B, 1, Sq, Sk], every slice
+ * the pattern); not with a fill of -1e9 (x + fill is not one value) nor
+ * where one batch's slice differs. Each against the reference. */
 START_TEST(additive_masks_other_than_causal)
 {
     clf_context *ctx = clf_test_context();
-    for (int kind = 0; kind < 4; kind++) {
+    enum { KINDS = 8 };
+    static const char *const labels[KINDS] = {"sliding window",    "strict lower triangle",
+                                              "offset from key 1", "causal, offset 2",
+                                              "causal, fill f32's lowest", "causal, expanded over the batch",
+                                              "expanded, one batch not causal", "causal, fill -1e9"};
+    static const bool flagged[KINDS] = {false, false, false, true, true, true, false, false};
+    for (int kind = 0; kind < KINDS; kind++) {
         clf_graph *g = clf_graph_create();
         e2e_inputs in = {0};
         clf_tensor q = in4(g, &in, "q", CLF_F32, IB, IH, IS, ID);
         clf_tensor k = in4(g, &in, "k", CLF_F32, IB, IH, IS, ID);
         clf_tensor v = in4(g, &in, "v", CLF_F32, IB, IH, IS, ID);
-        static float mask[IS * IS];
-        for (int i = 0; i < IS; i++)
-            for (int j = 0; j < IS; j++) {
-                bool keep = kind == 0   ? j <= i && j >= i - 2
-                            : kind == 1 ? j < i
-                            : kind == 2 ? j >= 1 && j <= i + 1
-                                        : j <= i + 2;
-                mask[i * IS + j] = keep ? 0.0f : -INFINITY;
-            }
-        clf_tensor m = clf_constant(g, CLF_F32, 2, (int64_t[]){IS, IS}, mask);
+        static float mask[IB * IS * IS];
+        const bool per_batch = kind == 5 || kind == 6;
+        const float fill = kind == 4 ? -3.4028234663852886e38f : kind == 7 ? -1e9f : -INFINITY;
+        for (int b = 0; b < (per_batch ? IB : 1); b++)
+            for (int i = 0; i < IS; i++)
+                for (int j = 0; j < IS; j++) {
+                    bool keep = kind == 0   ? j <= i && j >= i - 2
+                                : kind == 1 ? j < i
+                                : kind == 2 ? j >= 1 && j <= i + 1
+                                : kind == 3 ? j <= i + 2
+                                : kind == 6 && b == 1 ? j <= i + 1
+                                            : j <= i;
+                    mask[(b * IS + i) * IS + j] = keep ? 0.0f : fill;
+                }
+        clf_tensor m = per_batch ? clf_constant(g, CLF_F32, 4, (int64_t[]){IB, 1, IS, IS}, mask)
+                                 : clf_constant(g, CLF_F32, 2, (int64_t[]){IS, IS}, mask);
         clf_tensor sc = clf_add(g, clf_mul(g, clf_matmul(g, q, transpose_last2(g, k)), scalar_f32(g, 0.125)), m);
-        static const char *const labels[] = {"sliding window", "strict lower triangle", "offset from key 1",
-                                             "causal, offset 2"};
         finish_idiom(ctx, labels[kind], g, &in, sc, v, PREFILL, NULL);
         clf_executable *exe = NULL;
         ck_assert_int_eq(clf_compile(ctx, g, NULL, &exe), CLF_OK);
         const char *src = clf_executable_kernel_source(exe, 0);
-        ck_assert_msg(strstr(src, kind == 3 ? "#define CAUSAL 1\n" : "#define CAUSAL 0\n"), "%s: the causal flag %s",
-                      labels[kind], kind == 3 ? "is missing" : "is set");
+        ck_assert_msg(strstr(src, flagged[kind] ? "#define CAUSAL 1\n" : "#define CAUSAL 0\n"), "%s: the causal flag %s",
+                      labels[kind], flagged[kind] ? "is missing" : "is set");
         if (kind == 3)
             ck_assert_ptr_nonnull(strstr(src, "#define CAUSAL_OFFSET 2\n"));
         clf_executable_destroy(&exe);

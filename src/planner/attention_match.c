@@ -74,16 +74,26 @@ static bool same_shape_nodes(const clf__node *a, const clf__node *b)
 }
 
 /* The node a bool or float constant mask reaches the logits from: through
- * movement ops that only add or broadcast leading axes of extent 1 over
- * its trailing [Sq, Sk]; NULL when it is not such a constant. */
+ * movement ops that only add or broadcast leading axes over its trailing
+ * [Sq, Sk]; NULL when it is not such a constant. A constant with leading
+ * extents other than 1 (a mask the loader folded after expanding it over
+ * the batch) is taken where every [Sq, Sk] slice is the first one. */
 static const clf__node *trailing_constant(const clf_graph *g, uint32_t id, int64_t sq, int64_t sk)
 {
     for (;;) {
         const clf__node *n = clf__graph_node(g, id);
         if (n->rank < 2 || n->shape[n->rank - 2] != sq || n->shape[n->rank - 1] != sk)
             return NULL;
-        if (n->op == CLF__OP_CONSTANT)
-            return clf__node_numel(n) == sq * sk ? n : NULL;
+        if (n->op == CLF__OP_CONSTANT) {
+            const int64_t numel = clf__node_numel(n), slice = sq * sk;
+            if (!n->data || slice < 1 || numel % slice)
+                return NULL;
+            const size_t bytes = (size_t)slice * clf_dtype_size(n->dtype);
+            for (int64_t at = slice; at < numel; at += slice)
+                if (memcmp((const char *)n->data + (size_t)at * clf_dtype_size(n->dtype), n->data, bytes))
+                    return NULL;
+            return n;
+        }
         if (n->op != CLF__OP_EXPAND && n->op != CLF__OP_RESHAPE && n->op != CLF__OP_UNSQUEEZE)
             return NULL;
         id = n->inputs[0];
@@ -116,11 +126,15 @@ static bool causal_pattern(const clf__node *c, int64_t sq, int64_t sk, bool keep
     return o >= 0;
 }
 
-/* Whether constant c (float, [.., Sq, Sk] with leading extents 1) is an
- * additive causal mask: 0 at c[i][j] with j <= i + off, -inf elsewhere,
- * for one off >= 0; *off gets it. (A finite fill would not do: the logits
- * there are x + fill, not one value.) */
-static bool additive_causal_pattern(const clf__node *c, int64_t sq, int64_t sk, int64_t *off)
+/* Whether constant c (float, [.., Sq, Sk], its first slice read) is an
+ * additive causal mask: 0 at c[i][j] with j <= i + off, one fill F
+ * elsewhere, for one off >= 0; *off and *fill get them. F is -inf, or
+ * where the mask is added in f32 (add_f32) at most -2^127 (finfo.min, as
+ * HF's older masks and ConstantOfShape(-3.4e38) fill): x + F rounds to F
+ * for every |x| < 2^103, so the logits hold one value there. (A finite F
+ * in a narrower type would not do: x + F is not one value.) */
+static bool additive_causal_pattern(const clf__node *c, int64_t sq, int64_t sk, bool add_f32, int64_t *off,
+                                    double *fill)
 {
     if (!clf__dtype_is_float(c->dtype) || c->op != CLF__OP_CONSTANT || sq < 1)
         return false;
@@ -129,13 +143,23 @@ static bool additive_causal_pattern(const clf__node *c, int64_t sq, int64_t sk, 
     for (int64_t j = 0; j < sk; j++)
         if (t->get_f64(c->data, (size_t)j) == 0.0)
             o = j;
+    double f = NAN;
     for (int64_t i = 0; i < sq; i++)
         for (int64_t j = 0; j < sk; j++) {
             double v = t->get_f64(c->data, (size_t)(i * sk + j));
-            if (j <= i + o ? v != 0.0 : !(isinf(v) && v < 0))
+            if (j <= i + o) {
+                if (v != 0.0)
+                    return false;
+            } else if (isnan(f)) {
+                if (!(isinf(v) && v < 0) && !(add_f32 && c->dtype == CLF_F32 && v <= -0x1p127))
+                    return false;
+                f = v;
+            } else if (v != f) {
                 return false;
+            }
         }
     *off = o;
+    *fill = isnan(f) ? -INFINITY : f;
     return o >= 0;
 }
 
@@ -269,10 +293,15 @@ static void find_causal(const clf_graph *g, clf__plan_attention *M, int64_t sq, 
     for (int side = 0; w->op == CLF__OP_ADD && side < 2; side++) {
         const clf__node *c = trailing_constant(g, w->inputs[1 - side], sq, sk);
         int64_t off;
-        if (c && additive_causal_pattern(c, sq, sk, &off)) {
+        double fill;
+        if (c && additive_causal_pattern(c, sq, sk, w->dtype == CLF_F32, &off, &fill)) {
+            /* the fill as the logits hold it, through their casts */
+            unsigned char cell[8];
+            for (int i = ncasts - 1; i >= 0; i--)
+                fill = clf__dtype_info_of(clf__graph_node(g, casts[i])->dtype)->put_f64(cell, 0, fill);
             M->causal = true;
             M->causal_offset = off;
-            M->causal_fill = -INFINITY; /* casts keep it */
+            M->causal_fill = fill;
             M->causal_where = id;
             M->causal_keep = side;
             return;
