@@ -781,6 +781,46 @@ START_TEST(nan_in_q_propagates_to_its_row)
 }
 END_TEST
 
+/* A NaN in K at key j of one head makes the score of key j NaN in every
+ * row that sees it, and so those rows' outputs NaN (the row max
+ * propagates it): every row of the head without a mask, the rows from j
+ * on when causal (the others skip key j, or mask its score to -inf
+ * unfused). Every form (check_graph's variants) against the reference. */
+START_TEST(nan_in_k_reaches_the_rows_that_see_its_key)
+{
+    clf_context *ctx = clf_test_context();
+    enum { B = 2, H = 2, S = 40, D = 32 };
+    const int nb = 0, nh = 1, nj = 23;
+    for (int causal = 0; causal < 2; causal++) {
+        clf_graph *g = clf_graph_create();
+        e2e_inputs in = {0};
+        clf_tensor q = in4(g, &in, "q", CLF_F32, B, H, S, D);
+        clf_tensor k = in4(g, &in, "k", CLF_F32, B, H, S, D);
+        clf_tensor v = in4(g, &in, "v", CLF_F32, B, H, S, D);
+        ((float *)e2e_data(&in, "k"))[((nb * H + nh) * S + nj) * D + 4] = NAN;
+        ck_assert_int_eq(clf_graph_output(g, "out", clf_attention(g, q, k, v, CLF_TENSOR_INVALID, 0, causal)),
+                         CLF_OK);
+        ref_outputs ref;
+        check_graph(ctx, causal ? "NaN in k, causal" : "NaN in k", g, &in, PREFILL, &ref);
+        const float *out = ref_get(&ref, "out");
+        for (int b = 0; b < B; b++)
+            for (int h = 0; h < H; h++)
+                for (int i = 0; i < S; i++)
+                    for (int d = 0; d < D; d++) {
+                        const float x = out[((b * H + h) * S + i) * D + d];
+                        const bool bad = b == nb && h == nh && (!causal || i >= nj);
+                        ck_assert_msg(bad ? isnan(x) : isfinite(x), "causal %d: b %d h %d row %d: %g", causal, b, h,
+                                      i, x);
+                    }
+        ref_free(&ref);
+        e2e_inputs_free(&in);
+        clf_graph_destroy(&g);
+    }
+    clf_context_destroy(&ctx);
+    assert_kernel_counts();
+}
+END_TEST
+
 /* A NaN in V at key j of one head. Without a mask every row reads key j:
  * that column of the head's output is NaN in every row, in every form, as
  * in the unfused graph. Causal: the fused forms PoCL runs skip the keys a
@@ -2156,6 +2196,7 @@ int main(void)
     clf_test_add_case(s, "additive_mask", additive_mask);
     clf_test_add_case(s, "bool_padding_mask", bool_padding_mask);
     clf_test_add_case(s, "nan_in_q_propagates_to_its_row", nan_in_q_propagates_to_its_row);
+    clf_test_add_case(s, "nan_in_k_reaches_the_rows_that_see_its_key", nan_in_k_reaches_the_rows_that_see_its_key);
     clf_test_add_case(s, "f16_storage", f16_storage);
     clf_test_add_variant_case(s, "bf16_storage", bf16_storage);
     clf_test_add_case(s, "tensor_cores_a_driver_refuses_fall_back", tensor_cores_a_driver_refuses_fall_back);
