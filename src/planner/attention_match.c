@@ -346,8 +346,10 @@ static bool match(clf__plan_state *S, const uses *u, uint32_t o, clf__attention_
     double nan_fill = 0;
     for (;;) {
         const clf__node *n = clf__graph_node(g, p);
-        if (ntail == 8)
+        if (ntail == 8) {
+            *why = "more than 8 casts or NaN guards between the softmax and the second product";
             return false;
+        }
         if (n->op == CLF__OP_CAST) {
             tail[ntail++] = p;
             p = n->inputs[0];
@@ -382,8 +384,12 @@ static bool match(clf__plan_state *S, const uses *u, uint32_t o, clf__attention_
     uint32_t t = D->inputs[0], mx = D->inputs[1];
     const clf__node *T = clf__graph_node(g, t), *MX = clf__graph_node(g, mx);
     if (!last_axis_reduce(MX, CLF__REDUCE_MAX, rank) || MX->inputs[0] != t || !same_shape_nodes(T, P) ||
-        !same_shape_nodes(E, P) || !same_shape_nodes(D, P) || T->dtype != CLF_F32)
+        !same_shape_nodes(E, P) || !same_shape_nodes(D, P))
         return false;
+    if (T->dtype != CLF_F32) {
+        *why = "the softmax's logits are not f32";
+        return false;
+    }
 
     /* The one product under the logits, through pointwise ops of their
      * shape. */
