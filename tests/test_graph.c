@@ -1631,7 +1631,7 @@ START_TEST(test_reduce_errors)
             CASE_(clf_reduce_mean(g, f.i, 0, NULL, false), CLF_ERR_DTYPE, "clf_reduce_mean:",
                   "x has dtype i32; mean takes f32")
             CASE_(clf_reduce_sum(g, f.b, 0, NULL, false), CLF_ERR_DTYPE, "clf_reduce_sum:",
-                  "x has dtype bool; sum takes f32, f16, bf16 or i32")
+                  "x has dtype bool; sum takes f32, f16, bf16, i32 or i64")
             CASE_(clf_reduce_max(g, f.b, 0, NULL, false), CLF_ERR_DTYPE, "clf_reduce_max:", "bool")
             CASE_(clf_reduce_sum(g, n, 0, NULL, false), CLF_ERR_INVALID_ARGUMENT, "clf_reduce_sum:",
                   "x is CLF_TENSOR_INVALID")
@@ -1646,7 +1646,7 @@ START_TEST(test_reduce_errors)
             CASE_(clf_argmin(g, s, 0, false, false), CLF_ERR_INVALID_ARGUMENT, "clf_argmin:",
                   "axis 0 is out of range for rank 0")
             CASE_(clf_argmax(g, f.b, 0, false, false), CLF_ERR_DTYPE, "clf_argmax:",
-                  "bool; argmax takes f32, f16, bf16 or i32")
+                  "bool; argmax takes f32, f16, bf16, i32 or i64")
             CASE_(clf_argmax(g, z, 1, false, false), CLF_ERR_SHAPE, "clf_argmax:",
                   "argmax over an empty axis")
             CASE_(clf_argmin(g, z, -1, true, true), CLF_ERR_SHAPE, "clf_argmin:",

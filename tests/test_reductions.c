@@ -276,6 +276,93 @@ START_TEST(misaligned_reduction_reads_stay_correct)
 }
 END_TEST
 
+/* i64 reductions are exact (ONNX models sum int64 attention masks and
+ * shapes): sums past 2^32, products past 2^32, max and min, argmax and
+ * argmin of values that differ only above bit 32, and rows long enough
+ * to be split, in both forms, fused and unfused, against the reference,
+ * and the reference against plain int64 arithmetic. */
+START_TEST(int64_reductions_are_exact)
+{
+    int64_t s[2] = {5, 300}, sp[2] = {4, 30}, sl[2] = {2, 100000};
+    clf_graph *g = clf_graph_create();
+    e2e_inputs in = {0};
+    clf_tensor x = e2e_input(g, &in, "x", CLF_I64, 2, s, -1099511627776.0, 1099511627776.0); /* +-2^40 */
+    clf_tensor p = e2e_input(g, &in, "p", CLF_I64, 2, sp, -4, 4);
+    clf_tensor a = e2e_input(g, &in, "a", CLF_I64, 2, s, 0, 3);
+    clf_tensor l = e2e_input(g, &in, "l", CLF_I64, 2, sl, -1099511627776.0, 1099511627776.0);
+    int64_t *ad = e2e_data(&in, "a");
+    for (int i = 0; i < 5 * 300; i++)
+        ad[i] = ad[i] * ((int64_t)1 << 33) + (i % 7); /* the low 32 bits alone would rank them otherwise */
+    int64_t *pd = e2e_data(&in, "p");
+    for (int c = 0; c < 30; c++)
+        pd[c] = c % 2 ? 3 : -2; /* row 0's product: -(6^15), past 2^32 */
+    int last = -1, first = 0;
+    clf_graph_output(g, "sum", clf_reduce_sum(g, x, 1, &last, false));
+    clf_graph_output(g, "max", clf_reduce_max(g, x, 1, &first, false));
+    clf_graph_output(g, "min", clf_reduce_min(g, x, 0, NULL, false));
+    clf_graph_output(g, "prod", clf_reduce_prod(g, p, 1, &last, false));
+    clf_graph_output(g, "argmax", clf_argmax(g, a, -1, false, false));
+    clf_graph_output(g, "argmin", clf_argmin(g, a, -1, false, true));
+    clf_graph_output(g, "long", clf_reduce_sum(g, l, 1, &last, true));
+    clf_context *ctx = clf_test_context();
+    e2e_check(ctx, g, &in, 0, 0, NULL, E2E_BOTH, NULL);
+    e2e_check_style(ctx, g, &in, CLF_KERNEL_STYLE_CPU, 0, 0);
+    e2e_check_style(ctx, g, &in, CLF_KERNEL_STYLE_GPU, 0, 0);
+    /* The reference itself, against int64 arithmetic. */
+    int64_t sum[5], mx[300], mn, prod[4], lsum[2];
+    int32_t amax[5], amin[5];
+    clf_host_binding out[7] = {{"sum", sum},     {"max", mx},       {"min", &mn},     {"prod", prod},
+                               {"argmax", amax}, {"argmin", amin}, {"long", lsum}};
+    char msg[256];
+    ck_assert_msg(clf_reference_run(g, in.n, in.b, 7, out, msg, sizeof msg) == CLF_OK, "%s", msg);
+    const int64_t *xd = e2e_data(&in, "x"), *ld = e2e_data(&in, "l");
+    int64_t want_min = INT64_MAX;
+    for (int r = 0; r < 5; r++) {
+        int64_t w = 0, best = INT64_MIN, worst = INT64_MAX;
+        int bi = 0, wi = 0;
+        for (int c = 0; c < 300; c++) {
+            w += xd[r * 300 + c];
+            want_min = xd[r * 300 + c] < want_min ? xd[r * 300 + c] : want_min;
+            const int64_t v = ad[r * 300 + c];
+            if (v > best) {
+                best = v;
+                bi = c;
+            }
+            if (v <= worst) { /* select_last */
+                worst = v;
+                wi = c;
+            }
+        }
+        ck_assert_int_eq(sum[r], w);
+        ck_assert_int_eq(amax[r], bi);
+        ck_assert_int_eq(amin[r], wi);
+    }
+    ck_assert_int_eq(mn, want_min);
+    for (int c = 0; c < 300; c++) {
+        int64_t w = INT64_MIN;
+        for (int r = 0; r < 5; r++)
+            w = xd[r * 300 + c] > w ? xd[r * 300 + c] : w;
+        ck_assert_int_eq(mx[c], w);
+    }
+    for (int r = 0; r < 4; r++) {
+        int64_t w = 1;
+        for (int c = 0; c < 30; c++)
+            w *= pd[r * 30 + c];
+        ck_assert_int_eq(prod[r], w);
+    }
+    ck_assert(prod[0] < INT32_MIN); /* -(6^15) */
+    for (int r = 0; r < 2; r++) {
+        int64_t w = 0;
+        for (int c = 0; c < 100000; c++)
+            w += ld[r * 100000 + c];
+        ck_assert_int_eq(lsum[r], w);
+    }
+    clf_context_destroy(&ctx);
+    e2e_inputs_free(&in);
+    clf_graph_destroy(&g);
+}
+END_TEST
+
 START_TEST(few_long_rows_split)
 {
     /* Three rows of 200000: too few rows to fill a device, so each is split;
@@ -1136,5 +1223,9 @@ int main(void)
                       row_results_kept_or_flattened_fuse_at_ranks_3_and_4);
     clf_test_add_case(s, "norms_over_several_trailing_axes_one_kernel", norms_over_several_trailing_axes_one_kernel);
     clf_test_add_case(s, "softmax_over_each_axis_of_a_rank_4_tensor", softmax_over_each_axis_of_a_rank_4_tensor);
+    TCase *tc64 = tcase_create("int64");
+    tcase_set_timeout(tc64, 600);
+    tcase_add_test(tc64, int64_reductions_are_exact);
+    suite_add_tcase(s, tc64);
     return clf_test_run_suite(s);
 }

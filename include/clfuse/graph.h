@@ -291,10 +291,11 @@ CLF_API clf_tensor clf_cache_write(clf_graph *g, clf_tensor cache, clf_tensor x,
 /* ---- Reductions ------------------------------------------------------ */
 
 /* X(enum suffix, builder name). ONNX ReduceSum, ReduceMean, ReduceMax,
- * ReduceMin, ReduceProd. sum, max, min and prod take f32 and i32; mean takes
- * f32. Over an empty set (a reduced extent of 0): sum is 0, prod is 1, max is
- * -inf (i32: INT32_MIN), min is +inf (i32: INT32_MAX), as ONNX (opset 18)
- * defines; mean is NaN (0/0). */
+ * ReduceMin, ReduceProd. sum, max, min and prod take the floats, i32 and i64
+ * (integer sums and products wrap at their width, as numpy's); mean takes
+ * the floats. Over an empty set (a reduced extent of 0): sum is 0, prod is
+ * 1, max is -inf (integers: their lowest), min is +inf (their highest), as
+ * ONNX (opset 18) defines; mean is NaN (0/0). */
 #define CLF_REDUCE_OP_LIST(X) X(SUM, sum) X(MEAN, mean) X(MAX, max) X(MIN, min) X(PROD, prod)
 
 typedef enum clf_reduce_op {
@@ -318,8 +319,8 @@ CLF_API clf_tensor clf_reduce(clf_graph *g, clf_reduce_op op, clf_tensor x, int 
 CLF_REDUCE_OP_LIST(CLF_REDUCE_DECL_)
 #undef CLF_REDUCE_DECL_
 
-/* ONNX ArgMax / ArgMin over one axis of f32 or i32 x, giving i32 indices
- * (ONNX gives int64; libclfuse has no i64 yet). Ties give the first index,
+/* ONNX ArgMax / ArgMin over one axis of a float, i32 or i64 x, giving i32
+ * indices (ONNX gives int64: the importer casts them). Ties give the first index,
  * or the last with select_last_index. The first NaN wins, as in numpy. The
  * axis must not be empty. */
 CLF_API clf_tensor clf_argmax(clf_graph *g, clf_tensor x, int axis, bool keepdims, bool select_last_index);

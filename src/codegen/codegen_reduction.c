@@ -266,6 +266,14 @@ static void emit_acc_fields(clf__strbuf *sb, const clf__node *n, uint32_t id, cl
     }
 }
 
+/* The lowest and highest values of integer type dt in OpenCL C (i32 or
+ * i64): max's and min's starting values. */
+/* OpenCL C's name of integer type dt (i32 or i64): sums and products
+ * wrap through its unsigned twin, as_u<name>. */
+static const char *int_name(clf_dtype dt) { return dt == CLF_I64 ? "long" : "int"; }
+static const char *int_lowest(clf_dtype dt) { return dt == CLF_I64 ? "(-9223372036854775807L - 1)" : "(-2147483647 - 1)"; }
+static const char *int_highest(clf_dtype dt) { return dt == CLF_I64 ? "9223372036854775807L" : "2147483647"; }
+
 static void emit_acc_init(clf__strbuf *sb, const clf__node *n, uint32_t id, clf_dtype in_dt, sum_kind sk)
 {
     bool f = clf__dtype_compute(in_dt) == CLF_F32;
@@ -282,17 +290,17 @@ static void emit_acc_init(clf__strbuf *sb, const clf__node *n, uint32_t id, clf_
         clf__sb_printf(sb, f ? "    a->s_%u = 1.0f;\n" : "    a->s_%u = 1;\n", id);
         break;
     case CLF__REDUCE_MAX:
-        clf__sb_printf(sb, f ? "    a->s_%u = -INFINITY;\n" : "    a->s_%u = (-2147483647 - 1);\n", id);
+        clf__sb_printf(sb, "    a->s_%u = %s;\n", id, f ? "-INFINITY" : int_lowest(in_dt));
         break;
     case CLF__REDUCE_MIN:
-        clf__sb_printf(sb, f ? "    a->s_%u = INFINITY;\n" : "    a->s_%u = 2147483647;\n", id);
+        clf__sb_printf(sb, "    a->s_%u = %s;\n", id, f ? "INFINITY" : int_highest(in_dt));
         break;
     case CLF__REDUCE_ARGMAX:
-        clf__sb_printf(sb, f ? "    a->v_%u = -INFINITY;\n" : "    a->v_%u = (-2147483647 - 1);\n", id);
+        clf__sb_printf(sb, "    a->v_%u = %s;\n", id, f ? "-INFINITY" : int_lowest(in_dt));
         clf__sb_printf(sb, "    a->i_%u = 0;\n", id);
         break;
     case CLF__REDUCE_ARGMIN:
-        clf__sb_printf(sb, f ? "    a->v_%u = INFINITY;\n" : "    a->v_%u = 2147483647;\n", id);
+        clf__sb_printf(sb, "    a->v_%u = %s;\n", id, f ? "INFINITY" : int_highest(in_dt));
         clf__sb_printf(sb, "    a->i_%u = 0;\n", id);
         break;
     case CLF__REDUCE_KIND_COUNT: /* refused by the builder */
@@ -321,13 +329,15 @@ static void emit_acc_step(clf__strbuf *sb, const clf__node *n, uint32_t id, clf_
         else if (f)
             clf__sb_printf(sb, "    a->s_%u += %s;\n", id, v);
         else
-            clf__sb_printf(sb, "    a->s_%u = as_int(as_uint(a->s_%u) + as_uint(%s));\n", id, id, v);
+            clf__sb_printf(sb, "    a->s_%u = as_%s(as_u%s(a->s_%u) + as_u%s(%s));\n", id, int_name(in_dt), int_name(in_dt), id,
+                           int_name(in_dt), v);
         break;
     case CLF__REDUCE_PROD:
         if (f)
             clf__sb_printf(sb, "    a->s_%u *= %s;\n", id, v);
         else
-            clf__sb_printf(sb, "    a->s_%u = as_int(as_uint(a->s_%u) * as_uint(%s));\n", id, id, v);
+            clf__sb_printf(sb, "    a->s_%u = as_%s(as_u%s(a->s_%u) * as_u%s(%s));\n", id, int_name(in_dt), int_name(in_dt), id,
+                           int_name(in_dt), v);
         break;
     case CLF__REDUCE_MAX:
     case CLF__REDUCE_MIN: {
@@ -372,7 +382,8 @@ static void emit_acc_combine(clf__strbuf *sb, const clf__node *n, uint32_t id, c
             snprintf(bv, sizeof bv, "b->s_%u - b->c_%u", id, id);
             emit_kahan(sb, id, bv);
         } else {
-            clf__sb_printf(sb, "    a->s_%u = as_int(as_uint(a->s_%u) + as_uint(b->s_%u));\n", id, id, id);
+            clf__sb_printf(sb, "    a->s_%u = as_%s(as_u%s(a->s_%u) + as_u%s(b->s_%u));\n", id, int_name(in_dt),
+                           int_name(in_dt), id, int_name(in_dt), id);
         }
         break;
     case CLF__REDUCE_PROD:

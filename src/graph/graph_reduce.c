@@ -16,15 +16,15 @@
 static_assert(CLF__REDUCE_KIND_COUNT == 6, "update reduce_dtypes and the reference interpreter");
 static_assert(CLF_REDUCE_COUNT == 5, "update clf_reduce");
 
-/* Records CLF_ERR_DTYPE unless x is f32 (or, with allow_i32, i32). what
- * names the operation in the message ("sum", "softmax"). */
+/* Records CLF_ERR_DTYPE unless x is a float (or, with allow_int, i32 or
+ * i64). what names the operation in the message ("sum", "softmax"). */
 static bool check_dtype(clf_graph *g, const char *call, const char *what, const clf__node *x,
-                        bool allow_i32)
+                        bool allow_int)
 {
-    if (clf__dtype_is_float(x->dtype) || (allow_i32 && x->dtype == CLF_I32))
+    if (clf__dtype_is_float(x->dtype) || (allow_int && (x->dtype == CLF_I32 || x->dtype == CLF_I64)))
         return true;
     clf__graph_fail(g, CLF_ERR_DTYPE, call, "x has dtype %s; %s takes %s", clf_dtype_name(x->dtype),
-                    what, allow_i32 ? "f32, f16, bf16 or i32" : "f32, f16 or bf16");
+                    what, allow_int ? "f32, f16, bf16, i32 or i64" : "f32, f16 or bf16");
     return false;
 }
 

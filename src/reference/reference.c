@@ -254,6 +254,12 @@ static int32_t wrap_i32(uint32_t u)
     return u <= (uint32_t)INT32_MAX ? (int32_t)u : -(int32_t)(~u) - 1;
 }
 
+/* The same for a wrapped 64-bit pattern. */
+static int64_t wrap_i64(uint64_t u)
+{
+    return u <= (uint64_t)INT64_MAX ? (int64_t)u : -(int64_t)(~u) - 1;
+}
+
 static double maximum_f64(double a, double b) { return (a > b || isnan(a)) ? a : b; }
 static double minimum_f64(double a, double b) { return (a < b || isnan(a)) ? a : b; }
 /* The same for a reduction, whose order is no one's to rely on: equal
@@ -282,7 +288,8 @@ static int32_t clip_bound_i32(double v, int32_t none)
 static bool reduce_ok(const clf__node *in, const clf__node *n)
 {
     bool arg = clf__reduce_is_arg(n->attr.reduce.kind);
-    if ((unsigned)n->attr.reduce.kind >= CLF__REDUCE_KIND_COUNT || (!clf__dtype_is_float(in->dtype) && in->dtype != CLF_I32))
+    if ((unsigned)n->attr.reduce.kind >= CLF__REDUCE_KIND_COUNT ||
+        (!clf__dtype_is_float(in->dtype) && in->dtype != CLF_I32 && in->dtype != CLF_I64))
         return false;
     if (n->dtype != (arg ? CLF_I32 : in->dtype) || (n->attr.reduce.mask >> in->rank) != 0)
         return false;
@@ -564,57 +571,67 @@ static void eval_matmul(const clf__node *a, const clf__node *b, const clf__node 
 }
 
 /* Folds the count values of one reduction set, x[base + sum(i_k * stride_k)]
- * over the reduced multi-index i (extents ext, nr axes), in C order. Gives
- * the value for sum/prod/max/min and the index along the (one) reduced
- * axis for argmax/argmin. */
-static double reduce_one(const clf__node *n, clf_dtype dt, const void *x, int64_t base, int nr,
-                         const int64_t *ext, const int64_t *stride, int64_t count)
+ * over the reduced multi-index i (extents ext, nr axes), in C order: for
+ * sum/prod/max/min the value (floats in double into *f; integers exactly,
+ * sums and products wrapping at the type's width, into *i), for
+ * argmax/argmin the index along the (one) reduced axis (into *i). */
+static void reduce_one(const clf__node *n, clf_dtype dt, const void *x, int64_t base, int nr, const int64_t *ext,
+                       const int64_t *stride, int64_t count, double *f, int64_t *i)
 {
     clf__reduce_kind kind = n->attr.reduce.kind;
-    bool f32 = clf__dtype_is_float(dt);
+    const bool fl = clf__dtype_is_float(dt);
+    const clf__dtype_info *t = clf__dtype_info_of(dt);
     int64_t ridx[CLF_MAX_RANK] = {0};
-    double acc;           /* f32 sum/prod, all max/min */
-    uint32_t wacc;        /* i32 sum/prod, wrapping */
-    double best = 0;      /* argmax/argmin */
-    int64_t best_k = 0;
+    double acc;      /* float sum/prod/max/min */
+    uint64_t wacc;   /* integer sum/prod, wrapping */
+    int64_t iacc;    /* integer max/min */
+    double best = 0; /* argmax/argmin */
+    int64_t ibest = 0, best_k = 0;
 
     switch (kind) {
-    case CLF__REDUCE_SUM: acc = 0.0; wacc = 0; break;
-    case CLF__REDUCE_PROD: acc = 1.0; wacc = 1; break;
-    /* (double) on both arms: float INFINITY would turn INT32_MAX into 2^31. */
-    case CLF__REDUCE_MAX: acc = f32 ? -(double)INFINITY : (double)INT32_MIN; wacc = 0; break;
-    case CLF__REDUCE_MIN: acc = f32 ? (double)INFINITY : (double)INT32_MAX; wacc = 0; break;
-    default: acc = 0.0; wacc = 0; break;
+    case CLF__REDUCE_SUM: acc = 0.0; wacc = 0; iacc = 0; break;
+    case CLF__REDUCE_PROD: acc = 1.0; wacc = 1; iacc = 0; break;
+    case CLF__REDUCE_MAX: acc = -(double)INFINITY; wacc = 0; iacc = dt == CLF_I64 ? INT64_MIN : INT32_MIN; break;
+    case CLF__REDUCE_MIN: acc = (double)INFINITY; wacc = 0; iacc = dt == CLF_I64 ? INT64_MAX : INT32_MAX; break;
+    default: acc = 0.0; wacc = 0; iacc = 0; break;
     }
     for (int64_t k = 0; k < count; k++, next_index(nr, ext, ridx)) {
         int64_t off = base;
-        for (int i = 0; i < nr; i++)
-            off += ridx[i] * stride[i];
-        double v = load_f64(dt, x, off);
+        for (int a = 0; a < nr; a++)
+            off += ridx[a] * stride[a];
+        const double v = fl ? load_f64(dt, x, off) : 0.0;
+        const int64_t iv = fl ? 0 : t->get_i64(x, off);
         switch (kind) {
         case CLF__REDUCE_SUM:
-            if (f32)
-                acc += v;
-            else
-                wacc += (uint32_t)((const int32_t *)x)[off];
+            acc += v;
+            wacc += (uint64_t)iv;
             break;
         case CLF__REDUCE_PROD:
-            if (f32)
-                acc *= v;
-            else
-                wacc *= (uint32_t)((const int32_t *)x)[off];
+            acc *= v;
+            wacc *= (uint64_t)iv;
             break;
-        case CLF__REDUCE_MAX: acc = set_maximum_f64(acc, v); break;
-        case CLF__REDUCE_MIN: acc = set_minimum_f64(acc, v); break;
+        case CLF__REDUCE_MAX:
+            acc = set_maximum_f64(acc, v);
+            iacc = iv > iacc ? iv : iacc;
+            break;
+        case CLF__REDUCE_MIN:
+            acc = set_minimum_f64(acc, v);
+            iacc = iv < iacc ? iv : iacc;
+            break;
         case CLF__REDUCE_ARGMAX:
         case CLF__REDUCE_ARGMIN: {
             /* numpy: the first NaN wins; otherwise the first (or, with
              * select_last, the last) of the extreme values. */
-            if (isnan(v))
-                return (double)k;
-            bool better = kind == CLF__REDUCE_ARGMAX ? v > best : v < best;
-            if (k == 0 || better || (n->attr.reduce.select_last && v == best)) {
+            if (fl && isnan(v)) {
+                *i = k;
+                return;
+            }
+            const bool max = kind == CLF__REDUCE_ARGMAX;
+            const bool better = fl ? (max ? v > best : v < best) : (max ? iv > ibest : iv < ibest);
+            const bool tie = fl ? v == best : iv == ibest;
+            if (k == 0 || better || (n->attr.reduce.select_last && tie)) {
                 best = v;
+                ibest = iv;
                 best_k = k;
             }
             break;
@@ -623,10 +640,13 @@ static double reduce_one(const clf__node *n, clf_dtype dt, const void *x, int64_
         }
     }
     if (clf__reduce_is_arg(kind))
-        return (double)best_k;
-    if (!f32 && (kind == CLF__REDUCE_SUM || kind == CLF__REDUCE_PROD))
-        return wrap_i32(wacc);
-    return acc;
+        *i = best_k;
+    else if (fl)
+        *f = acc;
+    else if (kind == CLF__REDUCE_SUM || kind == CLF__REDUCE_PROD)
+        *i = dt == CLF_I64 ? wrap_i64(wacc) : wrap_i32((uint32_t)wacc);
+    else
+        *i = iacc;
 }
 
 /* Evaluates a checked REDUCE node: for each output element (C order), the
@@ -655,8 +675,13 @@ static void eval_reduce(const clf__node *in, const clf__node *n, const void *x, 
         int64_t base = 0;
         for (int a = 0; a < n->rank; a++)
             base += idx[a] * kstride[a];
-        double v = reduce_one(n, in->dtype, x, base, nr, ext, rstride, count);
-        clf__dtype_info_of(n->dtype)->put_f64(out, e, v);
+        double f = 0.0;
+        int64_t i = 0;
+        reduce_one(n, in->dtype, x, base, nr, ext, rstride, count, &f, &i);
+        if (clf__dtype_is_float(n->dtype))
+            clf__dtype_info_of(n->dtype)->put_f64(out, e, f);
+        else
+            clf__dtype_info_of(n->dtype)->put_i64(out, e, i);
     }
 }
 

@@ -561,10 +561,16 @@ static bool onnx_where(FILE *f, const fz_graph *G, int i)
     return true;
 }
 
-/* clip, the reductions and argmax/argmin take f32 and i32. */
+/* clip takes f32 and i32. */
 static bool f32_or_i32(const fz_node *n, const void *arg)
 {
     return (n->odt == CLF_F32 || n->odt == CLF_I32) && any_node(n, arg);
+}
+
+/* The reductions and argmax/argmin take f32, i32 and i64. */
+static bool reducible(const fz_node *n, const void *arg)
+{
+    return (n->odt == CLF_F32 || n->odt == CLF_I32 || n->odt == CLF_I64) && any_node(n, arg);
 }
 
 static bool pick_clip(fz_gen *G, fz_node *n)
@@ -976,14 +982,14 @@ static int64_t pick_axes(fz_gen *G, const fz_node *a, fz_node *n)
 
 static bool pick_reduce(fz_gen *G, fz_node *n)
 {
-    int x = pick_node(G, f32_or_i32, NULL);
+    int x = pick_node(G, reducible, NULL);
     if (x < 0)
         return false;
     const fz_node *a = &G->G->node[x];
     n->nin = 1;
     n->in[0] = x;
     n->sub = (int)fz_below(&G->r, CLF_REDUCE_COUNT);
-    if (a->odt == CLF_I32 && n->sub == CLF_REDUCE_MEAN)
+    if (a->odt != CLF_F32 && n->sub == CLF_REDUCE_MEAN)
         n->sub = CLF_REDUCE_SUM;
     n->keepdims = fz_chance(&G->r, 0.5);
     double cnt = (double)pick_axes(G, a, n);
@@ -1040,7 +1046,7 @@ static bool onnx_reduce(FILE *f, const fz_graph *G, int i)
 
 static bool arg_operand(const fz_node *n, const void *arg)
 {
-    if (n->orank == 0 || !f32_or_i32(n, arg))
+    if (n->orank == 0 || !reducible(n, arg))
         return false;
     if (n->odt == CLF_F32 && !n->facts.exact)
         return false; /* near-ties decided by rounding */
