@@ -1982,6 +1982,59 @@ START_TEST(attention_op_presents_in_place)
 }
 END_TEST
 
+/* A block as PyTorch's dynamo exporter writes it at opset 23
+ * (tests/onnx/attention_op/make_sdpa_block.py): RMSNormalization, the
+ * projections, causal GQA through ONNX Attention, Gelu approximate="tanh",
+ * a residual. Fused it plans to three kernels, the attention one of them
+ * and causal; fused and unfused it gives onnxruntime's output. */
+START_TEST(attention_op_exported_block)
+{
+    char path[1024], err[256], why[512] = "";
+    fixture(path, sizeof path, "onnx/attention_op", "sdpa_block23.onnx");
+    clf_onnx_model *m = NULL;
+    ck_assert_msg(clf_onnx_load_file(path, clf_onnx_params(.message = why, .message_cap = sizeof why), &m) == CLF_OK,
+                  "%s", why);
+    npy_array x, want;
+    fixture(path, sizeof path, "onnx/attention_op", "sdpa_block23_x.npy");
+    ck_assert_msg(npy_read(path, &x, err, sizeof err) == 0, "%s: %s", path, err);
+    fixture(path, sizeof path, "onnx/attention_op", "sdpa_block23_y.npy");
+    ck_assert_msg(npy_read(path, &want, err, sizeof err) == 0, "%s: %s", path, err);
+    clf_onnx_io in_io, out_io;
+    ck_assert_int_eq(clf_onnx_model_input(m, 0, &in_io), CLF_OK);
+    ck_assert_int_eq(clf_onnx_model_output(m, 0, &out_io), CLF_OK);
+    float *got = calloc(want.numel, sizeof *got);
+    ck_assert_ptr_nonnull(got);
+    clf_context *ctx = clf_test_context();
+    for (int fused = 1; fused >= 0; fused--) {
+        clf_executable *exe = NULL;
+        ck_assert_msg(clf_compile(ctx, clf_onnx_model_graph(m), clf_compile_params(.disable_fusion = !fused), &exe) ==
+                          CLF_OK,
+                      "%s", clf_context_last_error(ctx));
+        if (fused) {
+            ck_assert_uint_eq(clf_executable_kernel_count(exe), 3);
+            size_t att = 0;
+            for (size_t k = 0; k < 3; k++)
+                if (strstr(clf_executable_kernel_name(exe, k), "attention")) {
+                    att++;
+                    ck_assert_ptr_nonnull(strstr(clf_executable_kernel_source(exe, k), "#define CAUSAL 1\n"));
+                }
+            ck_assert_uint_eq(att, 1);
+        }
+        clf_host_binding hin = {in_io.name, x.data}, hout = {out_io.name, got};
+        ck_assert_int_eq(clf_run_host(exe, 1, &hin, 1, &hout), CLF_OK);
+        char diff[256];
+        ck_assert_msg(clf_test_close(CLF_F32, got, want.data, want.numel, 1e-4, 1e-5, diff, sizeof diff), "%s: %s",
+                      fused ? "fused" : "unfused", diff);
+        clf_executable_destroy(&exe);
+    }
+    clf_context_destroy(&ctx);
+    free(got);
+    npy_free(&x);
+    npy_free(&want);
+    clf_onnx_model_destroy(&m);
+}
+END_TEST
+
 /* What the Attention op's import refuses is said, naming the attribute,
  * input or output; an unknown attribute stays refused as for every op. */
 START_TEST(attention_op_refusals)
@@ -2778,6 +2831,7 @@ int main(void)
     clf_test_add_case(s, "gelu_tanh_approximation", gelu_tanh_approximation);
     clf_test_add_case(s, "attention_op_cases", attention_op_cases);
     clf_test_add_case(s, "attention_op_presents_in_place", attention_op_presents_in_place);
+    clf_test_add_case(s, "attention_op_exported_block", attention_op_exported_block);
     clf_test_add_case(s, "attention_op_refusals", attention_op_refusals);
     clf_test_add_case(s, "half_models_declare_f16_and_bf16", half_models_declare_f16_and_bf16);
     clf_test_add_case(s, "f16_mlp_matches_numpy", f16_mlp_matches_numpy);
