@@ -20,6 +20,8 @@
 #include "onnx.pb-c.h"
 #include "onnx/fold_memo.h"
 #include "onnx/onnx_ast.h"
+#include "runtime/driver_quirks.h"
+#include "runtime/runtime_internal.h"
 #include "test_support.h"
 
 /* ---- Fixture paths ------------------------------------------------------- */
@@ -1985,8 +1987,9 @@ END_TEST
 /* A block as PyTorch's dynamo exporter writes it at opset 23
  * (tests/onnx/attention_op/make_sdpa_block.py): RMSNormalization, the
  * projections, causal GQA through ONNX Attention, Gelu approximate="tanh",
- * a residual. Fused it plans to three kernels, the attention one of them
- * and causal; fused and unfused it gives onnxruntime's output. */
+ * a residual. Fused it plans to three kernels (a few more on llvmpipe),
+ * the attention one of them and causal; fused and unfused it gives
+ * onnxruntime's output. */
 START_TEST(attention_op_exported_block)
 {
     char path[1024], err[256], why[512] = "";
@@ -2011,9 +2014,14 @@ START_TEST(attention_op_exported_block)
                           CLF_OK,
                       "%s", clf_context_last_error(ctx));
         if (fused) {
-            ck_assert_uint_eq(clf_executable_kernel_count(exe), 3);
+            /* (llvmpipe cuts fused chains short: SMALL_CODE_DEPTH) */
+            const size_t nk = clf_executable_kernel_count(exe);
+            if (ctx->quirks & CLF__QUIRK_SLOW_INLINED_CODE)
+                ck_assert_uint_le(nk, 6);
+            else
+                ck_assert_uint_eq(nk, 3);
             size_t att = 0;
-            for (size_t k = 0; k < 3; k++)
+            for (size_t k = 0; k < nk; k++)
                 if (strstr(clf_executable_kernel_name(exe, k), "attention")) {
                     att++;
                     ck_assert_ptr_nonnull(strstr(clf_executable_kernel_source(exe, k), "#define CAUSAL 1\n"));
