@@ -19,7 +19,8 @@
 # FUZZ_BUILDDIR/artifacts), CC (default clang).
 #
 # The seeds are copied at run time, never committed: tests/models/*/model.onnx,
-# tests/onnx/*.onnx and tests/graphs/*.onnxtxt. Before fuzzing, every file of
+# tests/onnx/*.onnx, tests/onnx/attention_op/*.onnx and tests/graphs/*.onnxtxt.
+# Before fuzzing, every file of
 # tests/fuzz_onnx/crashes (inputs that crashed the loader once) is replayed
 # and must load or fail cleanly. Exits 0 when nothing was found; non-zero
 # when a saved input still fails, on any crash, leak, timeout, out-of-memory
@@ -85,7 +86,8 @@ if [[ -z $corpus ]]; then
 fi
 mkdir -p "$corpus" "$artifacts"
 n=0
-for f in "$root"/tests/models/*/model.onnx "$root"/tests/onnx/*.onnx "$root"/tests/graphs/*.onnxtxt; do
+for f in "$root"/tests/models/*/model.onnx "$root"/tests/onnx/*.onnx "$root"/tests/onnx/attention_op/*.onnx \
+    "$root"/tests/graphs/*.onnxtxt; do
   [[ -f $f ]] || continue
   # Named by folder and file, so that the seeds do not overwrite each other.
   cp "$f" "$corpus/seed-$(basename "$(dirname "$f")")-$(basename "$f")"
