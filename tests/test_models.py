@@ -11,7 +11,7 @@ and with --no-fusion, and checks every output against onnxruntime's by the
 normwise relative error ||got - want|| / ||want|| <= 1e-4 (float64 norms;
 NaN fails; 3e-3 for the f16 fixtures: libclfuse rounds every f16 node's
 value, onnxruntime keeps some of its kernels' intermediates in f32; the
-three measure 6.8e-4 to 8.7e-4 on PoCL and the H200, and 1e-2 had hidden
+three measure 6.8e-4 to 8.7e-4 on PoCL and an H100, and 1e-2 had hidden
 f16 Pow rounded to whole numbers, 3.0e-3 on GPT-2). Fixtures with dynamic axes (*_ids_dyn) also run the alt_input_*
 set (batch 3, seq 5) against alt_output_*: symbolic dimensions bind from
 the inputs' shapes. Before the runs, `clfuse plan` prints the fused plan's
