@@ -357,6 +357,16 @@ static clf_onnx_model *load_path(const char *path, const clf_onnx_params *p)
     return m;
 }
 
+/* The model's graph compiled on ctx, fused or with fusion off. */
+static clf_executable *compile_model(clf_context *ctx, clf_onnx_model *m, bool fused)
+{
+    clf_executable *exe = NULL;
+    clf_status st = clf_compile(ctx, clf_onnx_model_graph(m), clf_compile_params(.disable_fusion = !fused), &exe);
+    ck_assert_msg(st == CLF_OK, "clf_compile (%s): %s: %s", fused ? "fused" : "unfused", clf_status_name(st),
+                  clf_context_last_error(ctx));
+    return exe;
+}
+
 /* Loading must fail with status st and a message holding every part. */
 static void expect_fail_mem(const void *data, size_t size, const char *base_dir, const clf_onnx_params *p,
                             clf_status st, const char *const *parts)
@@ -1730,17 +1740,10 @@ START_TEST(storage_float_pow_keeps_fractions)
                  "  three = Constant <value = int64 {3}> ()\n  z = Pow(x, three)\n"
                  "  w = Pow(x, e)\n}\n",
                  names[t], names[t], names[t], names[t]);
-        char why[512] = "";
-        clf_onnx_model *m = NULL;
-        ck_assert_msg(clf_onnx_load_memory(text, strlen(text), NULL,
-                                           clf_onnx_params(.message = why, .message_cap = sizeof why), &m) == CLF_OK,
-                      "%s", why);
+        clf_onnx_model *m = load_mem(text, strlen(text), NULL, NULL);
         clf_context *ctx = clf_test_context();
         for (int fused = 0; fused < 2; fused++) {
-            clf_executable *exe = NULL;
-            ck_assert_int_eq(clf_compile(ctx, clf_onnx_model_graph(m),
-                                         clf_compile_params(.disable_fusion = !fused), &exe),
-                             CLF_OK);
+            clf_executable *exe = compile_model(ctx, m, fused);
             uint16_t xs[5], got[3][5];
             for (int i = 0; i < 5; i++)
                 xs[i] = dts[t] == CLF_F16 ? clf_test_to_f16(x[i]) : clf_test_to_bf16(x[i]);
@@ -1781,17 +1784,10 @@ START_TEST(gelu_tanh_approximation)
                  "g (%s[%d] x) => (%s[%d] y, %s[%d] z) {\n"
                  "  y = Gelu <approximate = \"tanh\"> (x)\n  z = Gelu <approximate = \"none\"> (x)\n}\n",
                  ty, NX, ty, NX, ty, NX);
-        char why[512] = "";
-        clf_onnx_model *m = NULL;
-        ck_assert_msg(clf_onnx_load_memory(text, strlen(text), NULL,
-                                           clf_onnx_params(.message = why, .message_cap = sizeof why), &m) == CLF_OK,
-                      "%s", why);
+        clf_onnx_model *m = load_mem(text, strlen(text), NULL, NULL);
         clf_context *ctx = clf_test_context();
         for (int fused = 0; fused < 2; fused++) {
-            clf_executable *exe = NULL;
-            ck_assert_int_eq(clf_compile(ctx, clf_onnx_model_graph(m),
-                                         clf_compile_params(.disable_fusion = !fused), &exe),
-                             CLF_OK);
+            clf_executable *exe = compile_model(ctx, m, fused);
             float xf[NX], yf[NX], zf[NX];
             uint16_t xh[NX], yh[NX], zh[NX];
             for (int i = 0; i < NX; i++) {
@@ -1833,13 +1829,10 @@ START_TEST(attention_op_cases)
     enum { NCASES = 5 };
     clf_context *ctx = clf_test_context();
     for (int c = 0; c < NCASES; c++) {
-        char path[1024], file[64], err[256], why[512] = "";
+        char path[1024], file[64], err[256];
         snprintf(file, sizeof file, "case%d.onnx", c);
         fixture(path, sizeof path, "onnx/attention_op", file);
-        clf_onnx_model *m = NULL;
-        ck_assert_msg(clf_onnx_load_file(path, clf_onnx_params(.message = why, .message_cap = sizeof why), &m) ==
-                          CLF_OK,
-                      "case %d: %s", c, why);
+        clf_onnx_model *m = load_path(path, NULL);
         const size_t nin = clf_onnx_model_input_count(m), nout = clf_onnx_model_output_count(m);
         npy_array in[8], want[4];
         clf_host_binding hin[8], hout[4];
@@ -1864,10 +1857,7 @@ START_TEST(attention_op_cases)
             hout[j] = (clf_host_binding){io.name, got[j]};
         }
         for (int fused = 1; fused >= 0; fused--) {
-            clf_executable *exe = NULL;
-            clf_status st =
-                clf_compile(ctx, clf_onnx_model_graph(m), clf_compile_params(.disable_fusion = !fused), &exe);
-            ck_assert_msg(st == CLF_OK, "case %d: %s", c, clf_context_last_error(ctx));
+            clf_executable *exe = compile_model(ctx, m, fused);
             if (fused) {
                 size_t att = 0;
                 for (size_t k = 0; k < clf_executable_kernel_count(exe); k++)
@@ -1904,15 +1894,10 @@ END_TEST
 START_TEST(attention_op_presents_in_place)
 {
     enum { CAP = 8, HK = 2, D = 8, PAST = 3, NEW = 2 };
-    char path[1024], file[64], err[256], why[512] = "";
+    char path[1024], file[64], err[256];
     fixture(path, sizeof path, "onnx/attention_op", "case3.onnx");
     const clf_onnx_kv_cache kv[2] = {{"pk", "present_key", CAP}, {"pv", "present_value", CAP}};
-    clf_onnx_model *m = NULL;
-    ck_assert_msg(clf_onnx_load_file(path,
-                                     clf_onnx_params(.kv_caches = kv, .nkv_caches = 2, .message = why,
-                                                     .message_cap = sizeof why),
-                                     &m) == CLF_OK,
-                  "%s", why);
+    clf_onnx_model *m = load_path(path, clf_onnx_params(.kv_caches = kv, .nkv_caches = 2));
     npy_array in[5], want[3];
     for (int j = 0; j < 5; j++) {
         snprintf(file, sizeof file, "case3_in%d.npy", j);
@@ -1992,11 +1977,9 @@ END_TEST
  * onnxruntime's output. */
 START_TEST(attention_op_exported_block)
 {
-    char path[1024], err[256], why[512] = "";
+    char path[1024], err[256];
     fixture(path, sizeof path, "onnx/attention_op", "sdpa_block23.onnx");
-    clf_onnx_model *m = NULL;
-    ck_assert_msg(clf_onnx_load_file(path, clf_onnx_params(.message = why, .message_cap = sizeof why), &m) == CLF_OK,
-                  "%s", why);
+    clf_onnx_model *m = load_path(path, NULL);
     npy_array x, want;
     fixture(path, sizeof path, "onnx/attention_op", "sdpa_block23_x.npy");
     ck_assert_msg(npy_read(path, &x, err, sizeof err) == 0, "%s: %s", path, err);
@@ -2009,10 +1992,7 @@ START_TEST(attention_op_exported_block)
     ck_assert_ptr_nonnull(got);
     clf_context *ctx = clf_test_context();
     for (int fused = 1; fused >= 0; fused--) {
-        clf_executable *exe = NULL;
-        ck_assert_msg(clf_compile(ctx, clf_onnx_model_graph(m), clf_compile_params(.disable_fusion = !fused), &exe) ==
-                          CLF_OK,
-                      "%s", clf_context_last_error(ctx));
+        clf_executable *exe = compile_model(ctx, m, fused);
         if (fused) {
             /* (llvmpipe cuts fused chains short: SMALL_CODE_DEPTH) */
             const size_t nk = clf_executable_kernel_count(exe);
