@@ -1819,6 +1819,14 @@ START_TEST(gelu_tanh_approximation)
 }
 END_TEST
 
+/* tests/onnx/attention_op/<name> (a .npy the fixture scripts wrote) into *a. */
+static void attention_npy(const char *name, npy_array *a)
+{
+    char path[1024], err[256];
+    fixture(path, sizeof path, "onnx/attention_op", name);
+    ck_assert_msg(npy_read(path, a, err, sizeof err) == 0, "%s: %s", path, err);
+}
+
 /* ONNX's Attention op (opset 23; tests/onnx/attention_op/make_cases.py:
  * onnx's reference implementation computed the outputs): MHA, GQA with a
  * causal flag and an additive mask, 3-D MQA with a bool padding mask, a
@@ -1829,7 +1837,7 @@ START_TEST(attention_op_cases)
     enum { NCASES = 5 };
     clf_context *ctx = clf_test_context();
     for (int c = 0; c < NCASES; c++) {
-        char path[1024], file[64], err[256];
+        char path[1024], file[64];
         snprintf(file, sizeof file, "case%d.onnx", c);
         fixture(path, sizeof path, "onnx/attention_op", file);
         clf_onnx_model *m = load_path(path, NULL);
@@ -1842,16 +1850,14 @@ START_TEST(attention_op_cases)
             clf_onnx_io io;
             ck_assert_int_eq(clf_onnx_model_input(m, j, &io), CLF_OK);
             snprintf(file, sizeof file, "case%d_in%zu.npy", c, j);
-            fixture(path, sizeof path, "onnx/attention_op", file);
-            ck_assert_msg(npy_read(path, &in[j], err, sizeof err) == 0, "%s: %s", path, err);
+            attention_npy(file, &in[j]);
             hin[j] = (clf_host_binding){io.name, in[j].data};
         }
         for (size_t j = 0; j < nout; j++) {
             clf_onnx_io io;
             ck_assert_int_eq(clf_onnx_model_output(m, j, &io), CLF_OK);
             snprintf(file, sizeof file, "case%d_out%zu.npy", c, j);
-            fixture(path, sizeof path, "onnx/attention_op", file);
-            ck_assert_msg(npy_read(path, &want[j], err, sizeof err) == 0, "%s: %s", path, err);
+            attention_npy(file, &want[j]);
             ck_assert_int_eq(want[j].dtype, io.dtype);
             got[j] = calloc(want[j].numel ? want[j].numel : 1, clf_dtype_size(want[j].dtype));
             hout[j] = (clf_host_binding){io.name, got[j]};
@@ -1894,20 +1900,18 @@ END_TEST
 START_TEST(attention_op_presents_in_place)
 {
     enum { CAP = 8, HK = 2, D = 8, PAST = 3, NEW = 2 };
-    char path[1024], file[64], err[256];
+    char path[1024], file[64];
     fixture(path, sizeof path, "onnx/attention_op", "case3.onnx");
     const clf_onnx_kv_cache kv[2] = {{"pk", "present_key", CAP}, {"pv", "present_value", CAP}};
     clf_onnx_model *m = load_path(path, clf_onnx_params(.kv_caches = kv, .nkv_caches = 2));
     npy_array in[5], want[3];
     for (int j = 0; j < 5; j++) {
         snprintf(file, sizeof file, "case3_in%d.npy", j);
-        fixture(path, sizeof path, "onnx/attention_op", file);
-        ck_assert_msg(npy_read(path, &in[j], err, sizeof err) == 0, "%s: %s", path, err);
+        attention_npy(file, &in[j]);
     }
     for (int j = 0; j < 3; j++) {
         snprintf(file, sizeof file, "case3_out%d.npy", j);
-        fixture(path, sizeof path, "onnx/attention_op", file);
-        ck_assert_msg(npy_read(path, &want[j], err, sizeof err) == 0, "%s: %s", path, err);
+        attention_npy(file, &want[j]);
     }
     clf_context *ctx = clf_test_context();
     clf_executable *exe = NULL;
@@ -1977,14 +1981,12 @@ END_TEST
  * onnxruntime's output. */
 START_TEST(attention_op_exported_block)
 {
-    char path[1024], err[256];
+    char path[1024];
     fixture(path, sizeof path, "onnx/attention_op", "sdpa_block23.onnx");
     clf_onnx_model *m = load_path(path, NULL);
     npy_array x, want;
-    fixture(path, sizeof path, "onnx/attention_op", "sdpa_block23_x.npy");
-    ck_assert_msg(npy_read(path, &x, err, sizeof err) == 0, "%s: %s", path, err);
-    fixture(path, sizeof path, "onnx/attention_op", "sdpa_block23_y.npy");
-    ck_assert_msg(npy_read(path, &want, err, sizeof err) == 0, "%s: %s", path, err);
+    attention_npy("sdpa_block23_x.npy", &x);
+    attention_npy("sdpa_block23_y.npy", &want);
     clf_onnx_io in_io, out_io;
     ck_assert_int_eq(clf_onnx_model_input(m, 0, &in_io), CLF_OK);
     ck_assert_int_eq(clf_onnx_model_output(m, 0, &out_io), CLF_OK);
