@@ -219,8 +219,23 @@ static void many_lengths(clf_kernel_style style)
     clf_context *ctx = clf_test_context();
     clf_graph *g = model(1, 1024);
     clf_executable *exe = NULL;
+    clf_test_log ll = clf_test_log_begin("cache");
     clf_status st = clf_compile(ctx, g, clf_compile_params(.kernel_style = style), &exe);
+    static char log[1 << 17];
+    clf_test_log_end(&ll, log, sizeof log);
     ck_assert_msg(st == CLF_OK, "%s: %s", clf_status_name(st), clf_context_last_error(ctx));
+    /* The compile's programs for the kernels' shared forms, counted as
+     * they come: "program i of n" for every i, where the log names n. */
+    const char *head = strstr(log, "symbolic sizes: ");
+    size_t n = 0;
+    for (; head; head = strstr(head + 1, "symbolic sizes: "))
+        if (sscanf(head, "symbolic sizes: %zu program", &n) == 1)
+            break;
+    for (size_t i = 1; i <= n; i++) {
+        char line[64];
+        snprintf(line, sizeof line, "symbolic sizes: program %zu of %zu: ", i, n);
+        ck_assert_msg(strstr(log, line), "no \"%s\" in the compile's log:\n%s", line, log);
+    }
     /* The queries describe the stand-in; symbolic extents read -1. */
     int rank;
     int64_t shape[CLF_MAX_RANK];
@@ -240,6 +255,7 @@ static void many_lengths(clf_kernel_style style)
      * second of each pair) builds nothing. */
     clf_device_desc dev;
     ck_assert_int_eq(clf_context_device(ctx, &dev), CLF_OK);
+    ck_assert_msg(n > 0 || !dev.is_cpu || style != CLF_KERNEL_STYLE_AUTO, "no programs counted:\n%s", log);
     static const int64_t lengths[][2] = {{1, 1},   {2, 2},   {17, 19},   {80, 112},
                                          {1000, 1016}, {17, 17}, {333, 335}, {64, 128}};
     for (size_t i = 0; i < sizeof lengths / sizeof *lengths; i++) {
