@@ -266,11 +266,11 @@ static void emit_acc_fields(clf__strbuf *sb, const clf__node *n, uint32_t id, cl
     }
 }
 
-/* The lowest and highest values of integer type dt in OpenCL C (i32 or
- * i64): max's and min's starting values. */
 /* OpenCL C's name of integer type dt (i32 or i64): sums and products
  * wrap through its unsigned twin, as_u<name>. */
 static const char *int_name(clf_dtype dt) { return dt == CLF_I64 ? "long" : "int"; }
+/* The lowest and highest values of integer type dt in OpenCL C (i32 or
+ * i64): max's and min's starting values. */
 static const char *int_lowest(clf_dtype dt) { return dt == CLF_I64 ? "(-9223372036854775807L - 1)" : "(-2147483647 - 1)"; }
 static const char *int_highest(clf_dtype dt) { return dt == CLF_I64 ? "9223372036854775807L" : "2147483647"; }
 
