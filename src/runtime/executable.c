@@ -653,17 +653,13 @@ static clf_status instantiate(clf_context *ctx, const clf_graph *g, clf_executab
                 /* (Counted only where logged: specialisations come here at
                  * run time, from the caller's threads.) */
                 const bool logged = clf__log_enabled(CLF__LOG_CACHE);
-                uint64_t builds = 0;
-                if (logged) {
-                    pthread_mutex_lock(&ctx->lock);
-                    builds = ctx->counts.source_builds;
-                    pthread_mutex_unlock(&ctx->lock);
-                }
+                clf__program_counts before = {0}, after;
+                if (logged)
+                    clf__program_cache_counts(ctx, &before);
                 st = clf__lift_program(ctx, e->lift, K->source, &prog, &K->lift, &K->nlift, &build_err);
                 if (logged) {
-                    pthread_mutex_lock(&ctx->lock);
-                    built = ctx->counts.source_builds != builds;
-                    pthread_mutex_unlock(&ctx->lock);
+                    clf__program_cache_counts(ctx, &after);
+                    built = after.source_builds != before.source_builds;
                 }
             } else
                 st = clf__program_get_built(ctx, K->source, "", &prog, &build_err, &built);

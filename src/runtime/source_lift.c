@@ -1128,13 +1128,10 @@ clf_status clf__lift_prebuild(clf_context *ctx, clf__lift_table *t)
                  todo == 1 ? "" : "s");
     for (group *g = t->groups; g && st == CLF_OK; g = g->next) {
         const bool counted = logged && prebuilds(g);
-        uint64_t builds = 0;
+        clf__program_counts before = {0}, after;
         const double t0 = counted ? clf__now_ms() : 0.0;
-        if (counted) {
-            pthread_mutex_lock(&ctx->lock);
-            builds = ctx->counts.source_builds;
-            pthread_mutex_unlock(&ctx->lock);
-        }
+        if (counted)
+            clf__program_cache_counts(ctx, &before);
         if (any_varies(g) && !g->refused) {
             st = ensure_generic(ctx, g, NULL);
             if (st == CLF_ERR_BUILD) { /* as clf__lift_program: built as they come */
@@ -1146,11 +1143,11 @@ clf_status clf__lift_prebuild(clf_context *ctx, clf__lift_table *t)
             st = clf__program_get(ctx, g->base, "", &g->concrete, NULL);
         g->base_built |= g->concrete != NULL;
         if (counted && st == CLF_OK) {
-            pthread_mutex_lock(&ctx->lock);
-            const bool built = ctx->counts.source_builds != builds;
-            pthread_mutex_unlock(&ctx->lock);
+            clf__program_cache_counts(ctx, &after);
             clf__log(CLF__LOG_CACHE, "symbolic sizes: program %zu of %zu: %s in %.1f ms", ++done, todo,
-                     g->refused ? "refused (built as its kernels come)" : built ? "built" : "cached",
+                     g->refused                                     ? "refused (built as its kernels come)"
+                     : after.source_builds != before.source_builds ? "built"
+                                                                    : "cached",
                      clf__now_ms() - t0);
         }
     }
