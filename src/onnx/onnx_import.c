@@ -1622,9 +1622,9 @@ static clf_status import_attention(importer *I, const clf__onnx_node *n, clf_ten
     if (causal && s_new != sq[2])
         return unsupported(I, n->op_pos, "Attention with is_causal and %s new keys than queries is not supported by "
                            "libclfuse", s_new < sq[2] ? "fewer" : "more");
+    int rm = 0;
+    int64_t sm[CLF_MAX_RANK];
     if (clf_tensor_valid(mask)) {
-        int rm;
-        int64_t sm[CLF_MAX_RANK];
         clf_tensor_shape(g, mask, &rm, sm);
         if (rm < 1 || rm > 4 || sm[rm - 1] != sk[2])
             return unsupported(I, n->op_pos, "attn_mask's last axis must have the keys' length (a narrower mask, "
@@ -1638,9 +1638,6 @@ static clf_status import_attention(importer *I, const clf__onnx_node *n, clf_ten
         k = clf_reshape(g, k, 5, (int64_t[]){sk[0], hkv, 1, sk[2], sk[3]});
         v = clf_reshape(g, v, 5, (int64_t[]){sv[0], hkv, 1, sv[2], sv[3]});
         if (clf_tensor_valid(mask)) {
-            int rm;
-            int64_t sm[CLF_MAX_RANK];
-            clf_tensor_shape(g, mask, &rm, sm);
             /* The mask's head axis (third from the end) splits as the
              * queries' did; one of 1 stays 1 on both. */
             if (rm >= 3) {
@@ -1656,21 +1653,19 @@ static clf_status import_attention(importer *I, const clf__onnx_node *n, clf_ten
             }
         }
     }
+    /* [B, Hq, Sq, Dv] (or [B, Hkv, reps, Sq, Dv]), back to the queries'
+     * layout. */
     clf_tensor y = clf_attention(g, q, k, v, mask, scale, causal != 0);
     if (check_graph(I, n))
         return I->status;
-    if (reps > 1) {
-        int ry;
-        int64_t sy[CLF_MAX_RANK];
-        clf_tensor_shape(g, y, &ry, sy);
-        y = clf_reshape(g, y, 4, (int64_t[]){sy[0], hq, sy[3], sy[4]});
-    }
-    if (rq == 3) {
-        int ry;
-        int64_t sy[CLF_MAX_RANK];
-        clf_tensor_shape(g, y, &ry, sy);
-        y = clf_reshape(g, clf_transpose(g, y, 4, to_heads), 3, (int64_t[]){sy[0], sy[2], sy[1] * sy[3]});
-    }
+    int ry;
+    int64_t sy[CLF_MAX_RANK];
+    clf_tensor_shape(g, y, &ry, sy);
+    const int64_t b = sy[0], s_q = sy[ry - 2], dv = sy[ry - 1];
+    if (reps > 1)
+        y = clf_reshape(g, y, 4, (int64_t[]){b, hq, s_q, dv});
+    if (rq == 3)
+        y = clf_reshape(g, clf_transpose(g, y, 4, to_heads), 3, (int64_t[]){b, s_q, hq * dv});
     out[0] = y;
     if (n->noutputs > 1)
         out[1] = present[0];
