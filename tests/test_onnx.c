@@ -2507,9 +2507,7 @@ START_TEST(f16_bf16_every_node_rounds)
             st = clf_reference_run(clf_onnx_model_graph(m), 3, in, 4, out, why, sizeof why);
             ck_assert_msg(st == CLF_OK, "reference: %s: %s", clf_status_name(st), why);
         } else {
-            clf_executable *exe = NULL;
-            st = clf_compile(ctx, clf_onnx_model_graph(m), clf_compile_params(.disable_fusion = k == 2), &exe);
-            ck_assert_msg(st == CLF_OK, "compile: %s: %s", clf_status_name(st), clf_context_last_error(ctx));
+            clf_executable *exe = compile_model(ctx, m, k != 2);
             st = clf_run_host(exe, 3, in, 4, out);
             ck_assert_msg(st == CLF_OK, "run: %s: %s", clf_status_name(st), clf_context_last_error(ctx));
             clf_executable_destroy(&exe);
