@@ -13,6 +13,7 @@
 
 #include "runtime/driver_quirks.h"
 #include "runtime/dynamic.h"
+#include "runtime/program_merge.h"
 #include "runtime/runtime_internal.h"
 #include "runtime/source_lift.h"
 #include "util/alloc.h"
@@ -224,15 +225,19 @@ static void many_lengths(clf_kernel_style style)
     static char log[1 << 17];
     clf_test_log_end(&ll, log, sizeof log);
     ck_assert_msg(st == CLF_OK, "%s: %s", clf_status_name(st), clf_context_last_error(ctx));
-    /* The compile's programs for the kernels' shared forms, counted as
-     * they come: "program i of n" for every i, where the log names n. */
+    /* The compile's programs for the kernels' shared forms: where the log
+     * names n of them, one build of all n where the context builds
+     * several sources as one (PoCL), else "program i of n" for every i. */
     const char *head = strstr(log, "symbolic sizes: ");
     size_t n = 0;
     for (; head; head = strstr(head + 1, "symbolic sizes: "))
         if (sscanf(head, "symbolic sizes: %zu program", &n) == 1)
             break;
-    for (size_t i = 1; i <= n; i++) {
-        char line[64];
+    char line[96];
+    snprintf(line, sizeof line, "symbolic sizes: the kernels' shared forms: %zu programs as one: ", n);
+    ck_assert_msg(n < 2 || !ctx->one_program || strstr(log, line), "no \"%s\" in the compile's log:\n%s", line,
+                  log);
+    for (size_t i = 1; i <= n && (n < 2 || !ctx->one_program); i++) {
         snprintf(line, sizeof line, "symbolic sizes: program %zu of %zu: ", i, n);
         ck_assert_msg(strstr(log, line), "no \"%s\" in the compile's log:\n%s", line, log);
     }
@@ -806,18 +811,20 @@ START_TEST(lift_program_runs)
     const char *b = lift_source("#define N 7u\n#define SCALE 0x1.8p+1f\n", body);
     ck_assert_int_eq(clf__lift_note(t, a, false), CLF_OK);
     cl_program prog;
+    size_t slot; /* SIZE_MAX: each program its own (no program of several) */
     clf__lift_arg *args;
     uint32_t nargs;
     cl_int berr;
     clf__program_counts before = ctx->counts;
-    ck_assert_int_eq(clf__lift_program(ctx, t, b, &prog, &args, &nargs, &berr), CLF_OK);
+    ck_assert_int_eq(clf__lift_program(ctx, t, b, &prog, &slot, &args, &nargs, &berr), CLF_OK);
     ck_assert_uint_eq(nargs, 2);
+    ck_assert_uint_eq(slot, SIZE_MAX);
     ck_assert_uint_eq(ctx->counts.source_builds, before.source_builds + 1);
     /* Source a: the same program, its own values. */
     clf__lift_arg *args_a;
     uint32_t nargs_a;
     cl_program prog_a;
-    ck_assert_int_eq(clf__lift_program(ctx, t, a, &prog_a, &args_a, &nargs_a, &berr), CLF_OK);
+    ck_assert_int_eq(clf__lift_program(ctx, t, a, &prog_a, &slot, &args_a, &nargs_a, &berr), CLF_OK);
     ck_assert(prog_a == prog && nargs_a == 2);
     ck_assert_uint_eq(ctx->counts.source_builds, before.source_builds + 1);
     /* A third size, with longer literals: matched against the group's
@@ -827,7 +834,7 @@ START_TEST(lift_program_runs)
     clf__lift_arg *args_e;
     uint32_t nargs_e;
     cl_program prog_e;
-    ck_assert_int_eq(clf__lift_program(ctx, t, e, &prog_e, &args_e, &nargs_e, &berr), CLF_OK);
+    ck_assert_int_eq(clf__lift_program(ctx, t, e, &prog_e, &slot, &args_e, &nargs_e, &berr), CLF_OK);
     ck_assert(prog_e == prog && nargs_e == 2);
     ck_assert_uint_eq(clf__lift_sources_lexed(t), lexed);
     ck_assert_uint_eq(ctx->counts.source_builds, before.source_builds + 1);
@@ -843,7 +850,7 @@ START_TEST(lift_program_runs)
         clf__lift_arg *args_f;
         uint32_t nargs_f;
         cl_program prog_f;
-        ck_assert_int_eq(clf__lift_program(ctx, t, f, &prog_f, &args_f, &nargs_f, &berr), CLF_OK);
+        ck_assert_int_eq(clf__lift_program(ctx, t, f, &prog_f, &slot, &args_f, &nargs_f, &berr), CLF_OK);
         ck_assert(prog_f != prog);
         ck_assert_uint_eq(clf__lift_sources_lexed(t), lexed + 1 + (size_t)o);
         clReleaseProgram(prog_f);
@@ -883,7 +890,7 @@ START_TEST(lift_program_runs)
     cl_program prog_d;
     clf__lift_arg *args_d;
     uint32_t nargs_d;
-    ck_assert_int_eq(clf__lift_program(ctx, t, d, &prog_d, &args_d, &nargs_d, &berr), CLF_OK);
+    ck_assert_int_eq(clf__lift_program(ctx, t, d, &prog_d, &slot, &args_d, &nargs_d, &berr), CLF_OK);
     ck_assert_ptr_nonnull(prog_d);
     ck_assert_uint_eq(nargs_d, 0);
     clReleaseProgram(prog_d);
@@ -902,6 +909,114 @@ START_TEST(lift_program_runs)
     clf__text_release(e);
     clf__text_release(a);
     clf__text_release(b);
+    clf__lift_table_free(&t);
+    clf_context_destroy(&ctx);
+}
+END_TEST
+
+/* Runs kernel name of prog (out, two lifted literals args, n = 16) and
+ * checks out[i] against want(i). */
+static void run_lifted(clf_context *ctx, cl_program prog, const char *name, const clf__lift_arg *args,
+                       float (*want)(unsigned i))
+{
+    cl_int err;
+    cl_kernel k = clCreateKernel(prog, name, &err);
+    ck_assert_msg(err == CL_SUCCESS, "clCreateKernel(%s): %d", name, err);
+    cl_mem out = clCreateBuffer(ctx->cl, CL_MEM_READ_WRITE, 16 * sizeof(float), NULL, &err);
+    cl_command_queue q = clCreateCommandQueue(ctx->cl, ctx->device, 0, &err);
+    ck_assert_int_eq(err, CL_SUCCESS);
+    cl_uint n = 16;
+    ck_assert_int_eq(clSetKernelArg(k, 0, sizeof out, &out), CL_SUCCESS);
+    for (uint32_t j = 0; j < 2; j++)
+        ck_assert_int_eq(clSetKernelArg(k, 1 + j, args[j].size, args[j].bytes), CL_SUCCESS);
+    ck_assert_int_eq(clSetKernelArg(k, 3, sizeof n, &n), CL_SUCCESS);
+    size_t global = 16;
+    ck_assert_int_eq(clEnqueueNDRangeKernel(q, k, 1, NULL, &global, NULL, 0, NULL, NULL), CL_SUCCESS);
+    float host[16];
+    ck_assert_int_eq(clEnqueueReadBuffer(q, out, CL_TRUE, 0, sizeof host, host, 0, NULL, NULL), CL_SUCCESS);
+    for (unsigned i = 0; i < 16; i++)
+        ck_assert_msg(host[i] == want(i), "%s: out[%u] = %g, not %g", name, i, (double)host[i], (double)want(i));
+    clReleaseCommandQueue(q);
+    clReleaseMemObject(out);
+    clReleaseKernel(k);
+}
+
+static float mod7_times3(unsigned i) { return (float)(i % 7) * 3.0f; }
+static float div7_plus3(unsigned i) { return (float)(i / 7) + 3.0f; }
+
+/* Where the context builds several sources as one program (PoCL), the
+ * programs a new size's kernels need come from one build
+ * (clf__lift_prepare), each kernel at its place in it; a set that does not
+ * build as one is built apart after, and the failure is the kernel's own. */
+START_TEST(lift_prepare_as_one)
+{
+    clf_context *ctx = clf_test_context();
+    /* (Kernels named clf_*, as codegen names them: a merge renames them.) */
+    ctx->one_program = true;
+    clf__lift_table *t = clf__lift_table_new();
+    static const char *const bodies[2] = {
+        "__kernel void clf_k(CLF_PARAMS, const uint n)\n"
+        "{ uint i = get_global_id(0); if (i < n) out[i] = (float)(i % N) * SCALE; }\n",
+        "__kernel void clf_k(CLF_PARAMS, const uint n)\n"
+        "{ uint i = get_global_id(0); if (i < n) out[i] = (float)(i / N) + SCALE; }\n"};
+    const char *first[2], *now[2];
+    for (int b = 0; b < 2; b++) {
+        first[b] = lift_source("#define N 5u\n#define SCALE 0.5f\n", bodies[b]);
+        now[b] = lift_source("#define N 7u\n#define SCALE 3.0f\n", bodies[b]);
+        ck_assert_int_eq(clf__lift_note(t, first[b], false), CLF_OK);
+    }
+    /* Not where the context builds apart. */
+    clf__program_counts before = ctx->counts;
+    ctx->one_program = false;
+    ck_assert_int_eq(clf__lift_prepare(ctx, t, now, 2), CLF_OK);
+    ck_assert_uint_eq(ctx->counts.source_builds, before.source_builds);
+    ctx->one_program = true;
+    ck_assert_int_eq(clf__lift_prepare(ctx, t, now, 2), CLF_OK);
+    ck_assert_uint_eq(ctx->counts.source_builds, before.source_builds + 1);
+    cl_program prog[2];
+    size_t slot[2];
+    clf__lift_arg *args[2];
+    uint32_t nargs;
+    cl_int berr;
+    for (int b = 0; b < 2; b++) {
+        ck_assert_int_eq(clf__lift_program(ctx, t, now[b], &prog[b], &slot[b], &args[b], &nargs, &berr), CLF_OK);
+        ck_assert_uint_eq(nargs, 2);
+    }
+    ck_assert_uint_eq(ctx->counts.source_builds, before.source_builds + 1);
+    ck_assert_ptr_eq(prog[0], prog[1]);
+    ck_assert(slot[0] != SIZE_MAX && slot[1] != SIZE_MAX && slot[0] != slot[1]);
+    /* Prepared again (a memo serves each): nothing more. */
+    ck_assert_int_eq(clf__lift_prepare(ctx, t, now, 2), CLF_OK);
+    ck_assert_uint_eq(ctx->counts.source_builds, before.source_builds + 1);
+    float (*const want[2])(unsigned) = {mod7_times3, div7_plus3};
+    for (int b = 0; b < 2; b++) {
+        char *name = clf__merged_name("clf_k", slot[b]);
+        run_lifted(ctx, prog[b], name, args[b], want[b]);
+        clf__free(name);
+        clReleaseProgram(prog[b]);
+        clf__free(args[b]);
+        clf__text_release(first[b]);
+        clf__text_release(now[b]);
+    }
+    /* One source that does not build: the pair is built apart, the good
+     * one as its own program, the bad one's failure its own. */
+    const char *pair[2] = {
+        lift_source("#define N 5u\n", "__kernel void clf_k(CLF_PARAMS) { out[0] = N + 1; }\n"),
+        lift_source("#define N 5u\n", "__kernel void clf_k(CLF_PARAMS) { out[0] = clf_nowhere(N); }\n")};
+    before = ctx->counts;
+    ck_assert_int_eq(clf__lift_prepare(ctx, t, pair, 2), CLF_OK);
+    ck_assert_str_eq(clf_context_last_error(ctx), "");
+    cl_program good, bad = NULL;
+    clf__lift_arg *none;
+    ck_assert_int_eq(clf__lift_program(ctx, t, pair[0], &good, &slot[0], &none, &nargs, &berr), CLF_OK);
+    ck_assert_uint_eq(slot[0], SIZE_MAX);
+    clReleaseProgram(good);
+    clf__free(none);
+    ck_assert_int_eq(clf__lift_program(ctx, t, pair[1], &bad, &slot[1], &none, &nargs, &berr), CLF_ERR_BUILD);
+    ck_assert_ptr_null(bad);
+    clf__free(none);
+    clf__text_release(pair[0]);
+    clf__text_release(pair[1]);
     clf__lift_table_free(&t);
     clf_context_destroy(&ctx);
 }
@@ -1213,6 +1328,7 @@ static Suite *dynamic_suite(void)
                       specialisations_follow_each_other_across_queues);
     clf_test_add_case(s, "lift_rules", lift_rules);
     clf_test_add_case(s, "lift_program_runs", lift_program_runs);
+    clf_test_add_case(s, "lift_prepare_as_one", lift_prepare_as_one);
     clf_test_add_case(s, "onnx_symbolic_dims", onnx_symbolic_dims);
     clf_test_add_case(s, "onnx_exported_model_two_sizes", onnx_exported_model_two_sizes);
     clf_test_add_case(s, "onnx_exported_model_two_sizes_by_nodes", onnx_exported_model_two_sizes_by_nodes);

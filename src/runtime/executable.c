@@ -605,10 +605,21 @@ static clf_status instantiate(clf_context *ctx, const clf_graph *g, clf_executab
                     K->ops, K->global, K->local, K->source);
         }
     /* A symbolic graph's specialisations get their programs through the
-     * lift table, one at a time (it builds under its lock), each as its
-     * kernel comes; the others may get theirs ahead: as one program, or in
-     * threads. */
-    if (!e->lift && e->nkernels > 1) {
+     * lift table (it builds under its lock): what they need built, as one
+     * program where the context builds so, else each as its kernel comes;
+     * the others get theirs ahead: as one program, or in threads. */
+    if (e->lift && e->nkernels > 1) {
+        srcs = clf__calloc(e->nkernels, sizeof *srcs);
+        if (!srcs) {
+            st = clf__ctx_fail(ctx, CLF_ERR_OUT_OF_MEMORY, "clf_compile: out of memory");
+            goto out;
+        }
+        for (size_t k = 0; k < e->nkernels; k++)
+            srcs[k] = e->kernels[k].source;
+        st = clf__lift_prepare(ctx, e->lift, srcs, e->nkernels);
+        if (st != CLF_OK)
+            goto out;
+    } else if (e->nkernels > 1) {
         srcs = clf__calloc(e->nkernels, sizeof *srcs);
         src_of = clf__calloc(e->nkernels, sizeof *src_of);
         if (!srcs || !src_of) {
@@ -625,6 +636,7 @@ static clf_status instantiate(clf_context *ctx, const clf_graph *g, clf_executab
     for (size_t k = 0; k < e->nkernels; k++) {
         clf__exe_kernel *K = &e->kernels[k];
         cl_program prog = NULL;
+        size_t slot = SIZE_MAX; /* a symbolic graph's: the source's place in a program of several */
         cl_int build_err = CL_SUCCESS;
         /* Progress of a long compile (a cold build takes PoCL 0.1-0.5 s a
          * program), read only where it is logged: specialisations of
@@ -656,7 +668,7 @@ static clf_status instantiate(clf_context *ctx, const clf_graph *g, clf_executab
                 clf__program_counts before = {0}, after;
                 if (logged)
                     clf__program_cache_counts(ctx, &before);
-                st = clf__lift_program(ctx, e->lift, K->source, &prog, &K->lift, &K->nlift, &build_err);
+                st = clf__lift_program(ctx, e->lift, K->source, &prog, &slot, &K->lift, &K->nlift, &build_err);
                 if (logged) {
                     clf__program_cache_counts(ctx, &after);
                     built = after.source_builds != before.source_builds;
@@ -685,12 +697,19 @@ static clf_status instantiate(clf_context *ctx, const clf_graph *g, clf_executab
         const char *failed = K->name;
         /* A symbolic graph's executables share their kernels (the table's). */
         if (e->lift) {
-            if (clf__lift_kernel(e->lift, prog, K->entry, &K->kernel, &cerr) == CLF_OK && K->final_name) {
+            char *entry = slot != SIZE_MAX ? clf__merged_name(K->entry, slot) : NULL,
+                 *final = slot != SIZE_MAX ? clf__merged_name(K->final_name, slot) : NULL;
+            if (slot != SIZE_MAX && (!entry || (K->final_name && !final)))
+                cerr = CL_OUT_OF_HOST_MEMORY;
+            else if (clf__lift_kernel(e->lift, prog, entry ? entry : K->entry, &K->kernel, &cerr) == CLF_OK &&
+                     K->final_name) {
                 failed = K->final_name;
-                clf__lift_kernel(e->lift, prog, K->final_name, &K->final_kernel, &cerr);
+                clf__lift_kernel(e->lift, prog, final ? final : K->final_name, &K->final_kernel, &cerr);
             }
             if (cerr == CL_SUCCESS && (!K->kernel || (K->final_name && !K->final_kernel)))
                 cerr = CL_OUT_OF_HOST_MEMORY;
+            clf__free(entry);
+            clf__free(final);
         } else {
             /* In a merged program, the kernel functions of its source's place. */
             char *entry = merged ? clf__merged_name(K->entry, src_of[k]) : NULL,

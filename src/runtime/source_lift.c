@@ -5,6 +5,7 @@
  * a source's group by comparing its text with the group's first source
  * instead of lexing it. */
 #include "source_lift.h"
+#include "program_merge.h"
 
 #include <ctype.h>
 #include <pthread.h>
@@ -666,10 +667,15 @@ typedef struct group {
     bool *varies;   /* per liftable literal: seen with two values */
     bool *lifted;   /* what the generic program was built with */
     cl_program generic;
+    /* Where a program holds several groups' forms (built as one, program_merge.c):
+     * this group's place in it, whose kernel functions are clf__merged_name(entry,
+     * slot); NO_SLOT: a program of its own. */
+    size_t generic_slot;
     bool as_is;          /* worth building as it is (clf__lift_note) */
     bool base_built;     /* the first source was built as it is */
     bool refused;        /* the generic program did not build */
     cl_program concrete; /* that build */
+    size_t concrete_slot;
     struct group *next;
 } group;
 
@@ -683,11 +689,13 @@ typedef struct memo {
     size_t len;
     const char *source; /* a reference to the text (util/text.h) */
     cl_program prog;
+    size_t slot; /* the source's place in prog (NO_SLOT: its own program) */
     clf__lift_arg *args;
     uint32_t nargs;
 } memo;
 
 #define MEMOS 256
+#define NO_SLOT SIZE_MAX
 
 /* A kernel shared by the table's executables (clf__lift_kernel). The
  * list is pruned of kernels only it still holds once it has doubled. */
@@ -769,7 +777,7 @@ static const memo *memo_find(const clf__lift_table *t, uint64_t h, size_t len, c
 /* Keeps what source got (best effort: out of memory keeps nothing). Called
  * with the lock held. */
 static void memo_keep(clf__lift_table *t, uint64_t h, size_t len, const char *source, cl_program prog,
-                      const clf__lift_arg *args, uint32_t nargs)
+                      size_t slot, const clf__lift_arg *args, uint32_t nargs)
 {
     memo *m = &t->memos[t->next_memo];
     memo_clear(m);
@@ -784,6 +792,7 @@ static void memo_keep(clf__lift_table *t, uint64_t h, size_t len, const char *so
     m->nargs = nargs;
     clRetainProgram(prog);
     m->prog = prog;
+    m->slot = slot;
     t->next_memo = (t->next_memo + 1) % MEMOS;
 }
 
@@ -851,6 +860,7 @@ static group *group_of(clf__lift_table *t, const char *source, parsed *P)
     g->base = clf__strdup(source);
     g->base_len = strlen(source);
     g->head = head_hash(source);
+    g->generic_slot = g->concrete_slot = NO_SLOT;
     g->varies = clf__calloc(P->nlits ? P->nlits : 1, sizeof *g->varies);
     g->lifted = clf__calloc(P->nlits ? P->nlits : 1, sizeof *g->lifted);
     if (!g->skeleton || !g->base || !g->varies || !g->lifted || !parse(g->base, &g->first)) {
@@ -1100,6 +1110,7 @@ static clf_status ensure_generic(clf_context *ctx, group *g, cl_int *build_err)
     if (g->generic)
         clReleaseProgram(g->generic);
     g->generic = built;
+    g->generic_slot = NO_SLOT;
     memcpy(g->lifted, g->varies, nlits * sizeof *g->lifted);
     clf__log(CLF__LOG_CACHE, "a generic program with %u of %zu literals as parameters", (unsigned)lifted_count(g),
              nlits);
@@ -1113,20 +1124,139 @@ static bool prebuilds(const group *g)
     return any_varies(g) ? !g->refused && !generic_covers(g) : g->as_is && !g->concrete;
 }
 
+/* A program a group needs: its generic source, or its first source as it is. */
+typedef struct form_build {
+    group *g;
+    bool generic;
+    char *text; /* heap */
+} form_build;
+
+/* The text of the program group g needs now (heap), *generic saying which:
+ * its generic source where literals vary and its generic program does not
+ * take them all, its first source where nothing varies and it has no build
+ * of that; NULL when it needs none (or out of memory: *oom). */
+static char *form_text(const group *g, bool *generic, bool *oom)
+{
+    char *text = NULL;
+    *generic = any_varies(g);
+    if (*generic && !g->refused && !generic_covers(g))
+        text = generic_source(g);
+    else if (!*generic && !g->concrete)
+        text = clf__strdup(g->base);
+    else
+        return NULL;
+    *oom |= text == NULL;
+    return text;
+}
+
+static void forms_free(form_build *f, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        clf__free(f[i].text);
+    clf__free(f);
+}
+
+/* Builds the n forms as one program (program_merge.c: PoCL's builds cost
+ * most per program, not per kernel) and hands each group its place in it;
+ * *done false where they do not build so: the caller's builds then come one
+ * at a time, and a failure names its kernel. Logged as what. Called with
+ * the lock held. */
+static clf_status build_as_one(clf_context *ctx, form_build *f, size_t n, const char *what, bool *done)
+{
+    *done = false;
+    const char **texts = clf__malloc(n * sizeof *texts);
+    if (!texts)
+        return clf__ctx_fail(ctx, CLF_ERR_OUT_OF_MEMORY, "clf_compile: out of memory");
+    for (size_t i = 0; i < n; i++)
+        texts[i] = f[i].text;
+    char *merged = clf__merge_sources(texts, n);
+    clf__free(texts);
+    if (!merged)
+        return clf__ctx_fail(ctx, CLF_ERR_OUT_OF_MEMORY, "clf_compile: out of memory");
+    /* Said before the build, which takes PoCL seconds. */
+    const bool logged = clf__log_enabled(CLF__LOG_CACHE);
+    clf__program_counts before = {0}, after;
+    if (logged) {
+        clf__log(CLF__LOG_CACHE, "symbolic sizes: %s: %zu programs as one: loading or building it", what, n);
+        clf__program_cache_counts(ctx, &before);
+    }
+    const double t0 = clf__now_ms();
+    cl_program prog;
+    clf_status st = clf__program_get(ctx, merged, "", &prog, NULL);
+    clf__free(merged);
+    if (st == CLF_ERR_BUILD) {
+        clf__log(CLF__LOG_PERF, "symbolic sizes: %s: %zu programs as one did not build; building them apart: %s",
+                 what, n, clf_context_last_error(ctx));
+        clf__ctx_clear_error(ctx);
+        return CLF_OK;
+    }
+    if (st != CLF_OK)
+        return st;
+    if (logged) {
+        clf__program_cache_counts(ctx, &after);
+        clf__log(CLF__LOG_CACHE, "symbolic sizes: %s: %zu programs as one: %s in %.1f ms", what, n,
+                 after.source_builds != before.source_builds ? "built" : "cached", clf__now_ms() - t0);
+    }
+    for (size_t i = 0; i < n; i++) {
+        group *g = f[i].g;
+        clRetainProgram(prog);
+        if (f[i].generic) {
+            if (g->generic)
+                clReleaseProgram(g->generic);
+            g->generic = prog;
+            g->generic_slot = i;
+            memcpy(g->lifted, g->varies, g->first.nlits * sizeof *g->lifted);
+        } else {
+            if (g->concrete)
+                clReleaseProgram(g->concrete);
+            g->concrete = prog;
+            g->concrete_slot = i;
+            g->base_built = true;
+        }
+    }
+    clReleaseProgram(prog);
+    *done = true;
+    return CLF_OK;
+}
+
+/* The prebuild's programs as one (where the context builds so); *done as
+ * build_as_one. Called with the lock held. */
+static clf_status prebuild_as_one(clf_context *ctx, clf__lift_table *t, size_t todo, bool *done)
+{
+    *done = false;
+    if (!ctx->one_program || todo < 2)
+        return CLF_OK;
+    form_build *f = clf__calloc(todo, sizeof *f);
+    bool oom = f == NULL;
+    size_t n = 0;
+    for (group *g = t->groups; g && !oom; g = g->next)
+        if (prebuilds(g) && n < todo) {
+            f[n].g = g;
+            f[n].text = form_text(g, &f[n].generic, &oom);
+            n += f[n].text != NULL;
+        }
+    clf_status st = oom ? clf__ctx_fail(ctx, CLF_ERR_OUT_OF_MEMORY, "clf_compile: out of memory")
+                        : build_as_one(ctx, f, n, "the kernels' shared forms", done);
+    if (f)
+        forms_free(f, n);
+    return st;
+}
+
 clf_status clf__lift_prebuild(clf_context *ctx, clf__lift_table *t)
 {
-    clf_status st = CLF_OK;
     pthread_mutex_lock(&t->lock);
     /* Progress, where logged: a program takes PoCL 0.1-0.8 s, a model a
      * few dozen (as clf_compile's "kernel i of n" lines). */
     const bool logged = clf__log_enabled(CLF__LOG_CACHE);
     size_t todo = 0, done = 0;
-    for (const group *g = t->groups; logged && g; g = g->next)
+    for (const group *g = t->groups; g; g = g->next)
         todo += prebuilds(g);
-    if (todo)
+    if (todo && logged)
         clf__log(CLF__LOG_CACHE, "symbolic sizes: %zu program%s for the kernels' shared forms", todo,
                  todo == 1 ? "" : "s");
-    for (group *g = t->groups; g && st == CLF_OK; g = g->next) {
+    bool as_one;
+    clf_status st = prebuild_as_one(ctx, t, todo, &as_one);
+    for (group *g = t->groups; g && st == CLF_OK && !as_one; g = g->next) {
         const bool counted = logged && prebuilds(g);
         clf__program_counts before = {0}, after;
         const double t0 = counted ? clf__now_ms() : 0.0;
@@ -1139,8 +1269,10 @@ clf_status clf__lift_prebuild(clf_context *ctx, clf__lift_table *t)
                 clf__ctx_clear_error(ctx);
                 st = CLF_OK;
             }
-        } else if (g->as_is && !g->concrete)
+        } else if (g->as_is && !g->concrete) {
             st = clf__program_get(ctx, g->base, "", &g->concrete, NULL);
+            g->concrete_slot = NO_SLOT;
+        }
         g->base_built |= g->concrete != NULL;
         if (counted && st == CLF_OK) {
             clf__program_cache_counts(ctx, &after);
@@ -1242,8 +1374,8 @@ static group *literal_variant_of(clf__lift_table *t, const char *source, size_t 
  * the group's generic program takes as parameters: most kernels of a step
  * at a new length), retained, with its arguments; NULL when no group
  * does. Called with the lock held. */
-static cl_program quick_match(clf__lift_table *t, const char *source, size_t len, clf__lift_arg **args,
-                              uint32_t *nargs)
+static cl_program quick_match(clf__lift_table *t, const char *source, size_t len, size_t *slot,
+                              clf__lift_arg **args, uint32_t *nargs)
 {
     size_t *at;
     group *g = literal_variant_of(t, source, len, true, &at);
@@ -1257,13 +1389,15 @@ static cl_program quick_match(clf__lift_table *t, const char *source, size_t len
     if (!*args)
         return NULL;
     clRetainProgram(g->generic);
+    *slot = g->generic_slot;
     return g->generic;
 }
 
 clf_status clf__lift_program(clf_context *ctx, clf__lift_table *t, const char *source, cl_program *prog,
-                             clf__lift_arg **args, uint32_t *nargs, cl_int *build_err)
+                             size_t *slot, clf__lift_arg **args, uint32_t *nargs, cl_int *build_err)
 {
     *prog = NULL;
+    *slot = NO_SLOT;
     *args = NULL;
     *nargs = 0;
     /* The memo's key: the text itself (a kernel the kernel memo served),
@@ -1283,10 +1417,11 @@ clf_status clf__lift_program(clf_context *ctx, clf__lift_table *t, const char *s
             *nargs = seen->nargs;
             clRetainProgram(seen->prog);
             *prog = seen->prog;
+            *slot = seen->slot;
         }
     }
-    if (!*prog && (*prog = quick_match(t, source, len, args, nargs)) != NULL)
-        memo_keep(t, h, len, source, *prog, *args, *nargs);
+    if (!*prog && (*prog = quick_match(t, source, len, slot, args, nargs)) != NULL)
+        memo_keep(t, h, len, source, *prog, *slot, *args, *nargs);
     pthread_mutex_unlock(&t->lock);
     if (*prog)
         return CLF_OK;
@@ -1322,6 +1457,7 @@ clf_status clf__lift_program(clf_context *ctx, clf__lift_table *t, const char *s
         if (g->concrete) {
             clRetainProgram(g->concrete);
             *prog = g->concrete;
+            *slot = g->concrete_slot;
         } else {
             st = clf__program_get(ctx, source, "", prog, build_err);
         }
@@ -1349,11 +1485,105 @@ clf_status clf__lift_program(clf_context *ctx, clf__lift_table *t, const char *s
     }
     clRetainProgram(g->generic);
     *prog = g->generic;
+    *slot = g->generic_slot;
 out:
     if (st == CLF_OK && *prog)
-        memo_keep(t, h, len, source, *prog, *args, *nargs);
+        memo_keep(t, h, len, source, *prog, *slot, *args, *nargs);
     pthread_mutex_unlock(&t->lock);
     parsed_free(&P);
+    return st;
+}
+
+/* Whether clf__lift_program would serve source (len bytes, hash h) with no
+ * build: a memo of it, or a group's generic program that takes every
+ * literal in which source differs from the group's first source. Called
+ * with the lock held. */
+static bool served(clf__lift_table *t, const char *source, size_t len, uint64_t h)
+{
+    if (memo_same(t, source) || memo_find(t, h, len, source))
+        return true;
+    size_t *at;
+    const group *g = literal_variant_of(t, source, len, true, &at);
+    bool ok = g != NULL;
+    for (size_t j = 0; ok && j < g->first.nlits; j++)
+        ok = at[j] == SIZE_MAX || g->lifted[j];
+    clf__free(at);
+    return ok;
+}
+
+clf_status clf__lift_prepare(clf_context *ctx, clf__lift_table *t, const char *const *sources, size_t n)
+{
+    if (!ctx->one_program || n < 2)
+        return CLF_OK;
+    parsed *P = clf__calloc(n, sizeof *P);
+    group **of = clf__calloc(n, sizeof *of);
+    form_build *f = clf__calloc(n, sizeof *f);
+    size_t m = 0;
+    bool oom = !P || !of || !f, done;
+    clf_status st = CLF_OK;
+    /* The sources a build would serve, lexed (outside the lock, as
+     * clf__lift_program does) and noted in their groups. */
+    for (size_t i = 0; i < n && !oom; i++) {
+        pthread_mutex_lock(&t->lock);
+        const bool skip = served(t, sources[i], clf__text_len(sources[i]), clf__text_hash(sources[i]));
+        pthread_mutex_unlock(&t->lock);
+        if (skip)
+            continue;
+        oom = !parse(sources[i], &P[i]);
+        pthread_mutex_lock(&t->lock);
+        t->lexed += !oom;
+        if (!oom && (of[i] = group_of(t, sources[i], &P[i])) != NULL)
+            note_differences(of[i], &P[i]);
+        oom |= !of[i];
+        pthread_mutex_unlock(&t->lock);
+    }
+    if (oom) {
+        st = clf__ctx_fail(ctx, CLF_ERR_OUT_OF_MEMORY, "clf_compile: out of memory");
+        goto out;
+    }
+    pthread_mutex_lock(&t->lock);
+    /* The prober first, as clf__lift_program runs it, so that the build is
+     * of the generic forms. */
+    bool wanted = false;
+    for (size_t i = 0; i < n; i++)
+        if (of[i])
+            wanted |= any_varies(of[i]) ? !generic_covers(of[i]) : !of[i]->concrete && !of[i]->base_built;
+    if (t->prober && !t->probed && wanted) {
+        void (*prober)(void *) = t->prober;
+        void *arg = t->prober_arg;
+        t->probed = true;
+        pthread_mutex_unlock(&t->lock);
+        prober(arg);
+        pthread_mutex_lock(&t->lock);
+        for (size_t i = 0; i < n; i++)
+            if (of[i])
+                note_differences(of[i], &P[i]);
+    }
+    /* A program per group, once; not for a source built as it is already
+     * (clf__lift_program finds that build in the context's cache). */
+    for (size_t i = 0; i < n && !oom; i++) {
+        group *g = of[i];
+        bool again = !g || (!any_varies(g) && g->base_built);
+        for (size_t j = 0; j < m && !again; j++)
+            again = f[j].g == g;
+        if (again)
+            continue;
+        f[m].g = g;
+        f[m].text = form_text(g, &f[m].generic, &oom);
+        m += f[m].text != NULL;
+    }
+    if (oom)
+        st = clf__ctx_fail(ctx, CLF_ERR_OUT_OF_MEMORY, "clf_compile: out of memory");
+    else if (m >= 2)
+        st = build_as_one(ctx, f, m, "a new size's kernels", &done);
+    pthread_mutex_unlock(&t->lock);
+out:
+    for (size_t i = 0; P && i < n; i++)
+        parsed_free(&P[i]); /* (zeroed where not lexed) */
+    if (f)
+        forms_free(f, m);
+    clf__free(P);
+    clf__free(of);
     return st;
 }
 

@@ -50,7 +50,9 @@ void clf__lift_table_free(clf__lift_table **t);
 clf_status clf__lift_note(clf__lift_table *t, const char *source, bool as_is);
 
 /* The program for source: its own build while its group has seen no other
- * values, else the group's generic build; *args (heap, *nargs entries, NULL
+ * values, else the group's generic build; *slot its place where the
+ * program holds several (its kernel functions are clf__merged_name(entry,
+ * *slot)), else SIZE_MAX; *args (heap, *nargs entries, NULL
  * when none) receives the values of the lifted parameters, which come
  * right after the kernel's CLF_PARAMS arguments. A source seen before, or
  * one that differs from a group's first source only in literals the
@@ -58,7 +60,14 @@ clf_status clf__lift_note(clf__lift_table *t, const char *source, bool as_is);
  * source is a text (util/text.h): the table keeps a reference, and finds
  * the same text again by its address. */
 clf_status clf__lift_program(clf_context *ctx, clf__lift_table *t, const char *source, cl_program *prog,
-                             clf__lift_arg **args, uint32_t *nargs, cl_int *build_err);
+                             size_t *slot, clf__lift_arg **args, uint32_t *nargs, cl_int *build_err);
+/* Where the context builds several sources as one program (PoCL:
+ * ctx->one_program, program_merge.c): the programs that clf__lift_program
+ * would build for the n sources (texts) one at a time, as one program, so
+ * that a new size's kernels cost one build. Nothing where they need fewer
+ * than two or do not build as one (clf__lift_program then builds them
+ * apart, and a failure names its kernel). */
+clf_status clf__lift_prepare(clf_context *ctx, clf__lift_table *t, const char *const *sources, size_t n);
 
 /* The kernel name of prog, one cl_kernel shared by every executable of the
  * table (a new cl_kernel per specialisation costs PoCL a load of the
