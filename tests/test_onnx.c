@@ -1976,9 +1976,9 @@ END_TEST
 /* A block as PyTorch's dynamo exporter writes it at opset 23
  * (tests/onnx/attention_op/make_sdpa_block.py): RMSNormalization, the
  * projections, causal GQA through ONNX Attention, Gelu approximate="tanh",
- * a residual. Fused it plans to three kernels (a few more on llvmpipe),
- * the attention one of them and causal; fused and unfused it gives
- * onnxruntime's output. */
+ * a residual. Fused it plans to three kernels (a few more on llvmpipe) in
+ * the CPU forms and in the GPU forms, the attention one of them and
+ * causal; fused and unfused it gives onnxruntime's output. */
 START_TEST(attention_op_exported_block)
 {
     char path[1024];
@@ -1993,15 +1993,25 @@ START_TEST(attention_op_exported_block)
     float *got = calloc(want.numel, sizeof *got);
     ck_assert_ptr_nonnull(got);
     clf_context *ctx = clf_test_context();
-    for (int fused = 1; fused >= 0; fused--) {
-        clf_executable *exe = compile_model(ctx, m, fused);
+    /* Fused (the device's forms, then the GPU forms: there the q, k and v
+     * products merge too, their biases added in attention's loads), then
+     * unfused. */
+    for (int form = 0; form < 3; form++) {
+        const bool fused = form < 2;
+        clf_executable *exe = NULL;
+        clf_status st = clf_compile(ctx, clf_onnx_model_graph(m),
+                                    clf_compile_params(.disable_fusion = !fused,
+                                                       .kernel_style = form == 1 ? CLF_KERNEL_STYLE_GPU
+                                                                                 : CLF_KERNEL_STYLE_AUTO),
+                                    &exe);
+        ck_assert_msg(st == CLF_OK, "form %d: %s: %s", form, clf_status_name(st), clf_context_last_error(ctx));
         if (fused) {
             /* (llvmpipe cuts fused chains short: SMALL_CODE_DEPTH) */
             const size_t nk = clf_executable_kernel_count(exe);
             if (ctx->quirks & CLF__QUIRK_SLOW_INLINED_CODE)
                 ck_assert_uint_le(nk, 6);
             else
-                ck_assert_uint_eq(nk, 3);
+                ck_assert_msg(nk == 3, "form %d: %zu kernels", form, nk);
             size_t att = 0;
             for (size_t k = 0; k < nk; k++)
                 if (strstr(clf_executable_kernel_name(exe, k), "attention")) {
@@ -2013,8 +2023,8 @@ START_TEST(attention_op_exported_block)
         clf_host_binding hin = {in_io.name, x.data}, hout = {out_io.name, got};
         ck_assert_int_eq(clf_run_host(exe, 1, &hin, 1, &hout), CLF_OK);
         char diff[256];
-        ck_assert_msg(clf_test_close(CLF_F32, got, want.data, want.numel, 1e-4, 1e-5, diff, sizeof diff), "%s: %s",
-                      fused ? "fused" : "unfused", diff);
+        ck_assert_msg(clf_test_close(CLF_F32, got, want.data, want.numel, 1e-4, 1e-5, diff, sizeof diff), "form %d: %s",
+                      form, diff);
         clf_executable_destroy(&exe);
     }
     clf_context_destroy(&ctx);

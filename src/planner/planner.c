@@ -461,12 +461,26 @@ bool clf__plan_epilogue_fits_attention(const clf_graph *g, const clf__plan *p, u
     const clf__node *mm = clf__graph_node(g, K->anchor);
     if (K->kind != CLF__REGION_GEMM || !attention_reads_parts(true, sizes_vary, mm))
         return false;
-    for (uint32_t r = 0; r < K->nreads; r++) {
-        const uint32_t id = p->buffers[K->reads[r]].node;
-        const clf__node *n = clf__graph_node(g, id);
-        const bool partner = n->op == CLF__OP_MATMUL && n->inputs[0] == mm->inputs[0];
-        if (!operand_leaf(g, mm, id) && !partner && (n->op != CLF__OP_CONSTANT || constant_table(n)))
-            return false;
+    /* The epilogue (the kernel's nodes after the product: its consumers)
+     * reads the product, its own nodes, the product's operands, products
+     * it would merge with and literals or vectors; what the prologue reads stays with the merged
+     * product (an RMSNorm computed in its loads). */
+    for (uint32_t o = 0; o < K->nops; o++) {
+        if (K->ops[o] <= K->anchor)
+            continue;
+        const clf__node *e = clf__graph_node(g, K->ops[o]);
+        for (int i = 0; i < e->ninputs; i++) {
+            uint32_t id = e->inputs[i];
+            while (id != K->anchor && clf__node_class_of(clf__graph_node(g, id)) == CLF__CLASS_MOVEMENT)
+                id = clf__graph_node(g, id)->inputs[0];
+            const clf__node *n = clf__graph_node(g, id);
+            bool own = id == K->anchor;
+            for (uint32_t j = 0; j < K->nops && !own; j++)
+                own = K->ops[j] == id && id > K->anchor;
+            const bool partner = n->op == CLF__OP_MATMUL && n->inputs[0] == mm->inputs[0];
+            if (!own && !partner && !operand_leaf(g, mm, id) && (n->op != CLF__OP_CONSTANT || constant_table(n)))
+                return false;
+        }
     }
     for (uint32_t s = 0; s < K->nstores; s++)
         for (uint32_t j = 0; j < p->nkernels; j++) {
