@@ -6,6 +6,7 @@
  * inside each (forked) test. */
 #include <check.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -307,6 +308,87 @@ static void many_lengths(clf_kernel_style style)
 }
 
 START_TEST(one_executable_many_lengths) { many_lengths(CLF_KERNEL_STYLE_AUTO); }
+END_TEST
+
+/* A thread of lengths_from_threads: its own lengths of model()'s
+ * executable, each against the reference; failure "" when all agree. */
+typedef struct length_worker {
+    clf_executable *exe;
+    const clf_graph *g;
+    int id;
+    char failure[320];
+} length_worker;
+
+static void *length_worker_run(void *arg)
+{
+    length_worker *w = arg;
+    static const int64_t base[] = {3, 29, 90, 200};
+    for (size_t i = 0; i < sizeof base / sizeof *base && !w->failure[0]; i++) {
+        const int64_t s = base[i] + 2 * w->id; /* new lengths, some of a class no other thread ran */
+        size_t nx = (size_t)s * D, ny = (size_t)s * H;
+        float *x = malloc(nx * sizeof *x), *y = malloc(ny * sizeof *y), *a = malloc(ny * sizeof *a);
+        float *wy = malloc(ny * sizeof *wy), *wa = malloc(ny * sizeof *wa), m[H], wm[H];
+        if (!x || !y || !a || !wy || !wa) {
+            snprintf(w->failure, sizeof w->failure, "out of memory");
+        } else {
+            for (size_t j = 0; j < nx; j++)
+                x[j] = (float)((j * 7 + (size_t)w->id * 3) % 23) / 11.0f - 1.0f;
+            memset(y, 0xff, ny * sizeof *y);
+            int64_t xs[3] = {1, s, D};
+            const int64_t *shapes[1] = {xs};
+            clf_host_binding in[1] = {{"x", x}};
+            clf_host_binding want[3] = {{"y", wy}, {"m", wm}, {"a", wa}}, got[3] = {{"y", y}, {"m", m}, {"a", a}};
+            char msg[200];
+            clf_status st = clf_reference_run_shaped(w->g, 1, in, shapes, 3, want, msg, sizeof msg);
+            if (st == CLF_OK)
+                st = clf_run_host_shaped(w->exe, 1, in, shapes, 3, got);
+            if (st != CLF_OK)
+                snprintf(w->failure, sizeof w->failure, "thread %d, S=%lld: %s", w->id, (long long)s,
+                         clf_status_name(st));
+            else if (!clf_test_close(CLF_F32, y, wy, ny, 1e-4, 1e-5, msg, sizeof msg) ||
+                     !clf_test_close(CLF_F32, m, wm, H, 1e-4, 1e-5, msg, sizeof msg) ||
+                     !clf_test_close(CLF_F32, a, wa, ny, 1e-4, 1e-5, msg, sizeof msg))
+                snprintf(w->failure, sizeof w->failure, "thread %d, S=%lld: %s", w->id, (long long)s, msg);
+        }
+        free(x);
+        free(y);
+        free(a);
+        free(wy);
+        free(wa);
+    }
+    return NULL;
+}
+
+/* Threads running one executable of a symbolic graph at lengths of their
+ * own at once: new forms are generated, probed and built (as one program
+ * where the context builds so: clf__lift_prepare) while other threads'
+ * specialisations get theirs through the same lift table. */
+START_TEST(lengths_from_threads)
+{
+    enum { THREADS = 4 };
+    clf_context *ctx = clf_test_context();
+    clf_graph *g = model(1, 1024);
+    /* The device's forms, then the GPU forms (GEMM tiles by rows: lengths
+     * of new forms after the compile). */
+    for (int style = CLF_KERNEL_STYLE_AUTO; style <= CLF_KERNEL_STYLE_GPU; style += CLF_KERNEL_STYLE_GPU) {
+        clf_executable *exe = NULL;
+        clf_status st = clf_compile(ctx, g, clf_compile_params(.kernel_style = (clf_kernel_style)style), &exe);
+        ck_assert_msg(st == CLF_OK, "%s: %s", clf_status_name(st), clf_context_last_error(ctx));
+        length_worker w[THREADS];
+        pthread_t th[THREADS];
+        for (int t = 0; t < THREADS; t++) {
+            w[t] = (length_worker){.exe = exe, .g = g, .id = t};
+            ck_assert_int_eq(pthread_create(&th[t], NULL, length_worker_run, &w[t]), 0);
+        }
+        for (int t = 0; t < THREADS; t++)
+            pthread_join(th[t], NULL);
+        for (int t = 0; t < THREADS; t++)
+            ck_assert_msg(!w[t].failure[0], "style %d: %s", style, w[t].failure);
+        clf_executable_destroy(&exe);
+    }
+    clf_graph_destroy(&g);
+    clf_context_destroy(&ctx);
+}
 END_TEST
 
 /* GPT-2's attention (one qkv product with its bias, cut in three, q and
@@ -1321,6 +1403,7 @@ static Suite *dynamic_suite(void)
     clf_test_add_case(s, "attention_reads_no_parts_where_sizes_vary", attention_reads_no_parts_where_sizes_vary);
     clf_test_add_case(s, "split_products_share_state_across_lengths", split_products_share_state_across_lengths);
     clf_test_add_case(s, "many_lengths_gpu_form", many_lengths_gpu_form);
+    clf_test_add_case(s, "lengths_from_threads", lengths_from_threads);
     clf_test_add_case(s, "bad_shapes_refused", bad_shapes_refused);
     clf_test_add_case(s, "specialisations_evicted_and_shared", specialisations_evicted_and_shared);
     clf_test_add_case(s, "enqueue_shaped_buffers", enqueue_shaped_buffers);
