@@ -461,27 +461,41 @@ bool clf__plan_epilogue_fits_attention(const clf_graph *g, const clf__plan *p, u
     const clf__node *mm = clf__graph_node(g, K->anchor);
     if (K->kind != CLF__REGION_GEMM || !attention_reads_parts(true, sizes_vary, mm))
         return false;
-    /* The epilogue (the kernel's nodes after the product: its consumers)
-     * reads the product, its own nodes, the product's operands, products
-     * it would merge with and literals or vectors; what the prologue reads stays with the merged
-     * product (an RMSNorm computed in its loads). */
-    for (uint32_t o = 0; o < K->nops; o++) {
-        if (K->ops[o] <= K->anchor)
+    /* The prologue: the kernel's nodes the product reads (marked from the
+     * product down; ops ascend, and a node's inputs come before it). What
+     * it reads stays with the merged product (an RMSNorm computed in the
+     * loads). The rest (the epilogue, and what the kernel computes beside
+     * it from other products) reads only the product, its own nodes, the
+     * product's operands, products it would merge with and literals or
+     * vectors. */
+    uint8_t *prologue = clf__calloc(g->nnodes, 1);
+    if (!prologue)
+        return false;
+    prologue[K->anchor] = 1;
+    for (uint32_t o = K->nops; o-- > 0;)
+        if (prologue[K->ops[o]])
+            for (int i = 0; i < clf__graph_node(g, K->ops[o])->ninputs; i++)
+                prologue[clf__graph_node(g, K->ops[o])->inputs[i]] = 1;
+    bool fits = true;
+    for (uint32_t o = 0; o < K->nops && fits; o++) {
+        if (prologue[K->ops[o]])
             continue;
         const clf__node *e = clf__graph_node(g, K->ops[o]);
-        for (int i = 0; i < e->ninputs; i++) {
+        for (int i = 0; i < e->ninputs && fits; i++) {
             uint32_t id = e->inputs[i];
             while (id != K->anchor && clf__node_class_of(clf__graph_node(g, id)) == CLF__CLASS_MOVEMENT)
                 id = clf__graph_node(g, id)->inputs[0];
             const clf__node *n = clf__graph_node(g, id);
             bool own = id == K->anchor;
             for (uint32_t j = 0; j < K->nops && !own; j++)
-                own = K->ops[j] == id && id > K->anchor;
+                own = K->ops[j] == id && !prologue[id];
             const bool partner = n->op == CLF__OP_MATMUL && n->inputs[0] == mm->inputs[0];
-            if (!own && !partner && !operand_leaf(g, mm, id) && (n->op != CLF__OP_CONSTANT || constant_table(n)))
-                return false;
+            fits = own || partner || operand_leaf(g, mm, id) || (n->op == CLF__OP_CONSTANT && !constant_table(n));
         }
     }
+    clf__free(prologue);
+    if (!fits)
+        return false;
     for (uint32_t s = 0; s < K->nstores; s++)
         for (uint32_t j = 0; j < p->nkernels; j++) {
             const clf__plan_kernel *J = &p->kernels[j];

@@ -188,12 +188,14 @@ uint32_t clf__plan_gather_indices(const clf_graph *g, const clf__node *gather);
  * kernels that read its stores instead, were its product a part of a
  * larger one (graph_merge_products.h): an f32 product in a graph whose
  * sizes do not vary (the planner's rule for attention's loads), every
- * store read by attention kernels only, and the epilogue (the kernel's
- * nodes after the product) reading nothing but the product, its own
- * nodes, the product's operands, products of the same left operand (those
- * it would merge with) and constants attention's loads may apply to such
- * parts (literals and vectors: a bias). What the prologue reads (an
- * RMSNorm computed in the loads) stays with the merged product. */
+ * store read by attention kernels only, and the kernel's nodes outside
+ * its prologue (its epilogue, and what it computes beside it from other
+ * products) reading nothing but the product, their own kind, the
+ * product's operands, products of the same left operand (those it would
+ * merge with) and constants attention's loads may apply to such parts
+ * (literals and vectors: a bias). What the prologue reads (an RMSNorm
+ * computed in the loads) stays with the merged product. Out of memory:
+ * false. */
 bool clf__plan_epilogue_fits_attention(const clf_graph *g, const clf__plan *p, uint32_t k, bool sizes_vary);
 
 /* Whether a materialised node m may join kernel region r of plan-in-progress
