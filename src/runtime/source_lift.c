@@ -1496,19 +1496,23 @@ out:
 
 /* Whether clf__lift_program would serve source (len bytes, hash h) with no
  * build: a memo of it, or a group's generic program that takes every
- * literal in which source differs from the group's first source. Called
- * with the lock held. */
+ * literal in which source differs from the group's first source (kept as
+ * a memo then, which clf__lift_program finds by the text's address).
+ * Called with the lock held. */
 static bool served(clf__lift_table *t, const char *source, size_t len, uint64_t h)
 {
     if (memo_same(t, source) || memo_find(t, h, len, source))
         return true;
-    size_t *at;
-    const group *g = literal_variant_of(t, source, len, true, &at);
-    bool ok = g != NULL;
-    for (size_t j = 0; ok && j < g->first.nlits; j++)
-        ok = at[j] == SIZE_MAX || g->lifted[j];
-    clf__free(at);
-    return ok;
+    size_t slot;
+    clf__lift_arg *args;
+    uint32_t nargs;
+    cl_program prog = quick_match(t, source, len, &slot, &args, &nargs);
+    if (!prog)
+        return false;
+    memo_keep(t, h, len, source, prog, slot, args, nargs);
+    clReleaseProgram(prog);
+    clf__free(args);
+    return true;
 }
 
 clf_status clf__lift_prepare(clf_context *ctx, clf__lift_table *t, const char *const *sources, size_t n)
