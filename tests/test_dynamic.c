@@ -186,30 +186,57 @@ static clf_graph *model(int64_t lo, int64_t hi)
     return g;
 }
 
-/* Runs exe at length s against the reference of g. */
-static void check_at(clf_context *ctx, clf_executable *exe, const clf_graph *g, int64_t s)
+/* Runs exe at length s on x ([1, s, D]) against the reference of g;
+ * false with why (naming s, the output and the error; or the status and
+ * the context's message) where they differ. Takes no ck_assert: threads
+ * call it. */
+static bool compare_at(clf_executable *exe, const clf_graph *g, int64_t s, float *x, char *why, size_t cap)
 {
-    size_t nx = (size_t)s * D, ny = (size_t)s * H;
-    float *x = malloc(nx * sizeof *x), *y = malloc(ny * sizeof *y), *a = malloc(ny * sizeof *a);
-    float *wy = malloc(ny * sizeof *wy), *wa = malloc(ny * sizeof *wa), m[H], wm[H];
-    clf_test_fill_f32(x, nx, -2, 2);
-    memset(y, 0xff, ny * sizeof *y);
-    int64_t xs[3] = {1, s, D};
-    const int64_t *shapes[1] = {xs};
-    clf_host_binding in[1] = {{"x", x}};
-    clf_host_binding want[3] = {{"y", wy}, {"m", wm}, {"a", wa}}, got[3] = {{"y", y}, {"m", m}, {"a", a}};
-    char msg[320];
-    ck_assert_msg(clf_reference_run_shaped(g, 1, in, shapes, 3, want, msg, sizeof msg) == CLF_OK, "%s", msg);
-    clf_status st = clf_run_host_shaped(exe, 1, in, shapes, 3, got);
-    ck_assert_msg(st == CLF_OK, "S=%lld: %s: %s", (long long)s, clf_status_name(st), clf_context_last_error(ctx));
-    ck_assert_msg(clf_test_close(CLF_F32, y, wy, ny, 1e-4, 1e-5, msg, sizeof msg), "S=%lld y: %s", (long long)s, msg);
-    ck_assert_msg(clf_test_close(CLF_F32, m, wm, H, 1e-4, 1e-5, msg, sizeof msg), "S=%lld m: %s", (long long)s, msg);
-    ck_assert_msg(clf_test_close(CLF_F32, a, wa, ny, 1e-4, 1e-5, msg, sizeof msg), "S=%lld a: %s", (long long)s, msg);
-    free(x);
+    const size_t ny = (size_t)s * H;
+    float *y = malloc(ny * sizeof *y), *a = malloc(ny * sizeof *a), *wy = malloc(ny * sizeof *wy),
+          *wa = malloc(ny * sizeof *wa), m[H], wm[H];
+    bool ok = y && a && wy && wa;
+    why[0] = '\0';
+    if (!ok)
+        snprintf(why, cap, "S=%lld: out of memory", (long long)s);
+    if (ok) {
+        memset(y, 0xff, ny * sizeof *y);
+        int64_t xs[3] = {1, s, D};
+        const int64_t *shapes[1] = {xs};
+        clf_host_binding in[1] = {{"x", x}};
+        clf_host_binding want[3] = {{"y", wy}, {"m", wm}, {"a", wa}}, got[3] = {{"y", y}, {"m", m}, {"a", a}};
+        char msg[200];
+        clf_status st = clf_reference_run_shaped(g, 1, in, shapes, 3, want, msg, sizeof msg);
+        if (st != CLF_OK)
+            snprintf(why, cap, "S=%lld: the reference: %s", (long long)s, msg);
+        else if ((st = clf_run_host_shaped(exe, 1, in, shapes, 3, got)) != CLF_OK)
+            snprintf(why, cap, "S=%lld: %s: %s", (long long)s, clf_status_name(st),
+                     clf_context_last_error(exe->ctx));
+        else if (!clf_test_close(CLF_F32, y, wy, ny, 1e-4, 1e-5, msg, sizeof msg))
+            snprintf(why, cap, "S=%lld y: %s", (long long)s, msg);
+        else if (!clf_test_close(CLF_F32, m, wm, H, 1e-4, 1e-5, msg, sizeof msg))
+            snprintf(why, cap, "S=%lld m: %s", (long long)s, msg);
+        else if (!clf_test_close(CLF_F32, a, wa, ny, 1e-4, 1e-5, msg, sizeof msg))
+            snprintf(why, cap, "S=%lld a: %s", (long long)s, msg);
+        ok = st == CLF_OK && !why[0];
+    }
     free(y);
     free(a);
     free(wy);
     free(wa);
+    return ok;
+}
+
+/* Runs exe at length s on random x against the reference of g. */
+static void check_at(clf_executable *exe, const clf_graph *g, int64_t s)
+{
+    const size_t nx = (size_t)s * D;
+    float *x = malloc(nx * sizeof *x);
+    ck_assert_ptr_nonnull(x);
+    clf_test_fill_f32(x, nx, -2, 2);
+    char why[400] = "";
+    ck_assert_msg(compare_at(exe, g, s, x, why, sizeof why), "%s", why);
+    free(x);
 }
 
 /* One executable, every length the issue names, each against the reference;
@@ -266,7 +293,7 @@ static void many_lengths(clf_kernel_style style)
                                          {1000, 1016}, {17, 17}, {333, 335}, {64, 128}};
     for (size_t i = 0; i < sizeof lengths / sizeof *lengths; i++) {
         clf__program_counts before = ctx->counts;
-        check_at(ctx, exe, g, lengths[i][0]);
+        check_at(exe, g, lengths[i][0]);
         unsigned long long built = ctx->counts.source_builds - before.source_builds;
         ck_assert_msg(built == 0 || style == CLF_KERNEL_STYLE_GPU || !dev.is_cpu, "S=%lld built %llu programs",
                       (long long)lengths[i][0], built);
@@ -274,7 +301,7 @@ static void many_lengths(clf_kernel_style style)
             ck_assert_uint_eq(ctx->counts.plans_built, before.plans_built);
         before = ctx->counts;
         const size_t lexed = clf__lift_sources_lexed(exe->dyn->lift);
-        check_at(ctx, exe, g, lengths[i][1]);
+        check_at(exe, g, lengths[i][1]);
         built = ctx->counts.source_builds - before.source_builds;
         ck_assert_msg(built == 0, "S=%lld (after S=%lld) built %llu programs", (long long)lengths[i][1],
                       (long long)lengths[i][0], built);
@@ -325,36 +352,18 @@ static void *length_worker_run(void *arg)
     static const int64_t base[] = {3, 29, 90, 200};
     for (size_t i = 0; i < sizeof base / sizeof *base && !w->failure[0]; i++) {
         const int64_t s = base[i] + 2 * w->id; /* new lengths, some of a class no other thread ran */
-        size_t nx = (size_t)s * D, ny = (size_t)s * H;
-        float *x = malloc(nx * sizeof *x), *y = malloc(ny * sizeof *y), *a = malloc(ny * sizeof *a);
-        float *wy = malloc(ny * sizeof *wy), *wa = malloc(ny * sizeof *wa), m[H], wm[H];
-        if (!x || !y || !a || !wy || !wa) {
-            snprintf(w->failure, sizeof w->failure, "out of memory");
-        } else {
-            for (size_t j = 0; j < nx; j++)
-                x[j] = (float)((j * 7 + (size_t)w->id * 3) % 23) / 11.0f - 1.0f;
-            memset(y, 0xff, ny * sizeof *y);
-            int64_t xs[3] = {1, s, D};
-            const int64_t *shapes[1] = {xs};
-            clf_host_binding in[1] = {{"x", x}};
-            clf_host_binding want[3] = {{"y", wy}, {"m", wm}, {"a", wa}}, got[3] = {{"y", y}, {"m", m}, {"a", a}};
-            char msg[200];
-            clf_status st = clf_reference_run_shaped(w->g, 1, in, shapes, 3, want, msg, sizeof msg);
-            if (st == CLF_OK)
-                st = clf_run_host_shaped(w->exe, 1, in, shapes, 3, got);
-            if (st != CLF_OK)
-                snprintf(w->failure, sizeof w->failure, "thread %d, S=%lld: %s", w->id, (long long)s,
-                         clf_status_name(st));
-            else if (!clf_test_close(CLF_F32, y, wy, ny, 1e-4, 1e-5, msg, sizeof msg) ||
-                     !clf_test_close(CLF_F32, m, wm, H, 1e-4, 1e-5, msg, sizeof msg) ||
-                     !clf_test_close(CLF_F32, a, wa, ny, 1e-4, 1e-5, msg, sizeof msg))
-                snprintf(w->failure, sizeof w->failure, "thread %d, S=%lld: %s", w->id, (long long)s, msg);
+        const size_t nx = (size_t)s * D;
+        float *x = malloc(nx * sizeof *x);
+        if (!x) {
+            snprintf(w->failure, sizeof w->failure, "thread %d: out of memory", w->id);
+            break;
         }
+        for (size_t j = 0; j < nx; j++) /* (clf_test_fill_f32's generator is not the thread's own) */
+            x[j] = (float)((j * 7 + (size_t)w->id * 3) % 23) / 11.0f - 1.0f;
+        char why[280] = "";
+        if (!compare_at(w->exe, w->g, s, x, why, sizeof why))
+            snprintf(w->failure, sizeof w->failure, "thread %d: %s", w->id, why);
         free(x);
-        free(y);
-        free(a);
-        free(wy);
-        free(wa);
     }
     return NULL;
 }
@@ -881,6 +890,38 @@ START_TEST(lift_rules)
 }
 END_TEST
 
+/* Runs kernel name of prog (out, two lifted literals args, n = 16) and
+ * checks out[i] against want(i). */
+static void run_lifted(clf_context *ctx, cl_program prog, const char *name, const clf__lift_arg *args,
+                       float (*want)(unsigned i))
+{
+    cl_int err;
+    cl_kernel k = clCreateKernel(prog, name, &err);
+    ck_assert_msg(err == CL_SUCCESS, "clCreateKernel(%s): %d", name, err);
+    cl_mem out = clCreateBuffer(ctx->cl, CL_MEM_READ_WRITE, 16 * sizeof(float), NULL, &err);
+    cl_command_queue q = clCreateCommandQueue(ctx->cl, ctx->device, 0, &err);
+    ck_assert_int_eq(err, CL_SUCCESS);
+    cl_uint n = 16;
+    ck_assert_int_eq(clSetKernelArg(k, 0, sizeof out, &out), CL_SUCCESS);
+    for (uint32_t j = 0; j < 2; j++)
+        ck_assert_int_eq(clSetKernelArg(k, 1 + j, args[j].size, args[j].bytes), CL_SUCCESS);
+    ck_assert_int_eq(clSetKernelArg(k, 3, sizeof n, &n), CL_SUCCESS);
+    size_t global = 16;
+    ck_assert_int_eq(clEnqueueNDRangeKernel(q, k, 1, NULL, &global, NULL, 0, NULL, NULL), CL_SUCCESS);
+    float host[16];
+    ck_assert_int_eq(clEnqueueReadBuffer(q, out, CL_TRUE, 0, sizeof host, host, 0, NULL, NULL), CL_SUCCESS);
+    for (unsigned i = 0; i < 16; i++)
+        ck_assert_msg(host[i] == want(i), "%s: out[%u] = %g, not %g", name, i, (double)host[i], (double)want(i));
+    clReleaseCommandQueue(q);
+    clReleaseMemObject(out);
+    clReleaseKernel(k);
+}
+
+static float mod7_times3(unsigned i) { return (float)(i % 7) * 3.0f; }
+static float mod5_half(unsigned i) { return (float)(i % 5) * 0.5f; }
+static float mod1000_twice(unsigned i) { return (float)(i % 1000) * 2.0f; }
+static float div7_plus3(unsigned i) { return (float)(i / 7) + 3.0f; }
+
 /* A generic program built on the device computes what each concrete source
  * computes, with its values passed as arguments. */
 START_TEST(lift_program_runs)
@@ -940,27 +981,11 @@ START_TEST(lift_program_runs)
         clf__text_release(f);
         free(other_body);
     }
-    cl_int err;
-    cl_kernel k = clCreateKernel(prog, "k", &err);
-    ck_assert_int_eq(err, CL_SUCCESS);
-    cl_mem out = clCreateBuffer(ctx->cl, CL_MEM_READ_WRITE, 16 * sizeof(float), NULL, &err);
-    cl_command_queue q = clCreateCommandQueue(ctx->cl, ctx->device, 0, &err);
+    /* Each source's values through the one program. */
     const clf__lift_arg *sets[3] = {args, args_a, args_e};
-    const float scale[3] = {3.0f, 0.5f, 2.0f};
-    const unsigned mod[3] = {7, 5, 1000};
-    for (int s = 0; s < 3; s++) {
-        cl_uint n = 16;
-        ck_assert_int_eq(clSetKernelArg(k, 0, sizeof out, &out), CL_SUCCESS);
-        for (uint32_t j = 0; j < 2; j++)
-            ck_assert_int_eq(clSetKernelArg(k, 1 + j, sets[s][j].size, sets[s][j].bytes), CL_SUCCESS);
-        ck_assert_int_eq(clSetKernelArg(k, 3, sizeof n, &n), CL_SUCCESS);
-        size_t global = 16;
-        ck_assert_int_eq(clEnqueueNDRangeKernel(q, k, 1, NULL, &global, NULL, 0, NULL, NULL), CL_SUCCESS);
-        float host[16];
-        ck_assert_int_eq(clEnqueueReadBuffer(q, out, CL_TRUE, 0, sizeof host, host, 0, NULL, NULL), CL_SUCCESS);
-        for (unsigned i = 0; i < 16; i++)
-            ck_assert_float_eq(host[i], (float)(i % mod[s]) * scale[s]);
-    }
+    float (*const want[3])(unsigned) = {mod7_times3, mod5_half, mod1000_twice};
+    for (int k = 0; k < 3; k++)
+        run_lifted(ctx, prog, "k", sets[k], want[k]);
     /* A literal the analysis lifts but the compiler wants constant (an
      * enumerator here): the generic program does not build, and the
      * source is built as it is. */
@@ -979,9 +1004,6 @@ START_TEST(lift_program_runs)
     clf__free(args_d);
     clf__text_release(c);
     clf__text_release(d);
-    clReleaseCommandQueue(q);
-    clReleaseMemObject(out);
-    clReleaseKernel(k);
     clReleaseProgram(prog);
     clReleaseProgram(prog_a);
     clReleaseProgram(prog_e);
@@ -995,36 +1017,6 @@ START_TEST(lift_program_runs)
     clf_context_destroy(&ctx);
 }
 END_TEST
-
-/* Runs kernel name of prog (out, two lifted literals args, n = 16) and
- * checks out[i] against want(i). */
-static void run_lifted(clf_context *ctx, cl_program prog, const char *name, const clf__lift_arg *args,
-                       float (*want)(unsigned i))
-{
-    cl_int err;
-    cl_kernel k = clCreateKernel(prog, name, &err);
-    ck_assert_msg(err == CL_SUCCESS, "clCreateKernel(%s): %d", name, err);
-    cl_mem out = clCreateBuffer(ctx->cl, CL_MEM_READ_WRITE, 16 * sizeof(float), NULL, &err);
-    cl_command_queue q = clCreateCommandQueue(ctx->cl, ctx->device, 0, &err);
-    ck_assert_int_eq(err, CL_SUCCESS);
-    cl_uint n = 16;
-    ck_assert_int_eq(clSetKernelArg(k, 0, sizeof out, &out), CL_SUCCESS);
-    for (uint32_t j = 0; j < 2; j++)
-        ck_assert_int_eq(clSetKernelArg(k, 1 + j, args[j].size, args[j].bytes), CL_SUCCESS);
-    ck_assert_int_eq(clSetKernelArg(k, 3, sizeof n, &n), CL_SUCCESS);
-    size_t global = 16;
-    ck_assert_int_eq(clEnqueueNDRangeKernel(q, k, 1, NULL, &global, NULL, 0, NULL, NULL), CL_SUCCESS);
-    float host[16];
-    ck_assert_int_eq(clEnqueueReadBuffer(q, out, CL_TRUE, 0, sizeof host, host, 0, NULL, NULL), CL_SUCCESS);
-    for (unsigned i = 0; i < 16; i++)
-        ck_assert_msg(host[i] == want(i), "%s: out[%u] = %g, not %g", name, i, (double)host[i], (double)want(i));
-    clReleaseCommandQueue(q);
-    clReleaseMemObject(out);
-    clReleaseKernel(k);
-}
-
-static float mod7_times3(unsigned i) { return (float)(i % 7) * 3.0f; }
-static float div7_plus3(unsigned i) { return (float)(i / 7) + 3.0f; }
 
 /* Where the context builds several sources as one program (PoCL), the
  * programs a new size's kernels need come from one build

@@ -1393,6 +1393,23 @@ static cl_program quick_match(clf__lift_table *t, const char *source, size_t len
     return g->generic;
 }
 
+/* A build ahead: the prober (once per setting, clf__lift_set_prober) shows
+ * the forms at another size first, so that the build is of the generic
+ * ones. Whether it ran. Called with the lock held, which it releases while
+ * the prober runs. */
+static bool run_prober(clf__lift_table *t)
+{
+    if (!t->prober || t->probed)
+        return false;
+    void (*prober)(void *) = t->prober;
+    void *arg = t->prober_arg;
+    t->probed = true;
+    pthread_mutex_unlock(&t->lock);
+    prober(arg);
+    pthread_mutex_lock(&t->lock);
+    return true;
+}
+
 clf_status clf__lift_program(clf_context *ctx, clf__lift_table *t, const char *source, cl_program *prog,
                              size_t *slot, clf__lift_arg **args, uint32_t *nargs, cl_int *build_err)
 {
@@ -1442,17 +1459,8 @@ clf_status clf__lift_program(clf_context *ctx, clf__lift_table *t, const char *s
         goto out;
     }
     bool varies = note_differences(g, &P);
-    /* A build ahead: the prober (once per setting) shows the form at
-     * another size first, so that the build is the generic one. */
-    if (t->prober && !t->probed && (varies ? !generic_covers(g) : !g->concrete && !g->base_built)) {
-        void (*prober)(void *) = t->prober;
-        void *arg = t->prober_arg;
-        t->probed = true;
-        pthread_mutex_unlock(&t->lock);
-        prober(arg);
-        pthread_mutex_lock(&t->lock);
+    if ((varies ? !generic_covers(g) : !g->concrete && !g->base_built) && run_prober(t))
         varies = note_differences(g, &P);
-    }
     if (!varies) { /* nothing varies: the source itself */
         if (g->concrete) {
             clRetainProgram(g->concrete);
@@ -1552,17 +1560,10 @@ clf_status clf__lift_prepare(clf_context *ctx, clf__lift_table *t, const char *c
     for (size_t i = 0; i < n; i++)
         if (of[i])
             wanted |= any_varies(of[i]) ? !generic_covers(of[i]) : !of[i]->concrete && !of[i]->base_built;
-    if (t->prober && !t->probed && wanted) {
-        void (*prober)(void *) = t->prober;
-        void *arg = t->prober_arg;
-        t->probed = true;
-        pthread_mutex_unlock(&t->lock);
-        prober(arg);
-        pthread_mutex_lock(&t->lock);
+    if (wanted && run_prober(t))
         for (size_t i = 0; i < n; i++)
             if (of[i])
                 note_differences(of[i], &P[i]);
-    }
     /* A program per group, once; not for a source built as it is already
      * (clf__lift_program finds that build in the context's cache). */
     for (size_t i = 0; i < n && !oom; i++) {
