@@ -695,37 +695,32 @@ static clf_status instantiate(clf_context *ctx, const clf_graph *g, clf_executab
         }
         cl_int cerr = CL_SUCCESS;
         const char *failed = K->name;
-        /* A symbolic graph's executables share their kernels (the table's). */
-        if (e->lift) {
-            char *entry = slot != SIZE_MAX ? clf__merged_name(K->entry, slot) : NULL,
-                 *final = slot != SIZE_MAX ? clf__merged_name(K->final_name, slot) : NULL;
-            if (slot != SIZE_MAX && (!entry || (K->final_name && !final)))
-                cerr = CL_OUT_OF_HOST_MEMORY;
-            else if (clf__lift_kernel(e->lift, prog, entry ? entry : K->entry, &K->kernel, &cerr) == CLF_OK &&
-                     K->final_name) {
+        /* In a program of several sources (the graph's one program, or a
+         * symbolic graph's built as one), the kernel functions of the
+         * source's place. */
+        const size_t place = e->lift ? slot : merged ? src_of[k] : SIZE_MAX;
+        char *entry = place != SIZE_MAX ? clf__merged_name(K->entry, place) : NULL,
+             *final = place != SIZE_MAX ? clf__merged_name(K->final_name, place) : NULL;
+        if (place != SIZE_MAX && (!entry || (K->final_name && !final))) {
+            cerr = CL_OUT_OF_HOST_MEMORY;
+        } else if (e->lift) {
+            /* A symbolic graph's executables share their kernels (the table's). */
+            if (clf__lift_kernel(e->lift, prog, entry ? entry : K->entry, &K->kernel, &cerr) == CLF_OK &&
+                K->final_name) {
                 failed = K->final_name;
                 clf__lift_kernel(e->lift, prog, final ? final : K->final_name, &K->final_kernel, &cerr);
             }
             if (cerr == CL_SUCCESS && (!K->kernel || (K->final_name && !K->final_kernel)))
                 cerr = CL_OUT_OF_HOST_MEMORY;
-            clf__free(entry);
-            clf__free(final);
         } else {
-            /* In a merged program, the kernel functions of its source's place. */
-            char *entry = merged ? clf__merged_name(K->entry, src_of[k]) : NULL,
-                 *final = merged ? clf__merged_name(K->final_name, src_of[k]) : NULL;
-            if (merged && (!entry || (K->final_name && !final)))
-                cerr = CL_OUT_OF_HOST_MEMORY;
-            else {
-                K->kernel = clCreateKernel(prog, entry ? entry : K->entry, &cerr);
-                if (K->kernel && K->final_name) {
-                    failed = K->final_name;
-                    K->final_kernel = clCreateKernel(prog, final ? final : K->final_name, &cerr);
-                }
+            K->kernel = clCreateKernel(prog, entry ? entry : K->entry, &cerr);
+            if (K->kernel && K->final_name) {
+                failed = K->final_name;
+                K->final_kernel = clCreateKernel(prog, final ? final : K->final_name, &cerr);
             }
-            clf__free(entry);
-            clf__free(final);
         }
+        clf__free(entry);
+        clf__free(final);
         clReleaseProgram(prog);
         if (!K->kernel || (K->final_name && !K->final_kernel)) {
             st = clf__ctx_fail(ctx, clf__cl_status(cerr), "clf_compile: clCreateKernel(%s): %s", failed,
