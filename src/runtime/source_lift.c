@@ -1536,6 +1536,11 @@ clf_status clf__lift_prepare(clf_context *ctx, clf__lift_table *t, const char *c
     /* The sources a build would serve, lexed (outside the lock, as
      * clf__lift_program does) and noted in their groups. */
     for (size_t i = 0; i < n && !oom; i++) {
+        bool again = false; /* one text for the kernels of one source (the layers of a model) */
+        for (size_t j = 0; j < i && !again; j++)
+            again = sources[j] == sources[i];
+        if (again)
+            continue;
         pthread_mutex_lock(&t->lock);
         const bool skip = served(t, sources[i], clf__text_len(sources[i]), clf__text_hash(sources[i]));
         pthread_mutex_unlock(&t->lock);

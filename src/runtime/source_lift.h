@@ -93,12 +93,13 @@ clf_status clf__lift_prebuild(clf_context *ctx, clf__lift_table *t);
  * without the table's lock held. */
 void clf__lift_set_prober(clf__lift_table *t, void (*prober)(void *arg), void *arg);
 
-/* The number of sources clf__lift_note and clf__lift_program have lexed.
- * Neither lexes a source that differs from a group's first source only in
+/* The number of sources clf__lift_note, clf__lift_program and
+ * clf__lift_prepare have lexed.
+ * None lexes a source that differs from a group's first source only in
  * liftable literals of the same types (the two texts are compared):
- * clf__lift_note notes those literals as varying, clf__lift_program
- * passes them to the group's generic program where it takes them all
- * (nor does it lex a source it saw before). */
+ * clf__lift_note notes those literals as varying, clf__lift_program and
+ * clf__lift_prepare pass them to the group's generic program where it
+ * takes them all (nor do they lex a source they saw before). */
 size_t clf__lift_sources_lexed(clf__lift_table *t);
 
 /* For the tests: the generic source of source's group as the table would
