@@ -898,6 +898,33 @@ START_TEST(epilogue_outputs_and_misaligned_reads)
 }
 END_TEST
 
+/* A gather of the product at an index known only at run time reads another
+ * element, even where the product has one element and every valid index
+ * is that one (the index algebra makes both 0 there; codegen cannot read
+ * the register: fuzz seed 51 graph 6 failed the compile with
+ * CLF_ERR_INTERNAL). Its own kernel, in both styles; for a product of
+ * several elements too. */
+START_TEST(gather_of_the_product_reads_another_element)
+{
+    for (int64_t n = 1; n <= 3; n += 2) {
+        clf_graph *g = clf_graph_create();
+        e2e_inputs in = {0};
+        /* As many gathered as the product has (what may join its kernel):
+         * one by a scalar index, three by three indices. */
+        const int64_t vs[1] = {14}, ws[2] = {14, n}, is[1] = {n};
+        clf_tensor v = e2e_input(g, &in, "v", CLF_F32, 1, vs, -1.0, 1.0);
+        clf_tensor w = e2e_input(g, &in, "w", CLF_F32, 2, ws, -1.0, 1.0);
+        clf_tensor i = e2e_input(g, &in, "i", CLF_I32, n == 1 ? 0 : 1, is, -n, n - 1); /* negative: from the end */
+        clf_tensor p = clf_matmul(g, v, w);                              /* [n] */
+        ck_assert_int_eq(clf_graph_output(g, "y", clf_add(g, clf_gather(g, p, i, 0), clf_scalar(g, CLF_F32, 1.0))),
+                         CLF_OK);
+        e2e_check_all(g, &in, 2, RTOL, ATOL);
+        e2e_inputs_free(&in);
+        clf_graph_destroy(&g);
+    }
+}
+END_TEST
+
 /* The product transposed (after an epilogue, then reshaped) as an output
  * beside a plain one: the GEMM stores it at permuted positions, one kernel;
  * batched, the last two axes swapped with a head axis between. */
@@ -1084,6 +1111,7 @@ int main(void)
     clf_test_add_case(s, "cpu_prologues_and_epilogues_in_vectors", cpu_prologues_and_epilogues_in_vectors);
     clf_test_add_case(s, "long_epilogue_one_kernel", long_epilogue_one_kernel);
     clf_test_add_case(s, "epilogue_outputs_and_misaligned_reads", epilogue_outputs_and_misaligned_reads);
+    clf_test_add_case(s, "gather_of_the_product_reads_another_element", gather_of_the_product_reads_another_element);
     clf_test_add_case(s, "transposed_outputs_stored_by_the_gemm", transposed_outputs_stored_by_the_gemm);
     clf_test_add_case(s, "bad_arguments_are_clear_errors", bad_arguments_are_clear_errors);
     clf_test_add_case(s, "autotune_keeps_the_winner_on_disk", autotune_keeps_the_winner_on_disk);

@@ -33,7 +33,10 @@ static int64_t space_numel(const clf__region *R)
 /* Walks what a kernel would inline below a node, checking the rule that
  * makes a reduction's result usable in registers: every read of one of the
  * region's reductions is at the current row. Also finds the reduction stage
- * (1 + the deepest stage read). */
+ * (1 + the deepest stage read). A read through a gather's data (an index
+ * only known at run time) is at another element, whatever the index
+ * algebra makes of it where an extent is 1 (codegen cannot read the
+ * register there). */
 typedef struct align_walk {
     const clf_graph *g;
     const bool *mat;
@@ -46,6 +49,7 @@ typedef struct align_walk {
     char **seen;
     size_t nseen, cap_seen;
     int max_stage;
+    int gathered; /* gathers' data the walk is under */
     bool ok;
 } align_walk;
 
@@ -54,7 +58,7 @@ size_t clf__align_walk_cap = (size_t)1 << 16;
 static bool seen_before(align_walk *w, uint32_t id, const clf__view *v, int rank)
 {
     clf__sb_clear(&w->key);
-    clf__sb_printf(&w->key, "n%u:", id);
+    clf__sb_printf(&w->key, "n%u:%s", id, w->gathered ? "g:" : "");
     clf__view_key(v, rank, &w->key);
     const char *k = clf__sb_str(&w->key);
     for (size_t i = 0; i < w->nseen; i++)
@@ -101,7 +105,7 @@ static void walk_node(align_walk *w, uint32_t id, const clf__view *v)
         return;
     if (n->op == CLF__OP_REDUCE || n->op == CLF__OP_MATMUL) {
         clf__ix at = clf__view_linear(&w->ix, v, n->rank, n->shape);
-        if (!clf__ix_same(&at, &w->x))
+        if (w->gathered || !clf__ix_same(&at, &w->x))
             w->ok = false;
         else if (n->op == CLF__OP_REDUCE && w->stage[id] + 1 > w->max_stage)
             w->max_stage = w->stage[id] + 1;
@@ -113,9 +117,12 @@ static void walk_node(align_walk *w, uint32_t id, const clf__view *v)
 static void walk_inputs(align_walk *w, const clf__node *n, const clf__view *v)
 {
     for (int i = 0; i < n->ninputs && w->ok; i++) {
+        const bool data = i == 0 && (n->op == CLF__OP_GATHER || n->op == CLF__OP_GATHER_ELEMENTS);
         clf__view in;
         clf__view_input(&w->ix, w->g, n, i, v, &in);
+        w->gathered += data;
         walk_node(w, n->inputs[i], &in);
+        w->gathered -= data;
     }
 }
 
