@@ -468,32 +468,33 @@ bool clf__plan_epilogue_fits_attention(const clf_graph *g, const clf__plan *p, u
      * it from other products) reads only the product, its own nodes, the
      * product's operands, products it would merge with and literals or
      * vectors. */
-    uint8_t *prologue = clf__calloc(g->nnodes, 1);
-    if (!prologue)
+    enum { PROLOGUE = 1, OWN = 2 };
+    uint8_t *mark = clf__calloc(g->nnodes, 1);
+    if (!mark)
         return false;
-    prologue[K->anchor] = 1;
-    for (uint32_t o = K->nops; o-- > 0;)
-        if (prologue[K->ops[o]])
-            for (int i = 0; i < clf__graph_node(g, K->ops[o])->ninputs; i++)
-                prologue[clf__graph_node(g, K->ops[o])->inputs[i]] = 1;
+    mark[K->anchor] = PROLOGUE;
+    for (uint32_t o = K->nops; o-- > 0;) {
+        const clf__node *n = clf__graph_node(g, K->ops[o]);
+        if (mark[K->ops[o]] == PROLOGUE)
+            for (int i = 0; i < n->ninputs; i++)
+                mark[n->inputs[i]] = PROLOGUE;
+        else
+            mark[K->ops[o]] = OWN;
+    }
     bool fits = true;
     for (uint32_t o = 0; o < K->nops && fits; o++) {
-        if (prologue[K->ops[o]])
-            continue;
         const clf__node *e = clf__graph_node(g, K->ops[o]);
-        for (int i = 0; i < e->ninputs && fits; i++) {
-            uint32_t id = e->inputs[i];
-            while (id != K->anchor && clf__node_class_of(clf__graph_node(g, id)) == CLF__CLASS_MOVEMENT)
+        for (int i = 0; i < e->ninputs && fits && mark[K->ops[o]] == OWN; i++) {
+            uint32_t id = e->inputs[i]; /* through movement ops (the product is none) */
+            while (clf__node_class_of(clf__graph_node(g, id)) == CLF__CLASS_MOVEMENT)
                 id = clf__graph_node(g, id)->inputs[0];
             const clf__node *n = clf__graph_node(g, id);
-            bool own = id == K->anchor;
-            for (uint32_t j = 0; j < K->nops && !own; j++)
-                own = K->ops[j] == id && !prologue[id];
             const bool partner = n->op == CLF__OP_MATMUL && n->inputs[0] == mm->inputs[0];
-            fits = own || partner || operand_leaf(g, mm, id) || (n->op == CLF__OP_CONSTANT && !constant_table(n));
+            fits = id == K->anchor || mark[id] == OWN || partner || operand_leaf(g, mm, id) ||
+                   (n->op == CLF__OP_CONSTANT && !constant_table(n));
         }
     }
-    clf__free(prologue);
+    clf__free(mark);
     if (!fits)
         return false;
     for (uint32_t s = 0; s < K->nstores; s++)
