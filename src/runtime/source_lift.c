@@ -1092,6 +1092,18 @@ static bool generic_covers(const group *g)
     return covered;
 }
 
+/* Gives group g prog (a reference the group takes) as its generic
+ * program, built with the literals that vary now as parameters, at slot
+ * (NO_SLOT: a program of its own). */
+static void keep_generic(group *g, cl_program prog, size_t slot)
+{
+    if (g->generic)
+        clReleaseProgram(g->generic);
+    g->generic = prog;
+    g->generic_slot = slot;
+    memcpy(g->lifted, g->varies, g->first.nlits * sizeof *g->lifted);
+}
+
 /* Builds the group's generic program unless the one it has lifts every
  * literal that varies. Called with the lock held. */
 static clf_status ensure_generic(clf_context *ctx, group *g, cl_int *build_err)
@@ -1107,14 +1119,18 @@ static clf_status ensure_generic(clf_context *ctx, group *g, cl_int *build_err)
     clf__free(generic);
     if (st != CLF_OK)
         return st;
-    if (g->generic)
-        clReleaseProgram(g->generic);
-    g->generic = built;
-    g->generic_slot = NO_SLOT;
-    memcpy(g->lifted, g->varies, nlits * sizeof *g->lifted);
+    keep_generic(g, built, NO_SLOT);
     clf__log(CLF__LOG_CACHE, "a generic program with %u of %zu literals as parameters", (unsigned)lifted_count(g),
              nlits);
     return CLF_OK;
+}
+
+/* Whether a source of group g would build a program now: a generic one
+ * where literals vary and the generic program has not lifted them all,
+ * else the source as it is where that was never built. */
+static bool needs_build(const group *g)
+{
+    return any_varies(g) ? !generic_covers(g) : !g->concrete && !g->base_built;
 }
 
 /* Whether the prebuild gets a program for group g: a generic one that
@@ -1201,11 +1217,7 @@ static clf_status build_as_one(clf_context *ctx, form_build *f, size_t n, const 
         group *g = f[i].g;
         clRetainProgram(prog);
         if (f[i].generic) {
-            if (g->generic)
-                clReleaseProgram(g->generic);
-            g->generic = prog;
-            g->generic_slot = i;
-            memcpy(g->lifted, g->varies, g->first.nlits * sizeof *g->lifted);
+            keep_generic(g, prog, i);
         } else {
             if (g->concrete)
                 clReleaseProgram(g->concrete);
@@ -1372,9 +1384,9 @@ static group *literal_variant_of(clf__lift_table *t, const char *source, size_t 
 /* The generic program of a group that source matches without lexing it
  * (a source that differs from the group's first source only in literals
  * the group's generic program takes as parameters: most kernels of a step
- * at a new length), retained, with its arguments; NULL when no group
- * does. Called with the lock held. */
-static cl_program quick_match(clf__lift_table *t, const char *source, size_t len, size_t *slot,
+ * at a new length), retained, with its arguments, and kept as the memo
+ * of source (hash h); NULL when no group does. Called with the lock held. */
+static cl_program quick_match(clf__lift_table *t, const char *source, size_t len, uint64_t h, size_t *slot,
                               clf__lift_arg **args, uint32_t *nargs)
 {
     size_t *at;
@@ -1390,6 +1402,7 @@ static cl_program quick_match(clf__lift_table *t, const char *source, size_t len
         return NULL;
     clRetainProgram(g->generic);
     *slot = g->generic_slot;
+    memo_keep(t, h, len, source, g->generic, *slot, *args, *nargs);
     return g->generic;
 }
 
@@ -1437,8 +1450,8 @@ clf_status clf__lift_program(clf_context *ctx, clf__lift_table *t, const char *s
             *slot = seen->slot;
         }
     }
-    if (!*prog && (*prog = quick_match(t, source, len, slot, args, nargs)) != NULL)
-        memo_keep(t, h, len, source, *prog, *slot, *args, *nargs);
+    if (!*prog)
+        *prog = quick_match(t, source, len, h, slot, args, nargs);
     pthread_mutex_unlock(&t->lock);
     if (*prog)
         return CLF_OK;
@@ -1459,7 +1472,7 @@ clf_status clf__lift_program(clf_context *ctx, clf__lift_table *t, const char *s
         goto out;
     }
     bool varies = note_differences(g, &P);
-    if ((varies ? !generic_covers(g) : !g->concrete && !g->base_built) && run_prober(t))
+    if (needs_build(g) && run_prober(t))
         varies = note_differences(g, &P);
     if (!varies) { /* nothing varies: the source itself */
         if (g->concrete) {
@@ -1503,10 +1516,8 @@ out:
 }
 
 /* Whether clf__lift_program would serve source (len bytes, hash h) with no
- * build: a memo of it, or a group's generic program that takes every
- * literal in which source differs from the group's first source (kept as
- * a memo then, which clf__lift_program finds by the text's address).
- * Called with the lock held. */
+ * build: a memo of it, or the quick match (which keeps one, found then by
+ * the text's address). Called with the lock held. */
 static bool served(clf__lift_table *t, const char *source, size_t len, uint64_t h)
 {
     if (memo_same(t, source) || memo_find(t, h, len, source))
@@ -1514,10 +1525,9 @@ static bool served(clf__lift_table *t, const char *source, size_t len, uint64_t 
     size_t slot;
     clf__lift_arg *args;
     uint32_t nargs;
-    cl_program prog = quick_match(t, source, len, &slot, &args, &nargs);
+    cl_program prog = quick_match(t, source, len, h, &slot, &args, &nargs);
     if (!prog)
         return false;
-    memo_keep(t, h, len, source, prog, slot, args, nargs);
     clReleaseProgram(prog);
     clf__free(args);
     return true;
@@ -1564,16 +1574,17 @@ clf_status clf__lift_prepare(clf_context *ctx, clf__lift_table *t, const char *c
     bool wanted = false;
     for (size_t i = 0; i < n; i++)
         if (of[i])
-            wanted |= any_varies(of[i]) ? !generic_covers(of[i]) : !of[i]->concrete && !of[i]->base_built;
+            wanted |= needs_build(of[i]);
     if (wanted && run_prober(t))
         for (size_t i = 0; i < n; i++)
             if (of[i])
                 note_differences(of[i], &P[i]);
-    /* A program per group, once; not for a source built as it is already
-     * (clf__lift_program finds that build in the context's cache). */
+    /* A program per group that needs one (needs_build: not for a source
+     * built as it is already, which clf__lift_program finds in the
+     * context's cache), once. */
     for (size_t i = 0; i < n && !oom; i++) {
         group *g = of[i];
-        bool again = !g || (!any_varies(g) && g->base_built);
+        bool again = !g || !needs_build(g);
         for (size_t j = 0; j < m && !again; j++)
             again = f[j].g == g;
         if (again)
