@@ -358,13 +358,20 @@ static clf_onnx_model *load_path(const char *path, const clf_onnx_params *p)
 }
 
 /* The model's graph compiled on ctx, fused or with fusion off. */
-static clf_executable *compile_model(clf_context *ctx, clf_onnx_model *m, bool fused)
+static clf_executable *compile_model_style(clf_context *ctx, clf_onnx_model *m, bool fused, clf_kernel_style style)
 {
     clf_executable *exe = NULL;
-    clf_status st = clf_compile(ctx, clf_onnx_model_graph(m), clf_compile_params(.disable_fusion = !fused), &exe);
-    ck_assert_msg(st == CLF_OK, "clf_compile (%s): %s: %s", fused ? "fused" : "unfused", clf_status_name(st),
-                  clf_context_last_error(ctx));
+    clf_status st = clf_compile(ctx, clf_onnx_model_graph(m),
+                                clf_compile_params(.disable_fusion = !fused, .kernel_style = style), &exe);
+    ck_assert_msg(st == CLF_OK, "clf_compile (%s, style %d): %s: %s", fused ? "fused" : "unfused", (int)style,
+                  clf_status_name(st), clf_context_last_error(ctx));
     return exe;
+}
+
+/* compile_model_style in the device's own forms. */
+static clf_executable *compile_model(clf_context *ctx, clf_onnx_model *m, bool fused)
+{
+    return compile_model_style(ctx, m, fused, CLF_KERNEL_STYLE_AUTO);
 }
 
 /* Loading must fail with status st and a message holding every part. */
@@ -1998,13 +2005,8 @@ START_TEST(attention_op_exported_block)
      * unfused. */
     for (int form = 0; form < 3; form++) {
         const bool fused = form < 2;
-        clf_executable *exe = NULL;
-        clf_status st = clf_compile(ctx, clf_onnx_model_graph(m),
-                                    clf_compile_params(.disable_fusion = !fused,
-                                                       .kernel_style = form == 1 ? CLF_KERNEL_STYLE_GPU
-                                                                                 : CLF_KERNEL_STYLE_AUTO),
-                                    &exe);
-        ck_assert_msg(st == CLF_OK, "form %d: %s: %s", form, clf_status_name(st), clf_context_last_error(ctx));
+        clf_executable *exe =
+            compile_model_style(ctx, m, fused, form == 1 ? CLF_KERNEL_STYLE_GPU : CLF_KERNEL_STYLE_AUTO);
         if (fused) {
             /* (llvmpipe cuts fused chains short: SMALL_CODE_DEPTH) */
             const size_t nk = clf_executable_kernel_count(exe);
