@@ -1,7 +1,7 @@
 /* codegen_corpus: plans and generates every kernel of a corpus of graphs
  * for a fixed set of device targets, without a device, and prints one line
  * per kernel (graph, plan options, target, kernel, its name, geometry and
- * the SHA-256 of its source). Run before and after a refactor of the
+ * the SHA-256 of its source, then its schedule). Run before and after a refactor of the
  * planner or codegen, the two outputs diffed show every generated source
  * that changed:
  *
@@ -57,6 +57,9 @@ static const named_target targets[] = {
     {"cpu", {.cpu = true, .max_local = 4096, .compute_units = 2, .local_mem = 65536}},
     {"gpu", {.cpu = false, .max_local = 1024, .compute_units = 132, .local_mem = 49152}},
     {"nvidia", {.cpu = false, .max_local = 1024, .compute_units = 132, .local_mem = 49152, .warp_shuffle = true}},
+    {"nvidia-mma", {.cpu = false, .max_local = 1024, .compute_units = 132, .local_mem = 49152, .warp_shuffle = true,
+                    .tensor_cores = true}},
+    {"cpu16", {.cpu = true, .fp64 = true, .max_local = 4096, .compute_units = 16, .local_mem = 65536, .float_width = 16}},
     {"llvmpipe", {.cpu = true, .max_local = 32, .compute_units = 2, .local_mem = 65536, .max_loop_trips = 65535,
                   .small_code = true}},
 };
@@ -141,7 +144,8 @@ static void emit(const char *graph, const clf_graph *g)
                        (unsigned long long)c.scratch_bytes);
                 for (int i = 0; i < 8; i++)
                     printf("%02x", d[i]);
-                printf("\n");
+                char line[512];
+                printf(" %s\n", clf__schedule_str(&c, line, sizeof line));
                 clf__kernel_code_free(&c);
             }
             clf__plan_free(&p);
