@@ -7,6 +7,7 @@
 
 #include "codegen/codegen.h"
 #include "codegen/codegen_expr.h"
+#include "codegen/schedule.h"
 #include "codegen/templates.h"
 #include "planner/planner.h"
 #include "test_support.h"
@@ -610,6 +611,91 @@ START_TEST(cpu_gemm_default_blocks)
 }
 END_TEST
 
+/* The reduction kind's chooser alone (schedule.h): facts in, choices out,
+ * no graph and no device. */
+START_TEST(reduction_schedule_from_facts)
+{
+    const clf__codegen_target cpu16 = {.cpu = true, .fp64 = true, .max_local = 4096, .compute_units = 16,
+                                       .float_width = 16},
+                              gpu = {.max_local = 1024, .compute_units = 132, .local_mem = 49152};
+    clf__codegen_target nv = gpu, llvmpipe = {.cpu = true, .max_local = 32, .compute_units = 2, .max_loop_trips = 65535};
+    nv.warp_shuffle = true;
+    char err[256] = "";
+    size_t gl, lo, fg, fl;
+    clf__schedule s;
+    /* softmax_short's shape: two sweeps and an epilogue, 16384 rows of 256. */
+    clf__reduction_facts softmax = {.rows = 16384, .rlen = 256, .nstages = 2, .has_epilogue = true,
+                                    .nreductions = 2, .nslots = 1, .shuffle_ok = true, .vector_ok = true};
+    clf__schedule_reduction_sweeps(&softmax, &cpu16, &s);
+    ck_assert_int_eq(s.sum, CLF__SUM_PLAIN);
+    ck_assert(!s.online_softmax);
+    ck_assert_int_eq(clf__schedule_reduction_launch(&softmax, &cpu16, 0, &s, err, sizeof err), CLF_OK);
+    ck_assert_str_eq(s.form, "cpu");
+    ck_assert_int_eq(s.vec, 16);
+    ck_assert_uint_eq(s.split, 1);
+    clf__reduction_geometry(&s, softmax.rows, true, &gl, &lo, &fg, &fl);
+    ck_assert_uint_eq(lo, 1);
+    ck_assert_uint_eq(gl, (softmax.rows + s.rows_per_item - 1) / s.rows_per_item);
+    ck_assert_uint_eq(fg, 0);
+    /* Where the vector form fails the writer asks again: scalar. */
+    clf__reduction_facts scalar = softmax;
+    scalar.vector_ok = false;
+    ck_assert_int_eq(clf__schedule_reduction_launch(&scalar, &cpu16, 0, &s, err, sizeof err), CLF_OK);
+    ck_assert_int_eq(s.vec, 1);
+    /* On NVIDIA: a persistent row on a warp's lanes with shuffles, the
+     * work-group holding whole rows; without a shuffle for a field, no
+     * shuffles. */
+    clf__schedule_reduction_sweeps(&softmax, &nv, &s);
+    ck_assert_int_eq(clf__schedule_reduction_launch(&softmax, &nv, 0, &s, err, sizeof err), CLF_OK);
+    ck_assert_str_eq(s.form, "persistent");
+    ck_assert(s.warp_shuffle && s.lanes <= 32 && s.wg == 64 && s.vec == 4 && s.cache > 0);
+    clf__reduction_geometry(&s, softmax.rows, false, &gl, &lo, &fg, &fl);
+    ck_assert_uint_eq(lo, 64);
+    ck_assert_uint_eq(gl, softmax.rows / (64 / s.lanes) * 64);
+    clf__reduction_facts no_shuffle = softmax;
+    no_shuffle.shuffle_ok = false;
+    ck_assert_int_eq(clf__schedule_reduction_launch(&no_shuffle, &nv, 0, &s, err, sizeof err), CLF_OK);
+    ck_assert(!s.warp_shuffle);
+    /* Long rows of an odd length on a GPU: online softmax where the kernel
+     * is softmax's pair, two sweeps otherwise; Kahan's sums past 32768. */
+    clf__reduction_facts odd = softmax;
+    odd.rlen = 40001;
+    odd.online_pair = true;
+    clf__schedule_reduction_sweeps(&odd, &gpu, &s);
+    ck_assert(s.online_softmax);
+    ck_assert_int_eq(s.sum, CLF__SUM_KAHAN);
+    odd.online_pair = false;
+    clf__schedule_reduction_sweeps(&odd, &gpu, &s);
+    ck_assert(!s.online_softmax);
+    odd.online_pair = true;
+    odd.rlen = 40000; /* whole float4s: the vector form's reloads win */
+    clf__schedule_reduction_sweeps(&odd, &gpu, &s);
+    ck_assert(!s.online_softmax);
+    /* One long row summed: split, the final kernel combining a row's chunks. */
+    clf__reduction_facts sum = {.rows = 1, .rlen = (uint64_t)1 << 24, .nstages = 1, .nreductions = 1, .nslots = 1,
+                                .vector_ok = true};
+    clf__schedule_reduction_sweeps(&sum, &gpu, &s);
+    ck_assert_int_eq(clf__schedule_reduction_launch(&sum, &gpu, 0, &s, err, sizeof err), CLF_OK);
+    ck_assert_str_eq(s.form, "split");
+    ck_assert(s.split > 1 && s.split * s.chunk >= sum.rlen && (s.split - 1) * s.chunk < sum.rlen);
+    ck_assert_int_eq(s.vec, 1);
+    clf__reduction_geometry(&s, sum.rows, false, &gl, &lo, &fg, &fl);
+    ck_assert_uint_eq(gl, s.split * s.wg);
+    ck_assert_uint_eq(fg, s.wg);
+    /* A driver that ends loops early: a row that can split is cut into
+     * chunks within its limit; one swept twice cannot, and is refused. */
+    clf__schedule_reduction_sweeps(&sum, &llvmpipe, &s);
+    ck_assert_int_eq(clf__schedule_reduction_launch(&sum, &llvmpipe, 0, &s, err, sizeof err), CLF_OK);
+    ck_assert(s.chunk <= llvmpipe.max_loop_trips);
+    clf__reduction_facts twice = sum;
+    twice.nstages = 2;
+    clf__schedule_reduction_sweeps(&twice, &llvmpipe, &s);
+    ck_assert_int_eq(clf__schedule_reduction_launch(&twice, &llvmpipe, 7, &s, err, sizeof err), CLF_ERR_UNSUPPORTED);
+    ck_assert_ptr_nonnull(strstr(err, "kernel 7"));
+    ck_assert_ptr_nonnull(strstr(err, "ends every loop"));
+}
+END_TEST
+
 START_TEST(schedules_name_their_choices)
 {
     clf__codegen_target gpu = {.cpu = false, .max_local = 1024, .compute_units = 132, .local_mem = 49152},
@@ -634,7 +720,7 @@ START_TEST(schedules_name_their_choices)
     clf__kernel_code_free(&c);
     ck_assert(clf__codegen_kernel(g, &p, 0, &cpu, &c, err, sizeof err) == CLF_OK);
     ck_assert_str_eq(c.schedule.form, "cpu");
-    ck_assert_str_eq(c.schedule.sum, "plain"); /* short rows: plain float lanes */
+    ck_assert_int_eq(c.schedule.sum, CLF__SUM_PLAIN); /* short rows: plain float lanes */
     ck_assert_uint_eq(c.schedule.wg, 1);
     ck_assert_int_eq(c.schedule.vec, 8);
     clf__kernel_code_free(&c);
@@ -651,7 +737,7 @@ START_TEST(schedules_name_their_choices)
     clf_graph_output(g, "y", clf_softmax(g, clf_input(g, "x", CLF_F32, 2, lsh), 1));
     p = plan_of(g, true);
     ck_assert(clf__codegen_kernel(g, &p, 0, &cpu, &c, err, sizeof err) == CLF_OK);
-    ck_assert_str_eq(c.schedule.sum, "double");
+    ck_assert_int_eq(c.schedule.sum, CLF__SUM_DOUBLE);
     clf__kernel_code_free(&c);
     clf__plan_free(&p);
     clf_graph_destroy(&g);
@@ -1415,6 +1501,7 @@ int main(void)
     tcase_add_test(tc, cpu_attention_reads_a_gqa_head_in_vectors);
     tcase_add_test(tc, cpu_attention_logits_of_a_key_group_in_vectors);
     tcase_add_test(tc, schedules_name_their_choices);
+    tcase_add_test(tc, reduction_schedule_from_facts);
     tcase_add_test(tc, attention_tensor_cores_where_the_operands_allow);
     tcase_add_test(tc, permuted_store_feeds_a_plain_operand);
     tcase_add_test(tc, gemm_tensor_cores_where_the_operands_allow);

@@ -78,6 +78,13 @@ void clf__kernel_code_free(clf__kernel_code *c)
     memset(c, 0, sizeof *c);
 }
 
+const char *clf__sum_kind_name(clf__sum_kind k)
+{
+    static const char *const names[] = {[CLF__SUM_NONE] = NULL, [CLF__SUM_PLAIN] = "plain",
+                                        [CLF__SUM_DOUBLE] = "double", [CLF__SUM_KAHAN] = "kahan"};
+    return (unsigned)k < sizeof names / sizeof names[0] ? names[k] : NULL;
+}
+
 const char *clf__schedule_str(const clf__kernel_code *c, char *buf, size_t cap)
 {
     const clf__schedule *s = &c->schedule;
@@ -103,7 +110,9 @@ const char *clf__schedule_str(const clf__kernel_code *c, char *buf, size_t cap)
     if (s->warp_shuffle)
         PUT(" warp-shuffle");
     if (s->sum)
-        PUT(" sum=%s", s->sum);
+        PUT(" sum=%s", clf__sum_kind_name(s->sum));
+    if (s->rows_per_item > 1)
+        PUT(" rows-per-item=%llu", (unsigned long long)s->rows_per_item);
     if (s->tiles.tm)
         PUT(" tiles=%dx%dx%d/%dx%d%s%s", s->tiles.tm, s->tiles.tn, s->tiles.tk, s->tiles.wm, s->tiles.wn,
             s->vec_a ? " a4" : "", s->vec_b ? " b4" : "");

@@ -63,6 +63,14 @@ typedef struct clf__codegen_target {
     bool sizes_vary;
 } clf__codegen_target;
 
+/* How a reduction's f32 sums accumulate: in plain float lanes (short
+ * rows), in double (long rows on CPU devices with doubles) or with Kahan's
+ * compensation (the rest). NONE: the kernel has no such sums to choose for. */
+typedef enum { CLF__SUM_NONE, CLF__SUM_PLAIN, CLF__SUM_DOUBLE, CLF__SUM_KAHAN } clf__sum_kind;
+
+/* "plain", "double", "kahan" (NULL for NONE). */
+const char *clf__sum_kind_name(clf__sum_kind k);
+
 /* The per-kernel choices a writer makes from the plan, the target and what
  * the kernel's loads allow, before it emits the source; kept with the code
  * and printed under CLFUSE_LOGS=schedule (clf__schedule_str). Fields that do
@@ -75,9 +83,10 @@ typedef struct clf__schedule {
     uint64_t wg;      /* work-group size the form is written for */
     uint64_t cache;   /* persistent reductions: elements a lane keeps in registers */
     uint64_t split, chunk; /* split reductions: chunks a row is cut into, elements each */
+    uint64_t rows_per_item; /* CPU reductions: rows a work-item sweeps, one after the other */
     bool online_softmax;   /* max and sum in one sweep */
     bool warp_shuffle;     /* lanes combine through inline-PTX shuffles */
-    const char *sum;       /* how f32 sums accumulate: "double", "plain", "kahan" */
+    clf__sum_kind sum;     /* how f32 sums accumulate (reductions) */
     clf__gemm_config tiles; /* GEMM tiling (tm 0: none) */
     bool vec_a, vec_b;      /* GEMM: float4 tile loads of a, b; CPU attention: vector loads of K, V rows */
     uint64_t rows;          /* CPU attention: query rows a work-item */

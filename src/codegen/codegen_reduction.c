@@ -10,57 +10,20 @@
  * template can keep in registers across sweeps; other loads are inline. */
 #include "codegen/codegen.h"
 #include "util/alloc.h"
-#include "util/pow2.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "codegen/codegen_expr.h"
+#include "codegen/schedule.h"
 #include "codegen/templates.h"
 #include "util/strbuf.h"
 #include "util/text.h"
 
 #define MAX_STAGES CLF__MAX_REDUCTION_STAGES
-#define MAX_CACHED_VALUES 64
-/* Row elements a GPU lane keeps in registers in a persistent kernel. */
-#define CACHE_PER_LANE 16
-/* The GPU form's vector unit (float4) and a lane's register budget for a
- * persistent row in it, in floats (measured on an H200, bench/probes:
- * 32 a lane on 512 lanes keeps a 16384-float softmax at 98% of copy). */
-#define GPU_VEC 4
-#define GPU_VEC_CACHE 32
-/* Lanes a persistent row gets at least: short rows (softmax over 256)
- * spread thinner ran slower on an H200 (32 lanes of 2 float4s: 0.0412 ms,
- * 16 lanes of 4: 0.0383 ms; bench/probes/cases_gpu.sh). */
-#define GPU_MIN_LANES 16
-/* GPU rows up to this long sum f32 without compensation (see sum_kind). */
-#define GPU_PLAIN_SUM_RLEN 32768u
-/* Rows at least this long, and too few to fill the device, are split. */
-#define SPLIT_MIN_RLEN 65536u
-/* Interleaved accumulators per row on CPU devices: independent chains the
- * compiler can overlap (16 measured best on PoCL, against 1, 4 and 8). */
-#define CPU_ACCUMULATORS 16
-/* The CPU form's vector loop: CPU_VEC consecutive elements of a row as one
- * floatN value, so that PoCL's vector math (exp above all) does the work,
- * CPU_VEC_WIDE on devices whose native float vector is that wide (AVX-512:
- * a softmax over 16384 x 256 in 3.9 ms against 4.8 with float8, one PoCL
- * thread, bench/probes/cl_kernel_info); CPU_VACCS independent vector
- * accumulators. Rows shorter than CPU_VEC_MIN_RLEN stay scalar. */
-#define CPU_VEC 8
-#define CPU_VEC_WIDE 16
-#define CPU_VACCS 1
-#define CPU_VEC_MIN_RLEN 16
-/* CPU rows up to this long sum f32 in plain float lanes (each lane adds at
- * most CPU_PLAIN_SUM_RLEN / CPU_VEC elements, then the lanes combine):
- * double lanes cost that softmax 0.45 ms of 3.4 there; longer rows sum in
- * double (see sum_kind). */
-#define CPU_PLAIN_SUM_RLEN 1024u
 /* Gathered indices one kernel may use in its vector loop. */
 #define MAX_GATHERS 32
-
-/* How a kernel's f32 sums accumulate. */
-typedef enum { SUM_KAHAN, SUM_DOUBLE, SUM_PLAIN } sum_kind;
 
 typedef struct red_ctx {
     const clf_graph *g;
@@ -245,14 +208,14 @@ static bool is_arg(const clf__node *n) { return clf__reduce_is_arg(n->attr.reduc
  * at index r), combination of two partial accumulators (a, b), and the
  * finished result. Kahan summation keeps long f32 sums accurate and is
  * switched off at infinities, where it would turn them into NaN. */
-static void emit_acc_fields(clf__strbuf *sb, const clf__node *n, uint32_t id, clf_dtype in_dt, sum_kind sk)
+static void emit_acc_fields(clf__strbuf *sb, const clf__node *n, uint32_t id, clf_dtype in_dt, clf__sum_kind sk)
 {
     const char *t = clf__cg_ctype(in_dt);
     switch (n->attr.reduce.kind) {
     case CLF__REDUCE_SUM:
-        if (clf__dtype_compute(in_dt) == CLF_F32 && sk == SUM_DOUBLE)
+        if (clf__dtype_compute(in_dt) == CLF_F32 && sk == CLF__SUM_DOUBLE)
             clf__sb_printf(sb, "    double s_%u;\n", id);
-        else if (clf__dtype_compute(in_dt) == CLF_F32 && sk == SUM_KAHAN)
+        else if (clf__dtype_compute(in_dt) == CLF_F32 && sk == CLF__SUM_KAHAN)
             clf__sb_printf(sb, "    float s_%u, c_%u;\n", id, id);
         else
             clf__sb_printf(sb, "    %s s_%u;\n", t, id);
@@ -274,14 +237,14 @@ static const char *int_name(clf_dtype dt) { return dt == CLF_I64 ? "long" : "int
 static const char *int_lowest(clf_dtype dt) { return dt == CLF_I64 ? "(-9223372036854775807L - 1)" : "(-2147483647 - 1)"; }
 static const char *int_highest(clf_dtype dt) { return dt == CLF_I64 ? "9223372036854775807L" : "2147483647"; }
 
-static void emit_acc_init(clf__strbuf *sb, const clf__node *n, uint32_t id, clf_dtype in_dt, sum_kind sk)
+static void emit_acc_init(clf__strbuf *sb, const clf__node *n, uint32_t id, clf_dtype in_dt, clf__sum_kind sk)
 {
     bool f = clf__dtype_compute(in_dt) == CLF_F32;
     switch (n->attr.reduce.kind) {
     case CLF__REDUCE_SUM:
-        if (f && sk == SUM_DOUBLE)
+        if (f && sk == CLF__SUM_DOUBLE)
             clf__sb_printf(sb, "    a->s_%u = 0.0;\n", id);
-        else if (f && sk == SUM_KAHAN)
+        else if (f && sk == CLF__SUM_KAHAN)
             clf__sb_printf(sb, "    a->s_%u = 0.0f;\n    a->c_%u = 0.0f;\n", id, id);
         else
             clf__sb_printf(sb, f ? "    a->s_%u = 0.0f;\n" : "    a->s_%u = 0;\n", id);
@@ -317,14 +280,14 @@ static void emit_kahan(clf__strbuf *sb, uint32_t id, const char *y)
                    y, id, id, id, id, id);
 }
 
-static void emit_acc_step(clf__strbuf *sb, const clf__node *n, uint32_t id, clf_dtype in_dt, const char *v, sum_kind sk)
+static void emit_acc_step(clf__strbuf *sb, const clf__node *n, uint32_t id, clf_dtype in_dt, const char *v, clf__sum_kind sk)
 {
     bool f = clf__dtype_compute(in_dt) == CLF_F32;
     switch (n->attr.reduce.kind) {
     case CLF__REDUCE_SUM:
-        if (f && sk == SUM_DOUBLE)
+        if (f && sk == CLF__SUM_DOUBLE)
             clf__sb_printf(sb, "    a->s_%u += (double)(%s);\n", id, v);
-        else if (f && sk == SUM_KAHAN)
+        else if (f && sk == CLF__SUM_KAHAN)
             emit_kahan(sb, id, v);
         else if (f)
             clf__sb_printf(sb, "    a->s_%u += %s;\n", id, v);
@@ -370,13 +333,13 @@ static void emit_acc_step(clf__strbuf *sb, const clf__node *n, uint32_t id, clf_
     }
 }
 
-static void emit_acc_combine(clf__strbuf *sb, const clf__node *n, uint32_t id, clf_dtype in_dt, sum_kind sk)
+static void emit_acc_combine(clf__strbuf *sb, const clf__node *n, uint32_t id, clf_dtype in_dt, clf__sum_kind sk)
 {
     bool f = clf__dtype_compute(in_dt) == CLF_F32;
     char bv[48];
     switch (n->attr.reduce.kind) {
     case CLF__REDUCE_SUM:
-        if (f && sk != SUM_KAHAN) {
+        if (f && sk != CLF__SUM_KAHAN) {
             clf__sb_printf(sb, "    a->s_%u += b->s_%u;\n", id, id);
         } else if (f) {
             snprintf(bv, sizeof bv, "b->s_%u - b->c_%u", id, id);
@@ -417,14 +380,14 @@ static void emit_acc_combine(clf__strbuf *sb, const clf__node *n, uint32_t id, c
     }
 }
 
-static void emit_acc_finish(clf__strbuf *sb, const clf__node *n, uint32_t id, clf_dtype in_dt, sum_kind sk)
+static void emit_acc_finish(clf__strbuf *sb, const clf__node *n, uint32_t id, clf_dtype in_dt, clf__sum_kind sk)
 {
     char v[48];
     if (is_arg(n))
         snprintf(v, sizeof v, "a->i_%u", id);
-    else if (n->attr.reduce.kind == CLF__REDUCE_SUM && clf__dtype_compute(in_dt) == CLF_F32 && sk == SUM_DOUBLE)
+    else if (n->attr.reduce.kind == CLF__REDUCE_SUM && clf__dtype_compute(in_dt) == CLF_F32 && sk == CLF__SUM_DOUBLE)
         snprintf(v, sizeof v, "(float)a->s_%u", id);
-    else if (n->attr.reduce.kind == CLF__REDUCE_SUM && clf__dtype_compute(in_dt) == CLF_F32 && sk == SUM_KAHAN)
+    else if (n->attr.reduce.kind == CLF__REDUCE_SUM && clf__dtype_compute(in_dt) == CLF_F32 && sk == CLF__SUM_KAHAN)
         snprintf(v, sizeof v, "a->s_%u - a->c_%u", id, id);
     else
         snprintf(v, sizeof v, "a->s_%u", id);
@@ -438,7 +401,7 @@ static void emit_acc_finish(clf__strbuf *sb, const clf__node *n, uint32_t id, cl
 void clf__cg_emit_row_reduction(clf__strbuf *sb, const clf__node *n, uint32_t id, clf_dtype in_dt, bool fp64,
                                 const char *loop_head, const char *body, const char *value, const char *dest)
 {
-    const sum_kind sk = fp64 ? SUM_DOUBLE : SUM_KAHAN;
+    const clf__sum_kind sk = fp64 ? CLF__SUM_DOUBLE : CLF__SUM_KAHAN;
     clf__sb_puts(sb, "    {\n    struct {\n");
     emit_acc_fields(sb, n, id, in_dt, sk);
     clf__sb_printf(sb, "    } acc, *a = &acc;\n    struct {\n        float r_%u;\n    } out, *row = &out;\n", id);
@@ -455,22 +418,22 @@ void clf__cg_emit_float_reduction(clf__strbuf *init, clf__strbuf *combine, clf__
 {
     /* One float accumulator (plain sums) a, b of this function's shape. */
     clf__strbuf fields = {0};
-    emit_acc_fields(&fields, n, id, in_dt, SUM_PLAIN);
+    emit_acc_fields(&fields, n, id, in_dt, CLF__SUM_PLAIN);
     const char *f = clf__sb_ok(&fields) ? clf__sb_str(&fields) : "";
     clf__sb_printf(init, "{\n    struct {\n%s    } acc, *a = &acc;\n", f);
-    emit_acc_init(init, n, id, in_dt, SUM_PLAIN);
+    emit_acc_init(init, n, id, in_dt, CLF__SUM_PLAIN);
     clf__sb_printf(init, "    return a->s_%u;\n}\n", id);
     clf__sb_printf(combine, "{\n    struct {\n%s    } xa = {x}, xb = {y}, *a = &xa, *b = &xb;\n", f);
-    emit_acc_combine(combine, n, id, in_dt, SUM_PLAIN);
+    emit_acc_combine(combine, n, id, in_dt, CLF__SUM_PLAIN);
     clf__sb_printf(combine, "    return a->s_%u;\n}\n", id);
     clf__sb_printf(finish, "{\n    struct {\n%s    } xa = {x}, *a = &xa;\n    struct {\n        float r_%u;\n    } out, "
                            "*row = &out;\n", f, id);
-    emit_acc_finish(finish, n, id, in_dt, SUM_PLAIN);
+    emit_acc_finish(finish, n, id, in_dt, CLF__SUM_PLAIN);
     clf__sb_printf(finish, "    return out.r_%u;\n}\n", id);
     clf__sb_free(&fields);
 }
 
-/* The vector loop's accumulators (see CPU_VEC): the fields of
+/* The vector loop's accumulators (schedule_reduction.c's CPU_VEC): the fields of
  * emit_acc_fields as vectors of n lanes, one partial result per lane,
  * combined lane by lane into the scalar accumulator at the end of the
  * row. Only f32 sum, prod, max and min have this form. */
@@ -492,11 +455,11 @@ static bool vec_acc_ok(const clf__node *n, clf_dtype in_dt)
  * five operations through s; with one PoCL thread it cost that softmax 0.67
  * ms of 3.4 (bench/probes/cl_kernel_info). vec_acc_fix puts the rule back
  * into each lane before the lanes combine. */
-static void vec_acc_fields(clf__strbuf *sb, const clf__node *n, uint32_t id, sum_kind sk, int vn, bool split)
+static void vec_acc_fields(clf__strbuf *sb, const clf__node *n, uint32_t id, clf__sum_kind sk, int vn, bool split)
 {
-    if (n->attr.reduce.kind == CLF__REDUCE_SUM && sk == SUM_DOUBLE)
+    if (n->attr.reduce.kind == CLF__REDUCE_SUM && sk == CLF__SUM_DOUBLE)
         clf__sb_printf(sb, "    double%d s_%u;\n", vn, id);
-    else if (n->attr.reduce.kind == CLF__REDUCE_SUM && sk == SUM_KAHAN)
+    else if (n->attr.reduce.kind == CLF__REDUCE_SUM && sk == CLF__SUM_KAHAN)
         clf__sb_printf(sb, "    float%d s_%u, c_%u;\n", vn, id, id);
     else if (split && is_minmax(n))
         clf__sb_printf(sb, "    float%d s_%u, n_%u;\n    int%d z_%u;\n", vn, id, id, vn, id);
@@ -504,7 +467,7 @@ static void vec_acc_fields(clf__strbuf *sb, const clf__node *n, uint32_t id, sum
         clf__sb_printf(sb, "    float%d s_%u;\n", vn, id);
 }
 
-static void vec_acc_init(clf__strbuf *sb, const clf__node *n, uint32_t id, sum_kind sk, bool split)
+static void vec_acc_init(clf__strbuf *sb, const clf__node *n, uint32_t id, clf__sum_kind sk, bool split)
 {
     emit_acc_init(sb, n, id, CLF_F32, sk);
     if (split && is_minmax(n))
@@ -526,7 +489,7 @@ static void vec_acc_fix(clf__strbuf *sb, const clf__node *n, uint32_t id, bool s
  * accumulators: sums in double lanes or Kahan-compensated lanes as in
  * emit_acc_step, split max and min as vec_acc_fields says, the rest as in
  * emit_acc_step. */
-static void vec_acc_step(clf__strbuf *sb, const clf__node *n, uint32_t id, const char *v, sum_kind sk, int vn,
+static void vec_acc_step(clf__strbuf *sb, const clf__node *n, uint32_t id, const char *v, clf__sum_kind sk, int vn,
                          bool split)
 {
     if (split && is_minmax(n)) {
@@ -535,9 +498,9 @@ static void vec_acc_step(clf__strbuf *sb, const clf__node *n, uint32_t id, const
         clf__sb_printf(sb, "        a->s_%u = y %s a->s_%u ? y : a->s_%u;\n", id, mx ? ">" : "<", id, id);
         clf__sb_printf(sb, "        a->n_%u = y != y ? y : a->n_%u;\n", id, id);
         clf__sb_printf(sb, "        a->z_%u |= as_int%d(y) == %s;\n    }\n", id, vn, mx ? "0" : "(-2147483647 - 1)");
-    } else if (n->attr.reduce.kind == CLF__REDUCE_SUM && sk == SUM_DOUBLE)
+    } else if (n->attr.reduce.kind == CLF__REDUCE_SUM && sk == CLF__SUM_DOUBLE)
         clf__sb_printf(sb, "    a->s_%u += convert_double%d((float%d)(%s));\n", id, vn, vn, v);
-    else if (n->attr.reduce.kind == CLF__REDUCE_SUM && sk == SUM_PLAIN)
+    else if (n->attr.reduce.kind == CLF__REDUCE_SUM && sk == CLF__SUM_PLAIN)
         clf__sb_printf(sb, "    a->s_%u += (float%d)(%s);\n", id, vn, v);
     else if (n->attr.reduce.kind == CLF__REDUCE_SUM)
         clf__sb_printf(sb,
@@ -549,10 +512,10 @@ static void vec_acc_step(clf__strbuf *sb, const clf__node *n, uint32_t id, const
 }
 
 /* Lane l of vector accumulator b into a scalar accumulator t. */
-static void vec_acc_lane(clf__strbuf *sb, const clf__node *n, uint32_t id, sum_kind sk, int l)
+static void vec_acc_lane(clf__strbuf *sb, const clf__node *n, uint32_t id, clf__sum_kind sk, int l)
 {
     clf__sb_printf(sb, "        t.s_%u = b->s_%u.%s;\n", id, id, vec_lane(l));
-    if (n->attr.reduce.kind == CLF__REDUCE_SUM && sk == SUM_KAHAN)
+    if (n->attr.reduce.kind == CLF__REDUCE_SUM && sk == CLF__SUM_KAHAN)
         clf__sb_printf(sb, "        t.c_%u = b->c_%u.%s;\n", id, id, vec_lane(l));
 }
 
@@ -836,7 +799,7 @@ static bool scalar_epilogue(red_ctx *rc, clf__cg_fn *epi, const clf__view *full,
  * when some value or reduction of the kernel has no vector form (then the
  * scalar loop does all the work). */
 static bool vector_form(red_ctx *rc, uint32_t k, clf__ix x, const clf__view *full, int nstages, bool has_epilogue,
-                        const carries *cy, sum_kind sk, int vn, clf__strbuf *out)
+                        const carries *cy, clf__sum_kind sk, int vn, clf__strbuf *out)
 {
     const clf_graph *g = rc->g;
     const clf__plan *plan = rc->plan;
@@ -986,16 +949,6 @@ clf_status clf__codegen_reduction(const clf_graph *g, const clf__plan *plan, uin
     clf__strbuf shfl_defs = {0};
     int nstages = 0;
     bool has_epilogue = false, fns_ready = false, shfl = false;
-    /* How f32 sums accumulate: GPUs sum rows up to GPU_PLAIN_SUM_RLEN in
-     * plain f32 lanes, where each lane adds at most a few hundred elements
-     * and the lanes combine in a tree (Kahan's compensation cost a cached
-     * softmax 12% of its time on an H200, bench/probes/cases_gpu.sh), CPU
-     * devices rows up to CPU_PLAIN_SUM_RLEN; longer rows on CPU devices with
-     * doubles sum in double (as accurate as Kahan's compensation and cheaper
-     * there); the rest use the compensation. */
-    const sum_kind sk = K->rlen <= (target->cpu ? CPU_PLAIN_SUM_RLEN : GPU_PLAIN_SUM_RLEN) ? SUM_PLAIN
-                        : target->cpu && target->fp64                                     ? SUM_DOUBLE
-                                                                                          : SUM_KAHAN;
     memset(out, 0, sizeof *out);
 
     clf__ixgen_init(&rc.full_ix, &rc.full_idx, 0);
@@ -1018,17 +971,15 @@ clf_status clf__codegen_reduction(const clf_graph *g, const clf__plan *plan, uin
     row_ctx = (fn_ctx){&rc, clf__ixgen_var(row_fn.ix, "x", (uint64_t)K->rows), false};
     fns_ready = true;
 
-    /* Stages: each reduction accumulates its input at the full view. */
-    /* Online softmax only in the GPU's scalar form (rows whose length is
-     * not a multiple of GPU_VEC) where a row does not fit in registers:
-     * measured, its extra exp and branches cost more than a second sweep
-     * over a cached row, and the float4 form's reloads from L2 beat it too
-     * (bench/results/2026-11-29-reductions-h200.md, bench/probes). */
+    /* How rows are swept (schedule.h), then the stages: each reduction
+     * accumulates its input at the full view. */
     uint32_t on_m = 0, on_s = 0;
-    size_t max_local = target->max_local ? target->max_local : 256;
-    const uint64_t lanes_max = clf__pow2_at_most(max_local < 1024 ? max_local : 1024);
-    const bool online = !target->cpu && K->rlen % GPU_VEC != 0 && (uint64_t)K->rlen > lanes_max * CACHE_PER_LANE &&
-                        online_softmax_pair(g, plan, K, k, &on_m, &on_s);
+    clf__reduction_facts facts = {.rows = (uint64_t)K->rows, .rlen = (uint64_t)K->rlen, .vector_ok = true};
+    facts.online_pair = online_softmax_pair(g, plan, K, k, &on_m, &on_s);
+    clf__schedule sched;
+    clf__schedule_reduction_sweeps(&facts, target, &sched);
+    const bool online = sched.online_softmax;
+    const clf__sum_kind sk = sched.sum;
     for (uint32_t i = 0; i < K->nops; i++) {
         uint32_t id = K->ops[i];
         const clf__node *n = clf__graph_node(g, id);
@@ -1107,140 +1058,39 @@ clf_status clf__codegen_reduction(const clf_graph *g, const clf__plan *plan, uin
         goto done;
     out->wide_index = clf__cg_wide_index(g, plan, K, (uint64_t)K->rows * (uint64_t)K->rlen);
 
-    /* Few long rows: split each row into chunks reduced in parallel. */
-    uint64_t cus = target->compute_units ? target->compute_units : 1;
-    /* Work-groups: one work-item on CPU devices; 256 on GPUs, unless a
-     * persistent row takes more lanes. */
-    uint64_t split = 1, chunk = (uint64_t)K->rlen, wg = target->cpu ? 1 : lanes_max < 256 ? lanes_max : 256, lanes = 1;
-    int nred0 = 0;
+    /* The form and its geometry (schedule.h), from what the functions
+     * written above need. */
+    facts.nstages = nstages;
+    facts.has_epilogue = has_epilogue;
     for (uint32_t i = 0; i < K->nops; i++)
-        nred0 += clf__graph_node(g, K->ops[i])->op == CLF__OP_REDUCE && plan->producer[K->ops[i]] == (int32_t)k;
-    if (nstages == 1 && !has_epilogue && (uint64_t)K->rlen >= SPLIT_MIN_RLEN &&
-        (uint64_t)K->rows < (target->cpu ? 4 : 2) * cus) {
-        if (target->cpu) {
-            split = (4 * cus + (uint64_t)K->rows - 1) / (uint64_t)K->rows;
-        } else {
-            split = ((uint64_t)K->rlen + wg * 64 - 1) / (wg * 64);
-        }
-        chunk = ((uint64_t)K->rlen + split - 1) / split;
-        split = ((uint64_t)K->rlen + chunk - 1) / chunk;
-    }
-    /* A driver that ends loops early (target->max_loop_trips): chunks whose
-     * serial loop (one element a trip on CPUs, WG lanes' worth on GPUs)
-     * stays within the limit; rows that cannot split are checked below. */
-    const uint64_t trips_max = target->max_loop_trips;
-    if (trips_max && nstages == 1 && !has_epilogue && chunk > trips_max * (target->cpu ? 1 : wg)) {
-        chunk = trips_max * (target->cpu ? 1 : wg);
-        split = ((uint64_t)K->rlen + chunk - 1) / chunk;
-    }
-
-    /* The vector form where every value of the kernel has one: on CPU
-     * devices a loop over CPU_VEC elements at a time (the scalar loop takes
-     * the rest of each row), on GPUs float4 units through aligned pointers
-     * for rows of whole float4s. */
-    int vec = 1;
-    const int vn = !target->cpu ? GPU_VEC : target->float_width >= CPU_VEC_WIDE ? CPU_VEC_WIDE : CPU_VEC;
+        facts.nreductions += clf__graph_node(g, K->ops[i])->op == CLF__OP_REDUCE && plan->producer[K->ops[i]] == (int32_t)k;
+    facts.nslots = rc.nslots;
+    facts.shuffle_ok = target->warp_shuffle && !target->cpu;
+    for (int s = 0; s < nstages && facts.shuffle_ok; s++)
+        facts.shuffle_ok = shfl_fns(&shfl_defs, &accs[s], s);
+    if ((st = clf__schedule_reduction_launch(&facts, target, k, &sched, err, errlen)) != CLF_OK)
+        goto done;
     rc.split_minmax = target->cpu;
-    if (split == 1 && !online &&
-        (target->cpu ? (uint64_t)K->rlen >= CPU_VEC_MIN_RLEN : K->rlen >= GPU_VEC && K->rlen % GPU_VEC == 0)) {
+    if (sched.vec > 1) {
         rc.aligned_access = !target->cpu;
-        if (vector_form(&rc, k, full_ctx.x, &full, nstages, has_epilogue, &cy, sk, vn, &vdefs))
-            vec = vn;
-        else
+        if (!vector_form(&rc, k, full_ctx.x, &full, nstages, has_epilogue, &cy, sk, sched.vec, &vdefs)) {
             clf__sb_clear(&vdefs);
-    }
-
-    /* Geometry, by device. */
-    int cache = 0;
-    if (target->cpu) {
-        /* One row per work-item and work-group: PoCL then runs each row
-         * as a plain loop instead of vectorising across rows with gathers
-         * (measured in bench/results/2026-11-29-reductions-pocl.md). */
-        out->local = 1;
-        out->global = split > 1 ? (size_t)((uint64_t)K->rows * split) : (size_t)K->rows;
-        if (split > 1) {
-            out->final_local = 1;
-            out->final_global = (size_t)K->rows;
-        }
-    } else if (split > 1) {
-        out->local = (size_t)wg;
-        out->global = (size_t)((uint64_t)K->rows * split * wg);
-        out->final_local = (size_t)wg;
-        out->final_global = (size_t)((uint64_t)K->rows * wg);
-    } else {
-        const uint64_t units = (uint64_t)K->rlen / (uint64_t)vec, slots = rc.nslots ? rc.nslots : 1;
-        if (nstages + (has_epilogue ? 1 : 0) > 1) {
-            /* Several sweeps: keep the row in registers, a lane's share
-             * within its budget (GPU_VEC_CACHE floats, or CACHE_PER_LANE
-             * scalars), on as many lanes as that takes, and at least
-             * GPU_MIN_LANES where the row has the units. Rows too long even
-             * for lanes_max lanes reload each sweep (from L2: the row was
-             * just read), or the scalar form caches up to MAX_CACHED_VALUES
-             * a lane. */
-            uint64_t budget = vec > 1 ? GPU_VEC_CACHE : CACHE_PER_LANE;
-            uint64_t per = budget / ((uint64_t)vec * slots);
-            if (per == 0)
-                per = 1;
-            lanes = clf__pow2_at_least((units + per - 1) / per);
-            uint64_t floor = clf__pow2_at_most(units < GPU_MIN_LANES ? (units ? units : 1) : GPU_MIN_LANES);
-            if (lanes < floor)
-                lanes = floor;
-            if (lanes > lanes_max)
-                lanes = lanes_max;
-            uint64_t per_lane = (units + lanes - 1) / lanes;
-            bool fits = vec > 1 ? per_lane * (uint64_t)vec * slots <= GPU_VEC_CACHE
-                                : per_lane * slots <= MAX_CACHED_VALUES;
-            cache = fits ? (int)per_lane : 0;
-            if (lanes > wg)
-                wg = lanes;
-        } else {
-            lanes = clf__pow2_at_least((units + 3) / 4);
-            if (lanes > wg)
-                lanes = wg;
-        }
-        /* NVIDIA: a row's lanes within one warp combine by shuffles, in
-         * work-groups of 64 (softmax over 256 on an H200: 0.0371 ms against
-         * 0.0388-0.0395 through local memory in work-groups of 256, and
-         * 0.0389-0.0393 in work-groups of 64; bench/probes/case_variants.py). */
-        shfl = target->warp_shuffle && lanes <= 32;
-        for (int s = 0; s < nstages && shfl; s++)
-            shfl = shfl_fns(&shfl_defs, &accs[s], s);
-        if (shfl)
-            wg = 64;
-        uint64_t rows_per_wg = wg / lanes;
-        out->local = (size_t)wg;
-        out->global = (size_t)(((uint64_t)K->rows + rows_per_wg - 1) / rows_per_wg * wg);
-    }
-    if (trips_max) {
-        /* The longest loop: a chunk's sweep in the split form (one element
-         * a trip on CPUs, WG on GPUs), else a row's, CPU_ACCUMULATORS (or
-         * one vector) elements a trip on CPUs, lanes x vec on GPUs. */
-        const uint64_t trips = split > 1      ? chunk / (target->cpu ? 1 : wg)
-                               : target->cpu ? (uint64_t)K->rlen / (vec > 1 ? (uint64_t)vec * CPU_VACCS : CPU_ACCUMULATORS)
-                                              : (uint64_t)K->rlen / (lanes * (uint64_t)vec);
-        if (trips > trips_max) {
-            snprintf(err, errlen,
-                     "kernel %u: rows of %llu elements need loops of %llu iterations; this driver ends every loop "
-                     "after %llu (runtime/driver_quirks.h)",
-                     k, (unsigned long long)K->rlen, (unsigned long long)trips, (unsigned long long)trips_max);
-            st = CLF_ERR_UNSUPPORTED;
-            goto done;
+            facts.vector_ok = false; /* the scalar form, chosen again */
+            if ((st = clf__schedule_reduction_launch(&facts, target, k, &sched, err, errlen)) != CLF_OK)
+                goto done;
         }
     }
+    const int vec = sched.vec;
+    const uint64_t split = sched.split, chunk = sched.chunk, wg = sched.wg, lanes = sched.lanes;
+    const uint64_t cache = sched.cache;
+    shfl = sched.warp_shuffle;
+    clf__reduction_geometry(&sched, (uint64_t)K->rows, target->cpu, &out->global, &out->local, &out->final_global,
+                            &out->final_local);
     if (split > 1)
-        out->scratch_bytes = (uint64_t)K->rows * split * 16u * (uint64_t)nred0;
+        out->scratch_bytes = (uint64_t)K->rows * split * 16u * (uint64_t)facts.nreductions;
     out->vec = 1;
     out->items = 1;
-    out->schedule = (clf__schedule){.form = split > 1 ? "split" : target->cpu ? "cpu" : cache ? "persistent" : "gpu",
-                                    .vec = vec,
-                                    .lanes = target->cpu || split > 1 ? 0 : lanes,
-                                    .wg = target->cpu ? 1 : wg,
-                                    .cache = (uint64_t)cache,
-                                    .split = split,
-                                    .chunk = chunk,
-                                    .online_softmax = online,
-                                    .warp_shuffle = shfl,
-                                    .sum = sk == SUM_DOUBLE ? "double" : sk == SUM_PLAIN ? "plain" : "kahan"};
+    out->schedule = sched;
 
     out->entry = clf__cg_kernel_name(g, K->ops, K->nops, cache ? "clf_per" : "clf_red");
     out->ops = clf__cg_op_list(g, K->ops, K->nops);
@@ -1249,13 +1099,14 @@ clf_status clf__codegen_reduction(const clf_graph *g, const clf__plan *plan, uin
 
     /* The generated definitions. */
     clf__cg_source_header(&src, g, K, out->entry, out->ops);
-    if (sk == SUM_DOUBLE)
+    if (sk == CLF__SUM_DOUBLE)
         clf__sb_puts(&src, "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n");
     clf__sb_printf(&src, "#define IDX_T %s\n#define RLEN %lluu\n#define NSTAGES %d\n#define HAS_EPILOGUE %d\n",
                    out->wide_index ? "ulong" : "uint", (unsigned long long)K->rlen, nstages, has_epilogue);
     if (target->cpu)
-        clf__sb_printf(&src, "#define ROWS_PER_ITEM 1u\n#define ACCS %d\n#define VEC %d\n#define VACCS %d\n",
-                       CPU_ACCUMULATORS, vec, CPU_VACCS);
+        clf__sb_printf(&src, "#define ROWS_PER_ITEM %lluu\n#define ACCS %d\n#define VEC %d\n#define VACCS %d\n",
+                       (unsigned long long)(sched.rows_per_item > 1 ? sched.rows_per_item : 1), CLF__CPU_ACCUMULATORS,
+                       vec, CLF__CPU_VACCS);
     if (split > 1) {
         out->final_name = clf__cg_final_name(out->entry);
         if (!out->final_name)
@@ -1266,7 +1117,7 @@ clf_status clf__codegen_reduction(const clf_graph *g, const clf__plan *plan, uin
                        out->final_name);
     } else if (!target->cpu) {
         clf__sb_printf(&src, "#define WG %llu\n#define LANES %llu\n#define CACHE %d\n#define VEC %d\n" SHFL_LINE,
-                       (unsigned long long)wg, (unsigned long long)lanes, cache, vec, shfl);
+                       (unsigned long long)wg, (unsigned long long)lanes, (int)cache, vec, shfl);
     }
     clf__cg_signature(&src, g, plan, out->entry, out->params, out->nparams, K->nreads);
     clf__cg_gather_defs(&src, g, plan, K);
