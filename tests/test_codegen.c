@@ -696,6 +696,47 @@ START_TEST(reduction_schedule_from_facts)
 }
 END_TEST
 
+/* The pointwise kind's chooser alone (schedule.h). */
+START_TEST(pointwise_schedule_from_facts)
+{
+    const clf__codegen_target cpu = {.cpu = true, .max_local = 4096, .compute_units = 2},
+                              gpu = {.max_local = 1024, .compute_units = 132},
+                              small = {.cpu = true, .max_local = 32, .small_code = true},
+                              narrow_gpu = {.max_local = 64};
+    clf__schedule s;
+    /* Rows of 64 floats on a CPU: 16 lanes along the axis, else 8
+     * consecutive elements, else scalar; blocks of 16 a work-item. */
+    clf__pointwise_facts f = {.numel = 4096, .plain_loads = true, .widest = 4, .axis_lanes = 16, .axis_ok = true};
+    clf__schedule_pointwise(&f, &cpu, &s);
+    ck_assert_str_eq(s.form, "cpu");
+    ck_assert(s.along_axis && s.vec == 16 && s.items == 16 && s.wg == 16);
+    ck_assert_uint_eq(clf__pointwise_global(&s, f.numel), 16); /* 4096 / (16 x 16) = 16 work-items */
+    f.axis_ok = false;
+    clf__schedule_pointwise(&f, &cpu, &s);
+    ck_assert(!s.along_axis && s.vec == 8);
+    f.plain_loads = false;
+    clf__schedule_pointwise(&f, &cpu, &s);
+    ck_assert_int_eq(s.vec, 1);
+    ck_assert_uint_eq(clf__pointwise_global(&s, f.numel), 256);
+    /* A driver whose compiler slows down with code size: scalar, always. */
+    f = (clf__pointwise_facts){.numel = 4096, .plain_loads = true, .widest = 4, .axis_lanes = 16, .axis_ok = true};
+    clf__schedule_pointwise(&f, &small, &s);
+    ck_assert(!s.along_axis && s.vec == 1 && s.wg == 16);
+    /* GPUs: 16 bytes a work-item (float4, or 8 halves), 256 a work-group
+     * or the device's limit; the axis is no GPU form. */
+    clf__schedule_pointwise(&f, &gpu, &s);
+    ck_assert_str_eq(s.form, "gpu");
+    ck_assert(!s.along_axis && s.vec == 4 && s.items == 1 && s.wg == 256);
+    ck_assert_uint_eq(clf__pointwise_global(&s, 1000), 256);
+    f.widest = 2;
+    clf__schedule_pointwise(&f, &gpu, &s);
+    ck_assert_int_eq(s.vec, 8);
+    clf__schedule_pointwise(&f, &narrow_gpu, &s);
+    ck_assert_uint_eq(s.wg, 64);
+    ck_assert_uint_eq(clf__pointwise_global(&s, 4096), 512);
+}
+END_TEST
+
 START_TEST(schedules_name_their_choices)
 {
     clf__codegen_target gpu = {.cpu = false, .max_local = 1024, .compute_units = 132, .local_mem = 49152},
@@ -1502,6 +1543,7 @@ int main(void)
     tcase_add_test(tc, cpu_attention_logits_of_a_key_group_in_vectors);
     tcase_add_test(tc, schedules_name_their_choices);
     tcase_add_test(tc, reduction_schedule_from_facts);
+    tcase_add_test(tc, pointwise_schedule_from_facts);
     tcase_add_test(tc, attention_tensor_cores_where_the_operands_allow);
     tcase_add_test(tc, permuted_store_feeds_a_plain_operand);
     tcase_add_test(tc, gemm_tensor_cores_where_the_operands_allow);

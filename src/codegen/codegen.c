@@ -97,6 +97,10 @@ const char *clf__schedule_str(const clf__kernel_code *c, char *buf, size_t cap)
     if (cap)
         buf[0] = '\0';
     PUT("form=%s vec=%d", s->form ? s->form : "?", s->vec ? s->vec : 1);
+    if (s->items > 1)
+        PUT(" items=%d", s->items);
+    if (s->along_axis)
+        PUT(" along-axis");
     if (s->lanes)
         PUT(" lanes=%llu", (unsigned long long)s->lanes);
     if (s->wg)

@@ -79,6 +79,8 @@ typedef struct clf__schedule {
     const char *form; /* the device form: "cpu", "gpu", "persistent", "split", "cpu-blocks",
                          "cpu-one-row", "gpu-tiles", "gpu-rows" */
     int vec;          /* elements a vector unit carries (1: scalar) */
+    int items;        /* pointwise on CPU devices: vectors (or elements) a work-item takes, in a row */
+    bool along_axis;  /* CPU pointwise: the vector's lanes are consecutive elements of the last axis */
     uint64_t lanes;   /* GPU reductions: work-items a row is spread over */
     uint64_t wg;      /* work-group size the form is written for */
     uint64_t cache;   /* persistent reductions: elements a lane keeps in registers */

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "codegen/codegen_expr.h"
+#include "codegen/schedule.h"
 #include "codegen/templates.h"
 #include "util/strbuf.h"
 #include "util/text.h"
@@ -181,53 +182,48 @@ clf_status clf__codegen_pointwise(const clf_graph *g, const clf__plan *plan, uin
     if (!clf__cg_params(K, &out->params, &out->nparams))
         goto done;
 
-    /* Vector path: every load is at i itself or at one fixed element. */
-    bool vec_ok = K->numel > 1 && !placed;
-    for (size_t s = 0; s < G.nslots && vec_ok; s++)
+    /* The schedule (schedule.h): its facts first. Vector path: every load
+     * is at i itself or at one fixed element. */
+    clf__pointwise_facts facts = {.numel = (uint64_t)K->numel, .plain_loads = K->numel > 1 && !placed, .axis_ok = true};
+    for (size_t s = 0; s < G.nslots && facts.plain_loads; s++)
         if (!(G.slots[s].index.temp == 0 || G.slots[s].index.temp < 0) || G.slots[s].buffer == CLF__CG_INDEX_VALUE)
-            vec_ok = false;
-    size_t max_local = target->max_local ? target->max_local : 256;
-    /* The CPU form in vector code along the last axis where it has one
-     * (emit_lanes_fn): 16 lanes, or 8, dividing the axis. */
-    int lanes = 0;
-    if (target->cpu && !target->small_code && K->nstores > 0) {
-        /* The region's elements in the shape of its first store's values
-         * (a cache write's: its new entries'). */
+            facts.plain_loads = false;
+    for (size_t s = 0; s < G.nslots; s++)
+        if (clf_dtype_size(G.slots[s].dtype) > facts.widest)
+            facts.widest = clf_dtype_size(G.slots[s].dtype);
+    for (uint32_t s = 0; s < K->nstores; s++)
+        if (clf_dtype_size(clf__graph_node(g, K->stores[s].node)->dtype) > facts.widest)
+            facts.widest = clf_dtype_size(clf__graph_node(g, K->stores[s].node)->dtype);
+    /* The CPU form's vector along the last axis (emit_lanes_fn): 16
+     * lanes, or 8, dividing the axis of the region's elements in the shape
+     * of its first store's values (a cache write's: its new entries'),
+     * whose rows stay whole in a vector. */
+    int64_t axis_len = 0;
+    if (target->cpu && K->nstores > 0) {
         const clf__node *o = clf__graph_node(g, K->stores[0].from);
-        const int64_t len = o->rank > 0 ? o->shape[o->rank - 1] : 1;
-        int w = len > 0 && len % 16 == 0 ? 16 : len > 0 && len % 8 == 0 ? 8 : 0;
-        /* A cache write's rows stay whole in a vector where w divides them. */
+        axis_len = o->rank > 0 ? o->shape[o->rank - 1] : 1;
+        int w = axis_len > 0 && axis_len % 16 == 0 ? 16 : axis_len > 0 && axis_len % 8 == 0 ? 8 : 0;
         for (uint32_t s = 0; s < K->nstores && w; s++)
             if (placed_run(g, &K->stores[s]) % w != 0)
                 w = 0;
-        if (w && clf__node_numel(o) == K->numel && emit_lanes_fn(g, plan, k, len, w, store_at, &lanes_fn))
-            lanes = w;
+        facts.axis_lanes = clf__node_numel(o) == K->numel ? w : 0;
+    }
+    clf__schedule sched;
+    clf__schedule_pointwise(&facts, target, &sched);
+    if (sched.along_axis) {
+        bool written = emit_lanes_fn(g, plan, k, axis_len, sched.vec, store_at, &lanes_fn);
         if (!clf__sb_ok(&lanes_fn))
             goto done;
+        if (!written) {
+            facts.axis_ok = false;
+            clf__schedule_pointwise(&facts, target, &sched);
+        }
     }
-    if (target->cpu) {
-        out->vec = lanes ? lanes : vec_ok && !target->small_code ? 8 : 1;
-        out->items = 16;
-        out->local = max_local < 16 ? max_local : 16;
-    } else {
-        /* 16 bytes a work-item where the elements are 4 bytes: float4; 8
-         * lanes where none is wider than 2 (f16, bf16, bool), so that a
-         * storage-float kernel still moves 16 bytes per load. */
-        size_t widest = 0;
-        for (size_t s = 0; s < G.nslots; s++)
-            if (clf_dtype_size(G.slots[s].dtype) > widest)
-                widest = clf_dtype_size(G.slots[s].dtype);
-        for (uint32_t s = 0; s < K->nstores; s++)
-            if (clf_dtype_size(clf__graph_node(g, K->stores[s].node)->dtype) > widest)
-                widest = clf_dtype_size(clf__graph_node(g, K->stores[s].node)->dtype);
-        out->vec = vec_ok && !target->small_code ? (widest <= 2 ? 8 : 4) : 1;
-        out->items = 1;
-        out->local = max_local < 256 ? max_local : 256;
-    }
-    out->schedule = (clf__schedule){.form = target->cpu ? "cpu" : "gpu", .vec = out->vec, .wg = out->local};
-    uint64_t groups = ((uint64_t)K->numel + (uint64_t)out->vec - 1) / (uint64_t)out->vec;
-    uint64_t items = (groups + (uint64_t)out->items - 1) / (uint64_t)out->items;
-    out->global = (size_t)((items + out->local - 1) / out->local * out->local);
+    out->schedule = sched;
+    out->vec = sched.vec;
+    out->items = sched.items;
+    out->local = sched.wg;
+    out->global = clf__pointwise_global(&sched, (uint64_t)K->numel);
 
     out->entry = clf__cg_kernel_name(g, K->ops, K->nops, "clf_poi");
     out->ops = clf__cg_op_list(g, K->ops, K->nops);
@@ -278,7 +274,7 @@ clf_status clf__codegen_pointwise(const clf_graph *g, const clf__plan *plan, uin
     clf__sb_puts(&src, "}\n\n");
 
     /* clf_vec: VEC elements with vector loads and stores. */
-    if (lanes) {
+    if (sched.along_axis) {
         clf__sb_puts(&src, clf__sb_str(&lanes_fn));
     } else if (out->vec > 1) {
         int V = out->vec;

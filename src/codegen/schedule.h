@@ -5,6 +5,7 @@
  * no source written and no device touched. The writer then emits what the
  * schedule says; test_codegen checks the choices without a device.
  *
+ * Pointwise kernels (schedule_pointwise.c) are chosen in one step.
  * Reductions (schedule_reduction.c) are chosen in two steps, because what
  * the second needs is known only once the first's choices are written:
  *   clf__schedule_reduction_sweeps  how a row is swept (sums, online
@@ -19,6 +20,30 @@
 #include <stdint.h>
 
 #include "codegen/codegen.h"
+
+/* What the pointwise writer knows of a kernel (a cache write's too). */
+typedef struct clf__pointwise_facts {
+    uint64_t numel;
+    /* Every load is at the kernel's element i or at one fixed element, and
+     * every store at i: VEC consecutive elements move as vectors. */
+    bool plain_loads;
+    size_t widest; /* bytes of the widest element loaded or stored */
+    /* CPU devices: 16 or 8, a width that divides the last axis of the
+     * kernel's values (and every cache write's rows), else 0 ... */
+    int axis_lanes;
+    /* ... and whether every value has a form along that axis, lanes of a
+     * row as one floatN (assumed until the writer tries it, as
+     * clf__reduction_facts.vector_ok). */
+    bool axis_ok;
+} clf__pointwise_facts;
+
+/* The pointwise form: vector width, elements a work-item (CPU devices
+ * take ITEMS blocks of VEC), work-group, and whether the vector runs
+ * along the last axis. */
+void clf__schedule_pointwise(const clf__pointwise_facts *f, const clf__codegen_target *t, clf__schedule *s);
+
+/* Its launch: enough work-groups of s->wg for numel elements. */
+size_t clf__pointwise_global(const clf__schedule *s, uint64_t numel);
 
 /* The reduction forms' fixed widths, which the writer emits as well: the
  * GPU form's vector unit (float4), and the CPU form's interleaved scalar
