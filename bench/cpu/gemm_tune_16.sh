@@ -9,19 +9,9 @@
 # torch eager and torch.compile on the same cores (bench/cpu/torch_cpu.py
 # --cases gemm). Raw outputs in $OUT/r; a summary is printed.
 set -uo pipefail
-START=$SECONDS
-source .gpu/env.sh
 rounds=${1:-2}
-OUT=${OUT:-/tmp/clfuse-out}
-R=$OUT/r
-mkdir -p "$R"
-export POCL_CACHE_DIR=/tmp/pocl-cache-tune PYTHONUNBUFFERED=1 CLFUSE_DEVICE=cpu
-B=/tmp/build-ab
-opts="--buildtype=release --wrap-mode=nodownload -Dtests=false -Donnx_proto=/tmp/gpu-root/usr/include/onnx/onnx.proto"
-{ [ -f $B/build.ninja ] || meson setup $B $opts; ninja -C $B; } > "$R/build.log" 2>&1 || { tail -20 "$R/build.log"; exit 1; }
-{ date -u; git log -1 --oneline 2>/dev/null; nproc; lscpu | grep -E "^(Model name|CPU max MHz|L2|L3)"; } > "$R/env.txt" 2>&1
-cat "$R/env.txt"
-echo "built in $((SECONDS - START)) s"
+source bench/cpu/common_16.sh
+export POCL_CACHE_DIR=/tmp/pocl-cache-tune
 for r in $(seq 1 "$rounds"); do
   for mode in default autotune; do
     flag=""
