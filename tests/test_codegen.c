@@ -737,6 +737,79 @@ START_TEST(pointwise_schedule_from_facts)
 }
 END_TEST
 
+/* The GEMM kind's chooser alone (schedule.h): facts in, forms out. */
+START_TEST(gemm_schedule_from_facts)
+{
+    clf__codegen_target h200 = {.max_local = 1024, .compute_units = 132, .local_mem = 49152, .warp_shuffle = true,
+                                .tensor_cores = true},
+                        cpu16 = {.cpu = true, .max_local = 4096, .compute_units = 16, .local_mem = 65536,
+                                 .float_width = 16};
+    char err[256] = "";
+    clf__gemm_schedule s;
+    clf__kernel_code out;
+    /* An f16 prefill product: the tensor cores, two stages at least. */
+    clf__gemm_facts f = {.m = 512, .n = 8192, .k = 2048, .batch = 1, .numel = 512 * 8192, .a_k_fast = true,
+                         .b_n_fast = true, .a_plain = true, .b_plain = true, .a16 = CLF_F16, .b16 = CLF_F16,
+                         .b_batch_shared = true};
+    ck_assert_int_eq(clf__schedule_gemm(&f, &h200, 0, &s, err, sizeof err), CLF_OK);
+    ck_assert_int_eq(s.mma, CLF__MMA_F16);
+    ck_assert(s.cfg.mma && s.stages >= 2 && s.rows.rows_max == 0);
+    memset(&out, 0, sizeof out);
+    clf__gemm_launch(&f, &s, false, &out);
+    ck_assert_str_eq(out.schedule.form, "tensor-cores");
+    ck_assert_uint_eq(out.local, 32u * (size_t)(s.cfg.tm / s.cfg.wm) * (size_t)(s.cfg.tn / s.cfg.wn));
+    ck_assert_uint_eq(out.global % out.local, 0);
+    /* A norm's row statistics in A's loads: not the tensor-core form. */
+    clf__gemm_facts stats = f;
+    stats.row_stats = true;
+    ck_assert_int_eq(clf__schedule_gemm(&stats, &h200, 0, &s, err, sizeof err), CLF_OK);
+    ck_assert_int_eq(s.mma, CLF__MMA_NONE);
+    /* f32 operands: TF32's products only where allowed. */
+    clf__gemm_facts f32 = f;
+    f32.a16 = f32.b16 = CLF_F32;
+    f32.a_f32 = f32.b_f32 = true;
+    ck_assert_int_eq(clf__schedule_gemm(&f32, &h200, 0, &s, err, sizeof err), CLF_OK);
+    ck_assert_int_eq(s.mma, CLF__MMA_NONE);
+    ck_assert(s.vec_a && s.vec_b); /* the portable tiles with float4 loads */
+    h200.tf32 = true;
+    ck_assert_int_eq(clf__schedule_gemm(&f32, &h200, 0, &s, err, sizeof err), CLF_OK);
+    ck_assert_int_eq(s.mma, CLF__MMA_TF32);
+    h200.tf32 = false;
+    /* A decode step's row: the few-rows form, 8 halves a load, K split
+     * until the blocks give every compute unit four. */
+    clf__gemm_facts row = f;
+    row.m = 1;
+    row.numel = 8192;
+    ck_assert_int_eq(clf__schedule_gemm(&row, &h200, 0, &s, err, sizeof err), CLF_OK);
+    ck_assert_int_eq(s.rows.rows_max, 1);
+    ck_assert_int_eq(s.rows.w, 8);
+    ck_assert(s.rows.split > 1 && s.rows.blocks * s.rows.split >= 4 * 132);
+    clf__gemm_launch(&row, &s, false, &out);
+    ck_assert_str_eq(out.schedule.form, "gpu-rows");
+    /* The same row on 16 CPU cores: one-row blocks, K sliced, a final
+     * launch adding the slices. */
+    ck_assert_int_eq(clf__schedule_gemm(&row, &cpu16, 0, &s, err, sizeof err), CLF_OK);
+    ck_assert(s.one_row && s.cpu_blocks && s.pack_a); /* f16 A: packed, converted once */
+    ck_assert(s.one_row_split > 1 && s.one_row_kch * s.one_row_split >= row.k);
+    memset(&out, 0, sizeof out);
+    clf__gemm_launch(&row, &s, true, &out);
+    ck_assert_str_eq(out.schedule.form, "cpu-one-row");
+    ck_assert(out.final_global > 0 && out.scratch_bytes > 0);
+    /* Nothing to compute: no launch. */
+    clf__gemm_facts empty = f;
+    empty.numel = 0;
+    ck_assert_int_eq(clf__schedule_gemm(&empty, &cpu16, 0, &s, err, sizeof err), CLF_OK);
+    clf__gemm_launch(&empty, &s, true, &out);
+    ck_assert_uint_eq(out.global, 0);
+    /* A pinned tiling the CPU form cannot take is refused, naming the kernel. */
+    clf__gemm_config bad = {.tm = 32, .tn = 64, .tk = 1, .wm = 8, .wn = 32};
+    cpu16.gemm = &bad;
+    ck_assert_int_eq(clf__schedule_gemm(&f32, &cpu16, 3, &s, err, sizeof err), CLF_ERR_INVALID_ARGUMENT);
+    ck_assert_ptr_nonnull(strstr(err, "kernel 3"));
+    ck_assert_ptr_nonnull(strstr(err, "tk"));
+}
+END_TEST
+
 START_TEST(schedules_name_their_choices)
 {
     clf__codegen_target gpu = {.cpu = false, .max_local = 1024, .compute_units = 132, .local_mem = 49152},
@@ -1544,6 +1617,7 @@ int main(void)
     tcase_add_test(tc, schedules_name_their_choices);
     tcase_add_test(tc, reduction_schedule_from_facts);
     tcase_add_test(tc, pointwise_schedule_from_facts);
+    tcase_add_test(tc, gemm_schedule_from_facts);
     tcase_add_test(tc, attention_tensor_cores_where_the_operands_allow);
     tcase_add_test(tc, permuted_store_feeds_a_plain_operand);
     tcase_add_test(tc, gemm_tensor_cores_where_the_operands_allow);

@@ -5,7 +5,8 @@
  * no source written and no device touched. The writer then emits what the
  * schedule says; test_codegen checks the choices without a device.
  *
- * Pointwise kernels (schedule_pointwise.c) are chosen in one step.
+ * Pointwise kernels (schedule_pointwise.c) and GEMMs (schedule_gemm.c) are
+ * chosen in one step.
  * Reductions (schedule_reduction.c) are chosen in two steps, because what
  * the second needs is known only once the first's choices are written:
  *   clf__schedule_reduction_sweeps  how a row is swept (sums, online
@@ -44,6 +45,64 @@ void clf__schedule_pointwise(const clf__pointwise_facts *f, const clf__codegen_t
 
 /* Its launch: enough work-groups of s->wg for numel elements. */
 size_t clf__pointwise_global(const clf__schedule *s, uint64_t numel);
+
+/* What the GEMM writer knows of a kernel: the product's extents and its
+ * operands as the kernel reads them (clf__gemm_facts_of, from the graph). */
+typedef struct clf__gemm_facts {
+    int64_t m, n, k, batch;
+    uint64_t numel;          /* the kernel's elements (0: nothing to launch) */
+    bool row_stats;          /* A's loads compute row statistics (a norm's, planner.c) */
+    bool a_k_fast, b_n_fast; /* the operands lie as they are (else transposed: strided rows) */
+    bool a_plain, b_plain;   /* read straight from a buffer, no prologue (codegen_product.h) */
+    bool b_plain_swapped;    /* B a transpose of a buffer read straight */
+    clf_dtype a16, b16;      /* the 16-bit dtype an operand's loads return (CLF_F32: none) */
+    bool a_f32, b_f32;       /* the operands are f32 themselves (TF32's products) */
+    bool b_batch_shared;     /* B has no batch axis over 1: one B for the whole batch */
+} clf__gemm_facts;
+
+void clf__gemm_facts_of(const clf_graph *g, const clf__plan *plan, uint32_t k, clf__gemm_facts *f);
+
+/* The tensor-core form's operands: none (the portable forms), f16, bf16 or
+ * f32 on TF32's products. */
+typedef enum { CLF__MMA_NONE, CLF__MMA_F16, CLF__MMA_BF16, CLF__MMA_TF32 } clf__mma_kind;
+
+/* The few-rows form (gemm_rows.cl): a GPU product of at most 8 rows a
+ * work-group (a decode step's x @ W). */
+typedef struct clf__gemm_rows_form {
+    int rows_max; /* 0: not this form; else 1 or 8 */
+    int tn, nt, w, u;
+    int cw;      /* columns a work-item: w where B lies as it is, 1 where transposed (loads along K) */
+    int split;   /* slices of K, a work-group each (1: K whole) */
+    int64_t kch; /* K values a slice: a multiple of w */
+    int64_t blocks; /* work-groups a slice: (b_shared ? 1 : batch) * ceil(N / tn) */
+    bool b_shared;
+} clf__gemm_rows_form;
+
+/* A GEMM kernel's choices: its form and tiling, and the CPU form's parts. */
+typedef struct clf__gemm_schedule {
+    clf__gemm_config cfg;     /* the tiling (the tensor-core form's where mma is set) */
+    clf__mma_kind mma;        /* the tensor-core form, or NONE */
+    int stages;               /* tensor cores: stages of tiles in local memory ... */
+    bool pad;                 /* ... with padded rows (else permuted chunks) */
+    clf__gemm_rows_form rows; /* the few-rows form (rows_max 0: not it) */
+    bool loops_cut;           /* the driver ends loops early: the CPU form's older parts only */
+    bool cpu_blocks;          /* the CPU form's blocks, where its newer parts may run */
+    bool one_row;             /* ... for one row (CLF_ONE_ROW) */
+    bool pack_a;              /* the CPU form packs A (its prologue evaluated once a block) */
+    int64_t span;             /* CPU blocks of span sub-blocks of tn columns side by side */
+    int one_row_split;        /* one row: slices of K (a final launch adds them) ... */
+    int64_t one_row_kch;      /* ... of this many values */
+    bool vec_a, vec_b;        /* GPU tiles: float4 loads of A, of B */
+    int cpu_vw;               /* gemm_cpu.cl's vector width (B, A's prologue, the epilogue) */
+} clf__gemm_schedule;
+
+/* Fails with CLF_ERR_INVALID_ARGUMENT, naming kernel k, where a pinned
+ * tiling (target->gemm) does not fit the form or the device. */
+clf_status clf__schedule_gemm(const clf__gemm_facts *f, const clf__codegen_target *target, uint32_t k,
+                              clf__gemm_schedule *s, char *err, size_t errlen);
+
+/* The launch geometry, scratch and state of the schedule, and out->schedule. */
+void clf__gemm_launch(const clf__gemm_facts *f, const clf__gemm_schedule *s, bool cpu, clf__kernel_code *out);
 
 /* The reduction forms' fixed widths, which the writer emits as well: the
  * GPU form's vector unit (float4), and the CPU form's interleaved scalar
