@@ -810,6 +810,66 @@ START_TEST(gemm_schedule_from_facts)
 }
 END_TEST
 
+/* The attention kind's chooser alone (schedule.h). */
+START_TEST(attention_schedule_from_facts)
+{
+    const clf__codegen_target h200 = {.max_local = 1024, .compute_units = 132, .local_mem = 49152,
+                                      .warp_shuffle = true, .tensor_cores = true},
+                              cpu16 = {.cpu = true, .max_local = 4096, .compute_units = 16, .local_mem = 65536,
+                                       .float_width = 16};
+    char err[256] = "";
+    clf__attention_schedule s;
+    clf__kernel_code out;
+    /* f16 prefill, B8 H16 S1024 D64: the tensor cores, eight warps, tiles of 32 keys. */
+    clf__attention_facts f = {.batch = 128, .sq = 1024, .sk = 1024, .d = 64, .dv = 64,
+                              .numel = 128 * 1024 * 64, .mma16 = CLF_F16};
+    ck_assert_int_eq(clf__schedule_attention(&f, &h200, 0, &s, err, sizeof err), CLF_OK);
+    ck_assert(!s.decode && s.mma == CLF_F16 && s.mma_warps == 8 && s.bkt == 32);
+    memset(&out, 0, sizeof out);
+    clf__attention_launch(&f, &s, false, &out);
+    ck_assert_str_eq(out.schedule.form, "tensor-cores");
+    ck_assert_uint_eq(out.local, 256);
+    ck_assert_uint_eq(out.global, 128u * (1024 / 128) * 256);
+    /* Heads of 128: tiles of 64 keys still fit 48 KiB. */
+    f.d = f.dv = 128;
+    ck_assert_int_eq(clf__schedule_attention(&f, &h200, 0, &s, err, sizeof err), CLF_OK);
+    ck_assert_uint_eq(s.bkt, 64);
+    /* f32: the FMA form, 64 query rows a work-group, K/V tiles within half
+     * the local memory. */
+    f.mma16 = CLF_F32;
+    ck_assert_int_eq(clf__schedule_attention(&f, &h200, 0, &s, err, sizeof err), CLF_OK);
+    ck_assert(s.mma == CLF_F32 && s.bq == 64 && s.bk * (128 + 128) * 4 <= 49152 / 2);
+    clf__attention_launch(&f, &s, false, &out);
+    ck_assert_str_eq(out.schedule.form, "gpu");
+    /* One query row over 4096 keys: the keys split, chunks covering them. */
+    clf__attention_facts dec = {.batch = 32, .sq = 1, .sk = 4096, .d = 128, .dv = 128, .numel = 32 * 128,
+                                .mma16 = CLF_F16};
+    ck_assert_int_eq(clf__schedule_attention(&dec, &h200, 0, &s, err, sizeof err), CLF_OK);
+    ck_assert(s.decode && s.mma == CLF_F32 && s.G.split > 1 && s.G.split * s.G.chunk >= 4096 && s.G.local > 0);
+    memset(&out, 0, sizeof out);
+    clf__attention_launch(&dec, &s, false, &out);
+    ck_assert_str_eq(out.schedule.form, "split-keys");
+    ck_assert(out.state_bytes >= s.state_floats * 4);
+    /* 16 CPU cores: vectors of 16, 4 query rows a work-item where that
+     * leaves every core work, 1 for a decode step of 32 heads. */
+    f.mma16 = CLF_F16;
+    ck_assert_int_eq(clf__schedule_attention(&f, &cpu16, 0, &s, err, sizeof err), CLF_OK);
+    ck_assert(s.vw == 16 && s.rb == 4 && s.keys > 1 && s.mma == CLF_F32 && !s.decode);
+    ck_assert_int_eq(clf__schedule_attention(&dec, &cpu16, 0, &s, err, sizeof err), CLF_OK);
+    ck_assert(s.rb == 1 && !s.decode);
+    memset(&out, 0, sizeof out);
+    clf__attention_launch(&dec, &s, true, &out);
+    ck_assert_str_eq(out.schedule.form, "cpu");
+    ck_assert_uint_eq(out.global, 32);
+    ck_assert_uint_eq(out.schedule.rows, 1);
+    /* Heads too wide for a GPU's tiles are refused, naming the kernel. */
+    clf__attention_facts wide = f;
+    wide.d = wide.dv = 8192;
+    ck_assert_int_eq(clf__schedule_attention(&wide, &h200, 5, &s, err, sizeof err), CLF_ERR_UNSUPPORTED);
+    ck_assert_ptr_nonnull(strstr(err, "kernel 5"));
+}
+END_TEST
+
 START_TEST(schedules_name_their_choices)
 {
     clf__codegen_target gpu = {.cpu = false, .max_local = 1024, .compute_units = 132, .local_mem = 49152},
@@ -1618,6 +1678,7 @@ int main(void)
     tcase_add_test(tc, reduction_schedule_from_facts);
     tcase_add_test(tc, pointwise_schedule_from_facts);
     tcase_add_test(tc, gemm_schedule_from_facts);
+    tcase_add_test(tc, attention_schedule_from_facts);
     tcase_add_test(tc, attention_tensor_cores_where_the_operands_allow);
     tcase_add_test(tc, permuted_store_feeds_a_plain_operand);
     tcase_add_test(tc, gemm_tensor_cores_where_the_operands_allow);

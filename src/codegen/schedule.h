@@ -5,8 +5,8 @@
  * no source written and no device touched. The writer then emits what the
  * schedule says; test_codegen checks the choices without a device.
  *
- * Pointwise kernels (schedule_pointwise.c) and GEMMs (schedule_gemm.c) are
- * chosen in one step.
+ * Pointwise kernels (schedule_pointwise.c), GEMMs (schedule_gemm.c) and
+ * attention (schedule_attention.c) are chosen in one step.
  * Reductions (schedule_reduction.c) are chosen in two steps, because what
  * the second needs is known only once the first's choices are written:
  *   clf__schedule_reduction_sweeps  how a row is swept (sums, online
@@ -103,6 +103,47 @@ clf_status clf__schedule_gemm(const clf__gemm_facts *f, const clf__codegen_targe
 
 /* The launch geometry, scratch and state of the schedule, and out->schedule. */
 void clf__gemm_launch(const clf__gemm_facts *f, const clf__gemm_schedule *s, bool cpu, clf__kernel_code *out);
+
+/* What the attention writer knows of a kernel: the heads' extents. */
+typedef struct clf__attention_facts {
+    int64_t batch, sq, sk, d, dv; /* batch x heads, query rows, keys, head width of Q/K and of V */
+    uint64_t numel;               /* the output's elements (0: nothing to launch) */
+    clf_dtype mma16;              /* Q, K and V all f16 or all bf16: that dtype; else CLF_F32 */
+} clf__attention_facts;
+
+/* The decode form's geometry for rows query rows over sk keys of d with
+ * value rows of dv: wg work-items a work-group, vl of them across DV in
+ * the weighted sum of V (kg = wg / vl groups of them take alternate keys),
+ * split chunks of chunk keys a row; K staged in pieces of wg keys x kp
+ * columns, V read vu keys at a time. local: the bytes of local memory the
+ * split kernel takes (kp shrinks until they fit local_mem; 0 if they do
+ * not fit even at kp 1). */
+typedef struct clf__attention_decode {
+    uint64_t wg, vl, kg, split, chunk, kp, vu, local;
+} clf__attention_decode;
+
+/* An attention kernel's choices. */
+typedef struct clf__attention_schedule {
+    bool decode;             /* the split-keys form (attention_decode.cl) ... */
+    clf__attention_decode G; /* ... and its geometry */
+    uint64_t bq, bk;         /* the GPU form: query rows a work-group, keys a tile */
+    clf_dtype mma;           /* the tensor-core form's operands (f16, bf16); CLF_F32: not that form */
+    int mma_warps;           /* ... warps a work-group */
+    uint64_t bkt;            /* ... keys a tile */
+    uint64_t state_floats;   /* the decode form's chunks' states */
+    int vw;                  /* the CPU form's vector width ... */
+    uint64_t rb;             /* ... query rows a work-item ... */
+    int keys;                /* ... keys a fold */
+} clf__attention_schedule;
+
+/* Fails with CLF_ERR_UNSUPPORTED, naming kernel k, where the heads do not
+ * fit the device (clf__cg_attention_fits). */
+clf_status clf__schedule_attention(const clf__attention_facts *f, const clf__codegen_target *target, uint32_t k,
+                                   clf__attention_schedule *s, char *err, size_t errlen);
+
+/* The launch geometry and state of the schedule, and out->schedule. */
+void clf__attention_launch(const clf__attention_facts *f, const clf__attention_schedule *s, bool cpu,
+                           clf__kernel_code *out);
 
 /* The reduction forms' fixed widths, which the writer emits as well: the
  * GPU form's vector unit (float4), and the CPU form's interleaved scalar

@@ -1,0 +1,243 @@
+/* The attention kind's schedule (schedule.h): the form (the CPU's query
+ * rows a work-item, the GPU's query blocks over K/V tiles, the tensor
+ * cores' mma.sync, the decode form's key chunks and combine), its tiles
+ * and its launch, from the head's extents and the device's facts. The
+ * measurements behind each choice are cited beside it. */
+#include "codegen/schedule.h"
+#include "util/pow2.h"
+
+#include <stdio.h>
+
+/* The CPU form: keys a fold, rows a work-item (at most), and the
+ * work-items a compute unit it keeps at least. On PoCL (AVX-512, 2 cores,
+ * f32 B1 H8 S512 D64, one thread) 8 keys and 4 rows took 10.8 ms, 2 rows
+ * 11.2, 1 row 12.3, 4 keys and 4 rows 12.5; f16 storage 13.4 ms with 4
+ * rows, 19.9 with 1. */
+#define CPU_CH 8
+#define CPU_RB 4
+#define CPU_ITEMS_PER_UNIT 4
+
+/* The decode form (attention_decode.cl) aims for this many work-groups a
+ * compute unit: its sweep is bound by memory, which wants many loads in
+ * flight on every unit. */
+#define DECODE_GROUPS_PER_UNIT 8
+/* Keys a chunk of the decode form: at least one pass of the work-group's
+ * keys, at most 512 (its weights sit in local memory, and the states stay
+ * a small part of the traffic). A work-group's time is a chain of rounds
+ * of loads, each waiting on memory (the query, each piece of K, each
+ * group of V's loads): on the H200 a chunk of 128 keys took about 30 us
+ * whatever the number of chunks (32 heads over 128 keys, one chunk each:
+ * 0.036 ms; over 1024, 8 chunks each: 0.020), so chunks are as short as
+ * the device's fill allows and each round loads as much as it can. */
+#define DECODE_CHUNK_MIN 64
+#define DECODE_CHUNK_MAX 512
+
+/* Columns of K a piece of the decode form's staging (kt, WG keys x KP
+ * columns through local memory) at most: a warp's 32 work-items load
+ * consecutive columns of one row; heads of up to 64 in one piece. */
+#define DECODE_PIECE_MAX 64
+/* Loads of V a work-item of the decode form issues before using them: as
+ * the sweep over V is bound by how many loads wait on memory at once, a
+ * chunk of 64 keys in two rounds where a work-item takes one column. */
+#define DECODE_V_LOADS 32
+
+/* The split kernel's local memory: q (d rounded up to whole pieces), the
+ * piece of K (rows padded by one float), the chunk's weights, and one
+ * float a work-item for the reductions. */
+static uint64_t decode_local_bytes(const clf__attention_decode *G, int64_t d)
+{
+    uint64_t dk = ((uint64_t)d + G->kp - 1) / G->kp * G->kp;
+    return (dk + G->wg * (G->kp + 1) + G->chunk + G->wg) * sizeof(float);
+}
+
+static clf__attention_decode decode_geometry_of(const clf__codegen_target *target, uint64_t rows, int64_t sk, int64_t d,
+                                          int64_t dv)
+{
+    clf__attention_decode G;
+    const uint64_t lanes_max = clf__pow2_at_most(target->max_local ? target->max_local : 256);
+    const uint64_t cus = target->compute_units ? target->compute_units : 1;
+    const uint64_t local_mem = target->local_mem ? target->local_mem : 32768;
+    /* A work-item per column of V up to 256 columns, and at least 64 so
+     * that a chunk's logits take few passes. */
+    const uint64_t dv2 = clf__pow2_at_least((uint64_t)dv);
+    G.wg = dv2 < 64 ? 64 : dv2 > 256 ? 256 : dv2;
+    if (G.wg > lanes_max)
+        G.wg = lanes_max;
+    G.vl = dv2 < G.wg ? dv2 : G.wg;
+    G.kg = G.wg / G.vl;
+    /* Enough chunks that rows x split work-groups fill the device, each a
+     * whole number of passes of wg keys within the bounds above. */
+    const uint64_t want = DECODE_GROUPS_PER_UNIT * cus, nrows = rows ? rows : 1;
+    G.split = (want + nrows - 1) / nrows;
+    uint64_t chunk = ((uint64_t)sk + G.split - 1) / G.split;
+    chunk = (chunk + G.wg - 1) / G.wg * G.wg;
+    const uint64_t lo = G.wg > DECODE_CHUNK_MIN ? G.wg : DECODE_CHUNK_MIN;
+    G.chunk = chunk < lo ? lo : chunk > DECODE_CHUNK_MAX ? DECODE_CHUNK_MAX : chunk;
+    G.split = ((uint64_t)sk + G.chunk - 1) / G.chunk;
+    /* Pieces as wide as D up to DECODE_PIECE_MAX columns, narrower while
+     * the local memory does not fit. */
+    const uint64_t d2 = clf__pow2_at_least((uint64_t)d);
+    G.kp = d2 < DECODE_PIECE_MAX ? d2 : DECODE_PIECE_MAX;
+    while (G.kp > 1 && decode_local_bytes(&G, d) > local_mem)
+        G.kp /= 2;
+    G.local = decode_local_bytes(&G, d) <= local_mem ? decode_local_bytes(&G, d) : 0;
+    /* DECODE_V_LOADS loads of V in flight: vu keys of dvl columns each. */
+    const uint64_t dvl = ((uint64_t)dv + G.vl - 1) / G.vl;
+    G.vu = DECODE_V_LOADS / dvl > 1 ? DECODE_V_LOADS / dvl : 2;
+    return G;
+}
+
+/* Bytes of the tensor-core form's tiles of bkt keys: K as rows of dp16 + 8
+ * 16-bit values, V transposed as dvp16 rows of bkt + 8. */
+static uint64_t mma_tiles_bytes(uint64_t bkt, uint64_t dp16, uint64_t dvp16)
+{
+    return (bkt * (dp16 + 8) + dvp16 * (bkt + 8)) * 2;
+}
+
+bool clf__cg_attention_fits(const clf__codegen_target *target, int64_t batch, int64_t sq, int64_t sk, int64_t d,
+                            int64_t dv, char *why, size_t cap)
+{
+    const uint64_t local_mem = target->local_mem ? target->local_mem : 32768;
+    const uint64_t row_floats = (uint64_t)((d + 3) / 4 * 4 + (dv + 3) / 4 * 4); /* a key of K and V, float4s */
+    if (!target->cpu && row_floats * sizeof(float) > local_mem / 2) {
+        snprintf(why, cap, "a head of %lld + %lld floats does not fit the kernel's tiles in %llu bytes of local "
+                 "memory", (long long)d, (long long)dv, (unsigned long long)local_mem);
+        return false;
+    }
+    const bool decode = !target->cpu && sq <= 4 && sk >= 64;
+    if (decode && decode_geometry_of(target, (uint64_t)batch * (uint64_t)sq, sk, d, dv).local == 0) {
+        snprintf(why, cap, "a decode step's head of %lld floats does not fit %llu bytes of local memory",
+                 (long long)d, (unsigned long long)local_mem);
+        return false;
+    }
+    if (target->max_loop_trips && (uint64_t)sk > target->max_loop_trips) {
+        snprintf(why, cap, "its sweep over %lld keys needs loops of as many iterations; this driver ends every "
+                 "loop after %llu (runtime/driver_quirks.h)", (long long)sk,
+                 (unsigned long long)target->max_loop_trips);
+        return false;
+    }
+    return true;
+}
+
+clf_status clf__schedule_attention(const clf__attention_facts *f, const clf__codegen_target *target, uint32_t k,
+                                  clf__attention_schedule *s, char *err, size_t errlen)
+{
+    const int64_t batch = f->batch, sq = f->sq, sk = f->sk, d = f->d, dv = f->dv;
+    /* The GPU form's tiles: BQ query rows a work-group (a power of two up
+     * to 64 within the device's limit), BK keys of K and V a tile in local
+     * memory (64, halved until both tiles, their rows padded to whole
+     * float4s, take at most half of it). */
+    size_t max_local = target->max_local ? target->max_local : 256;
+    size_t local_mem = target->local_mem ? target->local_mem : 32768;
+    uint64_t bq = clf__pow2_at_most(max_local < 64 ? max_local : 64);
+    while (bq > 1 && bq / 2 >= (uint64_t)sq)
+        bq /= 2;
+    uint64_t bk = 64, row_floats = (uint64_t)((d + 3) / 4 * 4 + (dv + 3) / 4 * 4); /* rows padded to float4s */
+    while (bk > 1 && bk * row_floats * sizeof(float) > local_mem / 2)
+        bk /= 2;
+    /* (The planner asked clf__cg_attention_fits before it planned this
+     * kernel; a plan made without asking is refused here.) */
+    char unfit[200];
+    if (!clf__cg_attention_fits(target, batch, sq, sk, d, dv, unfit, sizeof unfit)) {
+        snprintf(err, errlen, "codegen: kernel %u: attention: %s", k, unfit);
+        return CLF_ERR_UNSUPPORTED;
+    }
+    /* A few query rows over many keys (decode): the keys split over
+     * work-groups, then a combine (attention_decode.cl). */
+    const uint64_t rows = (uint64_t)batch * (uint64_t)sq;
+    const bool decode = !target->cpu && sq <= 4 && sk >= 64;
+    const clf__attention_decode G = decode ? decode_geometry_of(target, rows, sk, d, dv) : (clf__attention_decode){0};
+    /* The tensor-core form (attention_mma.cl): f16 or bf16 operands on a
+     * target with mma.sync, eight warps a work-group (four where the
+     * device allows fewer than 256 work-items), tiles of BKT keys (32 for
+     * heads up to 64, else 64; halved while K's and V's tiles of 16-bit
+     * values, rows padded, exceed 48 KiB, the static local memory a kernel
+     * may take, or the device's), the next tile read while the current one
+     * is multiplied. On the H200 (f16, B8 H16 S1024, medians of 50, one
+     * call; full / causal at D = 64, then causal at D = 128, B4 H32): 4
+     * warps, tiles of 64: 0.273 / 0.179, 0.351 ms without reading ahead,
+     * 0.309 / 0.187, 0.352 with; 8 warps reading ahead: tiles of 64 0.255 /
+     * 0.177, 0.313; tiles of 32 0.233 / 0.167, 0.342. */
+    clf_dtype mma = decode || max_local < 128 || d > 256 || dv > 256 || target->cpu || !target->tensor_cores
+                        ? CLF_F32
+                        : f->mma16;
+    int mma_warps = max_local >= 256 ? 8 : 4;
+    uint64_t bkt = d <= 64 ? 32 : 64, dp16 = (uint64_t)((d + 15) / 16 * 16), dvp16 = (uint64_t)((dv + 15) / 16 * 16);
+    size_t mma_local = local_mem < 49152 ? local_mem : 49152;
+    while (bkt > 16 && mma_tiles_bytes(bkt, dp16, dvp16) > mma_local)
+        bkt /= 2;
+    if (mma_tiles_bytes(bkt, dp16, dvp16) > mma_local)
+        mma = CLF_F32;
+    *s = (clf__attention_schedule){.decode = decode, .G = G, .bq = bq, .bk = bk, .mma = mma, .mma_warps = mma_warps,
+                                   .bkt = bkt, .state_floats = rows * G.split * (uint64_t)(dv + 2)};
+    /* The CPU form (attention_cpu.cl): vectors of the device's native
+     * float width (16 on PoCL with AVX-512: 12.3 ms against 13.6 with 8
+     * in the case above, 1 row; D128 18.7 against 24.1) along D and DV,
+     * keys folded CPU_CH at a time, rows blocked CPU_RB a work-item, fewer
+     * while that would leave under CPU_ITEMS_PER_UNIT work-items a compute
+     * unit (decode: one row a head). */
+    int vw = target->float_width >= 16 ? 16 : target->float_width == 0 || target->float_width >= 8 ? 8 : 4;
+    uint64_t rb = CPU_RB, units = target->compute_units ? target->compute_units : 1;
+    while (rb > 1 &&
+           (rb > (uint64_t)sq || (uint64_t)batch * (((uint64_t)sq + rb - 1) / rb) < CPU_ITEMS_PER_UNIT * units))
+        rb /= 2;
+    s->vw = vw;
+    s->rb = rb;
+    s->keys = CPU_CH;
+    return CLF_OK;
+}
+
+void clf__attention_launch(const clf__attention_facts *f, const clf__attention_schedule *s, bool cpu,
+                           clf__kernel_code *out)
+{
+    const int64_t batch = f->batch, sq = f->sq, d = f->d, dv = f->dv;
+    const clf__attention_decode G = s->G;
+    const uint64_t rows = (uint64_t)batch * (uint64_t)sq, rb = s->rb, bq = s->bq, bk = s->bk, bkt = s->bkt;
+    const bool decode = s->decode;
+    const clf_dtype mma = s->mma;
+    const int mma_warps = s->mma_warps, vw = s->vw;
+    const uint64_t state_floats = s->state_floats;
+    if (cpu) {
+        out->local = 1;
+        out->global = (size_t)((uint64_t)batch * (((uint64_t)sq + rb - 1) / rb));
+    } else if (decode) {
+        out->local = (size_t)G.wg;
+        out->global = (size_t)(rows * G.split * G.wg);
+        /* counters (padded to 32), then the chunks' states (attention_decode.cl) */
+        out->state_bytes = ((rows + 31) / 32 * 32 + state_floats) * 4u;
+    } else if (mma != CLF_F32) {
+        out->local = (size_t)(32 * mma_warps);
+        out->global = (size_t)((uint64_t)batch * (((uint64_t)sq + 16 * mma_warps - 1) / (16 * mma_warps)) * out->local);
+    } else {
+        out->local = (size_t)bq;
+        out->global = (size_t)((uint64_t)batch * (((uint64_t)sq + bq - 1) / bq) * bq);
+    }
+    if (f->numel == 0)
+        out->global = 0;
+    out->vec = 1;
+    out->items = 1;
+    out->schedule = (clf__schedule){.form = cpu ? "cpu" : "gpu", .vec = cpu ? vw : 1,
+                                    .wg = out->local, .online_softmax = true};
+    if (decode) {
+        out->schedule.form = "split-keys";
+        out->schedule.lanes = G.vl;
+        out->schedule.split = G.split;
+        out->schedule.chunk = G.chunk;
+        /* The scores' tile: one query row x wg keys, kp columns of K a
+         * piece, a key a work-item. */
+        out->schedule.tiles = (clf__gemm_config){.tm = 1, .tn = (int)G.wg, .tk = (int)G.kp, .wm = 1, .wn = 1};
+        out->schedule.unroll = G.vu;
+        out->schedule.local_bytes = G.local;
+    } else if (mma != CLF_F32) {
+        out->schedule.form = "tensor-cores";
+        out->schedule.tiles =
+            (clf__gemm_config){.tm = 16 * mma_warps, .tn = (int)bkt, .tk = 16, .wm = 16, .wn = (int)bkt};
+        out->schedule.tensor_cores = mma == CLF_F16 ? "mma.m16n8k16.f16" : "mma.m16n8k16.bf16";
+    } else if (!cpu) {
+        out->schedule.tiles = (clf__gemm_config){.tm = (int)bq, .tn = (int)bk, .tk = (int)d, .wm = 1, .wn = (int)dv};
+    }
+    if (cpu) {
+        out->schedule.rows = rb;
+        out->schedule.keys = s->keys;
+    }
+}
