@@ -1837,11 +1837,12 @@ static void attention_npy(const char *name, npy_array *a)
 /* ONNX's Attention op (opset 23; tests/onnx/attention_op/make_cases.py:
  * onnx's reference implementation computed the outputs): MHA, GQA with a
  * causal flag and an additive mask, 3-D MQA with a bool padding mask, a
- * past with its presents, f16 with a per-head mask. Each runs fused (one
+ * past with its presents, f16 with a per-head mask, masks narrower than
+ * the keys (float and bool: ONNX pads them). Each runs fused (one
  * attention kernel) and unfused against the reference's outputs. */
 START_TEST(attention_op_cases)
 {
-    enum { NCASES = 5 };
+    enum { NCASES = 7 };
     clf_context *ctx = clf_test_context();
     for (int c = 0; c < NCASES; c++) {
         char path[1024], file[64];
@@ -2049,13 +2050,15 @@ START_TEST(attention_op_refusals)
         {"y = Attention <is_causal = 1> (q, k2, v2)", "float[1, 2, 4, 8] y", "fewer new keys than queries"},
         {"y = Attention <window = 3> (q, k, v)", "float[1, 2, 4, 8] y", "window"},
         {"y = Attention (q3, k3, v3)", "float[1, 4, 16] y", "q_num_heads and kv_num_heads"},
+        {"y = Attention (q, k, v, m9)", "float[1, 2, 4, 8] y", "longer than the keys"},
     };
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
         char text[1024], why[512] = "";
         snprintf(text, sizeof text,
                  "<ir_version: 10, opset_import: [\"\" : 23]>\n"
                  "g (float[1, 2, 4, 8] q, float[1, 2, 4, 8] k, float[1, 2, 4, 8] v, float[1, 2, 2, 8] k2, "
-                 "float[1, 2, 2, 8] v2, float[1, 4, 16] q3, float[1, 4, 16] k3, float[1, 4, 16] v3) => (%s) {\n"
+                 "float[1, 2, 2, 8] v2, float[1, 4, 16] q3, float[1, 4, 16] k3, float[1, 4, 16] v3, float[1, 1, 4, 9] m9) "
+                 "=> (%s) {\n"
                  "  %s\n}\n",
                  cases[c].outs, cases[c].node);
         clf_onnx_model *m = NULL;

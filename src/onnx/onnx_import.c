@@ -1538,9 +1538,10 @@ static clf_status import_kv_concat(importer *I, const clf__onnx_node *n, bool *d
  *   [B, Hq, Sq, Sk]; is_causal aligns as ONNX does (query i sees keys up
  *   to i + the past's length), which is clf_attention's alignment where
  *   the new keys are as many as the queries; other lengths are refused.
- * - Refused: softcap, the qk_matmul_output output, a mask narrower than
- *   the keys (ONNX pads it). A row that sees no key gives NaN (opset
- *   23's softmax of -inf; later opsets define 0). */
+ * - A mask narrower than the keys is padded as ONNX pads it (the keys
+ *   past it masked: false, or -inf added).
+ * - Refused: softcap, the qk_matmul_output output. A row that sees no key
+ *   gives NaN (opset 23's softmax of -inf; later opsets define 0). */
 static clf_status import_attention(importer *I, const clf__onnx_node *n, clf_tensor *out)
 {
     clf_graph *g = I->g;
@@ -1626,9 +1627,25 @@ static clf_status import_attention(importer *I, const clf__onnx_node *n, clf_ten
     int64_t sm[CLF_MAX_RANK];
     if (clf_tensor_valid(mask)) {
         clf_tensor_shape(g, mask, &rm, sm);
-        if (rm < 1 || rm > 4 || sm[rm - 1] != sk[2])
-            return unsupported(I, n->op_pos, "attn_mask's last axis must have the keys' length (a narrower mask, "
-                               "padded by ONNX, is not supported by libclfuse)");
+        if (rm < 1 || rm > 4)
+            return fail(I, n->op_pos, "attn_mask has rank %d; it broadcasts to [B, H, S, T] (rank 1 to 4)", rm);
+        if (sm[rm - 1] > sk[2])
+            return fail(I, n->op_pos, "attn_mask's last axis (%lld) is longer than the keys (%lld)",
+                        (long long)sm[rm - 1], (long long)sk[2]);
+        if (sm[rm - 1] < sk[2]) {
+            /* ONNX pads a narrower mask: the keys past it are masked
+             * (false, or -inf added). */
+            clf_dtype mdt = CLF_F32;
+            clf_tensor_dtype(g, mask, &mdt);
+            int64_t ps[CLF_MAX_RANK];
+            memcpy(ps, sm, (size_t)rm * sizeof *ps);
+            ps[rm - 1] = sk[2] - sm[rm - 1];
+            clf_tensor fill = clf_expand(g, clf_scalar(g, mdt, mdt == CLF_BOOL ? 0.0 : -INFINITY), rm, ps);
+            mask = clf_concat(g, 2, (clf_tensor[]){mask, fill}, rm - 1);
+            if (check_graph(I, n))
+                return I->status;
+            sm[rm - 1] = sk[2];
+        }
     }
     const int64_t reps = hq / hkv;
     if (reps > 1) {

@@ -66,6 +66,14 @@ CASES.append(case([("q", F32, rand((1, 4, 2, 8))), ("k", F32, rand((1, 2, 2, 8))
 # 4: f16, 4-D, a per-head additive mask [1, H, S, T].
 CASES.append(case([("q", F16, rand((1, 2, 4, 16), F16)), ("k", F16, rand((1, 2, 9, 16), F16)),
                    ("v", F16, rand((1, 2, 9, 16), F16)), ("m", F16, rand((1, 2, 4, 9), F16, -1.0, 0.0))], {}))
+# 5: a float mask narrower than the keys ([B, 1, S, 4] for 7 keys): ONNX pads it with -inf.
+CASES.append(case([("q", F32, rand((2, 2, 5, 8))), ("k", F32, rand((2, 2, 7, 8))), ("v", F32, rand((2, 2, 7, 8))),
+                   ("m", F32, rand((2, 1, 5, 4), lo=-2.0, hi=0.0))], {}))
+# 6: a bool key-padding mask narrower than the keys ([B, 1, 1, 5] for 7 keys): padded with false.
+short = np.ones((2, 1, 1, 5), np.bool_)
+short[0, 0, 0, 1] = False
+CASES.append(case([("q", F32, rand((2, 2, 3, 8))), ("k", F32, rand((2, 2, 7, 8))), ("v", F32, rand((2, 2, 7, 8))),
+                   ("m", BOOL, short)], {}))
 
 
 def main():
