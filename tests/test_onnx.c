@@ -1838,11 +1838,14 @@ static void attention_npy(const char *name, npy_array *a)
  * onnx's reference implementation computed the outputs): MHA, GQA with a
  * causal flag and an additive mask, 3-D MQA with a bool padding mask, a
  * past with its presents, f16 with a per-head mask, masks narrower than
- * the keys (float and bool: ONNX pads them). Each runs fused (one
- * attention kernel) and unfused against the reference's outputs. */
+ * the keys (float and bool: ONNX pads them), causal with other than one
+ * new key a query (no past; a past with an additive mask and the presents;
+ * a past with a bool mask: ONNX aligns on the past). Each runs fused (one
+ * attention kernel; in the device's forms and in the GPU forms) and
+ * unfused against the reference's outputs. */
 START_TEST(attention_op_cases)
 {
-    enum { NCASES = 7 };
+    enum { NCASES = 10 };
     clf_context *ctx = clf_test_context();
     for (int c = 0; c < NCASES; c++) {
         char path[1024], file[64];
@@ -1870,13 +1873,17 @@ START_TEST(attention_op_cases)
             got[j] = calloc(want[j].numel ? want[j].numel : 1, clf_dtype_size(want[j].dtype));
             hout[j] = (clf_host_binding){io.name, got[j]};
         }
-        for (int fused = 1; fused >= 0; fused--) {
-            clf_executable *exe = compile_model(ctx, m, fused);
+        /* Fused in the device's forms and in the GPU forms, then unfused. */
+        static const char *const runs[] = {"fused", "fused, GPU forms", "unfused"};
+        for (int run = 0; run < 3; run++) {
+            const bool fused = run < 2;
+            clf_executable *exe =
+                compile_model_style(ctx, m, fused, run == 1 ? CLF_KERNEL_STYLE_GPU : CLF_KERNEL_STYLE_AUTO);
             if (fused) {
                 size_t att = 0;
                 for (size_t k = 0; k < clf_executable_kernel_count(exe); k++)
                     att += strstr(clf_executable_kernel_name(exe, k), "attention") != NULL;
-                ck_assert_msg(att == 1, "case %d: %zu attention kernels", c, att);
+                ck_assert_msg(att == 1, "case %d (%s): %zu attention kernels", c, runs[run], att);
             }
             ck_assert_int_eq(clf_run_host(exe, nin, hin, nout, hout), CLF_OK);
             for (size_t j = 0; j < nout; j++) {
@@ -1884,7 +1891,7 @@ START_TEST(attention_op_cases)
                 char diff[256];
                 ck_assert_msg(clf_test_close(want[j].dtype, got[j], want[j].data, want[j].numel, half ? 4e-3 : 1e-5,
                                              half ? 2e-3 : 1e-6, diff, sizeof diff),
-                              "case %d output %zu (%s): %s", c, j, fused ? "fused" : "unfused", diff);
+                              "case %d output %zu (%s): %s", c, j, runs[run], diff);
             }
             clf_executable_destroy(&exe);
         }
@@ -2047,7 +2054,6 @@ START_TEST(attention_op_refusals)
     } cases[] = {
         {"y = Attention <softcap = 2.0> (q, k, v)", "float[1, 2, 4, 8] y", "softcap"},
         {"y, pk, pv, qk = Attention (q, k, v)", "float[1, 2, 4, 8] y, float[1, 2, 4, 8] qk", "qk_matmul_output"},
-        {"y = Attention <is_causal = 1> (q, k2, v2)", "float[1, 2, 4, 8] y", "fewer new keys than queries"},
         {"y = Attention <window = 3> (q, k, v)", "float[1, 2, 4, 8] y", "window"},
         {"y = Attention (q3, k3, v3)", "float[1, 4, 16] y", "q_num_heads and kv_num_heads"},
         {"y = Attention (q, k, v, m9)", "float[1, 2, 4, 8] y", "longer than the keys"},

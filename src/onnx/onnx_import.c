@@ -1537,9 +1537,11 @@ static clf_status import_kv_concat(importer *I, const clf__onnx_node *n, bool *d
  * - attn_mask: bool (true attends) or Q's dtype (added), broadcast to
  *   [B, Hq, Sq, Sk]; is_causal aligns as ONNX does (query i sees keys up
  *   to i + the past's length), which is clf_attention's alignment where
- *   the new keys are as many as the queries; other lengths are refused.
+ *   the new keys are as many as the queries.
  * - A mask narrower than the keys is padded as ONNX pads it (the keys
  *   past it masked: false, or -inf added).
+ * - is_causal with other than one new key a query: the causal mask ONNX
+ *   aligns on the past, built as a constant and joined to the mask.
  * - Refused: softcap, the qk_matmul_output output. A row that sees no key
  *   gives NaN (opset 23's softmax of -inf; later opsets define 0). */
 static clf_status import_attention(importer *I, const clf__onnx_node *n, clf_tensor *out)
@@ -1620,9 +1622,6 @@ static clf_status import_attention(importer *I, const clf__onnx_node *n, clf_ten
     if (sv[1] != hkv || hkv < 1 || hq % hkv)
         return fail(I, n->op_pos, "%lld query heads cannot share %lld key and %lld value heads", (long long)hq,
                     (long long)hkv, (long long)sv[1]);
-    if (causal && s_new != sq[2])
-        return unsupported(I, n->op_pos, "Attention with is_causal and %s new keys than queries is not supported by "
-                           "libclfuse", s_new < sq[2] ? "fewer" : "more");
     int rm = 0;
     int64_t sm[CLF_MAX_RANK];
     if (clf_tensor_valid(mask)) {
@@ -1646,6 +1645,42 @@ static clf_status import_attention(importer *I, const clf__onnx_node *n, clf_ten
                 return I->status;
             sm[rm - 1] = sk[2];
         }
+    }
+    /* is_causal with as many new keys as queries is clf_attention's causal
+     * flag (query i sees keys up to i + the past's length). Otherwise ONNX
+     * still aligns on the past: a bool constant [Sq, Sk] that keeps key j
+     * for query i where j <= i + past, joined to the mask (and, for a bool
+     * mask; -inf where it hides, for an additive one). */
+    bool causal_flag = causal != 0;
+    if (causal && s_new != sq[2]) {
+        const int64_t nq = sq[2], nk = sk[2], npast = nk - s_new;
+        if (nq <= 0 || nk <= 0 || nq > (int64_t)1 << 15 || nk > (int64_t)1 << 20 || nq * nk > (int64_t)1 << 26)
+            return unsupported(I, n->op_pos, "Attention with is_causal, %lld queries and %lld new keys: the causal "
+                               "mask [%lld, %lld] is too large for libclfuse to build", (long long)nq,
+                               (long long)s_new, (long long)nq, (long long)nk);
+        uint8_t *keep = clf__malloc((size_t)(nq * nk));
+        if (!keep)
+            return fail_status(I, CLF_ERR_OUT_OF_MEMORY, n->op_pos, "out of memory for the causal mask");
+        for (int64_t i = 0; i < nq; i++)
+            for (int64_t j = 0; j < nk; j++)
+                keep[i * nk + j] = j <= i + npast;
+        clf_tensor c = clf_constant(g, CLF_BOOL, 2, (int64_t[]){nq, nk}, keep);
+        clf__free(keep);
+        if (!clf_tensor_valid(mask)) {
+            mask = c;
+            rm = 2;
+            sm[0] = nq;
+            sm[1] = nk;
+        } else {
+            clf_dtype mdt = CLF_BOOL;
+            clf_tensor_dtype(g, mask, &mdt);
+            mask = mdt == CLF_BOOL ? clf_logical_and(g, mask, c)
+                                   : clf_where(g, c, mask, clf_scalar(g, mdt, -INFINITY));
+            if (check_graph(I, n))
+                return I->status;
+            clf_tensor_shape(g, mask, &rm, sm);
+        }
+        causal_flag = false;
     }
     const int64_t reps = hq / hkv;
     if (reps > 1) {
@@ -1672,7 +1707,7 @@ static clf_status import_attention(importer *I, const clf__onnx_node *n, clf_ten
     }
     /* [B, Hq, Sq, Dv] (or [B, Hkv, reps, Sq, Dv]), back to the queries'
      * layout. */
-    clf_tensor y = clf_attention(g, q, k, v, mask, scale, causal != 0);
+    clf_tensor y = clf_attention(g, q, k, v, mask, scale, causal_flag);
     if (check_graph(I, n))
         return I->status;
     int ry;

@@ -74,6 +74,19 @@ short = np.ones((2, 1, 1, 5), np.bool_)
 short[0, 0, 0, 1] = False
 CASES.append(case([("q", F32, rand((2, 2, 3, 8))), ("k", F32, rand((2, 2, 7, 8))), ("v", F32, rand((2, 2, 7, 8))),
                    ("m", BOOL, short)], {}))
+# 7: causal with more keys than queries and no past: ONNX aligns on the past (none), top-left.
+CASES.append(case([("q", F32, rand((1, 2, 3, 8))), ("k", F32, rand((1, 2, 5, 8))), ("v", F32, rand((1, 2, 5, 8)))],
+                  {"is_causal": 1}))
+# 8: causal, a past of 2 and 4 new keys for 2 queries, an additive mask: query i sees keys up to i + 2.
+CASES.append(case([("q", F32, rand((1, 2, 2, 8))), ("k", F32, rand((1, 2, 4, 8))), ("v", F32, rand((1, 2, 4, 8))),
+                   ("m", F32, rand((1, 1, 2, 6), lo=-2.0, hi=0.0)), ("pk", F32, rand((1, 2, 2, 8))),
+                   ("pv", F32, rand((1, 2, 2, 8)))], {"is_causal": 1}, ("y", "present_key", "present_value")))
+# 9: causal, a past of 1 and 3 new keys for 2 queries, a bool mask hiding key 1 of query 1.
+bmask = np.ones((1, 1, 2, 4), np.bool_)
+bmask[0, 0, 1, 1] = False
+CASES.append(case([("q", F32, rand((1, 2, 2, 8))), ("k", F32, rand((1, 2, 3, 8))), ("v", F32, rand((1, 2, 3, 8))),
+                   ("m", BOOL, bmask), ("pk", F32, rand((1, 2, 1, 8))), ("pv", F32, rand((1, 2, 1, 8)))],
+                  {"is_causal": 1}))
 
 
 def main():
