@@ -11,7 +11,8 @@
 # if there). Each case's output lands in $OUT/cases/SUITE.CASE.txt; a line
 # a case and a summary (cases passed, failed) are printed. Exits 1 if any
 # case failed or timed out (CASE_TIMEOUT seconds, default 400). CASES_DEVICE
-# (default gpu) names another device for a try elsewhere.
+# (default gpu) names another device for a try elsewhere; CASES_MATCH (an
+# extended regular expression) runs the cases whose names match it only.
 set -uo pipefail
 START=$SECONDS
 source .gpu/env.sh
@@ -40,7 +41,7 @@ run_case() { # suite case
 export -f run_case
 for suite in "$@"; do
   grep -o 'clf_test_add_\(variant_\)\?case(s, "[a-z_0-9]*"' "tests/test_$suite.c" | sed 's/.*"\(.*\)"/\1/' |
-    sed "s/^/$suite /" | xargs -P "${JOBS:-8}" -L 1 bash -c 'run_case "$0" "$1"'
+    grep -E "${CASES_MATCH:-.}" | sed "s/^/$suite /" | xargs -P "${JOBS:-8}" -L 1 bash -c 'run_case "$0" "$1"'
 done | tee "$OUT/cases.txt"
 ok=$(grep -c "^ok " "$OUT/cases.txt"); bad=$(grep -c "^FAIL " "$OUT/cases.txt")
 echo "cases: $ok passed, $bad failed ($((SECONDS - START)) s)"
