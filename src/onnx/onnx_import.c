@@ -1649,8 +1649,8 @@ static clf_status import_attention(importer *I, const clf__onnx_node *n, clf_ten
     /* is_causal with as many new keys as queries is clf_attention's causal
      * flag (query i sees keys up to i + the past's length). Otherwise ONNX
      * still aligns on the past: a bool constant [Sq, Sk] that keeps key j
-     * for query i where j <= i + past, joined to the mask (and, for a bool
-     * mask; -inf where it hides, for an additive one). */
+     * for query i where j <= i + past, joined to the mask: ANDed with a
+     * bool one, -inf where it hides for an additive one. */
     bool causal_flag = causal != 0;
     if (causal && s_new != sq[2]) {
         const int64_t nq = sq[2], nk = sk[2], npast = nk - s_new;
