@@ -1080,6 +1080,7 @@ clf_status clf__codegen_reduction(const clf_graph *g, const clf__plan *plan, uin
                 goto done;
         }
     }
+    st = CLF_ERR_OUT_OF_MEMORY; /* until the source is written */
     const int vec = sched.vec;
     const uint64_t split = sched.split, chunk = sched.chunk, wg = sched.wg, lanes = sched.lanes;
     const uint64_t cache = sched.cache;
