@@ -633,10 +633,30 @@ START_TEST(reduction_schedule_from_facts)
     ck_assert_str_eq(s.form, "cpu");
     ck_assert_int_eq(s.vec, 16);
     ck_assert_uint_eq(s.split, 1);
+    ck_assert_uint_eq(s.rows_per_item, 16); /* 4096 elements a work-item, 64 work-items a core */
     clf__reduction_geometry(&s, softmax.rows, true, &gl, &lo, &fg, &fl);
     ck_assert_uint_eq(lo, 1);
-    ck_assert_uint_eq(gl, (softmax.rows + s.rows_per_item - 1) / s.rows_per_item);
+    ck_assert_uint_eq(gl, 16384 / 16);
     ck_assert_uint_eq(fg, 0);
+    /* Fewer rows keep every core busy first; long rows and symbolic sizes
+     * keep one a work-item. */
+    clf__reduction_facts few = softmax;
+    few.rows = 2048;
+    ck_assert_int_eq(clf__schedule_reduction_launch(&few, &cpu16, 0, &s, err, sizeof err), CLF_OK);
+    ck_assert_uint_eq(s.rows_per_item, 2);
+    clf__reduction_geometry(&s, 2047, true, &gl, &lo, &fg, &fl); /* a partial last item */
+    ck_assert_uint_eq(gl, 1024);
+    few.rows = 1000;
+    ck_assert_int_eq(clf__schedule_reduction_launch(&few, &cpu16, 0, &s, err, sizeof err), CLF_OK);
+    ck_assert_uint_eq(s.rows_per_item, 1);
+    clf__reduction_facts longer = softmax;
+    longer.rlen = 4096;
+    ck_assert_int_eq(clf__schedule_reduction_launch(&longer, &cpu16, 0, &s, err, sizeof err), CLF_OK);
+    ck_assert_uint_eq(s.rows_per_item, 1);
+    clf__codegen_target varying = cpu16;
+    varying.sizes_vary = true;
+    ck_assert_int_eq(clf__schedule_reduction_launch(&softmax, &varying, 0, &s, err, sizeof err), CLF_OK);
+    ck_assert_uint_eq(s.rows_per_item, 1);
     /* Where the vector form fails the writer asks again: scalar. */
     clf__reduction_facts scalar = softmax;
     scalar.vector_ok = false;

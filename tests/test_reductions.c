@@ -609,6 +609,50 @@ START_TEST(warp_shuffles_a_driver_refuses_fall_back)
 }
 END_TEST
 
+/* The CPU form with several short rows a work-item (the schedule's
+ * rows_per_item, ROWS_PER_ITEM): rows of 77 (a vector loop, a scalar tail
+ * and softmax's carried exp), 64 (a layer norm) and 16 (a row sum and a
+ * row max), as many rows as give 8 rows a work-item on this device, plus
+ * 5 (the last work-item's rows past the end stay idle), with NaN, Inf and
+ * a large value in rows, against the reference. */
+START_TEST(cpu_rows_per_item_with_a_partial_last_item)
+{
+    clf_context *ctx = clf_test_context();
+    const int64_t cus = ctx->desc.compute_units ? (int64_t)ctx->desc.compute_units : 1;
+    const int64_t rows = 8 * 64 * cus + 5;
+    int64_t s77[2] = {rows, 77}, s64[2] = {rows, 64}, s16[2] = {rows, 16}, w[1] = {64};
+    int last = -1;
+    clf_graph *g = clf_graph_create();
+    e2e_inputs in = {0};
+    clf_tensor x = e2e_input(g, &in, "x", CLF_F32, 2, s77, -4, 4);
+    clf_tensor p = e2e_input(g, &in, "p", CLF_F32, 2, s64, -2, 2);
+    clf_tensor q = e2e_input(g, &in, "q", CLF_F32, 2, s16, -2, 2);
+    clf_tensor wt = e2e_input(g, &in, "w", CLF_F32, 1, w, -1, 1);
+    float *xd = e2e_data(&in, "x");
+    xd[1 * 77 + 3] = NAN;
+    xd[9 * 77 + 75] = INFINITY;
+    xd[(rows - 1) * 77 + 10] = 1e4f;
+    clf_graph_output(g, "soft", clf_softmax(g, x, -1));
+    clf_graph_output(g, "ln", clf_layer_norm(g, p, -1, 1e-5, wt, CLF_TENSOR_INVALID));
+    clf_graph_output(g, "sum", clf_reduce_sum(g, q, 1, &last, false));
+    clf_graph_output(g, "max", clf_reduce_max(g, q, 1, &last, false));
+    e2e_check_style(ctx, g, &in, CLF_KERNEL_STYLE_CPU, 1e-5, 1e-6);
+    clf_executable *exe = NULL;
+    ck_assert_int_eq(clf_compile(ctx, g, clf_compile_params(.kernel_style = CLF_KERNEL_STYLE_CPU), &exe), CLF_OK);
+    size_t several = 0;
+    for (size_t k = 0; k < clf_executable_kernel_count(exe); k++) {
+        const char *rpi = strstr(clf_executable_kernel_source(exe, k), "#define ROWS_PER_ITEM ");
+        ck_assert_ptr_nonnull(rpi);
+        several += strtoul(rpi + strlen("#define ROWS_PER_ITEM "), NULL, 10) > 1;
+    }
+    ck_assert_uint_eq(several, clf_executable_kernel_count(exe));
+    clf_executable_destroy(&exe);
+    clf_context_destroy(&ctx);
+    e2e_inputs_free(&in);
+    clf_graph_destroy(&g);
+}
+END_TEST
+
 START_TEST(cpu_form_carries_exp_to_the_epilogue)
 {
     /* The CPU form computes a softmax's exp once: the sum's stage stores
@@ -1203,6 +1247,7 @@ int main(void)
     tcase_add_test(tc, cpu_vector_loop_edge_values);
     tcase_add_test(tc, cpu_vector_loop_gathers);
     tcase_add_test(tc, cpu_form_carries_exp_to_the_epilogue);
+    tcase_add_test(tc, cpu_rows_per_item_with_a_partial_last_item);
     tcase_add_test(tc, warp_shuffles_a_driver_refuses_fall_back);
     tcase_add_test(tc, max_and_min_of_signed_zeros_do_not_depend_on_order);
     suite_add_tcase(s, tc);

@@ -40,6 +40,16 @@
 #define CPU_VEC 8
 #define CPU_VEC_WIDE 16
 #define CPU_VEC_MIN_RLEN 16
+/* Rows a CPU work-item sweeps one after another: short rows in runs of up
+ * to CPU_ROWS_PER_ITEM_MAX, a run at most CPU_ITEM_ELEMENTS elements,
+ * while every compute unit keeps CPU_ITEMS_PER_UNIT work-items. softmax
+ * over 16384 x 256 on 16 PoCL cores, the kernel alone (four rounds,
+ * bench/results/2026-12-07-s40.md): one row a work-item 0.347-0.460 ms,
+ * 8 rows 0.320-0.357, 16 rows 0.318-0.346. Graphs with symbolic sizes keep
+ * one (their specialisations share programs, and rows vary). */
+#define CPU_ROWS_PER_ITEM_MAX 16
+#define CPU_ITEM_ELEMENTS 4096
+#define CPU_ITEMS_PER_UNIT 64
 
 static uint64_t lanes_max_of(const clf__codegen_target *t)
 {
@@ -152,8 +162,14 @@ clf_status clf__schedule_reduction_launch(const clf__reduction_facts *f, const c
     s->vec = s->split == 1 && !s->online_softmax && lengths_fit && f->vector_ok ? vn : 1;
 
     if (t->cpu) {
-        if (s->split == 1)
-            s->rows_per_item = 1;
+        if (s->split == 1) {
+            const uint64_t cus = t->compute_units ? t->compute_units : 1;
+            uint64_t rpi = 1;
+            while (!t->sizes_vary && rpi * 2 <= CPU_ROWS_PER_ITEM_MAX && rpi * 2 * f->rlen <= CPU_ITEM_ELEMENTS &&
+                   f->rows / (rpi * 2) >= CPU_ITEMS_PER_UNIT * cus)
+                rpi *= 2;
+            s->rows_per_item = rpi;
+        }
     } else if (s->split == 1) {
         choose_gpu_lanes(f, t, s);
     }
