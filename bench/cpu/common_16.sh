@@ -2,8 +2,9 @@
 # machine's 16 cores (gemm_tune_16.sh, softmax_rows_16.sh): the device
 # tool's environment (.gpu, carried), $R for raw outputs, this tree built
 # in $B (default /tmp/build-ab; release, no tests; a build already there,
-# with tests or not, is reused), the machine
-# noted in $R/env.txt. Sets START (seconds) for the scripts' timings.
+# with tests or not, is reused), the machine noted in $R/env.txt (its git
+# line is the copy's, which may name an older commit than the files). Sets
+# START (seconds) for the scripts' timings.
 START=$SECONDS
 source .gpu/env.sh
 OUT=${OUT:-/tmp/clfuse-out}
