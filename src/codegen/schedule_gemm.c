@@ -605,7 +605,7 @@ void clf__gemm_launch(const clf__gemm_facts *f, const clf__gemm_schedule *s, boo
         if (one_row_split > 1) { /* the slices' sums, then a launch that adds them (gemm_cpu.cl) */
             out->scratch_bytes = (uint64_t)tiles * (uint64_t)one_row_split * (uint64_t)(cfg.tn * span) * 4u;
             out->final_local = 1;
-            out->final_global = (size_t)tiles * (size_t)(cfg.tn * span / (cfg.wn < 16 ? cfg.wn : 16));
+            out->final_global = (size_t)tiles * (size_t)(cfg.tn * span / s->cpu_vw);
         }
     } else if (s->mma != CLF__MMA_NONE) {
         out->local = 32u * (size_t)(cfg.tm / cfg.wm) * (size_t)(cfg.tn / cfg.wn);

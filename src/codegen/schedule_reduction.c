@@ -193,8 +193,6 @@ clf_status clf__schedule_reduction_launch(const clf__reduction_facts *f, const c
         }
     }
     s->form = s->split > 1 ? "split" : t->cpu ? "cpu" : s->cache ? "persistent" : "gpu";
-    if (t->cpu || s->split > 1)
-        s->lanes = 0;
     return CLF_OK;
 }
 
