@@ -2047,6 +2047,32 @@ END_TEST
 
 /* What the Attention op's import refuses is said, naming the attribute,
  * input or output; an unknown attribute stays refused as for every op. */
+/* is_causal with no query rows and three keys (new keys other than the
+ * queries, so the causal mask is built as a constant, here of no
+ * element): it loads, compiles and runs, an empty output. */
+START_TEST(attention_op_causal_without_queries)
+{
+    static const char text[] = "<ir_version: 10, opset_import: [\"\" : 23]>\n"
+                               "g (float[1, 2, 0, 8] q, float[1, 2, 3, 8] k, float[1, 2, 3, 8] v) => "
+                               "(float[1, 2, 0, 8] y) {\n  y = Attention <is_causal = 1> (q, k, v)\n}\n";
+    char why[512] = "";
+    clf_onnx_model *m = NULL;
+    ck_assert_msg(clf_onnx_load_memory(text, strlen(text), NULL,
+                                       clf_onnx_params(.message = why, .message_cap = sizeof why), &m) == CLF_OK,
+                  "%s", why);
+    clf_context *ctx = clf_test_context();
+    float kv[48] = {0};
+    clf_host_binding in[3] = {{"q", NULL}, {"k", kv}, {"v", kv}}, out[1] = {{"y", NULL}};
+    for (int fused = 1; fused >= 0; fused--) {
+        clf_executable *exe = compile_model(ctx, m, fused);
+        ck_assert_int_eq(clf_run_host(exe, 3, in, 1, out), CLF_OK);
+        clf_executable_destroy(&exe);
+    }
+    clf_context_destroy(&ctx);
+    clf_onnx_model_destroy(&m);
+}
+END_TEST
+
 START_TEST(attention_op_refusals)
 {
     static const struct {
@@ -2842,6 +2868,7 @@ int main(void)
     clf_test_add_case(s, "attention_op_presents_in_place", attention_op_presents_in_place);
     clf_test_add_case(s, "attention_op_exported_block", attention_op_exported_block);
     clf_test_add_case(s, "attention_op_refusals", attention_op_refusals);
+    clf_test_add_case(s, "attention_op_causal_without_queries", attention_op_causal_without_queries);
     clf_test_add_case(s, "half_models_declare_f16_and_bf16", half_models_declare_f16_and_bf16);
     clf_test_add_case(s, "f16_mlp_matches_numpy", f16_mlp_matches_numpy);
     clf_test_add_case(s, "f16_layer_norm_and_softmax_near_the_max", f16_layer_norm_and_softmax_near_the_max);

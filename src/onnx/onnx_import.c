@@ -1624,8 +1624,10 @@ static clf_status import_attention(importer *I, const clf__onnx_node *n, clf_ten
                     (long long)hkv, (long long)sv[1]);
     int rm = 0;
     int64_t sm[CLF_MAX_RANK];
+    clf_dtype mdt = CLF_BOOL;
     if (clf_tensor_valid(mask)) {
         clf_tensor_shape(g, mask, &rm, sm);
+        clf_tensor_dtype(g, mask, &mdt);
         if (rm < 1 || rm > 4)
             return fail(I, n->op_pos, "attn_mask has rank %d; it broadcasts to [B, H, S, T] (rank 1 to 4)", rm);
         if (sm[rm - 1] > sk[2])
@@ -1634,8 +1636,6 @@ static clf_status import_attention(importer *I, const clf__onnx_node *n, clf_ten
         if (sm[rm - 1] < sk[2]) {
             /* ONNX pads a narrower mask: the keys past it are masked
              * (false, or -inf added). */
-            clf_dtype mdt = CLF_F32;
-            clf_tensor_dtype(g, mask, &mdt);
             int64_t ps[CLF_MAX_RANK];
             memcpy(ps, sm, (size_t)rm * sizeof *ps);
             ps[rm - 1] = sk[2] - sm[rm - 1];
@@ -1654,11 +1654,11 @@ static clf_status import_attention(importer *I, const clf__onnx_node *n, clf_ten
     bool causal_flag = causal != 0;
     if (causal && s_new != sq[2]) {
         const int64_t nq = sq[2], nk = sk[2], npast = nk - s_new;
-        if (nq <= 0 || nk <= 0 || nq > (int64_t)1 << 15 || nk > (int64_t)1 << 20 || nq * nk > (int64_t)1 << 26)
+        if (nq > (int64_t)1 << 15 || nk > (int64_t)1 << 20 || nq * nk > (int64_t)1 << 26)
             return unsupported(I, n->op_pos, "Attention with is_causal, %lld queries and %lld new keys: the causal "
                                "mask [%lld, %lld] is too large for libclfuse to build", (long long)nq,
                                (long long)s_new, (long long)nq, (long long)nk);
-        uint8_t *keep = clf__malloc((size_t)(nq * nk));
+        uint8_t *keep = clf__malloc(nq * nk > 0 ? (size_t)(nq * nk) : 1);
         if (!keep)
             return fail_status(I, CLF_ERR_OUT_OF_MEMORY, n->op_pos, "out of memory for the causal mask");
         for (int64_t i = 0; i < nq; i++)
@@ -1672,8 +1672,6 @@ static clf_status import_attention(importer *I, const clf__onnx_node *n, clf_ten
             sm[0] = nq;
             sm[1] = nk;
         } else {
-            clf_dtype mdt = CLF_BOOL;
-            clf_tensor_dtype(g, mask, &mdt);
             mask = mdt == CLF_BOOL ? clf_logical_and(g, mask, c)
                                    : clf_where(g, c, mask, clf_scalar(g, mdt, -INFINITY));
             if (check_graph(I, n))
