@@ -4,13 +4,14 @@
  * (mma.sync.aligned.m16n8k16, f32 accumulators), as FlashAttention-2
  * computes it.
  *
- * A work-group of WARPS warps takes BQ = 16 * WARPS consecutive query rows
- * of one batch, a warp 16 rows. The group walks the keys in tiles of BKT:
- * K's tile staged in local memory as rows of 16-bit values ([key][d]), V's
- * transposed ([d][key]), both rows padded by 8 values so that the 32 lanes'
- * fragment reads fall in 32 different banks. Each warp keeps its 16 query
- * rows as mma A fragments in registers (loaded once), multiplies them by
- * the K tile into 16 x BKT f32 scores (the mma C layout: lane l holds rows
+ * A work-group of WARPS warps takes BQ = WROWS * WARPS consecutive query
+ * rows of one batch, a warp WROWS (16 or 32: one or two m tiles). The
+ * group walks the keys in tiles of BKT: K's and V's tiles staged in local
+ * memory as rows of 16-bit values as they lie ([key][d]), rows padded by 8
+ * values so that the lanes' fragment reads (ldmatrix; .trans for V's)
+ * fall in different banks. Each warp keeps its query rows as mma A
+ * fragments in registers (loaded once), multiplies them by the K tile
+ * into WROWS x BKT f32 scores (the mma C layout: lane l holds rows
  * l/4 and l/4 + 8, columns 2(l%4) and 2(l%4)+1 of every 8-column tile),
  * evaluates the logits there (clf_logit: scale, masks; in f32, codegen
  * leaves out the storage float's rounding), folds them into each row's
@@ -37,8 +38,8 @@
  * (the other forms never read it for them).
  *
  * Codegen prepends kernels_templates/mma_sync.cl (clf_pack2, clf_mma),
- * what attention_cpu.cl takes, MMA_BF16 (1: bf16 operands, 0: f16), WARPS
- * and BKT (PREFETCH 0 reads each tile only after
+ * what attention_cpu.cl takes, MMA_BF16 (1: bf16 operands, 0: f16), WARPS,
+ * WROWS and BKT (PREFETCH 0 reads each tile only after
  * the previous one is multiplied, as a baseline); it may define clf_stage_k (with
  * CLF_HAVE_STAGE_K) and clf_stage_v (CLF_HAVE_STAGE_V) to load 8 values of a K or V row as raw 16-bit values
  * in one vector load when the operand is a plain buffer. Launch: BATCH *
@@ -75,56 +76,83 @@ static inline void clf_store(IDX_T bt, IDX_T m, IDX_T n, float acc, CLF_PARAMS) 
 #ifndef WARPS
 #define WARPS 4
 #endif
-#define BQ (16 * WARPS)
+/* Query rows a warp takes: 16 (one m tile) or 32 (two, each B fragment
+ * read from local memory serving both). */
+#ifndef WROWS
+#define WROWS 16
+#endif
+#define MT (WROWS / 16)
+#define BQ (WROWS * WARPS)
 #ifndef BKT
 #define BKT 64
 #endif
 #ifndef PREFETCH
 #define PREFETCH 1
 #endif
+/* V staged as it lies, rows of keys ([key][d], 16-byte writes), its B
+ * fragments read by ldmatrix .trans (1); or transposed ([d][key], 16-bit
+ * writes) and read by plain ldmatrix (0). */
+#ifndef V_TRANS
+#define V_TRANS 1
+#endif
 #define QBLOCKS ((SQ + BQ - 1) / BQ)
 #define DP ((D + 15) / 16 * 16)
 #define DVP ((DV + 15) / 16 * 16)
 #define KROW (DP + 8)  /* 16-bit values a K row takes in local memory */
+#if V_TRANS
+#define VROW (DVP + 8) /* values a V row takes */
+#define VTILE (BKT * VROW)
+#else
 #define VROW (BKT + 8) /* values a row of the transposed V tile takes */
-#define NT (BKT / 8)   /* 8-key tiles of the scores */
+#define VTILE (DVP * VROW)
+#endif
+#define NT (BKT / 8)   /* 8-column tiles of the scores */
 #define KSTEPS (DP / 16)
 #define OT (DVP / 8)   /* 8-column tiles of the output */
 #define PSTEPS (BKT / 16)
+#define HR (2 * MT)    /* rows a lane holds: rows g and g + 8 of each m tile */
 
-/* B fragments by ldmatrix (1) or by two 32-bit local reads each (0).
- * H200, f16, B8 H16 S1024 D64, full / causal, medians of 50 in one call:
- * 0.213 / 0.144 ms with, 0.231 / 0.165 without; causal D128 (B4 H32)
- * 0.287 against 0.312. */
-#ifndef LDMATRIX
-#define LDMATRIX 1
-#endif
-#if LDMATRIX
-/* Four B fragments (b0, b1 of an 8-row tile and b0, b1 of the next) from
- * rows of 16-bit values in local memory in one ldmatrix.x4 (rows 16-byte
- * aligned: KROW and VROW are multiples of 8 values): lane L gives
- * the address of row L % 8 of matrix L / 8, matrices 0 and 1 the tile's
- * two 8-value halves of a k-step, 2 and 3 the next tile's. row0: the
- * tile's first row; stride: values a row. */
-static inline __local const ushort *clf_ldsm_row(__local const ushort *row0, int stride, IDX_T lane)
+/* B fragments by ldmatrix.x4: four B fragments (b0, b1 of an 8-column
+ * tile and b0, b1 of the next) from rows of 16-bit values in local memory
+ * (rows 16-byte aligned: KROW and VROW are multiples of 8 values). Lane L
+ * gives the address of row L % 8 of matrix L / 8. Along (K's tile, rows
+ * [n][k]): matrices 0 and 1 are the tile's two 8-value halves of a k
+ * step, 2 and 3 the next tile's. Across (V's, rows [k][n], .trans):
+ * matrices 0 and 1 are the k step's two 8-row halves at the tile's 8
+ * columns, 2 and 3 the same rows at the next tile's. row0: the first row
+ * at the fragment's first value; stride: values a row. H200, f16, B8 H16
+ * S1024 D64, full / causal, medians of 50 in one call: 0.213 / 0.144 ms
+ * with ldmatrix, 0.231 / 0.165 with two 32-bit local reads a fragment;
+ * causal D128 (B4 H32) 0.287 against 0.312. */
+static inline __local const ushort *clf_ldsm_row(__local const ushort *row0, int stride, bool along, IDX_T lane)
 {
-    return row0 + (lane % 8 + (lane / 16) * 8) * stride + (lane / 8) % 2 * 8;
+    const IDX_T i = lane / 8, r = lane % 8;
+    return along ? row0 + (r + (i / 2) * 8) * stride + (i % 2) * 8 : row0 + (r + (i % 2) * 8) * stride + (i / 2) * 8;
 }
 
-static inline void clf_ldsm_b4(__local const ushort *row0, int stride, IDX_T lane, uint *b)
+static inline void clf_ldsm_b4(__local const ushort *row0, int stride, bool along, IDX_T lane, uint *b)
 {
 #if CLF_MMA_EMULATE
     /* ldmatrix itself: register i of lane (g, t) holds values 2t, 2t + 1
-     * of row g of matrix i, the row whose address lane 8i + g gives. */
+     * of row g of matrix i (.trans: value g of its rows 2t and 2t + 1),
+     * the rows whose addresses lanes 8i .. 8i + 7 give. */
+    const IDX_T g = lane / 4, t = lane % 4;
     for (IDX_T i = 0; i < 4; ++i)
-        b[i] = *(__local const uint *)(clf_ldsm_row(row0, stride, 8 * i + lane / 4) + 2 * (lane % 4));
+        b[i] = along ? *(__local const uint *)(clf_ldsm_row(row0, stride, along, 8 * i + g) + 2 * t)
+                     : (uint)clf_ldsm_row(row0, stride, along, 8 * i + 2 * t)[g] |
+                           (uint)clf_ldsm_row(row0, stride, along, 8 * i + 2 * t + 1)[g] << 16;
 #else
-    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"
-                 : "=r"(b[0]), "=r"(b[1]), "=r"(b[2]), "=r"(b[3])
-                 : "r"((uint)(ulong)clf_ldsm_row(row0, stride, lane)));
+    const uint p = (uint)(ulong)clf_ldsm_row(row0, stride, along, lane);
+    if (along)
+        asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"
+                     : "=r"(b[0]), "=r"(b[1]), "=r"(b[2]), "=r"(b[3])
+                     : "r"(p));
+    else
+        asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];"
+                     : "=r"(b[0]), "=r"(b[1]), "=r"(b[2]), "=r"(b[3])
+                     : "r"(p));
 #endif
 }
-#endif
 
 /* v of lane (this lane ^ m) of the warp. */
 static inline float clf_shfl_xor(float v, int m CLF_MMA_XP)
@@ -186,15 +214,24 @@ static inline uint4 clf_stage_v(IDX_T bt, IDX_T n, IDX_T d8, CLF_PARAMS)
  * clf_fetch_tile reads it into each work-item's registers (KCH pieces of 8
  * values of K rows, VCH of V rows; zeros past `keys`, SK or the last key
  * the group's rows see: such a key must weigh 0 times a finite value),
- * clf_put_tile writes them to local memory,
- * K as rows of KROW values, V transposed as rows of VROW. Lanes take
- * consecutive pieces of K rows (the global reads coalesce) and consecutive
- * keys of V (the 16-bit local writes of a warp fill consecutive words). */
+ * clf_put_tile writes them to local memory, K as rows of KROW values, V
+ * as rows of VROW (V_TRANS) or transposed. Lanes take consecutive pieces
+ * of a row (the global reads coalesce; transposed, consecutive keys of V,
+ * so that the 16-bit local writes of a warp fill consecutive words). */
 #define NTHREADS (32 * WARPS)
 #define KPIECES (BKT * (DP / 8))
 #define VPIECES (BKT * (DVP / 8))
 #define KCH ((KPIECES + NTHREADS - 1) / NTHREADS)
 #define VCH ((VPIECES + NTHREADS - 1) / NTHREADS)
+
+/* The key and the piece of its row that piece e of V's tile is. */
+#if V_TRANS
+#define VPIECE_KEY(e) ((e) / (DVP / 8))
+#define VPIECE_COL(e) ((e) % (DVP / 8))
+#else
+#define VPIECE_KEY(e) ((e) % BKT)
+#define VPIECE_COL(e) ((e) / BKT)
+#endif
 
 static inline void clf_fetch_tile(IDX_T bt, IDX_T n0, IDX_T keys, IDX_T lid, uint4 *kr, uint4 *vr, CLF_PARAMS)
 {
@@ -205,12 +242,12 @@ static inline void clf_fetch_tile(IDX_T bt, IDX_T n0, IDX_T keys, IDX_T lid, uin
     }
 #pragma unroll
     for (int i = 0; i < VCH; ++i) {
-        const IDX_T e = lid + (IDX_T)i * NTHREADS, j = e % BKT, c = e / BKT;
+        const IDX_T e = lid + (IDX_T)i * NTHREADS, j = VPIECE_KEY(e), c = VPIECE_COL(e);
         vr[i] = e < VPIECES && n0 + j < keys ? clf_stage_v(bt, n0 + j, c, CLF_ARGS) : (uint4)(0);
     }
 }
 
-static inline void clf_put_tile(IDX_T lid, const uint4 *kr, const uint4 *vr, __local ushort *ks, __local ushort *vt)
+static inline void clf_put_tile(IDX_T lid, const uint4 *kr, const uint4 *vr, __local ushort *ks, __local ushort *vs)
 {
 #pragma unroll
     for (int i = 0; i < KCH; ++i) {
@@ -220,11 +257,14 @@ static inline void clf_put_tile(IDX_T lid, const uint4 *kr, const uint4 *vr, __l
     }
 #pragma unroll
     for (int i = 0; i < VCH; ++i) {
-        const IDX_T e = lid + (IDX_T)i * NTHREADS, j = e % BKT, c = e / BKT;
+        const IDX_T e = lid + (IDX_T)i * NTHREADS, j = VPIECE_KEY(e), c = VPIECE_COL(e);
         if (e >= VPIECES)
             continue;
+#if V_TRANS
+        *(__local uint4 *)(vs + j * VROW + c * 8) = vr[i];
+#else
         const uint4 x = vr[i];
-        __local ushort *col = vt + c * 8 * VROW + j;
+        __local ushort *col = vs + c * 8 * VROW + j;
         col[0 * VROW] = (ushort)x.x;
         col[1 * VROW] = (ushort)(x.x >> 16);
         col[2 * VROW] = (ushort)x.y;
@@ -233,6 +273,7 @@ static inline void clf_put_tile(IDX_T lid, const uint4 *kr, const uint4 *vr, __l
         col[5 * VROW] = (ushort)(x.z >> 16);
         col[6 * VROW] = (ushort)x.w;
         col[7 * VROW] = (ushort)(x.w >> 16);
+#endif
     }
 }
 
@@ -252,50 +293,67 @@ static inline IDX_T clf_row_keys(IDX_T m)
 #endif
 }
 
+/* A lane's rows are numbered h = 0 .. HR - 1: row g + 8 (h % 2) of the
+ * warp's m tile h / 2. Its accumulators of row h in an mma C fragment c
+ * are c[2 (h % 2)] and c[2 (h % 2) + 1]. */
 __kernel __attribute__((reqd_work_group_size(32 * WARPS, 1, 1))) void CLF_KERNEL_NAME(CLF_PARAMS, const IDX_T numel)
 {
     __local ushort ks[BKT * KROW] __attribute__((aligned(16)));
-    __local ushort vt[DVP * VROW] __attribute__((aligned(16)));
+    __local ushort vs[VTILE] __attribute__((aligned(16)));
 #if CLF_MMA_EMULATE
     __local uint mma_x[NTHREADS * CLF_MMA_WORDS];
 #endif
     const IDX_T lid = (IDX_T)get_local_id(0), grp = (IDX_T)get_group_id(0);
     const IDX_T warp = lid / 32, lane = lid % 32, g = lane / 4, t = lane % 4;
-    const IDX_T bt = grp / QBLOCKS, m0 = grp % QBLOCKS * BQ, mw = m0 + warp * 16;
-    const IDX_T r0 = mw + g, r1 = mw + g + 8; /* this lane's two rows */
-    /* The rows the logits are evaluated at (a row past SQ computes on
-     * zeros and is not stored, but its masks must not be read past theirs). */
-    const IDX_T lr0 = min(r0, (IDX_T)(SQ - 1)), lr1 = min(r1, (IDX_T)(SQ - 1));
-
-    /* The warp's 16 query rows as A fragments. */
-    uint qa[KSTEPS][4];
+    const IDX_T bt = grp / QBLOCKS, m0 = grp % QBLOCKS * BQ, mw = m0 + warp * WROWS;
+    /* This lane's rows, the rows their logits are evaluated at (a row past
+     * SQ computes on zeros and is not stored, but its masks must not be
+     * read past theirs) and the keys each sees. */
+    IDX_T row[HR], lrow[HR], keys[HR];
 #pragma unroll
-    for (int s = 0; s < KSTEPS; ++s) {
-        const IDX_T c = s * 16 + 2 * t;
-        qa[s][0] = clf_pack2(clf_q_at(bt, r0, c, CLF_ARGS), clf_q_at(bt, r0, c + 1, CLF_ARGS));
-        qa[s][1] = clf_pack2(clf_q_at(bt, r1, c, CLF_ARGS), clf_q_at(bt, r1, c + 1, CLF_ARGS));
-        qa[s][2] = clf_pack2(clf_q_at(bt, r0, c + 8, CLF_ARGS), clf_q_at(bt, r0, c + 9, CLF_ARGS));
-        qa[s][3] = clf_pack2(clf_q_at(bt, r1, c + 8, CLF_ARGS), clf_q_at(bt, r1, c + 9, CLF_ARGS));
+    for (int h = 0; h < HR; ++h) {
+        row[h] = mw + (IDX_T)(16 * (h / 2) + 8 * (h % 2)) + g;
+        lrow[h] = min(row[h], (IDX_T)(SQ - 1));
+        keys[h] = clf_row_keys(row[h]);
     }
-    float o[OT][4];
+
+    /* The warp's query rows as A fragments, an m tile at a time. */
+    uint qa[MT][KSTEPS][4];
 #pragma unroll
-    for (int j = 0; j < OT; ++j)
-        o[j][0] = o[j][1] = o[j][2] = o[j][3] = 0.0f;
-    float mx[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f};
+    for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+        for (int s = 0; s < KSTEPS; ++s) {
+            const IDX_T c = s * 16 + 2 * t, ra = row[2 * mt], rb = row[2 * mt + 1];
+            qa[mt][s][0] = clf_pack2(clf_q_at(bt, ra, c, CLF_ARGS), clf_q_at(bt, ra, c + 1, CLF_ARGS));
+            qa[mt][s][1] = clf_pack2(clf_q_at(bt, rb, c, CLF_ARGS), clf_q_at(bt, rb, c + 1, CLF_ARGS));
+            qa[mt][s][2] = clf_pack2(clf_q_at(bt, ra, c + 8, CLF_ARGS), clf_q_at(bt, ra, c + 9, CLF_ARGS));
+            qa[mt][s][3] = clf_pack2(clf_q_at(bt, rb, c + 8, CLF_ARGS), clf_q_at(bt, rb, c + 9, CLF_ARGS));
+        }
+    float o[MT][OT][4];
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+        for (int j = 0; j < OT; ++j)
+            o[mt][j][0] = o[mt][j][1] = o[mt][j][2] = o[mt][j][3] = 0.0f;
+    float mx[HR], l[HR];
+#pragma unroll
+    for (int h = 0; h < HR; ++h) {
+        mx[h] = -INFINITY;
+        l[h] = 0.0f;
+    }
 
     /* Keys of the group's last row, of the warp's last and first rows. */
     const IDX_T last = min((IDX_T)SQ, (IDX_T)(m0 + BQ)) - 1;
     const IDX_T group_keys = clf_row_keys(last);
-    const IDX_T warp_keys = clf_row_keys(min((IDX_T)(SQ - 1), (IDX_T)(mw + 15)));
+    const IDX_T warp_keys = clf_row_keys(min((IDX_T)(SQ - 1), (IDX_T)(mw + WROWS - 1)));
     const IDX_T warp_first_keys = clf_row_keys(min((IDX_T)(SQ - 1), mw));
-    const IDX_T keys0 = clf_row_keys(r0), keys1 = clf_row_keys(r1);
     const bool warp_active = mw < SQ;
 
     uint4 kr[KCH], vr[VCH];
     clf_fetch_tile(bt, 0, group_keys, lid, kr, vr, CLF_ARGS);
     for (IDX_T n0 = 0; n0 < group_keys; n0 += BKT) {
         barrier(CLK_LOCAL_MEM_FENCE);
-        clf_put_tile(lid, kr, vr, ks, vt);
+        clf_put_tile(lid, kr, vr, ks, vs);
         barrier(CLK_LOCAL_MEM_FENCE);
 #if PREFETCH
         if (n0 + BKT < group_keys)
@@ -305,11 +363,15 @@ __kernel __attribute__((reqd_work_group_size(32 * WARPS, 1, 1))) void CLF_KERNEL
         /* The emulated exchanges take every warp of the group: a warp with
          * nothing to do in this tile runs it too, and keeps its state. */
         const bool idle = !warp_active || n0 >= warp_keys;
-        float keep_o[OT][4];
-        const float keep_mx[2] = {mx[0], mx[1]}, keep_l[2] = {l[0], l[1]};
-        for (int j = 0; j < OT; ++j)
-            for (int e = 0; e < 4; ++e)
-                keep_o[j][e] = o[j][e];
+        float keep_o[MT][OT][4], keep_mx[HR], keep_l[HR];
+        for (int mt = 0; mt < MT; ++mt)
+            for (int j = 0; j < OT; ++j)
+                for (int e = 0; e < 4; ++e)
+                    keep_o[mt][j][e] = o[mt][j][e];
+        for (int h = 0; h < HR; ++h) {
+            keep_mx[h] = mx[h];
+            keep_l[h] = l[h];
+        }
 #else
         if (!warp_active || n0 >= warp_keys) {
 #if !PREFETCH
@@ -319,104 +381,113 @@ __kernel __attribute__((reqd_work_group_size(32 * WARPS, 1, 1))) void CLF_KERNEL
             continue;
         }
 #endif
-        float s[NT][4];
+        float s[MT][NT][4];
 #pragma unroll
-        for (int j = 0; j < NT; ++j)
-            s[j][0] = s[j][1] = s[j][2] = s[j][3] = 0.0f;
+        for (int mt = 0; mt < MT; ++mt)
 #pragma unroll
-        for (int kk = 0; kk < KSTEPS; ++kk) {
-#if LDMATRIX
+            for (int j = 0; j < NT; ++j)
+                s[mt][j][0] = s[mt][j][1] = s[mt][j][2] = s[mt][j][3] = 0.0f;
+#pragma unroll
+        for (int kk = 0; kk < KSTEPS; ++kk)
 #pragma unroll
             for (int j = 0; j < NT; j += 2) {
                 uint b[4];
-                clf_ldsm_b4(ks + j * 8 * KROW + kk * 16, KROW, lane, b);
-                clf_mma(s[j], qa[kk][0], qa[kk][1], qa[kk][2], qa[kk][3], b[0], b[1] CLF_MMA_X);
-                clf_mma(s[j + 1], qa[kk][0], qa[kk][1], qa[kk][2], qa[kk][3], b[2], b[3] CLF_MMA_X);
-            }
-#else
+                clf_ldsm_b4(ks + j * 8 * KROW + kk * 16, KROW, true, lane, b);
 #pragma unroll
-            for (int j = 0; j < NT; ++j) {
-                __local const ushort *kp = ks + (j * 8 + g) * KROW + kk * 16 + 2 * t;
-                clf_mma(s[j], qa[kk][0], qa[kk][1], qa[kk][2], qa[kk][3], *(__local const uint *)kp,
-                        *(__local const uint *)(kp + 8) CLF_MMA_X);
+                for (int mt = 0; mt < MT; ++mt) {
+                    clf_mma(s[mt][j], qa[mt][kk][0], qa[mt][kk][1], qa[mt][kk][2], qa[mt][kk][3], b[0],
+                            b[1] CLF_MMA_X);
+                    clf_mma(s[mt][j + 1], qa[mt][kk][0], qa[mt][kk][1], qa[mt][kk][2], qa[mt][kk][3], b[2],
+                            b[3] CLF_MMA_X);
+                }
             }
-#endif
-        }
         /* Logits; -inf at keys a row does not see (past its causal limit
          * or past SK), checked only in tiles that reach such keys. */
         const bool edge = n0 + BKT > warp_first_keys;
-        float tmax0 = -INFINITY, tmax1 = -INFINITY;
+        float tmax[HR];
 #pragma unroll
-        for (int j = 0; j < NT; ++j) {
+        for (int h = 0; h < HR; ++h)
+            tmax[h] = -INFINITY;
 #pragma unroll
-            for (int e = 0; e < 4; ++e) {
-                const IDX_T row = e < 2 ? lr0 : lr1, n = n0 + j * 8 + 2 * t + (e & 1);
-                const bool seen = !edge || n < (e < 2 ? keys0 : keys1);
-                const float x = seen ? clf_logit(bt, row, n, s[j][e], CLF_ARGS) : -INFINITY;
-                s[j][e] = x;
-                if (e < 2)
-                    tmax0 = fmax(tmax0, x);
-                else
-                    tmax1 = fmax(tmax1, x);
-            }
+        for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+            for (int j = 0; j < NT; ++j)
+#pragma unroll
+                for (int e = 0; e < 4; ++e) {
+                    const int h = 2 * mt + e / 2;
+                    const IDX_T n = n0 + j * 8 + 2 * t + (e & 1);
+                    const bool seen = !edge || n < keys[h];
+                    const float x = seen ? clf_logit(bt, lrow[h], n, s[mt][j][e], CLF_ARGS) : -INFINITY;
+                    s[mt][j][e] = x;
+                    tmax[h] = fmax(tmax[h], x);
+                }
+        float base[HR], corr[HR], ps[HR];
+#pragma unroll
+        for (int h = 0; h < HR; ++h) {
+            tmax[h] = fmax(mx[h], clf_row_max(tmax[h] CLF_MMA_X));
+            /* The base is 0 while every logit so far is -inf
+             * (attention_gpu.cl's clf_base). */
+            base[h] = tmax[h] == -INFINITY ? 0.0f : tmax[h];
+            corr[h] = native_exp(mx[h] - base[h]);
+            mx[h] = tmax[h];
+            ps[h] = 0.0f;
         }
-        tmax0 = fmax(mx[0], clf_row_max(tmax0 CLF_MMA_X));
-        tmax1 = fmax(mx[1], clf_row_max(tmax1 CLF_MMA_X));
-        /* The base is 0 while every logit so far is -inf (attention_gpu.cl's
-         * clf_base). */
-        const float base0 = tmax0 == -INFINITY ? 0.0f : tmax0, base1 = tmax1 == -INFINITY ? 0.0f : tmax1;
-        const float corr0 = native_exp(mx[0] - base0), corr1 = native_exp(mx[1] - base1);
-        mx[0] = tmax0;
-        mx[1] = tmax1;
-        float ps0 = 0.0f, ps1 = 0.0f;
 #pragma unroll
-        for (int j = 0; j < NT; ++j) {
-            s[j][0] = native_exp(s[j][0] - base0);
-            s[j][1] = native_exp(s[j][1] - base0);
-            s[j][2] = native_exp(s[j][2] - base1);
-            s[j][3] = native_exp(s[j][3] - base1);
-            ps0 += s[j][0] + s[j][1];
-            ps1 += s[j][2] + s[j][3];
-        }
-        l[0] = l[0] * corr0 + ps0;
-        l[1] = l[1] * corr1 + ps1;
+        for (int mt = 0; mt < MT; ++mt)
 #pragma unroll
-        for (int j = 0; j < OT; ++j) {
-            o[j][0] *= corr0;
-            o[j][1] *= corr0;
-            o[j][2] *= corr1;
-            o[j][3] *= corr1;
-        }
+            for (int j = 0; j < NT; ++j)
+#pragma unroll
+                for (int e = 0; e < 4; ++e) {
+                    const int h = 2 * mt + e / 2;
+                    s[mt][j][e] = native_exp(s[mt][j][e] - base[h]);
+                    ps[h] += s[mt][j][e];
+                }
+#pragma unroll
+        for (int h = 0; h < HR; ++h)
+            l[h] = l[h] * corr[h] + ps[h];
+#pragma unroll
+        for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+            for (int j = 0; j < OT; ++j)
+#pragma unroll
+                for (int e = 0; e < 4; ++e)
+                    o[mt][j][e] *= corr[2 * mt + e / 2];
 #pragma unroll
         for (int kk = 0; kk < PSTEPS; ++kk) {
-            const uint a0 = clf_pack2(s[2 * kk][0], s[2 * kk][1]), a1 = clf_pack2(s[2 * kk][2], s[2 * kk][3]);
-            const uint a2 = clf_pack2(s[2 * kk + 1][0], s[2 * kk + 1][1]);
-            const uint a3 = clf_pack2(s[2 * kk + 1][2], s[2 * kk + 1][3]);
-#if LDMATRIX
+            /* The weights of two score tiles: the A fragment of a k step. */
+            uint a[MT][4];
+#pragma unroll
+            for (int mt = 0; mt < MT; ++mt) {
+                a[mt][0] = clf_pack2(s[mt][2 * kk][0], s[mt][2 * kk][1]);
+                a[mt][1] = clf_pack2(s[mt][2 * kk][2], s[mt][2 * kk][3]);
+                a[mt][2] = clf_pack2(s[mt][2 * kk + 1][0], s[mt][2 * kk + 1][1]);
+                a[mt][3] = clf_pack2(s[mt][2 * kk + 1][2], s[mt][2 * kk + 1][3]);
+            }
 #pragma unroll
             for (int j = 0; j < OT; j += 2) {
                 uint b[4];
-                clf_ldsm_b4(vt + j * 8 * VROW + kk * 16, VROW, lane, b);
-                clf_mma(o[j], a0, a1, a2, a3, b[0], b[1] CLF_MMA_X);
-                clf_mma(o[j + 1], a0, a1, a2, a3, b[2], b[3] CLF_MMA_X);
-            }
+#if V_TRANS
+                clf_ldsm_b4(vs + kk * 16 * VROW + j * 8, VROW, false, lane, b);
 #else
-#pragma unroll
-            for (int j = 0; j < OT; ++j) {
-                __local const ushort *vp = vt + (j * 8 + g) * VROW + kk * 16 + 2 * t;
-                clf_mma(o[j], a0, a1, a2, a3, *(__local const uint *)vp, *(__local const uint *)(vp + 8) CLF_MMA_X);
-            }
+                clf_ldsm_b4(vs + j * 8 * VROW + kk * 16, VROW, true, lane, b);
 #endif
+#pragma unroll
+                for (int mt = 0; mt < MT; ++mt) {
+                    clf_mma(o[mt][j], a[mt][0], a[mt][1], a[mt][2], a[mt][3], b[0], b[1] CLF_MMA_X);
+                    clf_mma(o[mt][j + 1], a[mt][0], a[mt][1], a[mt][2], a[mt][3], b[2], b[3] CLF_MMA_X);
+                }
+            }
         }
 #if CLF_MMA_EMULATE
         if (idle) {
-            for (int j = 0; j < OT; ++j)
-                for (int e = 0; e < 4; ++e)
-                    o[j][e] = keep_o[j][e];
-            mx[0] = keep_mx[0];
-            mx[1] = keep_mx[1];
-            l[0] = keep_l[0];
-            l[1] = keep_l[1];
+            for (int mt = 0; mt < MT; ++mt)
+                for (int j = 0; j < OT; ++j)
+                    for (int e = 0; e < 4; ++e)
+                        o[mt][j][e] = keep_o[mt][j][e];
+            for (int h = 0; h < HR; ++h) {
+                mx[h] = keep_mx[h];
+                l[h] = keep_l[h];
+            }
         }
 #endif
 #if !PREFETCH
@@ -434,31 +505,30 @@ __kernel __attribute__((reqd_work_group_size(32 * WARPS, 1, 1))) void CLF_KERNEL
     /* A row whose visible keys stay within 110 of a finite fill: the hidden
      * keys weigh, so its four lanes visit them from global memory, each for
      * its own columns; the sum counts them once, in lane t == 0. */
-    for (int h = 0; h < 2; ++h) {
-        const IDX_T row = h ? r1 : r0;
-        if (row >= SQ || mx[h] - CAUSAL_FILL > 110.0f)
+    for (int h = 0; h < HR; ++h) {
+        if (row[h] >= SQ || mx[h] - CAUSAL_FILL > 110.0f)
             continue;
-        for (IDX_T n = h ? keys1 : keys0; n < SK; ++n) {
+        for (IDX_T n = keys[h]; n < SK; ++n) {
             const float tmax = fmax(mx[h], CAUSAL_FILL), base = tmax == -INFINITY ? 0.0f : tmax;
             const float corr = exp(mx[h] - base), p = exp(CAUSAL_FILL - base);
             mx[h] = tmax;
             l[h] = l[h] * corr + (t == 0 ? p : 0.0f);
-#pragma unroll
             for (int j = 0; j < OT; ++j)
-#pragma unroll
                 for (int e = 0; e < 2; ++e) {
                     const IDX_T c = j * 8 + 2 * t + e;
                     const float vv = c < DV ? clf_load_v(bt, n, c, CLF_ARGS) : 0.0f;
-                    o[j][2 * h + e] = o[j][2 * h + e] * corr + p * vv;
+                    o[h / 2][j][2 * (h % 2) + e] = o[h / 2][j][2 * (h % 2) + e] * corr + p * vv;
                 }
         }
     }
 #endif
-    float lsum[2] = {clf_row_sum(l[0] CLF_MMA_X), clf_row_sum(l[1] CLF_MMA_X)};
+    float lsum[HR];
 #pragma unroll
-    for (int h = 0; h < 2; ++h) {
-        const IDX_T row = h ? r1 : r0;
-        if (row >= SQ)
+    for (int h = 0; h < HR; ++h)
+        lsum[h] = clf_row_sum(l[h] CLF_MMA_X);
+#pragma unroll
+    for (int h = 0; h < HR; ++h) {
+        if (row[h] >= SQ)
             continue;
 #if NAN_FILL
         /* Every weight of the row NaN, or a row of -inf logits (its sum
@@ -470,7 +540,7 @@ __kernel __attribute__((reqd_work_group_size(32 * WARPS, 1, 1))) void CLF_KERNEL
                     float acc = 0.0f;
                     for (IDX_T n = 0; c < DV && n < SK; ++n)
                         acc += clf_load_v(bt, n, c, CLF_ARGS);
-                    o[j][2 * h + e] = NAN_FILL_VALUE * acc;
+                    o[h / 2][j][2 * (h % 2) + e] = NAN_FILL_VALUE * acc;
                 }
             lsum[h] = 1.0f;
         }
@@ -481,7 +551,7 @@ __kernel __attribute__((reqd_work_group_size(32 * WARPS, 1, 1))) void CLF_KERNEL
             for (int e = 0; e < 2; ++e) {
                 const IDX_T c = j * 8 + 2 * t + e;
                 if (c < DV)
-                    clf_store(bt, row, c, o[j][2 * h + e] / lsum[h], CLF_ARGS);
+                    clf_store(bt, row[h], c, o[h / 2][j][2 * (h % 2) + e] / lsum[h], CLF_ARGS);
             }
     }
 }

@@ -950,6 +950,136 @@ START_TEST(tensor_cores_a_driver_refuses_fall_back)
 }
 END_TEST
 
+/* The tensor-core form (attention_mma.cl) at the tilings
+ * CLFUSE_ATTENTION_TILE pins (warps, query rows a warp, keys a tile) and
+ * the schedule's own, with V staged as it lies (ldmatrix .trans) and
+ * transposed (-DV_TRANS=0), its mma, ldmatrix and shuffles emulated in
+ * OpenCL C where the device is not NVIDIA's (CLF_MMA_EMULATE): query
+ * rows past the last block and past a warp's first m tile, keys past the
+ * last tile, causal with Sq != Sk, heads of 40 (padded to 48) with V of
+ * 24, f16 and bf16. Each run against the reference; each source must be
+ * the tensor-core form at the tiling asked for. A tiling the form cannot
+ * run is refused by name, and text that is not one too. */
+static void check_tensor_core_tile(clf_context *ctx, const char *label, const clf_graph *g, const e2e_inputs *in,
+                                   const char *want_line)
+{
+    clf_executable *exe = NULL;
+    clf_status st = clf_compile(ctx, g, clf_compile_params(.kernel_style = CLF_KERNEL_STYLE_GPU), &exe);
+    ck_assert_msg(st == CLF_OK, "%s: clf_compile: %s: %s", label, clf_status_name(st), clf_context_last_error(ctx));
+    const char *src = clf_executable_kernel_source(exe, 0);
+    ck_assert_msg(strstr(src, CLF__MMA_LINE) != NULL, "%s: not the tensor-core form", label);
+    ck_assert_msg(!want_line || strstr(src, want_line) != NULL, "%s: no \"%s\" in its source", label, want_line);
+    const char *name = NULL;
+    clf_dtype dt;
+    int rank;
+    int64_t shape[CLF_MAX_RANK];
+    ck_assert_int_eq(clf_executable_output(exe, 0, &name, &dt, &rank, shape), CLF_OK);
+    const size_t n = (size_t)e2e_numel(rank, shape), bytes = n * clf_dtype_size(dt);
+    void *want = malloc(bytes), *got = malloc(bytes);
+    ck_assert(want && got);
+    clf_host_binding wb = {name, want}, gb = {name, got};
+    char msg[512] = "";
+    st = clf_reference_run(g, in->n, in->b, 1, &wb, msg, sizeof msg);
+    ck_assert_msg(st == CLF_OK, "%s: clf_reference_run: %s", label, msg);
+    memset(got, 0xff, bytes);
+    st = clf_run_host(exe, in->n, in->b, 1, &gb);
+    ck_assert_msg(st == CLF_OK, "%s: clf_run_host: %s: %s", label, clf_status_name(st), clf_context_last_error(ctx));
+    char why[256] = "";
+    ck_assert_msg(clf_test_close(dt, got, want, n, rtol_of(dt), atol_of(dt), why, sizeof why),
+                  "%s: differs from the reference: %s", label, why);
+    free(want);
+    free(got);
+    clf_executable_destroy(&exe);
+}
+
+START_TEST(tensor_cores_pinned_tilings)
+{
+    /* Emulated on PoCL: one thread, as PoCL 3.1 makes the emulation's
+     * exchange array (mma_x) a static symbol that concurrent work-groups
+     * share (NOTES.md, 2026-12-03; results then vary from run to run), and
+     * built with -cl-opt-disable, as under oclgrind: optimised, the
+     * unrolled loops put hundreds of barriers in one kernel and PoCL took
+     * 6 minutes to build this test's kernels (8 s unoptimised). */
+    ck_assert_int_eq(setenv("POCL_MAX_PTHREAD_COUNT", "1", 1), 0);
+    clf_context *ctx = clf_test_context();
+    const bool nvidia = clf_test_on_nvidia(ctx);
+    const size_t max_local = clf_test_kernel_group_limit(ctx);
+    if (max_local < 256 || ctx->max_local < 256) {
+        /* The schedule's own tiling takes 256 work-items (llvmpipe allows 32). */
+        printf("attention tensor_cores_pinned_tilings: skipped: kernels of 256 work-items do not run here (%zu)\n",
+               max_local);
+        clf_context_destroy(&ctx);
+        return;
+    }
+    ck_assert_int_eq(setenv("CLFUSE_TENSOR_CORES", "1", 1), 0);
+    static const char *const tiles[] = {"", "8,16,32", "4,32,32", "2,32,64", "1,16,16", "4,32,128"};
+    for (int vt = 1; vt >= 0; vt--) {
+        const char *opts = nvidia ? (vt ? "" : "-DV_TRANS=0")
+                                  : (vt ? "-DCLF_MMA_EMULATE=1 -cl-opt-disable" : "-DCLF_MMA_EMULATE=1 -cl-opt-disable -DV_TRANS=0");
+        if (*opts)
+            ck_assert_int_eq(setenv("CLFUSE_BUILD_OPTIONS", opts, 1), 0);
+        else
+            unsetenv("CLFUSE_BUILD_OPTIONS");
+        for (size_t t = 0; t < sizeof tiles / sizeof tiles[0]; t++) {
+            int warps = 0, rows = 0, keys = 0;
+            if (*tiles[t]) {
+                ck_assert_int_eq(sscanf(tiles[t], "%d,%d,%d", &warps, &rows, &keys), 3);
+                if ((size_t)(32 * warps) > max_local)
+                    continue; /* the device's work-group limit (llvmpipe: 32) */
+                ck_assert_int_eq(setenv("CLFUSE_ATTENTION_TILE", tiles[t], 1), 0);
+            } else {
+                unsetenv("CLFUSE_ATTENTION_TILE");
+            }
+            char want_line[64], label[160];
+            snprintf(want_line, sizeof want_line, "#define WARPS %d\n#define WROWS %d\n#define BKT %d\n", warps, rows,
+                     keys);
+            for (int c = 0; c < 2; c++) {
+                const clf_dtype dt = c ? CLF_BF16 : CLF_F16;
+                clf_graph *g = clf_graph_create();
+                e2e_inputs in = {0};
+                /* f16: causal, 70 query rows over 90 keys (the last 70 of
+                 * them visible in turn); bf16: 37 rows over 150 keys. */
+                const int64_t sq = c ? 37 : 70, sk = c ? 150 : 90;
+                clf_tensor q = in4(g, &in, "q", dt, 1, 2, sq, 40);
+                clf_tensor k = in4(g, &in, "k", dt, 1, 2, sk, 40);
+                clf_tensor v = in4(g, &in, "v", dt, 1, 2, sk, 24);
+                ck_assert_int_eq(
+                    clf_graph_output(g, "out", clf_attention(g, q, k, v, CLF_TENSOR_INVALID, 0, c == 0)), CLF_OK);
+                snprintf(label, sizeof label, "%s%s, tiling \"%s\", %s", clf_dtype_name(dt), c ? "" : " causal",
+                         tiles[t], vt ? "V as it lies" : "V transposed");
+                check_tensor_core_tile(ctx, label, g, &in, *tiles[t] ? want_line : NULL);
+                e2e_inputs_free(&in);
+                clf_graph_destroy(&g);
+            }
+        }
+    }
+    /* Refused: a tiling the form cannot run (3 warps), and text that is
+     * not one. */
+    clf_graph *g = clf_graph_create();
+    e2e_inputs in = {0};
+    clf_tensor q = in4(g, &in, "q", CLF_F16, 1, 2, 40, 40);
+    clf_tensor k = in4(g, &in, "k", CLF_F16, 1, 2, 40, 40);
+    clf_tensor v = in4(g, &in, "v", CLF_F16, 1, 2, 40, 24);
+    ck_assert_int_eq(clf_graph_output(g, "out", clf_attention(g, q, k, v, CLF_TENSOR_INVALID, 0, false)), CLF_OK);
+    static const char *const bad[] = {"3,16,32", "4,32"};
+    for (size_t b = 0; b < 2; b++) {
+        ck_assert_int_eq(setenv("CLFUSE_ATTENTION_TILE", bad[b], 1), 0);
+        clf_executable *exe = NULL;
+        clf_status st = clf_compile(ctx, g, clf_compile_params(.kernel_style = CLF_KERNEL_STYLE_GPU), &exe);
+        ck_assert_msg(st != CLF_OK, "CLFUSE_ATTENTION_TILE=%s: compiled", bad[b]);
+        ck_assert_msg(strstr(clf_context_last_error(ctx), "CLFUSE_ATTENTION_TILE") != NULL,
+                      "CLFUSE_ATTENTION_TILE=%s: the error does not name it: %s", bad[b],
+                      clf_context_last_error(ctx));
+    }
+    e2e_inputs_free(&in);
+    clf_graph_destroy(&g);
+    unsetenv("CLFUSE_ATTENTION_TILE");
+    unsetenv("CLFUSE_BUILD_OPTIONS");
+    unsetenv("CLFUSE_TENSOR_CORES");
+    clf_context_destroy(&ctx);
+}
+END_TEST
+
 /* ---- Exporter idioms, built from primitives ------------------------------ */
 
 enum { IB = 2, IH = 4, IS = 32, ID = 64 };
@@ -2200,6 +2330,7 @@ int main(void)
     clf_test_add_case(s, "f16_storage", f16_storage);
     clf_test_add_variant_case(s, "bf16_storage", bf16_storage);
     clf_test_add_case(s, "tensor_cores_a_driver_refuses_fall_back", tensor_cores_a_driver_refuses_fall_back);
+    clf_test_add_case(s, "tensor_cores_pinned_tilings", tensor_cores_pinned_tilings);
     clf_test_add_case(s, "idiom_div_by_sqrt_d", idiom_div_by_sqrt_d);
     clf_test_add_case(s, "idiom_scale_q_before_matmul", idiom_scale_q_before_matmul);
     clf_test_add_case(s, "idiom_k_pretransposed", idiom_k_pretransposed);

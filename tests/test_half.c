@@ -1605,24 +1605,7 @@ static clf_dtype tensor_core_case(int c, clf_graph *g, e2e_inputs *in)
  * forms' size): the device's limit, and a kernel's own, which can be
  * lower (rusticl's llvmpipe allows 32 a kernel however large the device
  * limit reads). */
-static bool runs_groups_of_128(clf_context *ctx)
-{
-    if (ctx->max_local < 128)
-        return false;
-    const char *src = "__kernel void k(__global float *x) { x[get_global_id(0)] = 0.0f; }";
-    cl_int err;
-    cl_program p = clCreateProgramWithSource(ctx->cl, 1, &src, NULL, &err);
-    ck_assert_int_eq(err, CL_SUCCESS);
-    ck_assert_int_eq(clBuildProgram(p, 1, &ctx->device, "", NULL, NULL), CL_SUCCESS);
-    cl_kernel k = clCreateKernel(p, "k", &err);
-    ck_assert_int_eq(err, CL_SUCCESS);
-    size_t wg = 0;
-    ck_assert_int_eq(clGetKernelWorkGroupInfo(k, ctx->device, CL_KERNEL_WORK_GROUP_SIZE, sizeof wg, &wg, NULL),
-                     CL_SUCCESS);
-    clReleaseKernel(k);
-    clReleaseProgram(p);
-    return wg >= 128;
-}
+static bool runs_groups_of_128(clf_context *ctx) { return ctx->max_local >= 128 && clf_test_kernel_group_limit(ctx) >= 128; }
 
 /* Runs every tensor_core_case in the GPU form with CLFUSE_TENSOR_CORES=1
  * (and CLFUSE_BUILD_OPTIONS=options when not NULL) against the reference:

@@ -240,6 +240,31 @@ bool clf_test_on_nvidia(clf_context *ctx)
     return strstr(dev.platform_name, "NVIDIA") != NULL;
 }
 
+size_t clf_test_kernel_group_limit(clf_context *ctx)
+{
+    cl_command_queue queue = clf_context_queue(ctx);
+    cl_device_id dev = NULL;
+    cl_context cl = NULL;
+    ck_assert_int_eq(clGetCommandQueueInfo(queue, CL_QUEUE_DEVICE, sizeof dev, &dev, NULL), CL_SUCCESS);
+    ck_assert_int_eq(clGetCommandQueueInfo(queue, CL_QUEUE_CONTEXT, sizeof cl, &cl, NULL), CL_SUCCESS);
+    size_t device_limit = 0, kernel_limit = 0;
+    ck_assert_int_eq(clGetDeviceInfo(dev, CL_DEVICE_MAX_WORK_GROUP_SIZE, sizeof device_limit, &device_limit, NULL),
+                     CL_SUCCESS);
+    const char *src = "__kernel void k(__global float *x) { x[get_global_id(0)] = 0.0f; }";
+    cl_int err;
+    cl_program p = clCreateProgramWithSource(cl, 1, &src, NULL, &err);
+    ck_assert_int_eq(err, CL_SUCCESS);
+    ck_assert_int_eq(clBuildProgram(p, 1, &dev, "", NULL, NULL), CL_SUCCESS);
+    cl_kernel k = clCreateKernel(p, "k", &err);
+    ck_assert_int_eq(err, CL_SUCCESS);
+    ck_assert_int_eq(clGetKernelWorkGroupInfo(k, dev, CL_KERNEL_WORK_GROUP_SIZE, sizeof kernel_limit, &kernel_limit,
+                                              NULL),
+                     CL_SUCCESS);
+    clReleaseKernel(k);
+    clReleaseProgram(p);
+    return kernel_limit < device_limit ? kernel_limit : device_limit;
+}
+
 cl_command_queue clf_test_queue(clf_context *ctx, cl_int *err)
 {
     cl_device_id dev = NULL;

@@ -67,6 +67,11 @@ clf_context *clf_test_context(void);
  * inline PTX of the tensor-core and shuffle forms). */
 bool clf_test_on_nvidia(clf_context *ctx);
 
+/* The work-items a work-group of a kernel on ctx's device may take: the
+ * device's limit, or a kernel's own where that is lower (rusticl's
+ * llvmpipe allows 32 a kernel however large the device limit reads). */
+size_t clf_test_kernel_group_limit(clf_context *ctx);
+
 /* A new in-order queue on ctx's device, for runs the caller enqueues on a
  * queue of its own (release it with clReleaseCommandQueue); NULL with *err
  * set when none can be made. Safe to call from any thread. */

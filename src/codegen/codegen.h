@@ -28,6 +28,13 @@ typedef struct clf__gemm_config {
     bool mma;
 } clf__gemm_config;
 
+/* The tensor-core attention form's tiling (attention_mma.cl): warps a
+ * work-group, query rows a warp (16 or 32), keys a tile; written
+ * "warps,rows,keys" in CLFUSE_ATTENTION_TILE. */
+typedef struct clf__attention_tile {
+    int warps, rows, bkt;
+} clf__attention_tile;
+
 /* The deepest fused chain for target->small_code. */
 #define CLF__SMALL_CODE_DEPTH 8
 
@@ -57,6 +64,7 @@ typedef struct clf__codegen_target {
      * fused chains at SMALL_CODE_DEPTH ops. */
     bool small_code;
     const clf__gemm_config *gemm; /* GEMM tiling (autotuned); NULL: the device type's default */
+    const clf__attention_tile *attention_tile; /* pinned tensor-core attention tiling; NULL: the schedule's */
     /* The graph has symbolic sizes: its specialisations share programs, so
      * choices that would follow an extent other than 1 do not (the CPU
      * GEMM's blocking). */

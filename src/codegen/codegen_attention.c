@@ -146,8 +146,8 @@ clf_status clf__codegen_attention(const clf_graph *g, const clf__plan *plan, uin
                        (unsigned long long)G.vl, (unsigned long long)G.kg, (unsigned long long)G.kp,
                        (unsigned long long)G.vu);
     else if (mma != CLF_F32)
-        clf__sb_printf(&src, CLF__MMA_LINE "#define MMA_BF16 %d\n#define WARPS %d\n#define BKT %llu\n",
-                       mma == CLF_BF16 ? 1 : 0, as.mma_warps, (unsigned long long)as.bkt);
+        clf__sb_printf(&src, CLF__MMA_LINE "#define MMA_BF16 %d\n#define WARPS %d\n#define WROWS %d\n#define BKT %llu\n",
+                       mma == CLF_BF16 ? 1 : 0, as.mma_warps, as.mma_rows, (unsigned long long)as.bkt);
     else if (!target->cpu)
         clf__sb_printf(&src, "#define BQ %llu\n#define BK %llu\n", (unsigned long long)as.bq, (unsigned long long)as.bk);
     if (target->cpu)

@@ -128,7 +128,8 @@ typedef struct clf__attention_schedule {
     clf__attention_decode G; /* ... and its geometry */
     uint64_t bq, bk;         /* the GPU form: query rows a work-group, keys a tile */
     clf_dtype mma;           /* the tensor-core form's operands (f16, bf16); CLF_F32: not that form */
-    int mma_warps;           /* ... warps a work-group */
+    int mma_warps;           /* ... warps a work-group ... */
+    int mma_rows;            /* ... query rows a warp (16 or 32) */
     uint64_t bkt;            /* ... keys a tile */
     uint64_t state_floats;   /* the decode form's chunks' states */
     int vw;                  /* the CPU form's vector width ... */

@@ -88,10 +88,12 @@ static clf__attention_decode decode_geometry_of(const clf__codegen_target *targe
 }
 
 /* Bytes of the tensor-core form's tiles of bkt keys: K as rows of dp16 + 8
- * 16-bit values, V transposed as dvp16 rows of bkt + 8. */
+ * 16-bit values, V as rows of dvp16 + 8 (or, built with -DV_TRANS=0,
+ * transposed as dvp16 rows of bkt + 8: the larger of the two is counted). */
 static uint64_t mma_tiles_bytes(uint64_t bkt, uint64_t dp16, uint64_t dvp16)
 {
-    return (bkt * (dp16 + 8) + dvp16 * (bkt + 8)) * 2;
+    const uint64_t v_rows = bkt * (dvp16 + 8), v_cols = dvp16 * (bkt + 8);
+    return (bkt * (dp16 + 8) + (v_rows > v_cols ? v_rows : v_cols)) * 2;
 }
 
 bool clf__cg_attention_fits(const clf__codegen_target *target, int64_t batch, int64_t sq, int64_t sk, int64_t d,
@@ -161,15 +163,34 @@ clf_status clf__schedule_attention(const clf__attention_facts *f, const clf__cod
     clf_dtype mma = decode || max_local < 128 || d > 256 || dv > 256 || target->cpu || !target->tensor_cores
                         ? CLF_F32
                         : f->mma16;
-    int mma_warps = max_local >= 256 ? 8 : 4;
+    int mma_warps = max_local >= 256 ? 8 : 4, mma_rows = 16;
     uint64_t bkt = d <= 64 ? 32 : 64, dp16 = (uint64_t)((d + 15) / 16 * 16), dvp16 = (uint64_t)((dv + 15) / 16 * 16);
     size_t mma_local = local_mem < 49152 ? local_mem : 49152;
+    const clf__attention_tile *pin = target->attention_tile;
+    if (mma != CLF_F32 && pin) {
+        /* A tiling pinned by hand (CLFUSE_ATTENTION_TILE): refused where
+         * the form cannot run it. */
+        const bool pow2_warps = pin->warps == 1 || pin->warps == 2 || pin->warps == 4 || pin->warps == 8;
+        const bool keys_ok = pin->bkt == 16 || pin->bkt == 32 || pin->bkt == 64 || pin->bkt == 128;
+        if (!pow2_warps || (size_t)(32 * pin->warps) > max_local || (pin->rows != 16 && pin->rows != 32) ||
+            !keys_ok || mma_tiles_bytes((uint64_t)pin->bkt, dp16, dvp16) > mma_local) {
+            snprintf(err, errlen,
+                     "codegen: kernel %u: attention: the pinned tensor-core tiling %d,%d,%d (CLFUSE_ATTENTION_TILE: "
+                     "warps,rows,keys) does not fit: warps 1, 2, 4 or 8 within the device's %zu work-items, rows 16 "
+                     "or 32, keys 16, 32, 64 or 128 whose tiles (head %lld) fit %zu bytes of local memory",
+                     k, pin->warps, pin->rows, pin->bkt, max_local, (long long)d, mma_local);
+            return CLF_ERR_UNSUPPORTED;
+        }
+        mma_warps = pin->warps;
+        mma_rows = pin->rows;
+        bkt = (uint64_t)pin->bkt;
+    }
     while (bkt > 16 && mma_tiles_bytes(bkt, dp16, dvp16) > mma_local)
         bkt /= 2;
     if (mma_tiles_bytes(bkt, dp16, dvp16) > mma_local)
         mma = CLF_F32;
     *s = (clf__attention_schedule){.decode = decode, .G = G, .bq = bq, .bk = bk, .mma = mma, .mma_warps = mma_warps,
-                                   .bkt = bkt, .state_floats = rows * G.split * (uint64_t)(dv + 2)};
+                                   .mma_rows = mma_rows, .bkt = bkt, .state_floats = rows * G.split * (uint64_t)(dv + 2)};
     /* The CPU form (attention_cpu.cl): vectors of the device's native
      * float width (16 on PoCL with AVX-512: 12.3 ms against 13.6 with 8
      * in the case above, 1 row; D128 18.7 against 24.1) along D and DV,
@@ -195,7 +216,7 @@ void clf__attention_launch(const clf__attention_facts *f, const clf__attention_s
     const uint64_t rows = (uint64_t)batch * (uint64_t)sq, rb = s->rb, bq = s->bq, bk = s->bk, bkt = s->bkt;
     const bool decode = s->decode;
     const clf_dtype mma = s->mma;
-    const int mma_warps = s->mma_warps, vw = s->vw;
+    const int mma_warps = s->mma_warps, mma_rows = s->mma_rows, vw = s->vw;
     const uint64_t state_floats = s->state_floats;
     if (cpu) {
         out->local = 1;
@@ -207,7 +228,8 @@ void clf__attention_launch(const clf__attention_facts *f, const clf__attention_s
         out->state_bytes = ((rows + 31) / 32 * 32 + state_floats) * 4u;
     } else if (mma != CLF_F32) {
         out->local = (size_t)(32 * mma_warps);
-        out->global = (size_t)((uint64_t)batch * (((uint64_t)sq + 16 * mma_warps - 1) / (16 * mma_warps)) * out->local);
+        const uint64_t bqm = (uint64_t)mma_rows * (uint64_t)mma_warps;
+        out->global = (size_t)((uint64_t)batch * (((uint64_t)sq + bqm - 1) / bqm) * out->local);
     } else {
         out->local = (size_t)bq;
         out->global = (size_t)((uint64_t)batch * (((uint64_t)sq + bq - 1) / bq) * bq);
@@ -231,7 +253,7 @@ void clf__attention_launch(const clf__attention_facts *f, const clf__attention_s
     } else if (mma != CLF_F32) {
         out->schedule.form = "tensor-cores";
         out->schedule.tiles =
-            (clf__gemm_config){.tm = 16 * mma_warps, .tn = (int)bkt, .tk = 16, .wm = 16, .wn = (int)bkt};
+            (clf__gemm_config){.tm = mma_rows * mma_warps, .tn = (int)bkt, .tk = 16, .wm = mma_rows, .wn = (int)bkt};
         out->schedule.tensor_cores = mma == CLF_F16 ? "mma.m16n8k16.f16" : "mma.m16n8k16.bf16";
     } else if (!cpu) {
         out->schedule.tiles = (clf__gemm_config){.tm = (int)bq, .tn = (int)bk, .tk = (int)d, .wm = 1, .wn = (int)dv};

@@ -828,6 +828,22 @@ clf_status clf__compile_graph(clf_context *ctx, const clf_graph *g, const clf_co
         }
         target.gemm = &pinned;
     }
+    /* CLFUSE_ATTENTION_TILE=warps,rows,keys pins the tensor-core attention
+     * form's tiling (for tuning by hand; codegen refuses one it cannot run). */
+    clf__attention_tile attention_pinned;
+    const char *attention_tile = getenv("CLFUSE_ATTENTION_TILE");
+    if (attention_tile && *attention_tile) {
+        int used = 0;
+        if (sscanf(attention_tile, "%d,%d,%d%n", &attention_pinned.warps, &attention_pinned.rows,
+                   &attention_pinned.bkt, &used) != 3 ||
+            attention_tile[used] != '\0') {
+            st = clf__ctx_fail(ctx, CLF_ERR_INVALID_ARGUMENT,
+                               "clf_compile: CLFUSE_ATTENTION_TILE=\"%s\" is not three integers warps,rows,keys",
+                               attention_tile);
+            goto fail;
+        }
+        target.attention_tile = &attention_pinned;
+    }
     unsigned build_threads;
     st = clf__program_batch_threads(ctx, &build_threads);
     if (st != CLF_OK)

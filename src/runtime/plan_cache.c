@@ -85,11 +85,17 @@ char *clf__plan_cache_key(const clf_context *ctx, const clf_graph *g, const clf_
     snprintf(num, sizeof num, "%d", (int)target->small_code);
     clf__cache_key_field(&sb, "target-small-code", num);
     if (target->gemm)
-        snprintf(num, sizeof num, "%d,%d,%d,%d,%d", target->gemm->tm, target->gemm->tn, target->gemm->tk,
-                 target->gemm->wm, target->gemm->wn);
+        snprintf(num, sizeof num, "%d,%d,%d,%d,%d%s", target->gemm->tm, target->gemm->tn, target->gemm->tk,
+                 target->gemm->wm, target->gemm->wn, target->gemm->mma ? ",mma" : "");
     else
         snprintf(num, sizeof num, "default");
     clf__cache_key_field(&sb, "gemm-tile", num);
+    if (target->attention_tile)
+        snprintf(num, sizeof num, "%d,%d,%d", target->attention_tile->warps, target->attention_tile->rows,
+                 target->attention_tile->bkt);
+    else
+        snprintf(num, sizeof num, "default");
+    clf__cache_key_field(&sb, "attention-tile", num);
     /* Environment knobs that change generated code. */
     const char *env_tune = getenv("CLFUSE_AUTOTUNE");
     snprintf(num, sizeof num, "%d", (params && params->autotune) || (env_tune && strcmp(env_tune, "1") == 0));
