@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # The tensor-core attention form (attention_mma.cl) under each tiling listed
 # (CLFUSE_ATTENTION_TILE=warps,rows,keys; "default" the schedule's own) and
-# with V staged both ways (V_TRANS 1: as it lies, read by ldmatrix .trans;
-# 0: transposed), then PyTorch's SDPA on the same cases, in one call on the
-# GPU machine (carry .gpu):
+# each set of build options in SWEEP_BUILDS ("|"-separated, "none" for
+# none; default: none, -DV_TRANS=0 (V staged transposed instead of read by
+# ldmatrix .trans), -DEXP2_FMA=0 (exp of x - base instead of exp2 of one
+# fma)), then PyTorch's SDPA on the same cases, in one call on the GPU
+# machine (carry .gpu):
 #     B=/tmp/build-gpu-tests bash bench/attention_tile_sweep_gpu.sh [TILE ...]
 # B: a build with bench/bench_attention (built here if absent). SWEEP_CASES
-# picks cases by name (an extended regular expression), SWEEP_VT the V
-# layouts ("1 0"), SWEEP_ITERS the runs a configuration (30). Prints a line
+# picks cases by name (an extended regular expression), SWEEP_ITERS the
+# runs a configuration (30). Prints a line
 # a configuration (median, min ms; the check's relative norm error), the
 # torch lines last; logs under $OUT/sweep.
 set -uo pipefail
@@ -35,11 +37,12 @@ EOF
 )
 while IFS=$'\t' read -r name opts; do
   [[ $name =~ ${SWEEP_CASES:-.} ]] || continue
-  for vt in ${SWEEP_VT:-1 0}; do
+  IFS='|' read -r -a builds <<< "${SWEEP_BUILDS:-none|-DV_TRANS=0|-DEXP2_FMA=0}"
+  for vt in "${builds[@]}"; do
     for tile in "${tiles[@]}"; do
-      log="$OUT/sweep/${name}_${tile}_vt$vt.txt"
+      log="$OUT/sweep/${name}_${tile}_${vt//[^A-Za-z0-9_=]/}.txt"
       env_tile=(); [ "$tile" != default ] && env_tile=(CLFUSE_ATTENTION_TILE=$tile)
-      bo=(); [ "$vt" = 0 ] && bo=(CLFUSE_BUILD_OPTIONS=-DV_TRANS=0)
+      bo=(); [ "$vt" != none ] && bo=("CLFUSE_BUILD_OPTIONS=$vt")
       # shellcheck disable=SC2086  # opts are words
       env "${env_tile[@]}" "${bo[@]}" CLFUSE_DEVICE=gpu timeout 120 $B/bench/bench_attention $opts --iters $iters \
         --warmup 5 > "$log" 2>&1 < /dev/null
@@ -48,7 +51,7 @@ while IFS=$'\t' read -r name opts; do
       mn=$(grep -o "min_ms=[0-9.]*" "$log" | head -1 | cut -d= -f2)
       ok=$(grep -o "ok=[01]" "$log" | head -1)
       err=$(grep -o "relative norm error [0-9.e+-]*" "$log" | head -1 | awk '{print $4}')
-      printf '%-16s %-9s vt%s rc=%s %s median %s min %s normerr %s\n' "$name" "$tile" "$vt" "$rc" "$ok" "$med" "$mn" "$err"
+      printf '%-16s %-9s %-13s rc=%s %s median %s min %s normerr %s\n' "$name" "$tile" "$vt" "$rc" "$ok" "$med" "$mn" "$err"
     done
   done
 done <<< "$cases"

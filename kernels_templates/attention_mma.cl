@@ -111,6 +111,14 @@ static inline void clf_store(IDX_T bt, IDX_T m, IDX_T n, float acc, CLF_PARAMS) 
 #define OT (DVP / 8)   /* 8-column tiles of the output */
 #define PSTEPS (BKT / 16)
 #define HR (2 * MT)    /* rows a lane holds: rows g and g + 8 of each m tile */
+#ifndef EXP2_FMA
+#define EXP2_FMA 1
+#endif
+#if EXP2_FMA
+#define CLF_EXP_FROM(x, nb) native_exp2(fma((x), M_LOG2E_F, (nb)))
+#else
+#define CLF_EXP_FROM(x, nb) native_exp((x) + (nb) / M_LOG2E_F)
+#endif
 
 /* B fragments by ldmatrix.x4: four B fragments (b0, b1 of an 8-column
  * tile and b0, b1 of the next) from rows of 16-bit values in local memory
@@ -421,14 +429,17 @@ __kernel __attribute__((reqd_work_group_size(32 * WARPS, 1, 1))) void CLF_KERNEL
                     s[mt][j][e] = x;
                     tmax[h] = fmax(tmax[h], x);
                 }
-        float base[HR], corr[HR], ps[HR];
+        /* exp(x - base) as exp2(x log2(e) - base log2(e)): one fma and
+         * the ex2 instruction a score (EXP2_FMA 0: native_exp(x - base),
+         * for comparison). */
+        float nbase[HR], corr[HR], ps[HR];
 #pragma unroll
         for (int h = 0; h < HR; ++h) {
             tmax[h] = fmax(mx[h], clf_row_max(tmax[h] CLF_MMA_X));
             /* The base is 0 while every logit so far is -inf
              * (attention_gpu.cl's clf_base). */
-            base[h] = tmax[h] == -INFINITY ? 0.0f : tmax[h];
-            corr[h] = native_exp(mx[h] - base[h]);
+            nbase[h] = tmax[h] == -INFINITY ? 0.0f : -tmax[h] * M_LOG2E_F;
+            corr[h] = CLF_EXP_FROM(mx[h], nbase[h]);
             mx[h] = tmax[h];
             ps[h] = 0.0f;
         }
@@ -439,7 +450,7 @@ __kernel __attribute__((reqd_work_group_size(32 * WARPS, 1, 1))) void CLF_KERNEL
 #pragma unroll
                 for (int e = 0; e < 4; ++e) {
                     const int h = 2 * mt + e / 2;
-                    s[mt][j][e] = native_exp(s[mt][j][e] - base[h]);
+                    s[mt][j][e] = CLF_EXP_FROM(s[mt][j][e], nbase[h]);
                     ps[h] += s[mt][j][e];
                 }
 #pragma unroll
