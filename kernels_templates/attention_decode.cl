@@ -47,6 +47,14 @@
  * logit -inf) weighs every key NAN_FILL_VALUE instead, from one more pass
  * over V in the combine (rare).
  *
+ * DECODE_WIDE (16-bit K and V that lie in their buffers as they are, rows
+ * of whole 16-byte pieces; codegen defines clf_stage_k and clf_stage_v,
+ * 8 raw values a load, and STAGE_BF16): the same sweeps with 16-byte
+ * loads, 8 values a load, where a load of one value a work-item moved 2
+ * bytes: K's pieces are read KP / 8 loads a key, and each of the VL = DV
+ * / 8 work-items across a V row takes 8 columns, the KG groups' sums
+ * added through K's piece of local memory.
+ *
  * Codegen prepends what attention_cpu.cl takes, and SPLIT, CHUNK, WG, VL,
  * KG, KP and VU. Launch: BATCH * SQ * SPLIT work-groups of WG. The kernel
  * takes the parameters, then its state as a buffer and where it starts in
@@ -81,6 +89,36 @@ static inline float clf_load_k(IDX_T bt, IDX_T d, IDX_T n, CLF_PARAMS) { return 
 static inline float clf_load_v(IDX_T bt, IDX_T n, IDX_T d, CLF_PARAMS) { return v[n * DV + d]; }
 static inline float clf_logit(IDX_T bt, IDX_T m, IDX_T n, float acc, CLF_PARAMS) { return acc * 0.35355339f; }
 static inline void clf_store(IDX_T bt, IDX_T m, IDX_T n, float acc, CLF_PARAMS) { o[m * DV + n] = acc; }
+#endif
+
+#ifndef DECODE_WIDE
+#define DECODE_WIDE 0
+#endif
+
+#if DECODE_WIDE
+/* The 8 16-bit values of a stage as floats. */
+static inline void clf_unpack8(uint4 w, float *x)
+{
+#if STAGE_BF16
+    const uint u[4] = {w.x, w.y, w.z, w.w};
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+        x[2 * i] = as_float(u[i] << 16);
+        x[2 * i + 1] = as_float(u[i] & 0xffff0000u);
+    }
+#else
+    const float8 f = vload_half8(0, (__private const half *)&w);
+    x[0] = f.s0;
+    x[1] = f.s1;
+    x[2] = f.s2;
+    x[3] = f.s3;
+    x[4] = f.s4;
+    x[5] = f.s5;
+    x[6] = f.s6;
+    x[7] = f.s7;
+#endif
+}
+#define KC (KP / 8) /* 16-byte loads a key's piece of K takes */
 #endif
 
 /* D rounded up to whole pieces of KP columns (q is zero past D). */
@@ -171,6 +209,26 @@ __kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void CLF_KERNEL_NAME(CL
     for (IDX_T j0 = 0; j0 < len; j0 += WG) {
         float s[4] = {0.0f, 0.0f, 0.0f, 0.0f};
         for (IDX_T d0 = 0; d0 < (IDX_T)DK; d0 += KP) {
+#if DECODE_WIDE
+            /* Load e of the piece: key e / KC, columns 8 (e % KC) on (zeros
+             * past D: the stage's guard). */
+            uint4 xw[KC];
+#pragma unroll
+            for (int i = 0; i < KC; ++i) {
+                const IDX_T e = lid + (IDX_T)i * WG, r = e / KC, c = e % KC;
+                xw[i] = r < len - j0 ? clf_stage_k(bt, n0 + j0 + r, d0 / 8 + c, CLF_ARGS) : (uint4)(0);
+            }
+            barrier(CLK_LOCAL_MEM_FENCE); /* the previous piece read (and q stored) */
+#pragma unroll
+            for (int i = 0; i < KC; ++i) {
+                const IDX_T e = lid + (IDX_T)i * WG;
+                float x[8];
+                clf_unpack8(xw[i], x);
+#pragma unroll
+                for (int u = 0; u < 8; ++u)
+                    kt[e / KC * (KP + 1) + e % KC * 8 + u] = x[u];
+            }
+#else
             /* Element e of the piece: key e / KP, column e % KP. */
             float x[KP];
 #pragma unroll
@@ -184,6 +242,7 @@ __kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void CLF_KERNEL_NAME(CL
                 const IDX_T e = lid + (IDX_T)i * WG;
                 kt[e / KP * (KP + 1) + e % KP] = x[i];
             }
+#endif
             barrier(CLK_LOCAL_MEM_FENCE);
 #pragma unroll
             for (int c = 0; c < KP; ++c)
@@ -214,6 +273,37 @@ __kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void CLF_KERNEL_NAME(CL
 
     /* The weighted sum of the chunk's V rows, work-items across DV. */
     const IDX_T g = lid / VL, c = lid % VL;
+#if DECODE_WIDE
+    /* Work-item c of a group takes columns 8c .. 8c + 7. */
+    float acc[8];
+#pragma unroll
+    for (int e = 0; e < 8; ++e)
+        acc[e] = 0.0f;
+    IDX_T j = g;
+    for (; j + (VU - 1) * KG < len; j += VU * KG) {
+        uint4 x[VU];
+#pragma unroll
+        for (int u = 0; u < VU; ++u)
+            x[u] = clf_stage_v(bt, n0 + j + u * KG, c, CLF_ARGS);
+#pragma unroll
+        for (int u = 0; u < VU; ++u) {
+            const float p = w[j + u * KG];
+            float y[8];
+            clf_unpack8(x[u], y);
+#pragma unroll
+            for (int e = 0; e < 8; ++e)
+                acc[e] = fma(p, y[e], acc[e]);
+        }
+    }
+    for (; j < len; j += KG) {
+        const float p = w[j];
+        float y[8];
+        clf_unpack8(clf_stage_v(bt, n0 + j, c, CLF_ARGS), y);
+#pragma unroll
+        for (int e = 0; e < 8; ++e)
+            acc[e] = fma(p, y[e], acc[e]);
+    }
+#else
     float acc[DVL];
 #pragma unroll
     for (int e = 0; e < DVL; ++e)
@@ -242,6 +332,7 @@ __kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void CLF_KERNEL_NAME(CL
             if (c + e * VL < DV)
                 acc[e] = fma(p, clf_load_v(bt, n0 + j, c + e * VL, CLF_ARGS), acc[e]);
     }
+#endif
     barrier(CLK_LOCAL_MEM_FENCE);
     __global uint *rec = part + grp * (IDX_T)REC;
     if (lid == 0) {
@@ -250,7 +341,24 @@ __kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void CLF_KERNEL_NAME(CL
         atomic_xchg(rec, as_uint(mx));
         atomic_xchg(rec + 1, as_uint(l));
     }
-#if KG > 1
+#if DECODE_WIDE
+    /* The KG groups' 8 columns a work-item added through K's piece (WG x
+     * (KP + 1) floats, KP >= 8; its last reads were before the barriers
+     * above). */
+#pragma unroll
+    for (int e = 0; e < 8; ++e)
+        kt[lid * 8 + e] = acc[e];
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (g == 0) {
+#pragma unroll
+        for (int e = 0; e < 8; ++e) {
+            float s = 0.0f;
+            for (int i = 0; i < KG; ++i)
+                s += kt[(i * VL + c) * 8 + e];
+            atomic_xchg(rec + 2 + c * 8 + e, as_uint(s));
+        }
+    }
+#elif KG > 1
     /* KG groups of VL work-items (DV <= VL here, so one accumulator
      * each): the groups' sums added through local memory. */
     barrier(CLK_LOCAL_MEM_FENCE);

@@ -85,9 +85,12 @@ clf_status clf__codegen_attention(const clf_graph *g, const clf__plan *plan, uin
     /* The schedule (schedule.h): the form, its tiles, its launch. */
     const clf_dtype q16 = Q->dtype, k16 = clf__graph_node(g, SC->inputs[1])->dtype,
                     v16 = clf__graph_node(g, O->inputs[1])->dtype;
+    const clf_dtype k_stage = clf__cg_stage16_dtype(g, plan, k, SC, 1, true, false),
+                    v_stage = clf__cg_stage16_dtype(g, plan, k, O, 1, false, false);
     const clf__attention_facts facts = {
         .batch = batch, .sq = sq, .sk = sk, .d = d, .dv = dv, .numel = (uint64_t)K->numel,
-        .mma16 = q16 == k16 && q16 == v16 && (q16 == CLF_F16 || q16 == CLF_BF16) ? q16 : CLF_F32};
+        .mma16 = q16 == k16 && q16 == v16 && (q16 == CLF_F16 || q16 == CLF_BF16) ? q16 : CLF_F32,
+        .kv16 = k_stage == v_stage && k_stage != CLF_BOOL};
     clf__attention_schedule as;
     if ((st = clf__schedule_attention(&facts, target, k, &as, err, errlen)) != CLF_OK)
         goto done;
@@ -145,6 +148,8 @@ clf_status clf__codegen_attention(const clf_graph *g, const clf__plan *plan, uin
                        (unsigned long long)G.split, (unsigned long long)G.chunk, (unsigned long long)G.wg,
                        (unsigned long long)G.vl, (unsigned long long)G.kg, (unsigned long long)G.kp,
                        (unsigned long long)G.vu);
+    if (decode && G.wide)
+        clf__sb_printf(&src, "#define DECODE_WIDE 1\n#define STAGE_BF16 %d\n", k_stage == CLF_BF16 ? 1 : 0);
     else if (mma != CLF_F32)
         clf__sb_printf(&src, CLF__MMA_LINE "#define MMA_BF16 %d\n#define WARPS %d\n#define WROWS %d\n#define BKT %llu\n",
                        mma == CLF_BF16 ? 1 : 0, as.mma_warps, as.mma_rows, (unsigned long long)as.bkt);
@@ -180,7 +185,7 @@ clf_status clf__codegen_attention(const clf_graph *g, const clf__plan *plan, uin
             clf__sb_puts(&src, "#define CLF_LOGIT_VEC 1\n");
     }
     clf__sb_puts(&src, clf__sb_str(&store_fn));
-    if (mma != CLF_F32) {
+    if (mma != CLF_F32 || (decode && G.wide)) {
         /* K reaches the scores transposed, V the output as it is; the
          * template asks for piece d8 of a row (values 8 d8 on). */
         clf__cg_emit_stage16(g, plan, k, SC, 1, true, false, "k", "IDX_T n, IDX_T d8", "n", "d8 * 8", true, &src);

@@ -542,13 +542,14 @@ done:
     return st;
 }
 
-void clf__cg_emit_stage16(const clf_graph *g, const clf__plan *plan, uint32_t k, const clf__node *mm, int which,
-                          bool swapped, bool f32_values, const char *name, const char *params, const char *r,
-                          const char *col, bool guarded, clf__strbuf *src)
+/* The plain node a stage of mm's operand `which` reads (its id in *plain),
+ * or false where there is none. */
+static bool stage16_node(const clf_graph *g, const clf__plan *plan, uint32_t k, const clf__node *mm, int which,
+                         bool swapped, bool f32_values, uint32_t *plain)
 {
     uint32_t id = mm->inputs[which];
     if (swapped ? !clf__cg_operand_plain_swapped(plan, k, g, id, &id) : !clf__cg_operand_plain(plan, k, g, id))
-        return;
+        return false;
     const clf__node *op = clf__graph_node(g, id);
     int64_t row = op->shape[op->rank - 1];
     /* The buffer must hold values of the form's width: an operand that is
@@ -557,7 +558,28 @@ void clf__cg_emit_stage16(const clf_graph *g, const clf__plan *plan, uint32_t k,
      * the generated loads read it. */
     int per = f32_values ? 4 : 8;
     if (row % per != 0 || (f32_values ? op->dtype != CLF_F32 : op->dtype != CLF_F16 && op->dtype != CLF_BF16))
+        return false;
+    *plain = id;
+    return true;
+}
+
+clf_dtype clf__cg_stage16_dtype(const clf_graph *g, const clf__plan *plan, uint32_t k, const clf__node *mm, int which,
+                                bool swapped, bool f32_values)
+{
+    uint32_t id;
+    return stage16_node(g, plan, k, mm, which, swapped, f32_values, &id) ? clf__graph_node(g, id)->dtype : CLF_BOOL;
+}
+
+void clf__cg_emit_stage16(const clf_graph *g, const clf__plan *plan, uint32_t k, const clf__node *mm, int which,
+                          bool swapped, bool f32_values, const char *name, const char *params, const char *r,
+                          const char *col, bool guarded, clf__strbuf *src)
+{
+    uint32_t id;
+    if (!stage16_node(g, plan, k, mm, which, swapped, f32_values, &id))
         return;
+    const clf__node *op = clf__graph_node(g, id);
+    int64_t row = op->shape[op->rank - 1];
+    int per = f32_values ? 4 : 8;
     clf__sb_printf(src, "#define CLF_HAVE_STAGE_%c 1\n", toupper((unsigned char)name[0]));
     clf__sb_printf(src, guarded ? "static inline uint4 clf_stage_%s(IDX_T bt, %s, CLF_PARAMS)\n{\n"
                                 : "static inline __global const uint4 *clf_stage_%s_at(IDX_T bt, %s, CLF_PARAMS)\n{\n",

@@ -25,6 +25,12 @@ bool clf__cg_operand_plain(const clf__plan *plan, uint32_t k, const clf_graph *g
 bool clf__cg_operand_plain_swapped(const clf__plan *plan, uint32_t k, const clf_graph *g, uint32_t id,
                                    uint32_t *plain);
 
+/* The dtype of the values clf__cg_emit_stage16 would stage for MATMUL mm's
+ * operand `which` (CLF_F16 or CLF_BF16; CLF_F32 where f32_values), or
+ * CLF_BOOL where it would emit nothing. */
+clf_dtype clf__cg_stage16_dtype(const clf_graph *g, const clf__plan *plan, uint32_t k, const clf__node *mm, int which,
+                                bool swapped, bool f32_values);
+
 /* Emits "#define CLF_HAVE_STAGE_<NAME> 1" and a raw 16-byte stage of
  * MATMUL mm's operand `which` for the tensor-core forms (attention_mma.cl,
  * gemm_mma.cl): 8 raw 16-bit values (4 f32 ones where f32_values, TF32's

@@ -109,6 +109,8 @@ typedef struct clf__attention_facts {
     int64_t batch, sq, sk, d, dv; /* batch x heads, query rows, keys, head width of Q/K and of V */
     uint64_t numel;               /* the output's elements (0: nothing to launch) */
     clf_dtype mma16;              /* Q, K and V all f16 or all bf16: that dtype; else CLF_F32 */
+    bool kv16;                    /* K and V lie in buffers of one 16-bit dtype as they are, rows of whole
+                                   * 16-byte pieces (clf__cg_stage16_dtype) */
 } clf__attention_facts;
 
 /* The decode form's geometry for rows query rows over sk keys of d with
@@ -117,9 +119,11 @@ typedef struct clf__attention_facts {
  * split chunks of chunk keys a row; K staged in pieces of wg keys x kp
  * columns, V read vu keys at a time. local: the bytes of local memory the
  * split kernel takes (kp shrinks until they fit local_mem; 0 if they do
- * not fit even at kp 1). */
+ * not fit even at kp 1). wide: K and V read 8 16-bit values a load (16
+ * bytes), each of the vl work-items across DV taking 8 columns. */
 typedef struct clf__attention_decode {
     uint64_t wg, vl, kg, split, chunk, kp, vu, local;
+    bool wide;
 } clf__attention_decode;
 
 /* An attention kernel's choices. */

@@ -38,8 +38,10 @@
 #define DECODE_PIECE_MAX 64
 /* Loads of V a work-item of the decode form issues before using them: as
  * the sweep over V is bound by how many loads wait on memory at once, a
- * chunk of 64 keys in two rounds where a work-item takes one column. */
+ * chunk of 64 keys in two rounds where a work-item takes one column. In
+ * the wide form (16-byte loads of 8 values) DECODE_V_LOADS_WIDE. */
 #define DECODE_V_LOADS 32
+#define DECODE_V_LOADS_WIDE 8
 
 /* The split kernel's local memory: q (d rounded up to whole pieces), the
  * piece of K (rows padded by one float), the chunk's weights, and one
@@ -51,9 +53,9 @@ static uint64_t decode_local_bytes(const clf__attention_decode *G, int64_t d)
 }
 
 static clf__attention_decode decode_geometry_of(const clf__codegen_target *target, uint64_t rows, int64_t sk, int64_t d,
-                                          int64_t dv)
+                                                int64_t dv, bool kv16)
 {
-    clf__attention_decode G;
+    clf__attention_decode G = {0};
     const uint64_t lanes_max = clf__pow2_at_most(target->max_local ? target->max_local : 256);
     const uint64_t cus = target->compute_units ? target->compute_units : 1;
     const uint64_t local_mem = target->local_mem ? target->local_mem : 32768;
@@ -84,6 +86,17 @@ static clf__attention_decode decode_geometry_of(const clf__codegen_target *targe
     /* DECODE_V_LOADS loads of V in flight: vu keys of dvl columns each. */
     const uint64_t dvl = ((uint64_t)dv + G.vl - 1) / G.vl;
     G.vu = DECODE_V_LOADS / dvl > 1 ? DECODE_V_LOADS / dvl : 2;
+    /* The wide form: K's pieces of whole 16-byte loads, and dv / 8 work-items
+     * across a V row (a power of two dividing the work-group), each its 8
+     * columns a load; the kg groups' sums meet in K's piece of local
+     * memory (at least 8 floats a work-item once kp >= 8). */
+    const uint64_t vl8 = (uint64_t)dv / 8;
+    if (kv16 && G.kp >= 8 && d % 8 == 0 && dv % 8 == 0 && vl8 == clf__pow2_at_least(vl8) && vl8 <= G.wg) {
+        G.wide = true;
+        G.vl = vl8;
+        G.kg = G.wg / G.vl;
+        G.vu = DECODE_V_LOADS_WIDE;
+    }
     return G;
 }
 
@@ -107,7 +120,7 @@ bool clf__cg_attention_fits(const clf__codegen_target *target, int64_t batch, in
         return false;
     }
     const bool decode = !target->cpu && sq <= 4 && sk >= 64;
-    if (decode && decode_geometry_of(target, (uint64_t)batch * (uint64_t)sq, sk, d, dv).local == 0) {
+    if (decode && decode_geometry_of(target, (uint64_t)batch * (uint64_t)sq, sk, d, dv, false).local == 0) {
         snprintf(why, cap, "a decode step's head of %lld floats does not fit %llu bytes of local memory",
                  (long long)d, (unsigned long long)local_mem);
         return false;
@@ -148,7 +161,8 @@ clf_status clf__schedule_attention(const clf__attention_facts *f, const clf__cod
      * work-groups, then a combine (attention_decode.cl). */
     const uint64_t rows = (uint64_t)batch * (uint64_t)sq;
     const bool decode = !target->cpu && sq <= 4 && sk >= 64;
-    const clf__attention_decode G = decode ? decode_geometry_of(target, rows, sk, d, dv) : (clf__attention_decode){0};
+    const clf__attention_decode G =
+        decode ? decode_geometry_of(target, rows, sk, d, dv, f->kv16) : (clf__attention_decode){0};
     /* The tensor-core form (attention_mma.cl): f16 or bf16 operands on a
      * target with mma.sync, eight warps a work-group (four where the
      * device allows fewer than 256 work-items), tiles of BKT keys (32 for
@@ -250,6 +264,8 @@ void clf__attention_launch(const clf__attention_facts *f, const clf__attention_s
         out->schedule.tiles = (clf__gemm_config){.tm = 1, .tn = (int)G.wg, .tk = (int)G.kp, .wm = 1, .wn = 1};
         out->schedule.unroll = G.vu;
         out->schedule.local_bytes = G.local;
+        if (G.wide)
+            out->schedule.vec = 8; /* 16-bit values a load of K and V */
     } else if (mma != CLF_F32) {
         out->schedule.form = "tensor-cores";
         out->schedule.tiles =
