@@ -5,7 +5,8 @@
 # sweep (bench/attention_tile_sweep_gpu.sh) with SDPA in the same call, and
 # the decode cases of bench/run_attention_gpu.sh against SDPA.
 #     bash bench/run_attention_mma_call.sh [TILE ...]
-# CALL_CASES=0 leaves the suite out; SWEEP_CASES, SWEEP_BUILDS as the sweep's.
+# CALL_CASES=0 leaves the suite out; SWEEP_CASES, SWEEP_BUILDS as the sweep's;
+# SWEEP2_CASES, SWEEP2_TILES, SWEEP2_BUILDS a second sweep.
 set -uo pipefail
 export B=${B:-/tmp/build-gpu-tests}
 source .gpu/env.sh
@@ -15,16 +16,29 @@ if [ "${CALL_CASES:-1}" = 1 ]; then
   CASE_TIMEOUT=200 timeout 300 bash bench/run_cases_gpu.sh attention > "$OUT/cases.txt" 2>&1
   grep -v "^ok " "$OUT/cases.txt" | tail -15
 fi
-SWEEP_CASES=${SWEEP_CASES:-'f16_full|f16_causal'} SWEEP_ITERS=${SWEEP_ITERS:-20} timeout 260 \
+SWEEP_CASES=${SWEEP_CASES:-'f16_full|f16_causal'} SWEEP_ITERS=${SWEEP_ITERS:-20} timeout ${SWEEP_TIMEOUT:-260} \
   bash bench/attention_tile_sweep_gpu.sh "$@" 2>&1 | tail -45
+if [ -n "${SWEEP2_CASES:-}" ]; then
+  # A second sweep (other cases, tiles SWEEP2_TILES, builds SWEEP2_BUILDS).
+  # shellcheck disable=SC2086  # tiles are words
+  SWEEP_CASES=$SWEEP2_CASES SWEEP_BUILDS=${SWEEP2_BUILDS:-none} SWEEP_ITERS=${SWEEP_ITERS:-20} \
+    timeout ${SWEEP_TIMEOUT:-260} bash bench/attention_tile_sweep_gpu.sh ${SWEEP2_TILES:-default} 2>&1 | tail -45
+fi
 dec1="--dtype f16 --b 1 --h 32 --sq 1 --sk 4096 --d 128"
 dec8="--dtype f16 --b 8 --h 32 --sq 1 --sk 4096 --d 128"
+# The decode form with 16-byte loads (CLFUSE_DECODE_WIDE=1, the default
+# where K and V lie as they are) and a value a load (0), twice each.
 for c in "$dec1" "$dec8"; do
-  # shellcheck disable=SC2086  # options are words
-  CLFUSE_DEVICE=gpu CLFUSE_LOGS=schedule timeout 60 $B/bench/bench_attention $c --iters 50 --warmup 5 \
-    > "$OUT/decode.txt" 2>&1
-  echo "decode $c: $(grep -o 'form=split-keys[^ ]* vec=[0-9]*' "$OUT/decode.txt" | head -1) \
-$(grep -o 'median_ms=[0-9.]* min_ms=[0-9.]*' "$OUT/decode.txt" | head -1) $(grep -o 'ok=[01]' "$OUT/decode.txt" | head -1)"
+  for round in 1 2; do
+    for wide in 1 0; do
+      # shellcheck disable=SC2086  # options are words
+      CLFUSE_DECODE_WIDE=$wide CLFUSE_DEVICE=gpu CLFUSE_LOGS=schedule timeout 60 $B/bench/bench_attention $c \
+        --iters 50 --warmup 5 > "$OUT/decode_${wide}_$round.txt" 2>&1
+      f="$OUT/decode_${wide}_$round.txt"
+      echo "decode wide=$wide round $round $c: $(grep -o 'form=split-keys[^ ]* vec=[0-9]*' "$f" | head -1) \
+$(grep -o 'median_ms=[0-9.]* min_ms=[0-9.]*' "$f" | head -1) $(grep -o 'ok=[01]' "$f" | head -1)"
+    done
+  done
 done
 timeout 120 python3 bench/attention/torch_attention.py --iters 50 --warmup 10 --case decode_f16_b1 "$dec1" \
   --case decode_f16_b8 "$dec8" > "$OUT/torch_decode.log" 2>&1

@@ -96,6 +96,23 @@ static inline void clf_store(IDX_T bt, IDX_T m, IDX_T n, float acc, CLF_PARAMS) 
 #endif
 
 #if DECODE_WIDE
+#if !STAGE_BF16
+/* The f16 value of bits h (the low 16) as a float, in registers: vload_half
+ * reads memory, and from a private copy NVIDIA's compiler puts that copy
+ * in local memory. Normal values: exponent and mantissa moved into f32's
+ * places, the exponent rebiased (127 - 15); subnormal ones: the mantissa
+ * times 2^-24 (no f32 subnormal in between, which a device may flush); an
+ * all-ones exponent: infinity or NaN. */
+static inline float clf_f16_bits(uint h)
+{
+    const uint e = h & 0x7c00u, a = (h & 0x7fffu) << 13, sign = (h & 0x8000u) << 16;
+    const float f = e == 0x7c00u ? as_float(a | 0x7f800000u)
+                    : e == 0     ? (float)(h & 0x3ffu) * 0x1p-24f
+                                 : as_float(a + (112u << 23));
+    return as_float(as_uint(f) | sign);
+}
+#endif
+
 /* The 8 16-bit values of a stage as floats. */
 static inline void clf_unpack8(uint4 w, float *x)
 {
@@ -107,15 +124,12 @@ static inline void clf_unpack8(uint4 w, float *x)
         x[2 * i + 1] = as_float(u[i] & 0xffff0000u);
     }
 #else
-    const float8 f = vload_half8(0, (__private const half *)&w);
-    x[0] = f.s0;
-    x[1] = f.s1;
-    x[2] = f.s2;
-    x[3] = f.s3;
-    x[4] = f.s4;
-    x[5] = f.s5;
-    x[6] = f.s6;
-    x[7] = f.s7;
+    const uint u[4] = {w.x, w.y, w.z, w.w};
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+        x[2 * i] = clf_f16_bits(u[i] & 0xffffu);
+        x[2 * i + 1] = clf_f16_bits(u[i] >> 16);
+    }
 #endif
 }
 #define KC (KP / 8) /* 16-byte loads a key's piece of K takes */

@@ -840,20 +840,39 @@ START_TEST(attention_schedule_from_facts)
     char err[256] = "";
     clf__attention_schedule s;
     clf__kernel_code out;
-    /* f16 prefill, B8 H16 S1024 D64: the tensor cores, eight warps, tiles of 32 keys. */
+    /* f16 prefill, B8 H16 S1024 D64: the tensor cores, four warps of 32
+     * query rows, tiles of 64 keys. */
     clf__attention_facts f = {.batch = 128, .sq = 1024, .sk = 1024, .d = 64, .dv = 64,
                               .numel = 128 * 1024 * 64, .mma16 = CLF_F16};
     ck_assert_int_eq(clf__schedule_attention(&f, &h200, 0, &s, err, sizeof err), CLF_OK);
-    ck_assert(!s.decode && s.mma == CLF_F16 && s.mma_warps == 8 && s.bkt == 32);
+    ck_assert(!s.decode && s.mma == CLF_F16 && s.mma_warps == 4 && s.mma_rows == 32 && s.bkt == 64);
     memset(&out, 0, sizeof out);
     clf__attention_launch(&f, &s, false, &out);
     ck_assert_str_eq(out.schedule.form, "tensor-cores");
-    ck_assert_uint_eq(out.local, 256);
-    ck_assert_uint_eq(out.global, 128u * (1024 / 128) * 256);
-    /* Heads of 128: tiles of 64 keys still fit 48 KiB. */
+    ck_assert_uint_eq(out.local, 128);
+    ck_assert_uint_eq(out.global, 128u * (1024 / 128) * 128);
+    ck_assert_int_eq(out.schedule.tiles.tm, 128);
+    ck_assert_int_eq(out.schedule.tiles.wm, 32);
+    /* A pinned tiling (CLFUSE_ATTENTION_TILE) is taken as it is: 2 warps of
+     * 16 rows, tiles of 128 keys; 3 warps, or rows 24, are refused by name. */
+    clf__attention_tile pin = {.warps = 2, .rows = 16, .bkt = 128};
+    clf__codegen_target pinned = h200;
+    pinned.attention_tile = &pin;
+    ck_assert_int_eq(clf__schedule_attention(&f, &pinned, 0, &s, err, sizeof err), CLF_OK);
+    ck_assert(s.mma_warps == 2 && s.mma_rows == 16 && s.bkt == 128);
+    clf__attention_launch(&f, &s, false, &out);
+    ck_assert_uint_eq(out.global, 128u * (1024 / 32) * 64);
+    pin.warps = 3;
+    ck_assert_int_eq(clf__schedule_attention(&f, &pinned, 5, &s, err, sizeof err), CLF_ERR_UNSUPPORTED);
+    ck_assert_ptr_nonnull(strstr(err, "kernel 5"));
+    ck_assert_ptr_nonnull(strstr(err, "CLFUSE_ATTENTION_TILE"));
+    pin.warps = 2;
+    pin.rows = 24;
+    ck_assert_int_eq(clf__schedule_attention(&f, &pinned, 5, &s, err, sizeof err), CLF_ERR_UNSUPPORTED);
+    /* Heads of 128: eight warps of 16 rows, tiles of 64 keys still fit 48 KiB. */
     f.d = f.dv = 128;
     ck_assert_int_eq(clf__schedule_attention(&f, &h200, 0, &s, err, sizeof err), CLF_OK);
-    ck_assert_uint_eq(s.bkt, 64);
+    ck_assert(s.bkt == 64 && s.mma_warps == 8 && s.mma_rows == 16);
     /* f32: the FMA form, 64 query rows a work-group, K/V tiles within half
      * the local memory. */
     f.mma16 = CLF_F32;
@@ -866,10 +885,29 @@ START_TEST(attention_schedule_from_facts)
                                 .mma16 = CLF_F16};
     ck_assert_int_eq(clf__schedule_attention(&dec, &h200, 0, &s, err, sizeof err), CLF_OK);
     ck_assert(s.decode && s.mma == CLF_F32 && s.G.split > 1 && s.G.split * s.G.chunk >= 4096 && s.G.local > 0);
+    ck_assert(!s.G.wide && s.G.vl == 128 && s.G.kg == 1);
     memset(&out, 0, sizeof out);
     clf__attention_launch(&dec, &s, false, &out);
     ck_assert_str_eq(out.schedule.form, "split-keys");
     ck_assert(out.state_bytes >= s.state_floats * 4);
+    ck_assert_int_eq(out.schedule.vec, 1);
+    /* K and V of 16-bit values as they lie: 16-byte loads, 16 work-items
+     * across a V row of 128 (8 columns each), 8 groups of them; not with
+     * CLFUSE_DECODE_WIDE=0, nor for a row of 72 (9 loads: not a power of two). */
+    dec.kv16 = true;
+    ck_assert_int_eq(clf__schedule_attention(&dec, &h200, 0, &s, err, sizeof err), CLF_OK);
+    ck_assert(s.decode && s.G.wide && s.G.vl == 16 && s.G.kg == s.G.wg / 16 && s.G.kp % 8 == 0);
+    clf__attention_launch(&dec, &s, false, &out);
+    ck_assert_int_eq(out.schedule.vec, 8);
+    clf__codegen_target narrow = h200;
+    narrow.no_decode_wide = true;
+    ck_assert_int_eq(clf__schedule_attention(&dec, &narrow, 0, &s, err, sizeof err), CLF_OK);
+    ck_assert(s.decode && !s.G.wide);
+    dec.dv = 72;
+    ck_assert_int_eq(clf__schedule_attention(&dec, &h200, 0, &s, err, sizeof err), CLF_OK);
+    ck_assert(s.decode && !s.G.wide);
+    dec.dv = 128;
+    dec.kv16 = false;
     /* 16 CPU cores: vectors of 16, 4 query rows a work-item where that
      * leaves every core work, 1 for a decode step of 32 heads. */
     f.mma16 = CLF_F16;
@@ -990,11 +1028,15 @@ START_TEST(schedules_name_their_choices)
     ck_assert_ptr_nonnull(strstr(c.source, "kernels_templates/attention_decode.cl"));
     ck_assert_ptr_nonnull(strstr(clf__schedule_str(&c, line, sizeof line), " split=32 chunk=128"));
     /* K staged through local memory in pieces of 128 keys x 64 columns
-     * (rows padded to 65 floats), V read 32 keys a work-item at a time:
-     * q 128 + K 128 x 65 + weights 128 + reductions 128 floats. */
+     * (rows padded to 65 floats), K and V (f16, as they lie) read 8 values
+     * a load, V 8 keys a work-item at a time: q 128 + K 128 x 65 + weights
+     * 128 + reductions 128 floats. */
     ck_assert_int_eq(c.schedule.tiles.tn, 128);
     ck_assert_int_eq(c.schedule.tiles.tk, 64);
-    ck_assert_uint_eq(c.schedule.unroll, 32);
+    ck_assert_int_eq(c.schedule.vec, 8);
+    ck_assert_uint_eq(c.schedule.lanes, 16);
+    ck_assert_uint_eq(c.schedule.unroll, 8);
+    ck_assert_ptr_nonnull(strstr(c.source, "#define DECODE_WIDE 1\n"));
     ck_assert_uint_eq(c.schedule.local_bytes, (128 + 128 * 65 + 128 + 128) * sizeof(float));
     ck_assert_ptr_nonnull(strstr(c.source, "#define KP 64\n"));
     ck_assert_ptr_nonnull(strstr(clf__schedule_str(&c, line, sizeof line), " tiles=1x128x64/1x1"));

@@ -50,6 +50,7 @@ typedef struct clf__codegen_target {
     bool tensor_cores; /* an NVIDIA GPU of sm_80 or later: inline PTX mma.sync on f16/bf16 operands */
     bool tf32;         /* f32 GEMM operands may run on the tensor cores as TF32 (clf_compile_params.allow_tf32) */
     bool no_gemm_rows; /* GPU GEMMs of at most 8 rows keep the tiled forms (CLFUSE_GEMM_ROWS=0), not gemm_rows.cl */
+    bool no_decode_wide; /* the decode attention form loads a value at a time (CLFUSE_DECODE_WIDE=0) */
     /* Products that read one operand are merged before planning
      * (graph_merge_products.h; CLFUSE_MERGE_PRODUCTS=0 keeps them apart).
      * Not codegen's choice: here because the plan cache keys on the target. */

@@ -108,6 +108,12 @@ static void put_target(const clf__codegen_target *t, clf__strbuf *sb)
         put(sb, ",", t->gemm->wn);
         put(sb, ",", t->gemm->mma);
     }
+    if (t->attention_tile) {
+        put(sb, " attention=", t->attention_tile->warps);
+        put(sb, ",", t->attention_tile->rows);
+        put(sb, ",", t->attention_tile->bkt);
+    }
+    put(sb, " narrow-decode=", t->no_decode_wide);
     clf__sb_puts(sb, "\n");
 }
 

@@ -162,7 +162,8 @@ clf_status clf__schedule_attention(const clf__attention_facts *f, const clf__cod
     const uint64_t rows = (uint64_t)batch * (uint64_t)sq;
     const bool decode = !target->cpu && sq <= 4 && sk >= 64;
     const clf__attention_decode G =
-        decode ? decode_geometry_of(target, rows, sk, d, dv, f->kv16) : (clf__attention_decode){0};
+        decode ? decode_geometry_of(target, rows, sk, d, dv, f->kv16 && !target->no_decode_wide)
+               : (clf__attention_decode){0};
     /* The tensor-core form (attention_mma.cl): f16 or bf16 operands on a
      * target with mma.sync, eight warps a work-group (four where the
      * device allows fewer than 256 work-items), tiles of BKT keys (32 for
@@ -173,12 +174,18 @@ clf_status clf__schedule_attention(const clf__attention_facts *f, const clf__cod
      * call; full / causal at D = 64, then causal at D = 128, B4 H32): 4
      * warps, tiles of 64: 0.273 / 0.179, 0.351 ms without reading ahead,
      * 0.309 / 0.187, 0.352 with; 8 warps reading ahead: tiles of 64 0.255 /
-     * 0.177, 0.313; tiles of 32 0.233 / 0.167, 0.342. */
+     * 0.177, 0.313; tiles of 32 0.233 / 0.167, 0.342. Heads up to 64: four
+     * warps of 32 query rows (two m tiles, each K and V fragment read once
+     * for both) over tiles of 64 keys. On the H100 (f16 B8 H16 S1024 D64,
+     * full / causal, medians of 20, one call, V read by ldmatrix .trans;
+     * bench/results/2026-12-07-s41.md): 8 warps of 16 rows, tiles of 32
+     * 0.185 / 0.148 ms; 4 x 32 rows, tiles of 32 0.199 / 0.129; 8 x 32, 32:
+     * 0.197 / 0.168; 4 x 32, 64: 0.159 / 0.122; 2 x 32, 64: 0.211 / 0.177. */
     clf_dtype mma = decode || max_local < 128 || d > 256 || dv > 256 || target->cpu || !target->tensor_cores
                         ? CLF_F32
                         : f->mma16;
-    int mma_warps = max_local >= 256 ? 8 : 4, mma_rows = 16;
-    uint64_t bkt = d <= 64 ? 32 : 64, dp16 = (uint64_t)((d + 15) / 16 * 16), dvp16 = (uint64_t)((dv + 15) / 16 * 16);
+    int mma_warps = max_local >= 256 && d > 64 ? 8 : 4, mma_rows = d <= 64 ? 32 : 16;
+    uint64_t bkt = 64, dp16 = (uint64_t)((d + 15) / 16 * 16), dvp16 = (uint64_t)((dv + 15) / 16 * 16);
     size_t mma_local = local_mem < 49152 ? local_mem : 49152;
     const clf__attention_tile *pin = target->attention_tile;
     if (mma != CLF_F32 && pin) {

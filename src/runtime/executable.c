@@ -96,6 +96,7 @@ void clf__compile_target(const clf_context *ctx, const clf_compile_params *param
     /* GEMMs of a few rows in their own form (gemm_rows.cl); CLFUSE_GEMM_ROWS=0
      * gives them the tiled forms (to compare). */
     out->no_gemm_rows = !clf__env_switch("CLFUSE_GEMM_ROWS", true);
+    out->no_decode_wide = !clf__env_switch("CLFUSE_DECODE_WIDE", true);
     /* Products that read one operand as one (q/k/v, gate/up); off unfused. */
     out->merge_products = !(params && params->disable_fusion) && clf__env_switch("CLFUSE_MERGE_PRODUCTS", true);
     /* TF32 only when asked for (it rounds f32 operands). */

@@ -71,6 +71,8 @@ char *clf__plan_cache_key(const clf_context *ctx, const clf_graph *g, const clf_
     clf__cache_key_field(&sb, "target-tensor-cores", num);
     snprintf(num, sizeof num, "%d", (int)target->tf32);
     clf__cache_key_field(&sb, "target-tf32", num);
+    snprintf(num, sizeof num, "%d", (int)target->no_decode_wide);
+    clf__cache_key_field(&sb, "target-no-decode-wide", num);
     snprintf(num, sizeof num, "%d", (int)target->no_gemm_rows);
     clf__cache_key_field(&sb, "target-no-gemm-rows", num);
     snprintf(num, sizeof num, "%d", (int)target->merge_products);
