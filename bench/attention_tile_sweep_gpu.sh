@@ -2,8 +2,7 @@
 # The tensor-core attention form (attention_mma.cl) under each tiling listed
 # (CLFUSE_ATTENTION_TILE=warps,rows,keys; "default" the schedule's own) and
 # each set of build options in SWEEP_BUILDS ("|"-separated, "none" for
-# none; default: none and -DV_TRANS=0 (V staged transposed instead of
-# read by ldmatrix .trans)), then PyTorch's SDPA on the same cases, in one call on the GPU
+# none; the default), then PyTorch's SDPA on the same cases, in one call on the GPU
 # machine (carry .gpu):
 #     B=/tmp/build-gpu-tests bash bench/attention_tile_sweep_gpu.sh [TILE ...]
 # B: a build with bench/bench_attention (built here if absent). SWEEP_CASES
@@ -36,7 +35,7 @@ EOF
 )
 while IFS=$'\t' read -r name opts; do
   [[ $name =~ ${SWEEP_CASES:-.} ]] || continue
-  IFS='|' read -r -a builds <<< "${SWEEP_BUILDS:-none|-DV_TRANS=0}"
+  IFS='|' read -r -a builds <<< "${SWEEP_BUILDS:-none}"
   for vt in "${builds[@]}"; do
     for tile in "${tiles[@]}"; do
       log="$OUT/sweep/${name}_${tile}_${vt//[^A-Za-z0-9_=]/}.txt"

@@ -89,23 +89,17 @@ static inline void clf_store(IDX_T bt, IDX_T m, IDX_T n, float acc, CLF_PARAMS) 
 #ifndef PREFETCH
 #define PREFETCH 1
 #endif
-/* V staged as it lies, rows of keys ([key][d], 16-byte writes), its B
- * fragments read by ldmatrix .trans (1); or transposed ([d][key], 16-bit
- * writes) and read by plain ldmatrix (0). */
-#ifndef V_TRANS
-#define V_TRANS 1
-#endif
 #define QBLOCKS ((SQ + BQ - 1) / BQ)
 #define DP ((D + 15) / 16 * 16)
 #define DVP ((DV + 15) / 16 * 16)
 #define KROW (DP + 8)  /* 16-bit values a K row takes in local memory */
-#if V_TRANS
+/* V staged as it lies, rows of keys ([key][d], 16-byte writes), its B
+ * fragments read by ldmatrix .trans. On the H100 (f16, B8 H16 S1024, one
+ * call, medians of 20) it took 0.159 / 0.122 ms full / causal at D64 and
+ * 0.232 causal at D128 (B4 H32), against 0.183 / 0.138 and 0.281 with V
+ * transposed as it was staged (16-bit writes) and read by plain ldmatrix. */
 #define VROW (DVP + 8) /* values a V row takes */
 #define VTILE (BKT * VROW)
-#else
-#define VROW (BKT + 8) /* values a row of the transposed V tile takes */
-#define VTILE (DVP * VROW)
-#endif
 #define NT (BKT / 8)   /* 8-column tiles of the scores */
 #define KSTEPS (DP / 16)
 #define OT (DVP / 8)   /* 8-column tiles of the output */
@@ -220,23 +214,13 @@ static inline uint4 clf_stage_v(IDX_T bt, IDX_T n, IDX_T d8, CLF_PARAMS)
  * values of K rows, VCH of V rows; zeros past `keys`, SK or the last key
  * the group's rows see: such a key must weigh 0 times a finite value),
  * clf_put_tile writes them to local memory, K as rows of KROW values, V
- * as rows of VROW (V_TRANS) or transposed. Lanes take consecutive pieces
- * of a row (the global reads coalesce; transposed, consecutive keys of V,
- * so that the 16-bit local writes of a warp fill consecutive words). */
+ * as rows of VROW. Lanes take consecutive pieces of a row (the global
+ * reads coalesce). */
 #define NTHREADS (32 * WARPS)
 #define KPIECES (BKT * (DP / 8))
 #define VPIECES (BKT * (DVP / 8))
 #define KCH ((KPIECES + NTHREADS - 1) / NTHREADS)
 #define VCH ((VPIECES + NTHREADS - 1) / NTHREADS)
-
-/* The key and the piece of its row that piece e of V's tile is. */
-#if V_TRANS
-#define VPIECE_KEY(e) ((e) / (DVP / 8))
-#define VPIECE_COL(e) ((e) % (DVP / 8))
-#else
-#define VPIECE_KEY(e) ((e) % BKT)
-#define VPIECE_COL(e) ((e) / BKT)
-#endif
 
 static inline void clf_fetch_tile(IDX_T bt, IDX_T n0, IDX_T keys, IDX_T lid, uint4 *kr, uint4 *vr, CLF_PARAMS)
 {
@@ -247,7 +231,7 @@ static inline void clf_fetch_tile(IDX_T bt, IDX_T n0, IDX_T keys, IDX_T lid, uin
     }
 #pragma unroll
     for (int i = 0; i < VCH; ++i) {
-        const IDX_T e = lid + (IDX_T)i * NTHREADS, j = VPIECE_KEY(e), c = VPIECE_COL(e);
+        const IDX_T e = lid + (IDX_T)i * NTHREADS, j = e / (DVP / 8), c = e % (DVP / 8);
         vr[i] = e < VPIECES && n0 + j < keys ? clf_stage_v(bt, n0 + j, c, CLF_ARGS) : (uint4)(0);
     }
 }
@@ -262,23 +246,9 @@ static inline void clf_put_tile(IDX_T lid, const uint4 *kr, const uint4 *vr, __l
     }
 #pragma unroll
     for (int i = 0; i < VCH; ++i) {
-        const IDX_T e = lid + (IDX_T)i * NTHREADS, j = VPIECE_KEY(e), c = VPIECE_COL(e);
-        if (e >= VPIECES)
-            continue;
-#if V_TRANS
-        *(__local uint4 *)(vs + j * VROW + c * 8) = vr[i];
-#else
-        const uint4 x = vr[i];
-        __local ushort *col = vs + c * 8 * VROW + j;
-        col[0 * VROW] = (ushort)x.x;
-        col[1 * VROW] = (ushort)(x.x >> 16);
-        col[2 * VROW] = (ushort)x.y;
-        col[3 * VROW] = (ushort)(x.y >> 16);
-        col[4 * VROW] = (ushort)x.z;
-        col[5 * VROW] = (ushort)(x.z >> 16);
-        col[6 * VROW] = (ushort)x.w;
-        col[7 * VROW] = (ushort)(x.w >> 16);
-#endif
+        const IDX_T e = lid + (IDX_T)i * NTHREADS, j = e / (DVP / 8), c = e % (DVP / 8);
+        if (e < VPIECES)
+            *(__local uint4 *)(vs + j * VROW + c * 8) = vr[i];
     }
 }
 
@@ -471,11 +441,7 @@ __kernel __attribute__((reqd_work_group_size(32 * WARPS, 1, 1))) void CLF_KERNEL
 #pragma unroll
             for (int j = 0; j < OT; j += 2) {
                 uint b[4];
-#if V_TRANS
                 clf_ldsm_b4(vs + kk * 16 * VROW + j * 8, VROW, false, lane, b);
-#else
-                clf_ldsm_b4(vs + j * 8 * VROW + kk * 16, VROW, true, lane, b);
-#endif
 #pragma unroll
                 for (int mt = 0; mt < MT; ++mt) {
                     clf_mma(o[mt][j], a[mt][0], a[mt][1], a[mt][2], a[mt][3], b[0], b[1] CLF_MMA_X);

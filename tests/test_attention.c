@@ -952,8 +952,7 @@ END_TEST
 
 /* The tensor-core form (attention_mma.cl) at the tilings
  * CLFUSE_ATTENTION_TILE pins (warps, query rows a warp, keys a tile) and
- * the schedule's own, with V staged as it lies (ldmatrix .trans) and
- * transposed (-DV_TRANS=0), its mma, ldmatrix and shuffles emulated in
+ * the schedule's own, its mma, ldmatrix (.trans for V) and shuffles emulated in
  * OpenCL C where the device is not NVIDIA's (CLF_MMA_EMULATE): query
  * rows past the last block and past a warp's first m tile, keys past the
  * last tile, causal with Sq != Sk, heads of 40 (padded to 48) with V of
@@ -1013,44 +1012,37 @@ START_TEST(tensor_cores_pinned_tilings)
     }
     ck_assert_int_eq(setenv("CLFUSE_TENSOR_CORES", "1", 1), 0);
     static const char *const tiles[] = {"", "8,16,32", "4,32,32", "2,32,64", "1,16,16", "4,32,128"};
-    for (int vt = 1; vt >= 0; vt--) {
-        const char *opts = nvidia ? (vt ? "" : "-DV_TRANS=0")
-                                  : (vt ? "-DCLF_MMA_EMULATE=1 -cl-opt-disable" : "-DCLF_MMA_EMULATE=1 -cl-opt-disable -DV_TRANS=0");
-        if (*opts)
-            ck_assert_int_eq(setenv("CLFUSE_BUILD_OPTIONS", opts, 1), 0);
-        else
-            unsetenv("CLFUSE_BUILD_OPTIONS");
-        for (size_t t = 0; t < sizeof tiles / sizeof tiles[0]; t++) {
-            int warps = 0, rows = 0, keys = 0;
-            if (*tiles[t]) {
-                ck_assert_int_eq(sscanf(tiles[t], "%d,%d,%d", &warps, &rows, &keys), 3);
-                if ((size_t)(32 * warps) > max_local)
-                    continue; /* the device's work-group limit (llvmpipe: 32) */
-                ck_assert_int_eq(setenv("CLFUSE_ATTENTION_TILE", tiles[t], 1), 0);
-            } else {
-                unsetenv("CLFUSE_ATTENTION_TILE");
-            }
-            char want_line[64], label[160];
-            snprintf(want_line, sizeof want_line, "#define WARPS %d\n#define WROWS %d\n#define BKT %d\n", warps, rows,
-                     keys);
-            for (int c = 0; c < 2; c++) {
-                const clf_dtype dt = c ? CLF_BF16 : CLF_F16;
-                clf_graph *g = clf_graph_create();
-                e2e_inputs in = {0};
-                /* f16: causal, 70 query rows over 90 keys (the last 70 of
-                 * them visible in turn); bf16: 37 rows over 150 keys. */
-                const int64_t sq = c ? 37 : 70, sk = c ? 150 : 90;
-                clf_tensor q = in4(g, &in, "q", dt, 1, 2, sq, 40);
-                clf_tensor k = in4(g, &in, "k", dt, 1, 2, sk, 40);
-                clf_tensor v = in4(g, &in, "v", dt, 1, 2, sk, 24);
-                ck_assert_int_eq(
-                    clf_graph_output(g, "out", clf_attention(g, q, k, v, CLF_TENSOR_INVALID, 0, c == 0)), CLF_OK);
-                snprintf(label, sizeof label, "%s%s, tiling \"%s\", %s", clf_dtype_name(dt), c ? "" : " causal",
-                         tiles[t], vt ? "V as it lies" : "V transposed");
-                check_tensor_core_tile(ctx, label, g, &in, *tiles[t] ? want_line : NULL);
-                e2e_inputs_free(&in);
-                clf_graph_destroy(&g);
-            }
+    if (!nvidia)
+        ck_assert_int_eq(setenv("CLFUSE_BUILD_OPTIONS", "-DCLF_MMA_EMULATE=1 -cl-opt-disable", 1), 0);
+    for (size_t t = 0; t < sizeof tiles / sizeof tiles[0]; t++) {
+        int warps = 0, rows = 0, keys = 0;
+        if (*tiles[t]) {
+            ck_assert_int_eq(sscanf(tiles[t], "%d,%d,%d", &warps, &rows, &keys), 3);
+            if ((size_t)(32 * warps) > max_local)
+                continue; /* the device's work-group limit (llvmpipe: 32) */
+            ck_assert_int_eq(setenv("CLFUSE_ATTENTION_TILE", tiles[t], 1), 0);
+        } else {
+            unsetenv("CLFUSE_ATTENTION_TILE");
+        }
+        char want_line[64], label[160];
+        snprintf(want_line, sizeof want_line, "#define WARPS %d\n#define WROWS %d\n#define BKT %d\n", warps, rows,
+                 keys);
+        for (int c = 0; c < 2; c++) {
+            const clf_dtype dt = c ? CLF_BF16 : CLF_F16;
+            clf_graph *g = clf_graph_create();
+            e2e_inputs in = {0};
+            /* f16: causal, 70 query rows over 90 keys (the last 70 of them
+             * visible in turn); bf16: 37 rows over 150 keys. */
+            const int64_t sq = c ? 37 : 70, sk = c ? 150 : 90;
+            clf_tensor q = in4(g, &in, "q", dt, 1, 2, sq, 40);
+            clf_tensor k = in4(g, &in, "k", dt, 1, 2, sk, 40);
+            clf_tensor v = in4(g, &in, "v", dt, 1, 2, sk, 24);
+            ck_assert_int_eq(clf_graph_output(g, "out", clf_attention(g, q, k, v, CLF_TENSOR_INVALID, 0, c == 0)),
+                             CLF_OK);
+            snprintf(label, sizeof label, "%s%s, tiling \"%s\"", clf_dtype_name(dt), c ? "" : " causal", tiles[t]);
+            check_tensor_core_tile(ctx, label, g, &in, *tiles[t] ? want_line : NULL);
+            e2e_inputs_free(&in);
+            clf_graph_destroy(&g);
         }
     }
     /* Refused: a tiling the form cannot run (3 warps), and text that is

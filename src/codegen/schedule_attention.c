@@ -101,12 +101,10 @@ static clf__attention_decode decode_geometry_of(const clf__codegen_target *targe
 }
 
 /* Bytes of the tensor-core form's tiles of bkt keys: K as rows of dp16 + 8
- * 16-bit values, V as rows of dvp16 + 8 (or, built with -DV_TRANS=0,
- * transposed as dvp16 rows of bkt + 8: the larger of the two is counted). */
+ * 16-bit values, V as rows of dvp16 + 8. */
 static uint64_t mma_tiles_bytes(uint64_t bkt, uint64_t dp16, uint64_t dvp16)
 {
-    const uint64_t v_rows = bkt * (dvp16 + 8), v_cols = dvp16 * (bkt + 8);
-    return (bkt * (dp16 + 8) + (v_rows > v_cols ? v_rows : v_cols)) * 2;
+    return bkt * (dp16 + 8 + dvp16 + 8) * 2;
 }
 
 bool clf__cg_attention_fits(const clf__codegen_target *target, int64_t batch, int64_t sq, int64_t sk, int64_t d,
