@@ -90,15 +90,13 @@ static inline void clf_mma(float *c, uint a0, uint a1, uint a2, uint a3, uint bf
     for (uint i = 0; i < CLF_MMA_WORDS; ++i)
         w[i * 32 + lane] = r[i];
     barrier(CLK_LOCAL_MEM_FENCE);
-    const float d0 = clf_mma_dot(c[0], w, w + 4 * 32, g, 2 * t, 0);
-    const float d1 = clf_mma_dot(c[1], w, w + 4 * 32, g, 2 * t + 1, 0);
-    const float d2 = clf_mma_dot(c[2], w, w + 4 * 32, g, 2 * t, 1);
-    const float d3 = clf_mma_dot(c[3], w, w + 4 * 32, g, 2 * t + 1, 1);
+    float d[4];
+    for (uint h = 0; h < 2; ++h)
+        for (uint e = 0; e < 2; ++e)
+            d[2 * h + e] = clf_mma_dot(c[2 * h + e], w, w + 4 * 32, g, 2 * t + e, h);
     barrier(CLK_LOCAL_MEM_FENCE);
-    c[0] = d0;
-    c[1] = d1;
-    c[2] = d2;
-    c[3] = d3;
+    for (uint i = 0; i < 4; ++i)
+        c[i] = d[i];
 }
 #else
 #define CLF_MMA_X

@@ -1037,6 +1037,7 @@ START_TEST(schedules_name_their_choices)
     ck_assert_uint_eq(c.schedule.lanes, 16);
     ck_assert_uint_eq(c.schedule.unroll, 8);
     ck_assert_ptr_nonnull(strstr(c.source, "#define DECODE_WIDE 1\n"));
+    ck_assert_ptr_null(strstr(c.source, "#define BQ ")); /* the prefill forms' geometry is not the decode form's */
     ck_assert_uint_eq(c.schedule.local_bytes, (128 + 128 * 65 + 128 + 128) * sizeof(float));
     ck_assert_ptr_nonnull(strstr(c.source, "#define KP 64\n"));
     ck_assert_ptr_nonnull(strstr(clf__schedule_str(&c, line, sizeof line), " tiles=1x128x64/1x1"));

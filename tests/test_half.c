@@ -1605,7 +1605,10 @@ static clf_dtype tensor_core_case(int c, clf_graph *g, e2e_inputs *in)
  * forms' size): the device's limit, and a kernel's own, which can be
  * lower (rusticl's llvmpipe allows 32 a kernel however large the device
  * limit reads). */
-static bool runs_groups_of_128(clf_context *ctx) { return ctx->max_local >= 128 && clf_test_kernel_group_limit(ctx) >= 128; }
+static bool runs_groups_of_128(clf_context *ctx)
+{
+    return ctx->max_local >= 128 && clf_test_kernel_group_limit(ctx) >= 128;
+}
 
 /* Runs every tensor_core_case in the GPU form with CLFUSE_TENSOR_CORES=1
  * (and CLFUSE_BUILD_OPTIONS=options when not NULL) against the reference:

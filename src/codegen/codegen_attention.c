@@ -141,17 +141,18 @@ clf_status clf__codegen_attention(const clf_graph *g, const clf__plan *plan, uin
         clf__cg_literal(&src, CLF_F32, K->attention.nan_fill);
         clf__sb_puts(&src, "\n");
     }
-    if (decode)
+    if (decode) {
         clf__sb_printf(&src,
                        "#define SPLIT %llu\n#define CHUNK %llu\n#define WG %llu\n#define VL %llu\n#define KG %llu\n"
                              "#define KP %llu\n#define VU %llu\n",
                        (unsigned long long)G.split, (unsigned long long)G.chunk, (unsigned long long)G.wg,
                        (unsigned long long)G.vl, (unsigned long long)G.kg, (unsigned long long)G.kp,
                        (unsigned long long)G.vu);
-    if (decode && G.wide)
-        clf__sb_printf(&src, "#define DECODE_WIDE 1\n#define STAGE_BF16 %d\n", k_stage == CLF_BF16 ? 1 : 0);
-    else if (mma != CLF_F32)
-        clf__sb_printf(&src, CLF__MMA_LINE "#define MMA_BF16 %d\n#define WARPS %d\n#define WROWS %d\n#define BKT %llu\n",
+        if (G.wide)
+            clf__sb_printf(&src, "#define DECODE_WIDE 1\n#define STAGE_BF16 %d\n", k_stage == CLF_BF16 ? 1 : 0);
+    } else if (mma != CLF_F32)
+        clf__sb_printf(&src,
+                       CLF__MMA_LINE "#define MMA_BF16 %d\n#define WARPS %d\n#define WROWS %d\n#define BKT %llu\n",
                        mma == CLF_BF16 ? 1 : 0, as.mma_warps, as.mma_rows, (unsigned long long)as.bkt);
     else if (!target->cpu)
         clf__sb_printf(&src, "#define BQ %llu\n#define BK %llu\n", (unsigned long long)as.bq, (unsigned long long)as.bk);

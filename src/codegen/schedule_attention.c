@@ -208,8 +208,15 @@ clf_status clf__schedule_attention(const clf__attention_facts *f, const clf__cod
         bkt /= 2;
     if (mma_tiles_bytes(bkt, dp16, dvp16) > mma_local)
         mma = CLF_F32;
-    *s = (clf__attention_schedule){.decode = decode, .G = G, .bq = bq, .bk = bk, .mma = mma, .mma_warps = mma_warps,
-                                   .mma_rows = mma_rows, .bkt = bkt, .state_floats = rows * G.split * (uint64_t)(dv + 2)};
+    *s = (clf__attention_schedule){.decode = decode,
+                                   .G = G,
+                                   .bq = bq,
+                                   .bk = bk,
+                                   .mma = mma,
+                                   .mma_warps = mma_warps,
+                                   .mma_rows = mma_rows,
+                                   .bkt = bkt,
+                                   .state_floats = rows * G.split * (uint64_t)(dv + 2)};
     /* The CPU form (attention_cpu.cl): vectors of the device's native
      * float width (16 on PoCL with AVX-512: 12.3 ms against 13.6 with 8
      * in the case above, 1 row; D128 18.7 against 24.1) along D and DV,
