@@ -268,6 +268,23 @@ static inline IDX_T clf_row_keys(IDX_T m)
 #endif
 }
 
+#if CLF_MMA_EMULATE
+/* A warp's running state (output accumulators, maxima, sums) copied: an
+ * idle warp keeps its own across an emulated tile. */
+static inline void clf_copy_state(float (*to_o)[OT][4], float *to_mx, float *to_l, float (*from_o)[OT][4],
+                                  const float *from_mx, const float *from_l)
+{
+    for (int mt = 0; mt < MT; ++mt)
+        for (int j = 0; j < OT; ++j)
+            for (int e = 0; e < 4; ++e)
+                to_o[mt][j][e] = from_o[mt][j][e];
+    for (int h = 0; h < HR; ++h) {
+        to_mx[h] = from_mx[h];
+        to_l[h] = from_l[h];
+    }
+}
+#endif
+
 /* A lane's rows are numbered h = 0 .. HR - 1: row g + 8 (h % 2) of the
  * warp's m tile h / 2. Its accumulators of row h in an mma C fragment c
  * are c[2 (h % 2)] and c[2 (h % 2) + 1]. */
@@ -339,14 +356,7 @@ __kernel __attribute__((reqd_work_group_size(32 * WARPS, 1, 1))) void CLF_KERNEL
          * nothing to do in this tile runs it too, and keeps its state. */
         const bool idle = !warp_active || n0 >= warp_keys;
         float keep_o[MT][OT][4], keep_mx[HR], keep_l[HR];
-        for (int mt = 0; mt < MT; ++mt)
-            for (int j = 0; j < OT; ++j)
-                for (int e = 0; e < 4; ++e)
-                    keep_o[mt][j][e] = o[mt][j][e];
-        for (int h = 0; h < HR; ++h) {
-            keep_mx[h] = mx[h];
-            keep_l[h] = l[h];
-        }
+        clf_copy_state(keep_o, keep_mx, keep_l, o, mx, l);
 #else
         if (!warp_active || n0 >= warp_keys) {
 #if !PREFETCH
@@ -450,16 +460,8 @@ __kernel __attribute__((reqd_work_group_size(32 * WARPS, 1, 1))) void CLF_KERNEL
             }
         }
 #if CLF_MMA_EMULATE
-        if (idle) {
-            for (int mt = 0; mt < MT; ++mt)
-                for (int j = 0; j < OT; ++j)
-                    for (int e = 0; e < 4; ++e)
-                        o[mt][j][e] = keep_o[mt][j][e];
-            for (int h = 0; h < HR; ++h) {
-                mx[h] = keep_mx[h];
-                l[h] = keep_l[h];
-            }
-        }
+        if (idle)
+            clf_copy_state(o, mx, l, keep_o, keep_mx, keep_l);
 #endif
 #if !PREFETCH
         if (n0 + BKT < group_keys)
