@@ -1701,11 +1701,7 @@ START_TEST(integer_pow_by_a_constant_exponent_is_exact)
                                "  e = Constant <value = int64 {17}> ()\n  y = Pow(x, e)\n"
                                "  two = Constant <value = int64 {2}> ()\n  z = Pow(x, two)\n"
                                "  zero = Constant <value = float {0}> ()\n  w = Pow(x, zero)\n}\n";
-    char why[512] = "";
-    clf_onnx_model *m = NULL;
-    ck_assert_msg(clf_onnx_load_memory(text, strlen(text), NULL,
-                                       clf_onnx_params(.message = why, .message_cap = sizeof why), &m) == CLF_OK,
-                  "%s", why);
+    clf_onnx_model *m = load_mem(text, strlen(text), NULL, NULL);
     clf_context *ctx = clf_test_context();
     clf_executable *exe = NULL;
     ck_assert_int_eq(clf_compile(ctx, clf_onnx_model_graph(m), NULL, &exe), CLF_OK);
@@ -2045,8 +2041,6 @@ START_TEST(attention_op_exported_block)
 }
 END_TEST
 
-/* What the Attention op's import refuses is said, naming the attribute,
- * input or output; an unknown attribute stays refused as for every op. */
 /* is_causal with no query rows and three keys (new keys other than the
  * queries, so the causal mask is built as a constant, here of no
  * element): it loads, compiles and runs, an empty output. */
@@ -2055,11 +2049,7 @@ START_TEST(attention_op_causal_without_queries)
     static const char text[] = "<ir_version: 10, opset_import: [\"\" : 23]>\n"
                                "g (float[1, 2, 0, 8] q, float[1, 2, 3, 8] k, float[1, 2, 3, 8] v) => "
                                "(float[1, 2, 0, 8] y) {\n  y = Attention <is_causal = 1> (q, k, v)\n}\n";
-    char why[512] = "";
-    clf_onnx_model *m = NULL;
-    ck_assert_msg(clf_onnx_load_memory(text, strlen(text), NULL,
-                                       clf_onnx_params(.message = why, .message_cap = sizeof why), &m) == CLF_OK,
-                  "%s", why);
+    clf_onnx_model *m = load_mem(text, strlen(text), NULL, NULL);
     clf_context *ctx = clf_test_context();
     float kv[48] = {0};
     clf_host_binding in[3] = {{"q", NULL}, {"k", kv}, {"v", kv}}, out[1] = {{"y", NULL}};
@@ -2073,6 +2063,8 @@ START_TEST(attention_op_causal_without_queries)
 }
 END_TEST
 
+/* What the Attention op's import refuses is said, naming the attribute,
+ * input or output; an unknown attribute stays refused as for every op. */
 START_TEST(attention_op_refusals)
 {
     static const struct {
