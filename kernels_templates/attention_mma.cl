@@ -141,15 +141,7 @@ static inline void clf_ldsm_b4(__local const ushort *row0, int stride, bool alon
                      : (uint)clf_ldsm_row(row0, stride, along, 8 * i + 2 * t)[g] |
                            (uint)clf_ldsm_row(row0, stride, along, 8 * i + 2 * t + 1)[g] << 16;
 #else
-    const uint p = (uint)(ulong)clf_ldsm_row(row0, stride, along, lane);
-    if (along)
-        asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"
-                     : "=r"(b[0]), "=r"(b[1]), "=r"(b[2]), "=r"(b[3])
-                     : "r"(p));
-    else
-        asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];"
-                     : "=r"(b[0]), "=r"(b[1]), "=r"(b[2]), "=r"(b[3])
-                     : "r"(p));
+    clf_ldsm_x4((uint)(ulong)clf_ldsm_row(row0, stride, along, lane), !along, b);
 #endif
 }
 

@@ -302,15 +302,7 @@ static inline void clf_frag4(__local const ushort *s, int row, bool along, bool 
                      : (uint)s[clf_ldsm_at(row, along, a_order, r0, dr, dc, 8 * i + 2 * t) + g] |
                            (uint)s[clf_ldsm_at(row, along, a_order, r0, dr, dc, 8 * i + 2 * t + 1) + g] << 16;
 #else
-    const uint p = (uint)(ulong)(s + clf_ldsm_at(row, along, a_order, r0, dr, dc, (int)lane));
-    if (along)
-        asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"
-                     : "=r"(f[0]), "=r"(f[1]), "=r"(f[2]), "=r"(f[3])
-                     : "r"(p));
-    else
-        asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];"
-                     : "=r"(f[0]), "=r"(f[1]), "=r"(f[2]), "=r"(f[3])
-                     : "r"(p));
+    clf_ldsm_x4((uint)(ulong)(s + clf_ldsm_at(row, along, a_order, r0, dr, dc, (int)lane)), !along, f);
 #endif
 #if MMA_TF32
     for (int i = 0; i < 4; ++i)

@@ -141,4 +141,21 @@ static inline void clf_mma(float *c, uint a0, uint a1, uint a2, uint a3, uint bf
         : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(bf0), "r"(bf1), "f"(c[0]), "f"(c[1]), "f"(c[2]), "f"(c[3]));
 #endif
 }
+
+/* ldmatrix.x4: r[i] from the 8 rows of matrix i in local memory (16-bit
+ * values, rows 16 bytes), the address of row L % 8 of matrix L / 8 given
+ * by lane L as p; trans: each register holds a column's two values
+ * instead of a row's (.trans). The forms emulate it themselves, from the
+ * addresses their lanes would give. */
+static inline void clf_ldsm_x4(uint p, bool trans, uint *r)
+{
+    if (trans)
+        asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];"
+                     : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                     : "r"(p));
+    else
+        asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"
+                     : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                     : "r"(p));
+}
 #endif /* CLF_MMA_EMULATE */
