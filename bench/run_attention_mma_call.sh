@@ -6,7 +6,9 @@
 # the decode cases of bench/run_attention_gpu.sh against SDPA.
 #     bash bench/run_attention_mma_call.sh [TILE ...]
 # CALL_CASES=0 leaves the suite out; SWEEP_CASES, SWEEP_BUILDS as the sweep's;
-# SWEEP2_CASES, SWEEP2_TILES, SWEEP2_BUILDS a second sweep.
+# SWEEP2_CASES, SWEEP2_TILES, SWEEP2_BUILDS a second sweep; CALL_REGS
+# tilings whose ptxas register report to print; CALL_DECODE=0 leaves the
+# decode cases out, DECODE_CHUNKS and DECODE_NARROW as below.
 set -uo pipefail
 export B=${B:-/tmp/build-gpu-tests}
 source .gpu/env.sh
@@ -24,19 +26,36 @@ if [ -n "${SWEEP2_CASES:-}" ]; then
   SWEEP_CASES=$SWEEP2_CASES SWEEP_BUILDS=${SWEEP2_BUILDS:-none} SWEEP_ITERS=${SWEEP_ITERS:-20} \
     timeout ${SWEEP_TIMEOUT:-260} bash bench/attention_tile_sweep_gpu.sh ${SWEEP2_TILES:-default} 2>&1 | tail -45
 fi
+if [ -n "${CALL_REGS:-}" ]; then
+  # NVIDIA's register report (ptxas: registers, spills, local memory) of
+  # the f16 B8 H16 S1024 D64 kernel under each tiling of CALL_REGS.
+  for tile in $CALL_REGS; do
+    env_tile=(); [ "$tile" != default ] && env_tile=(CLFUSE_ATTENTION_TILE=$tile)
+    env "${env_tile[@]}" CLFUSE_BUILD_OPTIONS=-cl-nv-verbose CLFUSE_LOGS=perf CLFUSE_CACHE_DIR=/tmp/clfuse-regs-cache \
+      CLFUSE_DEVICE=gpu timeout 60 $B/bench/bench_attention --dtype f16 --b 8 --h 16 --s 1024 --d 64 --iters 2 \
+      --warmup 1 > "$OUT/regs_$tile.txt" 2>&1
+    echo "registers, tiling $tile: $(grep -iE 'registers|spill|stack|bytes lmem' "$OUT/regs_$tile.txt" | sort -u | head -4 | tr '\n' ' ')"
+  done
+fi
+[ "${CALL_DECODE:-1}" = 1 ] || exit 0
 dec1="--dtype f16 --b 1 --h 32 --sq 1 --sk 4096 --d 128"
 dec8="--dtype f16 --b 8 --h 32 --sq 1 --sk 4096 --d 128"
-# The decode form with 16-byte loads (CLFUSE_DECODE_WIDE=1, the default
-# where K and V lie as they are) and a value a load (0), twice each.
+# The decode form under each chunk of DECODE_CHUNKS (CLFUSE_DECODE_CHUNK,
+# keys a chunk; "default" the schedule's), with 16-byte loads
+# (CLFUSE_DECODE_WIDE=1, the default where K and V lie as they are) and,
+# where DECODE_NARROW=1, a value a load (0); two rounds each.
 for c in "$dec1" "$dec8"; do
-  for round in 1 2; do
-    for wide in 1 0; do
-      # shellcheck disable=SC2086  # options are words
-      CLFUSE_DECODE_WIDE=$wide CLFUSE_DEVICE=gpu CLFUSE_LOGS=schedule timeout 60 $B/bench/bench_attention $c \
-        --iters 50 --warmup 5 > "$OUT/decode_${wide}_$round.txt" 2>&1
-      f="$OUT/decode_${wide}_$round.txt"
-      echo "decode wide=$wide round $round $c: $(grep -o 'form=split-keys[^ ]* vec=[0-9]*' "$f" | head -1) \
-$(grep -o 'median_ms=[0-9.]* min_ms=[0-9.]*' "$f" | head -1) $(grep -o 'ok=[01]' "$f" | head -1)"
+  for chunk in ${DECODE_CHUNKS:-default}; do
+    for round in 1 2; do
+      for wide in 1 $([ "${DECODE_NARROW:-1}" = 1 ] && echo 0); do
+        f="$OUT/decode_${wide}_${chunk}_$round.txt"
+        env_chunk=(); [ "$chunk" != default ] && env_chunk=(CLFUSE_DECODE_CHUNK=$chunk)
+        # shellcheck disable=SC2086  # options are words
+        env "${env_chunk[@]}" CLFUSE_DECODE_WIDE=$wide CLFUSE_DEVICE=gpu CLFUSE_LOGS=schedule timeout 60 \
+          $B/bench/bench_attention $c --iters 50 --warmup 5 > "$f" 2>&1
+        echo "decode wide=$wide chunk=$chunk round $round $c: $(grep -o 'form=split-keys[^ ]* vec=[0-9]*' "$f" | head -1) \
+$(grep -o 'split=[0-9]*' "$f" | head -1) $(grep -o 'median_ms=[0-9.]* min_ms=[0-9.]*' "$f" | head -1) $(grep -o 'ok=[01]' "$f" | head -1)"
+      done
     done
   done
 done

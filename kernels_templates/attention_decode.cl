@@ -47,8 +47,8 @@
  * logit -inf) weighs every key NAN_FILL_VALUE instead, from one more pass
  * over V in the combine (rare).
  *
- * DECODE_WIDE (16-bit K and V that lie in their buffers as they are, rows
- * of whole 16-byte pieces; codegen defines clf_stage_k and clf_stage_v,
+ * DECODE_WIDE (K and V 16-bit buffers read by index arithmetic alone, in
+ * whole 16-byte pieces along D and DV; codegen defines clf_stage_k and clf_stage_v,
  * 8 raw values a load, and STAGE_BF16): the same sweeps with 16-byte
  * loads, 8 values a load, where a load of one value a work-item moved 2
  * bytes: K's pieces are read KP / 8 loads a key, and each of the VL = DV

@@ -39,10 +39,13 @@
  *
  * Codegen prepends kernels_templates/mma_sync.cl (clf_pack2, clf_mma),
  * what attention_cpu.cl takes, MMA_BF16 (1: bf16 operands, 0: f16), WARPS,
- * WROWS and BKT (PREFETCH 0 reads each tile only after
- * the previous one is multiplied, as a baseline); it may define clf_stage_k (with
- * CLF_HAVE_STAGE_K) and clf_stage_v (CLF_HAVE_STAGE_V) to load 8 values of a K or V row as raw 16-bit values
- * in one vector load when the operand is a plain buffer. Launch: BATCH *
+ * WROWS, BKT and STAGES (below; PREFETCH 0 reads each tile only after
+ * the previous one is multiplied, as a baseline); where the operand is a
+ * 16-bit buffer read by index arithmetic alone (transposes, reshapes,
+ * broadcast heads, slices: codegen_product.h) it defines (with CLF_HAVE_STAGE_K, CLF_HAVE_STAGE_V)
+ * clf_stage_k and clf_stage_v, 8 values of a K or V row as raw 16-bit
+ * values in one vector load (STAGES 1), or clf_stage_k_at and
+ * clf_stage_v_at, their address (STAGES 2). Launch: BATCH *
  * ceil(SQ / BQ) work-groups of 32 * WARPS.
  *
  * CLF_MMA_EMULATE (a build option, for testing on devices without PTX):
@@ -88,6 +91,18 @@ static inline void clf_store(IDX_T bt, IDX_T m, IDX_T n, float acc, CLF_PARAMS) 
 #endif
 #ifndef PREFETCH
 #define PREFETCH 1
+#endif
+/* STAGES 2: K's and V's tiles reach local memory by cp.async (16 bytes a
+ * copy, no registers held; mma_sync.cl) into two stages, the next tile's
+ * copies in flight while the current one is multiplied, one barrier a
+ * tile; codegen gives the pieces' addresses (clf_stage_k_at,
+ * clf_stage_v_at) where K and V are such buffers. STAGES 1: one
+ * stage, filled from registers read a tile ahead (PREFETCH). */
+#ifndef STAGES
+#define STAGES 1
+#endif
+#if STAGES == 2 && !(defined(CLF_HAVE_STAGE_K) && defined(CLF_HAVE_STAGE_V))
+#error "attention_mma.cl: STAGES 2 needs clf_stage_k_at and clf_stage_v_at"
 #endif
 #define QBLOCKS ((SQ + BQ - 1) / BQ)
 #define DP ((D + 15) / 16 * 16)
@@ -179,7 +194,7 @@ static inline float clf_row_sum(float v CLF_MMA_XP)
  * (zeros past D, DV): through the generated loads, whatever their
  * prologue. The values are the 16-bit type's own (the loads return them
  * exactly), so packing them again is exact. */
-#ifndef CLF_HAVE_STAGE_K
+#if STAGES == 1 && !defined(CLF_HAVE_STAGE_K)
 static inline uint4 clf_stage_k(IDX_T bt, IDX_T n, IDX_T d8, CLF_PARAMS)
 {
     float x[8];
@@ -189,7 +204,7 @@ static inline uint4 clf_stage_k(IDX_T bt, IDX_T n, IDX_T d8, CLF_PARAMS)
     return (uint4)(clf_pack2(x[0], x[1]), clf_pack2(x[2], x[3]), clf_pack2(x[4], x[5]), clf_pack2(x[6], x[7]));
 }
 #endif
-#ifndef CLF_HAVE_STAGE_V
+#if STAGES == 1 && !defined(CLF_HAVE_STAGE_V)
 static inline uint4 clf_stage_v(IDX_T bt, IDX_T n, IDX_T d8, CLF_PARAMS)
 {
     float x[8];
@@ -200,19 +215,42 @@ static inline uint4 clf_stage_v(IDX_T bt, IDX_T n, IDX_T d8, CLF_PARAMS)
 }
 #endif
 
-/* A tile of keys n0 .. n0 + BKT - 1 moves in two steps, so that its
- * global reads can be in flight while the previous tile is multiplied:
- * clf_fetch_tile reads it into each work-item's registers (KCH pieces of 8
- * values of K rows, VCH of V rows; zeros past `keys`, SK or the last key
- * the group's rows see: such a key must weigh 0 times a finite value),
- * clf_put_tile writes them to local memory, K as rows of KROW values, V
- * as rows of VROW. Lanes take consecutive pieces of a row (the global
- * reads coalesce). */
+/* A tile of keys n0 .. n0 + BKT - 1 reaches local memory, K as rows of
+ * KROW values, V as rows of VROW, each work-item moving KCH pieces of 8
+ * values of K rows and VCH of V rows (zeros past `keys`, SK or the last
+ * key the group's rows see: such a key must weigh 0 times a finite
+ * value); lanes take consecutive pieces of a row (the global reads
+ * coalesce). STAGES 2: clf_copy_tile starts its copies. STAGES 1, in two
+ * steps, so that its global reads can be in flight while the previous
+ * tile is multiplied: clf_fetch_tile reads it into each work-item's
+ * registers, clf_put_tile writes them to local memory. */
 #define NTHREADS (32 * WARPS)
 #define KPIECES (BKT * (DP / 8))
 #define VPIECES (BKT * (DVP / 8))
 #define KCH ((KPIECES + NTHREADS - 1) / NTHREADS)
 #define VCH ((VPIECES + NTHREADS - 1) / NTHREADS)
+
+#if STAGES == 2
+static inline void clf_copy_tile(IDX_T bt, IDX_T n0, IDX_T keys, IDX_T lid, __local ushort *ks, __local ushort *vs,
+                                 CLF_PARAMS)
+{
+#pragma unroll
+    for (int i = 0; i < KCH; ++i) {
+        const IDX_T e = lid + (IDX_T)i * NTHREADS, j = e / (DP / 8), c = e % (DP / 8);
+        const bool full = n0 + j < keys && c * 8 < D;
+        if (e < KPIECES)
+            clf_copy16(ks + j * KROW + c * 8, clf_stage_k_at(bt, full ? n0 + j : 0, full ? c : 0, CLF_ARGS), full);
+    }
+#pragma unroll
+    for (int i = 0; i < VCH; ++i) {
+        const IDX_T e = lid + (IDX_T)i * NTHREADS, j = e / (DVP / 8), c = e % (DVP / 8);
+        const bool full = n0 + j < keys && c * 8 < DV;
+        if (e < VPIECES)
+            clf_copy16(vs + j * VROW + c * 8, clf_stage_v_at(bt, full ? n0 + j : 0, full ? c : 0, CLF_ARGS), full);
+    }
+    clf_copy_commit();
+}
+#else
 
 static inline void clf_fetch_tile(IDX_T bt, IDX_T n0, IDX_T keys, IDX_T lid, uint4 *kr, uint4 *vr, CLF_PARAMS)
 {
@@ -243,6 +281,7 @@ static inline void clf_put_tile(IDX_T lid, const uint4 *kr, const uint4 *vr, __l
             *(__local uint4 *)(vs + j * VROW + c * 8) = vr[i];
     }
 }
+#endif
 
 /* Query m's value at d (0 past SQ and D). */
 static inline float clf_q_at(IDX_T bt, IDX_T m, IDX_T d, CLF_PARAMS)
@@ -282,8 +321,8 @@ static inline void clf_copy_state(float (*to_o)[OT][4], float *to_mx, float *to_
  * are c[2 (h % 2)] and c[2 (h % 2) + 1]. */
 __kernel __attribute__((reqd_work_group_size(32 * WARPS, 1, 1))) void CLF_KERNEL_NAME(CLF_PARAMS, const IDX_T numel)
 {
-    __local ushort ks[BKT * KROW] __attribute__((aligned(16)));
-    __local ushort vs[VTILE] __attribute__((aligned(16)));
+    __local ushort ks[STAGES * BKT * KROW] __attribute__((aligned(16)));
+    __local ushort vs[STAGES * VTILE] __attribute__((aligned(16)));
 #if CLF_MMA_EMULATE
     __local uint mma_x[NTHREADS * CLF_MMA_WORDS];
 #endif
@@ -333,15 +372,31 @@ __kernel __attribute__((reqd_work_group_size(32 * WARPS, 1, 1))) void CLF_KERNEL
     const IDX_T warp_first_keys = clf_row_keys(min((IDX_T)(SQ - 1), mw));
     const bool warp_active = mw < SQ;
 
+#if STAGES == 2
+    clf_copy_tile(bt, 0, group_keys, lid, ks, vs, CLF_ARGS);
+#else
     uint4 kr[KCH], vr[VCH];
     clf_fetch_tile(bt, 0, group_keys, lid, kr, vr, CLF_ARGS);
-    for (IDX_T n0 = 0; n0 < group_keys; n0 += BKT) {
+#endif
+    for (IDX_T n0 = 0, tile = 0; n0 < group_keys; n0 += BKT, ++tile) {
+        /* The stage this tile is in. */
+        __local const ushort *kt = ks + tile % STAGES * (BKT * KROW), *vt = vs + tile % STAGES * VTILE;
+#if STAGES == 2
+        /* The tile has arrived, and every warp is done with the previous
+         * one, whose stage the next tile takes. */
+        CLF_COPY_WAIT(0);
+        barrier(CLK_LOCAL_MEM_FENCE);
+        if (n0 + BKT < group_keys)
+            clf_copy_tile(bt, n0 + BKT, group_keys, lid, ks + (tile + 1) % 2 * (BKT * KROW),
+                          vs + (tile + 1) % 2 * VTILE, CLF_ARGS);
+#else
         barrier(CLK_LOCAL_MEM_FENCE);
         clf_put_tile(lid, kr, vr, ks, vs);
         barrier(CLK_LOCAL_MEM_FENCE);
 #if PREFETCH
         if (n0 + BKT < group_keys)
             clf_fetch_tile(bt, n0 + BKT, group_keys, lid, kr, vr, CLF_ARGS);
+#endif
 #endif
 #if CLF_MMA_EMULATE
         /* The emulated exchanges take every warp of the group: a warp with
@@ -351,7 +406,7 @@ __kernel __attribute__((reqd_work_group_size(32 * WARPS, 1, 1))) void CLF_KERNEL
         clf_copy_state(keep_o, keep_mx, keep_l, o, mx, l);
 #else
         if (!warp_active || n0 >= warp_keys) {
-#if !PREFETCH
+#if STAGES == 1 && !PREFETCH
             if (n0 + BKT < group_keys)
                 clf_fetch_tile(bt, n0 + BKT, group_keys, lid, kr, vr, CLF_ARGS);
 #endif
@@ -369,7 +424,7 @@ __kernel __attribute__((reqd_work_group_size(32 * WARPS, 1, 1))) void CLF_KERNEL
 #pragma unroll
             for (int j = 0; j < NT; j += 2) {
                 uint b[4];
-                clf_ldsm_b4(ks + j * 8 * KROW + kk * 16, KROW, true, lane, b);
+                clf_ldsm_b4(kt + j * 8 * KROW + kk * 16, KROW, true, lane, b);
 #pragma unroll
                 for (int mt = 0; mt < MT; ++mt) {
                     clf_mma(s[mt][j], qa[mt][kk][0], qa[mt][kk][1], qa[mt][kk][2], qa[mt][kk][3], b[0],
@@ -443,7 +498,7 @@ __kernel __attribute__((reqd_work_group_size(32 * WARPS, 1, 1))) void CLF_KERNEL
 #pragma unroll
             for (int j = 0; j < OT; j += 2) {
                 uint b[4];
-                clf_ldsm_b4(vs + kk * 16 * VROW + j * 8, VROW, false, lane, b);
+                clf_ldsm_b4(vt + kk * 16 * VROW + j * 8, VROW, false, lane, b);
 #pragma unroll
                 for (int mt = 0; mt < MT; ++mt) {
                     clf_mma(o[mt][j], a[mt][0], a[mt][1], a[mt][2], a[mt][3], b[0], b[1] CLF_MMA_X);
@@ -455,7 +510,7 @@ __kernel __attribute__((reqd_work_group_size(32 * WARPS, 1, 1))) void CLF_KERNEL
         if (idle)
             clf_copy_state(o, mx, l, keep_o, keep_mx, keep_l);
 #endif
-#if !PREFETCH
+#if STAGES == 1 && !PREFETCH
         if (n0 + BKT < group_keys)
             clf_fetch_tile(bt, n0 + BKT, group_keys, lid, kr, vr, CLF_ARGS);
 #endif

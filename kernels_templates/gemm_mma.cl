@@ -90,9 +90,6 @@ static inline void clf_store(IDX_T bt, IDX_T m, IDX_T n, float acc, CLF_PARAMS) 
 #ifndef GROUP_M
 #define GROUP_M 8
 #endif
-#ifndef CLF_MMA_EMULATE
-#define CLF_MMA_EMULATE 0
-#endif
 #ifndef MMA_TF32
 #define MMA_TF32 0
 #endif
@@ -194,13 +191,6 @@ static inline void clf_mma_block(float acc[FM][FN][4], uint af[FM][4], uint bf[F
     barrier(CLK_LOCAL_MEM_FENCE);
 }
 
-/* cp.async: the copy itself. */
-static inline void clf_copy16(__local ushort *dst, __global const uint4 *src, bool full)
-{
-    *(__local uint4 *)dst = full ? *src : (uint4)(0);
-}
-#define clf_copy_commit()
-#define clf_copy_wait()
 #else
 /* clf_pack2 and clf_mma: kernels_templates/mma_sync.cl, prepended. */
 
@@ -215,24 +205,16 @@ static inline void clf_mma_block(float acc[FM][FN][4], uint af[FM][4], uint bf[F
             clf_mma(acc[i][j], af[i][0], af[i][1], af[i][2], af[i][3], bf[j][0], bf[j][1]);
 }
 
-/* 16 bytes from global to local memory without registers (zeros where
- * !full: the source is not read), in the group of copies the next
- * clf_copy_commit closes; clf_copy_wait waits for all but the newest
- * STAGES - 2 groups of this work-item's copies. */
-static inline void clf_copy16(__local ushort *dst, __global const uint4 *src, bool full)
-{
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;"
-                 :
-                 : "r"((uint)(ulong)dst), "l"(src), "r"(full ? 16 : 0));
-}
-static inline void clf_copy_commit(void) { asm volatile("cp.async.commit_group;"); }
-#if STAGES == 2
-static inline void clf_copy_wait(void) { asm volatile("cp.async.wait_group 0;"); }
-#elif STAGES == 3
-static inline void clf_copy_wait(void) { asm volatile("cp.async.wait_group 1;"); }
-#else
-static inline void clf_copy_wait(void) { asm volatile("cp.async.wait_group 2;"); }
 #endif
+
+/* Waits for all but the newest STAGES - 2 groups of this work-item's
+ * copies (clf_copy16, mma_sync.cl). */
+#if STAGES == 2
+#define clf_copy_wait() CLF_COPY_WAIT(0)
+#elif STAGES == 3
+#define clf_copy_wait() CLF_COPY_WAIT(1)
+#else
+#define clf_copy_wait() CLF_COPY_WAIT(2)
 #endif
 
 /* An f32 value's bits rounded to TF32 (10 mantissa bits), to nearest,

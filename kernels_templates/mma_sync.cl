@@ -23,9 +23,9 @@
 #ifndef MMA_TF32
 #define MMA_TF32 0
 #endif
-#ifndef CLF_MMA_EMULATE
-#define CLF_MMA_EMULATE 0
-#endif
+/* CLF_MMA_EMULATE comes from the build options only (undefined reads as
+ * 0 in #if): a default defined here would be #undef'd after the first
+ * source of a merged program (program_merge.c), and with it the option. */
 
 #if CLF_MMA_EMULATE
 #define CLF_MMA_X , mma_x
@@ -98,6 +98,14 @@ static inline void clf_mma(float *c, uint a0, uint a1, uint a2, uint a3, uint bf
     for (uint i = 0; i < 4; ++i)
         c[i] = d[i];
 }
+
+/* cp.async: the copy itself, at once. */
+static inline void clf_copy16(__local ushort *dst, __global const uint4 *src, bool full)
+{
+    *(__local uint4 *)dst = full ? *src : (uint4)(0);
+}
+#define clf_copy_commit()
+#define CLF_COPY_WAIT(n)
 #else
 #define CLF_MMA_X
 #define CLF_MMA_XP
@@ -158,4 +166,18 @@ static inline void clf_ldsm_x4(uint p, bool trans, uint *r)
                      : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
                      : "r"(p));
 }
+
+/* 16 bytes from global to local memory without registers (zeros where
+ * !full: the source is not read), in the group of copies the next
+ * clf_copy_commit closes; CLF_COPY_WAIT(n) waits until at most the newest
+ * n groups of this work-item's copies are still in flight (a barrier
+ * after it makes every work-item's arrived copies visible to the group). */
+static inline void clf_copy16(__local ushort *dst, __global const uint4 *src, bool full)
+{
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;"
+                 :
+                 : "r"((uint)(ulong)dst), "l"(src), "r"(full ? 16 : 0));
+}
+static inline void clf_copy_commit(void) { asm volatile("cp.async.commit_group;"); }
+#define CLF_COPY_WAIT(n) asm volatile("cp.async.wait_group " #n ";")
 #endif /* CLF_MMA_EMULATE */

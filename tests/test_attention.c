@@ -960,7 +960,7 @@ END_TEST
  * the tensor-core form at the tiling asked for. A tiling the form cannot
  * run is refused by name, and text that is not one too. */
 static void check_tensor_core_tile(clf_context *ctx, const char *label, const clf_graph *g, const e2e_inputs *in,
-                                   const char *want_line)
+                                   const char *want_line, bool two_stages)
 {
     clf_executable *exe = NULL;
     clf_status st = clf_compile(ctx, g, clf_compile_params(.kernel_style = CLF_KERNEL_STYLE_GPU), &exe);
@@ -968,6 +968,8 @@ static void check_tensor_core_tile(clf_context *ctx, const char *label, const cl
     const char *src = clf_executable_kernel_source(exe, 0);
     ck_assert_msg(strstr(src, CLF__MMA_LINE) != NULL, "%s: not the tensor-core form", label);
     ck_assert_msg(!want_line || strstr(src, want_line) != NULL, "%s: no \"%s\" in its source", label, want_line);
+    ck_assert_msg((strstr(src, "#define STAGES 2\n") != NULL) == two_stages, "%s: %s two stages by cp.async", label,
+                  two_stages ? "not" : "unexpectedly");
     const char *name = NULL;
     clf_dtype dt;
     int rank;
@@ -1011,13 +1013,15 @@ START_TEST(tensor_cores_pinned_tilings)
         return;
     }
     ck_assert_int_eq(setenv("CLFUSE_TENSOR_CORES", "1", 1), 0);
-    static const char *const tiles[] = {"", "8,16,32", "4,32,32", "2,32,64", "1,16,16", "4,32,128"};
+    /* K and V are plain buffers: two stages (cp.async) unless pinned to
+     * one, or where two do not fit 48 KiB (none here: heads of 40 and 24). */
+    static const char *const tiles[] = {"", "8,16,32,1", "4,32,32,2", "2,32,64", "1,16,16,2", "4,32,128,1"};
     if (!nvidia)
         ck_assert_int_eq(setenv("CLFUSE_BUILD_OPTIONS", "-DCLF_MMA_EMULATE=1 -cl-opt-disable", 1), 0);
     for (size_t t = 0; t < sizeof tiles / sizeof tiles[0]; t++) {
-        int warps = 0, rows = 0, keys = 0;
+        int warps = 0, rows = 0, keys = 0, stages = 2;
         if (*tiles[t]) {
-            ck_assert_int_eq(sscanf(tiles[t], "%d,%d,%d", &warps, &rows, &keys), 3);
+            ck_assert_int_ge(sscanf(tiles[t], "%d,%d,%d,%d", &warps, &rows, &keys, &stages), 3);
             if ((size_t)(32 * warps) > max_local)
                 continue; /* the device's work-group limit (llvmpipe: 32) */
             ck_assert_int_eq(setenv("CLFUSE_ATTENTION_TILE", tiles[t], 1), 0);
@@ -1040,21 +1044,21 @@ START_TEST(tensor_cores_pinned_tilings)
             ck_assert_int_eq(clf_graph_output(g, "out", clf_attention(g, q, k, v, CLF_TENSOR_INVALID, 0, c == 0)),
                              CLF_OK);
             snprintf(label, sizeof label, "%s%s, tiling \"%s\"", clf_dtype_name(dt), c ? "" : " causal", tiles[t]);
-            check_tensor_core_tile(ctx, label, g, &in, *tiles[t] ? want_line : NULL);
+            check_tensor_core_tile(ctx, label, g, &in, *tiles[t] ? want_line : NULL, stages == 2);
             e2e_inputs_free(&in);
             clf_graph_destroy(&g);
         }
     }
-    /* Refused: a tiling the form cannot run (3 warps), and text that is
-     * not one. */
+    /* Refused: a tiling the form cannot run (3 warps, 3 stages), and text
+     * that is not one. */
     clf_graph *g = clf_graph_create();
     e2e_inputs in = {0};
     clf_tensor q = in4(g, &in, "q", CLF_F16, 1, 2, 40, 40);
     clf_tensor k = in4(g, &in, "k", CLF_F16, 1, 2, 40, 40);
     clf_tensor v = in4(g, &in, "v", CLF_F16, 1, 2, 40, 24);
     ck_assert_int_eq(clf_graph_output(g, "out", clf_attention(g, q, k, v, CLF_TENSOR_INVALID, 0, false)), CLF_OK);
-    static const char *const bad[] = {"3,16,32", "4,32"};
-    for (size_t b = 0; b < 2; b++) {
+    static const char *const bad[] = {"3,16,32", "4,32", "4,32,64,3", "4,32,64,"};
+    for (size_t b = 0; b < sizeof bad / sizeof bad[0]; b++) {
         ck_assert_int_eq(setenv("CLFUSE_ATTENTION_TILE", bad[b], 1), 0);
         clf_executable *exe = NULL;
         clf_status st = clf_compile(ctx, g, clf_compile_params(.kernel_style = CLF_KERNEL_STYLE_GPU), &exe);
@@ -1066,6 +1070,71 @@ START_TEST(tensor_cores_pinned_tilings)
     e2e_inputs_free(&in);
     clf_graph_destroy(&g);
     unsetenv("CLFUSE_ATTENTION_TILE");
+    unsetenv("CLFUSE_BUILD_OPTIONS");
+    unsetenv("CLFUSE_TENSOR_CORES");
+    clf_context_destroy(&ctx);
+}
+END_TEST
+
+/* The 16-byte stages (codegen_product.c's stage16_view) of K and V read
+ * through index arithmetic: [B, S, H, D] inputs transposed to [B, H, S,
+ * D] (a transformer's projections), and V a slice of a wider buffer,
+ * whose pieces start at a multiple of 8 values (staged) or do not (the
+ * generated loads). The tensor-core form (two stages by cp.async where both
+ * are staged) and the decode form (16-byte loads), against the reference. */
+START_TEST(stages_through_views)
+{
+    ck_assert_int_eq(setenv("POCL_MAX_PTHREAD_COUNT", "1", 1), 0); /* as tensor_cores_pinned_tilings */
+    clf_context *ctx = clf_test_context();
+    const bool nvidia = clf_test_on_nvidia(ctx);
+    if (clf_test_kernel_group_limit(ctx) < 256 || ctx->max_local < 256) {
+        printf("attention stages_through_views: skipped: kernels of 256 work-items do not run here\n");
+        clf_context_destroy(&ctx);
+        return;
+    }
+    ck_assert_int_eq(setenv("CLFUSE_TENSOR_CORES", "1", 1), 0);
+    if (!nvidia)
+        ck_assert_int_eq(setenv("CLFUSE_BUILD_OPTIONS", "-DCLF_MMA_EMULATE=1 -cl-opt-disable", 1), 0);
+    static const int heads_first[4] = {0, 2, 1, 3};
+    /* V from columns [start, start + 32) of a [.., 48] buffer: start 8
+     * keeps whole pieces, 4 does not. */
+    static const int64_t v_start[3] = {-1, 8, 4};
+    for (int one_row = 0; one_row < 2; one_row++)
+        for (int c = 0; c < 3; c++) {
+            clf_graph *g = clf_graph_create();
+            e2e_inputs in = {0};
+            const int64_t sq = one_row ? 1 : 70, sk = one_row ? 300 : 90;
+            int64_t qs[4] = {1, sq, 2, 40}, ks[4] = {1, sk, 2, 40}, vs[4] = {1, sk, 2, c == 0 ? 32 : 48};
+            clf_tensor q = clf_transpose(g, e2e_input(g, &in, "q", CLF_F16, 4, qs, -1, 1), 4, heads_first);
+            clf_tensor k = clf_transpose(g, e2e_input(g, &in, "k", CLF_F16, 4, ks, -1, 1), 4, heads_first);
+            clf_tensor v = clf_transpose(g, e2e_input(g, &in, "v", CLF_F16, 4, vs, -1, 1), 4, heads_first);
+            if (c > 0) {
+                const int64_t st[1] = {v_start[c]}, en[1] = {v_start[c] + 32};
+                const int ax[1] = {3};
+                v = clf_slice(g, v, 1, st, en, ax, NULL);
+            }
+            ck_assert_int_eq(clf_graph_output(g, "out", clf_attention(g, q, k, v, CLF_TENSOR_INVALID, 0, !one_row)),
+                             CLF_OK);
+            char label[160];
+            snprintf(label, sizeof label, "%s, [B, S, H, D] inputs%s", one_row ? "decode" : "f16 causal",
+                     c == 0 ? "" : c == 1 ? ", V a slice at 8" : ", V a slice at 4");
+            const bool staged = c != 2;
+            if (!one_row) {
+                check_tensor_core_tile(ctx, label, g, &in, NULL, staged);
+            } else {
+                clf_executable *exe = NULL;
+                clf_status st = clf_compile(ctx, g, clf_compile_params(.kernel_style = CLF_KERNEL_STYLE_GPU), &exe);
+                ck_assert_msg(st == CLF_OK, "%s: clf_compile: %s", label, clf_context_last_error(ctx));
+                const char *src = clf_executable_kernel_source(exe, 0);
+                ck_assert_msg(strstr(src, "attention_decode.cl") != NULL, "%s: not the one_row form", label);
+                ck_assert_msg((strstr(src, "#define DECODE_WIDE 1") != NULL) == staged, "%s: %s 16-byte loads",
+                              label, staged ? "no" : "unexpectedly");
+                clf_executable_destroy(&exe);
+                check_graph(ctx, label, g, &in, DECODE, NULL);
+            }
+            e2e_inputs_free(&in);
+            clf_graph_destroy(&g);
+        }
     unsetenv("CLFUSE_BUILD_OPTIONS");
     unsetenv("CLFUSE_TENSOR_CORES");
     clf_context_destroy(&ctx);
@@ -2323,6 +2392,7 @@ int main(void)
     clf_test_add_variant_case(s, "bf16_storage", bf16_storage);
     clf_test_add_case(s, "tensor_cores_a_driver_refuses_fall_back", tensor_cores_a_driver_refuses_fall_back);
     clf_test_add_case(s, "tensor_cores_pinned_tilings", tensor_cores_pinned_tilings);
+    clf_test_add_case(s, "stages_through_views", stages_through_views);
     clf_test_add_case(s, "idiom_div_by_sqrt_d", idiom_div_by_sqrt_d);
     clf_test_add_case(s, "idiom_scale_q_before_matmul", idiom_scale_q_before_matmul);
     clf_test_add_case(s, "idiom_k_pretransposed", idiom_k_pretransposed);

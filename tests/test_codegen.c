@@ -549,6 +549,29 @@ START_TEST(index_unit_stride)
         clf__ix at = clf__view_linear(&gen, &in, 2, shape);
         ck_assert_int_eq(clf__ix_unit_stride(&gen, &at, r.deps), k == 0 ? 1 : -1);
     }
+    /* Multiples of 8 wherever r is one (clf__ix_multiple_of): x * 4096 + r
+     * and the slice from 8; not x * 4098 + r, the slice from 2, nor x
+     * alone (any value); a constant by its value. */
+    clf__ix aligned = clf__ix_mad(&gen, x, 4096, r);
+    ck_assert(clf__ix_multiple_of(&gen, &aligned, r.deps, 8));
+    ck_assert(!clf__ix_multiple_of(&gen, &row, r.deps, 8));
+    ck_assert(!clf__ix_multiple_of(&gen, &x, r.deps, 8));
+    ck_assert(clf__ix_multiple_of(&gen, &x, x.deps, 8));
+    const clf__ix c16 = clf__ix_const(16), c12 = clf__ix_const(12);
+    ck_assert(clf__ix_multiple_of(&gen, &c16, r.deps, 8) && !clf__ix_multiple_of(&gen, &c12, r.deps, 8));
+    /* Columns 2 .. 4095 or 8 .. 4095 of a [5, 4096] tensor's rows. */
+    int64_t wide[2] = {5, 4096}, lo8[1] = {8}, hi8[1] = {4096};
+    clf_tensor u = clf_input(g, "u", CLF_F32, 2, wide);
+    for (int k = 0; k < 2; k++) {
+        clf_tensor sl = clf_slice(g, u, 1, k ? lo8 : lo, hi8, ax, NULL);
+        clf__view v = {.linear = false}, in;
+        v.dims[0] = x;
+        v.dims[1] = r;
+        clf__view_input(&gen, g, clf__graph_node(g, sl.node), 0, &v, &in);
+        clf__ix at = clf__view_linear(&gen, &in, 2, wide);
+        ck_assert(clf__ix_unit_stride(&gen, &at, r.deps) == 1);
+        ck_assert(clf__ix_multiple_of(&gen, &at, r.deps, 8) == (k == 1));
+    }
     ck_assert(!gen.failed);
     clf_graph_destroy(&g);
     clf__ixgen_free(&gen);
@@ -853,6 +876,15 @@ START_TEST(attention_schedule_from_facts)
     ck_assert_uint_eq(out.global, 128u * (1024 / 128) * 128);
     ck_assert_int_eq(out.schedule.tiles.tm, 128);
     ck_assert_int_eq(out.schedule.tiles.wm, 32);
+    /* K and V not plain buffers: one stage, through registers; plain: two,
+     * by cp.async (2 x 64 x (72 + 72) x 2 bytes fit 48 KiB). */
+    ck_assert_int_eq(s.mma_stages, 1);
+    ck_assert_int_eq(out.schedule.copy_stages, 0);
+    f.kv16 = true;
+    ck_assert_int_eq(clf__schedule_attention(&f, &h200, 0, &s, err, sizeof err), CLF_OK);
+    ck_assert(s.mma == CLF_F16 && s.bkt == 64 && s.mma_stages == 2);
+    clf__attention_launch(&f, &s, false, &out);
+    ck_assert_int_eq(out.schedule.copy_stages, 2);
     /* A pinned tiling (CLFUSE_ATTENTION_TILE) is taken as it is: 2 warps of
      * 16 rows, tiles of 128 keys; 3 warps, or rows 24, are refused by name. */
     clf__attention_tile pin = {.warps = 2, .rows = 16, .bkt = 128};
@@ -869,10 +901,36 @@ START_TEST(attention_schedule_from_facts)
     pin.warps = 2;
     pin.rows = 24;
     ck_assert_int_eq(clf__schedule_attention(&f, &pinned, 5, &s, err, sizeof err), CLF_ERR_UNSUPPORTED);
-    /* Heads of 128: eight warps of 16 rows, tiles of 64 keys still fit 48 KiB. */
+    pin.rows = 16;
+    /* Stages pinned: 1 where two would be chosen; 2 refused where K and V
+     * are not plain buffers, or where two stages of 128 keys exceed 48
+     * KiB (2 x 128 x 144 x 2 bytes); 3 refused. */
+    ck_assert_int_eq(clf__schedule_attention(&f, &pinned, 0, &s, err, sizeof err), CLF_OK);
+    ck_assert(s.bkt == 128 && s.mma_stages == 1); /* unpinned stages: one of 128 keys, 36864 bytes */
+    pin.bkt = 64;
+    pin.stages = 1;
+    ck_assert_int_eq(clf__schedule_attention(&f, &pinned, 0, &s, err, sizeof err), CLF_OK);
+    ck_assert(s.mma_stages == 1 && s.bkt == 64);
+    pin.stages = 2;
+    ck_assert_int_eq(clf__schedule_attention(&f, &pinned, 0, &s, err, sizeof err), CLF_OK);
+    ck_assert_int_eq(s.mma_stages, 2);
+    pin.bkt = 128;
+    ck_assert_int_eq(clf__schedule_attention(&f, &pinned, 5, &s, err, sizeof err), CLF_ERR_UNSUPPORTED);
+    ck_assert_ptr_nonnull(strstr(err, "exceed"));
+    pin.bkt = 64;
+    pin.stages = 3;
+    ck_assert_int_eq(clf__schedule_attention(&f, &pinned, 5, &s, err, sizeof err), CLF_ERR_UNSUPPORTED);
+    pin.stages = 2;
+    f.kv16 = false;
+    ck_assert_int_eq(clf__schedule_attention(&f, &pinned, 5, &s, err, sizeof err), CLF_ERR_UNSUPPORTED);
+    ck_assert_ptr_nonnull(strstr(err, "which they are not"));
+    /* Heads of 128: eight warps of 16 rows, tiles of 64 keys still fit 48
+     * KiB, two stages of them do not. */
     f.d = f.dv = 128;
+    f.kv16 = true;
     ck_assert_int_eq(clf__schedule_attention(&f, &h200, 0, &s, err, sizeof err), CLF_OK);
-    ck_assert(s.bkt == 64 && s.mma_warps == 8 && s.mma_rows == 16);
+    ck_assert(s.bkt == 64 && s.mma_warps == 8 && s.mma_rows == 16 && s.mma_stages == 1);
+    f.kv16 = false;
     /* f32: the FMA form, 64 query rows a work-group, K/V tiles within half
      * the local memory. */
     f.mma16 = CLF_F32;
@@ -899,6 +957,18 @@ START_TEST(attention_schedule_from_facts)
     ck_assert(s.decode && s.G.wide && s.G.vl == 16 && s.G.kg == s.G.wg / 16 && s.G.kp % 8 == 0);
     clf__attention_launch(&dec, &s, false, &out);
     ck_assert_int_eq(out.schedule.vec, 8);
+    /* A chunk pinned (CLFUSE_DECODE_CHUNK): 256 keys, 16 chunks; 100 (not a
+     * multiple of the work-group's 128 keys) and 8192 refused by name. */
+    clf__codegen_target chunked = h200;
+    chunked.decode_chunk = 256;
+    ck_assert_int_eq(clf__schedule_attention(&dec, &chunked, 0, &s, err, sizeof err), CLF_OK);
+    ck_assert(s.decode && s.G.chunk == 256 && s.G.split == 16 && s.G.wide);
+    chunked.decode_chunk = 100;
+    ck_assert_int_eq(clf__schedule_attention(&dec, &chunked, 4, &s, err, sizeof err), CLF_ERR_UNSUPPORTED);
+    ck_assert_ptr_nonnull(strstr(err, "CLFUSE_DECODE_CHUNK"));
+    ck_assert_ptr_nonnull(strstr(err, "kernel 4"));
+    chunked.decode_chunk = 8192;
+    ck_assert_int_eq(clf__schedule_attention(&dec, &chunked, 4, &s, err, sizeof err), CLF_ERR_UNSUPPORTED);
     clf__codegen_target narrow = h200;
     narrow.no_decode_wide = true;
     ck_assert_int_eq(clf__schedule_attention(&dec, &narrow, 0, &s, err, sizeof err), CLF_OK);
@@ -1611,7 +1681,7 @@ START_TEST(gemm_tensor_cores_where_the_operands_allow)
     ck_assert_ptr_nonnull(strstr(c.source, "#define MMA_TF32 1\n"));
     ck_assert_ptr_nonnull(strstr(c.source, "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32"));
     ck_assert_ptr_nonnull(strstr(c.source, "#define CLF_HAVE_STAGE_A 1"));
-    ck_assert_ptr_nonnull(strstr(c.source, "+ k) / 4;"));
+    ck_assert_ptr_nonnull(strstr(c.source, ") / 4;\n}"));
     clf__kernel_code_free(&c);
     /* ... and not without it (f16 operands keep their own form). */
     gemm_code(CLF_F32, 130, 64, 64, false, false, false, false, &tc, &c);

@@ -129,6 +129,8 @@ const char *clf__schedule_str(const clf__kernel_code *c, char *buf, size_t cap)
         PUT(" unroll=%llu", (unsigned long long)s->unroll);
     if (s->local_bytes)
         PUT(" local-mem=%llu", (unsigned long long)s->local_bytes);
+    if (s->copy_stages)
+        PUT(" cp.async-stages=%d", s->copy_stages);
     PUT(" global=%zu local=%zu", c->global, c->local);
     if (c->final_name)
         PUT(" final=%zu/%zu", c->final_global, c->final_local);

@@ -29,10 +29,12 @@ typedef struct clf__gemm_config {
 } clf__gemm_config;
 
 /* The tensor-core attention form's tiling (attention_mma.cl): warps a
- * work-group, query rows a warp (16 or 32), keys a tile; written
- * "warps,rows,keys" in CLFUSE_ATTENTION_TILE. */
+ * work-group, query rows a warp (16 or 32), keys a tile, and stages of
+ * tiles in local memory (1: filled through registers, 2: by cp.async; 0:
+ * the schedule's); written "warps,rows,keys[,stages]" in
+ * CLFUSE_ATTENTION_TILE. */
 typedef struct clf__attention_tile {
-    int warps, rows, bkt;
+    int warps, rows, bkt, stages;
 } clf__attention_tile;
 
 /* The deepest fused chain for target->small_code. */
@@ -51,6 +53,8 @@ typedef struct clf__codegen_target {
     bool tf32;         /* f32 GEMM operands may run on the tensor cores as TF32 (clf_compile_params.allow_tf32) */
     bool no_gemm_rows; /* GPU GEMMs of at most 8 rows keep the tiled forms (CLFUSE_GEMM_ROWS=0), not gemm_rows.cl */
     bool no_decode_wide; /* the decode attention form loads a value at a time (CLFUSE_DECODE_WIDE=0) */
+    uint32_t decode_chunk; /* the decode attention form's keys a chunk, pinned (CLFUSE_DECODE_CHUNK); 0: the
+                              schedule's */
     /* Products that read one operand are merged before planning
      * (graph_merge_products.h; CLFUSE_MERGE_PRODUCTS=0 keeps them apart).
      * Not codegen's choice: here because the plan cache keys on the target. */
@@ -105,6 +109,8 @@ typedef struct clf__schedule {
     const char *tensor_cores; /* the tensor-core instruction used, or NULL */
     uint64_t unroll;          /* loads a work-item issues before using them (decode attention's V) */
     uint64_t local_bytes;     /* local memory the kernel takes, where the form sizes it to the device */
+    int copy_stages;          /* tensor-core attention: stages of K/V tiles filled by cp.async (0: through
+                                 registers) */
 } clf__schedule;
 
 typedef struct clf__kernel_code {

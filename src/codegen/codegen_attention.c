@@ -5,8 +5,8 @@
  * clf_load_k, clf_load_v), the logits of one score (clf_logit: scale,
  * masks, casts) and the epilogue's stores of one output element
  * (clf_store), with vector loads of K and V rows for the CPU form and
- * 16-byte raw stages of them for the tensor-core form where they lie in
- * their buffers as they are; the template holds the online softmax:
+ * 16-byte raw stages of them for the tensor-core and decode forms where
+ * they are 16-bit buffers read by index arithmetic alone; the template holds the online softmax:
  * kernels_templates/attention_cpu.cl (a work-item per block of query
  * rows, vectors along D), attention_gpu.cl (a work-group per block of
  * query rows, K and V tiles through local memory), attention_mma.cl (the
@@ -152,8 +152,9 @@ clf_status clf__codegen_attention(const clf_graph *g, const clf__plan *plan, uin
             clf__sb_printf(&src, "#define DECODE_WIDE 1\n#define STAGE_BF16 %d\n", k_stage == CLF_BF16 ? 1 : 0);
     } else if (mma != CLF_F32)
         clf__sb_printf(&src,
-                       CLF__MMA_LINE "#define MMA_BF16 %d\n#define WARPS %d\n#define WROWS %d\n#define BKT %llu\n",
-                       mma == CLF_BF16 ? 1 : 0, as.mma_warps, as.mma_rows, (unsigned long long)as.bkt);
+                       CLF__MMA_LINE "#define MMA_BF16 %d\n#define WARPS %d\n#define WROWS %d\n#define BKT %llu\n%s",
+                       mma == CLF_BF16 ? 1 : 0, as.mma_warps, as.mma_rows, (unsigned long long)as.bkt,
+                       as.mma_stages == 2 ? "#define STAGES 2\n" : "");
     else if (!target->cpu)
         clf__sb_printf(&src, "#define BQ %llu\n#define BK %llu\n", (unsigned long long)as.bq, (unsigned long long)as.bk);
     if (target->cpu)
@@ -188,9 +189,11 @@ clf_status clf__codegen_attention(const clf_graph *g, const clf__plan *plan, uin
     clf__sb_puts(&src, clf__sb_str(&store_fn));
     if (mma != CLF_F32 || (decode && G.wide)) {
         /* K reaches the scores transposed, V the output as it is; the
-         * template asks for piece d8 of a row (values 8 d8 on). */
-        clf__cg_emit_stage16(g, plan, k, SC, 1, true, false, "k", "IDX_T n, IDX_T d8", "n", "d8 * 8", true, &src);
-        clf__cg_emit_stage16(g, plan, k, O, 1, false, false, "v", "IDX_T n, IDX_T d8", "n", "d8 * 8", true, &src);
+         * template asks for piece d8 of a row (values 8 d8 on), or its
+         * address for cp.async (the tensor-core form's two stages). */
+        const bool at = !decode && as.mma_stages == 2;
+        clf__cg_emit_stage16(g, plan, k, SC, 1, true, false, "k", "IDX_T n, IDX_T d8", "n", "d8 * 8", !at, &src);
+        clf__cg_emit_stage16(g, plan, k, O, 1, false, false, "v", "IDX_T n, IDX_T d8", "n", "d8 * 8", !at, &src);
     }
     const char *tname = target->cpu       ? "attention_cpu.cl"
                         : decode          ? "attention_decode.cl"

@@ -542,57 +542,98 @@ done:
     return st;
 }
 
-/* The plain node a stage of mm's operand `which` reads (its id in *plain),
- * or false where there is none. */
-static bool stage16_node(const clf_graph *g, const clf__plan *plan, uint32_t k, const clf__node *mm, int which,
-                         bool swapped, bool f32_values, uint32_t *plain)
+/* The one buffer read a 16-byte stage of an operand makes (stage16_load):
+ * where the operand is that buffer's values moved by index arithmetic
+ * alone, its value is that read. */
+typedef struct stage16_read {
+    int nloads;
+    uint32_t buffer;
+    clf_dtype dt;
+    clf__ix index;
+} stage16_read;
+
+static const char *stage16_load(clf__cg_fn *f, uint32_t buffer, clf__ix index, clf_dtype dt, char *name, size_t cap)
 {
-    uint32_t id = mm->inputs[which];
-    if (swapped ? !clf__cg_operand_plain_swapped(plan, k, g, id, &id) : !clf__cg_operand_plain(plan, k, g, id))
-        return false;
+    stage16_read *r = f->hooks.user;
+    if (r->nloads++ == 0)
+        *r = (stage16_read){1, buffer, dt, index};
+    snprintf(name, cap, "ld%d", r->nloads);
+    return name;
+}
+
+/* A stage of mm's operand `which`, pieces of `per` values along the
+ * operand's rows (along_rows: K of Q Kt, read along D) or columns, of a
+ * piece at (bt, sr, sc): its row sr (the other axis) and first column sc
+ * (a multiple of per along the staged axis), where the operand is a buffer
+ * of 16-bit values (f32 ones where f32_values) moved by index arithmetic
+ * alone (transposes, reshapes, head broadcasts, slices) such that the
+ * piece's values lie one after another and its first at a multiple of
+ * per: the buffer and dtype in *read, and its first value's index in
+ * F->ix, whose temporaries F->idx_code computes from bt, sr and sc. The
+ * staged axis a multiple of per, so that no piece leaves its row. false
+ * (F freed) where that is not so. */
+static bool stage16_view(const clf_graph *g, const clf__plan *plan, uint32_t k, const clf__node *mm, int which,
+                         bool along_rows, bool f32_values, clf__cg_fn *F, stage16_read *read)
+{
+    const uint32_t id = mm->inputs[which];
     const clf__node *op = clf__graph_node(g, id);
-    int64_t row = op->shape[op->rank - 1];
-    /* The buffer must hold values of the form's width: an operand that is
-     * clf_gemm's cast to f32, stored by another kernel (unfused, or an
-     * output), holds f32 ones where a 16-bit form wants 16-bit values, and
-     * the generated loads read it. */
-    int per = f32_values ? 4 : 8;
-    if (row % per != 0 || (f32_values ? op->dtype != CLF_F32 : op->dtype != CLF_F16 && op->dtype != CLF_BF16))
+    const int per = f32_values ? 4 : 8;
+    if (op->rank < 2 || op->shape[op->rank - (along_rows ? 2 : 1)] % per != 0)
         return false;
-    *plain = id;
-    return true;
+    *read = (stage16_read){0};
+    clf__cg_hooks hooks = {.load = stage16_load, .user = read};
+    clf__cg_fn_init(F, g, plan, k, &hooks);
+    clf__view v;
+    /* The operand's rows and columns: sc the staged axis. */
+    operand_view(F->ix, mm, op, along_rows ? "sc" : "sr", along_rows ? "sr" : "sc", &v);
+    const uint32_t lane = v.dims[op->rank - (along_rows ? 2 : 1)].deps;
+    const char *val = clf__cg_value(F, id, &v);
+    const bool ok = val && strcmp(val, "ld1") == 0 && read->nloads == 1 && !F->failed && !F->ix->failed &&
+                    clf__sb_ok(&F->idx_code) && clf__sb_str(&F->body)[0] == '\0' &&
+                    read->buffer != CLF__CG_INDEX_VALUE &&
+                    (f32_values ? read->dt == CLF_F32 : read->dt == CLF_F16 || read->dt == CLF_BF16) &&
+                    clf__ix_unit_stride(F->ix, &read->index, lane) == 1 &&
+                    clf__ix_multiple_of(F->ix, &read->index, lane, per);
+    if (!ok)
+        clf__cg_fn_free(F);
+    return ok;
 }
 
 clf_dtype clf__cg_stage16_dtype(const clf_graph *g, const clf__plan *plan, uint32_t k, const clf__node *mm, int which,
                                 bool swapped, bool f32_values)
 {
-    uint32_t id;
-    return stage16_node(g, plan, k, mm, which, swapped, f32_values, &id) ? clf__graph_node(g, id)->dtype : CLF_BOOL;
+    clf__cg_fn F;
+    stage16_read read;
+    if (!stage16_view(g, plan, k, mm, which, swapped, f32_values, &F, &read))
+        return CLF_BOOL;
+    clf__cg_fn_free(&F);
+    return read.dt;
 }
 
 void clf__cg_emit_stage16(const clf_graph *g, const clf__plan *plan, uint32_t k, const clf__node *mm, int which,
                           bool swapped, bool f32_values, const char *name, const char *params, const char *r,
                           const char *col, bool guarded, clf__strbuf *src)
 {
-    uint32_t id;
-    if (!stage16_node(g, plan, k, mm, which, swapped, f32_values, &id))
+    clf__cg_fn F;
+    stage16_read read;
+    if (!stage16_view(g, plan, k, mm, which, swapped, f32_values, &F, &read))
         return;
-    const clf__node *op = clf__graph_node(g, id);
-    int64_t row = op->shape[op->rank - 1];
-    int per = f32_values ? 4 : 8;
+    const clf__node *op = clf__graph_node(g, mm->inputs[which]);
+    const int64_t extent = op->shape[op->rank - (swapped ? 2 : 1)];
+    const int per = f32_values ? 4 : 8;
+    char b[40], at[32];
+    clf__cg_buffer_ref(plan, read.buffer, b, sizeof b);
+    clf__ix_str(&read.index, at, sizeof at);
     clf__sb_printf(src, "#define CLF_HAVE_STAGE_%c 1\n", toupper((unsigned char)name[0]));
     clf__sb_printf(src, guarded ? "static inline uint4 clf_stage_%s(IDX_T bt, %s, CLF_PARAMS)\n{\n"
                                 : "static inline __global const uint4 *clf_stage_%s_at(IDX_T bt, %s, CLF_PARAMS)\n{\n",
                    name, params);
-    clf__cg_emit_batch_offset(mm, op, src);
-    char b[40];
-    clf__cg_buffer_ref(plan, (uint32_t)plan->src_buffer[id], b, sizeof b);
+    clf__sb_printf(src, "    const IDX_T sr = %s, sc = %s;\n    (void)bt;\n    (void)sr;\n%s", r, col,
+                   clf__sb_str(&F.idx_code));
     if (guarded)
-        clf__sb_printf(src,
-                       "    return %s < %lldu ? ((__global const uint4 *)%s)[(off + %s * %lldu + %s) / %d] "
-                       ": (uint4)(0);\n}\n\n",
-                       col, (long long)row, b, r, (long long)row, col, per);
+        clf__sb_printf(src, "    return sc < %lldu ? ((__global const uint4 *)%s)[(%s) / %d] : (uint4)(0);\n}\n\n",
+                       (long long)extent, b, at, per);
     else
-        clf__sb_printf(src, "    return (__global const uint4 *)%s + (off + %s * %lldu + %s) / %d;\n}\n\n",
-                       b, r, (long long)row, col, per);
+        clf__sb_printf(src, "    return (__global const uint4 *)%s + (%s) / %d;\n}\n\n", b, at, per);
+    clf__cg_fn_free(&F);
 }

@@ -33,12 +33,16 @@ clf_dtype clf__cg_stage16_dtype(const clf_graph *g, const clf__plan *plan, uint3
 
 /* Emits "#define CLF_HAVE_STAGE_<NAME> 1" and a raw 16-byte stage of
  * MATMUL mm's operand `which` for the tensor-core forms (attention_mma.cl,
- * gemm_mma.cl): 8 raw 16-bit values (4 f32 ones where f32_values, TF32's
- * GEMM), row r (an expression of the parameters) from column col on, where
- * they lie in a buffer of values of that width as they are, rows a
- * multiple of a piece: the operand itself
- * (swapped false), or a transpose of its last two axes of a plain node,
- * read along that node's rows (swapped). guarded: "static inline uint4
+ * gemm_mma.cl) and the wide decode form (attention_decode.cl): 8 raw
+ * 16-bit values (4 f32 ones where f32_values, TF32's GEMM) of row r (an
+ * expression of the parameters) from column col on (a multiple of 8, or
+ * 4), the columns along the operand's rows where swapped (K of Q Kt, read
+ * along D), else along its columns. Only where the operand is a buffer of
+ * values of that width moved by index arithmetic alone (transposes,
+ * reshapes, broadcast heads, slices), so that a piece's values lie one
+ * after another from a multiple of the piece (index algebra's
+ * clf__ix_unit_stride and clf__ix_multiple_of), and the staged axis is a
+ * multiple of a piece. guarded: "static inline uint4
  * clf_stage_<name>(IDX_T bt, <params>, CLF_PARAMS)", the values, zeros
  * where col is past the row; else "static inline __global const uint4
  * *clf_stage_<name>_at(IDX_T bt, <params>, CLF_PARAMS)", their address

@@ -109,8 +109,8 @@ typedef struct clf__attention_facts {
     int64_t batch, sq, sk, d, dv; /* batch x heads, query rows, keys, head width of Q/K and of V */
     uint64_t numel;               /* the output's elements (0: nothing to launch) */
     clf_dtype mma16;              /* Q, K and V all f16 or all bf16: that dtype; else CLF_F32 */
-    bool kv16;                    /* K and V lie in buffers of one 16-bit dtype as they are, rows of whole
-                                   * 16-byte pieces (clf__cg_stage16_dtype) */
+    bool kv16;                    /* K and V are buffers of one 16-bit dtype read by index arithmetic
+                                   * alone, in pieces of 16 bytes along D and DV (clf__cg_stage16_dtype) */
 } clf__attention_facts;
 
 /* The decode form's geometry for rows query rows over sk keys of d with
@@ -134,7 +134,9 @@ typedef struct clf__attention_schedule {
     clf_dtype mma;           /* the tensor-core form's operands (f16, bf16); CLF_F32: not that form */
     int mma_warps;           /* ... warps a work-group ... */
     int mma_rows;            /* ... query rows a warp (16 or 32) */
-    uint64_t bkt;            /* ... keys a tile */
+    uint64_t bkt;            /* ... keys a tile ... */
+    int mma_stages;          /* ... stages of tiles in local memory (2: filled by cp.async, f->kv16;
+                              * 1: through registers) */
     uint64_t state_floats;   /* the decode form's chunks' states */
     int vw;                  /* the CPU form's vector width ... */
     uint64_t rb;             /* ... query rows a work-item ... */

@@ -31,6 +31,8 @@
  * the device's fill allows and each round loads as much as it can. */
 #define DECODE_CHUNK_MIN 64
 #define DECODE_CHUNK_MAX 512
+/* A chunk pinned by hand (CLFUSE_DECODE_CHUNK), at most. */
+#define DECODE_CHUNK_PIN_MAX 4096
 
 /* Columns of K a piece of the decode form's staging (kt, WG keys x KP
  * columns through local memory) at most: a warp's 32 work-items load
@@ -75,6 +77,8 @@ static clf__attention_decode decode_geometry_of(const clf__codegen_target *targe
     chunk = (chunk + G.wg - 1) / G.wg * G.wg;
     const uint64_t lo = G.wg > DECODE_CHUNK_MIN ? G.wg : DECODE_CHUNK_MIN;
     G.chunk = chunk < lo ? lo : chunk > DECODE_CHUNK_MAX ? DECODE_CHUNK_MAX : chunk;
+    if (target->decode_chunk) /* pinned (CLFUSE_DECODE_CHUNK; clf__schedule_attention checks it) */
+        G.chunk = target->decode_chunk;
     G.split = ((uint64_t)sk + G.chunk - 1) / G.chunk;
     /* Pieces as wide as D up to DECODE_PIECE_MAX columns, narrower while
      * the local memory does not fit. */
@@ -118,7 +122,10 @@ bool clf__cg_attention_fits(const clf__codegen_target *target, int64_t batch, in
         return false;
     }
     const bool decode = !target->cpu && sq <= 4 && sk >= 64;
-    if (decode && decode_geometry_of(target, (uint64_t)batch * (uint64_t)sq, sk, d, dv, false).local == 0) {
+    /* (A pinned chunk that does not fit is refused by the schedule, by name.) */
+    clf__codegen_target unpinned = *target;
+    unpinned.decode_chunk = 0;
+    if (decode && decode_geometry_of(&unpinned, (uint64_t)batch * (uint64_t)sq, sk, d, dv, false).local == 0) {
         snprintf(why, cap, "a decode step's head of %lld floats does not fit %llu bytes of local memory",
                  (long long)d, (unsigned long long)local_mem);
         return false;
@@ -162,6 +169,14 @@ clf_status clf__schedule_attention(const clf__attention_facts *f, const clf__cod
     const clf__attention_decode G =
         decode ? decode_geometry_of(target, rows, sk, d, dv, f->kv16 && !target->no_decode_wide)
                : (clf__attention_decode){0};
+    if (decode && target->decode_chunk &&
+        (G.chunk % G.wg != 0 || G.chunk < DECODE_CHUNK_MIN || G.chunk > DECODE_CHUNK_PIN_MAX || G.local == 0)) {
+        snprintf(err, errlen,
+                 "codegen: kernel %u: attention: the pinned decode chunk of %u keys (CLFUSE_DECODE_CHUNK) does not "
+                 "fit: a multiple of the work-group's %llu keys from %d to %d whose weights fit the local memory",
+                 k, target->decode_chunk, (unsigned long long)G.wg, DECODE_CHUNK_MIN, DECODE_CHUNK_PIN_MAX);
+        return CLF_ERR_UNSUPPORTED;
+    }
     /* The tensor-core form (attention_mma.cl): f16 or bf16 operands on a
      * target with mma.sync, eight warps a work-group (four where the
      * device allows fewer than 256 work-items), tiles of BKT keys (32 for
@@ -191,13 +206,26 @@ clf_status clf__schedule_attention(const clf__attention_facts *f, const clf__cod
          * the form cannot run it. */
         const bool pow2_warps = pin->warps == 1 || pin->warps == 2 || pin->warps == 4 || pin->warps == 8;
         const bool keys_ok = pin->bkt == 16 || pin->bkt == 32 || pin->bkt == 64 || pin->bkt == 128;
-        if (!pow2_warps || (size_t)(32 * pin->warps) > max_local || (pin->rows != 16 && pin->rows != 32) ||
-            !keys_ok || mma_tiles_bytes((uint64_t)pin->bkt, dp16, dvp16) > mma_local) {
+        const int stages = pin->stages ? pin->stages : 1;
+        char why[120] = "";
+        if (!pow2_warps || (size_t)(32 * pin->warps) > max_local)
+            snprintf(why, sizeof why, "warps must be 1, 2, 4 or 8 within the device's %zu work-items", max_local);
+        else if (pin->rows != 16 && pin->rows != 32)
+            snprintf(why, sizeof why, "rows must be 16 or 32");
+        else if (!keys_ok)
+            snprintf(why, sizeof why, "keys must be 16, 32, 64 or 128");
+        else if (stages != 1 && stages != 2)
+            snprintf(why, sizeof why, "stages must be 1 or 2");
+        else if (stages == 2 && !f->kv16)
+            snprintf(why, sizeof why, "two stages need K and V as 16-bit buffers read by index arithmetic alone, which they are not");
+        else if (stages * mma_tiles_bytes((uint64_t)pin->bkt, dp16, dvp16) > mma_local)
+            snprintf(why, sizeof why, "its tiles (a head of %lld) exceed %zu bytes of local memory", (long long)d,
+                     mma_local);
+        if (why[0]) {
             snprintf(err, errlen,
-                     "codegen: kernel %u: attention: the pinned tensor-core tiling %d,%d,%d (CLFUSE_ATTENTION_TILE: "
-                     "warps,rows,keys) does not fit: warps 1, 2, 4 or 8 within the device's %zu work-items, rows 16 "
-                     "or 32, keys 16, 32, 64 or 128 whose tiles (head %lld) fit %zu bytes of local memory",
-                     k, pin->warps, pin->rows, pin->bkt, max_local, (long long)d, mma_local);
+                     "codegen: kernel %u: attention: the pinned tensor-core tiling %d,%d,%d,%d "
+                     "(CLFUSE_ATTENTION_TILE: warps,rows,keys[,stages]) does not fit: %s",
+                     k, pin->warps, pin->rows, pin->bkt, pin->stages, why);
             return CLF_ERR_UNSUPPORTED;
         }
         mma_warps = pin->warps;
@@ -208,6 +236,12 @@ clf_status clf__schedule_attention(const clf__attention_facts *f, const clf__cod
         bkt /= 2;
     if (mma_tiles_bytes(bkt, dp16, dvp16) > mma_local)
         mma = CLF_F32;
+    /* Two stages filled by cp.async where K and V are 16-bit buffers read
+     * by index arithmetic alone (f->kv16) and two stages of tiles fit; else
+     * one, filled through registers read a tile ahead. */
+    int mma_stages = f->kv16 && 2 * mma_tiles_bytes(bkt, dp16, dvp16) <= mma_local ? 2 : 1;
+    if (pin && pin->stages)
+        mma_stages = pin->stages;
     *s = (clf__attention_schedule){.decode = decode,
                                    .G = G,
                                    .bq = bq,
@@ -216,6 +250,7 @@ clf_status clf__schedule_attention(const clf__attention_facts *f, const clf__cod
                                    .mma_warps = mma_warps,
                                    .mma_rows = mma_rows,
                                    .bkt = bkt,
+                                   .mma_stages = mma != CLF_F32 ? mma_stages : 0,
                                    .state_floats = rows * G.split * (uint64_t)(dv + 2)};
     /* The CPU form (attention_cpu.cl): vectors of the device's native
      * float width (16 on PoCL with AVX-512: 12.3 ms against 13.6 with 8
@@ -283,6 +318,7 @@ void clf__attention_launch(const clf__attention_facts *f, const clf__attention_s
         out->schedule.tiles =
             (clf__gemm_config){.tm = mma_rows * mma_warps, .tn = (int)bkt, .tk = 16, .wm = mma_rows, .wn = (int)bkt};
         out->schedule.tensor_cores = mma == CLF_F16 ? "mma.m16n8k16.f16" : "mma.m16n8k16.bf16";
+        out->schedule.copy_stages = s->mma_stages == 2 ? 2 : 0;
     } else if (!cpu) {
         out->schedule.tiles = (clf__gemm_config){.tm = (int)bq, .tn = (int)bk, .tk = (int)d, .wm = 1, .wn = (int)dv};
     }

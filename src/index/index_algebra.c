@@ -335,6 +335,29 @@ int clf__ix_unit_stride(const clf__ixgen *gen, const clf__ix *x, uint32_t var_bi
     return -1;
 }
 
+bool clf__ix_multiple_of(const clf__ixgen *gen, const clf__ix *x, uint32_t var_bit, int64_t m)
+{
+    if (x->temp < 0)
+        return x->c % m == 0;
+    if (x->var)
+        return var_bit && x->deps == var_bit;
+    if (x->temp <= 0 || x->temp >= gen->ntemps)
+        return false;
+    const clf__ix_origin *o = &gen->origin[x->temp];
+    if (o->kind == CLF__IX_MAD) /* a * k + b */
+        return (o->k % m == 0 || clf__ix_multiple_of(gen, &o->a, var_bit, m)) &&
+               clf__ix_multiple_of(gen, &o->b, var_bit, m);
+    if (o->kind == CLF__IX_SUM) { /* c + terms[j] * strides[j] */
+        if (o->c % m != 0)
+            return false;
+        for (int j = 0; j < o->nterms; j++)
+            if (o->strides[j] % m != 0 && !clf__ix_multiple_of(gen, &o->terms[j], var_bit, m))
+                return false;
+        return true;
+    }
+    return false;
+}
+
 clf__ix clf__ix_concat_lanes(clf__ixgen *gen, clf__ix x, int64_t off, int64_t len, int w)
 {
     const int64_t top = len - w > 0 ? len - w : 0;

@@ -69,6 +69,13 @@ clf__ix clf__ix_mad(clf__ixgen *gen, clf__ix base, int64_t stride, clf__ix offse
  * that n consecutive values of the variable reach n consecutive elements
  * (one vector load); -1 otherwise (or not known). */
 int clf__ix_unit_stride(const clf__ixgen *gen, const clf__ix *x, uint32_t var_bit);
+/* Whether x is a multiple of m (m > 0) wherever the variable whose deps bit
+ * is var_bit is one (var_bit 0: no such variable), whatever the other
+ * variables: x built of constants, that variable and products by
+ * multiples of m (a 16-byte piece of 16-bit values whose first index
+ * moves with the piece's column, 8 columns at a time). false where not
+ * known. */
+bool clf__ix_multiple_of(const clf__ixgen *gen, const clf__ix *x, uint32_t var_bit, int64_t m);
 /* Input k's position along a concatenation's axis, where x, the position in
  * the concatenation, is the first of w lanes of a vector function (x a
  * multiple of w, as are the inputs' offsets and lengths, so that the w

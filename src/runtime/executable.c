@@ -829,21 +829,37 @@ clf_status clf__compile_graph(clf_context *ctx, const clf_graph *g, const clf_co
         }
         target.gemm = &pinned;
     }
-    /* CLFUSE_ATTENTION_TILE=warps,rows,keys pins the tensor-core attention
-     * form's tiling (for tuning by hand; codegen refuses one it cannot run). */
-    clf__attention_tile attention_pinned;
+    /* CLFUSE_ATTENTION_TILE=warps,rows,keys[,stages] pins the tensor-core
+     * attention form's tiling (for tuning by hand; codegen refuses one it
+     * cannot run). */
+    clf__attention_tile attention_pinned = {0};
     const char *attention_tile = getenv("CLFUSE_ATTENTION_TILE");
     if (attention_tile && *attention_tile) {
-        int used = 0;
-        if (sscanf(attention_tile, "%d,%d,%d%n", &attention_pinned.warps, &attention_pinned.rows,
-                   &attention_pinned.bkt, &used) != 3 ||
-            attention_tile[used] != '\0') {
+        int used = 0, used4 = 0;
+        const int got = sscanf(attention_tile, "%d,%d,%d%n,%d%n", &attention_pinned.warps, &attention_pinned.rows,
+                               &attention_pinned.bkt, &used, &attention_pinned.stages, &used4);
+        if (got < 3 || attention_tile[got == 4 ? used4 : used] != '\0' || (got == 4 && attention_pinned.stages < 1)) {
             st = clf__ctx_fail(ctx, CLF_ERR_INVALID_ARGUMENT,
-                               "clf_compile: CLFUSE_ATTENTION_TILE=\"%s\" is not three integers warps,rows,keys",
+                               "clf_compile: CLFUSE_ATTENTION_TILE=\"%s\" is not three integers warps,rows,keys "
+                               "(then \",stages\", 1 or 2)",
                                attention_tile);
             goto fail;
         }
         target.attention_tile = &attention_pinned;
+    }
+    /* CLFUSE_DECODE_CHUNK=keys pins the decode attention form's chunk (for
+     * tuning by hand; codegen refuses one it cannot run). */
+    const char *decode_chunk = getenv("CLFUSE_DECODE_CHUNK");
+    if (decode_chunk && *decode_chunk) {
+        int used = 0;
+        unsigned chunk = 0;
+        if (sscanf(decode_chunk, "%u%n", &chunk, &used) != 1 || decode_chunk[used] != '\0' || chunk == 0 ||
+            chunk > 65536) {
+            st = clf__ctx_fail(ctx, CLF_ERR_INVALID_ARGUMENT,
+                               "clf_compile: CLFUSE_DECODE_CHUNK=\"%s\" is not a count of keys", decode_chunk);
+            goto fail;
+        }
+        target.decode_chunk = chunk;
     }
     unsigned build_threads;
     st = clf__program_batch_threads(ctx, &build_threads);

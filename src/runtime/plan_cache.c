@@ -73,6 +73,8 @@ char *clf__plan_cache_key(const clf_context *ctx, const clf_graph *g, const clf_
     clf__cache_key_field(&sb, "target-tf32", num);
     snprintf(num, sizeof num, "%d", (int)target->no_decode_wide);
     clf__cache_key_field(&sb, "target-no-decode-wide", num);
+    snprintf(num, sizeof num, "%u", (unsigned)target->decode_chunk);
+    clf__cache_key_field(&sb, "target-decode-chunk", num);
     snprintf(num, sizeof num, "%d", (int)target->no_gemm_rows);
     clf__cache_key_field(&sb, "target-no-gemm-rows", num);
     snprintf(num, sizeof num, "%d", (int)target->merge_products);
@@ -93,8 +95,8 @@ char *clf__plan_cache_key(const clf_context *ctx, const clf_graph *g, const clf_
         snprintf(num, sizeof num, "default");
     clf__cache_key_field(&sb, "gemm-tile", num);
     if (target->attention_tile)
-        snprintf(num, sizeof num, "%d,%d,%d", target->attention_tile->warps, target->attention_tile->rows,
-                 target->attention_tile->bkt);
+        snprintf(num, sizeof num, "%d,%d,%d,%d", target->attention_tile->warps, target->attention_tile->rows,
+                 target->attention_tile->bkt, target->attention_tile->stages);
     else
         snprintf(num, sizeof num, "default");
     clf__cache_key_field(&sb, "attention-tile", num);
