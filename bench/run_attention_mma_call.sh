@@ -8,7 +8,7 @@
 # CALL_CASES=0 leaves the suite out; SWEEP_CASES, SWEEP_BUILDS as the sweep's;
 # SWEEP2_CASES, SWEEP2_TILES, SWEEP2_BUILDS a second sweep; CALL_REGS
 # tilings whose ptxas register report to print; CALL_DECODE=0 leaves the
-# decode cases out, DECODE_CHUNKS and DECODE_NARROW as below.
+# decode cases out, DECODE_CHUNKS, DECODE_BUILDS and DECODE_NARROW as below.
 set -uo pipefail
 export B=${B:-/tmp/build-gpu-tests}
 source .gpu/env.sh
@@ -41,20 +41,25 @@ fi
 dec1="--dtype f16 --b 1 --h 32 --sq 1 --sk 4096 --d 128"
 dec8="--dtype f16 --b 8 --h 32 --sq 1 --sk 4096 --d 128"
 # The decode form under each chunk of DECODE_CHUNKS (CLFUSE_DECODE_CHUNK,
-# keys a chunk; "default" the schedule's), with 16-byte loads
+# keys a chunk; "default" the schedule's) and each set of build options of
+# DECODE_BUILDS ("|"-separated, "none" for none), with 16-byte loads
 # (CLFUSE_DECODE_WIDE=1, the default where K and V lie as they are) and,
 # where DECODE_NARROW=1, a value a load (0); two rounds each.
+IFS='|' read -r -a dbuilds <<< "${DECODE_BUILDS:-none}"
 for c in "$dec1" "$dec8"; do
   for chunk in ${DECODE_CHUNKS:-default}; do
     for round in 1 2; do
-      for wide in 1 $([ "${DECODE_NARROW:-1}" = 1 ] && echo 0); do
-        f="$OUT/decode_${wide}_${chunk}_$round.txt"
-        env_chunk=(); [ "$chunk" != default ] && env_chunk=(CLFUSE_DECODE_CHUNK=$chunk)
-        # shellcheck disable=SC2086  # options are words
-        env "${env_chunk[@]}" CLFUSE_DECODE_WIDE=$wide CLFUSE_DEVICE=gpu CLFUSE_LOGS=schedule timeout 60 \
-          $B/bench/bench_attention $c --iters 50 --warmup 5 > "$f" 2>&1
-        echo "decode wide=$wide chunk=$chunk round $round $c: $(grep -o 'form=split-keys[^ ]* vec=[0-9]*' "$f" | head -1) \
-$(grep -o 'split=[0-9]*' "$f" | head -1) $(grep -o 'median_ms=[0-9.]* min_ms=[0-9.]*' "$f" | head -1) $(grep -o 'ok=[01]' "$f" | head -1)"
+      for vt in "${dbuilds[@]}"; do
+        for wide in 1 $([ "${DECODE_NARROW:-1}" = 1 ] && echo 0); do
+          f="$OUT/decode_${wide}_${chunk}_${vt//[^A-Za-z0-9_=]/}_$round.txt"
+          env_chunk=(); [ "$chunk" != default ] && env_chunk=(CLFUSE_DECODE_CHUNK=$chunk)
+          bo=(); [ "$vt" != none ] && bo=("CLFUSE_BUILD_OPTIONS=$vt")
+          # shellcheck disable=SC2086  # options are words
+          env "${env_chunk[@]}" "${bo[@]}" CLFUSE_DECODE_WIDE=$wide CLFUSE_DEVICE=gpu CLFUSE_LOGS=schedule \
+            timeout 60 $B/bench/bench_attention $c --iters 50 --warmup 5 > "$f" 2>&1
+          echo "decode wide=$wide chunk=$chunk build=$vt round $round $c: $(grep -o 'split=[0-9]*' "$f" | head -1) \
+$(grep -o 'median_ms=[0-9.]* min_ms=[0-9.]*' "$f" | head -1) $(grep -o 'ok=[01]' "$f" | head -1)"
+        done
       done
     done
   done

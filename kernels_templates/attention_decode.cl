@@ -162,12 +162,37 @@ static inline float clf_decode_logit(IDX_T bt, IDX_T m, IDX_T n, float acc, CLF_
 static inline float clf_part_read(__global uint *p) { return as_float(atomic_or(p, 0u)); }
 
 /* The row's output from its SPLIT chunks' states (rec: the row's first),
- * the work-items of the work-group across DV: each takes the row's
- * maximum over the chunks, then every chunk's sum and accumulators
- * rescaled by exp(chunk max - row max), and stores accumulators / sum
- * through clf_store (the epilogue). */
-static inline void clf_combine(IDX_T bt, IDX_T m, IDX_T lid, __global uint *rec, CLF_PARAMS)
+ * the work-items of the work-group across DV: the row's maximum over the
+ * chunks, then every chunk's sum and accumulators rescaled by exp(chunk
+ * max - row max), and accumulators / sum stored through clf_store (the
+ * epilogue). COMBINE_LOCAL: the chunks' maxima and sums read once, a
+ * chunk a work-item, into local memory (cm: 3 SPLIT floats), where every
+ * work-item reads them (each an atomic read of one address by every
+ * work-item of the group, serialised where they meet, otherwise); each
+ * accumulator is read by the one work-item of its column either way. */
+#ifndef COMBINE_LOCAL
+#define COMBINE_LOCAL 1
+#endif
+static inline void clf_combine(IDX_T bt, IDX_T m, IDX_T lid, __global uint *rec, __local float *cm, CLF_PARAMS)
 {
+#if COMBINE_LOCAL
+    __local float *cl = cm + SPLIT, *cw = cm + 2 * SPLIT;
+    for (IDX_T s = lid; s < (IDX_T)SPLIT; s += WG) {
+        cm[s] = clf_part_read(rec + s * REC);
+        cl[s] = clf_part_read(rec + s * REC + 1);
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    float mx = -INFINITY;
+    for (int s = 0; s < SPLIT; ++s)
+        mx = fmax(mx, cm[s]);
+    const float base = clf_base(mx);
+    for (IDX_T s = lid; s < (IDX_T)SPLIT; s += WG)
+        cw[s] = exp(cm[s] - base);
+    barrier(CLK_LOCAL_MEM_FENCE);
+    float l = 0.0f;
+    for (int s = 0; s < SPLIT; ++s)
+        l += cl[s] * cw[s];
+#else
     float mx = -INFINITY;
     for (int s = 0; s < SPLIT; ++s)
         mx = fmax(mx, clf_part_read(rec + s * REC));
@@ -175,10 +200,15 @@ static inline void clf_combine(IDX_T bt, IDX_T m, IDX_T lid, __global uint *rec,
     float l = 0.0f;
     for (int s = 0; s < SPLIT; ++s)
         l += clf_part_read(rec + s * REC + 1) * exp(clf_part_read(rec + s * REC) - base);
+#endif
     for (IDX_T d = lid; d < (IDX_T)DV; d += WG) {
         float acc = 0.0f;
         for (int s = 0; s < SPLIT; ++s)
+#if COMBINE_LOCAL
+            acc += clf_part_read(rec + s * REC + 2 + d) * cw[s];
+#else
             acc += clf_part_read(rec + s * REC + 2 + d) * exp(clf_part_read(rec + s * REC) - base);
+#endif
         float lr = l;
 #if NAN_FILL
         /* Every weight of the row NaN (its sum NaN, or 0 for a row of
@@ -206,6 +236,7 @@ __kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void CLF_KERNEL_NAME(CL
     __local float kt[WG * (KP + 1)]; /* a piece of K: WG keys x KP columns */
     __local float w[CHUNK];          /* the chunk's logits, then their weights */
     __local float red[WG];
+    __local float cm[3 * SPLIT]; /* the combine's (clf_combine) */
     const IDX_T lid = (IDX_T)get_local_id(0), grp = (IDX_T)get_group_id(0);
     const IDX_T row = grp / SPLIT, n0 = grp % SPLIT * CHUNK;
     const IDX_T bt = row / SQ, m = row % SQ;
@@ -402,7 +433,7 @@ __kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void CLF_KERNEL_NAME(CL
     barrier(CLK_LOCAL_MEM_FENCE);
     if (!last)
         return;
-    clf_combine(bt, m, lid, part + row * (IDX_T)(SPLIT * REC), CLF_ARGS);
+    clf_combine(bt, m, lid, part + row * (IDX_T)(SPLIT * REC), cm, CLF_ARGS);
     if (lid == 0)
         atomic_xchg(counters + row, 0u);
 }

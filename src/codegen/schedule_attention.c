@@ -46,12 +46,12 @@
 #define DECODE_V_LOADS_WIDE 8
 
 /* The split kernel's local memory: q (d rounded up to whole pieces), the
- * piece of K (rows padded by one float), the chunk's weights, and one
- * float a work-item for the reductions. */
+ * piece of K (rows padded by one float), the chunk's weights, one float a
+ * work-item for the reductions, and the combine's three a chunk. */
 static uint64_t decode_local_bytes(const clf__attention_decode *G, int64_t d)
 {
     uint64_t dk = ((uint64_t)d + G->kp - 1) / G->kp * G->kp;
-    return (dk + G->wg * (G->kp + 1) + G->chunk + G->wg) * sizeof(float);
+    return (dk + G->wg * (G->kp + 1) + G->chunk + G->wg + 3 * G->split) * sizeof(float);
 }
 
 static clf__attention_decode decode_geometry_of(const clf__codegen_target *target, uint64_t rows, int64_t sk, int64_t d,
