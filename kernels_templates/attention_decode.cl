@@ -134,6 +134,13 @@ static inline void clf_unpack8(uint4 w, float *x)
 }
 #define KC (KP / 8) /* 16-byte loads a key's piece of K takes */
 #endif
+/* DECODE_K_DIRECT (the wide form only, a build option for comparison on
+ * the GPU): each work-item reads its own key's row of K in 16-byte loads
+ * instead of the group staging pieces of K in local memory. */
+#if !defined(DECODE_K_DIRECT) || !DECODE_WIDE
+#undef DECODE_K_DIRECT
+#define DECODE_K_DIRECT 0
+#endif
 
 /* D rounded up to whole pieces of KP columns (q is zero past D). */
 #define DK ((D + KP - 1) / KP * KP)
@@ -251,8 +258,29 @@ __kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void CLF_KERNEL_NAME(CL
 
     /* The logits, a key a work-item, and the chunk's maximum. */
     float mx = -INFINITY;
+#if DECODE_K_DIRECT
+    barrier(CLK_LOCAL_MEM_FENCE); /* q stored */
+#endif
     for (IDX_T j0 = 0; j0 < len; j0 += WG) {
         float s[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+#if DECODE_K_DIRECT
+        /* Each work-item reads its key's row itself, DK / 8 loads of 16
+         * bytes issued before any is used (no staging, no barrier). */
+        if (lid < len - j0) {
+            uint4 xw[DK / 8];
+#pragma unroll
+            for (int i = 0; i < DK / 8; ++i)
+                xw[i] = clf_stage_k(bt, n0 + j0 + lid, i, CLF_ARGS);
+#pragma unroll
+            for (int i = 0; i < DK / 8; ++i) {
+                float x[8];
+                clf_unpack8(xw[i], x);
+#pragma unroll
+                for (int u = 0; u < 8; ++u)
+                    s[u & 3] = fma(ql[i * 8 + u], x[u], s[u & 3]);
+            }
+        }
+#else
         for (IDX_T d0 = 0; d0 < (IDX_T)DK; d0 += KP) {
 #if DECODE_WIDE
             /* Load e of the piece: key e / KC, columns 8 (e % KC) on (zeros
@@ -293,6 +321,7 @@ __kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void CLF_KERNEL_NAME(CL
             for (int c = 0; c < KP; ++c)
                 s[c & 3] = fma(ql[d0 + c], kt[lid * (KP + 1) + c], s[c & 3]);
         }
+#endif
         if (lid < len - j0) {
             const float t = clf_decode_logit(bt, m, n0 + j0 + lid, (s[0] + s[1]) + (s[2] + s[3]), CLF_ARGS);
             w[j0 + lid] = t;
