@@ -1100,7 +1100,7 @@ START_TEST(schedules_name_their_choices)
     /* K staged through local memory in pieces of 128 keys x 64 columns
      * (rows padded to 65 floats), K and V (f16, as they lie) read 8 values
      * a load, V 8 keys a work-item at a time: q 128 + K 128 x 65 + weights
-     * 128 + reductions 128 floats. */
+     * 128 + reductions 128 floats + the combine's 3 a chunk (32 chunks). */
     ck_assert_int_eq(c.schedule.tiles.tn, 128);
     ck_assert_int_eq(c.schedule.tiles.tk, 64);
     ck_assert_int_eq(c.schedule.vec, 8);
@@ -1108,17 +1108,18 @@ START_TEST(schedules_name_their_choices)
     ck_assert_uint_eq(c.schedule.unroll, 8);
     ck_assert_ptr_nonnull(strstr(c.source, "#define DECODE_WIDE 1\n"));
     ck_assert_ptr_null(strstr(c.source, "#define BQ ")); /* the prefill forms' geometry is not the decode form's */
-    ck_assert_uint_eq(c.schedule.local_bytes, (128 + 128 * 65 + 128 + 128) * sizeof(float));
+    ck_assert_uint_eq(c.schedule.split, 32);
+    ck_assert_uint_eq(c.schedule.local_bytes, (128 + 128 * 65 + 128 + 128 + 3 * 32) * sizeof(float));
     ck_assert_ptr_nonnull(strstr(c.source, "#define KP 64\n"));
     ck_assert_ptr_nonnull(strstr(clf__schedule_str(&c, line, sizeof line), " tiles=1x128x64/1x1"));
     clf__kernel_code_free(&c);
     /* Less local memory: narrower pieces (16 columns: 128 + 128 x 17 +
-     * 128 + 128 floats fit 12 KiB, 32 or 64 columns do not). */
+     * 128 + 128 + 3 x 32 floats fit 12 KiB, 32 or 64 columns do not). */
     clf__codegen_target small = gpu;
     small.local_mem = 12288;
     ck_assert(clf__codegen_kernel(g, &p, 0, &small, &c, err, sizeof err) == CLF_OK);
     ck_assert_int_eq(c.schedule.tiles.tk, 16);
-    ck_assert_uint_eq(c.schedule.local_bytes, (128 + 128 * 17 + 128 + 128) * sizeof(float));
+    ck_assert_uint_eq(c.schedule.local_bytes, (128 + 128 * 17 + 128 + 128 + 3 * 32) * sizeof(float));
     clf__kernel_code_free(&c);
     ck_assert(clf__codegen_kernel(g, &p, 0, &cpu, &c, err, sizeof err) == CLF_OK);
     ck_assert_str_eq(c.schedule.form, "cpu");
@@ -1128,7 +1129,8 @@ START_TEST(schedules_name_their_choices)
     clf_graph_destroy(&g);
 
     /* The same over 8 batches: 256 rows, 8 chunks of 512 a row; the
-     * chunk's 512 weights make the local memory 36352 bytes. */
+     * chunk's 512 weights (and the combine's 24 floats) make the local
+     * memory 36448 bytes. */
     g = clf_graph_create();
     q = clf_input(g, "q", CLF_F16, 4, (int64_t[]){8, 32, 1, 128});
     kk = clf_input(g, "k", CLF_F16, 4, (int64_t[]){8, 32, 4096, 128});
@@ -1139,7 +1141,7 @@ START_TEST(schedules_name_their_choices)
     ck_assert_uint_eq(c.schedule.split, 8);
     ck_assert_uint_eq(c.schedule.chunk, 512);
     ck_assert_int_eq(c.schedule.tiles.tk, 64);
-    ck_assert_uint_eq(c.schedule.local_bytes, (128 + 128 * 65 + 512 + 128) * sizeof(float));
+    ck_assert_uint_eq(c.schedule.local_bytes, (128 + 128 * 65 + 512 + 128 + 3 * 8) * sizeof(float));
     clf__kernel_code_free(&c);
     clf__plan_free(&p);
     clf_graph_destroy(&g);
