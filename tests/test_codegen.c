@@ -1073,9 +1073,9 @@ START_TEST(schedules_name_their_choices)
     clf_graph_destroy(&g);
 
     /* Decode attention, f16, 32 heads of one query over 4096 keys of 128:
-     * on a GPU of 132 units the keys split into chunks of 128, a
-     * work-group of 128 (a work-item per column of V) per head and chunk,
-     * 1024 in all, one launch (the last of a head's work-groups combines
+     * on a GPU of 132 units the keys split into chunks of 256 (about 4
+     * work-groups a unit), a work-group of 128 (a work-item per column of
+     * V) per head and chunk, 512 in all, one launch (the last of a head's work-groups combines
      * its chunks): the state holds a counter a head (padded to 32) and
      * every chunk's record; on CPUs a work-item per row. */
     g = clf_graph_create();
@@ -1087,20 +1087,20 @@ START_TEST(schedules_name_their_choices)
     ck_assert_uint_eq(p.nkernels, 1);
     ck_assert(clf__codegen_kernel(g, &p, 0, &gpu, &c, err, sizeof err) == CLF_OK);
     ck_assert_str_eq(c.schedule.form, "split-keys");
-    ck_assert_uint_eq(c.schedule.split, 32);
-    ck_assert_uint_eq(c.schedule.chunk, 128);
+    ck_assert_uint_eq(c.schedule.split, 16);
+    ck_assert_uint_eq(c.schedule.chunk, 256);
     ck_assert_uint_eq(c.schedule.wg, 128);
-    ck_assert_uint_eq(c.global, 32 * 32 * 128);
+    ck_assert_uint_eq(c.global, 32 * 16 * 128);
     ck_assert_uint_eq(c.local, 128);
     ck_assert_ptr_null(c.final_name);
     ck_assert_uint_eq(c.scratch_bytes, 0);
-    ck_assert_uint_eq(c.state_bytes, (32 + 32 * 32 * (128 + 2)) * sizeof(float));
+    ck_assert_uint_eq(c.state_bytes, (32 + 32 * 16 * (128 + 2)) * sizeof(float));
     ck_assert_ptr_nonnull(strstr(c.source, "kernels_templates/attention_decode.cl"));
-    ck_assert_ptr_nonnull(strstr(clf__schedule_str(&c, line, sizeof line), " split=32 chunk=128"));
+    ck_assert_ptr_nonnull(strstr(clf__schedule_str(&c, line, sizeof line), " split=16 chunk=256"));
     /* K staged through local memory in pieces of 128 keys x 64 columns
      * (rows padded to 65 floats), K and V (f16, as they lie) read 8 values
      * a load, V 8 keys a work-item at a time: q 128 + K 128 x 65 + weights
-     * 128 + reductions 128 floats + the combine's 3 a chunk (32 chunks). */
+     * 256 + reductions 128 floats + the combine's 3 a chunk (16 chunks). */
     ck_assert_int_eq(c.schedule.tiles.tn, 128);
     ck_assert_int_eq(c.schedule.tiles.tk, 64);
     ck_assert_int_eq(c.schedule.vec, 8);
@@ -1108,18 +1108,18 @@ START_TEST(schedules_name_their_choices)
     ck_assert_uint_eq(c.schedule.unroll, 8);
     ck_assert_ptr_nonnull(strstr(c.source, "#define DECODE_WIDE 1\n"));
     ck_assert_ptr_null(strstr(c.source, "#define BQ ")); /* the prefill forms' geometry is not the decode form's */
-    ck_assert_uint_eq(c.schedule.split, 32);
-    ck_assert_uint_eq(c.schedule.local_bytes, (128 + 128 * 65 + 128 + 128 + 3 * 32) * sizeof(float));
+    ck_assert_uint_eq(c.schedule.split, 16);
+    ck_assert_uint_eq(c.schedule.local_bytes, (128 + 128 * 65 + 256 + 128 + 3 * 16) * sizeof(float));
     ck_assert_ptr_nonnull(strstr(c.source, "#define KP 64\n"));
     ck_assert_ptr_nonnull(strstr(clf__schedule_str(&c, line, sizeof line), " tiles=1x128x64/1x1"));
     clf__kernel_code_free(&c);
     /* Less local memory: narrower pieces (16 columns: 128 + 128 x 17 +
-     * 128 + 128 + 3 x 32 floats fit 12 KiB, 32 or 64 columns do not). */
+     * 256 + 128 + 3 x 16 floats fit 12 KiB, 32 or 64 columns do not). */
     clf__codegen_target small = gpu;
     small.local_mem = 12288;
     ck_assert(clf__codegen_kernel(g, &p, 0, &small, &c, err, sizeof err) == CLF_OK);
     ck_assert_int_eq(c.schedule.tiles.tk, 16);
-    ck_assert_uint_eq(c.schedule.local_bytes, (128 + 128 * 17 + 128 + 128 + 3 * 32) * sizeof(float));
+    ck_assert_uint_eq(c.schedule.local_bytes, (128 + 128 * 17 + 256 + 128 + 3 * 16) * sizeof(float));
     clf__kernel_code_free(&c);
     ck_assert(clf__codegen_kernel(g, &p, 0, &cpu, &c, err, sizeof err) == CLF_OK);
     ck_assert_str_eq(c.schedule.form, "cpu");

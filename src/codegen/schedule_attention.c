@@ -19,8 +19,13 @@
 
 /* The decode form (attention_decode.cl) aims for this many work-groups a
  * compute unit: its sweep is bound by memory, which wants many loads in
- * flight on every unit. */
-#define DECODE_GROUPS_PER_UNIT 8
+ * flight on every unit, but each group's chunk is a chain of rounds of
+ * loads, and fewer, longer chunks pay fewer of them. On the H100 (f16, 32
+ * heads of 128 over 4096 keys, one call, the combine reading through
+ * local memory): B1 0.061 ms with 8 a unit (32 chunks of 128 keys), 0.047
+ * with 4 (16 of 256; SDPA 0.056); B8 0.286 with 8 chunks of 512 either
+ * way, 0.293 with 16 of 256. */
+#define DECODE_GROUPS_PER_UNIT 4
 /* Keys a chunk of the decode form: at least one pass of the work-group's
  * keys, at most 512 (its weights sit in local memory, and the states stay
  * a small part of the traffic). A work-group's time is a chain of rounds
