@@ -243,7 +243,10 @@ clf_status clf__schedule_attention(const clf__attention_facts *f, const clf__cod
         mma = CLF_F32;
     /* Two stages filled by cp.async where K and V are 16-bit buffers read
      * by index arithmetic alone (f->kv16) and two stages of tiles fit; else
-     * one, filled through registers read a tile ahead. */
+     * one, filled through registers read a tile ahead. On the H100 (f16 B8
+     * H16 S1024 D64, 4 x 32 rows over 64 keys, one call): 0.158 / 0.122 ms
+     * full / causal against 0.162 / 0.123 with one stage (255 registers a
+     * work-item either way, no spills). */
     int mma_stages = f->kv16 && 2 * mma_tiles_bytes(bkt, dp16, dvp16) <= mma_local ? 2 : 1;
     if (pin && pin->stages)
         mma_stages = pin->stages;
