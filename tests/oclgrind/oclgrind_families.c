@@ -183,12 +183,12 @@ static void build_attention(clf_graph *g, inputs *in) { attention(g, in, CLF_F32
  * last row are skipped. */
 static void build_attention_causal(clf_graph *g, inputs *in) { attention(g, in, CLF_F32, 2, 37, 37, true); }
 /* Decode: one query row over 150 keys, causal (bottom-right), in the GPU
- * form's decode kernel: on Oclgrind's one compute unit the 4 rows' keys
- * are cut into two chunks (128 and a partial 22) over work-groups, the
- * last of each row's to finish combining them (marker2 asks for SPLIT 2;
- * the chunk states and counters pass through atomics, which Oclgrind
- * checks for races). */
-static void build_attention_decode(clf_graph *g, inputs *in) { attention(g, in, CLF_F32, 2, 1, 150, true); }
+ * form's decode kernel: on Oclgrind's one compute unit (four work-groups
+ * wanted) the 2 rows' keys are cut into two chunks (128 and a partial 22)
+ * over work-groups, the last of each row's to finish combining them
+ * (marker2 asks for SPLIT 2; the chunk states and counters pass through
+ * atomics, which Oclgrind checks for races). */
+static void build_attention_decode(clf_graph *g, inputs *in) { attention(g, in, CLF_F32, 1, 1, 150, true); }
 /* The tensor-core form, its mma, ldmatrix and shuffles emulated in OpenCL
  * C (CLF_MMA_EMULATE), bf16, one batch of 37 rows over 70 keys: D and Dv
  * padded to whole 16-value steps, three tiles of 32 keys, the last
