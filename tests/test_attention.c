@@ -1719,6 +1719,43 @@ START_TEST(decode_chunk_edges)
 }
 END_TEST
 
+/* CLFUSE_DECODE_CHUNK pins the decode form's keys a chunk: 256 is taken
+ * (and computes the reference's values), 100 (not a multiple of the
+ * work-group's keys) and text that is not a count are refused by name. */
+START_TEST(decode_chunk_pin)
+{
+    clf_context *ctx = clf_test_context();
+    clf_graph *g = clf_graph_create();
+    e2e_inputs in = {0};
+    clf_tensor q = in4(g, &in, "q", CLF_F32, 1, 2, 1, 64);
+    clf_tensor k = in4(g, &in, "k", CLF_F32, 1, 2, 700, 64);
+    clf_tensor v = in4(g, &in, "v", CLF_F32, 1, 2, 700, 64);
+    ck_assert_int_eq(clf_graph_output(g, "out", clf_attention(g, q, k, v, CLF_TENSOR_INVALID, 0, false)), CLF_OK);
+    ck_assert_int_eq(setenv("CLFUSE_DECODE_CHUNK", "256", 1), 0);
+    clf_executable *exe = NULL;
+    clf_status st = clf_compile(ctx, g, clf_compile_params(.kernel_style = CLF_KERNEL_STYLE_GPU), &exe);
+    ck_assert_msg(st == CLF_OK, "CLFUSE_DECODE_CHUNK=256: %s", clf_context_last_error(ctx));
+    const char *src = clf_executable_kernel_source(exe, 0);
+    ck_assert_ptr_nonnull(strstr(src, "attention_decode.cl"));
+    ck_assert_ptr_nonnull(strstr(src, "#define CHUNK 256\n"));
+    ck_assert_ptr_nonnull(strstr(src, "#define SPLIT 3\n"));
+    clf_executable_destroy(&exe);
+    check_graph(ctx, "decode, chunks of 256 pinned", g, &in, DECODE, NULL);
+    static const char *const bad[] = {"100", "12x", "0"};
+    for (size_t b = 0; b < sizeof bad / sizeof bad[0]; b++) {
+        ck_assert_int_eq(setenv("CLFUSE_DECODE_CHUNK", bad[b], 1), 0);
+        st = clf_compile(ctx, g, clf_compile_params(.kernel_style = CLF_KERNEL_STYLE_GPU), &exe);
+        ck_assert_msg(st != CLF_OK, "CLFUSE_DECODE_CHUNK=%s: compiled", bad[b]);
+        ck_assert_msg(strstr(clf_context_last_error(ctx), "CLFUSE_DECODE_CHUNK") != NULL,
+                      "CLFUSE_DECODE_CHUNK=%s: the error does not name it: %s", bad[b], clf_context_last_error(ctx));
+    }
+    unsetenv("CLFUSE_DECODE_CHUNK");
+    e2e_inputs_free(&in);
+    clf_graph_destroy(&g);
+    clf_context_destroy(&ctx);
+}
+END_TEST
+
 /* Two to four queries, causal: the bottom-right diagonal hides the last
  * Sq - 1 - i keys from query i (clf_attention); and a causal constant of
  * offset 10 with a -inf fill, so that each query sees only its first
@@ -2409,6 +2446,7 @@ int main(void)
     clf_test_add_variant_case(s, "transposed_output_half", transposed_output_half);
     clf_test_add_case(s, "finite_fill_and_decode_masks", finite_fill_and_decode_masks);
     clf_test_add_variant_case(s, "decode_chunk_edges", decode_chunk_edges);
+    clf_test_add_case(s, "decode_chunk_pin", decode_chunk_pin);
     clf_test_add_case(s, "decode_causal_few_queries", decode_causal_few_queries);
     clf_test_add_case(s, "decode_nan_and_masked_rows", decode_nan_and_masked_rows);
     clf_test_add_case(s, "nan_guard_rows", nan_guard_rows);
