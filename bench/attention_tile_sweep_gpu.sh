@@ -38,7 +38,8 @@ while IFS=$'\t' read -r name opts; do
   IFS='|' read -r -a builds <<< "${SWEEP_BUILDS:-none}"
   for vt in "${builds[@]}"; do
     for tile in "${tiles[@]}"; do
-      log="$OUT/sweep/${name}_${tile}_${vt//[^A-Za-z0-9_=]/}.txt"
+      # (file names of letters, digits and _: the device tool returns no others)
+      log="$OUT/sweep/${name}_${tile//,/_}_${vt//[^A-Za-z0-9_]/}.txt"
       env_tile=(); [ "$tile" != default ] && env_tile=(CLFUSE_ATTENTION_TILE=$tile)
       bo=(); [ "$vt" != none ] && bo=("CLFUSE_BUILD_OPTIONS=$vt")
       # shellcheck disable=SC2086  # opts are words

@@ -33,8 +33,9 @@ if [ -n "${CALL_REGS:-}" ]; then
     env_tile=(); [ "$tile" != default ] && env_tile=(CLFUSE_ATTENTION_TILE=$tile)
     env "${env_tile[@]}" CLFUSE_BUILD_OPTIONS=-cl-nv-verbose CLFUSE_LOGS=perf CLFUSE_CACHE_DIR=/tmp/clfuse-regs-cache \
       CLFUSE_DEVICE=gpu timeout 60 $B/bench/bench_attention --dtype f16 --b 8 --h 16 --s 1024 --d 64 --iters 2 \
-      --warmup 1 > "$OUT/regs_$tile.txt" 2>&1
-    echo "registers, tiling $tile: $(grep -iE 'registers|spill|stack|bytes lmem' "$OUT/regs_$tile.txt" | sort -u | head -4 | tr '\n' ' ')"
+      --warmup 1 > "$OUT/regs_${tile//,/_}.txt" 2>&1
+    echo "registers, tiling $tile: $(grep -iE 'registers|spill|stack|bytes lmem' "$OUT/regs_${tile//,/_}.txt" | sort -u |
+      head -4 | tr '\n' ' ')"
   done
 fi
 [ "${CALL_DECODE:-1}" = 1 ] || exit 0
@@ -51,7 +52,8 @@ for c in "$dec1" "$dec8"; do
     for round in 1 2; do
       for vt in "${dbuilds[@]}"; do
         for wide in 1 $([ "${DECODE_NARROW:-1}" = 1 ] && echo 0); do
-          f="$OUT/decode_${wide}_${chunk}_${vt//[^A-Za-z0-9_=]/}_$round.txt"
+          # (file names of letters, digits and _: the device tool returns no others)
+          f="$OUT/decode_${wide}_${chunk}_${vt//[^A-Za-z0-9_]/}_$round.txt"
           env_chunk=(); [ "$chunk" != default ] && env_chunk=(CLFUSE_DECODE_CHUNK=$chunk)
           bo=(); [ "$vt" != none ] && bo=("CLFUSE_BUILD_OPTIONS=$vt")
           # shellcheck disable=SC2086  # options are words
