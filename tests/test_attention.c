@@ -341,6 +341,18 @@ static clf_tensor transpose_last2(clf_graph *g, clf_tensor k)
     return clf_transpose(g, k, 4, perm);
 }
 
+/* clf_attention (no mask, the default scale) of inputs q [b, h, sq, d],
+ * k [b, h, sk, d] and v [b, h, sk, dv] of dtype dt (drawn in that order),
+ * as the graph's output "out". */
+static void plain_attention(clf_graph *g, e2e_inputs *in, clf_dtype dt, int64_t b, int64_t h, int64_t sq, int64_t sk,
+                            int64_t d, int64_t dv, bool causal)
+{
+    clf_tensor q = in4(g, in, "q", dt, b, h, sq, d);
+    clf_tensor k = in4(g, in, "k", dt, b, h, sk, d);
+    clf_tensor v = in4(g, in, "v", dt, b, h, sk, dv);
+    ck_assert_int_eq(clf_graph_output(g, "out", clf_attention(g, q, k, v, CLF_TENSOR_INVALID, 0, causal)), CLF_OK);
+}
+
 /* One attention built with clf_attention on f32 q [b, h, sq, d] and k, v
  * [b, h, sk, d] / [b, h, sk, dv], no mask, checked four ways and against
  * host_attention. */
@@ -349,10 +361,7 @@ static void check_plain(clf_context *ctx, const char *label, int64_t b, int64_t 
 {
     clf_graph *g = clf_graph_create();
     e2e_inputs in = {0};
-    clf_tensor q = in4(g, &in, "q", CLF_F32, b, h, sq, d);
-    clf_tensor k = in4(g, &in, "k", CLF_F32, b, h, sk, d);
-    clf_tensor v = in4(g, &in, "v", CLF_F32, b, h, sk, dv);
-    ck_assert_int_eq(clf_graph_output(g, "out", clf_attention(g, q, k, v, CLF_TENSOR_INVALID, 0, causal)), CLF_OK);
+    plain_attention(g, &in, CLF_F32, b, h, sq, sk, d, dv, causal);
     ref_outputs ref;
     check_graph(ctx, label, g, &in, want, &ref);
     size_t numel = (size_t)(b * h * sq * dv);
@@ -931,10 +940,7 @@ START_TEST(tensor_cores_a_driver_refuses_fall_back)
         clf_dtype dt = t ? CLF_BF16 : CLF_F16;
         clf_graph *g = clf_graph_create();
         e2e_inputs in = {0};
-        clf_tensor q = in4(g, &in, "q", dt, 1, 2, 40, 32);
-        clf_tensor k = in4(g, &in, "k", dt, 1, 2, 70, 32);
-        clf_tensor v = in4(g, &in, "v", dt, 1, 2, 70, 24);
-        ck_assert_int_eq(clf_graph_output(g, "out", clf_attention(g, q, k, v, CLF_TENSOR_INVALID, 0, true)), CLF_OK);
+        plain_attention(g, &in, dt, 1, 2, 40, 70, 32, 24, true);
         check_graph(ctx, t ? "tensor cores asked, bf16" : "tensor cores asked, f16", g, &in, PREFILL, NULL);
         clf_executable *exe = NULL;
         ck_assert_int_eq(clf_compile(ctx, g, clf_compile_params(.kernel_style = CLF_KERNEL_STYLE_GPU), &exe), CLF_OK);
@@ -1038,11 +1044,7 @@ START_TEST(tensor_cores_pinned_tilings)
             /* f16: causal, 70 query rows over 90 keys (the last 70 of them
              * visible in turn); bf16: 37 rows over 150 keys. */
             const int64_t sq = c ? 37 : 70, sk = c ? 150 : 90;
-            clf_tensor q = in4(g, &in, "q", dt, 1, 2, sq, 40);
-            clf_tensor k = in4(g, &in, "k", dt, 1, 2, sk, 40);
-            clf_tensor v = in4(g, &in, "v", dt, 1, 2, sk, 24);
-            ck_assert_int_eq(clf_graph_output(g, "out", clf_attention(g, q, k, v, CLF_TENSOR_INVALID, 0, c == 0)),
-                             CLF_OK);
+            plain_attention(g, &in, dt, 1, 2, sq, sk, 40, 24, c == 0);
             snprintf(label, sizeof label, "%s%s, tiling \"%s\"", clf_dtype_name(dt), c ? "" : " causal", tiles[t]);
             check_tensor_core_tile(ctx, label, g, &in, *tiles[t] ? want_line : NULL, stages == 2);
             e2e_inputs_free(&in);
@@ -1053,10 +1055,7 @@ START_TEST(tensor_cores_pinned_tilings)
      * that is not one. */
     clf_graph *g = clf_graph_create();
     e2e_inputs in = {0};
-    clf_tensor q = in4(g, &in, "q", CLF_F16, 1, 2, 40, 40);
-    clf_tensor k = in4(g, &in, "k", CLF_F16, 1, 2, 40, 40);
-    clf_tensor v = in4(g, &in, "v", CLF_F16, 1, 2, 40, 24);
-    ck_assert_int_eq(clf_graph_output(g, "out", clf_attention(g, q, k, v, CLF_TENSOR_INVALID, 0, false)), CLF_OK);
+    plain_attention(g, &in, CLF_F16, 1, 2, 40, 40, 40, 24, false);
     static const char *const bad[] = {"3,16,32", "4,32", "4,32,64,3", "4,32,64,"};
     for (size_t b = 0; b < sizeof bad / sizeof bad[0]; b++) {
         ck_assert_int_eq(setenv("CLFUSE_ATTENTION_TILE", bad[b], 1), 0);
@@ -1727,10 +1726,7 @@ START_TEST(decode_chunk_pin)
     clf_context *ctx = clf_test_context();
     clf_graph *g = clf_graph_create();
     e2e_inputs in = {0};
-    clf_tensor q = in4(g, &in, "q", CLF_F32, 1, 2, 1, 64);
-    clf_tensor k = in4(g, &in, "k", CLF_F32, 1, 2, 700, 64);
-    clf_tensor v = in4(g, &in, "v", CLF_F32, 1, 2, 700, 64);
-    ck_assert_int_eq(clf_graph_output(g, "out", clf_attention(g, q, k, v, CLF_TENSOR_INVALID, 0, false)), CLF_OK);
+    plain_attention(g, &in, CLF_F32, 1, 2, 1, 700, 64, 64, false);
     ck_assert_int_eq(setenv("CLFUSE_DECODE_CHUNK", "256", 1), 0);
     clf_executable *exe = NULL;
     clf_status st = clf_compile(ctx, g, clf_compile_params(.kernel_style = CLF_KERNEL_STYLE_GPU), &exe);
@@ -1903,10 +1899,7 @@ START_TEST(decode_f16_long)
     clf_context *ctx = clf_test_context();
     clf_graph *g = clf_graph_create();
     e2e_inputs in = {0};
-    clf_tensor q = in4(g, &in, "q", CLF_F16, 1, 2, 1, 128);
-    clf_tensor k = in4(g, &in, "k", CLF_F16, 1, 2, 4096, 128);
-    clf_tensor v = in4(g, &in, "v", CLF_F16, 1, 2, 4096, 128);
-    ck_assert_int_eq(clf_graph_output(g, "out", clf_attention(g, q, k, v, CLF_TENSOR_INVALID, 0, true)), CLF_OK);
+    plain_attention(g, &in, CLF_F16, 1, 2, 1, 4096, 128, 128, true);
     check_graph(ctx, "decode f16 Sk = 4096, D = 128", g, &in, DECODE, NULL);
     e2e_inputs_free(&in);
     clf_graph_destroy(&g);
