@@ -7,7 +7,8 @@
 #     bash bench/run_attention_mma_call.sh [TILE ...]
 # CALL_CASES=0 leaves the suite out; SWEEP_CASES, SWEEP_BUILDS as the sweep's;
 # SWEEP2_CASES, SWEEP2_TILES, SWEEP2_BUILDS a second sweep; CALL_REGS
-# tilings whose ptxas register report to print; CALL_DECODE=0 leaves the
+# tilings whose ptxas register report to print (under each set of build
+# options of CALL_REGS_BUILDS); CALL_DECODE=0 leaves the
 # decode cases out, DECODE_CHUNKS, DECODE_BUILDS and DECODE_NARROW as below.
 set -uo pipefail
 export B=${B:-/tmp/build-gpu-tests}
@@ -28,14 +29,20 @@ if [ -n "${SWEEP2_CASES:-}" ]; then
 fi
 if [ -n "${CALL_REGS:-}" ]; then
   # NVIDIA's register report (ptxas: registers, spills, local memory) of
-  # the f16 B8 H16 S1024 D64 kernel under each tiling of CALL_REGS.
+  # the f16 B8 H16 S1024 D64 kernel under each tiling of CALL_REGS and each
+  # set of build options of CALL_REGS_BUILDS ("|"-separated, "none" for none).
+  IFS='|' read -r -a rbuilds <<< "${CALL_REGS_BUILDS:-none}"
   for tile in $CALL_REGS; do
-    env_tile=(); [ "$tile" != default ] && env_tile=(CLFUSE_ATTENTION_TILE=$tile)
-    env "${env_tile[@]}" CLFUSE_BUILD_OPTIONS=-cl-nv-verbose CLFUSE_LOGS=perf CLFUSE_CACHE_DIR=/tmp/clfuse-regs-cache \
-      CLFUSE_DEVICE=gpu timeout 60 $B/bench/bench_attention --dtype f16 --b 8 --h 16 --s 1024 --d 64 --iters 2 \
-      --warmup 1 > "$OUT/regs_${tile//,/_}.txt" 2>&1
-    echo "registers, tiling $tile: $(grep -iE 'registers|spill|stack|bytes lmem' "$OUT/regs_${tile//,/_}.txt" | sort -u |
-      head -4 | tr '\n' ' ')"
+    for vt in "${rbuilds[@]}"; do
+      env_tile=(); [ "$tile" != default ] && env_tile=(CLFUSE_ATTENTION_TILE=$tile)
+      opts=-cl-nv-verbose; [ "$vt" != none ] && opts="$opts $vt"
+      f="$OUT/regs_${tile//,/_}_${vt//[^A-Za-z0-9_]/}.txt"
+      env "${env_tile[@]}" "CLFUSE_BUILD_OPTIONS=$opts" CLFUSE_LOGS=perf CLFUSE_CACHE_DIR=/tmp/clfuse-regs-cache \
+        CLFUSE_DEVICE=gpu timeout 60 $B/bench/bench_attention --dtype f16 --b 8 --h 16 --s 1024 --d 64 --iters 2 \
+        --warmup 1 > "$f" 2>&1
+      echo "registers, tiling $tile, build $vt: $(grep -iE 'registers|spill|stack|bytes lmem' "$f" | sort -u |
+        head -4 | tr '\n' ' ')"
+    done
   done
 fi
 [ "${CALL_DECODE:-1}" = 1 ] || exit 0

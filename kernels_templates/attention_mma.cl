@@ -39,7 +39,8 @@
  *
  * Codegen prepends kernels_templates/mma_sync.cl (clf_pack2, clf_mma),
  * what attention_cpu.cl takes, MMA_BF16 (1: bf16 operands, 0: f16), WARPS,
- * WROWS, BKT and STAGES (below; PREFETCH 0 reads each tile only after
+ * WROWS, BKT, STAGES and, where the logits are the scores times a positive
+ * constant, LOGIT_SCALE (below; PREFETCH 0 reads each tile only after
  * the previous one is multiplied, as a baseline); where the operand is a
  * 16-bit buffer read by index arithmetic alone (transposes, reshapes,
  * broadcast heads, slices: codegen_product.h) it defines (with
@@ -129,6 +130,42 @@ static inline void clf_store(IDX_T bt, IDX_T m, IDX_T n, float acc, CLF_PARAMS) 
  * / causal, 4 x 32 rows over 64 keys, medians of 20 in one call) 0.159 /
  * 0.122 ms against 0.167 / 0.127 with native_exp(x - base). */
 #define CLF_EXP_FROM(x, nb) native_exp2(fma((x), M_LOG2E_F, (nb)))
+/* RESCALE_SLACK (LAZY_RESCALE 1): a row's base, the maximum its weights
+ * are taken against, moves to a larger logit only where that is more
+ * than 5 above it (FlashAttention-4's conditional rescaling): the weights
+ * stay below e^5 (f16 holds them, the sums in f32 too), the result is the
+ * same function, and after the first tiles the warp rarely rescales its
+ * output accumulators (64 multiplies a lane a tile at 4 x 32 x 64).
+ * LAZY_RESCALE 0: the base is the running maximum (the warp still skips
+ * the rescale where none of its rows' maxima grew). */
+#ifndef LAZY_RESCALE
+#define LAZY_RESCALE 1
+#endif
+#if LAZY_RESCALE
+#define RESCALE_SLACK 5.0f
+#else
+#define RESCALE_SLACK 0.0f
+#endif
+/* FOLD_SCALE: where codegen found the logits to be the scores times a
+ * positive constant (LOGIT_SCALE; no masks but the causal one, which the
+ * kernel applies itself), the scores stay as the product left them and
+ * the scale joins the exp2 constant: one multiply a score fewer, the
+ * maxima taken over the scores (a positive scale keeps their order) and
+ * kept as logits. -DFOLD_SCALE=0 evaluates clf_logit as elsewhere. */
+#if defined(LOGIT_SCALE) && !defined(FOLD_SCALE)
+#define FOLD_SCALE 1
+#endif
+#ifndef FOLD_SCALE
+#define FOLD_SCALE 0
+#endif
+#if FOLD_SCALE
+#if !defined(LOGIT_SCALE)
+#error "attention_mma.cl: FOLD_SCALE needs LOGIT_SCALE"
+#endif
+#define CLF_EXP_SCORE(x, nb) native_exp2(fma((x), LOGIT_SCALE * M_LOG2E_F, (nb)))
+#else
+#define CLF_EXP_SCORE(x, nb) CLF_EXP_FROM(x, nb)
+#endif
 
 /* B fragments by ldmatrix.x4: four B fragments (b0, b1 of an 8-column
  * tile and b0, b1 of the next) from rows of 16-bit values in local memory
@@ -179,6 +216,24 @@ static inline float clf_shfl_xor(float v, int m CLF_MMA_XP)
     float r;
     asm volatile("shfl.sync.bfly.b32 %0, %1, %2, 0x1f, 0xffffffff;" : "=f"(r) : "f"(v), "r"(m));
     return r;
+#endif
+}
+
+/* Whether p holds in any lane of the warp (a uniform branch). */
+static inline bool clf_warp_any(bool p CLF_MMA_XP)
+{
+#if CLF_MMA_EMULATE
+    float v = p ? 1.0f : 0.0f;
+    for (int m = 1; m < 32; m *= 2)
+        v = fmax(v, clf_shfl_xor(v, m CLF_MMA_X));
+    return v != 0.0f;
+#else
+    uint r;
+    asm volatile("{\n\t.reg .pred p;\n\tsetp.ne.u32 p, %1, 0;\n\tvote.sync.any.pred p, p, 0xffffffff;\n\t"
+                 "selp.u32 %0, 1, 0, p;\n\t}"
+                 : "=r"(r)
+                 : "r"((uint)p));
+    return r != 0;
 #endif
 }
 
@@ -301,6 +356,30 @@ static inline IDX_T clf_row_keys(IDX_T m)
 #else
     return (IDX_T)SK;
 #endif
+}
+
+/* A tile's scores s made its logits (FOLD_SCALE: left as they are), -inf
+ * at the keys a row does not see (past its causal limit or past SK) where
+ * `edge` (a constant where inlined: the tiles that reach such keys check
+ * them, the others do no more than the logits ask). */
+static inline void clf_tile_logits(float (*s)[NT][4], const bool edge, IDX_T n0, IDX_T t, IDX_T bt, const IDX_T *lrow,
+                                   const IDX_T *keys, CLF_PARAMS)
+{
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+        for (int j = 0; j < NT; ++j)
+#pragma unroll
+            for (int e = 0; e < 4; ++e) {
+                const int h = 2 * mt + e / 2;
+                const IDX_T n = n0 + j * 8 + 2 * t + (e & 1);
+                const bool seen = !edge || n < keys[h];
+#if FOLD_SCALE
+                s[mt][j][e] = seen ? s[mt][j][e] : -INFINITY;
+#else
+                s[mt][j][e] = seen ? clf_logit(bt, lrow[h], n, s[mt][j][e], CLF_ARGS) : -INFINITY;
+#endif
+            }
 }
 
 #if CLF_MMA_EMULATE
@@ -439,7 +518,10 @@ __kernel __attribute__((reqd_work_group_size(32 * WARPS, 1, 1))) void CLF_KERNEL
             }
         /* Logits; -inf at keys a row does not see (past its causal limit
          * or past SK), checked only in tiles that reach such keys. */
-        const bool edge = n0 + BKT > warp_first_keys;
+        if (n0 + BKT > warp_first_keys)
+            clf_tile_logits(s, true, n0, t, bt, lrow, keys, CLF_ARGS);
+        else
+            clf_tile_logits(s, false, n0, t, bt, lrow, keys, CLF_ARGS);
         float tmax[HR];
 #pragma unroll
         for (int h = 0; h < HR; ++h)
@@ -449,23 +531,28 @@ __kernel __attribute__((reqd_work_group_size(32 * WARPS, 1, 1))) void CLF_KERNEL
 #pragma unroll
             for (int j = 0; j < NT; ++j)
 #pragma unroll
-                for (int e = 0; e < 4; ++e) {
-                    const int h = 2 * mt + e / 2;
-                    const IDX_T n = n0 + j * 8 + 2 * t + (e & 1);
-                    const bool seen = !edge || n < keys[h];
-                    const float x = seen ? clf_logit(bt, lrow[h], n, s[mt][j][e], CLF_ARGS) : -INFINITY;
-                    s[mt][j][e] = x;
-                    tmax[h] = fmax(tmax[h], x);
-                }
+                for (int e = 0; e < 4; ++e)
+                    tmax[2 * mt + e / 2] = fmax(tmax[2 * mt + e / 2], s[mt][j][e]);
+        /* A row's base moves to the tile's maximum only where that is
+         * more than RESCALE_SLACK above it; the warp rescales its output
+         * accumulators only where one of its rows moved. */
         float nbase[HR], corr[HR], ps[HR];
+        bool moved = false;
 #pragma unroll
         for (int h = 0; h < HR; ++h) {
-            tmax[h] = fmax(mx[h], clf_row_max(tmax[h] CLF_MMA_X));
+#if FOLD_SCALE
+            const float rmax = clf_row_max(tmax[h] CLF_MMA_X) * LOGIT_SCALE;
+#else
+            const float rmax = clf_row_max(tmax[h] CLF_MMA_X);
+#endif
+            const bool up = rmax > mx[h] + RESCALE_SLACK;
             /* The base is 0 while every logit so far is -inf
              * (attention_gpu.cl's clf_base). */
-            nbase[h] = tmax[h] == -INFINITY ? 0.0f : -tmax[h] * M_LOG2E_F;
-            corr[h] = CLF_EXP_FROM(mx[h], nbase[h]);
-            mx[h] = tmax[h];
+            const float base = up ? rmax : mx[h];
+            nbase[h] = base == -INFINITY ? 0.0f : -base * M_LOG2E_F;
+            corr[h] = up ? CLF_EXP_FROM(mx[h], nbase[h]) : 1.0f;
+            moved = moved || up;
+            mx[h] = base;
             ps[h] = 0.0f;
         }
 #pragma unroll
@@ -475,19 +562,21 @@ __kernel __attribute__((reqd_work_group_size(32 * WARPS, 1, 1))) void CLF_KERNEL
 #pragma unroll
                 for (int e = 0; e < 4; ++e) {
                     const int h = 2 * mt + e / 2;
-                    s[mt][j][e] = CLF_EXP_FROM(s[mt][j][e], nbase[h]);
+                    s[mt][j][e] = CLF_EXP_SCORE(s[mt][j][e], nbase[h]);
                     ps[h] += s[mt][j][e];
                 }
 #pragma unroll
         for (int h = 0; h < HR; ++h)
             l[h] = l[h] * corr[h] + ps[h];
+        if (clf_warp_any(moved CLF_MMA_X)) {
 #pragma unroll
-        for (int mt = 0; mt < MT; ++mt)
+            for (int mt = 0; mt < MT; ++mt)
 #pragma unroll
-            for (int j = 0; j < OT; ++j)
+                for (int j = 0; j < OT; ++j)
 #pragma unroll
-                for (int e = 0; e < 4; ++e)
-                    o[mt][j][e] *= corr[2 * mt + e / 2];
+                    for (int e = 0; e < 4; ++e)
+                        o[mt][j][e] *= corr[2 * mt + e / 2];
+        }
 #pragma unroll
         for (int kk = 0; kk < PSTEPS; ++kk) {
             /* The weights of two score tiles: the A fragment of a k step. */

@@ -966,7 +966,7 @@ END_TEST
  * the tensor-core form at the tiling asked for. A tiling the form cannot
  * run is refused by name, and text that is not one too. */
 static void check_tensor_core_tile(clf_context *ctx, const char *label, const clf_graph *g, const e2e_inputs *in,
-                                   const char *want_line, bool two_stages)
+                                   const char *want_line, bool two_stages, bool folded)
 {
     clf_executable *exe = NULL;
     clf_status st = clf_compile(ctx, g, clf_compile_params(.kernel_style = CLF_KERNEL_STYLE_GPU), &exe);
@@ -976,6 +976,8 @@ static void check_tensor_core_tile(clf_context *ctx, const char *label, const cl
     ck_assert_msg(!want_line || strstr(src, want_line) != NULL, "%s: no \"%s\" in its source", label, want_line);
     ck_assert_msg((strstr(src, "#define STAGES 2\n") != NULL) == two_stages, "%s: %s two stages by cp.async", label,
                   two_stages ? "not" : "unexpectedly");
+    ck_assert_msg((strstr(src, "#define LOGIT_SCALE ") != NULL) == folded, "%s: the scale %s into exp2", label,
+                  folded ? "not folded" : "folded");
     const char *name = NULL;
     clf_dtype dt;
     int rank;
@@ -1046,10 +1048,31 @@ START_TEST(tensor_cores_pinned_tilings)
             const int64_t sq = c ? 37 : 70, sk = c ? 150 : 90;
             plain_attention(g, &in, dt, 1, 2, sq, sk, 40, 24, c == 0);
             snprintf(label, sizeof label, "%s%s, tiling \"%s\"", clf_dtype_name(dt), c ? "" : " causal", tiles[t]);
-            check_tensor_core_tile(ctx, label, g, &in, *tiles[t] ? want_line : NULL, stages == 2);
+            check_tensor_core_tile(ctx, label, g, &in, *tiles[t] ? want_line : NULL, stages == 2, true);
             e2e_inputs_free(&in);
             clf_graph_destroy(&g);
         }
+    }
+    /* Logits that are not the scores times a constant (an additive mask
+     * over [Sq, Sk]): clf_logit evaluated a score, no scale folded. The
+     * mask rises by 0.5 a key to 0 at a row's last visible key (plus
+     * noise), so that a row that sees keys of the second tile finds its
+     * maximum there, more than the kernel's slack (5) above the first
+     * tile's: its output is rescaled after the first tile too. (The logits
+     * that weigh stay small: the reference rounds them to f16.) */
+    unsetenv("CLFUSE_ATTENTION_TILE");
+    {
+        clf_graph *g = clf_graph_create();
+        e2e_inputs in = {0};
+        clf_tensor q = in4(g, &in, "q", CLF_F16, 1, 2, 70, 40), k = in4(g, &in, "k", CLF_F16, 1, 2, 90, 40);
+        clf_tensor v = in4(g, &in, "v", CLF_F16, 1, 2, 90, 24), mask = in4(g, &in, "mask", CLF_F16, 1, 1, 70, 90);
+        uint16_t *mk = e2e_data(&in, "mask");
+        for (int i = 0; i < 70 * 90; i++)
+            mk[i] = clf_test_to_f16(clf_test_from_f16(mk[i]) + 0.5f * (float)(i % 90 - i / 90 - 20));
+        ck_assert_int_eq(clf_graph_output(g, "out", clf_attention(g, q, k, v, mask, 0, true)), CLF_OK);
+        check_tensor_core_tile(ctx, "f16 causal, an additive mask", g, &in, NULL, true, false);
+        e2e_inputs_free(&in);
+        clf_graph_destroy(&g);
     }
     /* Refused: a tiling the form cannot run (3 warps, 3 stages), and text
      * that is not one. */
@@ -1119,7 +1142,7 @@ START_TEST(stages_through_views)
                      c == 0 ? "" : c == 1 ? ", V a slice at 8" : ", V a slice at 4");
             const bool staged = c != 2;
             if (!one_row) {
-                check_tensor_core_tile(ctx, label, g, &in, NULL, staged);
+                check_tensor_core_tile(ctx, label, g, &in, NULL, staged, true);
             } else {
                 clf_executable *exe = NULL;
                 clf_status st = clf_compile(ctx, g, clf_compile_params(.kernel_style = CLF_KERNEL_STYLE_GPU), &exe);

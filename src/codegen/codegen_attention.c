@@ -65,6 +65,56 @@ static bool emit_logit(const clf_graph *g, const clf__plan *plan, uint32_t k, bo
     return ok;
 }
 
+/* Whether the logits are the scores times one positive constant at every
+ * key the kernel evaluates them at: from the logits back to the scores,
+ * only float casts (the tensor-core form keeps its logits in f32, casts
+ * and all), MUL or DIV by a positive finite scalar literal and the causal
+ * node's kept input; *scale gets the product of the factors (a DIV's
+ * taken as its reciprocal). The tensor-core form then folds the scale
+ * into its exp2 constant (LOGIT_SCALE in attention_mma.cl). */
+static bool logit_plain_scale(const clf_graph *g, const clf__plan_kernel *K, double *scale)
+{
+    const clf__plan_attention *A = &K->attention;
+    double s = 1.0;
+    uint32_t id = A->logits;
+    for (int steps = 0; id != A->scores; steps++) {
+        const clf__node *n = clf__graph_node(g, id);
+        if (steps > 16)
+            return false;
+        if (A->causal && id == A->causal_where) {
+            id = n->inputs[A->causal_keep];
+            continue;
+        }
+        if (n->op == CLF__OP_CAST && clf__dtype_is_float(n->dtype)) {
+            id = n->inputs[0];
+            continue;
+        }
+        if (n->op != CLF__OP_MUL && n->op != CLF__OP_DIV)
+            return false;
+        /* The factor: a scalar literal (through movement ops) on the
+         * other side; a DIV's only as its divisor. */
+        int side = -1;
+        double v = 0.0;
+        for (int i = n->op == CLF__OP_DIV ? 1 : 0; i < 2 && side < 0; i++) {
+            const clf__node *c = clf__graph_node(g, n->inputs[i]);
+            while (clf__node_class_of(c) == CLF__CLASS_MOVEMENT)
+                c = clf__graph_node(g, c->inputs[0]);
+            if (clf__plan_is_literal(c) && clf__dtype_is_float(c->dtype)) {
+                v = clf__dtype_info_of(c->dtype)->get_f64(c->data, 0);
+                side = i;
+            }
+        }
+        if (side < 0 || !(v > 0.0) || isinf(v))
+            return false;
+        s = n->op == CLF__OP_DIV ? s / v : s * v;
+        id = n->inputs[1 - side];
+    }
+    if (!(s > 0.0) || isinf(s) || !((float)s > 0.0f) || isinf((float)s))
+        return false;
+    *scale = s;
+    return true;
+}
+
 clf_status clf__codegen_attention(const clf_graph *g, const clf__plan *plan, uint32_t k,
                                   const clf__codegen_target *target, clf__kernel_code *out, char *err, size_t errlen)
 {
@@ -150,12 +200,18 @@ clf_status clf__codegen_attention(const clf_graph *g, const clf__plan *plan, uin
                        (unsigned long long)G.vu);
         if (G.wide)
             clf__sb_printf(&src, "#define DECODE_WIDE 1\n#define STAGE_BF16 %d\n", k_stage == CLF_BF16 ? 1 : 0);
-    } else if (mma != CLF_F32)
+    } else if (mma != CLF_F32) {
         clf__sb_printf(&src,
                        CLF__MMA_LINE "#define MMA_BF16 %d\n#define WARPS %d\n#define WROWS %d\n#define BKT %llu\n%s",
                        mma == CLF_BF16 ? 1 : 0, as.mma_warps, as.mma_rows, (unsigned long long)as.bkt,
                        as.mma_stages == 2 ? "#define STAGES 2\n" : "");
-    else if (!target->cpu)
+        double logit_scale;
+        if (logit_plain_scale(g, K, &logit_scale)) {
+            clf__sb_puts(&src, "#define LOGIT_SCALE ");
+            clf__cg_literal(&src, CLF_F32, logit_scale);
+            clf__sb_puts(&src, "\n");
+        }
+    } else if (!target->cpu)
         clf__sb_printf(&src, "#define BQ %llu\n#define BK %llu\n", (unsigned long long)as.bq, (unsigned long long)as.bk);
     if (target->cpu)
         clf__sb_printf(&src, "#define VW %d\n#define CH %d\n#define RB %llu\n", vw, as.keys, (unsigned long long)as.rb);
