@@ -130,6 +130,14 @@ static inline void clf_store(IDX_T bt, IDX_T m, IDX_T n, float acc, CLF_PARAMS) 
  * / causal, 4 x 32 rows over 64 keys, medians of 20 in one call) 0.159 /
  * 0.122 ms against 0.167 / 0.127 with native_exp(x - base). */
 #define CLF_EXP_FROM(x, nb) native_exp2(fma((x), M_LOG2E_F, (nb)))
+/* HEAVY_FIRST (CAUSAL's default): work-groups numbered by query block
+ * from the last, every batch's block before the next block, so that the
+ * blocks that see the most keys start first and the light ones fill the
+ * tail; otherwise a batch's blocks in order (consecutive work-groups read
+ * one batch's K and V). */
+#ifndef HEAVY_FIRST
+#define HEAVY_FIRST CAUSAL
+#endif
 /* RESCALE_SLACK (LAZY_RESCALE 1): a row's base, the maximum its weights
  * are taken against, moves to a larger logit only where that is more
  * than 5 above it (FlashAttention-4's conditional rescaling): the weights
@@ -411,7 +419,12 @@ __kernel __attribute__((reqd_work_group_size(32 * WARPS, 1, 1))) void CLF_KERNEL
 #endif
     const IDX_T lid = (IDX_T)get_local_id(0), grp = (IDX_T)get_group_id(0);
     const IDX_T warp = lid / 32, lane = lid % 32, g = lane / 4, t = lane % 4;
-    const IDX_T bt = grp / QBLOCKS, m0 = grp % QBLOCKS * BQ, mw = m0 + warp * WROWS;
+#if HEAVY_FIRST
+    const IDX_T bt = grp % BATCH, m0 = (QBLOCKS - 1 - grp / BATCH) * BQ;
+#else
+    const IDX_T bt = grp / QBLOCKS, m0 = grp % QBLOCKS * BQ;
+#endif
+    const IDX_T mw = m0 + warp * WROWS;
     /* This lane's rows, the rows their logits are evaluated at (a row past
      * SQ computes on zeros and is not stored, but its masks must not be
      * read past theirs) and the keys each sees. */
