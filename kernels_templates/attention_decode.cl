@@ -53,7 +53,8 @@
  * loads, 8 values a load, where a load of one value a work-item moved 2
  * bytes: K's pieces are read KP / 8 loads a key, and each of the VL = DV
  * / 8 work-items across a V row takes 8 columns, the KG groups' sums
- * added through K's piece of local memory.
+ * added through K's piece of local memory. Where CLF_SHFL is 1 (NVIDIA's
+ * driver) f16 values are converted by PTX cvt.
  *
  * Codegen prepends what attention_cpu.cl takes, and SPLIT, CHUNK, WG, VL,
  * KG, KP and VU. Launch: BATCH * SQ * SPLIT work-groups of WG. The kernel
@@ -113,6 +114,25 @@ static inline float clf_f16_bits(uint h)
 }
 #endif
 
+/* DECODE_PTX_CVT (CLF_SHFL's default: NVIDIA's driver) converts f16
+ * stages by PTX cvt; -DDECODE_PTX_CVT=0 by clf_f16_bits, to compare. */
+#ifndef DECODE_PTX_CVT
+#define DECODE_PTX_CVT CLF_SHFL
+#endif
+#if !STAGE_BF16 && DECODE_PTX_CVT
+/* The two f16 values of u as floats by PTX cvt (NVIDIA: one instruction
+ * a value, where clf_f16_bits takes about eight). */
+static inline void clf_f16x2_bits(uint u, float *lo, float *hi)
+{
+    float a, b;
+    asm("{\n\t.reg .b16 l, h;\n\tmov.b32 {l, h}, %2;\n\tcvt.f32.f16 %0, l;\n\tcvt.f32.f16 %1, h;\n\t}"
+        : "=f"(a), "=f"(b)
+        : "r"(u));
+    *lo = a;
+    *hi = b;
+}
+#endif
+
 /* The 8 16-bit values of a stage as floats. */
 static inline void clf_unpack8(uint4 w, float *x)
 {
@@ -123,6 +143,11 @@ static inline void clf_unpack8(uint4 w, float *x)
         x[2 * i] = as_float(u[i] << 16);
         x[2 * i + 1] = as_float(u[i] & 0xffff0000u);
     }
+#elif DECODE_PTX_CVT
+    const uint u[4] = {w.x, w.y, w.z, w.w};
+#pragma unroll
+    for (int i = 0; i < 4; ++i)
+        clf_f16x2_bits(u[i], &x[2 * i], &x[2 * i + 1]);
 #else
     const uint u[4] = {w.x, w.y, w.z, w.w};
 #pragma unroll

@@ -13,6 +13,11 @@
 
 /* The line a tensor-core kernel's source carries (inline PTX mma.sync). */
 #define CLF__MMA_LINE "#define CLF_MMA 1\n"
+/* The line (a printf format, 1 or 0) of a kernel whose source may use
+ * inline PTX other than mma.sync (target->warp_shuffle: the shuffle
+ * forms, the decode form's f16 conversions); a driver that refuses it
+ * gets the kernel again without (executable.c). */
+#define CLF__SHFL_LINE "#define CLF_SHFL %d\n"
 
 /* Bumped whenever generated code changes meaning; part of cache keys. */
 #define CLF__CODEGEN_VERSION 1

@@ -200,6 +200,9 @@ clf_status clf__codegen_attention(const clf_graph *g, const clf__plan *plan, uin
                        (unsigned long long)G.vu);
         if (G.wide)
             clf__sb_printf(&src, "#define DECODE_WIDE 1\n#define STAGE_BF16 %d\n", k_stage == CLF_BF16 ? 1 : 0);
+        /* f16 stages converted by PTX cvt on NVIDIA's driver. */
+        if (G.wide && k_stage == CLF_F16 && target->warp_shuffle)
+            clf__sb_printf(&src, CLF__SHFL_LINE, 1);
     } else if (mma != CLF_F32) {
         clf__sb_printf(&src,
                        CLF__MMA_LINE "#define MMA_BF16 %d\n#define WARPS %d\n#define WROWS %d\n#define BKT %llu\n%s",

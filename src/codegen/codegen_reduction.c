@@ -738,13 +738,10 @@ static bool shfl_fns(clf__strbuf *out, const clf__strbuf *fields, int k)
     return ok;
 }
 
-/* The line that says whether a GPU kernel is in the warp-shuffle form. */
-#define SHFL_LINE "#define CLF_SHFL %d\n"
-
 unsigned clf__codegen_inline_ptx_forms(const char *source)
 {
     char on[32];
-    snprintf(on, sizeof on, SHFL_LINE, 1);
+    snprintf(on, sizeof on, CLF__SHFL_LINE, 1);
     return (strstr(source, on) ? CLF__PTX_SHUFFLES : 0u) | (strstr(source, CLF__MMA_LINE) ? CLF__PTX_MMA : 0u);
 }
 
@@ -1117,7 +1114,7 @@ clf_status clf__codegen_reduction(const clf_graph *g, const clf__plan *plan, uin
                        (unsigned long long)split, (unsigned long long)chunk, !target->cpu, (unsigned long long)wg,
                        out->final_name);
     } else if (!target->cpu) {
-        clf__sb_printf(&src, "#define WG %llu\n#define LANES %llu\n#define CACHE %d\n#define VEC %d\n" SHFL_LINE,
+        clf__sb_printf(&src, "#define WG %llu\n#define LANES %llu\n#define CACHE %d\n#define VEC %d\n" CLF__SHFL_LINE,
                        (unsigned long long)wg, (unsigned long long)lanes, (int)cache, vec, shfl);
     }
     clf__cg_signature(&src, g, plan, out->entry, out->params, out->nparams, K->nreads);
