@@ -158,6 +158,25 @@ static inline void clf_unpack8(uint4 w, float *x)
 #endif
 }
 #define KC (KP / 8) /* 16-byte loads a key's piece of K takes */
+
+/* A piece of K's keys n0 + j0 on (WG of them, fewer past len) at columns
+ * d0 .. d0 + KP - 1 into registers: load e of the piece is key e / KC,
+ * columns 8 (e % KC) on (zeros past D: the stage's guard). */
+static inline void clf_k_piece(IDX_T bt, IDX_T n0, IDX_T j0, IDX_T d0, IDX_T len, IDX_T lid, uint4 *xw, CLF_PARAMS)
+{
+#pragma unroll
+    for (int i = 0; i < KC; ++i) {
+        const IDX_T e = lid + (IDX_T)i * WG, r = e / KC, c = e % KC;
+        xw[i] = r < len - j0 ? clf_stage_k(bt, n0 + j0 + r, d0 / 8 + c, CLF_ARGS) : (uint4)(0);
+    }
+}
+
+/* DECODE_PREFETCH 1: the next piece of K is read into registers before
+ * the current one is summed from local memory (its loads in flight
+ * meanwhile, 16 bytes x KC a work-item); 0: read after, as a baseline. */
+#ifndef DECODE_PREFETCH
+#define DECODE_PREFETCH 1
+#endif
 #endif
 
 /* D rounded up to whole pieces of KP columns (q is zero past D). */
@@ -261,18 +280,18 @@ __kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void CLF_KERNEL_NAME(CL
 
     /* The logits, a key a work-item, and the chunk's maximum. */
     float mx = -INFINITY;
+#if DECODE_WIDE && DECODE_PREFETCH
+    uint4 xw[KC];
+    clf_k_piece(bt, n0, 0, 0, len, lid, xw, CLF_ARGS);
+#endif
     for (IDX_T j0 = 0; j0 < len; j0 += WG) {
         float s[4] = {0.0f, 0.0f, 0.0f, 0.0f};
         for (IDX_T d0 = 0; d0 < (IDX_T)DK; d0 += KP) {
 #if DECODE_WIDE
-            /* Load e of the piece: key e / KC, columns 8 (e % KC) on (zeros
-             * past D: the stage's guard). */
+#if !DECODE_PREFETCH
             uint4 xw[KC];
-#pragma unroll
-            for (int i = 0; i < KC; ++i) {
-                const IDX_T e = lid + (IDX_T)i * WG, r = e / KC, c = e % KC;
-                xw[i] = r < len - j0 ? clf_stage_k(bt, n0 + j0 + r, d0 / 8 + c, CLF_ARGS) : (uint4)(0);
-            }
+            clf_k_piece(bt, n0, j0, d0, len, lid, xw, CLF_ARGS);
+#endif
             barrier(CLK_LOCAL_MEM_FENCE); /* the previous piece read (and q stored) */
 #pragma unroll
             for (int i = 0; i < KC; ++i) {
@@ -283,6 +302,13 @@ __kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void CLF_KERNEL_NAME(CL
                 for (int u = 0; u < 8; ++u)
                     kt[e / KC * (KP + 1) + e % KC * 8 + u] = x[u];
             }
+#if DECODE_PREFETCH
+            /* The next piece's loads in flight while this one is summed. */
+            if (d0 + KP < (IDX_T)DK)
+                clf_k_piece(bt, n0, j0, d0 + KP, len, lid, xw, CLF_ARGS);
+            else if (j0 + WG < len)
+                clf_k_piece(bt, n0, j0 + WG, 0, len, lid, xw, CLF_ARGS);
+#endif
 #else
             /* Element e of the piece: key e / KP, column e % KP. */
             float x[KP];
