@@ -171,9 +171,19 @@ static inline void clf_k_piece(IDX_T bt, IDX_T n0, IDX_T j0, IDX_T d0, IDX_T len
     }
 }
 
+/* V's rows n, n + KG, .. n + (VU - 1) KG at columns 8 c on. */
+static inline void clf_v_batch(IDX_T bt, IDX_T n, IDX_T c, uint4 *x, CLF_PARAMS)
+{
+#pragma unroll
+    for (int u = 0; u < VU; ++u)
+        x[u] = clf_stage_v(bt, n + u * KG, c, CLF_ARGS);
+}
+
 /* DECODE_PREFETCH 1: the next piece of K is read into registers before
  * the current one is summed from local memory (its loads in flight
- * meanwhile, 16 bytes x KC a work-item); 0: read after, as a baseline. */
+ * meanwhile, 16 bytes x KC a work-item), and the next VU rows of V before
+ * the current ones are added; 0: each read when it is used, as a
+ * baseline. */
 #ifndef DECODE_PREFETCH
 #define DECODE_PREFETCH 1
 #endif
@@ -361,11 +371,23 @@ __kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void CLF_KERNEL_NAME(CL
     for (int e = 0; e < 8; ++e)
         acc[e] = 0.0f;
     IDX_T j = g;
+#if DECODE_PREFETCH
+    /* The next VU keys' loads issued before this batch is added. */
+    uint4 xn[VU];
+    if (j + (VU - 1) * KG < len)
+        clf_v_batch(bt, n0 + j, c, xn, CLF_ARGS);
+#endif
     for (; j + (VU - 1) * KG < len; j += VU * KG) {
         uint4 x[VU];
+#if DECODE_PREFETCH
 #pragma unroll
         for (int u = 0; u < VU; ++u)
-            x[u] = clf_stage_v(bt, n0 + j + u * KG, c, CLF_ARGS);
+            x[u] = xn[u];
+        if (j + VU * KG + (VU - 1) * KG < len)
+            clf_v_batch(bt, n0 + j + VU * KG, c, xn, CLF_ARGS);
+#else
+        clf_v_batch(bt, n0 + j, c, x, CLF_ARGS);
+#endif
 #pragma unroll
         for (int u = 0; u < VU; ++u) {
             const float p = w[j + u * KG];
