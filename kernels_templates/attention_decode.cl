@@ -158,35 +158,6 @@ static inline void clf_unpack8(uint4 w, float *x)
 #endif
 }
 #define KC (KP / 8) /* 16-byte loads a key's piece of K takes */
-
-/* A piece of K's keys n0 + j0 on (WG of them, fewer past len) at columns
- * d0 .. d0 + KP - 1 into registers: load e of the piece is key e / KC,
- * columns 8 (e % KC) on (zeros past D: the stage's guard). */
-static inline void clf_k_piece(IDX_T bt, IDX_T n0, IDX_T j0, IDX_T d0, IDX_T len, IDX_T lid, uint4 *xw, CLF_PARAMS)
-{
-#pragma unroll
-    for (int i = 0; i < KC; ++i) {
-        const IDX_T e = lid + (IDX_T)i * WG, r = e / KC, c = e % KC;
-        xw[i] = r < len - j0 ? clf_stage_k(bt, n0 + j0 + r, d0 / 8 + c, CLF_ARGS) : (uint4)(0);
-    }
-}
-
-/* V's rows n, n + KG, .. n + (VU - 1) KG at columns 8 c on. */
-static inline void clf_v_batch(IDX_T bt, IDX_T n, IDX_T c, uint4 *x, CLF_PARAMS)
-{
-#pragma unroll
-    for (int u = 0; u < VU; ++u)
-        x[u] = clf_stage_v(bt, n + u * KG, c, CLF_ARGS);
-}
-
-/* DECODE_PREFETCH 1: the next piece of K is read into registers before
- * the current one is summed from local memory (its loads in flight
- * meanwhile, 16 bytes x KC a work-item), and the next VU rows of V before
- * the current ones are added; 0: each read when it is used, as a
- * baseline. */
-#ifndef DECODE_PREFETCH
-#define DECODE_PREFETCH 1
-#endif
 #endif
 
 /* D rounded up to whole pieces of KP columns (q is zero past D). */
@@ -290,18 +261,18 @@ __kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void CLF_KERNEL_NAME(CL
 
     /* The logits, a key a work-item, and the chunk's maximum. */
     float mx = -INFINITY;
-#if DECODE_WIDE && DECODE_PREFETCH
-    uint4 xw[KC];
-    clf_k_piece(bt, n0, 0, 0, len, lid, xw, CLF_ARGS);
-#endif
     for (IDX_T j0 = 0; j0 < len; j0 += WG) {
         float s[4] = {0.0f, 0.0f, 0.0f, 0.0f};
         for (IDX_T d0 = 0; d0 < (IDX_T)DK; d0 += KP) {
 #if DECODE_WIDE
-#if !DECODE_PREFETCH
+            /* Load e of the piece: key e / KC, columns 8 (e % KC) on (zeros
+             * past D: the stage's guard). */
             uint4 xw[KC];
-            clf_k_piece(bt, n0, j0, d0, len, lid, xw, CLF_ARGS);
-#endif
+#pragma unroll
+            for (int i = 0; i < KC; ++i) {
+                const IDX_T e = lid + (IDX_T)i * WG, r = e / KC, c = e % KC;
+                xw[i] = r < len - j0 ? clf_stage_k(bt, n0 + j0 + r, d0 / 8 + c, CLF_ARGS) : (uint4)(0);
+            }
             barrier(CLK_LOCAL_MEM_FENCE); /* the previous piece read (and q stored) */
 #pragma unroll
             for (int i = 0; i < KC; ++i) {
@@ -312,13 +283,6 @@ __kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void CLF_KERNEL_NAME(CL
                 for (int u = 0; u < 8; ++u)
                     kt[e / KC * (KP + 1) + e % KC * 8 + u] = x[u];
             }
-#if DECODE_PREFETCH
-            /* The next piece's loads in flight while this one is summed. */
-            if (d0 + KP < (IDX_T)DK)
-                clf_k_piece(bt, n0, j0, d0 + KP, len, lid, xw, CLF_ARGS);
-            else if (j0 + WG < len)
-                clf_k_piece(bt, n0, j0 + WG, 0, len, lid, xw, CLF_ARGS);
-#endif
 #else
             /* Element e of the piece: key e / KP, column e % KP. */
             float x[KP];
@@ -371,23 +335,11 @@ __kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void CLF_KERNEL_NAME(CL
     for (int e = 0; e < 8; ++e)
         acc[e] = 0.0f;
     IDX_T j = g;
-#if DECODE_PREFETCH
-    /* The next VU keys' loads issued before this batch is added. */
-    uint4 xn[VU];
-    if (j + (VU - 1) * KG < len)
-        clf_v_batch(bt, n0 + j, c, xn, CLF_ARGS);
-#endif
     for (; j + (VU - 1) * KG < len; j += VU * KG) {
         uint4 x[VU];
-#if DECODE_PREFETCH
 #pragma unroll
         for (int u = 0; u < VU; ++u)
-            x[u] = xn[u];
-        if (j + VU * KG + (VU - 1) * KG < len)
-            clf_v_batch(bt, n0 + j + VU * KG, c, xn, CLF_ARGS);
-#else
-        clf_v_batch(bt, n0 + j, c, x, CLF_ARGS);
-#endif
+            x[u] = clf_stage_v(bt, n0 + j + u * KG, c, CLF_ARGS);
 #pragma unroll
         for (int u = 0; u < VU; ++u) {
             const float p = w[j + u * KG];
