@@ -170,10 +170,29 @@ static inline void clf_store(IDX_T bt, IDX_T m, IDX_T n, float acc, CLF_PARAMS) 
 #if !defined(LOGIT_SCALE)
 #error "attention_mma.cl: FOLD_SCALE needs LOGIT_SCALE"
 #endif
-#define CLF_EXP_SCORE(x, nb) native_exp2(fma((x), LOGIT_SCALE * M_LOG2E_F, (nb)))
+#define CLF_EXP_ARG(x, nb) fma((x), LOGIT_SCALE * M_LOG2E_F, (nb))
 #else
-#define CLF_EXP_SCORE(x, nb) CLF_EXP_FROM(x, nb)
+#define CLF_EXP_ARG(x, nb) fma((x), M_LOG2E_F, (nb))
 #endif
+
+/* EXP_POLY_TILES: the weights of the first EXP_POLY_TILES of a warp's NT
+ * 8-key tiles by clf_exp2_poly on the FMA units, the others by ex2 (16
+ * a clock a compute unit on sm_90, against 2 x 32 x 64 weights a warp a
+ * tile), as FlashAttention-4 shares the exponentials; 0: ex2 only. */
+#ifndef EXP_POLY_TILES
+#define EXP_POLY_TILES 0
+#endif
+
+/* 2^x by a cubic on the fraction (relative error under 8.6e-5, below
+ * f16's rounding of the weights): 0 below -126 (-inf included), ex2
+ * above 127 and for NaN. */
+static inline float clf_exp2_poly(float x)
+{
+    const float xc = fmax(x, -127.0f), fi = floor(xc), f = xc - fi;
+    const float p = fma(fma(fma(0.07706522f, f, 0.22764698f), f, 0.69511634f), f, 1.0f);
+    const float r = x >= -126.0f ? as_float(as_int(p) + ((int)fi << 23)) : 0.0f;
+    return x <= 127.0f ? r : native_exp2(x);
+}
 
 /* B fragments by ldmatrix.x4: four B fragments (b0, b1 of an 8-column
  * tile and b0, b1 of the next) from rows of 16-bit values in local memory
@@ -575,7 +594,8 @@ __kernel __attribute__((reqd_work_group_size(32 * WARPS, 1, 1))) void CLF_KERNEL
 #pragma unroll
                 for (int e = 0; e < 4; ++e) {
                     const int h = 2 * mt + e / 2;
-                    s[mt][j][e] = CLF_EXP_SCORE(s[mt][j][e], nbase[h]);
+                    const float a = CLF_EXP_ARG(s[mt][j][e], nbase[h]);
+                    s[mt][j][e] = j < EXP_POLY_TILES ? clf_exp2_poly(a) : native_exp2(a);
                     ps[h] += s[mt][j][e];
                 }
 #pragma unroll
