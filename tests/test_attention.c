@@ -1071,6 +1071,18 @@ START_TEST(tensor_cores_pinned_tilings)
             mk[i] = clf_test_to_f16(clf_test_from_f16(mk[i]) + 0.5f * (float)(i % 90 - i / 90 - 20));
         ck_assert_int_eq(clf_graph_output(g, "out", clf_attention(g, q, k, v, mask, 0, true)), CLF_OK);
         check_tensor_core_tile(ctx, "f16 causal, an additive mask", g, &in, NULL, true, false);
+        /* Every weight by the cubic 2^x (EXP_POLY_TILES, a build option),
+         * the mask's -inf-free rows and the causal -inf keys included. */
+        ck_assert_int_eq(setenv("CLFUSE_BUILD_OPTIONS",
+                                nvidia ? "-DEXP_POLY_TILES=8" : "-DCLF_MMA_EMULATE=1 -cl-opt-disable -DEXP_POLY_TILES=8",
+                                1),
+                         0);
+        check_tensor_core_tile(ctx, "f16 causal, an additive mask, weights by clf_exp2_poly", g, &in, NULL, true,
+                               false);
+        if (nvidia)
+            unsetenv("CLFUSE_BUILD_OPTIONS");
+        else
+            ck_assert_int_eq(setenv("CLFUSE_BUILD_OPTIONS", "-DCLF_MMA_EMULATE=1 -cl-opt-disable", 1), 0);
         e2e_inputs_free(&in);
         clf_graph_destroy(&g);
     }
