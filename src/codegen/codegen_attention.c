@@ -95,15 +95,9 @@ static bool logit_plain_scale(const clf_graph *g, const clf__plan_kernel *K, dou
          * other side; a DIV's only as its divisor. */
         int side = -1;
         double v = 0.0;
-        for (int i = n->op == CLF__OP_DIV ? 1 : 0; i < 2 && side < 0; i++) {
-            const clf__node *c = clf__graph_node(g, n->inputs[i]);
-            while (clf__node_class_of(c) == CLF__CLASS_MOVEMENT)
-                c = clf__graph_node(g, c->inputs[0]);
-            if (clf__plan_is_literal(c) && clf__dtype_is_float(c->dtype)) {
-                v = clf__dtype_info_of(c->dtype)->get_f64(c->data, 0);
+        for (int i = n->op == CLF__OP_DIV ? 1 : 0; i < 2 && side < 0; i++)
+            if (clf__plan_literal_float(g, n->inputs[i], &v))
                 side = i;
-            }
-        }
         if (side < 0 || !(v > 0.0) || isinf(v))
             return false;
         s = n->op == CLF__OP_DIV ? s / v : s * v;

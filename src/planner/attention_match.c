@@ -163,26 +163,13 @@ static bool additive_causal_pattern(const clf__node *c, int64_t sq, int64_t sk, 
     return o >= 0;
 }
 
-/* A literal scalar float that node id is, through movement ops; false when
- * it is not one. */
-static bool literal_value(const clf_graph *g, uint32_t id, double *v)
-{
-    const clf__node *n = clf__graph_node(g, id);
-    while (clf__node_class_of(n) == CLF__CLASS_MOVEMENT)
-        n = clf__graph_node(g, n->inputs[0]);
-    if (!clf__plan_is_literal(n) || !clf__dtype_is_float(n->dtype))
-        return false;
-    *v = clf__dtype_info_of(n->dtype)->get_f64(n->data, 0);
-    return true;
-}
-
 /* A literal fill value: a scalar constant, -inf or at most -65504 (f16's
  * lowest, HF's finfo.min): keys holding it weigh 0 next to any visible key
  * more than ~104 above it (the kernel checks that per row, else visits the
  * skipped keys too). */
 static bool fill_value(const clf_graph *g, uint32_t id, double *fill)
 {
-    if (!literal_value(g, id, fill))
+    if (!clf__plan_literal_float(g, id, fill))
         return false;
     return isinf(*fill) ? *fill < 0 : *fill <= -65504.0;
 }
@@ -231,8 +218,8 @@ static bool masked_causal(const clf_graph *g, const clf__node *add, uint32_t add
         return false;
     for (int zero_side = 1; zero_side <= 2; zero_side++) {
         double zero, fill;
-        if (!literal_value(g, w->inputs[zero_side], &zero) || zero != 0.0 ||
-            !literal_value(g, w->inputs[3 - zero_side], &fill))
+        if (!clf__plan_literal_float(g, w->inputs[zero_side], &zero) || zero != 0.0 ||
+            !clf__plan_literal_float(g, w->inputs[3 - zero_side], &fill))
             continue;
         /* F as the ADD sees it: through the casts from the WHERE's type */
         unsigned char cell[8];

@@ -57,6 +57,17 @@ bool clf__plan_is_literal(const clf__node *n)
     return n->op == CLF__OP_CONSTANT && clf__node_numel(n) == 1;
 }
 
+bool clf__plan_literal_float(const clf_graph *g, uint32_t id, double *v)
+{
+    const clf__node *n = clf__graph_node(g, id);
+    while (clf__node_class_of(n) == CLF__CLASS_MOVEMENT)
+        n = clf__graph_node(g, n->inputs[0]);
+    if (!clf__plan_is_literal(n) || !clf__dtype_is_float(n->dtype))
+        return false;
+    *v = clf__dtype_info_of(n->dtype)->get_f64(n->data, 0);
+    return true;
+}
+
 uint32_t clf__plan_gather_indices(const clf_graph *g, const clf__node *gather)
 {
     uint32_t id = gather->inputs[1];

@@ -177,6 +177,9 @@ void clf__plan_free(clf__plan *plan);
 
 /* True when a node is a scalar constant that codegen writes as a literal. */
 bool clf__plan_is_literal(const clf__node *n);
+/* Whether node id is, through movement ops, a float literal; *v gets
+ * its value. */
+bool clf__plan_literal_float(const clf_graph *g, uint32_t id, double *v);
 
 /* The node whose buffer a gather's kernel reads its indices from, in C
  * order: the indices, or through reshapes (which keep C order) the graph
