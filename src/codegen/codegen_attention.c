@@ -103,7 +103,8 @@ static bool logit_plain_scale(const clf_graph *g, const clf__plan_kernel *K, dou
         s = n->op == CLF__OP_DIV ? s / v : s * v;
         id = n->inputs[1 - side];
     }
-    if (!(s > 0.0) || isinf(s) || !((float)s > 0.0f) || isinf((float)s))
+    /* (as the kernel's f32 literal: neither 0 nor infinite) */
+    if (!((float)s > 0.0f) || isinf((float)s))
         return false;
     *scale = s;
     return true;
