@@ -1001,6 +1001,20 @@ static void check_tensor_core_tile(clf_context *ctx, const char *label, const cl
     clf_executable_destroy(&exe);
 }
 
+/* CLFUSE_BUILD_OPTIONS for the tensor-core form's tests: on a device
+ * other than NVIDIA's the emulation, unoptimised (tensor_cores_pinned_tilings
+ * says why), then `extra` (NULL for none). */
+static void tensor_core_options(bool nvidia, const char *extra)
+{
+    char opts[256];
+    snprintf(opts, sizeof opts, "%s%s%s", nvidia ? "" : "-DCLF_MMA_EMULATE=1 -cl-opt-disable",
+             !nvidia && extra ? " " : "", extra ? extra : "");
+    if (opts[0])
+        ck_assert_int_eq(setenv("CLFUSE_BUILD_OPTIONS", opts, 1), 0);
+    else
+        unsetenv("CLFUSE_BUILD_OPTIONS");
+}
+
 START_TEST(tensor_cores_pinned_tilings)
 {
     /* Emulated on PoCL: one thread, as PoCL 3.1 makes the emulation's
@@ -1024,8 +1038,7 @@ START_TEST(tensor_cores_pinned_tilings)
     /* K and V are plain buffers: two stages (cp.async) unless pinned to
      * one, or where two do not fit 48 KiB (none here: heads of 40 and 24). */
     static const char *const tiles[] = {"", "8,16,32,1", "4,32,32,2", "2,32,64", "1,16,16,2", "4,32,128,1"};
-    if (!nvidia)
-        ck_assert_int_eq(setenv("CLFUSE_BUILD_OPTIONS", "-DCLF_MMA_EMULATE=1 -cl-opt-disable", 1), 0);
+    tensor_core_options(nvidia, NULL);
     for (size_t t = 0; t < sizeof tiles / sizeof tiles[0]; t++) {
         int warps = 0, rows = 0, keys = 0, stages = 2;
         if (*tiles[t]) {
@@ -1073,16 +1086,10 @@ START_TEST(tensor_cores_pinned_tilings)
         check_tensor_core_tile(ctx, "f16 causal, an additive mask", g, &in, NULL, true, false);
         /* Every weight by the cubic 2^x (EXP_POLY_TILES, a build option),
          * the mask's -inf-free rows and the causal -inf keys included. */
-        ck_assert_int_eq(setenv("CLFUSE_BUILD_OPTIONS",
-                                nvidia ? "-DEXP_POLY_TILES=8" : "-DCLF_MMA_EMULATE=1 -cl-opt-disable -DEXP_POLY_TILES=8",
-                                1),
-                         0);
+        tensor_core_options(nvidia, "-DEXP_POLY_TILES=8");
         check_tensor_core_tile(ctx, "f16 causal, an additive mask, weights by clf_exp2_poly", g, &in, NULL, true,
                                false);
-        if (nvidia)
-            unsetenv("CLFUSE_BUILD_OPTIONS");
-        else
-            ck_assert_int_eq(setenv("CLFUSE_BUILD_OPTIONS", "-DCLF_MMA_EMULATE=1 -cl-opt-disable", 1), 0);
+        tensor_core_options(nvidia, NULL);
         e2e_inputs_free(&in);
         clf_graph_destroy(&g);
     }
@@ -1127,8 +1134,7 @@ START_TEST(stages_through_views)
         return;
     }
     ck_assert_int_eq(setenv("CLFUSE_TENSOR_CORES", "1", 1), 0);
-    if (!nvidia)
-        ck_assert_int_eq(setenv("CLFUSE_BUILD_OPTIONS", "-DCLF_MMA_EMULATE=1 -cl-opt-disable", 1), 0);
+    tensor_core_options(nvidia, NULL);
     static const int heads_first[4] = {0, 2, 1, 3};
     /* V from columns [start, start + 32) of a [.., 48] buffer: start 8
      * keeps whole pieces, 4 does not. */
