@@ -6,7 +6,8 @@
 # machine (carry .gpu):
 #     B=/tmp/build-gpu-tests bash bench/attention_tile_sweep_gpu.sh [TILE ...]
 # B: a build with bench/bench_attention (built here if absent). SWEEP_CASES
-# picks cases by name (an extended regular expression), SWEEP_ITERS the
+# picks cases by name (an extended regular expression; the f32 cases take
+# the portable GPU form, whatever the tiling), SWEEP_ITERS the
 # runs a configuration (30). Prints a line
 # a configuration (median, min ms; the check's relative norm error), the
 # torch lines last; logs under $OUT/sweep.
@@ -31,6 +32,8 @@ cases=$(cat <<'EOF'
 f16_full	--dtype f16 --b 8 --h 16 --s 1024 --d 64
 f16_causal	--dtype f16 --b 8 --h 16 --s 1024 --d 64 --causal
 f16_d128_causal	--dtype f16 --b 4 --h 32 --s 1024 --d 128 --causal
+f32_full	--dtype f32 --b 8 --h 16 --s 1024 --d 64
+f32_causal	--dtype f32 --b 8 --h 16 --s 1024 --d 64 --causal
 EOF
 )
 while IFS=$'\t' read -r name opts; do
