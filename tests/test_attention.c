@@ -595,6 +595,26 @@ START_TEST(gpu_form_partial_block_many_tiles)
 }
 END_TEST
 
+/* The GPU form's rows meeting across work-items by butterflies (GPU_SHFL:
+ * PTX shuffles on NVIDIA's driver, its default there; elsewhere emulated
+ * through local memory): rows spread over 8, 4 and 2 work-items (heads
+ * of 64 and 128, a work-group limit of 16: 4 rows x 4 columns of keys),
+ * causal and not, several tiles, rows of a last block past Sq. */
+START_TEST(gpu_form_shuffles)
+{
+    clf_context *ctx = clf_test_context();
+    if (!clf_test_on_nvidia(ctx))
+        ck_assert_int_eq(setenv("CLFUSE_BUILD_OPTIONS", "-DGPU_SHFL=1 -DGPU_SHFL_EMULATE=1", 1), 0);
+    check_plain(ctx, "Sq 37, Sk 70, D 64", 2, 2, 37, 70, 64, 64, false, PREFILL);
+    check_plain(ctx, "Sq 70 causal, D 128 (Dv 100)", 1, 2, 70, 70, 128, 100, true, PREFILL);
+    ctx->max_local = 16; /* (the schedule's limit) */
+    check_plain(ctx, "a work-group of 16: Sq 37, Sk 70, D 32", 1, 2, 37, 70, 32, 32, true, PREFILL);
+    clf_context_destroy(&ctx);
+    unsetenv("CLFUSE_BUILD_OPTIONS");
+    assert_kernel_counts();
+}
+END_TEST
+
 /* k and v with a head axis of 1 serve every query head (MQA), and
  * [B, Hkv, 1, Sk, D] serves G query heads each ([B, Hkv, G, Sq, D], GQA). */
 START_TEST(kv_heads_broadcast)
@@ -2453,6 +2473,7 @@ int main(void)
     clf_test_add_variant_case(s, "head_sizes", head_sizes);
     clf_test_add_variant_case(s, "cpu_form_blocks_and_tails", cpu_form_blocks_and_tails);
     clf_test_add_variant_case(s, "gpu_form_partial_block_many_tiles", gpu_form_partial_block_many_tiles);
+    clf_test_add_variant_case(s, "gpu_form_shuffles", gpu_form_shuffles);
     clf_test_add_variant_case(s, "kv_heads_broadcast", kv_heads_broadcast);
     clf_test_add_case(s, "bool_mask_fully_masked_rows", bool_mask_fully_masked_rows);
     clf_test_add_case(s, "additive_mask", additive_mask);

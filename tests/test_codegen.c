@@ -931,13 +931,58 @@ START_TEST(attention_schedule_from_facts)
     ck_assert_int_eq(clf__schedule_attention(&f, &h200, 0, &s, err, sizeof err), CLF_OK);
     ck_assert(s.bkt == 64 && s.mma_warps == 8 && s.mma_rows == 16 && s.mma_stages == 1);
     f.kv16 = false;
-    /* f32: the FMA form, 64 query rows a work-group, K/V tiles within half
-     * the local memory. */
+    /* f32: the FMA form's register tiles. Heads of 128: 64 rows over
+     * tiles of 32 or 16 keys exceed 48 KiB, 32 rows over 16 keys, two a
+     * work-item, fit (4 x (32 x 132 + 16 x 132 + 16 x 128 + 24 x 36) =
+     * 36992 bytes): 8 x 8 work-items. */
     f.mma16 = CLF_F32;
     ck_assert_int_eq(clf__schedule_attention(&f, &h200, 0, &s, err, sizeof err), CLF_OK);
-    ck_assert(s.mma == CLF_F32 && s.bq == 64 && s.bk * (128 + 128) * 4 <= 49152 / 2);
+    ck_assert(s.mma == CLF_F32 && s.bq == 32 && s.bk == 16 && s.tk == 2);
     clf__attention_launch(&f, &s, false, &out);
     ck_assert_str_eq(out.schedule.form, "gpu");
+    ck_assert_uint_eq(out.local, 64);
+    ck_assert_uint_eq(out.global, 128u * (1024 / 32) * 64);
+    /* Heads of 64: 64 rows over 32 keys, four a work-item (45184 bytes):
+     * 16 x 8 work-items. */
+    f.d = f.dv = 64;
+    ck_assert_int_eq(clf__schedule_attention(&f, &h200, 0, &s, err, sizeof err), CLF_OK);
+    ck_assert(s.bq == 64 && s.bk == 32 && s.tk == 4);
+    clf__attention_launch(&f, &s, false, &out);
+    ck_assert_uint_eq(out.local, 128);
+    /* A device of 32 work-items a group (rusticl): 16 rows x 8 key
+     * columns; one of a single work-item: four rows, one column of keys;
+     * seven query rows: a block of 8. */
+    clf__codegen_target small = h200;
+    small.max_local = 32;
+    ck_assert_int_eq(clf__schedule_attention(&f, &small, 0, &s, err, sizeof err), CLF_OK);
+    ck_assert(s.bq == 16 && s.bk == 32 && s.tk == 4);
+    small.max_local = 1;
+    ck_assert_int_eq(clf__schedule_attention(&f, &small, 0, &s, err, sizeof err), CLF_OK);
+    ck_assert(s.bq == 4 && s.bk == s.tk);
+    clf__attention_launch(&f, &s, false, &out);
+    ck_assert_uint_eq(out.local, 1);
+    f.sq = 7;
+    ck_assert_int_eq(clf__schedule_attention(&f, &h200, 0, &s, err, sizeof err), CLF_OK);
+    ck_assert(s.bq == 8 && s.bk == 32);
+    f.sq = 1024;
+    /* Its tiling pinned (CLFUSE_ATTENTION_TILE=fma,rows,keys,keys_per_item):
+     * 16 rows over 64 keys, 8 a work-item, taken; keys not a power of two
+     * of work-items, or 1024 work-items over 256 rows, refused by name. */
+    clf__attention_tile fma = {.rows = 16, .bkt = 64, .fma_keys = 8};
+    clf__codegen_target fma_pinned = h200;
+    fma_pinned.attention_tile = &fma;
+    ck_assert_int_eq(clf__schedule_attention(&f, &fma_pinned, 0, &s, err, sizeof err), CLF_OK);
+    ck_assert(s.bq == 16 && s.bk == 64 && s.tk == 8);
+    fma.bkt = 24;
+    ck_assert_int_eq(clf__schedule_attention(&f, &fma_pinned, 3, &s, err, sizeof err), CLF_ERR_UNSUPPORTED);
+    ck_assert_ptr_nonnull(strstr(err, "fma,rows,keys,keys_per_item"));
+    ck_assert_ptr_nonnull(strstr(err, "power of two"));
+    fma.rows = 256;
+    fma.bkt = 128;
+    fma.fma_keys = 4;
+    ck_assert_int_eq(clf__schedule_attention(&f, &fma_pinned, 3, &s, err, sizeof err), CLF_ERR_UNSUPPORTED);
+    ck_assert_ptr_nonnull(strstr(err, "work-items"));
+    f.d = f.dv = 128;
     /* One query row over 4096 keys: the keys split, chunks covering them. */
     clf__attention_facts dec = {.batch = 32, .sq = 1, .sk = 4096, .d = 128, .dv = 128, .numel = 32 * 128,
                                 .mma16 = CLF_F16};
@@ -1344,9 +1389,11 @@ START_TEST(attention_tensor_cores_where_the_operands_allow)
     ck_assert_ptr_null(strstr(src, "#define CLF_HAVE_STAGE_K 1"));
     ck_assert_ptr_null(strstr(src, "#define CLF_HAVE_STAGE_V 1"));
     free(src);
+    /* f32: the FMA form, its rows' maxima and sums by warp shuffles where
+     * the target has them (marked as such, not as mma). */
     src = attention_source(CLF_F32, 64, false, &tc, &form);
     ck_assert_str_eq(form, "gpu");
-    ck_assert(!clf__codegen_uses_inline_ptx(src));
+    ck_assert_uint_eq(clf__codegen_inline_ptx_forms(src), CLF__PTX_SHUFFLES);
     free(src);
     src = attention_source(CLF_F16, 64, false, &gpu, &form);
     ck_assert_str_eq(form, "gpu");

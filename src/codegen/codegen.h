@@ -37,9 +37,11 @@ typedef struct clf__gemm_config {
  * work-group, query rows a warp (16 or 32), keys a tile, and stages of
  * tiles in local memory (1: filled through registers, 2: by cp.async; 0:
  * the schedule's); written "warps,rows,keys[,stages]" in
- * CLFUSE_ATTENTION_TILE. */
+ * CLFUSE_ATTENTION_TILE. Or, where fma_keys is not 0, the FMA GPU form's
+ * (attention_gpu.cl): rows query rows a work-group, bkt keys a tile,
+ * fma_keys of them a work-item; written "fma,rows,keys,keys_per_item". */
 typedef struct clf__attention_tile {
-    int warps, rows, bkt, stages;
+    int warps, rows, bkt, stages, fma_keys;
 } clf__attention_tile;
 
 /* The deepest fused chain for target->small_code. */

@@ -209,8 +209,16 @@ clf_status clf__codegen_attention(const clf_graph *g, const clf__plan *plan, uin
             clf__cg_literal(&src, CLF_F32, logit_scale);
             clf__sb_puts(&src, "\n");
         }
-    } else if (!target->cpu)
-        clf__sb_printf(&src, "#define BQ %llu\n#define BK %llu\n", (unsigned long long)as.bq, (unsigned long long)as.bk);
+    } else if (!target->cpu) {
+        clf__sb_printf(&src, "#define BQ %llu\n#define BK %llu\n#define TK %llu\n", (unsigned long long)as.bq,
+                       (unsigned long long)as.bk, (unsigned long long)as.tk);
+        /* The rows' maxima and sums across work-items by shuffles, exp2 by
+         * ex2, on NVIDIA's driver. */
+        if (target->warp_shuffle) {
+            clf__sb_printf(&src, CLF__SHFL_LINE, 1);
+            out->schedule.warp_shuffle = true;
+        }
+    }
     if (target->cpu)
         clf__sb_printf(&src, "#define VW %d\n#define CH %d\n#define RB %llu\n", vw, as.keys, (unsigned long long)as.rb);
     clf__cg_signature(&src, g, plan, out->entry, out->params, out->nparams, K->nreads);
@@ -239,6 +247,21 @@ clf_status clf__codegen_attention(const clf_graph *g, const clf__plan *plan, uin
                                            K->attention.causal ? K->attention.causal_keep : 0, as.keys, "clf_logit_v",
                                            &src))
             clf__sb_puts(&src, "#define CLF_LOGIT_VEC 1\n");
+    }
+    if (!target->cpu && !decode && mma == CLF_F32) {
+        /* The FMA GPU form reads Q's, K's and V's rows four values a load
+         * where D (DV) is a multiple of 4. */
+        if (d % 4 == 0) {
+            clf__cg_emit_operand_load_vec(g, plan, k, SC, 0, 1, 4, false, "clf_load_q", "clf_load_qv", &src);
+            out->schedule.vec_a = clf__cg_emit_operand_load_vec(g, plan, k, SC, 1, 0, 4, false, "clf_load_k",
+                                                                "clf_load_kv", &src);
+            clf__sb_puts(&src, "#define GPU_VEC_QK 1\n");
+        }
+        if (dv % 4 == 0) {
+            out->schedule.vec_b = clf__cg_emit_operand_load_vec(g, plan, k, O, 1, 1, 4, false, "clf_load_v",
+                                                                "clf_load_vv", &src);
+            clf__sb_puts(&src, "#define GPU_VEC_V 1\n");
+        }
     }
     clf__sb_puts(&src, clf__sb_str(&store_fn));
     if (mma != CLF_F32 || (decode && G.wide)) {

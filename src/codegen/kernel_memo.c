@@ -113,6 +113,7 @@ static void put_target(const clf__codegen_target *t, clf__strbuf *sb)
         put(sb, ",", t->attention_tile->rows);
         put(sb, ",", t->attention_tile->bkt);
         put(sb, ",", t->attention_tile->stages);
+        put(sb, ",", t->attention_tile->fma_keys);
     }
     put(sb, " narrow-decode=", t->no_decode_wide);
     put(sb, " decode-chunk=", (int)t->decode_chunk);

@@ -130,7 +130,7 @@ typedef struct clf__attention_decode {
 typedef struct clf__attention_schedule {
     bool decode;             /* the split-keys form (attention_decode.cl) ... */
     clf__attention_decode G; /* ... and its geometry */
-    uint64_t bq, bk;         /* the GPU form: query rows a work-group, keys a tile */
+    uint64_t bq, bk, tk;     /* the GPU form: query rows a work-group, keys a tile, keys a work-item */
     clf_dtype mma;           /* the tensor-core form's operands (f16, bf16); CLF_F32: not that form */
     int mma_warps;           /* ... warps a work-group ... */
     int mma_rows;            /* ... query rows a warp (16 or 32) */

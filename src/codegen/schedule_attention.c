@@ -116,14 +116,61 @@ static uint64_t mma_tiles_bytes(uint64_t bkt, uint64_t dp16, uint64_t dvp16)
     return bkt * (dp16 + 8 + dvp16 + 8) * 2;
 }
 
+/* The GPU form's local memory (attention_gpu.cl) for bq query rows, tiles
+ * of bk keys, tk keys a work-item: Q's block and K's tile as rows of D
+ * padded to float4s plus one, V's tile as rows of DV padded to 4 (bk /
+ * tk) columns, the weights and the rows' maxima as rows of bq + 4. */
+static uint64_t gpu_local_bytes(uint64_t bq, uint64_t bk, uint64_t tk, int64_t d, int64_t dv)
+{
+    const uint64_t kg = bk / tk, dpp = (uint64_t)(d + 3) / 4 * 4 + 4;
+    const uint64_t dvp = ((uint64_t)dv + 4 * kg - 1) / (4 * kg) * 4 * kg;
+    return 4 * (bq * dpp + bk * dpp + bk * dvp + (bk + kg) * (bq + 4));
+}
+
+/* The local memory a GPU-form kernel may take: the device's, at most the
+ * 48 KiB of static local memory NVIDIA's driver allows a kernel. */
+static uint64_t gpu_local_cap(const clf__codegen_target *target)
+{
+    const uint64_t local_mem = target->local_mem ? target->local_mem : 32768;
+    return local_mem < 49152 ? local_mem : 49152;
+}
+
+/* The GPU form's tiles: bq query rows a work-group (four a work-item),
+ * tiles of bk keys, tk a work-item (kg = bk / tk work-items across a
+ * tile's keys and across DV). Taken in order of preference, the first
+ * whose work-items the device allows and whose tiles fit its local
+ * memory: kg 8 (the accumulators of four rows at 8 columns for heads of
+ * 64), the most rows, then the most keys a work-item; fewer rows where
+ * sq is shorter than the block. Returns false if none fits. */
+static bool gpu_tiles_of(const clf__codegen_target *target, int64_t sq, int64_t d, int64_t dv, uint64_t *bq,
+                         uint64_t *bk, uint64_t *tk)
+{
+    static const uint8_t prefs[][2] = {{64, 4}, {64, 2}, {32, 4}, {32, 2}, {64, 1}, {32, 1}, {16, 4}, {16, 2},
+                                       {16, 1}, {8, 4},  {8, 2},  {8, 1},  {4, 4},  {4, 2},  {4, 1}};
+    const uint64_t max_local = target->max_local ? target->max_local : 256;
+    uint64_t rows = 4;
+    while (rows < 64 && rows < (uint64_t)sq)
+        rows *= 2;
+    for (uint64_t kg = 8; kg >= 1; kg /= 2)
+        for (size_t i = 0; i < sizeof prefs / sizeof prefs[0]; i++) {
+            const uint64_t q = prefs[i][0], t = prefs[i][1];
+            if (q > rows || q / 4 * kg > max_local || gpu_local_bytes(q, kg * t, t, d, dv) > gpu_local_cap(target))
+                continue;
+            *bq = q;
+            *bk = kg * t;
+            *tk = t;
+            return true;
+        }
+    return false;
+}
+
 bool clf__cg_attention_fits(const clf__codegen_target *target, int64_t batch, int64_t sq, int64_t sk, int64_t d,
                             int64_t dv, char *why, size_t cap)
 {
     const uint64_t local_mem = target->local_mem ? target->local_mem : 32768;
-    const uint64_t row_floats = (uint64_t)((d + 3) / 4 * 4 + (dv + 3) / 4 * 4); /* a key of K and V, float4s */
-    if (!target->cpu && row_floats * sizeof(float) > local_mem / 2) {
+    if (!target->cpu && gpu_local_bytes(4, 1, 1, d, dv) > gpu_local_cap(target)) {
         snprintf(why, cap, "a head of %lld + %lld floats does not fit the kernel's tiles in %llu bytes of local "
-                 "memory", (long long)d, (long long)dv, (unsigned long long)local_mem);
+                 "memory", (long long)d, (long long)dv, (unsigned long long)gpu_local_cap(target));
         return false;
     }
     const bool decode = !target->cpu && sq <= 4 && sk >= 64;
@@ -148,24 +195,45 @@ clf_status clf__schedule_attention(const clf__attention_facts *f, const clf__cod
                                   clf__attention_schedule *s, char *err, size_t errlen)
 {
     const int64_t batch = f->batch, sq = f->sq, sk = f->sk, d = f->d, dv = f->dv;
-    /* The GPU form's tiles: BQ query rows a work-group (a power of two up
-     * to 64 within the device's limit), BK keys of K and V a tile in local
-     * memory (64, halved until both tiles, their rows padded to whole
-     * float4s, take at most half of it). */
     size_t max_local = target->max_local ? target->max_local : 256;
     size_t local_mem = target->local_mem ? target->local_mem : 32768;
-    uint64_t bq = clf__pow2_at_most(max_local < 64 ? max_local : 64);
-    while (bq > 1 && bq / 2 >= (uint64_t)sq)
-        bq /= 2;
-    uint64_t bk = 64, row_floats = (uint64_t)((d + 3) / 4 * 4 + (dv + 3) / 4 * 4); /* rows padded to float4s */
-    while (bk > 1 && bk * row_floats * sizeof(float) > local_mem / 2)
-        bk /= 2;
     /* (The planner asked clf__cg_attention_fits before it planned this
      * kernel; a plan made without asking is refused here.) */
-    char unfit[200];
-    if (!clf__cg_attention_fits(target, batch, sq, sk, d, dv, unfit, sizeof unfit)) {
-        snprintf(err, errlen, "codegen: kernel %u: attention: %s", k, unfit);
+    char unfit[200] = "";
+    uint64_t bq = 4, bk = 1, tk = 1;
+    if (!clf__cg_attention_fits(target, batch, sq, sk, d, dv, unfit, sizeof unfit) ||
+        (!target->cpu && !gpu_tiles_of(target, sq, d, dv, &bq, &bk, &tk))) {
+        snprintf(err, errlen, "codegen: kernel %u: attention: %s", k,
+                 unfit[0] ? unfit : "no tiling of the GPU form fits the device");
         return CLF_ERR_UNSUPPORTED;
+    }
+    const clf__attention_tile *pin = target->attention_tile;
+    if (!target->cpu && pin && pin->fma_keys) {
+        /* The FMA form's tiling pinned by hand (CLFUSE_ATTENTION_TILE=fma,...):
+         * refused where the form cannot run it. */
+        const uint64_t q = (uint64_t)pin->rows, t = (uint64_t)pin->fma_keys, keys = (uint64_t)pin->bkt;
+        const uint64_t kg = t && keys % t == 0 ? keys / t : 0;
+        char why[120] = "";
+        if (pin->rows < 4 || pin->rows > 256 || q % 4 != 0)
+            snprintf(why, sizeof why, "rows must be a multiple of 4 from 4 to 256");
+        else if (pin->bkt < 1 || kg == 0 || kg > 32 || (kg & (kg - 1)) != 0)
+            snprintf(why, sizeof why, "keys / keys_per_item must be a power of two up to 32");
+        else if (q / 4 * kg > (uint64_t)max_local)
+            snprintf(why, sizeof why, "%llu work-items exceed the device's %zu", (unsigned long long)(q / 4 * kg),
+                     max_local);
+        else if (gpu_local_bytes(q, keys, t, d, dv) > gpu_local_cap(target))
+            snprintf(why, sizeof why, "its tiles (a head of %lld) exceed %llu bytes of local memory", (long long)d,
+                     (unsigned long long)gpu_local_cap(target));
+        if (why[0]) {
+            snprintf(err, errlen,
+                     "codegen: kernel %u: attention: the pinned FMA tiling %d,%d,%d (CLFUSE_ATTENTION_TILE: "
+                     "fma,rows,keys,keys_per_item) does not fit: %s",
+                     k, pin->rows, pin->bkt, pin->fma_keys, why);
+            return CLF_ERR_UNSUPPORTED;
+        }
+        bq = q;
+        bk = keys;
+        tk = t;
     }
     /* A few query rows over many keys (decode): the keys split over
      * work-groups, then a combine (attention_decode.cl). */
@@ -205,8 +273,7 @@ clf_status clf__schedule_attention(const clf__attention_facts *f, const clf__cod
     int mma_warps = max_local >= 256 && d > 64 ? 8 : 4, mma_rows = d <= 64 ? 32 : 16;
     uint64_t bkt = 64, dp16 = (uint64_t)((d + 15) / 16 * 16), dvp16 = (uint64_t)((dv + 15) / 16 * 16);
     size_t mma_local = local_mem < 49152 ? local_mem : 49152;
-    const clf__attention_tile *pin = target->attention_tile;
-    if (mma != CLF_F32 && pin) {
+    if (mma != CLF_F32 && pin && !pin->fma_keys) {
         /* A tiling pinned by hand (CLFUSE_ATTENTION_TILE): refused where
          * the form cannot run it. */
         const bool pow2_warps = pin->warps == 1 || pin->warps == 2 || pin->warps == 4 || pin->warps == 8;
@@ -248,12 +315,13 @@ clf_status clf__schedule_attention(const clf__attention_facts *f, const clf__cod
      * full / causal against 0.162 / 0.123 with one stage (255 registers a
      * work-item either way, no spills). */
     int mma_stages = f->kv16 && 2 * mma_tiles_bytes(bkt, dp16, dvp16) <= mma_local ? 2 : 1;
-    if (pin && pin->stages)
+    if (pin && !pin->fma_keys && pin->stages)
         mma_stages = pin->stages;
     *s = (clf__attention_schedule){.decode = decode,
                                    .G = G,
                                    .bq = bq,
                                    .bk = bk,
+                                   .tk = tk,
                                    .mma = mma,
                                    .mma_warps = mma_warps,
                                    .mma_rows = mma_rows,
@@ -280,7 +348,7 @@ clf_status clf__schedule_attention(const clf__attention_facts *f, const clf__cod
 void clf__attention_launch(const clf__attention_facts *f, const clf__attention_schedule *s, bool cpu,
                            clf__kernel_code *out)
 {
-    const int64_t batch = f->batch, sq = f->sq, d = f->d, dv = f->dv;
+    const int64_t batch = f->batch, sq = f->sq, d = f->d;
     const clf__attention_decode G = s->G;
     const uint64_t rows = (uint64_t)batch * (uint64_t)sq, rb = s->rb, bq = s->bq, bk = s->bk, bkt = s->bkt;
     const bool decode = s->decode;
@@ -300,8 +368,8 @@ void clf__attention_launch(const clf__attention_facts *f, const clf__attention_s
         const uint64_t bqm = (uint64_t)mma_rows * (uint64_t)mma_warps;
         out->global = (size_t)((uint64_t)batch * (((uint64_t)sq + bqm - 1) / bqm) * out->local);
     } else {
-        out->local = (size_t)bq;
-        out->global = (size_t)((uint64_t)batch * (((uint64_t)sq + bq - 1) / bq) * bq);
+        out->local = (size_t)(bq / 4 * (bk / s->tk));
+        out->global = (size_t)((uint64_t)batch * (((uint64_t)sq + bq - 1) / bq) * out->local);
     }
     if (f->numel == 0)
         out->global = 0;
@@ -328,7 +396,8 @@ void clf__attention_launch(const clf__attention_facts *f, const clf__attention_s
         out->schedule.tensor_cores = mma == CLF_F16 ? "mma.m16n8k16.f16" : "mma.m16n8k16.bf16";
         out->schedule.copy_stages = s->mma_stages == 2 ? 2 : 0;
     } else if (!cpu) {
-        out->schedule.tiles = (clf__gemm_config){.tm = (int)bq, .tn = (int)bk, .tk = (int)d, .wm = 1, .wn = (int)dv};
+        out->schedule.tiles =
+            (clf__gemm_config){.tm = (int)bq, .tn = (int)bk, .tk = (int)d, .wm = 4, .wn = (int)s->tk};
     }
     if (cpu) {
         out->schedule.rows = rb;

@@ -95,8 +95,8 @@ char *clf__plan_cache_key(const clf_context *ctx, const clf_graph *g, const clf_
         snprintf(num, sizeof num, "default");
     clf__cache_key_field(&sb, "gemm-tile", num);
     if (target->attention_tile)
-        snprintf(num, sizeof num, "%d,%d,%d,%d", target->attention_tile->warps, target->attention_tile->rows,
-                 target->attention_tile->bkt, target->attention_tile->stages);
+        snprintf(num, sizeof num, "%d,%d,%d,%d,%d", target->attention_tile->warps, target->attention_tile->rows,
+                 target->attention_tile->bkt, target->attention_tile->stages, target->attention_tile->fma_keys);
     else
         snprintf(num, sizeof num, "default");
     clf__cache_key_field(&sb, "attention-tile", num);
