@@ -8,7 +8,7 @@
 # B: a build with bench/bench_attention (built here if absent). SWEEP_CASES
 # picks cases by name (an extended regular expression; the f32 cases take
 # the portable GPU form, whatever the tiling), SWEEP_ITERS the
-# runs a configuration (30). Prints a line
+# runs a configuration (30); SWEEP_TORCH=0 leaves torch out. Prints a line
 # a configuration (median, min ms; the check's relative norm error), the
 # torch lines last; logs under $OUT/sweep.
 set -uo pipefail
@@ -58,6 +58,7 @@ while IFS=$'\t' read -r name opts; do
   done
 done <<< "$cases"
 echo "sweep done in $((SECONDS - START)) s"
+[ "${SWEEP_TORCH:-1}" = 1 ] || exit 0
 targs=()
 while IFS=$'\t' read -r name opts; do
   [[ $name =~ ${SWEEP_CASES:-.} ]] && targs+=(--case "$name" "$opts")
