@@ -615,6 +615,52 @@ START_TEST(gpu_form_shuffles)
 }
 END_TEST
 
+/* The GPU form's tiling pinned (CLFUSE_ATTENTION_TILE=fma,rows,keys,
+ * keys_per_item) is the one its kernels run, and gives the reference's
+ * results: 8 rows over tiles of 64 keys, 16 a work-item (4 across a tile),
+ * and 32 rows over 8 keys, one a work-item; text that is not a tiling, or
+ * one the form cannot run, is a compile error naming the variable. */
+START_TEST(gpu_form_pinned_tilings)
+{
+    clf_context *ctx = clf_test_context();
+    static const char *const tiles[] = {"fma,8,64,16", "fma,32,8,1"};
+    static const char *const lines[] = {"#define BQ 8\n#define BK 64\n#define TK 16\n",
+                                        "#define BQ 32\n#define BK 8\n#define TK 1\n"};
+    for (size_t t = 0; t < 2; t++) {
+        ck_assert_int_eq(setenv("CLFUSE_ATTENTION_TILE", tiles[t], 1), 0);
+        clf_graph *g = clf_graph_create();
+        e2e_inputs in = {0};
+        plain_attention(g, &in, CLF_F32, 1, 2, 37, 70, 40, 24, t == 1);
+        e2e_check_style(ctx, g, &in, CLF_KERNEL_STYLE_GPU, 1e-4, 1e-5);
+        clf_executable *exe = NULL;
+        ck_assert_int_eq(clf_compile(ctx, g, clf_compile_params(.kernel_style = CLF_KERNEL_STYLE_GPU), &exe), CLF_OK);
+        ck_assert_uint_eq(clf_executable_kernel_count(exe), 1);
+        const char *src = clf_executable_kernel_source(exe, 0);
+        ck_assert_msg(src && strstr(src, lines[t]), "%s: the kernel's tiling is not the pinned one", tiles[t]);
+        clf_executable_destroy(&exe);
+        e2e_inputs_free(&in);
+        clf_graph_destroy(&g);
+    }
+    clf_graph *g = clf_graph_create();
+    e2e_inputs in = {0};
+    plain_attention(g, &in, CLF_F32, 1, 2, 40, 40, 40, 24, false);
+    static const char *const bad[] = {"fma,32,16", "fma,30,16,2", "fma,32,24,8", "fma,32,16,2,", "fma,32,16,0"};
+    for (size_t b = 0; b < sizeof bad / sizeof bad[0]; b++) {
+        ck_assert_int_eq(setenv("CLFUSE_ATTENTION_TILE", bad[b], 1), 0);
+        clf_executable *exe = NULL;
+        clf_status st = clf_compile(ctx, g, clf_compile_params(.kernel_style = CLF_KERNEL_STYLE_GPU), &exe);
+        ck_assert_msg(st != CLF_OK, "CLFUSE_ATTENTION_TILE=%s: compiled", bad[b]);
+        ck_assert_msg(strstr(clf_context_last_error(ctx), "CLFUSE_ATTENTION_TILE") != NULL,
+                      "CLFUSE_ATTENTION_TILE=%s: the error does not name it: %s", bad[b],
+                      clf_context_last_error(ctx));
+    }
+    unsetenv("CLFUSE_ATTENTION_TILE");
+    e2e_inputs_free(&in);
+    clf_graph_destroy(&g);
+    clf_context_destroy(&ctx);
+}
+END_TEST
+
 /* k and v with a head axis of 1 serve every query head (MQA), and
  * [B, Hkv, 1, Sk, D] serves G query heads each ([B, Hkv, G, Sq, D], GQA). */
 START_TEST(kv_heads_broadcast)
@@ -2474,6 +2520,7 @@ int main(void)
     clf_test_add_variant_case(s, "cpu_form_blocks_and_tails", cpu_form_blocks_and_tails);
     clf_test_add_variant_case(s, "gpu_form_partial_block_many_tiles", gpu_form_partial_block_many_tiles);
     clf_test_add_variant_case(s, "gpu_form_shuffles", gpu_form_shuffles);
+    clf_test_add_variant_case(s, "gpu_form_pinned_tilings", gpu_form_pinned_tilings);
     clf_test_add_variant_case(s, "kv_heads_broadcast", kv_heads_broadcast);
     clf_test_add_case(s, "bool_mask_fully_masked_rows", bool_mask_fully_masked_rows);
     clf_test_add_case(s, "additive_mask", additive_mask);

@@ -778,6 +778,19 @@ CLF_API clf_status clf_compile(clf_context *ctx, const clf_graph *g, const clf_c
     return clf__compile_graph(ctx, g, params, NULL, out);
 }
 
+/* CLFUSE_ATTENTION_TILE's text: "warps,rows,keys[,stages]" (the
+ * tensor-core form's tiling) or "fma,rows,keys,keys_per_item" (the FMA GPU
+ * form's). False if it is neither. */
+static bool attention_tile_parse(const char *text, clf__attention_tile *t)
+{
+    int used = 0, used4 = 0;
+    *t = (clf__attention_tile){0};
+    if (strncmp(text, "fma,", 4) == 0)
+        return sscanf(text + 4, "%d,%d,%d%n", &t->rows, &t->bkt, &t->fma_keys, &used) == 3 &&
+               text[4 + used] == '\0' && t->fma_keys >= 1;
+    const int got = sscanf(text, "%d,%d,%d%n,%d%n", &t->warps, &t->rows, &t->bkt, &used, &t->stages, &used4);
+    return got >= 3 && text[got == 4 ? used4 : used] == '\0' && (got != 4 || t->stages >= 1);
+}
 
 clf_status clf__compile_graph(clf_context *ctx, const clf_graph *g, const clf_compile_params *params,
                               const clf__spec_share *share, clf_executable **out)
@@ -834,26 +847,11 @@ clf_status clf__compile_graph(clf_context *ctx, const clf_graph *g, const clf_co
      * form's (for tuning by hand; codegen refuses one it cannot run). */
     clf__attention_tile attention_pinned = {0};
     const char *attention_tile = getenv("CLFUSE_ATTENTION_TILE");
-    if (attention_tile && strncmp(attention_tile, "fma,", 4) == 0) {
-        int used = 0;
-        if (sscanf(attention_tile + 4, "%d,%d,%d%n", &attention_pinned.rows, &attention_pinned.bkt,
-                   &attention_pinned.fma_keys, &used) != 3 ||
-            attention_tile[4 + used] != '\0' || attention_pinned.fma_keys < 1) {
-            st = clf__ctx_fail(ctx, CLF_ERR_INVALID_ARGUMENT,
-                               "clf_compile: CLFUSE_ATTENTION_TILE=\"%s\" is not \"fma,\" then three integers "
-                               "rows,keys,keys_per_item",
-                               attention_tile);
-            goto fail;
-        }
-        target.attention_tile = &attention_pinned;
-    } else if (attention_tile && *attention_tile) {
-        int used = 0, used4 = 0;
-        const int got = sscanf(attention_tile, "%d,%d,%d%n,%d%n", &attention_pinned.warps, &attention_pinned.rows,
-                               &attention_pinned.bkt, &used, &attention_pinned.stages, &used4);
-        if (got < 3 || attention_tile[got == 4 ? used4 : used] != '\0' || (got == 4 && attention_pinned.stages < 1)) {
+    if (attention_tile && *attention_tile) {
+        if (!attention_tile_parse(attention_tile, &attention_pinned)) {
             st = clf__ctx_fail(ctx, CLF_ERR_INVALID_ARGUMENT,
                                "clf_compile: CLFUSE_ATTENTION_TILE=\"%s\" is not three integers warps,rows,keys "
-                               "(then \",stages\", 1 or 2) or \"fma,\" then three, rows,keys,keys_per_item",
+                               "(then \",stages\", 1 or 2), nor \"fma,\" then three, rows,keys,keys_per_item",
                                attention_tile);
             goto fail;
         }
