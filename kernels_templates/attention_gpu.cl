@@ -126,10 +126,10 @@ static inline float clf_bfly(float v, uint m)
 }
 #endif
 
-/* x's maximum (MAX 1) or sum over the KG work-items of row block rg, in
+/* x's maximum (is_max 1) or sum over the KG work-items of row block rg, in
  * all of them. Through local memory: a barrier after the writes, and the
  * caller's next barrier before red4 is written again. */
-static inline float4 clf_across_keys(float4 x, const int max, __local float4 *red4, IDX_T rg, IDX_T kg)
+static inline float4 clf_across_keys(float4 x, const int is_max, __local float4 *red4, IDX_T rg, IDX_T kg)
 {
 #if GPU_SHFL
     for (uint m = KG / 2; m > 0; m /= 2) {
@@ -142,7 +142,7 @@ static inline float4 clf_across_keys(float4 x, const int max, __local float4 *re
 #else
         const float4 o = (float4)(clf_bfly(x.x, m), clf_bfly(x.y, m), clf_bfly(x.z, m), clf_bfly(x.w, m));
 #endif
-        x = max ? fmax(x, o) : x + o;
+        x = is_max ? fmax(x, o) : x + o;
     }
     return x;
 #else
@@ -150,7 +150,7 @@ static inline float4 clf_across_keys(float4 x, const int max, __local float4 *re
     barrier(CLK_LOCAL_MEM_FENCE);
     x = red4[rg];
     for (int g = 1; g < KG; ++g)
-        x = max ? fmax(x, red4[g * BQP4 + rg]) : x + red4[g * BQP4 + rg];
+        x = is_max ? fmax(x, red4[g * BQP4 + rg]) : x + red4[g * BQP4 + rg];
     return x;
 #endif
 }

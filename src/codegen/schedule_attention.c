@@ -127,9 +127,10 @@ static uint64_t gpu_local_bytes(uint64_t bq, uint64_t bk, uint64_t tk, int64_t d
     return 4 * (bq * dpp + bk * dpp + bk * dvp + (bk + kg) * (bq + 4));
 }
 
-/* The local memory a GPU-form kernel may take: the device's, at most the
- * 48 KiB of static local memory NVIDIA's driver allows a kernel. */
-static uint64_t gpu_local_cap(const clf__codegen_target *target)
+/* The local memory a GPU or tensor-core form kernel may take: the
+ * device's, at most the 48 KiB of static local memory NVIDIA's driver
+ * allows a kernel. */
+static uint64_t kernel_local_cap(const clf__codegen_target *target)
 {
     const uint64_t local_mem = target->local_mem ? target->local_mem : 32768;
     return local_mem < 49152 ? local_mem : 49152;
@@ -154,7 +155,7 @@ static bool gpu_tiles_of(const clf__codegen_target *target, int64_t sq, int64_t 
     for (uint64_t kg = 8; kg >= 1; kg /= 2)
         for (size_t i = 0; i < sizeof prefs / sizeof prefs[0]; i++) {
             const uint64_t q = prefs[i][0], t = prefs[i][1];
-            if (q > rows || q / 4 * kg > max_local || gpu_local_bytes(q, kg * t, t, d, dv) > gpu_local_cap(target))
+            if (q > rows || q / 4 * kg > max_local || gpu_local_bytes(q, kg * t, t, d, dv) > kernel_local_cap(target))
                 continue;
             *bq = q;
             *bk = kg * t;
@@ -168,9 +169,9 @@ bool clf__cg_attention_fits(const clf__codegen_target *target, int64_t batch, in
                             int64_t dv, char *why, size_t cap)
 {
     const uint64_t local_mem = target->local_mem ? target->local_mem : 32768;
-    if (!target->cpu && gpu_local_bytes(4, 1, 1, d, dv) > gpu_local_cap(target)) {
+    if (!target->cpu && gpu_local_bytes(4, 1, 1, d, dv) > kernel_local_cap(target)) {
         snprintf(why, cap, "a head of %lld + %lld floats does not fit the kernel's tiles in %llu bytes of local "
-                 "memory", (long long)d, (long long)dv, (unsigned long long)gpu_local_cap(target));
+                 "memory", (long long)d, (long long)dv, (unsigned long long)kernel_local_cap(target));
         return false;
     }
     const bool decode = !target->cpu && sq <= 4 && sk >= 64;
@@ -196,7 +197,6 @@ clf_status clf__schedule_attention(const clf__attention_facts *f, const clf__cod
 {
     const int64_t batch = f->batch, sq = f->sq, sk = f->sk, d = f->d, dv = f->dv;
     size_t max_local = target->max_local ? target->max_local : 256;
-    size_t local_mem = target->local_mem ? target->local_mem : 32768;
     /* (The planner asked clf__cg_attention_fits before it planned this
      * kernel; a plan made without asking is refused here.) */
     char unfit[200] = "";
@@ -221,9 +221,9 @@ clf_status clf__schedule_attention(const clf__attention_facts *f, const clf__cod
         else if (q / 4 * kg > (uint64_t)max_local)
             snprintf(why, sizeof why, "%llu work-items exceed the device's %zu", (unsigned long long)(q / 4 * kg),
                      max_local);
-        else if (gpu_local_bytes(q, keys, t, d, dv) > gpu_local_cap(target))
+        else if (gpu_local_bytes(q, keys, t, d, dv) > kernel_local_cap(target))
             snprintf(why, sizeof why, "its tiles (a head of %lld) exceed %llu bytes of local memory", (long long)d,
-                     (unsigned long long)gpu_local_cap(target));
+                     (unsigned long long)kernel_local_cap(target));
         if (why[0]) {
             snprintf(err, errlen,
                      "codegen: kernel %u: attention: the pinned FMA tiling %d,%d,%d (CLFUSE_ATTENTION_TILE: "
@@ -272,7 +272,7 @@ clf_status clf__schedule_attention(const clf__attention_facts *f, const clf__cod
                         : f->mma16;
     int mma_warps = max_local >= 256 && d > 64 ? 8 : 4, mma_rows = d <= 64 ? 32 : 16;
     uint64_t bkt = 64, dp16 = (uint64_t)((d + 15) / 16 * 16), dvp16 = (uint64_t)((dv + 15) / 16 * 16);
-    size_t mma_local = local_mem < 49152 ? local_mem : 49152;
+    const size_t mma_local = (size_t)kernel_local_cap(target);
     if (mma != CLF_F32 && pin && !pin->fma_keys) {
         /* A tiling pinned by hand (CLFUSE_ATTENTION_TILE): refused where
          * the form cannot run it. */
