@@ -7,13 +7,14 @@
  * global memory. Lengths need not be multiples of the tiles.
  *
  * Its NT = RG x KG work-items: work-item (rg, kg) computes the scores of
- * the TR = 4 rows rg TR .. rg TR + 3 at the TK keys kg, kg + KG, ... of a
- * tile (float4s along D: every local read of four Q values and four K
- * values feeds sixteen FMAs; keys strided by KG so that eight work-items'
- * K rows fall in distinct banks), then the same rows' accumulators at the
- * DVP / KG columns 4 (kg + KG i) .. + 3 of V. Between the two, the rows'
- * tile maxima meet through local memory (`red`), and the weights go to
- * local memory as columns of four rows (`pt`) for the second product.
+ * the TR = 4 rows rg, rg + RG, rg + 2 RG, rg + 3 RG at the TK keys kg,
+ * kg + KG, ... of a tile (float4s along D: every local read of four Q
+ * values and four K values feeds sixteen FMAs; rows and keys strided so
+ * that the work-items of a warp read consecutive rows of Q and of K,
+ * distinct banks), then the same rows' accumulators at the DVP / KG
+ * columns 4 (kg + KG i) .. + 3 of V. Between the two, the rows' tile
+ * maxima meet (`red4` or shuffles), and the weights go to local memory
+ * as a float4 of the four rows a key (`pt4`) for the second product.
  * Each of the KG work-items of a row keeps the row's maximum (all compute
  * the same) and its own part of the row's sum, added up at the end.
  * (The work-item-per-row form it replaced read one float4 of local memory
@@ -171,7 +172,7 @@ __kernel __attribute__((reqd_work_group_size(NT, 1, 1))) void CLF_KERNEL_NAME(CL
     IDX_T mc[TR], row_keys[TR];
 #pragma unroll
     for (int r = 0; r < TR; ++r) {
-        const IDX_T m = m0 + rg * TR + r;
+        const IDX_T m = m0 + rg + RG * r;
         mc[r] = m < SQ ? m : (IDX_T)(SQ - 1);
 #if CAUSAL
         row_keys[r] = min((IDX_T)SK, (IDX_T)(mc[r] + CAUSAL_OFFSET + 1));
@@ -244,7 +245,7 @@ __kernel __attribute__((reqd_work_group_size(NT, 1, 1))) void CLF_KERNEL_NAME(CL
             float4 qv[TR], kv[TK];
 #pragma unroll
             for (int r = 0; r < TR; ++r)
-                qv[r] = qs4[(rg * TR + r) * DPP4 + d4];
+                qv[r] = qs4[(rg + RG * r) * DPP4 + d4];
 #pragma unroll
             for (int c = 0; c < TK; ++c)
                 kv[c] = ks4[(kg + KG * c) * DPP4 + d4];
@@ -378,7 +379,7 @@ __kernel __attribute__((reqd_work_group_size(NT, 1, 1))) void CLF_KERNEL_NAME(CL
             lr = 1.0f;
         }
 #endif
-        const IDX_T m = m0 + rg * TR + r;
+        const IDX_T m = m0 + rg + RG * r;
         if (m < SQ) {
 #pragma unroll
             for (int i = 0; i < DVC4; ++i)
