@@ -86,6 +86,14 @@ static inline void clf_store(IDX_T bt, IDX_T m, IDX_T n, float acc, CLF_PARAMS) 
 #define HEAVY_FIRST CAUSAL
 #endif
 
+/* GPU_PREFETCH 1 (off by default: not measured): the next tile of K and V
+ * read into registers while the current one is multiplied, written to
+ * local memory at the top of the next step (vector loads only). */
+#if !defined(GPU_PREFETCH) || !GPU_VEC_QK || !GPU_VEC_V
+#undef GPU_PREFETCH
+#define GPU_PREFETCH 0
+#endif
+
 /* exp2, the hardware's own on NVIDIA's driver (CLF_SHFL's line: ex2, as
  * the tensor-core form); the correctly rounded one elsewhere. */
 #if defined(CLF_SHFL) && CLF_SHFL
@@ -156,6 +164,44 @@ static inline float4 clf_across_keys(float4 x, const int is_max, __local float4 
 #endif
 }
 
+#if GPU_PREFETCH
+#define KPRE ((BK * D4 + NT - 1) / NT)
+#define VPRE ((BK * DV4 + NT - 1) / NT)
+/* This work-item's share of the tile of keys n0 .. n0 + BK - 1 of K and V
+ * into registers (zeros past SK and DV). */
+static inline void clf_read_tile(IDX_T bt, IDX_T n0, IDX_T lid, float4 *kr, float4 *vr, CLF_PARAMS)
+{
+#pragma unroll
+    for (int i = 0; i < KPRE; ++i) {
+        const IDX_T e = lid + (IDX_T)i * NT, j = e / D4, d4 = e % D4;
+        kr[i] = e < (IDX_T)BK * D4 && n0 + j < SK ? clf_load_kv(bt, 4 * d4, n0 + j, CLF_ARGS) : (float4)(0.0f);
+    }
+#pragma unroll
+    for (int i = 0; i < VPRE; ++i) {
+        const IDX_T e = lid + (IDX_T)i * NT, j = e / DV4, c4 = e % DV4;
+        vr[i] = e < (IDX_T)BK * DV4 && n0 + j < SK && c4 < DV / 4 ? clf_load_vv(bt, n0 + j, 4 * c4, CLF_ARGS)
+                                                                   : (float4)(0.0f);
+    }
+}
+
+static inline void clf_write_tile(IDX_T lid, const float4 *kr, const float4 *vr, __local float4 *ks4,
+                                  __local float4 *vs4)
+{
+#pragma unroll
+    for (int i = 0; i < KPRE; ++i) {
+        const IDX_T e = lid + (IDX_T)i * NT;
+        if (e < (IDX_T)BK * D4)
+            ks4[e / D4 * DPP4 + e % D4] = kr[i];
+    }
+#pragma unroll
+    for (int i = 0; i < VPRE; ++i) {
+        const IDX_T e = lid + (IDX_T)i * NT;
+        if (e < (IDX_T)BK * DV4)
+            vs4[e] = vr[i];
+    }
+}
+#endif
+
 __kernel __attribute__((reqd_work_group_size(NT, 1, 1))) void CLF_KERNEL_NAME(CLF_PARAMS, const IDX_T numel)
 {
     __local float4 qs4[BQ * DPP4], ks4[BK * DPP4], vs4[BK * DV4], pt4[BK * BQP4], red4[KG * BQP4];
@@ -208,10 +254,18 @@ __kernel __attribute__((reqd_work_group_size(NT, 1, 1))) void CLF_KERNEL_NAME(CL
         for (int i = 0; i < DVC4; ++i)
             acc[r][i] = (float4)(0.0f);
     }
+#if GPU_PREFETCH
+    float4 kr[KPRE], vr[VPRE];
+    clf_read_tile(bt, 0, lid, kr, vr, CLF_ARGS);
+#endif
     for (IDX_T n0 = 0; n0 < group_keys; n0 += BK) {
         barrier(CLK_LOCAL_MEM_FENCE);
         /* K's and V's tiles, zeros past SK, D and DV */
-#if GPU_VEC_QK
+#if GPU_PREFETCH
+        clf_write_tile(lid, kr, vr, ks4, vs4);
+        if (n0 + BK < group_keys)
+            clf_read_tile(bt, n0 + BK, lid, kr, vr, CLF_ARGS);
+#elif GPU_VEC_QK
         for (IDX_T e = lid; e < (IDX_T)BK * D4; e += NT) {
             const IDX_T j = e / D4, d4 = e % D4;
             ks4[j * DPP4 + d4] = n0 + j < SK ? clf_load_kv(bt, 4 * d4, n0 + j, CLF_ARGS) : (float4)(0.0f);
@@ -222,7 +276,8 @@ __kernel __attribute__((reqd_work_group_size(NT, 1, 1))) void CLF_KERNEL_NAME(CL
             ((__local float *)ks4)[j * DPP4 * 4 + d] = n0 + j < SK && d < D ? clf_load_k(bt, d, n0 + j, CLF_ARGS) : 0.0f;
         }
 #endif
-#if GPU_VEC_V
+#if GPU_PREFETCH
+#elif GPU_VEC_V
         for (IDX_T e = lid; e < (IDX_T)BK * DV4; e += NT) {
             const IDX_T j = e / DV4, c4 = e % DV4;
             vs4[e] = n0 + j < SK && c4 < DV / 4 ? clf_load_vv(bt, n0 + j, 4 * c4, CLF_ARGS) : (float4)(0.0f);

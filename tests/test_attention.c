@@ -599,7 +599,8 @@ END_TEST
  * PTX shuffles on NVIDIA's driver, its default there; elsewhere emulated
  * through local memory): rows spread over 8, 4 and 2 work-items (heads
  * of 64 and 128, a work-group limit of 16: 4 rows x 4 columns of keys),
- * causal and not, several tiles, rows of a last block past Sq. */
+ * causal and not, several tiles, rows of a last block past Sq; and the
+ * form reading the next tile ahead (GPU_PREFETCH, through local memory). */
 START_TEST(gpu_form_shuffles)
 {
     clf_context *ctx = clf_test_context();
@@ -607,6 +608,13 @@ START_TEST(gpu_form_shuffles)
         ck_assert_int_eq(setenv("CLFUSE_BUILD_OPTIONS", "-DGPU_SHFL=1 -DGPU_SHFL_EMULATE=1", 1), 0);
     check_plain(ctx, "Sq 37, Sk 70, D 64", 2, 2, 37, 70, 64, 64, false, PREFILL);
     check_plain(ctx, "Sq 70 causal, D 128 (Dv 100)", 1, 2, 70, 70, 128, 100, true, PREFILL);
+    /* with the next tile read ahead into registers (GPU_PREFETCH) */
+    ck_assert_int_eq(setenv("CLFUSE_BUILD_OPTIONS", "-DGPU_PREFETCH=1", 1), 0);
+    check_plain(ctx, "read ahead: Sq 37, Sk 70 causal, D 64 (Dv 40)", 2, 2, 37, 70, 64, 40, true, PREFILL);
+    if (!clf_test_on_nvidia(ctx))
+        ck_assert_int_eq(setenv("CLFUSE_BUILD_OPTIONS", "-DGPU_SHFL=1 -DGPU_SHFL_EMULATE=1", 1), 0);
+    else
+        unsetenv("CLFUSE_BUILD_OPTIONS");
     ctx->max_local = 16; /* (the schedule's limit) */
     check_plain(ctx, "a work-group of 16: Sq 37, Sk 70, D 32", 1, 2, 37, 70, 32, 32, true, PREFILL);
     clf_context_destroy(&ctx);
