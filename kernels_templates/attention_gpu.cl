@@ -205,6 +205,10 @@ static inline void clf_write_tile(IDX_T lid, const float4 *kr, const float4 *vr,
 __kernel __attribute__((reqd_work_group_size(NT, 1, 1))) void CLF_KERNEL_NAME(CLF_PARAMS, const IDX_T numel)
 {
     __local float4 qs4[BQ * DPP4], ks4[BK * DPP4], vs4[BK * DV4], pt4[BK * BQP4], red4[KG * BQP4];
+    /* (the tiles as floats, for the scalar loads: named here, so that no
+     * statement mentioning SQ or SK holds a __local cast, which would keep
+     * symbolic sizes from becoming kernel arguments: runtime/source_lift.h) */
+    __local float *qs = (__local float *)qs4, *ks = (__local float *)ks4, *vs = (__local float *)vs4;
     const IDX_T lid = (IDX_T)get_local_id(0), grp = (IDX_T)get_group_id(0);
     const IDX_T rg = lid / KG, kg = lid % KG;
     const IDX_T bt = grp / QBLOCKS;
@@ -241,7 +245,7 @@ __kernel __attribute__((reqd_work_group_size(NT, 1, 1))) void CLF_KERNEL_NAME(CL
 #else
     for (IDX_T e = lid; e < (IDX_T)BQ * DP; e += NT) {
         const IDX_T i = e / DP, d = e % DP, m = min((IDX_T)(m0 + i), (IDX_T)(SQ - 1));
-        ((__local float *)qs4)[i * DPP4 * 4 + d] = d < D ? clf_load_q(bt, m, d, CLF_ARGS) : 0.0f;
+        qs[i * DPP4 * 4 + d] = d < D ? clf_load_q(bt, m, d, CLF_ARGS) : 0.0f;
     }
 #endif
     float4 acc[TR][DVC4];
@@ -273,7 +277,7 @@ __kernel __attribute__((reqd_work_group_size(NT, 1, 1))) void CLF_KERNEL_NAME(CL
 #else
         for (IDX_T e = lid; e < (IDX_T)BK * DP; e += NT) {
             const IDX_T j = e / DP, d = e % DP;
-            ((__local float *)ks4)[j * DPP4 * 4 + d] = n0 + j < SK && d < D ? clf_load_k(bt, d, n0 + j, CLF_ARGS) : 0.0f;
+            ks[j * DPP4 * 4 + d] = n0 + j < SK && d < D ? clf_load_k(bt, d, n0 + j, CLF_ARGS) : 0.0f;
         }
 #endif
 #if GPU_PREFETCH
@@ -285,7 +289,7 @@ __kernel __attribute__((reqd_work_group_size(NT, 1, 1))) void CLF_KERNEL_NAME(CL
 #else
         for (IDX_T e = lid; e < (IDX_T)BK * DVP; e += NT) {
             const IDX_T j = e / DVP, d = e % DVP;
-            ((__local float *)vs4)[e] = n0 + j < SK && d < DV ? clf_load_v(bt, n0 + j, d, CLF_ARGS) : 0.0f;
+            vs[e] = n0 + j < SK && d < DV ? clf_load_v(bt, n0 + j, d, CLF_ARGS) : 0.0f;
         }
 #endif
         barrier(CLK_LOCAL_MEM_FENCE);
