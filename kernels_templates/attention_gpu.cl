@@ -27,10 +27,11 @@
  * a Q or K row) where D is a multiple of 4, GPU_VEC_V with clf_load_vv
  * where DV is.
  * CAUSAL: tiles past the group's last visible key are skipped; keys past
- * a row's own last weigh 0 (see attention_cpu.cl for the finite-fill
- * check: a row that needs the skipped keys visits them alone, from global
- * memory). HEAVY_FIRST (the causal default): the group's query blocks in
- * reverse, the longest first.
+ * a row's own last get weight 0 and are left out of its output (a NaN in
+ * V there stays out; see attention_cpu.cl for the finite-fill check: a
+ * row that needs the hidden keys visits them alone, from global memory).
+ * HEAVY_FIRST (the causal default): the group's query blocks in reverse,
+ * the longest first.
  *
  * Launch: BATCH * ceil(SQ / BQ) work-groups of NT. A few rows over many
  * keys (decode) take attention_decode.cl instead. */
@@ -293,7 +294,7 @@ __kernel __attribute__((reqd_work_group_size(NT, 1, 1))) void CLF_KERNEL_NAME(CL
         }
 #endif
         barrier(CLK_LOCAL_MEM_FENCE);
-        /* the scores of rows rg TR + r at keys kg + KG c */
+        /* the scores of rows rg + RG r at keys kg + KG c */
         float s[TR][TK];
 #pragma unroll
         for (int r = 0; r < TR; ++r)
