@@ -623,6 +623,27 @@ START_TEST(gpu_form_shuffles)
 }
 END_TEST
 
+/* Each text of bad as CLFUSE_ATTENTION_TILE fails the compile of a plain
+ * attention of dt (GPU style), with an error naming the variable. */
+static void check_tiles_refused(clf_context *ctx, clf_dtype dt, const char *const *bad, size_t n)
+{
+    clf_graph *g = clf_graph_create();
+    e2e_inputs in = {0};
+    plain_attention(g, &in, dt, 1, 2, 40, 40, 40, 24, false);
+    for (size_t b = 0; b < n; b++) {
+        ck_assert_int_eq(setenv("CLFUSE_ATTENTION_TILE", bad[b], 1), 0);
+        clf_executable *exe = NULL;
+        clf_status st = clf_compile(ctx, g, clf_compile_params(.kernel_style = CLF_KERNEL_STYLE_GPU), &exe);
+        ck_assert_msg(st != CLF_OK, "CLFUSE_ATTENTION_TILE=%s: compiled", bad[b]);
+        ck_assert_msg(strstr(clf_context_last_error(ctx), "CLFUSE_ATTENTION_TILE") != NULL,
+                      "CLFUSE_ATTENTION_TILE=%s: the error does not name it: %s", bad[b],
+                      clf_context_last_error(ctx));
+    }
+    unsetenv("CLFUSE_ATTENTION_TILE");
+    e2e_inputs_free(&in);
+    clf_graph_destroy(&g);
+}
+
 /* The GPU form's tiling pinned (CLFUSE_ATTENTION_TILE=fma,rows,keys,
  * keys_per_item) is the one its kernels run, and gives the reference's
  * results: 8 rows over tiles of 64 keys, 16 a work-item (4 across a tile),
@@ -650,22 +671,8 @@ START_TEST(gpu_form_pinned_tilings)
         e2e_inputs_free(&in);
         clf_graph_destroy(&g);
     }
-    clf_graph *g = clf_graph_create();
-    e2e_inputs in = {0};
-    plain_attention(g, &in, CLF_F32, 1, 2, 40, 40, 40, 24, false);
     static const char *const bad[] = {"fma,32,16", "fma,30,16,2", "fma,32,24,8", "fma,32,16,2,", "fma,32,16,0"};
-    for (size_t b = 0; b < sizeof bad / sizeof bad[0]; b++) {
-        ck_assert_int_eq(setenv("CLFUSE_ATTENTION_TILE", bad[b], 1), 0);
-        clf_executable *exe = NULL;
-        clf_status st = clf_compile(ctx, g, clf_compile_params(.kernel_style = CLF_KERNEL_STYLE_GPU), &exe);
-        ck_assert_msg(st != CLF_OK, "CLFUSE_ATTENTION_TILE=%s: compiled", bad[b]);
-        ck_assert_msg(strstr(clf_context_last_error(ctx), "CLFUSE_ATTENTION_TILE") != NULL,
-                      "CLFUSE_ATTENTION_TILE=%s: the error does not name it: %s", bad[b],
-                      clf_context_last_error(ctx));
-    }
-    unsetenv("CLFUSE_ATTENTION_TILE");
-    e2e_inputs_free(&in);
-    clf_graph_destroy(&g);
+    check_tiles_refused(ctx, CLF_F32, bad, sizeof bad / sizeof bad[0]);
     clf_context_destroy(&ctx);
 }
 END_TEST
@@ -1170,22 +1177,8 @@ START_TEST(tensor_cores_pinned_tilings)
     }
     /* Refused: a tiling the form cannot run (3 warps, 3 stages), and text
      * that is not one. */
-    clf_graph *g = clf_graph_create();
-    e2e_inputs in = {0};
-    plain_attention(g, &in, CLF_F16, 1, 2, 40, 40, 40, 24, false);
     static const char *const bad[] = {"3,16,32", "4,32", "4,32,64,3", "4,32,64,"};
-    for (size_t b = 0; b < sizeof bad / sizeof bad[0]; b++) {
-        ck_assert_int_eq(setenv("CLFUSE_ATTENTION_TILE", bad[b], 1), 0);
-        clf_executable *exe = NULL;
-        clf_status st = clf_compile(ctx, g, clf_compile_params(.kernel_style = CLF_KERNEL_STYLE_GPU), &exe);
-        ck_assert_msg(st != CLF_OK, "CLFUSE_ATTENTION_TILE=%s: compiled", bad[b]);
-        ck_assert_msg(strstr(clf_context_last_error(ctx), "CLFUSE_ATTENTION_TILE") != NULL,
-                      "CLFUSE_ATTENTION_TILE=%s: the error does not name it: %s", bad[b],
-                      clf_context_last_error(ctx));
-    }
-    e2e_inputs_free(&in);
-    clf_graph_destroy(&g);
-    unsetenv("CLFUSE_ATTENTION_TILE");
+    check_tiles_refused(ctx, CLF_F16, bad, sizeof bad / sizeof bad[0]);
     unsetenv("CLFUSE_BUILD_OPTIONS");
     unsetenv("CLFUSE_TENSOR_CORES");
     clf_context_destroy(&ctx);
