@@ -111,6 +111,18 @@ static inline float clf_base(float mx) { return mx == -INFINITY ? 0.0f : mx; }
 
 static inline float clf_lane4(float4 x, int c) { return c == 0 ? x.x : c == 1 ? x.y : c == 2 ? x.z : x.w; }
 
+/* Values d0 .. d0 + 3 of V's row n from global memory (zeros past DV):
+ * the rare paths' reads. */
+static inline float4 clf_load_v4(IDX_T bt, IDX_T n, IDX_T d0, CLF_PARAMS)
+{
+    float4 x;
+    x.x = d0 + 0 < DV ? clf_load_v(bt, n, d0 + 0, CLF_ARGS) : 0.0f;
+    x.y = d0 + 1 < DV ? clf_load_v(bt, n, d0 + 1, CLF_ARGS) : 0.0f;
+    x.z = d0 + 2 < DV ? clf_load_v(bt, n, d0 + 2, CLF_ARGS) : 0.0f;
+    x.w = d0 + 3 < DV ? clf_load_v(bt, n, d0 + 3, CLF_ARGS) : 0.0f;
+    return x;
+}
+
 /* GPU_SHFL (CLF_SHFL's default: NVIDIA's driver): the KG work-items of a
  * row block, consecutive lanes of one warp, meet by butterfly shuffles
  * (PTX shfl.sync), no local memory and no barrier; else through red4.
@@ -404,9 +416,7 @@ __kernel __attribute__((reqd_work_group_size(NT, 1, 1))) void CLF_KERNEL_NAME(CL
                 const IDX_T d0 = 4 * (kg + KG * i);
                 float4 a = acc[r][i] * c;
                 for (IDX_T n = row_keys[r]; n < SK; ++n)
-                    for (int e = 0; e < 4; ++e)
-                        if (d0 + e < DV)
-                            ((float *)&a)[e] = fma(p, clf_load_v(bt, n, d0 + e, CLF_ARGS), ((float *)&a)[e]);
+                    a = fma((float4)(p), clf_load_v4(bt, n, d0, CLF_ARGS), a);
                 acc[r][i] = a;
             }
         }
@@ -430,10 +440,7 @@ __kernel __attribute__((reqd_work_group_size(NT, 1, 1))) void CLF_KERNEL_NAME(CL
                 const IDX_T d0 = 4 * (kg + KG * i);
                 float4 a = (float4)(0.0f);
                 for (IDX_T n = 0; n < SK; ++n)
-                    for (int e = 0; e < 4; ++e)
-                        if (d0 + e < DV)
-                            ((float *)&a)[e] = fma((float)NAN_FILL_VALUE, clf_load_v(bt, n, d0 + e, CLF_ARGS),
-                                                   ((float *)&a)[e]);
+                    a = fma((float4)(NAN_FILL_VALUE), clf_load_v4(bt, n, d0, CLF_ARGS), a);
                 acc[r][i] = a;
             }
             lr = 1.0f;
