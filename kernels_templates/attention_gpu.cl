@@ -25,7 +25,7 @@
  * clf_store, CAUSAL and NAN_FILL with their values), and BQ, BK and TK;
  * GPU_VEC_QK with clf_load_qv and clf_load_kv (four consecutive values of
  * a Q or K row) where D is a multiple of 4, GPU_VEC_V with clf_load_vv
- * where DV is.
+ * where DV is (else four scalar loads a piece).
  * CAUSAL: tiles past the group's last visible key are skipped; keys past
  * a row's own last get weight 0 and are left out of its output (a NaN in
  * V there stays out; see attention_cpu.cl for the finite-fill check: a
@@ -89,9 +89,8 @@ static inline void clf_store(IDX_T bt, IDX_T m, IDX_T n, float acc, CLF_PARAMS) 
 
 /* GPU_PREFETCH 1 (off by default: not measured): the next tile of K and V
  * read into registers while the current one is multiplied, written to
- * local memory at the top of the next step (vector loads only). */
-#if !defined(GPU_PREFETCH) || !GPU_VEC_QK || !GPU_VEC_V
-#undef GPU_PREFETCH
+ * local memory at the top of the next step. */
+#ifndef GPU_PREFETCH
 #define GPU_PREFETCH 0
 #endif
 
@@ -121,6 +120,44 @@ static inline float4 clf_load_v4(IDX_T bt, IDX_T n, IDX_T d0, CLF_PARAMS)
     x.z = d0 + 2 < DV ? clf_load_v(bt, n, d0 + 2, CLF_ARGS) : 0.0f;
     x.w = d0 + 3 < DV ? clf_load_v(bt, n, d0 + 3, CLF_ARGS) : 0.0f;
     return x;
+}
+
+/* Piece d4 (values 4 d4 .. 4 d4 + 3, zeros past D or DV) of Q's row m,
+ * K's row n and V's row n: one vector load where codegen gave one
+ * (GPU_VEC_QK, GPU_VEC_V), else four. */
+static inline float4 clf_q_piece(IDX_T bt, IDX_T m, IDX_T d4, CLF_PARAMS)
+{
+#if GPU_VEC_QK
+    return clf_load_qv(bt, m, 4 * d4, CLF_ARGS);
+#else
+    float4 x;
+    x.x = 4 * d4 + 0 < D ? clf_load_q(bt, m, 4 * d4 + 0, CLF_ARGS) : 0.0f;
+    x.y = 4 * d4 + 1 < D ? clf_load_q(bt, m, 4 * d4 + 1, CLF_ARGS) : 0.0f;
+    x.z = 4 * d4 + 2 < D ? clf_load_q(bt, m, 4 * d4 + 2, CLF_ARGS) : 0.0f;
+    x.w = 4 * d4 + 3 < D ? clf_load_q(bt, m, 4 * d4 + 3, CLF_ARGS) : 0.0f;
+    return x;
+#endif
+}
+static inline float4 clf_k_piece(IDX_T bt, IDX_T n, IDX_T d4, CLF_PARAMS)
+{
+#if GPU_VEC_QK
+    return clf_load_kv(bt, 4 * d4, n, CLF_ARGS);
+#else
+    float4 x;
+    x.x = 4 * d4 + 0 < D ? clf_load_k(bt, 4 * d4 + 0, n, CLF_ARGS) : 0.0f;
+    x.y = 4 * d4 + 1 < D ? clf_load_k(bt, 4 * d4 + 1, n, CLF_ARGS) : 0.0f;
+    x.z = 4 * d4 + 2 < D ? clf_load_k(bt, 4 * d4 + 2, n, CLF_ARGS) : 0.0f;
+    x.w = 4 * d4 + 3 < D ? clf_load_k(bt, 4 * d4 + 3, n, CLF_ARGS) : 0.0f;
+    return x;
+#endif
+}
+static inline float4 clf_v_piece(IDX_T bt, IDX_T n, IDX_T d4, CLF_PARAMS)
+{
+#if GPU_VEC_V
+    return 4 * d4 < DV ? clf_load_vv(bt, n, 4 * d4, CLF_ARGS) : (float4)(0.0f);
+#else
+    return clf_load_v4(bt, n, 4 * d4, CLF_ARGS);
+#endif
 }
 
 /* GPU_SHFL (CLF_SHFL's default: NVIDIA's driver): the KG work-items of a
@@ -177,23 +214,23 @@ static inline float4 clf_across_keys(float4 x, const int is_max, __local float4 
 #endif
 }
 
-#if GPU_PREFETCH
 #define KPRE ((BK * D4 + NT - 1) / NT)
 #define VPRE ((BK * DV4 + NT - 1) / NT)
 /* This work-item's share of the tile of keys n0 .. n0 + BK - 1 of K and V
- * into registers (zeros past SK and DV). */
+ * into registers (zeros past SK, D and DV), and from there into the
+ * tiles in local memory: straight after each other, or a step apart
+ * (GPU_PREFETCH). */
 static inline void clf_read_tile(IDX_T bt, IDX_T n0, IDX_T lid, float4 *kr, float4 *vr, CLF_PARAMS)
 {
 #pragma unroll
     for (int i = 0; i < KPRE; ++i) {
         const IDX_T e = lid + (IDX_T)i * NT, j = e / D4, d4 = e % D4;
-        kr[i] = e < (IDX_T)BK * D4 && n0 + j < SK ? clf_load_kv(bt, 4 * d4, n0 + j, CLF_ARGS) : (float4)(0.0f);
+        kr[i] = e < (IDX_T)BK * D4 && n0 + j < SK ? clf_k_piece(bt, n0 + j, d4, CLF_ARGS) : (float4)(0.0f);
     }
 #pragma unroll
     for (int i = 0; i < VPRE; ++i) {
         const IDX_T e = lid + (IDX_T)i * NT, j = e / DV4, c4 = e % DV4;
-        vr[i] = e < (IDX_T)BK * DV4 && n0 + j < SK && c4 < DV / 4 ? clf_load_vv(bt, n0 + j, 4 * c4, CLF_ARGS)
-                                                                   : (float4)(0.0f);
+        vr[i] = e < (IDX_T)BK * DV4 && n0 + j < SK ? clf_v_piece(bt, n0 + j, c4, CLF_ARGS) : (float4)(0.0f);
     }
 }
 
@@ -213,15 +250,12 @@ static inline void clf_write_tile(IDX_T lid, const float4 *kr, const float4 *vr,
             vs4[e] = vr[i];
     }
 }
-#endif
 
 __kernel __attribute__((reqd_work_group_size(NT, 1, 1))) void CLF_KERNEL_NAME(CLF_PARAMS, const IDX_T numel)
 {
+    /* (no statement that names SQ or SK may hold a __local cast: that keeps
+     * symbolic sizes from becoming kernel arguments, runtime/source_lift.h) */
     __local float4 qs4[BQ * DPP4], ks4[BK * DPP4], vs4[BK * DV4], pt4[BK * BQP4], red4[KG * BQP4];
-    /* (the tiles as floats, for the scalar loads: named here, so that no
-     * statement mentioning SQ or SK holds a __local cast, which would keep
-     * symbolic sizes from becoming kernel arguments: runtime/source_lift.h) */
-    __local float *qs = (__local float *)qs4, *ks = (__local float *)ks4, *vs = (__local float *)vs4;
     const IDX_T lid = (IDX_T)get_local_id(0), grp = (IDX_T)get_group_id(0);
     const IDX_T rg = lid / KG, kg = lid % KG;
     const IDX_T bt = grp / QBLOCKS;
@@ -250,17 +284,10 @@ __kernel __attribute__((reqd_work_group_size(NT, 1, 1))) void CLF_KERNEL_NAME(CL
     const IDX_T group_keys = SK;
 #endif
     /* Q's block, rows past SQ as the last row */
-#if GPU_VEC_QK
     for (IDX_T e = lid; e < (IDX_T)BQ * D4; e += NT) {
         const IDX_T i = e / D4, d4 = e % D4, m = min((IDX_T)(m0 + i), (IDX_T)(SQ - 1));
-        qs4[i * DPP4 + d4] = clf_load_qv(bt, m, 4 * d4, CLF_ARGS);
+        qs4[i * DPP4 + d4] = clf_q_piece(bt, m, d4, CLF_ARGS);
     }
-#else
-    for (IDX_T e = lid; e < (IDX_T)BQ * DP; e += NT) {
-        const IDX_T i = e / DP, d = e % DP, m = min((IDX_T)(m0 + i), (IDX_T)(SQ - 1));
-        qs[i * DPP4 * 4 + d] = d < D ? clf_load_q(bt, m, d, CLF_ARGS) : 0.0f;
-    }
-#endif
     float4 acc[TR][DVC4];
     float mx[TR], l[TR];
 #pragma unroll
@@ -271,8 +298,8 @@ __kernel __attribute__((reqd_work_group_size(NT, 1, 1))) void CLF_KERNEL_NAME(CL
         for (int i = 0; i < DVC4; ++i)
             acc[r][i] = (float4)(0.0f);
     }
-#if GPU_PREFETCH
     float4 kr[KPRE], vr[VPRE];
+#if GPU_PREFETCH
     clf_read_tile(bt, 0, lid, kr, vr, CLF_ARGS);
 #endif
     for (IDX_T n0 = 0; n0 < group_keys; n0 += BK) {
@@ -282,28 +309,9 @@ __kernel __attribute__((reqd_work_group_size(NT, 1, 1))) void CLF_KERNEL_NAME(CL
         clf_write_tile(lid, kr, vr, ks4, vs4);
         if (n0 + BK < group_keys)
             clf_read_tile(bt, n0 + BK, lid, kr, vr, CLF_ARGS);
-#elif GPU_VEC_QK
-        for (IDX_T e = lid; e < (IDX_T)BK * D4; e += NT) {
-            const IDX_T j = e / D4, d4 = e % D4;
-            ks4[j * DPP4 + d4] = n0 + j < SK ? clf_load_kv(bt, 4 * d4, n0 + j, CLF_ARGS) : (float4)(0.0f);
-        }
 #else
-        for (IDX_T e = lid; e < (IDX_T)BK * DP; e += NT) {
-            const IDX_T j = e / DP, d = e % DP;
-            ks[j * DPP4 * 4 + d] = n0 + j < SK && d < D ? clf_load_k(bt, d, n0 + j, CLF_ARGS) : 0.0f;
-        }
-#endif
-#if GPU_PREFETCH
-#elif GPU_VEC_V
-        for (IDX_T e = lid; e < (IDX_T)BK * DV4; e += NT) {
-            const IDX_T j = e / DV4, c4 = e % DV4;
-            vs4[e] = n0 + j < SK && c4 < DV / 4 ? clf_load_vv(bt, n0 + j, 4 * c4, CLF_ARGS) : (float4)(0.0f);
-        }
-#else
-        for (IDX_T e = lid; e < (IDX_T)BK * DVP; e += NT) {
-            const IDX_T j = e / DVP, d = e % DVP;
-            vs[e] = n0 + j < SK && d < DV ? clf_load_v(bt, n0 + j, d, CLF_ARGS) : 0.0f;
-        }
+        clf_read_tile(bt, n0, lid, kr, vr, CLF_ARGS);
+        clf_write_tile(lid, kr, vr, ks4, vs4);
 #endif
         barrier(CLK_LOCAL_MEM_FENCE);
         /* the scores of rows rg + RG r at keys kg + KG c */

@@ -581,7 +581,8 @@ START_TEST(cpu_form_blocks_and_tails)
 END_TEST
 
 /* The GPU form with a last block of query rows short of a work-group
- * (idle work-items) and more than one tile of keys, without a causal mask:
+ * (idle work-items) and more than one tile of keys, without a causal mask
+ * (and heads not a multiple of 4, causal):
  * PoCL 3.1 gave garbage for every row (the `active` test around the tile
  * fold, the same every iteration, was taken out of the loop of barriers);
  * oclgrind found the kernel right. */
@@ -590,6 +591,8 @@ START_TEST(gpu_form_partial_block_many_tiles)
     clf_context *ctx = clf_test_context();
     check_plain(ctx, "Sq 37 (of a block of 64), Sk 70 (two tiles)", 2, 2, 37, 70, 20, 12, false, PREFILL);
     check_plain(ctx, "Sq 100, Sk 100", 1, 2, 100, 100, 16, 16, false, PREFILL);
+    /* heads not a multiple of 4: tiles loaded by four scalar loads a piece */
+    check_plain(ctx, "Sq 37, Sk 70 causal, D 30, Dv 18", 1, 2, 37, 70, 30, 18, true, PREFILL);
     clf_context_destroy(&ctx);
     assert_kernel_counts();
 }
